@@ -26,13 +26,13 @@ import org.slf4j.LoggerFactory;
  *   <li>The store calls {@link #segmentGrew} once for every segment file it finds, with the message
  *       count read from that file. Segment counts are never journaled: the segment files are the
  *       truth about them.</li>
- *   <li>{@link #recover()} reconciles and replays: a checkpoint segment the store did not report is
- *       dropped (its file is gone); a reported segment at or below the checkpoint's highest segment
+ *   <li>{@link #recover()} reconciles and replays: a reported segment at or below the checkpoint's highest segment
  *       that the checkpoint does not hold was reclaimed before, and is returned so the store can
  *       finish deleting it; a reported segment with fewer messages than the checkpoint saw (a machine
  *       crash lost its tail) is truncated, forgetting the acks of the lost messages. Then the journal
  *       is replayed if its generation equals the checkpoint's, leniently: a record about a message
- *       that no longer exists is skipped. Finally {@link #checkpoint()} runs, so the state recovered
+ *       that no longer exists is skipped. Then a segment still held but not reported by the store is
+ *       dropped (its file is gone). Finally {@link #checkpoint()} runs, so the state recovered
  *       is on disk and appends never continue after a possibly torn journal tail.</li>
  *   <li>From then on, every mutating call changes the in-memory {@link AckTracker} and appends one
  *       journal record before it returns; {@link #segmentGrew} just extends the tracker.</li>
@@ -132,14 +132,6 @@ public final class AckLog implements Closeable {
         List<Integer> dropped = new ArrayList<>();
         List<Integer> stillOnDisk = new ArrayList<>();
         int checkpointHighest = tracker.highestKnownSegment();
-        for (int segment : tracker.liveSegments()) {
-            if (!reportedSegments.containsKey(segment)) {
-                LOG.warn("Segment {} is in the ack checkpoint with {} unacknowledged messages but its file is gone; forgetting it.",
-                        segment, tracker.unackedCount(segment));
-                tracker.forgetSegment(segment);
-                dropped.add(segment);
-            }
-        }
         for (Map.Entry<Integer, Long> entry : reportedSegments.entrySet()) {
             int segment = entry.getKey();
             long count = entry.getValue();
@@ -156,6 +148,15 @@ public final class AckLog implements Closeable {
             }
         }
         int replayed = replayJournal(stillOnDisk);
+        // After replay, so that a segment the journal reclaims is not reported as missing.
+        for (int segment : tracker.liveSegments()) {
+            if (!reportedSegments.containsKey(segment)) {
+                LOG.warn("Segment {} is in the ack state with {} unacknowledged messages but its file is gone; forgetting it.",
+                        segment, tracker.unackedCount(segment));
+                tracker.forgetSegment(segment);
+                dropped.add(segment);
+            }
+        }
         reportedSegments.clear();
         checkpoint();
         LOG.info("Recovered ack state in {}: {} unacknowledged messages in {} segments, {} journal records replayed.",
@@ -277,17 +278,17 @@ public final class AckLog implements Closeable {
 
             @Override
             public void delivered(long id, int deliveryCount) {
-                if (id < 0 || deliveryCount < 1 || !tracker.recordDelivery(id, deliveryCount)) {
+                if (id < 0 || deliveryCount < 1) {
                     skipped[0]++;
+                    return;
                 }
+                tracker.replayDelivery(id, deliveryCount);
             }
 
             @Override
             public void relocated(long originalId, long newId) {
-                try {
-                    tracker.relocate(originalId, newId);
-                } catch (IllegalArgumentException e) {
-                    skipped[0]++; // the copy's segment lost its tail, or the original's file is gone
+                if (originalId < 0 || newId < 0 || !tracker.replayRelocation(originalId, newId)) {
+                    skipped[0]++; // the copy's segment lost its tail
                 }
             }
 
@@ -302,6 +303,7 @@ public final class AckLog implements Closeable {
                 tracker.restoreHighestKnownSegment(segment);
             }
         });
+        tracker.dropDanglingAfterReplay();
         if (replay.generation() > generation) {
             throw new CorruptAckStateException(journalFile, 8, "journal generation " + replay.generation()
                     + " is newer than the checkpoint's " + generation + "; the checkpoint was lost or replaced");

@@ -345,6 +345,72 @@ public final class AckTracker implements AckStateReader {
         relocatedFrom.put(newId, originalId);
     }
 
+    /**
+     * Replay of a delivery record: kept even when the message's segment is not live now, because a
+     * later record may relocate the message out of a segment that was reclaimed before the crash and
+     * so was never reported. {@link #dropDanglingAfterReplay()} removes what stays dangling.
+     */
+    void replayDelivery(long id, int deliveryCount) {
+        deliveries.put(originalName(id), deliveryCount);
+    }
+
+    /**
+     * Replay of a relocation record. As {@link #relocate} when both slots are in live segments.
+     * When either is in a segment that is not live — reclaimed later in the journal, so never
+     * reported by the store — the record is taken as given: the old slot (if live) is acknowledged and
+     * the mapping kept; {@link #dropDanglingAfterReplay()} then removes mappings to slots that are gone.
+     *
+     * @return false if the record does not apply because the copy's slot, in a live segment, was lost
+     *     or is not free
+     */
+    boolean replayRelocation(long originalId, long newId) {
+        long original = originalName(originalId);
+        long current = physicalId(original);
+        SegmentAckBitmap currentBitmap = bitmap(segmentOf(current));
+        SegmentAckBitmap targetBitmap = bitmap(segmentOf(newId));
+        if (currentBitmap != null && targetBitmap != null) {
+            try {
+                relocate(originalId, newId);
+                return true;
+            } catch (IllegalArgumentException e) {
+                return false;
+            }
+        }
+        if (targetBitmap != null && (!isLiveUnacked(newId) || relocatedFrom.containsKey(newId))) {
+            return false;
+        }
+        if (currentBitmap != null && seqOf(current) < currentBitmap.messageCount() && currentBitmap.ack(seqOf(current))) {
+            unackedTotal--;
+        }
+        if (current != original) {
+            relocatedFrom.remove(current);
+        }
+        relocatedTo.put(original, newId);
+        relocatedFrom.put(newId, original);
+        return true;
+    }
+
+    /** After replay: restores the invariant that delivery counts and relocations exist only for live, unacknowledged messages. */
+    void dropDanglingAfterReplay() {
+        List<long[]> pairs = new ArrayList<>();
+        relocatedTo.forEach((original, target) -> {
+            if (!isLiveUnacked(target)) {
+                pairs.add(new long[] {original, target});
+            }
+        });
+        for (long[] pair : pairs) {
+            relocatedTo.remove(pair[0]);
+            relocatedFrom.remove(pair[1]);
+        }
+        List<Long> keys = new ArrayList<>();
+        deliveries.forEach((id, count) -> {
+            if (!isLiveUnacked(physicalId(id))) {
+                keys.add(id);
+            }
+        });
+        keys.forEach(deliveries::remove);
+    }
+
     boolean isLive(int segment) {
         return bitmap(segment) != null;
     }

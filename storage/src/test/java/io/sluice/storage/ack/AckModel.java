@@ -135,9 +135,24 @@ final class AckModel {
         return deliveries.getOrDefault(relocatedFrom.getOrDefault(id, id), 0);
     }
 
+    private static List<String> describe(TreeSet<Long> ids) {
+        return ids.stream().limit(10).map(id -> (id >>> 32) + ":" + (id & 0xFFFFFFFFL)).toList();
+    }
+
     /** Compares every observable of {@code actual} with the model. */
     void assertMatches(AckStateReader actual) {
-        assertEquals(unacked.size(), actual.unackedCount(), "unackedCount");
+        if (unacked.size() != actual.unackedCount()) {
+            TreeSet<Long> actualIds = new TreeSet<>();
+            for (long id = actual.firstUnackedId(); id >= 0; id = actual.nextUnackedId(id + 1)) {
+                actualIds.add(id);
+            }
+            TreeSet<Long> extra = new TreeSet<>(actualIds);
+            extra.removeAll(unacked);
+            TreeSet<Long> missing = new TreeSet<>(unacked);
+            missing.removeAll(actualIds);
+            assertEquals(unacked.size(), actual.unackedCount(), "unackedCount; unacked only in actual "
+                    + describe(extra) + ", only in model " + describe(missing) + ", relocations " + relocatedTo);
+        }
         assertEquals(unacked.isEmpty() ? -1 : unacked.first(), actual.firstUnackedId(), "firstUnackedId");
         List<Long> iterated = new ArrayList<>();
         for (long id = actual.firstUnackedId(); id >= 0; id = actual.nextUnackedId(id + 1)) {
