@@ -132,6 +132,14 @@ public final class AckLog implements Closeable {
         List<Integer> dropped = new ArrayList<>();
         List<Integer> stillOnDisk = new ArrayList<>();
         int checkpointHighest = tracker.highestKnownSegment();
+        // Before replay: replay must see a segment without a file as not live, because its message
+        // count is unknown and its records must go the lenient way (AckTracker#replayRelocation).
+        for (int segment : tracker.liveSegments()) {
+            if (!reportedSegments.containsKey(segment)) {
+                tracker.dropSegmentForReplay(segment);
+                dropped.add(segment);
+            }
+        }
         for (Map.Entry<Integer, Long> entry : reportedSegments.entrySet()) {
             int segment = entry.getKey();
             long count = entry.getValue();
@@ -147,16 +155,15 @@ public final class AckLog implements Closeable {
                 stillOnDisk.add(segment);
             }
         }
-        int replayed = replayJournal(stillOnDisk);
-        // After replay, so that a segment the journal reclaims is not reported as missing.
-        for (int segment : tracker.liveSegments()) {
-            if (!reportedSegments.containsKey(segment)) {
-                LOG.warn("Segment {} is in the ack state with {} unacknowledged messages but its file is gone; forgetting it.",
-                        segment, tracker.unackedCount(segment));
-                tracker.forgetSegment(segment);
-                dropped.add(segment);
+        List<Integer> reclaimedInJournal = new ArrayList<>();
+        int replayed = replayJournal(stillOnDisk, reclaimedInJournal);
+        for (int segment : dropped) {
+            if (!reclaimedInJournal.contains(segment)) {
+                LOG.warn("Segment {} is in the ack checkpoint but its file is gone; its ack state is forgotten.", segment);
             }
         }
+        // A segment the journal reclaims is not missing: it was reclaimed before the crash.
+        dropped.removeIf(reclaimedInJournal::contains);
         reportedSegments.clear();
         checkpoint();
         LOG.info("Recovered ack state in {}: {} unacknowledged messages in {} segments, {} journal records replayed.",
@@ -261,7 +268,7 @@ public final class AckLog implements Closeable {
         }
     }
 
-    private int replayJournal(List<Integer> stillOnDisk) throws IOException {
+    private int replayJournal(List<Integer> stillOnDisk, List<Integer> reclaimedInJournal) throws IOException {
         if (!Files.exists(journalFile)) {
             return 0;
         }
@@ -294,8 +301,9 @@ public final class AckLog implements Closeable {
 
             @Override
             public void segmentReclaimed(int segment) {
+                reclaimedInJournal.add(segment);
                 if (tracker.isLive(segment)) {
-                    tracker.forgetSegment(segment);
+                    tracker.dropSegmentForReplay(segment);
                     if (reportedSegments.containsKey(segment)) {
                         stillOnDisk.add(segment);
                     }

@@ -438,18 +438,15 @@ public final class AckTracker implements AckStateReader {
     }
 
     /**
-     * Recovery: drops a segment whatever its state, because its file is gone (reclaimed, or missing).
-     * Relocated copies that lived in it are lost with it.
+     * Recovery, before and during replay: makes a segment not live but keeps relocations and delivery
+     * counts naming its slots, because later journal records may still move those messages on;
+     * {@link #dropDanglingAfterReplay()} removes whatever is left dangling once replay ends.
      */
-    void forgetSegment(int segment) {
+    void dropSegmentForReplay(int segment) {
         SegmentAckBitmap bitmap = segments.remove(segment);
         invalidateCache();
-        if (bitmap == null) {
-            return;
-        }
-        unackedTotal -= bitmap.unackedCount();
-        if (bitmap.messageCount() > 0) {
-            dropStateForSlots(id(segment, 0), id(segment, bitmap.messageCount() - 1));
+        if (bitmap != null) {
+            unackedTotal -= bitmap.unackedCount();
         }
     }
 
