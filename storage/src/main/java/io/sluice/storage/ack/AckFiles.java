@@ -1,0 +1,25 @@
+package io.sluice.storage.ack;
+
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/** File names and the directory fsync shared by the checkpoint and the journal. Stateless. */
+final class AckFiles {
+    static final String CHECKPOINT = "acks.checkpoint";
+    static final String JOURNAL = "acks.journal";
+
+    private AckFiles() {
+    }
+
+    /**
+     * Makes a rename in {@code directory} durable: without it a machine crash can bring back the old
+     * directory entry even though the renamed file's data was fsynced.
+     */
+    static void fsyncDirectory(Path directory) throws IOException {
+        try (FileChannel channel = FileChannel.open(directory, StandardOpenOption.READ)) {
+            channel.force(true);
+        }
+    }
+}

@@ -1,0 +1,317 @@
+package io.sluice.storage.ack;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.zip.CRC32C;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Append-only, memory-mapped journal of ack-state changes since the last checkpoint. Not thread-safe:
+ * the queue's lock guards every call.
+ *
+ * <p><b>Durability.</b> {@code append*} copies the record into a {@code READ_WRITE} file mapping, i.e.
+ * straight into the page cache, with no system call. Once an append returns, a process crash (even
+ * kill -9) cannot lose it: the kernel owns the dirty page. A machine crash loses whatever was
+ * appended since the last {@link #force()} ({@link MappedByteBuffer#force()}, an msync), which the
+ * storage flusher calls on its schedule.
+ *
+ * <p><b>File layout</b> (big-endian), fixed size {@code capacityBytes}, zero-filled when created:
+ *
+ * <pre>
+ *  0        4        8                16                       32
+ *  +--------+--------+----------------+------------------------+
+ *  | magic  |version |   generation   |   reserved (zeros)     |   header, 32 bytes
+ *  |"SLAJ"  |   1    |  (long)        |                        |
+ *  +--------+--------+----------------+------------------------+
+ *  | record | record | ... | 0 0 0 0 0 0 ... (never written)   |
+ *  +-------------------------------------------------------------+
+ *
+ *  record:  +------+---------------------+-----------------------------+
+ *           | type |  payload            | CRC32C(type + payload), int |
+ *           | byte |  (size fixed by type)|                             |
+ *           +------+---------------------+-----------------------------+
+ *  type 1 ACK_RANGE          fromId long, toIdInclusive long     21 bytes in all
+ *  type 2 DELIVERED          id long, deliveryCount int           17 bytes
+ *  type 3 RELOCATED          originalId long, newId long          21 bytes
+ *  type 4 SEGMENT_RECLAIMED  segment int                           9 bytes
+ * </pre>
+ *
+ * <p>Type 0 never occurs, so the zeroed tail marks the end. The generation equals the generation of
+ * the checkpoint the journal follows; {@link AckLog} ignores a journal whose generation differs.
+ *
+ * <p><b>Replay</b> reads records in order and stops at the first zero type byte, unknown type, record
+ * cut short by the end of the file, or CRC mismatch. After a crash a torn or partly written-back last
+ * record is normal, so stopping there is not an error; the writer never appends to a replayed journal
+ * (recovery starts a new one), so garbage after the stop point is never mistaken for records.
+ */
+public final class AckJournal implements Closeable {
+    /** Record types; the code byte and payload size are part of the file format. */
+    public enum RecordType {
+        ACK_RANGE(1, 16),
+        DELIVERED(2, 12),
+        RELOCATED(3, 16),
+        SEGMENT_RECLAIMED(4, 4);
+
+        final byte code;
+        final int recordBytes;
+
+        RecordType(int code, int payloadBytes) {
+            this.code = (byte) code;
+            this.recordBytes = 1 + payloadBytes + Integer.BYTES;
+        }
+    }
+
+    /** Receives replayed records in order. */
+    public interface Visitor {
+        void ackRange(long fromId, long toIdInclusive);
+
+        void delivered(long id, int deliveryCount);
+
+        void relocated(long originalId, long newId);
+
+        void segmentReclaimed(int segment);
+    }
+
+    /** What a replay found: the journal's generation, whether records were applied, how many, and where it stopped. */
+    public record Replay(long generation, boolean applied, int records, int stopOffset, String stopReason) {
+    }
+
+    public static final int MAGIC = 0x534C_414A; // "SLAJ"
+    public static final int VERSION = 1;
+    public static final int HEADER_BYTES = 32;
+    public static final int DEFAULT_CAPACITY_BYTES = 8 << 20;
+    /** Room for the header and a handful of records; smaller makes every few acks a checkpoint. */
+    public static final int MIN_CAPACITY_BYTES = 256;
+    private static final int MAX_RECORD_BYTES = 21;
+
+    private static final Logger LOG = LoggerFactory.getLogger(AckJournal.class);
+
+    private final Path file;
+    private final long generation;
+    private final int capacityBytes;
+    private final byte[] scratch = new byte[MAX_RECORD_BYTES];
+    private final ByteBuffer scratchBuffer = ByteBuffer.wrap(scratch);
+    private final CRC32C crc = new CRC32C();
+    private MappedByteBuffer mapped;
+    private int position = HEADER_BYTES;
+
+    private AckJournal(Path file, long generation, int capacityBytes, MappedByteBuffer mapped) {
+        this.file = file;
+        this.generation = generation;
+        this.capacityBytes = capacityBytes;
+        this.mapped = mapped;
+    }
+
+    /**
+     * Creates an empty journal at {@code file}, replacing any journal there. The file is written under
+     * a temporary name, fsynced, renamed over {@code file} and the directory fsynced, so {@code file}
+     * is at every instant either the old journal or the complete new one.
+     */
+    public static AckJournal create(Path file, long generation, int capacityBytes) throws IOException {
+        checkCapacity(capacityBytes);
+        Path temporary = file.resolveSibling(file.getFileName() + ".tmp");
+        Files.deleteIfExists(temporary);
+        try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES).order(ByteOrder.BIG_ENDIAN);
+            header.putInt(MAGIC).putInt(VERSION).putLong(generation).flip();
+            while (header.hasRemaining()) {
+                channel.write(header, header.position());
+            }
+            // Writing the last byte sizes the file; the hole in between reads as zeros (the end marker).
+            channel.write(ByteBuffer.allocate(1), capacityBytes - 1L);
+            channel.force(true);
+        }
+        Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        AckFiles.fsyncDirectory(file.getParent());
+        MappedByteBuffer mapped;
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            // The mapping stays valid after the channel closes; keeping no channel open saves a descriptor.
+            mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, capacityBytes);
+        }
+        return new AckJournal(file, generation, capacityBytes, mapped);
+    }
+
+    /**
+     * Reads {@code file}; if its generation is {@code expectedGeneration}, passes its intact records
+     * to {@code visitor}, otherwise applies nothing.
+     *
+     * @throws CorruptAckStateException if the header is short, or has a wrong magic or version
+     */
+    public static Replay replay(Path file, long expectedGeneration, Visitor visitor) throws IOException {
+        byte[] bytes = Files.readAllBytes(file);
+        ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.BIG_ENDIAN);
+        if (bytes.length < HEADER_BYTES) {
+            throw new CorruptAckStateException(file, bytes.length, "journal of " + bytes.length
+                    + " bytes is shorter than its " + HEADER_BYTES + "-byte header");
+        }
+        int magic = buffer.getInt(0);
+        if (magic != MAGIC) {
+            throw new CorruptAckStateException(file, 0, String.format("journal magic 0x%08x, expected 0x%08x", magic, MAGIC));
+        }
+        int version = buffer.getInt(4);
+        if (version != VERSION) {
+            throw new CorruptAckStateException(file, 4, "journal format version " + version + ", this broker reads only " + VERSION);
+        }
+        long generation = buffer.getLong(8);
+        if (generation != expectedGeneration) {
+            LOG.info("Ignoring ack journal {} of generation {}: the checkpoint is generation {} and already holds its changes.",
+                    file, generation, expectedGeneration);
+            return new Replay(generation, false, 0, HEADER_BYTES, "generation " + generation + " is not " + expectedGeneration);
+        }
+        CRC32C crc = new CRC32C();
+        int offset = HEADER_BYTES;
+        int records = 0;
+        String stopReason;
+        while (true) {
+            if (offset >= bytes.length) {
+                stopReason = "end of file";
+                break;
+            }
+            byte code = bytes[offset];
+            RecordType type = typeOf(code);
+            if (code == 0) {
+                stopReason = "end of written records";
+                break;
+            }
+            if (type == null) {
+                stopReason = "unknown record type " + code;
+                break;
+            }
+            if (offset + type.recordBytes > bytes.length) {
+                stopReason = type + " record cut short by the end of the file";
+                break;
+            }
+            int crcOffset = offset + type.recordBytes - Integer.BYTES;
+            crc.reset();
+            crc.update(bytes, offset, crcOffset - offset);
+            if ((int) crc.getValue() != buffer.getInt(crcOffset)) {
+                stopReason = type + " record fails its CRC32C (torn write)";
+                break;
+            }
+            int payload = offset + 1;
+            switch (type) {
+                case ACK_RANGE -> visitor.ackRange(buffer.getLong(payload), buffer.getLong(payload + 8));
+                case DELIVERED -> visitor.delivered(buffer.getLong(payload), buffer.getInt(payload + 8));
+                case RELOCATED -> visitor.relocated(buffer.getLong(payload), buffer.getLong(payload + 8));
+                case SEGMENT_RECLAIMED -> visitor.segmentReclaimed(buffer.getInt(payload));
+                default -> throw new IllegalStateException("record type " + type + " has no replay rule");
+            }
+            records++;
+            offset += type.recordBytes;
+        }
+        LOG.info("Replayed {} ack journal records from {} (generation {}); stopped at offset {}: {}.",
+                records, file, generation, offset, stopReason);
+        return new Replay(generation, true, records, offset, stopReason);
+    }
+
+    public boolean hasRoomFor(RecordType type) {
+        return position + type.recordBytes <= capacityBytes;
+    }
+
+    /** True when not even the largest record fits: time to checkpoint and start a new journal. */
+    public boolean isFull() {
+        return position + MAX_RECORD_BYTES > capacityBytes;
+    }
+
+    public void appendAckRange(long fromId, long toIdInclusive) {
+        begin(RecordType.ACK_RANGE).putLong(fromId).putLong(toIdInclusive);
+        finish(RecordType.ACK_RANGE);
+    }
+
+    public void appendDelivered(long id, int deliveryCount) {
+        begin(RecordType.DELIVERED).putLong(id).putInt(deliveryCount);
+        finish(RecordType.DELIVERED);
+    }
+
+    public void appendRelocated(long originalId, long newId) {
+        begin(RecordType.RELOCATED).putLong(originalId).putLong(newId);
+        finish(RecordType.RELOCATED);
+    }
+
+    public void appendSegmentReclaimed(int segment) {
+        begin(RecordType.SEGMENT_RECLAIMED).putInt(segment);
+        finish(RecordType.SEGMENT_RECLAIMED);
+    }
+
+    /** Flushes appended records to the device (msync): after this a machine crash cannot lose them. */
+    public void force() {
+        checkOpen();
+        mapped.force();
+    }
+
+    public long generation() {
+        return generation;
+    }
+
+    /** Offset where the next record goes. */
+    public int position() {
+        return position;
+    }
+
+    public int capacityBytes() {
+        return capacityBytes;
+    }
+
+    public Path file() {
+        return file;
+    }
+
+    /** Releases the mapping without forcing it: the page cache still writes it back (see class javadoc). */
+    @Override
+    public void close() {
+        MappedByteBuffer buffer = mapped;
+        if (buffer != null) {
+            mapped = null; // no use after unmap: that would crash the JVM
+            MappedBufferUnmapper.unmap(buffer);
+        }
+    }
+
+    private ByteBuffer begin(RecordType type) {
+        checkOpen();
+        if (!hasRoomFor(type)) {
+            throw new IllegalStateException("ack journal " + file + " has " + (capacityBytes - position)
+                    + " bytes left, a " + type + " record needs " + type.recordBytes + "; checkpoint first");
+        }
+        scratchBuffer.clear();
+        return scratchBuffer.put(type.code);
+    }
+
+    private void finish(RecordType type) {
+        int crcOffset = type.recordBytes - Integer.BYTES;
+        crc.reset();
+        crc.update(scratch, 0, crcOffset);
+        scratchBuffer.putInt((int) crc.getValue());
+        mapped.put(position, scratch, 0, type.recordBytes);
+        position += type.recordBytes;
+    }
+
+    private void checkOpen() {
+        if (mapped == null) {
+            throw new IllegalStateException("ack journal " + file + " is closed");
+        }
+    }
+
+    private static RecordType typeOf(byte code) {
+        for (RecordType type : RecordType.values()) {
+            if (type.code == code) {
+                return type;
+            }
+        }
+        return null;
+    }
+
+    static void checkCapacity(int capacityBytes) {
+        if (capacityBytes < MIN_CAPACITY_BYTES) {
+            throw new IllegalArgumentException("journalCapacityBytes " + capacityBytes + " is below the minimum " + MIN_CAPACITY_BYTES);
+        }
+    }
+}

@@ -1,0 +1,347 @@
+package io.sluice.storage.ack;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The durable ack state of one queue, owning one directory; the facade the segment store calls. Not
+ * thread-safe: the queue's lock guards every call, {@link #force()} included.
+ *
+ * <p><b>Files.</b> {@code acks.checkpoint} (see {@link AckCheckpoint}) holds the whole state as of
+ * generation <i>g</i>; {@code acks.journal} (see {@link AckJournal}) holds, in order, every change
+ * made since, and carries the same generation <i>g</i>. {@code *.tmp} files are half-made versions of
+ * either and are deleted on open.
+ *
+ * <p><b>Lifecycle and recovery order.</b>
+ * <ol>
+ *   <li>{@link #open} loads the checkpoint (or starts empty at generation 0).</li>
+ *   <li>The store calls {@link #segmentGrew} once for every segment file it finds, with the message
+ *       count read from that file. Segment counts are never journaled: the segment files are the
+ *       truth about them.</li>
+ *   <li>{@link #recover()} reconciles and replays: a reported segment at or below the checkpoint's highest segment
+ *       that the checkpoint does not hold was reclaimed before, and is returned so the store can
+ *       finish deleting it; a reported segment with fewer messages than the checkpoint saw (a machine
+ *       crash lost its tail) is truncated, forgetting the acks of the lost messages. Then the journal
+ *       is replayed if its generation equals the checkpoint's, leniently: a record about a message
+ *       that no longer exists is skipped. Then a segment still held but not reported by the store is
+ *       dropped (its file is gone). Finally {@link #checkpoint()} runs, so the state recovered
+ *       is on disk and appends never continue after a possibly torn journal tail.</li>
+ *   <li>From then on, every mutating call changes the in-memory {@link AckTracker} and appends one
+ *       journal record before it returns; {@link #segmentGrew} just extends the tracker.</li>
+ * </ol>
+ *
+ * <p><b>Rotation.</b> When the journal has no room for a record, {@link #checkpoint()} runs instead of
+ * the append (the checkpoint already contains the change). Its steps, and a crash after each:
+ * <ol>
+ *   <li>write {@code acks.checkpoint.tmp} with generation <i>g</i>+1, fsync. Crash: the tmp file is
+ *       deleted on open; checkpoint <i>g</i> + journal <i>g</i> are intact.</li>
+ *   <li>rename it to {@code acks.checkpoint}, fsync the directory. Crash: checkpoint <i>g</i>+1 +
+ *       journal <i>g</i>; the journal's generation differs, so it is ignored, which is right because
+ *       the checkpoint holds everything it recorded.</li>
+ *   <li>write {@code acks.journal.tmp} with header generation <i>g</i>+1 and zeros, fsync, rename to
+ *       {@code acks.journal}, fsync the directory. Crash before the rename: as step 2. After: an
+ *       empty journal of the checkpoint's generation.</li>
+ * </ol>
+ * A journal newer than the checkpoint cannot arise from these steps; it means the checkpoint was
+ * lost or replaced, and {@link #recover()} refuses with {@link CorruptAckStateException}.
+ *
+ * <p><b>What a crash can lose.</b> A process crash (kill -9): nothing that a call here returned from —
+ * journal appends land in the page cache through the mapping, and checkpoints are fsynced. A machine
+ * crash: the journal records appended since the last {@link #force()}; replay stops at the first torn
+ * record, so changes after it are lost too even if their pages reached the disk. If a call throws
+ * {@link IOException} (the disk is full during a rotation), its change is applied in memory but not
+ * durable; treat the queue's storage as failed.
+ *
+ * <p>No clock is read here: rotation is driven by journal space, not time.
+ */
+public final class AckLog implements Closeable {
+    /** Outcome of {@link #recover()}, for the store and the start-up log. */
+    public record Recovery(long checkpointGeneration, int journalRecordsReplayed, int[] droppedMissingSegments,
+                           int[] reclaimedSegmentsStillOnDisk) {
+    }
+
+    private static final Logger LOG = LoggerFactory.getLogger(AckLog.class);
+
+    private final Path checkpointFile;
+    private final Path journalFile;
+    private final int journalCapacityBytes;
+    private final TreeMap<Integer, Long> reportedSegments = new TreeMap<>();
+    private final AckTracker tracker;
+    private long generation;
+    private AckJournal journal;
+    private boolean closed;
+
+    private AckLog(Path directory, int journalCapacityBytes, AckTracker tracker, long generation) {
+        this.checkpointFile = directory.resolve(AckFiles.CHECKPOINT);
+        this.journalFile = directory.resolve(AckFiles.JOURNAL);
+        this.journalCapacityBytes = journalCapacityBytes;
+        this.tracker = tracker;
+        this.generation = generation;
+    }
+
+    /** Loads the checkpoint in {@code directory} (creating the directory if needed); call {@link #recover()} next. */
+    public static AckLog open(Path directory, int journalCapacityBytes) throws IOException {
+        AckJournal.checkCapacity(journalCapacityBytes);
+        Path absolute = directory.toAbsolutePath();
+        Files.createDirectories(absolute);
+        Files.deleteIfExists(absolute.resolve(AckFiles.CHECKPOINT + ".tmp"));
+        Files.deleteIfExists(absolute.resolve(AckFiles.JOURNAL + ".tmp"));
+        Path checkpoint = absolute.resolve(AckFiles.CHECKPOINT);
+        if (Files.exists(checkpoint)) {
+            AckCheckpoint.Loaded loaded = AckCheckpoint.read(checkpoint);
+            return new AckLog(absolute, journalCapacityBytes, loaded.tracker(), loaded.generation());
+        }
+        return new AckLog(absolute, journalCapacityBytes, new AckTracker(), 0);
+    }
+
+    public static AckLog open(Path directory) throws IOException {
+        return open(directory, AckJournal.DEFAULT_CAPACITY_BYTES);
+    }
+
+    /**
+     * Before {@link #recover()}: the store found this segment file holding {@code messageCount}
+     * messages. After: the segment grew (or a new segment was created above all others).
+     */
+    public void segmentGrew(int segment, long messageCount) {
+        checkOpen();
+        if (journal == null) {
+            if (segment < 0 || messageCount < 0 || messageCount > SegmentAckBitmap.MAX_MESSAGE_COUNT) {
+                throw new IllegalArgumentException("segment " + segment + " with messageCount " + messageCount
+                        + " is invalid: segment must be >= 0 and messageCount within 0.." + SegmentAckBitmap.MAX_MESSAGE_COUNT);
+            }
+            reportedSegments.put(segment, messageCount);
+        } else {
+            tracker.segmentGrew(segment, messageCount);
+        }
+    }
+
+    /** Reconciles with the segments reported so far, replays the journal and checkpoints (see class javadoc). */
+    public Recovery recover() throws IOException {
+        checkOpen();
+        if (journal != null) {
+            throw new IllegalStateException("ack state in " + checkpointFile.getParent() + " is already recovered");
+        }
+        List<Integer> dropped = new ArrayList<>();
+        List<Integer> stillOnDisk = new ArrayList<>();
+        int checkpointHighest = tracker.highestKnownSegment();
+        // Before replay: replay must see a segment without a file as not live, because its message
+        // count is unknown and its records must go the lenient way (AckTracker#replayRelocation).
+        for (int segment : tracker.liveSegments()) {
+            if (!reportedSegments.containsKey(segment)) {
+                tracker.dropSegmentForReplay(segment);
+                dropped.add(segment);
+            }
+        }
+        for (Map.Entry<Integer, Long> entry : reportedSegments.entrySet()) {
+            int segment = entry.getKey();
+            long count = entry.getValue();
+            if (tracker.isLive(segment)) {
+                if (count < tracker.messageCount(segment)) {
+                    LOG.warn("Segment {} holds {} messages but the ack checkpoint saw {}; forgetting acks of the lost messages.",
+                            segment, count, tracker.messageCount(segment));
+                }
+                tracker.resetMessageCount(segment, count);
+            } else if (segment > checkpointHighest) {
+                tracker.segmentGrew(segment, count);
+            } else {
+                stillOnDisk.add(segment);
+            }
+        }
+        List<Integer> reclaimedInJournal = new ArrayList<>();
+        int replayed = replayJournal(stillOnDisk, reclaimedInJournal);
+        for (int segment : dropped) {
+            if (!reclaimedInJournal.contains(segment)) {
+                LOG.warn("Segment {} is in the ack checkpoint but its file is gone; its ack state is forgotten.", segment);
+            }
+        }
+        // A segment the journal reclaims is not missing: it was reclaimed before the crash.
+        dropped.removeIf(reclaimedInJournal::contains);
+        reportedSegments.clear();
+        checkpoint();
+        LOG.info("Recovered ack state in {}: {} unacknowledged messages in {} segments, {} journal records replayed.",
+                checkpointFile.getParent(), tracker.unackedCount(), tracker.liveSegments().length, replayed);
+        return new Recovery(generation - 1, replayed, dropped.stream().mapToInt(Integer::intValue).toArray(),
+                stillOnDisk.stream().mapToInt(Integer::intValue).sorted().distinct().toArray());
+    }
+
+    /** The current state, for reading; change it only through this class so that changes are journaled. */
+    public AckStateReader state() {
+        return tracker;
+    }
+
+    public AckResult ack(long id) throws IOException {
+        checkRecovered();
+        AckResult result = tracker.ack(id);
+        if (result == AckResult.NEWLY_ACKED && roomFor(AckJournal.RecordType.ACK_RANGE)) {
+            journal.appendAckRange(id, id);
+        }
+        return result;
+    }
+
+    /** Acknowledges every existing message in the range (see {@link AckTracker#ackRange}); returns how many were new. */
+    public long ackRange(long fromId, long toIdInclusive) throws IOException {
+        checkRecovered();
+        long newly = tracker.ackRange(fromId, toIdInclusive);
+        // Replay runs against the final segment counts: clamp so it cannot ack messages appended later.
+        long clampedTo = Math.min(toIdInclusive, tracker.highestAssignedId());
+        if (newly > 0 && roomFor(AckJournal.RecordType.ACK_RANGE)) {
+            journal.appendAckRange(fromId, clampedTo);
+        }
+        return newly;
+    }
+
+    public boolean recordDelivery(long id, int deliveryCount) throws IOException {
+        checkRecovered();
+        boolean recorded = tracker.recordDelivery(id, deliveryCount);
+        if (recorded && roomFor(AckJournal.RecordType.DELIVERED)) {
+            journal.appendDelivered(id, deliveryCount);
+        }
+        return recorded;
+    }
+
+    /** Call after the copy at {@code newId} is written (and {@link #segmentGrew} reported it). */
+    public void relocate(long originalId, long newId) throws IOException {
+        checkRecovered();
+        tracker.relocate(originalId, newId);
+        if (roomFor(AckJournal.RecordType.RELOCATED)) {
+            journal.appendRelocated(originalId, newId);
+        }
+    }
+
+    /** Call when the store is about to delete a fully acknowledged segment's file (rename first, delete after). */
+    public void segmentReclaimed(int segment) throws IOException {
+        checkRecovered();
+        tracker.removeSegment(segment);
+        if (roomFor(AckJournal.RecordType.SEGMENT_RECLAIMED)) {
+            journal.appendSegmentReclaimed(segment);
+        }
+    }
+
+    /** Writes the whole state as the next generation and starts an empty journal (see class javadoc). */
+    public void checkpoint() throws IOException {
+        checkOpen();
+        long next = generation + 1;
+        AckCheckpoint.write(checkpointFile, next, tracker);
+        AckJournal fresh = AckJournal.create(journalFile, next, journalCapacityBytes);
+        AckJournal old = journal;
+        journal = fresh;
+        generation = next;
+        if (old != null) {
+            old.close();
+        }
+    }
+
+    /** Makes every change so far survive a machine crash; the storage flusher calls this. */
+    public void force() {
+        checkRecovered();
+        journal.force();
+    }
+
+    public long generation() {
+        return generation;
+    }
+
+    /** Checkpoints (so the next open replays nothing) and releases the journal mapping. */
+    @Override
+    public void close() throws IOException {
+        if (closed) {
+            return;
+        }
+        try {
+            if (journal != null) {
+                checkpoint();
+            }
+        } finally {
+            closed = true;
+            if (journal != null) {
+                journal.close();
+                journal = null;
+            }
+        }
+    }
+
+    private int replayJournal(List<Integer> stillOnDisk, List<Integer> reclaimedInJournal) throws IOException {
+        if (!Files.exists(journalFile)) {
+            return 0;
+        }
+        int[] skipped = new int[1];
+        AckJournal.Replay replay = AckJournal.replay(journalFile, generation, new AckJournal.Visitor() {
+            @Override
+            public void ackRange(long fromId, long toIdInclusive) {
+                if (fromId < 0 || toIdInclusive < fromId) {
+                    skipped[0]++;
+                    return;
+                }
+                tracker.ackRange(fromId, toIdInclusive);
+            }
+
+            @Override
+            public void delivered(long id, int deliveryCount) {
+                if (id < 0 || deliveryCount < 1) {
+                    skipped[0]++;
+                    return;
+                }
+                tracker.replayDelivery(id, deliveryCount);
+            }
+
+            @Override
+            public void relocated(long originalId, long newId) {
+                if (originalId < 0 || newId < 0 || !tracker.replayRelocation(originalId, newId)) {
+                    skipped[0]++; // the copy's segment lost its tail
+                }
+            }
+
+            @Override
+            public void segmentReclaimed(int segment) {
+                reclaimedInJournal.add(segment);
+                if (tracker.isLive(segment)) {
+                    tracker.dropSegmentForReplay(segment);
+                    if (reportedSegments.containsKey(segment)) {
+                        stillOnDisk.add(segment);
+                    }
+                }
+                tracker.restoreHighestKnownSegment(segment);
+            }
+        });
+        tracker.dropDanglingAfterReplay();
+        if (replay.generation() > generation) {
+            throw new CorruptAckStateException(journalFile, 8, "journal generation " + replay.generation()
+                    + " is newer than the checkpoint's " + generation + "; the checkpoint was lost or replaced");
+        }
+        if (skipped[0] > 0) {
+            LOG.info("Skipped {} journal records about messages that no longer exist.", skipped[0]);
+        }
+        return replay.records();
+    }
+
+    /** True if the journal can take the record; otherwise checkpoints, which captures the change already applied. */
+    private boolean roomFor(AckJournal.RecordType type) throws IOException {
+        if (journal.hasRoomFor(type)) {
+            return true;
+        }
+        checkpoint();
+        return false;
+    }
+
+    private void checkRecovered() {
+        checkOpen();
+        if (journal == null) {
+            throw new IllegalStateException("ack state in " + checkpointFile.getParent()
+                    + " is not recovered yet: report segments with segmentGrew, then call recover()");
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("ack state in " + checkpointFile.getParent() + " is closed");
+        }
+    }
+}

@@ -1,0 +1,49 @@
+package io.sluice.storage.ack;
+
+/**
+ * Read-only view of a queue's ack state, so that the dispatcher can iterate unacknowledged messages
+ * without a way to change the state behind the journal's back. Same threading rule as {@link
+ * AckTracker}: call under the queue's lock.
+ *
+ * <p>A message id is {@code ((long) segment << 32) | seq}. A relocated message (see {@link
+ * AckTracker}) has two names, its original id and its physical id; every method taking a message id
+ * accepts either, while {@link #firstUnackedId()} and {@link #nextUnackedId(long)} walk physical slots
+ * because that is what the segment store reads.
+ */
+public interface AckStateReader {
+    /** True if the message is acknowledged, or lives in a reclaimed segment (below the live range). */
+    boolean isAcked(long id);
+
+    /** Unacknowledged slots over all live segments, in O(1). */
+    long unackedCount();
+
+    /** The lowest unacknowledged physical slot, or -1 if every message is acknowledged. */
+    long firstUnackedId();
+
+    /** The lowest unacknowledged physical slot at or after {@code fromId}, or -1. */
+    long nextUnackedId(long fromId);
+
+    /** Live segments whose every message is acknowledged, in increasing order: reclaim candidates. */
+    int[] fullyAckedSegments();
+
+    /** Live segments in increasing order. */
+    int[] liveSegments();
+
+    /** Highest segment ever reported, live or reclaimed, or -1 when none was. */
+    int highestKnownSegment();
+
+    /** Messages of a live segment, or 0 when the segment is not live. */
+    long messageCount(int segment);
+
+    /** Unacknowledged messages of a live segment, or 0 when the segment is not live. */
+    long unackedCount(int segment);
+
+    /** How often the message was delivered, or 0 if never (or if it has been acknowledged). */
+    int deliveryCount(long id);
+
+    /** Where the message now lives: its relocated slot, or {@code originalId} itself. */
+    long physicalId(long originalId);
+
+    /** True if {@code originalId} was copied forward and that copy is not acknowledged yet. */
+    boolean isRelocated(long originalId);
+}
