@@ -46,4 +46,7 @@ public interface AckStateReader {
 
     /** True if {@code originalId} was copied forward and that copy is not acknowledged yet. */
     boolean isRelocated(long originalId);
+
+    /** The id a message was first stored under, given the slot it lives in now (the slot itself if never relocated). */
+    long originalId(long physicalId);
 }

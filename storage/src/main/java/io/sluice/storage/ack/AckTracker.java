@@ -305,6 +305,11 @@ public final class AckTracker implements AckStateReader {
         return deliveries.size();
     }
 
+    @Override
+    public long originalId(long physicalId) {
+        return relocatedFrom.get(physicalId, physicalId);
+    }
+
     /** Number of relocated messages not yet acknowledged: for tests and metrics. */
     public int relocationEntryCount() {
         return relocatedTo.size();

@@ -1,0 +1,260 @@
+package io.sluice.storage;
+
+import io.sluice.storage.durability.StorageFlusher;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongSupplier;
+
+/**
+ * A data directory of named queues. Opening the store recovers every queue in it; the store owns one
+ * background thread (see {@link StorageFlusher}) that forces segments and reclaims them.
+ *
+ * <pre>
+ * &lt;data&gt;/store.lock                  held while a process has the store open
+ * &lt;data&gt;/queues/&lt;name&gt;/segments/     Chronicle cycle files (one per segment) and metadata.cq4t
+ * &lt;data&gt;/queues/&lt;name&gt;/acks/         ack checkpoint and ack journal
+ * </pre>
+ *
+ * Thread-safe.
+ */
+public final class MessageStore implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(MessageStore.class);
+    private static final String DELETED_MARK = ".deleted-";
+
+    private final Path dataDirectory;
+    private final Path queuesDirectory;
+    private final StoreConfig config;
+    private final LongSupplier clock;
+    private final DiskSpaceGuard diskGuard;
+    private final FileChannel lockChannel;
+    private final FileLock lock;
+    private final Map<String, QueueStore> queues = new ConcurrentHashMap<>();
+    private final StorageFlusher flusher;
+    private volatile boolean closed;
+
+    private MessageStore(Path dataDirectory, StoreConfig config, LongSupplier clock) {
+        this.dataDirectory = dataDirectory;
+        this.queuesDirectory = dataDirectory.resolve("queues");
+        this.config = config;
+        this.clock = clock;
+        try {
+            Files.createDirectories(queuesDirectory);
+            lockChannel = FileChannel.open(dataDirectory.resolve("store.lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+            FileLock acquired;
+            try {
+                acquired = lockChannel.tryLock();
+            } catch (OverlappingFileLockException e) {
+                acquired = null;
+            }
+            if (acquired == null) {
+                lockChannel.close();
+                throw new StorageException("data directory " + dataDirectory + " is in use by another store (store.lock is held)");
+            }
+            lock = acquired;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot open data directory " + dataDirectory, e);
+        }
+        this.diskGuard = new DiskSpaceGuard(dataDirectory, config.reservedDiskBytes());
+        this.flusher = new StorageFlusher(this::flushAll, this::reclaimAll);
+    }
+
+    /** Opens (creating if needed) the store in {@code dataDirectory} and recovers every queue in it. */
+    public static MessageStore open(Path dataDirectory, StoreConfig config) {
+        return open(dataDirectory, config, System::currentTimeMillis);
+    }
+
+    /** As {@link #open(Path, StoreConfig)}, with the clock that stamps appended messages. */
+    public static MessageStore open(Path dataDirectory, StoreConfig config, LongSupplier epochMillisClock) {
+        MessageStore store = new MessageStore(dataDirectory, config, epochMillisClock);
+        try {
+            store.recoverAll();
+        } catch (RuntimeException e) {
+            store.close();
+            throw e;
+        }
+        store.flusher.start();
+        return store;
+    }
+
+    private void recoverAll() {
+        long started = System.nanoTime();
+        List<Path> dirs = new ArrayList<>();
+        try (var list = Files.list(queuesDirectory)) {
+            list.filter(Files::isDirectory).forEach(dirs::add);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list " + queuesDirectory, e);
+        }
+        Collections.sort(dirs);
+        int done = 0;
+        for (Path dir : dirs) {
+            String name = dir.getFileName().toString();
+            if (name.contains(DELETED_MARK)) {
+                LOG.info("Finishing the interrupted delete of queue directory {}.", dir);
+                deleteRecursively(dir);
+                continue;
+            }
+            if (!QueueNames.isValid(name)) {
+                LOG.warn("Ignoring directory {}: '{}' is not a valid queue name.", dir, name);
+                continue;
+            }
+            queues.put(name, openQueue(name, dir));
+            done++;
+            LOG.info("Recovery: {} of {} queues open.", done, dirs.size());
+        }
+        LOG.info("Store {} recovered {} queues in {} ms (durability {}).", dataDirectory, queues.size(),
+                (System.nanoTime() - started) / 1_000_000, config.durability().configName());
+    }
+
+    private QueueStore openQueue(String name, Path dir) {
+        return QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp);
+    }
+
+    public StoreConfig config() {
+        return config;
+    }
+
+    public Path dataDirectory() {
+        return dataDirectory;
+    }
+
+    public DiskSpaceGuard diskGuard() {
+        return diskGuard;
+    }
+
+    /** Creates a queue, or returns the existing one of that name. */
+    public QueueStore createQueue(String name) {
+        QueueNames.validate(name);
+        ensureOpen();
+        return queues.computeIfAbsent(name, n -> openQueue(n, queuesDirectory.resolve(n)));
+    }
+
+    /** The open queue of that name. */
+    public QueueStore queue(String name) {
+        QueueStore q = queues.get(name);
+        if (q == null) {
+            throw new QueueNotFoundException(name);
+        }
+        return q;
+    }
+
+    public boolean hasQueue(String name) {
+        return queues.containsKey(name);
+    }
+
+    /** Names of all queues, sorted. */
+    public List<String> listQueues() {
+        List<String> names = new ArrayList<>(queues.keySet());
+        Collections.sort(names);
+        return names;
+    }
+
+    /** Closes and deletes a queue and all its data. The directory is renamed first, so a crash mid-delete finishes at the next open. */
+    public void deleteQueue(String name) {
+        ensureOpen();
+        QueueStore q = queues.remove(name);
+        if (q == null) {
+            throw new QueueNotFoundException(name);
+        }
+        q.close();
+        Path dir = queuesDirectory.resolve(name);
+        Path doomed = queuesDirectory.resolve(name + DELETED_MARK + System.nanoTime());
+        try {
+            Files.move(dir, doomed, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot delete queue directory " + dir, e);
+        }
+        deleteRecursively(doomed);
+    }
+
+    private boolean flushAll(long nowNanos) {
+        boolean worked = false;
+        for (QueueStore q : queues.values()) {
+            try {
+                worked |= q.flush(nowNanos);
+            } catch (RuntimeException e) {
+                if (!q.isClosed()) {
+                    throw e;
+                }
+            }
+        }
+        return worked;
+    }
+
+    private boolean reclaimAll() {
+        boolean worked = false;
+        for (QueueStore q : queues.values()) {
+            try {
+                worked |= q.reclaim();
+            } catch (RuntimeException e) {
+                if (!q.isClosed()) {
+                    LOG.error("Reclaim of queue '{}' failed.", q.name(), e);
+                }
+            }
+        }
+        return worked;
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new StorageException("store " + dataDirectory + " is closed");
+        }
+    }
+
+    /** Stops the flusher, forces and checkpoints every queue, and releases the directory. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        flusher.close();
+        for (QueueStore q : queues.values()) {
+            q.close();
+        }
+        queues.clear();
+        try {
+            lock.release();
+            lockChannel.close();
+        } catch (IOException e) {
+            LOG.warn("Could not release {}.", dataDirectory.resolve("store.lock"), e);
+        }
+    }
+
+    private static void deleteRecursively(Path dir) {
+        try {
+            Files.walkFileTree(dir, new SimpleFileVisitor<>() {
+                @Override
+                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+                    Files.delete(file);
+                    return FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public FileVisitResult postVisitDirectory(Path d, IOException exc) throws IOException {
+                    Files.delete(d);
+                    return FileVisitResult.CONTINUE;
+                }
+            });
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot delete " + dir, e);
+        }
+    }
+}

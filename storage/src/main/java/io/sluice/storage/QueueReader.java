@@ -1,0 +1,91 @@
+package io.sluice.storage;
+
+import io.sluice.storage.segment.RecordCodec;
+import io.sluice.storage.segment.SegmentFiles;
+import net.openhft.chronicle.bytes.Bytes;
+import net.openhft.chronicle.queue.ExcerptTailer;
+import net.openhft.chronicle.wire.DocumentContext;
+
+/**
+ * Reads a queue's unacknowledged messages in store order, for delivery. Starts at the oldest
+ * unacknowledged message and skips every message acknowledged by the time it is reached.
+ *
+ * <p>Relocated stragglers (see docs/storage.md) are returned again, under their original id, when
+ * the reader reaches their new place; a reader that already passed the original returns the same
+ * id twice. The broker skips a relocated message it is still tracking (delivered and unacked, or
+ * waiting for redelivery).
+ *
+ * <p>A record that fails its checksum is logged with its file and offset, counted, acknowledged
+ * (it can never be delivered, and must not pin its segment) and skipped.
+ *
+ * <p>Not thread-safe: one reader per dispatching thread. The reader pins its current segment and
+ * everything after it against reclaim until it moves on or is closed.
+ */
+public final class QueueReader implements AutoCloseable {
+    private final QueueStore queue;
+    private final ExcerptTailer tailer;
+    private final RecordCodec codec = new RecordCodec();
+    private final StoredMessage message = new StoredMessage();
+    /** Segment the reader is in, read by the reclaimer. */
+    volatile int segment;
+    private boolean closed;
+
+    QueueReader(QueueStore queue, ExcerptTailer tailer, int segment) {
+        this.queue = queue;
+        this.tailer = tailer;
+        this.segment = segment;
+    }
+
+    /**
+     * The next unacknowledged message, or null if the reader has reached the end of what is stored.
+     * The returned instance is reused by the next call.
+     */
+    public StoredMessage next() {
+        if (closed) {
+            throw new IllegalStateException("reader of queue '" + queue.name() + "' is closed");
+        }
+        while (true) {
+            long index;
+            int length;
+            try (DocumentContext dc = tailer.readingDocument()) {
+                if (!dc.isPresent()) {
+                    return null;
+                }
+                index = dc.index();
+                segment = queue.rollCycle().toCycle(index);
+                if (queue.isAckedPhysical(index)) {
+                    continue;
+                }
+                Bytes<?> bytes = dc.wire().bytes();
+                length = (int) bytes.readRemaining();
+                bytes.read(codec.arrayFor(length), 0, length);
+            }
+            String problem = codec.loaded(length);
+            if (problem != null) {
+                queue.discardCorrupt(index, problem);
+                continue;
+            }
+            queue.fill(message, codec, index);
+            return message;
+        }
+    }
+
+    /** The index the reader will look at next (or just past the end). */
+    public long position() {
+        return tailer.index();
+    }
+
+    /** The file the reader is in, for diagnostics. */
+    public String currentFile() {
+        return SegmentFiles.fileName(segment);
+    }
+
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            tailer.close();
+            queue.readerClosed(this);
+        }
+    }
+}

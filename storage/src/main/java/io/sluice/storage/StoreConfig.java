@@ -1,0 +1,138 @@
+package io.sluice.storage;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Validated, immutable settings of a {@link MessageStore}. Build with {@link #builder()}; every
+ * field is checked at {@link Builder#build()}, and all failures are reported together.
+ *
+ * @param durability           when an append counts as stored (see {@link DurabilityMode})
+ * @param syncIntervalMs       how often {@link DurabilityMode#INTERVAL} forces segments, and how often ack
+ *                             journals are forced in every mode
+ * @param segmentBytes         a segment is sealed and a new one started once it holds this many bytes of
+ *                             records; the trade-off is documented in docs/storage.md
+ * @param maxMessageBytes      the largest headers plus payload accepted by an append
+ * @param reservedDiskBytes    appends are refused once free disk space falls below this, so that acks,
+ *                             reclaim and relocation can still write, and so that a store into a
+ *                             memory-mapped page never meets a full disk (which would be a SIGBUS)
+ * @param ackJournalBytes      capacity of a queue's ack journal before it is folded into a checkpoint
+ * @param relocateMaxLiveRatio a sealed segment whose share of unacknowledged messages is at most this
+ *                             has its stragglers moved forward so that it can be deleted (0 disables)
+ * @param relocateMaxLiveMessages and at most this many live messages in absolute terms
+ */
+public record StoreConfig(
+        DurabilityMode durability,
+        long syncIntervalMs,
+        long segmentBytes,
+        int maxMessageBytes,
+        long reservedDiskBytes,
+        int ackJournalBytes,
+        double relocateMaxLiveRatio,
+        int relocateMaxLiveMessages) {
+
+    public static final long MIN_SEGMENT_BYTES = 1L << 20;
+    public static final long MAX_SEGMENT_BYTES = 1L << 30;
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public Builder toBuilder() {
+        return new Builder()
+                .durability(durability)
+                .syncIntervalMs(syncIntervalMs)
+                .segmentBytes(segmentBytes)
+                .maxMessageBytes(maxMessageBytes)
+                .reservedDiskBytes(reservedDiskBytes)
+                .ackJournalBytes(ackJournalBytes)
+                .relocateMaxLiveRatio(relocateMaxLiveRatio)
+                .relocateMaxLiveMessages(relocateMaxLiveMessages);
+    }
+
+    /** A mutable builder with the defaults a broker runs with. */
+    public static final class Builder {
+        private DurabilityMode durability = DurabilityMode.ALWAYS;
+        private long syncIntervalMs = 1000;
+        private long segmentBytes = 64L << 20;
+        private int maxMessageBytes = 4 << 20;
+        private long reservedDiskBytes = 256L << 20;
+        private int ackJournalBytes = 8 << 20;
+        private double relocateMaxLiveRatio = 0.05;
+        private int relocateMaxLiveMessages = 10_000;
+
+        public Builder durability(DurabilityMode value) {
+            this.durability = value;
+            return this;
+        }
+
+        public Builder syncIntervalMs(long value) {
+            this.syncIntervalMs = value;
+            return this;
+        }
+
+        public Builder segmentBytes(long value) {
+            this.segmentBytes = value;
+            return this;
+        }
+
+        public Builder maxMessageBytes(int value) {
+            this.maxMessageBytes = value;
+            return this;
+        }
+
+        public Builder reservedDiskBytes(long value) {
+            this.reservedDiskBytes = value;
+            return this;
+        }
+
+        public Builder ackJournalBytes(int value) {
+            this.ackJournalBytes = value;
+            return this;
+        }
+
+        public Builder relocateMaxLiveRatio(double value) {
+            this.relocateMaxLiveRatio = value;
+            return this;
+        }
+
+        public Builder relocateMaxLiveMessages(int value) {
+            this.relocateMaxLiveMessages = value;
+            return this;
+        }
+
+        /** Checks every field and throws one exception listing every problem found. */
+        public StoreConfig build() {
+            List<String> problems = new ArrayList<>();
+            if (durability == null) {
+                problems.add("durability must be set (always, interval or never)");
+            }
+            if (syncIntervalMs < 1 || syncIntervalMs > 60_000) {
+                problems.add("syncIntervalMs " + syncIntervalMs + " is outside 1..60000");
+            }
+            if (segmentBytes < MIN_SEGMENT_BYTES || segmentBytes > MAX_SEGMENT_BYTES) {
+                problems.add("segmentBytes " + segmentBytes + " is outside " + MIN_SEGMENT_BYTES + ".." + MAX_SEGMENT_BYTES);
+            }
+            if (maxMessageBytes < 1 || maxMessageBytes > segmentBytes / 4) {
+                problems.add("maxMessageBytes " + maxMessageBytes + " is outside 1..segmentBytes/4 (" + segmentBytes / 4 + ")");
+            }
+            if (reservedDiskBytes < 0) {
+                problems.add("reservedDiskBytes " + reservedDiskBytes + " is negative");
+            }
+            if (ackJournalBytes < 4096 || ackJournalBytes > (1 << 30)) {
+                problems.add("ackJournalBytes " + ackJournalBytes + " is outside 4096..1073741824");
+            }
+            if (!(relocateMaxLiveRatio >= 0 && relocateMaxLiveRatio <= 0.5)) {
+                problems.add("relocateMaxLiveRatio " + relocateMaxLiveRatio + " is outside 0..0.5");
+            }
+            if (relocateMaxLiveMessages < 0) {
+                problems.add("relocateMaxLiveMessages " + relocateMaxLiveMessages + " is negative");
+            }
+            if (!problems.isEmpty()) {
+                throw new IllegalArgumentException("invalid storage configuration: " + String.join("; ", problems));
+            }
+            return new StoreConfig(durability, syncIntervalMs, segmentBytes, maxMessageBytes, reservedDiskBytes,
+                    ackJournalBytes, relocateMaxLiveRatio, relocateMaxLiveMessages);
+        }
+    }
+}

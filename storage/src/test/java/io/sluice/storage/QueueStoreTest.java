@@ -1,0 +1,181 @@
+package io.sluice.storage;
+
+import io.sluice.storage.ack.AckResult;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class QueueStoreTest {
+    @TempDir
+    Path dir;
+    private MessageStore store;
+
+    @AfterEach
+    void closeStore() {
+        if (store != null) {
+            store.close();
+        }
+    }
+
+    private MessageStore open(StoreConfig config) {
+        store = MessageStore.open(dir, config);
+        return store;
+    }
+
+    private static byte[] payload(int i) {
+        return ("message-" + i).getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void shouldReadBackEveryAppendedMessageInOrderWithHeadersAndProducerIdentity() {
+        QueueStore q = open(StoreConfig.builder().build()).createQueue("orders");
+        List<Long> ids = new ArrayList<>();
+        for (int i = 0; i < 1000; i++) {
+            ids.add(q.append(7, i, ByteBuffer.wrap(("h" + i).getBytes(StandardCharsets.UTF_8)), ByteBuffer.wrap(payload(i))));
+        }
+        try (QueueReader reader = q.openReader()) {
+            for (int i = 0; i < 1000; i++) {
+                StoredMessage m = reader.next();
+                assertNotNull(m, "message " + i);
+                assertEquals(ids.get(i), m.id());
+                assertEquals(7, m.producerId());
+                assertEquals(i, m.producerSequence());
+                assertArrayEquals(payload(i), m.payloadBytes());
+                assertArrayEquals(("h" + i).getBytes(StandardCharsets.UTF_8), m.headersBytes());
+            }
+            assertNull(reader.next());
+        }
+        assertEquals(1000, q.stats().unackedMessages());
+    }
+
+    @Test
+    void shouldSkipAcknowledgedMessagesAndReadOneById() {
+        QueueStore q = open(StoreConfig.builder().build()).createQueue("q");
+        long[] ids = new long[10];
+        for (int i = 0; i < 10; i++) {
+            ids[i] = q.append(null, payload(i));
+        }
+        assertEquals(AckResult.NEWLY_ACKED, q.ack(ids[3]));
+        assertEquals(AckResult.ALREADY_ACKED, q.ack(ids[3]));
+        assertEquals(3, q.ackRange(ids[5], ids[7]));
+        List<Long> seen = new ArrayList<>();
+        try (QueueReader reader = q.openReader()) {
+            for (StoredMessage m = reader.next(); m != null; m = reader.next()) {
+                seen.add(m.id());
+            }
+        }
+        assertEquals(List.of(ids[0], ids[1], ids[2], ids[4], ids[8], ids[9]), seen);
+        assertArrayEquals(payload(9), q.read(ids[9]).payloadBytes());
+        assertNull(q.read(ids[6]), "an acknowledged message is not readable by id");
+        assertEquals(6, q.unackedMessages());
+    }
+
+    @Test
+    void shouldRefuseAnOversizedMessageAndWriteNothing() {
+        QueueStore q = open(StoreConfig.builder().maxMessageBytes(1024).build()).createQueue("q");
+        MessageTooLargeException e = assertThrows(MessageTooLargeException.class, () -> q.append(null, new byte[1025]));
+        assertTrue(e.getMessage().contains("1025") && e.getMessage().contains("1024"), e.getMessage());
+        assertEquals(-1, q.writtenIndex());
+        assertEquals(0, q.stats().appendedMessages());
+    }
+
+    @Test
+    void shouldValidateQueueNames() {
+        MessageStore s = open(StoreConfig.builder().build());
+        assertThrows(IllegalArgumentException.class, () -> s.createQueue(""));
+        assertThrows(IllegalArgumentException.class, () -> s.createQueue("../etc"));
+        assertThrows(IllegalArgumentException.class, () -> s.createQueue("a b"));
+        assertThrows(IllegalArgumentException.class, () -> s.createQueue("x".repeat(QueueNames.MAX_LENGTH + 1)));
+        s.createQueue("ok.name_1-2");
+        assertEquals(List.of("ok.name_1-2"), s.listQueues());
+    }
+
+    @Test
+    void shouldCreateListAndDeleteQueues() throws Exception {
+        MessageStore s = open(StoreConfig.builder().build());
+        s.createQueue("b").append(null, payload(1));
+        s.createQueue("a");
+        assertEquals(List.of("a", "b"), s.listQueues());
+        s.deleteQueue("b");
+        assertEquals(List.of("a"), s.listQueues());
+        assertFalse(Files.exists(dir.resolve("queues").resolve("b")));
+        assertThrows(QueueNotFoundException.class, () -> s.queue("b"));
+        assertThrows(QueueNotFoundException.class, () -> s.deleteQueue("b"));
+    }
+
+    @Test
+    void shouldRefuseASecondStoreOnTheSameDirectory() {
+        open(StoreConfig.builder().build());
+        StorageException e = assertThrows(StorageException.class, () -> MessageStore.open(dir, StoreConfig.builder().build()));
+        assertTrue(e.getMessage().contains("in use"), e.getMessage());
+    }
+
+    @Test
+    void shouldKeepUnackedMessagesAndAckStateAcrossRestart() {
+        QueueStore q = open(StoreConfig.builder().build()).createQueue("q");
+        long[] ids = new long[100];
+        for (int i = 0; i < 100; i++) {
+            ids[i] = q.append(null, payload(i));
+        }
+        for (int i = 0; i < 100; i += 3) {
+            q.ack(ids[i]);
+        }
+        q.recordDelivery(ids[1], 4);
+        store.close();
+        store = null;
+
+        QueueStore reopened = open(StoreConfig.builder().build()).queue("q");
+        List<Long> unacked = new ArrayList<>();
+        reopened.forEachUnacked(unacked::add);
+        List<Long> expected = new ArrayList<>();
+        for (int i = 0; i < 100; i++) {
+            if (i % 3 != 0) {
+                expected.add(ids[i]);
+            }
+        }
+        assertEquals(expected, unacked);
+        assertEquals(4, reopened.deliveryCount(ids[1]));
+        try (QueueReader reader = reopened.openReader()) {
+            StoredMessage first = reader.next();
+            assertEquals(ids[1], first.id());
+            assertEquals(4, first.deliveryCount());
+        }
+        long next = reopened.append(null, payload(100));
+        assertTrue(next > ids[99], "ids keep increasing after a restart");
+    }
+
+    @Test
+    void shouldCompleteDurableFutureOnlyAfterForceInAlwaysMode() throws Exception {
+        QueueStore q = open(StoreConfig.builder().durability(DurabilityMode.ALWAYS).build()).createQueue("q");
+        assertEquals(0, q.syncCount(), "nothing forced before the first append");
+        long id = q.append(null, payload(1));
+        assertEquals(id, q.whenDurable(id).get(10, TimeUnit.SECONDS));
+        assertTrue(q.durableIndex() >= id);
+        assertTrue(q.syncCount() >= 1, "the durable future completed only after a force");
+    }
+
+    @Test
+    void shouldReportDurabilityOnWriteInNeverMode() {
+        QueueStore q = open(StoreConfig.builder().durability(DurabilityMode.NEVER).build()).createQueue("q");
+        long id = q.append(null, payload(1));
+        assertEquals(id, q.durableIndex());
+        assertTrue(q.whenDurable(id).isDone());
+        assertEquals(0, q.syncCount(), "never mode leaves writing back to the operating system");
+    }
+}

@@ -1,0 +1,159 @@
+package io.sluice.storage;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
+
+import static io.sluice.storage.Await.until;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class ReclaimTest {
+    private static final int PAYLOAD = 1000;
+
+    @TempDir
+    Path dir;
+    private MessageStore store;
+
+    @AfterEach
+    void closeStore() {
+        if (store != null) {
+            store.close();
+        }
+    }
+
+    private QueueStore openQueue() {
+        store = MessageStore.open(dir, StoreConfig.builder()
+                .segmentBytes(StoreConfig.MIN_SEGMENT_BYTES)
+                .maxMessageBytes(64 << 10)
+                .durability(DurabilityMode.NEVER)
+                .build());
+        return store.createQueue("q");
+    }
+
+    private static byte[] payload(long i) {
+        byte[] b = new byte[PAYLOAD];
+        for (int k = 0; k < 8; k++) {
+            b[k] = (byte) (i >>> (8 * k));
+        }
+        return b;
+    }
+
+    static long segmentFiles(Path segmentDir) throws IOException {
+        try (Stream<Path> files = Files.list(segmentDir)) {
+            return files.filter(p -> p.getFileName().toString().endsWith(".cq4")).count();
+        }
+    }
+
+    static long deletedButMapped(Path segmentDir) throws IOException {
+        return Files.readAllLines(Path.of("/proc/self/maps")).stream()
+                .filter(l -> l.contains(segmentDir.toString()) && l.contains("(deleted)"))
+                .count();
+    }
+
+    @Test
+    void shouldDeleteEverySealedSegmentOnceAllItsMessagesAreAcked() throws Exception {
+        QueueStore q = openQueue();
+        for (int i = 0; i < 10_000; i++) {
+            q.append(null, payload(i));
+        }
+        int segmentsWritten = q.segmentNumbers().size();
+        assertTrue(segmentsWritten >= 9, "10 MB of records in 1 MiB segments, got " + segmentsWritten);
+        try (QueueReader reader = q.openReader()) {
+            for (StoredMessage m = reader.next(); m != null; m = reader.next()) {
+                q.ack(m.id());
+            }
+        }
+        until("sealed segments reclaimed", () -> q.segmentNumbers().size() == 1);
+        assertEquals(1, segmentFiles(q.segmentDirectory()), "only the segment being written stays");
+        assertEquals(0, deletedButMapped(q.segmentDirectory()), "no deleted segment is still mapped");
+        BacklogStats stats = q.stats();
+        assertEquals(0, stats.unackedMessages());
+        assertEquals(segmentsWritten - 1, stats.reclaimedSegments());
+        assertTrue(stats.diskBytes() <= StoreConfig.MIN_SEGMENT_BYTES + (64 << 10), "disk bytes " + stats.diskBytes());
+    }
+
+    @Test
+    void shouldReclaimWhileAnAppenderAndAReaderKeepWorking() throws Exception {
+        QueueStore q = openQueue();
+        int total = 30_000;
+        AtomicBoolean failed = new AtomicBoolean();
+        AtomicLong maxSegments = new AtomicLong();
+        Thread producer = new Thread(() -> {
+            for (int i = 0; i < total; i++) {
+                q.append(null, payload(i));
+            }
+        });
+        producer.start();
+        long received = 0;
+        try (QueueReader reader = q.openReader()) {
+            while (received < total) {
+                StoredMessage m = reader.next();
+                if (m == null) {
+                    Thread.onSpinWait();
+                    continue;
+                }
+                long seq = java.nio.ByteBuffer.wrap(m.payloadBytes()).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
+                if (seq != received) {
+                    failed.set(true);
+                }
+                received++;
+                q.ack(m.id());
+                maxSegments.accumulateAndGet(q.segmentNumbers().size(), Math::max);
+            }
+        }
+        producer.join();
+        assertFalse(failed.get(), "messages came back in order, none missing");
+        until("sealed segments reclaimed", () -> q.segmentNumbers().size() == 1);
+        assertTrue(maxSegments.get() <= 6, "disk follows the backlog: at most " + maxSegments.get() + " segments at once");
+        assertEquals(total, q.stats().appendedMessages());
+    }
+
+    @Test
+    void shouldMoveStragglersForwardSoTheirSegmentCanBeDeleted() throws Exception {
+        QueueStore q = openQueue();
+        List<Long> ids = new ArrayList<>();
+        for (int i = 0; i < 5_000; i++) {
+            ids.add(q.append(null, payload(i)));
+        }
+        long straggler = ids.get(10);
+        int stragglerSegment = (int) (straggler >>> 32);
+        for (long id : ids) {
+            if (id != straggler) {
+                q.ack(id);
+            }
+        }
+        until("the straggler's segment is reclaimed", () -> !q.segmentNumbers().contains(stragglerSegment));
+        until("every sealed segment is reclaimed", () -> q.segmentNumbers().size() <= 2);
+        assertEquals(1, q.stats().relocatedMessages());
+        assertEquals(1, q.unackedMessages());
+        StoredMessage moved = q.read(straggler);
+        assertNotNull(moved, "the straggler is still readable by its original id");
+        assertEquals(straggler, moved.id());
+        assertArrayEquals(payload(10), moved.payloadBytes());
+        assertTrue(moved.relocated());
+
+        store.close();
+        store = null;
+        QueueStore reopened = openQueue();
+        List<Long> unacked = new ArrayList<>();
+        reopened.forEachUnacked(unacked::add);
+        assertEquals(List.of(straggler), unacked, "after a restart the straggler keeps its identity");
+        reopened.ack(straggler);
+        assertNull(reopened.read(straggler));
+        assertEquals(0, reopened.unackedMessages());
+    }
+}
