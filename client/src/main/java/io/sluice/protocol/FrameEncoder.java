@@ -92,5 +92,4 @@ public final class FrameEncoder extends MessageToMessageEncoder<Frame> {
         }
         buffer.setInt(buffer.readerIndex(), (int) frameLength);
     }
-
 }
