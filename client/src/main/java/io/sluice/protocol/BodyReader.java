@@ -1,0 +1,165 @@
+package io.sluice.protocol;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Reads the primitive wire types from one frame body and checks every length against the bytes left
+ * before it reads or allocates anything.
+ *
+ * <p>Primitive layouts:
+ * <pre>
+ * string : uint16 length | length bytes of UTF-8 (strictly valid)
+ * bytes  : int32 length (0..remaining) | length bytes
+ * count  : int32 (0..remaining / smallest element size)
+ * </pre>
+ * Every failure is a {@link ProtocolException} with MALFORMED_FRAME whose message names the frame type, the
+ * field, the value and the limit. Not thread-safe; one instance reads one body once.
+ */
+final class BodyReader {
+    private final FrameType type;
+    private final ByteBuf body;
+
+    /**
+     * @param body a view bounded to exactly this frame's body; reading moves its reader index
+     */
+    BodyReader(FrameType type, ByteBuf body) {
+        this.type = type;
+        this.body = body;
+    }
+
+    FrameType type() {
+        return type;
+    }
+
+    int remaining() {
+        return body.readableBytes();
+    }
+
+    int readerIndex() {
+        return body.readerIndex();
+    }
+
+    int readUnsignedByte(String field) {
+        require(field, Byte.BYTES);
+        return body.readUnsignedByte();
+    }
+
+    int readUnsignedShort(String field) {
+        require(field, Short.BYTES);
+        return body.readUnsignedShort();
+    }
+
+    int readInt(String field) {
+        require(field, Integer.BYTES);
+        return body.readInt();
+    }
+
+    int readNonNegativeInt(String field) {
+        int value = readInt(field);
+        if (value < 0) {
+            throw malformed(field + " " + value + " is negative");
+        }
+        return value;
+    }
+
+    long readLong(String field) {
+        require(field, Long.BYTES);
+        return body.readLong();
+    }
+
+    long readNonNegativeLong(String field) {
+        long value = readLong(field);
+        if (value < 0) {
+            throw malformed(field + " " + value + " is negative");
+        }
+        return value;
+    }
+
+    String readString(String field) {
+        int length = readStringLength(field);
+        String value = body.toString(body.readerIndex(), length, StandardCharsets.UTF_8);
+        body.skipBytes(length);
+        return value;
+    }
+
+    /** Checks a string like {@link #readString} but creates no {@code String}. */
+    void skipString(String field) {
+        body.skipBytes(readStringLength(field));
+    }
+
+    /** Reads an {@code int32} byte-array length, checks it fits, and returns it; the bytes stay unread. */
+    int readBytesLength(String field) {
+        int length = readNonNegativeInt(field + " length");
+        if (length > body.readableBytes()) {
+            throw malformed(field + " length " + length + " exceeds the " + body.readableBytes()
+                    + " bytes left in the frame");
+        }
+        return length;
+    }
+
+    byte[] readByteArray(String field) {
+        byte[] bytes = new byte[readBytesLength(field)];
+        body.readBytes(bytes);
+        return bytes;
+    }
+
+    /**
+     * Reads an element count and rejects one that could not fit: each element needs at least
+     * {@code minBytesEach} bytes, so a count above {@code remaining / minBytesEach} is a lie.
+     */
+    int readCount(String field, int minBytesEach) {
+        int count = readNonNegativeInt(field);
+        long needed = (long) count * minBytesEach;
+        if (needed > body.readableBytes()) {
+            throw malformed(field + " " + count + " needs at least " + needed + " bytes but only "
+                    + body.readableBytes() + " are left in the frame");
+        }
+        return count;
+    }
+
+    void skipBytes(int length) {
+        body.skipBytes(length);
+    }
+
+    /** A bounded, non-retained view of the next {@code length} bytes, which are consumed. */
+    BodyReader readSubReader(int length) {
+        return new BodyReader(type, body.readSlice(length));
+    }
+
+    /** A retained slice from {@code fromIndex} up to the current reader index. */
+    ByteBuf retainedSliceFrom(int fromIndex) {
+        return body.retainedSlice(fromIndex, body.readerIndex() - fromIndex);
+    }
+
+    void requireFullyRead() {
+        if (body.isReadable()) {
+            throw malformed("body has " + body.readableBytes() + " trailing bytes after its last field");
+        }
+    }
+
+    ProtocolException malformed(String problem) {
+        return new ProtocolException(ErrorCode.MALFORMED_FRAME, type + " " + problem);
+    }
+
+    private int readStringLength(String field) {
+        int length = readUnsignedShort(field + " length");
+        if (length > body.readableBytes()) {
+            throw malformed(field + " length " + length + " exceeds the " + body.readableBytes()
+                    + " bytes left in the frame");
+        }
+        if (!ByteBufUtil.isText(body, body.readerIndex(), length, StandardCharsets.UTF_8)) {
+            throw malformed(field + " is not valid UTF-8");
+        }
+        return length;
+    }
+
+    private void require(String field, int bytes) {
+        if (body.readableBytes() < bytes) {
+            throw malformed(field + " needs " + bytes + " bytes but only " + body.readableBytes()
+                    + " are left in the frame");
+        }
+    }
+}

@@ -1,0 +1,84 @@
+package io.sluice.protocol;
+
+/**
+ * The wire error codes carried by ERROR, PUBLISH_ERROR and CLOSE frames, and by {@link ProtocolException}.
+ *
+ * <p>Each entry has a stable numeric code (a {@code uint16} on the wire), a default text used when the
+ * sender has nothing more specific to say, and whether retrying the same request later can succeed. Codes
+ * are grouped by hundreds: 1xx framing and connection, 2xx security, 3xx queue management, 4xx publishing,
+ * 5xx consuming, 9xx broker resources. A code is never renumbered or reused; new codes are appended.
+ *
+ * <p>A code this version does not know (sent by a newer peer) is read as {@link #UNKNOWN}; the raw number
+ * stays available on the frame that carried it.
+ */
+public enum ErrorCode {
+    NONE(0, "no error: the connection is closing normally", false),
+
+    MALFORMED_FRAME(100, "the frame does not follow the protocol layout", false),
+    FRAME_TOO_LARGE(101, "the frame is longer than the negotiated maxFrameBytes", false),
+    UNKNOWN_FRAME_TYPE(102, "the frame type is unknown and not optional", false),
+    UNSUPPORTED_VERSION(103, "the peers share no protocol version", false),
+    HANDSHAKE_REQUIRED(104, "the first frame on a connection must be HELLO, answered by HELLO_OK", false),
+    UNEXPECTED_FRAME(105, "the frame is not valid in this direction or connection state", false),
+    HEARTBEAT_TIMEOUT(106, "no frame arrived within two heartbeat intervals", true),
+
+    AUTHENTICATION_FAILED(200, "the user name or password was not accepted", false),
+    ACCESS_DENIED(201, "the user may not perform this operation on this queue", false),
+
+    UNKNOWN_QUEUE(300, "no queue has this name", false),
+    QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS(301, "the queue exists with settings different from the declared ones", false),
+    INVALID_QUEUE_NAME(302, "the queue name is empty, too long or uses characters outside the allowed set", false),
+    INVALID_QUEUE_SETTING(303, "a queue setting is unknown, has the wrong type or is out of range", false),
+
+    MESSAGE_TOO_LARGE(400, "the message is larger than the broker accepts", false),
+    QUEUE_BLOCKED(401, "the queue is over its hard quota and refuses publishes until consumers catch up", true),
+    PUBLISH_TIMEOUT(402, "the message could not be stored durably in time", true),
+    STORAGE_FULL(403, "the broker's disk is full", true),
+    PUBLISH_WINDOW_EXCEEDED(404, "the publisher sent more than the granted publish window", false),
+
+    UNKNOWN_CONSUMER(500, "no subscription on this connection has this consumer tag", false),
+    UNKNOWN_MESSAGE_ID(501, "the message id is not outstanding on this subscription", false),
+    CONSUMER_TAG_IN_USE(502, "the consumer tag is already used by a subscription on this connection", false),
+
+    RESOURCE_LIMIT(900, "a broker resource limit was reached (connections, subscriptions, memory)", true),
+    INTERNAL_ERROR(901, "the broker failed unexpectedly; the operator log has the details", true),
+    NOT_CONFIRMED_SHUTDOWN(902, "the broker is shutting down and did not confirm the message; publish it again", true),
+
+    UNKNOWN(65535, "the peer sent an error code this protocol version does not know", false);
+
+    private static final ErrorCode[] BY_CODE_LOOKUP = values();
+
+    private final int code;
+    private final String defaultText;
+    private final boolean retriable;
+
+    ErrorCode(int code, String defaultText, boolean retriable) {
+        this.code = code;
+        this.defaultText = defaultText;
+        this.retriable = retriable;
+    }
+
+    /** The stable number written on the wire as {@code uint16}. */
+    public int code() {
+        return code;
+    }
+
+    public String defaultText() {
+        return defaultText;
+    }
+
+    /** Whether sending the same request again, later or on a new connection, can succeed. */
+    public boolean retriable() {
+        return retriable;
+    }
+
+    /** Maps a wire number to its entry, or to {@link #UNKNOWN} when this version does not define it. */
+    public static ErrorCode fromCode(int code) {
+        for (ErrorCode candidate : BY_CODE_LOOKUP) {
+            if (candidate.code == code) {
+                return candidate;
+            }
+        }
+        return UNKNOWN;
+    }
+}

@@ -1,0 +1,51 @@
+package io.sluice.protocol;
+
+import io.netty.buffer.ByteBuf;
+
+/**
+ * HELLO_OK (0x02, broker to client): accepts a HELLO and states the values both peers now use, plus the
+ * initial publish window.
+ *
+ * <pre>
+ * uint16 version | int32 maxFrameBytes | int32 heartbeatIntervalMs | string brokerName
+ * | int32 publishWindowMessages | int64 publishWindowBytes
+ * </pre>
+ * The publish window is how many messages and payload bytes the client may have published but not yet
+ * confirmed; PUBLISH_CREDIT widens it.
+ */
+public record HelloOkFrame(int version, int maxFrameBytes, int heartbeatIntervalMs, String brokerName,
+                           int publishWindowMessages, long publishWindowBytes) implements Frame {
+    public HelloOkFrame {
+        WireFormat.checkUnsignedShort("version", version);
+        WireFormat.checkNonNegative("maxFrameBytes", maxFrameBytes);
+        WireFormat.checkNonNegative("heartbeatIntervalMs", heartbeatIntervalMs);
+        WireFormat.checkString("brokerName", brokerName);
+        WireFormat.checkNonNegative("publishWindowMessages", publishWindowMessages);
+        WireFormat.checkNonNegative("publishWindowBytes", publishWindowBytes);
+    }
+
+    @Override
+    public FrameType type() {
+        return FrameType.HELLO_OK;
+    }
+
+    @Override
+    public void encodeBody(ByteBuf out) {
+        out.writeShort(version);
+        out.writeInt(maxFrameBytes);
+        out.writeInt(heartbeatIntervalMs);
+        WireFormat.writeString(out, brokerName);
+        out.writeInt(publishWindowMessages);
+        out.writeLong(publishWindowBytes);
+    }
+
+    static HelloOkFrame decodeBody(BodyReader reader) {
+        return new HelloOkFrame(
+                reader.readUnsignedShort("version"),
+                reader.readNonNegativeInt("maxFrameBytes"),
+                reader.readNonNegativeInt("heartbeatIntervalMs"),
+                reader.readString("brokerName"),
+                reader.readNonNegativeInt("publishWindowMessages"),
+                reader.readNonNegativeLong("publishWindowBytes"));
+    }
+}
