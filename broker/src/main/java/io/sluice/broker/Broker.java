@@ -1,0 +1,140 @@
+package io.sluice.broker;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.util.concurrent.GlobalEventExecutor;
+import io.sluice.broker.auth.Authenticator;
+import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.net.BrokerChannelInitializer;
+import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.queue.QueueManager;
+import io.sluice.protocol.CloseFrame;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.storage.MessageStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A running broker: the store, the queues and the listener. {@link #start(BrokerConfig)} recovers the
+ * store and binds; {@link #close()} shuts down gracefully within {@code broker.shutdown-timeout-ms}.
+ *
+ * <p>Threads: one acceptor thread, {@code availableProcessors} event-loop threads serving both
+ * connections and queues (each queue is bound to one loop), and the storage flusher.
+ */
+public final class Broker implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(Broker.class);
+
+    private final BrokerConfig config;
+    private final MessageStore store;
+    private final EventLoopGroup acceptor;
+    private final EventLoopGroup workers;
+    private final QueueManager queues;
+    private final ChannelGroup channels = new DefaultChannelGroup("sluice-connections", GlobalEventExecutor.INSTANCE);
+    private final Channel serverChannel;
+    private volatile boolean closed;
+
+    private Broker(BrokerConfig config) {
+        this.config = config;
+        long started = System.nanoTime();
+        this.store = MessageStore.open(config.dataDirectory(), config.storeConfig());
+        boolean epoll = Epoll.isAvailable();
+        IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+        this.acceptor = new MultiThreadIoEventLoopGroup(1, io);
+        this.workers = new MultiThreadIoEventLoopGroup(Runtime.getRuntime().availableProcessors(), io);
+        this.queues = new QueueManager(store, workers, config.queues);
+        Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+        ServerBootstrap bootstrap = new ServerBootstrap()
+                .group(acceptor, workers)
+                .channel(channelType)
+                .option(ChannelOption.SO_BACKLOG, 1024)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
+                .childHandler(new BrokerChannelInitializer(config, new Authenticator(config.auth), queues, channels));
+        try {
+            this.serverChannel = bootstrap.bind(new InetSocketAddress(config.broker.listenAddress, config.broker.port))
+                    .syncUninterruptibly().channel();
+        } catch (RuntimeException e) {
+            shutdownGroups();
+            store.close();
+            throw new IllegalStateException("cannot listen on " + config.broker.listenAddress + ":" + config.broker.port
+                    + ": " + e.getMessage(), e);
+        }
+        LOG.info("Sluice broker '{}' listening on {} ({} transport), data in {} ({} queues, durability {}), started in {} ms.",
+                config.broker.name, serverChannel.localAddress(), epoll ? "epoll" : "nio",
+                config.dataDirectory().toAbsolutePath(), store.listQueues().size(), config.storeConfig().durability().configName(),
+                (System.nanoTime() - started) / 1_000_000);
+    }
+
+    public static Broker start(BrokerConfig config) {
+        return new Broker(config);
+    }
+
+    /** The port actually bound (useful when the configuration says 0). */
+    public int port() {
+        return ((InetSocketAddress) serverChannel.localAddress()).getPort();
+    }
+
+    public QueueManager queues() {
+        return queues;
+    }
+
+    public MessageStore store() {
+        return store;
+    }
+
+    /**
+     * Graceful shutdown: stop accepting, give publishes waiting for their sync time to be confirmed,
+     * tell clients, then force and close the store.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.broker.shutdownTimeoutMs);
+        LOG.info("Shutting down: no longer accepting connections.");
+        serverChannel.close().awaitUninterruptibly(1, TimeUnit.SECONDS);
+        for (BrokerQueue q : queues.all()) {
+            while (System.nanoTime() < deadline) {
+                int pending = q.executor().submit(q::pendingConfirms).syncUninterruptibly().getNow();
+                if (pending == 0) {
+                    break;
+                }
+                Thread.onSpinWait();
+                try {
+                    Thread.sleep(1);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+        }
+        channels.writeAndFlush(new CloseFrame(ErrorCode.NONE, "the broker is shutting down"));
+        channels.close().awaitUninterruptibly(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), TimeUnit.MILLISECONDS);
+        shutdownGroups();
+        store.close();
+        LOG.info("Shut down cleanly.");
+    }
+
+    private void shutdownGroups() {
+        acceptor.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        workers.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+    }
+}

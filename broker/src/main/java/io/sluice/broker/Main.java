@@ -1,0 +1,120 @@
+package io.sluice.broker;
+
+import io.sluice.broker.auth.PasswordHasher;
+import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.config.ConfigException;
+import io.sluice.broker.config.ConfigLoader;
+
+import java.io.Console;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * The broker's command line.
+ *
+ * <pre>
+ * sluice [--config FILE] [--data-dir DIR] [--port N] [--listen ADDRESS] [--set key=value ...]
+ * sluice hash-password          reads a password from the terminal (or stdin) and prints its hash
+ * </pre>
+ */
+public final class Main {
+    private Main() {
+    }
+
+    public static void main(String[] args) {
+        System.exit(run(args, System.out, System.err));
+    }
+
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        if (args.length > 0 && args[0].equals("hash-password")) {
+            return hashPassword(out, err);
+        }
+        Path configFile = null;
+        Map<String, String> overrides = new LinkedHashMap<>();
+        for (int i = 0; i < args.length; i++) {
+            String arg = args[i];
+            String value = i + 1 < args.length ? args[i + 1] : null;
+            switch (arg) {
+                case "--config" -> configFile = Path.of(require(arg, value));
+                case "--data-dir" -> overrides.put("broker.data-dir", require(arg, value));
+                case "--port" -> overrides.put("broker.port", require(arg, value));
+                case "--listen" -> overrides.put("broker.listen-address", require(arg, value));
+                case "--set" -> {
+                    String kv = require(arg, value);
+                    int eq = kv.indexOf('=');
+                    if (eq <= 0) {
+                        err.println("sluice: --set takes key=value, got '" + kv + "'");
+                        return 2;
+                    }
+                    overrides.put(kv.substring(0, eq), kv.substring(eq + 1));
+                }
+                case "-h", "--help" -> {
+                    out.println("usage: sluice [--config FILE] [--data-dir DIR] [--port N] [--listen ADDRESS] [--set key=value ...]");
+                    out.println("       sluice hash-password");
+                    return 0;
+                }
+                default -> {
+                    err.println("sluice: unknown argument '" + arg + "' (try --help)");
+                    return 2;
+                }
+            }
+            i++;
+        }
+        BrokerConfig config;
+        try {
+            config = new ConfigLoader().load(configFile, overrides);
+        } catch (ConfigException e) {
+            err.println("sluice: " + e.getMessage());
+            return 2;
+        }
+        Broker broker;
+        try {
+            broker = Broker.start(config);
+        } catch (RuntimeException e) {
+            err.println("sluice: cannot start: " + e.getMessage());
+            return 1;
+        }
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            broker.close();
+            stopped.countDown();
+        }, "sluice-shutdown"));
+        try {
+            stopped.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return 0;
+    }
+
+    private static String require(String flag, String value) {
+        if (value == null) {
+            throw new IllegalArgumentException(flag + " needs a value");
+        }
+        return value;
+    }
+
+    private static int hashPassword(PrintStream out, PrintStream err) {
+        Console console = System.console();
+        char[] password;
+        if (console != null) {
+            password = console.readPassword("password: ");
+        } else {
+            try {
+                String line = new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+                password = line == null ? null : line.toCharArray();
+            } catch (java.io.IOException e) {
+                password = null;
+            }
+        }
+        if (password == null || password.length == 0) {
+            err.println("sluice: no password given");
+            return 2;
+        }
+        out.println(PasswordHasher.hash(password));
+        return 0;
+    }
+}

@@ -1,0 +1,162 @@
+package io.sluice.broker.config;
+
+import com.fasterxml.jackson.annotation.JsonProperty;
+import io.sluice.storage.DurabilityMode;
+import io.sluice.storage.StoreConfig;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The broker's settings, as read from {@code config/sluice.yaml} (embedded), an optional file and
+ * command-line overrides. Mutable only while {@link ConfigLoader} fills it; {@link #validate()} checks
+ * every field and reports all problems at once.
+ */
+public final class BrokerConfig {
+    public Broker broker = new Broker();
+    public Auth auth = new Auth();
+    public Storage storage = new Storage();
+    public Queues queues = new Queues();
+
+    /** Listener, data directory and connection-level settings. */
+    public static final class Broker {
+        public String name;
+        @JsonProperty("listen-address")
+        public String listenAddress;
+        public int port;
+        @JsonProperty("data-dir")
+        public String dataDir;
+        @JsonProperty("max-frame-bytes")
+        public int maxFrameBytes;
+        @JsonProperty("heartbeat-interval-ms")
+        public int heartbeatIntervalMs;
+        @JsonProperty("handshake-timeout-ms")
+        public int handshakeTimeoutMs;
+        @JsonProperty("shutdown-timeout-ms")
+        public int shutdownTimeoutMs;
+        @JsonProperty("publish-window-messages")
+        public int publishWindowMessages;
+        @JsonProperty("publish-window-bytes")
+        public long publishWindowBytes;
+    }
+
+    /** Who may connect. */
+    public static final class Auth {
+        @JsonProperty("allow-anonymous")
+        public boolean allowAnonymous;
+        public List<User> users = new ArrayList<>();
+    }
+
+    /** A user allowed to connect; the password is stored only as a salted PBKDF2 hash. */
+    public static final class User {
+        public String name;
+        @JsonProperty("password-hash")
+        public String passwordHash;
+    }
+
+    /** Maps to {@link StoreConfig}. */
+    public static final class Storage {
+        public String durability;
+        @JsonProperty("sync-interval-ms")
+        public long syncIntervalMs;
+        @JsonProperty("segment-bytes")
+        public long segmentBytes;
+        @JsonProperty("max-message-bytes")
+        public int maxMessageBytes;
+        @JsonProperty("reserved-disk-bytes")
+        public long reservedDiskBytes;
+        @JsonProperty("ack-journal-bytes")
+        public int ackJournalBytes;
+        @JsonProperty("relocate-max-live-ratio")
+        public double relocateMaxLiveRatio;
+        @JsonProperty("relocate-max-live-messages")
+        public int relocateMaxLiveMessages;
+    }
+
+    /** Defaults for every queue. */
+    public static final class Queues {
+        @JsonProperty("max-deliveries")
+        public int maxDeliveries;
+        @JsonProperty("ack-timeout-ms")
+        public long ackTimeoutMs;
+        @JsonProperty("redelivery-delay-ms")
+        public long redeliveryDelayMs;
+        @JsonProperty("max-redelivery-delay-ms")
+        public long maxRedeliveryDelayMs;
+        @JsonProperty("dead-letter-suffix")
+        public String deadLetterSuffix;
+    }
+
+    public Path dataDirectory() {
+        return Path.of(broker.dataDir);
+    }
+
+    /** The storage settings, validated by {@link StoreConfig.Builder#build()}. */
+    public StoreConfig storeConfig() {
+        return StoreConfig.builder()
+                .durability(DurabilityMode.parse(storage.durability))
+                .syncIntervalMs(storage.syncIntervalMs)
+                .segmentBytes(storage.segmentBytes)
+                .maxMessageBytes(storage.maxMessageBytes)
+                .reservedDiskBytes(storage.reservedDiskBytes)
+                .ackJournalBytes(storage.ackJournalBytes)
+                .relocateMaxLiveRatio(storage.relocateMaxLiveRatio)
+                .relocateMaxLiveMessages(storage.relocateMaxLiveMessages)
+                .build();
+    }
+
+    /** Checks every field; throws {@link ConfigException} listing each bad key, its value and why. */
+    public BrokerConfig validate() {
+        List<String> problems = new ArrayList<>();
+        if (broker.name == null || broker.name.isBlank()) {
+            problems.add("broker.name is empty");
+        }
+        if (broker.listenAddress == null || broker.listenAddress.isBlank()) {
+            problems.add("broker.listen-address is empty");
+        }
+        check(problems, "broker.port", broker.port, 0, 65535);
+        if (broker.dataDir == null || broker.dataDir.isBlank()) {
+            problems.add("broker.data-dir is empty");
+        }
+        check(problems, "broker.max-frame-bytes", broker.maxFrameBytes, 1024, 256L << 20);
+        check(problems, "broker.heartbeat-interval-ms", broker.heartbeatIntervalMs, 0, 3_600_000);
+        check(problems, "broker.handshake-timeout-ms", broker.handshakeTimeoutMs, 100, 600_000);
+        check(problems, "broker.shutdown-timeout-ms", broker.shutdownTimeoutMs, 100, 600_000);
+        check(problems, "broker.publish-window-messages", broker.publishWindowMessages, 1, 10_000_000);
+        check(problems, "broker.publish-window-bytes", broker.publishWindowBytes, 1024, 1L << 40);
+        for (int i = 0; i < auth.users.size(); i++) {
+            User u = auth.users.get(i);
+            if (u.name == null || u.name.isBlank()) {
+                problems.add("auth.users[" + i + "].name is empty");
+            }
+            if (u.passwordHash == null || !u.passwordHash.startsWith("pbkdf2-sha256:")) {
+                problems.add("auth.users[" + i + "].password-hash '" + u.passwordHash
+                        + "' is not of the form pbkdf2-sha256:<iterations>:<salt>:<hash> (print one with `sluice hash-password`)");
+            }
+        }
+        try {
+            DurabilityMode.parse(storage.durability);
+            storeConfig();
+        } catch (IllegalArgumentException e) {
+            problems.add("storage: " + e.getMessage());
+        }
+        check(problems, "queues.max-deliveries", queues.maxDeliveries, 1, 1_000_000);
+        check(problems, "queues.ack-timeout-ms", queues.ackTimeoutMs, 100, 7L * 24 * 3_600_000);
+        check(problems, "queues.redelivery-delay-ms", queues.redeliveryDelayMs, 0, 3_600_000);
+        check(problems, "queues.max-redelivery-delay-ms", queues.maxRedeliveryDelayMs, queues.redeliveryDelayMs, 24L * 3_600_000);
+        if (queues.deadLetterSuffix == null || queues.deadLetterSuffix.isEmpty()) {
+            problems.add("queues.dead-letter-suffix is empty");
+        }
+        if (!problems.isEmpty()) {
+            throw new ConfigException(problems);
+        }
+        return this;
+    }
+
+    private static void check(List<String> problems, String key, long value, long min, long max) {
+        if (value < min || value > max) {
+            problems.add(key + " " + value + " is outside " + min + ".." + max);
+        }
+    }
+}

@@ -1,0 +1,97 @@
+package io.sluice.broker.config;
+
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+/**
+ * Reads the configuration in three layers: the defaults embedded in the jar ({@code sluice.yaml},
+ * the same file as {@code config/sluice.yaml}), then an optional file (YAML or JSON), then
+ * {@code key=value} overrides from the command line. Unknown keys and badly typed values are rejected
+ * with the key's path.
+ */
+public final class ConfigLoader {
+    public static final String EMBEDDED_DEFAULTS = "/sluice.yaml";
+
+    private final ObjectMapper mapper = new ObjectMapper(new YAMLFactory())
+            // Each layer updates the nested sections in place instead of replacing them.
+            .setDefaultMergeable(true)
+            .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+            .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
+            .enable(DeserializationFeature.FAIL_ON_NUMBERS_FOR_ENUMS);
+
+    /** Loads and validates. {@code file} may be null; {@code overrides} maps dotted keys to values. */
+    public BrokerConfig load(Path file, Map<String, String> overrides) {
+        BrokerConfig config = new BrokerConfig();
+        try (InputStream defaults = ConfigLoader.class.getResourceAsStream(EMBEDDED_DEFAULTS)) {
+            if (defaults == null) {
+                throw new ConfigException("the embedded defaults " + EMBEDDED_DEFAULTS + " are missing from the classpath", null);
+            }
+            mapper.readerForUpdating(config).readValue(defaults);
+        } catch (IOException e) {
+            throw new ConfigException("the embedded defaults could not be read: " + e.getMessage(), e);
+        }
+        if (file != null) {
+            if (!Files.isRegularFile(file)) {
+                throw new ConfigException("configuration file " + file + " does not exist", null);
+            }
+            try (InputStream in = Files.newInputStream(file)) {
+                mapper.readerForUpdating(config).readValue(in);
+            } catch (IOException e) {
+                throw new ConfigException(describe(file.toString(), e), e);
+            }
+        }
+        if (overrides != null && !overrides.isEmpty()) {
+            for (Map.Entry<String, String> e : overrides.entrySet()) {
+                try {
+                    mapper.readerForUpdating(config).readValue(nest(e.getKey(), e.getValue()));
+                } catch (IOException ex) {
+                    throw new ConfigException(describe("override " + e.getKey() + "=" + e.getValue(), ex), ex);
+                }
+            }
+        }
+        return config.validate();
+    }
+
+    private static String nest(String dottedKey, String value) {
+        String[] parts = dottedKey.split("\\.");
+        StringBuilder yaml = new StringBuilder();
+        for (int i = 0; i < parts.length; i++) {
+            yaml.append("  ".repeat(i)).append(parts[i]).append(':');
+            yaml.append(i == parts.length - 1 ? " " + quote(value) : "\n");
+        }
+        return yaml.toString();
+    }
+
+    private static String quote(String value) {
+        if (value.matches("-?[0-9.]+|true|false")) {
+            return value;
+        }
+        return "\"" + value.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
+    }
+
+    private static String describe(String source, IOException e) {
+        if (e instanceof UnrecognizedPropertyException u) {
+            return source + ": unknown key '" + path(u) + "'; known keys at that level: " + u.getKnownPropertyIds();
+        }
+        if (e instanceof JsonMappingException m) {
+            return source + ": bad value for '" + path(m) + "': " + m.getOriginalMessage();
+        }
+        return source + ": " + e.getMessage();
+    }
+
+    private static String path(JsonMappingException e) {
+        return e.getPath().stream()
+                .map(r -> r.getFieldName() != null ? r.getFieldName() : "[" + r.getIndex() + "]")
+                .collect(Collectors.joining("."));
+    }
+}

@@ -1,0 +1,524 @@
+package io.sluice.broker.queue;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.ConfirmFrame;
+import io.sluice.protocol.DeliverFrameBuilder;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.ErrorFrame;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.NackFrame;
+import io.sluice.protocol.PublishCursor;
+import io.sluice.protocol.PublishErrorFrame;
+import io.sluice.protocol.PublishFrame;
+import io.sluice.storage.DurabilityMode;
+import io.sluice.storage.MessageTooLargeException;
+import io.sluice.storage.QueueReader;
+import io.sluice.storage.QueueStore;
+import io.sluice.storage.StorageFullException;
+import io.sluice.storage.StoredMessage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableMap;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A queue as the broker serves it: publishes into its {@link QueueStore}, confirms once stored,
+ * delivers to competing consumers round-robin within their credit, tracks each delivery until it is
+ * acknowledged, and redelivers or dead-letters what is not.
+ *
+ * <p>Threads: all state is confined to one executor (a Netty event loop chosen when the queue is
+ * opened); connections hand frames over with one task per frame, not per message. The storage
+ * flusher reports durability through a task on the same executor.
+ *
+ * <p>Rules:
+ * <ul>
+ *   <li>D1 a consumer never has more deliveries outstanding than the credit it granted;</li>
+ *   <li>D2 one consumer receives messages in store order (redeliveries go first);</li>
+ *   <li>D3 a delivery's count is recorded in the store before it is sent, so counts only grow,
+ *       across restarts too; a message about to exceed {@code maxDeliveries} goes to the
+ *       dead-letter queue instead;</li>
+ *   <li>D4 messages of a consumer that leaves, and deliveries past the ack timeout, go back to the
+ *       front of the queue; a NACK-requeued message waits out a delay that doubles with each
+ *       delivery, without holding the consumer's credit.</li>
+ * </ul>
+ */
+public final class BrokerQueue {
+    private static final Logger LOG = LoggerFactory.getLogger(BrokerQueue.class);
+    private static final int MAX_DELIVER_FRAME_BYTES = 256 << 10;
+    public static final String HEADER_DEAD_LETTER_FROM = "x-dead-letter-from";
+    public static final String HEADER_DEAD_LETTER_REASON = "x-dead-letter-reason";
+    public static final String HEADER_DELIVERY_COUNT = "x-delivery-count";
+    public static final String HEADER_ORIGINAL_ID = "x-original-id";
+
+    private final String name;
+    private final QueueStore store;
+    private final EventExecutor executor;
+    private final QueueManager manager;
+    private volatile QueueOptions options;
+
+    private final List<ConsumerSession> consumers = new ArrayList<>();
+    private int nextConsumer;
+    private QueueReader reader;
+    /** Redeliveries due now, in the order they are to go out. */
+    private final ArrayDeque<Long> ready = new ArrayDeque<>();
+    /** Every message delivered and unacknowledged, or waiting for redelivery. */
+    private final Set<Long> tracked = new HashSet<>();
+    private final ArrayDeque<PendingConfirm> pendingConfirms = new ArrayDeque<>();
+    private boolean dispatchScheduled;
+    private ScheduledFuture<?> ackTimeoutTask;
+    private long deadLettered;
+    private long redelivered;
+    private boolean closed;
+
+    BrokerQueue(String name, QueueStore store, EventExecutor executor, QueueManager manager, QueueOptions options) {
+        this.name = name;
+        this.store = store;
+        this.executor = executor;
+        this.manager = manager;
+        this.options = options;
+        store.durabilityListener(durable -> executor.execute(() -> confirmUpTo(durable)));
+        long period = Math.max(50, Math.min(options.ackTimeoutMs() / 4, 1000));
+        ackTimeoutTask = executor.scheduleAtFixedRate(this::expireDeliveries, period, period, TimeUnit.MILLISECONDS);
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public QueueStore store() {
+        return store;
+    }
+
+    public EventExecutor executor() {
+        return executor;
+    }
+
+    public QueueOptions options() {
+        return options;
+    }
+
+    // ------------------------------------------------------------------ publish
+
+    /** Stores every message of the frame, then confirms (now, or when durable). Releases the frame. */
+    public void publish(ClientConnection connection, PublishFrame frame) {
+        executor.execute(() -> {
+            try {
+                publishNow(connection, frame);
+            } finally {
+                frame.release();
+            }
+        });
+    }
+
+    private void publishNow(ClientConnection connection, PublishFrame frame) {
+        PublishCursor cursor = frame.cursor();
+        Map<Long, List<IdRange>> confirmed = new LinkedHashMap<>();
+        long lastId = -1;
+        boolean any = false;
+        while (cursor.next()) {
+            long producerId = cursor.producerId();
+            long sequence = cursor.sequence();
+            if (closed) {
+                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.UNKNOWN_QUEUE,
+                        "queue '" + name + "' was deleted"));
+                continue;
+            }
+            try {
+                ByteBuf headers = cursor.encodedHeaders();
+                ByteBuf payload = cursor.payload();
+                lastId = store.append(producerId, sequence, headers.nioBuffer(), payload.nioBuffer());
+                addToRanges(confirmed.computeIfAbsent(producerId, p -> new ArrayList<>()), sequence);
+                any = true;
+            } catch (MessageTooLargeException e) {
+                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.MESSAGE_TOO_LARGE, e.getMessage()));
+            } catch (StorageFullException e) {
+                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.STORAGE_FULL, e.getMessage()));
+            } catch (RuntimeException e) {
+                LOG.error("Queue '{}': storing a message from {} failed.", name, connection.describe(), e);
+                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.INTERNAL_ERROR,
+                        "the broker could not store the message; see the broker log"));
+            }
+        }
+        if (any) {
+            if (store.durability() == DurabilityMode.ALWAYS && store.durableIndex() < lastId) {
+                pendingConfirms.add(new PendingConfirm(lastId, connection, confirmed));
+            } else {
+                confirmed.forEach((producer, ranges) -> connection.write(new ConfirmFrame(producer, ranges)));
+            }
+            scheduleDispatch();
+        }
+        connection.flush();
+    }
+
+    private static void addToRanges(List<IdRange> ranges, long sequence) {
+        if (!ranges.isEmpty()) {
+            IdRange last = ranges.get(ranges.size() - 1);
+            if (last.to() + 1 == sequence) {
+                ranges.set(ranges.size() - 1, new IdRange(last.from(), sequence));
+                return;
+            }
+        }
+        ranges.add(IdRange.single(sequence));
+    }
+
+    private void confirmUpTo(long durable) {
+        Set<ClientConnection> touched = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+        while (!pendingConfirms.isEmpty() && pendingConfirms.peek().lastId <= durable) {
+            PendingConfirm p = pendingConfirms.poll();
+            p.ranges.forEach((producer, ranges) -> p.connection.write(new ConfirmFrame(producer, ranges)));
+            touched.add(p.connection);
+        }
+        touched.forEach(ClientConnection::flush);
+    }
+
+    /** Publishes still waiting for their sync; for graceful shutdown. */
+    public int pendingConfirms() {
+        return pendingConfirms.size();
+    }
+
+    // ------------------------------------------------------------------ consumers
+
+    /** Adds a consumer. Runs on the queue's executor; returns the session for later frames. */
+    ConsumerSession subscribe(ClientConnection connection, int tag, long credit) {
+        ConsumerSession session = new ConsumerSession(connection, tag, credit);
+        consumers.add(session);
+        if (reader == null) {
+            reader = store.openReader();
+        }
+        scheduleDispatch();
+        return session;
+    }
+
+    void credit(ConsumerSession session, long credit) {
+        session.credit = Math.min(Long.MAX_VALUE / 2, session.credit + credit);
+        scheduleDispatch();
+    }
+
+    /** Acknowledges the ids of the ranges that are outstanding on this session. */
+    void ack(ConsumerSession session, AckFrame frame) {
+        long acked = 0;
+        for (IdRange range : frame.messageIds()) {
+            NavigableMap<Long, Long> hit = session.inFlight.subMap(range.from(), true, range.to(), true);
+            if (hit.isEmpty()) {
+                if (range.from() == range.to() && lateAck(range.from())) {
+                    acked++;
+                    continue;
+                }
+                session.connection.write(new ErrorFrame(0, ErrorCode.UNKNOWN_MESSAGE_ID, "ack of message ids " + range.from()
+                        + ".." + range.to() + " on consumer " + session.tag + " of queue '" + name + "': none is outstanding on it"));
+                session.connection.flush();
+                continue;
+            }
+            for (Iterator<Long> it = hit.keySet().iterator(); it.hasNext(); ) {
+                long id = it.next();
+                store.ack(id);
+                tracked.remove(id);
+                it.remove();
+                acked++;
+            }
+        }
+        if (acked > 0) {
+            scheduleDispatch();
+        }
+    }
+
+    /** An ack of a message taken back after its ack timeout and not yet redelivered still counts. */
+    private boolean lateAck(long id) {
+        if (ready.remove(id)) {
+            store.ack(id);
+            tracked.remove(id);
+            return true;
+        }
+        return false;
+    }
+
+    void nack(ConsumerSession session, NackFrame frame) {
+        for (IdRange range : frame.messageIds()) {
+            NavigableMap<Long, Long> hit = session.inFlight.subMap(range.from(), true, range.to(), true);
+            if (hit.isEmpty()) {
+                session.connection.write(new ErrorFrame(0, ErrorCode.UNKNOWN_MESSAGE_ID, "nack of message ids " + range.from()
+                        + ".." + range.to() + " on consumer " + session.tag + " of queue '" + name + "': none is outstanding on it"));
+                session.connection.flush();
+                continue;
+            }
+            List<Long> ids = new ArrayList<>(hit.keySet());
+            hit.clear();
+            for (long id : ids) {
+                switch (frame.action()) {
+                    case REJECT_TO_DEAD_LETTER -> {
+                        StoredMessage m = store.read(id);
+                        if (m != null) {
+                            deadLetter(m, m.deliveryCount(), "rejected by the consumer");
+                        }
+                        tracked.remove(id);
+                    }
+                    case REQUEUE -> requeueLater(id, options.redeliveryDelayMs(store.deliveryCount(id)));
+                    case REQUEUE_AFTER_DELAY -> requeueLater(id, Math.max(0, frame.delayMs()));
+                    default -> throw new IllegalStateException("unknown nack action " + frame.action());
+                }
+            }
+        }
+        scheduleDispatch();
+    }
+
+    private void requeueLater(long id, long delayMs) {
+        if (delayMs <= 0) {
+            ready.addLast(id);
+            return;
+        }
+        executor.schedule(() -> {
+            if (!closed && tracked.contains(id)) {
+                ready.addLast(id);
+                scheduleDispatch();
+            }
+        }, delayMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** Removes a consumer; its outstanding messages go back to the front of the queue (D4). */
+    void unsubscribe(ConsumerSession session) {
+        if (session.closed) {
+            return;
+        }
+        session.closed = true;
+        consumers.remove(session);
+        if (!session.inFlight.isEmpty()) {
+            List<Long> ids = new ArrayList<>(session.inFlight.keySet());
+            session.inFlight.clear();
+            for (int i = ids.size() - 1; i >= 0; i--) {
+                ready.addFirst(ids.get(i));
+            }
+            redelivered += ids.size();
+        }
+        scheduleDispatch();
+    }
+
+    private void expireDeliveries() {
+        if (closed) {
+            return;
+        }
+        long deadline = System.nanoTime() - TimeUnit.MILLISECONDS.toNanos(options.ackTimeoutMs());
+        for (ConsumerSession c : consumers) {
+            for (Iterator<Map.Entry<Long, Long>> it = c.inFlight.entrySet().iterator(); it.hasNext(); ) {
+                Map.Entry<Long, Long> e = it.next();
+                if (e.getValue() - deadline < 0) {
+                    it.remove();
+                    c.credit++;
+                    ready.addLast(e.getKey());
+                    redelivered++;
+                    LOG.info("Queue '{}': message {} not acknowledged by {} within {} ms; redelivering it.",
+                            name, e.getKey(), c.connection.describe(), options.ackTimeoutMs());
+                }
+            }
+        }
+        if (!ready.isEmpty()) {
+            scheduleDispatch();
+        }
+    }
+
+    // ------------------------------------------------------------------ delivery
+
+    private void scheduleDispatch() {
+        if (!dispatchScheduled && !closed) {
+            dispatchScheduled = true;
+            executor.execute(this::dispatch);
+        }
+    }
+
+    private void dispatch() {
+        dispatchScheduled = false;
+        if (closed || consumers.isEmpty()) {
+            return;
+        }
+        Map<ConsumerSession, DeliverFrameBuilder> batches = new IdentityHashMap<>();
+        long now = System.nanoTime();
+        while (true) {
+            ConsumerSession consumer = nextConsumerWithCredit();
+            if (consumer == null) {
+                break;
+            }
+            StoredMessage message = nextMessage();
+            if (message == null) {
+                break;
+            }
+            int count = message.deliveryCount() + 1;
+            if (count > options.maxDeliveries()) {
+                deadLetter(message, message.deliveryCount(), "delivered " + message.deliveryCount()
+                        + " times without an acknowledgement (max-deliveries " + options.maxDeliveries() + ")");
+                tracked.remove(message.id());
+                continue;
+            }
+            store.recordDelivery(message.id(), count);
+            consumer.credit--;
+            consumer.inFlight.put(message.id(), now);
+            tracked.add(message.id());
+            DeliverFrameBuilder batch = batches.computeIfAbsent(consumer,
+                    c -> new DeliverFrameBuilder(ByteBufAllocator.DEFAULT, c.tag));
+            batch.addEncoded(message.id(), count,
+                    Unpooled.wrappedBuffer(message.array(), message.headersOffset(), message.headersLength()),
+                    Unpooled.wrappedBuffer(message.array(), message.payloadOffset(), message.payloadLength()));
+            if (batch.encodedBytes() >= MAX_DELIVER_FRAME_BYTES) {
+                consumer.connection.write(batch.build());
+                batches.remove(consumer);
+            }
+        }
+        Set<ClientConnection> touched = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+        batches.forEach((consumer, batch) -> {
+            consumer.connection.write(batch.build());
+            touched.add(consumer.connection);
+        });
+        for (ConsumerSession c : consumers) {
+            touched.add(c.connection);
+        }
+        touched.forEach(ClientConnection::flush);
+    }
+
+    private ConsumerSession nextConsumerWithCredit() {
+        int n = consumers.size();
+        for (int i = 0; i < n; i++) {
+            ConsumerSession c = consumers.get((nextConsumer + i) % n);
+            if (c.credit > 0 && c.connection.isActive()) {
+                nextConsumer = (nextConsumer + i + 1) % n;
+                return c;
+            }
+        }
+        return null;
+    }
+
+    private StoredMessage nextMessage() {
+        while (!ready.isEmpty()) {
+            long id = ready.pollFirst();
+            StoredMessage m = store.read(id);
+            if (m != null) {
+                redelivered++;
+                return m;
+            }
+            tracked.remove(id);
+        }
+        while (true) {
+            StoredMessage m = reader.next();
+            if (m == null) {
+                return null;
+            }
+            if (tracked.contains(m.id())) {
+                continue; // a relocated copy of a message this queue is already tracking
+            }
+            return m;
+        }
+    }
+
+    /** Moves a message to the dead-letter queue, with headers saying where from, how often delivered and why. */
+    private void deadLetter(StoredMessage message, int deliveries, String reason) {
+        BrokerQueue dlq = manager.deadLetterQueue(options.deadLetterQueue());
+        ByteBuffer headers = appendHeaders(message,
+                HEADER_DEAD_LETTER_FROM, name,
+                HEADER_DEAD_LETTER_REASON, reason,
+                HEADER_DELIVERY_COUNT, Integer.toString(deliveries),
+                HEADER_ORIGINAL_ID, Long.toString(message.id()));
+        try {
+            dlq.store().append(message.producerId(), message.producerSequence(), headers,
+                    ByteBuffer.wrap(message.array(), message.payloadOffset(), message.payloadLength()));
+        } catch (RuntimeException e) {
+            LOG.error("Queue '{}': could not dead-letter message {} to '{}'; it stays in the queue.", name, message.id(), dlq.name(), e);
+            return;
+        }
+        store.ack(message.id());
+        deadLettered++;
+        dlq.executor().execute(dlq::scheduleDispatch);
+        LOG.info("Queue '{}': message {} dead-lettered to '{}': {}.", name, message.id(), dlq.name(), reason);
+    }
+
+    private static ByteBuffer appendHeaders(StoredMessage message, String... keyValues) {
+        int size = message.headersLength();
+        for (String s : keyValues) {
+            size += 4 + s.getBytes(StandardCharsets.UTF_8).length;
+        }
+        ByteBuffer out = ByteBuffer.allocate(size);
+        out.put(message.array(), message.headersOffset(), message.headersLength());
+        for (int i = 0; i < keyValues.length; i += 2) {
+            byte[] key = keyValues[i].getBytes(StandardCharsets.UTF_8);
+            byte[] value = keyValues[i + 1].getBytes(StandardCharsets.UTF_8);
+            out.putShort((short) key.length).put(key).putInt(value.length).put(value);
+        }
+        return out.flip();
+    }
+
+    /**
+     * Removes every message that is not out with a consumer: acknowledges it in the store. Messages
+     * delivered and not yet acknowledged stay, and are acknowledged or redelivered as usual.
+     * Completes with the number removed.
+     */
+    public io.netty.util.concurrent.Future<Long> purge() {
+        return executor.submit(() -> {
+            List<Long> ids = new ArrayList<>();
+            store.forEachUnacked(ids::add);
+            Set<Long> outstanding = new HashSet<>();
+            for (ConsumerSession c : consumers) {
+                outstanding.addAll(c.inFlight.keySet());
+            }
+            long removed = 0;
+            for (long id : ids) {
+                if (!outstanding.contains(id)) {
+                    store.ack(id);
+                    tracked.remove(id);
+                    removed++;
+                }
+            }
+            ready.clear();
+            LOG.info("Queue '{}' purged: {} messages removed.", name, removed);
+            return removed;
+        });
+    }
+
+    // ------------------------------------------------------------------ figures and lifecycle
+
+    public long deadLettered() {
+        return deadLettered;
+    }
+
+    public long redelivered() {
+        return redelivered;
+    }
+
+    public int consumerCount() {
+        return consumers.size();
+    }
+
+    /** Stops serving: drops consumers (their connections are told by the caller) and closes the reader. */
+    void close() {
+        closed = true;
+        if (ackTimeoutTask != null) {
+            ackTimeoutTask.cancel(false);
+        }
+        consumers.clear();
+        if (reader != null) {
+            reader.close();
+            reader = null;
+        }
+        for (PendingConfirm p : pendingConfirms) {
+            p.ranges.forEach((producer, ranges) -> ranges.forEach(r -> p.connection.write(
+                    new PublishErrorFrame(producer, r, ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was durable"))));
+            p.connection.flush();
+        }
+        pendingConfirms.clear();
+    }
+
+    private record PendingConfirm(long lastId, ClientConnection connection, Map<Long, List<IdRange>> ranges) {
+    }
+}

@@ -1,0 +1,23 @@
+package io.sluice.broker.queue;
+
+import java.util.TreeMap;
+
+/**
+ * One subscription: a consumer tag on a connection, its credit and the messages delivered to it and
+ * not yet acknowledged. Touched only on its queue's executor.
+ */
+final class ConsumerSession {
+    final ClientConnection connection;
+    final int tag;
+    /** Deliveries the broker may still send before the consumer grants more. */
+    long credit;
+    /** Delivered, unacknowledged: message id → delivery time (nanoTime), in id order so ack ranges are cheap. */
+    final TreeMap<Long, Long> inFlight = new TreeMap<>();
+    boolean closed;
+
+    ConsumerSession(ClientConnection connection, int tag, long credit) {
+        this.connection = connection;
+        this.tag = tag;
+        this.credit = credit;
+    }
+}

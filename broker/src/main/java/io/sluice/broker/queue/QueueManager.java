@@ -1,0 +1,163 @@
+package io.sluice.broker.queue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.netty.channel.EventLoopGroup;
+import io.sluice.broker.config.BrokerConfig;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.storage.MessageStore;
+import io.sluice.storage.QueueNames;
+import io.sluice.storage.QueueStore;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Collection;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The broker's queues: each a {@link BrokerQueue} over a {@link QueueStore}, bound to one event loop.
+ * Declared settings are kept in {@code <data>/queue-settings/<name>.json} so that they survive a
+ * restart. Thread-safe.
+ */
+public final class QueueManager {
+    private static final Logger LOG = LoggerFactory.getLogger(QueueManager.class);
+
+    private final MessageStore store;
+    private final EventLoopGroup executors;
+    private final BrokerConfig.Queues defaults;
+    private final Path settingsDirectory;
+    private final ObjectMapper json = new ObjectMapper();
+    private final Map<String, BrokerQueue> queues = new ConcurrentHashMap<>();
+    private final Map<String, QueueSettings> declared = new ConcurrentHashMap<>();
+
+    public QueueManager(MessageStore store, EventLoopGroup executors, BrokerConfig.Queues defaults) {
+        this.store = store;
+        this.executors = executors;
+        this.defaults = defaults;
+        this.settingsDirectory = store.dataDirectory().resolve("queue-settings");
+        try {
+            Files.createDirectories(settingsDirectory);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create " + settingsDirectory, e);
+        }
+        for (String name : store.listQueues()) {
+            QueueSettings settings = loadSettings(name);
+            declared.put(name, settings);
+            queues.put(name, newQueue(name, store.queue(name), settings));
+        }
+    }
+
+    private BrokerQueue newQueue(String name, QueueStore queueStore, QueueSettings settings) {
+        QueueOptions options;
+        try {
+            options = QueueOptions.from(name, settings, defaults);
+        } catch (IllegalArgumentException e) {
+            LOG.warn("Queue '{}': stored settings are no longer valid ({}); using the defaults.", name, e.getMessage());
+            options = QueueOptions.defaults(name, defaults);
+        }
+        return new BrokerQueue(name, queueStore, executors.next(), this, options);
+    }
+
+    /** The queue, or null. */
+    public BrokerQueue get(String name) {
+        return queues.get(name);
+    }
+
+    public Collection<BrokerQueue> all() {
+        return queues.values();
+    }
+
+    /**
+     * Declares a queue: creates it, or checks that the existing one has the same settings.
+     *
+     * @throws IllegalArgumentException for an invalid name or setting (message names it)
+     * @throws IllegalStateException    if the queue exists with different settings
+     */
+    public synchronized BrokerQueue declare(String name, QueueSettings settings) {
+        QueueNames.validate(name);
+        QueueOptions.from(name, settings, defaults);
+        BrokerQueue existing = queues.get(name);
+        if (existing != null) {
+            QueueSettings before = declared.getOrDefault(name, QueueSettings.EMPTY);
+            if (settings.size() > 0 && !before.equals(settings)) {
+                throw new IllegalStateException("queue '" + name + "' exists with settings " + before.asMap()
+                        + ", not " + settings.asMap());
+            }
+            return existing;
+        }
+        saveSettings(name, settings);
+        declared.put(name, settings);
+        BrokerQueue queue = newQueue(name, store.createQueue(name), settings);
+        queues.put(name, queue);
+        LOG.info("Queue '{}' declared with settings {}.", name, settings.asMap());
+        return queue;
+    }
+
+    /** The dead-letter queue of that name, created with default settings on first use. */
+    BrokerQueue deadLetterQueue(String name) {
+        BrokerQueue q = queues.get(name);
+        return q != null ? q : declare(name, QueueSettings.EMPTY);
+    }
+
+    /** Deletes a queue and its messages. Returns false if there was none. */
+    public synchronized boolean delete(String name) {
+        BrokerQueue q = queues.remove(name);
+        if (q == null) {
+            return false;
+        }
+        declared.remove(name);
+        try {
+            q.executor().submit(q::close).syncUninterruptibly();
+        } catch (RuntimeException e) {
+            LOG.warn("Queue '{}': error while closing for delete.", name, e);
+        }
+        store.deleteQueue(name);
+        try {
+            Files.deleteIfExists(settingsDirectory.resolve(name + ".json"));
+        } catch (IOException e) {
+            LOG.warn("Could not delete the settings of queue '{}'.", name, e);
+        }
+        LOG.info("Queue '{}' deleted.", name);
+        return true;
+    }
+
+    private void saveSettings(String name, QueueSettings settings) {
+        Path file = settingsDirectory.resolve(name + ".json");
+        Path tmp = settingsDirectory.resolve(name + ".json.tmp");
+        try {
+            json.writeValue(tmp.toFile(), settings.asMap());
+            Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot save the settings of queue '" + name + "' to " + file, e);
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private QueueSettings loadSettings(String name) {
+        Path file = settingsDirectory.resolve(name + ".json");
+        if (!Files.exists(file)) {
+            return QueueSettings.EMPTY;
+        }
+        try {
+            Map<String, Object> map = json.readValue(file.toFile(), Map.class);
+            QueueSettings.Builder b = QueueSettings.builder();
+            map.forEach((k, v) -> {
+                if (v instanceof Number n) {
+                    b.set(k, n.longValue());
+                } else if (v instanceof Boolean bool) {
+                    b.set(k, bool);
+                } else {
+                    b.set(k, String.valueOf(v));
+                }
+            });
+            return b.build();
+        } catch (IOException e) {
+            LOG.warn("Queue '{}': settings file {} is unreadable ({}); using the defaults.", name, file, e.getMessage());
+            return QueueSettings.EMPTY;
+        }
+    }
+}

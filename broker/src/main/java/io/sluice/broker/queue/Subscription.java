@@ -1,0 +1,41 @@
+package io.sluice.broker.queue;
+
+import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.NackFrame;
+
+/**
+ * A connection's handle on one of its consumers. Created on the connection's event loop; every
+ * call hands its work to the queue's executor, where the {@link ConsumerSession} lives. Tasks run in
+ * submission order, so the session exists before any later frame of the same consumer is handled.
+ */
+public final class Subscription {
+    private final BrokerQueue queue;
+    private ConsumerSession session;
+
+    private Subscription(BrokerQueue queue) {
+        this.queue = queue;
+    }
+
+    public static Subscription open(BrokerQueue queue, ClientConnection connection, int tag, long credit) {
+        Subscription sub = new Subscription(queue);
+        queue.executor().execute(() -> sub.session = queue.subscribe(connection, tag, credit));
+        return sub;
+    }
+
+    public void credit(long credit) {
+        queue.executor().execute(() -> queue.credit(session, credit));
+    }
+
+    public void ack(AckFrame frame) {
+        queue.executor().execute(() -> queue.ack(session, frame));
+    }
+
+    public void nack(NackFrame frame) {
+        queue.executor().execute(() -> queue.nack(session, frame));
+    }
+
+    /** Ends the subscription; outstanding messages go back to the queue. */
+    public void close() {
+        queue.executor().execute(() -> queue.unsubscribe(session));
+    }
+}

@@ -1,0 +1,231 @@
+package io.sluice.broker;
+
+import io.netty.buffer.ByteBuf;
+import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.config.ConfigLoader;
+import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.ConfirmFrame;
+import io.sluice.protocol.CloseFrame;
+import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.ErrorFrame;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.NackAction;
+import io.sluice.protocol.NackFrame;
+import io.sluice.protocol.OkFrame;
+import io.sluice.protocol.PublishErrorFrame;
+import io.sluice.protocol.PublishFrameBuilder;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.CreditFrame;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class BrokerEndToEndTest {
+    @TempDir
+    Path dataDir;
+    private Broker broker;
+
+    @BeforeEach
+    void start() {
+        broker = Broker.start(config(Map.of()));
+    }
+
+    private BrokerConfig config(Map<String, String> extra) {
+        Map<String, String> overrides = new java.util.HashMap<>(Map.of(
+                "broker.data-dir", dataDir.toString(),
+                "broker.port", "0",
+                "storage.reserved-disk-bytes", "0"));
+        overrides.putAll(extra);
+        return new ConfigLoader().load(null, overrides);
+    }
+
+    @AfterEach
+    void stop() {
+        if (broker != null) {
+            broker.close();
+        }
+    }
+
+    private static void publish(RawClient c, String queue, long producer, int from, int count) {
+        PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), queue);
+        for (int i = from; i < from + count; i++) {
+            b.add(producer, i, List.of(), ("m" + i).getBytes(StandardCharsets.UTF_8));
+        }
+        c.send(b.build());
+    }
+
+    private static long confirmedCount(RawClient c, int expected) throws InterruptedException {
+        long n = 0;
+        while (n < expected) {
+            ConfirmFrame f = c.expect(ConfirmFrame.class);
+            for (IdRange r : f.sequences()) {
+                n += r.to() - r.from() + 1;
+            }
+        }
+        return n;
+    }
+
+    @Test
+    void shouldDeliverExactlyThePublishedMessagesInOrderAndAcceptAcks() throws Exception {
+        try (RawClient producer = RawClient.connected(broker.port()); RawClient consumer = RawClient.connected(broker.port())) {
+            producer.send(new DeclareQueueFrame(1, "work", QueueSettings.EMPTY));
+            producer.expect(OkFrame.class);
+            publish(producer, "work", 42, 0, 500);
+            assertEquals(500, confirmedCount(producer, 500));
+
+            consumer.send(new SubscribeFrame(2, 7, "work", 1000));
+            consumer.expect(OkFrame.class);
+            List<RawClient.Delivery> got = consumer.deliveries(500);
+            for (int i = 0; i < 500; i++) {
+                assertEquals("m" + i, new String(got.get(i).payload(), StandardCharsets.UTF_8));
+                assertEquals(1, got.get(i).deliveryCount());
+            }
+            consumer.send(new AckFrame(7, List.of(new IdRange(got.get(0).id(), got.get(499).id()))));
+            TestAwait.until("all acked", () -> broker.store().queue("work").unackedMessages() == 0);
+        }
+    }
+
+    @Test
+    void shouldNeverExceedTheConsumersCredit() throws Exception {
+        try (RawClient c = RawClient.connected(broker.port())) {
+            c.send(new DeclareQueueFrame(1, "q", QueueSettings.EMPTY));
+            c.expect(OkFrame.class);
+            publish(c, "q", 1, 0, 100);
+            confirmedCount(c, 100);
+            c.send(new SubscribeFrame(2, 1, "q", 10));
+            c.expect(OkFrame.class);
+            List<RawClient.Delivery> first = c.deliveries(10);
+            assertEquals(null, c.received.poll(300, java.util.concurrent.TimeUnit.MILLISECONDS), "nothing beyond the credit of 10");
+            c.send(new CreditFrame(1, 5));
+            c.deliveries(5);
+            assertEquals(10, first.size());
+        }
+    }
+
+    @Test
+    void shouldRedeliverUnackedMessagesOfAConsumerThatDisconnects() throws Exception {
+        try (RawClient producer = RawClient.connected(broker.port())) {
+            producer.send(new DeclareQueueFrame(1, "q", QueueSettings.EMPTY));
+            producer.expect(OkFrame.class);
+            publish(producer, "q", 1, 0, 20);
+            confirmedCount(producer, 20);
+            Set<Long> ackedIds = new HashSet<>();
+            try (RawClient first = RawClient.connected(broker.port())) {
+                first.send(new SubscribeFrame(2, 1, "q", 20));
+                first.expect(OkFrame.class);
+                List<RawClient.Delivery> got = first.deliveries(20);
+                for (int i = 0; i < 5; i++) {
+                    ackedIds.add(got.get(i).id());
+                }
+                first.send(new AckFrame(1, List.of(new IdRange(got.get(0).id(), got.get(4).id()))));
+                TestAwait.until("5 acked", () -> broker.store().queue("q").unackedMessages() == 15);
+            }
+            try (RawClient second = RawClient.connected(broker.port())) {
+                second.send(new SubscribeFrame(3, 1, "q", 100));
+                second.expect(OkFrame.class);
+                List<RawClient.Delivery> again = second.deliveries(15);
+                List<String> payloads = new ArrayList<>();
+                for (RawClient.Delivery d : again) {
+                    assertTrue(!ackedIds.contains(d.id()), "acked message came back");
+                    assertEquals(2, d.deliveryCount(), "second delivery");
+                    payloads.add(new String(d.payload(), StandardCharsets.UTF_8));
+                }
+                List<String> expected = new ArrayList<>();
+                for (int i = 5; i < 20; i++) {
+                    expected.add("m" + i);
+                }
+                assertEquals(expected, payloads);
+            }
+        }
+    }
+
+    @Test
+    void shouldDeadLetterAMessageAfterMaxDeliveries() throws Exception {
+        try (RawClient c = RawClient.connected(broker.port())) {
+            c.send(new DeclareQueueFrame(1, "jobs", QueueSettings.builder().set(QueueSettings.MAX_DELIVERIES, 3).build()));
+            c.expect(OkFrame.class);
+            publish(c, "jobs", 1, 0, 1);
+            confirmedCount(c, 1);
+            c.send(new SubscribeFrame(2, 1, "jobs", 10));
+            c.expect(OkFrame.class);
+            for (int attempt = 1; attempt <= 3; attempt++) {
+                RawClient.Delivery d = c.deliveries(1).get(0);
+                assertEquals(attempt, d.deliveryCount());
+                c.send(new NackFrame(1, NackAction.REQUEUE_AFTER_DELAY, 0, List.of(IdRange.single(d.id()))));
+            }
+            TestAwait.until("dead-lettered", () -> broker.queues().get("jobs.dlq") != null
+                    && broker.store().queue("jobs.dlq").unackedMessages() == 1);
+            assertEquals(0, broker.store().queue("jobs").unackedMessages());
+            c.send(new SubscribeFrame(3, 2, "jobs.dlq", 10));
+            c.expect(OkFrame.class);
+            RawClient.Delivery dead = c.deliveries(1).get(0);
+            assertEquals("m0", new String(dead.payload(), StandardCharsets.UTF_8));
+            String headers = new String(dead.headers(), StandardCharsets.UTF_8);
+            assertTrue(headers.contains("x-dead-letter-from") && headers.contains("jobs") && headers.contains("max-deliveries 3"), headers);
+        }
+    }
+
+    @Test
+    void shouldAnswerBadRequestsWithClearErrorsAndStayUp() throws Exception {
+        try (RawClient c = RawClient.connected(broker.port())) {
+            publish(c, "nope", 1, 0, 1);
+            PublishErrorFrame pe = c.expect(PublishErrorFrame.class);
+            assertEquals(ErrorCode.UNKNOWN_QUEUE, pe.errorCode());
+            assertTrue(pe.message().contains("nope"), pe.message());
+            c.send(new SubscribeFrame(5, 1, "nope", 10));
+            assertEquals(ErrorCode.UNKNOWN_QUEUE, c.expect(ErrorFrame.class).errorCode());
+            c.send(new DeclareQueueFrame(6, "bad name", QueueSettings.EMPTY));
+            ErrorFrame bad = c.expect(ErrorFrame.class);
+            assertEquals(ErrorCode.INVALID_QUEUE_NAME, bad.errorCode());
+            c.send(new AckFrame(99, List.of(IdRange.single(1))));
+            assertEquals(ErrorCode.UNKNOWN_CONSUMER, c.expect(ErrorFrame.class).errorCode());
+            assertTrue(c.isOpen(), "operation errors leave the connection usable");
+        }
+        try (RawClient rude = new RawClient(broker.port())) {
+            ByteBuf garbage = rude.alloc().buffer();
+            garbage.writeInt(6).writeByte(0x7F).writeByte(0).writeInt(0);
+            rude.sendRaw(garbage);
+            ErrorFrame e = rude.expect(ErrorFrame.class);
+            assertTrue(e.errorCode() == ErrorCode.UNKNOWN_FRAME_TYPE || e.errorCode() == ErrorCode.HANDSHAKE_REQUIRED, e.toString());
+            rude.expect(CloseFrame.class);
+        }
+        try (RawClient fine = RawClient.connected(broker.port())) {
+            fine.send(new DeclareQueueFrame(1, "after", QueueSettings.EMPTY));
+            fine.expect(OkFrame.class);
+        }
+    }
+
+    @Test
+    void shouldKeepConfirmedMessagesAcrossARestart() throws Exception {
+        try (RawClient c = RawClient.connected(broker.port())) {
+            c.send(new DeclareQueueFrame(1, "keep", QueueSettings.builder().set(QueueSettings.MAX_DELIVERIES, 5).build()));
+            c.expect(OkFrame.class);
+            publish(c, "keep", 1, 0, 50);
+            confirmedCount(c, 50);
+        }
+        broker.close();
+        broker = Broker.start(config(Map.of()));
+        try (RawClient c = RawClient.connected(broker.port())) {
+            c.send(new SubscribeFrame(2, 1, "keep", 100));
+            c.expect(OkFrame.class);
+            List<RawClient.Delivery> got = c.deliveries(50);
+            assertEquals("m0", new String(got.get(0).payload(), StandardCharsets.UTF_8));
+            assertEquals("m49", new String(got.get(49).payload(), StandardCharsets.UTF_8));
+        }
+        assertEquals(5, broker.queues().get("keep").options().maxDeliveries(), "declared settings survive a restart");
+    }
+}
