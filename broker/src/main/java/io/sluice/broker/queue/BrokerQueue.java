@@ -93,7 +93,11 @@ public final class BrokerQueue {
         this.executor = executor;
         this.manager = manager;
         this.options = options;
-        store.durabilityListener(durable -> executor.execute(() -> confirmUpTo(durable)));
+        store.durabilityListener(durable -> {
+            if (!executor.isShuttingDown()) {
+                executor.execute(() -> confirmUpTo(durable));
+            }
+        });
         long period = Math.max(50, Math.min(options.ackTimeoutMs() / 4, 1000));
         ackTimeoutTask = executor.scheduleAtFixedRate(this::expireDeliveries, period, period, TimeUnit.MILLISECONDS);
     }
