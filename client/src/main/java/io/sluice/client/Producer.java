@@ -1,6 +1,7 @@
 package io.sluice.client;
 
 import io.netty.channel.Channel;
+import io.sluice.client.internal.SerialExecutor;
 import io.sluice.protocol.FlowFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.MessageHeader;
@@ -48,6 +49,8 @@ public final class Producer implements AutoCloseable {
     private final Semaphore inFlight;
     /** Frame header, queue name and messageCount: the bytes of a PUBLISH frame besides its messages. */
     private final int frameOverheadBytes;
+    /** Keeps FLOW notifications in the order the broker sent them. */
+    private final SerialExecutor flowCallbacks;
     private volatile boolean closed;
 
     // Owned by the network thread.
@@ -63,6 +66,7 @@ public final class Producer implements AutoCloseable {
         this.options = Objects.requireNonNull(options, "options");
         this.producerId = ThreadLocalRandom.current().nextLong();
         this.inFlight = new Semaphore(options.maxInFlight());
+        this.flowCallbacks = new SerialExecutor(connection::dispatch);
         this.frameOverheadBytes = 6 + 2 + queue.getBytes(StandardCharsets.UTF_8).length + 4;
     }
 
@@ -282,7 +286,7 @@ public final class Producer implements AutoCloseable {
     void onFlowOnLoop(FlowFrame flow) {
         FlowListener listener = options.flowListener();
         if (listener != null) {
-            connection.dispatch(() -> listener.onFlow(flow.queue(), flow.state(), flow.reason()));
+            flowCallbacks.execute(() -> listener.onFlow(flow.queue(), flow.state(), flow.reason()));
         }
     }
 

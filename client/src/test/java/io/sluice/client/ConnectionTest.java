@@ -3,6 +3,8 @@ package io.sluice.client;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.CreditFrame;
 import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.FlowFrame;
+import io.sluice.protocol.FlowState;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.QueueSettings;
@@ -90,6 +92,18 @@ class ConnectionTest {
                 future.get(5, TimeUnit.SECONDS);
             }
         }
+    }
+
+    @Test
+    void shouldTellTheFlowListenerOfItsQueueOnly() {
+        List<String> events = new CopyOnWriteArrayList<>();
+        connection.createProducer("orders", ProducerOptions.DEFAULT.withFlowListener(
+                (queue, state, reason) -> events.add(queue + " " + state + " " + reason)));
+        broker.send(new FlowFrame("other", FlowState.BLOCKED, "quotaHardBytes: 2 stored, limit 1"));
+        broker.send(new FlowFrame("orders", FlowState.BLOCKED, "quotaHardBytes: 2 stored, limit 1"));
+        broker.send(new FlowFrame("orders", FlowState.FREE, ""));
+        waitUntil(() -> events.size() == 2);
+        assertEquals(List.of("orders BLOCKED quotaHardBytes: 2 stored, limit 1", "orders FREE "), events);
     }
 
     @Test

@@ -93,6 +93,12 @@ final class FakeBroker implements AutoCloseable {
         }
     }
 
+    void send(Frame frame) {
+        for (Channel client : clients) {
+            client.writeAndFlush(frame);
+        }
+    }
+
     void dropConnections() {
         for (Channel client : clients) {
             client.close().syncUninterruptibly();
