@@ -1,0 +1,671 @@
+package io.sluice.client;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.timeout.IdleState;
+import io.netty.handler.timeout.IdleStateEvent;
+import io.netty.handler.timeout.IdleStateHandler;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.sluice.client.internal.Backoff;
+import io.sluice.client.internal.NamedThreadFactory;
+import io.sluice.protocol.CloseFrame;
+import io.sluice.protocol.ConfirmFrame;
+import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.DeleteQueueFrame;
+import io.sluice.protocol.DeliverFrame;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.ErrorFrame;
+import io.sluice.protocol.FlowFrame;
+import io.sluice.protocol.Frame;
+import io.sluice.protocol.FrameDecoder;
+import io.sluice.protocol.FrameEncoder;
+import io.sluice.protocol.HeartbeatFrame;
+import io.sluice.protocol.HelloFrame;
+import io.sluice.protocol.HelloOkFrame;
+import io.sluice.protocol.OkFrame;
+import io.sluice.protocol.ProtocolVersion;
+import io.sluice.protocol.PublishCreditFrame;
+import io.sluice.protocol.PublishErrorFrame;
+import io.sluice.protocol.PurgeQueueFrame;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.protocol.SubscribeFrame;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.LongFunction;
+
+/**
+ * One logical connection to a Sluice broker, kept alive across network failures by reconnecting. Thread-safe.
+ *
+ * <p>Threads: one Netty network thread ({@code sluice-client-io-*}) owns all connection state: the channel,
+ * pending requests, producer windows and consumer ack batches; every public method hands its work to that
+ * thread. Handlers, flow listeners and future completions run on dispatch threads
+ * ({@code sluice-client-dispatch-*}), never on the network thread. {@link #close()} stops both.
+ *
+ * <p>Reconnect (rule "resend unconfirmed"): when the connection drops and the {@link ReconnectPolicy} is on,
+ * queue requests in flight fail with {@link ConnectionLostException} (they are not idempotent in general);
+ * publishes not yet confirmed are kept and, after the next HELLO_OK, sent again with the same producerId and
+ * sequence, in order (at-least-once; the broker may use the pair to drop duplicates). Consumers are
+ * subscribed again with their full credit; acks for messages of the old connection are dropped, because the
+ * broker requeued those messages. Queues are not declared again. With reconnect off, or after
+ * {@link #close()}, unconfirmed publishes fail with {@link ConnectionLostException}.
+ */
+public final class Connection implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(Connection.class);
+    /** The frame limit before HELLO_OK tells the negotiated one. */
+    private static final int HANDSHAKE_MAX_FRAME_BYTES = 16 * 1024 * 1024;
+
+    private final ConnectionOptions options;
+    private final String address;
+    private final EventLoopGroup group;
+    private final EventLoop loop;
+    private final ExecutorService dispatch;
+    private final Bootstrap bootstrap;
+    private final Backoff backoff;
+
+    // Owned by the network thread.
+    private Channel channel;
+    private int session;
+    private int maxFrameBytes = HANDSHAKE_MAX_FRAME_BYTES;
+    private long publishWindowMessages;
+    private long publishWindowBytes;
+    private long nextRequestId = 1;
+    private int nextConsumerTag = 1;
+    private final Map<Long, PendingRequest> requests = new HashMap<>();
+    private final Map<Long, Producer> producers = new HashMap<>();
+    private final Map<Integer, Consumer> consumers = new HashMap<>();
+
+    private volatile boolean closed;
+    private volatile String brokerName = "";
+
+    private Connection(ConnectionOptions options) {
+        this.options = options;
+        this.address = options.host() + ":" + options.port();
+        this.group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("sluice-client-io", true),
+                NioIoHandler.newFactory());
+        this.loop = group.next();
+        this.dispatch = Executors.newCachedThreadPool(new NamedThreadFactory("sluice-client-dispatch"));
+        ReconnectPolicy policy = options.reconnectPolicy();
+        this.backoff = new Backoff(policy.initialDelay().toMillis(), policy.maxDelay().toMillis(),
+                policy.multiplier(), policy.jitter(), () -> ThreadLocalRandom.current().nextDouble());
+        this.bootstrap = new Bootstrap().group(loop).channel(NioSocketChannel.class)
+                .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE,
+                        options.connectTimeout().toMillis()));
+    }
+
+    /**
+     * Connects and completes the handshake, blocking up to the connect timeout. The first connection is not
+     * retried: a failure here throws, so a wrong address or password is reported at once.
+     *
+     * @throws ConnectionLostException  the broker could not be reached or closed the connection
+     * @throws SluiceException          the broker refused the handshake (the code says why)
+     * @throws SluiceTimeoutException   no HELLO_OK within the connect timeout
+     */
+    public static Connection connect(ConnectionOptions options) {
+        Connection connection = new Connection(options);
+        try {
+            CompletableFuture<Void> handshake = new CompletableFuture<>();
+            connection.loop.execute(() -> connection.connectOnce(handshake));
+            await(handshake, options.connectTimeout().plusSeconds(1), "connect to " + connection.address);
+            return connection;
+        } catch (RuntimeException e) {
+            connection.close();
+            throw e;
+        }
+    }
+
+    /** The broker's name from HELLO_OK. */
+    public String brokerName() {
+        return brokerName;
+    }
+
+    /** Whether a handshaken network connection is up right now. */
+    public boolean isConnected() {
+        return channel != null && channel.isActive();
+    }
+
+    /** Creates or checks a queue; completes with its ready message count once the broker answers OK. */
+    public CompletableFuture<Long> declareQueueAsync(String queue, QueueSettings settings) {
+        return request(id -> new DeclareQueueFrame(id, queue, settings), "DECLARE_QUEUE " + queue)
+                .thenApply(ok -> ok.messageCount().orElse(0L));
+    }
+
+    /** Blocking {@link #declareQueueAsync} with the request timeout. */
+    public long declareQueue(String queue, QueueSettings settings) {
+        return await(declareQueueAsync(queue, settings), options.requestTimeout(), "DECLARE_QUEUE " + queue);
+    }
+
+    /** Deletes a queue and its messages; completes with the number of messages removed. */
+    public CompletableFuture<Long> deleteQueueAsync(String queue) {
+        return request(id -> new DeleteQueueFrame(id, queue), "DELETE_QUEUE " + queue)
+                .thenApply(ok -> ok.messageCount().orElse(0L));
+    }
+
+    public long deleteQueue(String queue) {
+        return await(deleteQueueAsync(queue), options.requestTimeout(), "DELETE_QUEUE " + queue);
+    }
+
+    /** Removes every ready message of a queue; completes with the number removed. */
+    public CompletableFuture<Long> purgeQueueAsync(String queue) {
+        return request(id -> new PurgeQueueFrame(id, queue), "PURGE_QUEUE " + queue)
+                .thenApply(ok -> ok.messageCount().orElse(0L));
+    }
+
+    public long purgeQueue(String queue) {
+        return await(purgeQueueAsync(queue), options.requestTimeout(), "PURGE_QUEUE " + queue);
+    }
+
+    /** Creates a producer for one queue with a fresh random producerId. */
+    public Producer createProducer(String queue, ProducerOptions producerOptions) {
+        checkOpen();
+        Producer producer = new Producer(this, queue, producerOptions);
+        CompletableFuture<Void> registered = new CompletableFuture<>();
+        runOnLoop(() -> {
+            producers.put(producer.producerId(), producer);
+            registered.complete(null);
+        }, registered);
+        await(registered, options.requestTimeout(), "create producer for " + queue);
+        return producer;
+    }
+
+    /** Subscribes with a push handler; returns once the broker answered OK to SUBSCRIBE. */
+    public Consumer subscribe(String queue, ConsumerOptions consumerOptions, MessageHandler handler) {
+        if (handler == null) {
+            throw new NullPointerException("handler");
+        }
+        return subscribeInternal(queue, consumerOptions, handler);
+    }
+
+    /** Subscribes for pulling with {@link Consumer#receive(Duration)}; returns once the broker answered OK. */
+    public Consumer subscribe(String queue, ConsumerOptions consumerOptions) {
+        return subscribeInternal(queue, consumerOptions, null);
+    }
+
+    private Consumer subscribeInternal(String queue, ConsumerOptions consumerOptions, MessageHandler handler) {
+        checkOpen();
+        CompletableFuture<Consumer> created = new CompletableFuture<>();
+        runOnLoop(() -> {
+            Consumer consumer = new Consumer(this, queue, nextConsumerTag++, consumerOptions, handler);
+            consumers.put(consumer.consumerTag(), consumer);
+            created.complete(consumer);
+        }, created);
+        Consumer consumer = await(created, options.requestTimeout(), "subscribe to " + queue);
+        try {
+            await(subscribeRequest(consumer), options.requestTimeout(), "SUBSCRIBE " + queue);
+        } catch (RuntimeException e) {
+            runOnLoop(() -> consumers.remove(consumer.consumerTag()), new CompletableFuture<>());
+            throw e;
+        }
+        return consumer;
+    }
+
+    /**
+     * Closes the connection: sends CLOSE, fails everything still in flight with {@link ConnectionLostException},
+     * and stops the client's threads. Safe to call more than once and from any thread.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        try {
+            loop.execute(() -> {
+                ConnectionLostException lost = new ConnectionLostException(
+                        "connection to " + address + " was closed by the application");
+                failRequests(lost);
+                for (Producer producer : List.copyOf(producers.values())) {
+                    producer.failAll(lost);
+                }
+                producers.clear();
+                consumers.clear();
+                Channel current = channel;
+                channel = null;
+                if (current != null && current.isActive()) {
+                    current.writeAndFlush(new CloseFrame(ErrorCode.NONE, "client closed the connection"))
+                            .addListener(ignored -> current.close());
+                    current.closeFuture().addListener(ignored -> done.complete(null));
+                    loop.schedule(() -> done.complete(null), 1, TimeUnit.SECONDS);
+                } else {
+                    done.complete(null);
+                }
+            });
+            done.get(2, TimeUnit.SECONDS);
+        } catch (RejectedExecutionException | ExecutionException | TimeoutException e) {
+            LOG.debug("Closing the connection to {} did not finish cleanly: {}", address, e.toString());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        dispatch.shutdown();
+        if (!Thread.currentThread().getName().startsWith("sluice-client-dispatch")) {
+            try {
+                if (!dispatch.awaitTermination(5, TimeUnit.SECONDS)) {
+                    dispatch.shutdownNow();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    // ---- package-private services for Producer and Consumer; "on loop" methods run on the network thread
+
+    ConnectionOptions options() {
+        return options;
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    /** Runs {@code task} on the network thread, or fails {@code onRejected} if the connection is closed. */
+    void runOnLoop(Runnable task, CompletableFuture<?> onRejected) {
+        try {
+            loop.execute(task);
+        } catch (RejectedExecutionException e) {
+            onRejected.completeExceptionally(
+                    new ConnectionLostException("connection to " + address + " is closed"));
+        }
+    }
+
+    ScheduledFuture<?> scheduleOnLoop(Runnable task, long delayNanos) {
+        return loop.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
+    }
+
+    void executeOnLoop(Runnable task) {
+        try {
+            loop.execute(task);
+        } catch (RejectedExecutionException e) {
+            LOG.debug("Dropped a task after the connection to {} closed.", address);
+        }
+    }
+
+    /** Runs {@code task} on a dispatch thread; dropped once the connection is closed. */
+    void dispatch(Runnable task) {
+        try {
+            dispatch.execute(task);
+        } catch (RejectedExecutionException e) {
+            LOG.debug("Dropped a callback after the connection to {} closed.", address);
+        }
+    }
+
+    java.util.concurrent.Executor dispatchExecutor() {
+        return dispatch;
+    }
+
+    /** On loop: the handshaken channel, or {@code null} while disconnected. */
+    Channel activeChannel() {
+        return channel;
+    }
+
+    /** On loop: the number of the current network connection, counting handshakes. */
+    int session() {
+        return session;
+    }
+
+    /** On loop. */
+    int maxFrameBytes() {
+        return maxFrameBytes;
+    }
+
+    /** On loop: takes one message of {@code payloadBytes} from the publish window if it fits. */
+    boolean tryTakePublishWindow(int payloadBytes) {
+        if (publishWindowMessages < 1 || publishWindowBytes < payloadBytes) {
+            return false;
+        }
+        publishWindowMessages--;
+        publishWindowBytes -= payloadBytes;
+        return true;
+    }
+
+    void removeProducer(long producerId) {
+        executeOnLoop(() -> producers.remove(producerId));
+    }
+
+    void removeConsumer(int consumerTag) {
+        executeOnLoop(() -> consumers.remove(consumerTag));
+    }
+
+    CompletableFuture<OkFrame> subscribeRequest(Consumer consumer) {
+        return request(id -> new SubscribeFrame(id, consumer.consumerTag(), consumer.queue(),
+                consumer.options().credit()), "SUBSCRIBE " + consumer.queue());
+    }
+
+    /** Sends a request frame built with a fresh request id; completes on OK, fails on ERROR or timeout. */
+    CompletableFuture<OkFrame> request(LongFunction<Frame> frameFactory, String description) {
+        CompletableFuture<OkFrame> result = new CompletableFuture<>();
+        if (closed) {
+            result.completeExceptionally(new ConnectionLostException("connection to " + address + " is closed"));
+            return result;
+        }
+        runOnLoop(() -> {
+            Channel current = channel;
+            if (current == null) {
+                result.completeExceptionally(new ConnectionLostException(description + " failed: not connected to "
+                        + address + (closed ? "" : "; reconnecting")));
+                return;
+            }
+            long requestId = nextRequestId++;
+            long timeoutMs = options.requestTimeout().toMillis();
+            ScheduledFuture<?> timeout = loop.schedule(() -> {
+                if (requests.remove(requestId) != null) {
+                    completeOnDispatch(result, null, new SluiceTimeoutException(description
+                            + " got no answer from " + address + " within " + timeoutMs + " ms"));
+                }
+            }, timeoutMs, TimeUnit.MILLISECONDS);
+            requests.put(requestId, new PendingRequest(description, result, timeout));
+            current.writeAndFlush(frameFactory.apply(requestId));
+        }, result);
+        return result;
+    }
+
+    /** Completes a future on a dispatch thread so user callbacks never run on the network thread. */
+    <T> void completeOnDispatch(CompletableFuture<T> future, T value, Throwable failure) {
+        Runnable completion = () -> {
+            if (failure == null) {
+                future.complete(value);
+            } else {
+                future.completeExceptionally(failure);
+            }
+        };
+        try {
+            dispatch.execute(completion);
+        } catch (RejectedExecutionException e) {
+            completion.run();
+        }
+    }
+
+    /** Waits for {@code future}, turning its outcome into the client's exceptions. */
+    static <T> T await(CompletableFuture<T> future, Duration timeout, String what) {
+        try {
+            return future.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            throw new SluiceTimeoutException(what + " did not finish within " + timeout.toMillis() + " ms");
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof SluiceException sluice) {
+                throw sluice;
+            }
+            throw new SluiceException(what + " failed: " + cause, cause);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new SluiceException("interrupted while waiting for " + what, e);
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new ConnectionLostException("connection to " + address + " is closed");
+        }
+    }
+
+    // ---- connecting, on loop
+
+    private void connectOnce(CompletableFuture<Void> handshake) {
+        if (closed) {
+            handshake.completeExceptionally(new ConnectionLostException("connection to " + address + " is closed"));
+            return;
+        }
+        FrameDecoder decoder = new FrameDecoder(HANDSHAKE_MAX_FRAME_BYTES);
+        FrameEncoder encoder = new FrameEncoder(HANDSHAKE_MAX_FRAME_BYTES);
+        ChannelFuture connect = bootstrap.clone().handler(new io.netty.channel.ChannelInitializer<Channel>() {
+            @Override
+            protected void initChannel(Channel ch) {
+                ch.pipeline().addLast("decoder", decoder).addLast("encoder", encoder)
+                        .addLast("handler", new InboundHandler(handshake, decoder, encoder));
+            }
+        }).connect(options.host(), options.port());
+        connect.addListener(result -> {
+            if (!result.isSuccess()) {
+                handshake.completeExceptionally(new ConnectionLostException(
+                        "could not connect to " + address + ": " + result.cause().getMessage(), result.cause()));
+                return;
+            }
+            Channel ch = connect.channel();
+            ch.writeAndFlush(new HelloFrame(ProtocolVersion.MIN, ProtocolVersion.CURRENT, options.clientName(),
+                    options.maxFrameBytes(), (int) options.heartbeat().toMillis(), options.user(),
+                    options.password()));
+            long timeoutMs = options.connectTimeout().toMillis();
+            loop.schedule(() -> {
+                if (handshake.completeExceptionally(new SluiceTimeoutException(
+                        "no HELLO_OK from " + address + " within " + timeoutMs + " ms"))) {
+                    ch.close();
+                }
+            }, timeoutMs, TimeUnit.MILLISECONDS);
+        });
+    }
+
+    private void scheduleReconnect() {
+        if (closed || !options.reconnectPolicy().enabled()) {
+            return;
+        }
+        long delayMs = backoff.nextDelayMillis();
+        LOG.info("Reconnecting to {} in {} ms.", address, delayMs);
+        loop.schedule(() -> {
+            CompletableFuture<Void> handshake = new CompletableFuture<>();
+            handshake.whenComplete((ignored, failure) -> {
+                if (failure != null) {
+                    LOG.warn("Reconnecting to {} failed: {}", address, failure.getMessage());
+                    executeOnLoop(this::scheduleReconnect);
+                }
+            });
+            connectOnce(handshake);
+        }, delayMs, TimeUnit.MILLISECONDS);
+    }
+
+    private void onHelloOk(Channel ch, HelloOkFrame hello, FrameDecoder decoder, FrameEncoder encoder,
+                           CompletableFuture<Void> handshake) {
+        if (closed || handshake.isDone()) {
+            ch.close();
+            return;
+        }
+        if (hello.maxFrameBytes() > 0) {
+            maxFrameBytes = hello.maxFrameBytes();
+            decoder.maxFrameBytes(maxFrameBytes);
+            encoder.maxFrameBytes(maxFrameBytes);
+        }
+        if (hello.heartbeatIntervalMs() > 0) {
+            int interval = hello.heartbeatIntervalMs();
+            ch.pipeline().addBefore("handler", "idle",
+                    new IdleStateHandler(2L * interval, interval, 0, TimeUnit.MILLISECONDS));
+        }
+        brokerName = hello.brokerName();
+        publishWindowMessages = hello.publishWindowMessages();
+        publishWindowBytes = hello.publishWindowBytes();
+        channel = ch;
+        session++;
+        backoff.reset();
+        if (session > 1) {
+            LOG.info("Reconnected to {} ({}); resubscribing {} consumers and resending unconfirmed publishes.",
+                    address, brokerName, consumers.size());
+        }
+        for (Consumer consumer : List.copyOf(consumers.values())) {
+            consumer.onReconnectedOnLoop();
+            subscribeRequest(consumer).whenComplete((ok, failure) -> {
+                if (failure != null) {
+                    LOG.warn("Resubscribing to {} after reconnecting failed: {}", consumer.queue(),
+                            failure.getMessage());
+                }
+            });
+        }
+        for (Producer producer : List.copyOf(producers.values())) {
+            producer.onReconnectedOnLoop();
+        }
+        handshake.complete(null);
+    }
+
+    private void onChannelInactive(Channel ch, CompletableFuture<Void> handshake) {
+        if (!handshake.isDone()) {
+            handshake.completeExceptionally(new ConnectionLostException(
+                    "connection to " + address + " closed during the handshake"));
+        }
+        if (ch != channel) {
+            return;
+        }
+        channel = null;
+        ConnectionLostException lost = new ConnectionLostException("connection to " + address + " was lost");
+        failRequests(lost);
+        boolean retain = options.reconnectPolicy().enabled() && !closed;
+        for (Producer producer : List.copyOf(producers.values())) {
+            if (!retain) {
+                producer.failAll(lost);
+            }
+        }
+        for (Consumer consumer : consumers.values()) {
+            consumer.onConnectionLostOnLoop();
+        }
+        if (retain) {
+            LOG.warn("Lost the connection to {}; unconfirmed publishes will be resent after reconnecting.", address);
+            scheduleReconnect();
+        }
+    }
+
+    private void failRequests(SluiceException failure) {
+        List<PendingRequest> pending = new ArrayList<>(requests.values());
+        requests.clear();
+        for (PendingRequest request : pending) {
+            request.timeout().cancel(false);
+            completeOnDispatch(request.future(), null, failure);
+        }
+    }
+
+    private void onFrame(Channel ch, Frame frame) {
+        if (ch != channel) {
+            return;
+        }
+        if (frame instanceof OkFrame ok) {
+            PendingRequest request = requests.remove(ok.requestId());
+            if (request != null) {
+                request.timeout().cancel(false);
+                completeOnDispatch(request.future(), ok, null);
+            }
+        } else if (frame instanceof ErrorFrame error) {
+            PendingRequest request = requests.remove(error.requestId());
+            if (request == null) {
+                LOG.warn("The broker at {} reported an error: {} {}", address, error.errorCode(), error.message());
+                return;
+            }
+            request.timeout().cancel(false);
+            completeOnDispatch(request.future(), null, new SluiceException(error.errorCode(), error.message(),
+                    request.description() + " failed: " + error.errorCode() + ": " + error.message()));
+        } else if (frame instanceof ConfirmFrame confirm) {
+            Producer producer = producers.get(confirm.producerId());
+            if (producer != null) {
+                producer.onConfirmOnLoop(confirm.sequences());
+            }
+        } else if (frame instanceof PublishErrorFrame error) {
+            Producer producer = producers.get(error.producerId());
+            if (producer != null) {
+                producer.onPublishErrorOnLoop(error);
+            }
+        } else if (frame instanceof DeliverFrame deliver) {
+            Consumer consumer = consumers.get(deliver.consumerTag());
+            if (consumer != null) {
+                consumer.onDeliverOnLoop(deliver);
+            } else {
+                LOG.debug("Dropped a delivery for unknown consumer tag {}.", deliver.consumerTag());
+            }
+        } else if (frame instanceof FlowFrame flow) {
+            for (Producer producer : producers.values()) {
+                if (producer.queue().equals(flow.queue())) {
+                    producer.onFlowOnLoop(flow);
+                }
+            }
+        } else if (frame instanceof PublishCreditFrame credit) {
+            publishWindowMessages += credit.messages();
+            publishWindowBytes += credit.bytes();
+            for (Producer producer : List.copyOf(producers.values())) {
+                producer.flushOnLoop();
+            }
+        } else if (frame instanceof CloseFrame close) {
+            LOG.warn("The broker at {} closed the connection: {} {}", address, close.errorCode(), close.reason());
+            ch.close();
+        } else if (!(frame instanceof HeartbeatFrame)) {
+            LOG.warn("Ignored an unexpected {} frame from {}.", frame.type(), address);
+        }
+    }
+
+    private record PendingRequest(String description, CompletableFuture<OkFrame> future,
+                                  ScheduledFuture<?> timeout) {
+    }
+
+    /** The last pipeline stage of one network connection; runs on the network thread. */
+    private final class InboundHandler extends SimpleChannelInboundHandler<Frame> {
+        private final CompletableFuture<Void> handshake;
+        private final FrameDecoder decoder;
+        private final FrameEncoder encoder;
+
+        InboundHandler(CompletableFuture<Void> handshake, FrameDecoder decoder, FrameEncoder encoder) {
+            super(Frame.class);
+            this.handshake = handshake;
+            this.decoder = decoder;
+            this.encoder = encoder;
+        }
+
+        @Override
+        protected void channelRead0(ChannelHandlerContext context, Frame frame) {
+            Channel ch = context.channel();
+            if (frame instanceof HelloOkFrame hello) {
+                onHelloOk(ch, hello, decoder, encoder, handshake);
+            } else if (!handshake.isDone() && frame instanceof CloseFrame close) {
+                ErrorCode code = close.errorCode();
+                handshake.completeExceptionally(new SluiceException(code, close.reason(),
+                        "the broker at " + address + " refused the handshake: " + code + ": " + close.reason()));
+                ch.close();
+            } else {
+                onFrame(ch, frame);
+            }
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext context, Object event) {
+            if (event instanceof IdleStateEvent idle) {
+                if (idle.state() == IdleState.WRITER_IDLE) {
+                    context.writeAndFlush(HeartbeatFrame.INSTANCE);
+                } else if (idle.state() == IdleState.READER_IDLE) {
+                    LOG.warn("No frame from {} within two heartbeat intervals; closing the connection.", address);
+                    context.close();
+                }
+            } else {
+                context.fireUserEventTriggered(event);
+            }
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext context) {
+            onChannelInactive(context.channel(), handshake);
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext context, Throwable cause) {
+            LOG.warn("The connection to {} failed and will be closed: {}", address, cause.getMessage());
+            context.close();
+        }
+    }
+}

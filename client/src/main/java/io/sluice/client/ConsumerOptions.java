@@ -1,0 +1,31 @@
+package io.sluice.client;
+
+import java.time.Duration;
+
+/**
+ * Settings of one {@link Consumer}. Immutable.
+ *
+ * @param credit         messages the broker may deliver before they are settled (default 1000); the consumer
+ *                       tops the credit up by the settled count once half of it has been acked or nacked
+ * @param ackBatchSize   acks are written as soon as this many are pending (default 128) ...
+ * @param ackFlushDelay  ... or this long after the first pending one (default 1 ms)
+ */
+public record ConsumerOptions(int credit, int ackBatchSize, Duration ackFlushDelay) {
+    public static final ConsumerOptions DEFAULT = new ConsumerOptions(1000, 128, Duration.ofMillis(1));
+
+    public ConsumerOptions {
+        if (credit < 1) {
+            throw new IllegalArgumentException("credit " + credit + " is below 1");
+        }
+        if (ackBatchSize < 1) {
+            throw new IllegalArgumentException("ackBatchSize " + ackBatchSize + " is below 1");
+        }
+        if (ackFlushDelay == null || ackFlushDelay.isNegative()) {
+            throw new IllegalArgumentException("ackFlushDelay " + ackFlushDelay + " must be zero or positive");
+        }
+    }
+
+    public ConsumerOptions withCredit(int newCredit) {
+        return new ConsumerOptions(newCredit, ackBatchSize, ackFlushDelay);
+    }
+}

@@ -1,0 +1,96 @@
+package io.sluice.client;
+
+import io.sluice.protocol.MessageHeader;
+import io.sluice.protocol.NackAction;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * One delivered message, copied out of the network buffer, so it stays valid after the handler returns.
+ * Settle it exactly once with {@link #ack()} or {@link #nack}. Thread-safe.
+ */
+public final class Message {
+    private final Consumer consumer;
+    private final int session;
+    private final long id;
+    private final int deliveryCount;
+    private final List<MessageHeader> headers;
+    private final byte[] payload;
+    private final AtomicBoolean settled = new AtomicBoolean();
+
+    Message(Consumer consumer, int session, long id, int deliveryCount, List<MessageHeader> headers,
+            byte[] payload) {
+        this.consumer = consumer;
+        this.session = session;
+        this.id = id;
+        this.deliveryCount = deliveryCount;
+        this.headers = headers;
+        this.payload = payload;
+    }
+
+    /** The broker's id for this delivery, unique within the subscription. */
+    public long id() {
+        return id;
+    }
+
+    /** 1 on the first delivery, more on redeliveries. */
+    public int deliveryCount() {
+        return deliveryCount;
+    }
+
+    public List<MessageHeader> headers() {
+        return headers;
+    }
+
+    /** The first header with this key as UTF-8 text. */
+    public Optional<String> header(String key) {
+        for (MessageHeader header : headers) {
+            if (header.key().equals(key)) {
+                return Optional.of(new String(header.value(), StandardCharsets.UTF_8));
+            }
+        }
+        return Optional.empty();
+    }
+
+    /** The payload; the array is this message's own copy and is not copied again. */
+    public byte[] payload() {
+        return payload;
+    }
+
+    /** Tells the broker the message is done. Acks are batched into ranges and written within about 1 ms. */
+    public void ack() {
+        markSettled("ack");
+        consumer.ack(this);
+    }
+
+    /** Hands the message back: requeue, or reject to the dead-letter queue. */
+    public void nack(NackAction action) {
+        nack(action, Duration.ZERO);
+    }
+
+    /** Hands the message back; {@code delay} is used only by {@link NackAction#REQUEUE_AFTER_DELAY}. */
+    public void nack(NackAction action, Duration delay) {
+        markSettled("nack");
+        consumer.nack(this, action, action == NackAction.REQUEUE_AFTER_DELAY ? delay.toMillis() : 0);
+    }
+
+    int session() {
+        return session;
+    }
+
+    private void markSettled(String operation) {
+        if (!settled.compareAndSet(false, true)) {
+            throw new IllegalStateException("cannot " + operation + " message " + id + ": it was already settled");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Message[id=" + id + ", deliveryCount=" + deliveryCount + ", headers=" + headers.size()
+                + ", payloadBytes=" + payload.length + "]";
+    }
+}

@@ -1,0 +1,45 @@
+package io.sluice.client.internal;
+
+import java.util.ArrayDeque;
+import java.util.Queue;
+import java.util.concurrent.Executor;
+
+/**
+ * Runs tasks one at a time, in submission order, on a shared executor, so each consumer's handler sees its
+ * messages in order without owning a thread. Thread-safe.
+ */
+public final class SerialExecutor implements Executor {
+    private final Executor delegate;
+    private final Queue<Runnable> tasks = new ArrayDeque<>();
+    private boolean running;
+
+    public SerialExecutor(Executor delegate) {
+        this.delegate = delegate;
+    }
+
+    @Override
+    public void execute(Runnable task) {
+        synchronized (tasks) {
+            tasks.add(task);
+            if (running) {
+                return;
+            }
+            running = true;
+        }
+        delegate.execute(this::drain);
+    }
+
+    private void drain() {
+        while (true) {
+            Runnable task;
+            synchronized (tasks) {
+                task = tasks.poll();
+                if (task == null) {
+                    running = false;
+                    return;
+                }
+            }
+            task.run();
+        }
+    }
+}

@@ -1,0 +1,222 @@
+package io.sluice.client;
+
+import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.CreditFrame;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.FlowFrame;
+import io.sluice.protocol.FlowState;
+import io.sluice.protocol.HelloFrame;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.UnsubscribeFrame;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.stream.LongStream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+class ConnectionTest {
+    private FakeBroker broker;
+    private Connection connection;
+
+    @BeforeEach
+    void start() {
+        broker = new FakeBroker();
+        connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
+                .requestTimeout(Duration.ofSeconds(5))
+                .reconnectPolicy(new ReconnectPolicy(true, Duration.ofMillis(20), Duration.ofMillis(200), 2.0, 0.2))
+                .build());
+    }
+
+    @AfterEach
+    void stop() {
+        connection.close();
+        broker.close();
+    }
+
+    @Test
+    void shouldHandshakeAndDeclareQueue() {
+        assertEquals("fake", connection.brokerName());
+        assertEquals(1, broker.count(HelloFrame.class));
+        assertEquals(0L, connection.declareQueue("orders", QueueSettings.EMPTY));
+        assertEquals(0L, connection.purgeQueue("orders"));
+        assertEquals(0L, connection.deleteQueue("orders"));
+    }
+
+    @Test
+    void shouldCompleteEveryFutureWhenAllPublishesAreConfirmed() throws Exception {
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+        List<CompletableFuture<Void>> futures = new ArrayList<>();
+        for (int i = 0; i < 2000; i++) {
+            futures.add(producer.sendAsync(("payload " + i).getBytes(StandardCharsets.UTF_8)));
+        }
+        CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+        assertEquals(LongStream.rangeClosed(1, 2000).boxed().toList(), List.copyOf(broker.publishedSequences));
+        producer.send("blocking".getBytes(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void shouldFailExactlyThePublishTheBrokerRejected() throws Exception {
+        broker.failSequence = 3;
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+        List<CompletableFuture<Void>> futures = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            futures.add(producer.sendAsync(new byte[] {(byte) i}));
+        }
+        for (int i = 0; i < 5; i++) {
+            CompletableFuture<Void> future = futures.get(i);
+            if (i == 2) {
+                ExecutionException failure = assertThrows(ExecutionException.class,
+                        () -> future.get(5, TimeUnit.SECONDS));
+                SluiceException cause = assertInstanceOf(SluiceException.class, failure.getCause());
+                assertEquals(ErrorCode.QUEUE_BLOCKED, cause.errorCode());
+                assertTrue(cause.getMessage().contains("sequence 3"), cause.getMessage());
+            } else {
+                future.get(5, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    @Test
+    void shouldTellTheFlowListenerOfItsQueueOnly() {
+        List<String> events = new CopyOnWriteArrayList<>();
+        connection.createProducer("orders", ProducerOptions.DEFAULT.withFlowListener(
+                (queue, state, reason) -> events.add(queue + " " + state + " " + reason)));
+        broker.send(new FlowFrame("other", FlowState.BLOCKED, "quotaHardBytes: 2 stored, limit 1"));
+        broker.send(new FlowFrame("orders", FlowState.BLOCKED, "quotaHardBytes: 2 stored, limit 1"));
+        broker.send(new FlowFrame("orders", FlowState.FREE, ""));
+        waitUntil(() -> events.size() == 2);
+        assertEquals(List.of("orders BLOCKED quotaHardBytes: 2 stored, limit 1", "orders FREE "), events);
+    }
+
+    @Test
+    void shouldTimeOutBlockingSendWhenNoConfirmArrives() {
+        broker.confirmPublishes = false;
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+        SluiceTimeoutException timeout = assertThrows(SluiceTimeoutException.class,
+                () -> producer.send(new byte[] {1}, Duration.ofMillis(200)));
+        assertTrue(timeout.getMessage().contains("did not confirm within 200 ms"), timeout.getMessage());
+    }
+
+    @Test
+    void shouldDeliverInOrderAckInRangesAndTopUpCredit() {
+        List<Long> handled = new CopyOnWriteArrayList<>();
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT.withCredit(10), message -> {
+            assertEquals("m" + message.id(), new String(message.payload(), StandardCharsets.UTF_8));
+            handled.add(message.id());
+            message.ack();
+        });
+        SubscribeFrame subscribe = broker.frames(SubscribeFrame.class).get(0);
+        assertEquals(10, subscribe.initialCredit());
+        broker.deliver(consumer.consumerTag(), 1, 2, 3, 4);
+        broker.deliver(consumer.consumerTag(), 5, 6, 7, 8, 9, 10);
+        waitUntil(() -> handled.size() == 10);
+        assertEquals(LongStream.rangeClosed(1, 10).boxed().toList(), handled);
+        waitUntil(() -> ackedIds().size() == 10);
+        assertEquals(LongStream.rangeClosed(1, 10).boxed().toList(), ackedIds());
+        waitUntil(() -> broker.frames(CreditFrame.class).stream().mapToInt(CreditFrame::credit).sum() == 10);
+        for (CreditFrame credit : broker.frames(CreditFrame.class)) {
+            assertEquals(consumer.consumerTag(), credit.consumerTag());
+            assertTrue(credit.credit() >= 5, "credit topped up before half the window: " + credit);
+        }
+        consumer.close();
+        assertEquals(1, broker.count(UnsubscribeFrame.class));
+    }
+
+    @Test
+    void shouldReceiveByPulling() throws Exception {
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+        broker.deliver(consumer.consumerTag(), 7, 8);
+        Message first = consumer.receive(Duration.ofSeconds(5));
+        Message second = consumer.receive(Duration.ofSeconds(5));
+        assertNotNull(first);
+        assertNotNull(second);
+        assertEquals(List.of(7L, 8L), List.of(first.id(), second.id()));
+        first.ack();
+        assertThrows(IllegalStateException.class, first::ack);
+        second.ack();
+        waitUntil(() -> ackedIds().equals(List.of(7L, 8L)));
+        assertEquals(null, consumer.receive(Duration.ofMillis(10)));
+    }
+
+    @Test
+    void shouldResubscribeAndResendAfterTheBrokerDropsTheConnection() throws Exception {
+        List<Long> handled = new CopyOnWriteArrayList<>();
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT, message -> {
+            handled.add(message.id());
+            message.ack();
+        });
+        broker.confirmPublishes = false;
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+        CompletableFuture<Void> unconfirmed = producer.sendAsync(new byte[] {1});
+        waitUntil(() -> broker.publishedSequences.size() == 1);
+
+        broker.confirmPublishes = true;
+        broker.dropConnections();
+        waitUntil(() -> broker.count(HelloFrame.class) == 2 && broker.count(SubscribeFrame.class) == 2);
+        unconfirmed.get(5, TimeUnit.SECONDS);
+        assertEquals(List.of(1L, 1L), List.copyOf(broker.publishedSequences));
+        waitUntil(connection::isConnected);
+
+        broker.deliver(consumer.consumerTag(), 42);
+        waitUntil(() -> handled.contains(42L));
+        waitUntil(() -> ackedIds().contains(42L));
+    }
+
+    @Test
+    void shouldFailInFlightPublishesAndStopThreadsOnClose() throws Exception {
+        broker.confirmPublishes = false;
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+        CompletableFuture<Void> pending = producer.sendAsync(new byte[] {1});
+        waitUntil(() -> broker.publishedSequences.size() == 1);
+        connection.close();
+        ExecutionException failure = assertThrows(ExecutionException.class, () -> pending.get(5, TimeUnit.SECONDS));
+        assertInstanceOf(ConnectionLostException.class, failure.getCause());
+        waitUntil(() -> Thread.getAllStackTraces().keySet().stream()
+                .noneMatch(thread -> thread.isAlive() && thread.getName().startsWith("sluice-client")));
+        assertThrows(ConnectionLostException.class, () -> connection.declareQueue("orders", QueueSettings.EMPTY));
+    }
+
+    private List<Long> ackedIds() {
+        List<Long> ids = new ArrayList<>();
+        for (AckFrame ack : broker.frames(AckFrame.class)) {
+            for (IdRange range : ack.messageIds()) {
+                LongStream.rangeClosed(range.from(), range.to()).forEach(ids::add);
+            }
+        }
+        return ids;
+    }
+
+    private static void waitUntil(BooleanSupplier condition) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                fail("condition not met within 10 s");
+            }
+            Thread.onSpinWait();
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                fail("interrupted");
+            }
+        }
+    }
+}

@@ -1,0 +1,159 @@
+package io.sluice.client;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.sluice.client.internal.IdRanges;
+import io.sluice.protocol.ConfirmFrame;
+import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.DeleteQueueFrame;
+import io.sluice.protocol.DeliverFrameBuilder;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.Frame;
+import io.sluice.protocol.FrameDecoder;
+import io.sluice.protocol.FrameEncoder;
+import io.sluice.protocol.HelloFrame;
+import io.sluice.protocol.HelloOkFrame;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.OkFrame;
+import io.sluice.protocol.PublishCursor;
+import io.sluice.protocol.PublishErrorFrame;
+import io.sluice.protocol.PublishFrame;
+import io.sluice.protocol.PurgeQueueFrame;
+import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.UnsubscribeFrame;
+
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.Queue;
+import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArraySet;
+
+/**
+ * A broker stand-in for client tests: answers HELLO, queue requests and SUBSCRIBE with success, confirms
+ * publishes (or fails one chosen sequence, or stays silent), pushes DELIVER frames on demand and records
+ * every frame it receives. Thread-safe; its one thread is named {@code fake-broker-*}.
+ */
+final class FakeBroker implements AutoCloseable {
+    static final int MAX_FRAME_BYTES = 1 << 20;
+
+    private final EventLoopGroup group =
+            new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("fake-broker", true), NioIoHandler.newFactory());
+    private final Channel server;
+    private final Set<Channel> clients = new CopyOnWriteArraySet<>();
+    /** Every frame received except PUBLISH, whose sequences go to {@link #publishedSequences}. */
+    final Queue<Frame> received = new ConcurrentLinkedQueue<>();
+    final Queue<Long> publishedSequences = new ConcurrentLinkedQueue<>();
+    volatile boolean confirmPublishes = true;
+    volatile long failSequence = -1;
+
+    FakeBroker() {
+        server = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
+                .childHandler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        clients.add(ch);
+                        ch.closeFuture().addListener(ignored -> clients.remove(ch));
+                        ch.pipeline().addLast(new FrameDecoder(MAX_FRAME_BYTES), new FrameEncoder(MAX_FRAME_BYTES),
+                                new Handler());
+                    }
+                }).bind("127.0.0.1", 0).syncUninterruptibly().channel();
+    }
+
+    int port() {
+        return ((InetSocketAddress) server.localAddress()).getPort();
+    }
+
+    long count(Class<? extends Frame> type) {
+        return received.stream().filter(type::isInstance).count();
+    }
+
+    <T extends Frame> List<T> frames(Class<T> type) {
+        return received.stream().filter(type::isInstance).map(type::cast).toList();
+    }
+
+    /** Sends one DELIVER with these ids (delivery count 1, payload "m" + id) to every connected client. */
+    void deliver(int consumerTag, long... ids) {
+        for (Channel client : clients) {
+            client.eventLoop().execute(() -> {
+                DeliverFrameBuilder builder = new DeliverFrameBuilder(client.alloc(), consumerTag);
+                for (long id : ids) {
+                    builder.add(id, 1, List.of(), ("m" + id).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                }
+                client.writeAndFlush(builder.build());
+            });
+        }
+    }
+
+    void send(Frame frame) {
+        for (Channel client : clients) {
+            client.writeAndFlush(frame);
+        }
+    }
+
+    void dropConnections() {
+        for (Channel client : clients) {
+            client.close().syncUninterruptibly();
+        }
+    }
+
+    @Override
+    public void close() {
+        server.close().syncUninterruptibly();
+        dropConnections();
+        group.shutdownGracefully(0, 1, java.util.concurrent.TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    private final class Handler extends SimpleChannelInboundHandler<Frame> {
+        @Override
+        protected void channelRead0(ChannelHandlerContext context, Frame frame) {
+            if (frame instanceof PublishFrame publish) {
+                onPublish(context, publish);
+                return;
+            }
+            received.add(frame);
+            if (frame instanceof HelloFrame) {
+                context.writeAndFlush(new HelloOkFrame(1, MAX_FRAME_BYTES, 0, "fake", 100_000, 1L << 40));
+            } else if (frame instanceof DeclareQueueFrame declare) {
+                context.writeAndFlush(new OkFrame(declare.requestId(), 0));
+            } else if (frame instanceof DeleteQueueFrame delete) {
+                context.writeAndFlush(new OkFrame(delete.requestId(), 0));
+            } else if (frame instanceof PurgeQueueFrame purge) {
+                context.writeAndFlush(new OkFrame(purge.requestId(), 0));
+            } else if (frame instanceof SubscribeFrame subscribe) {
+                context.writeAndFlush(new OkFrame(subscribe.requestId()));
+            } else if (frame instanceof UnsubscribeFrame unsubscribe) {
+                context.writeAndFlush(new OkFrame(unsubscribe.requestId()));
+            }
+        }
+
+        private void onPublish(ChannelHandlerContext context, PublishFrame publish) {
+            PublishCursor cursor = publish.cursor();
+            long[] confirmed = new long[publish.messageCount()];
+            int count = 0;
+            long producerId = 0;
+            while (cursor.next()) {
+                producerId = cursor.producerId();
+                publishedSequences.add(cursor.sequence());
+                if (cursor.sequence() == failSequence) {
+                    context.write(new PublishErrorFrame(producerId, IdRange.single(cursor.sequence()),
+                            ErrorCode.QUEUE_BLOCKED, "quotaHardMessages: 10 ready, limit 10"));
+                } else {
+                    confirmed[count++] = cursor.sequence();
+                }
+            }
+            if (confirmPublishes && count > 0) {
+                context.write(new ConfirmFrame(producerId, IdRanges.of(confirmed, count)));
+            }
+            context.flush();
+        }
+    }
+}
