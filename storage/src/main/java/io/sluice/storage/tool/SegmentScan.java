@@ -1,0 +1,130 @@
+package io.sluice.storage.tool;
+
+import io.sluice.storage.segment.RecordCodec;
+import io.sluice.storage.segment.SegmentFiles;
+import io.sluice.storage.segment.SegmentRollCycle;
+import net.openhft.chronicle.bytes.Bytes;
+import net.openhft.chronicle.queue.ExcerptTailer;
+import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
+import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueBuilder;
+import net.openhft.chronicle.wire.DocumentContext;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * One queue's segment directory opened read-only through Chronicle (same roll cycle as the store,
+ * {@code readOnly(true)}), so it can be read while a broker appends to it. Not thread-safe.
+ */
+final class SegmentScan implements AutoCloseable {
+    /** Receives every complete record in store order; {@code problem} is null when the checksum holds. */
+    interface RecordVisitor {
+        /** Returns false to stop the scan. */
+        boolean record(long index, int segment, long sequence, RecordCodec codec, String problem);
+    }
+
+    private final Path segmentDirectory;
+    private final SingleChronicleQueue chronicle;
+    private final RecordCodec codec = new RecordCodec();
+
+    private SegmentScan(Path segmentDirectory, SingleChronicleQueue chronicle) {
+        this.segmentDirectory = segmentDirectory;
+        this.chronicle = chronicle;
+    }
+
+    /** Opens the segments of the queue in {@code queueDirectory}; a queue with no segment files yet scans as empty. */
+    static SegmentScan open(Path queueDirectory) {
+        Path segments = queueDirectory.resolve("segments");
+        if (segmentFiles(segments).isEmpty()) {
+            return new SegmentScan(segments, null);
+        }
+        SingleChronicleQueue queue = SingleChronicleQueueBuilder.single(segments.toFile())
+                .rollCycle(SegmentRollCycle.INSTANCE)
+                .readOnly(true)
+                .checkInterrupts(false)
+                .build();
+        return new SegmentScan(segments, queue);
+    }
+
+    /** Segment number to file size of every {@code *.cq4} in the directory, in segment order. */
+    static TreeMap<Integer, Long> segmentFiles(Path segmentDirectory) {
+        TreeMap<Integer, Long> files = new TreeMap<>();
+        if (!Files.isDirectory(segmentDirectory)) {
+            return files;
+        }
+        try (var list = Files.list(segmentDirectory)) {
+            for (Path file : (Iterable<Path>) list::iterator) {
+                int segment = SegmentFiles.segmentOf(file.getFileName().toString());
+                if (segment >= 0) {
+                    files.put(segment, Files.size(file));
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list " + segmentDirectory, e);
+        }
+        return files;
+    }
+
+    Path segmentDirectory() {
+        return segmentDirectory;
+    }
+
+    /** Message count per segment from Chronicle's index, as the store's recovery reads it. */
+    Map<Integer, Long> indexedCounts() {
+        TreeMap<Integer, Long> counts = new TreeMap<>();
+        if (chronicle == null) {
+            return counts;
+        }
+        try (ExcerptTailer tailer = chronicle.createTailer()) {
+            for (int segment : segmentFiles(segmentDirectory).keySet()) {
+                counts.put(segment, tailer.excerptsInCycle(segment));
+            }
+        }
+        return counts;
+    }
+
+    /** Visits records from {@code fromIndex} (or the first record, if negative or absent) in order. */
+    void scan(long fromIndex, RecordVisitor visitor) {
+        if (chronicle == null) {
+            return;
+        }
+        try (ExcerptTailer tailer = chronicle.createTailer()) {
+            if (fromIndex < 0 || !tailer.moveToIndex(fromIndex)) {
+                tailer.toStart();
+            }
+            while (true) {
+                long index;
+                int length;
+                try (DocumentContext dc = tailer.readingDocument()) {
+                    if (!dc.isPresent()) {
+                        return;
+                    }
+                    index = dc.index();
+                    Bytes<?> bytes = dc.wire().bytes();
+                    length = (int) bytes.readRemaining();
+                    bytes.read(codec.arrayFor(length), 0, length);
+                }
+                if (index < fromIndex) {
+                    continue;
+                }
+                String problem = codec.loaded(length);
+                int segment = SegmentRollCycle.INSTANCE.toCycle(index);
+                long sequence = SegmentRollCycle.INSTANCE.toSequenceNumber(index);
+                if (!visitor.record(index, segment, sequence, codec, problem)) {
+                    return;
+                }
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        if (chronicle != null) {
+            chronicle.close();
+        }
+    }
+}

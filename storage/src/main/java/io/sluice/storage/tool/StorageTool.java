@@ -1,0 +1,170 @@
+package io.sluice.storage.tool;
+
+import io.sluice.storage.QueueNames;
+import io.sluice.storage.segment.SegmentRollCycle;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * Command line entry of the offline tools (see the package javadoc and docs/storage.md, "Offline
+ * tools"). {@link #run} does the work and returns the exit code; {@link #main} only exits with it.
+ *
+ * <pre>
+ * verify &lt;dataDir&gt;                               exit 0 clean, 1 damage found
+ * dump &lt;dataDir&gt; &lt;queue&gt; [--limit N] [--from ID]   exit 0 clean, 1 damaged record or ack state
+ * </pre>
+ * Exit 2 on a usage error, with a message naming the wrong argument.
+ */
+public final class StorageTool {
+    public static final int EXIT_CLEAN = 0;
+    public static final int EXIT_DAMAGED = 1;
+    public static final int EXIT_USAGE = 2;
+
+    static final String USAGE = String.join(System.lineSeparator(),
+            "usage: sluice-storage-tool verify <dataDir>",
+            "       sluice-storage-tool dump <dataDir> <queue> [--limit N] [--from ID]",
+            "  verify  checks every record's checksum and the ack state files of every queue",
+            "  dump    prints a queue's records (acknowledged ones too) and its ack state",
+            "  ID is hex (0x100000005), decimal, or segment/sequence (1/5)",
+            "  exit codes: 0 clean, 1 damage found, 2 usage error");
+
+    private StorageTool() {
+    }
+
+    public static void main(String[] args) {
+        System.exit(run(args, System.out, System.err));
+    }
+
+    /** Runs one command; reports go to {@code out}, usage errors to {@code err}. */
+    public static int run(String[] args, PrintStream out, PrintStream err) {
+        try {
+            if (args.length == 0) {
+                throw new UsageException("missing command");
+            }
+            return switch (args[0]) {
+                case "verify" -> verify(args, out);
+                case "dump" -> dump(args, out);
+                case "-h", "--help", "help" -> {
+                    out.println(USAGE);
+                    yield EXIT_CLEAN;
+                }
+                default -> throw new UsageException("unknown command '" + args[0] + "': expected verify or dump");
+            };
+        } catch (UsageException e) {
+            err.println("error: " + e.getMessage());
+            err.println(USAGE);
+            return EXIT_USAGE;
+        } catch (IOException | UncheckedIOException e) {
+            err.println("error: " + e.getMessage());
+            return EXIT_DAMAGED;
+        } finally {
+            out.flush();
+            err.flush();
+        }
+    }
+
+    private static int verify(String[] args, PrintStream out) {
+        if (args.length != 2) {
+            throw new UsageException("verify takes exactly one argument, <dataDir>; got " + (args.length - 1));
+        }
+        Path data = dataDirectory(args[1]);
+        List<String> queues = StoreVerifier.queueNames(data);
+        return new StoreVerifier(out).verify(data, queues) ? EXIT_CLEAN : EXIT_DAMAGED;
+    }
+
+    private static int dump(String[] args, PrintStream out) throws IOException {
+        if (args.length < 3) {
+            throw new UsageException("dump needs <dataDir> <queue>; got " + (args.length - 1) + " argument(s)");
+        }
+        Path data = dataDirectory(args[1]);
+        String queue = args[2];
+        if (!QueueNames.isValid(queue)) {
+            throw new UsageException("queue '" + queue + "' is not a valid queue name");
+        }
+        Path queueDirectory = data.resolve("queues").resolve(queue);
+        if (!Files.isDirectory(queueDirectory)) {
+            throw new UsageException("queue '" + queue + "' does not exist in " + data + " (no directory " + queueDirectory + ")");
+        }
+        long limit = Long.MAX_VALUE;
+        long from = -1;
+        for (int i = 3; i < args.length; i++) {
+            String option = args[i];
+            if (!option.equals("--limit") && !option.equals("--from")) {
+                throw new UsageException("unknown option '" + option + "' for dump: expected --limit N or --from ID");
+            }
+            if (i + 1 >= args.length) {
+                throw new UsageException(option + " needs a value");
+            }
+            String value = args[++i];
+            if (option.equals("--limit")) {
+                limit = parseLimit(value);
+            } else {
+                from = parseId(value);
+            }
+        }
+        return new QueueDumper(out).dump(queue, queueDirectory, from, limit) ? EXIT_CLEAN : EXIT_DAMAGED;
+    }
+
+    private static Path dataDirectory(String argument) {
+        Path data = Path.of(argument);
+        if (!Files.isDirectory(data)) {
+            throw new UsageException("data directory '" + argument + "' does not exist or is not a directory");
+        }
+        if (!Files.isDirectory(data.resolve("queues"))) {
+            throw new UsageException("'" + argument + "' is not a Sluice data directory: it has no queues/ directory");
+        }
+        return data;
+    }
+
+    static long parseLimit(String value) {
+        try {
+            long limit = Long.parseLong(value);
+            if (limit > 0) {
+                return limit;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new UsageException("--limit '" + value + "' is not a positive whole number");
+    }
+
+    /** Parses {@code 0x...} hex, decimal, or {@code segment/sequence}. */
+    static long parseId(String value) {
+        try {
+            long id;
+            int slash = value.indexOf('/');
+            if (slash >= 0) {
+                int segment = Integer.parseInt(value.substring(0, slash));
+                long sequence = Long.parseLong(value.substring(slash + 1));
+                if (segment < 0 || sequence < 0 || sequence > 0xFFFF_FFFFL) {
+                    throw new NumberFormatException();
+                }
+                id = SegmentRollCycle.INSTANCE.toIndex(segment, sequence);
+            } else if (value.startsWith("0x") || value.startsWith("0X")) {
+                id = Long.parseUnsignedLong(value.substring(2), 16);
+            } else {
+                id = Long.parseLong(value);
+            }
+            if (id >= 0) {
+                return id;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new UsageException("--from '" + value + "' is not a message id: use hex (0x100000005), decimal or segment/sequence (1/5)");
+    }
+
+    /** A wrong command line; the message names the argument. */
+    static final class UsageException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        UsageException(String message) {
+            super(message);
+        }
+    }
+}

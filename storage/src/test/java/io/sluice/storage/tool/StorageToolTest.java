@@ -1,0 +1,194 @@
+package io.sluice.storage.tool;
+
+import io.sluice.storage.DurabilityMode;
+import io.sluice.storage.MessageStore;
+import io.sluice.storage.QueueStore;
+import io.sluice.storage.StoreConfig;
+import io.sluice.storage.segment.SegmentFiles;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class StorageToolTest {
+    private static final int MESSAGES = 10_000;
+    private static final int ACKED_PREFIX = 2_000; // below one segment (~3,400 records), so nothing is reclaimed
+
+    @TempDir
+    Path dir;
+    private final List<Long> ids = new ArrayList<>();
+
+    private record Outcome(int exitCode, String out, String err) {
+    }
+
+    private static Outcome run(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = StorageTool.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        return new Outcome(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    }
+
+    private static StoreConfig config() {
+        return StoreConfig.builder().durability(DurabilityMode.NEVER).segmentBytes(StoreConfig.MIN_SEGMENT_BYTES)
+                .maxMessageBytes(64 << 10).build();
+    }
+
+    /** 256-byte payloads starting with a unique marker, so a test can find a record's bytes in the file. */
+    private static byte[] payload(int i) {
+        byte[] p = new byte[256];
+        Arrays.fill(p, (byte) '.');
+        byte[] marker = marker(i);
+        System.arraycopy(marker, 0, p, 0, marker.length);
+        return p;
+    }
+
+    private static byte[] marker(int i) {
+        return String.format("MSG-%06d", i).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    private void fill(QueueStore q) {
+        for (int i = 0; i < MESSAGES; i++) {
+            ids.add(q.append(7, i, null, ByteBuffer.wrap(payload(i))));
+        }
+        q.ackRange(ids.get(0), ids.get(ACKED_PREFIX - 1));
+        q.ack(ids.get(ACKED_PREFIX + 1));
+        q.recordDelivery(ids.get(ACKED_PREFIX), 3);
+    }
+
+    @BeforeEach
+    void createStore() {
+        try (MessageStore store = MessageStore.open(dir, config())) {
+            fill(store.createQueue("orders"));
+            store.createQueue("empty");
+        }
+    }
+
+    @Test
+    void shouldReportCleanStoreWithFiguresAndExitZero() {
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_CLEAN, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("Queue 'orders'"), r.out());
+        assertTrue(r.out().contains("Queue 'empty'"), r.out());
+        long unacked = MESSAGES - ACKED_PREFIX - 1;
+        assertTrue(r.out().contains(MESSAGES + " message(s), " + unacked + " unacked, 0 corrupt"), r.out());
+        assertTrue(r.out().contains("ack checkpoint: generation"), r.out());
+        assertTrue(r.out().contains(SegmentFiles.fileName(0)), r.out());
+        assertTrue(r.out().contains("Result: CLEAN"), r.out());
+    }
+
+    @Test
+    void shouldVerifyWhileTheStoreIsOpenWithoutChangingAckFiles() throws IOException {
+        Path acks = dir.resolve("queues/orders/acks");
+        try (MessageStore store = MessageStore.open(dir, config())) {
+            QueueStore q = store.queue("orders");
+            q.ack(ids.get(ACKED_PREFIX + 2));
+            byte[] checkpoint = Files.readAllBytes(acks.resolve("acks.checkpoint"));
+            byte[] journal = Files.readAllBytes(acks.resolve("acks.journal"));
+            Outcome r = run("verify", dir.toString());
+            assertEquals(StorageTool.EXIT_CLEAN, r.exitCode(), r.out() + r.err());
+            assertTrue(r.out().contains(MESSAGES + " message(s), " + (MESSAGES - ACKED_PREFIX - 2) + " unacked"), r.out());
+            assertTrue(Arrays.equals(checkpoint, Files.readAllBytes(acks.resolve("acks.checkpoint"))), "checkpoint changed");
+            assertTrue(Arrays.equals(journal, Files.readAllBytes(acks.resolve("acks.journal"))), "journal changed");
+            q.append(7, MESSAGES, null, ByteBuffer.wrap(payload(MESSAGES)));
+        }
+    }
+
+    @Test
+    void shouldNameFileAndIndexOfACorruptRecordAndExitOne() throws IOException {
+        int victim = 5_000;
+        long id = ids.get(victim);
+        Path file = dir.resolve("queues/orders/segments").resolve(SegmentFiles.fileName((int) (id >>> 32)));
+        byte[] bytes = Files.readAllBytes(file);
+        int at = indexOf(bytes, marker(victim));
+        assertTrue(at > 0, "marker of message " + victim + " not found in " + file);
+        bytes[at + 5] ^= 0x01;
+        Files.write(file, bytes);
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("corrupt record in " + file + " index " + id), r.out());
+        assertTrue(r.out().contains("checksum"), r.out());
+        assertTrue(r.out().contains("Result: DAMAGED (1 of 2 queue(s))"), r.out());
+    }
+
+    @Test
+    void shouldReportCorruptAckCheckpointAndExitOne() throws IOException {
+        Path checkpoint = dir.resolve("queues/orders/acks/acks.checkpoint");
+        byte[] bytes = Files.readAllBytes(checkpoint);
+        bytes[bytes.length - 1] ^= 0x40;
+        Files.write(checkpoint, bytes);
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("DAMAGE ack state: ack state file " + checkpoint), r.out());
+    }
+
+    @Test
+    void shouldDumpIdsAckedFlagsAndDeliveryCounts() {
+        Outcome r = run("dump", dir.toString(), "orders", "--from", Long.toString(ids.get(ACKED_PREFIX - 1)), "--limit", "3");
+        assertEquals(StorageTool.EXIT_CLEAN, r.exitCode(), r.out() + r.err());
+        String[] lines = r.out().split("\\R");
+        assertTrue(lines[1].startsWith("Ack state: " + (MESSAGES - ACKED_PREFIX - 1) + " unacked"), r.out());
+        assertTrue(lines[2].startsWith(String.format("0x%016x %d/%d acked ", ids.get(ACKED_PREFIX - 1),
+                ids.get(ACKED_PREFIX - 1) >>> 32, ids.get(ACKED_PREFIX - 1) & 0xFFFF_FFFFL)), lines[2]);
+        assertTrue(lines[3].startsWith(String.format("0x%016x", ids.get(ACKED_PREFIX))), lines[3]);
+        assertTrue(lines[3].contains(" unacked delivered 3 producer 7/" + ACKED_PREFIX + " headers 0 B payload 256 B \"MSG-002000"), lines[3]);
+        assertTrue(lines[4].contains(" acked   delivered 0"), lines[4]);
+        assertEquals("3 record(s) printed", lines[5]);
+    }
+
+    @Test
+    void shouldDumpFromTheFirstRecordBySegmentAndSequence() {
+        Outcome r = run("dump", dir.toString(), "orders", "--from", "0/0", "--limit", "1");
+        assertEquals(StorageTool.EXIT_CLEAN, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains(String.format("0x%016x 0/0 acked", ids.get(0))), r.out());
+    }
+
+    @Test
+    void shouldExitTwoNamingTheWrongArgument() {
+        assertUsage(run(), "missing command");
+        assertUsage(run("frobnicate"), "unknown command 'frobnicate'");
+        assertUsage(run("verify"), "verify takes exactly one argument");
+        assertUsage(run("verify", dir.resolve("nope").toString()), "data directory '" + dir.resolve("nope") + "' does not exist");
+        assertUsage(run("dump", dir.toString()), "dump needs <dataDir> <queue>");
+        assertUsage(run("dump", dir.toString(), "missing"), "queue 'missing' does not exist");
+        assertUsage(run("dump", dir.toString(), "orders", "--limit", "-3"), "--limit '-3' is not a positive whole number");
+        assertUsage(run("dump", dir.toString(), "orders", "--from", "zz"), "--from 'zz' is not a message id");
+        assertUsage(run("dump", dir.toString(), "orders", "--frm", "1"), "unknown option '--frm'");
+        assertUsage(run("dump", dir.toString(), "orders", "--limit"), "--limit needs a value");
+    }
+
+    private static void assertUsage(Outcome r, String expected) {
+        assertEquals(StorageTool.EXIT_USAGE, r.exitCode(), r.out() + r.err());
+        assertTrue(r.err().contains(expected), r.err());
+        assertTrue(r.err().contains("usage:"), r.err());
+        assertFalse(r.err().isEmpty());
+    }
+
+    private static int indexOf(byte[] haystack, byte[] needle) {
+        outer:
+        for (int i = 0; i <= haystack.length - needle.length; i++) {
+            for (int j = 0; j < needle.length; j++) {
+                if (haystack[i + j] != needle[j]) {
+                    continue outer;
+                }
+            }
+            return i;
+        }
+        return -1;
+    }
+}
