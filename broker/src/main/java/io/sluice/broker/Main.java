@@ -4,6 +4,7 @@ import io.sluice.broker.auth.PasswordHasher;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ConfigException;
 import io.sluice.broker.config.ConfigLoader;
+import io.sluice.storage.tool.StorageTool;
 
 import java.io.Console;
 import java.io.PrintStream;
@@ -18,6 +19,8 @@ import java.util.concurrent.CountDownLatch;
  * <pre>
  * sluice [--config FILE] [--data-dir DIR] [--port N] [--listen ADDRESS] [--set key=value ...]
  * sluice hash-password          reads a password from the terminal (or stdin) and prints its hash
+ * sluice verify DATA_DIR        checks every segment and the ack state offline (exit 1 on damage)
+ * sluice dump DATA_DIR QUEUE    prints a queue's messages and ack state
  * </pre>
  */
 public final class Main {
@@ -31,6 +34,9 @@ public final class Main {
     static int run(String[] args, PrintStream out, PrintStream err) {
         if (args.length > 0 && args[0].equals("hash-password")) {
             return hashPassword(out, err);
+        }
+        if (args.length > 0 && (args[0].equals("verify") || args[0].equals("dump"))) {
+            return StorageTool.run(args, out, err);
         }
         Path configFile = null;
         Map<String, String> overrides = new LinkedHashMap<>();
@@ -54,6 +60,7 @@ public final class Main {
                 case "-h", "--help" -> {
                     out.println("usage: sluice [--config FILE] [--data-dir DIR] [--port N] [--listen ADDRESS] [--set key=value ...]");
                     out.println("       sluice hash-password");
+                    out.println("       sluice verify DATA_DIR | sluice dump DATA_DIR QUEUE [--limit N] [--from ID]");
                     return 0;
                 }
                 default -> {
