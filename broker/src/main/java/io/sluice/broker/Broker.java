@@ -8,6 +8,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.ServerChannel;
+import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
@@ -48,6 +49,8 @@ public final class Broker implements AutoCloseable {
     private final ChannelGroup channels = new DefaultChannelGroup("sluice-connections", GlobalEventExecutor.INSTANCE);
     private final Channel serverChannel;
     private volatile boolean closed;
+    private final io.netty.util.concurrent.ScheduledFuture<?> diskGuardTask;
+    private String diskBlocked;
 
     private Broker(BrokerConfig config) {
         this.config = config;
@@ -57,13 +60,16 @@ public final class Broker implements AutoCloseable {
         IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         this.acceptor = new MultiThreadIoEventLoopGroup(1, io);
         this.workers = new MultiThreadIoEventLoopGroup(Runtime.getRuntime().availableProcessors(), io);
-        this.queues = new QueueManager(store, workers, config.queues);
+        this.queues = new QueueManager(store, workers, config.queues, config.broker.publishWindowMessages);
         Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
         ServerBootstrap bootstrap = new ServerBootstrap()
                 .group(acceptor, workers)
                 .channel(channelType)
                 .option(ChannelOption.SO_BACKLOG, 1024)
                 .childOption(ChannelOption.TCP_NODELAY, true)
+                // A consumer that stops reading costs at most the high water mark of outbound buffer;
+                // past it the queue delivers nothing more to that connection until it drains.
+                .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 << 10, 1 << 20))
                 .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
                 .childHandler(new BrokerChannelInitializer(config, new Authenticator(config.auth), queues, channels));
         try {
@@ -75,6 +81,7 @@ public final class Broker implements AutoCloseable {
             throw new IllegalStateException("cannot listen on " + config.broker.listenAddress + ":" + config.broker.port
                     + ": " + e.getMessage(), e);
         }
+        diskGuardTask = workers.next().scheduleAtFixedRate(this::checkDisk, 1, 1, TimeUnit.SECONDS);
         LOG.info("Sluice broker '{}' listening on {} ({} transport), data in {} ({} queues, durability {}), started in {} ms.",
                 config.broker.name, serverChannel.localAddress(), epoll ? "epoll" : "nio",
                 config.dataDirectory().toAbsolutePath(), store.listQueues().size(), config.storeConfig().durability().configName(),
@@ -83,6 +90,32 @@ public final class Broker implements AutoCloseable {
 
     public static Broker start(BrokerConfig config) {
         return new Broker(config);
+    }
+
+    /**
+     * The broker-wide disk guard: below the reserved free space every producer is blocked, with the
+     * reason; they resume once free space is back above the reserve by a margin of 10 % (hysteresis).
+     */
+    private void checkDisk() {
+        try {
+            long reserve = config.storeConfig().reservedDiskBytes();
+            long headroom = store.diskGuard().refresh();
+            String reason = null;
+            if (headroom < 0 || (diskBlocked != null && headroom < reserve / 10)) {
+                reason = "free disk space " + store.diskGuard().freeBytes() + " bytes is below the reserve of "
+                        + reserve + " bytes (storage.reserved-disk-bytes)";
+            }
+            if ((reason == null) != (diskBlocked == null)) {
+                diskBlocked = reason;
+                LOG.warn(reason != null ? "Disk guard: blocking every producer: {}." : "Disk guard: free space is back; producers resume.{}",
+                        reason != null ? reason : "");
+                for (BrokerQueue q : queues.all()) {
+                    q.diskBlocked(reason);
+                }
+            }
+        } catch (RuntimeException e) {
+            LOG.warn("Disk guard check failed.", e);
+        }
     }
 
     /** The port actually bound (useful when the configuration says 0). */
@@ -111,6 +144,7 @@ public final class Broker implements AutoCloseable {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.broker.shutdownTimeoutMs);
         LOG.info("Shutting down: no longer accepting connections.");
         serverChannel.close().awaitUninterruptibly(1, TimeUnit.SECONDS);
+        diskGuardTask.cancel(false);
         for (BrokerQueue q : queues.all()) {
             while (System.nanoTime() < deadline) {
                 int pending = q.executor().submit(q::pendingConfirms).syncUninterruptibly().getNow();

@@ -167,9 +167,9 @@ class BrokerEndToEndTest {
                 assertEquals(attempt, d.deliveryCount());
                 c.send(new NackFrame(1, NackAction.REQUEUE_AFTER_DELAY, 0, List.of(IdRange.single(d.id()))));
             }
-            TestAwait.until("dead-lettered", () -> broker.queues().get("jobs.dlq") != null
-                    && broker.store().queue("jobs.dlq").unackedMessages() == 1);
-            assertEquals(0, broker.store().queue("jobs").unackedMessages());
+            TestAwait.until("dead-lettered: moved to jobs.dlq and gone from jobs", () -> broker.queues().get("jobs.dlq") != null
+                    && broker.store().queue("jobs.dlq").unackedMessages() == 1
+                    && broker.store().queue("jobs").unackedMessages() == 0);
             c.send(new SubscribeFrame(3, 2, "jobs.dlq", 10));
             c.expect(OkFrame.class);
             RawClient.Delivery dead = c.deliveries(1).get(0);

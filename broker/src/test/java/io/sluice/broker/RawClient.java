@@ -20,6 +20,7 @@ import io.sluice.protocol.FrameDecoder;
 import io.sluice.protocol.FrameEncoder;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.HelloOkFrame;
+import io.sluice.protocol.PublishCreditFrame;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -38,6 +39,8 @@ final class RawClient implements AutoCloseable {
     private final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
     private final Channel channel;
     final BlockingQueue<Object> received = new LinkedBlockingQueue<>();
+    /** PUBLISH_CREDIT frames, kept apart so tests of other replies need not skip them. */
+    final BlockingQueue<PublishCreditFrame> publishCredits = new LinkedBlockingQueue<>();
 
     RawClient(int port) throws InterruptedException {
         channel = new Bootstrap().group(group).channel(NioSocketChannel.class)
@@ -58,6 +61,8 @@ final class RawClient implements AutoCloseable {
                                                     c.payload().getBytes(c.payload().readerIndex(), payload);
                                                     received.add(new Delivery(deliver.consumerTag(), c.messageId(), c.deliveryCount(), headers, payload));
                                                 }
+                                            } else if (frame instanceof PublishCreditFrame credit) {
+                                                publishCredits.add(credit);
                                             } else {
                                                 received.add(frame);
                                             }

@@ -463,6 +463,20 @@ public final class QueueStore {
         ids.forEach(visitor::accept);
     }
 
+    /**
+     * The id of the oldest unacknowledged message at or after {@code fromId} in store order (its
+     * original id if relocated), or -1. For policies that discard the oldest messages.
+     */
+    public long nextUnacked(long fromId) {
+        lock.lock();
+        try {
+            long physical = acks.nextUnackedId(Math.max(0, fromId));
+            return physical < 0 ? -1 : acks.originalId(physical);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     // ---------------------------------------------------------------- reads
 
     /** A reader positioned at the oldest unacknowledged message. Close it when done. */

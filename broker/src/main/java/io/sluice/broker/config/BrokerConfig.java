@@ -86,6 +86,18 @@ public final class BrokerConfig {
         public long maxRedeliveryDelayMs;
         @JsonProperty("dead-letter-suffix")
         public String deadLetterSuffix;
+        @JsonProperty("quota-soft-messages")
+        public long quotaSoftMessages;
+        @JsonProperty("quota-hard-messages")
+        public long quotaHardMessages;
+        @JsonProperty("quota-soft-bytes")
+        public long quotaSoftBytes;
+        @JsonProperty("quota-hard-bytes")
+        public long quotaHardBytes;
+        @JsonProperty("overflow-policy")
+        public String overflowPolicy;
+        @JsonProperty("dead-letter-dropped")
+        public boolean deadLetterDropped;
     }
 
     public Path dataDirectory() {
@@ -147,6 +159,12 @@ public final class BrokerConfig {
         check(problems, "queues.max-redelivery-delay-ms", queues.maxRedeliveryDelayMs, queues.redeliveryDelayMs, 24L * 3_600_000);
         if (queues.deadLetterSuffix == null || queues.deadLetterSuffix.isEmpty()) {
             problems.add("queues.dead-letter-suffix is empty");
+        }
+        try {
+            new io.sluice.broker.flow.QuotaSettings(queues.quotaSoftMessages, queues.quotaHardMessages, queues.quotaSoftBytes,
+                    queues.quotaHardBytes, io.sluice.broker.flow.QuotaSettings.OverflowPolicy.parse(String.valueOf(queues.overflowPolicy)));
+        } catch (IllegalArgumentException e) {
+            problems.add("queues quota: " + e.getMessage());
         }
         if (!problems.isEmpty()) {
             throw new ConfigException(problems);

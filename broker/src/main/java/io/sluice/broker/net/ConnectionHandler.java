@@ -31,6 +31,7 @@ import io.sluice.protocol.NackFrame;
 import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.ProtocolException;
 import io.sluice.protocol.ProtocolVersion;
+import io.sluice.protocol.PublishCreditFrame;
 import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.PublishCursor;
@@ -64,6 +65,10 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private String user = "";
     private ScheduledFuture<?> handshakeTimeout;
     private final Map<Integer, Subscription> subscriptions = new HashMap<>();
+    /** Publish window handed out and not yet given back (messages, payload bytes); see {@link #returnPublishCredit}. */
+    private final java.util.concurrent.atomic.AtomicLong windowMessagesOut = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong windowBytesOut = new java.util.concurrent.atomic.AtomicLong();
+    private volatile boolean readingPaused;
 
     public ConnectionHandler(BrokerConfig config, Authenticator authenticator, QueueManager queues) {
         this.config = config;
@@ -196,10 +201,63 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     private void rejectPublish(PublishFrame publish, ErrorCode code, String message) {
         PublishCursor cursor = publish.cursor();
+        int messages = 0;
+        long bytes = 0;
         while (cursor.next()) {
             ctx.write(new PublishErrorFrame(cursor.producerId(), IdRange.single(cursor.sequence()), code, message));
+            messages++;
+            bytes += cursor.payloadLength();
         }
+        ctx.write(new PublishCreditFrame(messages, bytes));
         ctx.flush();
+    }
+
+    /**
+     * Producer credit (P1): the client may have at most the publish window of HELLO_OK outstanding
+     * (sent, not yet given back by PUBLISH_CREDIT). A client that sends beyond it finds the broker no
+     * longer reading its socket, so one connection cannot flood broker memory; reading resumes once
+     * the broker has given enough window back.
+     */
+    private void takeWindow(PublishFrame publish) {
+        PublishCursor cursor = publish.cursor();
+        long bytes = 0;
+        while (cursor.next()) {
+            bytes += cursor.payloadLength();
+        }
+        long messages = windowMessagesOut.addAndGet(publish.messageCount());
+        long outBytes = windowBytesOut.addAndGet(bytes);
+        if ((messages > config.broker.publishWindowMessages || outBytes > config.broker.publishWindowBytes) && !readingPaused) {
+            readingPaused = true;
+            ctx.channel().config().setAutoRead(false);
+            LOG.warn("Client '{}' from {} sent {} messages / {} bytes beyond its publish window; reading paused until it is back within.",
+                    clientName, ctx.channel().remoteAddress(), messages, outBytes);
+        }
+    }
+
+    @Override
+    public void returnPublishCredit(int messages, long bytes) {
+        long messagesOut = windowMessagesOut.addAndGet(-messages);
+        long bytesOut = windowBytesOut.addAndGet(-bytes);
+        ctx.write(new PublishCreditFrame(messages, bytes), ctx.voidPromise());
+        if (readingPaused && messagesOut <= config.broker.publishWindowMessages && bytesOut <= config.broker.publishWindowBytes) {
+            ctx.executor().execute(() -> {
+                if (readingPaused) {
+                    readingPaused = false;
+                    ctx.channel().config().setAutoRead(true);
+                    ctx.read();
+                }
+            });
+        }
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        if (ctx.channel().isWritable()) {
+            for (Subscription sub : subscriptions.values()) {
+                sub.writable();
+            }
+        }
+        ctx.fireChannelWritabilityChanged();
     }
 
     private void subscribe(SubscribeFrame subscribe) {
@@ -321,5 +379,10 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     @Override
     public boolean isActive() {
         return ctx.channel().isActive();
+    }
+
+    @Override
+    public boolean isWritable() {
+        return ctx.channel().isWritable();
     }
 }

@@ -5,7 +5,11 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
+import io.sluice.broker.flow.FlowGate;
+import io.sluice.broker.flow.QuotaSettings;
 import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.FlowFrame;
+import io.sluice.protocol.FlowState;
 import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.DeliverFrameBuilder;
 import io.sluice.protocol.ErrorCode;
@@ -15,7 +19,6 @@ import io.sluice.protocol.NackFrame;
 import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PublishFrame;
-import io.sluice.storage.DurabilityMode;
 import io.sluice.storage.MessageTooLargeException;
 import io.sluice.storage.QueueReader;
 import io.sluice.storage.QueueStore;
@@ -81,21 +84,37 @@ public final class BrokerQueue {
     /** Every message delivered and unacknowledged, or waiting for redelivery. */
     private final Set<Long> tracked = new HashSet<>();
     private final ArrayDeque<PendingConfirm> pendingConfirms = new ArrayDeque<>();
+    /** Connections that published here: told of flow state changes. */
+    private final Set<ClientConnection> publishers = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+    private final FlowGate gate;
+    /** Headers plus payload bytes of the unacknowledged messages, kept exact by publishes and acks. */
+    private long backlogBytes;
+    /** While slowed or blocked: messages acknowledged and not yet matched by a released confirm (C2). */
+    private long slowTokens;
+    private String diskBlockedReason;
+    private final int publishAllowance;
+    private long dropped;
+    private long publishRefused;
     private boolean dispatchScheduled;
     private ScheduledFuture<?> ackTimeoutTask;
     private long deadLettered;
     private long redelivered;
     private boolean closed;
 
-    BrokerQueue(String name, QueueStore store, EventExecutor executor, QueueManager manager, QueueOptions options) {
+    BrokerQueue(String name, QueueStore store, EventExecutor executor, QueueManager manager, QueueOptions options,
+                int publishAllowance) {
         this.name = name;
         this.store = store;
         this.executor = executor;
         this.manager = manager;
         this.options = options;
+        this.publishAllowance = publishAllowance;
+        this.gate = new FlowGate(options.quota());
+        this.backlogBytes = store.stats().unackedBytes();
+        gate.update(store.unackedMessages(), backlogBytes);
         store.durabilityListener(durable -> {
             if (!executor.isShuttingDown()) {
-                executor.execute(() -> confirmUpTo(durable));
+                executor.execute(this::releaseConfirms);
             }
         });
         long period = Math.max(50, Math.min(options.ackTimeoutMs() / 4, 1000));
@@ -133,23 +152,36 @@ public final class BrokerQueue {
 
     private void publishNow(ClientConnection connection, PublishFrame frame) {
         PublishCursor cursor = frame.cursor();
-        Map<Long, List<IdRange>> confirmed = new LinkedHashMap<>();
+        publishers.add(connection);
+        Map<Long, List<IdRange>> stored = new LinkedHashMap<>();
         long lastId = -1;
-        boolean any = false;
+        int storedMessages = 0;
+        long storedBytes = 0;
+        int refusedMessages = 0;
+        long refusedBytes = 0;
+        long backlog = store.unackedMessages();
         while (cursor.next()) {
             long producerId = cursor.producerId();
             long sequence = cursor.sequence();
-            if (closed) {
-                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.UNKNOWN_QUEUE,
-                        "queue '" + name + "' was deleted"));
+            ByteBuf headers = cursor.encodedHeaders();
+            ByteBuf payload = cursor.payload();
+            int bytes = headers.readableBytes() + payload.readableBytes();
+            String refusal = admit(backlog, bytes);
+            if (refusal != null) {
+                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal));
+                refusedMessages++;
+                refusedBytes += payload.readableBytes();
+                publishRefused++;
                 continue;
             }
             try {
-                ByteBuf headers = cursor.encodedHeaders();
-                ByteBuf payload = cursor.payload();
                 lastId = store.append(producerId, sequence, headers.nioBuffer(), payload.nioBuffer());
-                addToRanges(confirmed.computeIfAbsent(producerId, p -> new ArrayList<>()), sequence);
-                any = true;
+                addToRanges(stored.computeIfAbsent(producerId, p -> new ArrayList<>()), sequence);
+                storedMessages++;
+                storedBytes += payload.readableBytes();
+                backlogBytes += bytes;
+                backlog++;
+                continue;
             } catch (MessageTooLargeException e) {
                 connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.MESSAGE_TOO_LARGE, e.getMessage()));
             } catch (StorageFullException e) {
@@ -159,16 +191,149 @@ public final class BrokerQueue {
                 connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.INTERNAL_ERROR,
                         "the broker could not store the message; see the broker log"));
             }
+            refusedMessages++;
+            refusedBytes += payload.readableBytes();
         }
-        if (any) {
-            if (store.durability() == DurabilityMode.ALWAYS && store.durableIndex() < lastId) {
-                pendingConfirms.add(new PendingConfirm(lastId, connection, confirmed));
-            } else {
-                confirmed.forEach((producer, ranges) -> connection.write(new ConfirmFrame(producer, ranges)));
-            }
+        if (refusedMessages > 0) {
+            connection.returnPublishCredit(refusedMessages, refusedBytes);
+        }
+        if (storedMessages > 0) {
+            pendingConfirms.add(new PendingConfirm(lastId, connection, stored, storedMessages, storedBytes));
+            updateFlow();
+            releaseConfirms();
             scheduleDispatch();
         }
         connection.flush();
+    }
+
+    /**
+     * Whether one more message of {@code bytes} may be stored with the backlog at {@code backlog}
+     * messages: null if so, else the reason (A1..A3).
+     * <ul>
+     *   <li>A1 below the hard level, or no hard level: yes;</li>
+     *   <li>A2 blocked (quota with policy block, or the disk guard): messages already in flight when
+     *       the producer was told are stored, up to the publish window beyond the hard level; after
+     *       that, refused;</li>
+     *   <li>A3 policy reject: refused at once; policy drop-oldest: the oldest message not out with
+     *       a consumer is discarded to make room.</li>
+     * </ul>
+     */
+    private String admit(long backlog, int bytes) {
+        QuotaSettings quota = gate.quota();
+        boolean overHard = (quota.hardMessages() > 0 && backlog >= quota.hardMessages())
+                || (quota.hardBytes() > 0 && backlogBytes + bytes > quota.hardBytes());
+        if (diskBlockedReason != null) {
+            return "queue '" + name + "' is blocked: " + diskBlockedReason;
+        }
+        if (!overHard) { // A1
+            return null;
+        }
+        switch (quota.overflow()) {
+            case REJECT -> {
+                return "queue '" + name + "' is full: " + gate.reason() + "; the overflow policy is reject";
+            }
+            case DROP_OLDEST -> {
+                return dropOldest() ? null : "queue '" + name + "' is full and every message is out with a consumer";
+            }
+            default -> { // A2
+                long limit = (quota.hardMessages() > 0 ? quota.hardMessages() : Long.MAX_VALUE / 2) + publishAllowance;
+                return backlog < limit ? null : "queue '" + name + "' is blocked: " + gate.reason()
+                        + "; wait for FLOW before publishing more";
+            }
+        }
+    }
+
+    /** Discards the oldest unacknowledged message not out with a consumer (dead-lettered if the queue says so). */
+    private boolean dropOldest() {
+        for (long id = store.nextUnacked(0); id >= 0; id = store.nextUnacked(id + 1)) {
+            if (tracked.contains(id)) {
+                continue;
+            }
+            StoredMessage m = store.read(id);
+            if (m == null) {
+                continue;
+            }
+            if (options.deadLetterDropped()) {
+                deadLetter(m, m.deliveryCount(), "dropped to make room: " + gate.reason());
+            } else {
+                store.ack(id);
+            }
+            backlogBytes -= m.headersLength() + m.payloadLength();
+            dropped++;
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * Releases confirms in arrival order (C1..C2): C1 a confirm waits until its messages are
+     * durable; C2 while the queue is slowed or blocked, confirms are released only as consumers
+     * acknowledge, one message for one, so producers, whose in-flight windows fill up, run at the
+     * consumers' pace. Each released confirm also gives the producer its publish window back.
+     */
+    private void releaseConfirms() {
+        long durable = store.durableIndex();
+        boolean gated = gate.state() != FlowState.FREE;
+        Set<ClientConnection> touched = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+        while (!pendingConfirms.isEmpty()) {
+            PendingConfirm p = pendingConfirms.peek();
+            if (p.lastId > durable || (gated && slowTokens <= 0)) {
+                break;
+            }
+            pendingConfirms.poll();
+            if (gated) {
+                slowTokens -= p.messages;
+            }
+            p.ranges.forEach((producer, ranges) -> p.connection.write(new ConfirmFrame(producer, ranges)));
+            p.connection.returnPublishCredit(p.messages, p.bytes);
+            touched.add(p.connection);
+        }
+        touched.forEach(ClientConnection::flush);
+    }
+
+    /** Re-evaluates the quota after a publish or an ack batch, and tells producers of a change. */
+    private void updateFlow() {
+        FlowState before = effectiveState();
+        boolean changed = gate.update(store.unackedMessages(), backlogBytes);
+        if (changed && gate.state() == FlowState.FREE) {
+            slowTokens = 0;
+        }
+        FlowState after = effectiveState();
+        if (after != before) {
+            String reason = diskBlockedReason != null ? diskBlockedReason : gate.reason();
+            LOG.info("Queue '{}' is now {}: {}.", name, after, reason);
+            notifyPublishers(after, reason);
+        }
+    }
+
+    private FlowState effectiveState() {
+        return diskBlockedReason != null ? FlowState.BLOCKED : gate.state();
+    }
+
+    private void notifyPublishers(FlowState state, String reason) {
+        publishers.removeIf(c -> !c.isActive());
+        for (ClientConnection c : publishers) {
+            c.write(new FlowFrame(name, state, reason));
+            c.flush();
+        }
+    }
+
+    /** Broker-wide disk guard: blocks (reason) or unblocks (null) every producer of this queue. */
+    public void diskBlocked(String reason) {
+        executor.execute(() -> {
+            FlowState before = effectiveState();
+            diskBlockedReason = reason;
+            FlowState after = effectiveState();
+            if (before != after) {
+                LOG.info("Queue '{}' is now {}: {}.", name, after, reason == null ? "disk space is back" : reason);
+                notifyPublishers(after, reason == null ? "free disk space is above the reserve again" : reason);
+            }
+        });
+    }
+
+    /** The flow state producers were last told. */
+    public FlowState flowState() {
+        return effectiveState();
     }
 
     private static void addToRanges(List<IdRange> ranges, long sequence) {
@@ -180,16 +345,6 @@ public final class BrokerQueue {
             }
         }
         ranges.add(IdRange.single(sequence));
-    }
-
-    private void confirmUpTo(long durable) {
-        Set<ClientConnection> touched = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
-        while (!pendingConfirms.isEmpty() && pendingConfirms.peek().lastId <= durable) {
-            PendingConfirm p = pendingConfirms.poll();
-            p.ranges.forEach((producer, ranges) -> p.connection.write(new ConfirmFrame(producer, ranges)));
-            touched.add(p.connection);
-        }
-        touched.forEach(ClientConnection::flush);
     }
 
     /** Publishes still waiting for their sync; for graceful shutdown. */
@@ -219,7 +374,7 @@ public final class BrokerQueue {
     void ack(ConsumerSession session, AckFrame frame) {
         long acked = 0;
         for (IdRange range : frame.messageIds()) {
-            NavigableMap<Long, Long> hit = session.inFlight.subMap(range.from(), true, range.to(), true);
+            NavigableMap<Long, ConsumerSession.Delivery> hit = session.inFlight.subMap(range.from(), true, range.to(), true);
             if (hit.isEmpty()) {
                 if (range.from() == range.to() && lateAck(range.from())) {
                     acked++;
@@ -230,24 +385,40 @@ public final class BrokerQueue {
                 session.connection.flush();
                 continue;
             }
-            for (Iterator<Long> it = hit.keySet().iterator(); it.hasNext(); ) {
-                long id = it.next();
-                store.ack(id);
-                tracked.remove(id);
+            for (Iterator<Map.Entry<Long, ConsumerSession.Delivery>> it = hit.entrySet().iterator(); it.hasNext(); ) {
+                Map.Entry<Long, ConsumerSession.Delivery> e = it.next();
+                store.ack(e.getKey());
+                backlogBytes -= e.getValue().bytes();
+                tracked.remove(e.getKey());
                 it.remove();
                 acked++;
             }
         }
         if (acked > 0) {
+            acknowledged(acked);
             scheduleDispatch();
         }
+    }
+
+    /** After acks: feeds the slowed producers (C2) and re-evaluates the quota at once. */
+    private void acknowledged(long count) {
+        if (gate.state() != FlowState.FREE) {
+            slowTokens = Math.min(slowTokens + count, publishAllowance);
+        }
+        updateFlow();
+        releaseConfirms();
     }
 
     /** An ack of a message taken back after its ack timeout and not yet redelivered still counts. */
     private boolean lateAck(long id) {
         if (ready.remove(id)) {
+            StoredMessage m = store.read(id);
+            if (m != null) {
+                backlogBytes -= m.headersLength() + m.payloadLength();
+            }
             store.ack(id);
             tracked.remove(id);
+            acknowledged(1);
             return true;
         }
         return false;
@@ -255,7 +426,7 @@ public final class BrokerQueue {
 
     void nack(ConsumerSession session, NackFrame frame) {
         for (IdRange range : frame.messageIds()) {
-            NavigableMap<Long, Long> hit = session.inFlight.subMap(range.from(), true, range.to(), true);
+            NavigableMap<Long, ConsumerSession.Delivery> hit = session.inFlight.subMap(range.from(), true, range.to(), true);
             if (hit.isEmpty()) {
                 session.connection.write(new ErrorFrame(0, ErrorCode.UNKNOWN_MESSAGE_ID, "nack of message ids " + range.from()
                         + ".." + range.to() + " on consumer " + session.tag + " of queue '" + name + "': none is outstanding on it"));
@@ -270,6 +441,8 @@ public final class BrokerQueue {
                         StoredMessage m = store.read(id);
                         if (m != null) {
                             deadLetter(m, m.deliveryCount(), "rejected by the consumer");
+                            backlogBytes -= m.headersLength() + m.payloadLength();
+                            acknowledged(1);
                         }
                         tracked.remove(id);
                     }
@@ -319,9 +492,9 @@ public final class BrokerQueue {
         }
         long deadline = System.nanoTime() - TimeUnit.MILLISECONDS.toNanos(options.ackTimeoutMs());
         for (ConsumerSession c : consumers) {
-            for (Iterator<Map.Entry<Long, Long>> it = c.inFlight.entrySet().iterator(); it.hasNext(); ) {
-                Map.Entry<Long, Long> e = it.next();
-                if (e.getValue() - deadline < 0) {
+            for (Iterator<Map.Entry<Long, ConsumerSession.Delivery>> it = c.inFlight.entrySet().iterator(); it.hasNext(); ) {
+                Map.Entry<Long, ConsumerSession.Delivery> e = it.next();
+                if (e.getValue().deliveredAtNanos() - deadline < 0) {
                     it.remove();
                     c.credit++;
                     ready.addLast(e.getKey());
@@ -337,6 +510,11 @@ public final class BrokerQueue {
     }
 
     // ------------------------------------------------------------------ delivery
+
+    /** Delivers again if there is anything to deliver (after a connection became writable). */
+    void wake() {
+        scheduleDispatch();
+    }
 
     private void scheduleDispatch() {
         if (!dispatchScheduled && !closed) {
@@ -366,11 +544,13 @@ public final class BrokerQueue {
                 deadLetter(message, message.deliveryCount(), "delivered " + message.deliveryCount()
                         + " times without an acknowledgement (max-deliveries " + options.maxDeliveries() + ")");
                 tracked.remove(message.id());
+                backlogBytes -= message.headersLength() + message.payloadLength();
+                acknowledged(1);
                 continue;
             }
             store.recordDelivery(message.id(), count);
             consumer.credit--;
-            consumer.inFlight.put(message.id(), now);
+            consumer.inFlight.put(message.id(), new ConsumerSession.Delivery(now, message.headersLength() + message.payloadLength()));
             tracked.add(message.id());
             DeliverFrameBuilder batch = batches.computeIfAbsent(consumer,
                     c -> new DeliverFrameBuilder(ByteBufAllocator.DEFAULT, c.tag));
@@ -397,7 +577,7 @@ public final class BrokerQueue {
         int n = consumers.size();
         for (int i = 0; i < n; i++) {
             ConsumerSession c = consumers.get((nextConsumer + i) % n);
-            if (c.credit > 0 && c.connection.isActive()) {
+            if (c.credit > 0 && c.connection.isActive() && c.connection.isWritable()) {
                 nextConsumer = (nextConsumer + i + 1) % n;
                 return c;
             }
@@ -485,12 +665,27 @@ public final class BrokerQueue {
                 }
             }
             ready.clear();
+            backlogBytes = store.stats().unackedBytes();
+            acknowledged(removed);
             LOG.info("Queue '{}' purged: {} messages removed.", name, removed);
             return removed;
         });
     }
 
     // ------------------------------------------------------------------ figures and lifecycle
+
+    /** Unacknowledged bytes (headers plus payload) as the broker counts them for byte quotas. */
+    public long backlogBytes() {
+        return backlogBytes;
+    }
+
+    public long dropped() {
+        return dropped;
+    }
+
+    public long publishRefused() {
+        return publishRefused;
+    }
 
     public long deadLettered() {
         return deadLettered;
@@ -517,12 +712,14 @@ public final class BrokerQueue {
         }
         for (PendingConfirm p : pendingConfirms) {
             p.ranges.forEach((producer, ranges) -> ranges.forEach(r -> p.connection.write(
-                    new PublishErrorFrame(producer, r, ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was durable"))));
+                    new PublishErrorFrame(producer, r, ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was confirmed"))));
+            p.connection.returnPublishCredit(p.messages, p.bytes);
             p.connection.flush();
         }
         pendingConfirms.clear();
     }
 
-    private record PendingConfirm(long lastId, ClientConnection connection, Map<Long, List<IdRange>> ranges) {
+    private record PendingConfirm(long lastId, ClientConnection connection, Map<Long, List<IdRange>> ranges,
+                                  int messages, long bytes) {
     }
 }

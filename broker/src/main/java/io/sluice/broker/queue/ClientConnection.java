@@ -13,4 +13,14 @@ public interface ClientConnection {
     String describe();
 
     boolean isActive();
+
+    /** False while the connection's outbound buffer is above its high water mark: deliver nothing more to it. */
+    boolean isWritable();
+
+    /**
+     * Gives the producer back publish window for messages the broker is done with (confirmed or
+     * refused): sends PUBLISH_CREDIT and, if reading was paused because the client overran its
+     * window, resumes it once the client is back within it. Thread-safe.
+     */
+    void returnPublishCredit(int messages, long bytes);
 }

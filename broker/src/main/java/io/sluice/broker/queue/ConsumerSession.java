@@ -11,9 +11,18 @@ final class ConsumerSession {
     final int tag;
     /** Deliveries the broker may still send before the consumer grants more. */
     long credit;
-    /** Delivered, unacknowledged: message id → delivery time (nanoTime), in id order so ack ranges are cheap. */
-    final TreeMap<Long, Long> inFlight = new TreeMap<>();
+    /** Delivered, unacknowledged: message id → delivery, in id order so ack ranges are cheap. */
+    final TreeMap<Long, Delivery> inFlight = new TreeMap<>();
     boolean closed;
+
+    /**
+     * One outstanding delivery.
+     *
+     * @param deliveredAtNanos when it was sent (for the ack timeout)
+     * @param bytes            headers plus payload, so acks can keep the byte backlog exact
+     */
+    record Delivery(long deliveredAtNanos, int bytes) {
+    }
 
     ConsumerSession(ClientConnection connection, int tag, long credit) {
         this.connection = connection;

@@ -33,8 +33,10 @@ public final class QueueManager {
     private final ObjectMapper json = new ObjectMapper();
     private final Map<String, BrokerQueue> queues = new ConcurrentHashMap<>();
     private final Map<String, QueueSettings> declared = new ConcurrentHashMap<>();
+    private final int publishAllowance;
 
-    public QueueManager(MessageStore store, EventLoopGroup executors, BrokerConfig.Queues defaults) {
+    public QueueManager(MessageStore store, EventLoopGroup executors, BrokerConfig.Queues defaults, int publishAllowance) {
+        this.publishAllowance = publishAllowance;
         this.store = store;
         this.executors = executors;
         this.defaults = defaults;
@@ -59,7 +61,7 @@ public final class QueueManager {
             LOG.warn("Queue '{}': stored settings are no longer valid ({}); using the defaults.", name, e.getMessage());
             options = QueueOptions.defaults(name, defaults);
         }
-        return new BrokerQueue(name, queueStore, executors.next(), this, options);
+        return new BrokerQueue(name, queueStore, executors.next(), this, options, publishAllowance);
     }
 
     /** The queue, or null. */

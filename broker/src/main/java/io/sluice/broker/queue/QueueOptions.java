@@ -1,6 +1,7 @@
 package io.sluice.broker.queue;
 
 import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.flow.QuotaSettings;
 import io.sluice.protocol.QueueSettings;
 
 import java.util.ArrayList;
@@ -19,15 +20,21 @@ import java.util.Set;
  * @param maxRedeliveryDelayMs the cap on that delay
  */
 public record QueueOptions(int maxDeliveries, String deadLetterQueue, long ackTimeoutMs, long redeliveryDelayMs,
-                           long maxRedeliveryDelayMs) {
+                           long maxRedeliveryDelayMs, QuotaSettings quota, boolean deadLetterDropped) {
+
+    /** Declare-time setting: dead-letter messages that the drop-oldest policy discards (boolean). */
+    public static final String DEAD_LETTER_DROPPED = "deadLetterDropped";
 
     static final Set<String> KNOWN_KEYS = Set.of(QueueSettings.MAX_DELIVERIES, QueueSettings.DEAD_LETTER_QUEUE,
             QueueSettings.ACK_TIMEOUT_MS, QueueSettings.QUOTA_SOFT_MESSAGES, QueueSettings.QUOTA_HARD_MESSAGES,
-            QueueSettings.QUOTA_SOFT_BYTES, QueueSettings.QUOTA_HARD_BYTES, QueueSettings.OVERFLOW_POLICY);
+            QueueSettings.QUOTA_SOFT_BYTES, QueueSettings.QUOTA_HARD_BYTES, QueueSettings.OVERFLOW_POLICY, DEAD_LETTER_DROPPED);
 
     public static QueueOptions defaults(String queue, BrokerConfig.Queues defaults) {
         return new QueueOptions(defaults.maxDeliveries, queue + defaults.deadLetterSuffix, defaults.ackTimeoutMs,
-                defaults.redeliveryDelayMs, defaults.maxRedeliveryDelayMs);
+                defaults.redeliveryDelayMs, defaults.maxRedeliveryDelayMs,
+                new QuotaSettings(defaults.quotaSoftMessages, defaults.quotaHardMessages, defaults.quotaSoftBytes,
+                        defaults.quotaHardBytes, QuotaSettings.OverflowPolicy.parse(defaults.overflowPolicy)),
+                defaults.deadLetterDropped);
     }
 
     /**
@@ -55,10 +62,33 @@ public record QueueOptions(int maxDeliveries, String deadLetterQueue, long ackTi
         if (dlq.equals(queue)) {
             problems.add(QueueSettings.DEAD_LETTER_QUEUE + " '" + dlq + "' is the queue itself");
         }
+        QuotaSettings quota = d.quota;
+        try {
+            QuotaSettings.OverflowPolicy overflow = QuotaSettings.OverflowPolicy.parse(
+                    settings.stringValue(QueueSettings.OVERFLOW_POLICY).orElse(overflowName(d.quota.overflow())));
+            quota = new QuotaSettings(
+                    settings.longValue(QueueSettings.QUOTA_SOFT_MESSAGES).orElse(d.quota.softMessages()),
+                    settings.longValue(QueueSettings.QUOTA_HARD_MESSAGES).orElse(d.quota.hardMessages()),
+                    settings.longValue(QueueSettings.QUOTA_SOFT_BYTES).orElse(d.quota.softBytes()),
+                    settings.longValue(QueueSettings.QUOTA_HARD_BYTES).orElse(d.quota.hardBytes()),
+                    overflow);
+        } catch (IllegalArgumentException e) {
+            problems.add(e.getMessage());
+        }
+        boolean deadLetterDropped = settings.booleanValue(DEAD_LETTER_DROPPED).orElse(d.deadLetterDropped);
         if (!problems.isEmpty()) {
             throw new IllegalArgumentException(String.join("; ", problems));
         }
-        return new QueueOptions((int) maxDeliveries, dlq, ackTimeout, d.redeliveryDelayMs, d.maxRedeliveryDelayMs);
+        return new QueueOptions((int) maxDeliveries, dlq, ackTimeout, d.redeliveryDelayMs, d.maxRedeliveryDelayMs,
+                quota, deadLetterDropped);
+    }
+
+    private static String overflowName(QuotaSettings.OverflowPolicy policy) {
+        return switch (policy) {
+            case BLOCK -> "block";
+            case REJECT -> "reject";
+            case DROP_OLDEST -> "drop-oldest";
+        };
     }
 
     /** Delay before redelivering a NACK-requeued message that has been delivered {@code deliveryCount} times. */

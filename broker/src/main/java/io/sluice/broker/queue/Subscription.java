@@ -34,6 +34,11 @@ public final class Subscription {
         queue.executor().execute(() -> queue.nack(session, frame));
     }
 
+    /** The connection can take more writes again: let the queue deliver. */
+    public void writable() {
+        queue.executor().execute(queue::wake);
+    }
+
     /** Ends the subscription; outstanding messages go back to the queue. */
     public void close() {
         queue.executor().execute(() -> queue.unsubscribe(session));
