@@ -2,6 +2,7 @@ package io.sluice.client;
 
 import io.netty.channel.Channel;
 import io.sluice.client.internal.SerialExecutor;
+import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.protocol.FlowFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.MessageHeader;
@@ -59,6 +60,9 @@ public final class Producer implements AutoCloseable {
     private final ArrayDeque<Pending> unsent = new ArrayDeque<>();
     private long unsentBytes;
     private boolean flushScheduled;
+    /** On loop: the queue's flow state as the broker last told it; BLOCKED holds every unsent message back. */
+    private io.sluice.protocol.FlowState flowState = io.sluice.protocol.FlowState.FREE;
+    private ScheduledFuture<?> blockedTimer;
 
     Producer(Connection connection, String queue, ProducerOptions options) {
         this.connection = connection;
@@ -193,7 +197,7 @@ public final class Producer implements AutoCloseable {
     /** On loop: writes as many unsent messages as the window allows, in batches. */
     void flushOnLoop() {
         Channel channel = connection.activeChannel();
-        if (channel == null) {
+        if (channel == null || flowState == io.sluice.protocol.FlowState.BLOCKED) {
             return;
         }
         int frameLimit = connection.maxFrameBytes() - frameOverheadBytes;
@@ -284,10 +288,43 @@ public final class Producer implements AutoCloseable {
 
     /** On loop. */
     void onFlowOnLoop(FlowFrame flow) {
+        flowState = flow.state();
+        if (flowState == io.sluice.protocol.FlowState.BLOCKED) {
+            if (blockedTimer == null) {
+                long periodNanos = Math.max(1_000_000L, Math.min(options.blockedTimeout().toNanos() / 4, 100_000_000L));
+                blockedTimer = connection.scheduleOnLoop(this::failLongBlockedOnLoop, periodNanos);
+            }
+        } else {
+            if (blockedTimer != null) {
+                blockedTimer.cancel(false);
+                blockedTimer = null;
+            }
+            flushOnLoop();
+        }
         FlowListener listener = options.flowListener();
         if (listener != null) {
             flowCallbacks.execute(() -> listener.onFlow(flow.queue(), flow.state(), flow.reason()));
         }
+    }
+
+    /** On loop, while blocked: fails the unsent messages that have waited longer than the blocked timeout. */
+    private void failLongBlockedOnLoop() {
+        blockedTimer = null;
+        if (flowState != io.sluice.protocol.FlowState.BLOCKED) {
+            return;
+        }
+        long deadline = System.nanoTime() - options.blockedTimeout().toNanos();
+        while (!unsent.isEmpty() && unsent.peek().enqueuedNanos - deadline < 0) {
+            Pending expired = unsent.poll();
+            unsentBytes -= expired.payload.length;
+            unsettled.remove(expired.sequence);
+            connection.completeOnDispatch(expired.future, null, new SluiceTimeoutException("queue " + queue
+                    + " has been blocked by the broker for longer than " + options.blockedTimeout().toMillis()
+                    + " ms; the message was not sent"));
+        }
+        removeIfDone();
+        long periodNanos = Math.max(1_000_000L, Math.min(options.blockedTimeout().toNanos() / 4, 100_000_000L));
+        blockedTimer = connection.scheduleOnLoop(this::failLongBlockedOnLoop, periodNanos);
     }
 
     /** On loop: queues every unsettled message again, in sequence order, and sends them. */
@@ -328,6 +365,7 @@ public final class Producer implements AutoCloseable {
         private final List<MessageHeader> headers;
         private final byte[] payload;
         private final CompletableFuture<Void> future;
+        private final long enqueuedNanos = System.nanoTime();
         private long sequence;
 
         Pending(List<MessageHeader> headers, byte[] payload, CompletableFuture<Void> future) {

@@ -9,11 +9,23 @@ package io.sluice.client;
  * @param maxBatchBytes    ... or this many payload bytes (default 256 KiB); otherwise the batch is written at
  *                         the end of the network thread's current turn, so no linger is added
  * @param flowListener     told about FLOW changes of the producer's queue; may be {@code null}
+ * @param blockedTimeout   while the broker says the queue is BLOCKED, messages wait in the producer, unsent;
+ *                         a message that has waited this long fails with {@link SluiceTimeoutException}
+ *                         (default 60 s)
  */
-public record ProducerOptions(int maxInFlight, int maxBatchMessages, int maxBatchBytes, FlowListener flowListener) {
+public record ProducerOptions(int maxInFlight, int maxBatchMessages, int maxBatchBytes, FlowListener flowListener,
+                              java.time.Duration blockedTimeout) {
+    public static final java.time.Duration DEFAULT_BLOCKED_TIMEOUT = java.time.Duration.ofSeconds(60);
     public static final ProducerOptions DEFAULT = new ProducerOptions(1000, 256, 256 * 1024, null);
 
+    public ProducerOptions(int maxInFlight, int maxBatchMessages, int maxBatchBytes, FlowListener flowListener) {
+        this(maxInFlight, maxBatchMessages, maxBatchBytes, flowListener, DEFAULT_BLOCKED_TIMEOUT);
+    }
+
     public ProducerOptions {
+        if (blockedTimeout == null || blockedTimeout.isNegative() || blockedTimeout.isZero()) {
+            throw new IllegalArgumentException("blockedTimeout " + blockedTimeout + " must be positive");
+        }
         if (maxInFlight < 1) {
             throw new IllegalArgumentException("maxInFlight " + maxInFlight + " is below 1");
         }
@@ -26,10 +38,14 @@ public record ProducerOptions(int maxInFlight, int maxBatchMessages, int maxBatc
     }
 
     public ProducerOptions withFlowListener(FlowListener listener) {
-        return new ProducerOptions(maxInFlight, maxBatchMessages, maxBatchBytes, listener);
+        return new ProducerOptions(maxInFlight, maxBatchMessages, maxBatchBytes, listener, blockedTimeout);
     }
 
     public ProducerOptions withMaxInFlight(int max) {
-        return new ProducerOptions(max, maxBatchMessages, maxBatchBytes, flowListener);
+        return new ProducerOptions(max, maxBatchMessages, maxBatchBytes, flowListener, blockedTimeout);
+    }
+
+    public ProducerOptions withBlockedTimeout(java.time.Duration timeout) {
+        return new ProducerOptions(maxInFlight, maxBatchMessages, maxBatchBytes, flowListener, timeout);
     }
 }

@@ -12,7 +12,9 @@ import io.sluice.protocol.FlowState;
  * <p>Rules:
  * <ul>
  *   <li>Q1 FREE → SLOWED when either backlog figure reaches its soft level;</li>
- *   <li>Q2 any → BLOCKED when either reaches its hard level;</li>
+ *   <li>Q2 any → BLOCKED when either reaches its hard level, under the policy {@code block} (the
+ *       policies {@code reject} and {@code drop-oldest} act per message at the hard level instead,
+ *       and never tell producers to wait);</li>
  *   <li>Q3 BLOCKED → SLOWED once both are below {@value QuotaSettings#RESUME_RATIO} of their hard level;</li>
  *   <li>Q4 SLOWED → FREE once both are below {@value QuotaSettings#FREE_RATIO} of their soft level.</li>
  * </ul>
@@ -44,7 +46,7 @@ public final class FlowGate {
         FlowState next = state;
         String why = reason;
         String hard = reached(backlogMessages, quota.hardMessages(), "messages", backlogBytes, quota.hardBytes(), "hard");
-        if (hard != null) { // Q2
+        if (hard != null && quota.overflow() == QuotaSettings.OverflowPolicy.BLOCK) { // Q2
             next = FlowState.BLOCKED;
             why = hard;
         } else if (state == FlowState.BLOCKED) {

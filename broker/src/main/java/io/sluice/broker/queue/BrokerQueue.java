@@ -267,13 +267,14 @@ public final class BrokerQueue {
 
     /**
      * Releases confirms in arrival order (C1..C2): C1 a confirm waits until its messages are
-     * durable; C2 while the queue is slowed or blocked, confirms are released only as consumers
-     * acknowledge, one message for one, so producers, whose in-flight windows fill up, run at the
-     * consumers' pace. Each released confirm also gives the producer its publish window back.
+     * durable; C2 while the queue is slowed, confirms are released only as consumers acknowledge,
+     * one message for one, so producers, whose in-flight windows fill up, run at the consumers'
+     * pace. (Blocked producers are told to stop; what they had in flight is confirmed as stored.)
+     * Each released confirm also gives the producer its publish window back.
      */
     private void releaseConfirms() {
         long durable = store.durableIndex();
-        boolean gated = gate.state() != FlowState.FREE;
+        boolean gated = gate.state() == FlowState.SLOWED;
         Set<ClientConnection> touched = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
         while (!pendingConfirms.isEmpty()) {
             PendingConfirm p = pendingConfirms.peek();
@@ -402,7 +403,7 @@ public final class BrokerQueue {
 
     /** After acks: feeds the slowed producers (C2) and re-evaluates the quota at once. */
     private void acknowledged(long count) {
-        if (gate.state() != FlowState.FREE) {
+        if (gate.state() == FlowState.SLOWED) {
             slowTokens = Math.min(slowTokens + count, publishAllowance);
         }
         updateFlow();
