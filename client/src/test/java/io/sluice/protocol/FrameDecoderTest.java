@@ -90,7 +90,7 @@ class FrameDecoderTest {
             int step = bytes.length <= EVERY_BYTE_UP_TO ? 1 : bytes.length / EVERY_BYTE_UP_TO + 1;
             for (int cut = 0; cut <= bytes.length; cut = cut == bytes.length ? cut + 1 : Math.min(cut + step, bytes.length)) {
                 EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(Wire.MAX_FRAME_BYTES));
-                channel.writeInbound(register(Unpooled.copiedBuffer(bytes, 0, cut)));
+                channel.writeInbound(register(Unpooled.buffer(cut).writeBytes(bytes, 0, cut)));
                 if (cut < bytes.length) {
                     assertNull(channel.readInbound(), "decoded a frame from " + cut + " of " + bytes.length + " bytes");
                     channel.writeInbound(register(Unpooled.copiedBuffer(bytes, cut, bytes.length - cut)));
