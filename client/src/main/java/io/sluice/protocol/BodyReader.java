@@ -1,8 +1,9 @@
 package io.sluice.protocol;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufUtil;
-
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -80,14 +81,26 @@ final class BodyReader {
 
     String readString(String field) {
         int length = readStringLength(field);
-        String value = body.toString(body.readerIndex(), length, StandardCharsets.UTF_8);
-        body.skipBytes(length);
-        return value;
+        if (length == 0) {
+            return "";
+        }
+        ByteBuffer bytes = body.nioBuffer(body.readerIndex(), length);
+        try {
+            String value = StandardCharsets.UTF_8.newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(bytes)
+                    .toString();
+            body.skipBytes(length);
+            return value;
+        } catch (CharacterCodingException e) {
+            throw malformed(field + " is not valid UTF-8");
+        }
     }
 
-    /** Checks a string like {@link #readString} but creates no {@code String}. */
+    /** Checks a string like {@link #readString}, for header keys the decoder need not turn into objects yet. */
     void skipString(String field) {
-        body.skipBytes(readStringLength(field));
+        readString(field);
     }
 
     /** Reads an {@code int32} byte-array length, checks it fits, and returns it; the bytes stay unread. */
@@ -149,9 +162,6 @@ final class BodyReader {
         if (length > body.readableBytes()) {
             throw malformed(field + " length " + length + " exceeds the " + body.readableBytes()
                     + " bytes left in the frame");
-        }
-        if (!ByteBufUtil.isText(body, body.readerIndex(), length, StandardCharsets.UTF_8)) {
-            throw malformed(field + " is not valid UTF-8");
         }
         return length;
     }
