@@ -56,6 +56,8 @@ import java.util.function.LongSupplier;
 public final class QueueStore {
     private static final Logger LOG = LoggerFactory.getLogger(QueueStore.class);
     private static final long CHRONICLE_BLOCK_BYTES = 16L << 20;
+    /** Bit of a Chronicle header word: the document or metadata after it is still being written. */
+    private static final int CHRONICLE_NOT_COMPLETE = 0x8000_0000;
 
     private final String name;
     private final Path directory;
@@ -114,6 +116,7 @@ public final class QueueStore {
         try {
             Files.createDirectories(segmentDirectory);
             finishInterruptedDeletes();
+            discardUninitialisedLastSegment();
         } catch (IOException e) {
             throw new UncheckedIOException("cannot prepare the segment directory " + segmentDirectory, e);
         }
@@ -252,6 +255,32 @@ public final class QueueStore {
                     Files.deleteIfExists(p);
                 }
             }
+        }
+    }
+
+    /**
+     * A process killed while Chronicle was creating a segment (at a roll) leaves a file whose first
+     * header, the segment's own metadata, is still marked not-complete (or not written at all).
+     * Chronicle waits its full timeout for that header every time it opens the file, which made
+     * recovery take a minute or more; the file cannot hold a record (records follow that header), so
+     * it is deleted. Only the newest file can be in that state: one process writes, and it rolls
+     * only after the file before is complete.
+     */
+    private void discardUninitialisedLastSegment() throws IOException {
+        int last = lastSegmentOnDisk();
+        if (last < 0) {
+            return;
+        }
+        Path file = SegmentFiles.file(segmentDirectory, last);
+        ByteBuffer header = ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            channel.read(header, 0);
+        }
+        int word = header.hasRemaining() ? 0 : header.getInt(0);
+        if (word == 0 || (word & CHRONICLE_NOT_COMPLETE) != 0) {
+            LOG.warn("Queue '{}': segment {} was being created when the process stopped (its header is incomplete, so it holds "
+                    + "no message); deleting it.", name, file.getFileName());
+            Files.delete(file);
         }
     }
 

@@ -24,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * appended since the last {@link #force()} ({@link MappedByteBuffer#force()}, an msync), which the
  * storage flusher calls on its schedule.
  *
- * <p><b>File layout</b> (big-endian), fixed size {@code capacityBytes}, zero-filled when created:
+ * <p><b>File layout</b> (big-endian), fixed size {@code capacityBytes}, zero-filled when created (written,
+ * not sparse, so that no store into the mapping ever needs a new disk block):
  *
  * <pre>
  *  0        4        8                16                       32
@@ -126,9 +127,19 @@ public final class AckJournal implements Closeable {
             while (header.hasRemaining()) {
                 channel.write(header, header.position());
             }
-            // Writing the last byte sizes the file; the hole in between reads as zeros (the end marker).
-            channel.write(ByteBuffer.allocate(1), capacityBytes - 1L);
+            // Every byte is written, not just the last: a sparse file would leave holes that a store
+            // into the mapping fills later, and on a full disk that store is a SIGBUS, not an
+            // IOException. Written zeros take their blocks now, where a full disk is an IOException.
+            ByteBuffer zeros = ByteBuffer.allocate(Math.min(capacityBytes - HEADER_BYTES, 1 << 16));
+            for (long offset = HEADER_BYTES; offset < capacityBytes; ) {
+                zeros.clear().limit((int) Math.min(zeros.capacity(), capacityBytes - offset));
+                offset += channel.write(zeros, offset);
+            }
             channel.force(true);
+        } catch (IOException e) {
+            // Most likely a full disk: give back the blocks of the half-written file.
+            Files.deleteIfExists(temporary);
+            throw e;
         }
         Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         AckFiles.fsyncDirectory(file.getParent());

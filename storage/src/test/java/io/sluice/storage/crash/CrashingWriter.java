@@ -1,0 +1,148 @@
+package io.sluice.storage.crash;
+
+import io.sluice.storage.DurabilityMode;
+import io.sluice.storage.MessageStore;
+import io.sluice.storage.QueueStore;
+import io.sluice.storage.StoreConfig;
+
+import java.io.BufferedWriter;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.OutputStreamWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.Semaphore;
+
+/**
+ * Child process of the crash tests: appends forever until killed, and reports on stdout what the
+ * store has promised, so that the parent can check the promise after a kill -9.
+ *
+ * <p>Arguments: {@code <data dir> <mixed|reclaim> <first sequence>}. Protocol on stdout (one line each,
+ * flushed before the step it announces happens):
+ * <pre>
+ * confirmed S      every message of sequence up to S (from this run) is durable
+ * kept S ID        (reclaim mode) message S, id ID, is durable and will never be acked by this run
+ * acking S         an ack of S is about to be called (it may or may not have happened at the kill)
+ * acked S          the ack of S returned
+ * </pre>
+ * Mixed mode acks every sequence divisible by 3; reclaim mode acks all but every 50th, with 1 MiB
+ * segments, so reclaim and straggler relocation run all the time.
+ */
+public final class CrashingWriter {
+    static final String QUEUE = "q";
+    static final int MAX_IN_FLIGHT = 20_000;
+
+    private CrashingWriter() {
+    }
+
+    static StoreConfig config(String mode) {
+        StoreConfig.Builder builder = StoreConfig.builder()
+                .durability(DurabilityMode.ALWAYS)
+                .maxMessageBytes(64 << 10)
+                .reservedDiskBytes(0);
+        if (mode.equals("reclaim")) {
+            builder.segmentBytes(StoreConfig.MIN_SEGMENT_BYTES);
+        } else {
+            builder.segmentBytes(4L << 20);
+        }
+        return builder.build();
+    }
+
+    static boolean acks(String mode, long seq) {
+        return mode.equals("reclaim") ? seq % 50 != 0 : seq % 3 == 0;
+    }
+
+    /** The payload of message {@code seq}: the sequence, then bytes drawn from a generator seeded by it. */
+    static byte[] payload(String mode, long seq) {
+        SplittableRandom random = new SplittableRandom(seq);
+        int length = mode.equals("reclaim") ? 600 + random.nextInt(800) : 16 + random.nextInt(400);
+        byte[] b = new byte[length];
+        random.nextBytes(b);
+        for (int k = 0; k < 8; k++) {
+            b[k] = (byte) (seq >>> (8 * k));
+        }
+        return b;
+    }
+
+    static long seqOf(byte[] payload) {
+        long seq = 0;
+        for (int k = 0; k < 8; k++) {
+            seq |= (payload[k] & 0xFFL) << (8 * k);
+        }
+        return seq;
+    }
+
+    public static void main(String[] args) throws Exception {
+        Path dir = Path.of(args[0]);
+        String mode = args[1];
+        long firstSeq = Long.parseLong(args[2]);
+        // The protocol owns stdout; the store's log lines go to stderr (logback's console appender
+        // looks System.out up on every write).
+        System.setOut(System.err);
+        BufferedWriter out = new BufferedWriter(new OutputStreamWriter(new FileOutputStream(FileDescriptor.out), StandardCharsets.US_ASCII), 1 << 16);
+        MessageStore store = MessageStore.open(dir, config(mode));
+        QueueStore queue = store.createQueue(QUEUE);
+        LinkedBlockingQueue<long[]> appended = new LinkedBlockingQueue<>();
+        Semaphore inFlight = new Semaphore(MAX_IN_FLIGHT);
+
+        Thread confirmer = new Thread(() -> {
+            try {
+                confirmLoop(mode, queue, appended, inFlight, out);
+            } catch (Throwable t) {
+                t.printStackTrace();
+                Runtime.getRuntime().halt(3);
+            }
+        }, "confirmer");
+        confirmer.setDaemon(true);
+        confirmer.start();
+
+        for (long seq = firstSeq; ; seq++) {
+            inFlight.acquire();
+            long id = queue.append(null, payload(mode, seq));
+            appended.add(new long[] {seq, id});
+        }
+    }
+
+    private static void confirmLoop(String mode, QueueStore queue, LinkedBlockingQueue<long[]> appended, Semaphore inFlight,
+                                    BufferedWriter out) throws Exception {
+        List<long[]> batch = new ArrayList<>();
+        while (true) {
+            batch.clear();
+            batch.add(appended.take());
+            appended.drainTo(batch);
+            long[] last = batch.get(batch.size() - 1);
+            queue.whenDurable(last[1]).get();
+            List<long[]> toAck = new ArrayList<>();
+            for (long[] m : batch) {
+                if (acks(mode, m[0])) {
+                    toAck.add(m);
+                } else if (mode.equals("reclaim")) {
+                    line(out, "kept " + m[0] + " " + m[1]);
+                }
+            }
+            line(out, "confirmed " + last[0]);
+            for (long[] m : toAck) {
+                line(out, "acking " + m[0]);
+            }
+            out.flush();
+            for (long[] m : toAck) {
+                queue.ack(m[1]);
+            }
+            for (long[] m : toAck) {
+                line(out, "acked " + m[0]);
+            }
+            out.flush();
+            inFlight.release(batch.size());
+        }
+    }
+
+    private static void line(BufferedWriter out, String text) throws IOException {
+        out.write(text);
+        out.write('\n');
+    }
+}
