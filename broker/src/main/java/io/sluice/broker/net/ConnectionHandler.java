@@ -33,6 +33,7 @@ import io.sluice.protocol.ProtocolException;
 import io.sluice.protocol.ProtocolVersion;
 import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PublishFrame;
+import io.sluice.protocol.PublishCreditFrame;
 import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.SubscribeFrame;
@@ -136,7 +137,14 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                 rejectPublish(publish, ErrorCode.UNKNOWN_QUEUE, "queue '" + publish.queue() + "' does not exist; declare it first");
                 return false;
             }
+            PublishCreditFrame credit = creditFor(publish);
             queue.publish(this, publish);
+            // Rule "window returns": the queue's executor runs tasks in order, so this credit goes out
+            // after the frame has been stored and released (and after any confirm sent right away).
+            queue.executor().execute(() -> {
+                write(credit);
+                flush();
+            });
             return true;
         } else if (frame instanceof AckFrame ack) {
             Subscription sub = subscription(ack.consumerTag());
@@ -195,11 +203,27 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     }
 
     private void rejectPublish(PublishFrame publish, ErrorCode code, String message) {
+        PublishCreditFrame credit = creditFor(publish);
         PublishCursor cursor = publish.cursor();
         while (cursor.next()) {
             ctx.write(new PublishErrorFrame(cursor.producerId(), IdRange.single(cursor.sequence()), code, message));
         }
+        ctx.write(credit);
         ctx.flush();
+    }
+
+    /**
+     * The publish window a PUBLISH frame took from the client (one message and its payload bytes each),
+     * given back with a PUBLISH_CREDIT once the broker has handled the frame, so that a connection can
+     * publish more than its initial window.
+     */
+    private static PublishCreditFrame creditFor(PublishFrame publish) {
+        PublishCursor cursor = publish.cursor();
+        long bytes = 0;
+        while (cursor.next()) {
+            bytes += cursor.payloadLength();
+        }
+        return new PublishCreditFrame(publish.messageCount(), bytes);
     }
 
     private void subscribe(SubscribeFrame subscribe) {
