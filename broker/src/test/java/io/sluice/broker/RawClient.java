@@ -20,16 +20,18 @@ import io.sluice.protocol.FrameDecoder;
 import io.sluice.protocol.FrameEncoder;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.HelloOkFrame;
+import io.sluice.protocol.PublishCreditFrame;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A test peer that speaks raw frames: what it receives lands in a queue (DELIVER frames are copied
- * into {@link Delivery} records so no buffer outlives the handler).
+ * into {@link Delivery} records so no buffer outlives the handler; PUBLISH_CREDIT frames are only counted).
  */
 final class RawClient implements AutoCloseable {
     record Delivery(int consumerTag, long id, int deliveryCount, byte[] headers, byte[] payload) {
@@ -38,6 +40,8 @@ final class RawClient implements AutoCloseable {
     private final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
     private final Channel channel;
     final BlockingQueue<Object> received = new LinkedBlockingQueue<>();
+    /** PUBLISH_CREDIT frames are counted here, not queued: they may arrive between any two answers. */
+    final AtomicLong publishCredit = new AtomicLong();
 
     RawClient(int port) throws InterruptedException {
         channel = new Bootstrap().group(group).channel(NioSocketChannel.class)
@@ -58,6 +62,8 @@ final class RawClient implements AutoCloseable {
                                                     c.payload().getBytes(c.payload().readerIndex(), payload);
                                                     received.add(new Delivery(deliver.consumerTag(), c.messageId(), c.deliveryCount(), headers, payload));
                                                 }
+                                            } else if (frame instanceof PublishCreditFrame credit) {
+                                                publishCredit.addAndGet(credit.messages());
                                             } else {
                                                 received.add(frame);
                                             }
