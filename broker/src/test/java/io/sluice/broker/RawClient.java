@@ -27,10 +27,11 @@ import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A test peer that speaks raw frames: what it receives lands in a queue (DELIVER frames are copied
- * into {@link Delivery} records so no buffer outlives the handler).
+ * into {@link Delivery} records so no buffer outlives the handler; PUBLISH_CREDIT frames are only counted).
  */
 final class RawClient implements AutoCloseable {
     record Delivery(int consumerTag, long id, int deliveryCount, byte[] headers, byte[] payload) {
@@ -39,8 +40,8 @@ final class RawClient implements AutoCloseable {
     private final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
     private final Channel channel;
     final BlockingQueue<Object> received = new LinkedBlockingQueue<>();
-    /** PUBLISH_CREDIT frames, kept apart so tests of other replies need not skip them. */
-    final BlockingQueue<PublishCreditFrame> publishCredits = new LinkedBlockingQueue<>();
+    /** PUBLISH_CREDIT frames are counted here, not queued: they may arrive between any two answers. */
+    final AtomicLong publishCredit = new AtomicLong();
 
     RawClient(int port) throws InterruptedException {
         channel = new Bootstrap().group(group).channel(NioSocketChannel.class)
@@ -62,7 +63,7 @@ final class RawClient implements AutoCloseable {
                                                     received.add(new Delivery(deliver.consumerTag(), c.messageId(), c.deliveryCount(), headers, payload));
                                                 }
                                             } else if (frame instanceof PublishCreditFrame credit) {
-                                                publishCredits.add(credit);
+                                                publishCredit.addAndGet(credit.messages());
                                             } else {
                                                 received.add(frame);
                                             }

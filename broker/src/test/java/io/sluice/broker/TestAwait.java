@@ -1,5 +1,6 @@
 package io.sluice.broker;
 
+import java.time.Duration;
 import java.util.function.BooleanSupplier;
 
 /** Polls a condition under a deadline instead of sleeping a fixed time. */
@@ -8,10 +9,14 @@ final class TestAwait {
     }
 
     static void until(String what, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + 20_000_000_000L;
+        until(what, Duration.ofSeconds(20), condition);
+    }
+
+    static void until(String what, Duration timeout, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for: " + what);
+                throw new AssertionError("timed out after " + timeout.toMillis() + " ms waiting for: " + what);
             }
             Thread.sleep(5);
         }

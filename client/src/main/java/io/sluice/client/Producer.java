@@ -179,6 +179,14 @@ public final class Producer implements AutoCloseable {
     }
 
     private void add(Pending pending) {
+        if (connection.activeChannel() == null && !connection.options().reconnectPolicy().enabled()) {
+            // Lost for good: nothing would ever send, confirm or fail this message (Connection fails only
+            // the messages unsettled when the connection dropped).
+            connection.completeOnDispatch(pending.future, null, new ConnectionLostException(
+                    "connection of producer for queue " + queue + " was lost and reconnecting is off;"
+                    + " the message was not sent"));
+            return;
+        }
         pending.sequence = nextSequence++;
         unsettled.put(pending.sequence, pending);
         unsent.add(pending);

@@ -125,7 +125,9 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         handshakeTimeout.cancel(false);
         clientName = hello.clientName();
         user = hello.user();
-        int maxFrame = Math.min(config.broker.maxFrameBytes, Math.max(hello.maxFrameBytes(), 1024));
+        // HELLO's maxFrameBytes 0 means "the broker's default" (see HelloFrame), not the 1024-byte floor.
+        int wanted = hello.maxFrameBytes() == 0 ? config.broker.maxFrameBytes : Math.max(hello.maxFrameBytes(), 1024);
+        int maxFrame = Math.min(config.broker.maxFrameBytes, wanted);
         ctx.pipeline().get(FrameDecoder.class).maxFrameBytes(config.broker.maxFrameBytes);
         ctx.pipeline().get(FrameEncoder.class).maxFrameBytes(maxFrame);
         ctx.writeAndFlush(new HelloOkFrame(ProtocolVersion.CURRENT, maxFrame, config.broker.heartbeatIntervalMs,
@@ -141,6 +143,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                 rejectPublish(publish, ErrorCode.UNKNOWN_QUEUE, "queue '" + publish.queue() + "' does not exist; declare it first");
                 return false;
             }
+            takeWindow(publish);
             queue.publish(this, publish);
             return true;
         } else if (frame instanceof AckFrame ack) {

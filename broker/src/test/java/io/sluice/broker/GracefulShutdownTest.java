@@ -1,0 +1,125 @@
+package io.sluice.broker;
+
+import io.sluice.broker.config.ConfigLoader;
+import io.sluice.client.Connection;
+import io.sluice.client.ConnectionOptions;
+import io.sluice.client.Consumer;
+import io.sluice.client.ConsumerOptions;
+import io.sluice.client.Message;
+import io.sluice.client.Producer;
+import io.sluice.client.ProducerOptions;
+import io.sluice.client.ReconnectPolicy;
+import io.sluice.client.SluiceException;
+import io.sluice.protocol.QueueSettings;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Closes the broker while publishes are in flight: every future settles, and every confirmed message survives. */
+@Timeout(120)
+class GracefulShutdownTest {
+    @TempDir
+    Path dir;
+    private Broker broker;
+    private Connection connection;
+
+    private Broker startBroker() {
+        return Broker.start(new ConfigLoader().load(null, Map.of("broker.data-dir", dir.resolve("data").toString(),
+                "broker.port", "0", "storage.reserved-disk-bytes", "0", "storage.durability", "always")));
+    }
+
+    private Connection connect() {
+        return Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
+                .reconnectPolicy(ReconnectPolicy.DISABLED).build());
+    }
+
+    @AfterEach
+    void stop() {
+        if (connection != null) {
+            connection.close();
+        }
+        if (broker != null) {
+            broker.close();
+        }
+    }
+
+    @Test
+    void shouldSettleEveryInFlightPublishAndKeepEveryConfirmedOneWhenTheBrokerClosesGracefully() throws Exception {
+        broker = startBroker();
+        connection = connect();
+        connection.declareQueue("q", QueueSettings.EMPTY);
+        Producer producer = connection.createProducer("q", ProducerOptions.DEFAULT);
+        Map<Long, CompletableFuture<Void>> futures = new ConcurrentHashMap<>();
+        AtomicLong confirmedCount = new AtomicLong();
+        AtomicBoolean brokerClosed = new AtomicBoolean();
+        AtomicLong sentAfterClose = new AtomicLong();
+        Thread publisher = new Thread(() -> {
+            for (long s = 0; sentAfterClose.get() < 500; s++) {
+                CompletableFuture<Void> f = producer.sendAsync(Payloads.of(s));
+                f.thenRun(confirmedCount::incrementAndGet);
+                futures.put(s, f);
+                if (brokerClosed.get()) {
+                    sentAfterClose.incrementAndGet();
+                }
+            }
+        }, "shutdown-test-publisher");
+        publisher.start();
+        TestAwait.until("3000 confirms", () -> confirmedCount.get() >= 3_000);
+        broker.close();
+        broker = null;
+        brokerClosed.set(true);
+
+        publisher.join(20_000);
+        assertTrue(!publisher.isAlive(), "sendAsync after the broker closed blocked the publisher for 20 s");
+        Set<Long> succeeded = new HashSet<>();
+        long failed = 0;
+        for (Map.Entry<Long, CompletableFuture<Void>> e : futures.entrySet()) {
+            try {
+                e.getValue().get(20, TimeUnit.SECONDS);
+                succeeded.add(e.getKey());
+            } catch (TimeoutException hung) {
+                throw new AssertionError("publish " + e.getKey() + " neither succeeded nor failed within 20 s of the"
+                        + " broker's shutdown (" + futures.size() + " sent)");
+            } catch (ExecutionException failure) {
+                Throwable cause = failure.getCause();
+                assertTrue(cause instanceof SluiceException && cause.getMessage() != null && !cause.getMessage().isBlank(),
+                        "publish " + e.getKey() + " failed with a clear SluiceException, not " + cause);
+                failed++;
+            }
+        }
+        System.out.printf("GracefulShutdownTest: %d publishes, %d confirmed, %d failed%n", futures.size(), succeeded.size(), failed);
+        connection.close();
+
+        broker = startBroker();
+        connection = connect();
+        long stored = connection.declareQueue("q", QueueSettings.EMPTY);
+        Consumer consumer = connection.subscribe("q", ConsumerOptions.DEFAULT);
+        Set<Long> received = new HashSet<>();
+        for (long i = 0; i < stored; i++) {
+            Message m = consumer.receive(Duration.ofSeconds(10));
+            assertTrue(m != null, "the broker reported " + stored + " messages but only " + i + " arrived");
+            received.add(Payloads.sequence(m.payload()));
+            m.ack();
+        }
+        Set<Long> lost = new HashSet<>(succeeded);
+        lost.removeAll(received);
+        assertEquals(Set.of(), lost, "confirmed messages missing after the restart");
+    }
+}
