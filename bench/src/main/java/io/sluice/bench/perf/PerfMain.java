@@ -1,0 +1,49 @@
+package io.sluice.bench.perf;
+
+import java.io.PrintStream;
+
+/**
+ * The perf CLI's entry point: {@code bin/sluice-perf [options]}, or
+ * {@code java -cp bench/target/sluice-bench.jar io.sluice.bench.perf.PerfMain [options]}; see
+ * {@link PerfOptions#USAGE}. With {@code --json} stdout carries exactly one JSON object and everything else
+ * goes to stderr.
+ */
+public final class PerfMain {
+    private PerfMain() {
+    }
+
+    public static void main(String[] args) throws InterruptedException {
+        System.exit(run(args, System.out, System.err));
+    }
+
+    static int run(String[] args, PrintStream out, PrintStream err) throws InterruptedException {
+        PerfOptions options;
+        try {
+            options = PerfOptions.parse(args);
+        } catch (PerfOptions.HelpRequested e) {
+            out.println(PerfOptions.USAGE);
+            return 0;
+        } catch (IllegalArgumentException e) {
+            err.println("sluice-perf: " + e.getMessage());
+            return 2;
+        }
+        PerfResult result;
+        try {
+            result = new PerfRun(options, err).run();
+        } catch (RuntimeException e) {
+            err.println("sluice-perf: the run failed: " + e.getMessage());
+            return 1;
+        }
+        if (options.json) {
+            err.print(result.toSummary());
+            out.println(result.toJson());
+        } else {
+            out.print(result.toSummary());
+        }
+        if (result.lost() > 0) {
+            err.println("sluice-perf: " + result.lost() + " confirmed messages were never received");
+            return 1;
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,196 @@
+package io.sluice.bench.perf;
+
+import io.sluice.client.ConnectionOptions;
+import io.sluice.client.ConsumerOptions;
+
+import java.util.Locale;
+
+/**
+ * The settings of one perf run, from the command line. A {@code --workload} sets the BENCH.md defaults
+ * first; explicit options given anywhere on the line override them. Mutable until {@link #validate()}.
+ */
+final class PerfOptions {
+    static final String USAGE = String.join("\n",
+            "usage: sluice-perf [options]",
+            "  --host H                 broker address (127.0.0.1)",
+            "  --port N                 broker port (7672)",
+            "  --workload W1|W2|W3      BENCH.md defaults; explicit options override them",
+            "  --producers N            producer connections (1)",
+            "  --consumers N            consumer connections (1)",
+            "  --queues N               queues; producer/consumer i uses queue i mod N (1)",
+            "  --size BYTES             payload size, at least 16 (256)",
+            "  --messages N             messages in total, split over the producers (W1 1000000, W2 5000000)",
+            "  --duration SECONDS       publish for this long instead of a count (W3 120)",
+            "  --rate N                 msg/s per producer, 0 = unlimited (0)",
+            "  --confirm-window N       unconfirmed messages per producer (1000)",
+            "  --credit N               consumer credit (1000)",
+            "  --ack-batch N            acks per ACK frame; every message is acked (128)",
+            "  --queue-prefix P         queue names are P-0, P-1, ... (perf-<random>)",
+            "  --keep-queues            do not delete the queues at the end",
+            "  --drain-after-publish    publish everything with no consumer, then drain (W2)",
+            "  --quota-soft N           declare with quotaSoftMessages (W3 100000)",
+            "  --quota-hard N           declare with quotaHardMessages (W3 200000)",
+            "  --consumer-rate N        msg/s per consumer for the first --consumer-rate-seconds (W3 5000)",
+            "  --consumer-rate-seconds S  how long --consumer-rate applies; 0 = the whole run (W3 60)",
+            "  --drain-timeout SECONDS  give up waiting when nothing arrives for this long (30)",
+            "  --max-frame-bytes N      frame size the client asks for in HELLO (8388608, the broker's default)",
+            "  --json                   print one JSON object on stdout (progress stays on stderr)",
+            "  --quiet                  no progress lines",
+            "Exit status: 0 ok, 1 messages lost or the run failed, 2 bad usage.");
+
+    String host = "127.0.0.1";
+    int port = ConnectionOptions.DEFAULT_PORT;
+    String workload = "custom";
+    int producers = 1;
+    int consumers = 1;
+    int queues = 1;
+    int sizeBytes = 256;
+    long messages = 100_000;
+    long durationSeconds;
+    long ratePerProducer;
+    int confirmWindow = 1000;
+    int credit = 1000;
+    int ackBatch = ConsumerOptions.DEFAULT.ackBatchSize();
+    String queuePrefix = "perf-" + Long.toHexString(System.nanoTime() & 0xFFFFFFL);
+    boolean keepQueues;
+    boolean drainAfterPublish;
+    long quotaSoft;
+    long quotaHard;
+    long consumerRate;
+    long consumerRateSeconds;
+    long drainTimeoutSeconds = 30;
+    /**
+     * Asked for explicitly: a HELLO with 0 ("broker's default") gets a 1,024-byte limit from the broker,
+     * which then closes the connection over its own larger DELIVER frames.
+     */
+    int maxFrameBytes = 8 * 1024 * 1024;
+    boolean json;
+    boolean quiet;
+
+    /** Parses {@code args}; throws {@link IllegalArgumentException} with a message for the user. */
+    static PerfOptions parse(String[] args) {
+        PerfOptions options = new PerfOptions();
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--workload")) {
+                options.applyWorkload(value(args, i));
+            }
+        }
+        for (int i = 0; i < args.length; i++) {
+            String flag = args[i];
+            switch (flag) {
+                case "--workload" -> i++;
+                case "--json" -> options.json = true;
+                case "--quiet" -> options.quiet = true;
+                case "--keep-queues" -> options.keepQueues = true;
+                case "--drain-after-publish" -> options.drainAfterPublish = true;
+                case "-h", "--help" -> throw new HelpRequested();
+                default -> {
+                    String value = value(args, i);
+                    i++;
+                    options.set(flag, value);
+                }
+            }
+        }
+        return options.validate();
+    }
+
+    /** Sets the BENCH.md defaults of a workload. */
+    void applyWorkload(String name) {
+        workload = name.toUpperCase(Locale.ROOT);
+        switch (workload) {
+            case "W1" -> messages = 1_000_000;
+            case "W2" -> {
+                messages = 5_000_000;
+                drainAfterPublish = true;
+            }
+            case "W3" -> {
+                durationSeconds = 120;
+                quotaSoft = 100_000;
+                quotaHard = 200_000;
+                consumerRate = 5_000;
+                consumerRateSeconds = 60;
+            }
+            default -> throw new IllegalArgumentException("--workload " + name + " is not one of W1, W2, W3");
+        }
+    }
+
+    private void set(String flag, String value) {
+        switch (flag) {
+            case "--host" -> host = value;
+            case "--port" -> port = (int) number(flag, value, 1, 65_535);
+            case "--producers" -> producers = (int) number(flag, value, 1, Payload.MAX_PRODUCERS);
+            case "--consumers" -> consumers = (int) number(flag, value, 0, 10_000);
+            case "--queues" -> queues = (int) number(flag, value, 1, 10_000);
+            case "--size" -> sizeBytes = (int) number(flag, value, Payload.MIN_BYTES, 4 * 1024 * 1024);
+            case "--messages" -> messages = number(flag, value, 1, Integer.MAX_VALUE);
+            case "--duration" -> durationSeconds = number(flag, value, 0, 86_400);
+            case "--rate" -> ratePerProducer = number(flag, value, 0, 1_000_000_000);
+            case "--confirm-window" -> confirmWindow = (int) number(flag, value, 1, 1_000_000);
+            case "--credit" -> credit = (int) number(flag, value, 1, 1_000_000);
+            case "--ack-batch" -> ackBatch = (int) number(flag, value, 1, 1_000_000);
+            case "--queue-prefix" -> queuePrefix = value;
+            case "--quota-soft" -> quotaSoft = number(flag, value, 0, Long.MAX_VALUE);
+            case "--quota-hard" -> quotaHard = number(flag, value, 0, Long.MAX_VALUE);
+            case "--consumer-rate" -> consumerRate = number(flag, value, 0, 1_000_000_000);
+            case "--consumer-rate-seconds" -> consumerRateSeconds = number(flag, value, 0, 86_400);
+            case "--max-frame-bytes" -> maxFrameBytes = (int) number(flag, value, 1024, Integer.MAX_VALUE);
+            case "--drain-timeout" -> drainTimeoutSeconds = number(flag, value, 1, 86_400);
+            default -> throw new IllegalArgumentException("unknown option '" + flag + "' (try --help)");
+        }
+    }
+
+    PerfOptions validate() {
+        if (drainAfterPublish && durationSeconds > 0) {
+            throw new IllegalArgumentException("--drain-after-publish needs --messages, not --duration "
+                    + durationSeconds);
+        }
+        if (durationSeconds == 0 && messages < producers) {
+            throw new IllegalArgumentException("--messages " + messages + " is below --producers " + producers);
+        }
+        if (quotaHard > 0 && quotaSoft > quotaHard) {
+            throw new IllegalArgumentException("--quota-soft " + quotaSoft + " is above --quota-hard " + quotaHard);
+        }
+        if (consumers == 0 && durationSeconds == 0) {
+            throw new IllegalArgumentException("--consumers 0 needs --duration: nothing would drain the queue");
+        }
+        return this;
+    }
+
+    /** The messages producer {@code index} sends in a count run: the total split as evenly as possible. */
+    long messagesFor(int index) {
+        return messages / producers + (index < messages % producers ? 1 : 0);
+    }
+
+    String queueName(int index) {
+        return queuePrefix + "-" + (index % queues);
+    }
+
+    private static String value(String[] args, int i) {
+        if (i + 1 >= args.length) {
+            throw new IllegalArgumentException(args[i] + " needs a value");
+        }
+        return args[i + 1];
+    }
+
+    private static long number(String flag, String value, long min, long max) {
+        long parsed;
+        try {
+            parsed = Long.parseLong(value.replace("_", ""));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(flag + " " + value + " is not a whole number");
+        }
+        if (parsed < min || parsed > max) {
+            throw new IllegalArgumentException(flag + " " + parsed + " is outside " + min + ".." + max);
+        }
+        return parsed;
+    }
+
+    /** Thrown by {@link #parse} for {@code --help}. */
+    static final class HelpRequested extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        HelpRequested() {
+            super("help requested", null, false, false);
+        }
+    }
+}

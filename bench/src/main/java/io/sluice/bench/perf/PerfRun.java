@@ -1,0 +1,390 @@
+package io.sluice.bench.perf;
+
+import io.sluice.client.Connection;
+import io.sluice.client.ConnectionOptions;
+import io.sluice.client.Consumer;
+import io.sluice.client.ConsumerOptions;
+import io.sluice.client.Message;
+import io.sluice.client.Producer;
+import io.sluice.client.ProducerOptions;
+import io.sluice.client.SluiceException;
+import io.sluice.protocol.FlowState;
+import io.sluice.protocol.QueueSettings;
+import org.HdrHistogram.Histogram;
+
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Runs one perf workload against a broker and returns what it measured. Not reusable: one instance, one run.
+ *
+ * <p>Threads: {@link #run()}'s caller coordinates the phases; one {@code perf-producer-N} thread per producer
+ * calls {@code sendAsync} (blocking while its confirm window is full); the client's dispatch threads count
+ * confirms and run each consumer's handler; {@code perf-progress} prints one line a second. Every producer
+ * and every consumer has its own {@link Connection}, as PerfTest does.
+ *
+ * <p>Phases: declare the queues (purging messages a previous run left); subscribe the consumers unless
+ * {@link PerfOptions#drainAfterPublish}; publish; wait for every confirm; for drain-after-publish, subscribe
+ * now; wait until everything confirmed was received, or nothing arrived for {@link PerfOptions#drainTimeoutSeconds}.
+ */
+final class PerfRun {
+    private final PerfOptions options;
+    private final PrintStream progressOut;
+    private final SequenceTracker tracker;
+    private final LatencyStats latency = new LatencyStats();
+    private final LongAdder sent = new LongAdder();
+    private final LongAdder failed = new LongAdder();
+    private final LongAdder receipts = new LongAdder();
+    private final AtomicLong uniqueIndex = new AtomicLong();
+    private final AtomicLong firstSendNanos = new AtomicLong();
+    private final AtomicLong lastConfirmNanos = new AtomicLong();
+    private final AtomicLong lastReceiveNanos = new AtomicLong();
+    private final AtomicReference<Throwable> firstFailure = new AtomicReference<>();
+    private final AtomicReferenceArray<FlowState> flowStates;
+    private final List<ProgressPoint> series = Collections.synchronizedList(new ArrayList<>());
+    private final List<Connection> connections = new ArrayList<>();
+    private final long warmupMessages;
+    private volatile boolean stopProducers;
+    private long startNanos;
+    private long summaryFromNanos;
+
+    /** @param progressOut where the per-second lines go; {@code null} for none */
+    PerfRun(PerfOptions options, PrintStream progressOut) {
+        this.options = options;
+        this.progressOut = progressOut;
+        this.tracker = new SequenceTracker(options.producers);
+        this.flowStates = new AtomicReferenceArray<>(options.producers);
+        for (int i = 0; i < options.producers; i++) {
+            flowStates.set(i, FlowState.FREE);
+        }
+        this.warmupMessages = options.durationSeconds > 0 ? 0 : options.messages / 5;
+    }
+
+    PerfResult run() throws InterruptedException {
+        startNanos = System.nanoTime();
+        summaryFromNanos = options.durationSeconds > 0
+                ? startNanos + TimeUnit.SECONDS.toNanos(options.durationSeconds) / 5 : startNanos;
+        ScheduledExecutorService progress = Executors.newSingleThreadScheduledExecutor(runnable -> {
+            Thread thread = new Thread(runnable, "perf-progress");
+            thread.setDaemon(true);
+            return thread;
+        });
+        List<Consumer> consumers = new ArrayList<>();
+        List<Producer> producers = new ArrayList<>();
+        String brokerName = "";
+        try {
+            Connection admin = connect("admin");
+            brokerName = admin.brokerName();
+            declareQueues(admin);
+            progress.scheduleAtFixedRate(new ProgressTask(), 1, 1, TimeUnit.SECONDS);
+            if (!options.drainAfterPublish) {
+                subscribeAll(consumers);
+            }
+            List<Thread> threads = new ArrayList<>();
+            for (int i = 0; i < options.producers; i++) {
+                int index = i;
+                Connection connection = connect("producer-" + i);
+                ProducerOptions producerOptions = ProducerOptions.DEFAULT.withMaxInFlight(options.confirmWindow)
+                        .withFlowListener((queue, state, reason) -> flowStates.set(index, state));
+                Producer producer = connection.createProducer(options.queueName(index), producerOptions);
+                producers.add(producer);
+                Thread thread = new Thread(() -> publish(index, producer), "perf-producer-" + i);
+                threads.add(thread);
+            }
+            threads.forEach(Thread::start);
+            awaitProducers(threads);
+            awaitConfirms();
+            long drainStart = System.nanoTime();
+            if (options.drainAfterPublish) {
+                subscribeAll(consumers);
+            }
+            if (!consumers.isEmpty()) {
+                awaitDrain();
+            }
+            long drainEnd = lastReceiveNanos.get();
+            progress.shutdownNow();
+            return result(brokerName, drainStart, drainEnd);
+        } finally {
+            progress.shutdownNow();
+            for (Consumer consumer : consumers) {
+                consumer.close();
+            }
+            producers.forEach(Producer::close);
+            if (!options.keepQueues && !connections.isEmpty()) {
+                deleteQueues(connections.get(0));
+            }
+            connections.forEach(Connection::close);
+        }
+    }
+
+    private Connection connect(String role) {
+        Connection connection = Connection.connect(ConnectionOptions.builder().host(options.host).port(options.port)
+                .maxFrameBytes(options.maxFrameBytes).clientName("sluice-perf-" + role).build());
+        connections.add(connection);
+        return connection;
+    }
+
+    private void declareQueues(Connection admin) {
+        QueueSettings.Builder settings = QueueSettings.builder();
+        if (options.quotaSoft > 0) {
+            settings.set(QueueSettings.QUOTA_SOFT_MESSAGES, options.quotaSoft);
+        }
+        if (options.quotaHard > 0) {
+            settings.set(QueueSettings.QUOTA_HARD_MESSAGES, options.quotaHard);
+        }
+        for (int i = 0; i < options.queues; i++) {
+            String queue = options.queueName(i);
+            long ready = admin.declareQueue(queue, settings.build());
+            if (ready > 0) {
+                long purged = admin.purgeQueue(queue);
+                note("Queue " + queue + " held " + ready + " messages from an earlier run; purged " + purged + ".");
+            }
+        }
+    }
+
+    private void deleteQueues(Connection admin) {
+        for (int i = 0; i < options.queues; i++) {
+            try {
+                admin.deleteQueue(options.queueName(i));
+            } catch (SluiceException e) {
+                note("Could not delete queue " + options.queueName(i) + ": " + e.getMessage());
+            }
+        }
+    }
+
+    private void subscribeAll(List<Consumer> consumers) {
+        ConsumerOptions consumerOptions = new ConsumerOptions(options.credit, options.ackBatch,
+                ConsumerOptions.DEFAULT.ackFlushDelay());
+        for (int i = 0; i < options.consumers; i++) {
+            Connection connection = connect("consumer-" + i);
+            Pacer pacer = new Pacer(options.consumerRate, options.consumerRateSeconds);
+            consumers.add(connection.subscribe(options.queueName(i), consumerOptions,
+                    message -> onMessage(message, pacer)));
+        }
+    }
+
+    /** On the producer's own thread. */
+    private void publish(int index, Producer producer) {
+        Pacer pacer = new Pacer(options.ratePerProducer, 0);
+        long count = options.durationSeconds > 0 ? Long.MAX_VALUE : options.messagesFor(index);
+        try {
+            for (long sequence = 0; sequence < count && !stopProducers; sequence++) {
+                pacer.pace();
+                long now = System.nanoTime();
+                if (firstSendNanos.get() == 0) {
+                    firstSendNanos.compareAndSet(0, now);
+                }
+                long confirmedSequence = sequence;
+                producer.sendAsync(Payload.create(options.sizeBytes, index, sequence, now))
+                        .whenComplete((ignored, failure) -> onSettled(index, confirmedSequence, failure));
+                sent.increment();
+            }
+        } catch (RuntimeException e) {
+            firstFailure.compareAndSet(null, e);
+        }
+    }
+
+    /** On a client dispatch thread. */
+    private void onSettled(int producer, long sequence, Throwable failure) {
+        if (failure == null) {
+            tracker.confirmed(producer, sequence);
+            lastConfirmNanos.accumulateAndGet(System.nanoTime(), Math::max);
+        } else {
+            failed.increment();
+            firstFailure.compareAndSet(null, failure);
+        }
+    }
+
+    /** On the consumer's handler thread. */
+    private void onMessage(Message message, Pacer pacer) {
+        pacer.pace();
+        long now = System.nanoTime();
+        byte[] payload = message.payload();
+        receipts.increment();
+        lastReceiveNanos.accumulateAndGet(now, Math::max);
+        if (tracker.received(Payload.producer(payload), Payload.sequence(payload))) {
+            long index = uniqueIndex.getAndIncrement();
+            latency.record(now - Payload.sendNanos(payload), index >= warmupMessages && now >= summaryFromNanos);
+        }
+        message.ack();
+    }
+
+    /**
+     * Waits for the producer threads; stops them at the end of a duration run, and interrupts them (failing
+     * the blocked send) when neither a send nor a confirm happened for the drain timeout.
+     */
+    private void awaitProducers(List<Thread> threads) throws InterruptedException {
+        long deadline = options.durationSeconds > 0
+                ? startNanos + TimeUnit.SECONDS.toNanos(options.durationSeconds) : Long.MAX_VALUE;
+        long idleLimit = TimeUnit.SECONDS.toNanos(options.drainTimeoutSeconds);
+        long lastCount = -1;
+        long lastProgress = System.nanoTime();
+        while (threads.stream().anyMatch(Thread::isAlive)) {
+            long now = System.nanoTime();
+            long count = sent.sum() + tracker.confirmedCount() + failed.sum();
+            if (count != lastCount) {
+                lastCount = count;
+                lastProgress = now;
+            }
+            if (now - deadline >= 0) {
+                stopProducers = true;
+            }
+            if (now - lastProgress > idleLimit) {
+                note("Stopping the producers: no send and no confirm for " + options.drainTimeoutSeconds + " s.");
+                stopProducers = true;
+                threads.forEach(Thread::interrupt);
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    private void awaitConfirms() throws InterruptedException {
+        long idleLimit = TimeUnit.SECONDS.toNanos(options.drainTimeoutSeconds);
+        long lastCount = -1;
+        long lastProgress = System.nanoTime();
+        while (true) {
+            long settled = tracker.confirmedCount() + failed.sum();
+            if (settled >= sent.sum()) {
+                return;
+            }
+            if (settled != lastCount) {
+                lastCount = settled;
+                lastProgress = System.nanoTime();
+            } else if (System.nanoTime() - lastProgress > idleLimit) {
+                note("Gave up waiting for " + (sent.sum() - settled) + " confirms after "
+                        + options.drainTimeoutSeconds + " s without one.");
+                return;
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    private void awaitDrain() throws InterruptedException {
+        long idleLimit = TimeUnit.SECONDS.toNanos(options.drainTimeoutSeconds);
+        long lastCount = -1;
+        long lastProgress = System.nanoTime();
+        while (tracker.receivedUnique() < tracker.confirmedCount()) {
+            long count = receipts.sum();
+            if (count != lastCount) {
+                lastCount = count;
+                lastProgress = System.nanoTime();
+            } else if (System.nanoTime() - lastProgress > idleLimit) {
+                note("Gave up draining: nothing arrived for " + options.drainTimeoutSeconds + " s with "
+                        + (tracker.confirmedCount() - tracker.receivedUnique()) + " confirmed messages missing.");
+                return;
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    private PerfResult result(String brokerName, long drainStart, long drainEnd) {
+        Throwable failure = firstFailure.get();
+        if (failure != null) {
+            note("First publish failure: " + failure);
+        }
+        long first = firstSendNanos.get();
+        long confirmed = tracker.confirmedCount();
+        long received = tracker.receivedUnique();
+        double publishSeconds = seconds(lastConfirmNanos.get() - first);
+        double endToEndSeconds = seconds(drainEnd - first);
+        double drainSeconds = options.drainAfterPublish ? seconds(drainEnd - drainStart) : -1;
+        Histogram summary = latency.summaryCopy();
+        return new PerfResult(options.workload, brokerName, sent.sum(), options.sizeBytes, options.producers,
+                options.consumers, sent.sum(), confirmed, failed.sum(), received, tracker.lost(),
+                tracker.duplicates(), rate(confirmed, publishSeconds), rate(received, endToEndSeconds),
+                options.drainAfterPublish ? rate(received, drainSeconds) : -1, publishSeconds,
+                drainSeconds, summary, List.copyOf(series), options.workload.equals("W3"));
+    }
+
+    private static double seconds(long nanos) {
+        return nanos / 1e9;
+    }
+
+    private static double rate(long count, double seconds) {
+        return seconds > 0 ? count / seconds : 0;
+    }
+
+    private void note(String text) {
+        if (progressOut != null) {
+            progressOut.println(text);
+        }
+    }
+
+    /** Prints and records one {@link ProgressPoint} per second. */
+    private final class ProgressTask implements Runnable {
+        private long lastSent;
+        private long lastConfirmed;
+        private long lastReceipts;
+
+        @Override
+        public void run() {
+            long sentNow = sent.sum();
+            long confirmedNow = tracker.confirmedCount();
+            long receiptsNow = receipts.sum();
+            Histogram interval = latency.takeInterval();
+            FlowState worst = FlowState.FREE;
+            for (int i = 0; i < flowStates.length(); i++) {
+                if (flowStates.get(i).code() > worst.code()) {
+                    worst = flowStates.get(i);
+                }
+            }
+            ProgressPoint point = new ProgressPoint(Math.round(seconds(System.nanoTime() - startNanos)),
+                    sentNow - lastSent, confirmedNow - lastConfirmed, receiptsNow - lastReceipts,
+                    confirmedNow - tracker.receivedUnique(), interval.getValueAtPercentile(50),
+                    interval.getValueAtPercentile(99), worst.name());
+            lastSent = sentNow;
+            lastConfirmed = confirmedNow;
+            lastReceipts = receiptsNow;
+            series.add(point);
+            if (progressOut != null && !options.quiet) {
+                progressOut.println(point.toLine());
+            }
+        }
+    }
+
+    /**
+     * Spaces calls {@code 1/rate} apart for the first {@code forSeconds} after the first call (for ever when
+     * 0), then lets them through. Rate 0 means unlimited. One thread only.
+     */
+    static final class Pacer {
+        private final long intervalNanos;
+        private final long forNanos;
+        private long firstNanos;
+        private long nextNanos;
+
+        Pacer(long ratePerSecond, long forSeconds) {
+            this.intervalNanos = ratePerSecond > 0 ? 1_000_000_000L / ratePerSecond : 0;
+            this.forNanos = forSeconds > 0 ? TimeUnit.SECONDS.toNanos(forSeconds) : Long.MAX_VALUE;
+        }
+
+        void pace() {
+            if (intervalNanos == 0) {
+                return;
+            }
+            long now = System.nanoTime();
+            if (firstNanos == 0) {
+                firstNanos = now;
+                nextNanos = now;
+            }
+            if (now - firstNanos >= forNanos) {
+                return;
+            }
+            while (now < nextNanos) {
+                LockSupport.parkNanos(nextNanos - now);
+                now = System.nanoTime();
+            }
+            nextNanos = Math.max(nextNanos + intervalNanos, now - Duration.ofMillis(100).toNanos());
+        }
+    }
+}

@@ -1,0 +1,78 @@
+package io.sluice.bench.perf;
+
+import io.sluice.broker.Broker;
+import io.sluice.broker.config.ConfigLoader;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Smoke runs of the perf CLI's main logic against a broker in this JVM. */
+class PerfRunTest {
+    @TempDir
+    Path dataDirectory;
+    private Broker broker;
+
+    @BeforeEach
+    void startBroker() {
+        broker = Broker.start(new ConfigLoader().load(null, Map.of(
+                "broker.data-dir", dataDirectory.toString(),
+                "broker.port", "0",
+                "storage.reserved-disk-bytes", "0")));
+    }
+
+    @AfterEach
+    void stopBroker() {
+        broker.close();
+    }
+
+    @Test
+    void shouldDeliverEveryMessageOnceInAW1Run() throws InterruptedException {
+        PerfResult result = new PerfRun(options("W1", "--messages", "3000"), null).run();
+
+        assertEquals(3000, result.messages());
+        assertEquals(3000, result.confirmed());
+        assertEquals(0, result.lost());
+        assertEquals(0, result.duplicates());
+        assertEquals(2400, result.latency().getTotalCount(), "latency covers the last 80 %");
+        assertTrue(result.toJson().contains("\"e2e_rate\":"));
+    }
+
+    @Test
+    void shouldDrainTheWholeBacklogInAW2Run() throws InterruptedException {
+        PerfResult result = new PerfRun(options("W2", "--messages", "3000"), null).run();
+
+        assertEquals(3000, result.confirmed());
+        assertEquals(3000, result.received());
+        assertEquals(0, result.lost());
+        assertTrue(result.drainRate() > 0, "drain rate " + result.drainRate());
+        assertTrue(result.toJson().contains("\"drain_rate\":"));
+    }
+
+    @Test
+    void shouldReportOneJsonObjectAndExitZeroThroughTheCommandLine() throws InterruptedException {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        int status = PerfMain.run(new String[] {"--port", String.valueOf(broker.port()), "--workload", "W1",
+                "--messages", "500", "--json", "--quiet"}, new java.io.PrintStream(out, true),
+                new java.io.PrintStream(java.io.OutputStream.nullOutputStream()));
+
+        assertEquals(0, status);
+        String json = out.toString().trim();
+        assertTrue(json.startsWith("{\"workload\":\"W1\"") && json.endsWith("}") && json.lines().count() == 1, json);
+    }
+
+    private PerfOptions options(String workload, String... extra) {
+        String[] base = {"--port", String.valueOf(broker.port()), "--workload", workload, "--quiet",
+                "--drain-timeout", "20"};
+        String[] args = new String[base.length + extra.length];
+        System.arraycopy(base, 0, args, 0, base.length);
+        System.arraycopy(extra, 0, args, base.length, extra.length);
+        return PerfOptions.parse(args);
+    }
+}
