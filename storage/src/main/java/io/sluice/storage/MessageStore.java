@@ -202,7 +202,7 @@ public final class MessageStore implements AutoCloseable {
         boolean worked = false;
         for (QueueStore q : queues.values()) {
             try {
-                worked |= q.reclaim();
+                worked |= q.reclaim(System.nanoTime());
             } catch (RuntimeException e) {
                 if (!q.isClosed()) {
                     LOG.error("Reclaim of queue '{}' failed.", q.name(), e);

@@ -100,6 +100,7 @@ public final class QueueStore {
     private final java.util.concurrent.atomic.AtomicLong syncs = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong syncNanos = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean reclaimWanted = true;
+    private long lastReclaimNanos;
     private volatile boolean closed;
 
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
@@ -168,6 +169,7 @@ public final class QueueStore {
     private void recover(int lastSegment) {
         if (lastSegment < 0) {
             io(() -> ackLog.recover());
+            skipReclaimedSegments(lastSegment);
             return;
         }
         NavigableSet<Long> cycles = chronicle.listCyclesBetween(chronicle.firstCycle(), chronicle.lastCycle());
@@ -196,6 +198,20 @@ public final class QueueStore {
         SegmentTally tail = segments.get(lastSegment);
         if (tail != null && tail.bytes >= config.segmentBytes()) {
             segmentClock.advance();
+        }
+        skipReclaimedSegments(lastSegment);
+    }
+
+    /**
+     * Rule "ids are never reused": if the ack state knows segments newer than the newest file (they
+     * were written, fully acknowledged and deleted before the crash), appends continue after them.
+     */
+    private void skipReclaimedSegments(int lastSegmentOnDisk) {
+        int highestKnown = acks.highestKnownSegment();
+        if (highestKnown > lastSegmentOnDisk && highestKnown >= segmentClock.segment()) {
+            LOG.info("Queue '{}': segments up to {} were reclaimed before the restart; appends continue at segment {}.",
+                    name, highestKnown, highestKnown + 1);
+            segmentClock.moveTo(highestKnown + 1);
         }
     }
 
@@ -228,6 +244,13 @@ public final class QueueStore {
                 if (problem != null && !acks.isAcked(index)) {
                     bad++;
                     discardCorruptLocked(index, problem);
+                } else if (problem == null && codec.relocated() && !acks.isAcked(index)
+                        && acks.physicalId(codec.originalId()) != index) {
+                    // A relocated copy written just before a crash, whose relocation never reached the
+                    // journal: the original is still the live one, so the copy is discarded.
+                    LOG.warn("Queue '{}': discarding an unjournaled relocated copy of message 0x{} at 0x{}.",
+                            name, Long.toHexString(codec.originalId()), Long.toHexString(index));
+                    io(() -> ackLog.ack(index));
                 }
             }
         }
@@ -831,10 +854,15 @@ public final class QueueStore {
     }
 
     /** Called by the flusher: deletes fully acknowledged segments and relocates stragglers. */
-    boolean reclaim() {
-        if (!reclaimWanted || closed) {
+    boolean reclaim(long nowNanos) {
+        // Rule "reclaim is never forgotten": besides the events that ask for it (a roll, a segment
+        // fully acknowledged, a reader closed), a pass runs every 100 ms, which also catches segments
+        // that acks brought down to a few stragglers.
+        boolean due = nowNanos - lastReclaimNanos > 100_000_000L;
+        if ((!reclaimWanted && !due) || closed) {
             return false;
         }
+        lastReclaimNanos = nowNanos;
         reclaimWanted = false;
         List<Path> toDelete = new ArrayList<>();
         lock.lock();

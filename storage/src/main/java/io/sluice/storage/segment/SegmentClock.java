@@ -24,6 +24,17 @@ public final class SegmentClock implements TimeProvider {
         segment = segment + 1;
     }
 
+    /**
+     * Recovery only, before any append: moves forward to {@code next}, past segments whose files are
+     * gone (reclaimed) but whose ids were handed out, so that no id is ever reused.
+     */
+    public void moveTo(int next) {
+        if (next < segment) {
+            throw new IllegalArgumentException("segment clock cannot move back from " + segment + " to " + next);
+        }
+        segment = next;
+    }
+
     @Override
     public long currentTimeMillis() {
         return (long) segment * SegmentRollCycle.MILLIS_PER_SEGMENT;
