@@ -232,18 +232,22 @@ class FlowControlTest {
         try (Connection c = connect()) {
             c.declareQueue("full", QueueSettings.builder().set(QueueSettings.QUOTA_HARD_MESSAGES, 5).build());
             c.declareQueue("free", QueueSettings.EMPTY);
-            Producer blocked = c.createProducer("full", new ProducerOptions(1, 256, 1 << 20, null));
+            Producer blocked = c.createProducer("full", new ProducerOptions(100, 256, 1 << 20, null));
             for (int i = 0; i < 5; i++) {
                 blocked.send(payload(i), Duration.ofSeconds(10));
             }
+            TestAwait.until("blocked", () -> broker.queues().get("full").flowState() == FlowState.BLOCKED);
+            List<CompletableFuture<Void>> held = new ArrayList<>();
             for (int i = 0; i < 50; i++) {
-                blocked.sendAsync(payload(100 + i));
+                held.add(blocked.sendAsync(payload(100 + i)));
             }
             Producer other = c.createProducer("free", ProducerOptions.DEFAULT);
             for (int i = 0; i < 100; i++) {
                 other.send(payload(i), Duration.ofSeconds(5));
             }
             assertEquals(100, backlog("free"));
+            assertTrue(held.stream().noneMatch(CompletableFuture::isDone), "the blocked queue's messages are still held");
+            assertEquals(5, backlog("full"));
         }
     }
 }
