@@ -85,6 +85,8 @@ public final class Connection implements AutoCloseable {
     private final ExecutorService dispatch;
     private final Bootstrap bootstrap;
     private final Backoff backoff;
+    /** Null for plaintext. */
+    private final io.sluice.client.internal.ClientTls tls;
 
     // Owned by the network thread.
     private Channel channel;
@@ -104,6 +106,9 @@ public final class Connection implements AutoCloseable {
     private Connection(ConnectionOptions options) {
         this.options = options;
         this.address = options.host() + ":" + options.port();
+        // Built first: a bad TLS file fails here, before any thread exists.
+        this.tls = options.tls() ? io.sluice.client.internal.ClientTls.create(options.trustCertificates(), options.trustStore(),
+                options.trustStorePassword(), options.clientCertificate(), options.clientKey(), options.hostnameVerification()) : null;
         this.group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("sluice-client-io", true),
                 NioIoHandler.newFactory());
         this.loop = group.next();
@@ -437,6 +442,9 @@ public final class Connection implements AutoCloseable {
         ChannelFuture connect = bootstrap.clone().handler(new io.netty.channel.ChannelInitializer<Channel>() {
             @Override
             protected void initChannel(Channel ch) {
+                if (tls != null) {
+                    ch.pipeline().addLast("tls", tls.newHandler(ch.alloc(), options.host(), options.port()));
+                }
                 ch.pipeline().addLast("decoder", decoder).addLast("encoder", encoder)
                         .addLast("handler", new InboundHandler(handshake, decoder, encoder));
             }
@@ -665,6 +673,9 @@ public final class Connection implements AutoCloseable {
         @Override
         public void exceptionCaught(ChannelHandlerContext context, Throwable cause) {
             LOG.warn("The connection to {} failed and will be closed: {}", address, cause.getMessage());
+            // During the handshake (a TLS failure, typically) the caller learns the cause, not just "closed".
+            handshake.completeExceptionally(new ConnectionLostException(
+                    "could not connect to " + address + ": " + cause.getMessage(), cause));
             context.close();
         }
     }

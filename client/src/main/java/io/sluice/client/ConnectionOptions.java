@@ -1,5 +1,7 @@
 package io.sluice.client;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -8,7 +10,12 @@ import java.util.Objects;
  *
  * <p>Defaults: {@code localhost:7672}, anonymous (empty user and password), client name "sluice-java",
  * connect timeout 10 s, request timeout 10 s, heartbeat and maxFrameBytes chosen by the broker, reconnect
- * {@link ReconnectPolicy#DEFAULT}.
+ * {@link ReconnectPolicy#DEFAULT}, plaintext.
+ *
+ * <p>TLS: {@code tls(true)} speaks TLSv1.3 or TLSv1.2 (JDK provider), trusting the CAs of a PEM file
+ * ({@code trustCertificates}), of a trust store ({@code trustStore}) or else the JDK's default trust store,
+ * and verifying that the broker's certificate names {@code host} (on by default). A client certificate and
+ * key ({@code clientCertificate}) answer a broker that asks for one (mutual TLS).
  */
 public final class ConnectionOptions {
     /** The broker's default port. */
@@ -24,8 +31,22 @@ public final class ConnectionOptions {
     private final Duration heartbeat;
     private final int maxFrameBytes;
     private final ReconnectPolicy reconnectPolicy;
+    private final boolean tls;
+    private final Path trustCertificates;
+    private final Path trustStore;
+    private final char[] trustStorePassword;
+    private final boolean hostnameVerification;
+    private final Path clientCertificate;
+    private final Path clientKey;
 
     private ConnectionOptions(Builder builder) {
+        this.tls = builder.tls;
+        this.trustCertificates = builder.trustCertificates;
+        this.trustStore = builder.trustStore;
+        this.trustStorePassword = builder.trustStorePassword;
+        this.hostnameVerification = builder.hostnameVerification;
+        this.clientCertificate = builder.clientCertificate;
+        this.clientKey = builder.clientKey;
         this.host = builder.host;
         this.port = builder.port;
         this.user = builder.user;
@@ -86,6 +107,38 @@ public final class ConnectionOptions {
         return reconnectPolicy;
     }
 
+    public boolean tls() {
+        return tls;
+    }
+
+    /** PEM file of the CAs to trust, or null. */
+    public Path trustCertificates() {
+        return trustCertificates;
+    }
+
+    /** Trust store (PKCS12 or JKS) of the CAs to trust, or null. */
+    public Path trustStore() {
+        return trustStore;
+    }
+
+    public char[] trustStorePassword() {
+        return trustStorePassword == null ? null : trustStorePassword.clone();
+    }
+
+    public boolean hostnameVerification() {
+        return hostnameVerification;
+    }
+
+    /** PEM certificate chain for mutual TLS, or null. */
+    public Path clientCertificate() {
+        return clientCertificate;
+    }
+
+    /** PEM PKCS#8 private key for mutual TLS, or null. */
+    public Path clientKey() {
+        return clientKey;
+    }
+
     /** Collects options; {@link #build()} validates them all at once. Not thread-safe. */
     public static final class Builder {
         private String host = "localhost";
@@ -98,8 +151,46 @@ public final class ConnectionOptions {
         private Duration heartbeat = Duration.ZERO;
         private int maxFrameBytes;
         private ReconnectPolicy reconnectPolicy = ReconnectPolicy.DEFAULT;
+        private boolean tls;
+        private Path trustCertificates;
+        private Path trustStore;
+        private char[] trustStorePassword;
+        private boolean hostnameVerification = true;
+        private Path clientCertificate;
+        private Path clientKey;
 
         private Builder() {
+        }
+
+        public Builder tls(boolean tls) {
+            this.tls = tls;
+            return this;
+        }
+
+        /** Trust the CAs in this PEM file (instead of the JDK's default trust store). */
+        public Builder trustCertificates(Path pemFile) {
+            this.trustCertificates = Objects.requireNonNull(pemFile, "pemFile");
+            return this;
+        }
+
+        /** Trust the CAs in this PKCS12 or JKS trust store (instead of the JDK's default one). */
+        public Builder trustStore(Path file, char[] password) {
+            this.trustStore = Objects.requireNonNull(file, "file");
+            this.trustStorePassword = password == null ? null : password.clone();
+            return this;
+        }
+
+        /** Whether the broker's certificate must name the host connected to; on by default. */
+        public Builder hostnameVerification(boolean hostnameVerification) {
+            this.hostnameVerification = hostnameVerification;
+            return this;
+        }
+
+        /** The certificate chain and PKCS#8 key (PEM) presented when the broker asks (mutual TLS). */
+        public Builder clientCertificate(Path certificatePem, Path privateKeyPem) {
+            this.clientCertificate = Objects.requireNonNull(certificatePem, "certificatePem");
+            this.clientKey = Objects.requireNonNull(privateKeyPem, "privateKeyPem");
+            return this;
         }
 
         public Builder host(String host) {
@@ -166,6 +257,17 @@ public final class ConnectionOptions {
             }
             if (maxFrameBytes < 0) {
                 problems.append("; maxFrameBytes ").append(maxFrameBytes).append(" is negative");
+            }
+            if (trustCertificates != null && trustStore != null) {
+                problems.append("; trustCertificates and trustStore are both set; choose one");
+            }
+            for (Path file : new Path[] {trustCertificates, trustStore, clientCertificate, clientKey}) {
+                if (file != null && !Files.isReadable(file)) {
+                    problems.append("; TLS file ").append(file).append(" is not readable");
+                }
+            }
+            if (!tls && (trustCertificates != null || trustStore != null || clientCertificate != null)) {
+                problems.append("; TLS files are set but tls is false");
             }
             if (problems.length() > 0) {
                 throw new IllegalArgumentException("invalid connection options: " + problems.substring(2));

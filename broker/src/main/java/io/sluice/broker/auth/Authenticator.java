@@ -4,16 +4,27 @@ import io.sluice.broker.config.BrokerConfig;
 
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Checks HELLO credentials against the configured users. An unknown user costs the same hashing work
- * as a known one, so timing does not reveal which user names exist. Thread-safe.
+ * as a known one, so timing does not reveal which user names exist; hashes are compared in constant
+ * time ({@link PasswordHasher#verify}). Every refusal is counted ({@link #authenticationFailures()}).
+ * Thread-safe.
  */
 public final class Authenticator {
     private static final String DUMMY_HASH = PasswordHasher.hash("not a password".toCharArray());
 
+    /** The outcome of a handshake: the user it runs as ("" for anonymous), or the reason to log. */
+    public record Result(String user, String rejected) {
+        public boolean accepted() {
+            return rejected == null;
+        }
+    }
+
     private final boolean allowAnonymous;
     private final Map<String, String> hashes = new HashMap<>();
+    private final AtomicLong failures = new AtomicLong();
 
     public Authenticator(BrokerConfig.Auth auth) {
         this.allowAnonymous = auth.allowAnonymous;
@@ -24,11 +35,42 @@ public final class Authenticator {
 
     /** Returns null if accepted, else the reason to log (never containing the password). */
     public String check(String user, String password) {
+        return authenticate(user, password, null, allowAnonymous).rejected();
+    }
+
+    /**
+     * Decides who a connection is. A HELLO user is checked by password; with no HELLO user, a verified
+     * TLS client certificate whose subject CN names a configured user makes it that user; otherwise
+     * the connection is anonymous, allowed only if {@code anonymousAllowed} (which folds in
+     * {@code auth.allow-anonymous} and the non-loopback rule of {@code auth.allow-anonymous-remote}).
+     * The reason never contains the password.
+     */
+    public Result authenticate(String user, String password, String certificateUser, boolean anonymousAllowed) {
+        Result result;
         if (user == null || user.isEmpty()) {
-            return allowAnonymous ? null : "anonymous access is not allowed (auth.allow-anonymous is false)";
+            if (certificateUser != null && hashes.containsKey(certificateUser)) {
+                result = new Result(certificateUser, null);
+            } else if (certificateUser != null) {
+                result = new Result("", "the client certificate's CN '" + certificateUser + "' is not a configured user");
+            } else {
+                result = anonymousAllowed ? new Result("", null) : new Result("",
+                        "anonymous access is not allowed (auth.allow-anonymous, or auth.allow-anonymous-remote on a non-loopback listener)");
+            }
+        } else {
+            String hash = hashes.get(user);
+            boolean ok = PasswordHasher.verify(password == null ? new char[0] : password.toCharArray(),
+                    hash == null ? DUMMY_HASH : hash);
+            result = hash != null && ok ? new Result(user, null)
+                    : new Result(user, "wrong user name or password for user '" + user + "'");
         }
-        String hash = hashes.get(user);
-        boolean ok = PasswordHasher.verify(password == null ? new char[0] : password.toCharArray(), hash == null ? DUMMY_HASH : hash);
-        return hash != null && ok ? null : "wrong user name or password for user '" + user + "'";
+        if (!result.accepted()) {
+            failures.incrementAndGet();
+        }
+        return result;
+    }
+
+    /** Handshakes refused since the broker started (wrong password, unknown user, anonymous not allowed). */
+    public long authenticationFailures() {
+        return failures.get();
     }
 }

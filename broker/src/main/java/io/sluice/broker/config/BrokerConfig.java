@@ -18,6 +18,8 @@ public final class BrokerConfig {
     public Auth auth = new Auth();
     public Storage storage = new Storage();
     public Queues queues = new Queues();
+    public Tls tls = new Tls();
+    public Limits limits = new Limits();
 
     /** Listener, data directory and connection-level settings. */
     public static final class Broker {
@@ -45,14 +47,69 @@ public final class BrokerConfig {
     public static final class Auth {
         @JsonProperty("allow-anonymous")
         public boolean allowAnonymous;
+        /** Anonymous access on a non-loopback listener needs this too (see docs/security.md). */
+        @JsonProperty("allow-anonymous-remote")
+        public boolean allowAnonymousRemote;
+        /** What anonymous connections may do; null (the default) means every action on every queue. */
+        @JsonProperty("anonymous-permissions")
+        public List<Permission> anonymousPermissions;
         public List<User> users = new ArrayList<>();
     }
 
-    /** A user allowed to connect; the password is stored only as a salted PBKDF2 hash. */
+    /**
+     * A user allowed to connect; the password is stored only as a salted PBKDF2 hash. A user without a
+     * password hash can connect only with a TLS client certificate whose subject CN is its name.
+     */
     public static final class User {
         public String name;
         @JsonProperty("password-hash")
         public String passwordHash;
+        /** What the user may do; null or empty means nothing. */
+        public List<Permission> permissions = new ArrayList<>();
+    }
+
+    /** A grant: the actions (publish, consume, manage) on the queues whose names match a glob ({@code *}). */
+    public static final class Permission {
+        public String queues;
+        public List<String> actions = new ArrayList<>();
+
+        public Permission() {
+        }
+
+        public Permission(String queues, List<String> actions) {
+            this.queues = queues;
+            this.actions = actions;
+        }
+    }
+
+    /** TLS on the client listener (JDK provider, TLSv1.3 and TLSv1.2). */
+    public static final class Tls {
+        public boolean enabled;
+        /** PEM certificate chain of the broker. */
+        public String certificate;
+        /** PEM PKCS#8 private key of the broker, unencrypted. */
+        @JsonProperty("private-key")
+        public String privateKey;
+        /** none | optional | require: whether clients present a certificate. */
+        @JsonProperty("client-auth")
+        public String clientAuth;
+        /** PEM bundle of the CAs that sign client certificates; needed unless client-auth is none. */
+        @JsonProperty("client-ca")
+        public String clientCa;
+    }
+
+    /** Limits against hostile or broken clients; each refusal is an ERROR RESOURCE_LIMIT and is counted. */
+    public static final class Limits {
+        @JsonProperty("max-connections")
+        public int maxConnections;
+        @JsonProperty("max-connections-per-user")
+        public int maxConnectionsPerUser;
+        @JsonProperty("max-queues")
+        public int maxQueues;
+        @JsonProperty("max-consumers-per-connection")
+        public int maxConsumersPerConnection;
+        @JsonProperty("max-unacked-per-connection")
+        public long maxUnackedPerConnection;
     }
 
     /** Maps to {@link StoreConfig}. */
@@ -142,11 +199,12 @@ public final class BrokerConfig {
             if (u.name == null || u.name.isBlank()) {
                 problems.add("auth.users[" + i + "].name is empty");
             }
-            if (u.passwordHash == null || !u.passwordHash.startsWith("pbkdf2-sha256:")) {
+            if (u.passwordHash != null && !u.passwordHash.startsWith("pbkdf2-sha256:")) {
                 problems.add("auth.users[" + i + "].password-hash '" + u.passwordHash
                         + "' is not of the form pbkdf2-sha256:<iterations>:<salt>:<hash> (print one with `sluice hash-password`)");
             }
         }
+        io.sluice.broker.security.SecurityConfigCheck.validate(this, problems);
         try {
             DurabilityMode.parse(storage.durability);
             storeConfig();

@@ -3,16 +3,25 @@ package io.sluice.broker.net;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.ssl.SslContext;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.sluice.broker.auth.Authenticator;
+import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.security.ConnectionLimits;
+import io.sluice.broker.security.ListenerExposure;
+import io.sluice.broker.security.TlsContexts;
 import io.sluice.protocol.FrameDecoder;
 import io.sluice.protocol.FrameEncoder;
 
 import java.util.concurrent.TimeUnit;
 
-/** The pipeline of a client connection: frame codec, heartbeat timer, connection handler. */
+/**
+ * The pipeline of a client connection: TLS (when {@code tls.enabled}), frame codec, heartbeat timer,
+ * connection handler. Built once per broker start, so the security objects it owns (authorizer,
+ * limits and their counters) live as long as the listener.
+ */
 public final class BrokerChannelInitializer extends ChannelInitializer<SocketChannel> {
     /** Frames accepted before the handshake: a HELLO is small, and nobody may send megabytes unauthenticated. */
     static final int PRE_HANDSHAKE_MAX_FRAME_BYTES = 64 << 10;
@@ -21,24 +30,45 @@ public final class BrokerChannelInitializer extends ChannelInitializer<SocketCha
     private final Authenticator authenticator;
     private final QueueManager queues;
     private final ChannelGroup channels;
+    private final ConnectionSecurity security;
+    private final SslContext sslContext;
 
     public BrokerChannelInitializer(BrokerConfig config, Authenticator authenticator, QueueManager queues, ChannelGroup channels) {
         this.config = config;
         this.authenticator = authenticator;
         this.queues = queues;
         this.channels = channels;
+        this.sslContext = TlsContexts.server(config.tls);
+        this.security = new ConnectionSecurity(new Authorizer(config.auth), new ConnectionLimits(config.limits),
+                ListenerExposure.anonymousAllowed(config));
+    }
+
+    public Authenticator authenticator() {
+        return authenticator;
+    }
+
+    public Authorizer authorizer() {
+        return security.authorizer();
+    }
+
+    /** The connection limits and the counters of every refusal. */
+    public ConnectionLimits limits() {
+        return security.limits();
     }
 
     @Override
     protected void initChannel(SocketChannel ch) {
         channels.add(ch);
         int heartbeat = config.broker.heartbeatIntervalMs;
+        if (sslContext != null) {
+            ch.pipeline().addLast("tls", sslContext.newHandler(ch.alloc()));
+        }
         ch.pipeline()
                 .addLast(new FrameDecoder(PRE_HANDSHAKE_MAX_FRAME_BYTES))
                 .addLast(new FrameEncoder(config.broker.maxFrameBytes));
         if (heartbeat > 0) {
             ch.pipeline().addLast(new IdleStateHandler(2L * heartbeat, heartbeat, 0, TimeUnit.MILLISECONDS));
         }
-        ch.pipeline().addLast(new ConnectionHandler(config, authenticator, queues));
+        ch.pipeline().addLast(new ConnectionHandler(config, authenticator, queues, security));
     }
 }

@@ -7,7 +7,10 @@ import io.netty.handler.timeout.IdleState;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.ScheduledFuture;
+import io.sluice.broker.auth.Action;
 import io.sluice.broker.auth.Authenticator;
+import io.sluice.broker.auth.Authorizer;
+import io.sluice.broker.security.ConnectionLimits;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.ClientConnection;
@@ -41,6 +44,13 @@ import io.sluice.protocol.UnsubscribeFrame;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import javax.naming.InvalidNameException;
+import javax.naming.ldap.LdapName;
+import javax.naming.ldap.Rdn;
+import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLPeerUnverifiedException;
+import java.security.cert.Certificate;
+import java.security.cert.X509Certificate;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -52,6 +62,16 @@ import java.util.concurrent.TimeUnit;
  * <p>Errors: a frame that breaks the protocol (malformed, unknown, before HELLO, oversized) gets an
  * ERROR with its code and a CLOSE, and the connection is closed; an operation that fails on its own
  * (unknown queue, unknown message id, bad setting) gets an ERROR and the connection stays usable.
+ *
+ * <p>Security: every frame that names a queue is checked by the {@link Authorizer} (PUBLISH needs
+ * publish, SUBSCRIBE consume, DECLARE/DELETE/PURGE manage); a denial is an ACCESS_DENIED answer and the
+ * connection stays usable. Limits answer RESOURCE_LIMIT: over {@code limits.max-connections} or
+ * {@code limits.max-connections-per-user} with a CLOSE, over {@code limits.max-queues},
+ * {@code limits.max-consumers-per-connection} or {@code limits.max-unacked-per-connection} with an ERROR only.
+ *
+ * <p>Unacked bound: {@code outstandingCredit} is the credit granted by SUBSCRIBE and CREDIT minus the
+ * messages settled by ACK and NACK; a delivered, unacked message keeps its unit, so the unacked
+ * messages of the connection never exceed what is outstanding, and grants are capped at the limit.
  */
 public final class ConnectionHandler extends ChannelInboundHandlerAdapter implements ClientConnection {
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionHandler.class);
@@ -59,7 +79,13 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private final BrokerConfig config;
     private final Authenticator authenticator;
     private final QueueManager queues;
+    private final ConnectionSecurity security;
     private ChannelHandlerContext ctx;
+    private boolean countedConnection;
+    private boolean countedUser;
+    /** Credit granted minus messages settled, in total and per consumer tag; see the class javadoc. */
+    private long outstandingCredit;
+    private final Map<Integer, long[]> outstandingByTag = new HashMap<>();
     private boolean open;
     private String clientName = "?";
     private String user = "";
@@ -70,18 +96,32 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private final java.util.concurrent.atomic.AtomicLong windowBytesOut = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean readingPaused;
 
-    public ConnectionHandler(BrokerConfig config, Authenticator authenticator, QueueManager queues) {
+    public ConnectionHandler(BrokerConfig config, Authenticator authenticator, QueueManager queues, ConnectionSecurity security) {
         this.config = config;
         this.authenticator = authenticator;
         this.queues = queues;
+        this.security = security;
+    }
+
+    private ConnectionLimits limits() {
+        return security.limits();
     }
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
         this.ctx = ctx;
+        String refused = limits().openConnection();
+        if (refused != null) {
+            LOG.warn("Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
+            fail(ErrorCode.RESOURCE_LIMIT, refused);
+            ctx.fireChannelActive();
+            return;
+        }
+        countedConnection = true;
         handshakeTimeout = ctx.executor().schedule(() -> {
             if (!open) {
-                fail(ErrorCode.HANDSHAKE_REQUIRED, "no HELLO within " + config.broker.handshakeTimeoutMs + " ms");
+                limits().countHandshakeTimeout();
+                fail(ErrorCode.HANDSHAKE_REQUIRED, "no HELLO within broker.handshake-timeout-ms " + config.broker.handshakeTimeoutMs + " ms");
             }
         }, config.broker.handshakeTimeoutMs, TimeUnit.MILLISECONDS);
         ctx.fireChannelActive();
@@ -92,6 +132,9 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         boolean handedOff = false;
         try {
             Frame frame = (Frame) msg;
+            if (!countedConnection) {
+                return;
+            }
             if (!open) {
                 if (frame instanceof HelloFrame hello) {
                     handshake(hello);
@@ -114,17 +157,27 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                     + ", the broker speaks " + ProtocolVersion.CURRENT);
             return;
         }
-        String rejected = authenticator.check(hello.user(), hello.password());
-        if (rejected != null) {
+        Authenticator.Result auth = authenticator.authenticate(hello.user(), hello.password(), certificateUser(),
+                security.anonymousAllowed());
+        if (!auth.accepted()) {
+            String rejected = auth.rejected();
             LOG.warn("Authentication failed for a connection from {}: {}.", ctx.channel().remoteAddress(), rejected);
+            // A failed attempt costs the client 200 ms before the answer: slows password guessing.
             ctx.executor().schedule(() -> fail(ErrorCode.AUTHENTICATION_FAILED, "authentication failed: " + rejected),
                     200, TimeUnit.MILLISECONDS);
             return;
         }
+        String refused = limits().openUserConnection(auth.user());
+        if (refused != null) {
+            LOG.warn("Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
+            fail(ErrorCode.RESOURCE_LIMIT, refused);
+            return;
+        }
+        countedUser = true;
         open = true;
         handshakeTimeout.cancel(false);
         clientName = hello.clientName();
-        user = hello.user();
+        user = auth.user();
         // HELLO's maxFrameBytes 0 means "the broker's default" (see HelloFrame), not the 1024-byte floor.
         int wanted = hello.maxFrameBytes() == 0 ? config.broker.maxFrameBytes : Math.max(hello.maxFrameBytes(), 1024);
         int maxFrame = Math.min(config.broker.maxFrameBytes, wanted);
@@ -135,9 +188,48 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         LOG.debug("Connection from {} opened by client '{}' (user '{}').", ctx.channel().remoteAddress(), clientName, user);
     }
 
+    /**
+     * The subject CN of a verified TLS client certificate, or null (no TLS, no certificate, or no CN).
+     */
+    private String certificateUser() {
+        io.netty.handler.ssl.SslHandler tls = ctx.pipeline().get(io.netty.handler.ssl.SslHandler.class);
+        if (tls == null) {
+            return null;
+        }
+        try {
+            Certificate[] chain = tls.engine().getSession().getPeerCertificates();
+            if (chain.length == 0 || !(chain[0] instanceof X509Certificate cert)) {
+                return null;
+            }
+            for (Rdn rdn : new LdapName(cert.getSubjectX500Principal().getName()).getRdns()) {
+                if (rdn.getType().equalsIgnoreCase("CN")) {
+                    return String.valueOf(rdn.getValue());
+                }
+            }
+            return null;
+        } catch (SSLPeerUnverifiedException | InvalidNameException e) {
+            return null;
+        }
+    }
+
+    /** True if the user may; else answers ACCESS_DENIED (the connection stays usable) and returns false. */
+    private boolean permit(long requestId, Action action, String queue) {
+        if (security.authorizer().allowed(user, action, queue)) {
+            return true;
+        }
+        String message = Authorizer.denial(user, action, queue);
+        LOG.info("Access denied to {}: {}.", describe(), message);
+        error(requestId, ErrorCode.ACCESS_DENIED, message);
+        return false;
+    }
+
     /** Returns true if the frame's buffer was handed to a queue, which releases it. */
     private boolean handle(Frame frame) {
         if (frame instanceof PublishFrame publish) {
+            if (!security.authorizer().allowed(user, Action.PUBLISH, publish.queue())) {
+                rejectPublish(publish, ErrorCode.ACCESS_DENIED, Authorizer.denial(user, Action.PUBLISH, publish.queue()));
+                return false;
+            }
             BrokerQueue queue = queues.get(publish.queue());
             if (queue == null) {
                 rejectPublish(publish, ErrorCode.UNKNOWN_QUEUE, "queue '" + publish.queue() + "' does not exist; declare it first");
@@ -149,16 +241,18 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         } else if (frame instanceof AckFrame ack) {
             Subscription sub = subscription(ack.consumerTag());
             if (sub != null) {
+                settle(ack.consumerTag(), ack.messageIds());
                 sub.ack(ack);
             }
         } else if (frame instanceof CreditFrame credit) {
             Subscription sub = subscription(credit.consumerTag());
             if (sub != null) {
-                sub.credit(credit.credit());
+                sub.credit(grant(credit.consumerTag(), credit.credit(), true));
             }
         } else if (frame instanceof NackFrame nack) {
             Subscription sub = subscription(nack.consumerTag());
             if (sub != null) {
+                settle(nack.consumerTag(), nack.messageIds());
                 sub.nack(nack);
             }
         } else if (frame instanceof SubscribeFrame subscribe) {
@@ -169,17 +263,24 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                 error(unsubscribe.requestId(), ErrorCode.UNKNOWN_CONSUMER, "no subscription with consumer tag " + unsubscribe.consumerTag());
             } else {
                 sub.close();
+                release(unsubscribe.consumerTag());
                 ctx.writeAndFlush(new OkFrame(unsubscribe.requestId()));
             }
         } else if (frame instanceof DeclareQueueFrame declare) {
             declare(declare);
         } else if (frame instanceof DeleteQueueFrame delete) {
+            if (!permit(delete.requestId(), Action.MANAGE, delete.queue())) {
+                return false;
+            }
             if (queues.delete(delete.queue())) {
                 ctx.writeAndFlush(new OkFrame(delete.requestId()));
             } else {
                 error(delete.requestId(), ErrorCode.UNKNOWN_QUEUE, "queue '" + delete.queue() + "' does not exist");
             }
         } else if (frame instanceof PurgeQueueFrame purge) {
+            if (!permit(purge.requestId(), Action.MANAGE, purge.queue())) {
+                return false;
+            }
             BrokerQueue queue = queues.get(purge.queue());
             if (queue == null) {
                 error(purge.requestId(), ErrorCode.UNKNOWN_QUEUE, "queue '" + purge.queue() + "' does not exist");
@@ -268,17 +369,77 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             error(subscribe.requestId(), ErrorCode.CONSUMER_TAG_IN_USE, "consumer tag " + subscribe.consumerTag() + " is already in use");
             return;
         }
+        if (!permit(subscribe.requestId(), Action.CONSUME, subscribe.queue())) {
+            return;
+        }
+        int maxConsumers = limits().limits().maxConsumersPerConnection;
+        if (subscriptions.size() >= maxConsumers) {
+            limits().countRejectedConsumer();
+            error(subscribe.requestId(), ErrorCode.RESOURCE_LIMIT, "consumer count " + (subscriptions.size() + 1)
+                    + " on this connection would exceed limits.max-consumers-per-connection " + maxConsumers);
+            return;
+        }
         BrokerQueue queue = queues.get(subscribe.queue());
         if (queue == null) {
             error(subscribe.requestId(), ErrorCode.UNKNOWN_QUEUE, "queue '" + subscribe.queue() + "' does not exist");
             return;
         }
-        Subscription sub = Subscription.open(queue, this, subscribe.consumerTag(), subscribe.initialCredit());
+        outstandingByTag.put(subscribe.consumerTag(), new long[1]);
+        long credit = grant(subscribe.consumerTag(), subscribe.initialCredit(), false);
+        Subscription sub = Subscription.open(queue, this, subscribe.consumerTag(), credit);
         subscriptions.put(subscribe.consumerTag(), sub);
         ctx.writeAndFlush(new OkFrame(subscribe.requestId()));
     }
 
+    /**
+     * Grants what fits under {@code limits.max-unacked-per-connection} and returns it. A SUBSCRIBE's
+     * initial credit is silently capped; a CREDIT beyond the limit also gets an ERROR RESOURCE_LIMIT.
+     */
+    private long grant(int tag, long wanted, boolean reportExcess) {
+        long max = limits().limits().maxUnackedPerConnection;
+        long granted = Math.max(0, Math.min(wanted, max - outstandingCredit));
+        if (granted < wanted) {
+            limits().countRejectedCredit();
+            if (reportExcess) {
+                error(0, ErrorCode.RESOURCE_LIMIT, "credit " + wanted + " for consumer tag " + tag + " would bring the connection's"
+                        + " outstanding credit " + outstandingCredit + " above limits.max-unacked-per-connection " + max
+                        + "; granted " + granted);
+            }
+        }
+        outstandingCredit += granted;
+        long[] perTag = outstandingByTag.get(tag);
+        if (perTag != null) {
+            perTag[0] += granted;
+        }
+        return granted;
+    }
+
+    /** An ACK or NACK frees the credit units of the messages it settles. */
+    private void settle(int tag, java.util.List<IdRange> ids) {
+        long[] perTag = outstandingByTag.get(tag);
+        if (perTag == null) {
+            return;
+        }
+        long settled = 0;
+        for (IdRange r : ids) {
+            settled += r.to() - r.from() + 1;
+        }
+        settled = Math.min(settled, perTag[0]);
+        perTag[0] -= settled;
+        outstandingCredit -= settled;
+    }
+
+    private void release(int tag) {
+        long[] perTag = outstandingByTag.remove(tag);
+        if (perTag != null) {
+            outstandingCredit -= perTag[0];
+        }
+    }
+
     private void declare(DeclareQueueFrame declare) {
+        if (!permit(declare.requestId(), Action.MANAGE, declare.queue())) {
+            return;
+        }
         try {
             if (declare.passive()) {
                 BrokerQueue q = queues.get(declare.queue());
@@ -287,6 +448,13 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                 } else {
                     ctx.writeAndFlush(new OkFrame(declare.requestId(), q.store().unackedMessages()));
                 }
+                return;
+            }
+            int maxQueues = limits().limits().maxQueues;
+            if (queues.get(declare.queue()) == null && queues.all().size() >= maxQueues) {
+                limits().countRejectedQueue();
+                error(declare.requestId(), ErrorCode.RESOURCE_LIMIT, "declaring queue '" + declare.queue() + "' would bring the queue count to "
+                        + (queues.all().size() + 1) + ", above limits.max-queues " + maxQueues);
                 return;
             }
             BrokerQueue q = queues.declare(declare.queue(), declare.settings());
@@ -341,7 +509,13 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             root = root.getCause();
         }
         if (root instanceof ProtocolException pe) {
+            if (pe.errorCode() == ErrorCode.FRAME_TOO_LARGE) {
+                limits().countOversizedFrame();
+            }
             fail(pe.errorCode(), pe.getMessage());
+        } else if (isTlsFailure(cause)) {
+            LOG.info("TLS failed on the connection from {}: {}.", ctx.channel().remoteAddress(), root.getMessage());
+            ctx.close();
         } else if (root instanceof java.io.IOException) {
             ctx.close();
         } else {
@@ -350,8 +524,25 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         }
     }
 
+    private static boolean isTlsFailure(Throwable cause) {
+        for (Throwable t = cause; t != null; t = t.getCause()) {
+            if (t instanceof SSLException || t instanceof io.netty.handler.ssl.NotSslRecordException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
+        if (countedConnection) {
+            countedConnection = false;
+            limits().closeConnection();
+        }
+        if (countedUser) {
+            countedUser = false;
+            limits().closeUserConnection(user);
+        }
         if (handshakeTimeout != null) {
             handshakeTimeout.cancel(false);
         }

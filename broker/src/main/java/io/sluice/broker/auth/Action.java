@@ -1,0 +1,22 @@
+package io.sluice.broker.auth;
+
+import java.util.Locale;
+
+/** What a user may do to a queue. MANAGE covers declare, delete and purge. */
+public enum Action {
+    PUBLISH, CONSUME, MANAGE;
+
+    public String configName() {
+        return name().toLowerCase(Locale.ROOT);
+    }
+
+    /** Parses a config name (publish, consume, manage); throws naming the value and the choices. */
+    public static Action parse(String name) {
+        for (Action a : values()) {
+            if (a.configName().equals(name)) {
+                return a;
+            }
+        }
+        throw new IllegalArgumentException("action '" + name + "' is not one of publish, consume, manage");
+    }
+}

@@ -1,0 +1,90 @@
+package io.sluice.broker.security;
+
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import io.sluice.broker.Broker;
+import io.sluice.broker.config.ConfigException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.LoggerFactory;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Safe by default: an exposed listener needs users or an explicit, loudly logged opt-in. */
+class SafeDefaultsTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void loopbackRunsAnonymouslyByDefault() throws Exception {
+        try (Broker broker = SecurityFixture.start(dir, null, Map.of())) {
+            assertTrue(broker.port() > 0);
+        }
+    }
+
+    @Test
+    void nonLoopbackWithoutUsersIsRefused() {
+        ConfigException e = assertThrows(ConfigException.class,
+                () -> SecurityFixture.config(dir, null, Map.of("broker.listen-address", "0.0.0.0")));
+        assertTrue(e.getMessage().contains("broker.listen-address 0.0.0.0 is not a loopback address and auth.users is empty"),
+                e.getMessage());
+        assertTrue(e.getMessage().contains("auth.allow-anonymous-remote"), e.getMessage());
+    }
+
+    @Test
+    void nonLoopbackWithUsersStarts() throws Exception {
+        try (Broker broker = SecurityFixture.start(dir, SecurityFixture.usersYaml(), Map.of("broker.listen-address", "0.0.0.0"))) {
+            assertTrue(broker.port() > 0);
+        }
+    }
+
+    @Test
+    void explicitAnonymousRemoteStartsAndWarnsAtEveryStart() throws Exception {
+        ListAppender<ILoggingEvent> appender = new ListAppender<>();
+        appender.start();
+        Logger logger = (Logger) LoggerFactory.getLogger(ListenerExposure.class);
+        logger.addAppender(appender);
+        try {
+            Map<String, String> overrides = Map.of("broker.listen-address", "0.0.0.0", "auth.allow-anonymous-remote", "true");
+            for (int start = 0; start < 2; start++) {
+                try (Broker broker = SecurityFixture.start(dir, null, overrides)) {
+                    assertTrue(broker.port() > 0);
+                }
+            }
+            long warnings = appender.list.stream()
+                    .filter(e -> e.getLevel() == ch.qos.logback.classic.Level.WARN && e.getFormattedMessage().contains("anonymous access"))
+                    .count();
+            assertEquals(2, warnings);
+        } finally {
+            logger.detachAppender(appender);
+        }
+    }
+
+    @Test
+    void securityKeysAreValidatedTogether() {
+        ConfigException e = assertThrows(ConfigException.class, () -> SecurityFixture.config(dir, """
+                auth:
+                  anonymous-permissions:
+                    - queues: "x"
+                      actions: [publish, destroy]
+                tls:
+                  enabled: true
+                  client-auth: sometimes
+                limits:
+                  max-connections: 0
+                """, Map.of()));
+        String m = e.getMessage();
+        assertTrue(m.contains("auth.anonymous-permissions[0].actions: action 'destroy' is not one of publish, consume, manage"), m);
+        assertTrue(m.contains("tls.client-auth 'sometimes' is not one of none, optional, require"), m);
+        assertTrue(m.contains("tls.certificate is empty but tls.enabled is true"), m);
+        assertTrue(m.contains("limits.max-connections 0 is outside 1..10000000"), m);
+        assertFalse(m.contains("max-queues"), m);
+    }
+}
