@@ -49,4 +49,27 @@ class QuickstartTest {
             }
         }
     }
+
+    @Test
+    void shouldKeepDeliverFramesWithinTheFrameSizeTheClientAgreedTo() throws InterruptedException {
+        try (Broker broker = Broker.start(new ConfigLoader().load(null,
+                Map.of("broker.data-dir", dataDir.toString(), "broker.port", "0", "storage.reserved-disk-bytes", "0")));
+             Connection connection = Connection.connect(ConnectionOptions.builder().port(broker.port()).maxFrameBytes(4096).build())) {
+            connection.declareQueue("small", QueueSettings.EMPTY);
+            Producer producer = connection.createProducer("small", ProducerOptions.DEFAULT);
+            byte[] payload = new byte[1000];
+            for (int i = 0; i < 100; i++) {
+                payload[0] = (byte) i;
+                producer.send(payload.clone());
+            }
+            Consumer consumer = connection.subscribe("small", ConsumerOptions.DEFAULT);
+            for (int i = 0; i < 100; i++) {
+                Message m = consumer.receive(Duration.ofSeconds(10));
+                assertNotNull(m, "message " + i + " arrived in frames of at most 4096 bytes");
+                assertEquals((byte) i, m.payload()[0]);
+                m.ack();
+            }
+            consumer.close();
+        }
+    }
 }

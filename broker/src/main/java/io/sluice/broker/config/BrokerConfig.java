@@ -211,6 +211,10 @@ public final class BrokerConfig {
         } catch (IllegalArgumentException e) {
             problems.add("storage: " + e.getMessage());
         }
+        if (storage.maxMessageBytes > broker.maxFrameBytes - 1024) {
+            problems.add("storage.max-message-bytes " + storage.maxMessageBytes + " must be at least 1024 below broker.max-frame-bytes "
+                    + broker.maxFrameBytes + ", or a message could not be delivered in one frame");
+        }
         check(problems, "queues.max-deliveries", queues.maxDeliveries, 1, 1_000_000);
         check(problems, "queues.ack-timeout-ms", queues.ackTimeoutMs, 100, 7L * 24 * 3_600_000);
         check(problems, "queues.redelivery-delay-ms", queues.redeliveryDelayMs, 0, 3_600_000);

@@ -95,6 +95,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private final java.util.concurrent.atomic.AtomicLong windowMessagesOut = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong windowBytesOut = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean readingPaused;
+    private volatile int negotiatedMaxFrameBytes = 64 << 10;
 
     public ConnectionHandler(BrokerConfig config, Authenticator authenticator, QueueManager queues, ConnectionSecurity security) {
         this.config = config;
@@ -181,6 +182,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         // HELLO's maxFrameBytes 0 means "the broker's default" (see HelloFrame), not the 1024-byte floor.
         int wanted = hello.maxFrameBytes() == 0 ? config.broker.maxFrameBytes : Math.max(hello.maxFrameBytes(), 1024);
         int maxFrame = Math.min(config.broker.maxFrameBytes, wanted);
+        negotiatedMaxFrameBytes = maxFrame;
         ctx.pipeline().get(FrameDecoder.class).maxFrameBytes(config.broker.maxFrameBytes);
         ctx.pipeline().get(FrameEncoder.class).maxFrameBytes(maxFrame);
         ctx.writeAndFlush(new HelloOkFrame(ProtocolVersion.CURRENT, maxFrame, config.broker.heartbeatIntervalMs,
@@ -573,6 +575,11 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     @Override
     public boolean isActive() {
         return ctx.channel().isActive();
+    }
+
+    @Override
+    public int maxFrameBytes() {
+        return negotiatedMaxFrameBytes;
     }
 
     @Override

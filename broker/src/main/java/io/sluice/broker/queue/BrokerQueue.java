@@ -65,6 +65,10 @@ import java.util.concurrent.TimeUnit;
 public final class BrokerQueue {
     private static final Logger LOG = LoggerFactory.getLogger(BrokerQueue.class);
     private static final int MAX_DELIVER_FRAME_BYTES = 256 << 10;
+    /** Frame header, consumer tag and message count of a DELIVER frame, rounded up (docs/protocol.md). */
+    private static final int DELIVER_FRAME_OVERHEAD_BYTES = 64;
+    /** Per message in a DELIVER frame: id, delivery count and the two length prefixes. */
+    private static final int DELIVER_MESSAGE_OVERHEAD_BYTES = 24;
     public static final String HEADER_DEAD_LETTER_FROM = "x-dead-letter-from";
     public static final String HEADER_DEAD_LETTER_REASON = "x-dead-letter-reason";
     public static final String HEADER_DELIVERY_COUNT = "x-delivery-count";
@@ -553,6 +557,15 @@ public final class BrokerQueue {
             consumer.credit--;
             consumer.inFlight.put(message.id(), new ConsumerSession.Delivery(now, message.headersLength() + message.payloadLength()));
             tracked.add(message.id());
+            // A batch never exceeds the frame size agreed with the client: close it before a message
+            // that would not fit (a single message always fits: max-message-bytes < max-frame-bytes).
+            int limit = Math.min(MAX_DELIVER_FRAME_BYTES, consumer.connection.maxFrameBytes() - DELIVER_FRAME_OVERHEAD_BYTES);
+            int messageBytes = DELIVER_MESSAGE_OVERHEAD_BYTES + message.headersLength() + message.payloadLength();
+            DeliverFrameBuilder open = batches.get(consumer);
+            if (open != null && open.messageCount() > 0 && open.encodedBytes() + messageBytes > limit) {
+                consumer.connection.write(open.build());
+                batches.remove(consumer);
+            }
             DeliverFrameBuilder batch = batches.computeIfAbsent(consumer,
                     c -> new DeliverFrameBuilder(ByteBufAllocator.DEFAULT, c.tag));
             batch.addEncoded(message.id(), count,

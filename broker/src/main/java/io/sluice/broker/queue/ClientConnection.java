@@ -14,6 +14,9 @@ public interface ClientConnection {
 
     boolean isActive();
 
+    /** The largest frame the client agreed to receive (HELLO_OK). */
+    int maxFrameBytes();
+
     /** False while the connection's outbound buffer is above its high water mark: deliver nothing more to it. */
     boolean isWritable();
 
