@@ -1,0 +1,153 @@
+package io.sluice.broker;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.sluice.broker.config.ConfigLoader;
+import io.sluice.client.Connection;
+import io.sluice.client.ConnectionOptions;
+import io.sluice.client.Producer;
+import io.sluice.client.ProducerOptions;
+import io.sluice.protocol.FlowState;
+import io.sluice.protocol.FrameEncoder;
+import io.sluice.protocol.HelloFrame;
+import io.sluice.protocol.PublishFrameBuilder;
+import io.sluice.protocol.QueueSettings;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.OutputStream;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The guards that hold whatever clients do: the publish window against a flooding producer, and the disk guard. */
+class FlowGuardsTest {
+    @TempDir
+    Path temp;
+    private Broker broker;
+    private Path mountPoint;
+
+    @AfterEach
+    void stop() throws Exception {
+        if (broker != null) {
+            broker.close();
+        }
+        if (mountPoint != null) {
+            new ProcessBuilder("umount", mountPoint.toString()).inheritIO().start().waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+
+    private Broker start(Path dataDir, Map<String, String> extra) {
+        Map<String, String> overrides = new HashMap<>(Map.of(
+                "broker.data-dir", dataDir.toString(),
+                "broker.port", "0",
+                "storage.reserved-disk-bytes", "0"));
+        overrides.putAll(extra);
+        broker = Broker.start(new ConfigLoader().load(null, overrides));
+        return broker;
+    }
+
+    @Test
+    void shouldStopReadingAProducerThatIgnoresItsPublishWindow() throws Exception {
+        start(temp.resolve("data"), Map.of("broker.publish-window-messages", "100"));
+        try (Connection admin = Connection.connect(ConnectionOptions.builder().port(broker.port()).build())) {
+            // Slowed with no consumer: no confirm, so no window comes back to the producer.
+            admin.declareQueue("flood", QueueSettings.builder().set(QueueSettings.QUOTA_SOFT_MESSAGES, 1).build());
+        }
+        AtomicLong framesWritten = new AtomicLong();
+        try (Socket socket = new Socket("127.0.0.1", broker.port())) {
+            OutputStream out = socket.getOutputStream();
+            write(out, new HelloFrame(1, 1, "flooder", 1 << 20, 0, "", ""));
+            Thread flooder = new Thread(() -> {
+                try {
+                    for (int f = 0; f < 100_000; f++) {
+                        PublishFrameBuilder b = new PublishFrameBuilder(ByteBufAllocator.DEFAULT, "flood");
+                        for (int i = 0; i < 50; i++) {
+                            b.add(7, (long) f * 50 + i, List.of(), new byte[200]);
+                        }
+                        write(out, b.build());
+                        framesWritten.incrementAndGet();
+                    }
+                } catch (Exception closed) {
+                    // The test closed the socket.
+                }
+            });
+            flooder.setDaemon(true);
+            flooder.start();
+            // The client writes until the kernel's buffers are full, then blocks: the broker stopped reading.
+            long before;
+            do {
+                before = framesWritten.get();
+                TimeUnit.MILLISECONDS.sleep(500);
+            } while (framesWritten.get() != before);
+            long stored = broker.store().queue("flood").unackedMessages();
+            assertTrue(stored <= 100 + 50, "the broker took at most its publish window plus one frame, not "
+                    + stored + " of the " + framesWritten.get() * 50 + " messages written");
+            assertTrue(framesWritten.get() < 100_000, "the flooding client is held back by TCP");
+        }
+        try (Connection other = Connection.connect(ConnectionOptions.builder().port(broker.port()).build())) {
+            other.declareQueue("other", QueueSettings.EMPTY);
+            other.createProducer("other", ProducerOptions.DEFAULT).send("still here".getBytes(StandardCharsets.UTF_8));
+        }
+    }
+
+    private static void write(OutputStream out, io.sluice.protocol.Frame frame) throws Exception {
+        ByteBuf buf = FrameEncoder.encode(ByteBufAllocator.DEFAULT, frame, 1 << 20);
+        try {
+            byte[] bytes = new byte[buf.readableBytes()];
+            buf.readBytes(bytes);
+            out.write(bytes);
+            out.flush();
+        } finally {
+            buf.release();
+        }
+    }
+
+    @Test
+    @Tag("slow")
+    void shouldBlockEveryProducerWhileFreeDiskIsBelowTheReserveAndResumeWhenItIsBack() throws Exception {
+        mountPoint = Files.createDirectory(temp.resolve("tmpfs"));
+        Process mount = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", mountPoint.toString())
+                .redirectErrorStream(true).start();
+        String output = new String(mount.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!mount.waitFor(30, TimeUnit.SECONDS) || mount.exitValue() != 0) {
+            String reason = "FlowGuardsTest disk guard SKIPPED: needs a tmpfs mounted at " + mountPoint + " (run as root): " + output;
+            System.err.println(reason);
+            mountPoint = null;
+            Assumptions.abort(reason);
+        }
+        start(mountPoint.resolve("data"), Map.of("storage.reserved-disk-bytes", String.valueOf(24L << 20),
+                "storage.segment-bytes", String.valueOf(1L << 20), "storage.max-message-bytes", String.valueOf(64 << 10)));
+        List<FlowState> states = new CopyOnWriteArrayList<>();
+        List<String> reasons = new CopyOnWriteArrayList<>();
+        try (Connection c = Connection.connect(ConnectionOptions.builder().port(broker.port()).build())) {
+            c.declareQueue("q", QueueSettings.EMPTY);
+            Producer p = c.createProducer("q", new ProducerOptions(10, 256, 1 << 20, (q, s, r) -> {
+                states.add(s);
+                reasons.add(r);
+            }));
+            p.send(new byte[100]);
+            Path filler = mountPoint.resolve("filler");
+            Files.write(filler, new byte[48 << 20]);
+            TestAwait.until("producers blocked by the disk guard", java.time.Duration.ofSeconds(20), () -> states.contains(FlowState.BLOCKED));
+            assertTrue(reasons.get(states.indexOf(FlowState.BLOCKED)).contains("free disk space"), reasons.toString());
+            Files.delete(filler);
+            TestAwait.until("producers resume once space is back", java.time.Duration.ofSeconds(20), () -> states.get(states.size() - 1) == FlowState.FREE);
+            p.send(new byte[100]);
+            assertEquals(2, broker.store().queue("q").unackedMessages());
+        }
+    }
+}
