@@ -104,6 +104,47 @@ class FlowGuardsTest {
         }
     }
 
+    @Test
+    void shouldStopDeliveringToAConsumerThatNeverReadsItsSocketWithoutSlowingTheOthers() throws Exception {
+        start(temp.resolve("data"), Map.of());
+        int total = 10_000;
+        byte[] payload = new byte[10_000];
+        try (Connection c = Connection.connect(ConnectionOptions.builder().port(broker.port()).build());
+             Socket stuck = new Socket("127.0.0.1", broker.port())) {
+            c.declareQueue("shared", QueueSettings.EMPTY);
+            stuck.setReceiveBufferSize(64 << 10);
+            OutputStream out = stuck.getOutputStream();
+            write(out, new HelloFrame(1, 1, "never-reads", 1 << 20, 0, "", ""));
+            write(out, new io.sluice.protocol.SubscribeFrame(1, 1, "shared", 1_000_000));
+            io.sluice.client.Consumer healthy = c.subscribe("shared", io.sluice.client.ConsumerOptions.DEFAULT);
+            Producer p = c.createProducer("shared", ProducerOptions.DEFAULT);
+            Thread producer = new Thread(() -> {
+                for (int i = 0; i < total; i++) {
+                    p.sendAsync(payload);
+                }
+            });
+            producer.start();
+            int received = 0;
+            while (true) {
+                io.sluice.client.Message m = healthy.receive(java.time.Duration.ofSeconds(5));
+                if (m == null) {
+                    break;
+                }
+                m.ack();
+                received++;
+            }
+            producer.join();
+            int healthyGot = received;
+            TestAwait.until("the healthy consumer's acks are in", () -> broker.store().queue("shared").unackedMessages() == total - healthyGot);
+            long heldByStuck = total - received;
+            // The stuck consumer holds what fits in the socket buffers and the 1 MiB high water mark,
+            // far below its credit of 1,000,000 and far below the half it would get round-robin.
+            assertTrue(heldByStuck < 1_500, "the consumer that never reads got " + heldByStuck + " of " + total + " messages");
+            assertTrue(received > total - 1_500, "the healthy consumer got the rest: " + received);
+            healthy.close();
+        }
+    }
+
     private static void write(OutputStream out, io.sluice.protocol.Frame frame) throws Exception {
         ByteBuf buf = FrameEncoder.encode(ByteBufAllocator.DEFAULT, frame, 1 << 20);
         try {
