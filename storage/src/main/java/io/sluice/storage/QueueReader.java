@@ -53,20 +53,15 @@ public final class QueueReader implements AutoCloseable {
                 }
                 index = dc.index();
                 segment = queue.rollCycle().toCycle(index);
-                if (queue.isAckedPhysical(index)) {
-                    continue;
-                }
                 Bytes<?> bytes = dc.wire().bytes();
                 length = (int) bytes.readRemaining();
                 bytes.read(codec.arrayFor(length), 0, length);
             }
             String problem = codec.loaded(length);
-            if (problem != null) {
-                queue.discardCorrupt(index, problem);
-                continue;
+            // One lock acquisition per message: the ack check and the delivery count together.
+            if (queue.fillIfUnacked(message, codec, index, problem)) {
+                return message;
             }
-            queue.fill(message, codec, index);
-            return message;
         }
     }
 

@@ -492,15 +492,6 @@ public final class QueueStore {
         }
     }
 
-    boolean isAckedPhysical(long physicalId) {
-        lock.lock();
-        try {
-            return acks.isAcked(physicalId);
-        } finally {
-            lock.unlock();
-        }
-    }
-
     /** Calls {@code visitor} with the id of every unacknowledged message, in store order (relocated ones by their original id). */
     public void forEachUnacked(LongConsumer visitor) {
         List<Long> ids = new ArrayList<>();
@@ -604,13 +595,47 @@ public final class QueueStore {
         }
     }
 
-    void fill(StoredMessage message, RecordCodec codec, long physical) {
+    /**
+     * For a reader: fills {@code message} and returns true if the record at {@code physical} is
+     * unacknowledged and intact; a damaged one ({@code problem} not null) is discarded instead.
+     */
+    boolean fillIfUnacked(StoredMessage message, RecordCodec codec, long physical, String problem) {
         lock.lock();
         try {
+            if (acks.isAcked(physical)) {
+                return false;
+            }
+            if (problem != null) {
+                discardCorruptLocked(physical, problem);
+                return false;
+            }
             fillLocked(message, codec, physical);
+            return true;
         } finally {
             lock.unlock();
         }
+    }
+
+    /** Acknowledges {@code count} ids from {@code ids} under one lock; returns how many were newly acknowledged. */
+    public int ackAll(long[] ids, int count) {
+        int newly = 0;
+        lock.lock();
+        try {
+            ensureOpen();
+            for (int i = 0; i < count; i++) {
+                long id = ids[i];
+                long physical = acks.physicalId(id);
+                if (ackLog.ack(id) == AckResult.NEWLY_ACKED) {
+                    newly++;
+                    noteAcked(physical);
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
+        } finally {
+            lock.unlock();
+        }
+        return newly;
     }
 
     private void fillLocked(StoredMessage message, RecordCodec codec, long physical) {
@@ -626,15 +651,6 @@ public final class QueueStore {
         message.headersLength = codec.headersLength();
         message.payloadOffset = codec.payloadOffset();
         message.payloadLength = codec.payloadLength();
-    }
-
-    void discardCorrupt(long index, String problem) {
-        lock.lock();
-        try {
-            discardCorruptLocked(index, problem);
-        } finally {
-            lock.unlock();
-        }
     }
 
     private void discardCorruptLocked(long index, String problem) {

@@ -87,6 +87,21 @@ class QueueStoreTest {
     }
 
     @Test
+    void shouldAckABatchOfIdsUnderOneCallCountingOnlyNewAcks() {
+        QueueStore q = open(StoreConfig.builder().build()).createQueue("q");
+        long[] ids = new long[10];
+        for (int i = 0; i < 10; i++) {
+            ids[i] = q.append(null, payload(i));
+        }
+        q.ack(ids[2]);
+        assertEquals(4, q.ackAll(new long[] {ids[0], ids[2], ids[4], ids[6], ids[8], 0}, 5));
+        assertEquals(5, q.unackedMessages());
+        List<Long> left = new ArrayList<>();
+        q.forEachUnacked(left::add);
+        assertEquals(List.of(ids[1], ids[3], ids[5], ids[7], ids[9]), left);
+    }
+
+    @Test
     void shouldRefuseAnOversizedMessageAndWriteNothing() {
         QueueStore q = open(StoreConfig.builder().maxMessageBytes(1024).build()).createQueue("q");
         MessageTooLargeException e = assertThrows(MessageTooLargeException.class, () -> q.append(null, new byte[1025]));

@@ -100,6 +100,8 @@ public final class BrokerQueue {
     private long dropped;
     private long publishRefused;
     private boolean dispatchScheduled;
+    private final long[] ackBatch = new long[1024];
+    private int ackBatchSize;
     private ScheduledFuture<?> ackTimeoutTask;
     private long deadLettered;
     private long redelivered;
@@ -392,12 +394,20 @@ public final class BrokerQueue {
             }
             for (Iterator<Map.Entry<Long, ConsumerSession.Delivery>> it = hit.entrySet().iterator(); it.hasNext(); ) {
                 Map.Entry<Long, ConsumerSession.Delivery> e = it.next();
-                store.ack(e.getKey());
+                if (ackBatchSize == ackBatch.length) {
+                    store.ackAll(ackBatch, ackBatchSize);
+                    ackBatchSize = 0;
+                }
+                ackBatch[ackBatchSize++] = e.getKey();
                 backlogBytes -= e.getValue().bytes();
                 tracked.remove(e.getKey());
                 it.remove();
                 acked++;
             }
+        }
+        if (ackBatchSize > 0) {
+            store.ackAll(ackBatch, ackBatchSize); // one store lock per ACK frame, not per message
+            ackBatchSize = 0;
         }
         if (acked > 0) {
             acknowledged(acked);
