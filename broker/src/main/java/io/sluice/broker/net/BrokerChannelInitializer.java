@@ -6,13 +6,15 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.sluice.broker.auth.Authenticator;
 import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.metrics.NetworkCounters;
+import io.sluice.broker.metrics.TrafficCountHandler;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.protocol.FrameDecoder;
 import io.sluice.protocol.FrameEncoder;
 
 import java.util.concurrent.TimeUnit;
 
-/** The pipeline of a client connection: frame codec, heartbeat timer, connection handler. */
+/** The pipeline of a client connection: byte counter, frame codec, frame counter, heartbeat timer, connection handler. */
 public final class BrokerChannelInitializer extends ChannelInitializer<SocketChannel> {
     /** Frames accepted before the handshake: a HELLO is small, and nobody may send megabytes unauthenticated. */
     static final int PRE_HANDSHAKE_MAX_FRAME_BYTES = 64 << 10;
@@ -21,8 +23,18 @@ public final class BrokerChannelInitializer extends ChannelInitializer<SocketCha
     private final Authenticator authenticator;
     private final QueueManager queues;
     private final ChannelGroup channels;
+    private final TrafficCountHandler byteCounter;
+    private final TrafficCountHandler frameCounter;
 
     public BrokerChannelInitializer(BrokerConfig config, Authenticator authenticator, QueueManager queues, ChannelGroup channels) {
+        this(config, authenticator, queues, channels, null);
+    }
+
+    /** With {@code network} non-null, each pipeline also counts its bytes and frames into it. */
+    public BrokerChannelInitializer(BrokerConfig config, Authenticator authenticator, QueueManager queues, ChannelGroup channels,
+                                    NetworkCounters network) {
+        this.byteCounter = network == null ? null : TrafficCountHandler.bytes(network);
+        this.frameCounter = network == null ? null : TrafficCountHandler.frames(network);
         this.config = config;
         this.authenticator = authenticator;
         this.queues = queues;
@@ -33,9 +45,15 @@ public final class BrokerChannelInitializer extends ChannelInitializer<SocketCha
     protected void initChannel(SocketChannel ch) {
         channels.add(ch);
         int heartbeat = config.broker.heartbeatIntervalMs;
+        if (byteCounter != null) {
+            ch.pipeline().addLast(byteCounter);
+        }
         ch.pipeline()
                 .addLast(new FrameDecoder(PRE_HANDSHAKE_MAX_FRAME_BYTES))
                 .addLast(new FrameEncoder(config.broker.maxFrameBytes));
+        if (frameCounter != null) {
+            ch.pipeline().addLast(frameCounter);
+        }
         if (heartbeat > 0) {
             ch.pipeline().addLast(new IdleStateHandler(2L * heartbeat, heartbeat, 0, TimeUnit.MILLISECONDS));
         }
