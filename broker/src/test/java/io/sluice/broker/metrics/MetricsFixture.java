@@ -34,13 +34,18 @@ public final class MetricsFixture implements AutoCloseable {
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     public MetricsFixture(Path dataDir, Map<String, String> extra) {
+        this(dataDir, null, extra);
+    }
+
+    /** With a configuration file (YAML) under the overrides, e.g. for users. */
+    public MetricsFixture(Path dataDir, Path configFile, Map<String, String> extra) {
         Map<String, String> overrides = new HashMap<>(Map.of(
                 "broker.data-dir", dataDir.toString(),
                 "broker.port", "0",
                 "metrics.port", "0",
                 "storage.reserved-disk-bytes", "0"));
         overrides.putAll(extra);
-        broker = Broker.start(new ConfigLoader().load(null, overrides));
+        broker = Broker.start(new ConfigLoader().load(configFile, overrides));
     }
 
     public String baseUrl() {
