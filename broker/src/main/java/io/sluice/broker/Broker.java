@@ -51,11 +51,22 @@ public final class Broker implements AutoCloseable {
     private volatile boolean closed;
     private final io.netty.util.concurrent.ScheduledFuture<?> diskGuardTask;
     private String diskBlocked;
+    private final io.sluice.broker.admin.AdminServer admin;
+    private final io.sluice.broker.metrics.NetworkCounters network;
+    private final long recoveryNanos;
 
     private Broker(BrokerConfig config) {
         this.config = config;
+        this.admin = config.metrics.enabled ? io.sluice.broker.admin.AdminServer.start(config) : null; // live, not ready
+        this.network = config.metrics.enabled ? new io.sluice.broker.metrics.NetworkCounters() : null;
         long started = System.nanoTime();
-        this.store = MessageStore.open(config.dataDirectory(), config.storeConfig());
+        try {
+            this.store = MessageStore.open(config.dataDirectory(), config.storeConfig());
+        } catch (RuntimeException e) {
+            closeAdmin();
+            throw e;
+        }
+        this.recoveryNanos = System.nanoTime() - started;
         boolean epoll = Epoll.isAvailable();
         IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         this.acceptor = new MultiThreadIoEventLoopGroup(1, io);
@@ -71,17 +82,21 @@ public final class Broker implements AutoCloseable {
                 // past it the queue delivers nothing more to that connection until it drains.
                 .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 << 10, 1 << 20))
                 .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
-                .childHandler(new BrokerChannelInitializer(config, new Authenticator(config.auth), queues, channels));
+                .childHandler(new BrokerChannelInitializer(config, new Authenticator(config.auth), queues, channels, network));
         try {
             this.serverChannel = bootstrap.bind(new InetSocketAddress(config.broker.listenAddress, config.broker.port))
                     .syncUninterruptibly().channel();
         } catch (RuntimeException e) {
             shutdownGroups();
             store.close();
+            closeAdmin();
             throw new IllegalStateException("cannot listen on " + config.broker.listenAddress + ":" + config.broker.port
                     + ": " + e.getMessage(), e);
         }
         diskGuardTask = workers.next().scheduleAtFixedRate(this::checkDisk, 1, 1, TimeUnit.SECONDS);
+        if (admin != null) {
+            admin.attach(this);
+        }
         LOG.info("Sluice broker '{}' listening on {} ({} transport), data in {} ({} queues, durability {}), started in {} ms.",
                 config.broker.name, serverChannel.localAddress(), epoll ? "epoll" : "nio",
                 config.dataDirectory().toAbsolutePath(), store.listQueues().size(), config.storeConfig().durability().configName(),
@@ -131,6 +146,41 @@ public final class Broker implements AutoCloseable {
         return store;
     }
 
+    public BrokerConfig config() {
+        return config;
+    }
+
+    /** Open client connections. */
+    public ChannelGroup connections() {
+        return channels;
+    }
+
+    /** Traffic counters, or null with metrics disabled. */
+    public io.sluice.broker.metrics.NetworkCounters networkCounters() {
+        return network;
+    }
+
+    /** How long opening (and recovering) the store took. */
+    public long recoveryNanos() {
+        return recoveryNanos;
+    }
+
+    /** True from the end of start-up until {@link #close()} begins. */
+    public boolean isReady() {
+        return !closed;
+    }
+
+    /** The metrics port actually bound, or -1 with {@code metrics.enabled} false. */
+    public int metricsPort() {
+        return admin == null ? -1 : admin.port();
+    }
+
+    private void closeAdmin() {
+        if (admin != null) {
+            admin.close();
+        }
+    }
+
     /**
      * Graceful shutdown: stop accepting, give publishes waiting for their sync time to be confirmed,
      * tell clients, then force and close the store.
@@ -164,6 +214,7 @@ public final class Broker implements AutoCloseable {
         channels.close().awaitUninterruptibly(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), TimeUnit.MILLISECONDS);
         shutdownGroups();
         store.close();
+        closeAdmin();
         LOG.info("Shut down cleanly.");
     }
 

@@ -21,6 +21,7 @@ import java.util.concurrent.CountDownLatch;
  * sluice hash-password          reads a password from the terminal (or stdin) and prints its hash
  * sluice verify DATA_DIR        checks every segment and the ack state offline (exit 1 on damage)
  * sluice dump DATA_DIR QUEUE    prints a queue's messages and ack state
+ * sluice admin [--url URL] [--user U --password P] [--json] COMMAND   the admin API (see AdminCli)
  * </pre>
  */
 public final class Main {
@@ -32,6 +33,9 @@ public final class Main {
     }
 
     static int run(String[] args, PrintStream out, PrintStream err) {
+        if (args.length > 0 && args[0].equals("admin")) {
+            return io.sluice.broker.admin.AdminCli.run(java.util.Arrays.copyOfRange(args, 1, args.length), out, err);
+        }
         if (args.length > 0 && args[0].equals("hash-password")) {
             return hashPassword(out, err);
         }
@@ -61,6 +65,7 @@ public final class Main {
                     out.println("usage: sluice [--config FILE] [--data-dir DIR] [--port N] [--listen ADDRESS] [--set key=value ...]");
                     out.println("       sluice hash-password");
                     out.println("       sluice verify DATA_DIR | sluice dump DATA_DIR QUEUE [--limit N] [--from ID]");
+                    out.println("       " + io.sluice.broker.admin.AdminCli.USAGE.substring("usage: ".length()));
                     return 0;
                 }
                 default -> {

@@ -20,6 +20,15 @@ public final class BrokerConfig {
     public Queues queues = new Queues();
     public Tls tls = new Tls();
     public Limits limits = new Limits();
+    public Metrics metrics = new Metrics();
+
+    /** The HTTP endpoint for Prometheus, the health checks and the admin API. */
+    public static final class Metrics {
+        public boolean enabled;
+        @JsonProperty("listen-address")
+        public String listenAddress;
+        public int port;
+    }
 
     /** Listener, data directory and connection-level settings. */
     public static final class Broker {
@@ -227,6 +236,13 @@ public final class BrokerConfig {
                     queues.quotaHardBytes, io.sluice.broker.flow.QuotaSettings.OverflowPolicy.parse(String.valueOf(queues.overflowPolicy)));
         } catch (IllegalArgumentException e) {
             problems.add("queues quota: " + e.getMessage());
+        }
+        if (metrics.listenAddress == null || metrics.listenAddress.isBlank()) {
+            problems.add("metrics.listen-address is empty");
+        }
+        check(problems, "metrics.port", metrics.port, 0, 65535);
+        if (metrics.enabled && metrics.port != 0 && metrics.port == broker.port) {
+            problems.add("metrics.port " + metrics.port + " is the same as broker.port; give each its own port");
         }
         if (!problems.isEmpty()) {
             throw new ConfigException(problems);

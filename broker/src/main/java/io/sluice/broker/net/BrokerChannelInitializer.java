@@ -8,6 +8,8 @@ import io.netty.handler.timeout.IdleStateHandler;
 import io.sluice.broker.auth.Authenticator;
 import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.metrics.NetworkCounters;
+import io.sluice.broker.metrics.TrafficCountHandler;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.security.ConnectionLimits;
 import io.sluice.broker.security.ListenerExposure;
@@ -18,9 +20,9 @@ import io.sluice.protocol.FrameEncoder;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The pipeline of a client connection: TLS (when {@code tls.enabled}), frame codec, heartbeat timer,
- * connection handler. Built once per broker start, so the security objects it owns (authorizer,
- * limits and their counters) live as long as the listener.
+ * The pipeline of a client connection: byte counter (with metrics), TLS (when {@code tls.enabled}),
+ * frame codec, frame counter, heartbeat timer, connection handler. Built once per broker start, so
+ * the security objects it owns (authorizer, limits and their counters) live as long as the listener.
  */
 public final class BrokerChannelInitializer extends ChannelInitializer<SocketChannel> {
     /** Frames accepted before the handshake: a HELLO is small, and nobody may send megabytes unauthenticated. */
@@ -32,8 +34,18 @@ public final class BrokerChannelInitializer extends ChannelInitializer<SocketCha
     private final ChannelGroup channels;
     private final ConnectionSecurity security;
     private final SslContext sslContext;
+    private final TrafficCountHandler byteCounter;
+    private final TrafficCountHandler frameCounter;
 
     public BrokerChannelInitializer(BrokerConfig config, Authenticator authenticator, QueueManager queues, ChannelGroup channels) {
+        this(config, authenticator, queues, channels, null);
+    }
+
+    /** With {@code network} non-null, each pipeline also counts its bytes and frames into it. */
+    public BrokerChannelInitializer(BrokerConfig config, Authenticator authenticator, QueueManager queues, ChannelGroup channels,
+                                    NetworkCounters network) {
+        this.byteCounter = network == null ? null : TrafficCountHandler.bytes(network);
+        this.frameCounter = network == null ? null : TrafficCountHandler.frames(network);
         this.config = config;
         this.authenticator = authenticator;
         this.queues = queues;
@@ -60,12 +72,18 @@ public final class BrokerChannelInitializer extends ChannelInitializer<SocketCha
     protected void initChannel(SocketChannel ch) {
         channels.add(ch);
         int heartbeat = config.broker.heartbeatIntervalMs;
+        if (byteCounter != null) {
+            ch.pipeline().addLast(byteCounter);
+        }
         if (sslContext != null) {
             ch.pipeline().addLast("tls", sslContext.newHandler(ch.alloc()));
         }
         ch.pipeline()
                 .addLast(new FrameDecoder(PRE_HANDSHAKE_MAX_FRAME_BYTES))
                 .addLast(new FrameEncoder(config.broker.maxFrameBytes));
+        if (frameCounter != null) {
+            ch.pipeline().addLast(frameCounter);
+        }
         if (heartbeat > 0) {
             ch.pipeline().addLast(new IdleStateHandler(2L * heartbeat, heartbeat, 0, TimeUnit.MILLISECONDS));
         }

@@ -555,6 +555,16 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         ctx.fireChannelInactive();
     }
 
+    /** The client name of HELLO ("?" before it); for the admin API. */
+    public String clientName() {
+        return clientName;
+    }
+
+    /** The user of HELLO ("" if anonymous); for the admin API. */
+    public String user() {
+        return user;
+    }
+
     // ------------------------------------------------------------------ ClientConnection
 
     @Override

@@ -105,6 +105,12 @@ public final class BrokerQueue {
     private ScheduledFuture<?> ackTimeoutTask;
     private long deadLettered;
     private long redelivered;
+    /** Message counters for metrics: written only on the executor, read through {@link #snapshot()}. */
+    private long publishedMessages;
+    private long confirmedMessages;
+    private long deliveredMessages;
+    private long ackedMessages;
+    private long nackedMessages;
     private boolean closed;
 
     BrokerQueue(String name, QueueStore store, EventExecutor executor, QueueManager manager, QueueOptions options,
@@ -204,6 +210,7 @@ public final class BrokerQueue {
             connection.returnPublishCredit(refusedMessages, refusedBytes);
         }
         if (storedMessages > 0) {
+            publishedMessages += storedMessages;
             pendingConfirms.add(new PendingConfirm(lastId, connection, stored, storedMessages, storedBytes));
             updateFlow();
             releaseConfirms();
@@ -288,6 +295,7 @@ public final class BrokerQueue {
                 break;
             }
             pendingConfirms.poll();
+            confirmedMessages += p.messages;
             if (gated) {
                 slowTokens -= p.messages;
             }
@@ -410,6 +418,7 @@ public final class BrokerQueue {
             ackBatchSize = 0;
         }
         if (acked > 0) {
+            ackedMessages += acked;
             acknowledged(acked);
             scheduleDispatch();
         }
@@ -450,6 +459,7 @@ public final class BrokerQueue {
             }
             List<Long> ids = new ArrayList<>(hit.keySet());
             hit.clear();
+            nackedMessages += ids.size();
             for (long id : ids) {
                 switch (frame.action()) {
                     case REJECT_TO_DEAD_LETTER -> {
@@ -564,6 +574,7 @@ public final class BrokerQueue {
                 continue;
             }
             store.recordDelivery(message.id(), count);
+            deliveredMessages++;
             consumer.credit--;
             consumer.inFlight.put(message.id(), new ConsumerSession.Delivery(now, message.headersLength() + message.payloadLength()));
             tracked.add(message.id());
@@ -721,6 +732,25 @@ public final class BrokerQueue {
 
     public int consumerCount() {
         return consumers.size();
+    }
+
+    /** The queue's figures, consumers and producers, taken on the executor (for metrics and the admin API). */
+    public io.netty.util.concurrent.Future<QueueSnapshot> snapshot() {
+        return executor.submit(() -> {
+            publishers.removeIf(c -> !c.isActive());
+            List<QueueSnapshot.ConsumerFigures> consumerFigures = new ArrayList<>();
+            int inFlight = 0;
+            for (ConsumerSession c : consumers) {
+                consumerFigures.add(new QueueSnapshot.ConsumerFigures(c.connection.describe(), c.tag, c.credit, c.inFlight.size()));
+                inFlight += c.inFlight.size();
+            }
+            List<String> producers = publishers.stream().map(ClientConnection::describe).sorted().toList();
+            FlowState state = effectiveState();
+            return new QueueSnapshot(name, store.unackedMessages(), backlogBytes, inFlight, state,
+                    diskBlockedReason != null ? diskBlockedReason : gate.reason(), consumerFigures, producers,
+                    new QueueSnapshot.Counters(publishedMessages, confirmedMessages, deliveredMessages, redelivered,
+                            ackedMessages, nackedMessages, deadLettered, dropped, publishRefused));
+        });
     }
 
     /** Stops serving: drops consumers (their connections are told by the caller) and closes the reader. */

@@ -1,0 +1,356 @@
+package io.sluice.broker.admin;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.sun.net.httpserver.HttpExchange;
+import io.netty.channel.Channel;
+import io.sluice.broker.Broker;
+import io.sluice.broker.auth.Authenticator;
+import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.metrics.ConnectionTraffic;
+import io.sluice.broker.net.ConnectionHandler;
+import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.queue.QueueSnapshot;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.storage.BacklogStats;
+
+import java.io.IOException;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.Comparator;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The admin API, JSON over HTTP:
+ * <pre>
+ * GET    /api/queues               every queue with its figures
+ * GET    /api/queues/{name}        one queue
+ * PUT    /api/queues/{name}        declare; body: the DECLARE settings as a JSON object ({} for defaults)
+ * DELETE /api/queues/{name}        delete with its messages
+ * POST   /api/queues/{name}/purge  remove every message not out with a consumer
+ * GET    /api/connections          open client connections and their traffic
+ * GET    /api/consumers            subscriptions: queue, connection, credit, unacknowledged
+ * GET    /api/producers            connection, queue and the flow state it was told
+ * </pre>
+ * Errors are {@code {"error": code, "message": sentence}}: 400 bad JSON or setting, 401 credentials,
+ * 404 unknown queue or path, 405 method, 409 queue exists with other settings.
+ *
+ * <p>Access (A1): with users configured ({@code auth.users}), every request needs HTTP Basic
+ * credentials that {@link Authenticator#check} accepts; with none, the API is open while
+ * {@code auth.allow-anonymous} is true and closed otherwise.
+ */
+final class AdminApi {
+    static final String JSON = "application/json; charset=utf-8";
+    private static final long QUEUE_WAIT_MS = 5000;
+
+    private final Broker broker;
+    private final BrokerConfig.Auth auth;
+    private final Authenticator authenticator;
+    private final ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+    AdminApi(Broker broker) {
+        this.broker = broker;
+        this.auth = broker.config().auth;
+        this.authenticator = new Authenticator(auth);
+    }
+
+    /** A failed request: its HTTP status, stable error code and sentence. */
+    static final class ApiException extends RuntimeException {
+        final int status;
+        final String code;
+
+        ApiException(int status, String code, String message) {
+            super(message);
+            this.status = status;
+            this.code = code;
+        }
+    }
+
+    void handle(HttpExchange exchange) throws IOException {
+        try {
+            byte[] body = exchange.getRequestBody().readAllBytes();
+            authorize(exchange);
+            Object result = route(exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(), body);
+            AdminServer.respond(exchange, 200, JSON, json.writeValueAsString(result) + "\n");
+        } catch (ApiException e) {
+            if (e.status == 401) {
+                exchange.getResponseHeaders().set("WWW-Authenticate", "Basic realm=\"sluice\"");
+            }
+            error(exchange, e.status, e.code, e.getMessage());
+        } catch (RuntimeException e) {
+            error(exchange, 500, "internal_error", "the request failed: " + e);
+        }
+    }
+
+    private void error(HttpExchange exchange, int status, String code, String message) throws IOException {
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("error", code);
+        body.put("message", message);
+        AdminServer.respond(exchange, status, JSON, json.writeValueAsString(body) + "\n");
+    }
+
+    /** Rule A1. */
+    private void authorize(HttpExchange exchange) {
+        String header = exchange.getRequestHeaders().getFirst("Authorization");
+        if (auth.users.isEmpty()) {
+            if (auth.allowAnonymous) {
+                return;
+            }
+            throw new ApiException(401, "unauthorized", "the admin API is closed: no users are configured (auth.users)"
+                    + " and auth.allow-anonymous is false");
+        }
+        if (header == null || !header.regionMatches(true, 0, "Basic ", 0, 6)) {
+            throw new ApiException(401, "unauthorized", "the admin API needs HTTP Basic credentials of a user in auth.users");
+        }
+        String decoded;
+        try {
+            decoded = new String(Base64.getDecoder().decode(header.substring(6).trim()), StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException e) {
+            throw new ApiException(401, "unauthorized", "the Authorization header is not valid Basic base64");
+        }
+        int colon = decoded.indexOf(':');
+        String user = colon < 0 ? decoded : decoded.substring(0, colon);
+        String password = colon < 0 ? "" : decoded.substring(colon + 1);
+        String rejected = user.isEmpty() ? "a user name is required" : authenticator.check(user, password);
+        if (rejected != null) {
+            throw new ApiException(401, "unauthorized", rejected);
+        }
+    }
+
+    private Object route(String method, String rawPath, byte[] body) {
+        List<String> parts = new ArrayList<>();
+        for (String p : rawPath.split("/")) {
+            if (!p.isEmpty()) {
+                parts.add(URLDecoder.decode(p, StandardCharsets.UTF_8));
+            }
+        }
+        // parts[0] is "api"
+        String resource = parts.size() > 1 ? parts.get(1) : "";
+        switch (resource) {
+            case "queues" -> {
+                if (parts.size() == 2) {
+                    requireMethod(method, "GET");
+                    return allQueues();
+                }
+                String name = parts.get(2);
+                if (parts.size() == 4 && parts.get(3).equals("purge")) {
+                    requireMethod(method, "POST");
+                    return purge(name);
+                }
+                if (parts.size() != 3) {
+                    break;
+                }
+                return switch (method) {
+                    case "GET" -> describe(queue(name));
+                    case "PUT" -> declare(name, body);
+                    case "DELETE" -> delete(name);
+                    default -> throw new ApiException(405, "method_not_allowed", method + " " + rawPath
+                            + " is not supported; use GET, PUT or DELETE");
+                };
+            }
+            case "connections" -> {
+                requireMethod(method, "GET");
+                return connections();
+            }
+            case "consumers" -> {
+                requireMethod(method, "GET");
+                return consumers();
+            }
+            case "producers" -> {
+                requireMethod(method, "GET");
+                return producers();
+            }
+            default -> {
+            }
+        }
+        throw new ApiException(404, "not_found", "no API at " + method + " " + rawPath
+                + "; see /api/queues, /api/connections, /api/consumers, /api/producers");
+    }
+
+    private static void requireMethod(String method, String wanted) {
+        if (!method.equals(wanted)) {
+            throw new ApiException(405, "method_not_allowed", "method " + method + " is not supported here; use " + wanted);
+        }
+    }
+
+    private BrokerQueue queue(String name) {
+        BrokerQueue q = broker.queues().get(name);
+        if (q == null) {
+            throw new ApiException(404, "unknown_queue", "queue '" + name + "' does not exist");
+        }
+        return q;
+    }
+
+    private static QueueSnapshot snapshot(BrokerQueue q) {
+        io.netty.util.concurrent.Future<QueueSnapshot> f = q.snapshot();
+        if (!f.awaitUninterruptibly(QUEUE_WAIT_MS, TimeUnit.MILLISECONDS) || !f.isSuccess()) {
+            throw new ApiException(503, "queue_busy", "queue '" + q.name() + "' did not answer within " + QUEUE_WAIT_MS + " ms");
+        }
+        return f.getNow();
+    }
+
+    private List<Object> allQueues() {
+        List<Object> out = new ArrayList<>();
+        broker.queues().all().stream().sorted(Comparator.comparing(BrokerQueue::name)).forEach(q -> {
+            try {
+                out.add(describe(q));
+            } catch (ApiException e) {
+                if (e.status != 503) {
+                    throw e;
+                }
+            }
+        });
+        return out;
+    }
+
+    private Map<String, Object> describe(BrokerQueue q) {
+        QueueSnapshot s = snapshot(q);
+        BacklogStats stats = q.store().stats();
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("name", q.name());
+        m.put("backlogMessages", s.backlogMessages());
+        m.put("backlogBytes", s.backlogBytes());
+        m.put("readyMessages", s.readyMessages());
+        m.put("unackedMessages", s.inFlightMessages());
+        m.put("consumers", s.consumers().size());
+        m.put("producers", s.producers().size());
+        m.put("flowState", s.flowState().name().toLowerCase());
+        m.put("flowReason", s.flowReason());
+        m.put("durability", q.store().durability().configName());
+        m.put("segments", stats.segments());
+        m.put("diskBytes", stats.diskBytes());
+        m.put("pinnedBytes", stats.pinnedBytes());
+        m.put("counters", s.counters());
+        m.put("settings", Map.of(
+                QueueSettings.MAX_DELIVERIES, q.options().maxDeliveries(),
+                QueueSettings.DEAD_LETTER_QUEUE, q.options().deadLetterQueue(),
+                QueueSettings.ACK_TIMEOUT_MS, q.options().ackTimeoutMs(),
+                "quota", q.options().quota()));
+        return m;
+    }
+
+    private Map<String, Object> declare(String name, byte[] body) {
+        QueueSettings settings = parseSettings(body);
+        try {
+            boolean existed = broker.queues().get(name) != null;
+            BrokerQueue q = broker.queues().declare(name, settings);
+            Map<String, Object> m = describe(q);
+            m.put("created", !existed);
+            return m;
+        } catch (IllegalStateException e) {
+            throw new ApiException(409, "queue_exists_with_different_settings", e.getMessage());
+        } catch (IllegalArgumentException e) {
+            String code = e.getMessage() != null && e.getMessage().startsWith("queue name") ? "invalid_queue_name" : "invalid_setting";
+            throw new ApiException(400, code, e.getMessage());
+        }
+    }
+
+    private QueueSettings parseSettings(byte[] body) {
+        if (body.length == 0) {
+            return QueueSettings.EMPTY;
+        }
+        JsonNode root;
+        try {
+            root = json.readTree(body);
+        } catch (JsonProcessingException e) {
+            throw new ApiException(400, "bad_json", "the body is not valid JSON: " + e.getOriginalMessage());
+        } catch (IOException e) {
+            throw new ApiException(400, "bad_json", "the body could not be read: " + e.getMessage());
+        }
+        if (root == null || root.isMissingNode()) {
+            return QueueSettings.EMPTY;
+        }
+        if (!root.isObject()) {
+            throw new ApiException(400, "bad_json", "the body must be a JSON object of queue settings, got " + root.getNodeType());
+        }
+        QueueSettings.Builder b = QueueSettings.builder();
+        for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> e = it.next();
+            JsonNode v = e.getValue();
+            if (v.isIntegralNumber() && v.canConvertToLong()) {
+                b.set(e.getKey(), v.longValue());
+            } else if (v.isBoolean()) {
+                b.set(e.getKey(), v.booleanValue());
+            } else if (v.isTextual()) {
+                b.set(e.getKey(), v.textValue());
+            } else {
+                throw new ApiException(400, "invalid_setting", "queue setting '" + e.getKey() + "' is " + v
+                        + "; settings are whole numbers, booleans or strings");
+            }
+        }
+        return b.build();
+    }
+
+    private Map<String, Object> delete(String name) {
+        if (!broker.queues().delete(name)) {
+            throw new ApiException(404, "unknown_queue", "queue '" + name + "' does not exist");
+        }
+        return Map.of("deleted", name);
+    }
+
+    private Map<String, Object> purge(String name) {
+        io.netty.util.concurrent.Future<Long> f = queue(name).purge();
+        if (!f.awaitUninterruptibly(QUEUE_WAIT_MS, TimeUnit.MILLISECONDS) || !f.isSuccess()) {
+            throw new ApiException(503, "queue_busy", "purge of queue '" + name + "' did not finish within " + QUEUE_WAIT_MS + " ms");
+        }
+        return Map.of("queue", name, "purgedMessages", f.getNow());
+    }
+
+    private List<Object> connections() {
+        List<Object> out = new ArrayList<>();
+        for (Channel ch : broker.connections()) {
+            ConnectionTraffic t = ConnectionTraffic.of(ch);
+            ConnectionHandler handler = ch.pipeline().get(ConnectionHandler.class);
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("id", ch.id().asShortText());
+            m.put("remoteAddress", String.valueOf(ch.remoteAddress()));
+            m.put("client", handler == null ? "?" : handler.clientName());
+            m.put("user", handler == null ? "" : handler.user());
+            m.put("framesReceived", t.framesReceived());
+            m.put("framesSent", t.framesSent());
+            m.put("bytesReceived", t.bytesReceived());
+            m.put("bytesSent", t.bytesSent());
+            out.add(m);
+        }
+        return out;
+    }
+
+    private List<Object> consumers() {
+        List<Object> out = new ArrayList<>();
+        for (BrokerQueue q : broker.queues().all()) {
+            for (QueueSnapshot.ConsumerFigures c : snapshot(q).consumers()) {
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("queue", q.name());
+                m.put("connection", c.connection());
+                m.put("tag", c.tag());
+                m.put("credit", c.credit());
+                m.put("unackedMessages", c.unackedMessages());
+                out.add(m);
+            }
+        }
+        return out;
+    }
+
+    private List<Object> producers() {
+        List<Object> out = new ArrayList<>();
+        for (BrokerQueue q : broker.queues().all()) {
+            QueueSnapshot s = snapshot(q);
+            for (String p : s.producers()) {
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("connection", p);
+                m.put("queue", q.name());
+                m.put("flowState", s.flowState().name().toLowerCase());
+                out.add(m);
+            }
+        }
+        return out;
+    }
+}

@@ -1,0 +1,256 @@
+package io.sluice.broker.admin;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+
+/**
+ * {@code sluice admin}: the admin API from the command line.
+ * <pre>
+ * sluice admin [--url http://127.0.0.1:7673] [--user U --password P] [--json] COMMAND
+ *   queues | queue NAME | declare NAME [key=value ...] | delete NAME | purge NAME
+ *   connections | consumers | producers
+ * </pre>
+ * Prints tables by default, the API's JSON with {@code --json}. Exit status: 0 done, 1 the broker
+ * refused or could not be reached, 2 bad arguments.
+ */
+public final class AdminCli {
+    public static final String DEFAULT_URL = "http://127.0.0.1:7673";
+    public static final String USAGE = "usage: sluice admin [--url " + DEFAULT_URL + "] [--user U --password P] [--json]"
+            + " queues|queue NAME|declare NAME [key=value ...]|delete NAME|purge NAME|connections|consumers|producers";
+
+    private final ObjectMapper json = new ObjectMapper();
+    private final PrintStream out;
+    private final PrintStream err;
+
+    private AdminCli(PrintStream out, PrintStream err) {
+        this.out = out;
+        this.err = err;
+    }
+
+    /** Runs one command; returns the exit status. {@code args} excludes the word "admin". */
+    public static int run(String[] args, PrintStream out, PrintStream err) {
+        return new AdminCli(out, err).execute(args);
+    }
+
+    private int execute(String[] args) {
+        String url = DEFAULT_URL;
+        String user = null;
+        String password = null;
+        boolean raw = false;
+        List<String> words = new ArrayList<>();
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            switch (a) {
+                case "--url", "--user", "--password" -> {
+                    if (i + 1 >= args.length) {
+                        return usage(a + " needs a value");
+                    }
+                    String v = args[++i];
+                    if (a.equals("--url")) {
+                        url = v.endsWith("/") ? v.substring(0, v.length() - 1) : v;
+                    } else if (a.equals("--user")) {
+                        user = v;
+                    } else {
+                        password = v;
+                    }
+                }
+                case "--json" -> raw = true;
+                case "-h", "--help" -> {
+                    out.println(USAGE);
+                    return 0;
+                }
+                default -> {
+                    if (a.startsWith("--")) {
+                        return usage("unknown option '" + a + "'");
+                    }
+                    words.add(a);
+                }
+            }
+        }
+        if (words.isEmpty()) {
+            return usage("no command given");
+        }
+        if ((user == null) != (password == null)) {
+            return usage("--user and --password go together");
+        }
+        String command = words.get(0);
+        Request request;
+        switch (command) {
+            case "queues", "connections", "consumers", "producers" -> {
+                if (words.size() != 1) {
+                    return usage(command + " takes no argument, got " + words.subList(1, words.size()));
+                }
+                request = new Request("GET", "/api/" + command, null);
+            }
+            case "queue", "delete", "purge" -> {
+                if (words.size() != 2) {
+                    return usage(command + " takes one queue name, got " + (words.size() - 1) + " arguments");
+                }
+                String path = "/api/queues/" + encode(words.get(1));
+                request = switch (command) {
+                    case "queue" -> new Request("GET", path, null);
+                    case "delete" -> new Request("DELETE", path, null);
+                    default -> new Request("POST", path + "/purge", null);
+                };
+            }
+            case "declare" -> {
+                if (words.size() < 2) {
+                    return usage("declare takes a queue name and optional key=value settings");
+                }
+                ObjectNode settings = json.createObjectNode();
+                for (String kv : words.subList(2, words.size())) {
+                    int eq = kv.indexOf('=');
+                    if (eq <= 0) {
+                        return usage("declare setting '" + kv + "' is not key=value");
+                    }
+                    String k = kv.substring(0, eq);
+                    String v = kv.substring(eq + 1);
+                    if (v.matches("-?[0-9]+")) {
+                        settings.put(k, Long.parseLong(v));
+                    } else if (v.equals("true") || v.equals("false")) {
+                        settings.put(k, Boolean.parseBoolean(v));
+                    } else {
+                        settings.put(k, v);
+                    }
+                }
+                request = new Request("PUT", "/api/queues/" + encode(words.get(1)), settings.toString());
+            }
+            default -> {
+                return usage("unknown command '" + command + "'");
+            }
+        }
+        return send(url, user, password, request, command, raw);
+    }
+
+    private record Request(String method, String path, String body) {
+    }
+
+    private int send(String url, String user, String password, Request request, String command, boolean raw) {
+        URI uri;
+        try {
+            uri = URI.create(url + request.path);
+        } catch (IllegalArgumentException e) {
+            return usage("--url '" + url + "' is not a valid URL: " + e.getMessage());
+        }
+        HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30))
+                .method(request.method, request.body == null ? HttpRequest.BodyPublishers.noBody()
+                        : HttpRequest.BodyPublishers.ofString(request.body));
+        if (request.body != null) {
+            b.header("Content-Type", "application/json");
+        }
+        if (user != null) {
+            b.header("Authorization", "Basic " + Base64.getEncoder().encodeToString(
+                    (user + ":" + password).getBytes(StandardCharsets.UTF_8)));
+        }
+        HttpResponse<String> response;
+        try {
+            HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+            response = client.send(b.build(), HttpResponse.BodyHandlers.ofString());
+        } catch (ConnectException | HttpConnectTimeoutException e) {
+            err.println("sluice admin: the broker is unreachable at " + url + " (" + e.getClass().getSimpleName()
+                    + "); is it running with metrics.enabled true, and is --url its metrics port?");
+            return 1;
+        } catch (IOException e) {
+            err.println("sluice admin: request to " + uri + " failed: " + e);
+            return 1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            err.println("sluice admin: interrupted");
+            return 1;
+        } catch (IllegalArgumentException e) {
+            return usage("--url '" + url + "' is not a usable http URL: " + e.getMessage());
+        }
+        JsonNode body;
+        try {
+            body = json.readTree(response.body());
+        } catch (IOException e) {
+            err.println("sluice admin: " + uri + " answered " + response.statusCode() + " with something other than JSON;"
+                    + " is --url the broker's metrics port?");
+            return 1;
+        }
+        if (response.statusCode() / 100 != 2) {
+            err.println("sluice admin: " + body.path("message").asText(response.body().trim()) + " (HTTP "
+                    + response.statusCode() + ", " + body.path("error").asText("error") + ")");
+            return 1;
+        }
+        if (raw) {
+            out.println(body.toPrettyString());
+            return 0;
+        }
+        switch (command) {
+            case "queues" -> table(body, "name", "backlogMessages", "backlogBytes", "readyMessages", "unackedMessages",
+                    "consumers", "producers", "flowState");
+            case "connections" -> table(body, "id", "remoteAddress", "client", "user", "framesReceived", "framesSent");
+            case "consumers" -> table(body, "queue", "connection", "tag", "credit", "unackedMessages");
+            case "producers" -> table(body, "queue", "connection", "flowState");
+            case "queue", "declare" -> {
+                body.fields().forEachRemaining(e -> out.printf("%-16s %s%n", e.getKey(),
+                        e.getValue().isValueNode() ? e.getValue().asText() : e.getValue().toString()));
+            }
+            case "delete" -> out.println("deleted queue '" + body.path("deleted").asText() + "'");
+            case "purge" -> out.println("purged " + body.path("purgedMessages").asLong() + " messages from queue '"
+                    + body.path("queue").asText() + "'");
+            default -> out.println(body.toPrettyString());
+        }
+        return 0;
+    }
+
+    /** Prints the array's objects as a table with these columns (header in upper case). */
+    private void table(JsonNode rows, String... columns) {
+        int[] widths = new int[columns.length];
+        List<String[]> cells = new ArrayList<>();
+        String[] header = new String[columns.length];
+        for (int c = 0; c < columns.length; c++) {
+            header[c] = columns[c].toUpperCase();
+        }
+        cells.add(header);
+        for (JsonNode row : rows) {
+            String[] line = new String[columns.length];
+            for (int c = 0; c < columns.length; c++) {
+                line[c] = row.path(columns[c]).asText("");
+            }
+            cells.add(line);
+        }
+        for (String[] line : cells) {
+            for (int c = 0; c < columns.length; c++) {
+                widths[c] = Math.max(widths[c], line[c].length());
+            }
+        }
+        for (String[] line : cells) {
+            StringBuilder sb = new StringBuilder();
+            for (int c = 0; c < columns.length; c++) {
+                sb.append(c == 0 ? "" : "  ").append(String.format("%-" + widths[c] + "s", line[c]));
+            }
+            out.println(sb.toString().stripTrailing());
+        }
+        if (cells.size() == 1) {
+            out.println("(none)");
+        }
+    }
+
+    private int usage(String problem) {
+        err.println("sluice admin: " + problem);
+        err.println(USAGE);
+        return 2;
+    }
+
+    private static String encode(String name) {
+        return URLEncoder.encode(name, StandardCharsets.UTF_8).replace("+", "%20");
+    }
+}

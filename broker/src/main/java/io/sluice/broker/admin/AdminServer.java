@@ -1,0 +1,133 @@
+package io.sluice.broker.admin;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import io.sluice.broker.Broker;
+import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.metrics.BrokerMetrics;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The broker's HTTP port ({@code metrics.port}): {@code /metrics} (Prometheus text),
+ * {@code /health/live} (200 as soon as the process runs), {@code /health/ready} (200 once the store is
+ * recovered and the client listener is up, else 503) and the admin API under {@code /api}
+ * ({@link AdminApi}). It starts before recovery, so that a long recovery is visible as live but not
+ * ready; {@link #attach} hands it the running broker.
+ *
+ * <p>Threads: the JDK's HTTP server on two daemon threads; requests never run on an event loop.
+ */
+public final class AdminServer implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(AdminServer.class);
+    static final String PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+    private final HttpServer server;
+    private final ExecutorService executor;
+    private final BrokerMetrics metrics;
+    private volatile Broker broker;
+    private volatile AdminApi api;
+
+    private AdminServer(HttpServer server, ExecutorService executor, BrokerMetrics metrics) {
+        this.server = server;
+        this.executor = executor;
+        this.metrics = metrics;
+    }
+
+    /** Binds {@code metrics.listen-address}:{@code metrics.port}; throws naming both if it cannot. */
+    public static AdminServer start(BrokerConfig config) {
+        InetSocketAddress address = new InetSocketAddress(config.metrics.listenAddress, config.metrics.port);
+        HttpServer server;
+        try {
+            server = HttpServer.create(address, 64);
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot listen for metrics on " + config.metrics.listenAddress + ":"
+                    + config.metrics.port + " (metrics.port): " + e.getMessage(), e);
+        }
+        AtomicInteger n = new AtomicInteger();
+        ExecutorService executor = Executors.newFixedThreadPool(2, r -> {
+            Thread t = new Thread(r, "sluice-http-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        });
+        AdminServer admin = new AdminServer(server, executor, new BrokerMetrics(System::currentTimeMillis));
+        server.setExecutor(executor);
+        server.createContext("/metrics", admin::metrics);
+        server.createContext("/health/live", exchange -> respond(exchange, 200, "text/plain; charset=utf-8", "live\n"));
+        server.createContext("/health/ready", admin::ready);
+        server.createContext("/api/", admin::api);
+        server.start();
+        LOG.info("Metrics, health and admin API on http://{}:{}/.", config.metrics.listenAddress, admin.port());
+        return admin;
+    }
+
+    /** Hands over the broker once its store is recovered and its listener bound. */
+    public void attach(Broker running) {
+        metrics.bind(running.queues(), running.store(), running.connections(), running.networkCounters(),
+                running.recoveryNanos(), running::isReady);
+        this.api = new AdminApi(running);
+        this.broker = running;
+    }
+
+    /** The port bound (useful when the configuration says 0). */
+    public int port() {
+        return server.getAddress().getPort();
+    }
+
+    private void metrics(HttpExchange exchange) throws IOException {
+        if (!"GET".equals(exchange.getRequestMethod())) {
+            respond(exchange, 405, "text/plain; charset=utf-8", "use GET\n");
+            return;
+        }
+        respond(exchange, 200, PROMETHEUS_CONTENT_TYPE, metrics.scrape());
+    }
+
+    private void ready(HttpExchange exchange) throws IOException {
+        Broker b = broker;
+        if (b != null && b.isReady()) {
+            respond(exchange, 200, "text/plain; charset=utf-8", "ready\n");
+        } else {
+            respond(exchange, 503, "text/plain; charset=utf-8",
+                    b == null ? "not ready: the store is being recovered\n" : "not ready: the broker is shutting down\n");
+        }
+    }
+
+    private void api(HttpExchange exchange) throws IOException {
+        AdminApi current = api;
+        if (current == null) {
+            exchange.getRequestBody().readAllBytes();
+            respond(exchange, 503, AdminApi.JSON, "{\"error\":\"not_ready\",\"message\":\"the broker is still recovering its store\"}");
+            return;
+        }
+        current.handle(exchange);
+    }
+
+    static void respond(HttpExchange exchange, int status, String contentType, String body) throws IOException {
+        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        exchange.getResponseHeaders().set("Content-Type", contentType);
+        exchange.sendResponseHeaders(status, bytes.length == 0 ? -1 : bytes.length);
+        try (OutputStream out = exchange.getResponseBody()) {
+            out.write(bytes);
+        }
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+        executor.shutdown();
+        try {
+            executor.awaitTermination(2, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        metrics.close();
+    }
+}

@@ -1,0 +1,161 @@
+package io.sluice.broker.metrics;
+
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.config.MeterFilter;
+import io.micrometer.core.instrument.config.MeterFilterReply;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.util.concurrent.Future;
+import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.queue.QueueSnapshot;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.storage.MessageStore;
+
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
+
+import static io.sluice.broker.metrics.MetricNames.*;
+
+/**
+ * The broker's Prometheus registry: JVM and process meters from the start, the broker's own once
+ * {@link #bind} is called after recovery. Queue meters follow the queues: each {@link #scrape()}
+ * registers the meters of new queues, removes those of deleted ones and takes every queue's figures
+ * (one task on each queue's executor, waited for at most {@value #SNAPSHOT_WAIT_MS} ms in all; a
+ * queue that does not answer in time keeps its previous figures). Nothing here runs on the publish
+ * or delivery path. Thread-safe: scrapes are serialised.
+ */
+public final class BrokerMetrics implements AutoCloseable {
+    static final long SNAPSHOT_WAIT_MS = 2000;
+
+    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final LongSupplier epochMillisClock;
+    private final JvmGcMetrics gcMetrics = new JvmGcMetrics();
+    private final Map<String, QueueMeters> queueMeters = new HashMap<>();
+    private volatile QueueManager queues;
+
+    /**
+     * Keeps {@code promtool check metrics} clean: Micrometer's {@code process.cpu.time} comes out as
+     * {@code process_cpu_time_ns_total} (an abbreviated unit; {@code process_cpu_usage} carries the same
+     * information) and is dropped, and {@code system.cpu.count} (a {@code _count} suffix on a gauge) is
+     * renamed {@code system.cpu.processors}.
+     */
+    private static final MeterFilter PROMTOOL_CLEAN = new MeterFilter() {
+        @Override
+        public MeterFilterReply accept(Meter.Id id) {
+            return id.getName().equals("process.cpu.time") ? MeterFilterReply.DENY : MeterFilterReply.NEUTRAL;
+        }
+
+        @Override
+        public Meter.Id map(Meter.Id id) {
+            return id.getName().equals("system.cpu.count") ? id.withName("system.cpu.processors") : id;
+        }
+    };
+
+    public BrokerMetrics(LongSupplier epochMillisClock) {
+        this.epochMillisClock = epochMillisClock;
+        registry.config().meterFilter(PROMTOOL_CLEAN);
+        new JvmMemoryMetrics().bindTo(registry);
+        gcMetrics.bindTo(registry);
+        new JvmThreadMetrics().bindTo(registry);
+        new ProcessorMetrics().bindTo(registry);
+        new UptimeMetrics().bindTo(registry);
+        new FileDescriptorMetrics().bindTo(registry);
+        Gauge.builder(NETTY_DIRECT_MEMORY_USED_BYTES, () -> PooledByteBufAllocator.DEFAULT.metric().usedDirectMemory())
+                .description("Direct memory held by Netty's pooled allocator").register(registry);
+    }
+
+    /**
+     * Adds the broker's meters. {@code ready} says whether the broker serves clients;
+     * {@code recoveryNanos} is how long opening the store took.
+     */
+    public void bind(QueueManager queues, MessageStore store, ChannelGroup connections, NetworkCounters network,
+                     long recoveryNanos, BooleanSupplier ready) {
+        this.queues = queues;
+        Gauge.builder(BROKER_READY, () -> ready.getAsBoolean() ? 1 : 0)
+                .description("1 while the broker has recovered its store and listens for clients").register(registry);
+        Gauge.builder(STORAGE_RECOVERY_SECONDS, () -> recoveryNanos / 1e9)
+                .description("Time taken to open and recover the store at start").register(registry);
+        Gauge.builder(DISK_FREE_BYTES, store, s -> s.diskGuard().freeBytes())
+                .description("Free bytes on the data directory's file system, as of the disk guard's last check")
+                .strongReference(true).register(registry);
+        Gauge.builder(DISK_RESERVED_BYTES, store, s -> s.config().reservedDiskBytes())
+                .description("Free space below which every producer is blocked (storage.reserved-disk-bytes)")
+                .strongReference(true).register(registry);
+        Gauge.builder(CONNECTIONS_OPEN, connections, ChannelGroup::size).description("Open client connections")
+                .strongReference(true).register(registry);
+        FunctionCounter.builder(FRAMES_RECEIVED, network, n -> n.framesReceived.sum()).description("Frames received").register(registry);
+        FunctionCounter.builder(FRAMES_SENT, network, n -> n.framesSent.sum()).description("Frames sent").register(registry);
+        FunctionCounter.builder(RECEIVED_BYTES, network, n -> n.bytesReceived.sum()).description("Bytes received").register(registry);
+        FunctionCounter.builder(SENT_BYTES, network, n -> n.bytesSent.sum()).description("Bytes sent").register(registry);
+        FunctionCounter.builder(AUTHENTICATION_FAILURES, network, n -> n.authenticationFailures.sum())
+                .description("Connections refused for wrong credentials").register(registry);
+        for (Map.Entry<ErrorCode, java.util.concurrent.atomic.LongAdder> e : network.protocolErrors.entrySet()) {
+            FunctionCounter.builder(PROTOCOL_ERRORS, e.getValue(), java.util.concurrent.atomic.LongAdder::sum)
+                    .tag(LABEL_CODE, e.getKey().name().toLowerCase())
+                    .description("Connections closed by the broker, by error code").register(registry);
+        }
+    }
+
+    /** The Prometheus text exposition, with every queue's figures taken now. */
+    public synchronized String scrape() {
+        refreshQueues();
+        return registry.scrape();
+    }
+
+    private void refreshQueues() {
+        QueueManager manager = queues;
+        if (manager == null) {
+            return;
+        }
+        Map<QueueMeters, Future<QueueSnapshot>> pending = new HashMap<>();
+        Map<String, BrokerQueue> live = new HashMap<>();
+        for (BrokerQueue q : manager.all()) {
+            live.put(q.name(), q);
+        }
+        for (Iterator<Map.Entry<String, QueueMeters>> it = queueMeters.entrySet().iterator(); it.hasNext(); ) {
+            Map.Entry<String, QueueMeters> e = it.next();
+            if (live.get(e.getKey()) != e.getValue().queue) {
+                e.getValue().remove(registry);
+                it.remove();
+            }
+        }
+        for (BrokerQueue q : live.values()) {
+            QueueMeters m = queueMeters.computeIfAbsent(q.name(), n -> new QueueMeters(q, registry));
+            try {
+                pending.put(m, q.snapshot());
+            } catch (RuntimeException e) {
+                pending.put(m, null); // the executor is shutting down
+            }
+        }
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(SNAPSHOT_WAIT_MS);
+        long now = epochMillisClock.getAsLong();
+        pending.forEach((meters, future) -> {
+            QueueSnapshot taken = null;
+            if (future != null && future.awaitUninterruptibly(QueueMeters.awaitMillis(deadline)) && future.isSuccess()) {
+                taken = future.getNow();
+            }
+            meters.refresh(taken, now);
+        });
+    }
+
+    @Override
+    public void close() {
+        gcMetrics.close();
+        registry.close();
+    }
+}

@@ -1,0 +1,79 @@
+package io.sluice.broker.metrics;
+
+import java.util.List;
+
+/**
+ * Every metric the broker exposes, by its Prometheus name: prefix {@code sluice_}, base units in the
+ * name (seconds, bytes), {@code _total} on counters. Labels are bounded: {@value #LABEL_QUEUE} (one per
+ * queue), {@value #LABEL_CODE} (one per protocol error code), {@value #LABEL_DURABILITY} and
+ * {@value #LABEL_OVERFLOW_POLICY} on the info gauge {@value #QUEUE_INFO} (named without
+ * {@code _info}: Micrometer's Prometheus registry would strip that suffix); never a message or connection id.
+ * {@code MetricsEndpointTest} scrapes the endpoint and checks that each name here appears.
+ */
+public final class MetricNames {
+    public static final String LABEL_QUEUE = "queue";
+    public static final String LABEL_CODE = "code";
+    public static final String LABEL_DURABILITY = "durability";
+    public static final String LABEL_OVERFLOW_POLICY = "overflow_policy";
+
+    // Per queue: gauges computed at scrape time.
+    public static final String QUEUE_INFO = "sluice_queue_config";
+    public static final String QUEUE_BACKLOG_MESSAGES = "sluice_queue_backlog_messages";
+    public static final String QUEUE_BACKLOG_BYTES = "sluice_queue_backlog_bytes";
+    public static final String QUEUE_READY_MESSAGES = "sluice_queue_ready_messages";
+    public static final String QUEUE_UNACKED_MESSAGES = "sluice_queue_unacked_messages";
+    public static final String QUEUE_CONSUMERS = "sluice_queue_consumers";
+    public static final String QUEUE_PRODUCERS = "sluice_queue_producers";
+    public static final String QUEUE_PRODUCERS_BLOCKED = "sluice_queue_producers_blocked";
+    public static final String QUEUE_FLOW_STATE = "sluice_queue_flow_state";
+    public static final String QUEUE_PINNED_BYTES = "sluice_queue_pinned_bytes";
+    public static final String QUEUE_OLDEST_UNACKED_AGE_SECONDS = "sluice_queue_oldest_unacked_age_seconds";
+    public static final String QUEUE_SEGMENTS = "sluice_queue_segments";
+    public static final String QUEUE_DISK_BYTES = "sluice_queue_disk_bytes";
+
+    // Per queue: counters.
+    public static final String QUEUE_PUBLISHED = "sluice_queue_published_messages_total";
+    public static final String QUEUE_CONFIRMED = "sluice_queue_confirmed_messages_total";
+    public static final String QUEUE_PUBLISH_REFUSED = "sluice_queue_publish_refused_messages_total";
+    public static final String QUEUE_DELIVERED = "sluice_queue_delivered_messages_total";
+    public static final String QUEUE_REDELIVERED = "sluice_queue_redelivered_messages_total";
+    public static final String QUEUE_ACKED = "sluice_queue_acked_messages_total";
+    public static final String QUEUE_NACKED = "sluice_queue_nacked_messages_total";
+    public static final String QUEUE_DEAD_LETTERED = "sluice_queue_dead_lettered_messages_total";
+    public static final String QUEUE_DROPPED = "sluice_queue_dropped_messages_total";
+    public static final String QUEUE_RECLAIMED_SEGMENTS = "sluice_queue_reclaimed_segments_total";
+    public static final String QUEUE_RECLAIMED_BYTES = "sluice_queue_reclaimed_bytes_total";
+    public static final String QUEUE_RELOCATED = "sluice_queue_relocated_messages_total";
+    public static final String QUEUE_SYNCS = "sluice_queue_syncs_total";
+    public static final String QUEUE_SYNC_SECONDS = "sluice_queue_sync_seconds_total";
+    public static final String QUEUE_CORRUPT_RECORDS = "sluice_queue_corrupt_records_total";
+
+    // Broker-wide.
+    public static final String BROKER_READY = "sluice_broker_ready";
+    public static final String STORAGE_RECOVERY_SECONDS = "sluice_storage_recovery_seconds";
+    public static final String DISK_FREE_BYTES = "sluice_disk_free_bytes";
+    public static final String DISK_RESERVED_BYTES = "sluice_disk_reserved_bytes";
+    public static final String CONNECTIONS_OPEN = "sluice_connections_open";
+    public static final String FRAMES_RECEIVED = "sluice_frames_received_total";
+    public static final String FRAMES_SENT = "sluice_frames_sent_total";
+    public static final String RECEIVED_BYTES = "sluice_received_bytes_total";
+    public static final String SENT_BYTES = "sluice_sent_bytes_total";
+    public static final String PROTOCOL_ERRORS = "sluice_protocol_errors_total";
+    public static final String AUTHENTICATION_FAILURES = "sluice_authentication_failures_total";
+    public static final String NETTY_DIRECT_MEMORY_USED_BYTES = "sluice_netty_direct_memory_used_bytes";
+
+    /** All of the above, for the test that scrapes the endpoint. */
+    public static final List<String> ALL = List.of(
+            QUEUE_INFO, QUEUE_BACKLOG_MESSAGES, QUEUE_BACKLOG_BYTES, QUEUE_READY_MESSAGES, QUEUE_UNACKED_MESSAGES,
+            QUEUE_CONSUMERS, QUEUE_PRODUCERS, QUEUE_PRODUCERS_BLOCKED, QUEUE_FLOW_STATE, QUEUE_PINNED_BYTES,
+            QUEUE_OLDEST_UNACKED_AGE_SECONDS, QUEUE_SEGMENTS, QUEUE_DISK_BYTES,
+            QUEUE_PUBLISHED, QUEUE_CONFIRMED, QUEUE_PUBLISH_REFUSED, QUEUE_DELIVERED, QUEUE_REDELIVERED, QUEUE_ACKED,
+            QUEUE_NACKED, QUEUE_DEAD_LETTERED, QUEUE_DROPPED, QUEUE_RECLAIMED_SEGMENTS, QUEUE_RECLAIMED_BYTES,
+            QUEUE_RELOCATED, QUEUE_SYNCS, QUEUE_SYNC_SECONDS, QUEUE_CORRUPT_RECORDS,
+            BROKER_READY, STORAGE_RECOVERY_SECONDS, DISK_FREE_BYTES, DISK_RESERVED_BYTES, CONNECTIONS_OPEN,
+            FRAMES_RECEIVED, FRAMES_SENT, RECEIVED_BYTES, SENT_BYTES, PROTOCOL_ERRORS, AUTHENTICATION_FAILURES,
+            NETTY_DIRECT_MEMORY_USED_BYTES);
+
+    private MetricNames() {
+    }
+}

@@ -1,0 +1,136 @@
+package io.sluice.broker.metrics;
+
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.queue.QueueSnapshot;
+import io.sluice.protocol.FlowState;
+import io.sluice.storage.BacklogStats;
+import io.sluice.storage.QueueStore;
+import io.sluice.storage.StoredMessage;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.ToDoubleFunction;
+
+import static io.sluice.broker.metrics.MetricNames.*;
+
+/**
+ * The meters of one queue. Every value is read from figures taken once per scrape by
+ * {@link #refresh(QueueSnapshot, long)} (a snapshot from the queue's executor, the store's backlog
+ * statistics and the oldest unacknowledged message), never on the publish or delivery path.
+ * Touched only by the scraping thread, under {@link BrokerMetrics}' lock.
+ */
+final class QueueMeters {
+    private static final QueueSnapshot.Counters NO_COUNTS = new QueueSnapshot.Counters(0, 0, 0, 0, 0, 0, 0, 0, 0);
+
+    final BrokerQueue queue;
+    private final List<Meter> meters = new ArrayList<>();
+    private volatile QueueSnapshot snapshot;
+    private volatile BacklogStats stats;
+    private volatile double oldestUnackedAgeSeconds;
+
+    QueueMeters(BrokerQueue queue, MeterRegistry registry) {
+        this.queue = queue;
+        QueueStore store = queue.store();
+        this.stats = store.stats();
+        Tags tags = Tags.of(LABEL_QUEUE, queue.name());
+        meters.add(Gauge.builder(QUEUE_INFO, () -> 1)
+                .tags(tags.and(LABEL_DURABILITY, store.durability().configName(),
+                        LABEL_OVERFLOW_POLICY, queue.options().quota().overflow().name().toLowerCase().replace('_', '-')))
+                .description("Constant 1; the labels carry the queue's durability mode and overflow policy")
+                .strongReference(true).register(registry));
+        gauge(registry, tags, QUEUE_BACKLOG_MESSAGES, "Messages stored and not yet acknowledged", s -> s.backlogMessages());
+        gauge(registry, tags, QUEUE_BACKLOG_BYTES, "Headers plus payload bytes of the backlog", s -> s.backlogBytes());
+        gauge(registry, tags, QUEUE_READY_MESSAGES, "Backlog messages not out with a consumer", QueueSnapshot::readyMessages);
+        gauge(registry, tags, QUEUE_UNACKED_MESSAGES, "Messages delivered and not yet acknowledged", s -> s.inFlightMessages());
+        gauge(registry, tags, QUEUE_CONSUMERS, "Subscriptions", s -> s.consumers().size());
+        gauge(registry, tags, QUEUE_PRODUCERS, "Open connections that published to the queue", s -> s.producers().size());
+        gauge(registry, tags, QUEUE_PRODUCERS_BLOCKED, "Producers told to stop (flow state blocked)",
+                s -> s.flowState() == FlowState.BLOCKED ? s.producers().size() : 0);
+        gauge(registry, tags, QUEUE_FLOW_STATE, "What producers were last told: 0 free, 1 slowed, 2 blocked", s -> s.flowState().code());
+        statsGauge(registry, tags, QUEUE_PINNED_BYTES, "Segment bytes kept on disk by the oldest unacknowledged message", BacklogStats::pinnedBytes);
+        statsGauge(registry, tags, QUEUE_SEGMENTS, "Segments on disk", BacklogStats::segments);
+        statsGauge(registry, tags, QUEUE_DISK_BYTES, "Record bytes in the segments on disk", BacklogStats::diskBytes);
+        meters.add(Gauge.builder(QUEUE_OLDEST_UNACKED_AGE_SECONDS, this, m -> m.oldestUnackedAgeSeconds).tags(tags)
+                .description("Age of the oldest unacknowledged message (0 when there is none)")
+                .strongReference(true).register(registry));
+
+        counter(registry, tags, QUEUE_PUBLISHED, "Messages stored", c -> c.published());
+        counter(registry, tags, QUEUE_CONFIRMED, "Messages confirmed to producers", c -> c.confirmed());
+        counter(registry, tags, QUEUE_PUBLISH_REFUSED, "Publishes refused by the quota or the disk guard", c -> c.publishRefused());
+        counter(registry, tags, QUEUE_DELIVERED, "Deliveries to consumers, redeliveries included", c -> c.delivered());
+        counter(registry, tags, QUEUE_REDELIVERED, "Messages taken back for redelivery", c -> c.redelivered());
+        counter(registry, tags, QUEUE_ACKED, "Messages acknowledged by consumers", c -> c.acked());
+        counter(registry, tags, QUEUE_NACKED, "Messages negatively acknowledged by consumers", c -> c.nacked());
+        counter(registry, tags, QUEUE_DEAD_LETTERED, "Messages moved to the dead-letter queue", c -> c.deadLettered());
+        counter(registry, tags, QUEUE_DROPPED, "Messages discarded by the drop-oldest policy", c -> c.dropped());
+        statsCounter(registry, tags, QUEUE_RECLAIMED_SEGMENTS, "Segments deleted since the store opened", BacklogStats::reclaimedSegments);
+        statsCounter(registry, tags, QUEUE_RECLAIMED_BYTES, "Record bytes of the deleted segments", BacklogStats::reclaimedBytes);
+        statsCounter(registry, tags, QUEUE_RELOCATED, "Stragglers moved forward so old segments could go", BacklogStats::relocatedMessages);
+        meters.add(FunctionCounter.builder(QUEUE_SYNCS, store, QueueStore::syncCount).tags(tags)
+                .description("Forces (fsyncs) of the queue's segments").register(registry));
+        meters.add(FunctionCounter.builder(QUEUE_SYNC_SECONDS, store, s -> s.syncNanos() / 1e9).tags(tags)
+                .description("Time spent in those forces").register(registry));
+        meters.add(FunctionCounter.builder(QUEUE_CORRUPT_RECORDS, store, QueueStore::corruptRecords).tags(tags)
+                .description("Records found damaged and skipped").register(registry));
+    }
+
+    /** Takes in the figures of one scrape. {@code nowMillis} is the clock's epoch time. */
+    void refresh(QueueSnapshot taken, long nowMillis) {
+        if (taken != null) {
+            snapshot = taken;
+        }
+        QueueStore store = queue.store();
+        stats = store.stats();
+        double age = 0;
+        try {
+            long oldest = store.nextUnacked(0);
+            StoredMessage m = oldest < 0 ? null : store.read(oldest);
+            age = m == null ? 0 : Math.max(0, nowMillis - m.timestampMillis()) / 1000.0;
+        } catch (RuntimeException e) {
+            age = Double.NaN; // a damaged record or a queue being deleted: unknown, not 0
+        }
+        oldestUnackedAgeSeconds = age;
+    }
+
+    void remove(MeterRegistry registry) {
+        meters.forEach(registry::remove);
+        meters.clear();
+    }
+
+    private double fromSnapshot(ToDoubleFunction<QueueSnapshot> f) {
+        QueueSnapshot s = snapshot;
+        return s == null ? Double.NaN : f.applyAsDouble(s);
+    }
+
+    private void gauge(MeterRegistry registry, Tags tags, String name, String help, ToDoubleFunction<QueueSnapshot> f) {
+        meters.add(Gauge.builder(name, this, m -> m.fromSnapshot(f)).tags(tags).description(help)
+                .strongReference(true).register(registry));
+    }
+
+    private void statsGauge(MeterRegistry registry, Tags tags, String name, String help, ToDoubleFunction<BacklogStats> f) {
+        meters.add(Gauge.builder(name, this, m -> f.applyAsDouble(m.stats)).tags(tags).description(help)
+                .strongReference(true).register(registry));
+    }
+
+    private void counter(MeterRegistry registry, Tags tags, String name, String help, ToDoubleFunction<QueueSnapshot.Counters> f) {
+        meters.add(FunctionCounter.builder(name, this, m -> {
+            QueueSnapshot s = m.snapshot;
+            return f.applyAsDouble(s == null ? NO_COUNTS : s.counters());
+        }).tags(tags).description(help).register(registry));
+    }
+
+    private void statsCounter(MeterRegistry registry, Tags tags, String name, String help, ToDoubleFunction<BacklogStats> f) {
+        meters.add(FunctionCounter.builder(name, this, m -> f.applyAsDouble(m.stats)).tags(tags).description(help)
+                .register(registry));
+    }
+
+    static long awaitMillis(long deadlineNanos) {
+        return Math.max(0, TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()));
+    }
+}

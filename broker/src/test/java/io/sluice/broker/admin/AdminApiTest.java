@@ -1,0 +1,151 @@
+package io.sluice.broker.admin;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.sluice.broker.auth.PasswordHasher;
+import io.sluice.broker.metrics.MetricsFixture;
+import io.sluice.client.Connection;
+import io.sluice.client.Consumer;
+import io.sluice.client.ConsumerOptions;
+import io.sluice.client.Producer;
+import io.sluice.client.ProducerOptions;
+import io.sluice.protocol.QueueSettings;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Base64;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The admin API against a real broker: every endpoint, and each error path with its status and JSON. */
+@Timeout(120)
+class AdminApiTest {
+    @TempDir
+    Path dir;
+    private MetricsFixture fixture;
+    private final HttpClient http = HttpClient.newHttpClient();
+    private final ObjectMapper json = new ObjectMapper();
+
+    @AfterEach
+    void stop() {
+        if (fixture != null) {
+            fixture.close();
+        }
+    }
+
+    private HttpResponse<String> call(String method, String path, String body, String authorization) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(fixture.baseUrl() + path))
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        if (authorization != null) {
+            b.header("Authorization", authorization);
+        }
+        return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private JsonNode ok(HttpResponse<String> r) throws Exception {
+        assertEquals(200, r.statusCode(), r.body());
+        assertTrue(r.headers().firstValue("Content-Type").orElse("").startsWith("application/json"));
+        return json.readTree(r.body());
+    }
+
+    private void assertError(HttpResponse<String> r, int status, String code) throws Exception {
+        assertEquals(status, r.statusCode(), r.body());
+        JsonNode body = json.readTree(r.body());
+        assertEquals(code, body.path("error").asText(), r.body());
+        assertTrue(body.path("message").asText().length() > 10, "a sentence: " + r.body());
+    }
+
+    @Test
+    void shouldDeclareListDescribePurgeAndDeleteQueues() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        JsonNode declared = ok(call("PUT", "/api/queues/jobs", "{\"maxDeliveries\": 3, \"overflowPolicy\": \"reject\","
+                + " \"quotaHardMessages\": 100}", null));
+        assertTrue(declared.path("created").asBoolean());
+        assertEquals(3, declared.path("settings").path("maxDeliveries").asInt());
+        fixture.publishAndAck("jobs", 5, 0);
+        JsonNode list = ok(call("GET", "/api/queues", null, null));
+        assertEquals(1, list.size());
+        assertEquals("jobs", list.get(0).path("name").asText());
+        assertEquals(5, list.get(0).path("backlogMessages").asLong());
+        JsonNode one = ok(call("GET", "/api/queues/jobs", null, null));
+        assertEquals(5, one.path("counters").path("published").asLong());
+        assertEquals("free", one.path("flowState").asText());
+        assertEquals(5, ok(call("POST", "/api/queues/jobs/purge", null, null)).path("purgedMessages").asLong());
+        assertEquals(0, ok(call("GET", "/api/queues/jobs", null, null)).path("backlogMessages").asLong());
+        assertEquals("jobs", ok(call("DELETE", "/api/queues/jobs", null, null)).path("deleted").asText());
+        assertEquals(0, ok(call("GET", "/api/queues", null, null)).size());
+    }
+
+    @Test
+    void shouldListConnectionsConsumersAndProducers() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        try (Connection c = fixture.connect()) {
+            c.declareQueue("live", QueueSettings.EMPTY);
+            try (Producer p = c.createProducer("live", ProducerOptions.DEFAULT);
+                 Consumer consumer = c.subscribe("live", ConsumerOptions.DEFAULT.withCredit(7))) {
+                p.send("x".getBytes(StandardCharsets.UTF_8));
+                long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+                JsonNode consumers;
+                do {
+                    consumers = ok(call("GET", "/api/consumers", null, null));
+                } while ((consumers.size() != 1 || consumers.get(0).path("unackedMessages").asInt() != 1)
+                        && System.nanoTime() < deadline);
+                assertEquals("live", consumers.get(0).path("queue").asText());
+                assertEquals(1, consumers.get(0).path("unackedMessages").asInt(), consumers.toString());
+                assertEquals(6, consumers.get(0).path("credit").asLong(), consumers.toString());
+                JsonNode producers = ok(call("GET", "/api/producers", null, null));
+                assertEquals(1, producers.size(), producers.toString());
+                assertEquals("free", producers.get(0).path("flowState").asText());
+                JsonNode connections = ok(call("GET", "/api/connections", null, null));
+                assertEquals(1, connections.size(), connections.toString());
+                assertTrue(connections.get(0).path("framesReceived").asLong() >= 3, connections.toString());
+            }
+        }
+    }
+
+    @Test
+    void shouldAnswerErrorsWithStatusAndJson() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        assertError(call("GET", "/api/queues/nope", null, null), 404, "unknown_queue");
+        assertError(call("DELETE", "/api/queues/nope", null, null), 404, "unknown_queue");
+        assertError(call("POST", "/api/queues/nope/purge", null, null), 404, "unknown_queue");
+        assertError(call("PUT", "/api/queues/q", "{not json", null), 400, "bad_json");
+        assertError(call("PUT", "/api/queues/q", "[1]", null), 400, "bad_json");
+        assertError(call("PUT", "/api/queues/q", "{\"maxDeliveries\": 0}", null), 400, "invalid_setting");
+        assertError(call("PUT", "/api/queues/q", "{\"colour\": \"red\"}", null), 400, "invalid_setting");
+        assertError(call("PUT", "/api/queues/q", "{\"maxDeliveries\": 1.5}", null), 400, "invalid_setting");
+        ok(call("PUT", "/api/queues/q", "{\"maxDeliveries\": 2}", null));
+        assertError(call("PUT", "/api/queues/q", "{\"maxDeliveries\": 3}", null), 409, "queue_exists_with_different_settings");
+        assertError(call("GET", "/api/nothing", null, null), 404, "not_found");
+        assertError(call("POST", "/api/queues", null, null), 405, "method_not_allowed");
+    }
+
+    @Test
+    void shouldRequireBasicCredentialsWhenUsersAreConfigured() throws Exception {
+        Path config = dir.resolve("sluice.yaml");
+        Files.writeString(config, "auth:\n  allow-anonymous: true\n  users:\n    - name: ops\n      password-hash: \""
+                + PasswordHasher.hash("s3cret".toCharArray()) + "\"\n");
+        fixture = new MetricsFixture(dir.resolve("data"), config, Map.of());
+        String good = "Basic " + Base64.getEncoder().encodeToString("ops:s3cret".getBytes(StandardCharsets.UTF_8));
+        String bad = "Basic " + Base64.getEncoder().encodeToString("ops:wrong".getBytes(StandardCharsets.UTF_8));
+        HttpResponse<String> none = call("GET", "/api/queues", null, null);
+        assertError(none, 401, "unauthorized");
+        assertTrue(none.headers().firstValue("WWW-Authenticate").orElse("").startsWith("Basic"));
+        assertError(call("GET", "/api/queues", null, bad), 401, "unauthorized");
+        assertError(call("GET", "/api/queues", null, "Basic !!!"), 401, "unauthorized");
+        ok(call("GET", "/api/queues", null, good));
+        assertEquals(200, fixture.get("/metrics").statusCode(), "scraping stays open");
+    }
+}

@@ -1,0 +1,93 @@
+package io.sluice.broker.admin;
+
+import io.sluice.broker.metrics.MetricsFixture;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** {@code sluice admin} against a real broker: output, --json and the exit status of each failure. */
+@Timeout(120)
+class AdminCliTest {
+    @TempDir
+    Path dir;
+    private MetricsFixture fixture;
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    @AfterEach
+    void stop() {
+        if (fixture != null) {
+            fixture.close();
+        }
+    }
+
+    private int run(String... args) {
+        out.reset();
+        err.reset();
+        return AdminCli.run(args, new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    private String out() {
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    private String err() {
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void shouldDeclareListShowPurgeAndDeleteWithTablesOrJson() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        String url = fixture.baseUrl();
+        assertEquals(0, run("--url", url, "declare", "billing", "maxDeliveries=4", "overflowPolicy=reject", "quotaHardMessages=50"), err());
+        assertTrue(out().contains("billing"), out());
+        fixture.publishAndAck("billing", 3, 0);
+        assertEquals(0, run("--url", url, "queues"), err());
+        String[] lines = out().split("\n");
+        assertTrue(lines[0].startsWith("NAME") && lines[0].contains("BACKLOGMESSAGES"), out());
+        assertTrue(lines[1].matches("billing\\s+3\\s+.*free"), out());
+        assertEquals(0, run("--url", url, "--json", "queue", "billing"), err());
+        assertTrue(out().contains("\"backlogMessages\" : 3"), out());
+        assertEquals(0, run("--url", url, "connections"), err());
+        assertEquals(0, run("--url", url, "consumers"), err());
+        assertTrue(out().contains("(none)"), out());
+        assertEquals(0, run("--url", url, "producers"), err());
+        assertEquals(0, run("--url", url, "purge", "billing"), err());
+        assertTrue(out().contains("purged 3 messages"), out());
+        assertEquals(0, run("--url", url, "delete", "billing"), err());
+        assertTrue(out().contains("deleted queue 'billing'"), out());
+    }
+
+    @Test
+    void shouldExitNonZeroWithAClearMessage() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        String url = fixture.baseUrl();
+        assertEquals(1, run("--url", url, "queue", "missing"));
+        assertTrue(err().contains("queue 'missing' does not exist") && err().contains("404"), err());
+        assertEquals(1, run("--url", url, "declare", "q", "maxDeliveries=0"));
+        assertTrue(err().contains("maxDeliveries 0 is outside"), err());
+        assertEquals(2, run("--url", url, "frobnicate"));
+        assertTrue(err().contains("unknown command 'frobnicate'") && err().contains("usage:"), err());
+        assertEquals(2, run("--url", url, "queue"));
+        assertEquals(2, run("--url", url, "declare", "q", "novalue"));
+        assertEquals(2, run("--user", "u", "queues"));
+        assertEquals(2, run());
+        int closedPort;
+        try (ServerSocket s = new ServerSocket(0)) {
+            closedPort = s.getLocalPort();
+        }
+        assertEquals(1, run("--url", "http://127.0.0.1:" + closedPort, "queues"));
+        assertTrue(err().contains("unreachable"), err());
+    }
+}
