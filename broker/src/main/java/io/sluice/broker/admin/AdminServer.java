@@ -2,6 +2,13 @@ package io.sluice.broker.admin;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsParameters;
+import com.sun.net.httpserver.HttpsServer;
+import io.sluice.broker.security.TlsContexts;
+
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
 import io.sluice.broker.Broker;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.metrics.BrokerMetrics;
@@ -47,7 +54,21 @@ public final class AdminServer implements AutoCloseable {
         InetSocketAddress address = new InetSocketAddress(config.metrics.listenAddress, config.metrics.port);
         HttpServer server;
         try {
-            server = HttpServer.create(address, 64);
+            if (config.metrics.tls) {
+                HttpsServer https = HttpsServer.create(address, 64);
+                SSLContext context = TlsContexts.httpServer(config.tls);
+                https.setHttpsConfigurator(new HttpsConfigurator(context) {
+                    @Override
+                    public void configure(HttpsParameters params) {
+                        SSLParameters parameters = context.getDefaultSSLParameters();
+                        parameters.setProtocols(TlsContexts.PROTOCOLS);
+                        params.setSSLParameters(parameters);
+                    }
+                });
+                server = https;
+            } else {
+                server = HttpServer.create(address, 64);
+            }
         } catch (IOException e) {
             throw new IllegalStateException("cannot listen for metrics on " + config.metrics.listenAddress + ":"
                     + config.metrics.port + " (metrics.port): " + e.getMessage(), e);
@@ -65,7 +86,8 @@ public final class AdminServer implements AutoCloseable {
         server.createContext("/health/ready", admin::ready);
         server.createContext("/api/", admin::api);
         server.start();
-        LOG.info("Metrics, health and admin API on http://{}:{}/.", config.metrics.listenAddress, admin.port());
+        LOG.info("Metrics, health and admin API on {}://{}:{}/.", config.metrics.tls ? "https" : "http",
+                config.metrics.listenAddress, admin.port());
         return admin;
     }
 

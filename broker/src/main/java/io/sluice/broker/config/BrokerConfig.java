@@ -28,6 +28,8 @@ public final class BrokerConfig {
         @JsonProperty("listen-address")
         public String listenAddress;
         public int port;
+        /** Serve HTTPS with the listener's certificate ({@code tls.certificate}, {@code tls.private-key}). */
+        public boolean tls;
     }
 
     /** Listener, data directory and connection-level settings. */
@@ -219,6 +221,9 @@ public final class BrokerConfig {
             storeConfig();
         } catch (IllegalArgumentException e) {
             problems.add("storage: " + e.getMessage());
+        }
+        if (metrics.tls && (tls.certificate == null || tls.certificate.isBlank() || tls.privateKey == null || tls.privateKey.isBlank())) {
+            problems.add("metrics.tls is true but tls.certificate and tls.private-key are not both set");
         }
         if (storage.maxMessageBytes > broker.maxFrameBytes - 1024) {
             problems.add("storage.max-message-bytes " + storage.maxMessageBytes + " must be at least 1024 below broker.max-frame-bytes "

@@ -1,5 +1,8 @@
 package io.sluice.broker.security;
 
+import io.netty.handler.ssl.JdkSslContext;
+import javax.net.ssl.SSLContext;
+
 import io.netty.handler.ssl.ClientAuth;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
@@ -17,6 +20,23 @@ public final class TlsContexts {
     public static final String[] PROTOCOLS = {"TLSv1.3", "TLSv1.2"};
 
     private TlsContexts() {
+    }
+
+    /**
+     * The JDK {@link SSLContext} for the metrics and admin HTTPS port ({@code metrics.tls}): the same
+     * certificate and key as the listener, no client certificates.
+     */
+    public static SSLContext httpServer(BrokerConfig.Tls tls) {
+        try {
+            SslContext netty = SslContextBuilder.forServer(new File(tls.certificate), new File(tls.privateKey))
+                    .sslProvider(SslProvider.JDK)
+                    .protocols(PROTOCOLS)
+                    .build();
+            return ((JdkSslContext) netty).context();
+        } catch (SSLException | IllegalArgumentException e) {
+            throw new IllegalStateException("metrics.tls: cannot use certificate " + tls.certificate + ", private key "
+                    + tls.privateKey + ": " + e.getMessage(), e);
+        }
     }
 
     /** Null when TLS is off; throws IllegalStateException naming the file when a PEM cannot be used. */

@@ -131,4 +131,27 @@ class TlsTest {
         assertThrows(RuntimeException.class,
                 () -> Connection.connect(client("localhost").tls(true).trustCertificates(caPem).clientCertificate(dave[0], dave[1]).build()));
     }
+
+    @Test
+    void shouldServeMetricsAndTheAdminApiOverHttpsWhenAsked() throws Exception {
+        startBroker(server, Map.of("metrics.tls", "true", "metrics.port", "0"), null);
+        java.security.KeyStore trust = java.security.KeyStore.getInstance("PKCS12");
+        trust.load(null, null);
+        try (java.io.InputStream in = java.nio.file.Files.newInputStream(caPem)) {
+            trust.setCertificateEntry("ca", java.security.cert.CertificateFactory.getInstance("X.509").generateCertificate(in));
+        }
+        javax.net.ssl.TrustManagerFactory tmf = javax.net.ssl.TrustManagerFactory.getInstance(javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
+        tmf.init(trust);
+        javax.net.ssl.SSLContext context = javax.net.ssl.SSLContext.getInstance("TLS");
+        context.init(null, tmf.getTrustManagers(), null);
+        java.net.http.HttpClient https = java.net.http.HttpClient.newBuilder().sslContext(context).connectTimeout(Duration.ofSeconds(5)).build();
+        java.net.http.HttpResponse<String> live = https.send(java.net.http.HttpRequest.newBuilder(
+                java.net.URI.create("https://localhost:" + broker.metricsPort() + "/health/live")).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        org.junit.jupiter.api.Assertions.assertEquals(200, live.statusCode());
+        java.net.http.HttpClient plain = java.net.http.HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+        org.junit.jupiter.api.Assertions.assertThrows(java.io.IOException.class, () -> plain.send(java.net.http.HttpRequest.newBuilder(
+                java.net.URI.create("http://localhost:" + broker.metricsPort() + "/health/live")).timeout(Duration.ofSeconds(5)).build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString()), "plain HTTP is not served on the HTTPS port");
+    }
 }
