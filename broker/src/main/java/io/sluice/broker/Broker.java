@@ -49,6 +49,7 @@ public final class Broker implements AutoCloseable {
     private final ChannelGroup channels = new DefaultChannelGroup("sluice-connections", GlobalEventExecutor.INSTANCE);
     private final Channel serverChannel;
     private volatile boolean closed;
+    private final BrokerChannelInitializer channelInitializer;
     private final io.netty.util.concurrent.ScheduledFuture<?> diskGuardTask;
     private String diskBlocked;
     private final io.sluice.broker.admin.AdminServer admin;
@@ -73,6 +74,7 @@ public final class Broker implements AutoCloseable {
         this.workers = new MultiThreadIoEventLoopGroup(Runtime.getRuntime().availableProcessors(), io);
         this.queues = new QueueManager(store, workers, config.queues, config.broker.publishWindowMessages);
         Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+        this.channelInitializer = new BrokerChannelInitializer(config, new Authenticator(config.auth), queues, channels, network);
         ServerBootstrap bootstrap = new ServerBootstrap()
                 .group(acceptor, workers)
                 .channel(channelType)
@@ -82,7 +84,7 @@ public final class Broker implements AutoCloseable {
                 // past it the queue delivers nothing more to that connection until it drains.
                 .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 << 10, 1 << 20))
                 .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
-                .childHandler(new BrokerChannelInitializer(config, new Authenticator(config.auth), queues, channels, network));
+                .childHandler(channelInitializer);
         try {
             this.serverChannel = bootstrap.bind(new InetSocketAddress(config.broker.listenAddress, config.broker.port))
                     .syncUninterruptibly().channel();
@@ -131,6 +133,16 @@ public final class Broker implements AutoCloseable {
         } catch (RuntimeException e) {
             LOG.warn("Disk guard check failed.", e);
         }
+    }
+
+    /** The limits against hostile clients, with their refusal counters. */
+    public io.sluice.broker.security.ConnectionLimits limits() {
+        return channelInitializer.limits();
+    }
+
+    /** The permission checks, with their denial counter. */
+    public io.sluice.broker.auth.Authorizer authorizer() {
+        return channelInitializer.authorizer();
     }
 
     /** The port actually bound (useful when the configuration says 0). */

@@ -97,6 +97,21 @@ final class AdminApi {
         AdminServer.respond(exchange, status, JSON, json.writeValueAsString(body) + "\n");
     }
 
+    /**
+     * For the metrics endpoint: the same rule A1 as the API. Answers 401 itself and returns false
+     * when the request may not proceed.
+     */
+    boolean admit(HttpExchange exchange) throws IOException {
+        try {
+            authorize(exchange);
+            return true;
+        } catch (ApiException e) {
+            exchange.getResponseHeaders().set("WWW-Authenticate", "Basic realm=\"sluice\"");
+            AdminServer.respond(exchange, 401, "text/plain; charset=utf-8", e.getMessage() + "\n");
+            return false;
+        }
+    }
+
     /** Rule A1. */
     private void authorize(HttpExchange exchange) {
         String header = exchange.getRequestHeaders().getFirst("Authorization");

@@ -95,6 +95,7 @@ public final class AdminServer implements AutoCloseable {
     public void attach(Broker running) {
         metrics.bind(running.queues(), running.store(), running.connections(), running.networkCounters(),
                 running.recoveryNanos(), running::isReady);
+        metrics.bindSecurity(running.limits(), running.authorizer());
         this.api = new AdminApi(running);
         this.broker = running;
     }
@@ -107,6 +108,11 @@ public final class AdminServer implements AutoCloseable {
     private void metrics(HttpExchange exchange) throws IOException {
         if (!"GET".equals(exchange.getRequestMethod())) {
             respond(exchange, 405, "text/plain; charset=utf-8", "use GET\n");
+            return;
+        }
+        // The metrics honour the same users as the broker and the admin API (docs/security.md).
+        AdminApi admin = api;
+        if (admin != null && !admin.admit(exchange)) {
             return;
         }
         respond(exchange, 200, PROMETHEUS_CONTENT_TYPE, metrics.scrape());

@@ -111,6 +111,22 @@ public final class BrokerMetrics implements AutoCloseable {
         }
     }
 
+    /** Adds the counters of the limits against hostile clients and of permission denials. */
+    public void bindSecurity(io.sluice.broker.security.ConnectionLimits limits, io.sluice.broker.auth.Authorizer authorizer) {
+        Map<String, java.util.function.ToDoubleFunction<io.sluice.broker.security.ConnectionLimits>> refusals = Map.of(
+                "max_connections", l -> l.rejectedConnections(),
+                "max_connections_per_user", l -> l.rejectedUserConnections(),
+                "max_queues", l -> l.rejectedQueueDeclares(),
+                "max_consumers_per_connection", l -> l.rejectedSubscriptions(),
+                "max_unacked_per_connection", l -> l.rejectedCredit(),
+                "handshake_timeout", l -> l.handshakeTimeouts(),
+                "max_frame_bytes", l -> l.oversizedFrames());
+        refusals.forEach((name, read) -> FunctionCounter.builder(LIMIT_REFUSALS, limits, read)
+                .tag(LABEL_LIMIT, name).description("Operations refused by a limit, by limit").register(registry));
+        FunctionCounter.builder(ACCESS_DENIED, authorizer, a -> a.accessDenials())
+                .description("Frames refused for a missing permission").register(registry);
+    }
+
     /** The Prometheus text exposition, with every queue's figures taken now. */
     public synchronized String scrape() {
         refreshQueues();

@@ -146,6 +146,9 @@ class AdminApiTest {
         assertError(call("GET", "/api/queues", null, bad), 401, "unauthorized");
         assertError(call("GET", "/api/queues", null, "Basic !!!"), 401, "unauthorized");
         ok(call("GET", "/api/queues", null, good));
-        assertEquals(200, fixture.get("/metrics").statusCode(), "scraping stays open");
+        assertEquals(401, fixture.get("/metrics").statusCode(), "the metrics honour the same users");
+        assertEquals(401, call("GET", "/metrics", null, bad).statusCode());
+        assertEquals(200, call("GET", "/metrics", null, good).statusCode(), "a user's credentials open the metrics");
+        assertEquals(200, fixture.get("/health/live").statusCode(), "health probes stay open for orchestrators");
     }
 }
