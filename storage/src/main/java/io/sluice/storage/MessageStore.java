@@ -9,13 +9,10 @@ import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -108,7 +105,7 @@ public final class MessageStore implements AutoCloseable {
             String name = dir.getFileName().toString();
             if (name.contains(DELETED_MARK)) {
                 LOG.info("Finishing the interrupted delete of queue directory {}.", dir);
-                deleteRecursively(dir);
+                Directories.deleteRecursively(dir);
                 continue;
             }
             if (!QueueNames.isValid(name)) {
@@ -181,7 +178,7 @@ public final class MessageStore implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot delete queue directory " + dir, e);
         }
-        deleteRecursively(doomed);
+        Directories.deleteRecursively(doomed);
     }
 
     private boolean flushAll(long nowNanos) {
@@ -238,23 +235,4 @@ public final class MessageStore implements AutoCloseable {
         }
     }
 
-    private static void deleteRecursively(Path dir) {
-        try {
-            Files.walkFileTree(dir, new SimpleFileVisitor<>() {
-                @Override
-                public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                    Files.delete(file);
-                    return FileVisitResult.CONTINUE;
-                }
-
-                @Override
-                public FileVisitResult postVisitDirectory(Path d, IOException exc) throws IOException {
-                    Files.delete(d);
-                    return FileVisitResult.CONTINUE;
-                }
-            });
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot delete " + dir, e);
-        }
-    }
 }

@@ -47,7 +47,7 @@ public class AckBenchmark extends StorageBenchmarkBase {
     @TearDown(Level.Trial)
     public void close() {
         store.close();
-        deleteRecursively(directory);
+        io.sluice.storage.Directories.deleteRecursively(directory);
     }
 
     @Setup(Level.Invocation)

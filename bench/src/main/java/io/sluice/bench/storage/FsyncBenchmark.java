@@ -50,7 +50,7 @@ public class FsyncBenchmark extends StorageBenchmarkBase {
     @TearDown(Level.Trial)
     public void close() throws IOException {
         channel.close();
-        deleteRecursively(directory);
+        io.sluice.storage.Directories.deleteRecursively(directory);
     }
 
     @Benchmark

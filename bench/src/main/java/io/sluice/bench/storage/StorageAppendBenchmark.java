@@ -45,7 +45,7 @@ public class StorageAppendBenchmark extends StorageBenchmarkBase {
     @TearDown(Level.Iteration)
     public void close() {
         store.close();
-        deleteRecursively(directory);
+        io.sluice.storage.Directories.deleteRecursively(directory);
     }
 
     @Benchmark

@@ -46,7 +46,7 @@ public class StorageReadBenchmark extends StorageBenchmarkBase {
     public void close() {
         reader.close();
         store.close();
-        deleteRecursively(directory);
+        io.sluice.storage.Directories.deleteRecursively(directory);
     }
 
     @Benchmark

@@ -7,11 +7,8 @@ import io.sluice.storage.ack.AckStateReader;
 import io.sluice.storage.ack.CorruptAckStateException;
 
 import java.io.IOException;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.util.Map;
 
 /**
@@ -77,7 +74,7 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
                 return new AckSnapshot(null, generation, records, stop, e.getMessage());
             }
         } finally {
-            deleteRecursively(copy);
+            io.sluice.storage.Directories.deleteRecursively(copy);
         }
     }
 
@@ -99,19 +96,4 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
         }
     }
 
-    private static void deleteRecursively(Path dir) throws IOException {
-        Files.walkFileTree(dir, new SimpleFileVisitor<>() {
-            @Override
-            public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                Files.delete(file);
-                return FileVisitResult.CONTINUE;
-            }
-
-            @Override
-            public FileVisitResult postVisitDirectory(Path d, IOException exc) throws IOException {
-                Files.delete(d);
-                return FileVisitResult.CONTINUE;
-            }
-        });
-    }
 }

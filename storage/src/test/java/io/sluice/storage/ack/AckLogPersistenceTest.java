@@ -43,7 +43,7 @@ class AckLogPersistenceTest {
         }
         assertTrue(log.generation() > 6, "rotations happened, generation " + log.generation());
         log.close();
-        deleteRecursively(dir);
+        io.sluice.storage.Directories.deleteRecursively(dir);
     }
 
     @Example
@@ -65,7 +65,7 @@ class AckLogPersistenceTest {
         }
         log.close();
         reopened.close();
-        deleteRecursively(dir);
+        io.sluice.storage.Directories.deleteRecursively(dir);
     }
 
     @Example
@@ -92,7 +92,7 @@ class AckLogPersistenceTest {
         }
         log.close();
         reopened.close();
-        deleteRecursively(dir);
+        io.sluice.storage.Directories.deleteRecursively(dir);
     }
 
     @Property(tries = 50)
@@ -126,7 +126,7 @@ class AckLogPersistenceTest {
         }
         log.close();
         reopened.close();
-        deleteRecursively(dir);
+        io.sluice.storage.Directories.deleteRecursively(dir);
     }
 
     @Example
@@ -147,7 +147,7 @@ class AckLogPersistenceTest {
         assertTrue(reopened.state().isAcked(1));
         assertFalse(reopened.state().isAcked(5));
         reopened.close();
-        deleteRecursively(dir);
+        io.sluice.storage.Directories.deleteRecursively(dir);
     }
 
     @Example
@@ -159,7 +159,7 @@ class AckLogPersistenceTest {
         AckLog log = AckLog.open(dir);
         CorruptAckStateException error = assertThrows(CorruptAckStateException.class, log::recover);
         assertTrue(error.getMessage().contains(AckFiles.JOURNAL) && error.getMessage().contains("generation 7"), error.getMessage());
-        deleteRecursively(dir);
+        io.sluice.storage.Directories.deleteRecursively(dir);
     }
 
     @Example
@@ -188,7 +188,7 @@ class AckLogPersistenceTest {
 
         Files.write(checkpoint, java.util.Arrays.copyOf(good, good.length - 5));
         assertEquals(16, assertThrows(CorruptAckStateException.class, () -> AckLog.open(dir)).offset());
-        deleteRecursively(dir);
+        io.sluice.storage.Directories.deleteRecursively(dir);
     }
 
     @Example
@@ -218,7 +218,7 @@ class AckLogPersistenceTest {
         }
         assertEquals(AckTracker.id(3, messages), expected);
         reopened.close();
-        deleteRecursively(dir);
+        io.sluice.storage.Directories.deleteRecursively(dir);
     }
 
     @Example
@@ -252,7 +252,7 @@ class AckLogPersistenceTest {
         assertEquals(AckResult.ALREADY_ACKED, reopened.ack(AckTracker.id(1, 4)));
         log.close();
         reopened.close();
-        deleteRecursively(dir);
+        io.sluice.storage.Directories.deleteRecursively(dir);
     }
 
     /** Opens the log as the store would after a restart: report every segment file, then recover. */
@@ -315,11 +315,4 @@ class AckLogPersistenceTest {
         };
     }
 
-    private static void deleteRecursively(Path dir) throws IOException {
-        try (Stream<Path> paths = Files.walk(dir)) {
-            for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(path);
-            }
-        }
-    }
 }
