@@ -388,6 +388,11 @@ public final class QueueStore {
     }
 
     /** The highest id that is durable under the store's policy; every id at or below it is too. */
+    /** The store's clock (epoch ms): the time base of {@link StoredMessage#timestampMillis()}. */
+    public long nowMillis() {
+        return clock.getAsLong();
+    }
+
     public long durableIndex() {
         return durableIndex;
     }

@@ -45,6 +45,7 @@ public final class BrokerMetrics implements AutoCloseable {
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final LongSupplier epochMillisClock;
     private final JvmGcMetrics gcMetrics = new JvmGcMetrics();
+    /** Guarded by itself, held only to add or remove meters, never while waiting for a queue's executor. */
     private final Map<String, QueueMeters> queueMeters = new HashMap<>();
     private volatile QueueManager queues;
 
@@ -86,6 +87,8 @@ public final class BrokerMetrics implements AutoCloseable {
     public void bind(QueueManager queues, MessageStore store, ChannelGroup connections, NetworkCounters network,
                      long recoveryNanos, BooleanSupplier ready) {
         this.queues = queues;
+        queues.onDeclared(this::metersOf); // before the first scrape: its latencies are recorded from the start
+        queues.all().forEach(this::metersOf);
         Gauge.builder(BROKER_READY, () -> ready.getAsBoolean() ? 1 : 0)
                 .description("1 while the broker has recovered its store and listens for clients").register(registry);
         Gauge.builder(STORAGE_RECOVERY_SECONDS, () -> recoveryNanos / 1e9)
@@ -143,15 +146,17 @@ public final class BrokerMetrics implements AutoCloseable {
         for (BrokerQueue q : manager.all()) {
             live.put(q.name(), q);
         }
-        for (Iterator<Map.Entry<String, QueueMeters>> it = queueMeters.entrySet().iterator(); it.hasNext(); ) {
-            Map.Entry<String, QueueMeters> e = it.next();
-            if (live.get(e.getKey()) != e.getValue().queue) {
-                e.getValue().remove(registry);
-                it.remove();
+        synchronized (queueMeters) {
+            for (Iterator<Map.Entry<String, QueueMeters>> it = queueMeters.entrySet().iterator(); it.hasNext(); ) {
+                Map.Entry<String, QueueMeters> e = it.next();
+                if (live.get(e.getKey()) != e.getValue().queue) {
+                    e.getValue().remove(registry);
+                    it.remove();
+                }
             }
         }
         for (BrokerQueue q : live.values()) {
-            QueueMeters m = queueMeters.computeIfAbsent(q.name(), n -> new QueueMeters(q, registry));
+            QueueMeters m = metersOf(q);
             try {
                 pending.put(m, q.snapshot());
             } catch (RuntimeException e) {
@@ -167,6 +172,22 @@ public final class BrokerMetrics implements AutoCloseable {
             }
             meters.refresh(taken, now);
         });
+    }
+
+    /** The meters of this queue, registered now if need be (replacing those of a deleted queue of the same name). */
+    private QueueMeters metersOf(BrokerQueue q) {
+        synchronized (queueMeters) {
+            QueueMeters m = queueMeters.get(q.name());
+            if (m != null && m.queue == q) {
+                return m;
+            }
+            if (m != null) {
+                m.remove(registry);
+            }
+            m = new QueueMeters(q, registry);
+            queueMeters.put(q.name(), m);
+            return m;
+        }
     }
 
     @Override

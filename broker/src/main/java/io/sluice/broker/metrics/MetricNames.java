@@ -15,6 +15,10 @@ public final class MetricNames {
     public static final String LABEL_CODE = "code";
     public static final String LABEL_DURABILITY = "durability";
     public static final String LABEL_OVERFLOW_POLICY = "overflow_policy";
+    /** Why a consumer gets nothing: {@value #REASON_NO_CREDIT} or {@value #REASON_NOT_WRITABLE}. */
+    public static final String LABEL_REASON = "reason";
+    public static final String REASON_NO_CREDIT = "no_credit";
+    public static final String REASON_NOT_WRITABLE = "not_writable";
 
     // Per queue: gauges computed at scrape time.
     public static final String QUEUE_INFO = "sluice_queue_config";
@@ -30,6 +34,16 @@ public final class MetricNames {
     public static final String QUEUE_OLDEST_UNACKED_AGE_SECONDS = "sluice_queue_oldest_unacked_age_seconds";
     public static final String QUEUE_SEGMENTS = "sluice_queue_segments";
     public static final String QUEUE_DISK_BYTES = "sluice_queue_disk_bytes";
+    /** Age of the oldest ready message: stored, not out with a consumer, not waiting out a requeue delay. */
+    public static final String QUEUE_OLDEST_READY_AGE_SECONDS = "sluice_queue_oldest_ready_age_seconds";
+    /** Consumers that get nothing, by {@link #LABEL_REASON}; a consumer can count under both reasons. */
+    public static final String QUEUE_CONSUMERS_STALLED = "sluice_queue_consumers_stalled";
+
+    // Per queue: histograms (Prometheus gets _bucket, _sum, _count and a _max gauge).
+    /** From the PUBLISH frame's arrival to the release of its CONFIRM; one sample per frame. */
+    public static final String QUEUE_PUBLISH_CONFIRM_SECONDS = "sluice_queue_publish_confirm_seconds";
+    /** From the store timestamp of the oldest message in an ACK frame to that frame; one sample per frame. */
+    public static final String QUEUE_PUBLISH_ACK_SECONDS = "sluice_queue_publish_ack_seconds";
 
     // Per queue: counters.
     public static final String QUEUE_PUBLISHED = "sluice_queue_published_messages_total";
@@ -47,6 +61,8 @@ public final class MetricNames {
     public static final String QUEUE_SYNCS = "sluice_queue_syncs_total";
     public static final String QUEUE_SYNC_SECONDS = "sluice_queue_sync_seconds_total";
     public static final String QUEUE_CORRUPT_RECORDS = "sluice_queue_corrupt_records_total";
+    /** Time the queue's flow state was BLOCKED (quota or disk guard), the current stretch included. */
+    public static final String QUEUE_BLOCKED_SECONDS = "sluice_queue_blocked_seconds_total";
 
     // Broker-wide.
     public static final String BROKER_READY = "sluice_broker_ready";
@@ -71,13 +87,17 @@ public final class MetricNames {
     public static final List<String> ALL = List.of(
             QUEUE_INFO, QUEUE_BACKLOG_MESSAGES, QUEUE_BACKLOG_BYTES, QUEUE_READY_MESSAGES, QUEUE_UNACKED_MESSAGES,
             QUEUE_CONSUMERS, QUEUE_PRODUCERS, QUEUE_PRODUCERS_BLOCKED, QUEUE_FLOW_STATE, QUEUE_PINNED_BYTES,
-            QUEUE_OLDEST_UNACKED_AGE_SECONDS, QUEUE_SEGMENTS, QUEUE_DISK_BYTES,
+            QUEUE_OLDEST_UNACKED_AGE_SECONDS, QUEUE_SEGMENTS, QUEUE_DISK_BYTES, QUEUE_OLDEST_READY_AGE_SECONDS,
+            QUEUE_CONSUMERS_STALLED, QUEUE_BLOCKED_SECONDS,
             QUEUE_PUBLISHED, QUEUE_CONFIRMED, QUEUE_PUBLISH_REFUSED, QUEUE_DELIVERED, QUEUE_REDELIVERED, QUEUE_ACKED,
             QUEUE_NACKED, QUEUE_DEAD_LETTERED, QUEUE_DROPPED, QUEUE_RECLAIMED_SEGMENTS, QUEUE_RECLAIMED_BYTES,
             QUEUE_RELOCATED, QUEUE_SYNCS, QUEUE_SYNC_SECONDS, QUEUE_CORRUPT_RECORDS,
             BROKER_READY, STORAGE_RECOVERY_SECONDS, DISK_FREE_BYTES, DISK_RESERVED_BYTES, CONNECTIONS_OPEN,
             FRAMES_RECEIVED, FRAMES_SENT, RECEIVED_BYTES, SENT_BYTES, PROTOCOL_ERRORS, AUTHENTICATION_FAILURES,
             NETTY_DIRECT_MEMORY_USED_BYTES);
+
+    /** The histograms, whose samples carry the suffixes {@code _bucket}, {@code _sum}, {@code _count}, {@code _max}. */
+    public static final List<String> HISTOGRAMS = List.of(QUEUE_PUBLISH_CONFIRM_SECONDS, QUEUE_PUBLISH_ACK_SECONDS);
 
     private MetricNames() {
     }

@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueSnapshot;
 import io.sluice.protocol.FlowState;
@@ -12,6 +13,7 @@ import io.sluice.storage.BacklogStats;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoredMessage;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -33,6 +35,14 @@ final class QueueMeters {
     private volatile QueueSnapshot snapshot;
     private volatile BacklogStats stats;
     private volatile double oldestUnackedAgeSeconds;
+    private volatile double oldestReadyAgeSeconds;
+
+    /** Publish-to-confirm buckets: 0.25 ms (a batched fsync) to 10 s (a stalled disk or a slowed queue). */
+    private static final Duration[] CONFIRM_BUCKETS = millis(0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500,
+            1_000, 2_500, 5_000, 10_000);
+    /** Publish-to-ack buckets: the store clock counts milliseconds; backlogs make minutes plausible. */
+    private static final Duration[] ACK_BUCKETS = millis(1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500,
+            5_000, 10_000, 30_000, 60_000, 300_000);
 
     QueueMeters(BrokerQueue queue, MeterRegistry registry) {
         this.queue = queue;
@@ -78,6 +88,31 @@ final class QueueMeters {
                 .description("Time spent in those forces").register(registry));
         meters.add(FunctionCounter.builder(QUEUE_CORRUPT_RECORDS, store, QueueStore::corruptRecords).tags(tags)
                 .description("Records found damaged and skipped").register(registry));
+
+        meters.add(Gauge.builder(QUEUE_OLDEST_READY_AGE_SECONDS, this, m -> m.oldestReadyAgeSeconds).tags(tags)
+                .description("Age of the oldest message stored and not out with a consumer (0 when there is none)")
+                .strongReference(true).register(registry));
+        gauge(registry, tags.and(LABEL_REASON, REASON_NO_CREDIT), QUEUE_CONSUMERS_STALLED,
+                "Consumers that get nothing, by reason: no credit left, or their connection is not writable",
+                s -> s.consumers().stream().filter(c -> c.credit() <= 0).count());
+        gauge(registry, tags.and(LABEL_REASON, REASON_NOT_WRITABLE), QUEUE_CONSUMERS_STALLED,
+                "Consumers that get nothing, by reason: no credit left, or their connection is not writable",
+                s -> s.consumers().stream().filter(c -> !c.writable()).count());
+        meters.add(FunctionCounter.builder(QUEUE_BLOCKED_SECONDS, this, m -> {
+            QueueSnapshot s = m.snapshot;
+            return s == null ? 0 : s.blockedNanos() / 1e9;
+        }).tags(tags).description("Time the flow state was blocked (producers told to stop)").register(registry));
+
+        Timer confirm = Timer.builder(QUEUE_PUBLISH_CONFIRM_SECONDS).tags(tags)
+                .description("From a PUBLISH frame's arrival to the release of its CONFIRM, one sample per frame")
+                .serviceLevelObjectives(CONFIRM_BUCKETS).register(registry);
+        Timer ack = Timer.builder(QUEUE_PUBLISH_ACK_SECONDS).tags(tags)
+                .description("From the append of the oldest message in an ACK frame to that frame, one sample per frame")
+                .serviceLevelObjectives(ACK_BUCKETS).register(registry);
+        meters.add(confirm);
+        meters.add(ack);
+        queue.recordLatencies(nanos -> confirm.record(nanos, TimeUnit.NANOSECONDS),
+                millis -> ack.record(millis, TimeUnit.MILLISECONDS));
     }
 
     /** Takes in the figures of one scrape. {@code nowMillis} is the clock's epoch time. */
@@ -96,9 +131,15 @@ final class QueueMeters {
             age = Double.NaN; // a damaged record or a queue being deleted: unknown, not 0
         }
         oldestUnackedAgeSeconds = age;
+        QueueSnapshot s = snapshot;
+        if (s != null) {
+            long ready = s.oldestReadyTimestampMillis();
+            oldestReadyAgeSeconds = ready < 0 ? 0 : Math.max(0, nowMillis - ready) / 1000.0;
+        }
     }
 
     void remove(MeterRegistry registry) {
+        queue.recordLatencies(nanos -> { }, millis -> { });
         meters.forEach(registry::remove);
         meters.clear();
     }
@@ -128,6 +169,14 @@ final class QueueMeters {
     private void statsCounter(MeterRegistry registry, Tags tags, String name, String help, ToDoubleFunction<BacklogStats> f) {
         meters.add(FunctionCounter.builder(name, this, m -> f.applyAsDouble(m.stats)).tags(tags).description(help)
                 .register(registry));
+    }
+
+    private static Duration[] millis(double... values) {
+        Duration[] out = new Duration[values.length];
+        for (int i = 0; i < values.length; i++) {
+            out[i] = Duration.ofNanos((long) (values[i] * 1_000_000));
+        }
+        return out;
     }
 
     static long awaitMillis(long deadlineNanos) {

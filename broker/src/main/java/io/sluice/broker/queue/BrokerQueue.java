@@ -40,6 +40,7 @@ import java.util.Map;
 import java.util.NavigableMap;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongConsumer;
 
 /**
  * A queue as the broker serves it: publishes into its {@link QueueStore}, confirms once stored,
@@ -111,6 +112,15 @@ public final class BrokerQueue {
     private long deliveredMessages;
     private long ackedMessages;
     private long nackedMessages;
+    /** BLOCKED time before the current stretch, and when that stretch began (meaningful while blocked). */
+    private long blockedNanosBefore;
+    private long blockedSinceNanos;
+    /** Latency recorders set by the metrics (no-ops without them); called on the executor, once per frame. */
+    private volatile LongConsumer confirmLatencyNanos = NO_RECORDER;
+    private volatile LongConsumer ackLatencyMillis = NO_RECORDER;
+    private static final LongConsumer NO_RECORDER = value -> { };
+    /** Upper bound on the ids examined per snapshot to find the oldest ready message. */
+    private static final int OLDEST_READY_SCAN_LIMIT = 10_000;
     private boolean closed;
 
     BrokerQueue(String name, QueueStore store, EventExecutor executor, QueueManager manager, QueueOptions options,
@@ -124,6 +134,7 @@ public final class BrokerQueue {
         this.gate = new FlowGate(options.quota());
         this.backlogBytes = store.stats().unackedBytes();
         gate.update(store.unackedMessages(), backlogBytes);
+        blockedSinceNanos = System.nanoTime();
         store.durabilityListener(durable -> {
             if (!executor.isShuttingDown()) {
                 executor.execute(this::releaseConfirms);
@@ -163,6 +174,7 @@ public final class BrokerQueue {
     }
 
     private void publishNow(ClientConnection connection, PublishFrame frame) {
+        long receivedAtNanos = System.nanoTime();
         PublishCursor cursor = frame.cursor();
         publishers.add(connection);
         Map<Long, List<IdRange>> stored = new LinkedHashMap<>();
@@ -211,7 +223,7 @@ public final class BrokerQueue {
         }
         if (storedMessages > 0) {
             publishedMessages += storedMessages;
-            pendingConfirms.add(new PendingConfirm(lastId, connection, stored, storedMessages, storedBytes));
+            pendingConfirms.add(new PendingConfirm(lastId, connection, stored, storedMessages, storedBytes, receivedAtNanos));
             updateFlow();
             releaseConfirms();
             scheduleDispatch();
@@ -289,12 +301,18 @@ public final class BrokerQueue {
         long durable = store.durableIndex();
         boolean gated = gate.state() == FlowState.SLOWED;
         Set<ClientConnection> touched = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+        LongConsumer latency = confirmLatencyNanos;
+        long now = 0;
         while (!pendingConfirms.isEmpty()) {
             PendingConfirm p = pendingConfirms.peek();
             if (p.lastId > durable || (gated && slowTokens <= 0)) {
                 break;
             }
             pendingConfirms.poll();
+            if (now == 0) {
+                now = System.nanoTime();
+            }
+            latency.accept(now - p.receivedAtNanos); // one sample per PUBLISH frame confirmed, not per message
             confirmedMessages += p.messages;
             if (gated) {
                 slowTokens -= p.messages;
@@ -317,8 +335,22 @@ public final class BrokerQueue {
         if (after != before) {
             String reason = diskBlockedReason != null ? diskBlockedReason : gate.reason();
             LOG.info("Queue '{}' is now {}: {}.", name, after, reason);
+            flowChanged(before, after);
             notifyPublishers(after, reason);
         }
+    }
+
+    /** Accumulates the time spent BLOCKED, for {@code sluice_queue_blocked_seconds_total}. */
+    private void flowChanged(FlowState before, FlowState after) {
+        if (after == FlowState.BLOCKED && before != FlowState.BLOCKED) {
+            blockedSinceNanos = System.nanoTime();
+        } else if (before == FlowState.BLOCKED && after != FlowState.BLOCKED) {
+            blockedNanosBefore += System.nanoTime() - blockedSinceNanos;
+        }
+    }
+
+    private long blockedNanos() {
+        return blockedNanosBefore + (effectiveState() == FlowState.BLOCKED ? System.nanoTime() - blockedSinceNanos : 0);
     }
 
     private FlowState effectiveState() {
@@ -341,6 +373,7 @@ public final class BrokerQueue {
             FlowState after = effectiveState();
             if (before != after) {
                 LOG.info("Queue '{}' is now {}: {}.", name, after, reason == null ? "disk space is back" : reason);
+                flowChanged(before, after);
                 notifyPublishers(after, reason == null ? "free disk space is above the reserve again" : reason);
             }
         });
@@ -388,6 +421,7 @@ public final class BrokerQueue {
     /** Acknowledges the ids of the ranges that are outstanding on this session. */
     void ack(ConsumerSession session, AckFrame frame) {
         long acked = 0;
+        long oldestAppendedMillis = Long.MAX_VALUE;
         for (IdRange range : frame.messageIds()) {
             NavigableMap<Long, ConsumerSession.Delivery> hit = session.inFlight.subMap(range.from(), true, range.to(), true);
             if (hit.isEmpty()) {
@@ -408,6 +442,7 @@ public final class BrokerQueue {
                 }
                 ackBatch[ackBatchSize++] = e.getKey();
                 backlogBytes -= e.getValue().bytes();
+                oldestAppendedMillis = Math.min(oldestAppendedMillis, e.getValue().appendedAtMillis());
                 tracked.remove(e.getKey());
                 it.remove();
                 acked++;
@@ -416,6 +451,9 @@ public final class BrokerQueue {
         if (ackBatchSize > 0) {
             store.ackAll(ackBatch, ackBatchSize); // one store lock per ACK frame, not per message
             ackBatchSize = 0;
+        }
+        if (oldestAppendedMillis != Long.MAX_VALUE) { // one sample per ACK frame: its oldest message
+            ackLatencyMillis.accept(Math.max(0, store.nowMillis() - oldestAppendedMillis));
         }
         if (acked > 0) {
             ackedMessages += acked;
@@ -576,7 +614,8 @@ public final class BrokerQueue {
             store.recordDelivery(message.id(), count);
             deliveredMessages++;
             consumer.credit--;
-            consumer.inFlight.put(message.id(), new ConsumerSession.Delivery(now, message.headersLength() + message.payloadLength()));
+            consumer.inFlight.put(message.id(), new ConsumerSession.Delivery(now, message.headersLength() + message.payloadLength(),
+                    message.timestampMillis()));
             tracked.add(message.id());
             // A batch never exceeds the frame size agreed with the client: close it before a message
             // that would not fit (a single message always fits: max-message-bytes < max-frame-bytes).
@@ -741,7 +780,8 @@ public final class BrokerQueue {
             List<QueueSnapshot.ConsumerFigures> consumerFigures = new ArrayList<>();
             int inFlight = 0;
             for (ConsumerSession c : consumers) {
-                consumerFigures.add(new QueueSnapshot.ConsumerFigures(c.connection.describe(), c.tag, c.credit, c.inFlight.size()));
+                consumerFigures.add(new QueueSnapshot.ConsumerFigures(c.connection.describe(), c.tag, c.credit, c.inFlight.size(),
+                        c.connection.isWritable()));
                 inFlight += c.inFlight.size();
             }
             List<String> producers = publishers.stream().map(ClientConnection::describe).sorted().toList();
@@ -749,8 +789,48 @@ public final class BrokerQueue {
             return new QueueSnapshot(name, store.unackedMessages(), backlogBytes, inFlight, state,
                     diskBlockedReason != null ? diskBlockedReason : gate.reason(), consumerFigures, producers,
                     new QueueSnapshot.Counters(publishedMessages, confirmedMessages, deliveredMessages, redelivered,
-                            ackedMessages, nackedMessages, deadLettered, dropped, publishRefused));
+                            ackedMessages, nackedMessages, deadLettered, dropped, publishRefused),
+                    oldestReadyTimestampMillis(), blockedNanos());
         });
+    }
+
+    /**
+     * Store timestamp of the oldest ready message, or -1: the older of the first unacknowledged
+     * message this queue does not track (never delivered, or relocated) and the oldest redelivery
+     * due now. Messages out with a consumer or waiting out a requeue delay are not ready. At most
+     * {@value #OLDEST_READY_SCAN_LIMIT} ids are examined each way; past that the figure is -1 (unknown).
+     */
+    private long oldestReadyTimestampMillis() {
+        long oldestId = -1;
+        int examined = 0;
+        for (long id = store.nextUnacked(0); id >= 0 && examined < OLDEST_READY_SCAN_LIMIT; id = store.nextUnacked(id + 1)) {
+            examined++;
+            if (!tracked.contains(id)) {
+                oldestId = id;
+                break;
+            }
+        }
+        examined = 0;
+        for (long id : ready) {
+            if (examined++ >= OLDEST_READY_SCAN_LIMIT) {
+                break;
+            }
+            if (oldestId < 0 || id < oldestId) {
+                oldestId = id;
+            }
+        }
+        StoredMessage m = oldestId < 0 ? null : store.read(oldestId);
+        return m == null ? -1 : m.timestampMillis();
+    }
+
+    /**
+     * Sets where the publish-to-confirm latency (nanoseconds, one sample per PUBLISH frame when its
+     * confirm is released) and the publish-to-ack latency (store-clock milliseconds, one sample per
+     * ACK frame, for its oldest message) go. Called by the metrics; the recorders run on the executor.
+     */
+    public void recordLatencies(LongConsumer confirmNanos, LongConsumer ackMillis) {
+        this.confirmLatencyNanos = confirmNanos;
+        this.ackLatencyMillis = ackMillis;
     }
 
     /** Stops serving: drops consumers (their connections are told by the caller) and closes the reader. */
@@ -774,6 +854,6 @@ public final class BrokerQueue {
     }
 
     private record PendingConfirm(long lastId, ClientConnection connection, Map<Long, List<IdRange>> ranges,
-                                  int messages, long bytes) {
+                                  int messages, long bytes, long receivedAtNanos) {
     }
 }

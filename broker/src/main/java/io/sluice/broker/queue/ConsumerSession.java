@@ -20,8 +20,9 @@ final class ConsumerSession {
      *
      * @param deliveredAtNanos when it was sent (for the ack timeout)
      * @param bytes            headers plus payload, so acks can keep the byte backlog exact
+     * @param appendedAtMillis the message's store timestamp, for the publish-to-ack latency
      */
-    record Delivery(long deliveredAtNanos, int bytes) {
+    record Delivery(long deliveredAtNanos, int bytes, long appendedAtMillis) {
     }
 
     ConsumerSession(ClientConnection connection, int tag, long credit) {

@@ -34,6 +34,8 @@ public final class QueueManager {
     private final Map<String, BrokerQueue> queues = new ConcurrentHashMap<>();
     private final Map<String, QueueSettings> declared = new ConcurrentHashMap<>();
     private final int publishAllowance;
+    /** Told of each queue declared from now on (the metrics, so no latency sample is missed). */
+    private volatile java.util.function.Consumer<BrokerQueue> declaredListener = q -> { };
 
     public QueueManager(MessageStore store, EventLoopGroup executors, BrokerConfig.Queues defaults, int publishAllowance) {
         this.publishAllowance = publishAllowance;
@@ -62,6 +64,11 @@ public final class QueueManager {
             options = QueueOptions.defaults(name, defaults);
         }
         return new BrokerQueue(name, queueStore, executors.next(), this, options, publishAllowance);
+    }
+
+    /** Sets who is told of each queue declared from now on; it must not block. */
+    public void onDeclared(java.util.function.Consumer<BrokerQueue> listener) {
+        this.declaredListener = listener;
     }
 
     /** The queue, or null. */
@@ -95,6 +102,7 @@ public final class QueueManager {
         declared.put(name, settings);
         BrokerQueue queue = newQueue(name, store.createQueue(name), settings);
         queues.put(name, queue);
+        declaredListener.accept(queue);
         LOG.info("Queue '{}' declared with settings {}.", name, settings.asMap());
         return queue;
     }

@@ -16,18 +16,25 @@ import java.util.List;
  * @param consumers       one entry per subscription
  * @param producers       the connections that published here and are still open
  * @param counters        message counters since the broker started
+ * @param oldestReadyTimestampMillis store timestamp of the oldest ready message (stored, not out with
+ *                        a consumer, not waiting out a requeue delay), or -1 when there is none
+ * @param blockedNanos    time the flow state was BLOCKED since the broker started, the current stretch included
  */
 public record QueueSnapshot(String name, long backlogMessages, long backlogBytes, int inFlightMessages,
                             FlowState flowState, String flowReason, List<ConsumerFigures> consumers,
-                            List<String> producers, Counters counters) {
+                            List<String> producers, Counters counters,
+                            long oldestReadyTimestampMillis, long blockedNanos) {
 
     /** Backlog messages that are not out with a consumer. */
     public long readyMessages() {
         return Math.max(0, backlogMessages - inFlightMessages);
     }
 
-    /** One subscription: its connection, tag, remaining credit and outstanding deliveries. */
-    public record ConsumerFigures(String connection, int tag, long credit, int unackedMessages) {
+    /**
+     * One subscription: its connection, tag, remaining credit, outstanding deliveries and whether its
+     * connection accepts more writes (false: the broker delivers nothing to it until it drains).
+     */
+    public record ConsumerFigures(String connection, int tag, long credit, int unackedMessages, boolean writable) {
     }
 
     /** Messages counted since the broker started; each only grows. */

@@ -68,6 +68,61 @@ class MetricsEndpointTest {
     }
 
     @Test
+    void shouldRecordLatenciesOncePerFrameAndTheOldestReadyAge() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        fixture.publishAndAck("orders", 10, 4);
+        String q = "{queue=\"orders\"}";
+        // Each send waits for its confirm, so 10 frames; the 4 acks go in 1 to 4 ACK frames.
+        Map<String, Double> s = fixture.awaitScrape("ready messages older than 10 ms",
+                m -> m.getOrDefault(MetricNames.QUEUE_OLDEST_READY_AGE_SECONDS + q, 0.0) >= 0.010);
+        String confirm = MetricNames.QUEUE_PUBLISH_CONFIRM_SECONDS;
+        double confirms = s.get(confirm + "_count" + q);
+        assertTrue(confirms >= 1 && confirms <= 10, "confirm frames " + confirms);
+        assertEquals(confirms, s.get(confirm + "_bucket{queue=\"orders\",le=\"+Inf\"}"), "+Inf bucket = count");
+        assertTrue(s.get(confirm + "_sum" + q) > 0, "confirm latency sum");
+        assertTrue(s.get(confirm + "_bucket{queue=\"orders\",le=\"10.0\"}") == confirms, "every confirm within 10 s");
+        String ack = MetricNames.QUEUE_PUBLISH_ACK_SECONDS;
+        double acks = s.get(ack + "_count" + q);
+        assertTrue(acks >= 1 && acks <= 4, "ack frames " + acks);
+        assertEquals(acks, s.get(ack + "_bucket{queue=\"orders\",le=\"+Inf\"}"), "+Inf bucket = count");
+        // Messages 4..9 are ready (some taken back from the closed consumer): the oldest ready is the oldest unacked.
+        assertEquals(s.get(MetricNames.QUEUE_OLDEST_UNACKED_AGE_SECONDS + q), s.get(MetricNames.QUEUE_OLDEST_READY_AGE_SECONDS + q),
+                "oldest ready = oldest unacked when nothing is out with a consumer");
+        assertEquals(0.0, s.get(MetricNames.QUEUE_BLOCKED_SECONDS + q), "never blocked");
+    }
+
+    @Test
+    void shouldReportStalledConsumersAndTimeBlocked() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        String q = "{queue=\"held\"}";
+        String noCredit = MetricNames.QUEUE_CONSUMERS_STALLED + "{queue=\"held\",reason=\"no_credit\"}";
+        String notWritable = MetricNames.QUEUE_CONSUMERS_STALLED + "{queue=\"held\",reason=\"not_writable\"}";
+        try (io.sluice.client.Connection c = fixture.connect()) {
+            c.declareQueue("held", io.sluice.protocol.QueueSettings.builder()
+                    .set(io.sluice.protocol.QueueSettings.QUOTA_HARD_MESSAGES, 2).build());
+            try (io.sluice.client.Producer p = c.createProducer("held", io.sluice.client.ProducerOptions.DEFAULT)) {
+                p.send("a".getBytes(StandardCharsets.UTF_8));
+                p.send("b".getBytes(StandardCharsets.UTF_8));
+            }
+            Map<String, Double> blocked = fixture.awaitScrape("blocked for 50 ms",
+                    m -> m.getOrDefault(MetricNames.QUEUE_BLOCKED_SECONDS + q, 0.0) >= 0.050);
+            assertEquals(2.0, blocked.get(MetricNames.QUEUE_FLOW_STATE + q), "blocked at the hard quota");
+            assertEquals(0.0, blocked.get(noCredit), "no consumer yet");
+            try (io.sluice.client.Consumer consumer = c.subscribe("held", io.sluice.client.ConsumerOptions.DEFAULT.withCredit(1))) {
+                io.sluice.client.Message m = consumer.receive(java.time.Duration.ofSeconds(10));
+                assertTrue(m != null, "first message delivered");
+                Map<String, Double> s = fixture.awaitScrape("one consumer out of credit", x -> x.getOrDefault(noCredit, -1.0) == 1.0);
+                assertEquals(0.0, s.get(notWritable), "its connection is writable");
+                m.ack();
+                fixture.awaitScrape("unblocked", x -> x.getOrDefault(MetricNames.QUEUE_FLOW_STATE + q, -1.0) == 0.0);
+            }
+        }
+        double afterUnblock = MetricsFixture.parse(fixture.scrapeText()).get(MetricNames.QUEUE_BLOCKED_SECONDS + q);
+        Thread.sleep(100); // the counter must stand still while the queue is free, not keep adding the wall clock
+        assertEquals(afterUnblock, MetricsFixture.parse(fixture.scrapeText()).get(MetricNames.QUEUE_BLOCKED_SECONDS + q));
+    }
+
+    @Test
     void shouldExposeEveryNameOfMetricNamesAndOnlySluiceOrStandardNames() throws Exception {
         fixture = new MetricsFixture(dir.resolve("data"), Map.of());
         fixture.publishAndAck("orders", 3, 1);
@@ -76,6 +131,11 @@ class MetricsEndpointTest {
                 .collect(Collectors.toCollection(TreeSet::new));
         for (String expected : MetricNames.ALL) {
             assertTrue(names.contains(expected), expected + " is missing from the scrape; names: " + names);
+        }
+        for (String histogram : MetricNames.HISTOGRAMS) {
+            for (String suffix : List.of("_bucket", "_sum", "_count", "_max")) {
+                assertTrue(names.contains(histogram + suffix), histogram + suffix + " is missing from the scrape; names: " + names);
+            }
         }
         for (String name : names) {
             assertTrue(name.startsWith("sluice_") || STANDARD.matcher(name).matches(), "unexpected metric name " + name);
