@@ -155,7 +155,11 @@ class HostileClientTest {
             for (int i = 0; i < 5; i++) {
                 peers.add(new SocketPeer(broker.port()));
             }
-            Thread.sleep(100);
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (broker.limits().openConnections() < 20 && System.nanoTime() < deadline) {
+                Thread.onSpinWait(); // the broker registers the connections on its event loops
+            }
+            assertEquals(20, broker.limits().openConnections(), "the broker counts 20 open connections");
             for (int i = 0; i < 10; i++) {
                 try (SocketPeer over = new SocketPeer(broker.port())) {
                     List<Frame> frames = over.readUntilClosed(5_000);
@@ -169,7 +173,6 @@ class HostileClientTest {
                 p.close();
             }
         }
-        Thread.sleep(200);
     }
 
     @Test
