@@ -1,6 +1,7 @@
 package io.sluice.storage;
 
 import io.sluice.storage.durability.StorageFlusher;
+import io.sluice.storage.readahead.ReadAhead;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -45,6 +46,7 @@ public final class MessageStore implements AutoCloseable {
     private final FileLock lock;
     private final Map<String, QueueStore> queues = new ConcurrentHashMap<>();
     private final StorageFlusher flusher;
+    private final ReadAhead readAhead = new ReadAhead();
     private volatile boolean closed;
 
     private MessageStore(Path dataDirectory, StoreConfig config, LongSupplier clock) {
@@ -88,6 +90,7 @@ public final class MessageStore implements AutoCloseable {
             throw e;
         }
         store.flusher.start();
+        store.readAhead.start();
         return store;
     }
 
@@ -121,7 +124,7 @@ public final class MessageStore implements AutoCloseable {
     }
 
     private QueueStore openQueue(String name, Path dir) {
-        return QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp);
+        return QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp, readAhead);
     }
 
     public StoreConfig config() {
@@ -223,6 +226,7 @@ public final class MessageStore implements AutoCloseable {
         }
         closed = true;
         flusher.close();
+        readAhead.close();
         for (QueueStore q : queues.values()) {
             q.close();
         }

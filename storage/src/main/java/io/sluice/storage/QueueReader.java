@@ -28,6 +28,10 @@ public final class QueueReader implements AutoCloseable {
     private final StoredMessage message = new StoredMessage();
     /** Segment the reader is in, read by the reclaimer. */
     volatile int segment;
+    /** Index of the record the reader will look at next, read by the read-ahead thread. */
+    volatile long nextIndex = -1;
+    /** Index of the last record the read-ahead thread touched for this reader, or -1. */
+    volatile long readAheadIndex = -1;
     private boolean closed;
 
     QueueReader(QueueStore queue, ExcerptTailer tailer, int segment) {
@@ -57,6 +61,7 @@ public final class QueueReader implements AutoCloseable {
                 length = (int) bytes.readRemaining();
                 bytes.read(codec.arrayFor(length), 0, length);
             }
+            nextIndex = index + 1;
             String problem = codec.loaded(length);
             // One lock acquisition per message: the ack check and the delivery count together.
             if (queue.fillIfUnacked(message, codec, index, problem)) {
@@ -68,6 +73,11 @@ public final class QueueReader implements AutoCloseable {
     /** The index the reader will look at next (or just past the end). */
     public long position() {
         return tailer.index();
+    }
+
+    /** The last record the read-ahead thread has touched for this reader (-1 if none): for diagnostics. */
+    public long readAheadIndex() {
+        return readAheadIndex;
     }
 
     /** The file the reader is in, for diagnostics. */

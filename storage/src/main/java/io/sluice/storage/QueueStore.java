@@ -3,6 +3,7 @@ package io.sluice.storage;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.ack.AckStateReader;
+import io.sluice.storage.readahead.ReadAhead;
 import io.sluice.storage.reclaim.ReclaimDecision;
 import io.sluice.storage.reclaim.ReclaimPolicy;
 import io.sluice.storage.reclaim.SegmentState;
@@ -67,6 +68,7 @@ public final class QueueStore {
     private final LongSupplier clock;
     private final Runnable wakeFlusher;
     private final ReclaimPolicy reclaimPolicy;
+    private final ReadAhead readAhead;
 
     private final ReentrantLock lock = new ReentrantLock();
     private final SegmentClock segmentClock;
@@ -104,7 +106,8 @@ public final class QueueStore {
     private volatile boolean closed;
 
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
-                       Runnable wakeFlusher) {
+                       Runnable wakeFlusher, ReadAhead readAhead) {
+        this.readAhead = readAhead;
         this.name = name;
         this.directory = directory;
         this.segmentDirectory = directory.resolve("segments");
@@ -139,8 +142,8 @@ public final class QueueStore {
     }
 
     static QueueStore open(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
-                           Runnable wakeFlusher) {
-        return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher);
+                           Runnable wakeFlusher, ReadAhead readAhead) {
+        return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead);
     }
 
     public String name() {
@@ -547,6 +550,9 @@ public final class QueueStore {
             }
             QueueReader reader = new QueueReader(this, tailer, segment);
             readers.add(reader);
+            if (readAhead != null && config.readAheadMessages() > 0) {
+                readAhead.register(reader, new ReaderReadAhead(reader, first >= 0 ? first : chronicle.lastIndex() + 1));
+            }
             return reader;
         } finally {
             lock.unlock();
@@ -555,6 +561,9 @@ public final class QueueStore {
 
     void readerClosed(QueueReader reader) {
         readers.remove(reader);
+        if (readAhead != null) {
+            readAhead.unregister(reader);
+        }
         reclaimWanted = true;
     }
 
@@ -1090,6 +1099,93 @@ public final class QueueStore {
             action.run();
         } catch (IOException e) {
             throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Follows one reader for the read-ahead thread: touches its coming records, at most
+     * {@code readAheadMessages} ahead of it. Used only on the read-ahead thread.
+     */
+    private final class ReaderReadAhead implements ReadAhead.Cursor {
+        private final QueueReader reader;
+        private final long startIndex;
+        private ExcerptTailer tailer;
+        /** Index of the last record touched, or -1. */
+        private long touched = -1;
+        private long sink;
+
+        ReaderReadAhead(QueueReader reader, long startIndex) {
+            this.reader = reader;
+            this.startIndex = startIndex;
+        }
+
+        @Override
+        public int advance(int limit) {
+            if (closed) {
+                return 0;
+            }
+            long readerAt = reader.nextIndex >= 0 ? reader.nextIndex : startIndex;
+            if (tailer == null || touched < readerAt - 1) {
+                if (tailer == null) {
+                    tailer = chronicle.createTailer();
+                }
+                if (!tailer.moveToIndex(readerAt)) {
+                    return 0; // nothing stored there yet (the reader is at the tail), or it was reclaimed
+                }
+                touched = readerAt - 1;
+            }
+            int budget = config.readAheadMessages();
+            int done = 0;
+            while (done < limit && ahead(readerAt) < budget) {
+                try (DocumentContext dc = tailer.readingDocument()) {
+                    if (!dc.isPresent()) {
+                        break;
+                    }
+                    Bytes<?> bytes = dc.wire().bytes();
+                    if (bytes.readRemaining() > 0) {
+                        sink += bytes.readByte(bytes.readLimit() - 1); // faults the record's last page in
+                    }
+                    touched = dc.index();
+                }
+                done++;
+                reader.readAheadIndex = touched;
+            }
+            return done;
+        }
+
+        /** Records touched beyond the reader, counted within segments (indexes jump between them). */
+        private long ahead(long readerAt) {
+            if (touched < readerAt) {
+                return 0;
+            }
+            int readerSegment = SegmentRollCycle.INSTANCE.toCycle(readerAt);
+            int touchedSegment = SegmentRollCycle.INSTANCE.toCycle(touched);
+            long touchedSeq = SegmentRollCycle.INSTANCE.toSequenceNumber(touched);
+            if (readerSegment == touchedSegment) {
+                return touchedSeq - SegmentRollCycle.INSTANCE.toSequenceNumber(readerAt) + 1;
+            }
+            return touchedSeq + 1 + Math.max(0, segmentSize(readerSegment) - SegmentRollCycle.INSTANCE.toSequenceNumber(readerAt));
+        }
+
+        @Override
+        public void release() {
+            if (tailer != null) {
+                tailer.close();
+                tailer = null;
+            }
+            if (sink == 42) {
+                LOG.trace("read-ahead checksum {}", sink); // keeps the touching reads from being optimised away
+            }
+        }
+    }
+
+    private long segmentSize(int segment) {
+        lock.lock();
+        try {
+            SegmentTally t = segments.get(segment);
+            return t == null ? 0 : t.messages;
+        } finally {
+            lock.unlock();
         }
     }
 

@@ -20,6 +20,9 @@ import java.util.List;
  * @param relocateMaxLiveRatio a sealed segment whose share of unacknowledged messages is at most this
  *                             has its stragglers moved forward so that it can be deleted (0 disables)
  * @param relocateMaxLiveMessages and at most this many live messages in absolute terms
+ * @param readAheadMessages    how far (in messages) the read-ahead thread touches a reader's coming
+ *                             records, so that a consumer catching up on a cold backlog finds them in
+ *                             the page cache instead of faulting on the broker's event loop (0 disables)
  */
 public record StoreConfig(
         DurabilityMode durability,
@@ -29,7 +32,8 @@ public record StoreConfig(
         long reservedDiskBytes,
         int ackJournalBytes,
         double relocateMaxLiveRatio,
-        int relocateMaxLiveMessages) {
+        int relocateMaxLiveMessages,
+        int readAheadMessages) {
 
     public static final long MIN_SEGMENT_BYTES = 1L << 20;
     public static final long MAX_SEGMENT_BYTES = 1L << 30;
@@ -47,7 +51,8 @@ public record StoreConfig(
                 .reservedDiskBytes(reservedDiskBytes)
                 .ackJournalBytes(ackJournalBytes)
                 .relocateMaxLiveRatio(relocateMaxLiveRatio)
-                .relocateMaxLiveMessages(relocateMaxLiveMessages);
+                .relocateMaxLiveMessages(relocateMaxLiveMessages)
+                .readAheadMessages(readAheadMessages);
     }
 
     /** A mutable builder with the defaults a broker runs with. */
@@ -60,6 +65,7 @@ public record StoreConfig(
         private int ackJournalBytes = 8 << 20;
         private double relocateMaxLiveRatio = 0.05;
         private int relocateMaxLiveMessages = 10_000;
+        private int readAheadMessages = 50_000;
 
         public Builder durability(DurabilityMode value) {
             this.durability = value;
@@ -101,6 +107,11 @@ public record StoreConfig(
             return this;
         }
 
+        public Builder readAheadMessages(int value) {
+            this.readAheadMessages = value;
+            return this;
+        }
+
         /** Checks every field and throws one exception listing every problem found. */
         public StoreConfig build() {
             List<String> problems = new ArrayList<>();
@@ -128,11 +139,14 @@ public record StoreConfig(
             if (relocateMaxLiveMessages < 0) {
                 problems.add("relocateMaxLiveMessages " + relocateMaxLiveMessages + " is negative");
             }
+            if (readAheadMessages < 0 || readAheadMessages > 10_000_000) {
+                problems.add("readAheadMessages " + readAheadMessages + " is outside 0..10000000");
+            }
             if (!problems.isEmpty()) {
                 throw new IllegalArgumentException("invalid storage configuration: " + String.join("; ", problems));
             }
             return new StoreConfig(durability, syncIntervalMs, segmentBytes, maxMessageBytes, reservedDiskBytes,
-                    ackJournalBytes, relocateMaxLiveRatio, relocateMaxLiveMessages);
+                    ackJournalBytes, relocateMaxLiveRatio, relocateMaxLiveMessages, readAheadMessages);
         }
     }
 }

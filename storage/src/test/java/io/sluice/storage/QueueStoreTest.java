@@ -102,6 +102,28 @@ class QueueStoreTest {
     }
 
     @Test
+    void shouldTouchALaggingReadersComingRecordsOnTheReadAheadThreadWithinItsBudget() throws Exception {
+        QueueStore q = open(StoreConfig.builder().readAheadMessages(1_000).build()).createQueue("q");
+        long[] ids = new long[5_000];
+        for (int i = 0; i < ids.length; i++) {
+            ids[i] = q.append(null, payload(i));
+        }
+        try (QueueReader reader = q.openReader()) {
+            Await.until("read-ahead reaches its budget", () -> reader.readAheadIndex() >= ids[999]);
+            assertEquals(ids[999], reader.readAheadIndex(), "no further than the budget of 1,000 messages ahead");
+            for (int i = 0; i < 2_000; i++) {
+                assertEquals(ids[i], reader.next().id());
+            }
+            Await.until("read-ahead follows the reader", () -> reader.readAheadIndex() >= ids[2_999]);
+            assertTrue(reader.readAheadIndex() <= ids[2_999], "still within the budget: " + reader.readAheadIndex());
+            for (int i = 2_000; i < ids.length; i++) {
+                assertArrayEquals(payload(i), reader.next().payloadBytes(), "message " + i);
+            }
+            assertNull(reader.next());
+        }
+    }
+
+    @Test
     void shouldRefuseAnOversizedMessageAndWriteNothing() {
         QueueStore q = open(StoreConfig.builder().maxMessageBytes(1024).build()).createQueue("q");
         MessageTooLargeException e = assertThrows(MessageTooLargeException.class, () -> q.append(null, new byte[1025]));

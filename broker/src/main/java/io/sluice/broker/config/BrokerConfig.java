@@ -140,6 +140,8 @@ public final class BrokerConfig {
         public double relocateMaxLiveRatio;
         @JsonProperty("relocate-max-live-messages")
         public int relocateMaxLiveMessages;
+        @JsonProperty("read-ahead-messages")
+        public int readAheadMessages;
     }
 
     /** Defaults for every queue. */
@@ -183,6 +185,7 @@ public final class BrokerConfig {
                 .ackJournalBytes(storage.ackJournalBytes)
                 .relocateMaxLiveRatio(storage.relocateMaxLiveRatio)
                 .relocateMaxLiveMessages(storage.relocateMaxLiveMessages)
+                .readAheadMessages(storage.readAheadMessages)
                 .build();
     }
 

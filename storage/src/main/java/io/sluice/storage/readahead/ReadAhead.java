@@ -1,0 +1,102 @@
+package io.sluice.storage.readahead;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The store's read-ahead thread, {@code sluice-read-ahead}: keeps cold reads off the threads that
+ * deliver. A consumer catching up on an old backlog reads segments no longer in the page cache; each
+ * page fault would stall the broker's event loop, and with it appends and the other queues on that
+ * loop. This thread walks ahead of every open reader by at most a budget of messages, touching each
+ * record, so that the reader finds its pages resident. A reader at the tail (the usual case) costs
+ * nothing: there is nothing ahead of it.
+ *
+ * <p>Each {@link Cursor} is touched only by this thread, apart from its registration and removal.
+ */
+public final class ReadAhead implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(ReadAhead.class);
+    private static final long IDLE_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+
+    /** One reader followed by the read-ahead thread. */
+    public interface Cursor {
+        /**
+         * Touches up to {@code limit} of the reader's coming records, starting after those already
+         * touched; returns how many it touched (0 when it is {@code budget} ahead or at the end).
+         */
+        int advance(int limit);
+
+        /** Releases what the cursor holds (its tailer); called on the read-ahead thread. */
+        void release();
+    }
+
+    private final Map<Object, Cursor> cursors = new ConcurrentHashMap<>();
+    private final Map<Object, Cursor> retired = new ConcurrentHashMap<>();
+    private final Thread thread;
+    private volatile boolean running = true;
+
+    public ReadAhead() {
+        thread = new Thread(this::run, "sluice-read-ahead");
+        thread.setDaemon(true);
+    }
+
+    public void start() {
+        thread.start();
+    }
+
+    public void register(Object owner, Cursor cursor) {
+        cursors.put(owner, cursor);
+    }
+
+    /** The owner closed: its cursor is released by the read-ahead thread at its next turn. */
+    public void unregister(Object owner) {
+        Cursor c = cursors.remove(owner);
+        if (c != null) {
+            retired.put(owner, c);
+        }
+    }
+
+    private void run() {
+        while (running) {
+            releaseRetired();
+            int touched = 0;
+            for (Cursor c : cursors.values()) {
+                try {
+                    touched += c.advance(1_000);
+                } catch (RuntimeException e) {
+                    LOG.debug("Read-ahead of a reader stopped for this turn: {}", e.toString());
+                }
+            }
+            if (touched == 0) {
+                LockSupport.parkNanos(this, IDLE_PARK_NANOS);
+            }
+        }
+        releaseRetired();
+        cursors.values().forEach(Cursor::release);
+        cursors.clear();
+    }
+
+    private void releaseRetired() {
+        for (Object owner : retired.keySet()) {
+            Cursor c = retired.remove(owner);
+            if (c != null) {
+                c.release();
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        running = false;
+        LockSupport.unpark(thread);
+        try {
+            thread.join(TimeUnit.SECONDS.toMillis(5));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
