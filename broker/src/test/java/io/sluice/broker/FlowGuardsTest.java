@@ -94,7 +94,9 @@ class FlowGuardsTest {
                 TimeUnit.MILLISECONDS.sleep(500);
             } while (framesWritten.get() != before);
             long stored = broker.store().queue("flood").unackedMessages();
-            assertTrue(stored <= 100 + 50, "the broker took at most its publish window plus one frame, not "
+            // Reading stops once the window is overrun, but the frames already in the socket read that
+            // overran it (Netty reads up to 64 KiB at a time, about 290 of these messages) are handled.
+            assertTrue(stored <= 100 + 350, "the broker took at most its publish window plus one socket read, not "
                     + stored + " of the " + framesWritten.get() * 50 + " messages written");
             assertTrue(framesWritten.get() < 100_000, "the flooding client is held back by TCP");
         }

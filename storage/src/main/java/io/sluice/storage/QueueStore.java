@@ -3,6 +3,7 @@ package io.sluice.storage;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.ack.AckStateReader;
+import io.sluice.storage.durability.SegmentSyncer;
 import io.sluice.storage.readahead.ReadAhead;
 import io.sluice.storage.reclaim.ReclaimDecision;
 import io.sluice.storage.reclaim.ReclaimPolicy;
@@ -91,16 +92,13 @@ public final class QueueStore {
     private final PriorityQueue<PendingDurable> pendingFutures = new PriorityQueue<>();
     private long nextIntervalSyncNanos;
     private long nextJournalForceNanos;
-    private FileChannel forcedChannel;
-    private int forcedChannelSegment = -1;
+    private final SegmentSyncer syncer;
 
     private long appendedMessages;
     private long reclaimedSegments;
     private long reclaimedBytes;
     private long relocatedMessages;
     private long corruptRecords;
-    private final java.util.concurrent.atomic.AtomicLong syncs = new java.util.concurrent.atomic.AtomicLong();
-    private final java.util.concurrent.atomic.AtomicLong syncNanos = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean reclaimWanted = true;
     private long lastReclaimNanos;
     private volatile boolean closed;
@@ -111,6 +109,7 @@ public final class QueueStore {
         this.name = name;
         this.directory = directory;
         this.segmentDirectory = directory.resolve("segments");
+        this.syncer = new SegmentSyncer(segmentDirectory);
         this.config = config;
         this.diskGuard = diskGuard;
         this.clock = clock;
@@ -721,12 +720,12 @@ public final class QueueStore {
 
     /** Forces (fsyncs) of this queue's segments since the store was opened. */
     public long syncCount() {
-        return syncs.get();
+        return syncer.syncs();
     }
 
     /** Total time spent in those forces, in nanoseconds. */
     public long syncNanos() {
-        return syncNanos.get();
+        return syncer.syncNanos();
     }
 
     /** Records found damaged and skipped since the store was opened. */
@@ -814,42 +813,9 @@ public final class QueueStore {
             lock.unlock();
         }
         try {
-            for (int segment : sealed) {
-                try (FileChannel ch = FileChannel.open(SegmentFiles.file(segmentDirectory, segment), StandardOpenOption.WRITE)) {
-                    ch.force(false);
-                } catch (NoSuchFileException reclaimedAlready) {
-                    // Every message in it was acknowledged and the file deleted: nothing left to force.
-                }
-            }
-            int segment = SegmentRollCycle.INSTANCE.toCycle(target);
-            if (segment != forcedChannelSegment) {
-                if (forcedChannel != null) {
-                    forcedChannel.close();
-                }
-                forcedChannel = FileChannel.open(SegmentFiles.file(segmentDirectory, segment), StandardOpenOption.WRITE);
-                forcedChannelSegment = segment;
-                if (!sealed.isEmpty()) {
-                    forceMetadata();
-                }
-            }
-            long started = System.nanoTime();
-            forcedChannel.force(false);
-            syncNanos.addAndGet(System.nanoTime() - started);
-            syncs.incrementAndGet();
+            syncer.force(sealed, SegmentRollCycle.INSTANCE.toCycle(target));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot force segments of queue '" + name + "' to disk", e);
-        }
-    }
-
-    private void forceMetadata() throws IOException {
-        Path metadata = segmentDirectory.resolve(SingleChronicleQueue.QUEUE_METADATA_FILE);
-        if (Files.exists(metadata)) {
-            try (FileChannel ch = FileChannel.open(metadata, StandardOpenOption.WRITE)) {
-                ch.force(false);
-            }
-        }
-        try (FileChannel dir = FileChannel.open(segmentDirectory, StandardOpenOption.READ)) {
-            dir.force(true);
         }
     }
 
@@ -1058,9 +1024,7 @@ public final class QueueStore {
             chronicle.close();
             io(() -> ackLog.checkpoint());
             io(() -> ackLog.close());
-            if (forcedChannel != null) {
-                forcedChannel.close();
-            }
+            syncer.close();
         } catch (IOException e) {
             LOG.warn("Queue '{}': error while closing.", name, e);
         } finally {
