@@ -4,6 +4,7 @@ import io.sluice.broker.auth.PasswordHasher;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ConfigException;
 import io.sluice.broker.config.ConfigLoader;
+import io.sluice.storage.ChronicleSignals;
 import io.sluice.storage.tool.StorageTool;
 
 import java.io.Console;
@@ -82,6 +83,8 @@ public final class Main {
             err.println("sluice: " + e.getMessage());
             return 2;
         }
+        // Before the store opens Chronicle, so that a signal at any moment exits through the hooks.
+        ChronicleSignals.exitOnTerminationSignals();
         Broker broker;
         try {
             broker = Broker.start(config);
@@ -89,10 +92,16 @@ public final class Main {
             err.println("sluice: cannot start: " + e.getMessage());
             return 1;
         }
+        ChronicleSignals.exitOnTerminationSignals();
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            broker.close();
-            stopped.countDown();
+            err.println("sluice: stopping (signal received)");
+            try {
+                broker.close();
+            } finally {
+                err.println("sluice: stopped");
+                stopped.countDown();
+            }
         }, "sluice-shutdown"));
         try {
             stopped.await();

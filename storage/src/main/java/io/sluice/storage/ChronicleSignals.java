@@ -1,0 +1,46 @@
+package io.sluice.storage;
+
+import net.openhft.chronicle.core.Jvm;
+import sun.misc.Signal;
+
+/**
+ * Makes SIGTERM and SIGINT end the JVM normally again — running its shutdown hooks, with the status a
+ * shell expects (128 + the signal number) — once Chronicle Queue and the native libraries under it
+ * are loaded. Chronicle replaces the JVM's handlers for these signals with a chain of its own, and
+ * loading the native code beneath it left the process dying on SIGTERM without running any hook
+ * (seen on this project's machines: a broker killed with {@code kill} never shut down gracefully).
+ *
+ * <p>Call {@link #exitOnTerminationSignals()} before the store opens (so Chronicle's chain, set up
+ * then, includes the handler) and again once it is open (so the JVM-level handler is the last one
+ * installed, after every native library has loaded).
+ */
+public final class ChronicleSignals {
+    private static boolean chained;
+
+    private ChronicleSignals() {
+    }
+
+    public static synchronized void exitOnTerminationSignals() {
+        if (!chained) {
+            chained = true;
+            Jvm.addSignalHandler(signal -> exitFor(signal));
+        }
+        for (String name : new String[] {"TERM", "INT"}) {
+            try {
+                Signal.handle(new Signal(name), signal -> exitFor(signal.getName()));
+            } catch (IllegalArgumentException unsupported) {
+                // This platform does not deliver that signal to Java code: nothing to restore.
+            }
+        }
+    }
+
+    private static void exitFor(String signal) {
+        int status = "TERM".equals(signal) ? 143 : "INT".equals(signal) ? 130 : -1;
+        if (status < 0) {
+            return;
+        }
+        // System.exit blocks until the shutdown hooks finish; run it off the signal handler's thread.
+        Thread exit = new Thread(() -> System.exit(status), "sluice-signal-exit");
+        exit.start();
+    }
+}
