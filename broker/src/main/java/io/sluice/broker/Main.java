@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The broker's command line.
@@ -104,7 +105,11 @@ public final class Main {
             }
         }, "sluice-shutdown"));
         try {
-            stopped.await();
+            // Chronicle can install its own SIGTERM/SIGINT handlers again after start-up (observed:
+            // a broker that ignored kill -TERM), so the main thread puts ours back every second.
+            while (!stopped.await(1, TimeUnit.SECONDS)) {
+                ChronicleSignals.exitOnTerminationSignals();
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
