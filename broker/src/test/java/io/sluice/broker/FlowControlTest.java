@@ -1,6 +1,5 @@
 package io.sluice.broker;
 
-import io.sluice.broker.config.ConfigLoader;
 import io.sluice.client.Connection;
 import io.sluice.client.ConnectionOptions;
 import io.sluice.client.Consumer;
@@ -21,7 +20,6 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -43,12 +41,7 @@ class FlowControlTest {
     private Broker broker;
 
     private Broker start(Map<String, String> extra) {
-        Map<String, String> overrides = new HashMap<>(Map.of(
-                "broker.data-dir", dataDir.toString(),
-                "broker.port", "0",
-                "storage.reserved-disk-bytes", "0"));
-        overrides.putAll(extra);
-        broker = Broker.start(new ConfigLoader().load(null, overrides));
+        broker = TestBrokers.start(dataDir, extra);
         return broker;
     }
 

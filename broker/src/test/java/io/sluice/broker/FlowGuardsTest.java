@@ -2,7 +2,6 @@ package io.sluice.broker;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.sluice.broker.config.ConfigLoader;
 import io.sluice.client.Connection;
 import io.sluice.client.ConnectionOptions;
 import io.sluice.client.Producer;
@@ -23,7 +22,6 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -51,12 +49,7 @@ class FlowGuardsTest {
     }
 
     private Broker start(Path dataDir, Map<String, String> extra) {
-        Map<String, String> overrides = new HashMap<>(Map.of(
-                "broker.data-dir", dataDir.toString(),
-                "broker.port", "0",
-                "storage.reserved-disk-bytes", "0"));
-        overrides.putAll(extra);
-        broker = Broker.start(new ConfigLoader().load(null, overrides));
+        broker = TestBrokers.start(dataDir, extra);
         return broker;
     }
 
