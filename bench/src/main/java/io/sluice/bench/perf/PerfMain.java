@@ -29,6 +29,14 @@ public final class PerfMain {
         }
         PerfResult result;
         try {
+            if (options.warmupMessages > 0) {
+                err.println("Warming up with " + options.warmupMessages + " messages (not measured)...");
+                PerfResult warmup = new PerfRun(options.warmup(), err).run();
+                if (warmup.lost() > 0) {
+                    err.println("sluice-perf: the warm-up lost " + warmup.lost() + " confirmed messages");
+                    return 1;
+                }
+            }
             result = new PerfRun(options, err).run();
         } catch (RuntimeException e) {
             err.println("sluice-perf: the run failed: " + e.getMessage());

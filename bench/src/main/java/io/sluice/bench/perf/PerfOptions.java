@@ -33,6 +33,8 @@ final class PerfOptions {
             "  --consumer-rate N        msg/s per consumer for the first --consumer-rate-seconds (W3 5000)",
             "  --consumer-rate-seconds S  how long --consumer-rate applies; 0 = the whole run (W3 60)",
             "  --drain-timeout SECONDS  give up waiting when nothing arrives for this long (30)",
+            "  --warmup-messages N      first run this many messages through the same shape of run on other",
+            "                           queues, unmeasured, so both JVMs' JIT has compiled the paths (0)",
             "  --max-frame-bytes N      frame size the client asks for in HELLO (8388608, the broker's default)",
             "  --json                   print one JSON object on stdout (progress stays on stderr)",
             "  --quiet                  no progress lines",
@@ -59,6 +61,7 @@ final class PerfOptions {
     long consumerRate;
     long consumerRateSeconds;
     long drainTimeoutSeconds = 30;
+    long warmupMessages;
     /**
      * Asked for explicitly: a HELLO with 0 ("broker's default") gets a 1,024-byte limit from the broker,
      * which then closes the connection over its own larger DELIVER frames.
@@ -135,6 +138,7 @@ final class PerfOptions {
             case "--consumer-rate-seconds" -> consumerRateSeconds = number(flag, value, 0, 86_400);
             case "--max-frame-bytes" -> maxFrameBytes = (int) number(flag, value, 1024, Integer.MAX_VALUE);
             case "--drain-timeout" -> drainTimeoutSeconds = number(flag, value, 1, 86_400);
+            case "--warmup-messages" -> warmupMessages = number(flag, value, 0, Integer.MAX_VALUE);
             default -> throw new IllegalArgumentException("unknown option '" + flag + "' (try --help)");
         }
     }
@@ -154,6 +158,32 @@ final class PerfOptions {
             throw new IllegalArgumentException("--consumers 0 needs --duration: nothing would drain the queue");
         }
         return this;
+    }
+
+    /**
+     * The unmeasured warm-up run before this one: the same producers, consumers, queues, sizes, windows and
+     * credit, {@link #warmupMessages} messages, on queues of their own (deleted after), with no rate
+     * limits or quotas and no progress lines.
+     */
+    PerfOptions warmup() {
+        PerfOptions w = new PerfOptions();
+        w.host = host;
+        w.port = port;
+        w.workload = workload;
+        w.producers = producers;
+        w.consumers = Math.max(1, consumers);
+        w.queues = queues;
+        w.sizeBytes = sizeBytes;
+        w.messages = Math.max(warmupMessages, producers);
+        w.confirmWindow = confirmWindow;
+        w.credit = credit;
+        w.ackBatch = ackBatch;
+        w.queuePrefix = queuePrefix + "-warmup";
+        w.drainAfterPublish = drainAfterPublish;
+        w.drainTimeoutSeconds = drainTimeoutSeconds;
+        w.maxFrameBytes = maxFrameBytes;
+        w.quiet = true;
+        return w.validate();
     }
 
     /** The messages producer {@code index} sends in a count run: the total split as evenly as possible. */

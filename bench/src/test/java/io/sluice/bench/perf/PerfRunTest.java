@@ -67,6 +67,21 @@ class PerfRunTest {
         assertTrue(json.startsWith("{\"workload\":\"W1\"") && json.endsWith("}") && json.lines().count() == 1, json);
     }
 
+    @Test
+    void shouldWarmUpOnQueuesOfItsOwnAndMeasureOnlyTheRunAfterIt() throws InterruptedException {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        int status = PerfMain.run(new String[] {"--port", String.valueOf(broker.port()), "--workload", "W1",
+                "--messages", "700", "--warmup-messages", "1500", "--queue-prefix", "warm", "--json", "--quiet"},
+                new java.io.PrintStream(out, true), new java.io.PrintStream(err, true));
+
+        assertEquals(0, status, err.toString());
+        String json = out.toString().trim();
+        assertTrue(json.contains("\"msgs\":700,") && json.contains("\"received\":700,"), json);
+        assertTrue(err.toString().contains("Warming up with 1500 messages"), err.toString());
+        assertEquals(java.util.List.of(), broker.queues().all().stream().map(q -> q.name()).toList(), "the warm-up's and the run's queues are deleted");
+    }
+
     private PerfOptions options(String workload, String... extra) {
         String[] base = {"--port", String.valueOf(broker.port()), "--workload", workload, "--quiet",
                 "--drain-timeout", "20"};
