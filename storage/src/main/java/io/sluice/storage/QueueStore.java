@@ -480,6 +480,24 @@ public final class QueueStore {
         }
     }
 
+    /**
+     * Records {@code count} deliveries at once, under one lock: {@code ids[i]} delivered for the
+     * {@code counts[i]}-th time (see {@link #recordDelivery}).
+     */
+    public void recordDeliveries(long[] ids, int[] counts, int count) {
+        lock.lock();
+        try {
+            ensureOpen();
+            for (int i = 0; i < count; i++) {
+                long id = ids[i];
+                int deliveries = counts[i];
+                io(() -> ackLog.recordDelivery(id, deliveries));
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Delivery count recorded for {@code id}, 0 if never delivered. */
     public int deliveryCount(long id) {
         lock.lock();
@@ -635,14 +653,7 @@ public final class QueueStore {
         lock.lock();
         try {
             ensureOpen();
-            for (int i = 0; i < count; i++) {
-                long id = ids[i];
-                long physical = acks.physicalId(id);
-                if (ackLog.ack(id) == AckResult.NEWLY_ACKED) {
-                    newly++;
-                    noteAcked(physical);
-                }
-            }
+            newly = ackLog.ackAll(ids, count, this::noteAcked);
         } catch (IOException e) {
             throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
         } finally {

@@ -186,6 +186,43 @@ public final class AckLog implements Closeable {
         return result;
     }
 
+    /**
+     * Acknowledges {@code count} ids from {@code ids}, telling {@code newlyAckedPhysical} the physical slot of
+     * each one newly acknowledged, and journals each run of consecutive newly acknowledged ids as one range
+     * record instead of a record per id (consumers acknowledge in ranges; replaying the range acknowledges
+     * exactly those ids, see {@link AckTracker#ackRange}). Returns how many were newly acknowledged.
+     */
+    public int ackAll(long[] ids, int count, java.util.function.LongConsumer newlyAckedPhysical) throws IOException {
+        checkRecovered();
+        int newly = 0;
+        long runFrom = -1;
+        long runTo = -1;
+        for (int i = 0; i < count; i++) {
+            long id = ids[i];
+            long physical = tracker.physicalId(id);
+            if (tracker.ack(id) != AckResult.NEWLY_ACKED) {
+                continue;
+            }
+            newly++;
+            newlyAckedPhysical.accept(physical);
+            if (runFrom >= 0 && id == runTo + 1) {
+                runTo = id;
+                continue;
+            }
+            journalAckRun(runFrom, runTo);
+            runFrom = id;
+            runTo = id;
+        }
+        journalAckRun(runFrom, runTo);
+        return newly;
+    }
+
+    private void journalAckRun(long fromId, long toIdInclusive) throws IOException {
+        if (fromId >= 0 && roomFor(AckJournal.RecordType.ACK_RANGE)) {
+            journal.appendAckRange(fromId, toIdInclusive);
+        }
+    }
+
     /** Acknowledges every existing message in the range (see {@link AckTracker#ackRange}); returns how many were new. */
     public long ackRange(long fromId, long toIdInclusive) throws IOException {
         checkRecovered();

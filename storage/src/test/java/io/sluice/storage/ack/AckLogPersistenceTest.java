@@ -12,6 +12,8 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.nio.file.StandardOpenOption;
 import java.util.Comparator;
 import java.util.Map;
@@ -49,19 +51,43 @@ class AckLogPersistenceTest {
     @Example
     void shouldRotateJournalThroughManyCheckpointsWithTinyCapacity() throws IOException {
         Path dir = Files.createTempDirectory("acks");
-        AckLog log = AckLog.open(dir, TINY_JOURNAL);
-        log.recover();
-        log.segmentGrew(0, 100_000);
+        AckLog log = tinyJournalLogOf100k(dir);
         for (long seq = 0; seq < 100_000; seq += 3) {
             assertEquals(AckResult.NEWLY_ACKED, log.ack(seq));
         }
         // 33,334 records of 21 bytes in 4 KiB journals: about 180 rotations.
         assertTrue(log.generation() > 150, "generation " + log.generation());
-        AckLog reopened = AckLog.open(dir, TINY_JOURNAL); // abandoned, not closed
-        reopened.segmentGrew(0, 100_000);
-        reopened.recover();
+        AckLog reopened = reopenTinyJournalLogOf100k(dir); // abandoned, not closed
         for (long seq = 0; seq < 100_000; seq++) {
             assertEquals(seq % 3 == 0, reopened.state().isAcked(seq), "seq " + seq);
+        }
+        log.close();
+        reopened.close();
+        io.sluice.storage.Directories.deleteRecursively(dir);
+    }
+
+    @Example
+    void shouldJournalARunOfConsecutiveAcksAsOneRecordAndReplayItExactly() throws IOException {
+        Path dir = Files.createTempDirectory("acks");
+        AckLog log = tinyJournalLogOf100k(dir);
+        long[] batch = new long[1000];
+        List<Long> newlyAcked = new ArrayList<>();
+        for (int frame = 0; frame < 100; frame++) {
+            int n = 0;
+            for (long seq = frame * 1000L; seq < frame * 1000L + 1000; seq++) {
+                if (seq % 1000 != 500) { // one hole per frame: two runs each
+                    batch[n++] = seq;
+                }
+            }
+            assertEquals(n, log.ackAll(batch, n, newlyAcked::add));
+        }
+        assertEquals(99_900, newlyAcked.size());
+        // 200 range records of 21 bytes fit in two 4 KiB journals; a record per id (99,900 of them) would
+        // have rotated the journal about 500 times.
+        assertTrue(log.generation() <= 3, "generation " + log.generation());
+        AckLog reopened = reopenTinyJournalLogOf100k(dir); // abandoned, not closed: replays the journal
+        for (long seq = 0; seq < 100_000; seq++) {
+            assertEquals(seq % 1000 != 500, reopened.state().isAcked(seq), "seq " + seq);
         }
         log.close();
         reopened.close();
@@ -256,6 +282,22 @@ class AckLogPersistenceTest {
     }
 
     /** Opens the log as the store would after a restart: report every segment file, then recover. */
+    /** A new log with 4 KiB journals over one segment of 100,000 messages. */
+    private static AckLog tinyJournalLogOf100k(Path dir) throws IOException {
+        AckLog log = AckLog.open(dir, TINY_JOURNAL);
+        log.recover();
+        log.segmentGrew(0, 100_000);
+        return log;
+    }
+
+    /** Opens {@link #tinyJournalLogOf100k}'s directory again, as after a restart. */
+    private static AckLog reopenTinyJournalLogOf100k(Path dir) throws IOException {
+        AckLog log = AckLog.open(dir, TINY_JOURNAL);
+        log.segmentGrew(0, 100_000);
+        log.recover();
+        return log;
+    }
+
     private static AckLog reopen(Path dir, AckModel model, int journalCapacity) throws IOException {
         AckLog log = AckLog.open(dir, journalCapacity);
         for (Map.Entry<Integer, Long> entry : model.counts.entrySet()) {
@@ -276,6 +318,14 @@ class AckLogPersistenceTest {
             public AckResult ack(long id) {
                 try {
                     return log.ack(id);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+
+            public int ackAll(long[] ids, int count) {
+                try {
+                    return log.ackAll(ids, count, physical -> { });
                 } catch (IOException e) {
                     throw new UncheckedIOException(e);
                 }
