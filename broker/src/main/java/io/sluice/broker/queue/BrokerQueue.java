@@ -3,6 +3,7 @@ package io.sluice.broker.queue;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
+import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.broker.flow.FlowGate;
@@ -33,11 +34,9 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.NavigableMap;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
@@ -86,8 +85,11 @@ public final class BrokerQueue {
     private QueueReader reader;
     /** Redeliveries due now, in the order they are to go out. */
     private final ArrayDeque<Long> ready = new ArrayDeque<>();
-    /** Every message delivered and unacknowledged, or waiting for redelivery. */
-    private final Set<Long> tracked = new HashSet<>();
+    /**
+     * Every message delivered and unacknowledged, or waiting for redelivery (a set: the values are
+     * all TRUE; a primitive-keyed map so the per-message add and remove box nothing).
+     */
+    private final LongObjectHashMap<Boolean> tracked = new LongObjectHashMap<>();
     private final ArrayDeque<PendingConfirm> pendingConfirms = new ArrayDeque<>();
     /** Connections that published here: told of flow state changes. */
     private final Set<ClientConnection> publishers = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
@@ -102,7 +104,14 @@ public final class BrokerQueue {
     private long publishRefused;
     private boolean dispatchScheduled;
     private final long[] ackBatch = new long[1024];
+    /** Deliveries of the current dispatch not yet recorded in the store (D3). */
+    private final long[] deliveryIds = new long[1024];
+    private final int[] deliveryCounts = new int[1024];
+    private int deliveryCount;
     private int ackBatchSize;
+    /** The oldest store timestamp among the messages of the ACK frame being applied. */
+    private long ackOldestAppendedMillis;
+    private final InFlightDeliveries.Removed ackOne = this::ackOne;
     private ScheduledFuture<?> ackTimeoutTask;
     private long deadLettered;
     private long redelivered;
@@ -271,7 +280,7 @@ public final class BrokerQueue {
     /** Discards the oldest unacknowledged message not out with a consumer (dead-lettered if the queue says so). */
     private boolean dropOldest() {
         for (long id = store.nextUnacked(0); id >= 0; id = store.nextUnacked(id + 1)) {
-            if (tracked.contains(id)) {
+            if (tracked.containsKey(id)) {
                 continue;
             }
             StoredMessage m = store.read(id);
@@ -421,10 +430,11 @@ public final class BrokerQueue {
     /** Acknowledges the ids of the ranges that are outstanding on this session. */
     void ack(ConsumerSession session, AckFrame frame) {
         long acked = 0;
-        long oldestAppendedMillis = Long.MAX_VALUE;
+        ackOldestAppendedMillis = Long.MAX_VALUE;
         for (IdRange range : frame.messageIds()) {
-            NavigableMap<Long, ConsumerSession.Delivery> hit = session.inFlight.subMap(range.from(), true, range.to(), true);
-            if (hit.isEmpty()) {
+            int hit = session.inFlight.removeRange(range.from(), range.to(), ackOne);
+            acked += hit;
+            if (hit == 0) {
                 if (range.from() == range.to() && lateAck(range.from())) {
                     acked++;
                     continue;
@@ -432,34 +442,32 @@ public final class BrokerQueue {
                 session.connection.write(new ErrorFrame(0, ErrorCode.UNKNOWN_MESSAGE_ID, "ack of message ids " + range.from()
                         + ".." + range.to() + " on consumer " + session.tag + " of queue '" + name + "': none is outstanding on it"));
                 session.connection.flush();
-                continue;
-            }
-            for (Iterator<Map.Entry<Long, ConsumerSession.Delivery>> it = hit.entrySet().iterator(); it.hasNext(); ) {
-                Map.Entry<Long, ConsumerSession.Delivery> e = it.next();
-                if (ackBatchSize == ackBatch.length) {
-                    store.ackAll(ackBatch, ackBatchSize);
-                    ackBatchSize = 0;
-                }
-                ackBatch[ackBatchSize++] = e.getKey();
-                backlogBytes -= e.getValue().bytes();
-                oldestAppendedMillis = Math.min(oldestAppendedMillis, e.getValue().appendedAtMillis());
-                tracked.remove(e.getKey());
-                it.remove();
-                acked++;
             }
         }
         if (ackBatchSize > 0) {
             store.ackAll(ackBatch, ackBatchSize); // one store lock per ACK frame, not per message
             ackBatchSize = 0;
         }
-        if (oldestAppendedMillis != Long.MAX_VALUE) { // one sample per ACK frame: its oldest message
-            ackLatencyMillis.accept(Math.max(0, store.nowMillis() - oldestAppendedMillis));
+        if (ackOldestAppendedMillis != Long.MAX_VALUE) { // one sample per ACK frame: its oldest message
+            ackLatencyMillis.accept(Math.max(0, store.nowMillis() - ackOldestAppendedMillis));
         }
         if (acked > 0) {
             ackedMessages += acked;
             acknowledged(acked);
             scheduleDispatch();
         }
+    }
+
+    /** One acknowledged delivery of an ACK frame: batched for the store, taken off the backlog. */
+    private void ackOne(long id, ConsumerSession.Delivery delivery) {
+        if (ackBatchSize == ackBatch.length) {
+            store.ackAll(ackBatch, ackBatchSize);
+            ackBatchSize = 0;
+        }
+        ackBatch[ackBatchSize++] = id;
+        backlogBytes -= delivery.bytes();
+        ackOldestAppendedMillis = Math.min(ackOldestAppendedMillis, delivery.appendedAtMillis());
+        tracked.remove(id);
     }
 
     /** After acks: feeds the slowed producers (C2) and re-evaluates the quota at once. */
@@ -488,15 +496,14 @@ public final class BrokerQueue {
 
     void nack(ConsumerSession session, NackFrame frame) {
         for (IdRange range : frame.messageIds()) {
-            NavigableMap<Long, ConsumerSession.Delivery> hit = session.inFlight.subMap(range.from(), true, range.to(), true);
-            if (hit.isEmpty()) {
+            List<Long> ids = new ArrayList<>();
+            session.inFlight.removeRange(range.from(), range.to(), (id, delivery) -> ids.add(id));
+            if (ids.isEmpty()) {
                 session.connection.write(new ErrorFrame(0, ErrorCode.UNKNOWN_MESSAGE_ID, "nack of message ids " + range.from()
                         + ".." + range.to() + " on consumer " + session.tag + " of queue '" + name + "': none is outstanding on it"));
                 session.connection.flush();
                 continue;
             }
-            List<Long> ids = new ArrayList<>(hit.keySet());
-            hit.clear();
             nackedMessages += ids.size();
             for (long id : ids) {
                 switch (frame.action()) {
@@ -524,7 +531,7 @@ public final class BrokerQueue {
             return;
         }
         executor.schedule(() -> {
-            if (!closed && tracked.contains(id)) {
+            if (!closed && tracked.containsKey(id)) {
                 ready.addLast(id);
                 scheduleDispatch();
             }
@@ -539,12 +546,11 @@ public final class BrokerQueue {
         session.closed = true;
         consumers.remove(session);
         if (!session.inFlight.isEmpty()) {
-            List<Long> ids = new ArrayList<>(session.inFlight.keySet());
-            session.inFlight.clear();
-            for (int i = ids.size() - 1; i >= 0; i--) {
-                ready.addFirst(ids.get(i));
+            long[] ids = session.inFlight.removeAll();
+            for (int i = ids.length - 1; i >= 0; i--) {
+                ready.addFirst(ids[i]);
             }
-            redelivered += ids.size();
+            redelivered += ids.length;
         }
         scheduleDispatch();
     }
@@ -555,16 +561,12 @@ public final class BrokerQueue {
         }
         long deadline = System.nanoTime() - TimeUnit.MILLISECONDS.toNanos(options.ackTimeoutMs());
         for (ConsumerSession c : consumers) {
-            for (Iterator<Map.Entry<Long, ConsumerSession.Delivery>> it = c.inFlight.entrySet().iterator(); it.hasNext(); ) {
-                Map.Entry<Long, ConsumerSession.Delivery> e = it.next();
-                if (e.getValue().deliveredAtNanos() - deadline < 0) {
-                    it.remove();
-                    c.credit++;
-                    ready.addLast(e.getKey());
-                    redelivered++;
-                    LOG.info("Queue '{}': message {} not acknowledged by {} within {} ms; redelivering it.",
-                            name, e.getKey(), c.connection.describe(), options.ackTimeoutMs());
-                }
+            for (long id : c.inFlight.removeDeliveredBefore(deadline)) {
+                c.credit++;
+                ready.addLast(id);
+                redelivered++;
+                LOG.info("Queue '{}': message {} not acknowledged by {} within {} ms; redelivering it.",
+                        name, id, c.connection.describe(), options.ackTimeoutMs());
             }
         }
         if (!ready.isEmpty()) {
@@ -611,18 +613,19 @@ public final class BrokerQueue {
                 acknowledged(1);
                 continue;
             }
-            store.recordDelivery(message.id(), count);
+            noteDelivery(message.id(), count);
             deliveredMessages++;
             consumer.credit--;
             consumer.inFlight.put(message.id(), new ConsumerSession.Delivery(now, message.headersLength() + message.payloadLength(),
                     message.timestampMillis()));
-            tracked.add(message.id());
+            tracked.put(message.id(), Boolean.TRUE);
             // A batch never exceeds the frame size agreed with the client: close it before a message
             // that would not fit (a single message always fits: max-message-bytes < max-frame-bytes).
             int limit = Math.min(MAX_DELIVER_FRAME_BYTES, consumer.connection.maxFrameBytes() - DELIVER_FRAME_OVERHEAD_BYTES);
             int messageBytes = DELIVER_MESSAGE_OVERHEAD_BYTES + message.headersLength() + message.payloadLength();
             DeliverFrameBuilder open = batches.get(consumer);
             if (open != null && open.messageCount() > 0 && open.encodedBytes() + messageBytes > limit) {
+                recordDeliveries();
                 consumer.connection.write(open.build());
                 batches.remove(consumer);
             }
@@ -632,10 +635,12 @@ public final class BrokerQueue {
                     Unpooled.wrappedBuffer(message.array(), message.headersOffset(), message.headersLength()),
                     Unpooled.wrappedBuffer(message.array(), message.payloadOffset(), message.payloadLength()));
             if (batch.encodedBytes() >= MAX_DELIVER_FRAME_BYTES) {
+                recordDeliveries();
                 consumer.connection.write(batch.build());
                 batches.remove(consumer);
             }
         }
+        recordDeliveries();
         Set<ClientConnection> touched = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
         batches.forEach((consumer, batch) -> {
             consumer.connection.write(batch.build());
@@ -645,6 +650,24 @@ public final class BrokerQueue {
             touched.add(c.connection);
         }
         touched.forEach(ClientConnection::flush);
+    }
+
+    /** D3: a delivery about to go out; recorded in the store, with the others of its frame, before the frame is written. */
+    private void noteDelivery(long id, int count) {
+        if (deliveryCount == deliveryIds.length) {
+            recordDeliveries();
+        }
+        deliveryIds[deliveryCount] = id;
+        deliveryCounts[deliveryCount] = count;
+        deliveryCount++;
+    }
+
+    /** Records the noted deliveries under one store lock (instead of one per message). */
+    private void recordDeliveries() {
+        if (deliveryCount > 0) {
+            store.recordDeliveries(deliveryIds, deliveryCounts, deliveryCount);
+            deliveryCount = 0;
+        }
     }
 
     private ConsumerSession nextConsumerWithCredit() {
@@ -674,7 +697,7 @@ public final class BrokerQueue {
             if (m == null) {
                 return null;
             }
-            if (tracked.contains(m.id())) {
+            if (tracked.containsKey(m.id())) {
                 continue; // a relocated copy of a message this queue is already tracking
             }
             return m;
@@ -728,7 +751,9 @@ public final class BrokerQueue {
             store.forEachUnacked(ids::add);
             Set<Long> outstanding = new HashSet<>();
             for (ConsumerSession c : consumers) {
-                outstanding.addAll(c.inFlight.keySet());
+                for (long id : c.inFlight.ids()) {
+                    outstanding.add(id);
+                }
             }
             long removed = 0;
             for (long id : ids) {
@@ -805,7 +830,7 @@ public final class BrokerQueue {
         int examined = 0;
         for (long id = store.nextUnacked(0); id >= 0 && examined < OLDEST_READY_SCAN_LIMIT; id = store.nextUnacked(id + 1)) {
             examined++;
-            if (!tracked.contains(id)) {
+            if (!tracked.containsKey(id)) {
                 oldestId = id;
                 break;
             }

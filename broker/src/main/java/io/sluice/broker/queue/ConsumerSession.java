@@ -1,7 +1,5 @@
 package io.sluice.broker.queue;
 
-import java.util.TreeMap;
-
 /**
  * One subscription: a consumer tag on a connection, its credit and the messages delivered to it and
  * not yet acknowledged. Touched only on its queue's executor.
@@ -11,8 +9,8 @@ final class ConsumerSession {
     final int tag;
     /** Deliveries the broker may still send before the consumer grants more. */
     long credit;
-    /** Delivered, unacknowledged: message id → delivery, in id order so ack ranges are cheap. */
-    final TreeMap<Long, Delivery> inFlight = new TreeMap<>();
+    /** Delivered, unacknowledged. */
+    final InFlightDeliveries inFlight = new InFlightDeliveries();
     boolean closed;
 
     /**
