@@ -45,6 +45,20 @@ public final class DeliverFrameBuilder extends MessageBatchBuilder<DeliverFrame>
         return this;
     }
 
+    /**
+     * Adds a message whose encoded header entries and payload are regions of {@code array}, as the broker's
+     * store hands them out; the same bytes on the wire as {@link #addEncoded(long, int, ByteBuf, ByteBuf)}.
+     */
+    public DeliverFrameBuilder addEncoded(long messageId, int deliveryCount, byte[] array, int headersOffset,
+                                          int headersLength, int payloadOffset, int payloadLength) {
+        checkDeliveryCount(deliveryCount);
+        ByteBuf out = beginMessage();
+        out.writeLong(messageId);
+        out.writeInt(deliveryCount);
+        finishMessage(array, headersOffset, headersLength, payloadOffset, payloadLength);
+        return this;
+    }
+
     @Override
     DeliverFrame newFrame(int count, ByteBuf content) {
         return new DeliverFrame(consumerTag, count, content);

@@ -39,6 +39,9 @@ final class HeaderBlock {
     /** Checks a whole block, length prefix included, without creating any object for its entries. */
     static void validate(BodyReader reader) {
         int length = reader.readBytesLength("headers");
+        if (length == 0) {
+            return; // the common case: no headers, and no sub-reader to create for them
+        }
         BodyReader entries = reader.readSubReader(length);
         while (entries.remaining() > 0) {
             entries.skipString("header key");

@@ -84,6 +84,24 @@ public abstract sealed class MessageBatchBuilder<F extends Frame> permits Publis
         messageCount++;
     }
 
+    /**
+     * Ends the message begun last with encoded header entries and a payload that are regions of
+     * {@code array} (as a stored message holds them): copied straight in, with no buffer wrapped around them.
+     */
+    final void finishMessage(byte[] array, int headersOffset, int headersLength, int payloadOffset, int payloadLength) {
+        ByteBuf out = open();
+        try {
+            out.writeInt(headersLength);
+            out.writeBytes(array, headersOffset, headersLength);
+            out.writeInt(payloadLength);
+            out.writeBytes(array, payloadOffset, payloadLength);
+        } catch (RuntimeException e) {
+            out.writerIndex(messageStart);
+            throw e;
+        }
+        messageCount++;
+    }
+
     private ByteBuf open() {
         if (messages == null) {
             throw new IllegalStateException("batch builder was already built or discarded");

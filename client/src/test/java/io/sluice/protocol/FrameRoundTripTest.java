@@ -129,6 +129,30 @@ class FrameRoundTripTest {
     }
 
     @Test
+    void shouldGiveTheSameDeliverBytesFromTheCursorsOffsetsAsFromItsSlices() {
+        PublishFrame published = new PublishFrameBuilder(ByteBufAllocator.DEFAULT, "orders")
+                .add(1, 1, List.of(MessageHeader.of("a", "1")), new byte[] {1, 2, 3})
+                .add(1, 2, List.of(), new byte[] {4})
+                .add(1, 3, List.of(MessageHeader.of("key", "value"), MessageHeader.of("b", "")), new byte[0])
+                .build();
+        DeliverFrameBuilder fromSlices = new DeliverFrameBuilder(ByteBufAllocator.DEFAULT, 4);
+        DeliverFrameBuilder fromOffsets = new DeliverFrameBuilder(ByteBufAllocator.DEFAULT, 4);
+        PublishCursor in = published.cursor();
+        java.nio.ByteBuffer whole = in.nioBuffer();
+        while (in.next()) {
+            fromSlices.addEncoded(100 + in.sequence(), 2, in.encodedHeaders(), in.payload());
+            // As the broker's store would hold the message: headers and payload copied into one array.
+            byte[] stored = new byte[7 + in.headersLength() + in.payloadLength()];
+            whole.get(in.headersOffset(), stored, 3, in.headersLength());
+            whole.get(in.payloadOffset(), stored, 3 + in.headersLength() + 2, in.payloadLength());
+            fromOffsets.addEncoded(100 + in.sequence(), 2, stored, 3, in.headersLength(),
+                    3 + in.headersLength() + 2, in.payloadLength());
+        }
+        published.release();
+        assertArrayEquals(Wire.encode(fromSlices.build()), Wire.encode(fromOffsets.build()));
+    }
+
+    @Test
     void shouldNotTakeOwnershipOfPayloadBuffersPassedToBuilders() {
         ByteBuf payload = Unpooled.copiedBuffer("payload", StandardCharsets.UTF_8);
         PublishFrame frame = new PublishFrameBuilder(ByteBufAllocator.DEFAULT, "q").add(1, 1, List.of(), payload).build();

@@ -56,6 +56,7 @@ import java.util.function.LongSupplier;
  * and never repeat, but are not contiguous across segments.
  */
 public final class QueueStore {
+    private static final ByteBuffer NO_BYTES = ByteBuffer.allocate(0);
     private static final Logger LOG = LoggerFactory.getLogger(QueueStore.class);
     private static final long CHRONICLE_BLOCK_BYTES = 16L << 20;
     /** Bit of a Chronicle header word: the document or metadata after it is still being written. */
@@ -338,7 +339,25 @@ public final class QueueStore {
      * @throws StorageFullException     if free disk space is below the reserved margin
      */
     public long append(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
-        int size = (headers == null ? 0 : headers.remaining()) + (payload == null ? 0 : payload.remaining());
+        ByteBuffer h = headers == null ? NO_BYTES : headers;
+        ByteBuffer p = payload == null ? NO_BYTES : payload;
+        return append(producerId, producerSequence, h, h.position(), h.remaining(), p, p.position(), p.remaining());
+    }
+
+    /**
+     * Appends one message whose encoded headers and payload are regions of {@code source} (absolute
+     * offsets; the buffer's position is neither used nor moved): a broker holding a whole PUBLISH frame
+     * in one buffer stores each of its messages without creating a slice per message. Otherwise as
+     * {@link #append(long, long, ByteBuffer, ByteBuffer)}.
+     */
+    public long append(long producerId, long producerSequence, ByteBuffer source, int headersOffset, int headersLength,
+                       int payloadOffset, int payloadLength) {
+        return append(producerId, producerSequence, source, headersOffset, headersLength, source, payloadOffset, payloadLength);
+    }
+
+    private long append(long producerId, long producerSequence, ByteBuffer headers, int headersOffset, int headersLength,
+                        ByteBuffer payload, int payloadOffset, int payloadLength) {
+        int size = headersLength + payloadLength;
         if (size > config.maxMessageBytes()) {
             throw new MessageTooLargeException("message of " + size + " bytes (headers plus payload) for queue '" + name
                     + "' exceeds maxMessageBytes " + config.maxMessageBytes());
@@ -348,7 +367,8 @@ public final class QueueStore {
         try {
             ensureOpen();
             diskGuard.reserve(size + RecordCodec.HEADER_BYTES + 8L);
-            appendCodec.encode(0, -1, 0, producerId, producerSequence, clock.getAsLong(), headers, payload);
+            appendCodec.encodeParts(0, -1, 0, producerId, producerSequence, clock.getAsLong(),
+                    headers, headersOffset, headersLength, payload, payloadOffset, payloadLength);
             index = writeRecordLocked(appendCodec);
             appendedMessages++;
         } finally {

@@ -65,6 +65,26 @@ class QueueStoreTest {
     }
 
     @Test
+    void shouldStoreMessagesGivenAsRegionsOfOneBufferWithoutMovingIt() {
+        QueueStore q = open(StoreConfig.builder().build()).createQueue("frames");
+        // Like a PUBLISH frame: [junk][headers 0][payload 0][headers 1][payload 1], read by absolute offsets.
+        ByteBuffer frame = ByteBuffer.allocateDirect(64);
+        frame.put(new byte[] {9, 9, 9}).put("h0".getBytes(StandardCharsets.UTF_8)).put(payload(0))
+                .put("hdr1".getBytes(StandardCharsets.UTF_8)).put(payload(1)).flip().position(2);
+        long first = q.append(5, 10, frame, 3, 2, 5, payload(0).length);
+        long second = q.append(5, 11, frame, 5 + payload(0).length, 4, 9 + payload(0).length, payload(1).length);
+        assertEquals(2, frame.position(), "the source's position is left alone");
+        StoredMessage m = q.read(first);
+        assertArrayEquals("h0".getBytes(StandardCharsets.UTF_8), m.headersBytes());
+        assertArrayEquals(payload(0), m.payloadBytes());
+        assertEquals(10, m.producerSequence());
+        m = q.read(second);
+        assertArrayEquals("hdr1".getBytes(StandardCharsets.UTF_8), m.headersBytes());
+        assertArrayEquals(payload(1), m.payloadBytes());
+        assertEquals(11, m.producerSequence());
+    }
+
+    @Test
     void shouldSkipAcknowledgedMessagesAndReadOneById() {
         QueueStore q = open(StoreConfig.builder().build()).createQueue("q");
         long[] ids = new long[10];

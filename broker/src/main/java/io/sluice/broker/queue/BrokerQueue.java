@@ -1,8 +1,6 @@
 package io.sluice.broker.queue;
 
-import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.netty.buffer.Unpooled;
 import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
@@ -193,25 +191,42 @@ public final class BrokerQueue {
         int refusedMessages = 0;
         long refusedBytes = 0;
         long backlog = store.unackedMessages();
+        ByteBuffer frameBytes = null;
+        // The run of consecutive sequences of one producer being stored: one IdRange per run, not per message.
+        long runProducer = 0;
+        long runFrom = -1;
+        long runTo = -1;
         while (cursor.next()) {
             long producerId = cursor.producerId();
             long sequence = cursor.sequence();
-            ByteBuf headers = cursor.encodedHeaders();
-            ByteBuf payload = cursor.payload();
-            int bytes = headers.readableBytes() + payload.readableBytes();
+            int payloadLength = cursor.payloadLength();
+            int bytes = cursor.headersLength() + payloadLength;
             String refusal = admit(backlog, bytes);
             if (refusal != null) {
                 connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal));
                 refusedMessages++;
-                refusedBytes += payload.readableBytes();
+                refusedBytes += payloadLength;
                 publishRefused++;
                 continue;
             }
             try {
-                lastId = store.append(producerId, sequence, headers.nioBuffer(), payload.nioBuffer());
-                addToRanges(stored.computeIfAbsent(producerId, p -> new ArrayList<>()), sequence);
+                if (frameBytes == null) {
+                    frameBytes = cursor.nioBuffer();
+                }
+                lastId = store.append(producerId, sequence, frameBytes, cursor.headersOffset(), cursor.headersLength(),
+                        cursor.payloadOffset(), payloadLength);
+                if (runFrom >= 0 && producerId == runProducer && sequence == runTo + 1) {
+                    runTo = sequence;
+                } else {
+                    if (runFrom >= 0) {
+                        addToRanges(stored, runProducer, runFrom, runTo);
+                    }
+                    runProducer = producerId;
+                    runFrom = sequence;
+                    runTo = sequence;
+                }
                 storedMessages++;
-                storedBytes += payload.readableBytes();
+                storedBytes += payloadLength;
                 backlogBytes += bytes;
                 backlog++;
                 continue;
@@ -225,7 +240,10 @@ public final class BrokerQueue {
                         "the broker could not store the message; see the broker log"));
             }
             refusedMessages++;
-            refusedBytes += payload.readableBytes();
+            refusedBytes += payloadLength;
+        }
+        if (runFrom >= 0) {
+            addToRanges(stored, runProducer, runFrom, runTo);
         }
         if (refusedMessages > 0) {
             connection.returnPublishCredit(refusedMessages, refusedBytes);
@@ -393,15 +411,17 @@ public final class BrokerQueue {
         return effectiveState();
     }
 
-    private static void addToRanges(List<IdRange> ranges, long sequence) {
+    /** Adds the stored sequences {@code from..to} of {@code producerId} to its ranges, merging with the last. */
+    private static void addToRanges(Map<Long, List<IdRange>> stored, long producerId, long from, long to) {
+        List<IdRange> ranges = stored.computeIfAbsent(producerId, p -> new ArrayList<>());
         if (!ranges.isEmpty()) {
             IdRange last = ranges.get(ranges.size() - 1);
-            if (last.to() + 1 == sequence) {
-                ranges.set(ranges.size() - 1, new IdRange(last.from(), sequence));
+            if (last.to() + 1 == from) {
+                ranges.set(ranges.size() - 1, new IdRange(last.from(), to));
                 return;
             }
         }
-        ranges.add(IdRange.single(sequence));
+        ranges.add(new IdRange(from, to));
     }
 
     /** Publishes still waiting for their sync; for graceful shutdown. */
@@ -631,9 +651,8 @@ public final class BrokerQueue {
             }
             DeliverFrameBuilder batch = batches.computeIfAbsent(consumer,
                     c -> new DeliverFrameBuilder(ByteBufAllocator.DEFAULT, c.tag));
-            batch.addEncoded(message.id(), count,
-                    Unpooled.wrappedBuffer(message.array(), message.headersOffset(), message.headersLength()),
-                    Unpooled.wrappedBuffer(message.array(), message.payloadOffset(), message.payloadLength()));
+            batch.addEncoded(message.id(), count, message.array(), message.headersOffset(), message.headersLength(),
+                    message.payloadOffset(), message.payloadLength());
             if (batch.encodedBytes() >= MAX_DELIVER_FRAME_BYTES) {
                 recordDeliveries();
                 consumer.connection.write(batch.build());

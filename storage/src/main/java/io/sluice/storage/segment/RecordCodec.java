@@ -32,6 +32,7 @@ import java.util.zip.CRC32C;
  * <p>Not thread-safe: one instance per writer or reader, which reuses its buffer.
  */
 public final class RecordCodec {
+    private static final ByteBuffer NO_BYTES = ByteBuffer.allocate(0);
     public static final int VERSION = 1;
     public static final int HEADER_BYTES = 48;
     public static final int FLAG_RELOCATED = 1;
@@ -64,8 +65,20 @@ public final class RecordCodec {
     /** Encodes a record into this codec's buffer; the caller writes {@code array()[0, length())}. */
     public void encode(int flags, long originalId, int deliveryCount, long producerId, long producerSequence,
                        long timestampMillis, ByteBuffer headers, ByteBuffer payload) {
-        int headersLength = headers == null ? 0 : headers.remaining();
-        int payloadLength = payload == null ? 0 : payload.remaining();
+        ByteBuffer h = headers == null ? NO_BYTES : headers;
+        ByteBuffer p = payload == null ? NO_BYTES : payload;
+        encodeParts(flags, originalId, deliveryCount, producerId, producerSequence, timestampMillis,
+                h, h.position(), h.remaining(), p, p.position(), p.remaining());
+    }
+
+    /**
+     * Encodes a record whose headers and payload are the given regions of {@code headersSource} and
+     * {@code payloadSource} (absolute offsets; the buffers' positions are neither used nor moved), so a
+     * caller holding a whole frame in one buffer encodes each message without creating a slice.
+     */
+    public void encodeParts(int flags, long originalId, int deliveryCount, long producerId, long producerSequence,
+                            long timestampMillis, ByteBuffer headersSource, int headersOffset, int headersLength,
+                            ByteBuffer payloadSource, int payloadOffset, int payloadLength) {
         if (headersLength > MAX_HEADERS_BYTES) {
             throw new IllegalArgumentException("headers of " + headersLength + " bytes exceed the maximum of " + MAX_HEADERS_BYTES);
         }
@@ -82,10 +95,10 @@ public final class RecordCodec {
         b.putLong(OFFSET_TIMESTAMP, timestampMillis);
         b.putInt(OFFSET_PAYLOAD_LENGTH, payloadLength);
         if (headersLength > 0) {
-            headers.duplicate().get(array, HEADER_BYTES, headersLength);
+            headersSource.get(headersOffset, array, HEADER_BYTES, headersLength);
         }
         if (payloadLength > 0) {
-            payload.duplicate().get(array, HEADER_BYTES + headersLength, payloadLength);
+            payloadSource.get(payloadOffset, array, HEADER_BYTES + headersLength, payloadLength);
         }
         crc.reset();
         crc.update(array, 4, total - 4);
