@@ -509,10 +509,10 @@ public final class QueueStore {
         try {
             ensureOpen();
             for (int i = 0; i < count; i++) {
-                long id = ids[i];
-                int deliveries = counts[i];
-                io(() -> ackLog.recordDelivery(id, deliveries));
+                ackLog.recordDelivery(ids[i], counts[i]);
             }
+        } catch (IOException e) {
+            throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
         } finally {
             lock.unlock();
         }
