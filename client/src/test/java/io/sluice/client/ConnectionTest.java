@@ -17,10 +17,15 @@ import org.junit.jupiter.api.Test;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.stream.LongStream;
@@ -70,6 +75,81 @@ class ConnectionTest {
         CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
         assertEquals(LongStream.rangeClosed(1, 2000).boxed().toList(), List.copyOf(broker.publishedSequences));
         producer.send("blocking".getBytes(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void shouldConfirmTheSendsOfSeveralThreadsWithOneSequenceEachInEveryThreadsOrder() throws Exception {
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+        int threads = 4;
+        int perThread = 2500;
+        List<List<CompletableFuture<Void>>> sent = inParallel(threads, thread -> {
+            List<CompletableFuture<Void>> futures = new ArrayList<>();
+            for (int i = 0; i < perThread; i++) {
+                futures.add(producer.sendAsync((thread + " " + i).getBytes(StandardCharsets.UTF_8)));
+            }
+            return futures;
+        });
+        for (List<CompletableFuture<Void>> futures : sent) {
+            CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+        }
+        // The broker saw sequences 1..n in order, each once: no gap, no duplicate.
+        assertEquals(LongStream.rangeClosed(1, (long) threads * perThread).boxed().toList(),
+                List.copyOf(broker.publishedSequences));
+        Map<String, Integer> next = new HashMap<>();
+        for (String payload : broker.publishedPayloads) {
+            String[] parts = payload.split(" ");
+            int expected = next.getOrDefault(parts[0], 0);
+            assertEquals(expected, Integer.parseInt(parts[1]), "thread " + parts[0] + " out of send order");
+            next.put(parts[0], expected + 1);
+        }
+        assertEquals(Map.of("0", perThread, "1", perThread, "2", perThread, "3", perThread), next);
+    }
+
+    @Test
+    void shouldConfirmSendsMadeJustBeforeTheProducerIsClosedAndRefuseSendsAfter() throws Exception {
+        for (int round = 0; round < 20; round++) {
+            Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+            List<CompletableFuture<Void>> futures = new ArrayList<>();
+            for (int i = 0; i < 50; i++) {
+                futures.add(producer.sendAsync(new byte[] {(byte) i}));
+            }
+            producer.close();
+            CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+            ExecutionException refused = assertThrows(ExecutionException.class,
+                    () -> producer.sendAsync(new byte[] {1}).get(5, TimeUnit.SECONDS));
+            assertInstanceOf(ConnectionLostException.class, refused.getCause());
+        }
+    }
+
+    @Test
+    void shouldSettleEverySendWhenTheConnectionClosesWhileSeveralThreadsSend() throws Exception {
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+        ExecutorService senders = Executors.newFixedThreadPool(4);
+        try {
+            List<Future<List<CompletableFuture<Void>>>> sending = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                sending.add(senders.submit(() -> {
+                    List<CompletableFuture<Void>> futures = new ArrayList<>();
+                    for (int i = 0; i < 20_000; i++) {
+                        futures.add(producer.sendAsync(new byte[16]));
+                    }
+                    return futures;
+                }));
+            }
+            waitUntil(() -> broker.publishedSequences.size() >= 1000);
+            connection.close();
+            for (Future<List<CompletableFuture<Void>>> thread : sending) {
+                for (CompletableFuture<Void> future : thread.get(30, TimeUnit.SECONDS)) {
+                    try {
+                        future.get(10, TimeUnit.SECONDS);
+                    } catch (ExecutionException e) {
+                        assertInstanceOf(ConnectionLostException.class, e.getCause());
+                    }
+                }
+            }
+        } finally {
+            senders.shutdownNow();
+        }
     }
 
     @Test
@@ -207,6 +287,30 @@ class ConnectionTest {
             }
         }
         return ids;
+    }
+
+    /** Runs {@code work} on {@code threads} threads at once and returns each thread's result, in thread order. */
+    private static <T> List<T> inParallel(int threads, java.util.function.IntFunction<T> work) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            java.util.concurrent.CountDownLatch start = new java.util.concurrent.CountDownLatch(1);
+            List<Future<T>> results = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                results.add(pool.submit(() -> {
+                    start.await();
+                    return work.apply(thread);
+                }));
+            }
+            start.countDown();
+            List<T> values = new ArrayList<>();
+            for (Future<T> result : results) {
+                values.add(result.get(60, TimeUnit.SECONDS));
+            }
+            return values;
+        } finally {
+            pool.shutdownNow();
+        }
     }
 
     private static void waitUntil(BooleanSupplier condition) {
