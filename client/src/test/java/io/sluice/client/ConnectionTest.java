@@ -7,6 +7,8 @@ import io.sluice.protocol.FlowFrame;
 import io.sluice.protocol.FlowState;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.IdRange;
+import io.sluice.protocol.NackAction;
+import io.sluice.protocol.NackFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
 import io.sluice.protocol.UnsubscribeFrame;
@@ -239,6 +241,68 @@ class ConnectionTest {
         second.ack();
         waitUntil(() -> ackedIds().equals(List.of(7L, 8L)));
         assertEquals(null, consumer.receive(Duration.ofMillis(10)));
+    }
+
+    @Test
+    void shouldWriteTheAcksOfSeveralThreadsEachOnceAndTopUpCreditForThem() throws Exception {
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT.withCredit(400));
+        for (int frame = 0; frame < 8; frame++) {
+            broker.deliver(consumer.consumerTag(), LongStream.rangeClosed(frame * 50L + 1, frame * 50L + 50).toArray());
+        }
+        List<Message> messages = new ArrayList<>();
+        for (int i = 0; i < 400; i++) {
+            Message message = consumer.receive(Duration.ofSeconds(5));
+            assertNotNull(message, "message " + i);
+            messages.add(message);
+        }
+        inParallel(4, thread -> {
+            for (int i = thread; i < messages.size(); i += 4) {
+                messages.get(i).ack();
+            }
+            return null;
+        });
+        waitUntil(() -> ackedIds().size() >= 400);
+        assertEquals(LongStream.rangeClosed(1, 400).boxed().toList(), ackedIds().stream().sorted().toList());
+        waitUntil(() -> broker.frames(CreditFrame.class).stream().mapToInt(CreditFrame::credit).sum() >= 200);
+        assertTrue(broker.frames(CreditFrame.class).stream().mapToInt(CreditFrame::credit).sum() <= 400);
+    }
+
+    @Test
+    void shouldWriteTheAcksBeforeTheNackThatFollowsThem() throws Exception {
+        Consumer consumer = connection.subscribe("orders", new ConsumerOptions(100, 100, Duration.ofSeconds(30)));
+        broker.deliver(consumer.consumerTag(), 1, 2, 3, 4, 5, 6);
+        List<Message> messages = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            messages.add(consumer.receive(Duration.ofSeconds(5)));
+        }
+        for (int i = 0; i < 5; i++) {
+            messages.get(i).ack();
+        }
+        messages.get(5).nack(NackAction.REQUEUE);
+        waitUntil(() -> broker.count(NackFrame.class) == 1);
+        List<Object> settlements = broker.received.stream()
+                .filter(frame -> frame instanceof AckFrame || frame instanceof NackFrame)
+                .map(frame -> frame instanceof AckFrame ack ? (Object) ack.messageIds() : frame).toList();
+        assertEquals(List.of(List.of(new IdRange(1, 5)),
+                new NackFrame(consumer.consumerTag(), NackAction.REQUEUE, 0, List.of(IdRange.single(6)))), settlements);
+    }
+
+    @Test
+    void shouldHandleTheRestOfAFrameWhenTheHandlerFailsOnOneMessage() {
+        List<Long> handled = new CopyOnWriteArrayList<>();
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT, message -> {
+            handled.add(message.id());
+            if (message.id() == 3) {
+                throw new IllegalStateException("handler failure on purpose");
+            }
+            message.ack();
+        });
+        broker.deliver(consumer.consumerTag(), 1, 2, 3, 4, 5);
+        broker.deliver(consumer.consumerTag(), 6);
+        waitUntil(() -> handled.size() == 6);
+        assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L), handled);
+        waitUntil(() -> ackedIds().size() == 5);
+        assertEquals(List.of(1L, 2L, 4L, 5L, 6L), ackedIds().stream().sorted().toList());
     }
 
     @Test
