@@ -294,9 +294,18 @@ public final class Connection implements AutoCloseable {
         try {
             loop.execute(task);
         } catch (RejectedExecutionException e) {
-            onRejected.completeExceptionally(
-                    new ConnectionLostException("connection to " + address + " is closed"));
+            onRejected.completeExceptionally(closedException());
         }
+    }
+
+    /** What work refused because the connection is closed fails with. */
+    ConnectionLostException closedException() {
+        return new ConnectionLostException("connection to " + address + " is closed");
+    }
+
+    /** The network thread as an executor; it throws {@link RejectedExecutionException} once closed. */
+    java.util.concurrent.Executor loopExecutor() {
+        return loop;
     }
 
     ScheduledFuture<?> scheduleOnLoop(Runnable task, long delayNanos) {
@@ -366,7 +375,7 @@ public final class Connection implements AutoCloseable {
     CompletableFuture<OkFrame> request(LongFunction<Frame> frameFactory, String description) {
         CompletableFuture<OkFrame> result = new CompletableFuture<>();
         if (closed) {
-            result.completeExceptionally(new ConnectionLostException("connection to " + address + " is closed"));
+            result.completeExceptionally(closedException());
             return result;
         }
         runOnLoop(() -> {
@@ -426,7 +435,7 @@ public final class Connection implements AutoCloseable {
 
     private void checkOpen() {
         if (closed) {
-            throw new ConnectionLostException("connection to " + address + " is closed");
+            throw closedException();
         }
     }
 
@@ -434,7 +443,7 @@ public final class Connection implements AutoCloseable {
 
     private void connectOnce(CompletableFuture<Void> handshake) {
         if (closed) {
-            handshake.completeExceptionally(new ConnectionLostException("connection to " + address + " is closed"));
+            handshake.completeExceptionally(closedException());
             return;
         }
         FrameDecoder decoder = new FrameDecoder(HANDSHAKE_MAX_FRAME_BYTES);

@@ -3,6 +3,7 @@ package io.sluice.client;
 import io.netty.channel.Channel;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.client.internal.IdRanges;
+import io.sluice.client.internal.LoopBatcher;
 import io.sluice.client.internal.SerialExecutor;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.CreditFrame;
@@ -18,6 +19,7 @@ import org.slf4j.LoggerFactory;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
@@ -29,6 +31,8 @@ import java.util.concurrent.TimeUnit;
  * settled (acked or nacked) the consumer sends CREDIT for the settled count. Acks are merged into ranges and
  * written when {@link ConsumerOptions#ackBatchSize()} are pending or {@link ConsumerOptions#ackFlushDelay()}
  * after the first; a NACK first writes the pending acks, then itself, so the broker sees settlements in order.
+ * Settlements reach the network thread through a lock-free queue drained in bursts, one loop task and one
+ * channel flush per burst. A handler gets one dispatch task per DELIVER frame, which handles its messages in order.
  * Messages delivered before a reconnect cannot be settled after it (the broker requeued them): their acks are
  * dropped.
  */
@@ -42,6 +46,9 @@ public final class Consumer implements AutoCloseable {
     private final MessageHandler handler;
     private final SerialExecutor handlerExecutor;
     private final BlockingQueue<Message> received = new LinkedBlockingQueue<>();
+    /** Acks ({@link Message}), {@link Nack}s and the {@link CloseMarker}, in call order, for the network thread. */
+    private final LoopBatcher<Object> settlements;
+    private final Runnable flushAcksTask = this::flushAcksOnLoop;
     private volatile boolean closed;
 
     // Owned by the network thread.
@@ -49,6 +56,8 @@ public final class Consumer implements AutoCloseable {
     private int pendingAckCount;
     private ScheduledFuture<?> ackFlush;
     private int settledSinceTopUp;
+    /** On loop: frames were written during the current drain of settlements and wait for its one flush. */
+    private boolean wroteUnflushed;
 
     Consumer(Connection connection, String queue, int consumerTag, ConsumerOptions options, MessageHandler handler) {
         this.connection = connection;
@@ -57,6 +66,7 @@ public final class Consumer implements AutoCloseable {
         this.options = options;
         this.handler = handler;
         this.handlerExecutor = handler == null ? null : new SerialExecutor(connection.dispatchExecutor());
+        this.settlements = new LoopBatcher<>(connection.loopExecutor(), new Settlements());
     }
 
     public String queue() {
@@ -94,10 +104,13 @@ public final class Consumer implements AutoCloseable {
             return;
         }
         closed = true;
-        connection.executeOnLoop(this::flushAcksOnLoop);
+        // Behind the settlements made before close(): their acks are written before the UNSUBSCRIBE.
+        CompletableFuture<Void> acksWritten = new CompletableFuture<>();
+        settlements.submit(new CloseMarker(acksWritten));
         try {
-            Connection.await(connection.request(id -> new UnsubscribeFrame(id, consumerTag),
-                    "UNSUBSCRIBE " + queue), connection.options().requestTimeout(), "UNSUBSCRIBE " + queue);
+            Connection.await(acksWritten.thenCompose(ignored -> connection.request(
+                    id -> new UnsubscribeFrame(id, consumerTag), "UNSUBSCRIBE " + queue)),
+                    connection.options().requestTimeout(), "UNSUBSCRIBE " + queue);
         } catch (SluiceException e) {
             LOG.debug("Unsubscribing from {} did not get an answer: {}", queue, e.getMessage());
         } finally {
@@ -107,43 +120,52 @@ public final class Consumer implements AutoCloseable {
     }
 
     void ack(Message message) {
-        connection.executeOnLoop(() -> {
-            if (message.session() != connection.session()) {
-                return;
-            }
-            if (pendingAckCount == pendingAcks.length) {
-                pendingAcks = java.util.Arrays.copyOf(pendingAcks, pendingAckCount * 2);
-            }
-            pendingAcks[pendingAckCount++] = message.id();
-            settledSinceTopUp++;
-            if (pendingAckCount >= options.ackBatchSize()) {
-                flushAcksOnLoop();
-            } else if (ackFlush == null) {
-                ackFlush = connection.scheduleOnLoop(this::flushAcksOnLoop, options.ackFlushDelay().toNanos());
-            }
-        });
+        settlements.submit(message);
     }
 
     void nack(Message message, NackAction action, long delayMs) {
-        connection.executeOnLoop(() -> {
-            if (message.session() != connection.session()) {
-                return;
-            }
-            flushAcksOnLoop();
-            Channel channel = connection.activeChannel();
-            if (channel != null) {
-                channel.writeAndFlush(new NackFrame(consumerTag, action, delayMs,
-                        List.of(IdRange.single(message.id()))));
-            }
-            settledSinceTopUp++;
-            topUpOnLoop();
-        });
+        settlements.submit(new Nack(message, action, delayMs));
+    }
+
+    /** On loop: adds the id to the pending acks; writes them (without flushing) once there are a batch. */
+    private void ackOnLoop(Message message) {
+        if (message.session() != connection.session()) {
+            return;
+        }
+        if (pendingAckCount == pendingAcks.length) {
+            pendingAcks = java.util.Arrays.copyOf(pendingAcks, pendingAckCount * 2);
+        }
+        pendingAcks[pendingAckCount++] = message.id();
+        settledSinceTopUp++;
+        if (pendingAckCount >= options.ackBatchSize()) {
+            wroteUnflushed |= writeAcksOnLoop();
+        } else if (ackFlush == null) {
+            ackFlush = connection.scheduleOnLoop(flushAcksTask, options.ackFlushDelay().toNanos());
+        }
+    }
+
+    /** On loop: writes the pending acks, then the NACK, then any credit due; the drain flushes them. */
+    private void nackOnLoop(Nack nack) {
+        if (nack.message().session() != connection.session()) {
+            return;
+        }
+        writeAcksOnLoop();
+        Channel channel = connection.activeChannel();
+        if (channel != null) {
+            channel.write(new NackFrame(consumerTag, nack.action(), nack.delayMs(),
+                    List.of(IdRange.single(nack.message().id()))));
+            wroteUnflushed = true;
+        }
+        settledSinceTopUp++;
+        topUpOnLoop();
     }
 
     /** On loop: copies each message out of the frame, which is released after this returns. */
     void onDeliverOnLoop(DeliverFrame frame) {
         int session = connection.session();
         DeliverCursor cursor = frame.cursor();
+        Message[] batch = handler == null ? null : new Message[cursor.messageCount()];
+        int count = 0;
         while (cursor.next()) {
             byte[] payload = new byte[cursor.payloadLength()];
             cursor.payload().getBytes(0, payload);
@@ -152,8 +174,17 @@ public final class Consumer implements AutoCloseable {
             if (handler == null) {
                 received.add(message);
             } else {
-                handlerExecutor.execute(() -> handle(message));
+                batch[count++] = message;
             }
+        }
+        if (count > 0) {
+            // One dispatch task per frame, not per message.
+            int delivered = count;
+            handlerExecutor.execute(() -> {
+                for (int i = 0; i < delivered; i++) {
+                    handle(batch[i]);
+                }
+            });
         }
     }
 
@@ -182,27 +213,37 @@ public final class Consumer implements AutoCloseable {
         }
     }
 
+    /** On loop: writes the pending acks, and any credit due, and flushes the channel. */
     private void flushAcksOnLoop() {
+        if (writeAcksOnLoop()) {
+            connection.activeChannel().flush();
+        }
+    }
+
+    /** On loop: writes the pending acks and any credit due, without flushing; true if it wrote. */
+    private boolean writeAcksOnLoop() {
         if (ackFlush != null) {
             ackFlush.cancel(false);
             ackFlush = null;
         }
         Channel channel = connection.activeChannel();
-        if (pendingAckCount > 0 && channel != null) {
-            channel.write(new AckFrame(consumerTag, IdRanges.of(pendingAcks, pendingAckCount)));
-            pendingAckCount = 0;
-            topUpOnLoop();
-            channel.flush();
+        if (pendingAckCount == 0 || channel == null) {
+            return false;
         }
+        channel.write(new AckFrame(consumerTag, IdRanges.of(pendingAcks, pendingAckCount)));
+        pendingAckCount = 0;
+        topUpOnLoop();
+        return true;
     }
 
+    /** On loop: writes a CREDIT, without flushing, once half the credit has been settled. */
     private void topUpOnLoop() {
         Channel channel = connection.activeChannel();
         if (closed || channel == null || settledSinceTopUp < Math.max(1, options.credit() / 2)) {
             return;
         }
         flushPendingAcksBeforeCredit(channel);
-        channel.writeAndFlush(new CreditFrame(consumerTag, settledSinceTopUp));
+        channel.write(new CreditFrame(consumerTag, settledSinceTopUp));
         settledSinceTopUp = 0;
     }
 
@@ -212,5 +253,44 @@ public final class Consumer implements AutoCloseable {
             channel.write(new AckFrame(consumerTag, IdRanges.of(pendingAcks, pendingAckCount)));
             pendingAckCount = 0;
         }
+    }
+
+    /** Takes the settlements on the network thread, in the order they were made. */
+    private final class Settlements implements LoopBatcher.Sink<Object> {
+        @Override
+        public void onLoop(Object settlement) {
+            if (settlement instanceof Message message) {
+                ackOnLoop(message);
+            } else if (settlement instanceof Nack nack) {
+                nackOnLoop(nack);
+            } else if (settlement instanceof CloseMarker marker) {
+                flushAcksOnLoop();
+                marker.acksWritten().complete(null);
+            }
+        }
+
+        @Override
+        public void endOfBatch() {
+            Channel channel = connection.activeChannel();
+            if (wroteUnflushed && channel != null) {
+                channel.flush();
+            }
+            wroteUnflushed = false;
+        }
+
+        @Override
+        public void rejected(Object settlement) {
+            // The connection is closed: the broker requeues unsettled messages, so acks and nacks are moot.
+            if (settlement instanceof CloseMarker marker) {
+                marker.acksWritten().complete(null);
+            }
+        }
+    }
+
+    private record Nack(Message message, NackAction action, long delayMs) {
+    }
+
+    /** Queued by {@link #close()}; completes once the acks settled before it are written. */
+    private record CloseMarker(CompletableFuture<Void> acksWritten) {
     }
 }

@@ -7,20 +7,25 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
  * One delivered message, copied out of the network buffer, so it stays valid after the handler returns.
  * Settle it exactly once with {@link #ack()} or {@link #nack}. Thread-safe.
  */
 public final class Message {
+    /** One updater for all messages instead of an AtomicBoolean per delivered message. */
+    private static final AtomicIntegerFieldUpdater<Message> SETTLED =
+            AtomicIntegerFieldUpdater.newUpdater(Message.class, "settled");
+
     private final Consumer consumer;
     private final int session;
     private final long id;
     private final int deliveryCount;
     private final List<MessageHeader> headers;
     private final byte[] payload;
-    private final AtomicBoolean settled = new AtomicBoolean();
+    /** 0 until {@link #ack()} or {@link #nack}, then 1. */
+    private volatile int settled;
 
     Message(Consumer consumer, int session, long id, int deliveryCount, List<MessageHeader> headers,
             byte[] payload) {
@@ -83,7 +88,7 @@ public final class Message {
     }
 
     private void markSettled(String operation) {
-        if (!settled.compareAndSet(false, true)) {
+        if (!SETTLED.compareAndSet(this, 0, 1)) {
             throw new IllegalStateException("cannot " + operation + " message " + id + ": it was already settled");
         }
     }

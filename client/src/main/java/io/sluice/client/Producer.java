@@ -1,6 +1,7 @@
 package io.sluice.client;
 
 import io.netty.channel.Channel;
+import io.sluice.client.internal.LoopBatcher;
 import io.sluice.client.internal.SerialExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.protocol.FlowFrame;
@@ -25,13 +26,15 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BiConsumer;
 
 /**
  * Publishes to one queue under a random producerId with sequences 1, 2, 3, ... in send order. Thread-safe.
  *
- * <p>Batching: messages are handed to the network thread, which writes them as one PUBLISH frame when the
- * batch reaches {@link ProducerOptions#maxBatchMessages()} or {@link ProducerOptions#maxBatchBytes()}, or at
- * the end of its current turn, and never beyond the broker's publish window or maxFrameBytes.
+ * <p>Batching: messages are handed to the network thread through a lock-free queue that it drains in bursts
+ * (one loop task per burst, not per message); it writes them as one PUBLISH frame when the batch reaches
+ * {@link ProducerOptions#maxBatchMessages()} or {@link ProducerOptions#maxBatchBytes()}, or at the end of the
+ * burst, then flushes the channel once, and never goes beyond the broker's publish window or maxFrameBytes.
  *
  * <p>Back-pressure: at most {@link ProducerOptions#maxInFlight()} messages are unsettled; {@link #sendAsync}
  * blocks its caller until one settles. A CONFIRM completes futures; a PUBLISH_ERROR fails exactly the
@@ -42,6 +45,8 @@ import java.util.concurrent.TimeoutException;
 public final class Producer implements AutoCloseable {
     /** producerId, sequence and the two length fields of a PUBLISH message. */
     private static final int MESSAGE_OVERHEAD_BYTES = 24;
+    /** Queued by {@link #close()} behind the messages sent before it; never sent. */
+    private static final Pending CLOSE = new Pending(List.of(), new byte[0], null);
 
     private final Connection connection;
     private final String queue;
@@ -52,6 +57,10 @@ public final class Producer implements AutoCloseable {
     private final int frameOverheadBytes;
     /** Keeps FLOW notifications in the order the broker sent them. */
     private final SerialExecutor flowCallbacks;
+    /** Messages (and {@link #CLOSE}) on their way to the network thread, in call order. */
+    private final LoopBatcher<Pending> submitted;
+    /** One shared completion action instead of a new lambda per message. */
+    private final BiConsumer<Object, Throwable> releasePermit;
     private volatile boolean closed;
 
     // Owned by the network thread.
@@ -59,7 +68,10 @@ public final class Producer implements AutoCloseable {
     private final TreeMap<Long, Pending> unsettled = new TreeMap<>();
     private final ArrayDeque<Pending> unsent = new ArrayDeque<>();
     private long unsentBytes;
-    private boolean flushScheduled;
+    /** On loop: PUBLISH frames were written during the current drain and wait for its one flush. */
+    private boolean wroteUnflushed;
+    /** On loop: the {@link #CLOSE} marker was taken, so every message sent before close() is known here. */
+    private boolean closedOnLoop;
     /** On loop: the queue's flow state as the broker last told it; BLOCKED holds every unsent message back. */
     private io.sluice.protocol.FlowState flowState = io.sluice.protocol.FlowState.FREE;
     private ScheduledFuture<?> blockedTimer;
@@ -71,6 +83,8 @@ public final class Producer implements AutoCloseable {
         this.producerId = ThreadLocalRandom.current().nextLong();
         this.inFlight = new Semaphore(options.maxInFlight());
         this.flowCallbacks = new SerialExecutor(connection::dispatch);
+        this.submitted = new LoopBatcher<>(connection.loopExecutor(), new Submissions());
+        this.releasePermit = (ignored, failure) -> inFlight.release();
         this.frameOverheadBytes = 6 + 2 + queue.getBytes(StandardCharsets.UTF_8).length + 4;
     }
 
@@ -158,27 +172,33 @@ public final class Producer implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
-        connection.executeOnLoop(() -> {
-            if (unsettled.isEmpty()) {
-                connection.removeProducer(producerId);
-            }
-        });
+        // Through the same queue as the messages, so the ones sent before close() are registered first.
+        submitted.submit(CLOSE);
     }
 
     private CompletableFuture<Void> enqueue(byte[] payload, List<MessageHeader> headers) {
         CompletableFuture<Void> future = new CompletableFuture<>();
-        future.whenComplete((ignored, failure) -> inFlight.release());
+        future.whenComplete(releasePermit);
         if (closed || connection.isClosed()) {
-            future.completeExceptionally(new ConnectionLostException(
-                    (closed ? "producer for queue " : "connection of producer for queue ") + queue + " is closed"));
+            future.completeExceptionally(closedFailure(closed));
             return future;
         }
-        Pending pending = new Pending(headers, payload, future);
-        connection.runOnLoop(() -> add(pending), future);
+        submitted.submit(new Pending(headers, payload, future));
         return future;
     }
 
-    private void add(Pending pending) {
+    private ConnectionLostException closedFailure(boolean producerClosed) {
+        return new ConnectionLostException(
+                (producerClosed ? "producer for queue " : "connection of producer for queue ") + queue + " is closed");
+    }
+
+    /** On loop: gives the message its sequence and queues it; writes (without flushing) a batch that is full. */
+    private void addOnLoop(Pending pending) {
+        if (closedOnLoop || connection.isClosed()) {
+            // Raced with close(): the producer or the connection has already let go of its messages.
+            connection.completeOnDispatch(pending.future, null, closedFailure(closedOnLoop));
+            return;
+        }
         if (connection.activeChannel() == null && !connection.options().reconnectPolicy().enabled()) {
             // Lost for good: nothing would ever send, confirm or fail this message (Connection fails only
             // the messages unsettled when the connection dropped).
@@ -192,21 +212,25 @@ public final class Producer implements AutoCloseable {
         unsent.add(pending);
         unsentBytes += pending.payload.length;
         if (unsent.size() >= options.maxBatchMessages() || unsentBytes >= options.maxBatchBytes()) {
-            flushOnLoop();
-        } else if (!flushScheduled) {
-            flushScheduled = true;
-            connection.executeOnLoop(() -> {
-                flushScheduled = false;
-                flushOnLoop();
-            });
+            wroteUnflushed |= writeUnsentOnLoop();
         }
     }
 
-    /** On loop: writes as many unsent messages as the window allows, in batches. */
+    /** On loop: writes as many unsent messages as the window allows, in batches, and flushes the channel. */
     void flushOnLoop() {
+        boolean wrote = writeUnsentOnLoop() | wroteUnflushed;
+        wroteUnflushed = false;
+        Channel channel = connection.activeChannel();
+        if (wrote && channel != null) {
+            channel.flush();
+        }
+    }
+
+    /** On loop: writes as many unsent messages as the window allows, in batches; true if it wrote any. */
+    private boolean writeUnsentOnLoop() {
         Channel channel = connection.activeChannel();
         if (channel == null || flowState == io.sluice.protocol.FlowState.BLOCKED) {
-            return;
+            return false;
         }
         int frameLimit = connection.maxFrameBytes() - frameOverheadBytes;
         boolean wrote = false;
@@ -260,9 +284,7 @@ public final class Producer implements AutoCloseable {
             });
             wrote = true;
         }
-        if (wrote) {
-            channel.flush();
-        }
+        return wrote;
     }
 
     /** On loop. */
@@ -357,15 +379,43 @@ public final class Producer implements AutoCloseable {
     }
 
     private void removeIfDone() {
-        if (closed && unsettled.isEmpty()) {
+        if (closedOnLoop && unsettled.isEmpty()) {
             connection.removeProducer(producerId);
         }
     }
 
     private static List<MessageHeader> toHeaders(Map<String, String> headers) {
+        if (headers.isEmpty()) {
+            return List.of();
+        }
         List<MessageHeader> list = new ArrayList<>(headers.size());
         headers.forEach((key, value) -> list.add(MessageHeader.of(key, value)));
         return list;
+    }
+
+    /** Takes the submitted messages on the network thread. */
+    private final class Submissions implements LoopBatcher.Sink<Pending> {
+        @Override
+        public void onLoop(Pending pending) {
+            if (pending == CLOSE) {
+                closedOnLoop = true;
+                removeIfDone();
+            } else {
+                addOnLoop(pending);
+            }
+        }
+
+        @Override
+        public void endOfBatch() {
+            flushOnLoop();
+        }
+
+        @Override
+        public void rejected(Pending pending) {
+            if (pending != CLOSE) {
+                pending.future.completeExceptionally(connection.closedException());
+            }
+        }
     }
 
     /** One message between sendAsync and its settlement. */
@@ -374,20 +424,23 @@ public final class Producer implements AutoCloseable {
         private final byte[] payload;
         private final CompletableFuture<Void> future;
         private final long enqueuedNanos = System.nanoTime();
+        /** Computed by the sending thread, so the network thread does not encode header keys to measure them. */
+        private final int encodedBytes;
         private long sequence;
 
         Pending(List<MessageHeader> headers, byte[] payload, CompletableFuture<Void> future) {
             this.headers = headers;
             this.payload = payload;
             this.future = future;
-        }
-
-        int encodedBytes() {
             int bytes = MESSAGE_OVERHEAD_BYTES + payload.length;
             for (MessageHeader header : headers) {
                 bytes += 2 + header.key().getBytes(StandardCharsets.UTF_8).length + 4 + header.value().length;
             }
-            return bytes;
+            this.encodedBytes = bytes;
+        }
+
+        int encodedBytes() {
+            return encodedBytes;
         }
     }
 }

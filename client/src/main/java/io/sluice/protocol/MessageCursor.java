@@ -96,6 +96,9 @@ public abstract sealed class MessageCursor permits PublishCursor, DeliverCursor 
 
     /** The current message's headers, parsed into new objects; an empty list costs nothing. */
     public final List<MessageHeader> headers() {
+        if (headersLength == 0) {
+            return List.of();
+        }
         return HeaderBlock.parse(encodedHeaders());
     }
 }

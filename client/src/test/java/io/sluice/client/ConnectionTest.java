@@ -7,6 +7,8 @@ import io.sluice.protocol.FlowFrame;
 import io.sluice.protocol.FlowState;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.IdRange;
+import io.sluice.protocol.NackAction;
+import io.sluice.protocol.NackFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
 import io.sluice.protocol.UnsubscribeFrame;
@@ -17,10 +19,15 @@ import org.junit.jupiter.api.Test;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.stream.LongStream;
@@ -70,6 +77,81 @@ class ConnectionTest {
         CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
         assertEquals(LongStream.rangeClosed(1, 2000).boxed().toList(), List.copyOf(broker.publishedSequences));
         producer.send("blocking".getBytes(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void shouldConfirmTheSendsOfSeveralThreadsWithOneSequenceEachInEveryThreadsOrder() throws Exception {
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+        int threads = 4;
+        int perThread = 2500;
+        List<List<CompletableFuture<Void>>> sent = inParallel(threads, thread -> {
+            List<CompletableFuture<Void>> futures = new ArrayList<>();
+            for (int i = 0; i < perThread; i++) {
+                futures.add(producer.sendAsync((thread + " " + i).getBytes(StandardCharsets.UTF_8)));
+            }
+            return futures;
+        });
+        for (List<CompletableFuture<Void>> futures : sent) {
+            CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+        }
+        // The broker saw sequences 1..n in order, each once: no gap, no duplicate.
+        assertEquals(LongStream.rangeClosed(1, (long) threads * perThread).boxed().toList(),
+                List.copyOf(broker.publishedSequences));
+        Map<String, Integer> next = new HashMap<>();
+        for (String payload : broker.publishedPayloads) {
+            String[] parts = payload.split(" ");
+            int expected = next.getOrDefault(parts[0], 0);
+            assertEquals(expected, Integer.parseInt(parts[1]), "thread " + parts[0] + " out of send order");
+            next.put(parts[0], expected + 1);
+        }
+        assertEquals(Map.of("0", perThread, "1", perThread, "2", perThread, "3", perThread), next);
+    }
+
+    @Test
+    void shouldConfirmSendsMadeJustBeforeTheProducerIsClosedAndRefuseSendsAfter() throws Exception {
+        for (int round = 0; round < 20; round++) {
+            Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+            List<CompletableFuture<Void>> futures = new ArrayList<>();
+            for (int i = 0; i < 50; i++) {
+                futures.add(producer.sendAsync(new byte[] {(byte) i}));
+            }
+            producer.close();
+            CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+            ExecutionException refused = assertThrows(ExecutionException.class,
+                    () -> producer.sendAsync(new byte[] {1}).get(5, TimeUnit.SECONDS));
+            assertInstanceOf(ConnectionLostException.class, refused.getCause());
+        }
+    }
+
+    @Test
+    void shouldSettleEverySendWhenTheConnectionClosesWhileSeveralThreadsSend() throws Exception {
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+        ExecutorService senders = Executors.newFixedThreadPool(4);
+        try {
+            List<Future<List<CompletableFuture<Void>>>> sending = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                sending.add(senders.submit(() -> {
+                    List<CompletableFuture<Void>> futures = new ArrayList<>();
+                    for (int i = 0; i < 20_000; i++) {
+                        futures.add(producer.sendAsync(new byte[16]));
+                    }
+                    return futures;
+                }));
+            }
+            waitUntil(() -> broker.publishedSequences.size() >= 1000);
+            connection.close();
+            for (Future<List<CompletableFuture<Void>>> thread : sending) {
+                for (CompletableFuture<Void> future : thread.get(30, TimeUnit.SECONDS)) {
+                    try {
+                        future.get(10, TimeUnit.SECONDS);
+                    } catch (ExecutionException e) {
+                        assertInstanceOf(ConnectionLostException.class, e.getCause());
+                    }
+                }
+            }
+        } finally {
+            senders.shutdownNow();
+        }
     }
 
     @Test
@@ -162,6 +244,68 @@ class ConnectionTest {
     }
 
     @Test
+    void shouldWriteTheAcksOfSeveralThreadsEachOnceAndTopUpCreditForThem() throws Exception {
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT.withCredit(400));
+        for (int frame = 0; frame < 8; frame++) {
+            broker.deliver(consumer.consumerTag(), LongStream.rangeClosed(frame * 50L + 1, frame * 50L + 50).toArray());
+        }
+        List<Message> messages = new ArrayList<>();
+        for (int i = 0; i < 400; i++) {
+            Message message = consumer.receive(Duration.ofSeconds(5));
+            assertNotNull(message, "message " + i);
+            messages.add(message);
+        }
+        inParallel(4, thread -> {
+            for (int i = thread; i < messages.size(); i += 4) {
+                messages.get(i).ack();
+            }
+            return null;
+        });
+        waitUntil(() -> ackedIds().size() >= 400);
+        assertEquals(LongStream.rangeClosed(1, 400).boxed().toList(), ackedIds().stream().sorted().toList());
+        waitUntil(() -> broker.frames(CreditFrame.class).stream().mapToInt(CreditFrame::credit).sum() >= 200);
+        assertTrue(broker.frames(CreditFrame.class).stream().mapToInt(CreditFrame::credit).sum() <= 400);
+    }
+
+    @Test
+    void shouldWriteTheAcksBeforeTheNackThatFollowsThem() throws Exception {
+        Consumer consumer = connection.subscribe("orders", new ConsumerOptions(100, 100, Duration.ofSeconds(30)));
+        broker.deliver(consumer.consumerTag(), 1, 2, 3, 4, 5, 6);
+        List<Message> messages = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            messages.add(consumer.receive(Duration.ofSeconds(5)));
+        }
+        for (int i = 0; i < 5; i++) {
+            messages.get(i).ack();
+        }
+        messages.get(5).nack(NackAction.REQUEUE);
+        waitUntil(() -> broker.count(NackFrame.class) == 1);
+        List<Object> settlements = broker.received.stream()
+                .filter(frame -> frame instanceof AckFrame || frame instanceof NackFrame)
+                .map(frame -> frame instanceof AckFrame ack ? (Object) ack.messageIds() : frame).toList();
+        assertEquals(List.of(List.of(new IdRange(1, 5)),
+                new NackFrame(consumer.consumerTag(), NackAction.REQUEUE, 0, List.of(IdRange.single(6)))), settlements);
+    }
+
+    @Test
+    void shouldHandleTheRestOfAFrameWhenTheHandlerFailsOnOneMessage() {
+        List<Long> handled = new CopyOnWriteArrayList<>();
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT, message -> {
+            handled.add(message.id());
+            if (message.id() == 3) {
+                throw new IllegalStateException("handler failure on purpose");
+            }
+            message.ack();
+        });
+        broker.deliver(consumer.consumerTag(), 1, 2, 3, 4, 5);
+        broker.deliver(consumer.consumerTag(), 6);
+        waitUntil(() -> handled.size() == 6);
+        assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L), handled);
+        waitUntil(() -> ackedIds().size() == 5);
+        assertEquals(List.of(1L, 2L, 4L, 5L, 6L), ackedIds().stream().sorted().toList());
+    }
+
+    @Test
     void shouldResubscribeAndResendAfterTheBrokerDropsTheConnection() throws Exception {
         List<Long> handled = new CopyOnWriteArrayList<>();
         Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT, message -> {
@@ -207,6 +351,30 @@ class ConnectionTest {
             }
         }
         return ids;
+    }
+
+    /** Runs {@code work} on {@code threads} threads at once and returns each thread's result, in thread order. */
+    private static <T> List<T> inParallel(int threads, java.util.function.IntFunction<T> work) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            java.util.concurrent.CountDownLatch start = new java.util.concurrent.CountDownLatch(1);
+            List<Future<T>> results = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                results.add(pool.submit(() -> {
+                    start.await();
+                    return work.apply(thread);
+                }));
+            }
+            start.countDown();
+            List<T> values = new ArrayList<>();
+            for (Future<T> result : results) {
+                values.add(result.get(60, TimeUnit.SECONDS));
+            }
+            return values;
+        } finally {
+            pool.shutdownNow();
+        }
     }
 
     private static void waitUntil(BooleanSupplier condition) {

@@ -52,6 +52,8 @@ final class FakeBroker implements AutoCloseable {
     /** Every frame received except PUBLISH, whose sequences go to {@link #publishedSequences}. */
     final Queue<Frame> received = new ConcurrentLinkedQueue<>();
     final Queue<Long> publishedSequences = new ConcurrentLinkedQueue<>();
+    /** The payloads of {@link #publishedSequences} as UTF-8, in the same order. */
+    final Queue<String> publishedPayloads = new ConcurrentLinkedQueue<>();
     volatile boolean confirmPublishes = true;
     volatile long failSequence = -1;
 
@@ -143,6 +145,7 @@ final class FakeBroker implements AutoCloseable {
             while (cursor.next()) {
                 producerId = cursor.producerId();
                 publishedSequences.add(cursor.sequence());
+                publishedPayloads.add(cursor.payload().toString(java.nio.charset.StandardCharsets.UTF_8));
                 if (cursor.sequence() == failSequence) {
                     context.write(new PublishErrorFrame(producerId, IdRange.single(cursor.sequence()),
                             ErrorCode.QUEUE_BLOCKED, "quotaHardMessages: 10 ready, limit 10"));
