@@ -71,7 +71,8 @@ public final class Broker implements AutoCloseable {
         boolean epoll = Epoll.isAvailable();
         IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
         this.acceptor = new MultiThreadIoEventLoopGroup(1, io);
-        this.workers = new MultiThreadIoEventLoopGroup(Runtime.getRuntime().availableProcessors(), io);
+        int ioThreads = config.broker.ioThreads > 0 ? config.broker.ioThreads : Runtime.getRuntime().availableProcessors();
+        this.workers = new MultiThreadIoEventLoopGroup(ioThreads, io);
         this.queues = new QueueManager(store, workers, config.queues, config.broker.publishWindowMessages);
         Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
         this.channelInitializer = new BrokerChannelInitializer(config, new Authenticator(config.auth), queues, channels, network);

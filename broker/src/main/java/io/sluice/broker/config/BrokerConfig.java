@@ -52,6 +52,9 @@ public final class BrokerConfig {
         public int publishWindowMessages;
         @JsonProperty("publish-window-bytes")
         public long publishWindowBytes;
+        /** Event-loop threads for connections and queues; 0 means one per available processor. */
+        @JsonProperty("io-threads")
+        public int ioThreads;
     }
 
     /** Who may connect. */
@@ -208,6 +211,7 @@ public final class BrokerConfig {
         check(problems, "broker.shutdown-timeout-ms", broker.shutdownTimeoutMs, 100, 600_000);
         check(problems, "broker.publish-window-messages", broker.publishWindowMessages, 1, 10_000_000);
         check(problems, "broker.publish-window-bytes", broker.publishWindowBytes, 1024, 1L << 40);
+        check(problems, "broker.io-threads", broker.ioThreads, 0, 1024);
         for (int i = 0; i < auth.users.size(); i++) {
             User u = auth.users.get(i);
             if (u.name == null || u.name.isBlank()) {

@@ -22,6 +22,7 @@ class ConfigLoaderTest {
         assertEquals(7672, c.broker.port);
         assertEquals("always", c.storage.durability);
         assertEquals(10, c.queues.maxDeliveries);
+        assertEquals(0, c.broker.ioThreads, "one event loop per processor");
     }
 
     @Test
@@ -46,9 +47,11 @@ class ConfigLoaderTest {
     @Test
     void shouldRejectBadValuesNamingKeyValueAndRule() {
         ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(null,
-                Map.of("broker.port", "70000", "storage.durability", "sometimes", "queues.max-deliveries", "0")));
+                Map.of("broker.port", "70000", "storage.durability", "sometimes", "queues.max-deliveries", "0",
+                        "broker.io-threads", "-1")));
         String m = e.getMessage();
         assertTrue(m.contains("broker.port 70000 is outside 0..65535"), m);
+        assertTrue(m.contains("broker.io-threads -1 is outside 0..1024"), m);
         assertTrue(m.contains("durability mode 'sometimes'"), m);
         assertTrue(m.contains("queues.max-deliveries 0 is outside"), m);
     }
