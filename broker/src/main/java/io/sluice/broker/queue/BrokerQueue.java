@@ -85,7 +85,8 @@ public final class BrokerQueue {
     private final ArrayDeque<Long> ready = new ArrayDeque<>();
     /**
      * Every message delivered and unacknowledged, or waiting for redelivery (a set: the values are
-     * all TRUE; a primitive-keyed map so the per-message add and remove box nothing).
+     * all TRUE; a primitive-keyed map so the per-message add and remove box nothing; keys spread by
+     * {@link SpreadIds}).
      */
     private final LongObjectHashMap<Boolean> tracked = new LongObjectHashMap<>();
     private final ArrayDeque<PendingConfirm> pendingConfirms = new ArrayDeque<>();
@@ -298,7 +299,7 @@ public final class BrokerQueue {
     /** Discards the oldest unacknowledged message not out with a consumer (dead-lettered if the queue says so). */
     private boolean dropOldest() {
         for (long id = store.nextUnacked(0); id >= 0; id = store.nextUnacked(id + 1)) {
-            if (tracked.containsKey(id)) {
+            if (tracked.containsKey(SpreadIds.spread(id))) {
                 continue;
             }
             StoredMessage m = store.read(id);
@@ -487,7 +488,7 @@ public final class BrokerQueue {
         ackBatch[ackBatchSize++] = id;
         backlogBytes -= delivery.bytes();
         ackOldestAppendedMillis = Math.min(ackOldestAppendedMillis, delivery.appendedAtMillis());
-        tracked.remove(id);
+        tracked.remove(SpreadIds.spread(id));
     }
 
     /** After acks: feeds the slowed producers (C2) and re-evaluates the quota at once. */
@@ -507,7 +508,7 @@ public final class BrokerQueue {
                 backlogBytes -= m.headersLength() + m.payloadLength();
             }
             store.ack(id);
-            tracked.remove(id);
+            tracked.remove(SpreadIds.spread(id));
             acknowledged(1);
             return true;
         }
@@ -534,7 +535,7 @@ public final class BrokerQueue {
                             backlogBytes -= m.headersLength() + m.payloadLength();
                             acknowledged(1);
                         }
-                        tracked.remove(id);
+                        tracked.remove(SpreadIds.spread(id));
                     }
                     case REQUEUE -> requeueLater(id, options.redeliveryDelayMs(store.deliveryCount(id)));
                     case REQUEUE_AFTER_DELAY -> requeueLater(id, Math.max(0, frame.delayMs()));
@@ -551,7 +552,7 @@ public final class BrokerQueue {
             return;
         }
         executor.schedule(() -> {
-            if (!closed && tracked.containsKey(id)) {
+            if (!closed && tracked.containsKey(SpreadIds.spread(id))) {
                 ready.addLast(id);
                 scheduleDispatch();
             }
@@ -628,7 +629,7 @@ public final class BrokerQueue {
             if (count > options.maxDeliveries()) {
                 deadLetter(message, message.deliveryCount(), "delivered " + message.deliveryCount()
                         + " times without an acknowledgement (max-deliveries " + options.maxDeliveries() + ")");
-                tracked.remove(message.id());
+                tracked.remove(SpreadIds.spread(message.id()));
                 backlogBytes -= message.headersLength() + message.payloadLength();
                 acknowledged(1);
                 continue;
@@ -638,7 +639,7 @@ public final class BrokerQueue {
             consumer.credit--;
             consumer.inFlight.put(message.id(), new ConsumerSession.Delivery(now, message.headersLength() + message.payloadLength(),
                     message.timestampMillis()));
-            tracked.put(message.id(), Boolean.TRUE);
+            tracked.put(SpreadIds.spread(message.id()), Boolean.TRUE);
             // A batch never exceeds the frame size agreed with the client: close it before a message
             // that would not fit (a single message always fits: max-message-bytes < max-frame-bytes).
             int limit = Math.min(MAX_DELIVER_FRAME_BYTES, consumer.connection.maxFrameBytes() - DELIVER_FRAME_OVERHEAD_BYTES);
@@ -709,14 +710,14 @@ public final class BrokerQueue {
                 redelivered++;
                 return m;
             }
-            tracked.remove(id);
+            tracked.remove(SpreadIds.spread(id));
         }
         while (true) {
             StoredMessage m = reader.next();
             if (m == null) {
                 return null;
             }
-            if (tracked.containsKey(m.id())) {
+            if (tracked.containsKey(SpreadIds.spread(m.id()))) {
                 continue; // a relocated copy of a message this queue is already tracking
             }
             return m;
@@ -778,7 +779,7 @@ public final class BrokerQueue {
             for (long id : ids) {
                 if (!outstanding.contains(id)) {
                     store.ack(id);
-                    tracked.remove(id);
+                    tracked.remove(SpreadIds.spread(id));
                     removed++;
                 }
             }
@@ -849,7 +850,7 @@ public final class BrokerQueue {
         int examined = 0;
         for (long id = store.nextUnacked(0); id >= 0 && examined < OLDEST_READY_SCAN_LIMIT; id = store.nextUnacked(id + 1)) {
             examined++;
-            if (!tracked.containsKey(id)) {
+            if (!tracked.containsKey(SpreadIds.spread(id))) {
                 oldestId = id;
                 break;
             }

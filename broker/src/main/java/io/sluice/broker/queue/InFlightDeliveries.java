@@ -9,7 +9,7 @@ import java.util.Arrays;
  * The deliveries of one consumer that are not yet settled, by message id. Touched only on the queue's
  * executor.
  *
- * <p>A primitive-keyed hash map rather than a sorted map: every delivery is put once and removed once,
+ * <p>A primitive-keyed hash map (keys spread, see {@link SpreadIds}) rather than a sorted map: every delivery is put once and removed once,
  * so the per-message cost (no boxed key, no tree node, no rebalancing) is what matters, and the
  * operations that need id order (acks and nacks by range, taking everything back) get it by walking
  * the range when it is short, or by sorting the ids they collect when it is not.
@@ -26,7 +26,7 @@ final class InFlightDeliveries {
     }
 
     void put(long id, ConsumerSession.Delivery delivery) {
-        byId.put(id, delivery);
+        byId.put(SpreadIds.spread(id), delivery);
     }
 
     int size() {
@@ -47,7 +47,7 @@ final class InFlightDeliveries {
         if (span >= 0 && span < (long) WALK_FACTOR * byId.size()) {
             for (long i = 0; i <= span; i++) {
                 long id = from + i;
-                ConsumerSession.Delivery delivery = byId.remove(id);
+                ConsumerSession.Delivery delivery = byId.remove(SpreadIds.spread(id));
                 if (delivery != null) {
                     removed.accept(id, delivery);
                     count++;
@@ -57,13 +57,14 @@ final class InFlightDeliveries {
         }
         long[] ids = new long[byId.size()];
         for (LongObjectMap.PrimitiveEntry<ConsumerSession.Delivery> e : byId.entries()) {
-            if (e.key() >= from && e.key() <= toInclusive) {
-                ids[count++] = e.key();
+            long id = SpreadIds.unspread(e.key());
+            if (id >= from && id <= toInclusive) {
+                ids[count++] = id;
             }
         }
         Arrays.sort(ids, 0, count);
         for (int i = 0; i < count; i++) {
-            removed.accept(ids[i], byId.remove(ids[i]));
+            removed.accept(ids[i], byId.remove(SpreadIds.spread(ids[i])));
         }
         return count;
     }
@@ -86,6 +87,7 @@ final class InFlightDeliveries {
         }
         for (int i = 0; i < count; i++) {
             byId.remove(ids[i]);
+            ids[i] = SpreadIds.unspread(ids[i]);
         }
         long[] expired = Arrays.copyOf(ids, count);
         Arrays.sort(expired);
@@ -97,7 +99,7 @@ final class InFlightDeliveries {
         long[] ids = new long[byId.size()];
         int i = 0;
         for (LongObjectMap.PrimitiveEntry<ConsumerSession.Delivery> e : byId.entries()) {
-            ids[i++] = e.key();
+            ids[i++] = SpreadIds.unspread(e.key());
         }
         Arrays.sort(ids);
         return ids;
