@@ -27,8 +27,9 @@ import java.util.concurrent.TimeUnit;
  * One subscription to a queue, push (a {@link MessageHandler} called in delivery order on a dispatch thread)
  * or pull ({@link #receive(Duration)}). Thread-safe.
  *
- * <p>Credit: the broker may deliver {@link ConsumerOptions#credit()} messages ahead; once half of that has been
- * settled (acked or nacked) the consumer sends CREDIT for the settled count. Acks are merged into ranges and
+ * <p>Credit: the broker may deliver {@link ConsumerOptions#credit()} messages ahead; once an eighth of that has been
+ * settled (acked or nacked) the consumer sends CREDIT for the settled count, with the ACK that settles them
+ * (topping up at half left the broker waiting for credit often enough to double W1's p99; docs/performance.md). Acks are merged into ranges and
  * written when {@link ConsumerOptions#ackBatchSize()} are pending or {@link ConsumerOptions#ackFlushDelay()}
  * after the first; a NACK first writes the pending acks, then itself, so the broker sees settlements in order.
  * Settlements reach the network thread through a lock-free queue drained in bursts, one loop task and one
@@ -236,10 +237,10 @@ public final class Consumer implements AutoCloseable {
         return true;
     }
 
-    /** On loop: writes a CREDIT, without flushing, once half the credit has been settled. */
+    /** On loop: writes a CREDIT, without flushing, once an eighth of the credit has been settled. */
     private void topUpOnLoop() {
         Channel channel = connection.activeChannel();
-        if (closed || channel == null || settledSinceTopUp < Math.max(1, options.credit() / 2)) {
+        if (closed || channel == null || settledSinceTopUp < Math.max(1, options.credit() / 8)) {
             return;
         }
         flushPendingAcksBeforeCredit(channel);

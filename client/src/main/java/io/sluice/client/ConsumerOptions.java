@@ -6,7 +6,7 @@ import java.time.Duration;
  * Settings of one {@link Consumer}. Immutable.
  *
  * @param credit         messages the broker may deliver before they are settled (default 1000); the consumer
- *                       tops the credit up by the settled count once half of it has been acked or nacked
+ *                       tops the credit up by the settled count once an eighth of it has been acked or nacked
  * @param ackBatchSize   acks are written as soon as this many are pending (default 128) ...
  * @param ackFlushDelay  ... or this long after the first pending one (default 1 ms)
  */
