@@ -9,6 +9,9 @@ import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.timeout.IdleState;
@@ -109,14 +112,15 @@ public final class Connection implements AutoCloseable {
         // Built first: a bad TLS file fails here, before any thread exists.
         this.tls = options.tls() ? io.sluice.client.internal.ClientTls.create(options.trustCertificates(), options.trustStore(),
                 options.trustStorePassword(), options.clientCertificate(), options.clientKey(), options.hostnameVerification()) : null;
+        boolean epoll = Epoll.isAvailable();
         this.group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("sluice-client-io", true),
-                NioIoHandler.newFactory());
+                epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
         this.loop = group.next();
         this.dispatch = Executors.newCachedThreadPool(new NamedThreadFactory("sluice-client-dispatch"));
         ReconnectPolicy policy = options.reconnectPolicy();
         this.backoff = new Backoff(policy.initialDelay().toMillis(), policy.maxDelay().toMillis(),
                 policy.multiplier(), policy.jitter(), () -> ThreadLocalRandom.current().nextDouble());
-        this.bootstrap = new Bootstrap().group(loop).channel(NioSocketChannel.class)
+        this.bootstrap = new Bootstrap().group(loop).channel(epoll ? EpollSocketChannel.class : NioSocketChannel.class)
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE,
                         options.connectTimeout().toMillis()));
