@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Runs the BENCH.md workloads against brokers started from the broker jar, the way docs/performance.md
+# reports them, and prints one JSON line per run (plus the broker's CPU seconds and peak RSS).
+#
+#   bench/scripts/run-workloads.sh OUT_DIR [SERIES...]
+#
+# SERIES (default: all): w1-cold w1-warm w1-4x4 w1-never w2
+#   w1-cold   3 runs, each on a fresh broker and a fresh CLI JVM, no warm-up (the JIT compiles during the run)
+#   w1-warm   one broker warmed by a 3 M-message W1 run that is not reported, then 5 runs of W1, each with
+#             --warmup-messages 500000 for the CLI's own JVM
+#   w1-4x4    as w1-warm with --producers 4 --consumers 4, 3 runs
+#   w1-never  as w1-warm on a broker with storage.durability=never, 5 runs
+#   w2        one fresh broker, W2 (5 M messages); heap sampled every second with jcmd GC.heap_info,
+#             bytes on disk (du) of the data directory after the drain
+# Each broker gets a fresh data directory under OUT_DIR and is stopped by its PID afterwards.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+out="${1:?usage: run-workloads.sh OUT_DIR [SERIES...]}"
+shift
+series=("$@")
+[ ${#series[@]} -gt 0 ] || series=(w1-cold w1-warm w1-4x4 w1-never w2)
+mkdir -p "$out"
+broker_jar="$root/broker/target/sluice-broker-0.1.0-SNAPSHOT.jar"
+bench_jar="$root/bench/target/sluice-bench.jar"
+[ -f "$broker_jar" ] && [ -f "$bench_jar" ] || (cd "$root" && mvn -B -q package -DskipTests)
+port=17680
+broker_pid=
+
+start_broker() { # name [--set k=v ...]
+  local name=$1; shift
+  rm -rf "$out/data-$name"
+  java ${SLUICE_JAVA_OPTS:-} -jar "$broker_jar" --data-dir "$out/data-$name" --port $port --set metrics.port=0 "$@" \
+      > "$out/broker-$name.log" 2>&1 &
+  broker_pid=$!
+  for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && return 0; sleep 0.1; done
+  echo "broker $name did not start; see $out/broker-$name.log" >&2; exit 1
+}
+
+stop_broker() {
+  kill "$broker_pid"; wait "$broker_pid" 2>/dev/null || true
+}
+
+cpu_seconds() { awk '{printf "%.2f", ($14+$15)/100}' /proc/$1/stat; }
+
+perf_run() { # label args...
+  local label=$1; shift
+  local before; before=$(cpu_seconds "$broker_pid")
+  java ${SLUICE_PERF_JAVA_OPTS:-} -cp "$bench_jar" io.sluice.bench.perf.PerfMain --json --quiet --port $port "$@" \
+      > "$out/$label.json" 2> "$out/$label.err"
+  local after; after=$(cpu_seconds "$broker_pid")
+  local rss; rss=$(awk '/VmHWM/ {print $2}' /proc/$broker_pid/status)
+  python3 - "$out/$label.json" "$label" "$before" "$after" "$rss" <<'PY'
+import json, sys
+path, label, before, after, rss = sys.argv[1:]
+d = json.load(open(path))
+d.update(run=label, broker_cpu_s=round(float(after) - float(before), 2), broker_vmhwm_kb=int(rss))
+print(json.dumps(d))
+PY
+}
+
+for s in "${series[@]}"; do
+  case $s in
+    w1-cold)
+      for i in 1 2 3; do
+        start_broker "w1-cold-$i"; perf_run "w1-cold-$i" --workload W1; stop_broker
+      done ;;
+    w1-warm)
+      start_broker w1-warm; perf_run w1-warm-broker-warmup --workload W1 --messages 3000000 > /dev/null
+      for i in 1 2 3 4 5; do perf_run "w1-warm-$i" --workload W1 --warmup-messages 500000; done
+      stop_broker ;;
+    w1-4x4)
+      start_broker w1-4x4; perf_run w1-4x4-broker-warmup --workload W1 --messages 3000000 --producers 4 --consumers 4 > /dev/null
+      for i in 1 2 3; do perf_run "w1-4x4-$i" --workload W1 --producers 4 --consumers 4 --warmup-messages 500000; done
+      stop_broker ;;
+    w1-never)
+      start_broker w1-never --set storage.durability=never
+      perf_run w1-never-broker-warmup --workload W1 --messages 3000000 > /dev/null
+      for i in 1 2 3 4 5; do perf_run "w1-never-$i" --workload W1 --warmup-messages 500000; done
+      stop_broker ;;
+    w2)
+      start_broker w2 --set metrics.port=$((port + 1))
+      ( while kill -0 "$broker_pid" 2>/dev/null; do # heap in use, from the broker's own metrics (cheap)
+          curl -s "127.0.0.1:$((port + 1))/metrics" | awk -v t="$(date +%s)" \
+              '/^jvm_memory_used_bytes\{area="heap"/ {sum += $2} END {if (sum > 0) print t, sum}'
+          sleep 1
+        done ) > "$out/w2-heap.log" &
+      sampler=$!
+      perf_run w2 --workload W2 --keep-queues --queue-prefix w2
+      sleep 3 # reclaim runs on the flusher after the last acks
+      echo "{\"run\":\"w2-disk\",\"data_dir_bytes\":$(du -sb "$out/data-w2" | cut -f1),\"queue_dir_bytes\":$(du -sb "$out/data-w2/queues/w2-0" | cut -f1)}"
+      kill "$sampler" 2>/dev/null || true
+      echo "{\"run\":\"w2-heap\",\"samples\":$(wc -l < "$out/w2-heap.log"),\"max_heap_used_bytes\":$(sort -k2 -n "$out/w2-heap.log" | tail -1 | cut -d' ' -f2)}"
+      stop_broker ;;
+    *) echo "unknown series $s" >&2; exit 2 ;;
+  esac
+done
