@@ -81,13 +81,14 @@ for s in "${series[@]}"; do
       start_broker w2 --set metrics.port=$((port + 1))
       ( while kill -0 "$broker_pid" 2>/dev/null; do # heap in use, from the broker's own metrics (cheap)
           curl -s "127.0.0.1:$((port + 1))/metrics" | awk -v t="$(date +%s)" \
-              '/^jvm_memory_used_bytes\{area="heap"/ {sum += $2} END {if (sum > 0) print t, sum}'
+              'index($0, "jvm_memory_used_bytes{area=\"heap\"") == 1 {sum += $NF} END {if (sum > 0) printf "%d %.0f\n", t, sum}'
           sleep 1
         done ) > "$out/w2-heap.log" &
       sampler=$!
       perf_run w2 --workload W2 --keep-queues --queue-prefix w2
       sleep 3 # reclaim runs on the flusher after the last acks
-      echo "{\"run\":\"w2-disk\",\"data_dir_bytes\":$(du -sb "$out/data-w2" | cut -f1),\"queue_dir_bytes\":$(du -sb "$out/data-w2/queues/w2-0" | cut -f1)}"
+      # Allocated bytes, not apparent sizes (segments are sparse files).
+      echo "{\"run\":\"w2-disk\",\"data_dir_bytes\":$(du -s --block-size=1 "$out/data-w2" | cut -f1),\"segment_files\":$(ls "$out/data-w2/queues/w2-0/segments" | grep -c 'cq4$'),\"segments_dir_bytes\":$(du -s --block-size=1 "$out/data-w2/queues/w2-0/segments" | cut -f1)}"
       kill "$sampler" 2>/dev/null || true
       echo "{\"run\":\"w2-heap\",\"samples\":$(wc -l < "$out/w2-heap.log"),\"max_heap_used_bytes\":$(sort -k2 -n "$out/w2-heap.log" | tail -1 | cut -d' ' -f2)}"
       stop_broker ;;
