@@ -480,14 +480,14 @@ public final class BrokerQueue {
     }
 
     /** One acknowledged delivery of an ACK frame: batched for the store, taken off the backlog. */
-    private void ackOne(long id, ConsumerSession.Delivery delivery) {
+    private void ackOne(long id, int bytes, long appendedAtMillis) {
         if (ackBatchSize == ackBatch.length) {
             store.ackAll(ackBatch, ackBatchSize);
             ackBatchSize = 0;
         }
         ackBatch[ackBatchSize++] = id;
-        backlogBytes -= delivery.bytes();
-        ackOldestAppendedMillis = Math.min(ackOldestAppendedMillis, delivery.appendedAtMillis());
+        backlogBytes -= bytes;
+        ackOldestAppendedMillis = Math.min(ackOldestAppendedMillis, appendedAtMillis);
         tracked.remove(SpreadIds.spread(id));
     }
 
@@ -518,7 +518,7 @@ public final class BrokerQueue {
     void nack(ConsumerSession session, NackFrame frame) {
         for (IdRange range : frame.messageIds()) {
             List<Long> ids = new ArrayList<>();
-            session.inFlight.removeRange(range.from(), range.to(), (id, delivery) -> ids.add(id));
+            session.inFlight.removeRange(range.from(), range.to(), (id, bytes, appendedAtMillis) -> ids.add(id));
             if (ids.isEmpty()) {
                 session.connection.write(new ErrorFrame(0, ErrorCode.UNKNOWN_MESSAGE_ID, "nack of message ids " + range.from()
                         + ".." + range.to() + " on consumer " + session.tag + " of queue '" + name + "': none is outstanding on it"));
@@ -637,8 +637,8 @@ public final class BrokerQueue {
             noteDelivery(message.id(), count);
             deliveredMessages++;
             consumer.credit--;
-            consumer.inFlight.put(message.id(), new ConsumerSession.Delivery(now, message.headersLength() + message.payloadLength(),
-                    message.timestampMillis()));
+            consumer.inFlight.put(message.id(), now, message.headersLength() + message.payloadLength(),
+                    message.timestampMillis());
             tracked.put(SpreadIds.spread(message.id()), Boolean.TRUE);
             // A batch never exceeds the frame size agreed with the client: close it before a message
             // that would not fit (a single message always fits: max-message-bytes < max-frame-bytes).

@@ -13,16 +13,6 @@ final class ConsumerSession {
     final InFlightDeliveries inFlight = new InFlightDeliveries();
     boolean closed;
 
-    /**
-     * One outstanding delivery.
-     *
-     * @param deliveredAtNanos when it was sent (for the ack timeout)
-     * @param bytes            headers plus payload, so acks can keep the byte backlog exact
-     * @param appendedAtMillis the message's store timestamp, for the publish-to-ack latency
-     */
-    record Delivery(long deliveredAtNanos, int bytes, long appendedAtMillis) {
-    }
-
     ConsumerSession(ClientConnection connection, int tag, long credit) {
         this.connection = connection;
         this.tag = tag;
