@@ -85,6 +85,27 @@ class QueueStoreTest {
     }
 
     @Test
+    void shouldWakeTheFlusherOnAppendOnlyWhenConfirmsWaitForIt() throws java.io.IOException {
+        for (DurabilityMode mode : DurabilityMode.values()) {
+            java.util.concurrent.atomic.AtomicInteger wakes = new java.util.concurrent.atomic.AtomicInteger();
+            Path queueDir = dir.resolve("wake-" + mode);
+            Files.createDirectories(queueDir);
+            QueueStore q = QueueStore.open("wake", queueDir, StoreConfig.builder().durability(mode).build(),
+                    new DiskSpaceGuard(queueDir, 0), System::currentTimeMillis, wakes::incrementAndGet, null);
+            try {
+                for (int i = 0; i < 100; i++) {
+                    q.append(null, payload(i));
+                }
+            } finally {
+                q.close();
+            }
+            // `always` starts a group commit for each append (the flusher ignores wake-ups while busy);
+            // `never` and `interval` have nothing for the flusher to do per append.
+            assertEquals(mode == DurabilityMode.ALWAYS ? 100 : 0, wakes.get(), "wake-ups under " + mode);
+        }
+    }
+
+    @Test
     void shouldSkipAcknowledgedMessagesAndReadOneById() {
         QueueStore q = open(StoreConfig.builder().build()).createQueue("q");
         long[] ids = new long[10];
