@@ -143,9 +143,29 @@ class QueueStoreTest {
     }
 
     @Test
+    void shouldLeaveAReaderNearTheTailToReadWhatWasJustWritten() throws Exception {
+        MessageStore messages = open(StoreConfig.builder().readAheadMessages(1_000).build());
+        QueueStore near = messages.createQueue("near");
+        QueueStore far = messages.createQueue("far");
+        for (int i = 0; i < QueueStore.READ_AHEAD_MIN_LAG - 1; i++) {
+            near.append(null, payload(i));
+        }
+        long[] farIds = new long[QueueStore.READ_AHEAD_MIN_LAG + 2_000];
+        for (int i = 0; i < farIds.length; i++) {
+            farIds[i] = far.append(null, payload(i));
+        }
+        try (QueueReader nearTail = near.openReader(); QueueReader lagging = far.openReader()) {
+            // The store's one read-ahead thread serves both; `lagging`, registered after `nearTail`,
+            // reaching its budget means a whole turn has passed over both readers.
+            Await.until("read-ahead serves the lagging reader", () -> lagging.readAheadIndex() >= farIds[999]);
+            assertEquals(-1, nearTail.readAheadIndex(), "nothing touched ahead of a reader near the tail");
+        }
+    }
+
+    @Test
     void shouldTouchALaggingReadersComingRecordsOnTheReadAheadThreadWithinItsBudget() throws Exception {
         QueueStore q = open(StoreConfig.builder().readAheadMessages(1_000).build()).createQueue("q");
-        long[] ids = new long[5_000];
+        long[] ids = new long[QueueStore.READ_AHEAD_MIN_LAG + 6_000]; // still lagging after reading 3,000
         for (int i = 0; i < ids.length; i++) {
             ids[i] = q.append(null, payload(i));
         }
