@@ -1,7 +1,6 @@
 package io.sluice.broker.queue;
 
 import io.netty.buffer.ByteBufAllocator;
-import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.broker.flow.FlowGate;
@@ -83,12 +82,8 @@ public final class BrokerQueue {
     private QueueReader reader;
     /** Redeliveries due now, in the order they are to go out. */
     private final ArrayDeque<Long> ready = new ArrayDeque<>();
-    /**
-     * Every message delivered and unacknowledged, or waiting for redelivery (a set: the values are
-     * all TRUE; a primitive-keyed map so the per-message add and remove box nothing; keys spread by
-     * {@link SpreadIds}).
-     */
-    private final LongObjectHashMap<Boolean> tracked = new LongObjectHashMap<>();
+    /** Every message delivered and unacknowledged, or waiting for redelivery. */
+    private final IdSet tracked = new IdSet();
     private final ArrayDeque<PendingConfirm> pendingConfirms = new ArrayDeque<>();
     /** Connections that published here: told of flow state changes. */
     private final Set<ClientConnection> publishers = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
@@ -299,7 +294,7 @@ public final class BrokerQueue {
     /** Discards the oldest unacknowledged message not out with a consumer (dead-lettered if the queue says so). */
     private boolean dropOldest() {
         for (long id = store.nextUnacked(0); id >= 0; id = store.nextUnacked(id + 1)) {
-            if (tracked.containsKey(SpreadIds.spread(id))) {
+            if (tracked.contains(id)) {
                 continue;
             }
             StoredMessage m = store.read(id);
@@ -488,7 +483,7 @@ public final class BrokerQueue {
         ackBatch[ackBatchSize++] = id;
         backlogBytes -= bytes;
         ackOldestAppendedMillis = Math.min(ackOldestAppendedMillis, appendedAtMillis);
-        tracked.remove(SpreadIds.spread(id));
+        tracked.remove(id);
     }
 
     /** After acks: feeds the slowed producers (C2) and re-evaluates the quota at once. */
@@ -508,7 +503,7 @@ public final class BrokerQueue {
                 backlogBytes -= m.headersLength() + m.payloadLength();
             }
             store.ack(id);
-            tracked.remove(SpreadIds.spread(id));
+            tracked.remove(id);
             acknowledged(1);
             return true;
         }
@@ -535,7 +530,7 @@ public final class BrokerQueue {
                             backlogBytes -= m.headersLength() + m.payloadLength();
                             acknowledged(1);
                         }
-                        tracked.remove(SpreadIds.spread(id));
+                        tracked.remove(id);
                     }
                     case REQUEUE -> requeueLater(id, options.redeliveryDelayMs(store.deliveryCount(id)));
                     case REQUEUE_AFTER_DELAY -> requeueLater(id, Math.max(0, frame.delayMs()));
@@ -552,7 +547,7 @@ public final class BrokerQueue {
             return;
         }
         executor.schedule(() -> {
-            if (!closed && tracked.containsKey(SpreadIds.spread(id))) {
+            if (!closed && tracked.contains(id)) {
                 ready.addLast(id);
                 scheduleDispatch();
             }
@@ -629,7 +624,7 @@ public final class BrokerQueue {
             if (count > options.maxDeliveries()) {
                 deadLetter(message, message.deliveryCount(), "delivered " + message.deliveryCount()
                         + " times without an acknowledgement (max-deliveries " + options.maxDeliveries() + ")");
-                tracked.remove(SpreadIds.spread(message.id()));
+                tracked.remove(message.id());
                 backlogBytes -= message.headersLength() + message.payloadLength();
                 acknowledged(1);
                 continue;
@@ -639,7 +634,7 @@ public final class BrokerQueue {
             consumer.credit--;
             consumer.inFlight.put(message.id(), now, message.headersLength() + message.payloadLength(),
                     message.timestampMillis());
-            tracked.put(SpreadIds.spread(message.id()), Boolean.TRUE);
+            tracked.add(message.id());
             // A batch never exceeds the frame size agreed with the client: close it before a message
             // that would not fit (a single message always fits: max-message-bytes < max-frame-bytes).
             int limit = Math.min(MAX_DELIVER_FRAME_BYTES, consumer.connection.maxFrameBytes() - DELIVER_FRAME_OVERHEAD_BYTES);
@@ -710,14 +705,14 @@ public final class BrokerQueue {
                 redelivered++;
                 return m;
             }
-            tracked.remove(SpreadIds.spread(id));
+            tracked.remove(id);
         }
         while (true) {
             StoredMessage m = reader.next();
             if (m == null) {
                 return null;
             }
-            if (tracked.containsKey(SpreadIds.spread(m.id()))) {
+            if (tracked.contains(m.id())) {
                 continue; // a relocated copy of a message this queue is already tracking
             }
             return m;
@@ -779,7 +774,7 @@ public final class BrokerQueue {
             for (long id : ids) {
                 if (!outstanding.contains(id)) {
                     store.ack(id);
-                    tracked.remove(SpreadIds.spread(id));
+                    tracked.remove(id);
                     removed++;
                 }
             }
@@ -850,7 +845,7 @@ public final class BrokerQueue {
         int examined = 0;
         for (long id = store.nextUnacked(0); id >= 0 && examined < OLDEST_READY_SCAN_LIMIT; id = store.nextUnacked(id + 1)) {
             examined++;
-            if (!tracked.containsKey(SpreadIds.spread(id))) {
+            if (!tracked.contains(id)) {
                 oldestId = id;
                 break;
             }

@@ -1,0 +1,23 @@
+package io.sluice.broker.queue;
+
+import io.netty.util.collection.LongObjectHashMap;
+
+/**
+ * A set of message ids that boxes nothing: Netty's primitive-keyed map with the keys spread by
+ * {@link SpreadIds} (consecutive ids would otherwise cluster in its linear probing). Not thread-safe.
+ */
+final class IdSet {
+    private final LongObjectHashMap<Boolean> ids = new LongObjectHashMap<>();
+
+    void add(long id) {
+        ids.put(SpreadIds.spread(id), Boolean.TRUE);
+    }
+
+    boolean contains(long id) {
+        return ids.containsKey(SpreadIds.spread(id));
+    }
+
+    void remove(long id) {
+        ids.remove(SpreadIds.spread(id));
+    }
+}
