@@ -4,13 +4,15 @@
 #
 #   bench/scripts/run-workloads.sh OUT_DIR [SERIES...]
 #
-# SERIES (default: all but w1-long): w1-cold w1-warm w1-long w1-4x4 w1-never w2
+# SERIES (default: all but w1-long and w1-dispatch): w1-cold w1-warm w1-long w1-4x4 w1-dispatch w1-never w2
 #   w1-cold   3 runs, each on a fresh broker and a fresh CLI JVM, no warm-up (the JIT compiles during the run)
 #   w1-warm   one broker warmed by a 3 M-message W1 run that is not reported, then 5 runs of W1, each with
 #             --warmup-messages 500000 for the CLI's own JVM
 #   w1-long   as w1-warm with a 20 M-message broker warm-up and --warmup-messages 5000000, 3 runs
 #             (the steady state of a long-running broker; about 3 minutes)
 #   w1-4x4    as w1-warm with --producers 4 --consumers 4, 3 runs
+#   w1-dispatch  as w1-warm with the client's callbacks on its dispatch pool (--callbacks dispatch), the
+#             client's default, instead of on its network thread (the perf CLI's default)
 #   w1-never  as w1-warm on a broker with storage.durability=never, 5 runs
 #   w2        one fresh broker, W2 (5 M messages); heap sampled every second with jcmd GC.heap_info,
 #             bytes on disk (du) of the data directory after the drain
@@ -77,6 +79,10 @@ for s in "${series[@]}"; do
     w1-4x4)
       start_broker w1-4x4; perf_run w1-4x4-broker-warmup --workload W1 --messages 3000000 --producers 4 --consumers 4 > /dev/null
       for i in 1 2 3; do perf_run "w1-4x4-$i" --workload W1 --producers 4 --consumers 4 --warmup-messages 500000; done
+      stop_broker ;;
+    w1-dispatch)
+      start_broker w1-dispatch; perf_run w1-dispatch-broker-warmup --workload W1 --messages 3000000 > /dev/null
+      for i in 1 2 3 4 5; do perf_run "w1-dispatch-$i" --workload W1 --warmup-messages 500000 --callbacks dispatch; done
       stop_broker ;;
     w1-never)
       start_broker w1-never --set storage.durability=never

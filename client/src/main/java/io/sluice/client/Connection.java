@@ -66,7 +66,10 @@ import java.util.function.LongFunction;
  * <p>Threads: one Netty network thread ({@code sluice-client-io-*}) owns all connection state: the channel,
  * pending requests, producer windows and consumer ack batches; every public method hands its work to that
  * thread. Handlers, flow listeners and future completions run on dispatch threads
- * ({@code sluice-client-dispatch-*}), never on the network thread. {@link #close()} stops both.
+ * ({@code sluice-client-dispatch-*}), never on the network thread, unless
+ * {@link ConnectionOptions#callbacksOnNetworkThread()} asks for exactly that; then the blocking methods of this
+ * connection, its producers and its consumers refuse to run on that thread (see {@link #checkMayBlock}).
+ * {@link #close()} stops both.
  *
  * <p>Reconnect (rule "resend unconfirmed"): when the connection drops and the {@link ReconnectPolicy} is on,
  * queue requests in flight fail with {@link ConnectionLostException} (they are not idempotent in general);
@@ -85,7 +88,10 @@ public final class Connection implements AutoCloseable {
     private final String address;
     private final EventLoopGroup group;
     private final EventLoop loop;
+    /** Null when callbacks run on the network thread. */
     private final ExecutorService dispatch;
+    /** Where callbacks run: the dispatch pool, or the network thread. */
+    private final java.util.concurrent.Executor callbacks;
     private final Bootstrap bootstrap;
     private final Backoff backoff;
     /** Null for plaintext. */
@@ -116,7 +122,19 @@ public final class Connection implements AutoCloseable {
         this.group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("sluice-client-io", true),
                 epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
         this.loop = group.next();
-        this.dispatch = Executors.newCachedThreadPool(new NamedThreadFactory("sluice-client-dispatch"));
+        if (options.callbacksOnNetworkThread()) {
+            this.dispatch = null;
+            this.callbacks = task -> {
+                if (loop.inEventLoop()) {
+                    task.run();
+                } else {
+                    loop.execute(task);
+                }
+            };
+        } else {
+            this.dispatch = Executors.newCachedThreadPool(new NamedThreadFactory("sluice-client-dispatch"));
+            this.callbacks = dispatch;
+        }
         ReconnectPolicy policy = options.reconnectPolicy();
         this.backoff = new Backoff(policy.initialDelay().toMillis(), policy.maxDelay().toMillis(),
                 policy.multiplier(), policy.jitter(), () -> ThreadLocalRandom.current().nextDouble());
@@ -165,6 +183,7 @@ public final class Connection implements AutoCloseable {
 
     /** Blocking {@link #declareQueueAsync} with the request timeout. */
     public long declareQueue(String queue, QueueSettings settings) {
+        checkMayBlock("declareQueue");
         return await(declareQueueAsync(queue, settings), options.requestTimeout(), "DECLARE_QUEUE " + queue);
     }
 
@@ -175,6 +194,7 @@ public final class Connection implements AutoCloseable {
     }
 
     public long deleteQueue(String queue) {
+        checkMayBlock("deleteQueue");
         return await(deleteQueueAsync(queue), options.requestTimeout(), "DELETE_QUEUE " + queue);
     }
 
@@ -185,12 +205,14 @@ public final class Connection implements AutoCloseable {
     }
 
     public long purgeQueue(String queue) {
+        checkMayBlock("purgeQueue");
         return await(purgeQueueAsync(queue), options.requestTimeout(), "PURGE_QUEUE " + queue);
     }
 
     /** Creates a producer for one queue with a fresh random producerId. */
     public Producer createProducer(String queue, ProducerOptions producerOptions) {
         checkOpen();
+        checkMayBlock("createProducer");
         Producer producer = new Producer(this, queue, producerOptions);
         CompletableFuture<Void> registered = new CompletableFuture<>();
         runOnLoop(() -> {
@@ -216,6 +238,7 @@ public final class Connection implements AutoCloseable {
 
     private Consumer subscribeInternal(String queue, ConsumerOptions consumerOptions, MessageHandler handler) {
         checkOpen();
+        checkMayBlock("subscribe");
         CompletableFuture<Consumer> created = new CompletableFuture<>();
         runOnLoop(() -> {
             Consumer consumer = new Consumer(this, queue, nextConsumerTag++, consumerOptions, handler);
@@ -241,6 +264,7 @@ public final class Connection implements AutoCloseable {
         if (closed) {
             return;
         }
+        checkMayBlock("Connection.close");
         closed = true;
         CompletableFuture<Void> done = new CompletableFuture<>();
         try {
@@ -271,6 +295,9 @@ public final class Connection implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        if (dispatch == null) {
+            return;
+        }
         dispatch.shutdown();
         if (!Thread.currentThread().getName().startsWith("sluice-client-dispatch")) {
             try {
@@ -324,17 +351,35 @@ public final class Connection implements AutoCloseable {
         }
     }
 
-    /** Runs {@code task} on a dispatch thread; dropped once the connection is closed. */
+    /** Runs {@code task} where callbacks run; dropped once the connection is closed. */
     void dispatch(Runnable task) {
         try {
-            dispatch.execute(task);
+            callbacks.execute(task);
         } catch (RejectedExecutionException e) {
             LOG.debug("Dropped a callback after the connection to {} closed.", address);
         }
     }
 
+    /** Where callbacks run: the dispatch pool, or the network thread. */
     java.util.concurrent.Executor dispatchExecutor() {
-        return dispatch;
+        return callbacks;
+    }
+
+    /**
+     * Refuses a blocking call on the network thread, where it would wait for the thread it occupies (possible
+     * only from a callback with {@link ConnectionOptions#callbacksOnNetworkThread()} on).
+     */
+    void checkMayBlock(String what) {
+        if (loop.inEventLoop()) {
+            throw new IllegalStateException(what + " blocks, and was called on the network thread of the connection"
+                    + " to " + address + " (from a callback, with callbacksOnNetworkThread on), which it would wait"
+                    + " for; use the asynchronous form or a thread of your own");
+        }
+    }
+
+    /** Whether the caller is the network thread. */
+    boolean onNetworkThread() {
+        return loop.inEventLoop();
     }
 
     /** On loop: the handshaken channel, or {@code null} while disconnected. */
@@ -403,7 +448,7 @@ public final class Connection implements AutoCloseable {
         return result;
     }
 
-    /** Completes a future on a dispatch thread so user callbacks never run on the network thread. */
+    /** Completes a future where callbacks run, so by default they never run on the network thread. */
     <T> void completeOnDispatch(CompletableFuture<T> future, T value, Throwable failure) {
         Runnable completion = () -> {
             if (failure == null) {
@@ -413,7 +458,7 @@ public final class Connection implements AutoCloseable {
             }
         };
         try {
-            dispatch.execute(completion);
+            callbacks.execute(completion);
         } catch (RejectedExecutionException e) {
             completion.run();
         }

@@ -12,6 +12,7 @@ import io.sluice.protocol.DeliverFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackAction;
 import io.sluice.protocol.NackFrame;
+import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.UnsubscribeFrame;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -92,12 +93,15 @@ public final class Consumer implements AutoCloseable {
         if (handler != null) {
             throw new IllegalStateException("consumer of queue " + queue + " has a handler; receive() is for pull");
         }
+        connection.checkMayBlock("Consumer.receive");
         return received.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
     }
 
     /**
      * Writes pending acks, sends UNSUBSCRIBE and waits up to the request timeout for the broker's OK. Messages
-     * received but not settled return to the queue on the broker.
+     * received but not settled return to the queue on the broker. On the network thread (a handler, with
+     * {@link ConnectionOptions#callbacksOnNetworkThread()}) it does the same without waiting. Either way the
+     * handler is not called after close().
      */
     @Override
     public void close() {
@@ -108,10 +112,20 @@ public final class Consumer implements AutoCloseable {
         // Behind the settlements made before close(): their acks are written before the UNSUBSCRIBE.
         CompletableFuture<Void> acksWritten = new CompletableFuture<>();
         settlements.submit(new CloseMarker(acksWritten));
+        CompletableFuture<OkFrame> unsubscribed = acksWritten.thenCompose(ignored -> connection.request(
+                id -> new UnsubscribeFrame(id, consumerTag), "UNSUBSCRIBE " + queue));
+        if (connection.onNetworkThread()) {
+            unsubscribed.whenComplete((ok, failure) -> {
+                if (failure != null) {
+                    LOG.debug("Unsubscribing from {} did not get an answer: {}", queue, failure.getMessage());
+                }
+                connection.removeConsumer(consumerTag);
+            });
+            received.clear();
+            return;
+        }
         try {
-            Connection.await(acksWritten.thenCompose(ignored -> connection.request(
-                    id -> new UnsubscribeFrame(id, consumerTag), "UNSUBSCRIBE " + queue)),
-                    connection.options().requestTimeout(), "UNSUBSCRIBE " + queue);
+            Connection.await(unsubscribed, connection.options().requestTimeout(), "UNSUBSCRIBE " + queue);
         } catch (SluiceException e) {
             LOG.debug("Unsubscribing from {} did not get an answer: {}", queue, e.getMessage());
         } finally {
@@ -206,6 +220,9 @@ public final class Consumer implements AutoCloseable {
     }
 
     private void handle(Message message) {
+        if (closed) {
+            return; // unsettled: the broker requeues it when the UNSUBSCRIBE arrives
+        }
         try {
             handler.onMessage(message);
         } catch (Exception e) {

@@ -110,11 +110,21 @@ public final class Producer implements AutoCloseable {
     /**
      * Sends a message; the future completes when the broker confirmed it durable, or fails with a
      * {@link SluiceException}. Blocks the caller while {@code maxInFlight} messages are unsettled. The payload
-     * array must not be changed until the future completes (it is kept for resending).
+     * array must not be changed until the future completes (it is kept for resending). On the network thread
+     * (a callback, with {@link ConnectionOptions#callbacksOnNetworkThread()}), which settles messages and so
+     * must not wait for that, a full window fails the future at once.
      */
     public CompletableFuture<Void> sendAsync(byte[] payload, List<MessageHeader> headers) {
         Objects.requireNonNull(payload, "payload");
         Objects.requireNonNull(headers, "headers");
+        if (connection.onNetworkThread()) {
+            if (!inFlight.tryAcquire()) {
+                return CompletableFuture.failedFuture(new SluiceException("sendAsync to queue " + queue
+                        + " from the network thread found all " + options.maxInFlight() + " in-flight slots taken;"
+                        + " it cannot wait there for a confirm, which that thread delivers", null));
+            }
+            return enqueue(payload, List.copyOf(headers));
+        }
         try {
             inFlight.acquire();
         } catch (InterruptedException e) {
@@ -140,9 +150,11 @@ public final class Producer implements AutoCloseable {
      *
      * @throws SluiceTimeoutException no confirm (or no room in the in-flight window) within {@code timeout}
      * @throws SluiceException        the broker refused the message
+     * @throws IllegalStateException  called on the connection's network thread
      */
     public void send(byte[] payload, List<MessageHeader> headers, Duration timeout) {
         Objects.requireNonNull(payload, "payload");
+        connection.checkMayBlock("Producer.send");
         long deadline = System.nanoTime() + timeout.toNanos();
         try {
             if (!inFlight.tryAcquire(timeout.toNanos(), TimeUnit.NANOSECONDS)) {

@@ -29,7 +29,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import java.util.stream.LongStream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -37,7 +36,6 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 class ConnectionTest {
     private FakeBroker broker;
@@ -138,7 +136,7 @@ class ConnectionTest {
                     return futures;
                 }));
             }
-            waitUntil(() -> broker.publishedSequences.size() >= 1000);
+            TestWait.until(() -> broker.publishedSequences.size() >= 1000);
             connection.close();
             for (Future<List<CompletableFuture<Void>>> thread : sending) {
                 for (CompletableFuture<Void> future : thread.get(30, TimeUnit.SECONDS)) {
@@ -184,7 +182,7 @@ class ConnectionTest {
         broker.send(new FlowFrame("other", FlowState.BLOCKED, "quotaHardBytes: 2 stored, limit 1"));
         broker.send(new FlowFrame("orders", FlowState.BLOCKED, "quotaHardBytes: 2 stored, limit 1"));
         broker.send(new FlowFrame("orders", FlowState.FREE, ""));
-        waitUntil(() -> events.size() == 2);
+        TestWait.until(() -> events.size() == 2);
         assertEquals(List.of("orders BLOCKED quotaHardBytes: 2 stored, limit 1", "orders FREE "), events);
     }
 
@@ -209,14 +207,14 @@ class ConnectionTest {
         assertEquals(80, subscribe.initialCredit());
         broker.deliver(consumer.consumerTag(), 1, 2, 3, 4);
         broker.deliver(consumer.consumerTag(), 5, 6, 7, 8, 9, 10);
-        waitUntil(() -> handled.size() == 10);
+        TestWait.until(() -> handled.size() == 10);
         assertEquals(LongStream.rangeClosed(1, 10).boxed().toList(), handled);
-        waitUntil(() -> ackedIds().size() == 10);
+        TestWait.until(() -> ackedIds().size() == 10);
         assertEquals(LongStream.rangeClosed(1, 10).boxed().toList(), ackedIds());
         // Credit comes back once an eighth of the window (10 of 80) is settled: these 10 settled
         // messages give back exactly 10, in one top-up once all ten acks were written together, or
         // in top-ups of at least 10 otherwise - never more than was settled.
-        waitUntil(() -> broker.frames(CreditFrame.class).stream().mapToInt(CreditFrame::credit).sum() >= 10);
+        TestWait.until(() -> broker.frames(CreditFrame.class).stream().mapToInt(CreditFrame::credit).sum() >= 10);
         assertEquals(10, broker.frames(CreditFrame.class).stream().mapToInt(CreditFrame::credit).sum(),
                 "credit given back is what was settled: " + broker.frames(CreditFrame.class));
         for (CreditFrame credit : broker.frames(CreditFrame.class)) {
@@ -238,7 +236,7 @@ class ConnectionTest {
         first.ack();
         assertThrows(IllegalStateException.class, first::ack);
         second.ack();
-        waitUntil(() -> ackedIds().equals(List.of(7L, 8L)));
+        TestWait.until(() -> ackedIds().equals(List.of(7L, 8L)));
         assertEquals(null, consumer.receive(Duration.ofMillis(10)));
     }
 
@@ -260,9 +258,9 @@ class ConnectionTest {
             }
             return null;
         });
-        waitUntil(() -> ackedIds().size() >= 400);
+        TestWait.until(() -> ackedIds().size() >= 400);
         assertEquals(LongStream.rangeClosed(1, 400).boxed().toList(), ackedIds().stream().sorted().toList());
-        waitUntil(() -> broker.frames(CreditFrame.class).stream().mapToInt(CreditFrame::credit).sum() >= 200);
+        TestWait.until(() -> broker.frames(CreditFrame.class).stream().mapToInt(CreditFrame::credit).sum() >= 200);
         assertTrue(broker.frames(CreditFrame.class).stream().mapToInt(CreditFrame::credit).sum() <= 400);
     }
 
@@ -278,7 +276,7 @@ class ConnectionTest {
             messages.get(i).ack();
         }
         messages.get(5).nack(NackAction.REQUEUE);
-        waitUntil(() -> broker.count(NackFrame.class) == 1);
+        TestWait.until(() -> broker.count(NackFrame.class) == 1);
         List<Object> settlements = broker.received.stream()
                 .filter(frame -> frame instanceof AckFrame || frame instanceof NackFrame)
                 .map(frame -> frame instanceof AckFrame ack ? (Object) ack.messageIds() : frame).toList();
@@ -298,9 +296,9 @@ class ConnectionTest {
         });
         broker.deliver(consumer.consumerTag(), 1, 2, 3, 4, 5);
         broker.deliver(consumer.consumerTag(), 6);
-        waitUntil(() -> handled.size() == 6);
+        TestWait.until(() -> handled.size() == 6);
         assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L), handled);
-        waitUntil(() -> ackedIds().size() == 5);
+        TestWait.until(() -> ackedIds().size() == 5);
         assertEquals(List.of(1L, 2L, 4L, 5L, 6L), ackedIds().stream().sorted().toList());
     }
 
@@ -314,18 +312,18 @@ class ConnectionTest {
         broker.confirmPublishes = false;
         Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
         CompletableFuture<Void> unconfirmed = producer.sendAsync(new byte[] {1});
-        waitUntil(() -> broker.publishedSequences.size() == 1);
+        TestWait.until(() -> broker.publishedSequences.size() == 1);
 
         broker.confirmPublishes = true;
         broker.dropConnections();
-        waitUntil(() -> broker.count(HelloFrame.class) == 2 && broker.count(SubscribeFrame.class) == 2);
+        TestWait.until(() -> broker.count(HelloFrame.class) == 2 && broker.count(SubscribeFrame.class) == 2);
         unconfirmed.get(5, TimeUnit.SECONDS);
         assertEquals(List.of(1L, 1L), List.copyOf(broker.publishedSequences));
-        waitUntil(connection::isConnected);
+        TestWait.until(connection::isConnected);
 
         broker.deliver(consumer.consumerTag(), 42);
-        waitUntil(() -> handled.contains(42L));
-        waitUntil(() -> ackedIds().contains(42L));
+        TestWait.until(() -> handled.contains(42L));
+        TestWait.until(() -> ackedIds().contains(42L));
     }
 
     @Test
@@ -333,11 +331,11 @@ class ConnectionTest {
         broker.confirmPublishes = false;
         Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
         CompletableFuture<Void> pending = producer.sendAsync(new byte[] {1});
-        waitUntil(() -> broker.publishedSequences.size() == 1);
+        TestWait.until(() -> broker.publishedSequences.size() == 1);
         connection.close();
         ExecutionException failure = assertThrows(ExecutionException.class, () -> pending.get(5, TimeUnit.SECONDS));
         assertInstanceOf(ConnectionLostException.class, failure.getCause());
-        waitUntil(() -> Thread.getAllStackTraces().keySet().stream()
+        TestWait.until(() -> Thread.getAllStackTraces().keySet().stream()
                 .noneMatch(thread -> thread.isAlive() && thread.getName().startsWith("sluice-client")));
         assertThrows(ConnectionLostException.class, () -> connection.declareQueue("orders", QueueSettings.EMPTY));
     }
@@ -373,22 +371,6 @@ class ConnectionTest {
             return values;
         } finally {
             pool.shutdownNow();
-        }
-    }
-
-    private static void waitUntil(BooleanSupplier condition) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                fail("condition not met within 10 s");
-            }
-            Thread.onSpinWait();
-            try {
-                Thread.sleep(5);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                fail("interrupted");
-            }
         }
     }
 }

@@ -36,6 +36,9 @@ final class PerfOptions {
             "  --warmup-messages N      first run this many messages through the same shape of run on other",
             "                           queues, unmeasured, so both JVMs' JIT has compiled the paths (0)",
             "  --max-frame-bytes N      frame size the client asks for in HELLO (8388608, the broker's default)",
+            "  --callbacks network|dispatch  where the client runs the handler and confirm callbacks: on its",
+            "                           network thread (they never block; the default) or its dispatch pool;",
+            "                           a consumer paced by --consumer-rate sleeps, so it always uses dispatch",
             "  --json                   print one JSON object on stdout (progress stays on stderr)",
             "  --quiet                  no progress lines",
             "Exit status: 0 ok, 1 messages lost or the run failed, 2 bad usage.");
@@ -67,6 +70,8 @@ final class PerfOptions {
      * which then closes the connection over its own larger DELIVER frames.
      */
     int maxFrameBytes = 8 * 1024 * 1024;
+    /** Client callbacks on the network thread ({@code ConnectionOptions.callbacksOnNetworkThread}). */
+    boolean callbacksOnNetworkThread = true;
     boolean json;
     boolean quiet;
 
@@ -139,6 +144,11 @@ final class PerfOptions {
             case "--max-frame-bytes" -> maxFrameBytes = (int) number(flag, value, 1024, Integer.MAX_VALUE);
             case "--drain-timeout" -> drainTimeoutSeconds = number(flag, value, 1, 86_400);
             case "--warmup-messages" -> warmupMessages = number(flag, value, 0, Integer.MAX_VALUE);
+            case "--callbacks" -> callbacksOnNetworkThread = switch (value) {
+                case "network" -> true;
+                case "dispatch" -> false;
+                default -> throw new IllegalArgumentException("--callbacks " + value + " is not network or dispatch");
+            };
             default -> throw new IllegalArgumentException("unknown option '" + flag + "' (try --help)");
         }
     }
@@ -182,6 +192,7 @@ final class PerfOptions {
         w.drainAfterPublish = drainAfterPublish;
         w.drainTimeoutSeconds = drainTimeoutSeconds;
         w.maxFrameBytes = maxFrameBytes;
+        w.callbacksOnNetworkThread = callbacksOnNetworkThread;
         w.quiet = true;
         return w.validate();
     }

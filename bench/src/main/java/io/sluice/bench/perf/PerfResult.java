@@ -9,6 +9,7 @@ import java.util.Locale;
  * What one perf run measured. Rates are messages per second; latencies are end to end (send nanoTime in the
  * payload to the consumer's handler) in microseconds, over the messages received after the first 20 %.
  *
+ * @param callbacks       where the client ran the callbacks: "network" (its network thread) or "dispatch"
  * @param publishRate     confirmed messages from the first send to the last confirm
  * @param endToEndRate    unique received messages from the first send to the last receipt
  * @param drainRate       for a drain-after-publish run: unique received from subscribe to the last receipt,
@@ -16,6 +17,7 @@ import java.util.Locale;
  * @param series          one point per second of the run, in order
  */
 record PerfResult(String workload, String broker, long messages, int sizeBytes, int producers, int consumers,
+                  String callbacks,
                   long sent, long confirmed, long failed, long received, long lost, long duplicates,
                   double publishRate, double endToEndRate, double drainRate, double publishSeconds,
                   double drainSeconds, Histogram latency, List<ProgressPoint> series, boolean includeSeries) {
@@ -30,6 +32,7 @@ record PerfResult(String workload, String broker, long messages, int sizeBytes, 
         field(json, "size", sizeBytes);
         field(json, "producers", producers);
         field(json, "consumers", consumers);
+        field(json, "callbacks", quote(callbacks));
         field(json, "sent", sent);
         field(json, "confirmed", confirmed);
         field(json, "failed", failed);
@@ -65,8 +68,9 @@ record PerfResult(String workload, String broker, long messages, int sizeBytes, 
     /** The human summary printed at the end of a run. */
     String toSummary() {
         StringBuilder text = new StringBuilder();
-        text.append(String.format(Locale.ROOT, "workload %s, broker '%s': %d producers, %d consumers, %d bytes%n",
-                workload, broker, producers, consumers, sizeBytes));
+        text.append(String.format(Locale.ROOT,
+                "workload %s, broker '%s': %d producers, %d consumers, %d bytes, callbacks on the %s thread%n",
+                workload, broker, producers, consumers, sizeBytes, callbacks.equals("network") ? "network" : "dispatch"));
         text.append(String.format(Locale.ROOT, "sent %d, confirmed %d, failed %d, received %d, lost %d, duplicates %d%n",
                 sent, confirmed, failed, received, lost, duplicates));
         text.append(String.format(Locale.ROOT, "publish %.0f msg/s over %.2f s (first send to last confirm)%n",

@@ -133,8 +133,13 @@ final class PerfRun {
     }
 
     private Connection connect(String role) {
+        return connect(role, options.callbacksOnNetworkThread);
+    }
+
+    private Connection connect(String role, boolean callbacksOnNetworkThread) {
         Connection connection = Connection.connect(ConnectionOptions.builder().host(options.host).port(options.port)
-                .maxFrameBytes(options.maxFrameBytes).clientName("sluice-perf-" + role).build());
+                .maxFrameBytes(options.maxFrameBytes).clientName("sluice-perf-" + role)
+                .callbacksOnNetworkThread(callbacksOnNetworkThread).build());
         connections.add(connection);
         return connection;
     }
@@ -171,7 +176,9 @@ final class PerfRun {
         ConsumerOptions consumerOptions = new ConsumerOptions(options.credit, options.ackBatch,
                 ConsumerOptions.DEFAULT.ackFlushDelay());
         for (int i = 0; i < options.consumers; i++) {
-            Connection connection = connect("consumer-" + i);
+            // A paced handler sleeps, which must not happen on the network thread.
+            Connection connection = connect("consumer-" + i,
+                    options.callbacksOnNetworkThread && options.consumerRate == 0);
             Pacer pacer = new Pacer(options.consumerRate, options.consumerRateSeconds);
             consumers.add(connection.subscribe(options.queueName(i), consumerOptions,
                     message -> onMessage(message, pacer)));
@@ -209,7 +216,7 @@ final class PerfRun {
         }
     }
 
-    /** On a client dispatch thread. */
+    /** Where the client runs callbacks (its network thread or dispatch pool; --callbacks). */
     private void onSettled(int producer, long sequence, Throwable failure, Semaphore window) {
         window.release();
         if (failure == null) {
@@ -316,7 +323,7 @@ final class PerfRun {
         double drainSeconds = options.drainAfterPublish ? seconds(drainEnd - drainStart) : -1;
         Histogram summary = latency.summaryCopy();
         return new PerfResult(options.workload, brokerName, sent.sum(), options.sizeBytes, options.producers,
-                options.consumers, sent.sum(), confirmed, failed.sum(), received, tracker.lost(),
+                options.consumers, options.callbacksOnNetworkThread ? "network" : "dispatch", sent.sum(), confirmed, failed.sum(), received, tracker.lost(),
                 tracker.duplicates(), rate(confirmed, publishSeconds), rate(received, endToEndSeconds),
                 options.drainAfterPublish ? rate(received, drainSeconds) : -1, publishSeconds,
                 drainSeconds, summary, List.copyOf(series), options.workload.equals("W3"));
