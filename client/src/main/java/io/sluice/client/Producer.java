@@ -2,6 +2,7 @@ package io.sluice.client;
 
 import io.netty.channel.Channel;
 import io.sluice.client.internal.LoopBatcher;
+import io.sluice.client.internal.SequenceWindow;
 import io.sluice.client.internal.SerialExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.protocol.FlowFrame;
@@ -17,9 +18,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.NavigableMap;
 import java.util.Objects;
-import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
@@ -65,7 +64,7 @@ public final class Producer implements AutoCloseable {
 
     // Owned by the network thread.
     private long nextSequence = 1;
-    private final TreeMap<Long, Pending> unsettled = new TreeMap<>();
+    private final SequenceWindow<Pending> unsettled;
     private final ArrayDeque<Pending> unsent = new ArrayDeque<>();
     private long unsentBytes;
     /** On loop: PUBLISH frames were written during the current drain and wait for its one flush. */
@@ -82,6 +81,7 @@ public final class Producer implements AutoCloseable {
         this.options = Objects.requireNonNull(options, "options");
         this.producerId = ThreadLocalRandom.current().nextLong();
         this.inFlight = new Semaphore(options.maxInFlight());
+        this.unsettled = new SequenceWindow<>(Math.min(options.maxInFlight(), 1 << 16));
         this.flowCallbacks = new SerialExecutor(connection::dispatch);
         this.submitted = new LoopBatcher<>(connection.loopExecutor(), new Submissions());
         this.releasePermit = (ignored, failure) -> inFlight.release();
@@ -123,7 +123,7 @@ public final class Producer implements AutoCloseable {
                         + " from the network thread found all " + options.maxInFlight() + " in-flight slots taken;"
                         + " it cannot wait there for a confirm, which that thread delivers", null));
             }
-            return enqueue(payload, List.copyOf(headers));
+            return enqueue(payload, copyOf(headers));
         }
         try {
             inFlight.acquire();
@@ -132,7 +132,7 @@ public final class Producer implements AutoCloseable {
             return CompletableFuture.failedFuture(
                     new SluiceException("interrupted while waiting for room in the in-flight window", e));
         }
-        return enqueue(payload, List.copyOf(headers));
+        return enqueue(payload, copyOf(headers));
     }
 
     /** Sends and waits for the confirm, at most the connection's request timeout. */
@@ -161,7 +161,7 @@ public final class Producer implements AutoCloseable {
                 throw new SluiceTimeoutException("send to queue " + queue + ": " + options.maxInFlight()
                         + " messages were still unconfirmed after " + timeout.toMillis() + " ms");
             }
-            CompletableFuture<Void> future = enqueue(payload, List.copyOf(headers));
+            CompletableFuture<Void> future = enqueue(payload, copyOf(headers));
             future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
             throw new SluiceTimeoutException("send to queue " + queue + " by producer " + producerId
@@ -220,7 +220,7 @@ public final class Producer implements AutoCloseable {
             return;
         }
         pending.sequence = nextSequence++;
-        unsettled.put(pending.sequence, pending);
+        unsettled.add(pending.sequence, pending);
         unsent.add(pending);
         unsentBytes += pending.payload.length;
         if (unsent.size() >= options.maxBatchMessages() || unsentBytes >= options.maxBatchBytes()) {
@@ -303,11 +303,7 @@ public final class Producer implements AutoCloseable {
     void onConfirmOnLoop(List<IdRange> ranges) {
         List<CompletableFuture<Void>> confirmed = new ArrayList<>();
         for (IdRange range : ranges) {
-            NavigableMap<Long, Pending> settled = unsettled.subMap(range.from(), true, range.to(), true);
-            for (Pending pending : settled.values()) {
-                confirmed.add(pending.future);
-            }
-            settled.clear();
+            unsettled.removeRange(range.from(), range.to(), pending -> confirmed.add(pending.future));
         }
         if (!confirmed.isEmpty()) {
             connection.dispatch(() -> confirmed.forEach(future -> future.complete(null)));
@@ -317,14 +313,10 @@ public final class Producer implements AutoCloseable {
 
     /** On loop. */
     void onPublishErrorOnLoop(PublishErrorFrame error) {
-        NavigableMap<Long, Pending> settled =
-                unsettled.subMap(error.sequences().from(), true, error.sequences().to(), true);
-        for (Pending pending : settled.values()) {
-            connection.completeOnDispatch(pending.future, null, new SluiceException(error.errorCode(),
-                    error.message(), "publish to queue " + queue + " by producer " + producerId + " sequence "
-                    + pending.sequence + " failed: " + error.errorCode() + ": " + error.message()));
-        }
-        settled.clear();
+        unsettled.removeRange(error.sequences().from(), error.sequences().to(), pending ->
+                connection.completeOnDispatch(pending.future, null, new SluiceException(error.errorCode(),
+                        error.message(), "publish to queue " + queue + " by producer " + producerId + " sequence "
+                        + pending.sequence + " failed: " + error.errorCode() + ": " + error.message())));
         removeIfDone();
     }
 
@@ -373,18 +365,16 @@ public final class Producer implements AutoCloseable {
     void onReconnectedOnLoop() {
         unsent.clear();
         unsentBytes = 0;
-        for (Pending pending : unsettled.values()) {
+        unsettled.forEach(pending -> {
             unsent.add(pending);
             unsentBytes += pending.payload.length;
-        }
+        });
         flushOnLoop();
     }
 
     /** On loop: fails every unsettled message. */
     void failAll(SluiceException failure) {
-        for (Pending pending : unsettled.values()) {
-            connection.completeOnDispatch(pending.future, null, failure);
-        }
+        unsettled.forEach(pending -> connection.completeOnDispatch(pending.future, null, failure));
         unsettled.clear();
         unsent.clear();
         unsentBytes = 0;
@@ -394,6 +384,11 @@ public final class Producer implements AutoCloseable {
         if (closedOnLoop && unsettled.isEmpty()) {
             connection.removeProducer(producerId);
         }
+    }
+
+    /** The caller's headers, copied unless there are none (the common case, which List.copyOf also pays for). */
+    private static List<MessageHeader> copyOf(List<MessageHeader> headers) {
+        return headers.isEmpty() ? List.of() : List.copyOf(headers);
     }
 
     private static List<MessageHeader> toHeaders(Map<String, String> headers) {

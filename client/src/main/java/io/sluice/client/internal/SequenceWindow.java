@@ -1,0 +1,132 @@
+package io.sluice.client.internal;
+
+import java.util.Arrays;
+import java.util.function.Consumer;
+
+/**
+ * The values of a run of consecutive sequences, added in sequence order and removed in any order, most often
+ * from the oldest end: a producer's unsettled messages, keyed by the sequences it gives them. A ring array
+ * indexed by {@code sequence - oldest}, so adding, finding and removing cost no allocation and no tree walk
+ * (a {@code TreeMap} here cost a node, a boxed key and a rebalance per message). The ring doubles when the span
+ * from the oldest to the newest value outgrows it; removed slots in the middle wait until the oldest end
+ * passes them. Not thread-safe.
+ *
+ * @param <T> the value kept per sequence
+ */
+public final class SequenceWindow<T> {
+    private Object[] slots;
+    /** The sequence in {@code slots[head]}; below it nothing is kept. */
+    private long oldest;
+    private int head;
+    /** Slots from head on that are in the span (kept or removed), and how many of them hold a value. */
+    private int span;
+    private int size;
+
+    public SequenceWindow(int initialCapacity) {
+        slots = new Object[Integer.highestOneBit(Math.max(2, initialCapacity - 1)) << 1];
+    }
+
+    public int size() {
+        return size;
+    }
+
+    public boolean isEmpty() {
+        return size == 0;
+    }
+
+    /**
+     * Keeps {@code value} under {@code sequence}, which must follow the newest sequence added (or, once the
+     * window is empty, may be any sequence above it).
+     */
+    public void add(long sequence, T value) {
+        if (value == null) {
+            throw new NullPointerException("value");
+        }
+        if (size == 0) { // every slot is null already: removal nulls them
+            oldest = sequence;
+            head = 0;
+            span = 0;
+        } else if (sequence != oldest + span) {
+            throw new IllegalArgumentException("sequence " + sequence + " does not follow " + (oldest + span - 1));
+        }
+        if (span == slots.length) {
+            grow();
+        }
+        slots[(head + span) & (slots.length - 1)] = value;
+        span++;
+        size++;
+    }
+
+    /** The value under {@code sequence}, or null. */
+    @SuppressWarnings("unchecked")
+    public T get(long sequence) {
+        long offset = sequence - oldest;
+        if (offset < 0 || offset >= span) {
+            return null;
+        }
+        return (T) slots[(int) (head + offset) & (slots.length - 1)];
+    }
+
+    /** Removes and returns the value under {@code sequence}, or null if none is kept. */
+    public T remove(long sequence) {
+        T value = get(sequence);
+        if (value != null) {
+            slots[(int) (head + (sequence - oldest)) & (slots.length - 1)] = null;
+            size--;
+            advancePastRemoved();
+        }
+        return value;
+    }
+
+    /** Removes every value under {@code from..to} (inclusive), handing each to {@code removed} in order. */
+    @SuppressWarnings("unchecked")
+    public void removeRange(long from, long to, Consumer<? super T> removed) {
+        long first = Math.max(from, oldest);
+        long last = Math.min(to, oldest + span - 1);
+        for (long sequence = first; sequence <= last; sequence++) {
+            int slot = (int) (head + (sequence - oldest)) & (slots.length - 1);
+            Object value = slots[slot];
+            if (value != null) {
+                slots[slot] = null;
+                size--;
+                removed.accept((T) value);
+            }
+        }
+        advancePastRemoved();
+    }
+
+    /** Hands every kept value to {@code action}, oldest first. */
+    @SuppressWarnings("unchecked")
+    public void forEach(Consumer<? super T> action) {
+        for (int i = 0; i < span; i++) {
+            Object value = slots[(head + i) & (slots.length - 1)];
+            if (value != null) {
+                action.accept((T) value);
+            }
+        }
+    }
+
+    public void clear() {
+        Arrays.fill(slots, null);
+        head = 0;
+        span = 0;
+        size = 0;
+    }
+
+    private void advancePastRemoved() {
+        while (span > 0 && slots[head] == null) {
+            head = (head + 1) & (slots.length - 1);
+            oldest++;
+            span--;
+        }
+    }
+
+    private void grow() {
+        Object[] bigger = new Object[slots.length * 2];
+        for (int i = 0; i < span; i++) {
+            bigger[i] = slots[(head + i) & (slots.length - 1)];
+        }
+        slots = bigger;
+        head = 0;
+    }
+}
