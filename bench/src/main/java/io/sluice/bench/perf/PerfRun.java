@@ -180,8 +180,9 @@ final class PerfRun {
             Connection connection = connect("consumer-" + i,
                     options.callbacksOnNetworkThread && options.consumerRate == 0);
             Pacer pacer = new Pacer(options.consumerRate, options.consumerRateSeconds);
+            LatencyStats.Writer latencyWriter = latency.newWriter();
             consumers.add(connection.subscribe(options.queueName(i), consumerOptions,
-                    message -> onMessage(message, pacer)));
+                    message -> onMessage(message, pacer, latencyWriter)));
         }
     }
 
@@ -229,7 +230,7 @@ final class PerfRun {
     }
 
     /** On the consumer's handler thread. */
-    private void onMessage(Message message, Pacer pacer) {
+    private void onMessage(Message message, Pacer pacer, LatencyStats.Writer latencyWriter) {
         pacer.pace();
         long now = System.nanoTime();
         byte[] payload = message.payload();
@@ -237,7 +238,7 @@ final class PerfRun {
         lastReceiveNanos.accumulateAndGet(now, Math::max);
         if (tracker.received(Payload.producer(payload), Payload.sequence(payload))) {
             long index = uniqueIndex.getAndIncrement();
-            latency.record(now - Payload.sendNanos(payload), index >= unsummarisedMessages && now >= summaryFromNanos);
+            latencyWriter.record(now - Payload.sendNanos(payload), index >= unsummarisedMessages && now >= summaryFromNanos);
         }
         message.ack();
     }
