@@ -4,13 +4,16 @@
 #
 #   bench/scripts/run-workloads.sh OUT_DIR [SERIES...]
 #
-# SERIES (default: all but w1-long and w1-dispatch): w1-cold w1-warm w1-long w1-4x4 w1-dispatch w1-never w2
+# SERIES (default: all but w1-long, w1-steady and w1-dispatch):
+#   w1-cold w1-warm w1-long w1-steady w1-4x4 w1-dispatch w1-never w2
 #   w1-cold   3 runs, each on a fresh broker and a fresh CLI JVM, no warm-up (the JIT compiles during the run)
 #   w1-warm   one broker warmed by a 3 M-message W1 run that is not reported, then 5 runs of W1, each with
 #             --warmup-messages 500000 for the CLI's own JVM
 #   w1-long   as w1-warm with a 20 M-message broker warm-up and --warmup-messages 5000000, 3 runs
 #             (the steady state of a long-running broker; about 3 minutes)
 #   w1-4x4    as w1-warm with --producers 4 --consumers 4, 3 runs
+#   w1-steady one warm broker, then one CLI JVM measuring 10 W1 runs in a row (--runs 10): the first runs
+#             carry the client JVM's JIT compilation, the last ones show a client in its steady state
 #   w1-dispatch  as w1-warm with the client's callbacks on its dispatch pool (--callbacks dispatch), the
 #             client's default, instead of on its network thread (the perf CLI's default)
 #   w1-never  as w1-warm on a broker with storage.durability=never, 5 runs
@@ -56,9 +59,13 @@ perf_run() { # label args...
   python3 - "$out/$label.json" "$label" "$before" "$after" "$rss" <<'PY'
 import json, sys
 path, label, before, after, rss = sys.argv[1:]
-d = json.load(open(path))
-d.update(run=label, broker_cpu_s=round(float(after) - float(before), 2), broker_vmhwm_kb=int(rss))
-print(json.dumps(d))
+lines = [l for l in open(path) if l.strip()]
+for i, line in enumerate(lines, 1):  # one line per measured run (--runs)
+    d = json.loads(line)
+    d.update(run=label if len(lines) == 1 else f"{label}-run{i}", broker_vmhwm_kb=int(rss))
+    if len(lines) == 1:
+        d.update(broker_cpu_s=round(float(after) - float(before), 2))
+    print(json.dumps(d))
 PY
 }
 
@@ -79,6 +86,10 @@ for s in "${series[@]}"; do
     w1-4x4)
       start_broker w1-4x4; perf_run w1-4x4-broker-warmup --workload W1 --messages 3000000 --producers 4 --consumers 4 > /dev/null
       for i in 1 2 3; do perf_run "w1-4x4-$i" --workload W1 --producers 4 --consumers 4 --warmup-messages 500000; done
+      stop_broker ;;
+    w1-steady)
+      start_broker w1-steady; perf_run w1-steady-broker-warmup --workload W1 --messages 3000000 > /dev/null
+      perf_run w1-steady --workload W1 --runs 10
       stop_broker ;;
     w1-dispatch)
       start_broker w1-dispatch; perf_run w1-dispatch-broker-warmup --workload W1 --messages 3000000 > /dev/null

@@ -5,8 +5,8 @@ import java.io.PrintStream;
 /**
  * The perf CLI's entry point: {@code bin/sluice-perf [options]}, or
  * {@code java -cp bench/target/sluice-bench.jar io.sluice.bench.perf.PerfMain [options]}; see
- * {@link PerfOptions#USAGE}. With {@code --json} stdout carries exactly one JSON object and everything else
- * goes to stderr.
+ * {@link PerfOptions#USAGE}. With {@code --json} stdout carries one JSON object per measured run ({@code --runs},
+ * one by default), one per line, and everything else goes to stderr.
  */
 public final class PerfMain {
     private PerfMain() {
@@ -27,7 +27,6 @@ public final class PerfMain {
             err.println("sluice-perf: " + e.getMessage());
             return 2;
         }
-        PerfResult result;
         try {
             if (options.warmupMessages > 0) {
                 err.println("Warming up with " + options.warmupMessages + " messages (not measured)...");
@@ -37,19 +36,24 @@ public final class PerfMain {
                     return 1;
                 }
             }
-            result = new PerfRun(options, err).run();
+            for (int run = 1; run <= options.runs; run++) {
+                if (options.runs > 1) {
+                    err.println("Run " + run + " of " + options.runs + ":");
+                }
+                PerfResult result = new PerfRun(options, err).run();
+                if (options.json) {
+                    err.print(result.toSummary());
+                    out.println(result.toJson());
+                } else {
+                    out.print(result.toSummary());
+                }
+                if (result.lost() > 0) {
+                    err.println("sluice-perf: " + result.lost() + " confirmed messages were never received");
+                    return 1;
+                }
+            }
         } catch (RuntimeException e) {
             err.println("sluice-perf: the run failed: " + e.getMessage());
-            return 1;
-        }
-        if (options.json) {
-            err.print(result.toSummary());
-            out.println(result.toJson());
-        } else {
-            out.print(result.toSummary());
-        }
-        if (result.lost() > 0) {
-            err.println("sluice-perf: " + result.lost() + " confirmed messages were never received");
             return 1;
         }
         return 0;

@@ -35,6 +35,8 @@ final class PerfOptions {
             "  --drain-timeout SECONDS  give up waiting when nothing arrives for this long (30)",
             "  --warmup-messages N      first run this many messages through the same shape of run on other",
             "                           queues, unmeasured, so both JVMs' JIT has compiled the paths (0)",
+            "  --runs N                 measure N runs one after the other in this JVM, one result each (1);",
+            "                           later runs show the steady state of a client whose JIT is done",
             "  --max-frame-bytes N      frame size the client asks for in HELLO (8388608, the broker's default)",
             "  --callbacks network|dispatch  where the client runs the handler and confirm callbacks: on its",
             "                           network thread (they never block; the default) or its dispatch pool;",
@@ -65,6 +67,7 @@ final class PerfOptions {
     long consumerRateSeconds;
     long drainTimeoutSeconds = 30;
     long warmupMessages;
+    int runs = 1;
     /**
      * Asked for explicitly: a HELLO with 0 ("broker's default") gets a 1,024-byte limit from the broker,
      * which then closes the connection over its own larger DELIVER frames.
@@ -144,6 +147,7 @@ final class PerfOptions {
             case "--max-frame-bytes" -> maxFrameBytes = (int) number(flag, value, 1024, Integer.MAX_VALUE);
             case "--drain-timeout" -> drainTimeoutSeconds = number(flag, value, 1, 86_400);
             case "--warmup-messages" -> warmupMessages = number(flag, value, 0, Integer.MAX_VALUE);
+            case "--runs" -> runs = (int) number(flag, value, 1, 1_000);
             case "--callbacks" -> callbacksOnNetworkThread = switch (value) {
                 case "network" -> true;
                 case "dispatch" -> false;

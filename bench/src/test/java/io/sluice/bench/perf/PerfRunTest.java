@@ -82,6 +82,25 @@ class PerfRunTest {
         assertEquals(java.util.List.of(), broker.queues().all().stream().map(q -> q.name()).toList(), "the warm-up's and the run's queues are deleted");
     }
 
+    @Test
+    void shouldMeasureEachOfSeveralRunsInOneJvmAndPrintOneResultPerRun() throws InterruptedException {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        int status = PerfMain.run(new String[] {"--port", String.valueOf(broker.port()), "--workload", "W1",
+                "--messages", "300", "--runs", "3", "--json", "--quiet"},
+                new java.io.PrintStream(out, true), new java.io.PrintStream(err, true));
+
+        assertEquals(0, status, err.toString());
+        java.util.List<String> results = out.toString().lines().toList();
+        assertEquals(3, results.size(), out.toString());
+        for (String json : results) {
+            assertTrue(json.contains("\"msgs\":300,") && json.contains("\"received\":300,")
+                    && json.contains("\"lost\":0,") && json.contains("\"dups\":0,")
+                    && json.contains("\"callbacks\":\"network\""), json);
+        }
+        assertTrue(err.toString().contains("Run 3 of 3:"), err.toString());
+    }
+
     private PerfOptions options(String workload, String... extra) {
         String[] base = {"--port", String.valueOf(broker.port()), "--workload", workload, "--quiet",
                 "--drain-timeout", "20"};
