@@ -25,7 +25,6 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.function.BiConsumer;
 
 /**
  * Publishes to one queue under a random producerId with sequences 1, 2, 3, ... in send order. Thread-safe.
@@ -36,7 +35,9 @@ import java.util.function.BiConsumer;
  * burst, then flushes the channel once, and never goes beyond the broker's publish window or maxFrameBytes.
  *
  * <p>Back-pressure: at most {@link ProducerOptions#maxInFlight()} messages are unsettled; {@link #sendAsync}
- * blocks its caller until one settles. A CONFIRM completes futures; a PUBLISH_ERROR fails exactly the
+ * blocks its caller until one settles. A message holds its slot until the network thread settles it (a confirm,
+ * an error, or giving up on it), not until its future completes: a cancelled future frees nothing while the
+ * message may still reach the broker, and a CONFIRM frees all its slots at once. A CONFIRM completes futures; a PUBLISH_ERROR fails exactly the
  * messages it names with a {@link SluiceException} carrying the broker's code. Futures complete on a dispatch
  * thread. While the connection is down, unsettled messages wait and are resent after reconnecting (see
  * {@link Connection}).
@@ -58,8 +59,6 @@ public final class Producer implements AutoCloseable {
     private final SerialExecutor flowCallbacks;
     /** Messages (and {@link #CLOSE}) on their way to the network thread, in call order. */
     private final LoopBatcher<Pending> submitted;
-    /** One shared completion action instead of a new lambda per message. */
-    private final BiConsumer<Object, Throwable> releasePermit;
     private volatile boolean closed;
 
     // Owned by the network thread.
@@ -84,7 +83,6 @@ public final class Producer implements AutoCloseable {
         this.unsettled = new SequenceWindow<>(Math.min(options.maxInFlight(), 1 << 16));
         this.flowCallbacks = new SerialExecutor(connection::dispatch);
         this.submitted = new LoopBatcher<>(connection.loopExecutor(), new Submissions());
-        this.releasePermit = (ignored, failure) -> inFlight.release();
         this.frameOverheadBytes = 6 + 2 + queue.getBytes(StandardCharsets.UTF_8).length + 4;
     }
 
@@ -190,8 +188,8 @@ public final class Producer implements AutoCloseable {
 
     private CompletableFuture<Void> enqueue(byte[] payload, List<MessageHeader> headers) {
         CompletableFuture<Void> future = new CompletableFuture<>();
-        future.whenComplete(releasePermit);
         if (closed || connection.isClosed()) {
+            inFlight.release();
             future.completeExceptionally(closedFailure(closed));
             return future;
         }
@@ -208,13 +206,13 @@ public final class Producer implements AutoCloseable {
     private void addOnLoop(Pending pending) {
         if (closedOnLoop || connection.isClosed()) {
             // Raced with close(): the producer or the connection has already let go of its messages.
-            connection.completeOnDispatch(pending.future, null, closedFailure(closedOnLoop));
+            fail(pending, closedFailure(closedOnLoop));
             return;
         }
         if (connection.activeChannel() == null && !connection.options().reconnectPolicy().enabled()) {
             // Lost for good: nothing would ever send, confirm or fail this message (Connection fails only
             // the messages unsettled when the connection dropped).
-            connection.completeOnDispatch(pending.future, null, new ConnectionLostException(
+            fail(pending, new ConnectionLostException(
                     "connection of producer for queue " + queue + " was lost and reconnecting is off;"
                     + " the message was not sent"));
             return;
@@ -252,8 +250,11 @@ public final class Producer implements AutoCloseable {
             int batchBytes = 0;
             while (!unsent.isEmpty() && batch.size() < options.maxBatchMessages()) {
                 Pending next = unsent.peek();
-                if (next.future.isDone()) {
+                if (next.future.isDone()) { // cancelled (or completed) by the application before it was written
                     unsent.poll();
+                    unsentBytes -= next.payload.length;
+                    unsettled.remove(next.sequence);
+                    inFlight.release();
                     continue;
                 }
                 int size = next.encodedBytes();
@@ -261,8 +262,7 @@ public final class Producer implements AutoCloseable {
                     unsent.poll();
                     unsentBytes -= next.payload.length;
                     unsettled.remove(next.sequence);
-                    connection.completeOnDispatch(next.future, null, new SluiceException(
-                            io.sluice.protocol.ErrorCode.MESSAGE_TOO_LARGE, "", "message of " + size
+                    fail(next, new SluiceException(io.sluice.protocol.ErrorCode.MESSAGE_TOO_LARGE, "", "message of " + size
                             + " encoded bytes to queue " + queue + " exceeds the frame limit of " + frameLimit));
                     continue;
                 }
@@ -289,8 +289,9 @@ public final class Producer implements AutoCloseable {
                             + " messages to queue " + queue + " failed: " + result.cause().getMessage(),
                             result.cause());
                     for (Pending failed : batch) {
-                        unsettled.remove(failed.sequence);
-                        connection.completeOnDispatch(failed.future, null, failure);
+                        if (unsettled.remove(failed.sequence) != null) {
+                            fail(failed, failure);
+                        }
                     }
                 }
             });
@@ -306,6 +307,7 @@ public final class Producer implements AutoCloseable {
             unsettled.removeRange(range.from(), range.to(), pending -> confirmed.add(pending.future));
         }
         if (!confirmed.isEmpty()) {
+            inFlight.release(confirmed.size());
             connection.dispatch(() -> confirmed.forEach(future -> future.complete(null)));
         }
         removeIfDone();
@@ -314,7 +316,7 @@ public final class Producer implements AutoCloseable {
     /** On loop. */
     void onPublishErrorOnLoop(PublishErrorFrame error) {
         unsettled.removeRange(error.sequences().from(), error.sequences().to(), pending ->
-                connection.completeOnDispatch(pending.future, null, new SluiceException(error.errorCode(),
+                fail(pending, new SluiceException(error.errorCode(),
                         error.message(), "publish to queue " + queue + " by producer " + producerId + " sequence "
                         + pending.sequence + " failed: " + error.errorCode() + ": " + error.message())));
         removeIfDone();
@@ -352,7 +354,7 @@ public final class Producer implements AutoCloseable {
             Pending expired = unsent.poll();
             unsentBytes -= expired.payload.length;
             unsettled.remove(expired.sequence);
-            connection.completeOnDispatch(expired.future, null, new SluiceTimeoutException("queue " + queue
+            fail(expired, new SluiceTimeoutException("queue " + queue
                     + " has been blocked by the broker for longer than " + options.blockedTimeout().toMillis()
                     + " ms; the message was not sent"));
         }
@@ -374,10 +376,16 @@ public final class Producer implements AutoCloseable {
 
     /** On loop: fails every unsettled message. */
     void failAll(SluiceException failure) {
-        unsettled.forEach(pending -> connection.completeOnDispatch(pending.future, null, failure));
+        unsettled.forEach(pending -> fail(pending, failure));
         unsettled.clear();
         unsent.clear();
         unsentBytes = 0;
+    }
+
+    /** Settles a message that will not be confirmed: frees its slot and fails its future where callbacks run. */
+    private void fail(Pending pending, Throwable failure) {
+        inFlight.release();
+        connection.completeOnDispatch(pending.future, null, failure);
     }
 
     private void removeIfDone() {
@@ -420,6 +428,7 @@ public final class Producer implements AutoCloseable {
         @Override
         public void rejected(Pending pending) {
             if (pending != CLOSE) {
+                inFlight.release();
                 pending.future.completeExceptionally(connection.closedException());
             }
         }

@@ -175,6 +175,40 @@ class ConnectionTest {
     }
 
     @Test
+    void shouldFreeInFlightSlotsWhenMessagesSettleAndOnlyThen() throws Exception {
+        broker.confirmPublishes = false;
+        broker.failSequence = 1;
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT.withMaxInFlight(2));
+        CompletableFuture<Void> refused = producer.sendAsync(new byte[] {1});
+        ExecutionException failure = assertThrows(ExecutionException.class, () -> refused.get(5, TimeUnit.SECONDS));
+        assertInstanceOf(SluiceException.class, failure.getCause());
+
+        ExecutorService sender = Executors.newSingleThreadExecutor();
+        try {
+            // The refused message gave its slot back: both slots are free.
+            List<CompletableFuture<Void>> unconfirmed = sender.submit(() -> List.of(
+                    producer.sendAsync(new byte[] {2}), producer.sendAsync(new byte[] {3}))).get(5, TimeUnit.SECONDS);
+            TestWait.until(() -> broker.publishedSequences.size() == 3);
+            // Two unconfirmed messages hold both slots: a third send waits...
+            Future<CompletableFuture<Void>> third = sender.submit(() -> producer.sendAsync(new byte[] {4}));
+            assertThrows(java.util.concurrent.TimeoutException.class, () -> third.get(200, TimeUnit.MILLISECONDS));
+            // ...and cancelling a sent message's future does not free its slot (it is still out with the broker).
+            unconfirmed.get(0).cancel(false);
+            assertThrows(java.util.concurrent.TimeoutException.class, () -> third.get(200, TimeUnit.MILLISECONDS));
+            // One CONFIRM for both frees both slots.
+            broker.send(new io.sluice.protocol.ConfirmFrame(producer.producerId(), List.of(new IdRange(2, 3))));
+            unconfirmed.get(1).get(5, TimeUnit.SECONDS);
+            CompletableFuture<Void> fourth = third.get(5, TimeUnit.SECONDS);
+            TestWait.until(() -> broker.publishedSequences.size() == 4);
+            assertEquals(List.of(1L, 2L, 3L, 4L), List.copyOf(broker.publishedSequences));
+            broker.send(new io.sluice.protocol.ConfirmFrame(producer.producerId(), List.of(IdRange.single(4))));
+            fourth.get(5, TimeUnit.SECONDS);
+        } finally {
+            sender.shutdownNow();
+        }
+    }
+
+    @Test
     void shouldTellTheFlowListenerOfItsQueueOnly() {
         List<String> events = new CopyOnWriteArrayList<>();
         connection.createProducer("orders", ProducerOptions.DEFAULT.withFlowListener(
