@@ -17,6 +17,12 @@ import java.util.function.BooleanSupplier;
  * arrive while a force is under way wait for the next one, so the batch size adapts by itself to the
  * sync latency and the append rate: one sync per 0.3–2 ms on this hardware, whatever the rate. The
  * appending threads never sync; they only wake this thread when it is parked.
+ *
+ * <p>Rule "no lost wake-up": an append wakes this thread only if it has announced that it parks, so after
+ * announcing it the thread looks for work once more before parking. An append that read the flag before it was
+ * set is seen by that second look (both sides write, then read, volatile fields); one after it unparks the thread.
+ * Without the second look an append landing between "nothing to do" and the announcement waited for the idle
+ * timeout, and so did its confirm.
  */
 public final class StorageFlusher implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(StorageFlusher.class);
@@ -24,6 +30,7 @@ public final class StorageFlusher implements AutoCloseable {
 
     private final LongPredicate flushAll;
     private final BooleanSupplier reclaimAll;
+    private final long idleParkNanos;
     private final Thread thread;
     private final AtomicBoolean parked = new AtomicBoolean();
     private volatile boolean running = true;
@@ -33,6 +40,12 @@ public final class StorageFlusher implements AutoCloseable {
      * @param reclaimAll runs reclaim on every queue; returns whether it did any work
      */
     public StorageFlusher(LongPredicate flushAll, BooleanSupplier reclaimAll) {
+        this(flushAll, reclaimAll, IDLE_PARK_NANOS);
+    }
+
+    /** As above, parking at most {@code idleParkNanos} when there is nothing to do (tests make it long). */
+    StorageFlusher(LongPredicate flushAll, BooleanSupplier reclaimAll, long idleParkNanos) {
+        this.idleParkNanos = idleParkNanos;
         this.flushAll = flushAll;
         this.reclaimAll = reclaimAll;
         this.thread = new Thread(this::run, "sluice-storage-flusher");
@@ -68,8 +81,16 @@ public final class StorageFlusher implements AutoCloseable {
             }
             if (!worked) {
                 parked.set(true);
-                LockSupport.parkNanos(this, IDLE_PARK_NANOS);
-                parked.set(false);
+                try {
+                    if (!flushAll.test(System.nanoTime())) { // the second look (rule "no lost wake-up")
+                        LockSupport.parkNanos(this, idleParkNanos);
+                    }
+                } catch (RuntimeException | Error e) {
+                    LOG.error("The storage flusher failed; it retries in 100 ms.", e);
+                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(100));
+                } finally {
+                    parked.set(false);
+                }
             }
         }
     }
