@@ -14,13 +14,17 @@ import java.util.concurrent.locks.LockSupport;
  * page fault would stall the broker's event loop, and with it appends and the other queues on that
  * loop. This thread walks ahead of every open reader by at most a budget of messages, touching each
  * record, so that the reader finds its pages resident. A reader at the tail (the usual case) costs
- * nothing: there is nothing ahead of it.
+ * nothing: there is nothing ahead of it. With nothing to touch the thread looks again after 1 ms, then
+ * backs off, doubling up to 16 ms (a reader draining at 800 k msg/s moves 13 k records in that time, well
+ * within the default budget of 50 k); looking every millisecond was a thousand wake-ups a second that
+ * competed for a core with the threads of every delivery (W1, two cores). A new reader wakes it at once.
  *
  * <p>Each {@link Cursor} is touched only by this thread, apart from its registration and removal.
  */
 public final class ReadAhead implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ReadAhead.class);
-    private static final long IDLE_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    private static final long MIN_IDLE_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    private static final long MAX_IDLE_PARK_NANOS = TimeUnit.MILLISECONDS.toNanos(16);
 
     /** One reader followed by the read-ahead thread. */
     public interface Cursor {
@@ -50,6 +54,7 @@ public final class ReadAhead implements AutoCloseable {
 
     public void register(Object owner, Cursor cursor) {
         cursors.put(owner, cursor);
+        LockSupport.unpark(thread);
     }
 
     /** The owner closed: its cursor is released by the read-ahead thread at its next turn. */
@@ -61,6 +66,7 @@ public final class ReadAhead implements AutoCloseable {
     }
 
     private void run() {
+        long idlePark = MIN_IDLE_PARK_NANOS;
         while (running) {
             releaseRetired();
             int touched = 0;
@@ -72,7 +78,10 @@ public final class ReadAhead implements AutoCloseable {
                 }
             }
             if (touched == 0) {
-                LockSupport.parkNanos(this, IDLE_PARK_NANOS);
+                LockSupport.parkNanos(this, idlePark);
+                idlePark = Math.min(MAX_IDLE_PARK_NANOS, idlePark * 2);
+            } else {
+                idlePark = MIN_IDLE_PARK_NANOS;
             }
         }
         releaseRetired();
