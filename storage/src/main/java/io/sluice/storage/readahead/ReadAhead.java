@@ -57,11 +57,12 @@ public final class ReadAhead implements AutoCloseable {
         LockSupport.unpark(thread);
     }
 
-    /** The owner closed: its cursor is released by the read-ahead thread at its next turn. */
+    /** The owner closed: its cursor is released by the read-ahead thread, which this wakes. */
     public void unregister(Object owner) {
         Cursor c = cursors.remove(owner);
         if (c != null) {
             retired.put(owner, c);
+            LockSupport.unpark(thread); // its tailer may map segments that reclaim is about to delete
         }
     }
 
