@@ -140,11 +140,10 @@ class ReclaimTest {
         }
         long straggler = ids.get(10);
         int stragglerSegment = (int) (straggler >>> 32);
-        for (long id : ids) {
-            if (id != straggler) {
-                q.ack(id);
-            }
-        }
+        // One batch, under one lock: a reclaim pass between single acks could find a half-acked segment
+        // under the straggler ratio and move its not-yet-acked messages too (seen once in ten runs).
+        long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> id != straggler).toArray();
+        q.ackAll(others, others.length);
         until("the straggler's segment is reclaimed", () -> !q.segmentNumbers().contains(stragglerSegment));
         until("every sealed segment is reclaimed", () -> q.segmentNumbers().size() <= 2);
         assertEquals(1, q.stats().relocatedMessages());
