@@ -17,7 +17,7 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.timeout.IdleState;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
-import io.netty.util.concurrent.DefaultThreadFactory;
+import io.sluice.client.internal.NetworkThreads;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.client.internal.Backoff;
 import io.sluice.client.internal.NamedThreadFactory;
@@ -119,16 +119,16 @@ public final class Connection implements AutoCloseable {
         this.tls = options.tls() ? io.sluice.client.internal.ClientTls.create(options.trustCertificates(), options.trustStore(),
                 options.trustStorePassword(), options.clientCertificate(), options.clientKey(), options.hostnameVerification()) : null;
         boolean epoll = Epoll.isAvailable();
-        this.group = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("sluice-client-io", true),
+        this.group = new MultiThreadIoEventLoopGroup(1, new io.sluice.client.internal.NetworkThreads(),
                 epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
         this.loop = group.next();
         if (options.callbacksOnNetworkThread()) {
             this.dispatch = null;
             this.callbacks = task -> {
                 if (loop.inEventLoop()) {
-                    task.run();
+                    runCallback(task);
                 } else {
-                    loop.execute(task);
+                    loop.execute(() -> runCallback(task));
                 }
             };
         } else {
@@ -257,7 +257,8 @@ public final class Connection implements AutoCloseable {
 
     /**
      * Closes the connection: sends CLOSE, fails everything still in flight with {@link ConnectionLostException},
-     * and stops the client's threads. Safe to call more than once and from any thread.
+     * and stops the client's threads. Safe to call more than once and from any thread but the client's network
+     * threads, where it throws {@link IllegalStateException} (it waits for them to stop).
      */
     @Override
     public void close() {
@@ -366,20 +367,33 @@ public final class Connection implements AutoCloseable {
     }
 
     /**
-     * Refuses a blocking call on the network thread, where it would wait for the thread it occupies (possible
-     * only from a callback with {@link ConnectionOptions#callbacksOnNetworkThread()} on).
+     * Refuses a blocking call on a network thread of the client (possible only from a callback with
+     * {@link ConnectionOptions#callbacksOnNetworkThread()} on): on this connection's thread it would wait for
+     * the thread it occupies, on another connection's it would stall that connection and can deadlock two.
      */
     void checkMayBlock(String what) {
-        if (loop.inEventLoop()) {
-            throw new IllegalStateException(what + " blocks, and was called on the network thread of the connection"
-                    + " to " + address + " (from a callback, with callbacksOnNetworkThread on), which it would wait"
-                    + " for; use the asynchronous form or a thread of your own");
+        if (NetworkThreads.isCurrent()) {
+            throw new IllegalStateException(what + " (connection to " + address + ") blocks, and was called on"
+                    + " a network thread of the client (from a callback, with callbacksOnNetworkThread on), which"
+                    + " must not wait; use the asynchronous form or a thread of your own");
         }
     }
 
-    /** Whether the caller is the network thread. */
+    /** Whether the caller is a network thread of the client (this connection's or another's). */
     boolean onNetworkThread() {
-        return loop.inEventLoop();
+        return NetworkThreads.isCurrent();
+    }
+
+    /**
+     * On loop: runs a user callback; what it throws is logged and goes no further, so that it cannot reach
+     * the channel pipeline, which would close the connection.
+     */
+    private static void runCallback(Runnable callback) {
+        try {
+            callback.run();
+        } catch (Throwable t) {
+            LOG.warn("A callback failed on the network thread; the connection carries on: {}", t.toString(), t);
+        }
     }
 
     /** On loop: the handshaken channel, or {@code null} while disconnected. */

@@ -225,7 +225,7 @@ public final class Consumer implements AutoCloseable {
         }
         try {
             handler.onMessage(message);
-        } catch (Exception e) {
+        } catch (Exception | Error e) {
             LOG.warn("The handler of queue {} failed on message {}; it stays unsettled: {}", queue, message.id(),
                     e.toString());
         }

@@ -3,8 +3,9 @@ package io.sluice.client;
 import io.sluice.protocol.FlowState;
 
 /**
- * Told when the broker's push-back on a queue changes (FLOW frames). Called on a client dispatch thread,
- * never on the network thread; it must not block for long.
+ * Told when the broker's push-back on a queue changes (FLOW frames). Called on a client dispatch thread, or
+ * on the network thread with {@link ConnectionOptions#callbacksOnNetworkThread()}; it must not block for long.
+ * What it throws is logged.
  */
 @FunctionalInterface
 public interface FlowListener {

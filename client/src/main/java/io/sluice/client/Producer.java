@@ -39,7 +39,7 @@ import java.util.concurrent.TimeoutException;
  * an error, or giving up on it), not until its future completes: a cancelled future frees nothing while the
  * message may still reach the broker, and a CONFIRM frees all its slots at once. A CONFIRM completes futures; a PUBLISH_ERROR fails exactly the
  * messages it names with a {@link SluiceException} carrying the broker's code. Futures complete on a dispatch
- * thread. While the connection is down, unsettled messages wait and are resent after reconnecting (see
+ * thread, or on the network thread with {@link ConnectionOptions#callbacksOnNetworkThread()}. While the connection is down, unsettled messages wait and are resent after reconnecting (see
  * {@link Connection}).
  */
 public final class Producer implements AutoCloseable {
@@ -250,18 +250,24 @@ public final class Producer implements AutoCloseable {
             int batchBytes = 0;
             while (!unsent.isEmpty() && batch.size() < options.maxBatchMessages()) {
                 Pending next = unsent.peek();
-                if (next.future.isDone()) { // cancelled (or completed) by the application before it was written
+                // Settled while waiting (the broker answered for it), or cancelled by the application: not sent.
+                boolean settled = unsettled.get(next.sequence) != next;
+                if (settled || next.future.isDone()) {
                     unsent.poll();
                     unsentBytes -= next.payload.length;
-                    unsettled.remove(next.sequence);
-                    inFlight.release();
+                    if (!settled) {
+                        unsettled.remove(next.sequence);
+                        inFlight.release();
+                    }
                     continue;
                 }
                 int size = next.encodedBytes();
                 if (size > frameLimit) {
                     unsent.poll();
                     unsentBytes -= next.payload.length;
-                    unsettled.remove(next.sequence);
+                    if (unsettled.remove(next.sequence) == null) {
+                        continue; // settled already
+                    }
                     fail(next, new SluiceException(io.sluice.protocol.ErrorCode.MESSAGE_TOO_LARGE, "", "message of " + size
                             + " encoded bytes to queue " + queue + " exceeds the frame limit of " + frameLimit));
                     continue;
@@ -293,10 +299,12 @@ public final class Producer implements AutoCloseable {
                             fail(failed, failure);
                         }
                     }
+                    removeIfDone();
                 }
             });
             wrote = true;
         }
+        removeIfDone(); // messages dropped above may have been the last of a closed producer
         return wrote;
     }
 
@@ -353,7 +361,9 @@ public final class Producer implements AutoCloseable {
         while (!unsent.isEmpty() && unsent.peek().enqueuedNanos - deadline < 0) {
             Pending expired = unsent.poll();
             unsentBytes -= expired.payload.length;
-            unsettled.remove(expired.sequence);
+            if (unsettled.remove(expired.sequence) == null) {
+                continue; // settled already
+            }
             fail(expired, new SluiceTimeoutException("queue " + queue
                     + " has been blocked by the broker for longer than " + options.blockedTimeout().toMillis()
                     + " ms; the message was not sent"));

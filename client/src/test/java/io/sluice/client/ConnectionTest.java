@@ -209,6 +209,31 @@ class ConnectionTest {
     }
 
     @Test
+    void shouldDropAMessageCancelledBeforeItWasWrittenAndLetTheClosedProducerGo() throws Exception {
+        // Callbacks on the network thread: a FLOW's listener runs before the frames after it are read, so
+        // "no listener call" below is certain once the later CONFIRM has arrived.
+        connection.close();
+        connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
+                .requestTimeout(Duration.ofSeconds(5)).callbacksOnNetworkThread(true).build());
+        List<String> flows = new CopyOnWriteArrayList<>();
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT.withMaxInFlight(1)
+                .withFlowListener((queue, state, reason) -> flows.add(state.name())));
+        broker.send(new FlowFrame("orders", FlowState.BLOCKED, "quotaHardMessages: 10 ready, limit 10"));
+        TestWait.until(() -> flows.equals(List.of("BLOCKED")));
+        CompletableFuture<Void> cancelled = producer.sendAsync(new byte[] {1}); // held back: the queue is blocked
+        assertTrue(cancelled.cancel(false));
+        producer.close();
+        broker.send(new FlowFrame("orders", FlowState.FREE, ""));
+        TestWait.until(() -> flows.equals(List.of("BLOCKED", "FREE")));
+        // The producer let go of its last message, and with it of its registration: no more FLOW reaches it.
+        broker.send(new FlowFrame("orders", FlowState.SLOWED, "quotaSoftMessages: 2 ready, limit 1"));
+        Producer other = connection.createProducer("orders", ProducerOptions.DEFAULT.withMaxInFlight(1));
+        other.send(new byte[] {2}); // its CONFIRM comes after the SLOWED frame
+        assertEquals(List.of("BLOCKED", "FREE"), flows);
+        assertEquals(List.of(1L), List.copyOf(broker.publishedSequences), "only the other producer's message was sent");
+    }
+
+    @Test
     void shouldTellTheFlowListenerOfItsQueueOnly() {
         List<String> events = new CopyOnWriteArrayList<>();
         connection.createProducer("orders", ProducerOptions.DEFAULT.withFlowListener(

@@ -50,7 +50,9 @@ class NetworkThreadCallbacksTest {
                 assertTrue(thread.startsWith("sluice-client-io"), callback + " ran on " + thread));
         assertTrue(Thread.getAllStackTraces().keySet().stream()
                         .noneMatch(thread -> thread.getName().startsWith("sluice-client-dispatch")),
-                "no dispatch pool is started");
+                "no dispatch thread runs");
+        assertTrue(!(connection.dispatchExecutor() instanceof java.util.concurrent.ExecutorService),
+                "no dispatch pool is made");
     }
 
     @Test
@@ -126,6 +128,49 @@ class NetworkThreadCallbacksTest {
         assertEquals(4, outcomes.size(), "the handler ran once: " + outcomes);
         broker.send(new ConfirmFrame(producer.producerId(), List.of(IdRange.single(1))));
         admitted.get(5, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void shouldRefuseABlockingCallForAnotherConnectionFromACallbackOnANetworkThread() throws Exception {
+        Connection consuming = connect(true);
+        try (Connection publishing = Connection.connect(ConnectionOptions.builder().host("127.0.0.1")
+                .port(broker.port()).requestTimeout(Duration.ofSeconds(5)).build())) {
+            Producer producer = publishing.createProducer("out", ProducerOptions.DEFAULT);
+            CompletableFuture<Object> outcome = new CompletableFuture<>();
+            Consumer consumer = consuming.subscribe("in", ConsumerOptions.DEFAULT,
+                    message -> outcome.complete(outcome(() -> producer.send(new byte[] {1}))));
+            broker.deliver(consumer.consumerTag(), 1);
+            IllegalStateException refused = assertInstanceOf(IllegalStateException.class,
+                    outcome.get(10, TimeUnit.SECONDS), "send() for another connection, from this one's network thread");
+            assertTrue(refused.getMessage().contains("network thread"), refused.getMessage());
+        }
+    }
+
+    @Test
+    void shouldKeepTheConnectionAndLaterCallbacksWhenACallbackThrowsOnTheNetworkThread() throws Exception {
+        Connection connection = connect(true);
+        List<String> flows = new CopyOnWriteArrayList<>();
+        connection.createProducer("orders", ProducerOptions.DEFAULT.withFlowListener((queue, state, reason) -> {
+            flows.add(state.name());
+            throw new IllegalStateException("listener bug");
+        }));
+        List<Long> handled = new CopyOnWriteArrayList<>();
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT, message -> {
+            handled.add(message.id());
+            if (message.id() == 1) {
+                throw new AssertionError("handler bug");
+            }
+            message.ack();
+        });
+        broker.send(new FlowFrame("orders", FlowState.SLOWED, "quotaSoftMessages: 2 ready, limit 1"));
+        broker.deliver(consumer.consumerTag(), 1);
+        broker.deliver(consumer.consumerTag(), 2);
+        broker.send(new FlowFrame("orders", FlowState.FREE, ""));
+        TestWait.until(() -> flows.size() == 2 && handled.size() == 2);
+        assertEquals(List.of("SLOWED", "FREE"), flows);
+        assertEquals(List.of(1L, 2L), handled);
+        assertTrue(connection.isConnected(), "the connection stayed up");
+        assertEquals(1, broker.count(io.sluice.protocol.HelloFrame.class), "and was never re-established");
     }
 
     private static Object outcome(Runnable call) {

@@ -1,6 +1,8 @@
 package io.sluice.client.internal;
 
 import java.util.Arrays;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.function.Consumer;
 
 /**
@@ -8,22 +10,38 @@ import java.util.function.Consumer;
  * from the oldest end: a producer's unsettled messages, keyed by the sequences it gives them. A ring array
  * indexed by {@code sequence - oldest}, so adding, finding and removing cost no allocation and no tree walk
  * (a {@code TreeMap} here cost a node, a boxed key and a rebalance per message). The ring doubles when the span
- * from the oldest to the newest value outgrows it; removed slots in the middle wait until the oldest end
- * passes them. Not thread-safe.
+ * from the oldest to the newest value outgrows it, up to {@code maxRingSlots}; beyond that, values at the old
+ * end that are still kept move to a small sorted map, so one value that is never removed cannot make the ring
+ * grow with every sequence after it. Removed slots in the middle wait until the oldest end passes them. Not
+ * thread-safe.
  *
  * @param <T> the value kept per sequence
  */
 public final class SequenceWindow<T> {
+    private final int maxRingSlots;
     private Object[] slots;
-    /** The sequence in {@code slots[head]}; below it nothing is kept. */
+    /** The sequence in {@code slots[head]}; values below it are in {@link #old}. */
     private long oldest;
     private int head;
-    /** Slots from head on that are in the span (kept or removed), and how many of them hold a value. */
+    /** Slots from head on that are in the span (kept or removed). */
     private int span;
+    /** Values kept, in the ring and in {@link #old}. */
     private int size;
+    /** Values pushed out of a full ring, all below {@link #oldest}. */
+    private final TreeMap<Long, T> old = new TreeMap<>();
 
     public SequenceWindow(int initialCapacity) {
-        slots = new Object[Integer.highestOneBit(Math.max(2, initialCapacity - 1)) << 1];
+        this(initialCapacity, Math.max(1 << 10, ringSlotsFor(initialCapacity) * 16));
+    }
+
+    /** With a ring of at most {@code maxRingSlots} (rounded up to a power of two). */
+    public SequenceWindow(int initialCapacity, int maxRingSlots) {
+        this.slots = new Object[ringSlotsFor(initialCapacity)];
+        this.maxRingSlots = Math.max(slots.length, ringSlotsFor(maxRingSlots));
+    }
+
+    private static int ringSlotsFor(int capacity) {
+        return Integer.highestOneBit(Math.max(2, capacity - 1)) << 1;
     }
 
     public int size() {
@@ -50,7 +68,11 @@ public final class SequenceWindow<T> {
             throw new IllegalArgumentException("sequence " + sequence + " does not follow " + (oldest + span - 1));
         }
         if (span == slots.length) {
-            grow();
+            if (slots.length < maxRingSlots) {
+                grow();
+            } else {
+                pushOutOldest();
+            }
         }
         slots[(head + span) & (slots.length - 1)] = value;
         span++;
@@ -61,7 +83,10 @@ public final class SequenceWindow<T> {
     @SuppressWarnings("unchecked")
     public T get(long sequence) {
         long offset = sequence - oldest;
-        if (offset < 0 || offset >= span) {
+        if (offset < 0) {
+            return old.isEmpty() ? null : old.get(sequence);
+        }
+        if (offset >= span) {
             return null;
         }
         return (T) slots[(int) (head + offset) & (slots.length - 1)];
@@ -69,6 +94,13 @@ public final class SequenceWindow<T> {
 
     /** Removes and returns the value under {@code sequence}, or null if none is kept. */
     public T remove(long sequence) {
+        if (sequence < oldest) {
+            T value = old.isEmpty() ? null : old.remove(sequence);
+            if (value != null) {
+                size--;
+            }
+            return value;
+        }
         T value = get(sequence);
         if (value != null) {
             slots[(int) (head + (sequence - oldest)) & (slots.length - 1)] = null;
@@ -81,6 +113,14 @@ public final class SequenceWindow<T> {
     /** Removes every value under {@code from..to} (inclusive), handing each to {@code removed} in order. */
     @SuppressWarnings("unchecked")
     public void removeRange(long from, long to, Consumer<? super T> removed) {
+        if (!old.isEmpty() && from < oldest) {
+            Map<Long, T> range = old.subMap(from, true, Math.min(to, oldest - 1), true);
+            for (T value : range.values()) {
+                size--;
+                removed.accept(value);
+            }
+            range.clear();
+        }
         long first = Math.max(from, oldest);
         long last = Math.min(to, oldest + span - 1);
         for (long sequence = first; sequence <= last; sequence++) {
@@ -98,6 +138,7 @@ public final class SequenceWindow<T> {
     /** Hands every kept value to {@code action}, oldest first. */
     @SuppressWarnings("unchecked")
     public void forEach(Consumer<? super T> action) {
+        old.values().forEach(action);
         for (int i = 0; i < span; i++) {
             Object value = slots[(head + i) & (slots.length - 1)];
             if (value != null) {
@@ -108,9 +149,15 @@ public final class SequenceWindow<T> {
 
     public void clear() {
         Arrays.fill(slots, null);
+        old.clear();
         head = 0;
         span = 0;
         size = 0;
+    }
+
+    /** Slots in the ring now (for tests). */
+    int ringSlots() {
+        return slots.length;
     }
 
     private void advancePastRemoved() {
@@ -119,6 +166,20 @@ public final class SequenceWindow<T> {
             oldest++;
             span--;
         }
+    }
+
+    /** The ring is full and may not grow: its oldest slot leaves it, into {@link #old} if it holds a value. */
+    @SuppressWarnings("unchecked")
+    private void pushOutOldest() {
+        Object value = slots[head];
+        if (value != null) {
+            old.put(oldest, (T) value);
+            slots[head] = null;
+        }
+        head = (head + 1) & (slots.length - 1);
+        oldest++;
+        span--;
+        advancePastRemoved();
     }
 
     private void grow() {

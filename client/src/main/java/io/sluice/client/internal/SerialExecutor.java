@@ -6,9 +6,11 @@ import java.util.concurrent.Executor;
 
 /**
  * Runs tasks one at a time, in submission order, on a shared executor, so each consumer's handler sees its
- * messages in order without owning a thread. Thread-safe.
+ * messages in order without owning a thread. A task that throws is logged; the ones behind it still run.
+ * Thread-safe.
  */
 public final class SerialExecutor implements Executor {
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(SerialExecutor.class);
     private final Executor delegate;
     private final Queue<Runnable> tasks = new ArrayDeque<>();
     private boolean running;
@@ -39,7 +41,12 @@ public final class SerialExecutor implements Executor {
                     return;
                 }
             }
-            task.run();
+            try {
+                task.run();
+            } catch (Throwable t) {
+                // A failing task must not stop the ones queued behind it (nor, inline, reach the caller's thread).
+                LOG.warn("A callback failed: {}", t.toString(), t);
+            }
         }
     }
 }
