@@ -9,9 +9,10 @@ import java.util.concurrent.CopyOnWriteArrayList;
 /**
  * End-to-end latency in microseconds: per second for the progress line, and over the run for the summary,
  * which only takes the samples the caller marks as past the warm-up. Each consumer records through a
- * {@link Writer} of its own (its handler runs on one thread at a time), so recording takes no lock and no
- * atomic read-modify-write (the shared {@code Recorder} and a synchronised summary cost the CLI about 5 % of
- * its CPU under W1); readers take the writers' samples through HdrHistogram's interval swap. Thread-safe.
+ * {@link Writer} of its own (its handler runs on one thread at a time), so recording takes no lock and touches
+ * no counter another consumer writes (the shared {@code Recorder} and a synchronised summary cost the CLI
+ * about 5 % of its CPU under W1); readers take the writers' samples through HdrHistogram's interval swap.
+ * Thread-safe.
  */
 final class LatencyStats {
     /** One hour: a message can wait in a W2 or W3 backlog for a long time. */

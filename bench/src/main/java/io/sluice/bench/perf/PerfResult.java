@@ -9,7 +9,8 @@ import java.util.Locale;
  * What one perf run measured. Rates are messages per second; latencies are end to end (send nanoTime in the
  * payload to the consumer's handler) in microseconds, over the messages received after the first 20 %.
  *
- * @param callbacks       where the client ran the callbacks: "network" (its network thread) or "dispatch"
+ * @param callbacks       where the client ran the callbacks: "network" (its network thread), "dispatch", or
+ *                        "network, paced consumers dispatch" (a paced handler sleeps)
  * @param publishRate     confirmed messages from the first send to the last confirm
  * @param endToEndRate    unique received messages from the first send to the last receipt
  * @param drainRate       for a drain-after-publish run: unique received from subscribe to the last receipt,
@@ -69,8 +70,8 @@ record PerfResult(String workload, String broker, long messages, int sizeBytes, 
     String toSummary() {
         StringBuilder text = new StringBuilder();
         text.append(String.format(Locale.ROOT,
-                "workload %s, broker '%s': %d producers, %d consumers, %d bytes, callbacks on the %s thread%n",
-                workload, broker, producers, consumers, sizeBytes, callbacks.equals("network") ? "network" : "dispatch"));
+                "workload %s, broker '%s': %d producers, %d consumers, %d bytes, callbacks: %s%n",
+                workload, broker, producers, consumers, sizeBytes, callbacks));
         text.append(String.format(Locale.ROOT, "sent %d, confirmed %d, failed %d, received %d, lost %d, duplicates %d%n",
                 sent, confirmed, failed, received, lost, duplicates));
         text.append(String.format(Locale.ROOT, "publish %.0f msg/s over %.2f s (first send to last confirm)%n",
