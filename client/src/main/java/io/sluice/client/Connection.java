@@ -17,10 +17,10 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.timeout.IdleState;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
-import io.sluice.client.internal.NetworkThreads;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.client.internal.Backoff;
 import io.sluice.client.internal.NamedThreadFactory;
+import io.sluice.client.internal.NetworkThreads;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.DeclareQueueFrame;
@@ -67,8 +67,8 @@ import java.util.function.LongFunction;
  * pending requests, producer windows and consumer ack batches; every public method hands its work to that
  * thread. Handlers, flow listeners and future completions run on dispatch threads
  * ({@code sluice-client-dispatch-*}), never on the network thread, unless
- * {@link ConnectionOptions#callbacksOnNetworkThread()} asks for exactly that; then the blocking methods of this
- * connection, its producers and its consumers refuse to run on that thread (see {@link #checkMayBlock}).
+ * {@link ConnectionOptions#callbacksOnNetworkThread()} asks for exactly that; blocking methods of the client
+ * refuse to run on any of its network threads (see {@link #checkMayBlock}).
  * {@link #close()} stops both.
  *
  * <p>Reconnect (rule "resend unconfirmed"): when the connection drops and the {@link ReconnectPolicy} is on,
@@ -119,7 +119,7 @@ public final class Connection implements AutoCloseable {
         this.tls = options.tls() ? io.sluice.client.internal.ClientTls.create(options.trustCertificates(), options.trustStore(),
                 options.trustStorePassword(), options.clientCertificate(), options.clientKey(), options.hostnameVerification()) : null;
         boolean epoll = Epoll.isAvailable();
-        this.group = new MultiThreadIoEventLoopGroup(1, new io.sluice.client.internal.NetworkThreads(),
+        this.group = new MultiThreadIoEventLoopGroup(1, new NetworkThreads(),
                 epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
         this.loop = group.next();
         if (options.callbacksOnNetworkThread()) {

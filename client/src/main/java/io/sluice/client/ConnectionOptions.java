@@ -22,7 +22,8 @@ import java.util.Objects;
  * runs them on the connection's network thread instead: no thread hand-off per DELIVER or CONFIRM frame (W1's
  * p99 falls by about a fifth on two cores; docs/performance.md), for callbacks that never block. There, a
  * callback that blocks stalls every producer and consumer of the connection, and the client's own blocking
- * calls on that connection fail with {@link IllegalStateException} instead of waiting for the thread they run on.
+ * calls (of any connection) fail there with {@link IllegalStateException} instead of waiting; a callback that
+ * throws is logged and the connection carries on.
  */
 public final class ConnectionOptions {
     /** The broker's default port. */
