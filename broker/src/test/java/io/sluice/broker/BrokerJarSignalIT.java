@@ -35,47 +35,48 @@ class BrokerJarSignalIT {
     @Test
     void shouldStopGracefullyOnSigtermRightAfterStartingAndKeepWhatItConfirmed() throws Exception {
         Path data = dir.resolve("data");
-        Process broker = startJar(data, dir.resolve("first.log"));
+        Broker broker = startJar(data, dir.resolve("first.log"));
         try {
-            int port = portOf(broker);
-            publish(port, "q", 10);
-            stopWithSigterm(broker, dir.resolve("first.log"));
+            publish(broker.port(), "q", 10);
+            stopWithSigterm(broker.process(), dir.resolve("first.log"));
         } finally {
-            killIfAlive(broker);
+            killIfAlive(broker.process());
         }
         // Started again on the same data: the ten confirmed messages are there.
-        Process again = startJar(data, dir.resolve("second.log"));
+        Broker again = startJar(data, dir.resolve("second.log"));
         try {
-            try (Connection c = connect(portOf(again))) {
+            try (Connection c = connect(again.port())) {
                 assertEquals(10L, c.declareQueue("q", QueueSettings.EMPTY), "ready messages after the restart");
             }
-            stopWithSigterm(again, dir.resolve("second.log"));
+            stopWithSigterm(again.process(), dir.resolve("second.log"));
         } finally {
-            killIfAlive(again);
+            killIfAlive(again.process());
         }
     }
 
     @Test
     void shouldStillStopGracefullyOnSigtermSecondsAfterStarting() throws Exception {
         Path log = dir.resolve("broker.log");
-        Process broker = startJar(dir.resolve("data"), log);
+        Broker broker = startJar(dir.resolve("data"), log);
         try {
-            publish(portOf(broker), "q", 1);
+            publish(broker.port(), "q", 1);
             // Not a wait for something to happen: the scenario itself. Chronicle can install its signal
             // handlers again after the store opened, so SIGTERM must work seconds into the broker's life too.
             Thread.sleep(3_000);
-            stopWithSigterm(broker, log);
+            stopWithSigterm(broker.process(), log);
         } finally {
-            killIfAlive(broker);
+            killIfAlive(broker.process());
         }
     }
 
-    private int port;
+    /** A broker process started from the jar, and the port it listens on. */
+    private record Broker(Process process, int port) {
+    }
 
-    private Process startJar(Path data, Path log) throws Exception {
+    private static Broker startJar(Path data, Path log) throws Exception {
         Path jar = Path.of(System.getProperty("sluice.test.brokerJar"));
         assertTrue(Files.isRegularFile(jar), "the packaged broker " + jar + " exists (run with mvn verify)");
-        port = ChildJvm.freePort();
+        int port = ChildJvm.freePort();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         Process process = new ProcessBuilder(List.of(java, "-jar", jar.toString(), "--data-dir", data.toString(),
                 "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=0", "--set", "metrics.port=0"))
@@ -83,12 +84,7 @@ class BrokerJarSignalIT {
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
                 .start();
         ChildJvm.awaitListening(process, port, log);
-        return process;
-    }
-
-    private int portOf(Process broker) {
-        assertTrue(broker.isAlive());
-        return port;
+        return new Broker(process, port);
     }
 
     private static Connection connect(int port) {

@@ -37,10 +37,12 @@ import java.util.concurrent.TimeoutException;
  * <p>Back-pressure: at most {@link ProducerOptions#maxInFlight()} messages are unsettled; {@link #sendAsync}
  * blocks its caller until one settles. A message holds its slot until the network thread settles it (a confirm,
  * an error, or giving up on it), not until its future completes: a cancelled future frees nothing while the
- * message may still reach the broker, and a CONFIRM frees all its slots at once. A CONFIRM completes futures; a PUBLISH_ERROR fails exactly the
- * messages it names with a {@link SluiceException} carrying the broker's code. Futures complete on a dispatch
- * thread, or on the network thread with {@link ConnectionOptions#callbacksOnNetworkThread()}. While the connection is down, unsettled messages wait and are resent after reconnecting (see
- * {@link Connection}).
+ * message may still reach the broker, and a CONFIRM frees all its slots at once.
+ *
+ * <p>A CONFIRM completes futures; a PUBLISH_ERROR fails exactly the messages it names with a
+ * {@link SluiceException} carrying the broker's code. Futures complete on a dispatch thread, or on the network
+ * thread with {@link ConnectionOptions#callbacksOnNetworkThread()}. While the connection is down, unsettled
+ * messages wait and are resent after reconnecting (see {@link Connection}).
  */
 public final class Producer implements AutoCloseable {
     /** producerId, sequence and the two length fields of a PUBLISH message. */
@@ -148,7 +150,7 @@ public final class Producer implements AutoCloseable {
      *
      * @throws SluiceTimeoutException no confirm (or no room in the in-flight window) within {@code timeout}
      * @throws SluiceException        the broker refused the message
-     * @throws IllegalStateException  called on the connection's network thread
+     * @throws IllegalStateException  called on a network thread of the client (from a callback)
      */
     public void send(byte[] payload, List<MessageHeader> headers, Duration timeout) {
         Objects.requireNonNull(payload, "payload");

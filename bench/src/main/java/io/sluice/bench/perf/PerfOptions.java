@@ -201,6 +201,14 @@ final class PerfOptions {
         return w.validate();
     }
 
+    /** Where the run's client callbacks run, as the result reports it (a paced handler sleeps: dispatch). */
+    String callbacksLabel() {
+        if (!callbacksOnNetworkThread) {
+            return "dispatch";
+        }
+        return consumerRate > 0 ? "network, paced consumers dispatch" : "network";
+    }
+
     /** The messages producer {@code index} sends in a count run: the total split as evenly as possible. */
     long messagesFor(int index) {
         return messages / producers + (index < messages % producers ? 1 : 0);

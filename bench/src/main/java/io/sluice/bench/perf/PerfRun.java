@@ -324,8 +324,7 @@ final class PerfRun {
         double drainSeconds = options.drainAfterPublish ? seconds(drainEnd - drainStart) : -1;
         Histogram summary = latency.summaryCopy();
         return new PerfResult(options.workload, brokerName, sent.sum(), options.sizeBytes, options.producers,
-                options.consumers, !options.callbacksOnNetworkThread ? "dispatch"
-                        : options.consumerRate > 0 ? "network, paced consumers dispatch" : "network", sent.sum(), confirmed, failed.sum(), received, tracker.lost(),
+                options.consumers, options.callbacksLabel(), sent.sum(), confirmed, failed.sum(), received, tracker.lost(),
                 tracker.duplicates(), rate(confirmed, publishSeconds), rate(received, endToEndSeconds),
                 options.drainAfterPublish ? rate(received, drainSeconds) : -1, publishSeconds,
                 drainSeconds, summary, List.copyOf(series), options.workload.equals("W3"));
