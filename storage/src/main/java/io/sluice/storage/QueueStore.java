@@ -1,6 +1,5 @@
 package io.sluice.storage;
 
-import io.sluice.storage.ack.AckJournal;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.ack.AckStateReader;
@@ -804,18 +803,13 @@ public final class QueueStore {
         boolean worked = false;
         if (nowNanos - nextJournalForceNanos >= 0) {
             nextJournalForceNanos = nowNanos + config.syncIntervalMs() * 1_000_000L;
-            AckJournal journal = null;
             lock.lock();
             try {
                 if (!closed) {
-                    journal = ackLog.journalToForce();
+                    io(() -> ackLog.force());
                 }
             } finally {
                 lock.unlock();
-            }
-            if (journal != null) {
-                // Without the lock: appends, reads and acks do not wait for the msync (AckJournal#force).
-                journal.force();
             }
         }
         switch (config.durability()) {

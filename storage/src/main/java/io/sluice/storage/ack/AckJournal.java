@@ -16,9 +16,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Append-only, memory-mapped journal of ack-state changes since the last checkpoint. Not thread-safe:
- * the queue's lock guards every call, except {@link #force()}, which the storage flusher calls without that
- * lock (an msync must not hold up appends and reads); it and {@link #close()} exclude each other, so the
- * mapping is never forced after it was unmapped.
+ * the queue's lock guards every call.
  *
  * <p><b>Durability.</b> {@code append*} copies the record into a {@code READ_WRITE} file mapping, i.e.
  * straight into the page cache, with no system call. Once an append returns, a process crash (even
@@ -105,8 +103,6 @@ public final class AckJournal implements Closeable {
     private final ByteBuffer scratchBuffer = ByteBuffer.wrap(scratch);
     private final CRC32C crc = new CRC32C();
     private MappedByteBuffer mapped;
-    /** Held by {@link #force()} and {@link #close()}: the flusher forces without the queue's lock. */
-    private final Object unmapLock = new Object();
     private int position = HEADER_BYTES;
 
     private AckJournal(Path file, long generation, int capacityBytes, MappedByteBuffer mapped) {
@@ -259,12 +255,8 @@ public final class AckJournal implements Closeable {
 
     /** Flushes appended records to the device (msync): after this a machine crash cannot lose them. */
     public void force() {
-        synchronized (unmapLock) {
-            MappedByteBuffer buffer = mapped;
-            if (buffer != null) { // closed meanwhile: a checkpoint has made its state durable
-                buffer.force();
-            }
-        }
+        checkOpen();
+        mapped.force();
     }
 
     public long generation() {
@@ -287,12 +279,10 @@ public final class AckJournal implements Closeable {
     /** Releases the mapping without forcing it: the page cache still writes it back (see class javadoc). */
     @Override
     public void close() {
-        synchronized (unmapLock) {
-            MappedByteBuffer buffer = mapped;
-            if (buffer != null) {
-                mapped = null; // no use after unmap: that would crash the JVM
-                MappedBufferUnmapper.unmap(buffer);
-            }
+        MappedByteBuffer buffer = mapped;
+        if (buffer != null) {
+            mapped = null; // no use after unmap: that would crash the JVM
+            MappedBufferUnmapper.unmap(buffer);
         }
     }
 

@@ -276,20 +276,10 @@ public final class AckLog implements Closeable {
         }
     }
 
-    /** Makes every change so far survive a machine crash. */
+    /** Makes every change so far survive a machine crash; the storage flusher calls this. */
     public void force() {
         checkRecovered();
         journal.force();
-    }
-
-    /**
-     * The journal holding the changes so far, for the storage flusher to {@link AckJournal#force() force}
-     * after it has let go of the queue's lock; a checkpoint that replaces it meanwhile makes those changes
-     * durable itself.
-     */
-    public AckJournal journalToForce() {
-        checkRecovered();
-        return journal;
     }
 
     public long generation() {
