@@ -224,6 +224,8 @@ class CrashRecoveryTest {
     /** Seq to number of times a fresh reader returns it; every payload checked against its seq. */
     private static Map<Long, Integer> scan(QueueStore queue, String mode, String where) {
         Map<Long, Integer> seen = new HashMap<>();
+        Map<Long, String> reads = new HashMap<>();
+        long relocatedBefore = queue.stats().relocatedMessages();
         try (QueueReader reader = queue.openReader()) {
             for (StoredMessage m = reader.next(); m != null; m = reader.next()) {
                 byte[] payload = m.payloadBytes();
@@ -231,7 +233,12 @@ class CrashRecoveryTest {
                 if (!java.util.Arrays.equals(CrashingWriter.payload(mode, seq), payload)) {
                     fail(where + ": payload of message " + m.id() + " (seq " + seq + ") differs from what was appended");
                 }
-                seen.merge(seq, 1, Integer::sum);
+                if (seen.merge(seq, 1, Integer::sum) > 1) {
+                    System.out.printf("%s: seq %d read again: %s then id %d physical %d relocated %b; relocations during"
+                            + " the scan so far %d%n", where, seq, reads.get(seq), m.id(), m.physicalId(), m.relocated(),
+                            queue.stats().relocatedMessages() - relocatedBefore);
+                }
+                reads.put(seq, "id " + m.id() + " physical " + m.physicalId() + " relocated " + m.relocated());
             }
         }
         assertEquals(0, queue.corruptRecords(), where + ": records failing their checksum");
