@@ -6,14 +6,16 @@ import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.queue.ExcerptTailer;
 import net.openhft.chronicle.wire.DocumentContext;
 
+import java.util.HashSet;
+import java.util.Set;
+
 /**
  * Reads a queue's unacknowledged messages in store order, for delivery. Starts at the oldest
  * unacknowledged message and skips every message acknowledged by the time it is reached.
  *
- * <p>Relocated stragglers (see docs/storage.md) are returned again, under their original id, when
- * the reader reaches their new place; a reader that already passed the original returns the same
- * id twice. The broker skips a relocated message it is still tracking (delivered and unacked, or
- * waiting for redelivery).
+ * <p>Each message is returned at most once by one reader, relocation included: a straggler is only
+ * relocated out of a segment every open reader has already passed (rule R1 of docs/storage.md), so
+ * each of them has already returned it, and the store tells each of them to skip the copy.
  *
  * <p>A record that fails its checksum is logged with its file and offset, counted, acknowledged
  * (it can never be delivered, and must not pin its segment) and skipped.
@@ -32,6 +34,12 @@ public final class QueueReader implements AutoCloseable {
     volatile long nextIndex = -1;
     /** Index of the last record the read-ahead thread touched for this reader, or -1. */
     volatile long readAheadIndex = -1;
+    /**
+     * Where relocated copies of messages this reader has already returned were written; the reader
+     * skips them when it gets there. Guarded by the queue's lock (filled by relocation, emptied by
+     * {@link QueueStore#fillIfUnacked}).
+     */
+    final Set<Long> copiesToSkip = new HashSet<>();
     private boolean closed;
 
     QueueReader(QueueStore queue, ExcerptTailer tailer, int segment) {
@@ -64,7 +72,7 @@ public final class QueueReader implements AutoCloseable {
             nextIndex = index + 1;
             String problem = codec.loaded(length);
             // One lock acquisition per message: the ack check and the delivery count together.
-            if (queue.fillIfUnacked(message, codec, index, problem)) {
+            if (queue.fillIfUnacked(this, message, codec, index, problem)) {
                 return message;
             }
         }

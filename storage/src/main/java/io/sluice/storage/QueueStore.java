@@ -655,11 +655,15 @@ public final class QueueStore {
 
     /**
      * For a reader: fills {@code message} and returns true if the record at {@code physical} is
-     * unacknowledged and intact; a damaged one ({@code problem} not null) is discarded instead.
+     * unacknowledged and intact, and not a relocated copy of a message {@code reader} has already
+     * returned; a damaged one ({@code problem} not null) is discarded instead.
      */
-    boolean fillIfUnacked(StoredMessage message, RecordCodec codec, long physical, String problem) {
+    boolean fillIfUnacked(QueueReader reader, StoredMessage message, RecordCodec codec, long physical, String problem) {
         lock.lock();
         try {
+            if (!reader.copiesToSkip.isEmpty() && reader.copiesToSkip.remove(physical)) {
+                return false;
+            }
             if (acks.isAcked(physical)) {
                 return false;
             }
@@ -989,6 +993,13 @@ public final class QueueStore {
             long newId = writeRecordLocked(codec);
             io(() -> ackLog.relocate(originalId, newId));
             relocatedMessages++;
+            for (QueueReader reader : readers) {
+                // A reader past this segment has processed every record in it (its segment moves only
+                // once the record before is done), the straggler among them, unacked then as now.
+                if (reader.segment > segment) {
+                    reader.copiesToSkip.add(newId);
+                }
+            }
         }
         // The random tailer may still map the old segment; drop it so the file can be unmapped.
         if (randomTailer != null) {

@@ -170,4 +170,38 @@ class ReclaimTest {
         assertNull(reopened.read(straggler));
         assertEquals(0, reopened.unackedMessages());
     }
+
+    @Test
+    void shouldNotReturnARelocatedStragglerAgainToAReaderThatAlreadyReturnedIt() throws Exception {
+        QueueStore q = openQueue();
+        List<Long> ids = new ArrayList<>();
+        for (int i = 0; i < 5_000; i++) {
+            ids.add(q.append(null, payload(i)));
+        }
+        long straggler = ids.get(10);
+        try (QueueReader early = q.openReader()) {
+            List<Long> returned = new ArrayList<>();
+            for (StoredMessage m = early.next(); m != null; m = early.next()) {
+                returned.add(m.id());
+            }
+            assertEquals(ids, returned);
+            long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> id != straggler).toArray();
+            q.ackAll(others, others.length);
+            until("the straggler is relocated", () -> q.stats().relocatedMessages() == 1);
+
+            assertNull(early.next(), "a reader that returned the straggler skips its relocated copy");
+            try (QueueReader late = q.openReader()) {
+                StoredMessage copy = late.next();
+                assertNotNull(copy, "a reader opened after the relocation finds the straggler at its new place");
+                assertEquals(straggler, copy.id());
+                assertTrue(copy.relocated());
+                assertArrayEquals(payload(10), copy.payloadBytes());
+                assertNull(late.next(), "and returns it once");
+            }
+            long appended = q.append(null, payload(5_000));
+            StoredMessage next = early.next();
+            assertNotNull(next, "the early reader goes on past the skipped copy");
+            assertEquals(appended, next.id());
+        }
+    }
 }

@@ -707,16 +707,8 @@ public final class BrokerQueue {
             }
             tracked.remove(id);
         }
-        while (true) {
-            StoredMessage m = reader.next();
-            if (m == null) {
-                return null;
-            }
-            if (tracked.contains(m.id())) {
-                continue; // a relocated copy of a message this queue is already tracking
-            }
-            return m;
-        }
+        // The reader returns each message once, relocated ones included (see QueueReader).
+        return reader.next();
     }
 
     /** Moves a message to the dead-letter queue, with headers saying where from, how often delivered and why. */
