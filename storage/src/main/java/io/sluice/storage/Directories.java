@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
@@ -13,7 +14,10 @@ public final class Directories {
     private Directories() {
     }
 
-    /** Deletes {@code directory} and everything under it; nothing happens if it does not exist. */
+    /**
+     * Deletes {@code directory} and everything under it; nothing happens if it does not exist. Files may
+     * vanish during the walk (the store's releaser unlinks reclaimed segments in the background).
+     */
     public static void deleteRecursively(Path directory) {
         if (directory == null || !Files.exists(directory)) {
             return;
@@ -22,8 +26,16 @@ public final class Directories {
             Files.walkFileTree(directory, new SimpleFileVisitor<>() {
                 @Override
                 public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-                    Files.delete(file);
+                    Files.deleteIfExists(file);
                     return FileVisitResult.CONTINUE;
+                }
+
+                @Override
+                public FileVisitResult visitFileFailed(Path file, IOException exc) throws IOException {
+                    if (exc instanceof NoSuchFileException) {
+                        return FileVisitResult.CONTINUE;
+                    }
+                    throw exc;
                 }
 
                 @Override

@@ -2,6 +2,7 @@ package io.sluice.storage;
 
 import io.sluice.storage.durability.StorageFlusher;
 import io.sluice.storage.readahead.ReadAhead;
+import io.sluice.storage.segment.FileReleaser;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,6 +48,7 @@ public final class MessageStore implements AutoCloseable {
     private final Map<String, QueueStore> queues = new ConcurrentHashMap<>();
     private final StorageFlusher flusher;
     private final ReadAhead readAhead = new ReadAhead();
+    private final FileReleaser releaser = new FileReleaser();
     private volatile boolean closed;
 
     private MessageStore(Path dataDirectory, StoreConfig config, LongSupplier clock) {
@@ -124,7 +126,7 @@ public final class MessageStore implements AutoCloseable {
     }
 
     private QueueStore openQueue(String name, Path dir) {
-        return QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp, readAhead);
+        return QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp, readAhead, releaser);
     }
 
     public StoreConfig config() {
@@ -231,6 +233,7 @@ public final class MessageStore implements AutoCloseable {
             q.close();
         }
         queues.clear();
+        releaser.close();
         try {
             lock.release();
             lockChannel.close();

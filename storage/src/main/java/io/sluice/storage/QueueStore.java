@@ -11,6 +11,7 @@ import io.sluice.storage.reclaim.SegmentState;
 import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentClock;
 import io.sluice.storage.segment.SegmentFiles;
+import io.sluice.storage.segment.FileReleaser;
 import io.sluice.storage.segment.SegmentRollCycle;
 import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.queue.ExcerptAppender;
@@ -73,6 +74,7 @@ public final class QueueStore {
     private final Runnable wakeFlusher;
     private final ReclaimPolicy reclaimPolicy;
     private final ReadAhead readAhead;
+    private final FileReleaser releaser;
 
     private final ReentrantLock lock = new ReentrantLock();
     private final SegmentClock segmentClock;
@@ -107,17 +109,19 @@ public final class QueueStore {
     private volatile boolean closed;
 
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
-                       Runnable wakeFlusher, ReadAhead readAhead) {
+                       Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser) {
         this.readAhead = readAhead;
+        this.releaser = releaser;
         this.name = name;
         this.directory = directory;
         this.segmentDirectory = directory.resolve("segments");
-        this.syncer = new SegmentSyncer(segmentDirectory);
+        this.syncer = new SegmentSyncer(segmentDirectory, releaser);
         this.config = config;
         this.diskGuard = diskGuard;
         this.clock = clock;
         this.wakeFlusher = wakeFlusher;
-        this.reclaimPolicy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages());
+        this.reclaimPolicy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
+                config.relocateAfterMs() * 1_000_000L);
         long started = System.nanoTime();
         try {
             Files.createDirectories(segmentDirectory);
@@ -144,8 +148,8 @@ public final class QueueStore {
     }
 
     static QueueStore open(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
-                           Runnable wakeFlusher, ReadAhead readAhead) {
-        return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead);
+                           Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser) {
+        return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser);
     }
 
     public String name() {
@@ -389,6 +393,7 @@ public final class QueueStore {
         int length = codec.length();
         SegmentTally current = segments.get(segmentClock.segment());
         if (current != null && current.messages > 0 && current.bytes + length > config.segmentBytes()) {
+            current.sealedAtNanos = System.nanoTime();
             sealedUnforced.add(segmentClock.segment());
             segmentClock.advance();
             reclaimWanted = true;
@@ -908,7 +913,7 @@ public final class QueueStore {
             if (closed) {
                 return false;
             }
-            List<ReclaimDecision> decisions = reclaimPolicy.decide(segmentStatesLocked(), segmentClock.segment(), oldestReaderSegment());
+            List<ReclaimDecision> decisions = reclaimPolicy.decide(segmentStatesLocked(nowNanos), segmentClock.segment(), oldestReaderSegment());
             for (ReclaimDecision d : decisions) {
                 if (d.action() == ReclaimDecision.Action.RELOCATE) {
                     relocateLocked(d.segment());
@@ -926,21 +931,20 @@ public final class QueueStore {
         } finally {
             lock.unlock();
         }
-        for (Path p : toDelete) {
-            try {
-                Files.deleteIfExists(p);
-            } catch (IOException e) {
-                LOG.warn("Queue '{}': could not delete {}; it will be deleted at the next start.", name, p, e);
-            }
-        }
+        toDelete.forEach(releaser::delete);
         return !toDelete.isEmpty();
     }
 
-    private List<SegmentState> segmentStatesLocked() {
+    private List<SegmentState> segmentStatesLocked(long nowNanos) {
         List<SegmentState> states = new ArrayList<>(segments.size());
+        int writeSegment = segmentClock.segment();
         for (Map.Entry<Integer, SegmentTally> e : segments.entrySet()) {
             SegmentTally t = e.getValue();
-            states.add(new SegmentState(e.getKey(), t.messages, t.messages == 0 ? 0 : acks.unackedCount(e.getKey()), t.bytes));
+            long sealedFor = e.getKey() >= writeSegment ? 0
+                    : t.sealedAtNanos == SegmentTally.SEALED_BEFORE_OPEN ? Long.MAX_VALUE
+                    : nowNanos - t.sealedAtNanos;
+            states.add(new SegmentState(e.getKey(), t.messages, t.messages == 0 ? 0 : acks.unackedCount(e.getKey()), t.bytes,
+                    sealedFor));
         }
         return states;
     }
@@ -1222,8 +1226,12 @@ public final class QueueStore {
     }
 
     private static final class SegmentTally {
+        /** {@link #sealedAtNanos} of a segment sealed before the store was opened (or not sealed yet). */
+        static final long SEALED_BEFORE_OPEN = Long.MIN_VALUE;
         long messages;
         long bytes;
+        /** When this process sealed the segment (System.nanoTime), for reclaim's rule R3. */
+        long sealedAtNanos = SEALED_BEFORE_OPEN;
 
         SegmentTally(long messages, long bytes) {
             this.messages = messages;

@@ -20,6 +20,8 @@ import java.util.List;
  * @param relocateMaxLiveRatio a sealed segment whose share of unacknowledged messages is at most this
  *                             has its stragglers moved forward so that it can be deleted (0 disables)
  * @param relocateMaxLiveMessages and at most this many live messages in absolute terms
+ * @param relocateAfterMs      and only once it has been sealed this long, so that the messages merely in
+ *                             flight at the roll are acknowledged rather than copied
  * @param readAheadMessages    how far (in messages) the read-ahead thread touches a reader's coming
  *                             records, so that a consumer catching up on a cold backlog finds them in
  *                             the page cache instead of faulting on the broker's event loop (0 disables)
@@ -33,6 +35,7 @@ public record StoreConfig(
         int ackJournalBytes,
         double relocateMaxLiveRatio,
         int relocateMaxLiveMessages,
+        long relocateAfterMs,
         int readAheadMessages) {
 
     public static final long MIN_SEGMENT_BYTES = 1L << 20;
@@ -52,6 +55,7 @@ public record StoreConfig(
                 .ackJournalBytes(ackJournalBytes)
                 .relocateMaxLiveRatio(relocateMaxLiveRatio)
                 .relocateMaxLiveMessages(relocateMaxLiveMessages)
+                .relocateAfterMs(relocateAfterMs)
                 .readAheadMessages(readAheadMessages);
     }
 
@@ -65,6 +69,7 @@ public record StoreConfig(
         private int ackJournalBytes = 8 << 20;
         private double relocateMaxLiveRatio = 0.05;
         private int relocateMaxLiveMessages = 10_000;
+        private long relocateAfterMs = 1000;
         private int readAheadMessages = 50_000;
 
         public Builder durability(DurabilityMode value) {
@@ -107,6 +112,11 @@ public record StoreConfig(
             return this;
         }
 
+        public Builder relocateAfterMs(long value) {
+            this.relocateAfterMs = value;
+            return this;
+        }
+
         public Builder readAheadMessages(int value) {
             this.readAheadMessages = value;
             return this;
@@ -139,6 +149,9 @@ public record StoreConfig(
             if (relocateMaxLiveMessages < 0) {
                 problems.add("relocateMaxLiveMessages " + relocateMaxLiveMessages + " is negative");
             }
+            if (relocateAfterMs < 0 || relocateAfterMs > 3_600_000) {
+                problems.add("relocateAfterMs " + relocateAfterMs + " is outside 0..3600000");
+            }
             if (readAheadMessages < 0 || readAheadMessages > 10_000_000) {
                 problems.add("readAheadMessages " + readAheadMessages + " is outside 0..10000000");
             }
@@ -146,7 +159,7 @@ public record StoreConfig(
                 throw new IllegalArgumentException("invalid storage configuration: " + String.join("; ", problems));
             }
             return new StoreConfig(durability, syncIntervalMs, segmentBytes, maxMessageBytes, reservedDiskBytes,
-                    ackJournalBytes, relocateMaxLiveRatio, relocateMaxLiveMessages, readAheadMessages);
+                    ackJournalBytes, relocateMaxLiveRatio, relocateMaxLiveMessages, relocateAfterMs, readAheadMessages);
         }
     }
 }

@@ -1,6 +1,7 @@
 package io.sluice.storage;
 
 import io.sluice.storage.ack.AckResult;
+import io.sluice.storage.segment.FileReleaser;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -90,14 +91,16 @@ class QueueStoreTest {
             java.util.concurrent.atomic.AtomicInteger wakes = new java.util.concurrent.atomic.AtomicInteger();
             Path queueDir = dir.resolve("wake-" + mode);
             Files.createDirectories(queueDir);
-            QueueStore q = QueueStore.open("wake", queueDir, StoreConfig.builder().durability(mode).build(),
-                    new DiskSpaceGuard(queueDir, 0), System::currentTimeMillis, wakes::incrementAndGet, null);
-            try {
-                for (int i = 0; i < 100; i++) {
-                    q.append(null, payload(i));
+            try (FileReleaser releaser = new FileReleaser()) {
+                QueueStore q = QueueStore.open("wake", queueDir, StoreConfig.builder().durability(mode).build(),
+                        new DiskSpaceGuard(queueDir, 0), System::currentTimeMillis, wakes::incrementAndGet, null, releaser);
+                try {
+                    for (int i = 0; i < 100; i++) {
+                        q.append(null, payload(i));
+                    }
+                } finally {
+                    q.close();
                 }
-            } finally {
-                q.close();
             }
             // `always` starts a group commit for each append (the flusher ignores wake-ups while busy);
             // `never` and `interval` have nothing for the flusher to do per append.

@@ -143,6 +143,8 @@ public final class BrokerConfig {
         public double relocateMaxLiveRatio;
         @JsonProperty("relocate-max-live-messages")
         public int relocateMaxLiveMessages;
+        @JsonProperty("relocate-after-ms")
+        public long relocateAfterMs;
         @JsonProperty("read-ahead-messages")
         public int readAheadMessages;
     }
@@ -188,6 +190,7 @@ public final class BrokerConfig {
                 .ackJournalBytes(storage.ackJournalBytes)
                 .relocateMaxLiveRatio(storage.relocateMaxLiveRatio)
                 .relocateMaxLiveMessages(storage.relocateMaxLiveMessages)
+                .relocateAfterMs(storage.relocateAfterMs)
                 .readAheadMessages(storage.readAheadMessages)
                 .build();
     }

@@ -1,5 +1,6 @@
 package io.sluice.storage.durability;
 
+import io.sluice.storage.segment.FileReleaser;
 import io.sluice.storage.segment.SegmentFiles;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
 
@@ -24,27 +25,36 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class SegmentSyncer implements AutoCloseable {
     private final Path segmentDirectory;
+    private final FileReleaser releaser;
     private FileChannel current;
     private int currentSegment = -1;
     private final AtomicLong syncs = new AtomicLong();
     private final AtomicLong syncNanos = new AtomicLong();
 
-    public SegmentSyncer(Path segmentDirectory) {
+    /** {@code releaser} closes the channels of sealed segments, whose file reclaim may have unlinked meanwhile. */
+    public SegmentSyncer(Path segmentDirectory, FileReleaser releaser) {
         this.segmentDirectory = segmentDirectory;
+        this.releaser = releaser;
     }
 
     /** Forces every segment in {@code sealed}, then {@code segment}, the one holding the newest append. */
     public synchronized void force(List<Integer> sealed, int segment) throws IOException {
         for (int s : sealed) {
-            try (FileChannel ch = FileChannel.open(SegmentFiles.file(segmentDirectory, s), StandardOpenOption.WRITE)) {
-                ch.force(false);
+            FileChannel ch;
+            try {
+                ch = FileChannel.open(SegmentFiles.file(segmentDirectory, s), StandardOpenOption.WRITE);
             } catch (NoSuchFileException reclaimedAlready) {
-                // Every message in it was acknowledged and the file deleted: nothing left to force.
+                continue; // every message in it was acknowledged and the file deleted: nothing left to force
+            }
+            try {
+                ch.force(false);
+            } finally {
+                releaser.close(ch);
             }
         }
         if (segment != currentSegment) {
             if (current != null) {
-                current.close();
+                releaser.close(current);
             }
             current = FileChannel.open(SegmentFiles.file(segmentDirectory, segment), StandardOpenOption.WRITE);
             currentSegment = segment;

@@ -46,7 +46,8 @@ public final class CrashingWriter {
                 .maxMessageBytes(64 << 10)
                 .reservedDiskBytes(0);
         if (mode.equals("reclaim")) {
-            builder.segmentBytes(StoreConfig.MIN_SEGMENT_BYTES);
+            // Relocation at once, as before the wait existed: kills must land in the middle of it.
+            builder.segmentBytes(StoreConfig.MIN_SEGMENT_BYTES).relocateAfterMs(0);
         } else {
             builder.segmentBytes(4L << 20);
         }

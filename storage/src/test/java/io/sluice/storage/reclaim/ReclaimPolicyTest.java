@@ -9,10 +9,11 @@ import static io.sluice.storage.reclaim.ReclaimDecision.Action.RELOCATE;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 class ReclaimPolicyTest {
-    private final ReclaimPolicy policy = new ReclaimPolicy(0.05, 100);
+    private static final long SECOND = 1_000_000_000L;
+    private final ReclaimPolicy policy = new ReclaimPolicy(0.05, 100, SECOND);
 
     private static SegmentState seg(int n, long messages, long unacked) {
-        return new SegmentState(n, messages, unacked, messages * 300);
+        return new SegmentState(n, messages, unacked, messages * 300, Long.MAX_VALUE);
     }
 
     @Test
@@ -42,7 +43,7 @@ class ReclaimPolicyTest {
 
     @Test
     void shouldNeverRelocateWhenDisabled() {
-        ReclaimPolicy off = new ReclaimPolicy(0, 100);
+        ReclaimPolicy off = new ReclaimPolicy(0, 100, SECOND);
         assertEquals(List.of(new ReclaimDecision(1, DELETE)),
                 off.decide(List.of(seg(0, 1000, 1), seg(1, 5, 0)), 2, Integer.MAX_VALUE));
     }
@@ -50,5 +51,16 @@ class ReclaimPolicyTest {
     @Test
     void shouldDecideNothingForAnEmptyQueue() {
         assertEquals(List.of(), policy.decide(List.of(), 0, Integer.MAX_VALUE));
+    }
+
+    @Test
+    void shouldLeaveTheStragglersOfAJustSealedSegmentAloneButDeleteItOnceAcked() {
+        List<SegmentState> segments = List.of(
+                new SegmentState(0, 1000, 3, 300_000, SECOND),      // sealed a second ago: relocate
+                new SegmentState(1, 1000, 3, 300_000, SECOND - 1),  // in flight when it was sealed: wait
+                new SegmentState(2, 1000, 0, 300_000, 5),           // acknowledged already: delete at once
+                new SegmentState(3, 10, 10, 3_000, 0));
+        assertEquals(List.of(new ReclaimDecision(0, RELOCATE), new ReclaimDecision(2, DELETE)),
+                policy.decide(segments, 3, Integer.MAX_VALUE));
     }
 }

@@ -1,0 +1,120 @@
+package io.sluice.storage;
+
+import io.sluice.storage.segment.FileReleaser;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.stream.Stream;
+
+import static io.sluice.storage.Await.until;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Reclaim passes run by the test on a queue without a flusher thread, with the file releaser's thread
+ * held back: what the flusher no longer does itself, and when relocation starts.
+ */
+class ReclaimByHandTest {
+    private static final long SECOND = 1_000_000_000L;
+
+    @TempDir
+    Path dir;
+    private final CountDownLatch releaserHeld = new CountDownLatch(1);
+    private ExecutorService releaserThread;
+    private FileReleaser releaser;
+    private QueueStore queue;
+
+    @BeforeEach
+    void open() throws Exception {
+        releaserThread = Executors.newSingleThreadExecutor();
+        releaserThread.execute(() -> {
+            try {
+                releaserHeld.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        releaser = new FileReleaser(releaserThread);
+        queue = QueueStore.open("q", dir, StoreConfig.builder()
+                        .segmentBytes(StoreConfig.MIN_SEGMENT_BYTES)
+                        .maxMessageBytes(64 << 10)
+                        .durability(DurabilityMode.NEVER)
+                        .build(),
+                new DiskSpaceGuard(dir, 0), System::currentTimeMillis, () -> { }, null, releaser);
+    }
+
+    @AfterEach
+    void close() {
+        releaserHeld.countDown();
+        queue.close();
+        releaser.close();
+    }
+
+    private List<Long> appendSegments(int segments) {
+        List<Long> ids = new ArrayList<>();
+        while (queue.segmentNumbers().size() <= segments) {
+            ids.add(queue.append(null, new byte[1000]));
+        }
+        return ids;
+    }
+
+    private List<String> files(String suffix) throws IOException {
+        try (Stream<Path> list = Files.list(queue.segmentDirectory())) {
+            return list.map(p -> p.getFileName().toString()).filter(n -> n.endsWith(suffix)).sorted().toList();
+        }
+    }
+
+    @Test
+    void shouldLeaveTheUnlinkOfAReclaimedSegmentToTheReleaserThread() throws Exception {
+        List<Long> ids = appendSegments(2);
+        int first = queue.segmentNumbers().get(0);
+        long[] all = ids.stream().mapToLong(Long::longValue).toArray();
+        queue.ackAll(all, all.length);
+
+        assertTrue(queue.reclaim(System.nanoTime()), "the pass reclaims the sealed segments");
+        assertFalse(queue.segmentNumbers().contains(first));
+        List<String> waiting = files(".cq4.deleting");
+        assertEquals(2, waiting.size(), "renamed out of Chronicle's sight, not unlinked by the pass: " + waiting);
+
+        releaserHeld.countDown();
+        until("the releaser unlinks them", () -> {
+            try {
+                return files(".cq4.deleting").isEmpty();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        assertEquals(1, files(".cq4").size(), "the segment being written stays");
+    }
+
+    @Test
+    void shouldRelocateStragglersOnlyOnceTheirSegmentHasBeenSealedForASecond() {
+        List<Long> ids = appendSegments(1);
+        long straggler = ids.get(5);
+        int segment = (int) (straggler >>> 32);
+        long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> id != straggler).toArray();
+        queue.ackAll(others, others.length);
+        long now = System.nanoTime();
+
+        queue.reclaim(now);
+        assertEquals(0, queue.stats().relocatedMessages(), "a straggler of a just-sealed segment may be an ack in flight");
+        assertTrue(queue.segmentNumbers().contains(segment));
+
+        queue.reclaim(now + SECOND + 1);
+        assertEquals(1, queue.stats().relocatedMessages(), "sealed for over a second: the straggler is moved");
+        queue.reclaim(now + SECOND + 200_000_000L);
+        assertFalse(queue.segmentNumbers().contains(segment), "and its segment reclaimed");
+        assertEquals(straggler, queue.read(straggler).id());
+    }
+}
