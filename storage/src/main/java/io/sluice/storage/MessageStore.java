@@ -48,10 +48,11 @@ public final class MessageStore implements AutoCloseable {
     private final Map<String, QueueStore> queues = new ConcurrentHashMap<>();
     private final StorageFlusher flusher;
     private final ReadAhead readAhead = new ReadAhead();
-    private final FileReleaser releaser = new FileReleaser();
+    private final FileReleaser releaser;
     private volatile boolean closed;
 
-    private MessageStore(Path dataDirectory, StoreConfig config, LongSupplier clock) {
+    private MessageStore(Path dataDirectory, StoreConfig config, LongSupplier clock, FileReleaser releaser) {
+        this.releaser = releaser;
         this.dataDirectory = dataDirectory;
         this.queuesDirectory = dataDirectory.resolve("queues");
         this.config = config;
@@ -84,7 +85,12 @@ public final class MessageStore implements AutoCloseable {
 
     /** As {@link #open(Path, StoreConfig)}, with the clock that stamps appended messages. */
     public static MessageStore open(Path dataDirectory, StoreConfig config, LongSupplier epochMillisClock) {
-        MessageStore store = new MessageStore(dataDirectory, config, epochMillisClock);
+        return open(dataDirectory, config, epochMillisClock, new FileReleaser());
+    }
+
+    /** As above, with the thread that deletes files; tests hold it back. */
+    static MessageStore open(Path dataDirectory, StoreConfig config, LongSupplier epochMillisClock, FileReleaser releaser) {
+        MessageStore store = new MessageStore(dataDirectory, config, epochMillisClock, releaser);
         try {
             store.recoverAll();
         } catch (RuntimeException e) {
@@ -168,7 +174,12 @@ public final class MessageStore implements AutoCloseable {
         return names;
     }
 
-    /** Closes and deletes a queue and all its data. The directory is renamed first, so a crash mid-delete finishes at the next open. */
+    /**
+     * Closes and deletes a queue and all its data. The directory is renamed first, so a crash mid-delete
+     * finishes at the next open; its files are then deleted by the releaser thread, because unlinking
+     * them (and, on a file system mounted with {@code discard}, trimming their blocks) takes tens of
+     * milliseconds per segment, and the caller is typically a broker event loop.
+     */
     public void deleteQueue(String name) {
         ensureOpen();
         QueueStore q = queues.remove(name);
@@ -183,7 +194,7 @@ public final class MessageStore implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot delete queue directory " + dir, e);
         }
-        Directories.deleteRecursively(doomed);
+        releaser.deleteTree(doomed);
     }
 
     private boolean flushAll(long nowNanos) {

@@ -221,6 +221,38 @@ class QueueStoreTest {
     }
 
     @Test
+    void shouldLeaveTheFilesOfADeletedQueueToTheReleaserThread() throws Exception {
+        java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.ExecutorService releaserThread = java.util.concurrent.Executors.newSingleThreadExecutor();
+        releaserThread.execute(() -> {
+            try {
+                held.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        Path data = dir.resolve("held");
+        MessageStore s = MessageStore.open(data, StoreConfig.builder().build(), System::currentTimeMillis,
+                new FileReleaser(releaserThread));
+        try {
+            s.createQueue("b").append(null, payload(1));
+            s.deleteQueue("b");
+            List<Path> doomed;
+            try (var list = Files.list(data.resolve("queues"))) {
+                doomed = list.filter(p -> p.getFileName().toString().startsWith("b.deleted-")).toList();
+            }
+            assertEquals(1, doomed.size(), "renamed at once; its files wait for the releaser");
+            assertEquals(0, s.createQueue("b").unackedMessages(), "a new queue of the same name starts empty");
+
+            held.countDown();
+            Await.until("the releaser deletes the old directory", () -> !Files.exists(doomed.get(0)));
+        } finally {
+            held.countDown();
+            s.close();
+        }
+    }
+
+    @Test
     void shouldRefuseASecondStoreOnTheSameDirectory() {
         open(StoreConfig.builder().build());
         StorageException e = assertThrows(StorageException.class, () -> MessageStore.open(dir, StoreConfig.builder().build()));

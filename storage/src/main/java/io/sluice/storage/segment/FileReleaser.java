@@ -1,10 +1,12 @@
 package io.sluice.storage.segment;
 
+import io.sluice.storage.Directories;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.Closeable;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.ExecutorService;
@@ -15,7 +17,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The store's thread that gives disk space back, {@code sluice-storage-releaser}: it unlinks reclaimed
- * segment files and closes file channels whose file may already be unlinked.
+ * segment files and deleted queues' directories, and closes file channels whose file may already be
+ * unlinked.
  *
  * <p>Why a thread of its own: the kernel frees a file's page cache and blocks when the last reference
  * to an unlinked file goes, and for a 64 MiB segment that took 18–22 ms here (measured on the flusher,
@@ -50,6 +53,17 @@ public final class FileReleaser implements AutoCloseable {
                 Files.deleteIfExists(file);
             } catch (IOException e) {
                 LOG.warn("Could not delete {}; it will be deleted at the next start.", file, e);
+            }
+        });
+    }
+
+    /** Deletes {@code directory} and everything in it (a deleted queue's, already renamed) in the background. */
+    public void deleteTree(Path directory) {
+        run(() -> {
+            try {
+                Directories.deleteRecursively(directory);
+            } catch (UncheckedIOException e) {
+                LOG.warn("Could not delete {}; it will be deleted at the next start.", directory, e);
             }
         });
     }
