@@ -520,9 +520,7 @@ public final class QueueStore {
         lock.lock();
         try {
             ensureOpen();
-            for (int i = 0; i < count; i++) {
-                ackLog.recordDelivery(ids[i], counts[i]);
-            }
+            ackLog.recordDeliveries(ids, counts, count);
         } catch (IOException e) {
             throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
         } finally {

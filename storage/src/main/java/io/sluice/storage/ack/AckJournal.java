@@ -31,28 +31,38 @@ import org.slf4j.LoggerFactory;
  *  0        4        8                16                       32
  *  +--------+--------+----------------+------------------------+
  *  | magic  |version |   generation   |   reserved (zeros)     |   header, 32 bytes
- *  |"SLAJ"  |   1    |  (long)        |                        |
+ *  |"SLAJ"  |   2    |  (long)        |                        |
  *  +--------+--------+----------------+------------------------+
- *  | record | record | ... | 0 0 0 0 0 0 ... (never written)   |
+ *  | record | record | ... | record | 0 | older bytes ...      |
  *  +-------------------------------------------------------------+
  *
- *  record:  +------+---------------------+-----------------------------+
- *           | type |  payload            | CRC32C(type + payload), int |
- *           | byte |  (size fixed by type)|                             |
- *           +------+---------------------+-----------------------------+
- *  type 1 ACK_RANGE          fromId long, toIdInclusive long     21 bytes in all
- *  type 2 DELIVERED          id long, deliveryCount int           17 bytes
- *  type 3 RELOCATED          originalId long, newId long          21 bytes
- *  type 4 SEGMENT_RECLAIMED  segment int                           9 bytes
+ *  record:  +------+---------------------+--------------------------------------------+
+ *           | type |  payload            | CRC32C(generation + type + payload), int   |
+ *           | byte |  (size fixed by type)|  generation as 8 big-endian bytes          |
+ *           +------+---------------------+--------------------------------------------+
+ *  type 1 ACK_RANGE          fromId long, toIdInclusive long                     21 bytes in all
+ *  type 2 DELIVERED          id long, deliveryCount int                           17 bytes
+ *  type 3 RELOCATED          originalId long, newId long                          21 bytes
+ *  type 4 SEGMENT_RECLAIMED  segment int                                           9 bytes
+ *  type 5 DELIVERED_RANGE    fromId long, toIdInclusive long, deliveryCount int   25 bytes
  * </pre>
  *
- * <p>Type 0 never occurs, so the zeroed tail marks the end. The generation equals the generation of
+ * <p>Type 0 never occurs. Each append also writes a zero type byte just after its record, so the
+ * records of the current generation end at a zero byte. The generation equals the generation of
  * the checkpoint the journal follows; {@link AckLog} ignores a journal whose generation differs.
+ *
+ * <p><b>Reuse.</b> A checkpoint does not create a new journal file: {@link #reuse} writes the next
+ * generation into the header and appends from the start again, over the previous generation's
+ * records. No file is written, fsynced, renamed or mapped, so a checkpoint costs no more than the
+ * checkpoint file itself. The previous generation's records stay behind the new ones, and after a
+ * machine crash some pages of the file may hold them while others hold new records. They can never
+ * pass for records of the current generation because the generation is part of every record's CRC.
  *
  * <p><b>Replay</b> reads records in order and stops at the first zero type byte, unknown type, record
  * cut short by the end of the file, or CRC mismatch. After a crash a torn or partly written-back last
  * record is normal, so stopping there is not an error; the writer never appends to a replayed journal
  * (recovery starts a new one), so garbage after the stop point is never mistaken for records.
+ * Version 1 journals (no generation in the CRC, no type 5) are still read.
  */
 public final class AckJournal implements Closeable {
     /** Record types; the code byte and payload size are part of the file format. */
@@ -60,7 +70,8 @@ public final class AckJournal implements Closeable {
         ACK_RANGE(1, 16),
         DELIVERED(2, 12),
         RELOCATED(3, 16),
-        SEGMENT_RECLAIMED(4, 4);
+        SEGMENT_RECLAIMED(4, 4),
+        DELIVERED_RANGE(5, 20);
 
         final byte code;
         final int recordBytes;
@@ -80,6 +91,9 @@ public final class AckJournal implements Closeable {
         void relocated(long originalId, long newId);
 
         void segmentReclaimed(int segment);
+
+        /** Every id in the range was delivered for the {@code deliveryCount}-th time. */
+        void deliveredRange(long fromId, long toIdInclusive, int deliveryCount);
     }
 
     /** What a replay found: the journal's generation, whether records were applied, how many, and where it stopped. */
@@ -87,21 +101,24 @@ public final class AckJournal implements Closeable {
     }
 
     public static final int MAGIC = 0x534C_414A; // "SLAJ"
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
+    /** The first version: records' CRCs do not include the generation. Still read, never written. */
+    static final int VERSION_WITHOUT_GENERATION_IN_CRC = 1;
     public static final int HEADER_BYTES = 32;
     public static final int DEFAULT_CAPACITY_BYTES = 8 << 20;
     /** Room for the header and a handful of records; smaller makes every few acks a checkpoint. */
     public static final int MIN_CAPACITY_BYTES = 256;
-    private static final int MAX_RECORD_BYTES = 21;
+    private static final int MAX_RECORD_BYTES = 25;
 
     private static final Logger LOG = LoggerFactory.getLogger(AckJournal.class);
 
     private final Path file;
-    private final long generation;
     private final int capacityBytes;
+    private long generation;
     private final byte[] scratch = new byte[MAX_RECORD_BYTES];
     private final ByteBuffer scratchBuffer = ByteBuffer.wrap(scratch);
     private final CRC32C crc = new CRC32C();
+    private final ByteBuffer generationScratch = ByteBuffer.allocate(Long.BYTES); // big-endian, as in the header
     private MappedByteBuffer mapped;
     private int position = HEADER_BYTES;
 
@@ -122,8 +139,7 @@ public final class AckJournal implements Closeable {
         Path temporary = file.resolveSibling(file.getFileName() + ".tmp");
         Files.deleteIfExists(temporary);
         try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-            ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES).order(ByteOrder.BIG_ENDIAN);
-            header.putInt(MAGIC).putInt(VERSION).putLong(generation).flip();
+            ByteBuffer header = ByteBuffer.wrap(header(generation));
             while (header.hasRemaining()) {
                 channel.write(header, header.position());
             }
@@ -169,8 +185,9 @@ public final class AckJournal implements Closeable {
             throw new CorruptAckStateException(file, 0, String.format("journal magic 0x%08x, expected 0x%08x", magic, MAGIC));
         }
         int version = buffer.getInt(4);
-        if (version != VERSION) {
-            throw new CorruptAckStateException(file, 4, "journal format version " + version + ", this broker reads only " + VERSION);
+        if (version != VERSION && version != VERSION_WITHOUT_GENERATION_IN_CRC) {
+            throw new CorruptAckStateException(file, 4, "journal format version " + version + ", this broker reads only "
+                    + VERSION_WITHOUT_GENERATION_IN_CRC + " and " + VERSION);
         }
         long generation = buffer.getLong(8);
         if (generation != expectedGeneration) {
@@ -203,6 +220,9 @@ public final class AckJournal implements Closeable {
             }
             int crcOffset = offset + type.recordBytes - Integer.BYTES;
             crc.reset();
+            if (version == VERSION) {
+                crc.update(bytes, 8, Long.BYTES); // the header's generation
+            }
             crc.update(bytes, offset, crcOffset - offset);
             if ((int) crc.getValue() != buffer.getInt(crcOffset)) {
                 stopReason = type + " record fails its CRC32C (torn write)";
@@ -214,6 +234,8 @@ public final class AckJournal implements Closeable {
                 case DELIVERED -> visitor.delivered(buffer.getLong(payload), buffer.getInt(payload + 8));
                 case RELOCATED -> visitor.relocated(buffer.getLong(payload), buffer.getLong(payload + 8));
                 case SEGMENT_RECLAIMED -> visitor.segmentReclaimed(buffer.getInt(payload));
+                case DELIVERED_RANGE -> visitor.deliveredRange(buffer.getLong(payload), buffer.getLong(payload + 8),
+                        buffer.getInt(payload + 16));
                 default -> throw new IllegalStateException("record type " + type + " has no replay rule");
             }
             records++;
@@ -251,6 +273,29 @@ public final class AckJournal implements Closeable {
     public void appendSegmentReclaimed(int segment) {
         begin(RecordType.SEGMENT_RECLAIMED).putInt(segment);
         finish(RecordType.SEGMENT_RECLAIMED);
+    }
+
+    public void appendDeliveredRange(long fromId, long toIdInclusive, int deliveryCount) {
+        begin(RecordType.DELIVERED_RANGE).putLong(fromId).putLong(toIdInclusive).putInt(deliveryCount);
+        finish(RecordType.DELIVERED_RANGE);
+    }
+
+    /**
+     * Starts generation {@code nextGeneration} in this file: rewrites the header and appends from the
+     * start again (see Reuse in the class javadoc). Call only once checkpoint {@code nextGeneration}
+     * is durable: until this header reaches the disk, the file still reads as the older generation,
+     * which that checkpoint makes obsolete.
+     */
+    public void reuse(long nextGeneration) {
+        checkOpen();
+        if (nextGeneration <= generation) {
+            throw new IllegalArgumentException("ack journal " + file + " is at generation " + generation
+                    + "; it can only be reused for a later one, not " + nextGeneration);
+        }
+        mapped.put(0, header(nextGeneration), 0, HEADER_BYTES);
+        mapped.put(HEADER_BYTES, (byte) 0);
+        generation = nextGeneration;
+        position = HEADER_BYTES;
     }
 
     /** Flushes appended records to the device (msync): after this a machine crash cannot lose them. */
@@ -299,10 +344,24 @@ public final class AckJournal implements Closeable {
     private void finish(RecordType type) {
         int crcOffset = type.recordBytes - Integer.BYTES;
         crc.reset();
+        crc.update(generationBytes(generation));
         crc.update(scratch, 0, crcOffset);
         scratchBuffer.putInt((int) crc.getValue());
         mapped.put(position, scratch, 0, type.recordBytes);
         position += type.recordBytes;
+        if (position < capacityBytes) {
+            mapped.put(position, (byte) 0); // the end of this generation's records, until the next append
+        }
+    }
+
+    private ByteBuffer generationBytes(long value) {
+        return generationScratch.clear().putLong(0, value);
+    }
+
+    private static byte[] header(long generation) {
+        ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES).order(ByteOrder.BIG_ENDIAN);
+        header.putInt(MAGIC).putInt(VERSION).putLong(generation);
+        return header.array();
     }
 
     private void checkOpen() {

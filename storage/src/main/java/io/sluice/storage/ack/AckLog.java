@@ -46,10 +46,13 @@ import org.slf4j.LoggerFactory;
  *   <li>rename it to {@code acks.checkpoint}, fsync the directory. Crash: checkpoint <i>g</i>+1 +
  *       journal <i>g</i>; the journal's generation differs, so it is ignored, which is right because
  *       the checkpoint holds everything it recorded.</li>
- *   <li>write {@code acks.journal.tmp} with header generation <i>g</i>+1 and zeros, fsync, rename to
- *       {@code acks.journal}, fsync the directory. Crash before the rename: as step 2. After: an
- *       empty journal of the checkpoint's generation.</li>
+ *   <li>reuse the journal file (see {@link AckJournal}): write generation <i>g</i>+1 into its header
+ *       through the mapping and append from its start again. Nothing is forced here; the flusher's
+ *       next {@link #force()} is. Crash before the header reaches the disk: as step 2. After: a
+ *       journal of the checkpoint's generation, whose records of generation <i>g</i> fail their CRC.</li>
  * </ol>
+ * Recovery's checkpoint writes a new, zero-filled journal under {@code acks.journal.tmp} instead of
+ * step 3 (fsync, rename, fsync the directory), so a journal is never appended to after a replay.
  * A journal newer than the checkpoint cannot arise from these steps; it means the checkpoint was
  * lost or replaced, and {@link #recover()} refuses with {@link CorruptAckStateException}.
  *
@@ -69,6 +72,8 @@ public final class AckLog implements Closeable {
     }
 
     private static final Logger LOG = LoggerFactory.getLogger(AckLog.class);
+    /** A delivered range is one dispatch; anything this long did not come from this class. */
+    private static final long MAX_REPLAYED_RANGE = 1 << 20;
 
     private final Path checkpointFile;
     private final Path journalFile;
@@ -244,6 +249,46 @@ public final class AckLog implements Closeable {
         return recorded;
     }
 
+    /**
+     * Records {@code count} deliveries: {@code ids[i]} delivered for the {@code counts[i]}-th time. A
+     * run of consecutive ids delivered for the same count (a dispatch of new messages in store order)
+     * is journaled as one range record, so the journal grows per dispatch, not per message.
+     */
+    public void recordDeliveries(long[] ids, int[] counts, int count) throws IOException {
+        checkRecovered();
+        long runFrom = -1;
+        long runTo = -1;
+        int runCount = 0;
+        for (int i = 0; i < count; i++) {
+            long id = ids[i];
+            if (!tracker.recordDelivery(id, counts[i])) {
+                continue;
+            }
+            if (runFrom >= 0 && id == runTo + 1 && counts[i] == runCount) {
+                runTo = id;
+                continue;
+            }
+            journalDeliveryRun(runFrom, runTo, runCount);
+            runFrom = id;
+            runTo = id;
+            runCount = counts[i];
+        }
+        journalDeliveryRun(runFrom, runTo, runCount);
+    }
+
+    private void journalDeliveryRun(long fromId, long toIdInclusive, int deliveryCount) throws IOException {
+        if (fromId < 0) {
+            return;
+        }
+        if (fromId == toIdInclusive) {
+            if (roomFor(AckJournal.RecordType.DELIVERED)) {
+                journal.appendDelivered(fromId, deliveryCount);
+            }
+        } else if (roomFor(AckJournal.RecordType.DELIVERED_RANGE)) {
+            journal.appendDeliveredRange(fromId, toIdInclusive, deliveryCount);
+        }
+    }
+
     /** Call after the copy at {@code newId} is written (and {@link #segmentGrew} reported it). */
     public void relocate(long originalId, long newId) throws IOException {
         checkRecovered();
@@ -262,18 +307,20 @@ public final class AckLog implements Closeable {
         }
     }
 
-    /** Writes the whole state as the next generation and starts an empty journal (see class javadoc). */
+    /**
+     * Writes the whole state as the next generation and starts an empty journal (see class javadoc):
+     * recovery creates a new journal file, a rotation reuses the file of the full one.
+     */
     public void checkpoint() throws IOException {
         checkOpen();
         long next = generation + 1;
         AckCheckpoint.write(checkpointFile, next, tracker);
-        AckJournal fresh = AckJournal.create(journalFile, next, journalCapacityBytes);
-        AckJournal old = journal;
-        journal = fresh;
-        generation = next;
-        if (old != null) {
-            old.close();
+        if (journal != null) {
+            journal.reuse(next);
+        } else {
+            journal = AckJournal.create(journalFile, next, journalCapacityBytes);
         }
+        generation = next;
     }
 
     /** Makes every change so far survive a machine crash; the storage flusher calls this. */
@@ -327,6 +374,17 @@ public final class AckLog implements Closeable {
                     return;
                 }
                 tracker.replayDelivery(id, deliveryCount);
+            }
+
+            @Override
+            public void deliveredRange(long fromId, long toIdInclusive, int deliveryCount) {
+                if (fromId < 0 || toIdInclusive < fromId || toIdInclusive - fromId >= MAX_REPLAYED_RANGE || deliveryCount < 1) {
+                    skipped[0]++;
+                    return;
+                }
+                for (long id = fromId; id <= toIdInclusive; id++) {
+                    tracker.replayDelivery(id, deliveryCount);
+                }
             }
 
             @Override

@@ -94,6 +94,10 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
         @Override
         public void segmentReclaimed(int segment) {
         }
+
+        @Override
+        public void deliveredRange(long fromId, long toIdInclusive, int deliveryCount) {
+        }
     }
 
 }

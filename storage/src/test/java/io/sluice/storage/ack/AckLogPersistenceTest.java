@@ -95,6 +95,49 @@ class AckLogPersistenceTest {
     }
 
     @Example
+    void shouldJournalADispatchOfConsecutiveDeliveriesAsOneRecordAndReplayItExactly() throws IOException {
+        Path dir = Files.createTempDirectory("acks");
+        AckLog log = tinyJournalLogOf100k(dir);
+        long[] ids = new long[100];
+        int[] counts = new int[100];
+        for (int dispatch = 0; dispatch < 1000; dispatch++) {
+            for (int i = 0; i < 100; i++) {
+                ids[i] = dispatch * 100L + i;
+                counts[i] = ids[i] % 1000 == 50 ? 2 : 1; // a redelivery in the middle: three runs
+            }
+            log.recordDeliveries(ids, counts, 100);
+        }
+        log.ack(7); // acknowledged ids are not delivered again
+        log.recordDeliveries(new long[] {6, 7, 8}, new int[] {2, 2, 2}, 3);
+        // 2,701 records of at most 25 bytes fit in 17 journals of 4 KiB; a record per id (100,000 of
+        // them, 17 bytes each) would have rotated the journal about 420 times.
+        assertTrue(log.generation() <= 20, "generation " + log.generation());
+        AckLog reopened = reopenTinyJournalLogOf100k(dir); // abandoned, not closed: replays the journal
+        for (long id = 0; id < 100_000; id++) {
+            int expected = id == 7 ? 0 : id == 6 || id == 8 || id % 1000 == 50 ? 2 : 1;
+            assertEquals(expected, reopened.state().deliveryCount(id), "id " + id);
+        }
+        log.close();
+        reopened.close();
+        io.sluice.storage.Directories.deleteRecursively(dir);
+    }
+
+    @Example
+    void shouldRotateIntoTheSameJournalFile() throws IOException {
+        Path dir = Files.createTempDirectory("acks");
+        AckLog log = tinyJournalLogOf100k(dir);
+        Path journal = dir.resolve(AckFiles.JOURNAL);
+        Object inode = Files.getAttribute(journal, "unix:ino");
+        for (long seq = 0; seq < 6000; seq += 2) {
+            log.ack(seq);
+        }
+        assertTrue(log.generation() > 10, "generation " + log.generation());
+        assertEquals(inode, Files.getAttribute(journal, "unix:ino"), "the journal file was replaced, not reused");
+        log.close();
+        io.sluice.storage.Directories.deleteRecursively(dir);
+    }
+
+    @Example
     void shouldReplayIntactPrefixWhenLastJournalRecordIsTorn() throws IOException {
         Path dir = Files.createTempDirectory("acks");
         AckLog log = AckLog.open(dir);
@@ -342,6 +385,14 @@ class AckLogPersistenceTest {
             public boolean recordDelivery(long id, int count) {
                 try {
                     return log.recordDelivery(id, count);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+
+            public void recordDeliveries(long[] ids, int[] counts, int count) {
+                try {
+                    log.recordDeliveries(ids, counts, count);
                 } catch (IOException e) {
                     throw new UncheckedIOException(e);
                 }

@@ -25,6 +25,9 @@ final class AckWorkload {
 
         boolean recordDelivery(long id, int count);
 
+        /** Records each delivery in turn, as one dispatch does. */
+        void recordDeliveries(long[] ids, int[] counts, int count);
+
         void relocate(long originalId, long newId);
 
         void removeSegment(int segment);
@@ -64,6 +67,12 @@ final class AckWorkload {
 
             public boolean recordDelivery(long id, int count) {
                 return tracker.recordDelivery(id, count);
+            }
+
+            public void recordDeliveries(long[] ids, int[] counts, int count) {
+                for (int i = 0; i < count; i++) {
+                    tracker.recordDelivery(ids[i], counts[i]);
+                }
             }
 
             public void relocate(long originalId, long newId) {
@@ -123,6 +132,24 @@ final class AckWorkload {
             long from = randomId();
             long to = random.nextInt(10) == 0 ? from + (1L << 32) + random.nextInt(50) : from + random.nextInt(300);
             assertEquals(model.ackRange(from, to), target.ackRange(from, to), "ackRange " + from + ".." + to);
+        } else if (dice < 71) {
+            // As the broker records a dispatch: mostly runs of consecutive ids delivered for the same
+            // count, now and then a redelivery, a relocated message's original name or an acked id.
+            long[] ids = new long[1 + random.nextInt(40)];
+            int[] counts = new int[ids.length];
+            long next = randomId();
+            int count = 1;
+            for (int i = 0; i < ids.length; i++) {
+                boolean relocated = random.nextInt(8) == 0 && !model.relocatedFrom.isEmpty();
+                ids[i] = relocated ? pick(new ArrayList<>(model.relocatedFrom.keySet())) : next++;
+                if (random.nextInt(6) == 0) {
+                    next += random.nextInt(3);
+                    count = 1 + random.nextInt(3);
+                }
+                counts[i] = count;
+                model.recordDelivery(ids[i], counts[i]);
+            }
+            target.recordDeliveries(ids, counts, ids.length);
         } else if (dice < 77) {
             long id = random.nextBoolean() || model.relocatedFrom.isEmpty() ? randomId() : pick(new ArrayList<>(model.relocatedFrom.keySet()));
             int count = 1 + random.nextInt(5);

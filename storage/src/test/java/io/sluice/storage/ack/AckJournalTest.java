@@ -1,0 +1,132 @@
+package io.sluice.storage.ack;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.zip.CRC32C;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The journal file on its own: reuse across generations, and the first format version. */
+class AckJournalTest {
+    private static final int ACK_RANGE_BYTES = AckJournal.RecordType.ACK_RANGE.recordBytes;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void reusedJournalNeverReplaysThePreviousGenerationsRecords() throws IOException {
+        Path file = dir.resolve(AckFiles.JOURNAL);
+        try (AckJournal journal = AckJournal.create(file, 1, 4096)) {
+            for (long id = 0; id < 10; id++) {
+                journal.appendAckRange(id * 100, id * 100 + 9);
+            }
+            journal.reuse(2);
+            journal.appendAckRange(5000, 5009);
+            journal.appendAckRange(6000, 6009);
+        }
+        byte[] bytes = Files.readAllBytes(file);
+        int thirdRecord = AckJournal.HEADER_BYTES + 2 * ACK_RANGE_BYTES;
+        assertEquals(0, bytes[thirdRecord], "an append ends the generation's records with a zero type byte");
+        assertEquals(List.of("5000..5009", "6000..6009"), ackRanges(file, 2));
+
+        // A machine crash can leave the page with that zero byte unwritten while the next records of
+        // generation 1 are still in the file: put generation 1's third record back, byte for byte.
+        bytes[thirdRecord] = AckJournal.RecordType.ACK_RANGE.code;
+        Files.write(file, bytes);
+        AckJournal.Replay replay = AckJournal.replay(file, 2, new Recorder() {
+            @Override
+            public void ackRange(long fromId, long toIdInclusive) {
+            }
+        });
+        assertEquals(2, replay.records());
+        assertEquals(thirdRecord, replay.stopOffset());
+        assertTrue(replay.stopReason().contains("CRC32C"), replay.stopReason());
+        assertEquals(List.of("5000..5009", "6000..6009"), ackRanges(file, 2));
+    }
+
+    @Test
+    void recordsAfterTheEndMarkerAreNotReadEvenWithTheRightGeneration() throws IOException {
+        Path file = dir.resolve(AckFiles.JOURNAL);
+        try (AckJournal journal = AckJournal.create(file, 4, 4096)) {
+            journal.appendDeliveredRange(10, 19, 1);
+            journal.appendDelivered(12, 2);
+        }
+        List<String> seen = new ArrayList<>();
+        AckJournal.Replay replay = AckJournal.replay(file, 4, new Recorder() {
+            @Override
+            public void deliveredRange(long fromId, long toIdInclusive, int deliveryCount) {
+                seen.add("delivered " + fromId + ".." + toIdInclusive + " x" + deliveryCount);
+            }
+
+            @Override
+            public void delivered(long id, int deliveryCount) {
+                seen.add("delivered " + id + " x" + deliveryCount);
+            }
+        });
+        assertEquals(List.of("delivered 10..19 x1", "delivered 12 x2"), seen);
+        assertEquals("end of written records", replay.stopReason());
+    }
+
+    @Test
+    void readsAVersionOneJournal() throws IOException {
+        // Version 1: the same header, records whose CRC32C covers only type and payload.
+        ByteBuffer file = ByteBuffer.allocate(4096);
+        file.putInt(AckJournal.MAGIC).putInt(1).putLong(3).position(AckJournal.HEADER_BYTES);
+        for (long from : new long[] {40, 70}) {
+            int start = file.position();
+            file.put(AckJournal.RecordType.ACK_RANGE.code).putLong(from).putLong(from + 4);
+            CRC32C crc = new CRC32C();
+            crc.update(file.array(), start, file.position() - start);
+            file.putInt((int) crc.getValue());
+        }
+        Path path = dir.resolve(AckFiles.JOURNAL);
+        Files.write(path, file.array());
+        assertEquals(List.of("40..44", "70..74"), ackRanges(path, 3));
+    }
+
+    private static List<String> ackRanges(Path file, long generation) throws IOException {
+        List<String> ranges = new ArrayList<>();
+        AckJournal.replay(file, generation, new Recorder() {
+            @Override
+            public void ackRange(long fromId, long toIdInclusive) {
+                ranges.add(fromId + ".." + toIdInclusive);
+            }
+        });
+        return ranges;
+    }
+
+    /** Fails the test on any record type the test did not expect. */
+    private static class Recorder implements AckJournal.Visitor {
+        @Override
+        public void ackRange(long fromId, long toIdInclusive) {
+            throw new AssertionError("unexpected ACK_RANGE " + fromId + ".." + toIdInclusive);
+        }
+
+        @Override
+        public void delivered(long id, int deliveryCount) {
+            throw new AssertionError("unexpected DELIVERED " + id);
+        }
+
+        @Override
+        public void relocated(long originalId, long newId) {
+            throw new AssertionError("unexpected RELOCATED " + originalId);
+        }
+
+        @Override
+        public void segmentReclaimed(int segment) {
+            throw new AssertionError("unexpected SEGMENT_RECLAIMED " + segment);
+        }
+
+        @Override
+        public void deliveredRange(long fromId, long toIdInclusive, int deliveryCount) {
+            throw new AssertionError("unexpected DELIVERED_RANGE " + fromId);
+        }
+    }
+}
