@@ -30,8 +30,9 @@ import java.util.concurrent.Semaphore;
  * acking S         an ack of S is about to be called (it may or may not have happened at the kill)
  * acked S          the ack of S returned
  * </pre>
- * Mixed mode acks every sequence divisible by 3; reclaim mode acks all but every 50th, with 1 MiB
- * segments, so reclaim and straggler relocation run all the time.
+ * Mixed mode acks every sequence divisible by 3, with a 4 KiB ack journal, so the journal rotates
+ * all the time; reclaim mode acks all but every 50th, with 1 MiB segments, so reclaim and straggler
+ * relocation run all the time.
  */
 public final class CrashingWriter {
     static final String QUEUE = "q";
@@ -49,7 +50,9 @@ public final class CrashingWriter {
             // Relocation at once, as before the wait existed: kills must land in the middle of it.
             builder.segmentBytes(StoreConfig.MIN_SEGMENT_BYTES).relocateAfterMs(0);
         } else {
-            builder.segmentBytes(4L << 20);
+            // The smallest ack journal: it rotates (a checkpoint, and the journal file reused for the
+            // next generation) every couple of hundred acks, so kills land in and around rotations.
+            builder.segmentBytes(4L << 20).ackJournalBytes(4096);
         }
         return builder.build();
     }
