@@ -147,6 +147,8 @@ public final class BrokerConfig {
         public long relocateAfterMs;
         @JsonProperty("read-ahead-messages")
         public int readAheadMessages;
+        @JsonProperty("delete-chunk-bytes")
+        public long deleteChunkBytes;
     }
 
     /** Defaults for every queue. */
@@ -192,6 +194,7 @@ public final class BrokerConfig {
                 .relocateMaxLiveMessages(storage.relocateMaxLiveMessages)
                 .relocateAfterMs(storage.relocateAfterMs)
                 .readAheadMessages(storage.readAheadMessages)
+                .deleteChunkBytes(storage.deleteChunkBytes)
                 .build();
     }
 
