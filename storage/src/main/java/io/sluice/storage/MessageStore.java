@@ -85,7 +85,7 @@ public final class MessageStore implements AutoCloseable {
 
     /** As {@link #open(Path, StoreConfig)}, with the clock that stamps appended messages. */
     public static MessageStore open(Path dataDirectory, StoreConfig config, LongSupplier epochMillisClock) {
-        return open(dataDirectory, config, epochMillisClock, new FileReleaser(config.deleteChunkBytes()));
+        return open(dataDirectory, config, epochMillisClock, new FileReleaser());
     }
 
     /** As above, with the thread that deletes files; tests hold it back. */

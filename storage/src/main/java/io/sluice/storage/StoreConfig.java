@@ -25,10 +25,6 @@ import java.util.List;
  * @param readAheadMessages    how far (in messages) the read-ahead thread touches a reader's coming
  *                             records, so that a consumer catching up on a cold backlog finds them in
  *                             the page cache instead of faulting on the broker's event loop (0 disables)
- * @param deleteChunkBytes     a deleted file larger than this is cut from its end in steps of this size
- *                             before it is unlinked, so that a file system with online discard never
- *                             gets one huge discard in front of the forces (0 unlinks in one go; see
- *                             {@link io.sluice.storage.segment.FileReleaser})
  */
 public record StoreConfig(
         DurabilityMode durability,
@@ -40,8 +36,7 @@ public record StoreConfig(
         double relocateMaxLiveRatio,
         int relocateMaxLiveMessages,
         long relocateAfterMs,
-        int readAheadMessages,
-        long deleteChunkBytes) {
+        int readAheadMessages) {
 
     public static final long MIN_SEGMENT_BYTES = 1L << 20;
     public static final long MAX_SEGMENT_BYTES = 1L << 30;
@@ -61,8 +56,7 @@ public record StoreConfig(
                 .relocateMaxLiveRatio(relocateMaxLiveRatio)
                 .relocateMaxLiveMessages(relocateMaxLiveMessages)
                 .relocateAfterMs(relocateAfterMs)
-                .readAheadMessages(readAheadMessages)
-                .deleteChunkBytes(deleteChunkBytes);
+                .readAheadMessages(readAheadMessages);
     }
 
     /** A mutable builder with the defaults a broker runs with. */
@@ -77,7 +71,6 @@ public record StoreConfig(
         private int relocateMaxLiveMessages = 10_000;
         private long relocateAfterMs = 1000;
         private int readAheadMessages = 50_000;
-        private long deleteChunkBytes = 2L << 20;
 
         public Builder durability(DurabilityMode value) {
             this.durability = value;
@@ -129,11 +122,6 @@ public record StoreConfig(
             return this;
         }
 
-        public Builder deleteChunkBytes(long value) {
-            this.deleteChunkBytes = value;
-            return this;
-        }
-
         /** Checks every field and throws one exception listing every problem found. */
         public StoreConfig build() {
             List<String> problems = new ArrayList<>();
@@ -167,15 +155,11 @@ public record StoreConfig(
             if (readAheadMessages < 0 || readAheadMessages > 10_000_000) {
                 problems.add("readAheadMessages " + readAheadMessages + " is outside 0..10000000");
             }
-            if (deleteChunkBytes != 0 && (deleteChunkBytes < (64 << 10) || deleteChunkBytes > MAX_SEGMENT_BYTES)) {
-                problems.add("deleteChunkBytes " + deleteChunkBytes + " is neither 0 nor within " + (64 << 10) + ".." + MAX_SEGMENT_BYTES);
-            }
             if (!problems.isEmpty()) {
                 throw new IllegalArgumentException("invalid storage configuration: " + String.join("; ", problems));
             }
             return new StoreConfig(durability, syncIntervalMs, segmentBytes, maxMessageBytes, reservedDiskBytes,
-                    ackJournalBytes, relocateMaxLiveRatio, relocateMaxLiveMessages, relocateAfterMs, readAheadMessages,
-                    deleteChunkBytes);
+                    ackJournalBytes, relocateMaxLiveRatio, relocateMaxLiveMessages, relocateAfterMs, readAheadMessages);
         }
     }
 }

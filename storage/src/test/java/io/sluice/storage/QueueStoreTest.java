@@ -91,7 +91,7 @@ class QueueStoreTest {
             java.util.concurrent.atomic.AtomicInteger wakes = new java.util.concurrent.atomic.AtomicInteger();
             Path queueDir = dir.resolve("wake-" + mode);
             Files.createDirectories(queueDir);
-            try (FileReleaser releaser = new FileReleaser(0)) {
+            try (FileReleaser releaser = new FileReleaser()) {
                 QueueStore q = QueueStore.open("wake", queueDir, StoreConfig.builder().durability(mode).build(),
                         new DiskSpaceGuard(queueDir, 0), System::currentTimeMillis, wakes::incrementAndGet, null, releaser);
                 try {

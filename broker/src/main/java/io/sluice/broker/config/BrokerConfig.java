@@ -147,8 +147,6 @@ public final class BrokerConfig {
         public long relocateAfterMs;
         @JsonProperty("read-ahead-messages")
         public int readAheadMessages;
-        @JsonProperty("delete-chunk-bytes")
-        public long deleteChunkBytes;
     }
 
     /** Defaults for every queue. */
@@ -194,7 +192,6 @@ public final class BrokerConfig {
                 .relocateMaxLiveMessages(storage.relocateMaxLiveMessages)
                 .relocateAfterMs(storage.relocateAfterMs)
                 .readAheadMessages(storage.readAheadMessages)
-                .deleteChunkBytes(storage.deleteChunkBytes)
                 .build();
     }
 

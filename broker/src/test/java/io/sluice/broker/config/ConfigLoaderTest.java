@@ -54,9 +54,6 @@ class ConfigLoaderTest {
         assertTrue(m.contains("broker.io-threads -1 is outside 0..1024"), m);
         assertTrue(m.contains("durability mode 'sometimes'"), m);
         assertTrue(m.contains("queues.max-deliveries 0 is outside"), m);
-        String storage = assertThrows(ConfigException.class, () -> new ConfigLoader().load(null,
-                Map.of("storage.delete-chunk-bytes", "4096"))).getMessage();
-        assertTrue(storage.contains("deleteChunkBytes 4096 is neither 0 nor within 65536..1073741824"), storage);
     }
 
     @Test
