@@ -261,7 +261,15 @@ public final class AckLog implements Closeable {
         int runCount = 0;
         for (int i = 0; i < count; i++) {
             long id = ids[i];
-            if (!tracker.recordDelivery(id, counts[i])) {
+            boolean recorded;
+            try {
+                recorded = tracker.recordDelivery(id, counts[i]);
+            } catch (IllegalArgumentException e) {
+                // A bad id or count: what was applied before it must still reach the journal.
+                journalDeliveryRun(runFrom, runTo, runCount);
+                throw e;
+            }
+            if (!recorded) {
                 continue;
             }
             if (runFrom >= 0 && id == runTo + 1 && counts[i] == runCount) {

@@ -123,6 +123,23 @@ class AckLogPersistenceTest {
     }
 
     @Example
+    void shouldJournalTheDeliveriesBeforeABadOneInABatch() throws IOException {
+        Path dir = Files.createTempDirectory("acks");
+        AckLog log = tinyJournalLogOf100k(dir);
+        assertThrows(IllegalArgumentException.class,
+                () -> log.recordDeliveries(new long[] {10, 11, 12, 13}, new int[] {1, 1, 0, 1}, 4));
+        assertEquals(1, log.state().deliveryCount(11));
+        AckLog reopened = reopenTinyJournalLogOf100k(dir); // abandoned: replays the journal
+        assertEquals(1, reopened.state().deliveryCount(10));
+        assertEquals(1, reopened.state().deliveryCount(11));
+        assertEquals(0, reopened.state().deliveryCount(12));
+        assertEquals(0, reopened.state().deliveryCount(13));
+        log.close();
+        reopened.close();
+        io.sluice.storage.Directories.deleteRecursively(dir);
+    }
+
+    @Example
     void shouldRotateIntoTheSameJournalFile() throws IOException {
         Path dir = Files.createTempDirectory("acks");
         AckLog log = tinyJournalLogOf100k(dir);
