@@ -12,8 +12,12 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.util.Collection;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -135,12 +139,26 @@ public final class QueueManager {
         return true;
     }
 
+    /**
+     * Writes the settings under a temporary name, fsyncs, renames and fsyncs the directory: a queue
+     * declared with settings must not come back with the defaults after a machine crash.
+     */
     private void saveSettings(String name, QueueSettings settings) {
         Path file = settingsDirectory.resolve(name + ".json");
         Path tmp = settingsDirectory.resolve(name + ".json.tmp");
         try {
-            json.writeValue(tmp.toFile(), settings.asMap());
-            Files.move(tmp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            ByteBuffer bytes = ByteBuffer.wrap(json.writeValueAsBytes(settings.asMap()));
+            try (FileChannel channel = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+                    StandardOpenOption.WRITE)) {
+                while (bytes.hasRemaining()) {
+                    channel.write(bytes);
+                }
+                channel.force(true);
+            }
+            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            try (FileChannel directory = FileChannel.open(settingsDirectory, StandardOpenOption.READ)) {
+                directory.force(true);
+            }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot save the settings of queue '" + name + "' to " + file, e);
         }
