@@ -866,6 +866,11 @@ public final class BrokerQueue {
     }
 
     /** Stops serving: drops consumers (their connections are told by the caller) and closes the reader. */
+    /** True once {@link #close} has run (the queue was deleted or the broker stopped). */
+    boolean isClosed() {
+        return closed;
+    }
+
     void close() {
         closed = true;
         if (ackTimeoutTask != null) {

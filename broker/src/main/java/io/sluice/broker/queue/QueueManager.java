@@ -125,7 +125,14 @@ public final class QueueManager {
         }
         declared.remove(name);
         try {
-            q.executor().submit(q::close).syncUninterruptibly();
+            if (q.executor().inEventLoop()) {
+                // A connection on the queue's own event loop: waiting for a task queued behind this
+                // one would never end (Netty refuses it), and the store would be deleted under a queue
+                // that is still open.
+                q.close();
+            } else {
+                q.executor().submit(q::close).syncUninterruptibly();
+            }
         } catch (RuntimeException e) {
             LOG.warn("Queue '{}': error while closing for delete.", name, e);
         }
