@@ -91,6 +91,7 @@ public final class Broker implements AutoCloseable {
                     .syncUninterruptibly().channel();
         } catch (RuntimeException e) {
             shutdownGroups();
+            queues.close();
             store.close();
             closeAdmin();
             throw new IllegalStateException("cannot listen on " + config.broker.listenAddress + ":" + config.broker.port
@@ -226,6 +227,7 @@ public final class Broker implements AutoCloseable {
         channels.writeAndFlush(new CloseFrame(ErrorCode.NONE, "the broker is shutting down"));
         channels.close().awaitUninterruptibly(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), TimeUnit.MILLISECONDS);
         shutdownGroups();
+        queues.close();
         store.close();
         closeAdmin();
         LOG.info("Shut down cleanly.");

@@ -100,6 +100,68 @@ class BrokerEndToEndTest {
     }
 
     @Test
+    void shouldHandleFramesSentRightBehindADeclareOfANewQueueInOrder() throws Exception {
+        try (RawClient c = RawClient.connected(broker.port())) {
+            // No waiting for the declare's answer: the publish and the subscribe need the queue.
+            c.send(new DeclareQueueFrame(1, "pipelined", QueueSettings.EMPTY));
+            publish(c, "pipelined", 5, 0, 20);
+            c.send(new SubscribeFrame(2, 3, "pipelined", 100));
+            assertEquals(1, c.expect(OkFrame.class).requestId(), "the declare is answered first");
+            // Then, in whatever order they come: the confirms, the subscribe's OK, the deliveries.
+            long confirmed = 0;
+            boolean subscribed = false;
+            List<String> delivered = new ArrayList<>();
+            while (confirmed < 20 || !subscribed || delivered.size() < 20) {
+                Object o = c.received.poll(10, java.util.concurrent.TimeUnit.SECONDS);
+                if (o instanceof ConfirmFrame f) {
+                    for (IdRange r : f.sequences()) {
+                        confirmed += r.to() - r.from() + 1;
+                    }
+                } else if (o instanceof OkFrame ok && ok.requestId() == 2) {
+                    subscribed = true;
+                } else if (o instanceof RawClient.Delivery d) {
+                    delivered.add(new String(d.payload(), StandardCharsets.UTF_8));
+                } else {
+                    throw new AssertionError("unexpected " + o);
+                }
+            }
+            List<String> expected = new ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                expected.add("m" + i);
+            }
+            assertEquals(expected, delivered);
+        }
+    }
+
+    @Test
+    void shouldKeepServingOtherConnectionsOnTheLoopWhileANewQueueIsCreated() throws Exception {
+        broker.close();
+        broker = Broker.start(config(Map.of("broker.io-threads", "1"))); // every connection on one loop
+        try (RawClient busy = RawClient.connected(broker.port()); RawClient other = RawClient.connected(broker.port())) {
+            other.send(new DeclareQueueFrame(1, "existing", QueueSettings.EMPTY));
+            other.expect(OkFrame.class);
+            // Hold the declare thread, as a slow disk would while a queue's files are created.
+            java.util.concurrent.CountDownLatch slowDisk = new java.util.concurrent.CountDownLatch(1);
+            broker.queues().onDeclareThread(() -> {
+                try {
+                    return slowDisk.await(30, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            busy.send(new DeclareQueueFrame(7, "new-queue", QueueSettings.EMPTY));
+            publish(busy, "new-queue", 9, 0, 3);
+            // The other connection, on the same event loop, publishes and is confirmed meanwhile.
+            publish(other, "existing", 1, 0, 50);
+            assertEquals(50, confirmedCount(other, 50));
+            assertEquals(null, busy.received.poll(0, java.util.concurrent.TimeUnit.MILLISECONDS), "the declare is not answered yet");
+            slowDisk.countDown();
+            assertEquals(7, busy.expect(OkFrame.class).requestId());
+            assertEquals(3, confirmedCount(busy, 3));
+        }
+    }
+
+    @Test
     void shouldNeverExceedTheConsumersCredit() throws Exception {
         try (RawClient c = RawClient.connected(broker.port())) {
             c.send(new DeclareQueueFrame(1, "q", QueueSettings.EMPTY));

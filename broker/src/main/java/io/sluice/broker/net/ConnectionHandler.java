@@ -51,6 +51,7 @@ import javax.net.ssl.SSLException;
 import javax.net.ssl.SSLPeerUnverifiedException;
 import java.security.cert.Certificate;
 import java.security.cert.X509Certificate;
+import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -95,6 +96,13 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private final java.util.concurrent.atomic.AtomicLong windowMessagesOut = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong windowBytesOut = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean readingPaused;
+    /**
+     * Frames that arrived while this connection's DECLARE of a new queue runs on the declare thread;
+     * null when none does. They are handled, in order, once the declare is answered: a client may send
+     * DECLARE and then PUBLISH to that queue without waiting. Reading stops meanwhile, so what is held
+     * is at most what one read had already decoded.
+     */
+    private ArrayDeque<Object> heldInbound;
     private volatile int negotiatedMaxFrameBytes = 64 << 10;
 
     public ConnectionHandler(BrokerConfig config, Authenticator authenticator, QueueManager queues, ConnectionSecurity security) {
@@ -130,6 +138,10 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (heldInbound != null) {
+            heldInbound.add(msg); // after the declare in progress, in order; see holdInbound
+            return;
+        }
         boolean handedOff = false;
         try {
             Frame frame = (Frame) msg;
@@ -349,8 +361,10 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             ctx.executor().execute(() -> {
                 if (readingPaused) {
                     readingPaused = false;
-                    ctx.channel().config().setAutoRead(true);
-                    ctx.read();
+                    if (heldInbound == null) { // else reading resumes once the declare is answered
+                        ctx.channel().config().setAutoRead(true);
+                        ctx.read();
+                    }
                 }
             });
         }
@@ -442,30 +456,94 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         if (!permit(declare.requestId(), Action.MANAGE, declare.queue())) {
             return;
         }
-        try {
-            if (declare.passive()) {
-                BrokerQueue q = queues.get(declare.queue());
-                if (q == null) {
-                    error(declare.requestId(), ErrorCode.UNKNOWN_QUEUE, "queue '" + declare.queue() + "' does not exist");
-                } else {
-                    ctx.writeAndFlush(new OkFrame(declare.requestId(), q.store().unackedMessages()));
-                }
+        if (declare.passive()) {
+            BrokerQueue q = queues.get(declare.queue());
+            if (q == null) {
+                error(declare.requestId(), ErrorCode.UNKNOWN_QUEUE, "queue '" + declare.queue() + "' does not exist");
+            } else {
+                ctx.writeAndFlush(new OkFrame(declare.requestId(), q.store().unackedMessages()));
+            }
+            return;
+        }
+        if (queues.get(declare.queue()) != null) {
+            // It exists: a comparison of settings, no file touched, so it is answered here.
+            BrokerQueue q;
+            try {
+                q = declareWithinLimits(declare);
+            } catch (RuntimeException e) {
+                answerDeclare(declare, null, e);
                 return;
             }
-            int maxQueues = limits().limits().maxQueues;
-            if (queues.get(declare.queue()) == null && queues.all().size() >= maxQueues) {
-                limits().countRejectedQueue();
-                error(declare.requestId(), ErrorCode.RESOURCE_LIMIT, "declaring queue '" + declare.queue() + "' would bring the queue count to "
-                        + (queues.all().size() + 1) + ", above limits.max-queues " + maxQueues);
-                return;
+            answerDeclare(declare, q, null);
+            return;
+        }
+        holdInbound();
+        queues.onDeclareThread(() -> declareWithinLimits(declare)).whenComplete((q, failure) -> ctx.executor().execute(() -> {
+            if (ctx.channel().isActive()) {
+                answerDeclare(declare, q, failure);
             }
-            BrokerQueue q = queues.declare(declare.queue(), declare.settings());
+            handleHeldInbound();
+        }));
+    }
+
+    /** Declares the queue unless that would exceed {@code limits.max-queues}; on the declare thread for a new queue. */
+    private BrokerQueue declareWithinLimits(DeclareQueueFrame declare) {
+        int maxQueues = limits().limits().maxQueues;
+        if (queues.get(declare.queue()) == null && queues.all().size() >= maxQueues) {
+            limits().countRejectedQueue();
+            throw new QueueLimitException("declaring queue '" + declare.queue() + "' would bring the queue count to "
+                    + (queues.all().size() + 1) + ", above limits.max-queues " + maxQueues);
+        }
+        return queues.declare(declare.queue(), declare.settings());
+    }
+
+    private void answerDeclare(DeclareQueueFrame declare, BrokerQueue q, Throwable failure) {
+        Throwable e = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+        if (e == null) {
             ctx.writeAndFlush(new OkFrame(declare.requestId(), q.store().unackedMessages()));
-        } catch (IllegalStateException e) {
+        } else if (e instanceof QueueLimitException) {
+            error(declare.requestId(), ErrorCode.RESOURCE_LIMIT, e.getMessage());
+        } else if (e instanceof IllegalStateException) {
             error(declare.requestId(), ErrorCode.QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS, e.getMessage());
-        } catch (IllegalArgumentException e) {
+        } else if (e instanceof IllegalArgumentException) {
             ErrorCode code = e.getMessage().startsWith("queue name") ? ErrorCode.INVALID_QUEUE_NAME : ErrorCode.INVALID_QUEUE_SETTING;
             error(declare.requestId(), code, e.getMessage());
+        } else {
+            exceptionCaught(ctx, e);
+        }
+    }
+
+    /** A DECLARE over {@code limits.max-queues}: answered RESOURCE_LIMIT, the connection stays usable. */
+    private static final class QueueLimitException extends RuntimeException {
+        QueueLimitException(String message) {
+            super(message, null, false, false);
+        }
+    }
+
+    /** Stops handling this connection's frames (and reading) until the declare in progress is answered. */
+    private void holdInbound() {
+        heldInbound = new ArrayDeque<>();
+        ctx.channel().config().setAutoRead(false);
+    }
+
+    /** Handles the frames held during a declare, in order; one of them may be a DECLARE that holds the rest again. */
+    private void handleHeldInbound() {
+        ArrayDeque<Object> held = heldInbound;
+        heldInbound = null;
+        if (held == null) {
+            return; // the connection closed meanwhile and released them
+        }
+        while (!held.isEmpty()) {
+            Object msg = held.poll();
+            if (heldInbound != null) {
+                heldInbound.add(msg);
+            } else {
+                channelRead(ctx, msg);
+            }
+        }
+        if (heldInbound == null && !readingPaused && ctx.channel().isActive()) {
+            ctx.channel().config().setAutoRead(true);
+            ctx.read();
         }
     }
 
@@ -552,6 +630,10 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             sub.close();
         }
         subscriptions.clear();
+        if (heldInbound != null) {
+            heldInbound.forEach(ReferenceCountUtil::release);
+            heldInbound = null;
+        }
         ctx.fireChannelInactive();
     }
 

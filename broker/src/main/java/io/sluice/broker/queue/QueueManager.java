@@ -20,7 +20,12 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.Collection;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 /**
  * The broker's queues: each a {@link BrokerQueue} over a {@link QueueStore}, bound to one event loop.
@@ -38,6 +43,16 @@ public final class QueueManager {
     private final Map<String, BrokerQueue> queues = new ConcurrentHashMap<>();
     private final Map<String, QueueSettings> declared = new ConcurrentHashMap<>();
     private final int publishAllowance;
+    /**
+     * Where connections create queues: a new queue's directories, files, fsyncs and mappings take
+     * 10–20 ms, which on an event loop would hold up every connection and queue on that loop.
+     * One thread, so that declares (and the max-queues check before each) are serialised.
+     */
+    private final ExecutorService declareThread = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "sluice-queue-declare");
+        t.setDaemon(true);
+        return t;
+    });
     /** Told of each queue declared from now on (the metrics, so no latency sample is missed). */
     private volatile java.util.function.Consumer<BrokerQueue> declaredListener = q -> { };
 
@@ -115,6 +130,23 @@ public final class QueueManager {
     BrokerQueue deadLetterQueue(String name) {
         BrokerQueue q = queues.get(name);
         return q != null ? q : declare(name, QueueSettings.EMPTY);
+    }
+
+    /** Runs {@code task} (typically one that ends in {@link #declare}) on the declare thread. */
+    public <T> CompletableFuture<T> onDeclareThread(Supplier<T> task) {
+        return CompletableFuture.supplyAsync(task, declareThread);
+    }
+
+    /** Lets a declare in progress finish (at most 5 s), then stops the declare thread. */
+    public void close() {
+        declareThread.shutdown();
+        try {
+            if (!declareThread.awaitTermination(5, TimeUnit.SECONDS)) {
+                LOG.warn("A queue declare was still running at shutdown.");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** Deletes a queue and its messages. Returns false if there was none. */
