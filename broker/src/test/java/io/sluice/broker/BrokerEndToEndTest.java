@@ -162,6 +162,29 @@ class BrokerEndToEndTest {
     }
 
     @Test
+    void shouldFinishADeclareWhoseConnectionClosedAndDropWhatItHeld() throws Exception {
+        java.util.concurrent.CountDownLatch slowDisk = new java.util.concurrent.CountDownLatch(1);
+        broker.queues().onDeclareThread(() -> {
+            try {
+                return slowDisk.await(30, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        try (RawClient gone = RawClient.connected(broker.port())) {
+            gone.send(new DeclareQueueFrame(1, "orphan", QueueSettings.EMPTY));
+            publish(gone, "orphan", 1, 0, 5); // held behind the declare, then dropped with the connection
+        }
+        TestAwait.until("the connection is gone", () -> broker.limits().openConnections() == 0);
+        slowDisk.countDown();
+        TestAwait.until("the queue is declared", () -> broker.queues().get("orphan") != null);
+        try (RawClient c = RawClient.connected(broker.port())) {
+            c.send(new DeclareQueueFrame(2, "orphan", QueueSettings.EMPTY));
+            assertEquals(0, c.expect(OkFrame.class).messageCount().getAsLong(), "the held publish was not handled");
+        }
+    }
+
+    @Test
     void shouldNeverExceedTheConsumersCredit() throws Exception {
         try (RawClient c = RawClient.connected(broker.port())) {
             c.send(new DeclareQueueFrame(1, "q", QueueSettings.EMPTY));
