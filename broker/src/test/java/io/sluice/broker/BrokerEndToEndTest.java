@@ -60,6 +60,19 @@ class BrokerEndToEndTest {
         }
     }
 
+    /** Occupies the broker's declare thread, as a slow disk would, until the returned latch is counted down. */
+    private java.util.concurrent.CountDownLatch holdDeclareThread() {
+        java.util.concurrent.CountDownLatch slowDisk = new java.util.concurrent.CountDownLatch(1);
+        broker.queues().onDeclareThread(() -> {
+            try {
+                return slowDisk.await(30, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        return slowDisk;
+    }
+
     private static void publish(RawClient c, String queue, long producer, int from, int count) {
         PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), queue);
         for (int i = from; i < from + count; i++) {
@@ -141,14 +154,7 @@ class BrokerEndToEndTest {
             other.send(new DeclareQueueFrame(1, "existing", QueueSettings.EMPTY));
             other.expect(OkFrame.class);
             // Hold the declare thread, as a slow disk would while a queue's files are created.
-            java.util.concurrent.CountDownLatch slowDisk = new java.util.concurrent.CountDownLatch(1);
-            broker.queues().onDeclareThread(() -> {
-                try {
-                    return slowDisk.await(30, java.util.concurrent.TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    throw new IllegalStateException(e);
-                }
-            });
+            java.util.concurrent.CountDownLatch slowDisk = holdDeclareThread();
             busy.send(new DeclareQueueFrame(7, "new-queue", QueueSettings.EMPTY));
             publish(busy, "new-queue", 9, 0, 3);
             // The other connection, on the same event loop, publishes and is confirmed meanwhile.
@@ -163,14 +169,7 @@ class BrokerEndToEndTest {
 
     @Test
     void shouldFinishADeclareWhoseConnectionClosedAndDropWhatItHeld() throws Exception {
-        java.util.concurrent.CountDownLatch slowDisk = new java.util.concurrent.CountDownLatch(1);
-        broker.queues().onDeclareThread(() -> {
-            try {
-                return slowDisk.await(30, java.util.concurrent.TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        java.util.concurrent.CountDownLatch slowDisk = holdDeclareThread();
         try (RawClient gone = RawClient.connected(broker.port())) {
             gone.send(new DeclareQueueFrame(1, "orphan", QueueSettings.EMPTY));
             publish(gone, "orphan", 1, 0, 5); // held behind the declare, then dropped with the connection
