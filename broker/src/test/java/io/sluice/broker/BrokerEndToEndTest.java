@@ -147,6 +147,35 @@ class BrokerEndToEndTest {
     }
 
     @Test
+    void shouldAnswerPipelinedDeclaresAndDeletesInTheOrderSent() throws Exception {
+        try (RawClient c = RawClient.connected(broker.port())) {
+            c.send(new DeclareQueueFrame(1, "first", QueueSettings.EMPTY));
+            c.send(new DeclareQueueFrame(2, "second", QueueSettings.EMPTY)); // held, then holds the rest again
+            publish(c, "second", 4, 0, 10);
+            c.send(new io.sluice.protocol.DeleteQueueFrame(3, "first"));
+            c.send(new DeclareQueueFrame(4, "first", QueueSettings.EMPTY, true)); // passive: gone by now
+            List<String> answers = new ArrayList<>();
+            long confirmed = 0;
+            while (answers.size() < 4 || confirmed < 10) {
+                Object o = c.received.poll(10, java.util.concurrent.TimeUnit.SECONDS);
+                if (o instanceof OkFrame ok) {
+                    answers.add("ok " + ok.requestId());
+                } else if (o instanceof ErrorFrame e) {
+                    answers.add(e.code() + " " + e.requestId());
+                } else if (o instanceof ConfirmFrame f) {
+                    for (IdRange r : f.sequences()) {
+                        confirmed += r.to() - r.from() + 1;
+                    }
+                } else {
+                    throw new AssertionError("unexpected " + o);
+                }
+            }
+            assertEquals(List.of("ok 1", "ok 2", "ok 3", ErrorCode.UNKNOWN_QUEUE.code() + " 4"), answers);
+            assertEquals(10, broker.store().queue("second").unackedMessages());
+        }
+    }
+
+    @Test
     void shouldKeepServingOtherConnectionsOnTheLoopWhileANewQueueIsCreated() throws Exception {
         broker.close();
         broker = Broker.start(config(Map.of("broker.io-threads", "1"))); // every connection on one loop
@@ -177,6 +206,9 @@ class BrokerEndToEndTest {
         TestAwait.until("the connection is gone", () -> broker.limits().openConnections() == 0);
         slowDisk.countDown();
         TestAwait.until("the queue is declared", () -> broker.queues().get("orphan") != null);
+        // With epoll the hang-up is seen although the broker is not reading; NIO sees it only once it
+        // reads again, and then handles the publish first, as the client sent it before closing.
+        org.junit.jupiter.api.Assumptions.assumeTrue(io.netty.channel.epoll.Epoll.isAvailable(), "epoll transport");
         try (RawClient c = RawClient.connected(broker.port())) {
             c.send(new DeclareQueueFrame(2, "orphan", QueueSettings.EMPTY));
             assertEquals(0, c.expect(OkFrame.class).messageCount().getAsLong(), "the held publish was not handled");

@@ -256,7 +256,7 @@ final class AdminApi {
         QueueSettings settings = parseSettings(body);
         try {
             boolean existed = broker.queues().get(name) != null;
-            BrokerQueue q = broker.queues().declare(name, settings);
+            BrokerQueue q = onDeclareThread(() -> broker.queues().declare(name, settings));
             Map<String, Object> m = describe(q);
             m.put("created", !existed);
             return m;
@@ -265,6 +265,18 @@ final class AdminApi {
         } catch (IllegalArgumentException e) {
             String code = e.getMessage() != null && e.getMessage().startsWith("queue name") ? "invalid_queue_name" : "invalid_setting";
             throw new ApiException(400, code, e.getMessage());
+        }
+    }
+
+    /** Declares and deletes go through the broker's declare thread, in line with the connections' ones. */
+    private <T> T onDeclareThread(java.util.function.Supplier<T> task) {
+        try {
+            return broker.queues().onDeclareThread(task).join();
+        } catch (java.util.concurrent.CompletionException e) {
+            if (e.getCause() instanceof RuntimeException cause) {
+                throw cause;
+            }
+            throw e;
         }
     }
 
@@ -305,7 +317,7 @@ final class AdminApi {
     }
 
     private Map<String, Object> delete(String name) {
-        if (!broker.queues().delete(name)) {
+        if (!onDeclareThread(() -> broker.queues().delete(name))) {
             throw new ApiException(404, "unknown_queue", "queue '" + name + "' does not exist");
         }
         return Map.of("deleted", name);

@@ -97,10 +97,10 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private final java.util.concurrent.atomic.AtomicLong windowBytesOut = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean readingPaused;
     /**
-     * Frames that arrived while this connection's DECLARE of a new queue runs on the declare thread;
-     * null when none does. They are handled, in order, once the declare is answered: a client may send
-     * DECLARE and then PUBLISH to that queue without waiting. Reading stops meanwhile, so what is held
-     * is at most what one read had already decoded.
+     * Frames that arrived while this connection's DECLARE of a new queue, or its DELETE, runs on the
+     * declare thread; null when none does. They are handled, in order, once it is answered: a client may
+     * send DECLARE and then PUBLISH to that queue without waiting. Reading stops meanwhile, so what is
+     * held is at most what one read had already decoded.
      */
     private ArrayDeque<Object> heldInbound;
     private volatile int negotiatedMaxFrameBytes = 64 << 10;
@@ -286,11 +286,17 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             if (!permit(delete.requestId(), Action.MANAGE, delete.queue())) {
                 return false;
             }
-            if (queues.delete(delete.queue())) {
-                ctx.writeAndFlush(new OkFrame(delete.requestId()));
-            } else {
-                error(delete.requestId(), ErrorCode.UNKNOWN_QUEUE, "queue '" + delete.queue() + "' does not exist");
-            }
+            long requestId = delete.requestId();
+            String name = delete.queue();
+            offLoop(() -> queues.delete(name), (deleted, failure) -> {
+                if (failure != null) {
+                    exceptionCaught(ctx, unwrap(failure));
+                } else if (deleted) {
+                    ctx.writeAndFlush(new OkFrame(requestId));
+                } else {
+                    error(requestId, ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' does not exist");
+                }
+            });
         } else if (frame instanceof PurgeQueueFrame purge) {
             if (!permit(purge.requestId(), Action.MANAGE, purge.queue())) {
                 return false;
@@ -465,25 +471,42 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             }
             return;
         }
-        if (queues.get(declare.queue()) != null) {
-            // It exists: a comparison of settings, no file touched, so it is answered here.
-            BrokerQueue q;
-            try {
-                q = declareWithinLimits(declare);
-            } catch (RuntimeException e) {
-                answerDeclare(declare, null, e);
-                return;
-            }
-            answerDeclare(declare, q, null);
+        BrokerQueue existing;
+        try {
+            // A queue that exists: a comparison of settings, no lock, no file, so it is answered here.
+            existing = queues.existing(declare.queue(), declare.settings());
+        } catch (RuntimeException e) {
+            answerDeclare(declare, null, e);
             return;
         }
+        if (existing != null) {
+            answerDeclare(declare, existing, null);
+            return;
+        }
+        offLoop(() -> declareWithinLimits(declare), (q, failure) -> answerDeclare(declare, q, failure));
+    }
+
+    /**
+     * Runs {@code task} on the declare thread and {@code answer} back on this connection's loop,
+     * holding the connection's later frames until then (see {@link #heldInbound}).
+     */
+    private <T> void offLoop(java.util.function.Supplier<T> task, java.util.function.BiConsumer<T, Throwable> answer) {
         holdInbound();
-        queues.onDeclareThread(() -> declareWithinLimits(declare)).whenComplete((q, failure) -> ctx.executor().execute(() -> {
-            if (ctx.channel().isActive()) {
-                answerDeclare(declare, q, failure);
+        queues.onDeclareThread(task).whenComplete((result, failure) -> ctx.executor().execute(() -> {
+            try {
+                if (ctx.channel().isActive()) {
+                    answer.accept(result, failure);
+                }
+            } catch (RuntimeException e) {
+                exceptionCaught(ctx, e);
+            } finally {
+                handleHeldInbound();
             }
-            handleHeldInbound();
         }));
+    }
+
+    private static Throwable unwrap(Throwable failure) {
+        return failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null ? failure.getCause() : failure;
     }
 
     /** Declares the queue unless that would exceed {@code limits.max-queues}; on the declare thread for a new queue. */
@@ -498,7 +521,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     }
 
     private void answerDeclare(DeclareQueueFrame declare, BrokerQueue q, Throwable failure) {
-        Throwable e = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+        Throwable e = unwrap(failure);
         if (e == null) {
             ctx.writeAndFlush(new OkFrame(declare.requestId(), q.store().unackedMessages()));
         } else if (e instanceof QueueLimitException) {
@@ -537,8 +560,14 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             Object msg = held.poll();
             if (heldInbound != null) {
                 heldInbound.add(msg);
+            } else if (!ctx.channel().isActive()) {
+                ReferenceCountUtil.release(msg); // closed meanwhile, before channelInactive ran
             } else {
-                channelRead(ctx, msg);
+                try {
+                    channelRead(ctx, msg);
+                } catch (RuntimeException e) {
+                    exceptionCaught(ctx, e); // as the pipeline would have done
+                }
             }
         }
         if (heldInbound == null && !readingPaused && ctx.channel().isActive()) {

@@ -865,12 +865,12 @@ public final class BrokerQueue {
         this.ackLatencyMillis = ackMillis;
     }
 
-    /** Stops serving: drops consumers (their connections are told by the caller) and closes the reader. */
     /** True once {@link #close} has run (the queue was deleted or the broker stopped). */
     boolean isClosed() {
         return closed;
     }
 
+    /** Stops serving: drops consumers (their connections are told by the caller) and closes the reader. */
     void close() {
         closed = true;
         if (ackTimeoutTask != null) {

@@ -44,9 +44,10 @@ public final class QueueManager {
     private final Map<String, QueueSettings> declared = new ConcurrentHashMap<>();
     private final int publishAllowance;
     /**
-     * Where connections create queues: a new queue's directories, files, fsyncs and mappings take
-     * 10–20 ms, which on an event loop would hold up every connection and queue on that loop.
-     * One thread, so that declares (and the max-queues check before each) are serialised.
+     * Where connections create and delete queues: a new queue's directories, files, fsyncs and
+     * mappings take 10–20 ms, which on an event loop would hold up every connection and queue on that
+     * loop, and a delete waits for the queue's own event loop, which from another loop could deadlock.
+     * One thread, so that declares (and the max-queues check before each) and deletes are serialised.
      */
     private final ExecutorService declareThread = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "sluice-queue-declare");
@@ -55,6 +56,9 @@ public final class QueueManager {
     });
     /** Told of each queue declared from now on (the metrics, so no latency sample is missed). */
     private volatile java.util.function.Consumer<BrokerQueue> declaredListener = q -> { };
+    private volatile boolean closing;
+    /** Queues between their removal and the end of their store's deletion; guarded by this object's lock. */
+    private final java.util.Set<String> deleting = new java.util.HashSet<>();
 
     public QueueManager(MessageStore store, EventLoopGroup executors, BrokerConfig.Queues defaults, int publishAllowance) {
         this.publishAllowance = publishAllowance;
@@ -106,16 +110,12 @@ public final class QueueManager {
      * @throws IllegalStateException    if the queue exists with different settings
      */
     public synchronized BrokerQueue declare(String name, QueueSettings settings) {
-        QueueNames.validate(name);
-        QueueOptions.from(name, settings, defaults);
-        BrokerQueue existing = queues.get(name);
+        BrokerQueue existing = existing(name, settings);
         if (existing != null) {
-            QueueSettings before = declared.getOrDefault(name, QueueSettings.EMPTY);
-            if (settings.size() > 0 && !before.equals(settings)) {
-                throw new IllegalStateException("queue '" + name + "' exists with settings " + before.asMap()
-                        + ", not " + settings.asMap());
-            }
             return existing;
+        }
+        if (deleting.contains(name)) {
+            throw new IllegalStateException("queue '" + name + "' is being deleted; declare it again once the delete is answered");
         }
         saveSettings(name, settings);
         declared.put(name, settings);
@@ -132,13 +132,44 @@ public final class QueueManager {
         return q != null ? q : declare(name, QueueSettings.EMPTY);
     }
 
-    /** Runs {@code task} (typically one that ends in {@link #declare}) on the declare thread. */
+    /**
+     * Runs {@code task} (typically one that ends in {@link #declare} or {@link #delete}) on the
+     * declare thread. Once the broker is closing, a task not yet started fails instead of running.
+     */
     public <T> CompletableFuture<T> onDeclareThread(Supplier<T> task) {
-        return CompletableFuture.supplyAsync(task, declareThread);
+        return CompletableFuture.supplyAsync(() -> {
+            if (closing) {
+                throw new java.util.concurrent.CancellationException("the broker is shutting down");
+            }
+            return task.get();
+        }, declareThread);
     }
 
-    /** Lets a declare in progress finish (at most 5 s), then stops the declare thread. */
+    /**
+     * The queue if it exists and {@code settings} are empty or those it was declared with; null if it
+     * does not exist. Takes no lock and touches no file, so an event loop may call it while the declare
+     * thread creates another queue.
+     *
+     * @throws IllegalArgumentException for an invalid name or setting
+     * @throws IllegalStateException    if the queue exists with different settings
+     */
+    public BrokerQueue existing(String name, QueueSettings settings) {
+        QueueNames.validate(name);
+        QueueOptions.from(name, settings, defaults);
+        BrokerQueue q = queues.get(name);
+        if (q != null) {
+            QueueSettings before = declared.getOrDefault(name, QueueSettings.EMPTY);
+            if (settings.size() > 0 && !before.equals(settings)) {
+                throw new IllegalStateException("queue '" + name + "' exists with settings " + before.asMap()
+                        + ", not " + settings.asMap());
+            }
+        }
+        return q;
+    }
+
+    /** Lets a declare in progress finish (at most 5 s), drops those not started, then stops the declare thread. */
     public void close() {
+        closing = true;
         declareThread.shutdown();
         try {
             if (!declareThread.awaitTermination(5, TimeUnit.SECONDS)) {
@@ -150,12 +181,38 @@ public final class QueueManager {
     }
 
     /** Deletes a queue and its messages. Returns false if there was none. */
-    public synchronized boolean delete(String name) {
-        BrokerQueue q = queues.remove(name);
-        if (q == null) {
-            return false;
+    public boolean delete(String name) {
+        BrokerQueue q;
+        synchronized (this) {
+            q = queues.remove(name);
+            if (q == null) {
+                return false;
+            }
+            declared.remove(name);
+            deleting.add(name);
         }
-        declared.remove(name);
+        try {
+            // Not under this object's lock: the queue's event loop may be waiting for it (a dead-letter
+            // queue created there), and this waits for that loop.
+            closeQueue(name, q);
+            synchronized (this) {
+                store.deleteQueue(name);
+                try {
+                    Files.deleteIfExists(settingsDirectory.resolve(name + ".json"));
+                } catch (IOException e) {
+                    LOG.warn("Could not delete the settings of queue '{}'.", name, e);
+                }
+            }
+        } finally {
+            synchronized (this) {
+                deleting.remove(name);
+            }
+        }
+        LOG.info("Queue '{}' deleted.", name);
+        return true;
+    }
+
+    private static void closeQueue(String name, BrokerQueue q) {
         try {
             if (q.executor().inEventLoop()) {
                 // A connection on the queue's own event loop: waiting for a task queued behind this
@@ -168,14 +225,6 @@ public final class QueueManager {
         } catch (RuntimeException e) {
             LOG.warn("Queue '{}': error while closing for delete.", name, e);
         }
-        store.deleteQueue(name);
-        try {
-            Files.deleteIfExists(settingsDirectory.resolve(name + ".json"));
-        } catch (IOException e) {
-            LOG.warn("Could not delete the settings of queue '{}'.", name, e);
-        }
-        LOG.info("Queue '{}' deleted.", name);
-        return true;
     }
 
     /**
