@@ -355,6 +355,15 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             ctx.channel().config().setAutoRead(false);
             LOG.warn("Client '{}' from {} sent {} messages / {} bytes beyond its publish window; reading paused until it is back within.",
                     clientName, ctx.channel().remoteAddress(), messages, outBytes);
+            // A queue thread may have given the window back between the sums above and the flag: it
+            // then saw readingPaused false and did not resume. Having set the flag, look again; of the
+            // two threads at least one sees the other's write (both are volatile or atomic).
+            if (windowMessagesOut.get() <= config.broker.publishWindowMessages && windowBytesOut.get() <= config.broker.publishWindowBytes) {
+                readingPaused = false;
+                if (heldInbound == null) {
+                    ctx.channel().config().setAutoRead(true);
+                }
+            }
         }
     }
 
