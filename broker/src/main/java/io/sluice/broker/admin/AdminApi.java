@@ -26,7 +26,9 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 /**
  * The admin API, JSON over HTTP:
@@ -269,10 +271,10 @@ final class AdminApi {
     }
 
     /** Declares and deletes go through the broker's declare thread, in line with the connections' ones. */
-    private <T> T onDeclareThread(java.util.function.Supplier<T> task) {
+    private <T> T onDeclareThread(Supplier<T> task) {
         try {
             return broker.queues().onDeclareThread(task).join();
-        } catch (java.util.concurrent.CompletionException e) {
+        } catch (CompletionException e) {
             if (e.getCause() instanceof RuntimeException cause) {
                 throw cause;
             }

@@ -54,7 +54,10 @@ import java.security.cert.X509Certificate;
 import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
+import java.util.function.Supplier;
 
 /**
  * One client connection: the handshake, then each frame handed to the queue it names. Runs on the
@@ -499,7 +502,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
      * Runs {@code task} on the declare thread and {@code answer} back on this connection's loop,
      * holding the connection's later frames until then (see {@link #heldInbound}).
      */
-    private <T> void offLoop(java.util.function.Supplier<T> task, java.util.function.BiConsumer<T, Throwable> answer) {
+    private <T> void offLoop(Supplier<T> task, BiConsumer<T, Throwable> answer) {
         holdInbound();
         queues.onDeclareThread(task).whenComplete((result, failure) -> ctx.executor().execute(() -> {
             try {
@@ -515,7 +518,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     }
 
     private static Throwable unwrap(Throwable failure) {
-        return failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+        return failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
     }
 
     /** Declares the queue unless that would exceed {@code limits.max-queues}; on the declare thread for a new queue. */

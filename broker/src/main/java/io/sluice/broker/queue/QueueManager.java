@@ -19,12 +19,16 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
@@ -55,10 +59,10 @@ public final class QueueManager {
         return t;
     });
     /** Told of each queue declared from now on (the metrics, so no latency sample is missed). */
-    private volatile java.util.function.Consumer<BrokerQueue> declaredListener = q -> { };
+    private volatile Consumer<BrokerQueue> declaredListener = q -> { };
     private volatile boolean closing;
     /** Queues between their removal and the end of their store's deletion; guarded by this object's lock. */
-    private final java.util.Set<String> deleting = new java.util.HashSet<>();
+    private final Set<String> deleting = new HashSet<>();
 
     public QueueManager(MessageStore store, EventLoopGroup executors, BrokerConfig.Queues defaults, int publishAllowance) {
         this.publishAllowance = publishAllowance;
@@ -90,7 +94,7 @@ public final class QueueManager {
     }
 
     /** Sets who is told of each queue declared from now on; it must not block. */
-    public void onDeclared(java.util.function.Consumer<BrokerQueue> listener) {
+    public void onDeclared(Consumer<BrokerQueue> listener) {
         this.declaredListener = listener;
     }
 
@@ -139,7 +143,7 @@ public final class QueueManager {
     public <T> CompletableFuture<T> onDeclareThread(Supplier<T> task) {
         return CompletableFuture.supplyAsync(() -> {
             if (closing) {
-                throw new java.util.concurrent.CancellationException("the broker is shutting down");
+                throw new CancellationException("the broker is shutting down");
             }
             return task.get();
         }, declareThread);
