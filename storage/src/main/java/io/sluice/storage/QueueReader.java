@@ -1,10 +1,11 @@
 package io.sluice.storage;
 
+import io.sluice.storage.readahead.ReaderCursor;
 import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentFiles;
-import net.openhft.chronicle.bytes.Bytes;
+import io.sluice.storage.segment.SegmentLog;
+import io.sluice.storage.segment.SegmentRollCycle;
 import net.openhft.chronicle.queue.ExcerptTailer;
-import net.openhft.chronicle.wire.DocumentContext;
 
 import java.util.HashSet;
 import java.util.Set;
@@ -28,6 +29,7 @@ public final class QueueReader implements AutoCloseable {
     private final ExcerptTailer tailer;
     private final RecordCodec codec = new RecordCodec();
     private final StoredMessage message = new StoredMessage();
+    private final int[] length = new int[1];
     /** Segment the reader is in, read by the reclaimer. */
     volatile int segment;
     /** Index of the record the reader will look at next, read by the read-ahead thread. */
@@ -57,20 +59,13 @@ public final class QueueReader implements AutoCloseable {
             throw new IllegalStateException("reader of queue '" + queue.name() + "' is closed");
         }
         while (true) {
-            long index;
-            int length;
-            try (DocumentContext dc = tailer.readingDocument()) {
-                if (!dc.isPresent()) {
-                    return null;
-                }
-                index = dc.index();
-                segment = queue.rollCycle().toCycle(index);
-                Bytes<?> bytes = dc.wire().bytes();
-                length = (int) bytes.readRemaining();
-                bytes.read(codec.arrayFor(length), 0, length);
+            long index = SegmentLog.readNext(tailer, codec, length);
+            if (index < 0) {
+                return null;
             }
+            segment = SegmentRollCycle.INSTANCE.toCycle(index);
             nextIndex = index + 1;
-            String problem = codec.loaded(length);
+            String problem = codec.loaded(length[0]);
             // One lock acquisition per message: the ack check and the delivery count together.
             if (queue.fillIfUnacked(this, message, codec, index, problem)) {
                 return message;
@@ -91,6 +86,26 @@ public final class QueueReader implements AutoCloseable {
     /** The file the reader is in, for diagnostics. */
     public String currentFile() {
         return SegmentFiles.fileName(segment);
+    }
+
+    /** What the read-ahead thread's cursor follows of this reader. */
+    ReaderCursor.FollowedReader followed() {
+        return new ReaderCursor.FollowedReader() {
+            @Override
+            public long nextIndex() {
+                return nextIndex;
+            }
+
+            @Override
+            public void touchedThrough(long index) {
+                readAheadIndex = index;
+            }
+
+            @Override
+            public boolean queueClosed() {
+                return queue.isClosed();
+            }
+        };
     }
 
     @Override

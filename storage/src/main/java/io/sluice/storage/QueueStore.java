@@ -3,42 +3,31 @@ package io.sluice.storage;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.ack.AckStateReader;
+import io.sluice.storage.durability.Durability;
 import io.sluice.storage.durability.SegmentSyncer;
 import io.sluice.storage.readahead.ReadAhead;
-import io.sluice.storage.reclaim.ReclaimDecision;
+import io.sluice.storage.readahead.ReaderCursor;
 import io.sluice.storage.reclaim.ReclaimPolicy;
-import io.sluice.storage.reclaim.SegmentState;
+import io.sluice.storage.reclaim.Reclaimer;
+import io.sluice.storage.recovery.QueueRecovery;
 import io.sluice.storage.segment.FileReleaser;
 import io.sluice.storage.segment.RecordCodec;
-import io.sluice.storage.segment.SegmentClock;
 import io.sluice.storage.segment.SegmentFiles;
+import io.sluice.storage.segment.SegmentLog;
 import io.sluice.storage.segment.SegmentRollCycle;
-import net.openhft.chronicle.bytes.Bytes;
-import net.openhft.chronicle.queue.ExcerptAppender;
+import io.sluice.storage.segment.SegmentTally;
 import net.openhft.chronicle.queue.ExcerptTailer;
 import net.openhft.chronicle.queue.RollCycle;
-import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
-import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueBuilder;
-import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueStore;
-import net.openhft.chronicle.wire.DocumentContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.NavigableSet;
-import java.util.PriorityQueue;
-import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.ReentrantLock;
@@ -46,24 +35,28 @@ import java.util.function.LongConsumer;
 import java.util.function.LongSupplier;
 
 /**
- * One queue's storage: its segments (a Chronicle queue whose cycles are segments, see
- * {@link SegmentRollCycle}), its ack state ({@link AckLog}), durability bookkeeping and reclaim.
+ * One queue's storage, as the broker sees it: a thread-safe facade over the parts that do the work,
+ * each described in docs/storage.md ("Threads and locks"):
+ * <ul>
+ *   <li>{@link SegmentLog}: the segments (the only class touching Chronicle Queue);</li>
+ *   <li>{@link AckLog}: the ack state and its journal and checkpoint;</li>
+ *   <li>{@link Durability}: written and durable positions, group commit, pending futures;</li>
+ *   <li>{@link Reclaimer}: deleting acknowledged segments and relocating stragglers;</li>
+ *   <li>{@link ReaderCursor}: the read-ahead of each lagging reader;</li>
+ *   <li>{@link QueueRecovery}: what opening the queue recovered.</li>
+ * </ul>
  *
  * <p>Threads: every public method is thread-safe. Appends, acks and reads by id serialise on one
- * lock, held only for the in-memory work and the store into the mapped file, never for a sync.
- * The store's flusher thread forces segments (group commit), reports durability and runs reclaim.
+ * lock, {@link #lock}, held only for the in-memory work and the store into the mapped file, never for
+ * a segment sync. The store's flusher thread forces segments ({@link #flush}) and reclaims
+ * ({@link #reclaim}); the read-ahead thread runs the readers' cursors.
  *
  * <p>Ids are Chronicle indexes: {@code segment << 32 | sequence}. They increase with every append
  * and never repeat, but are not contiguous across segments.
  */
 public final class QueueStore {
     private static final ByteBuffer NO_BYTES = ByteBuffer.allocate(0);
-    /** The read-ahead thread leaves alone a reader this close to the tail (see ReaderReadAhead.nearTail). */
-    static final int READ_AHEAD_MIN_LAG = 4096;
     private static final Logger LOG = LoggerFactory.getLogger(QueueStore.class);
-    private static final long CHRONICLE_BLOCK_BYTES = 16L << 20;
-    /** Bit of a Chronicle header word: the document or metadata after it is still being written. */
-    private static final int CHRONICLE_NOT_COMPLETE = 0x8000_0000;
 
     private final String name;
     private final Path directory;
@@ -72,84 +65,62 @@ public final class QueueStore {
     private final DiskSpaceGuard diskGuard;
     private final LongSupplier clock;
     private final Runnable wakeFlusher;
-    private final ReclaimPolicy reclaimPolicy;
     private final ReadAhead readAhead;
-    private final FileReleaser releaser;
 
+    /** Guards the segment log, the ack state, the readers' skip sets and the counters below. */
     private final ReentrantLock lock = new ReentrantLock();
-    private final SegmentClock segmentClock;
-    private final SingleChronicleQueue chronicle;
-    private final ExcerptAppender appender;
     private final RecordCodec appendCodec = new RecordCodec();
-    private final RecordCodec randomReadCodec = new RecordCodec();
-    private ExcerptTailer randomTailer;
+    private final SegmentLog log;
     private final AckLog ackLog;
     private final AckStateReader acks;
-    /** Record bytes and message counts per segment on disk, oldest first. Guarded by lock. */
-    private final TreeMap<Integer, SegmentTally> segments = new TreeMap<>();
+    private final Durability durability;
+    private final Reclaimer reclaimer;
     private final CopyOnWriteArrayList<QueueReader> readers = new CopyOnWriteArrayList<>();
 
-    /** Segments sealed since the flusher last forced, which it must force too. Guarded by lock. */
-    private final List<Integer> sealedUnforced = new ArrayList<>();
-    private volatile long writtenIndex = -1;
-    private volatile long durableIndex = -1;
-    private volatile LongConsumer durabilityListener;
-    private final PriorityQueue<PendingDurable> pendingFutures = new PriorityQueue<>();
-    private long nextIntervalSyncNanos;
-    private long nextJournalForceNanos;
-    private final SegmentSyncer syncer;
-
     private long appendedMessages;
-    private long reclaimedSegments;
-    private long reclaimedBytes;
-    private long relocatedMessages;
     private long corruptRecords;
-    private volatile boolean reclaimWanted = true;
-    private long lastReclaimNanos;
+    private long nextJournalForceNanos;
     private volatile boolean closed;
 
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                        Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser) {
         this.readAhead = readAhead;
-        this.releaser = releaser;
         this.name = name;
         this.directory = directory;
         this.segmentDirectory = directory.resolve("segments");
-        this.syncer = new SegmentSyncer(segmentDirectory, releaser);
         this.config = config;
         this.diskGuard = diskGuard;
         this.clock = clock;
         this.wakeFlusher = wakeFlusher;
-        this.reclaimPolicy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
-                config.relocateAfterMs() * 1_000_000L);
         long started = System.nanoTime();
-        try {
-            Files.createDirectories(segmentDirectory);
-            finishInterruptedDeletes();
-            discardUninitialisedLastSegment();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot prepare the segment directory " + segmentDirectory, e);
-        }
-        int lastSegment = lastSegmentOnDisk();
-        this.segmentClock = new SegmentClock(Math.max(lastSegment, 0));
-        this.chronicle = SingleChronicleQueueBuilder.single(segmentDirectory.toFile())
-                .rollCycle(SegmentRollCycle.INSTANCE)
-                .timeProvider(segmentClock)
-                .blockSize(Math.min(CHRONICLE_BLOCK_BYTES, config.segmentBytes()))
-                .checkInterrupts(false)
-                .build();
-        this.appender = chronicle.createAppender();
-        appender.singleThreadedCheckDisabled(true);
-        this.ackLog = io(() -> AckLog.open(directory.resolve("acks"), config.ackJournalBytes()));
+        SegmentSyncer syncer = new SegmentSyncer(segmentDirectory, releaser);
+        // The log reports seals to durability, which exists only once the log is recovered: the
+        // forwarding lambda reads the field when a roll happens, never during recovery.
+        QueueRecovery.Recovered recovered = QueueRecovery.open(name, directory, config, this::segmentSealed);
+        this.log = recovered.log();
+        this.ackLog = recovered.ackLog();
         this.acks = ackLog.state();
-        recover(lastSegment);
+        this.corruptRecords = recovered.corruptRecords();
+        this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
+                recovered.lastIndex());
+        ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
+                config.relocateAfterMs() * 1_000_000L);
+        this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, new OpenReaders(), this::writeRecordLocked,
+                this::discardCorruptLocked,
+                wakeFlusher);
         LOG.info("Queue '{}' opened in {} ms: {} segments, {} unacknowledged messages, next append to segment {}.",
-                name, (System.nanoTime() - started) / 1_000_000, segments.size(), acks.unackedCount(), segmentClock.segment());
+                name, (System.nanoTime() - started) / 1_000_000, log.tallies().size(), acks.unackedCount(), log.writeSegment());
     }
 
     static QueueStore open(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                            Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser) {
         return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser);
+    }
+
+    /** A roll sealed {@code segment} (under the lock): durability must force it, and reclaim may look at it. */
+    private void segmentSealed(int segment) {
+        durability.sealed(segment);
+        reclaimer.wanted();
     }
 
     public String name() {
@@ -166,167 +137,6 @@ public final class QueueStore {
 
     RollCycle rollCycle() {
         return SegmentRollCycle.INSTANCE;
-    }
-
-    // ---------------------------------------------------------------- recovery
-
-    /**
-     * Rebuilds the in-memory state without reading the backlog: message counts per segment come from
-     * Chronicle's index, ack state from the checkpoint plus journal. Only the last segment, the one
-     * that may hold an unsynced tail, is scanned and its checksums verified.
-     */
-    private void recover(int lastSegment) {
-        if (lastSegment < 0) {
-            io(() -> ackLog.recover());
-            skipReclaimedSegments(lastSegment);
-            return;
-        }
-        NavigableSet<Long> cycles = chronicle.listCyclesBetween(chronicle.firstCycle(), chronicle.lastCycle());
-        try (ExcerptTailer counter = chronicle.createTailer()) {
-            for (long cycleLong : cycles) {
-                int cycle = (int) cycleLong;
-                long count = counter.excerptsInCycle(cycle);
-                long bytes = fileBytes(cycle);
-                segments.put(cycle, new SegmentTally(count, bytes));
-                if (count > 0) {
-                    ackLog.segmentGrew(cycle, count);
-                }
-            }
-        }
-        io(() -> ackLog.recover());
-        // Segments the ack state says were reclaimed, but whose file survived a crash mid-delete.
-        for (Integer segment : new ArrayList<>(segments.keySet())) {
-            if (segment < segmentClock.segment() && segments.get(segment).messages > 0 && acks.unackedCount(segment) == 0) {
-                reclaimWanted = true;
-            }
-        }
-        verifyTail(lastSegment);
-        long last = chronicle.lastIndex();
-        writtenIndex = last;
-        durableIndex = last;
-        SegmentTally tail = segments.get(lastSegment);
-        if (tail != null && tail.bytes >= config.segmentBytes()) {
-            segmentClock.advance();
-        }
-        skipReclaimedSegments(lastSegment);
-    }
-
-    /**
-     * Rule "ids are never reused": if the ack state knows segments newer than the newest file (they
-     * were written, fully acknowledged and deleted before the crash), appends continue after them.
-     */
-    private void skipReclaimedSegments(int lastSegmentOnDisk) {
-        int highestKnown = acks.highestKnownSegment();
-        if (highestKnown > lastSegmentOnDisk && highestKnown >= segmentClock.segment()) {
-            LOG.info("Queue '{}': segments up to {} were reclaimed before the restart; appends continue at segment {}.",
-                    name, highestKnown, highestKnown + 1);
-            segmentClock.moveTo(highestKnown + 1);
-        }
-    }
-
-    private void verifyTail(int segment) {
-        long started = System.nanoTime();
-        long checked = 0;
-        long bad = 0;
-        RecordCodec codec = new RecordCodec();
-        try (ExcerptTailer tailer = chronicle.createTailer()) {
-            if (!tailer.moveToCycle(segment)) {
-                return;
-            }
-            while (true) {
-                long index;
-                String problem;
-                try (DocumentContext dc = tailer.readingDocument()) {
-                    if (!dc.isPresent()) {
-                        break;
-                    }
-                    index = dc.index();
-                    if (SegmentRollCycle.INSTANCE.toCycle(index) != segment) {
-                        break;
-                    }
-                    Bytes<?> bytes = dc.wire().bytes();
-                    int length = (int) bytes.readRemaining();
-                    bytes.read(codec.arrayFor(length), 0, length);
-                    problem = codec.loaded(length);
-                }
-                checked++;
-                if (problem != null && !acks.isAcked(index)) {
-                    bad++;
-                    discardCorruptLocked(index, problem);
-                } else if (problem == null && codec.relocated() && !acks.isAcked(index)
-                        && acks.physicalId(codec.originalId()) != index) {
-                    // A relocated copy written just before a crash, whose relocation never reached the
-                    // journal: the original is still the live one, so the copy is discarded.
-                    LOG.warn("Queue '{}': discarding an unjournaled relocated copy of message 0x{} at 0x{}.",
-                            name, Long.toHexString(codec.originalId()), Long.toHexString(index));
-                    io(() -> ackLog.ack(index));
-                }
-            }
-        }
-        LOG.info("Queue '{}': verified the {} records of the last segment {} in {} ms; {} damaged.",
-                name, checked, SegmentFiles.fileName(segment), (System.nanoTime() - started) / 1_000_000, bad);
-    }
-
-    private int lastSegmentOnDisk() {
-        int last = -1;
-        try (var files = Files.list(segmentDirectory)) {
-            for (Path p : (Iterable<Path>) files::iterator) {
-                last = Math.max(last, SegmentFiles.segmentOf(p.getFileName().toString()));
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot list " + segmentDirectory, e);
-        }
-        return last;
-    }
-
-    private void finishInterruptedDeletes() throws IOException {
-        try (var files = Files.list(segmentDirectory)) {
-            for (Path p : (Iterable<Path>) files::iterator) {
-                if (p.getFileName().toString().endsWith(SegmentFiles.DELETING_SUFFIX)) {
-                    LOG.info("Queue '{}': finishing the interrupted delete of {}.", name, p.getFileName());
-                    Files.deleteIfExists(p);
-                }
-            }
-        }
-    }
-
-    /**
-     * A process killed while Chronicle was creating a segment (at a roll) leaves a file whose first
-     * header, the segment's own metadata, is still marked not-complete (or not written at all).
-     * Chronicle waits its full timeout for that header every time it opens the file, which made
-     * recovery take a minute or more; the file cannot hold a record (records follow that header), so
-     * it is deleted. Only the newest file can be in that state: one process writes, and it rolls
-     * only after the file before is complete.
-     */
-    private void discardUninitialisedLastSegment() throws IOException {
-        int last = lastSegmentOnDisk();
-        if (last < 0) {
-            return;
-        }
-        Path file = SegmentFiles.file(segmentDirectory, last);
-        ByteBuffer header = ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
-            channel.read(header, 0);
-        }
-        int word = header.hasRemaining() ? 0 : header.getInt(0);
-        if (word == 0 || (word & CHRONICLE_NOT_COMPLETE) != 0) {
-            LOG.warn("Queue '{}': segment {} was being created when the process stopped (its header is incomplete, so it holds "
-                    + "no message); deleting it.", name, file.getFileName());
-            Files.delete(file);
-        }
-    }
-
-    /** Bytes written to a segment file (Chronicle's write position: records plus its index). */
-    private long fileBytes(int segment) {
-        SingleChronicleQueueStore store = chronicle.storeForCycle(segment, chronicle.epoch(), false, null);
-        if (store == null) {
-            return 0;
-        }
-        try {
-            return store.writePosition();
-        } finally {
-            chronicle.closeStore(store);
-        }
     }
 
     // ---------------------------------------------------------------- append
@@ -390,50 +200,26 @@ public final class QueueStore {
     }
 
     private long writeRecordLocked(RecordCodec codec) {
-        int length = codec.length();
-        SegmentTally current = segments.get(segmentClock.segment());
-        if (current != null && current.messages > 0 && current.bytes + length > config.segmentBytes()) {
-            current.sealedAtNanos = System.nanoTime();
-            sealedUnforced.add(segmentClock.segment());
-            segmentClock.advance();
-            reclaimWanted = true;
-        }
-        DocumentContext dc = appender.writingDocument();
-        try {
-            dc.wire().bytes().write(codec.array(), 0, length);
-        } catch (RuntimeException | Error e) {
-            dc.rollbackOnClose();
-            throw new StorageException("append to queue '" + name + "' failed; nothing was written", e);
-        } finally {
-            dc.close();
-        }
-        long index = appender.lastIndexAppended();
+        long index = log.append(codec);
         int segment = SegmentRollCycle.INSTANCE.toCycle(index);
-        long count = SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1;
-        SegmentTally tally = segments.computeIfAbsent(segment, s -> new SegmentTally(0, 0));
-        tally.messages = count;
-        tally.bytes += length + 4;
-        ackLog.segmentGrew(segment, count);
-        writtenIndex = index;
-        if (config.durability() != DurabilityMode.ALWAYS) {
-            durableIndex = index;
-        }
+        ackLog.segmentGrew(segment, SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1);
+        durability.appended(index);
         return index;
     }
 
-    /** The highest id that is durable under the store's policy; every id at or below it is too. */
     /** The store's clock (epoch ms): the time base of {@link StoredMessage#timestampMillis()}. */
     public long nowMillis() {
         return clock.getAsLong();
     }
 
+    /** The highest id that is durable under the store's policy; every id at or below it is too. */
     public long durableIndex() {
-        return durableIndex;
+        return durability.durableIndex();
     }
 
     /** The highest id appended. */
     public long writtenIndex() {
-        return writtenIndex;
+        return durability.writtenIndex();
     }
 
     /**
@@ -442,23 +228,12 @@ public final class QueueStore {
      * durable as soon as {@code append} returns.
      */
     public void durabilityListener(LongConsumer listener) {
-        this.durabilityListener = listener;
+        durability.listener(listener);
     }
 
     /** A future completed (with the id) once {@code id} is durable. */
     public CompletableFuture<Long> whenDurable(long id) {
-        if (durableIndex >= id) {
-            return CompletableFuture.completedFuture(id);
-        }
-        CompletableFuture<Long> future = new CompletableFuture<>();
-        synchronized (pendingFutures) {
-            pendingFutures.add(new PendingDurable(id, future));
-        }
-        wakeFlusher.run();
-        if (durableIndex >= id) {
-            completePendingFutures(durableIndex);
-        }
-        return future;
+        return durability.whenDurable(id);
     }
 
     // ---------------------------------------------------------------- acks
@@ -486,7 +261,7 @@ public final class QueueStore {
             ensureOpen();
             long newly = io(() -> ackLog.ackRange(fromId, toIdInclusive));
             if (newly > 0) {
-                reclaimWanted = true;
+                reclaimer.wanted();
             }
             return newly;
         } finally {
@@ -496,8 +271,8 @@ public final class QueueStore {
 
     private void noteAcked(long physicalId) {
         int segment = SegmentRollCycle.INSTANCE.toCycle(physicalId);
-        if (segment < segmentClock.segment() && acks.unackedCount(segment) == 0) {
-            reclaimWanted = true;
+        if (segment < log.writeSegment() && acks.unackedCount(segment) == 0) {
+            reclaimer.wanted();
         }
     }
 
@@ -582,23 +357,18 @@ public final class QueueStore {
         lock.lock();
         try {
             ensureOpen();
-            ExcerptTailer tailer = chronicle.createTailer();
-            tailer.singleThreadedCheckDisabled(true);
+            ExcerptTailer tailer = log.newTailer();
             long first = acks.firstUnackedId();
-            int segment;
-            if (first >= 0 && tailer.moveToIndex(first)) {
-                segment = SegmentRollCycle.INSTANCE.toCycle(first);
-            } else if (first >= 0) {
-                tailer.toStart();
-                segment = Math.max(0, chronicle.firstCycle());
-            } else {
-                tailer.toEnd();
-                segment = segmentClock.segment();
-            }
+            boolean atFirst = log.position(tailer, first);
+            int segment = first < 0 ? log.writeSegment()
+                    : atFirst ? SegmentRollCycle.INSTANCE.toCycle(first)
+                    : Math.max(0, log.firstSegment());
             QueueReader reader = new QueueReader(this, tailer, segment);
             readers.add(reader);
             if (readAhead != null && config.readAheadMessages() > 0) {
-                readAhead.register(reader, new ReaderReadAhead(reader, first >= 0 ? first : chronicle.lastIndex() + 1));
+                long start = first >= 0 ? first : log.lastIndex() + 1;
+                readAhead.register(reader, new ReaderCursor(reader.followed(), log, durability::writtenIndex, this::segmentMessages,
+                        start, config.readAheadMessages()));
             }
             return reader;
         } finally {
@@ -611,7 +381,7 @@ public final class QueueStore {
         if (readAhead != null) {
             readAhead.unregister(reader);
         }
-        reclaimWanted = true;
+        reclaimer.wanted();
     }
 
     /**
@@ -628,22 +398,11 @@ public final class QueueStore {
             if (acks.isAcked(physical)) {
                 return null;
             }
-            if (randomTailer == null) {
-                randomTailer = chronicle.createTailer();
-                randomTailer.singleThreadedCheckDisabled(true);
-            }
-            if (!randomTailer.moveToIndex(physical)) {
+            int length = log.read(physical);
+            if (length < 0) {
                 return null;
             }
-            int length;
-            try (DocumentContext dc = randomTailer.readingDocument()) {
-                if (!dc.isPresent() || dc.index() != physical) {
-                    return null;
-                }
-                Bytes<?> bytes = dc.wire().bytes();
-                length = (int) bytes.readRemaining();
-                bytes.read(randomReadCodec.arrayFor(length), 0, length);
-            }
+            RecordCodec randomReadCodec = log.randomReadCodec();
             String problem = randomReadCodec.loaded(length);
             if (problem != null) {
                 throw corrupt(physical, problem);
@@ -736,19 +495,19 @@ public final class QueueStore {
             long pinnedBytes = 0;
             long firstUnacked = acks.firstUnackedId();
             int pinSegment = firstUnacked < 0 ? -1 : SegmentRollCycle.INSTANCE.toCycle(firstUnacked);
-            for (Map.Entry<Integer, SegmentTally> e : segments.entrySet()) {
+            for (Map.Entry<Integer, SegmentTally> e : log.tallies().entrySet()) {
                 SegmentTally t = e.getValue();
-                diskBytes += t.bytes;
-                if (t.messages > 0) {
+                diskBytes += t.bytes();
+                if (t.messages() > 0) {
                     long unacked = acks.unackedCount(e.getKey());
-                    unackedBytes += unacked == t.messages ? t.bytes : (long) ((double) t.bytes * unacked / t.messages);
+                    unackedBytes += unacked == t.messages() ? t.bytes() : (long) ((double) t.bytes() * unacked / t.messages());
                 }
                 if (e.getKey() <= pinSegment) {
-                    pinnedBytes += t.bytes;
+                    pinnedBytes += t.bytes();
                 }
             }
-            return new BacklogStats(acks.unackedCount(), unackedBytes, diskBytes, segments.size(), pinnedBytes,
-                    appendedMessages, reclaimedSegments, reclaimedBytes, relocatedMessages);
+            return new BacklogStats(acks.unackedCount(), unackedBytes, diskBytes, log.tallies().size(), pinnedBytes,
+                    appendedMessages, reclaimer.reclaimedSegments(), reclaimer.reclaimedBytes(), reclaimer.relocatedMessages());
         } finally {
             lock.unlock();
         }
@@ -765,12 +524,12 @@ public final class QueueStore {
 
     /** Forces (fsyncs) of this queue's segments since the store was opened. */
     public long syncCount() {
-        return syncer.syncs();
+        return durability.syncCount();
     }
 
     /** Total time spent in those forces, in nanoseconds. */
     public long syncNanos() {
-        return syncer.syncNanos();
+        return durability.syncNanos();
     }
 
     /** Records found damaged and skipped since the store was opened. */
@@ -787,7 +546,7 @@ public final class QueueStore {
     public List<Integer> segmentNumbers() {
         lock.lock();
         try {
-            return new ArrayList<>(segments.keySet());
+            return new ArrayList<>(log.tallies().keySet());
         } finally {
             lock.unlock();
         }
@@ -800,243 +559,62 @@ public final class QueueStore {
     // ---------------------------------------------------------------- flusher thread
 
     /**
-     * Called by the flusher: forces what the policy requires and reports durability. Returns true if
-     * it did any work.
+     * Called by the flusher: forces the ack journal when due and the segments the policy requires, and
+     * reports durability. Returns true if it forced a segment.
      */
     boolean flush(long nowNanos) {
         if (closed) {
             return false;
         }
-        boolean worked = false;
         if (nowNanos - nextJournalForceNanos >= 0) {
             nextJournalForceNanos = nowNanos + config.syncIntervalMs() * 1_000_000L;
             lock.lock();
             try {
                 if (!closed) {
-                    io(() -> ackLog.force());
+                    ackLog.force();
                 }
             } finally {
                 lock.unlock();
             }
         }
-        switch (config.durability()) {
-            case ALWAYS -> {
-                long target = writtenIndex;
-                if (target > durableIndex) {
-                    forceThrough(target);
-                    durableIndex = target;
-                    notifyDurable(target);
-                    worked = true;
-                } else if (!pendingFuturesEmpty()) {
-                    completePendingFutures(durableIndex);
-                }
-            }
-            case INTERVAL -> {
-                if (nowNanos - nextIntervalSyncNanos >= 0) {
-                    nextIntervalSyncNanos = nowNanos + config.syncIntervalMs() * 1_000_000L;
-                    long target = writtenIndex;
-                    if (target >= 0) {
-                        forceThrough(target);
-                    }
-                }
-                completePendingFutures(durableIndex);
-            }
-            case NEVER -> completePendingFutures(durableIndex);
-            default -> throw new IllegalStateException("unknown durability " + config.durability());
-        }
-        return worked;
-    }
-
-    /** Forces the segments holding everything up to {@code target}: any sealed since the last force, then the target's. */
-    private void forceThrough(long target) {
-        List<Integer> sealed;
-        lock.lock();
-        try {
-            sealed = new ArrayList<>(sealedUnforced);
-            sealedUnforced.clear();
-        } finally {
-            lock.unlock();
-        }
-        try {
-            syncer.force(sealed, SegmentRollCycle.INSTANCE.toCycle(target));
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot force segments of queue '" + name + "' to disk", e);
-        }
-    }
-
-    private void notifyDurable(long target) {
-        LongConsumer listener = durabilityListener;
-        if (listener != null) {
-            try {
-                listener.accept(target);
-            } catch (RuntimeException e) {
-                LOG.error("Queue '{}': the durability listener failed.", name, e);
-            }
-        }
-        completePendingFutures(target);
-    }
-
-    private boolean pendingFuturesEmpty() {
-        synchronized (pendingFutures) {
-            return pendingFutures.isEmpty();
-        }
-    }
-
-    private void completePendingFutures(long durable) {
-        List<PendingDurable> ready = new ArrayList<>();
-        synchronized (pendingFutures) {
-            while (!pendingFutures.isEmpty() && pendingFutures.peek().id <= durable) {
-                ready.add(pendingFutures.poll());
-            }
-        }
-        for (PendingDurable p : ready) {
-            p.future.complete(p.id);
-        }
+        return durability.flush(nowNanos);
     }
 
     /** Called by the flusher: deletes fully acknowledged segments and relocates stragglers. */
     boolean reclaim(long nowNanos) {
-        // Rule "reclaim is never forgotten": besides the events that ask for it (a roll, a segment
-        // fully acknowledged, a reader closed), a pass runs every 100 ms, which also catches segments
-        // that acks brought down to a few stragglers.
-        boolean due = nowNanos - lastReclaimNanos > 100_000_000L;
-        if ((!reclaimWanted && !due) || closed) {
-            return false;
-        }
-        lastReclaimNanos = nowNanos;
-        reclaimWanted = false;
-        List<Path> toDelete = new ArrayList<>();
+        return !closed && reclaimer.reclaim(nowNanos);
+    }
+
+    /** Records in {@code segment}, for the read-ahead thread. */
+    private long segmentMessages(int segment) {
         lock.lock();
         try {
-            if (closed) {
-                return false;
-            }
-            List<ReclaimDecision> decisions = reclaimPolicy.decide(segmentStatesLocked(nowNanos), segmentClock.segment(), oldestReaderSegment());
-            for (ReclaimDecision d : decisions) {
-                if (d.action() == ReclaimDecision.Action.RELOCATE) {
-                    relocateLocked(d.segment());
-                }
-                if (acks.unackedCount(d.segment()) == 0) {
-                    Path deleting = markDeletedLocked(d.segment());
-                    if (deleting != null) {
-                        toDelete.add(deleting);
-                    }
-                }
-            }
-            if (!toDelete.isEmpty()) {
-                chronicle.refreshDirectoryListing();
-            }
+            return log.messages(segment);
         } finally {
             lock.unlock();
         }
-        toDelete.forEach(releaser::delete);
-        return !toDelete.isEmpty();
     }
 
-    private List<SegmentState> segmentStatesLocked(long nowNanos) {
-        List<SegmentState> states = new ArrayList<>(segments.size());
-        int writeSegment = segmentClock.segment();
-        for (Map.Entry<Integer, SegmentTally> e : segments.entrySet()) {
-            SegmentTally t = e.getValue();
-            long sealedFor = e.getKey() >= writeSegment ? 0
-                    : t.sealedAtNanos == SegmentTally.SEALED_BEFORE_OPEN ? Long.MAX_VALUE
-                    : nowNanos - t.sealedAtNanos;
-            states.add(new SegmentState(e.getKey(), t.messages, t.messages == 0 ? 0 : acks.unackedCount(e.getKey()), t.bytes,
-                    sealedFor));
+    /** The reclaimer's view of the open readers. */
+    private final class OpenReaders implements Reclaimer.Readers {
+        @Override
+        public int oldestSegment() {
+            int oldest = Integer.MAX_VALUE;
+            for (QueueReader r : readers) {
+                oldest = Math.min(oldest, r.segment);
+            }
+            return oldest;
         }
-        return states;
-    }
 
-    private int oldestReaderSegment() {
-        int oldest = Integer.MAX_VALUE;
-        for (QueueReader r : readers) {
-            oldest = Math.min(oldest, r.segment);
-        }
-        return oldest;
-    }
-
-    /** Copies the unacknowledged messages of {@code segment} forward, keeping their id and delivery count. */
-    private void relocateLocked(int segment) {
-        long first = SegmentRollCycle.INSTANCE.toIndex(segment, 0);
-        long end = SegmentRollCycle.INSTANCE.toIndex(segment + 1, 0);
-        List<Long> stragglers = new ArrayList<>();
-        for (long p = acks.nextUnackedId(first); p >= 0 && p < end; p = acks.nextUnackedId(p + 1)) {
-            stragglers.add(p);
-        }
-        RecordCodec codec = new RecordCodec();
-        for (long physical : stragglers) {
-            if (randomTailer == null) {
-                randomTailer = chronicle.createTailer();
-                randomTailer.singleThreadedCheckDisabled(true);
-            }
-            if (!randomTailer.moveToIndex(physical)) {
-                continue;
-            }
-            int length;
-            try (DocumentContext dc = randomTailer.readingDocument()) {
-                if (!dc.isPresent()) {
-                    continue;
-                }
-                Bytes<?> bytes = dc.wire().bytes();
-                length = (int) bytes.readRemaining();
-                bytes.read(randomReadCodec.arrayFor(length), 0, length);
-            }
-            String problem = randomReadCodec.loaded(length);
-            if (problem != null) {
-                discardCorruptLocked(physical, problem);
-                continue;
-            }
-            long originalId = randomReadCodec.relocated() ? randomReadCodec.originalId() : physical;
-            int deliveries = Math.max(acks.deliveryCount(originalId), randomReadCodec.deliveryCount());
-            codec.encode(RecordCodec.FLAG_RELOCATED, originalId, deliveries, randomReadCodec.producerId(),
-                    randomReadCodec.producerSequence(), randomReadCodec.timestampMillis(),
-                    ByteBuffer.wrap(randomReadCodec.array(), randomReadCodec.headersOffset(), randomReadCodec.headersLength()),
-                    ByteBuffer.wrap(randomReadCodec.array(), randomReadCodec.payloadOffset(), randomReadCodec.payloadLength()));
-            long newId = writeRecordLocked(codec);
-            io(() -> ackLog.relocate(originalId, newId));
-            relocatedMessages++;
+        @Override
+        public void copied(int fromSegment, long newId) {
             for (QueueReader reader : readers) {
                 // A reader past this segment has processed every record in it (its segment moves only
                 // once the record before is done), the straggler among them, unacked then as now.
-                if (reader.segment > segment) {
+                if (reader.segment > fromSegment) {
                     reader.copiesToSkip.add(newId);
                 }
             }
-        }
-        // The random tailer may still map the old segment; drop it so the file can be unmapped.
-        if (randomTailer != null) {
-            randomTailer.close();
-            randomTailer = null;
-        }
-        if (!stragglers.isEmpty()) {
-            LOG.info("Queue '{}': moved {} unacknowledged messages forward out of segment {} so it can be reclaimed.",
-                    name, stragglers.size(), SegmentFiles.fileName(segment));
-            wakeFlusher.run();
-        }
-    }
-
-    private Path markDeletedLocked(int segment) {
-        SegmentTally tally = segments.remove(segment);
-        if (tally == null) {
-            return null;
-        }
-        if (randomTailer != null) {
-            randomTailer.close();
-            randomTailer = null;
-        }
-        io(() -> ackLog.segmentReclaimed(segment));
-        reclaimedSegments++;
-        reclaimedBytes += tally.bytes;
-        Path file = SegmentFiles.file(segmentDirectory, segment);
-        Path deleting = segmentDirectory.resolve(SegmentFiles.fileName(segment).replace(SegmentFiles.SUFFIX, SegmentFiles.DELETING_SUFFIX));
-        try {
-            Files.move(file, deleting, StandardCopyOption.ATOMIC_MOVE);
-            return deleting;
-        } catch (NoSuchFileException gone) {
-            return null;
-        } catch (IOException e) {
-            LOG.warn("Queue '{}': could not rename {} for deletion.", name, file, e);
-            return null;
         }
     }
 
@@ -1059,37 +637,21 @@ public final class QueueStore {
             if (closed) {
                 return;
             }
-            long target = writtenIndex;
-            if (target >= 0 && config.durability() != DurabilityMode.NEVER) {
-                forceThroughQuietly(target);
-            }
-            durableIndex = target;
+            reclaimer.close();
+            durability.close();
             closed = true;
             for (QueueReader r : readers) {
                 r.close();
             }
-            if (randomTailer != null) {
-                randomTailer.close();
-            }
-            appender.close();
-            chronicle.close();
-            io(() -> ackLog.checkpoint());
-            io(() -> ackLog.close());
-            syncer.close();
+            log.close();
+            ackLog.checkpoint();
+            ackLog.close();
         } catch (IOException e) {
             LOG.warn("Queue '{}': error while closing.", name, e);
         } finally {
             lock.unlock();
         }
-        notifyDurable(durableIndex);
-    }
-
-    private void forceThroughQuietly(long target) {
-        try {
-            forceThrough(target);
-        } catch (UncheckedIOException e) {
-            LOG.warn("Queue '{}': final force failed.", name, e);
-        }
+        durability.notifyClosed();
     }
 
     /** An I/O step of the ack state; a failure there means the queue's storage has failed. */
@@ -1114,133 +676,6 @@ public final class QueueStore {
             action.run();
         } catch (IOException e) {
             throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
-        }
-    }
-
-    /**
-     * Follows one reader for the read-ahead thread: touches its coming records, at most
-     * {@code readAheadMessages} ahead of it. Used only on the read-ahead thread.
-     */
-    private final class ReaderReadAhead implements ReadAhead.Cursor {
-        private final QueueReader reader;
-        private final long startIndex;
-        private ExcerptTailer tailer;
-        /** Index of the last record touched, or -1. */
-        private long touched = -1;
-        private long sink;
-
-        ReaderReadAhead(QueueReader reader, long startIndex) {
-            this.reader = reader;
-            this.startIndex = startIndex;
-        }
-
-        @Override
-        public int advance(int limit) {
-            if (closed) {
-                return 0;
-            }
-            long readerAt = reader.nextIndex >= 0 ? reader.nextIndex : startIndex;
-            if (nearTail(readerAt)) {
-                return 0;
-            }
-            if (tailer == null || touched < readerAt - 1) {
-                if (tailer == null) {
-                    tailer = chronicle.createTailer();
-                }
-                if (!tailer.moveToIndex(readerAt)) {
-                    return 0; // nothing stored there yet (the reader is at the tail), or it was reclaimed
-                }
-                touched = readerAt - 1;
-            }
-            int budget = config.readAheadMessages();
-            int done = 0;
-            while (done < limit && ahead(readerAt) < budget) {
-                try (DocumentContext dc = tailer.readingDocument()) {
-                    if (!dc.isPresent()) {
-                        break;
-                    }
-                    Bytes<?> bytes = dc.wire().bytes();
-                    if (bytes.readRemaining() > 0) {
-                        sink += bytes.readByte(bytes.readLimit() - 1); // faults the record's last page in
-                    }
-                    touched = dc.index();
-                }
-                done++;
-                reader.readAheadIndex = touched;
-            }
-            return done;
-        }
-
-        /**
-         * A reader fewer than {@link #READ_AHEAD_MIN_LAG} records behind the tail of the segment being
-         * written reads what was just appended, which is resident: touching it would only repeat the
-         * reader's work (under W1 that repetition was 4.7 % of the broker's CPU and a wake-up a millisecond).
-         */
-        private boolean nearTail(long readerAt) {
-            long tail = writtenIndex;
-            if (tail < 0 || readerAt < 0) {
-                return true;
-            }
-            int tailSegment = SegmentRollCycle.INSTANCE.toCycle(tail);
-            return SegmentRollCycle.INSTANCE.toCycle(readerAt) == tailSegment
-                    && SegmentRollCycle.INSTANCE.toSequenceNumber(tail) - SegmentRollCycle.INSTANCE.toSequenceNumber(readerAt)
-                    < READ_AHEAD_MIN_LAG;
-        }
-
-        /** Records touched beyond the reader, counted within segments (indexes jump between them). */
-        private long ahead(long readerAt) {
-            if (touched < readerAt) {
-                return 0;
-            }
-            int readerSegment = SegmentRollCycle.INSTANCE.toCycle(readerAt);
-            int touchedSegment = SegmentRollCycle.INSTANCE.toCycle(touched);
-            long touchedSeq = SegmentRollCycle.INSTANCE.toSequenceNumber(touched);
-            if (readerSegment == touchedSegment) {
-                return touchedSeq - SegmentRollCycle.INSTANCE.toSequenceNumber(readerAt) + 1;
-            }
-            return touchedSeq + 1 + Math.max(0, segmentSize(readerSegment) - SegmentRollCycle.INSTANCE.toSequenceNumber(readerAt));
-        }
-
-        @Override
-        public void release() {
-            if (tailer != null) {
-                tailer.close();
-                tailer = null;
-            }
-            if (sink == 42) {
-                LOG.trace("read-ahead checksum {}", sink); // keeps the touching reads from being optimised away
-            }
-        }
-    }
-
-    private long segmentSize(int segment) {
-        lock.lock();
-        try {
-            SegmentTally t = segments.get(segment);
-            return t == null ? 0 : t.messages;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private static final class SegmentTally {
-        /** {@link #sealedAtNanos} of a segment sealed before the store was opened (or not sealed yet). */
-        static final long SEALED_BEFORE_OPEN = Long.MIN_VALUE;
-        long messages;
-        long bytes;
-        /** When this process sealed the segment (System.nanoTime), for reclaim's rule R3. */
-        long sealedAtNanos = SEALED_BEFORE_OPEN;
-
-        SegmentTally(long messages, long bytes) {
-            this.messages = messages;
-            this.bytes = bytes;
-        }
-    }
-
-    private record PendingDurable(long id, CompletableFuture<Long> future) implements Comparable<PendingDurable> {
-        @Override
-        public int compareTo(PendingDurable o) {
-            return Long.compare(id, o.id);
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.sluice.storage;
 
+import io.sluice.storage.readahead.ReaderCursor;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.segment.FileReleaser;
 import org.junit.jupiter.api.AfterEach;
@@ -150,10 +151,10 @@ class QueueStoreTest {
         MessageStore messages = open(StoreConfig.builder().readAheadMessages(1_000).build());
         QueueStore near = messages.createQueue("near");
         QueueStore far = messages.createQueue("far");
-        for (int i = 0; i < QueueStore.READ_AHEAD_MIN_LAG - 1; i++) {
+        for (int i = 0; i < ReaderCursor.MIN_LAG - 1; i++) {
             near.append(null, payload(i));
         }
-        long[] farIds = new long[QueueStore.READ_AHEAD_MIN_LAG + 2_000];
+        long[] farIds = new long[ReaderCursor.MIN_LAG + 2_000];
         for (int i = 0; i < farIds.length; i++) {
             farIds[i] = far.append(null, payload(i));
         }
@@ -168,7 +169,7 @@ class QueueStoreTest {
     @Test
     void shouldTouchALaggingReadersComingRecordsOnTheReadAheadThreadWithinItsBudget() throws Exception {
         QueueStore q = open(StoreConfig.builder().readAheadMessages(1_000).build()).createQueue("q");
-        long[] ids = new long[QueueStore.READ_AHEAD_MIN_LAG + 6_000]; // still lagging after reading 3,000
+        long[] ids = new long[ReaderCursor.MIN_LAG + 6_000]; // still lagging after reading 3,000
         for (int i = 0; i < ids.length; i++) {
             ids[i] = q.append(null, payload(i));
         }

@@ -1,0 +1,238 @@
+package io.sluice.storage.reclaim;
+
+import io.sluice.storage.ack.AckLog;
+import io.sluice.storage.ack.AckStateReader;
+import io.sluice.storage.segment.FileReleaser;
+import io.sluice.storage.segment.RecordCodec;
+import io.sluice.storage.segment.SegmentFiles;
+import io.sluice.storage.segment.SegmentLog;
+import io.sluice.storage.segment.SegmentRollCycle;
+import io.sluice.storage.segment.SegmentTally;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Carries out {@link ReclaimPolicy}'s decisions for one queue: deletes fully acknowledged segments and
+ * relocates the stragglers of nearly acknowledged ones, so that they can be deleted too.
+ *
+ * <p>Threads: {@link #reclaim(long)} runs on the storage flusher only; {@link #wanted()} on any
+ * thread. The pass decides and writes under the queue's lock, and hands the files it renamed to the
+ * releaser thread after releasing it. The counters are guarded by the queue's lock.
+ */
+public final class Reclaimer {
+    private static final Logger LOG = LoggerFactory.getLogger(Reclaimer.class);
+    /** Rule "reclaim is never forgotten": a pass runs at least this often, whatever asked for one. */
+    private static final long PASS_INTERVAL_NANOS = 100_000_000L;
+
+    /** What the reclaimer needs of the queue's open readers. */
+    public interface Readers {
+        /** The oldest segment an open reader is in, {@link Integer#MAX_VALUE} if none (rule R1). */
+        int oldestSegment();
+
+        /** A straggler of {@code fromSegment} was copied to {@code newId}: readers past that segment skip the copy. */
+        void copied(int fromSegment, long newId);
+    }
+
+    /**
+     * Writes a record to the queue as an append does (log, ack state, durability), under the queue's
+     * lock; returns its id.
+     */
+    public interface RecordWriter {
+        long write(RecordCodec record);
+    }
+
+    /** Discards a record that failed its checksum (logs, counts and acknowledges it); under the queue's lock. */
+    public interface CorruptRecords {
+        void discard(long id, String problem);
+    }
+
+    private final String queueName;
+    private final ReentrantLock lock;
+    private final SegmentLog log;
+    private final AckLog ackLog;
+    private final AckStateReader acks;
+    private final ReclaimPolicy policy;
+    private final FileReleaser releaser;
+    private final Readers readers;
+    private final CorruptRecords corruptRecords;
+    private final RecordWriter writer;
+    private final Runnable wakeFlusher;
+    private final RecordCodec copyCodec = new RecordCodec();
+
+    private volatile boolean wanted = true;
+    private volatile boolean closed;
+    private long lastPassNanos;
+    private long reclaimedSegments;
+    private long reclaimedBytes;
+    private long relocatedMessages;
+
+    public Reclaimer(String queueName, ReentrantLock lock, SegmentLog log, AckLog ackLog, ReclaimPolicy policy,
+                     FileReleaser releaser, Readers readers, RecordWriter writer, CorruptRecords corruptRecords,
+                     Runnable wakeFlusher) {
+        this.queueName = queueName;
+        this.lock = lock;
+        this.log = log;
+        this.ackLog = ackLog;
+        this.acks = ackLog.state();
+        this.policy = policy;
+        this.releaser = releaser;
+        this.readers = readers;
+        this.corruptRecords = corruptRecords;
+        this.writer = writer;
+        this.wakeFlusher = wakeFlusher;
+    }
+
+    /** Asks for a pass soon: a roll, a segment fully acknowledged, a reader closed. */
+    public void wanted() {
+        wanted = true;
+    }
+
+    /** The queue is closing: no pass starts after this. */
+    public void close() {
+        closed = true;
+    }
+
+    /** Flusher thread: deletes fully acknowledged segments and relocates stragglers. True if it deleted any. */
+    public boolean reclaim(long nowNanos) {
+        // Rule "reclaim is never forgotten": besides the events that ask for it, a pass runs every 100 ms,
+        // which also catches segments that acks brought down to a few stragglers.
+        boolean due = nowNanos - lastPassNanos > PASS_INTERVAL_NANOS;
+        if ((!wanted && !due) || closed) {
+            return false;
+        }
+        lastPassNanos = nowNanos;
+        wanted = false;
+        List<Path> toDelete = new ArrayList<>();
+        lock.lock();
+        try {
+            if (closed) {
+                return false;
+            }
+            for (ReclaimDecision d : policy.decide(segmentStates(nowNanos), log.writeSegment(), readers.oldestSegment())) {
+                if (d.action() == ReclaimDecision.Action.RELOCATE) {
+                    relocate(d.segment());
+                }
+                if (acks.unackedCount(d.segment()) == 0) {
+                    Path deleting = removeSegment(d.segment());
+                    if (deleting != null) {
+                        toDelete.add(deleting);
+                    }
+                }
+            }
+            if (!toDelete.isEmpty()) {
+                log.refreshListing();
+            }
+        } finally {
+            lock.unlock();
+        }
+        toDelete.forEach(releaser::delete);
+        return !toDelete.isEmpty();
+    }
+
+    private List<SegmentState> segmentStates(long nowNanos) {
+        List<SegmentState> states = new ArrayList<>(log.tallies().size());
+        int writeSegment = log.writeSegment();
+        for (Map.Entry<Integer, SegmentTally> e : log.tallies().entrySet()) {
+            SegmentTally t = e.getValue();
+            long sealedFor = e.getKey() >= writeSegment ? 0
+                    : t.sealedAtNanos() == SegmentTally.SEALED_BEFORE_OPEN ? Long.MAX_VALUE
+                    : nowNanos - t.sealedAtNanos();
+            states.add(new SegmentState(e.getKey(), t.messages(), t.messages() == 0 ? 0 : acks.unackedCount(e.getKey()),
+                    t.bytes(), sealedFor));
+        }
+        return states;
+    }
+
+    /** Copies the unacknowledged messages of {@code segment} forward, keeping their id and delivery count. */
+    private void relocate(int segment) {
+        long first = SegmentRollCycle.INSTANCE.toIndex(segment, 0);
+        long end = SegmentRollCycle.INSTANCE.toIndex(segment + 1, 0);
+        List<Long> stragglers = new ArrayList<>();
+        for (long p = acks.nextUnackedId(first); p >= 0 && p < end; p = acks.nextUnackedId(p + 1)) {
+            stragglers.add(p);
+        }
+        RecordCodec source = log.randomReadCodec();
+        for (long physical : stragglers) {
+            int length = log.read(physical);
+            if (length < 0) {
+                continue;
+            }
+            String problem = source.loaded(length);
+            if (problem != null) {
+                corruptRecords.discard(physical, problem);
+                continue;
+            }
+            long originalId = source.relocated() ? source.originalId() : physical;
+            int deliveries = Math.max(acks.deliveryCount(originalId), source.deliveryCount());
+            copyCodec.encode(RecordCodec.FLAG_RELOCATED, originalId, deliveries, source.producerId(),
+                    source.producerSequence(), source.timestampMillis(),
+                    ByteBuffer.wrap(source.array(), source.headersOffset(), source.headersLength()),
+                    ByteBuffer.wrap(source.array(), source.payloadOffset(), source.payloadLength()));
+            long newId = writer.write(copyCodec);
+            io(() -> ackLog.relocate(originalId, newId));
+            relocatedMessages++;
+            readers.copied(segment, newId);
+        }
+        // The random tailer may still map the old segment; drop it so the file can be unmapped.
+        log.releaseRandomTailer();
+        if (!stragglers.isEmpty()) {
+            LOG.info("Queue '{}': moved {} unacknowledged messages forward out of segment {} so it can be reclaimed.",
+                    queueName, stragglers.size(), SegmentFiles.fileName(segment));
+            wakeFlusher.run();
+        }
+    }
+
+    /** Journals {@code segment} as reclaimed and takes it out of the log; returns the file to unlink, or null. */
+    private Path removeSegment(int segment) {
+        if (log.tallies().get(segment) == null) {
+            return null;
+        }
+        io(() -> ackLog.segmentReclaimed(segment));
+        SegmentTally tally;
+        try {
+            tally = log.removeSegment(segment);
+        } catch (IOException e) {
+            LOG.warn("Queue '{}': could not rename {} for deletion.", queueName, SegmentFiles.fileName(segment), e);
+            return null;
+        }
+        reclaimedSegments++;
+        reclaimedBytes += tally.bytes();
+        return log.deletingFile(segment);
+    }
+
+    /** Segments deleted since the queue was opened; under the queue's lock. */
+    public long reclaimedSegments() {
+        return reclaimedSegments;
+    }
+
+    /** Their bytes; under the queue's lock. */
+    public long reclaimedBytes() {
+        return reclaimedBytes;
+    }
+
+    /** Messages relocated since the queue was opened; under the queue's lock. */
+    public long relocatedMessages() {
+        return relocatedMessages;
+    }
+
+    private interface IoAction {
+        void run() throws IOException;
+    }
+
+    private void io(IoAction action) {
+        try {
+            action.run();
+        } catch (IOException e) {
+            throw new UncheckedIOException("ack state of queue '" + queueName + "' failed: " + e.getMessage(), e);
+        }
+    }
+}

@@ -1,0 +1,217 @@
+package io.sluice.storage.recovery;
+
+import io.sluice.storage.CorruptRecordException;
+import io.sluice.storage.StoreConfig;
+import io.sluice.storage.ack.AckLog;
+import io.sluice.storage.ack.AckStateReader;
+import io.sluice.storage.segment.RecordCodec;
+import io.sluice.storage.segment.SegmentFiles;
+import io.sluice.storage.segment.SegmentLog;
+import io.sluice.storage.segment.SegmentRollCycle;
+import io.sluice.storage.segment.SegmentTally;
+import net.openhft.chronicle.queue.ExcerptTailer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.function.IntConsumer;
+
+/**
+ * Opens one queue's files and returns what was recovered, without reading the backlog (the steps are
+ * those of docs/storage.md, "Recovery"):
+ * <ol>
+ *   <li>finish interrupted deletes ({@code *.cq4.deleting});</li>
+ *   <li>delete a newest segment whose creation was interrupted (its header incomplete);</li>
+ *   <li>open the segments; message counts per segment come from Chronicle's index, not a scan;</li>
+ *   <li>load the ack checkpoint and replay the journal;</li>
+ *   <li>verify the checksums of the last segment only (the one that can hold an unsynced tail after a
+ *       machine crash) and discard what is damaged there, and relocated copies whose relocation
+ *       never reached the journal;</li>
+ *   <li>resume appending in the last segment, or the next one if it is full, and never at an id the
+ *       ack state has seen.</li>
+ * </ol>
+ * Not thread-safe: runs once, on the thread opening the queue, before anything else sees it.
+ */
+public final class QueueRecovery {
+    private static final Logger LOG = LoggerFactory.getLogger(QueueRecovery.class);
+    /** Bit of a Chronicle header word: the document or metadata after it is still being written. */
+    private static final int CHRONICLE_NOT_COMPLETE = 0x8000_0000;
+
+    /**
+     * What was recovered: the open segments and ack state, the id of the last record (-1 if none),
+     * and how many damaged records were discarded.
+     */
+    public record Recovered(SegmentLog log, AckLog ackLog, long lastIndex, long corruptRecords) {
+    }
+
+    private final String name;
+    private final Path directory;
+    private final Path segmentDirectory;
+    private final StoreConfig config;
+
+    private QueueRecovery(String name, Path directory, StoreConfig config) {
+        this.name = name;
+        this.directory = directory;
+        this.segmentDirectory = directory.resolve("segments");
+        this.config = config;
+    }
+
+    /** Opens and recovers queue {@code name} in {@code directory}; {@code onSeal} goes to the {@link SegmentLog}. */
+    public static Recovered open(String name, Path directory, StoreConfig config, IntConsumer onSeal) {
+        return new QueueRecovery(name, directory, config).run(onSeal);
+    }
+
+    private Recovered run(IntConsumer onSeal) {
+        try {
+            Files.createDirectories(segmentDirectory);
+            finishInterruptedDeletes();
+            discardUninitialisedLastSegment();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot prepare the segment directory " + segmentDirectory, e);
+        }
+        int lastSegment = lastSegmentOnDisk();
+        SegmentLog log = new SegmentLog(name, segmentDirectory, config.segmentBytes(), lastSegment, onSeal);
+        AckLog ackLog;
+        try {
+            ackLog = AckLog.open(directory.resolve("acks"), config.ackJournalBytes());
+        } catch (IOException e) {
+            log.close();
+            throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
+        }
+        try {
+            return recover(log, ackLog, lastSegment);
+        } catch (IOException e) {
+            log.close();
+            throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
+        } catch (RuntimeException | Error e) {
+            log.close();
+            throw e;
+        }
+    }
+
+    private Recovered recover(SegmentLog log, AckLog ackLog, int lastSegment) throws IOException {
+        AckStateReader acks = ackLog.state();
+        if (lastSegment < 0) {
+            ackLog.recover();
+            skipReclaimedSegments(log, acks, lastSegment);
+            return new Recovered(log, ackLog, -1, 0);
+        }
+        log.countSegments(ackLog::segmentGrew);
+        ackLog.recover();
+        long corrupt = verifyTail(log, ackLog, lastSegment);
+        long last = log.lastIndex();
+        SegmentTally tail = log.tallies().get(lastSegment);
+        if (tail != null && tail.bytes() >= config.segmentBytes()) {
+            log.moveWriteSegmentTo(lastSegment + 1); // full: sealed before the restart, and forced then
+        }
+        skipReclaimedSegments(log, acks, lastSegment);
+        return new Recovered(log, ackLog, last, corrupt);
+    }
+
+    /**
+     * Rule "ids are never reused": if the ack state knows segments newer than the newest file (they
+     * were written, fully acknowledged and deleted before the crash), appends continue after them.
+     */
+    private void skipReclaimedSegments(SegmentLog log, AckStateReader acks, int lastSegmentOnDisk) {
+        int highestKnown = acks.highestKnownSegment();
+        if (highestKnown > lastSegmentOnDisk && highestKnown >= log.writeSegment()) {
+            LOG.info("Queue '{}': segments up to {} were reclaimed before the restart; appends continue at segment {}.",
+                    name, highestKnown, highestKnown + 1);
+            log.moveWriteSegmentTo(highestKnown + 1);
+        }
+    }
+
+    /** Checks every record of the last segment; returns how many were damaged (and discarded). */
+    private long verifyTail(SegmentLog log, AckLog ackLog, int segment) throws IOException {
+        AckStateReader acks = ackLog.state();
+        long started = System.nanoTime();
+        long checked = 0;
+        long bad = 0;
+        RecordCodec codec = new RecordCodec();
+        int[] length = new int[1];
+        try (ExcerptTailer tailer = log.newTailer()) {
+            if (!tailer.moveToCycle(segment)) {
+                return 0;
+            }
+            for (long index = SegmentLog.readNext(tailer, codec, length); index >= 0; index = SegmentLog.readNext(tailer, codec, length)) {
+                if (SegmentRollCycle.INSTANCE.toCycle(index) != segment) {
+                    break;
+                }
+                String problem = codec.loaded(length[0]);
+                checked++;
+                if (problem != null && !acks.isAcked(index)) {
+                    bad++;
+                    CorruptRecordException e = new CorruptRecordException(SegmentFiles.file(segmentDirectory, segment), index, -1, problem);
+                    LOG.error("Queue '{}': {}. The record is skipped and will never be delivered.", name, e.getMessage());
+                    ackLog.ack(index);
+                } else if (problem == null && codec.relocated() && !acks.isAcked(index)
+                        && acks.physicalId(codec.originalId()) != index) {
+                    // A relocated copy written just before a crash, whose relocation never reached the
+                    // journal: the original is still the live one, so the copy is discarded.
+                    LOG.warn("Queue '{}': discarding an unjournaled relocated copy of message 0x{} at 0x{}.",
+                            name, Long.toHexString(codec.originalId()), Long.toHexString(index));
+                    ackLog.ack(index);
+                }
+            }
+        }
+        LOG.info("Queue '{}': verified the {} records of the last segment {} in {} ms; {} damaged.",
+                name, checked, SegmentFiles.fileName(segment), (System.nanoTime() - started) / 1_000_000, bad);
+        return bad;
+    }
+
+    private int lastSegmentOnDisk() {
+        int last = -1;
+        try (var files = Files.list(segmentDirectory)) {
+            for (Path p : (Iterable<Path>) files::iterator) {
+                last = Math.max(last, SegmentFiles.segmentOf(p.getFileName().toString()));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list " + segmentDirectory, e);
+        }
+        return last;
+    }
+
+    private void finishInterruptedDeletes() throws IOException {
+        try (var files = Files.list(segmentDirectory)) {
+            for (Path p : (Iterable<Path>) files::iterator) {
+                if (p.getFileName().toString().endsWith(SegmentFiles.DELETING_SUFFIX)) {
+                    LOG.info("Queue '{}': finishing the interrupted delete of {}.", name, p.getFileName());
+                    Files.deleteIfExists(p);
+                }
+            }
+        }
+    }
+
+    /**
+     * A process killed while Chronicle was creating a segment (at a roll) leaves a file whose first
+     * header, the segment's own metadata, is still marked not-complete (or not written at all).
+     * Chronicle waits its full timeout for that header every time it opens the file, which made
+     * recovery take a minute or more; the file cannot hold a record (records follow that header), so
+     * it is deleted. Only the newest file can be in that state: one process writes, and it rolls
+     * only after the file before is complete.
+     */
+    private void discardUninitialisedLastSegment() throws IOException {
+        int last = lastSegmentOnDisk();
+        if (last < 0) {
+            return;
+        }
+        Path file = SegmentFiles.file(segmentDirectory, last);
+        ByteBuffer header = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            channel.read(header, 0);
+        }
+        int word = header.hasRemaining() ? 0 : header.getInt(0);
+        if (word == 0 || (word & CHRONICLE_NOT_COMPLETE) != 0) {
+            LOG.warn("Queue '{}': segment {} was being created when the process stopped (its header is incomplete, so it holds "
+                    + "no message); deleting it.", name, file.getFileName());
+            Files.delete(file);
+        }
+    }
+}

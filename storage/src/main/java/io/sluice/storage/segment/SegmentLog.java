@@ -1,0 +1,301 @@
+package io.sluice.storage.segment;
+
+import io.sluice.storage.StorageException;
+import net.openhft.chronicle.bytes.Bytes;
+import net.openhft.chronicle.queue.ExcerptAppender;
+import net.openhft.chronicle.queue.ExcerptTailer;
+import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
+import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueBuilder;
+import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueStore;
+import net.openhft.chronicle.wire.DocumentContext;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.NavigableMap;
+import java.util.NavigableSet;
+import java.util.TreeMap;
+import java.util.function.IntConsumer;
+
+/**
+ * One queue's segments: the only class that touches Chronicle Queue. Appends records (rolling to a
+ * new segment once the current one holds {@code segmentBytes}), reads them by id or in order, keeps a
+ * tally (records and bytes) per segment on disk, and takes a reclaimed segment out of Chronicle's
+ * sight.
+ *
+ * <p>Ids are Chronicle indexes, {@code segment << 32 | sequence} ({@link SegmentRollCycle}): they
+ * increase with every append and never repeat, but are not contiguous across segments.
+ *
+ * <p>Not thread-safe: the owning {@code QueueStore}'s lock guards every call except
+ * {@link #newTailer()}, which Chronicle allows from any thread (the read-ahead thread uses it).
+ */
+public final class SegmentLog implements AutoCloseable {
+    /** Mapping chunk of a segment file: Chronicle maps this much (plus a quarter) at a time. */
+    private static final long CHRONICLE_BLOCK_BYTES = 16L << 20;
+
+    private final String queueName;
+    private final Path segmentDirectory;
+    private final long segmentBytes;
+    private final SegmentClock segmentClock;
+    private final SingleChronicleQueue chronicle;
+    private final ExcerptAppender appender;
+    private final RecordCodec randomReadCodec = new RecordCodec();
+    private final IntConsumer onSeal;
+    private ExcerptTailer randomTailer;
+    /** Record bytes and message counts per segment on disk, oldest first. */
+    private final TreeMap<Integer, SegmentTally> tallies = new TreeMap<>();
+
+    /**
+     * Opens Chronicle on {@code segmentDirectory}; appends go to {@code writeSegment}. {@code onSeal}
+     * is told (under the owner's lock) each time a segment is sealed by a roll.
+     */
+    public SegmentLog(String queueName, Path segmentDirectory, long segmentBytes, int writeSegment, IntConsumer onSeal) {
+        this.queueName = queueName;
+        this.segmentDirectory = segmentDirectory;
+        this.segmentBytes = segmentBytes;
+        this.onSeal = onSeal;
+        this.segmentClock = new SegmentClock(Math.max(writeSegment, 0));
+        this.chronicle = SingleChronicleQueueBuilder.single(segmentDirectory.toFile())
+                .rollCycle(SegmentRollCycle.INSTANCE)
+                .timeProvider(segmentClock)
+                .blockSize(Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes))
+                .checkInterrupts(false)
+                .build();
+        this.appender = chronicle.createAppender();
+        appender.singleThreadedCheckDisabled(true);
+    }
+
+    public Path segmentDirectory() {
+        return segmentDirectory;
+    }
+
+    /** The segment appends go to. */
+    public int writeSegment() {
+        return segmentClock.segment();
+    }
+
+    /** Seals the write segment: the next append starts a new one. */
+    public void sealWriteSegment() {
+        SegmentTally current = tallies.get(segmentClock.segment());
+        if (current != null) {
+            current.sealedAtNanos = System.nanoTime();
+        }
+        onSeal.accept(segmentClock.segment());
+        segmentClock.advance();
+    }
+
+    /**
+     * Rule "ids are never reused": appends continue at {@code segment}, past segments the ack state
+     * knows of that are no longer on disk.
+     */
+    public void moveWriteSegmentTo(int segment) {
+        segmentClock.moveTo(segment);
+    }
+
+    // ---------------------------------------------------------------- append
+
+    /**
+     * Appends the encoded record, first sealing the write segment if the record would take it past
+     * {@code segmentBytes}, and returns the record's id.
+     *
+     * @throws StorageException if Chronicle fails; nothing was written then
+     */
+    public long append(RecordCodec codec) {
+        int length = codec.length();
+        SegmentTally current = tallies.get(segmentClock.segment());
+        if (current != null && current.messages > 0 && current.bytes + length > segmentBytes) {
+            sealWriteSegment();
+        }
+        DocumentContext dc = appender.writingDocument();
+        try {
+            dc.wire().bytes().write(codec.array(), 0, length);
+        } catch (RuntimeException | Error e) {
+            dc.rollbackOnClose();
+            throw new StorageException("append to queue '" + queueName + "' failed; nothing was written", e);
+        } finally {
+            dc.close();
+        }
+        long index = appender.lastIndexAppended();
+        int segment = SegmentRollCycle.INSTANCE.toCycle(index);
+        SegmentTally tally = tallies.computeIfAbsent(segment, s -> new SegmentTally(0, 0));
+        tally.messages = SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1;
+        tally.bytes += length + 4;
+        return index;
+    }
+
+    // ---------------------------------------------------------------- reads
+
+    /**
+     * The one record-read idiom: reads the next document of {@code tailer} into {@code codec} (not yet
+     * checked: call {@link RecordCodec#loaded(int)} with the returned length) and returns its id, or
+     * -1 at the end. {@code lengthOut[0]} receives the record's length.
+     */
+    public static long readNext(ExcerptTailer tailer, RecordCodec codec, int[] lengthOut) {
+        try (DocumentContext dc = tailer.readingDocument()) {
+            if (!dc.isPresent()) {
+                return -1;
+            }
+            Bytes<?> bytes = dc.wire().bytes();
+            int length = (int) bytes.readRemaining();
+            bytes.read(codec.arrayFor(length), 0, length);
+            lengthOut[0] = length;
+            return dc.index();
+        }
+    }
+
+    /**
+     * Reads the record with id {@code id} into this log's random-read codec; returns the record's
+     * length, or -1 if no record has that id (never written, or its segment was reclaimed). Check the
+     * record with {@code randomReadCodec().loaded(length)}.
+     */
+    public int read(long id) {
+        if (randomTailer == null) {
+            randomTailer = chronicle.createTailer();
+            randomTailer.singleThreadedCheckDisabled(true);
+        }
+        if (!randomTailer.moveToIndex(id)) {
+            return -1;
+        }
+        int[] length = new int[1];
+        return readNext(randomTailer, randomReadCodec, length) == id ? length[0] : -1;
+    }
+
+    /** The codec {@link #read(long)} fills; valid until the next read. */
+    public RecordCodec randomReadCodec() {
+        return randomReadCodec;
+    }
+
+    /** Drops the tailer of {@link #read(long)}, which may map a segment about to be deleted. */
+    public void releaseRandomTailer() {
+        if (randomTailer != null) {
+            randomTailer.close();
+            randomTailer = null;
+        }
+    }
+
+    /** A new tailer at the start of the log; any thread may call this. Close it when done. */
+    public ExcerptTailer newTailer() {
+        ExcerptTailer tailer = chronicle.createTailer();
+        tailer.singleThreadedCheckDisabled(true);
+        return tailer;
+    }
+
+    /**
+     * Positions {@code tailer} at {@code id} and returns true; or, if no record has that id, at the
+     * oldest record; or at the end if {@code id} is -1.
+     */
+    public boolean position(ExcerptTailer tailer, long id) {
+        if (id >= 0 && tailer.moveToIndex(id)) {
+            return true;
+        }
+        if (id >= 0) {
+            tailer.toStart();
+        } else {
+            tailer.toEnd();
+        }
+        return false;
+    }
+
+    /** The oldest segment Chronicle knows of (-1 if none). */
+    public int firstSegment() {
+        return Math.max(-1, chronicle.firstCycle());
+    }
+
+    /** The id of the last record (-1 if none). */
+    public long lastIndex() {
+        return chronicle.lastIndex();
+    }
+
+    // ---------------------------------------------------------------- tallies
+
+    /** Per segment on disk, oldest first: records and bytes. Live view; guarded by the owner's lock. */
+    public NavigableMap<Integer, SegmentTally> tallies() {
+        return tallies;
+    }
+
+    /** Messages (records) in {@code segment}, 0 if it is not on disk. */
+    public long messages(int segment) {
+        SegmentTally t = tallies.get(segment);
+        return t == null ? 0 : t.messages;
+    }
+
+    /**
+     * Fills the tallies from Chronicle's index of each segment file, without reading records, and
+     * calls {@code counted} with each non-empty segment and its record count. For recovery.
+     */
+    public void countSegments(SegmentCounter counted) {
+        NavigableSet<Long> cycles = chronicle.listCyclesBetween(chronicle.firstCycle(), chronicle.lastCycle());
+        try (ExcerptTailer counter = chronicle.createTailer()) {
+            for (long cycleLong : cycles) {
+                int cycle = (int) cycleLong;
+                long count = counter.excerptsInCycle(cycle);
+                tallies.put(cycle, new SegmentTally(count, fileBytes(cycle)));
+                if (count > 0) {
+                    counted.segment(cycle, count);
+                }
+            }
+        }
+    }
+
+    /** Receives a segment and its record count. */
+    @FunctionalInterface
+    public interface SegmentCounter {
+        void segment(int segment, long messages);
+    }
+
+    /** Bytes written to a segment file (Chronicle's write position: records plus its index). */
+    private long fileBytes(int segment) {
+        SingleChronicleQueueStore store = chronicle.storeForCycle(segment, chronicle.epoch(), false, null);
+        if (store == null) {
+            return 0;
+        }
+        try {
+            return store.writePosition();
+        } finally {
+            chronicle.closeStore(store);
+        }
+    }
+
+    // ---------------------------------------------------------------- reclaim
+
+    /**
+     * Takes {@code segment} out of the log: forgets its tally and renames its file to
+     * {@code .cq4.deleting}, out of Chronicle's sight (call {@link #refreshListing()} after a batch).
+     * Returns the removed tally (null if the segment was not on disk); the renamed file is then
+     * {@link #deletingFile(int)}, for the releaser to unlink.
+     *
+     * @throws IOException if the rename failed; the tally is gone, the file stays (finished at the next open)
+     */
+    public SegmentTally removeSegment(int segment) throws IOException {
+        SegmentTally tally = tallies.remove(segment);
+        if (tally == null) {
+            return null;
+        }
+        releaseRandomTailer();
+        try {
+            Files.move(SegmentFiles.file(segmentDirectory, segment), deletingFile(segment), StandardCopyOption.ATOMIC_MOVE);
+        } catch (NoSuchFileException gone) {
+            return tally;
+        }
+        return tally;
+    }
+
+    /** Where {@link #removeSegment(int)} renames a segment's file. */
+    public Path deletingFile(int segment) {
+        return segmentDirectory.resolve(SegmentFiles.fileName(segment).replace(SegmentFiles.SUFFIX, SegmentFiles.DELETING_SUFFIX));
+    }
+
+    /** Tells Chronicle to list the directory again, after segments were removed. */
+    public void refreshListing() {
+        chronicle.refreshDirectoryListing();
+    }
+
+    @Override
+    public void close() {
+        releaseRandomTailer();
+        appender.close();
+        chronicle.close();
+    }
+}

@@ -1,0 +1,35 @@
+package io.sluice.storage.segment;
+
+/**
+ * What the store knows of one segment on disk without reading it: how many records it holds, how many
+ * bytes they take, and when this process sealed it. Guarded by the owning queue's lock.
+ */
+public final class SegmentTally {
+    /** {@link #sealedAtNanos} of a segment sealed before the store was opened (or not sealed yet). */
+    public static final long SEALED_BEFORE_OPEN = Long.MIN_VALUE;
+
+    long messages;
+    long bytes;
+    /** When this process sealed the segment (System.nanoTime), for reclaim's rule R3. */
+    long sealedAtNanos = SEALED_BEFORE_OPEN;
+
+    SegmentTally(long messages, long bytes) {
+        this.messages = messages;
+        this.bytes = bytes;
+    }
+
+    /** Records in the segment (Chronicle's sequence of the last one, plus one). */
+    public long messages() {
+        return messages;
+    }
+
+    /** Bytes of the segment's records (at recovery: Chronicle's write position, index included). */
+    public long bytes() {
+        return bytes;
+    }
+
+    /** When this process sealed the segment (System.nanoTime), or {@link #SEALED_BEFORE_OPEN}. */
+    public long sealedAtNanos() {
+        return sealedAtNanos;
+    }
+}
