@@ -25,10 +25,14 @@ import io.sluice.broker.queue.QueueManager;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.storage.MessageStore;
+import io.sluice.storage.StorageFailedException;
+import io.sluice.storage.durability.FileForcer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.InetSocketAddress;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -56,13 +60,13 @@ public final class Broker implements AutoCloseable {
     private final io.sluice.broker.metrics.NetworkCounters network;
     private final long recoveryNanos;
 
-    private Broker(BrokerConfig config) {
+    private Broker(BrokerConfig config, FileForcer forcer) {
         this.config = config;
         this.admin = config.metrics.enabled ? io.sluice.broker.admin.AdminServer.start(config) : null; // live, not ready
         this.network = config.metrics.enabled ? new io.sluice.broker.metrics.NetworkCounters() : null;
         long started = System.nanoTime();
         try {
-            this.store = MessageStore.open(config.dataDirectory(), config.storeConfig());
+            this.store = MessageStore.open(config.dataDirectory(), config.storeConfig(), forcer);
         } catch (RuntimeException e) {
             closeAdmin();
             throw e;
@@ -108,7 +112,12 @@ public final class Broker implements AutoCloseable {
     }
 
     public static Broker start(BrokerConfig config) {
-        return new Broker(config);
+        return new Broker(config, FileForcer.FSYNC);
+    }
+
+    /** As {@link #start(BrokerConfig)}, with the store forcing files through {@code forcer}: tests inject disk failures. */
+    static Broker start(BrokerConfig config, FileForcer forcer) {
+        return new Broker(config, forcer);
     }
 
     /**
@@ -182,6 +191,18 @@ public final class Broker implements AutoCloseable {
     /** True from the end of start-up until {@link #close()} begins. */
     public boolean isReady() {
         return !closed;
+    }
+
+    /** Queues whose storage failed (they refuse publishes until a restart), with why; empty if none. */
+    public Map<String, String> failedQueues() {
+        Map<String, String> failed = new TreeMap<>();
+        for (BrokerQueue q : queues.all()) {
+            StorageFailedException e = q.store().failure();
+            if (e != null) {
+                failed.put(q.name(), e.getMessage());
+            }
+        }
+        return failed;
     }
 
     /** The metrics port actually bound, or -1 with {@code metrics.enabled} false. */

@@ -43,6 +43,8 @@ public enum ErrorCode {
     RESOURCE_LIMIT(900, "a broker resource limit was reached (connections, subscriptions, memory)", true),
     INTERNAL_ERROR(901, "the broker failed unexpectedly; the operator log has the details", true),
     NOT_CONFIRMED_SHUTDOWN(902, "the broker is shutting down and did not confirm the message; publish it again", true),
+    STORAGE_FAILED(903, "the queue's storage failed (a force to disk did not succeed); the message is not confirmed, "
+            + "and the queue refuses publishes until the operator restarts the broker", true),
 
     UNKNOWN(65535, "the peer sent an error code this protocol version does not know", false);
 

@@ -1,5 +1,6 @@
 package io.sluice.storage;
 
+import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.durability.StorageFlusher;
 import io.sluice.storage.readahead.ReadAhead;
 import io.sluice.storage.segment.FileReleaser;
@@ -49,10 +50,12 @@ public final class MessageStore implements AutoCloseable {
     private final StorageFlusher flusher;
     private final ReadAhead readAhead = new ReadAhead();
     private final FileReleaser releaser;
+    private final FileForcer forcer;
     private volatile boolean closed;
 
-    private MessageStore(Path dataDirectory, StoreConfig config, LongSupplier clock, FileReleaser releaser) {
+    private MessageStore(Path dataDirectory, StoreConfig config, LongSupplier clock, FileReleaser releaser, FileForcer forcer) {
         this.releaser = releaser;
+        this.forcer = forcer;
         this.dataDirectory = dataDirectory;
         this.queuesDirectory = dataDirectory.resolve("queues");
         this.config = config;
@@ -88,9 +91,24 @@ public final class MessageStore implements AutoCloseable {
         return open(dataDirectory, config, epochMillisClock, new FileReleaser());
     }
 
+    /**
+     * As {@link #open(Path, StoreConfig)}, forcing segment files with {@code forcer}: the fault-injection
+     * point for tests of the layers above (a broker whose disk fails a force). The store itself uses
+     * {@link FileForcer#FSYNC}.
+     */
+    public static MessageStore open(Path dataDirectory, StoreConfig config, FileForcer forcer) {
+        return open(dataDirectory, config, System::currentTimeMillis, new FileReleaser(), forcer);
+    }
+
     /** As above, with the thread that deletes files; tests hold it back. */
     static MessageStore open(Path dataDirectory, StoreConfig config, LongSupplier epochMillisClock, FileReleaser releaser) {
-        MessageStore store = new MessageStore(dataDirectory, config, epochMillisClock, releaser);
+        return open(dataDirectory, config, epochMillisClock, releaser, FileForcer.FSYNC);
+    }
+
+    /** As above, with what forces segment files to disk; tests make it fail. */
+    static MessageStore open(Path dataDirectory, StoreConfig config, LongSupplier epochMillisClock, FileReleaser releaser,
+                             FileForcer forcer) {
+        MessageStore store = new MessageStore(dataDirectory, config, epochMillisClock, releaser, forcer);
         try {
             store.recoverAll();
         } catch (RuntimeException e) {
@@ -132,7 +150,7 @@ public final class MessageStore implements AutoCloseable {
     }
 
     private QueueStore openQueue(String name, Path dir) {
-        return QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp, readAhead, releaser);
+        return QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp, readAhead, releaser, forcer);
     }
 
     public StoreConfig config() {
@@ -197,14 +215,18 @@ public final class MessageStore implements AutoCloseable {
         releaser.deleteTree(doomed);
     }
 
+    /**
+     * One queue's failure never holds back another's confirms: a queue whose flush throws is marked
+     * failed (rule "a failed force is final", docs/storage.md) and the loop goes on to the next.
+     */
     private boolean flushAll(long nowNanos) {
         boolean worked = false;
         for (QueueStore q : queues.values()) {
             try {
                 worked |= q.flush(nowNanos);
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | InternalError e) {
                 if (!q.isClosed()) {
-                    throw e;
+                    q.failed("the flusher's work on it", e);
                 }
             }
         }

@@ -4,6 +4,7 @@ import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.ack.AckStateReader;
 import io.sluice.storage.durability.Durability;
+import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.durability.SegmentSyncer;
 import io.sluice.storage.readahead.ReadAhead;
 import io.sluice.storage.readahead.ReaderCursor;
@@ -83,7 +84,7 @@ public final class QueueStore {
     private volatile boolean closed;
 
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
-                       Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser) {
+                       Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer) {
         this.readAhead = readAhead;
         this.name = name;
         this.directory = directory;
@@ -93,7 +94,7 @@ public final class QueueStore {
         this.clock = clock;
         this.wakeFlusher = wakeFlusher;
         long started = System.nanoTime();
-        SegmentSyncer syncer = new SegmentSyncer(segmentDirectory, releaser);
+        SegmentSyncer syncer = new SegmentSyncer(segmentDirectory, releaser, forcer);
         // The log reports seals to durability, which exists only once the log is recovered: the
         // forwarding lambda reads the field when a roll happens, never during recovery.
         QueueRecovery.Recovered recovered = QueueRecovery.open(name, directory, config, this::segmentSealed);
@@ -114,7 +115,12 @@ public final class QueueStore {
 
     static QueueStore open(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                            Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser) {
-        return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser);
+        return open(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser, FileForcer.FSYNC);
+    }
+
+    static QueueStore open(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
+                           Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer) {
+        return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser, forcer);
     }
 
     /** A roll sealed {@code segment} (under the lock): durability must force it, and reclaim may look at it. */
@@ -182,6 +188,10 @@ public final class QueueStore {
         lock.lock();
         try {
             ensureOpen();
+            StorageFailedException failed = durability.failure();
+            if (failed != null) {
+                throw new StorageFailedException("queue '" + name + "' refuses the append: " + failed.getMessage(), failed);
+            }
             diskGuard.reserve(size + RecordCodec.HEADER_BYTES + 8L);
             appendCodec.encodeParts(0, -1, 0, producerId, producerSequence, clock.getAsLong(),
                     headers, headersOffset, headersLength, payload, payloadOffset, payloadLength);
@@ -522,6 +532,14 @@ public final class QueueStore {
         }
     }
 
+    /**
+     * Why this queue's storage failed (a force or a mapped write), or null: once set, appends are
+     * refused and nothing more is confirmed until a restart.
+     */
+    public StorageFailedException failure() {
+        return durability.failure();
+    }
+
     /** Forces (fsyncs) of this queue's segments since the store was opened. */
     public long syncCount() {
         return durability.syncCount();
@@ -573,6 +591,8 @@ public final class QueueStore {
                 if (!closed) {
                     ackLog.force();
                 }
+            } catch (RuntimeException e) {
+                durability.fail("forcing its ack journal to disk", e);
             } finally {
                 lock.unlock();
             }
@@ -628,6 +648,11 @@ public final class QueueStore {
 
     boolean isClosed() {
         return closed;
+    }
+
+    /** The flusher met an unexpected failure in this queue: it is failed, so nothing unforced is confirmed. */
+    void failed(String what, Throwable cause) {
+        durability.fail(what, cause);
     }
 
     /** Forces everything, checkpoints the ack state and closes the files. */

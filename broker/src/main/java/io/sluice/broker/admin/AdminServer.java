@@ -16,6 +16,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.util.Map;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -120,8 +121,14 @@ public final class AdminServer implements AutoCloseable {
 
     private void ready(HttpExchange exchange) throws IOException {
         Broker b = broker;
-        if (b != null && b.isReady()) {
+        Map<String, String> failed = b == null ? Map.of() : b.failedQueues();
+        if (b != null && b.isReady() && failed.isEmpty()) {
             respond(exchange, 200, "text/plain; charset=utf-8", "ready\n");
+        } else if (b != null && b.isReady()) {
+            StringBuilder text = new StringBuilder("not ready: the storage of ").append(failed.size())
+                    .append(failed.size() == 1 ? " queue" : " queues").append(" failed; restart the broker once the disk is fixed\n");
+            failed.forEach((queue, why) -> text.append("queue '").append(queue).append("': ").append(why).append('\n'));
+            respond(exchange, 503, "text/plain; charset=utf-8", text.toString());
         } else {
             respond(exchange, 503, "text/plain; charset=utf-8",
                     b == null ? "not ready: the store is being recovered\n" : "not ready: the broker is shutting down\n");

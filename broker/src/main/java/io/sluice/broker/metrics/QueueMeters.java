@@ -65,6 +65,9 @@ final class QueueMeters {
         gauge(registry, tags, QUEUE_FLOW_STATE, "What producers were last told: 0 free, 1 slowed, 2 blocked", s -> s.flowState().code());
         statsGauge(registry, tags, QUEUE_PINNED_BYTES, "Segment bytes kept on disk by the oldest unacknowledged message", BacklogStats::pinnedBytes);
         statsGauge(registry, tags, QUEUE_SEGMENTS, "Segments on disk", BacklogStats::segments);
+        meters.add(Gauge.builder(QUEUE_STORAGE_FAILED, store, s -> s.failure() == null ? 0 : 1).tags(tags)
+                .description("1 once the queue's storage failed (a force to disk did not succeed); it refuses publishes until a restart")
+                .strongReference(true).register(registry));
         statsGauge(registry, tags, QUEUE_DISK_BYTES, "Record bytes in the segments on disk", BacklogStats::diskBytes);
         meters.add(Gauge.builder(QUEUE_OLDEST_UNACKED_AGE_SECONDS, this, m -> m.oldestUnackedAgeSeconds).tags(tags)
                 .description("Age of the oldest unacknowledged message (0 when there is none)")

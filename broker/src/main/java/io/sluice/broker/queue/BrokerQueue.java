@@ -20,6 +20,7 @@ import io.sluice.protocol.PublishFrame;
 import io.sluice.storage.MessageTooLargeException;
 import io.sluice.storage.QueueReader;
 import io.sluice.storage.QueueStore;
+import io.sluice.storage.StorageFailedException;
 import io.sluice.storage.StorageFullException;
 import io.sluice.storage.StoredMessage;
 import org.slf4j.Logger;
@@ -230,6 +231,8 @@ public final class BrokerQueue {
                 connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.MESSAGE_TOO_LARGE, e.getMessage()));
             } catch (StorageFullException e) {
                 connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.STORAGE_FULL, e.getMessage()));
+            } catch (StorageFailedException e) {
+                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.STORAGE_FAILED, e.getMessage()));
             } catch (RuntimeException e) {
                 LOG.error("Queue '{}': storing a message from {} failed.", name, connection.describe(), e);
                 connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.INTERNAL_ERROR,
@@ -344,7 +347,25 @@ public final class BrokerQueue {
             p.connection.returnPublishCredit(p.messages, p.bytes);
             touched.add(p.connection);
         }
+        StorageFailedException failed = store.failure();
+        if (failed != null) {
+            refuseUnconfirmed(failed, touched);
+        }
         touched.forEach(ClientConnection::flush);
+    }
+
+    /**
+     * The store failed (docs/storage.md, rule "a failed force is final"): nothing still waiting will
+     * ever be durable, so each producer is told now, and may publish again after a restart.
+     */
+    private void refuseUnconfirmed(StorageFailedException failed, Set<ClientConnection> touched) {
+        while (!pendingConfirms.isEmpty()) {
+            PendingConfirm p = pendingConfirms.poll();
+            p.ranges.forEach((producer, ranges) -> ranges.forEach(range ->
+                    p.connection.write(new PublishErrorFrame(producer, range, ErrorCode.STORAGE_FAILED, failed.getMessage()))));
+            p.connection.returnPublishCredit(p.messages, p.bytes);
+            touched.add(p.connection);
+        }
     }
 
     /** Re-evaluates the quota after a publish or an ack batch, and tells producers of a change. */

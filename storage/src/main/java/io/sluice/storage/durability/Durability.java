@@ -1,12 +1,12 @@
 package io.sluice.storage.durability;
 
 import io.sluice.storage.DurabilityMode;
+import io.sluice.storage.StorageFailedException;
 import io.sluice.storage.segment.SegmentRollCycle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.PriorityQueue;
@@ -17,6 +17,12 @@ import java.util.function.LongConsumer;
  * One queue's durability bookkeeping: the written and durable positions, the segments that must be
  * forced before the durable position may pass them, the futures waiting for a position, and the
  * policy of {@link DurabilityMode}.
+ *
+ * <p>Rule "a failed force is final": after a force fails, Linux has reported the writeback error once
+ * and marked the pages clean, so a retry would succeed without the data being on disk (PostgreSQL's
+ * "fsyncgate"). So the first failure is kept: the durable position never moves again, every waiting
+ * and later future fails with it, and the queue refuses appends until a restart reads the files
+ * back. A segment leaves the list of those to force only after a force that included it succeeded.
  *
  * <p>Threads: {@link #appended}, {@link #sealed} run on appending threads under the queue's lock;
  * {@link #flush} runs on the storage flusher only; {@link #whenDurable} on any thread. The positions
@@ -38,6 +44,8 @@ public final class Durability {
     /** Segments sealed since the last successful force, which the next force must include. */
     private final List<Integer> sealedUnforced = new ArrayList<>();
     private final PriorityQueue<PendingDurable> pendingFutures = new PriorityQueue<>();
+    /** The first failure of this queue's storage, or null; final until the queue is reopened. */
+    private volatile StorageFailedException failure;
     /** When {@link DurabilityMode#INTERVAL} forces next; flusher thread only. */
     private long nextIntervalSyncNanos;
 
@@ -87,10 +95,17 @@ public final class Durability {
         this.listener = listener;
     }
 
-    /** A future completed (with the id) once {@code id} is durable. */
+    /**
+     * A future completed (with the id) once {@code id} is durable, or failed with a
+     * {@link StorageFailedException} if the queue's storage failed first.
+     */
     public CompletableFuture<Long> whenDurable(long id) {
         if (durableIndex >= id) {
             return CompletableFuture.completedFuture(id);
+        }
+        StorageFailedException failed = failure;
+        if (failed != null) {
+            return CompletableFuture.failedFuture(failed);
         }
         CompletableFuture<Long> future = new CompletableFuture<>();
         synchronized (pendingFutures) {
@@ -99,12 +114,49 @@ public final class Durability {
         wakeFlusher.run();
         if (durableIndex >= id) {
             completePendingFutures(durableIndex);
+        } else if (failure != null) {
+            failPendingFutures();
         }
         return future;
     }
 
+    /** Why the queue's storage failed, or null. */
+    public StorageFailedException failure() {
+        return failure;
+    }
+
+    /**
+     * Marks the queue's storage failed (rule "a failed force is final"): the first call wins and is
+     * logged; every waiting future fails, and the listener is told so that it can refuse what it waits
+     * for. Any thread.
+     */
+    public StorageFailedException fail(String what, Throwable cause) {
+        StorageFailedException failed;
+        synchronized (pendingFutures) {
+            if (failure == null) {
+                failure = new StorageFailedException("queue '" + queueName + "': " + what + " failed (" + describe(cause)
+                        + "); nothing written since the last successful force is confirmed, and the queue refuses appends "
+                        + "until the broker is restarted", cause);
+                LOG.error("Queue '{}': {} failed; the queue refuses appends and confirms nothing more until the broker is "
+                        + "restarted (check the disk and the kernel log first).", queueName, what, cause);
+            }
+            failed = failure;
+        }
+        failPendingFutures();
+        tellListener(durableIndex);
+        return failed;
+    }
+
+    private static String describe(Throwable cause) {
+        String message = cause.getMessage();
+        return message == null ? cause.getClass().getSimpleName() : message;
+    }
+
     /** Flusher thread: forces what the policy requires now and reports durability. True if it forced. */
     public boolean flush(long nowNanos) {
+        if (failure != null) {
+            return false;
+        }
         switch (mode) {
             case ALWAYS -> {
                 long target = writtenIndex;
@@ -133,17 +185,25 @@ public final class Durability {
         return false;
     }
 
-    /** Forces the segments holding everything up to {@code target}: any sealed since the last force, then the target's. */
+    /**
+     * Forces the segments holding everything up to {@code target}: any sealed since the last force,
+     * then the target's.
+     *
+     * @throws StorageFailedException if the force failed (and the queue is now failed)
+     */
     public void forceThrough(long target) {
         List<Integer> sealed;
         synchronized (sealedUnforced) {
             sealed = new ArrayList<>(sealedUnforced);
-            sealedUnforced.clear();
         }
         try {
             syncer.force(sealed, SegmentRollCycle.INSTANCE.toCycle(target));
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot force segments of queue '" + queueName + "' to disk", e);
+        } catch (IOException | RuntimeException e) {
+            throw fail("forcing its segments to disk", e);
+        }
+        synchronized (sealedUnforced) {
+            // Only appended to meanwhile: the forced ones are still the first.
+            sealedUnforced.subList(0, sealed.size()).clear();
         }
     }
 
@@ -153,14 +213,18 @@ public final class Durability {
      */
     public void close() {
         long target = writtenIndex;
-        if (target >= 0 && mode != DurabilityMode.NEVER) {
-            try {
-                forceThrough(target);
-            } catch (UncheckedIOException e) {
-                LOG.warn("Queue '{}': final force failed.", queueName, e);
+        if (failure == null) {
+            if (target >= 0 && mode != DurabilityMode.NEVER) {
+                try {
+                    forceThrough(target);
+                    durableIndex = target;
+                } catch (StorageFailedException e) {
+                    // fail() logged it; the waiting futures fail in notifyClosed()
+                }
+            } else {
+                durableIndex = target;
             }
         }
-        durableIndex = target;
         try {
             syncer.close();
         } catch (IOException e) {
@@ -168,12 +232,25 @@ public final class Durability {
         }
     }
 
-    /** After {@link #close()}: tells the listener and the pending futures, outside the queue's lock. */
+    /**
+     * After {@link #close()}: tells the listener and the pending futures, outside the queue's lock.
+     * A future for an id the close could not make durable fails.
+     */
     public void notifyClosed() {
         notifyDurable(durableIndex);
+        if (failure != null) {
+            failPendingFutures();
+        } else if (!pendingFuturesEmpty()) {
+            fail("closing", new IllegalStateException("the queue closed before these messages were durable"));
+        }
     }
 
     private void notifyDurable(long target) {
+        tellListener(target);
+        completePendingFutures(target);
+    }
+
+    private void tellListener(long target) {
         LongConsumer l = listener;
         if (l != null) {
             try {
@@ -182,7 +259,17 @@ public final class Durability {
                 LOG.error("Queue '{}': the durability listener failed.", queueName, e);
             }
         }
-        completePendingFutures(target);
+    }
+
+    private void failPendingFutures() {
+        List<PendingDurable> failed;
+        synchronized (pendingFutures) {
+            failed = new ArrayList<>(pendingFutures);
+            pendingFutures.clear();
+        }
+        for (PendingDurable p : failed) {
+            p.future.completeExceptionally(failure);
+        }
     }
 
     private boolean pendingFuturesEmpty() {

@@ -26,28 +26,31 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class SegmentSyncer implements AutoCloseable {
     private final Path segmentDirectory;
     private final FileReleaser releaser;
+    private final FileForcer forcer;
     private FileChannel current;
     private int currentSegment = -1;
     private final AtomicLong syncs = new AtomicLong();
     private final AtomicLong syncNanos = new AtomicLong();
 
     /** {@code releaser} closes the channels of sealed segments, whose file reclaim may have unlinked meanwhile. */
-    public SegmentSyncer(Path segmentDirectory, FileReleaser releaser) {
+    public SegmentSyncer(Path segmentDirectory, FileReleaser releaser, FileForcer forcer) {
         this.segmentDirectory = segmentDirectory;
         this.releaser = releaser;
+        this.forcer = forcer;
     }
 
     /** Forces every segment in {@code sealed}, then {@code segment}, the one holding the newest append. */
     public synchronized void force(List<Integer> sealed, int segment) throws IOException {
         for (int s : sealed) {
             FileChannel ch;
+            Path file = SegmentFiles.file(segmentDirectory, s);
             try {
-                ch = FileChannel.open(SegmentFiles.file(segmentDirectory, s), StandardOpenOption.WRITE);
+                ch = FileChannel.open(file, StandardOpenOption.WRITE);
             } catch (NoSuchFileException reclaimedAlready) {
                 continue; // every message in it was acknowledged and the file deleted: nothing left to force
             }
             try {
-                ch.force(false);
+                forcer.force(ch, file);
             } finally {
                 releaser.close(ch);
             }
@@ -63,7 +66,7 @@ public final class SegmentSyncer implements AutoCloseable {
             }
         }
         long started = System.nanoTime();
-        current.force(false);
+        forcer.force(current, SegmentFiles.file(segmentDirectory, currentSegment));
         syncNanos.addAndGet(System.nanoTime() - started);
         syncs.incrementAndGet();
     }
