@@ -1,5 +1,6 @@
 package io.sluice.storage;
 
+import io.sluice.storage.ack.AckFiles;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.ack.AckStateReader;
@@ -10,6 +11,8 @@ import io.sluice.storage.readahead.ReadAhead;
 import io.sluice.storage.readahead.ReaderCursor;
 import io.sluice.storage.reclaim.ReclaimPolicy;
 import io.sluice.storage.reclaim.Reclaimer;
+import io.sluice.storage.reclaim.RelocatedCopies;
+import io.sluice.storage.reclaim.RelocationIntent;
 import io.sluice.storage.recovery.QueueRecovery;
 import io.sluice.storage.segment.FileReleaser;
 import io.sluice.storage.segment.RecordCodec;
@@ -67,6 +70,8 @@ public final class QueueStore {
     private final LongSupplier clock;
     private final Runnable wakeFlusher;
     private final ReadAhead readAhead;
+    private final FileForcer forcer;
+    private final Path ackJournalFile;
 
     /** Guards the segment log, the ack state, the readers' skip sets and the counters below. */
     private final ReentrantLock lock = new ReentrantLock();
@@ -86,6 +91,8 @@ public final class QueueStore {
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                        Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer) {
         this.readAhead = readAhead;
+        this.forcer = forcer;
+        this.ackJournalFile = directory.resolve("acks").resolve(AckFiles.JOURNAL);
         this.name = name;
         this.directory = directory;
         this.segmentDirectory = directory.resolve("segments");
@@ -107,8 +114,7 @@ public final class QueueStore {
         ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
                 config.relocateAfterMs() * 1_000_000L);
         this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, new OpenReaders(), this::writeRecordLocked,
-                this::discardCorruptLocked,
-                wakeFlusher);
+                this::discardCorruptLocked, new ReclaimForcing(), new RelocationIntent(directory), wakeFlusher);
         LOG.info("Queue '{}' opened in {} ms: {} segments, {} unacknowledged messages, next append to segment {}.",
                 name, (System.nanoTime() - started) / 1_000_000, log.tallies().size(), acks.unackedCount(), log.writeSegment());
     }
@@ -436,11 +442,15 @@ public final class QueueStore {
             if (!reader.copiesToSkip.isEmpty() && reader.copiesToSkip.remove(physical)) {
                 return false;
             }
-            if (acks.isAcked(physical)) {
+            if (acks.isSlotAcked(physical)) {
                 return false;
             }
             if (problem != null) {
                 discardCorruptLocked(physical, problem);
+                return false;
+            }
+            if (codec.relocated()
+                    && io(() -> RelocatedCopies.resolve(name, ackLog, physical, codec.originalId())) == RelocatedCopies.Outcome.DISCARDED) {
                 return false;
             }
             fillLocked(message, codec, physical);
@@ -586,18 +596,24 @@ public final class QueueStore {
         }
         if (nowNanos - nextJournalForceNanos >= 0) {
             nextJournalForceNanos = nowNanos + config.syncIntervalMs() * 1_000_000L;
-            lock.lock();
-            try {
-                if (!closed) {
-                    ackLog.force();
-                }
-            } catch (RuntimeException e) {
-                durability.fail("forcing its ack journal to disk", e);
-            } finally {
-                lock.unlock();
-            }
+            forceAckJournal();
         }
         return durability.flush(nowNanos);
+    }
+
+    /** Forces the ack journal (msync); a failure fails the queue (rule "a failed force is final"). */
+    private void forceAckJournal() {
+        lock.lock();
+        try {
+            if (!closed) {
+                forcer.forcingMapped(ackJournalFile);
+                ackLog.force();
+            }
+        } catch (RuntimeException e) {
+            throw durability.fail("forcing its ack journal to disk", e);
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Called by the flusher: deletes fully acknowledged segments and relocates stragglers. */
@@ -612,6 +628,19 @@ public final class QueueStore {
             return log.messages(segment);
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** What the reclaimer forces before deleting a relocated source (rule R4). */
+    private final class ReclaimForcing implements Reclaimer.Forcing {
+        @Override
+        public void segmentsThrough(long id) {
+            durability.forceThrough(id);
+        }
+
+        @Override
+        public void ackJournal() {
+            forceAckJournal();
         }
     }
 

@@ -6,9 +6,9 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
 /** File names and the directory fsync shared by the checkpoint and the journal. Stateless. */
-final class AckFiles {
-    static final String CHECKPOINT = "acks.checkpoint";
-    static final String JOURNAL = "acks.journal";
+public final class AckFiles {
+    public static final String CHECKPOINT = "acks.checkpoint";
+    public static final String JOURNAL = "acks.journal";
 
     private AckFiles() {
     }

@@ -306,6 +306,15 @@ public final class AckLog implements Closeable {
         }
     }
 
+    /** Adopts the copy at {@code copyId} as the message {@code originalId} (AckTracker R2a), journaled as a relocation. */
+    public void adopt(long originalId, long copyId) throws IOException {
+        checkRecovered();
+        tracker.adopt(originalId, copyId);
+        if (roomFor(AckJournal.RecordType.RELOCATED)) {
+            journal.appendRelocated(originalId, copyId);
+        }
+    }
+
     /** Call when the store is about to delete a fully acknowledged segment's file (rename first, delete after). */
     public void segmentReclaimed(int segment) throws IOException {
         checkRecovered();
@@ -412,8 +421,13 @@ public final class AckLog implements Closeable {
                     }
                 }
                 tracker.restoreHighestKnownSegment(segment);
+                tracker.applyDeferredRelocations(segment);
             }
         });
+        int lostCopies = tracker.dropDeferredRelocations();
+        if (lostCopies > 0) {
+            LOG.warn("{} relocated copies never reached the disk (their segment is missing); their originals stay.", lostCopies);
+        }
         tracker.dropDanglingAfterReplay();
         if (replay.generation() > generation) {
             throw new CorruptAckStateException(journalFile, 8, "journal generation " + replay.generation()

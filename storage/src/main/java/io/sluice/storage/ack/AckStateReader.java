@@ -14,6 +14,13 @@ public interface AckStateReader {
     /** True if the message is acknowledged, or lives in a reclaimed segment (below the live range). */
     boolean isAcked(long id);
 
+    /**
+     * True if the slot {@code physicalId} holds no live message: acknowledged, or emptied by a
+     * relocation (whose message lives on in its copy), or in a reclaimed segment. What a reader
+     * walking the segments must ask; {@link #isAcked} follows a relocated message to its copy.
+     */
+    boolean isSlotAcked(long physicalId);
+
     /** Unacknowledged slots over all live segments, in O(1). */
     long unackedCount();
 

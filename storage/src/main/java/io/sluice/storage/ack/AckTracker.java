@@ -1,6 +1,7 @@
 package io.sluice.storage.ack;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
@@ -43,6 +44,12 @@ public final class AckTracker implements AckStateReader {
     private final LongIntHashMap deliveries = new LongIntHashMap();
     private final LongLongHashMap relocatedTo = new LongLongHashMap();
     private final LongLongHashMap relocatedFrom = new LongLongHashMap();
+    /**
+     * Replay only: relocations into a segment that is neither on disk nor known to have existed, by that
+     * segment. A SEGMENT_RECLAIMED record later in the journal applies them; otherwise the copy's
+     * segment never reached the disk and they are dropped at the end ({@link #dropDeferredRelocations}).
+     */
+    private final Map<Integer, List<long[]>> deferredRelocations = new HashMap<>();
     private int highestKnownSegment = -1;
     private long unackedTotal;
     private int cachedSegment = -1;
@@ -191,6 +198,33 @@ public final class AckTracker implements AckStateReader {
     }
 
     /**
+     * Recovery of a copy whose relocation record was lost (R2a): the message known as
+     * {@code originalId} has no live slot any more (its segment was reclaimed), but slot {@code copyId}
+     * holds a copy of it, so the copy becomes the message. Either name then acknowledges it (R2).
+     *
+     * @throws IllegalArgumentException if the message still has a live slot (the copy must be
+     *     discarded instead), or the copy's slot is not live and unacknowledged, or holds another message
+     */
+    public void adopt(long originalId, long copyId) {
+        checkId(originalId);
+        checkId(copyId);
+        long current = physicalId(originalId);
+        if (isLiveUnacked(current)) {
+            throw new IllegalArgumentException("message " + describe(originalId) + " is still live at " + describe(current)
+                    + ", so the copy at " + describe(copyId) + " must be discarded, not adopted");
+        }
+        if (!isLiveUnacked(copyId) || relocatedFrom.containsKey(copyId)) {
+            throw new IllegalArgumentException("slot " + describe(copyId) + " cannot be adopted for message " + describe(originalId)
+                    + ": it must be a live, unacknowledged slot not already holding a relocated message");
+        }
+        if (current != originalId) {
+            relocatedFrom.remove(current);
+        }
+        relocatedTo.put(originalId, copyId);
+        relocatedFrom.put(copyId, originalId);
+    }
+
+    /**
      * Forgets a fully acknowledged segment after the store reclaimed its file. Ids in it then count as
      * acknowledged (R1).
      *
@@ -218,6 +252,17 @@ public final class AckTracker implements AckStateReader {
             return segmentOf(physical) <= highestKnownSegment;
         }
         long seq = seqOf(physical);
+        return seq < bitmap.messageCount() && bitmap.isAcked(seq);
+    }
+
+    @Override
+    public boolean isSlotAcked(long physicalId) {
+        checkId(physicalId);
+        SegmentAckBitmap bitmap = bitmap(segmentOf(physicalId));
+        if (bitmap == null) {
+            return segmentOf(physicalId) <= highestKnownSegment;
+        }
+        long seq = seqOf(physicalId);
         return seq < bitmap.messageCount() && bitmap.isAcked(seq);
     }
 
@@ -384,6 +429,12 @@ public final class AckTracker implements AckStateReader {
         if (targetBitmap != null && (!isLiveUnacked(newId) || relocatedFrom.containsKey(newId))) {
             return false;
         }
+        if (targetBitmap == null && segmentOf(newId) > highestKnownSegment) {
+            // Reclaimed later in this journal, or never on disk: applying it now would acknowledge the
+            // original, and if the copy's segment was lost with the crash, the message with it.
+            deferredRelocations.computeIfAbsent(segmentOf(newId), s -> new ArrayList<>()).add(new long[] {originalId, newId});
+            return true;
+        }
         if (currentBitmap != null && seqOf(current) < currentBitmap.messageCount() && currentBitmap.ack(seqOf(current))) {
             unackedTotal--;
         }
@@ -393,6 +444,29 @@ public final class AckTracker implements AckStateReader {
         relocatedTo.put(original, newId);
         relocatedFrom.put(newId, original);
         return true;
+    }
+
+    /** Replay met SEGMENT_RECLAIMED for {@code segment}: the relocations deferred into it happened. */
+    void applyDeferredRelocations(int segment) {
+        List<long[]> deferred = deferredRelocations.remove(segment);
+        if (deferred != null) {
+            for (long[] relocation : deferred) {
+                replayRelocation(relocation[0], relocation[1]);
+            }
+        }
+    }
+
+    /**
+     * End of replay: relocations still deferred went to a segment that never reached the disk; the
+     * originals stay the messages. Returns how many were dropped.
+     */
+    int dropDeferredRelocations() {
+        int dropped = 0;
+        for (List<long[]> deferred : deferredRelocations.values()) {
+            dropped += deferred.size();
+        }
+        deferredRelocations.clear();
+        return dropped;
     }
 
     /** After replay: restores the invariant that delivery counts and relocations exist only for live, unacknowledged messages. */

@@ -5,13 +5,22 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 
 /**
- * Forces a file's written data to disk. The store uses {@link #FSYNC}; tests substitute one that fails
+ * Forces a file's written data to disk. The store uses {@link #FSYNC}. Tests substitute one that fails
  * the way a disk does (an EIO once, then success on retry, as Linux reports a writeback error only
- * once per file description), to check that a failed force is never followed by a confirm.
+ * once per file description), to check that a failed force is never followed by a confirm; or one
+ * that records what each force made durable, to build the disk a machine crash would leave.
  */
 @FunctionalInterface
 public interface FileForcer {
     FileForcer FSYNC = (channel, file) -> channel.force(false);
 
+    /** Forces {@code channel}, open on {@code file} (a segment). */
     void force(FileChannel channel, Path file) throws IOException;
+
+    /**
+     * Called just before the memory-mapped {@code file} (a queue's ack journal) is forced with msync,
+     * under the queue's lock: its content now is durable once that force returns.
+     */
+    default void forcingMapped(Path file) {
+    }
 }

@@ -24,9 +24,27 @@ import java.util.concurrent.locks.ReentrantLock;
  * Carries out {@link ReclaimPolicy}'s decisions for one queue: deletes fully acknowledged segments and
  * relocates the stragglers of nearly acknowledged ones, so that they can be deleted too.
  *
+ * <p>Rule R4, "a source leaves only after its copies are safe" (docs/storage.md): a segment whose
+ * stragglers were copied forward is deleted only once the segments holding the copies are forced and
+ * the ack journal is forced past the copies' RELOCATED records. Before that, a machine crash could
+ * leave the source gone and the relocation unrecorded, and recovery would take the copy for an
+ * unjournaled duplicate: a confirmed message lost. And rule R5: before any copy is written, the
+ * intent ({@link RelocationIntent}) is durable, so that recovery can find every copy the journal may
+ * not know of without scanning the backlog. A pass:
+ * <ol>
+ *   <li>under the lock: decide; delete what is fully acknowledged and needs no copy; note the
+ *       written index if something must be relocated;</li>
+ *   <li>without the lock: write the intent (after that index) durably;</li>
+ *   <li>under the lock: copy the stragglers (a copy that the ack state does not name as its message's
+ *       holder is resolved first, {@link RelocatedCopies});</li>
+ *   <li>without the lock: force the segments up to the last copy, then the ack journal;</li>
+ *   <li>under the lock: delete the relocated segments; then clear the intent.</li>
+ * </ol>
+ * A failed force fails the queue (the sources stay, the intent too, for recovery).
+ *
  * <p>Threads: {@link #reclaim(long)} runs on the storage flusher only; {@link #wanted()} on any
- * thread. The pass decides and writes under the queue's lock, and hands the files it renamed to the
- * releaser thread after releasing it. The counters are guarded by the queue's lock.
+ * thread. Files renamed for deletion go to the releaser thread after the lock is released. The
+ * counters are guarded by the queue's lock.
  */
 public final class Reclaimer {
     private static final Logger LOG = LoggerFactory.getLogger(Reclaimer.class);
@@ -50,6 +68,15 @@ public final class Reclaimer {
         long write(RecordCodec record);
     }
 
+    /** Forces what the reclaimer needs durable before deleting a relocated source (rule R4); on the flusher. */
+    public interface Forcing {
+        /** Forces the segments holding every id up to {@code id}. */
+        void segmentsThrough(long id);
+
+        /** Forces the ack journal. */
+        void ackJournal();
+    }
+
     /** Discards a record that failed its checksum (logs, counts and acknowledges it); under the queue's lock. */
     public interface CorruptRecords {
         void discard(long id, String problem);
@@ -65,6 +92,8 @@ public final class Reclaimer {
     private final Readers readers;
     private final CorruptRecords corruptRecords;
     private final RecordWriter writer;
+    private final Forcing forcing;
+    private final RelocationIntent intent;
     private final Runnable wakeFlusher;
     private final RecordCodec copyCodec = new RecordCodec();
 
@@ -77,7 +106,7 @@ public final class Reclaimer {
 
     public Reclaimer(String queueName, ReentrantLock lock, SegmentLog log, AckLog ackLog, ReclaimPolicy policy,
                      FileReleaser releaser, Readers readers, RecordWriter writer, CorruptRecords corruptRecords,
-                     Runnable wakeFlusher) {
+                     Forcing forcing, RelocationIntent intent, Runnable wakeFlusher) {
         this.queueName = queueName;
         this.lock = lock;
         this.log = log;
@@ -88,6 +117,8 @@ public final class Reclaimer {
         this.readers = readers;
         this.corruptRecords = corruptRecords;
         this.writer = writer;
+        this.forcing = forcing;
+        this.intent = intent;
         this.wakeFlusher = wakeFlusher;
     }
 
@@ -112,30 +143,93 @@ public final class Reclaimer {
         lastPassNanos = nowNanos;
         wanted = false;
         List<Path> toDelete = new ArrayList<>();
+        List<Integer> toRelocate = new ArrayList<>();
+        long relocateAfter;
         lock.lock();
         try {
             if (closed) {
                 return false;
             }
             for (ReclaimDecision d : policy.decide(segmentStates(nowNanos), log.writeSegment(), readers.oldestSegment())) {
-                if (d.action() == ReclaimDecision.Action.RELOCATE) {
-                    relocate(d.segment());
-                }
-                if (acks.unackedCount(d.segment()) == 0) {
-                    Path deleting = removeSegment(d.segment());
-                    if (deleting != null) {
-                        toDelete.add(deleting);
-                    }
+                if (d.action() == ReclaimDecision.Action.RELOCATE && acks.unackedCount(d.segment()) > 0) {
+                    toRelocate.add(d.segment());
+                } else if (acks.unackedCount(d.segment()) == 0) {
+                    addIfRemoved(d.segment(), toDelete);
                 }
             }
-            if (!toDelete.isEmpty()) {
+            relocateAfter = log.lastIndex();
+        } finally {
+            lock.unlock();
+        }
+        if (!toRelocate.isEmpty()) {
+            relocate(toRelocate, relocateAfter, toDelete);
+        }
+        if (!toDelete.isEmpty()) {
+            lock.lock();
+            try {
                 log.refreshListing();
+            } finally {
+                lock.unlock();
+            }
+        }
+        toDelete.forEach(releaser::delete);
+        return !toDelete.isEmpty();
+    }
+
+    /** Steps 2 to 5 of a pass (class javadoc): relocates the stragglers of {@code segments}, then deletes them. */
+    private void relocate(List<Integer> segments, long after, List<Path> toDelete) {
+        try {
+            intent.write(after);
+        } catch (IOException e) {
+            LOG.warn("Queue '{}': could not record the relocation intent; relocation waits for the next pass.", queueName, e);
+            return;
+        }
+        long lastCopy = -1;
+        List<Integer> relocated = new ArrayList<>();
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            for (int segment : segments) {
+                // Re-checked: the lock was let go since the decision (rule R1: no reader in it now).
+                if (log.tallies().containsKey(segment) && segment < readers.oldestSegment()) {
+                    lastCopy = Math.max(lastCopy, relocate(segment));
+                    relocated.add(segment);
+                }
             }
         } finally {
             lock.unlock();
         }
-        toDelete.forEach(releaser::delete);
-        return !toDelete.isEmpty();
+        if (lastCopy >= 0) {
+            forcing.segmentsThrough(lastCopy);
+        }
+        forcing.ackJournal();
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            for (int segment : relocated) {
+                if (acks.unackedCount(segment) == 0 && segment < readers.oldestSegment()) {
+                    addIfRemoved(segment, toDelete);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        try {
+            intent.clear();
+        } catch (IOException e) {
+            LOG.warn("Queue '{}': could not remove the relocation intent; the next start scans from it.", queueName, e);
+        }
+    }
+
+    private void addIfRemoved(int segment, List<Path> toDelete) {
+        Path deleting = removeSegment(segment);
+        if (deleting != null) {
+            toDelete.add(deleting);
+        }
     }
 
     private List<SegmentState> segmentStates(long nowNanos) {
@@ -152,8 +246,11 @@ public final class Reclaimer {
         return states;
     }
 
-    /** Copies the unacknowledged messages of {@code segment} forward, keeping their id and delivery count. */
-    private void relocate(int segment) {
+    /**
+     * Copies the unacknowledged messages of {@code segment} forward, keeping their id and delivery
+     * count; returns the id of the last copy, or -1 if none was written.
+     */
+    private long relocate(int segment) {
         long first = SegmentRollCycle.INSTANCE.toIndex(segment, 0);
         long end = SegmentRollCycle.INSTANCE.toIndex(segment + 1, 0);
         List<Long> stragglers = new ArrayList<>();
@@ -161,6 +258,7 @@ public final class Reclaimer {
             stragglers.add(p);
         }
         RecordCodec source = log.randomReadCodec();
+        long lastCopy = -1;
         for (long physical : stragglers) {
             int length = log.read(physical);
             if (length < 0) {
@@ -172,6 +270,9 @@ public final class Reclaimer {
                 continue;
             }
             long originalId = source.relocated() ? source.originalId() : physical;
+            if (source.relocated() && resolveCopy(physical, originalId) == RelocatedCopies.Outcome.DISCARDED) {
+                continue; // validated before a copy of it is written: AckLog.relocate would refuse it
+            }
             int deliveries = Math.max(acks.deliveryCount(originalId), source.deliveryCount());
             copyCodec.encode(RecordCodec.FLAG_RELOCATED, originalId, deliveries, source.producerId(),
                     source.producerSequence(), source.timestampMillis(),
@@ -181,6 +282,7 @@ public final class Reclaimer {
             io(() -> ackLog.relocate(originalId, newId));
             relocatedMessages++;
             readers.copied(segment, newId);
+            lastCopy = newId;
         }
         // The random tailer may still map the old segment; drop it so the file can be unmapped.
         log.releaseRandomTailer();
@@ -188,6 +290,15 @@ public final class Reclaimer {
             LOG.info("Queue '{}': moved {} unacknowledged messages forward out of segment {} so it can be reclaimed.",
                     queueName, stragglers.size(), SegmentFiles.fileName(segment));
             wakeFlusher.run();
+        }
+        return lastCopy;
+    }
+
+    private RelocatedCopies.Outcome resolveCopy(long copyId, long originalId) {
+        try {
+            return RelocatedCopies.resolve(queueName, ackLog, copyId, originalId);
+        } catch (IOException e) {
+            throw new UncheckedIOException("ack state of queue '" + queueName + "' failed: " + e.getMessage(), e);
         }
     }
 

@@ -1,9 +1,12 @@
 package io.sluice.storage.recovery;
 
 import io.sluice.storage.CorruptRecordException;
+import io.sluice.storage.StorageException;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckStateReader;
+import io.sluice.storage.reclaim.RelocatedCopies;
+import io.sluice.storage.reclaim.RelocationIntent;
 import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentLog;
@@ -21,6 +24,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.OptionalLong;
 import java.util.function.IntConsumer;
 
 /**
@@ -32,8 +36,9 @@ import java.util.function.IntConsumer;
  *   <li>open the segments; message counts per segment come from Chronicle's index, not a scan;</li>
  *   <li>load the ack checkpoint and replay the journal;</li>
  *   <li>verify the checksums of the last segment only (the one that can hold an unsynced tail after a
- *       machine crash) and discard what is damaged there, and relocated copies whose relocation
- *       never reached the journal;</li>
+ *       machine crash), or from the relocation intent if a relocation pass was interrupted, and
+ *       discard what is damaged there; resolve relocated copies whose relocation never reached the
+ *       journal (rule R5: discard a duplicate, adopt a copy whose source is gone);</li>
  *   <li>resume appending in the last segment, or the next one if it is full, and never at an id the
  *       ack state has seen.</li>
  * </ol>
@@ -97,22 +102,45 @@ public final class QueueRecovery {
     }
 
     private Recovered recover(SegmentLog log, AckLog ackLog, int lastSegment) throws IOException {
-        AckStateReader acks = ackLog.state();
         if (lastSegment < 0) {
             ackLog.recover();
-            skipReclaimedSegments(log, acks, lastSegment);
+            new RelocationIntent(directory).clear();
+            skipReclaimedSegments(log, ackLog.state(), lastSegment);
             return new Recovered(log, ackLog, -1, 0);
         }
         log.countSegments(ackLog::segmentGrew);
         ackLog.recover();
-        long corrupt = verifyTail(log, ackLog, lastSegment);
+        RelocationIntent intent = new RelocationIntent(directory);
+        long scanFrom = scanStart(log, intent, lastSegment);
+        long corrupt = verify(log, ackLog, scanFrom, lastSegment);
+        intent.clear();
         long last = log.lastIndex();
         SegmentTally tail = log.tallies().get(lastSegment);
         if (tail != null && tail.bytes() >= config.segmentBytes()) {
             log.moveWriteSegmentTo(lastSegment + 1); // full: sealed before the restart, and forced then
         }
-        skipReclaimedSegments(log, acks, lastSegment);
+        skipReclaimedSegments(log, ackLog.state(), lastSegment);
         return new Recovered(log, ackLog, last, corrupt);
+    }
+
+    /**
+     * Where verification starts: the last segment, which may hold an unsynced tail; or, if a relocation
+     * pass was interrupted (rule R5), the first id its copies may have, which may be earlier.
+     */
+    private long scanStart(SegmentLog log, RelocationIntent intent, int lastSegment) {
+        long lastSegmentStart = SegmentRollCycle.INSTANCE.toIndex(lastSegment, 0);
+        try {
+            OptionalLong after = intent.read();
+            if (after.isEmpty()) {
+                return lastSegmentStart;
+            }
+            LOG.info("Queue '{}': a relocation was under way when the store stopped; checking the copies written after 0x{}.",
+                    name, Long.toHexString(after.getAsLong()));
+            return Math.min(after.getAsLong() + 1, lastSegmentStart);
+        } catch (IOException | StorageException e) {
+            LOG.warn("Queue '{}': the relocation intent cannot be read ({}); checking every segment.", name, e.getMessage());
+            return SegmentRollCycle.INSTANCE.toIndex(Math.max(0, log.firstSegment()), 0);
+        }
     }
 
     /**
@@ -128,8 +156,12 @@ public final class QueueRecovery {
         }
     }
 
-    /** Checks every record of the last segment; returns how many were damaged (and discarded). */
-    private long verifyTail(SegmentLog log, AckLog ackLog, int segment) throws IOException {
+    /**
+     * Checks every record from {@code fromId} to the end: a damaged record is discarded (acknowledged,
+     * counted), and an unacknowledged relocated copy the ack state does not name as its message's
+     * holder is resolved by rule R5 ({@link RelocatedCopies}). Returns how many records were damaged.
+     */
+    private long verify(SegmentLog log, AckLog ackLog, long fromId, int lastSegment) throws IOException {
         AckStateReader acks = ackLog.state();
         long started = System.nanoTime();
         long checked = 0;
@@ -137,32 +169,30 @@ public final class QueueRecovery {
         RecordCodec codec = new RecordCodec();
         int[] length = new int[1];
         try (ExcerptTailer tailer = log.newTailer()) {
-            if (!tailer.moveToCycle(segment)) {
-                return 0;
-            }
+            log.position(tailer, fromId);
             for (long index = SegmentLog.readNext(tailer, codec, length); index >= 0; index = SegmentLog.readNext(tailer, codec, length)) {
-                if (SegmentRollCycle.INSTANCE.toCycle(index) != segment) {
-                    break;
+                if (index < fromId) {
+                    continue;
                 }
                 String problem = codec.loaded(length[0]);
                 checked++;
-                if (problem != null && !acks.isAcked(index)) {
+                if (acks.isSlotAcked(index)) {
+                    continue;
+                }
+                if (problem != null) {
                     bad++;
+                    int segment = SegmentRollCycle.INSTANCE.toCycle(index);
                     CorruptRecordException e = new CorruptRecordException(SegmentFiles.file(segmentDirectory, segment), index, -1, problem);
                     LOG.error("Queue '{}': {}. The record is skipped and will never be delivered.", name, e.getMessage());
                     ackLog.ack(index);
-                } else if (problem == null && codec.relocated() && !acks.isAcked(index)
-                        && acks.physicalId(codec.originalId()) != index) {
-                    // A relocated copy written just before a crash, whose relocation never reached the
-                    // journal: the original is still the live one, so the copy is discarded.
-                    LOG.warn("Queue '{}': discarding an unjournaled relocated copy of message 0x{} at 0x{}.",
-                            name, Long.toHexString(codec.originalId()), Long.toHexString(index));
-                    ackLog.ack(index);
+                } else if (codec.relocated()) {
+                    RelocatedCopies.resolve(name, ackLog, index, codec.originalId());
                 }
             }
         }
-        LOG.info("Queue '{}': verified the {} records of the last segment {} in {} ms; {} damaged.",
-                name, checked, SegmentFiles.fileName(segment), (System.nanoTime() - started) / 1_000_000, bad);
+        LOG.info("Queue '{}': verified the {} records from 0x{} to the end of segment {} in {} ms; {} damaged.",
+                name, checked, Long.toHexString(fromId), SegmentFiles.fileName(lastSegment),
+                (System.nanoTime() - started) / 1_000_000, bad);
         return bad;
     }
 

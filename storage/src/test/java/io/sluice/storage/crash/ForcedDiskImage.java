@@ -1,0 +1,102 @@
+package io.sluice.storage.crash;
+
+import io.sluice.storage.ack.AckFiles;
+import io.sluice.storage.durability.FileForcer;
+import io.sluice.storage.reclaim.RelocationIntent;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.Stream;
+
+/**
+ * The disk a machine crash would leave, built from exactly what the store forced. As a
+ * {@link FileForcer} it records each segment's content just before each force, and the ack journal's
+ * just before each msync (what was in the page cache then is on disk once the force returns; what
+ * came later may not be). {@link #build} then writes a data directory holding, per segment file, its
+ * content as of its last force (a segment never forced is absent); the ack journal as of its last
+ * force; the ack checkpoint as it is (checkpoints are fsynced and renamed into place when written).
+ * Renames and deletes count as durable at once, the worst case: on ext4 any later fsync commits them.
+ */
+final class ForcedDiskImage implements FileForcer {
+    private final Path dataDirectory;
+    private final Map<Path, byte[]> forcedSegments = new ConcurrentHashMap<>();
+    /** Every forced version of each ack journal, oldest first. */
+    private final Map<Path, List<byte[]>> forcedJournals = new ConcurrentHashMap<>();
+
+    ForcedDiskImage(Path dataDirectory) {
+        this.dataDirectory = dataDirectory;
+    }
+
+    @Override
+    public void force(FileChannel channel, Path file) throws IOException {
+        byte[] content = Files.readAllBytes(file);
+        channel.force(false);
+        forcedSegments.put(dataDirectory.relativize(file), content);
+    }
+
+    @Override
+    public void forcingMapped(Path file) {
+        try {
+            byte[] content = Files.readAllBytes(file);
+            forcedJournals.computeIfAbsent(dataDirectory.relativize(file), f -> new CopyOnWriteArrayList<>()).add(content);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** How many times the journal of {@code queue} was forced so far. */
+    int journalForces(String queue) {
+        List<byte[]> versions = forcedJournals.get(journal(queue));
+        return versions == null ? 0 : versions.size();
+    }
+
+    /** Builds the image in {@code image} with each ack journal as of its last force. */
+    void build(Path image) throws IOException {
+        build(image, Map.of());
+    }
+
+    /**
+     * Builds the image, taking the journal of each queue named in {@code journalVersion} as of that
+     * force (0 the first) instead of the last: the disk of a crash in which the later msyncs were lost.
+     */
+    void build(Path image, Map<String, Integer> journalVersion) throws IOException {
+        Files.createDirectories(image);
+        try (Stream<Path> files = Files.walk(dataDirectory)) {
+            for (Path file : (Iterable<Path>) files::iterator) {
+                Path relative = dataDirectory.relativize(file);
+                Path target = image.resolve(relative.toString());
+                String name = file.getFileName().toString();
+                if (Files.isDirectory(file)) {
+                    Files.createDirectories(target);
+                } else if (name.endsWith(".cq4")) {
+                    byte[] forced = forcedSegments.get(relative);
+                    if (forced != null) {
+                        Files.write(target, forced);
+                    }
+                } else if (name.equals(AckFiles.JOURNAL)) {
+                    List<byte[]> versions = forcedJournals.get(relative);
+                    if (versions == null || versions.isEmpty()) {
+                        throw new IllegalStateException("the ack journal " + relative + " was never forced");
+                    }
+                    String queue = relative.getName(1).toString();
+                    int version = journalVersion.getOrDefault(queue, versions.size() - 1);
+                    Files.write(target, versions.get(version));
+                } else if (name.equals(AckFiles.CHECKPOINT) || name.equals("metadata.cq4t") || name.equals(RelocationIntent.FILE)) {
+                    Files.copy(file, target);
+                }
+                // .cq4.deleting, temporary files and store.lock: gone or irrelevant after the crash.
+            }
+        }
+    }
+
+    private static Path journal(String queue) {
+        return Path.of("queues", queue, "acks", AckFiles.JOURNAL);
+    }
+}

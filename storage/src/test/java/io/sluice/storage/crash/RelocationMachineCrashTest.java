@@ -1,0 +1,191 @@
+package io.sluice.storage.crash;
+
+import io.sluice.storage.DurabilityMode;
+import io.sluice.storage.MessageStore;
+import io.sluice.storage.QueueReader;
+import io.sluice.storage.QueueStore;
+import io.sluice.storage.StoreConfig;
+import io.sluice.storage.StoredMessage;
+import io.sluice.storage.ack.AckResult;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+import static io.sluice.storage.Await.until;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Relocation against a machine crash, on disk images built from exactly what was forced
+ * ({@link ForcedDiskImage}). A straggler is copied forward so that its nearly acknowledged segment can
+ * be deleted; the machine then loses power. Whatever was forced, the straggler must come back exactly
+ * once and be acknowledgeable: the source may be deleted only after the copy and the journal record
+ * of the relocation are both forced (docs/storage.md, rule R4), and a copy whose relocation the
+ * journal lost, with its source gone (written by a store without that rule), is adopted.
+ */
+class RelocationMachineCrashTest {
+    private static final int PAYLOAD_BYTES = 1000;
+
+    @TempDir
+    Path temp;
+    private final List<AutoCloseable> open = new ArrayList<>();
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (int i = open.size() - 1; i >= 0; i--) {
+            open.get(i).close();
+        }
+    }
+
+    private static StoreConfig config() {
+        return StoreConfig.builder()
+                .durability(DurabilityMode.ALWAYS)
+                .segmentBytes(StoreConfig.MIN_SEGMENT_BYTES)
+                .maxMessageBytes(64 << 10)
+                .relocateAfterMs(0)
+                .syncIntervalMs(60_000) // the ack journal is forced at start, then only when the store must
+                .reservedDiskBytes(0)
+                .build();
+    }
+
+    private static byte[] payload(long seq) {
+        return ByteBuffer.allocate(PAYLOAD_BYTES).order(ByteOrder.LITTLE_ENDIAN).putLong(seq).array();
+    }
+
+    /** What the crash left, after the straggler of segment 0 was relocated and segment 0 deleted. */
+    private record Scenario(ForcedDiskImage disk, QueueStore queue, List<Long> ids, long straggler, int journalForcesBefore) {
+    }
+
+    /**
+     * Fills segment 0 and part of 1 (all confirmed), acknowledges all of segment 0 but one message, and
+     * waits until the reclaimer has relocated it and deleted segment 0, and the copy is durable. With
+     * {@code rollAfter}, further confirmed appends move the copy out of the last segment.
+     */
+    private Scenario relocateAStraggler(String dataDirectory, boolean rollAfter) throws Exception {
+        Path data = temp.resolve(dataDirectory);
+        ForcedDiskImage disk = new ForcedDiskImage(data);
+        MessageStore store = MessageStore.open(data, config(), disk);
+        open.add(store);
+        QueueStore q = store.createQueue("q");
+        List<Long> ids = new ArrayList<>();
+        long seq = 0;
+        while (q.segmentNumbers().size() < 2) {
+            ids.add(q.append(null, payload(seq++)));
+        }
+        q.whenDurable(ids.get(ids.size() - 1)).get(10, TimeUnit.SECONDS);
+        until("the ack journal was forced once", () -> disk.journalForces("q") > 0);
+        int journalForcesBefore = disk.journalForces("q");
+        int first = q.segmentNumbers().get(0);
+        long straggler = ids.get(7);
+        long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == first && id != straggler).toArray();
+        q.ackAll(others, others.length);
+        until("the straggler's segment is reclaimed", () -> !q.segmentNumbers().contains(first));
+        assertEquals(1, q.stats().relocatedMessages());
+        if (rollAfter) {
+            int copySegment = q.segmentNumbers().get(q.segmentNumbers().size() - 1);
+            while (q.segmentNumbers().get(q.segmentNumbers().size() - 1) == copySegment) {
+                ids.add(q.append(null, payload(seq++)));
+            }
+        }
+        long written = q.writtenIndex();
+        q.whenDurable(written).get(10, TimeUnit.SECONDS);
+        List<Long> live = new ArrayList<>(ids);
+        live.removeIf(id -> (int) (id >>> 32) == first && id != straggler);
+        return new Scenario(disk, q, live, straggler, journalForcesBefore);
+    }
+
+    /** Opens the image and reads every unacknowledged message once, by id (their first 8 bytes are their sequence). */
+    private List<Long> readAll(QueueStore q) {
+        List<Long> read = new ArrayList<>();
+        try (QueueReader reader = q.openReader()) {
+            for (StoredMessage m = reader.next(); m != null; m = reader.next()) {
+                read.add(m.id());
+            }
+        }
+        return read;
+    }
+
+    private static void assertEachExactlyOnce(List<Long> expected, List<Long> read) {
+        Set<Long> distinct = new HashSet<>(read);
+        assertEquals(read.size(), distinct.size(), "a message was read twice: " + read.size() + " reads of " + distinct.size());
+        Set<Long> missing = new HashSet<>(expected);
+        missing.removeAll(distinct);
+        assertTrue(missing.isEmpty(), "lost after the crash: " + missing.stream().map(Long::toHexString).toList());
+        assertEquals(new HashSet<>(expected), distinct);
+    }
+
+    @Test
+    void aRelocatedStragglerSurvivesAMachineCrashJustAfterItsSourceSegmentWasDeleted() throws Exception {
+        Scenario s = relocateAStraggler("data", false);
+        Path image = temp.resolve("image");
+        s.disk().build(image);
+
+        MessageStore recovered = MessageStore.open(image, config());
+        open.add(recovered);
+        QueueStore q = recovered.queue("q");
+        assertEachExactlyOnce(s.ids(), readAll(q));
+        assertEquals(AckResult.NEWLY_ACKED, q.ack(s.straggler()), "the recovered straggler can be acknowledged");
+    }
+
+    @Test
+    void aCopyWhoseRelocationTheJournalLostIsAdoptedOnceItsSourceIsGone() throws Exception {
+        for (boolean rollAfter : new boolean[] {false, true}) {
+            Scenario s = relocateAStraggler("data-" + rollAfter, rollAfter);
+            Path image = temp.resolve("legacy-image-" + rollAfter);
+            // The disk a store without rule R4 could leave: the source gone, the copy forced, and the
+            // journal as it was before the relocation (the acks of segment 0 were lost with it).
+            s.disk().build(image, Map.of("q", s.journalForcesBefore() - 1));
+            closeAll();
+            open.clear();
+
+            MessageStore recovered = MessageStore.open(image, config());
+            open.add(recovered);
+            QueueStore q = recovered.queue("q");
+            assertEachExactlyOnce(s.ids(), readAll(q));
+            assertEquals(AckResult.NEWLY_ACKED, q.ack(s.straggler()), "rollAfter " + rollAfter + ": the adopted copy can be acknowledged");
+            recovered.close();
+            open.clear();
+
+            MessageStore again = MessageStore.open(image, config());
+            open.add(again);
+            List<Long> expected = new ArrayList<>(s.ids());
+            expected.remove(s.straggler());
+            assertEachExactlyOnce(expected, readAll(again.queue("q")));
+            again.close();
+            open.clear();
+        }
+    }
+
+    @Test
+    void aReclaimPassResolvesAnOrphanCopyBeforeCopyingItAgain() throws Exception {
+        Scenario s = relocateAStraggler("data", true);
+        Path image = temp.resolve("legacy-image");
+        s.disk().build(image, Map.of("q", s.journalForcesBefore() - 1));
+        closeAll();
+        open.clear();
+
+        MessageStore recovered = MessageStore.open(image, config());
+        open.add(recovered);
+        QueueStore q = recovered.queue("q");
+        int copySegment = q.segmentNumbers().get(0);
+        long[] others = s.ids().stream().mapToLong(Long::longValue)
+                .filter(id -> (int) (id >>> 32) == copySegment && id != s.straggler()).toArray();
+        q.ackAll(others, others.length); // leaves the orphan copy the only live message of its sealed segment
+        until("the orphan's segment is reclaimed", () -> !q.segmentNumbers().contains(copySegment));
+        assertEquals(1, q.stats().relocatedMessages(), "one copy: the orphan was adopted, then relocated once");
+        List<Long> expected = new ArrayList<>(s.ids());
+        expected.removeIf(id -> (int) (id >>> 32) == copySegment && id != s.straggler());
+        assertEachExactlyOnce(expected, readAll(q));
+        assertEquals(AckResult.NEWLY_ACKED, q.ack(s.straggler()));
+    }
+}
