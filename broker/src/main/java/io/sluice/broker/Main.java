@@ -89,7 +89,7 @@ public final class Main {
         Broker broker;
         try {
             broker = Broker.start(config);
-        } catch (RuntimeException e) {
+        } catch (StartupException e) {
             err.println("sluice: cannot start: " + e.getMessage());
             return 1;
         }
