@@ -44,6 +44,24 @@ public final class Main {
         if (args.length > 0 && (args[0].equals("verify") || args[0].equals("dump"))) {
             return StorageTool.run(args, out, err);
         }
+        try {
+            return runBroker(args, out, err);
+        } catch (MissingValueException e) {
+            err.println("sluice: " + e.getMessage() + " (try --help)");
+            return 2;
+        }
+    }
+
+    /** A flag given as the last argument, without the value it takes. */
+    private static final class MissingValueException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        MissingValueException(String flag) {
+            super(flag + " needs a value");
+        }
+    }
+
+    private static int runBroker(String[] args, PrintStream out, PrintStream err) {
         Path configFile = null;
         Map<String, String> overrides = new LinkedHashMap<>();
         for (int i = 0; i < args.length; i++) {
@@ -118,7 +136,7 @@ public final class Main {
 
     private static String require(String flag, String value) {
         if (value == null) {
-            throw new IllegalArgumentException(flag + " needs a value");
+            throw new MissingValueException(flag);
         }
         return value;
     }

@@ -77,6 +77,10 @@ class AdminCliTest {
         assertTrue(err().contains("queue 'missing' does not exist") && err().contains("404"), err());
         assertEquals(1, run("--url", url, "declare", "q", "maxDeliveries=0"));
         assertTrue(err().contains("maxDeliveries 0 is outside"), err());
+        assertEquals(1, run("--url", url, "declare", "q", "maxDeliveries=abc"));
+        assertEquals("sluice admin: queue setting maxDeliveries=\"abc\" is a string; expected a whole number"
+                + " (HTTP 400, invalid_setting)\n", err());
+        assertEquals(1, run("--url", url, "queue", "q"), "the refused declare created nothing");
         assertEquals(2, run("--url", url, "frobnicate"));
         assertTrue(err().contains("unknown command 'frobnicate'") && err().contains("usage:"), err());
         assertEquals(2, run("--url", url, "queue"));
