@@ -61,6 +61,7 @@ final class BrokerFlags {
             line(text, f.name + " " + f.valueName, f.description + ", " + f.key + " (default: " + f.defaultValue.apply(defaults) + ")");
         }
         line(text, "--set KEY=VALUE", "any configuration key, repeatable, e.g. --set storage.durability=interval");
+        line(text, "--check-config", "validate the configuration and the flags, then exit without starting anything");
         line(text, "--version", "print the version and exit");
         line(text, "-h, --help", "print this help and exit");
         text.append("commands:\n");

@@ -67,6 +67,7 @@ public final class Main {
 
     private static int runBroker(String[] args, PrintStream out, PrintStream err) {
         Path configFile = null;
+        boolean checkOnly = false;
         Map<String, String> overrides = new LinkedHashMap<>();
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
@@ -92,6 +93,10 @@ public final class Main {
                     out.print(BrokerFlags.help());
                     return 0;
                 }
+                case "--check-config" -> {
+                    checkOnly = true;
+                    continue;
+                }
                 case "--version" -> {
                     out.println("sluice " + BrokerFlags.version());
                     return 0;
@@ -109,6 +114,11 @@ public final class Main {
         } catch (ConfigException e) {
             err.println("sluice: " + e.getMessage());
             return 2;
+        }
+        if (checkOnly) {
+            out.println("sluice: configuration is valid (clients on " + config.broker.listenAddress + ":" + config.broker.port
+                    + ", data in " + config.broker.dataDir + ")");
+            return 0;
         }
         // Before the store opens Chronicle, so that a signal at any moment exits through the hooks.
         ChronicleSignals.exitOnTerminationSignals();
