@@ -17,8 +17,10 @@ import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.util.concurrent.GlobalEventExecutor;
+import io.sluice.broker.admin.AdminServer;
 import io.sluice.broker.auth.Authenticator;
 import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.metrics.NetworkCounters;
 import io.sluice.broker.net.BrokerChannelInitializer;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueManager;
@@ -56,59 +58,88 @@ public final class Broker implements AutoCloseable {
     private final BrokerChannelInitializer channelInitializer;
     private final io.netty.util.concurrent.ScheduledFuture<?> diskGuardTask;
     private String diskBlocked;
-    private final io.sluice.broker.admin.AdminServer admin;
-    private final io.sluice.broker.metrics.NetworkCounters network;
+    private final AdminServer admin;
+    private final NetworkCounters network;
+    private final InetSocketAddress listenAddress;
     private final long recoveryNanos;
 
     private Broker(BrokerConfig config, FileForcer forcer) {
         this.config = config;
-        this.admin = config.metrics.enabled ? io.sluice.broker.admin.AdminServer.start(config) : null; // live, not ready
-        this.network = config.metrics.enabled ? new io.sluice.broker.metrics.NetworkCounters() : null;
+        String dataDirectoryProblem = DataDirectoryAccess.problem(config.dataDirectory());
+        if (dataDirectoryProblem != null) {
+            throw new StartupException(dataDirectoryProblem);
+        }
+        this.admin = config.metrics.enabled ? AdminServer.start(config) : null; // live, not ready
+        this.network = config.metrics.enabled ? new NetworkCounters() : null;
         long started = System.nanoTime();
         try {
             this.store = MessageStore.open(config.dataDirectory(), config.storeConfig(), forcer);
         } catch (RuntimeException e) {
             closeAdmin();
-            throw e;
+            throw new StartupException(describeStoreFailure(e), e);
         }
         this.recoveryNanos = System.nanoTime() - started;
         boolean epoll = Epoll.isAvailable();
         IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
-        this.acceptor = new MultiThreadIoEventLoopGroup(1, io);
-        int ioThreads = config.broker.ioThreads > 0 ? config.broker.ioThreads : Runtime.getRuntime().availableProcessors();
-        this.workers = new MultiThreadIoEventLoopGroup(ioThreads, io);
-        this.queues = new QueueManager(store, workers, config.queues, config.broker.publishWindowMessages);
-        Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
-        this.channelInitializer = new BrokerChannelInitializer(config, new Authenticator(config.auth), queues, channels, network);
-        ServerBootstrap bootstrap = new ServerBootstrap()
-                .group(acceptor, workers)
-                .channel(channelType)
-                .option(ChannelOption.SO_BACKLOG, 1024)
-                .childOption(ChannelOption.TCP_NODELAY, true)
-                // A consumer that stops reading costs at most the high water mark of outbound buffer;
-                // past it the queue delivers nothing more to that connection until it drains.
-                .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 << 10, 1 << 20))
-                .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
-                .childHandler(channelInitializer);
+        EventLoopGroup acceptorGroup = null;
+        EventLoopGroup workerGroup = null;
+        QueueManager queueManager = null;
         try {
-            this.serverChannel = bootstrap.bind(new InetSocketAddress(config.broker.listenAddress, config.broker.port))
-                    .syncUninterruptibly().channel();
-        } catch (RuntimeException e) {
-            shutdownGroups();
-            queues.close();
+            acceptorGroup = new MultiThreadIoEventLoopGroup(1, io);
+            int ioThreads = config.broker.ioThreads > 0 ? config.broker.ioThreads : Runtime.getRuntime().availableProcessors();
+            workerGroup = new MultiThreadIoEventLoopGroup(ioThreads, io);
+            queueManager = new QueueManager(store, workerGroup, config.queues, config.broker.publishWindowMessages);
+            Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+            this.channelInitializer = new BrokerChannelInitializer(config, new Authenticator(config.auth), queueManager, channels, network);
+            ServerBootstrap bootstrap = new ServerBootstrap()
+                    .group(acceptorGroup, workerGroup)
+                    .channel(channelType)
+                    .option(ChannelOption.SO_BACKLOG, 1024)
+                    .childOption(ChannelOption.TCP_NODELAY, true)
+                    // A consumer that stops reading costs at most the high water mark of outbound buffer;
+                    // past it the queue delivers nothing more to that connection until it drains.
+                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 << 10, 1 << 20))
+                    .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
+                    .childHandler(channelInitializer);
+            try {
+                this.serverChannel = bootstrap.bind(new InetSocketAddress(config.broker.listenAddress, config.broker.port))
+                        .syncUninterruptibly().channel();
+            } catch (Exception e) {
+                // Netty rethrows the bind's checked IOException (epoll: NativeIoException) undeclared, hence Exception.
+                throw new StartupException(ListenFailure.describe(config.broker.listenAddress, config.broker.port,
+                        "broker.listen-address", "broker.port", e), e);
+            }
+        } catch (Exception e) {
+            shutdownGroups(acceptorGroup, workerGroup);
+            if (queueManager != null) {
+                queueManager.close();
+            }
             store.close();
             closeAdmin();
-            throw new IllegalStateException("cannot listen on " + config.broker.listenAddress + ":" + config.broker.port
-                    + ": " + e.getMessage(), e);
+            throw e instanceof StartupException startup ? startup : new StartupException(String.valueOf(e.getMessage()), e);
         }
+        this.acceptor = acceptorGroup;
+        this.workers = workerGroup;
+        this.queues = queueManager;
+        this.listenAddress = (InetSocketAddress) serverChannel.localAddress();
         diskGuardTask = workers.next().scheduleAtFixedRate(this::checkDisk, 1, 1, TimeUnit.SECONDS);
         if (admin != null) {
             admin.attach(this);
         }
         LOG.info("Sluice broker '{}' listening on {} ({} transport), data in {} ({} queues, durability {}), started in {} ms.",
-                config.broker.name, serverChannel.localAddress(), epoll ? "epoll" : "nio",
+                config.broker.name, listenAddress, epoll ? "epoll" : "nio",
                 config.dataDirectory().toAbsolutePath(), store.listQueues().size(), config.storeConfig().durability().configName(),
                 (System.nanoTime() - started) / 1_000_000);
+    }
+
+    /** The store's own message, with the operating system's reason it carries as its cause. */
+    private static String describeStoreFailure(RuntimeException e) {
+        String message = String.valueOf(e.getMessage());
+        Throwable cause = e.getCause();
+        if (cause != null && cause.getMessage() != null && !message.contains(cause.getMessage())) {
+            message += ": " + cause.getMessage();
+        }
+        return message;
     }
 
     public static Broker start(BrokerConfig config) {
@@ -158,7 +189,25 @@ public final class Broker implements AutoCloseable {
 
     /** The port actually bound (useful when the configuration says 0). */
     public int port() {
-        return ((InetSocketAddress) serverChannel.localAddress()).getPort();
+        return listenAddress.getPort();
+    }
+
+    /** The address and port the client listener was bound to. */
+    public InetSocketAddress listenAddress() {
+        return listenAddress;
+    }
+
+    /**
+     * True while the client listener accepts connections, and during {@link #close()}: a broker whose
+     * listener channel closed under it is not alive for {@code /health/live}.
+     */
+    public boolean isListening() {
+        return closed || serverChannel.isActive();
+    }
+
+    /** The listener's channel, for tests that take the listener away under a running broker. */
+    Channel listenerChannel() {
+        return serverChannel;
     }
 
     public QueueManager queues() {
@@ -179,7 +228,7 @@ public final class Broker implements AutoCloseable {
     }
 
     /** Traffic counters, or null with metrics disabled. */
-    public io.sluice.broker.metrics.NetworkCounters networkCounters() {
+    public NetworkCounters networkCounters() {
         return network;
     }
 
@@ -188,9 +237,9 @@ public final class Broker implements AutoCloseable {
         return recoveryNanos;
     }
 
-    /** True from the end of start-up until {@link #close()} begins. */
+    /** True from the end of start-up until {@link #close()} begins, while the client listener is up. */
     public boolean isReady() {
-        return !closed;
+        return !closed && serverChannel.isActive();
     }
 
     /** Queues whose storage failed (they refuse publishes until a restart), with why; empty if none. */
@@ -247,15 +296,18 @@ public final class Broker implements AutoCloseable {
         }
         channels.writeAndFlush(new CloseFrame(ErrorCode.NONE, "the broker is shutting down"));
         channels.close().awaitUninterruptibly(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), TimeUnit.MILLISECONDS);
-        shutdownGroups();
+        shutdownGroups(acceptor, workers);
         queues.close();
         store.close();
         closeAdmin();
         LOG.info("Shut down cleanly.");
     }
 
-    private void shutdownGroups() {
-        acceptor.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
-        workers.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+    private static void shutdownGroups(EventLoopGroup... groups) {
+        for (EventLoopGroup group : groups) {
+            if (group != null) {
+                group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+            }
+        }
     }
 }

@@ -1,5 +1,6 @@
 package io.sluice.broker;
 
+import io.sluice.broker.admin.AdminCli;
 import io.sluice.broker.auth.PasswordHasher;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ConfigException;
@@ -10,6 +11,7 @@ import io.sluice.storage.tool.StorageTool;
 import java.io.Console;
 import java.io.PrintStream;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
@@ -19,7 +21,7 @@ import java.util.concurrent.TimeUnit;
  * The broker's command line.
  *
  * <pre>
- * sluice [--config FILE] [--data-dir DIR] [--port N] [--listen ADDRESS] [--set key=value ...]
+ * sluice [--config FILE] [--data-dir DIR] [--port N] [--listen ADDRESS] [--metrics-port N] [--set key=value ...]
  * sluice hash-password          reads a password from the terminal (or stdin) and prints its hash
  * sluice verify DATA_DIR        checks every segment and the ack state offline (exit 1 on damage)
  * sluice dump DATA_DIR QUEUE    prints a queue's messages and ack state
@@ -36,24 +38,48 @@ public final class Main {
 
     static int run(String[] args, PrintStream out, PrintStream err) {
         if (args.length > 0 && args[0].equals("admin")) {
-            return io.sluice.broker.admin.AdminCli.run(java.util.Arrays.copyOfRange(args, 1, args.length), out, err);
+            return AdminCli.run(Arrays.copyOfRange(args, 1, args.length), out, err);
         }
         if (args.length > 0 && args[0].equals("hash-password")) {
             return hashPassword(out, err);
         }
         if (args.length > 0 && (args[0].equals("verify") || args[0].equals("dump"))) {
+            // Read by logback.xml when the first logger is made, which is after this line: logs to stderr, the report to stdout.
+            System.setProperty("sluice.log.target", "System.err");
             return StorageTool.run(args, out, err);
         }
+        try {
+            return runBroker(args, out, err);
+        } catch (MissingValueException e) {
+            err.println("sluice: " + e.getMessage() + " (try --help)");
+            return 2;
+        }
+    }
+
+    /** A flag given as the last argument, without the value it takes. */
+    private static final class MissingValueException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        MissingValueException(String flag) {
+            super(flag + " needs a value");
+        }
+    }
+
+    private static int runBroker(String[] args, PrintStream out, PrintStream err) {
         Path configFile = null;
+        boolean checkOnly = false;
         Map<String, String> overrides = new LinkedHashMap<>();
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
             String value = i + 1 < args.length ? args[i + 1] : null;
+            BrokerFlags.Flag flag = BrokerFlags.find(arg).orElse(null);
+            if (flag != null) {
+                overrides.put(flag.key(), require(arg, value));
+                i++;
+                continue;
+            }
             switch (arg) {
                 case "--config" -> configFile = Path.of(require(arg, value));
-                case "--data-dir" -> overrides.put("broker.data-dir", require(arg, value));
-                case "--port" -> overrides.put("broker.port", require(arg, value));
-                case "--listen" -> overrides.put("broker.listen-address", require(arg, value));
                 case "--set" -> {
                     String kv = require(arg, value);
                     int eq = kv.indexOf('=');
@@ -64,10 +90,15 @@ public final class Main {
                     overrides.put(kv.substring(0, eq), kv.substring(eq + 1));
                 }
                 case "-h", "--help" -> {
-                    out.println("usage: sluice [--config FILE] [--data-dir DIR] [--port N] [--listen ADDRESS] [--set key=value ...]");
-                    out.println("       sluice hash-password");
-                    out.println("       sluice verify DATA_DIR | sluice dump DATA_DIR QUEUE [--limit N] [--from ID]");
-                    out.println("       " + io.sluice.broker.admin.AdminCli.USAGE.substring("usage: ".length()));
+                    out.print(BrokerFlags.help());
+                    return 0;
+                }
+                case "--check-config" -> {
+                    checkOnly = true;
+                    continue;
+                }
+                case "--version" -> {
+                    out.println("sluice " + BrokerFlags.version());
                     return 0;
                 }
                 default -> {
@@ -84,12 +115,17 @@ public final class Main {
             err.println("sluice: " + e.getMessage());
             return 2;
         }
+        if (checkOnly) {
+            out.println("sluice: configuration is valid (clients on " + config.broker.listenAddress + ":" + config.broker.port
+                    + ", data in " + config.broker.dataDir + ")");
+            return 0;
+        }
         // Before the store opens Chronicle, so that a signal at any moment exits through the hooks.
         ChronicleSignals.exitOnTerminationSignals();
         Broker broker;
         try {
             broker = Broker.start(config);
-        } catch (RuntimeException e) {
+        } catch (StartupException e) {
             err.println("sluice: cannot start: " + e.getMessage());
             return 1;
         }
@@ -118,7 +154,7 @@ public final class Main {
 
     private static String require(String flag, String value) {
         if (value == null) {
-            throw new IllegalArgumentException(flag + " needs a value");
+            throw new MissingValueException(flag);
         }
         return value;
     }

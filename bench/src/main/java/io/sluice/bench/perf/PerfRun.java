@@ -323,8 +323,10 @@ final class PerfRun {
         double endToEndSeconds = seconds(drainEnd - first);
         double drainSeconds = options.drainAfterPublish ? seconds(drainEnd - drainStart) : -1;
         Histogram summary = latency.summaryCopy();
+        // Rule "loss" needs a consumer: in a producer-only run (--consumers 0) nothing is meant to be received.
+        long lost = options.consumers == 0 ? 0 : tracker.lost();
         return new PerfResult(options.workload, brokerName, sent.sum(), options.sizeBytes, options.producers,
-                options.consumers, options.callbacksLabel(), sent.sum(), confirmed, failed.sum(), received, tracker.lost(),
+                options.consumers, options.callbacksLabel(), sent.sum(), confirmed, failed.sum(), received, lost,
                 tracker.duplicates(), rate(confirmed, publishSeconds), rate(received, endToEndSeconds),
                 options.drainAfterPublish ? rate(received, drainSeconds) : -1, publishSeconds,
                 drainSeconds, summary, List.copyOf(series), options.workload.equals("W3"));

@@ -101,6 +101,20 @@ class PerfRunTest {
         assertTrue(err.toString().contains("Run 3 of 3:"), err.toString());
     }
 
+    @Test
+    void shouldEndAProducerOnlyRunWithExitZeroAndNoLoss() throws InterruptedException {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        int status = PerfMain.run(new String[] {"--port", String.valueOf(broker.port()), "--workload", "W1",
+                "--consumers", "0", "--duration", "1", "--json", "--quiet"},
+                new java.io.PrintStream(out, true), new java.io.PrintStream(err, true));
+
+        assertEquals(0, status, err.toString());
+        String json = out.toString().trim();
+        assertTrue(json.contains("\"consumers\":0,") && json.contains("\"received\":0,") && json.contains("\"lost\":0,"), json);
+        assertTrue(!err.toString().contains("never received"), err.toString());
+    }
+
     private PerfOptions options(String workload, String... extra) {
         String[] base = {"--port", String.valueOf(broker.port()), "--workload", workload, "--quiet",
                 "--drain-timeout", "20"};

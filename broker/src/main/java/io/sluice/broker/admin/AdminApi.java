@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.sun.net.httpserver.HttpExchange;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
 import io.sluice.broker.Broker;
 import io.sluice.broker.auth.Authenticator;
 import io.sluice.broker.config.BrokerConfig;
@@ -13,6 +14,8 @@ import io.sluice.broker.metrics.ConnectionTraffic;
 import io.sluice.broker.net.ConnectionHandler;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueSnapshot;
+import io.sluice.protocol.CloseFrame;
+import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.BacklogStats;
 
@@ -39,6 +42,7 @@ import java.util.function.Supplier;
  * DELETE /api/queues/{name}        delete with its messages
  * POST   /api/queues/{name}/purge  remove every message not out with a consumer
  * GET    /api/connections          open client connections and their traffic
+ * DELETE /api/connections/{id}     close one (after a CLOSE frame saying an administrator closed it)
  * GET    /api/consumers            subscriptions: queue, connection, credit, unacknowledged
  * GET    /api/producers            connection, queue and the flow state it was told
  * </pre>
@@ -174,6 +178,10 @@ final class AdminApi {
                 };
             }
             case "connections" -> {
+                if (parts.size() == 3) {
+                    requireMethod(method, "DELETE");
+                    return closeConnection(parts.get(2));
+                }
                 requireMethod(method, "GET");
                 return connections();
             }
@@ -350,6 +358,19 @@ final class AdminApi {
             out.add(m);
         }
         return out;
+    }
+
+    /** Closes one client connection, telling the client why with a CLOSE frame first. */
+    private Map<String, Object> closeConnection(String id) {
+        for (Channel ch : broker.connections()) {
+            if (ch.id().asShortText().equals(id)) {
+                ch.writeAndFlush(new CloseFrame(ErrorCode.NONE, "closed by an administrator"))
+                        .addListener(ChannelFutureListener.CLOSE);
+                ch.closeFuture().awaitUninterruptibly(QUEUE_WAIT_MS, TimeUnit.MILLISECONDS);
+                return Map.of("closed", id);
+            }
+        }
+        throw new ApiException(404, "unknown_connection", "no open connection has id '" + id + "'; see GET /api/connections");
     }
 
     private List<Object> consumers() {

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import java.io.Console;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.ConnectException;
@@ -14,10 +15,15 @@ import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
+import java.util.Locale;
+import java.util.function.Function;
 
 /**
  * {@code sluice admin}: the admin API from the command line.
@@ -31,8 +37,10 @@ import java.util.List;
  */
 public final class AdminCli {
     public static final String DEFAULT_URL = "http://127.0.0.1:7673";
-    public static final String USAGE = "usage: sluice admin [--url " + DEFAULT_URL + "] [--user U --password P] [--json]"
-            + " queues|queue NAME|declare NAME [key=value ...]|delete NAME|purge NAME|connections|consumers|producers";
+    public static final String USAGE = "usage: sluice admin [--url " + DEFAULT_URL + "] [--user U [--password-file FILE]] [--json]"
+            + " queues|queue NAME|declare NAME [key=value ...]|delete NAME|purge NAME|connections|consumers|producers"
+            + "|close-connection ID\n  with --user and no password flag the password is asked on the terminal;"
+            + " --password P also works but shows it to every user of ps";
 
     private final ObjectMapper json = new ObjectMapper();
     private final PrintStream out;
@@ -57,7 +65,7 @@ public final class AdminCli {
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             switch (a) {
-                case "--url", "--user", "--password" -> {
+                case "--url", "--user", "--password", "--password-file" -> {
                     if (i + 1 >= args.length) {
                         return usage(a + " needs a value");
                     }
@@ -66,8 +74,14 @@ public final class AdminCli {
                         url = v.endsWith("/") ? v.substring(0, v.length() - 1) : v;
                     } else if (a.equals("--user")) {
                         user = v;
-                    } else {
+                    } else if (a.equals("--password")) {
                         password = v;
+                    } else {
+                        try {
+                            password = Files.readAllLines(Path.of(v), StandardCharsets.UTF_8).stream().findFirst().orElse("");
+                        } catch (IOException | InvalidPathException e) {
+                            return usage("--password-file '" + v + "' cannot be read: " + e.getMessage());
+                        }
                     }
                 }
                 case "--json" -> raw = true;
@@ -86,8 +100,16 @@ public final class AdminCli {
         if (words.isEmpty()) {
             return usage("no command given");
         }
-        if ((user == null) != (password == null)) {
-            return usage("--user and --password go together");
+        if (user != null && password == null) {
+            Console console = System.console();
+            if (console == null) {
+                return usage("--user needs --password-file FILE, --password P, or a terminal to ask for the password on");
+            }
+            char[] typed = console.readPassword("password for %s: ", user);
+            password = typed == null ? "" : new String(typed);
+        }
+        if (user == null && password != null) {
+            return usage("a password needs --user");
         }
         String command = words.get(0);
         Request request;
@@ -97,6 +119,13 @@ public final class AdminCli {
                     return usage(command + " takes no argument, got " + words.subList(1, words.size()));
                 }
                 request = new Request("GET", "/api/" + command, null);
+            }
+            case "close-connection" -> {
+                if (words.size() != 2) {
+                    return usage("close-connection takes one connection id (the CONNECTION column), got " + (words.size() - 1)
+                            + " arguments");
+                }
+                request = new Request("DELETE", "/api/connections/" + encode(words.get(1)), null);
             }
             case "queue", "delete", "purge" -> {
                 if (words.size() != 2) {
@@ -194,11 +223,18 @@ public final class AdminCli {
             return 0;
         }
         switch (command) {
-            case "queues" -> table(body, "name", "backlogMessages", "backlogBytes", "readyMessages", "unackedMessages",
-                    "consumers", "producers", "flowState");
-            case "connections" -> table(body, "id", "remoteAddress", "client", "user", "framesReceived", "framesSent");
-            case "consumers" -> table(body, "queue", "connection", "tag", "credit", "unackedMessages");
-            case "producers" -> table(body, "queue", "connection", "flowState");
+            case "queues" -> table(body, Column.of("NAME", "name"), Column.of("BACKLOG", "backlogMessages"),
+                    Column.mebibytes("BACKLOG MiB", "backlogBytes"), Column.of("READY", "readyMessages"),
+                    Column.of("UNACKED", "unackedMessages"), Column.of("CONSUMERS", "consumers"),
+                    Column.of("PRODUCERS", "producers"), Column.of("FLOW", "flowState"), Column.of("REASON", "flowReason"));
+            case "connections" -> table(body, Column.of("CONNECTION", "id"), Column.of("REMOTE", "remoteAddress"),
+                    Column.of("CLIENT", "client"), Column.of("USER", "user"), Column.mebibytes("RECEIVED MiB", "bytesReceived"),
+                    Column.mebibytes("SENT MiB", "bytesSent"));
+            case "consumers" -> table(body, Column.of("QUEUE", "queue"), Column.of("CONNECTION", "connection"),
+                    Column.of("TAG", "tag"), Column.of("CREDIT", "credit"), Column.of("UNACKED", "unackedMessages"));
+            case "producers" -> table(body, Column.of("QUEUE", "queue"), Column.of("CONNECTION", "connection"),
+                    Column.of("FLOW", "flowState"));
+            case "close-connection" -> out.println("closed connection " + body.path("closed").asText());
             case "queue", "declare" -> {
                 body.fields().forEachRemaining(e -> out.printf("%-16s %s%n", e.getKey(),
                         e.getValue().isValueNode() ? e.getValue().asText() : e.getValue().toString()));
@@ -211,19 +247,31 @@ public final class AdminCli {
         return 0;
     }
 
-    /** Prints the array's objects as a table with these columns (header in upper case). */
-    private void table(JsonNode rows, String... columns) {
+    /** A table column: its header, in words and units, and how a row's field is shown. */
+    private record Column(String header, String field, Function<JsonNode, String> format) {
+        static Column of(String header, String field) {
+            return new Column(header, field, v -> v.isNull() ? "" : v.asText(""));
+        }
+
+        /** Bytes shown in MiB with one decimal, so that a column of large counts can be read at a glance. */
+        static Column mebibytes(String header, String field) {
+            return new Column(header, field, v -> String.format(Locale.ROOT, "%.1f", v.asLong() / (1024.0 * 1024.0)));
+        }
+    }
+
+    /** Prints the array's objects as a table with these columns. */
+    private void table(JsonNode rows, Column... columns) {
         int[] widths = new int[columns.length];
         List<String[]> cells = new ArrayList<>();
         String[] header = new String[columns.length];
         for (int c = 0; c < columns.length; c++) {
-            header[c] = columns[c].toUpperCase();
+            header[c] = columns[c].header();
         }
         cells.add(header);
         for (JsonNode row : rows) {
             String[] line = new String[columns.length];
             for (int c = 0; c < columns.length; c++) {
-                line[c] = row.path(columns[c]).asText("");
+                line[c] = columns[c].format().apply(row.path(columns[c].field()));
             }
             cells.add(line);
         }

@@ -10,6 +10,8 @@ import io.sluice.broker.security.TlsContexts;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLParameters;
 import io.sluice.broker.Broker;
+import io.sluice.broker.ListenFailure;
+import io.sluice.broker.StartupException;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.metrics.BrokerMetrics;
 import org.slf4j.Logger;
@@ -27,7 +29,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The broker's HTTP port ({@code metrics.port}): {@code /metrics} (Prometheus text),
- * {@code /health/live} (200 as soon as the process runs), {@code /health/ready} (200 once the store is
+ * {@code /health/live} (200 from start until the client listener fails, then 503), {@code /health/ready} (200 once the store is
  * recovered and the client listener is up, else 503) and the admin API under {@code /api}
  * ({@link AdminApi}). It starts before recovery, so that a long recovery is visible as live but not
  * ready; {@link #attach} hands it the running broker.
@@ -70,9 +72,9 @@ public final class AdminServer implements AutoCloseable {
             } else {
                 server = HttpServer.create(address, 64);
             }
-        } catch (IOException e) {
-            throw new IllegalStateException("cannot listen for metrics on " + config.metrics.listenAddress + ":"
-                    + config.metrics.port + " (metrics.port): " + e.getMessage(), e);
+        } catch (IOException | RuntimeException e) {
+            throw new StartupException(ListenFailure.describe(config.metrics.listenAddress, config.metrics.port,
+                    "metrics.listen-address", "metrics.port", e), e);
         }
         AtomicInteger n = new AtomicInteger();
         ExecutorService executor = Executors.newFixedThreadPool(2, r -> {
@@ -83,7 +85,7 @@ public final class AdminServer implements AutoCloseable {
         AdminServer admin = new AdminServer(server, executor, new BrokerMetrics(System::currentTimeMillis));
         server.setExecutor(executor);
         server.createContext("/metrics", admin::metrics);
-        server.createContext("/health/live", exchange -> respond(exchange, 200, "text/plain; charset=utf-8", "live\n"));
+        server.createContext("/health/live", admin::live);
         server.createContext("/health/ready", admin::ready);
         server.createContext("/api/", admin::api);
         server.start();
@@ -117,6 +119,17 @@ public final class AdminServer implements AutoCloseable {
             return;
         }
         respond(exchange, 200, PROMETHEUS_CONTENT_TYPE, metrics.scrape());
+    }
+
+    private void live(HttpExchange exchange) throws IOException {
+        Broker b = broker;
+        if (b == null || b.isListening()) {
+            respond(exchange, 200, "text/plain; charset=utf-8", "live\n");
+        } else {
+            InetSocketAddress listener = b.listenAddress();
+            respond(exchange, 503, "text/plain; charset=utf-8", "not live: the client listener on "
+                    + listener.getAddress().getHostAddress() + ":" + listener.getPort() + " is closed\n");
+        }
     }
 
     private void ready(HttpExchange exchange) throws IOException {

@@ -228,9 +228,13 @@ public final class BrokerConfig {
         io.sluice.broker.security.SecurityConfigCheck.validate(this, problems);
         try {
             DurabilityMode.parse(storage.durability);
-            storeConfig();
+            try {
+                storeConfig();
+            } catch (IllegalArgumentException e) {
+                problems.addAll(StorageKeys.problems(e.getMessage()));
+            }
         } catch (IllegalArgumentException e) {
-            problems.add("storage: " + e.getMessage());
+            problems.add("storage.durability '" + storage.durability + "' is not one of always, interval, never");
         }
         if (metrics.tls && (tls.certificate == null || tls.certificate.isBlank() || tls.privateKey == null || tls.privateKey.isBlank())) {
             problems.add("metrics.tls is true but tls.certificate and tls.private-key are not both set");

@@ -1,7 +1,10 @@
 package io.sluice.broker.config;
 
 import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonMappingException;
+import com.fasterxml.jackson.databind.exc.InvalidFormatException;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
@@ -10,6 +13,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Collection;
 import java.util.Map;
 import java.util.stream.Collectors;
 
@@ -79,14 +83,45 @@ public final class ConfigLoader {
         return "\"" + value.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
     }
 
+    /** The failure in the operator's terms: the YAML key, the value and what it must be; never Jackson's wording. */
     private static String describe(String source, IOException e) {
         if (e instanceof UnrecognizedPropertyException u) {
-            return source + ": unknown key '" + path(u) + "'; known keys at that level: " + u.getKnownPropertyIds();
+            String known = u.getKnownPropertyIds() == null ? "" : u.getKnownPropertyIds().stream().map(String::valueOf)
+                    .sorted().collect(Collectors.joining(", "));
+            return source + ": unknown key '" + path(u) + "'; known keys at that level: " + known;
+        }
+        if (e instanceof InvalidFormatException f) {
+            return source + ": " + path(f) + " '" + f.getValue() + "' is not " + expected(f.getTargetType());
+        }
+        if (e instanceof MismatchedInputException m && m.getTargetType() != null) {
+            return source + ": " + path(m) + " is not " + expected(m.getTargetType());
         }
         if (e instanceof JsonMappingException m) {
-            return source + ": bad value for '" + path(m) + "': " + m.getOriginalMessage();
+            return source + ": bad value for '" + path(m) + "'";
+        }
+        if (e instanceof JsonProcessingException p && p.getLocation() != null) {
+            return source + ": not valid YAML at line " + p.getLocation().getLineNr() + ", column " + p.getLocation().getColumnNr();
         }
         return source + ": " + e.getMessage();
+    }
+
+    private static String expected(Class<?> type) {
+        if (type == int.class || type == long.class || type == Integer.class || type == Long.class) {
+            return "a whole number";
+        }
+        if (type == double.class || type == Double.class) {
+            return "a number";
+        }
+        if (type == boolean.class || type == Boolean.class) {
+            return "true or false";
+        }
+        if (type == String.class) {
+            return "a string";
+        }
+        if (Collection.class.isAssignableFrom(type)) {
+            return "a list";
+        }
+        return "a section of keys";
     }
 
     private static String path(JsonMappingException e) {

@@ -706,6 +706,11 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     }
 
     @Override
+    public String id() {
+        return ctx.channel().id().asShortText();
+    }
+
+    @Override
     public boolean isActive() {
         return ctx.channel().isActive();
     }

@@ -833,11 +833,11 @@ public final class BrokerQueue {
             List<QueueSnapshot.ConsumerFigures> consumerFigures = new ArrayList<>();
             int inFlight = 0;
             for (ConsumerSession c : consumers) {
-                consumerFigures.add(new QueueSnapshot.ConsumerFigures(c.connection.describe(), c.tag, c.credit, c.inFlight.size(),
+                consumerFigures.add(new QueueSnapshot.ConsumerFigures(c.connection.id(), c.tag, c.credit, c.inFlight.size(),
                         c.connection.isWritable()));
                 inFlight += c.inFlight.size();
             }
-            List<String> producers = publishers.stream().map(ClientConnection::describe).sorted().toList();
+            List<String> producers = publishers.stream().map(ClientConnection::id).sorted().toList();
             FlowState state = effectiveState();
             return new QueueSnapshot(name, store.unackedMessages(), backlogBytes, inFlight, state,
                     diskBlockedReason != null ? diskBlockedReason : gate.reason(), consumerFigures, producers,

@@ -12,6 +12,12 @@ public interface ClientConnection {
     /** For log lines: remote address and client name. */
     String describe();
 
+    /**
+     * The connection's id (Netty's short channel id): the one key by which the admin API's connections,
+     * consumers and producers name a connection, and by which an administrator closes it.
+     */
+    String id();
+
     boolean isActive();
 
     /** The largest frame the client agreed to receive (HELLO_OK). */

@@ -3,11 +3,12 @@ package io.sluice.broker.queue;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.flow.QuotaSettings;
 import io.sluice.protocol.QueueSettings;
+import io.sluice.storage.QueueNames;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
+import java.util.TreeMap;
 
 /**
  * A queue's broker-side settings: delivery limit, dead-letter queue, ack timeout, redelivery backoff.
@@ -25,9 +26,63 @@ public record QueueOptions(int maxDeliveries, String deadLetterQueue, long ackTi
     /** Declare-time setting: dead-letter messages that the drop-oldest policy discards (boolean). */
     public static final String DEAD_LETTER_DROPPED = "deadLetterDropped";
 
-    static final Set<String> KNOWN_KEYS = Set.of(QueueSettings.MAX_DELIVERIES, QueueSettings.DEAD_LETTER_QUEUE,
-            QueueSettings.ACK_TIMEOUT_MS, QueueSettings.QUOTA_SOFT_MESSAGES, QueueSettings.QUOTA_HARD_MESSAGES,
-            QueueSettings.QUOTA_SOFT_BYTES, QueueSettings.QUOTA_HARD_BYTES, QueueSettings.OVERFLOW_POLICY, DEAD_LETTER_DROPPED);
+    /**
+     * Every setting a DECLARE may carry, sorted by key, with the value type it must have. The codec
+     * accepts any type for any key, so a value of the wrong type must be refused here: read with
+     * {@code longValue(key)} it would be absent, and the queue would silently get the default.
+     */
+    static final Map<String, SettingType> KNOWN_KEYS = new TreeMap<>(Map.of(
+            QueueSettings.MAX_DELIVERIES, SettingType.WHOLE_NUMBER,
+            QueueSettings.DEAD_LETTER_QUEUE, SettingType.QUEUE_NAME,
+            QueueSettings.ACK_TIMEOUT_MS, SettingType.WHOLE_NUMBER,
+            QueueSettings.QUOTA_SOFT_MESSAGES, SettingType.WHOLE_NUMBER,
+            QueueSettings.QUOTA_HARD_MESSAGES, SettingType.WHOLE_NUMBER,
+            QueueSettings.QUOTA_SOFT_BYTES, SettingType.WHOLE_NUMBER,
+            QueueSettings.QUOTA_HARD_BYTES, SettingType.WHOLE_NUMBER,
+            QueueSettings.OVERFLOW_POLICY, SettingType.OVERFLOW_POLICY,
+            DEAD_LETTER_DROPPED, SettingType.BOOLEAN));
+
+    /** What a declared setting's value must be, in the words of the refusal. */
+    enum SettingType {
+        WHOLE_NUMBER(Long.class, "a whole number"),
+        BOOLEAN(Boolean.class, "true or false"),
+        QUEUE_NAME(String.class, "a string (a queue name)"),
+        OVERFLOW_POLICY(String.class, "a string (block, reject or drop-oldest)");
+
+        private final Class<?> valueClass;
+        private final String expected;
+
+        SettingType(Class<?> valueClass, String expected) {
+            this.valueClass = valueClass;
+            this.expected = expected;
+        }
+
+        /** Null if {@code value} has this type (and, for a queue name, is one); else the refusal. */
+        String refusal(String key, Object value) {
+            if (!valueClass.isInstance(value)) {
+                return "queue setting " + key + "=" + shown(value) + " is " + typeName(value) + "; expected " + expected;
+            }
+            if (this == QUEUE_NAME) {
+                try {
+                    QueueNames.validate((String) value);
+                } catch (IllegalArgumentException e) {
+                    return "queue setting " + key + "=" + shown(value) + " is not a queue name: " + e.getMessage();
+                }
+            }
+            return null;
+        }
+
+        private static String shown(Object value) {
+            return value instanceof String text ? "\"" + text + "\"" : String.valueOf(value);
+        }
+
+        private static String typeName(Object value) {
+            if (value instanceof Long) {
+                return "a whole number";
+            }
+            return value instanceof Boolean ? "a boolean" : "a string";
+        }
+    }
 
     public static QueueOptions defaults(String queue, BrokerConfig.Queues defaults) {
         return new QueueOptions(defaults.maxDeliveries, queue + defaults.deadLetterSuffix, defaults.ackTimeoutMs,
@@ -45,9 +100,16 @@ public record QueueOptions(int maxDeliveries, String deadLetterQueue, long ackTi
     public static QueueOptions from(String queue, QueueSettings settings, BrokerConfig.Queues defaults) {
         List<String> problems = new ArrayList<>();
         for (Map.Entry<String, Object> e : settings.asMap().entrySet()) {
-            if (!KNOWN_KEYS.contains(e.getKey())) {
-                problems.add("unknown queue setting '" + e.getKey() + "'; known settings are " + KNOWN_KEYS);
+            SettingType type = KNOWN_KEYS.get(e.getKey());
+            String refusal = type == null
+                    ? "unknown queue setting '" + e.getKey() + "'; known settings are " + String.join(", ", KNOWN_KEYS.keySet())
+                    : type.refusal(e.getKey(), e.getValue());
+            if (refusal != null) {
+                problems.add(refusal);
             }
+        }
+        if (!problems.isEmpty()) {
+            throw new IllegalArgumentException(String.join("; ", problems));
         }
         QueueOptions d = defaults(queue, defaults);
         long maxDeliveries = settings.longValue(QueueSettings.MAX_DELIVERIES).orElse(d.maxDeliveries);

@@ -1,6 +1,11 @@
 package io.sluice.broker.admin;
 
+import io.sluice.broker.auth.PasswordHasher;
 import io.sluice.broker.metrics.MetricsFixture;
+import io.sluice.client.Connection;
+import io.sluice.client.ConsumerOptions;
+import io.sluice.client.ProducerOptions;
+import io.sluice.protocol.QueueSettings;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -10,6 +15,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 
@@ -55,8 +61,9 @@ class AdminCliTest {
         fixture.publishAndAck("billing", 3, 0);
         assertEquals(0, run("--url", url, "queues"), err());
         String[] lines = out().split("\n");
-        assertTrue(lines[0].startsWith("NAME") && lines[0].contains("BACKLOGMESSAGES"), out());
-        assertTrue(lines[1].matches("billing\\s+3\\s+.*free"), out());
+        assertTrue(lines[0].matches("NAME\\s+BACKLOG\\s+BACKLOG MiB\\s+READY\\s+UNACKED\\s+CONSUMERS\\s+PRODUCERS\\s+FLOW\\s+REASON"),
+                out());
+        assertTrue(lines[1].matches("billing\\s+3\\s+0\\.0\\s+3\\s+0\\s+0\\s+0\\s+free\\s+backlog below the soft quota"), out());
         assertEquals(0, run("--url", url, "--json", "queue", "billing"), err());
         assertTrue(out().contains("\"backlogMessages\" : 3"), out());
         assertEquals(0, run("--url", url, "connections"), err());
@@ -70,6 +77,48 @@ class AdminCliTest {
     }
 
     @Test
+    void shouldNameAConnectionByOneKeyAcrossTablesAndCloseIt() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        String url = fixture.baseUrl();
+        try (Connection client = fixture.connect()) {
+            client.declareQueue("jobs", QueueSettings.EMPTY);
+            client.createProducer("jobs", ProducerOptions.DEFAULT).send(new byte[] {1});
+            client.subscribe("jobs", ConsumerOptions.DEFAULT);
+            assertEquals(0, run("--url", url, "connections"), err());
+            String[] connections = out().split("\n");
+            assertTrue(connections[0].startsWith("CONNECTION  REMOTE") && connections[0].endsWith("RECEIVED MiB  SENT MiB"), out());
+            assertEquals(2, connections.length, out());
+            String id = connections[1].split("\\s+")[0];
+            assertEquals(0, run("--url", url, "consumers"), err());
+            assertTrue(out().split("\n")[1].matches("jobs\\s+" + id + "\\s+.*"), "consumers name the connection " + id + ":\n" + out());
+            assertEquals(0, run("--url", url, "producers"), err());
+            assertTrue(out().split("\n")[1].matches("jobs\\s+" + id + "\\s+free"), "producers name the connection " + id + ":\n" + out());
+            assertEquals(0, run("--url", url, "close-connection", id), err());
+            assertEquals("closed connection " + id + "\n", out());
+            assertEquals(0, run("--url", url, "connections"), err());
+            assertTrue(out().contains("(none)"), out());
+            assertEquals(1, run("--url", url, "close-connection", id));
+            assertTrue(err().contains("no open connection has id '" + id + "'") && err().contains("404"), err());
+        }
+    }
+
+    @Test
+    void shouldReadThePasswordFromAFile() throws Exception {
+        Path config = dir.resolve("sluice.yaml");
+        Files.writeString(config, "auth:\n  allow-anonymous: true\n  users:\n    - name: ops\n      password-hash: \""
+                + PasswordHasher.hash("s3cret".toCharArray()) + "\"\n");
+        fixture = new MetricsFixture(dir.resolve("data"), config, Map.of());
+        Path passwordFile = dir.resolve("password");
+        Files.writeString(passwordFile, "s3cret\n");
+        assertEquals(0, run("--url", fixture.baseUrl(), "--user", "ops", "--password-file", passwordFile.toString(), "queues"), err());
+        Files.writeString(passwordFile, "wrong\n");
+        assertEquals(1, run("--url", fixture.baseUrl(), "--user", "ops", "--password-file", passwordFile.toString(), "queues"));
+        assertTrue(err().contains("HTTP 401"), err());
+        assertEquals(2, run("--url", fixture.baseUrl(), "--user", "ops", "--password-file", dir.resolve("absent").toString(), "queues"));
+        assertTrue(err().startsWith("sluice admin: --password-file '" + dir.resolve("absent") + "' cannot be read"), err());
+    }
+
+    @Test
     void shouldExitNonZeroWithAClearMessage() throws Exception {
         fixture = new MetricsFixture(dir.resolve("data"), Map.of());
         String url = fixture.baseUrl();
@@ -77,6 +126,10 @@ class AdminCliTest {
         assertTrue(err().contains("queue 'missing' does not exist") && err().contains("404"), err());
         assertEquals(1, run("--url", url, "declare", "q", "maxDeliveries=0"));
         assertTrue(err().contains("maxDeliveries 0 is outside"), err());
+        assertEquals(1, run("--url", url, "declare", "q", "maxDeliveries=abc"));
+        assertEquals("sluice admin: queue setting maxDeliveries=\"abc\" is a string; expected a whole number"
+                + " (HTTP 400, invalid_setting)\n", err());
+        assertEquals(1, run("--url", url, "queue", "q"), "the refused declare created nothing");
         assertEquals(2, run("--url", url, "frobnicate"));
         assertTrue(err().contains("unknown command 'frobnicate'") && err().contains("usage:"), err());
         assertEquals(2, run("--url", url, "queue"));

@@ -52,14 +52,41 @@ class ConfigLoaderTest {
         String m = e.getMessage();
         assertTrue(m.contains("broker.port 70000 is outside 0..65535"), m);
         assertTrue(m.contains("broker.io-threads -1 is outside 0..1024"), m);
-        assertTrue(m.contains("durability mode 'sometimes'"), m);
+        assertTrue(m.contains("storage.durability 'sometimes' is not one of always, interval, never"), m);
         assertTrue(m.contains("queues.max-deliveries 0 is outside"), m);
     }
 
     @Test
-    void shouldRejectAWronglyTypedValue() {
+    void shouldRejectAWronglyTypedValueInWordsOfTheYamlKey() {
         ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(null, Map.of("broker.port", "many")));
-        assertTrue(e.getMessage().contains("broker.port"), e.getMessage());
+        assertEquals("invalid configuration: override broker.port=many: broker.port 'many' is not a whole number", e.getMessage());
+    }
+
+    @Test
+    void shouldRejectAWronglyTypedValueInAFileNamingTheKey() throws Exception {
+        Path file = dir.resolve("typed.yaml");
+        Files.writeString(file, "metrics:\n  enabled: maybe\nstorage:\n  relocate-max-live-ratio: lots\n");
+        ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(file, Map.of()));
+        assertEquals("invalid configuration: " + file + ": metrics.enabled 'maybe' is not true or false", e.getMessage());
+    }
+
+    @Test
+    void shouldNameStorageProblemsByTheirYamlKeys() {
+        ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(null,
+                Map.of("storage.segment-bytes", "5", "storage.sync-interval-ms", "0")));
+        String m = e.getMessage();
+        assertTrue(m.contains("storage.segment-bytes 5 is outside"), m);
+        assertTrue(m.contains("storage.sync-interval-ms 0 is outside 1..60000"), m);
+        assertTrue(!m.contains("segmentBytes") && !m.contains("syncIntervalMs"), "no Java field names: " + m);
+    }
+
+    @Test
+    void shouldListKnownKeysSorted() throws Exception {
+        Path file = dir.resolve("unknown.yaml");
+        Files.writeString(file, "metrics:\n  prot: 1\n");
+        ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(file, Map.of()));
+        assertEquals("invalid configuration: " + file + ": unknown key 'metrics.prot'; known keys at that level:"
+                + " enabled, listen-address, port, tls", e.getMessage());
     }
 
     @Test

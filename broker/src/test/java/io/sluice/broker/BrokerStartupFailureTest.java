@@ -1,0 +1,68 @@
+package io.sluice.broker;
+
+import io.sluice.broker.config.ConfigLoader;
+import io.sluice.storage.MessageStore;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+/**
+ * An in-JVM broker that fails to start closes what it opened (the HTTP port, the store and its lock,
+ * the event loops), and {@code /health/live} never says 200 for a broker whose listener is gone.
+ */
+@Timeout(60)
+class BrokerStartupFailureTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void shouldCloseTheHttpPortAndTheStoreWhenTheClientPortIsInUse() throws Exception {
+        int metricsPort = ChildJvm.freePort();
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            StartupException e = assertThrows(StartupException.class, () -> Broker.start(new ConfigLoader().load(null, Map.of(
+                    "broker.data-dir", dir.toString(), "broker.port", Integer.toString(taken.getLocalPort()),
+                    "metrics.port", Integer.toString(metricsPort), "storage.reserved-disk-bytes", "0"))));
+            assertEquals("cannot listen on 127.0.0.1:" + taken.getLocalPort()
+                    + " (broker.port): the address is already in use by another process", e.getMessage());
+        }
+        assertThrows(ConnectException.class, () -> get(metricsPort, "/health/live"),
+                "nothing answers /health/live of a broker that failed to start");
+        try (ServerSocket again = new ServerSocket(metricsPort, 1, InetAddress.getLoopbackAddress())) {
+            assertEquals(metricsPort, again.getLocalPort(), "the metrics port is free again");
+        }
+        MessageStore.open(dir, new ConfigLoader().load(null, Map.of("storage.reserved-disk-bytes", "0")).storeConfig()).close();
+    }
+
+    @Test
+    void shouldNotSayLiveOnceTheClientListenerIsClosed() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of())) {
+            assertEquals(200, get(broker.metricsPort(), "/health/live").statusCode());
+            int port = broker.port();
+            broker.listenerChannel().close().syncUninterruptibly();
+            HttpResponse<String> live = get(broker.metricsPort(), "/health/live");
+            assertEquals(503, live.statusCode(), live.body());
+            assertEquals("not live: the client listener on 127.0.0.1:" + port + " is closed\n", live.body());
+        }
+    }
+
+    private static HttpResponse<String> get(int port, String path) throws IOException, InterruptedException {
+        return HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build().send(
+                HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(10)).build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+}

@@ -1,0 +1,163 @@
+package io.sluice.broker;
+
+import io.sluice.broker.auth.PasswordHasher;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * docker/entrypoint.sh and docker/healthcheck.sh, run against the packaged jar laid out as the image lays
+ * it out (/opt/sluice: the scripts, sluice-broker.jar, lib/). There is no container engine here, so this
+ * is as close to the image as a test gets: the entry point's own arguments reach the jar. Its
+ * {@code --listen 0.0.0.0} is checked with {@code --check-config}, which binds nothing; the run that
+ * really starts appends loopback overrides, since tests listen on 127.0.0.1 only.
+ */
+@Timeout(120)
+class DockerEntrypointIT {
+    private static final Path ROOT = Path.of(System.getProperty("user.dir")).getParent();
+
+    @TempDir
+    Path dir;
+    private Path home;
+
+    @BeforeEach
+    void layOutTheImage() throws IOException {
+        Path jar = Path.of(System.getProperty("sluice.test.brokerJar"));
+        assertTrue(Files.isRegularFile(jar), "the packaged broker " + jar + " exists (run with mvn verify)");
+        home = Files.createDirectory(dir.resolve("opt-sluice"));
+        for (String script : List.of("entrypoint.sh", "healthcheck.sh")) {
+            Files.copy(ROOT.resolve("docker").resolve(script), home.resolve(script));
+        }
+        Files.createSymbolicLink(home.resolve("sluice-broker.jar"), jar);
+        Files.createSymbolicLink(home.resolve("lib"), jar.resolveSibling("lib"));
+    }
+
+    @Test
+    void shouldRefuseToStartWithoutUsersNamingBothWaysToGiveThem() throws Exception {
+        Run run = entrypoint(Map.of(), List.of());
+        assertEquals(2, run.exitCode, run.output);
+        assertEquals("sluice image: no users configured: mount a configuration with auth.users at " + dir.resolve("absent.yaml")
+                + ", or set SLUICE_USER and SLUICE_PASSWORD_HASH (print a hash with: docker run --rm -i IMAGE hash-password)\n",
+                run.output);
+    }
+
+    @Test
+    void shouldShowWhyTheOldEntrypointCouldNotStart() throws Exception {
+        // The former ENTRYPOINT: --listen 0.0.0.0 and no users, which protected mode refuses.
+        Run run = command(List.of(java(), "-jar", home.resolve("sluice-broker.jar").toString(), "--data-dir",
+                dir.resolve("data").toString(), "--listen", "0.0.0.0", "--check-config"), Map.of());
+        assertEquals(2, run.exitCode, run.output);
+        assertTrue(run.output.contains("0.0.0.0") && run.output.contains("auth.users"), run.output);
+    }
+
+    @Test
+    void shouldPassTheConfigurationCheckWithUsersFromTheEnvironmentOnItsOwnArguments() throws Exception {
+        Run run = entrypoint(users(), List.of("--check-config"));
+        assertEquals(0, run.exitCode, run.output);
+        assertTrue(run.output.contains("configuration is valid (clients on 0.0.0.0:7672, data in " + dir.resolve("data") + ")"),
+                run.output);
+    }
+
+    @Test
+    void shouldPassTheConfigurationCheckWithAMountedConfiguration() throws Exception {
+        Path config = dir.resolve("mounted.yaml");
+        Files.writeString(config, "auth:\n  allow-anonymous: false\n  users:\n    - name: ops\n      password-hash: \""
+                + PasswordHasher.hash("secret".toCharArray()) + "\"\n");
+        Run run = entrypoint(Map.of("SLUICE_CONFIG", config.toString()), List.of("--check-config"));
+        assertEquals(0, run.exitCode, run.output);
+    }
+
+    @Test
+    void shouldRefuseAUserNameThatCouldBreakTheGeneratedYaml() throws Exception {
+        Run run = entrypoint(Map.of("SLUICE_USER", "a\"b", "SLUICE_PASSWORD_HASH", "pbkdf2-sha256:1:a:b"), List.of());
+        assertEquals(2, run.exitCode, run.output);
+        assertEquals("sluice image: SLUICE_USER 'a\"b' may hold only A-Z a-z 0-9 . _ -\n", run.output);
+    }
+
+    @Test
+    void shouldStartAndBeHealthyOnceReady() throws Exception {
+        int port = ChildJvm.freePort();
+        int metricsPort = ChildJvm.freePort();
+        Path healthcheck = home.resolve("healthcheck.sh");
+        assertEquals(1, command(List.of("bash", healthcheck.toString(), Integer.toString(metricsPort)), Map.of()).exitCode,
+                "unhealthy while nothing listens");
+        List<String> command = new ArrayList<>(List.of("sh", home.resolve("entrypoint.sh").toString(),
+                "--listen", "127.0.0.1", "--set", "metrics.listen-address=127.0.0.1", "--port", Integer.toString(port),
+                "--metrics-port", Integer.toString(metricsPort), "--set", "storage.reserved-disk-bytes=0"));
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("broker.log").toFile());
+        builder.environment().putAll(environment(users()));
+        Process broker = builder.start();
+        try {
+            ChildJvm.awaitListening(broker, port, dir.resolve("broker.log"));
+            TestAwait.until("the HEALTHCHECK passes", () -> {
+                try {
+                    return command(List.of("bash", healthcheck.toString(), Integer.toString(metricsPort)), Map.of()).exitCode == 0;
+                } catch (Exception e) {
+                    throw new AssertionError(e);
+                }
+            });
+        } finally {
+            broker.destroy();
+            if (!broker.waitFor(30, TimeUnit.SECONDS)) {
+                ChildJvm.kill(broker);
+            }
+        }
+        assertEquals(143, broker.exitValue(), "the broker, exec'd by the entry point, stops on SIGTERM:\n"
+                + ChildJvm.tail(dir.resolve("broker.log")));
+    }
+
+    private Map<String, String> users() {
+        return Map.of("SLUICE_USER", "app", "SLUICE_PASSWORD_HASH", PasswordHasher.hash("secret".toCharArray()));
+    }
+
+    private Map<String, String> environment(Map<String, String> extra) {
+        Map<String, String> env = new java.util.HashMap<>(Map.of(
+                "SLUICE_CONFIG", dir.resolve("absent.yaml").toString(),
+                "SLUICE_DATA_DIR", dir.resolve("data").toString(),
+                "TMPDIR", dir.toString(),
+                "PATH", Path.of(java()).getParent() + ":" + System.getenv("PATH")));
+        env.putAll(extra);
+        return env;
+    }
+
+    private Run entrypoint(Map<String, String> env, List<String> args) throws Exception {
+        List<String> command = new ArrayList<>(List.of("sh", home.resolve("entrypoint.sh").toString()));
+        command.addAll(args);
+        return command(command, environment(env));
+    }
+
+    private static String java() {
+        return Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    }
+
+    /** How a command ended: exit code and its merged output. */
+    private record Run(int exitCode, String output) {
+    }
+
+    private Run command(List<String> command, Map<String, String> env) throws Exception {
+        Path output = Files.createTempFile(dir, "run", ".log");
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile());
+        builder.environment().remove("SLUICE_USER");
+        builder.environment().remove("SLUICE_PASSWORD_HASH");
+        builder.environment().putAll(env);
+        Process process = builder.start();
+        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            ChildJvm.kill(process);
+            throw new AssertionError(command + " did not finish within 60 s:\n" + Files.readString(output));
+        }
+        return new Run(process.exitValue(), Files.readString(output));
+    }
+}

@@ -1,0 +1,75 @@
+package io.sluice.broker;
+
+import org.junit.jupiter.api.Test;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The broker's command line: bad arguments are one line on stderr and exit status 2, never a stack trace. */
+class MainTest {
+    private static final Path ROOT = Path.of(System.getProperty("user.dir")).getParent();
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    private int run(String... args) {
+        return Main.run(args, new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    private String err() {
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void shouldSayInOneLineThatAFlagNeedsAValue() {
+        assertEquals(2, run("--port"));
+        assertEquals("sluice: --port needs a value (try --help)\n", err());
+    }
+
+    @Test
+    void shouldListEveryFlagWithItsDefaultAndTheEnvironmentVariablesInHelp() throws Exception {
+        assertEquals(0, run("--help"));
+        String help = out.toString(StandardCharsets.UTF_8);
+        for (String line : List.of("--data-dir DIR", "--listen ADDRESS", "--port N", "--metrics-port N", "--config FILE",
+                "--set KEY=VALUE", "--version")) {
+            assertTrue(help.contains("  " + line + " "), "help lists " + line + ":\n" + help);
+        }
+        assertTrue(help.contains("broker.data-dir (default: data)"), help);
+        assertTrue(help.contains("broker.listen-address (default: 127.0.0.1)"), help);
+        assertTrue(help.contains("broker.port (default: 7672)"), help);
+        assertTrue(help.contains("metrics.port (default: 7673)"), help);
+        Set<String> readByScript = new TreeSet<>();
+        Matcher m = Pattern.compile("\\$\\{?(SLUICE_[A-Z_]+)").matcher(Files.readString(ROOT.resolve("bin/sluice")));
+        while (m.find()) {
+            readByScript.add(m.group(1));
+        }
+        assertEquals(readByScript, new TreeSet<>(BrokerFlags.ENVIRONMENT.keySet()), "help names the variables bin/sluice reads");
+        for (String variable : readByScript) {
+            assertTrue(help.contains("  " + variable + " "), "help names " + variable + ":\n" + help);
+        }
+    }
+
+    @Test
+    void shouldPrintTheVersionOfThisBuild() throws Exception {
+        assertEquals(0, run("--version"));
+        String pom = Files.readString(ROOT.resolve("pom.xml"));
+        int start = pom.indexOf("<version>", pom.indexOf("<artifactId>sluice-parent</artifactId>")) + "<version>".length();
+        assertEquals("sluice " + pom.substring(start, pom.indexOf("</version>", start)) + "\n", out.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void shouldSetTheMetricsPortWithItsOwnFlag() {
+        assertEquals(2, run("--metrics-port", "70000"));
+        assertEquals("sluice: invalid configuration:\n  - metrics.port 70000 is outside 0..65535\n", err());
+    }
+}

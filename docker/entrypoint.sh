@@ -1,0 +1,46 @@
+#!/bin/sh
+# Entry point of the Sluice image. The broker listens on 0.0.0.0 inside the container, which it refuses
+# to do without users (docs/security.md), so users come from a mounted configuration file or from
+# SLUICE_USER and SLUICE_PASSWORD_HASH; with neither, this says so and exits 2.
+# Commands other than running the broker (hash-password, verify, dump, admin) pass straight through.
+set -eu
+home="$(cd "$(dirname "$0")" && pwd)"
+jar="$home/sluice-broker.jar"
+config="${SLUICE_CONFIG:-/etc/sluice/sluice.yaml}"
+data="${SLUICE_DATA_DIR:-/var/lib/sluice}"
+case "${1:-}" in
+  hash-password|verify|dump|admin|--help|-h|--version)
+    exec java ${SLUICE_JAVA_OPTS:-} -jar "$jar" "$@" ;;
+esac
+if [ -f "$config" ]; then
+  set -- --config "$config" "$@"
+elif [ -n "${SLUICE_USER:-}" ] && [ -n "${SLUICE_PASSWORD_HASH:-}" ]; then
+  # Both values go into YAML, so they may hold only the characters a user name and a hash are made of.
+  case "$SLUICE_USER" in
+    *[!A-Za-z0-9._-]*) echo "sluice image: SLUICE_USER '$SLUICE_USER' may hold only A-Z a-z 0-9 . _ -" >&2; exit 2 ;;
+  esac
+  case "$SLUICE_PASSWORD_HASH" in
+    pbkdf2-sha256:*) ;;
+    *) echo "sluice image: SLUICE_PASSWORD_HASH is not a pbkdf2-sha256:... hash; print one with: docker run --rm -i IMAGE hash-password" >&2; exit 2 ;;
+  esac
+  case "$SLUICE_PASSWORD_HASH" in
+    *[!A-Za-z0-9+/=:-]*) echo "sluice image: SLUICE_PASSWORD_HASH holds characters no hash has" >&2; exit 2 ;;
+  esac
+  generated="$(mktemp "${TMPDIR:-/tmp}/sluice-users.XXXXXX.yaml")"
+  cat > "$generated" <<YAML
+auth:
+  allow-anonymous: false
+  users:
+    - name: "$SLUICE_USER"
+      password-hash: "$SLUICE_PASSWORD_HASH"
+      permissions:
+        - queues: "*"
+          actions: [publish, consume, manage]
+YAML
+  set -- --config "$generated" "$@"
+else
+  echo "sluice image: no users configured: mount a configuration with auth.users at $config," \
+       "or set SLUICE_USER and SLUICE_PASSWORD_HASH (print a hash with: docker run --rm -i IMAGE hash-password)" >&2
+  exit 2
+fi
+exec java ${SLUICE_JAVA_OPTS:-} -jar "$jar" --data-dir "$data" --listen 0.0.0.0 --set metrics.listen-address=0.0.0.0 "$@"
