@@ -59,7 +59,7 @@ class BrokerCrashTest {
         port = ChildJvm.freePort();
         Path log = dir.resolve("broker-" + round + ".log");
         broker = ChildJvm.start(log, Main.class, "--data-dir", dir.resolve("data").toString(),
-                "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=0", "--set", "metrics.port=0",
+                "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=67108864", "--set", "metrics.port=0",
                 "--set", "storage.durability=always");
         ChildJvm.awaitListening(broker, port, log);
     }

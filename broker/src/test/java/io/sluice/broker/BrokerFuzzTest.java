@@ -87,7 +87,7 @@ class BrokerFuzzTest {
         logs.start();
         root.addAppender(logs);
         broker = Broker.start(new ConfigLoader().load(null, Map.of("broker.data-dir", dir.resolve("data").toString(),
-                "broker.port", "0", "storage.reserved-disk-bytes", "0", "broker.handshake-timeout-ms", "1000",
+                "broker.port", "0", "storage.reserved-disk-bytes", "67108864", "broker.handshake-timeout-ms", "1000",
                 "broker.max-frame-bytes", "65536", "storage.max-message-bytes", "32768", "metrics.port", "0")));
     }
 

@@ -79,7 +79,7 @@ class BrokerJarSignalIT {
         int port = ChildJvm.freePort();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         Process process = new ProcessBuilder(List.of(java, "-jar", jar.toString(), "--data-dir", data.toString(),
-                "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=0", "--set", "metrics.port=0"))
+                "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=67108864", "--set", "metrics.port=0"))
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
                 .start();

@@ -150,7 +150,7 @@ class BrokerStartupFailureIT {
         List<String> command = new ArrayList<>(prefix);
         command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-jar", jar.toString(),
                 "--data-dir", data.toString(), "--set", "metrics.port=" + metricsPort,
-                "--set", "storage.reserved-disk-bytes=0"));
+                "--set", "storage.reserved-disk-bytes=67108864"));
         command.addAll(args);
         Path log = dir.resolve("broker-" + System.nanoTime() + ".log");
         Process process = new ProcessBuilder(command).redirectErrorStream(true)

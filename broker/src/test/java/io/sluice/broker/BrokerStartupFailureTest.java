@@ -36,7 +36,7 @@ class BrokerStartupFailureTest {
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             StartupException e = assertThrows(StartupException.class, () -> Broker.start(new ConfigLoader().load(null, Map.of(
                     "broker.data-dir", dir.toString(), "broker.port", Integer.toString(taken.getLocalPort()),
-                    "metrics.port", Integer.toString(metricsPort), "storage.reserved-disk-bytes", "0"))));
+                    "metrics.port", Integer.toString(metricsPort), "storage.reserved-disk-bytes", "67108864"))));
             assertEquals("cannot listen on 127.0.0.1:" + taken.getLocalPort()
                     + " (broker.port): the address is already in use by another process", e.getMessage());
         }
@@ -45,7 +45,7 @@ class BrokerStartupFailureTest {
         try (ServerSocket again = new ServerSocket(metricsPort, 1, InetAddress.getLoopbackAddress())) {
             assertEquals(metricsPort, again.getLocalPort(), "the metrics port is free again");
         }
-        MessageStore.open(dir, new ConfigLoader().load(null, Map.of("storage.reserved-disk-bytes", "0")).storeConfig()).close();
+        MessageStore.open(dir, new ConfigLoader().load(null, Map.of("storage.reserved-disk-bytes", "67108864")).storeConfig()).close();
     }
 
     @Test

@@ -95,7 +95,7 @@ class DockerEntrypointIT {
                 "unhealthy while nothing listens");
         List<String> command = new ArrayList<>(List.of("sh", home.resolve("entrypoint.sh").toString(),
                 "--listen", "127.0.0.1", "--set", "metrics.listen-address=127.0.0.1", "--port", Integer.toString(port),
-                "--metrics-port", Integer.toString(metricsPort), "--set", "storage.reserved-disk-bytes=0"));
+                "--metrics-port", Integer.toString(metricsPort), "--set", "storage.reserved-disk-bytes=67108864"));
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("broker.log").toFile());
         builder.environment().putAll(environment(users()));

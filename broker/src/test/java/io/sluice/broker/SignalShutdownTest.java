@@ -32,7 +32,7 @@ class SignalShutdownTest {
         int port = ChildJvm.freePort();
         Path log = dir.resolve("broker.log");
         Process broker = ChildJvm.start(log, Main.class, "--data-dir", dir.resolve("data").toString(),
-                "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=0", "--set", "metrics.port=0");
+                "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=67108864", "--set", "metrics.port=0");
         try {
             ChildJvm.awaitListening(broker, port, log);
             try (Connection c = Connection.connect(ConnectionOptions.builder().port(port)

@@ -70,7 +70,7 @@ class StorageFailureTest {
         };
         broker = Broker.start(new ConfigLoader().load(null, Map.of(
                 "broker.data-dir", dataDir.toString(), "broker.port", "0", "metrics.port", "0",
-                "storage.reserved-disk-bytes", "0")), failOnce);
+                "storage.reserved-disk-bytes", "67108864")), failOnce);
         connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
                 .reconnectPolicy(ReconnectPolicy.DISABLED).build());
         connection.declareQueue("bad", QueueSettings.EMPTY);

@@ -16,7 +16,7 @@ final class TestBrokers {
                 "broker.data-dir", dataDir.toString(),
                 "broker.port", "0",
                 "metrics.port", "0",
-                "storage.reserved-disk-bytes", "0"));
+                "storage.reserved-disk-bytes", "67108864"));
         overrides.putAll(extra);
         return Broker.start(new ConfigLoader().load(null, overrides));
     }

@@ -57,6 +57,19 @@ public final class DiskSpaceGuard {
         }
     }
 
+    /**
+     * For relocation, which may write into the reserve (that is what the reserve is for) but must leave
+     * {@code floorBytes} free: looks up free space now and throws {@link StorageFullException}, without
+     * anything written, if writing {@code bytes} would go below the floor.
+     */
+    public synchronized void reserveWithinMargin(long bytes, long floorBytes) {
+        refresh();
+        if (lastFreeBytes - bytes < floorBytes) {
+            throw new StorageFullException("free disk space " + lastFreeBytes + " bytes on " + directory + " leaves no room to "
+                    + "relocate " + bytes + " bytes above the floor of " + floorBytes + " bytes");
+        }
+    }
+
     /** Free space minus the reserve, as of the last look. Negative means appends are refused. */
     public long headroomBytes() {
         return lastFreeBytes - reservedBytes;

@@ -238,6 +238,10 @@ public final class MessageStore implements AutoCloseable {
         for (QueueStore q : queues.values()) {
             try {
                 worked |= q.reclaim(System.nanoTime());
+            } catch (InternalError e) {
+                if (!q.isClosed()) {
+                    q.failed("reclaiming (a mapped access faulted)", e);
+                }
             } catch (RuntimeException e) {
                 if (!q.isClosed()) {
                     LOG.error("Reclaim of queue '{}' failed.", q.name(), e);

@@ -15,6 +15,7 @@ import io.sluice.storage.reclaim.RelocatedCopies;
 import io.sluice.storage.reclaim.RelocationIntent;
 import io.sluice.storage.recovery.QueueRecovery;
 import io.sluice.storage.segment.FileReleaser;
+import io.sluice.storage.segment.MappedFileFaultException;
 import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentLog;
@@ -114,7 +115,8 @@ public final class QueueStore {
         ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
                 config.relocateAfterMs() * 1_000_000L);
         this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, new OpenReaders(), this::writeRecordLocked,
-                this::discardCorruptLocked, new ReclaimForcing(), new RelocationIntent(directory), wakeFlusher);
+                this::discardCorruptLocked, new ReclaimForcing(), new RelocationIntent(directory), diskGuard,
+                relocationFloorBytes(config), wakeFlusher);
         LOG.info("Queue '{}' opened in {} ms: {} segments, {} unacknowledged messages, next append to segment {}.",
                 name, (System.nanoTime() - started) / 1_000_000, log.tallies().size(), acks.unackedCount(), log.writeSegment());
     }
@@ -127,6 +129,14 @@ public final class QueueStore {
     static QueueStore open(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                            Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer) {
         return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser, forcer);
+    }
+
+    /**
+     * What relocation must leave free: the part of the minimum reserve that is not for relocation (a
+     * Chronicle block, ack-journal rotation, checkpoints; see {@link StoreConfig#minimumReservedDiskBytes()}).
+     */
+    private static long relocationFloorBytes(StoreConfig config) {
+        return config.minimumReservedDiskBytes() - (long) Math.ceil(config.segmentBytes() * config.relocateMaxLiveRatio());
     }
 
     /** A roll sealed {@code segment} (under the lock): durability must force it, and reclaim may look at it. */
@@ -216,7 +226,12 @@ public final class QueueStore {
     }
 
     private long writeRecordLocked(RecordCodec codec) {
-        long index = log.append(codec);
+        long index;
+        try {
+            index = log.append(codec);
+        } catch (MappedFileFaultException e) {
+            throw durability.fail("writing a segment", e); // the thread that met the fault lives on; the queue fails safe
+        }
         int segment = SegmentRollCycle.INSTANCE.toCycle(index);
         ackLog.segmentGrew(segment, SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1);
         durability.appended(index);

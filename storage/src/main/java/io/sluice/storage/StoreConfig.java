@@ -40,6 +40,27 @@ public record StoreConfig(
 
     public static final long MIN_SEGMENT_BYTES = 1L << 20;
     public static final long MAX_SEGMENT_BYTES = 1L << 30;
+    /** Chronicle maps and grows a segment file in blocks of this size, or of the segment size if smaller. */
+    public static final long CHRONICLE_BLOCK_BYTES = 16L << 20;
+    /** Room for ack checkpoints (a bit per live message, compressed) written while appends are refused. */
+    private static final long CHECKPOINT_ALLOWANCE_BYTES = 1L << 20;
+
+    /**
+     * The smallest {@code reservedDiskBytes} the engine can work with (docs/storage.md, "Disk full"):
+     * what must still be writable once appends are refused, so that no store into a memory-mapped page
+     * meets a full disk (a SIGBUS): one Chronicle block (a segment's index and its growth by one
+     * block), the copies of one relocation ({@code relocateMaxLiveRatio} of a segment), an ack
+     * journal rotation and recovery (which writes a new journal beside the old one: twice
+     * {@code ackJournalBytes}), and the checkpoints.
+     */
+    public long minimumReservedDiskBytes() {
+        return minimumReservedDiskBytes(segmentBytes, relocateMaxLiveRatio, ackJournalBytes);
+    }
+
+    static long minimumReservedDiskBytes(long segmentBytes, double relocateMaxLiveRatio, int ackJournalBytes) {
+        return Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes) + (long) Math.ceil(segmentBytes * relocateMaxLiveRatio)
+                + 2L * ackJournalBytes + CHECKPOINT_ALLOWANCE_BYTES;
+    }
 
     public static Builder builder() {
         return new Builder();
@@ -137,8 +158,14 @@ public record StoreConfig(
             if (maxMessageBytes < 1 || maxMessageBytes > segmentBytes / 4) {
                 problems.add("maxMessageBytes " + maxMessageBytes + " is outside 1..segmentBytes/4 (" + segmentBytes / 4 + ")");
             }
-            if (reservedDiskBytes < 0) {
-                problems.add("reservedDiskBytes " + reservedDiskBytes + " is negative");
+            long minimumReserve = minimumReservedDiskBytes(segmentBytes, relocateMaxLiveRatio, ackJournalBytes);
+            if (reservedDiskBytes < minimumReserve) {
+                problems.add("reservedDiskBytes " + reservedDiskBytes + " is below the " + minimumReserve + " bytes ("
+                        + (minimumReserve >> 20) + " MiB) the engine needs for these settings: one Chronicle block of "
+                        + Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes) + ", a relocation of up to "
+                        + (long) Math.ceil(segmentBytes * relocateMaxLiveRatio) + ", an ack-journal rotation and recovery of "
+                        + 2L * ackJournalBytes + ", and " + CHECKPOINT_ALLOWANCE_BYTES + " for checkpoints must stay writable "
+                        + "once appends are refused, or a full disk turns into a SIGBUS");
             }
             if (ackJournalBytes < 4096 || ackJournalBytes > (1 << 30)) {
                 problems.add("ackJournalBytes " + ackJournalBytes + " is outside 4096..1073741824");

@@ -43,7 +43,7 @@ public final class MetricsFixture implements AutoCloseable {
                 "broker.data-dir", dataDir.toString(),
                 "broker.port", "0",
                 "metrics.port", "0",
-                "storage.reserved-disk-bytes", "0"));
+                "storage.reserved-disk-bytes", "67108864"));
         overrides.putAll(extra);
         broker = Broker.start(new ConfigLoader().load(configFile, overrides));
     }

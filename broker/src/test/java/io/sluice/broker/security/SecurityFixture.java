@@ -45,7 +45,7 @@ final class SecurityFixture {
         Map<String, String> overrides = new HashMap<>(Map.of(
                 "broker.data-dir", dir.resolve("data").toString(),
                 "broker.port", "0",
-                "storage.reserved-disk-bytes", "0"));
+                "storage.reserved-disk-bytes", "67108864"));
         overrides.putAll(extra);
         Path file = null;
         if (yaml != null) {

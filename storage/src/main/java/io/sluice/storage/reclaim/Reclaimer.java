@@ -1,5 +1,7 @@
 package io.sluice.storage.reclaim;
 
+import io.sluice.storage.DiskSpaceGuard;
+import io.sluice.storage.StorageFullException;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckStateReader;
 import io.sluice.storage.segment.FileReleaser;
@@ -94,6 +96,8 @@ public final class Reclaimer {
     private final RecordWriter writer;
     private final Forcing forcing;
     private final RelocationIntent intent;
+    private final DiskSpaceGuard diskGuard;
+    private final long relocationFloorBytes;
     private final Runnable wakeFlusher;
     private final RecordCodec copyCodec = new RecordCodec();
 
@@ -106,7 +110,8 @@ public final class Reclaimer {
 
     public Reclaimer(String queueName, ReentrantLock lock, SegmentLog log, AckLog ackLog, ReclaimPolicy policy,
                      FileReleaser releaser, Readers readers, RecordWriter writer, CorruptRecords corruptRecords,
-                     Forcing forcing, RelocationIntent intent, Runnable wakeFlusher) {
+                     Forcing forcing, RelocationIntent intent, DiskSpaceGuard diskGuard, long relocationFloorBytes,
+                     Runnable wakeFlusher) {
         this.queueName = queueName;
         this.lock = lock;
         this.log = log;
@@ -119,6 +124,8 @@ public final class Reclaimer {
         this.writer = writer;
         this.forcing = forcing;
         this.intent = intent;
+        this.diskGuard = diskGuard;
+        this.relocationFloorBytes = relocationFloorBytes;
         this.wakeFlusher = wakeFlusher;
     }
 
@@ -278,6 +285,14 @@ public final class Reclaimer {
                     source.producerSequence(), source.timestampMillis(),
                     ByteBuffer.wrap(source.array(), source.headersOffset(), source.headersLength()),
                     ByteBuffer.wrap(source.array(), source.payloadOffset(), source.payloadLength()));
+            try {
+                // Rule "relocation stays within the reserve": it may use the reserve, never the floor below it.
+                diskGuard.reserveWithinMargin(copyCodec.length() + 8L, relocationFloorBytes);
+            } catch (StorageFullException e) {
+                LOG.warn("Queue '{}': relocation out of segment {} stops for now: {}.", queueName, SegmentFiles.fileName(segment),
+                        e.getMessage());
+                break;
+            }
             long newId = writer.write(copyCodec);
             io(() -> ackLog.relocate(originalId, newId));
             relocatedMessages++;

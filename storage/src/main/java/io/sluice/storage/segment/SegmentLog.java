@@ -100,7 +100,8 @@ public final class SegmentLog implements AutoCloseable {
      * Appends the encoded record, first sealing the write segment if the record would take it past
      * {@code segmentBytes}, and returns the record's id.
      *
-     * @throws StorageException if Chronicle fails; nothing was written then
+     * @throws MappedFileFaultException if the store into the mapping faulted (SIGBUS); nothing was written
+     * @throws StorageException if Chronicle fails otherwise; nothing was written then
      */
     public long append(RecordCodec codec) {
         int length = codec.length();
@@ -108,14 +109,13 @@ public final class SegmentLog implements AutoCloseable {
         if (current != null && current.messages > 0 && current.bytes + length > segmentBytes) {
             sealWriteSegment();
         }
-        DocumentContext dc = appender.writingDocument();
         try {
-            dc.wire().bytes().write(codec.array(), 0, length);
-        } catch (RuntimeException | Error e) {
-            dc.rollbackOnClose();
-            throw new StorageException("append to queue '" + queueName + "' failed; nothing was written", e);
-        } finally {
-            dc.close();
+            write(codec, length);
+        } catch (InternalError e) {
+            // Raised by the JVM at the next safepoint after the faulting store, which may be in Chronicle's
+            // header write, the record or the close: all of the append is covered.
+            throw new MappedFileFaultException("an append to queue '" + queueName + "'",
+                    SegmentFiles.file(segmentDirectory, segmentClock.segment()), e);
         }
         long index = appender.lastIndexAppended();
         int segment = SegmentRollCycle.INSTANCE.toCycle(index);
@@ -123,6 +123,21 @@ public final class SegmentLog implements AutoCloseable {
         tally.messages = SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1;
         tally.bytes += length + 4;
         return index;
+    }
+
+    private void write(RecordCodec codec, int length) {
+        DocumentContext dc = appender.writingDocument();
+        try {
+            dc.wire().bytes().write(codec.array(), 0, length);
+        } catch (RuntimeException e) {
+            dc.rollbackOnClose();
+            throw new StorageException("append to queue '" + queueName + "' failed; nothing was written", e);
+        } catch (InternalError e) {
+            dc.rollbackOnClose();
+            throw e;
+        } finally {
+            dc.close();
+        }
     }
 
     // ---------------------------------------------------------------- reads

@@ -5,7 +5,6 @@ import io.sluice.storage.segment.SegmentRollCycle;
 
 import java.io.IOException;
 import java.io.PrintStream;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -59,8 +58,8 @@ public final class StorageTool {
             err.println("error: " + e.getMessage());
             err.println(USAGE);
             return EXIT_USAGE;
-        } catch (IOException | UncheckedIOException e) {
-            err.println("error: " + e.getMessage());
+        } catch (IOException | RuntimeException | InternalError e) {
+            err.println("error: " + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()));
             return EXIT_DAMAGED;
         } finally {
             out.flush();

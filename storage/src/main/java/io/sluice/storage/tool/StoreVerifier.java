@@ -44,6 +44,13 @@ final class StoreVerifier {
         return damagedQueues == 0;
     }
 
+    private static String describe(Throwable e) {
+        String message = e.getMessage() == null ? "" : ": " + e.getMessage();
+        String kind = e instanceof InternalError ? "a mapped read faulted (the file is shorter than its mapping, or a page has"
+                + " no disk block)" : e.getClass().getSimpleName();
+        return kind + message;
+    }
+
     private static final class SegmentFigures {
         long records;
         long corrupt;
@@ -71,9 +78,10 @@ final class StoreVerifier {
                 return true;
             });
             acks = AckSnapshot.load(queueDirectory, indexed);
-        } catch (IOException | UncheckedIOException | IllegalStateException e) {
+        } catch (IOException | RuntimeException | InternalError e) {
+            // InternalError: a SIGBUS on a mapped page (a file cut short, or a page the disk has no block for).
             damagedQueues++;
-            out.printf("  DAMAGE queue cannot be read: %s%n", e);
+            out.printf("  DAMAGE queue cannot be read: %s%n", describe(e));
             return;
         }
         out.printf("  %-8s %-22s %12s %10s %10s %8s%n", "segment", "file", "bytes", "messages", "unacked", "corrupt");

@@ -45,7 +45,7 @@ public final class CrashingWriter {
         StoreConfig.Builder builder = StoreConfig.builder()
                 .durability(DurabilityMode.ALWAYS)
                 .maxMessageBytes(64 << 10)
-                .reservedDiskBytes(0);
+                .reservedDiskBytes(64L << 20);
         if (mode.equals("reclaim")) {
             // Relocation at once, as before the wait existed: kills must land in the middle of it.
             builder.segmentBytes(StoreConfig.MIN_SEGMENT_BYTES).relocateAfterMs(0);

@@ -54,7 +54,7 @@ class RelocationMachineCrashTest {
                 .maxMessageBytes(64 << 10)
                 .relocateAfterMs(0)
                 .syncIntervalMs(60_000) // the ack journal is forced at start, then only when the store must
-                .reservedDiskBytes(0)
+                .reservedDiskBytes(64L << 20)
                 .build();
     }
 

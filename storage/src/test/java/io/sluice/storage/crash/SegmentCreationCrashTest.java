@@ -39,7 +39,7 @@ class SegmentCreationCrashTest {
                 .durability(DurabilityMode.ALWAYS)
                 .segmentBytes(StoreConfig.MIN_SEGMENT_BYTES)
                 .maxMessageBytes(64 << 10)
-                .reservedDiskBytes(0)
+                .reservedDiskBytes(64L << 20)
                 .build();
         List<Long> ids = new ArrayList<>();
         Path segments;
