@@ -17,6 +17,11 @@ public interface FileForcer {
     /** Forces {@code channel}, open on {@code file} (a segment). */
     void force(FileChannel channel, Path file) throws IOException;
 
+    /** Forces the entries of {@code directory} (a new or renamed file's name), open as {@code channel}. */
+    default void forceDirectory(FileChannel channel, Path directory) throws IOException {
+        channel.force(true);
+    }
+
     /**
      * Called just before the memory-mapped {@code file} (a queue's ack journal) is forced with msync,
      * under the queue's lock: its content now is durable once that force returns.

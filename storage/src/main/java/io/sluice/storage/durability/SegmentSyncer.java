@@ -59,11 +59,12 @@ public final class SegmentSyncer implements AutoCloseable {
             if (current != null) {
                 releaser.close(current);
             }
+            boolean firstSinceOpen = currentSegment < 0;
             current = FileChannel.open(SegmentFiles.file(segmentDirectory, segment), StandardOpenOption.WRITE);
             currentSegment = segment;
-            if (!sealed.isEmpty()) {
-                forceMetadata();
-            }
+            // The new file's directory entry must be durable with its data: after every roll, and for the
+            // first segment this syncer forces (a new queue's first, or one created after a restart).
+            forceMetadata(firstSinceOpen);
         }
         long started = System.nanoTime();
         forcer.force(current, SegmentFiles.file(segmentDirectory, currentSegment));
@@ -71,15 +72,31 @@ public final class SegmentSyncer implements AutoCloseable {
         syncs.incrementAndGet();
     }
 
-    private void forceMetadata() throws IOException {
+    /**
+     * Forces Chronicle's metadata file and the segment directory; with {@code andParents}, also the
+     * queue's directory and the directory of queues, so that a new queue's own entries are durable
+     * before its first confirm.
+     */
+    private void forceMetadata(boolean andParents) throws IOException {
         Path metadata = segmentDirectory.resolve(SingleChronicleQueue.QUEUE_METADATA_FILE);
         if (Files.exists(metadata)) {
             try (FileChannel ch = FileChannel.open(metadata, StandardOpenOption.WRITE)) {
                 ch.force(false);
             }
         }
-        try (FileChannel dir = FileChannel.open(segmentDirectory, StandardOpenOption.READ)) {
-            dir.force(true);
+        forceDirectory(segmentDirectory);
+        if (andParents) {
+            Path queueDirectory = segmentDirectory.getParent();
+            forceDirectory(queueDirectory);
+            if (queueDirectory.getParent() != null) {
+                forceDirectory(queueDirectory.getParent());
+            }
+        }
+    }
+
+    private void forceDirectory(Path directory) throws IOException {
+        try (FileChannel dir = FileChannel.open(directory, StandardOpenOption.READ)) {
+            forcer.forceDirectory(dir, directory);
         }
     }
 

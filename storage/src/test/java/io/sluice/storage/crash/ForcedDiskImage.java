@@ -22,11 +22,15 @@ import java.util.stream.Stream;
  * came later may not be). {@link #build} then writes a data directory holding, per segment file, its
  * content as of its last force (a segment never forced is absent); the ack journal as of its last
  * force; the ack checkpoint as it is (checkpoints are fsynced and renamed into place when written).
- * Renames and deletes count as durable at once, the worst case: on ext4 any later fsync commits them.
+ * A segment file is there only if its directory entry was made durable too, by a force of its
+ * directory after it was created. Renames and deletes count as durable at once, the worst case: on
+ * ext4 any later fsync commits them.
  */
 final class ForcedDiskImage implements FileForcer {
     private final Path dataDirectory;
     private final Map<Path, byte[]> forcedSegments = new ConcurrentHashMap<>();
+    /** Files whose directory entry a force of their directory made durable. */
+    private final java.util.Set<Path> durableEntries = ConcurrentHashMap.newKeySet();
     /** Every forced version of each ack journal, oldest first. */
     private final Map<Path, List<byte[]>> forcedJournals = new ConcurrentHashMap<>();
 
@@ -39,6 +43,14 @@ final class ForcedDiskImage implements FileForcer {
         byte[] content = Files.readAllBytes(file);
         channel.force(false);
         forcedSegments.put(dataDirectory.relativize(file), content);
+    }
+
+    @Override
+    public void forceDirectory(FileChannel channel, Path directory) throws IOException {
+        try (Stream<Path> entries = Files.list(directory)) {
+            entries.forEach(entry -> durableEntries.add(dataDirectory.relativize(entry)));
+        }
+        channel.force(true);
     }
 
     @Override
@@ -77,7 +89,7 @@ final class ForcedDiskImage implements FileForcer {
                     Files.createDirectories(target);
                 } else if (name.endsWith(".cq4")) {
                     byte[] forced = forcedSegments.get(relative);
-                    if (forced != null) {
+                    if (forced != null && durableEntries.contains(relative)) {
                         Files.write(target, forced);
                     }
                 } else if (name.equals(AckFiles.JOURNAL)) {
