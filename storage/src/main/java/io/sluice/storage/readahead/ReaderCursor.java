@@ -70,6 +70,12 @@ public final class ReaderCursor implements ReadAhead.Cursor {
         }
         long next = reader.nextIndex();
         long readerAt = next >= 0 ? next : startIndex;
+        if (tailer != null && tailer.cycle() < SegmentRollCycle.INSTANCE.toCycle(readerAt)) {
+            // The tailer maps the segment it is in, which the reader has left: reclaim
+            // may delete it, and a file stays on disk while anything maps it. A tailer ahead of the reader
+            // is kept, near the tail too, so that a reader hovering there does not cost a tailer per turn.
+            releaseTailer();
+        }
         if (nearTail(readerAt)) {
             return 0;
         }
@@ -78,7 +84,10 @@ public final class ReaderCursor implements ReadAhead.Cursor {
                 tailer = log.newTailer();
             }
             if (!tailer.moveToIndex(readerAt)) {
-                return 0; // nothing stored there yet (the reader is at the tail), or it was reclaimed
+                // Nothing stored there yet (the reader is at the tail), or it was reclaimed; where the tailer
+                // was may be a segment behind the reader.
+                releaseTailer();
+                return 0;
             }
             touched = readerAt - 1;
         }
@@ -125,12 +134,17 @@ public final class ReaderCursor implements ReadAhead.Cursor {
                 - SegmentRollCycle.INSTANCE.toSequenceNumber(readerAt));
     }
 
-    @Override
-    public void release() {
+    private void releaseTailer() {
         if (tailer != null) {
             tailer.close();
             tailer = null;
+            touched = -1;
         }
+    }
+
+    @Override
+    public void release() {
+        releaseTailer();
         if (sink == 42) {
             LOG.trace("read-ahead checksum {}", sink); // keeps the touching reads from being optimised away
         }
