@@ -71,9 +71,9 @@ public final class ReaderCursor implements ReadAhead.Cursor {
         long next = reader.nextIndex();
         long readerAt = next >= 0 ? next : startIndex;
         if (tailer != null && tailer.cycle() < SegmentRollCycle.INSTANCE.toCycle(readerAt)) {
-            // The tailer maps the segment it is in, which the reader has left: reclaim
-            // may delete it, and a file stays on disk while anything maps it. A tailer ahead of the reader
-            // is kept, near the tail too, so that a reader hovering there does not cost a tailer per turn.
+            // The tailer maps the segment it is in, which the reader has left: reclaim may delete it, and a
+            // file stays on disk while anything maps it. A tailer ahead of the reader is kept, near the tail
+            // too, so that a reader hovering around the near-tail threshold does not cost a tailer per turn.
             releaseTailer();
         }
         if (nearTail(readerAt)) {
