@@ -70,11 +70,16 @@ public final class ReaderCursor implements ReadAhead.Cursor {
         }
         long next = reader.nextIndex();
         long readerAt = next >= 0 ? next : startIndex;
-        if (tailer != null && tailer.cycle() < SegmentRollCycle.INSTANCE.toCycle(readerAt)) {
+        int readerSegment = SegmentRollCycle.INSTANCE.toCycle(readerAt);
+        if (tailer != null && tailer.cycle() < readerSegment) {
             // The tailer maps the segment it is in, which the reader has left: reclaim may delete it, and a
-            // file stays on disk while anything maps it. A tailer ahead of the reader is kept, near the tail
-            // too, so that a reader hovering around the near-tail threshold does not cost a tailer per turn.
-            releaseTailer();
+            // file stays on disk while anything maps it. It moves to the reader's segment (kept by reclaim
+            // while the reader is in it) rather than being closed, so that a reader crossing segments near
+            // the tail costs no new tailer; if that segment cannot be found, the tailer is closed.
+            touched = -1;
+            if (!tailer.moveToCycle(readerSegment)) {
+                releaseTailer();
+            }
         }
         if (nearTail(readerAt)) {
             return 0;
@@ -84,10 +89,7 @@ public final class ReaderCursor implements ReadAhead.Cursor {
                 tailer = log.newTailer();
             }
             if (!tailer.moveToIndex(readerAt)) {
-                // Nothing stored there yet (the reader is at the tail), or it was reclaimed; where the tailer
-                // was may be a segment behind the reader.
-                releaseTailer();
-                return 0;
+                return 0; // nothing stored there yet (the reader is at the tail); a tailer left behind moves next turn
             }
             touched = readerAt - 1;
         }
