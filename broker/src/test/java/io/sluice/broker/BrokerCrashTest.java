@@ -17,24 +17,44 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Kills a broker child JVM (durability "always") with kill -9 while a producer in this JVM publishes, three
- * times, restarting it on the same data directory each time; then consumes everything. Every confirmed
- * message must come back at least once, and no message whose ack the broker had processed may return.
+ * Kills a broker child JVM (durability "always") with kill -9, from a thread of its own, while a producer
+ * in this JVM publishes and a consumer receives and acks, three times, restarting it on the same data
+ * directory each time; then consumes everything. Every confirmed message must come back at least once, no
+ * message whose ack the broker had processed may return, and each restart must reach its first confirm
+ * within {@link #RESTART_BOUND_MILLIS} (issue 14, item 2.4: a stale Chronicle lock made it 15 s).
  */
 @Tag("slow")
 class BrokerCrashTest {
     private static final String QUEUE = "crash";
     private static final int ROUNDS = 3;
+    /**
+     * Restart to first confirm: the broker's own start (from opening the store to listening, as it logs
+     * "started in N ms"; JVM start excluded) plus listening to the first confirm, as the client sees it. A
+     * correctness bound against the 15 s wait, not the target of under 1 s: on the two shared cores here a
+     * cold broker JVM spends 2-3 s loading classes under load (figures in docs/performance.md).
+     */
+    private static final long RESTART_BOUND_MILLIS = 8_000;
+    /** The store's recovery, as the broker logs it ("recovered N queues in M ms"): where a stale lock waited. */
+    private static final long RECOVERY_BOUND_MILLIS = 3_000;
+    private static final Pattern STARTED_IN = Pattern.compile("started in (\\d+) ms");
+    private static final Pattern RECOVERED_IN = Pattern.compile("recovered \\d+ queues in (\\d+) ms");
 
     @TempDir
     Path dir;
@@ -45,8 +65,12 @@ class BrokerCrashTest {
     private final Set<Long> confirmed = ConcurrentHashMap.newKeySet();
     /** Payload sequences acked, counted only once the broker's unacked count showed the acks were processed. */
     private final Set<Long> acked = new HashSet<>();
+    /** Payload sequences acked while the broker was being killed: the broker may or may not have processed them. */
+    private final Set<Long> ackedInFlight = ConcurrentHashMap.newKeySet();
     private final AtomicLong nextSequence = new AtomicLong();
     private final AtomicLong sent = new AtomicLong();
+    private final List<Long> restartMillis = new ArrayList<>();
+    private final Random random = new Random();
 
     @AfterEach
     void killBroker() throws InterruptedException {
@@ -55,13 +79,43 @@ class BrokerCrashTest {
         }
     }
 
-    private void startBroker(int round) throws Exception {
+    /** Starts the broker and returns the moment it was seen listening. */
+    private long startBroker(int round) throws Exception {
         port = ChildJvm.freePort();
         Path log = dir.resolve("broker-" + round + ".log");
         broker = ChildJvm.start(log, Main.class, "--data-dir", dir.resolve("data").toString(),
                 "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=67108864", "--set", "metrics.port=0",
                 "--set", "storage.durability=always");
         ChildJvm.awaitListening(broker, port, log);
+        return System.nanoTime();
+    }
+
+    /**
+     * After a restart: publishes one message, waits for its confirm and asserts the restart time, the
+     * broker's own start (from its log) plus listening to that confirm.
+     */
+    private void firstConfirmAfterRestart(int round, long listeningAt, Producer producer) throws Exception {
+        send(producer).get(30, TimeUnit.SECONDS);
+        long listeningToConfirm = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - listeningAt);
+        Path log = dir.resolve("broker-" + round + ".log");
+        long brokerStart = logged(log, STARTED_IN);
+        long recovery = logged(log, RECOVERED_IN);
+        long restart = brokerStart + listeningToConfirm;
+        restartMillis.add(restart);
+        System.out.printf("BrokerCrashTest: restart %d: broker start %d ms (store recovery %d ms) + listening to first confirm"
+                + " %d ms = %d ms%n", round, brokerStart, recovery, listeningToConfirm, restart);
+        assertTrue(recovery < RECOVERY_BOUND_MILLIS, "restart " + round + ": the store's recovery took " + recovery
+                + " ms; bound " + RECOVERY_BOUND_MILLIS + " ms");
+        assertTrue(restart < RESTART_BOUND_MILLIS, "restart " + round + " to the first confirm took " + restart
+                + " ms (broker start " + brokerStart + " ms, listening to confirm " + listeningToConfirm + " ms); bound "
+                + RESTART_BOUND_MILLIS + " ms");
+    }
+
+    /** The number the first line of the broker's log matching {@code pattern} carries in its group 1. */
+    private static long logged(Path log, Pattern pattern) {
+        return ChildJvm.lines(log).stream().map(pattern::matcher).filter(Matcher::find)
+                .mapToLong(m -> Long.parseLong(m.group(1))).findFirst()
+                .orElseThrow(() -> new AssertionError("no line matching '" + pattern + "' in the broker's log: " + ChildJvm.tail(log)));
     }
 
     private Connection connect() {
@@ -70,23 +124,28 @@ class BrokerCrashTest {
     }
 
     @Test
-    @Timeout(120)
+    @Timeout(180)
     void shouldKeepEveryConfirmedMessageAndForgetEveryAckedOneAcrossKillNine() throws Exception {
         long started = System.nanoTime();
         for (int round = 0; round < ROUNDS; round++) {
-            startBroker(round);
+            long listeningAt = startBroker(round);
             try (Connection connection = connect()) {
                 connection.declareQueue(QUEUE, QueueSettings.EMPTY);
                 Producer producer = connection.createProducer(QUEUE, ProducerOptions.DEFAULT);
+                if (round > 0) {
+                    firstConfirmAfterRestart(round, listeningAt, producer);
+                }
                 publishAndWait(producer, 1_000);
                 ackSome(connection, 300);
-                publishUntilKilled(producer);
+                killWhileBusy(connection, producer);
             }
         }
-        startBroker(ROUNDS);
+        long listeningAt = startBroker(ROUNDS);
         Set<Long> received = new HashSet<>();
         long duplicates = 0;
         try (Connection connection = connect()) {
+            connection.declareQueue(QUEUE, QueueSettings.EMPTY);
+            firstConfirmAfterRestart(ROUNDS, listeningAt, connection.createProducer(QUEUE, ProducerOptions.DEFAULT));
             long stored = connection.declareQueue(QUEUE, QueueSettings.EMPTY);
             Consumer consumer = connection.subscribe(QUEUE, ConsumerOptions.DEFAULT);
             for (long i = 0; i < stored; i++) {
@@ -102,13 +161,16 @@ class BrokerCrashTest {
         }
         Set<Long> missing = new HashSet<>(confirmed);
         missing.removeAll(acked);
+        missing.removeAll(ackedInFlight);
         missing.removeAll(received);
         Set<Long> unconfirmedButStored = new HashSet<>(received);
         unconfirmedButStored.removeAll(confirmed);
-        System.out.printf("BrokerCrashTest: %d rounds in %d ms; sent %d, confirmed %d, acked %d, received after the "
-                        + "last restart %d (%d duplicates), unconfirmed but stored %d, unconfirmed and lost %d%n",
-                ROUNDS, (System.nanoTime() - started) / 1_000_000, sent.get(), confirmed.size(), acked.size(),
-                received.size(), duplicates, unconfirmedButStored.size(), sent.get() - confirmed.size() - unconfirmedButStored.size());
+        System.out.printf("BrokerCrashTest: %d rounds in %d ms; sent %d, confirmed %d, acked %d (and %d while being killed),"
+                        + " received after the last restart %d (%d duplicates), unconfirmed but stored %d, unconfirmed and lost %d;"
+                        + " restarts to first confirm %s ms%n",
+                ROUNDS, (System.nanoTime() - started) / 1_000_000, sent.get(), confirmed.size(), acked.size(), ackedInFlight.size(),
+                received.size(), duplicates, unconfirmedButStored.size(), sent.get() - confirmed.size() - unconfirmedButStored.size(),
+                restartMillis);
         assertEquals(Set.of(), missing, "confirmed messages lost");
         assertTrue(confirmed.size() > ROUNDS * 1_000, "each round confirmed more than the first batch");
     }
@@ -147,10 +209,15 @@ class BrokerCrashTest {
         acked.addAll(batch);
     }
 
-    /** Publishes from another thread until enough were confirmed, then kills the broker mid-stream. */
-    private void publishUntilKilled(Producer producer) throws Exception {
+    /**
+     * Publishes from one thread and receives and acks from another; a third kills the broker at a random
+     * moment once confirms, deliveries and acks are all flowing, so that each is in flight at the kill.
+     */
+    private void killWhileBusy(Connection connection, Producer producer) throws Exception {
         AtomicBoolean stop = new AtomicBoolean();
         int confirmedBefore = confirmed.size();
+        int ackedBefore = ackedInFlight.size();
+        Consumer consumer = connection.subscribe(QUEUE, ConsumerOptions.DEFAULT);
         Thread publisher = new Thread(() -> {
             while (!stop.get()) {
                 send(producer).whenComplete((ok, failure) -> {
@@ -160,11 +227,45 @@ class BrokerCrashTest {
                 });
             }
         }, "crash-test-publisher");
+        Thread acker = new Thread(() -> {
+            try {
+                while (!stop.get()) {
+                    Message m = consumer.receive(Duration.ofMillis(50));
+                    if (m != null) {
+                        long sequence = Payloads.sequence(m.payload());
+                        ackedInFlight.add(sequence);
+                        m.ack();
+                    }
+                }
+            } catch (InterruptedException | RuntimeException e) {
+                stop.set(true);
+            }
+        }, "crash-test-acker");
+        long killAfterMillis = random.nextInt(500);
+        AtomicReference<Throwable> killFailed = new AtomicReference<>();
+        Thread killer = new Thread(() -> {
+            try {
+                TestAwait.until("2000 more confirms and 500 acks", () -> confirmed.size() >= confirmedBefore + 2_000
+                        && ackedInFlight.size() >= ackedBefore + 500);
+                Thread.sleep(killAfterMillis); // a random kill point within the traffic, not a wait for a state
+                ChildJvm.kill(broker);
+            } catch (Throwable t) {
+                killFailed.set(t);
+                stop.set(true);
+            }
+        }, "crash-test-killer");
         publisher.start();
-        TestAwait.until("2000 more confirms", () -> confirmed.size() >= confirmedBefore + 2_000);
-        ChildJvm.kill(broker);
+        acker.start();
+        killer.start();
+        killer.join(60_000);
+        if (killFailed.get() != null) {
+            throw new AssertionError("killing the broker failed", killFailed.get());
+        }
         TestAwait.until("the publisher noticed the crash", Duration.ofSeconds(20), () -> stop.get());
         publisher.join(20_000);
-        assertTrue(!publisher.isAlive(), "the publisher thread stopped");
+        acker.join(20_000);
+        assertTrue(!publisher.isAlive() && !acker.isAlive(), "the publisher and acker threads stopped");
+        System.out.printf("BrokerCrashTest: killed %d ms after confirms and acks flowed; %d confirmed and %d acked this round%n",
+                killAfterMillis, confirmed.size() - confirmedBefore, ackedInFlight.size() - ackedBefore);
     }
 }

@@ -76,6 +76,7 @@ public final class ReadAhead implements AutoCloseable {
                     touched += c.advance(1_000);
                 } catch (RuntimeException e) {
                     LOG.debug("Read-ahead of a reader stopped for this turn: {}", e.toString());
+                    c.release(); // its tailer may be in a segment that was reclaimed; the next turn starts afresh
                 }
             }
             if (touched == 0) {

@@ -70,6 +70,17 @@ public final class ReaderCursor implements ReadAhead.Cursor {
         }
         long next = reader.nextIndex();
         long readerAt = next >= 0 ? next : startIndex;
+        int readerSegment = SegmentRollCycle.INSTANCE.toCycle(readerAt);
+        if (tailer != null && tailer.cycle() < readerSegment) {
+            // The tailer maps the segment it is in, which the reader has left: reclaim may delete it, and a
+            // file stays on disk while anything maps it. It moves to the reader's segment (kept by reclaim
+            // while the reader is in it) rather than being closed, so that a reader crossing segments near
+            // the tail costs no new tailer; if that segment cannot be found, the tailer is closed.
+            touched = -1;
+            if (!tailer.moveToCycle(readerSegment)) {
+                releaseTailer();
+            }
+        }
         if (nearTail(readerAt)) {
             return 0;
         }
@@ -78,7 +89,7 @@ public final class ReaderCursor implements ReadAhead.Cursor {
                 tailer = log.newTailer();
             }
             if (!tailer.moveToIndex(readerAt)) {
-                return 0; // nothing stored there yet (the reader is at the tail), or it was reclaimed
+                return 0; // nothing stored there yet (the reader is at the tail); a tailer left behind moves next turn
             }
             touched = readerAt - 1;
         }
@@ -125,12 +136,17 @@ public final class ReaderCursor implements ReadAhead.Cursor {
                 - SegmentRollCycle.INSTANCE.toSequenceNumber(readerAt));
     }
 
-    @Override
-    public void release() {
+    private void releaseTailer() {
         if (tailer != null) {
             tailer.close();
             tailer = null;
+            touched = -1;
         }
+    }
+
+    @Override
+    public void release() {
+        releaseTailer();
         if (sink == 42) {
             LOG.trace("read-ahead checksum {}", sink); // keeps the touching reads from being optimised away
         }

@@ -49,7 +49,9 @@ public final class SegmentLog implements AutoCloseable {
 
     /**
      * Opens Chronicle on {@code segmentDirectory}; appends go to {@code writeSegment}. {@code onSeal}
-     * is told (under the owner's lock) each time a segment is sealed by a roll.
+     * is told (under the owner's lock) each time a segment is sealed by a roll. Call only with the
+     * store's {@code store.lock} held: a Chronicle lock left held by a killed writer is released here
+     * ({@link StaleWriteLocks}).
      */
     public SegmentLog(String queueName, Path segmentDirectory, long segmentBytes, int writeSegment, IntConsumer onSeal) {
         this.queueName = queueName;
@@ -57,6 +59,7 @@ public final class SegmentLog implements AutoCloseable {
         this.segmentBytes = segmentBytes;
         this.onSeal = onSeal;
         this.segmentClock = new SegmentClock(Math.max(writeSegment, 0));
+        StaleWriteLocks.release(queueName, segmentDirectory);
         this.chronicle = SingleChronicleQueueBuilder.single(segmentDirectory.toFile())
                 .rollCycle(SegmentRollCycle.INSTANCE)
                 .timeProvider(segmentClock)

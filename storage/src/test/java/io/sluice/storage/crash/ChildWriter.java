@@ -15,23 +15,46 @@ import java.util.concurrent.TimeUnit;
 /**
  * A {@link CrashingWriter} run in a child JVM with this JVM's flags (Chronicle's --add-opens and
  * friends) and class path, with what it reported on stdout collected as it arrives.
+ *
+ * <p>{@link #unreaped} starts the JVM under a parent that never waits for it, as a slow supervisor
+ * would: once killed it stays a zombie, and {@code /proc/<pid>} exists until {@link #close()}.
  */
-final class ChildWriter {
+final class ChildWriter implements AutoCloseable {
     final Set<Long> acking = ConcurrentHashMap.newKeySet();
     final Set<Long> acked = ConcurrentHashMap.newKeySet();
     /** Sequence to id of messages reported "kept" (reclaim mode). */
     final Map<Long, Long> kept = new ConcurrentHashMap<>();
     volatile long confirmed = -1;
+    /** The child reported that it holds Chronicle's write lock (hold-lock mode). */
+    volatile boolean holding;
+    /** The process this JVM started: the writer JVM itself, or the parent that never reaps it. */
     private final Process process;
+    /** The writer JVM. */
+    private final ProcessHandle writer;
+    private final boolean reaped;
     private final Path stdoutFile;
     private final Path stderrFile;
 
     ChildWriter(Path dataDir, String mode, long firstSeq, Path stderrFile) throws IOException {
+        this(dataDir, mode, firstSeq, stderrFile, true);
+    }
+
+    /** A writer whose death nobody reaps until {@link #close()}: see the class comment. */
+    static ChildWriter unreaped(Path dataDir, String mode, long firstSeq, Path stderrFile) throws IOException {
+        return new ChildWriter(dataDir, mode, firstSeq, stderrFile, false);
+    }
+
+    private ChildWriter(Path dataDir, String mode, long firstSeq, Path stderrFile, boolean reaped) throws IOException {
+        this.reaped = reaped;
         this.stderrFile = stderrFile;
         // The child's stdout goes to a file, not a pipe: after a SIGKILL, Java's process pipe may be
         // closed under a reader still draining it, and lines the child had written would be lost.
         this.stdoutFile = stderrFile.resolveSibling(stderrFile.getFileName() + ".stdout");
         List<String> command = new ArrayList<>();
+        if (!reaped) {
+            // The shell starts the JVM in the background and becomes `sleep`, which never waits for it.
+            command.addAll(List.of("sh", "-c", "\"$0\" \"$@\" & exec sleep 600"));
+        }
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
             if (arg.startsWith("--add-") || arg.startsWith("-Dchronicle.")) {
@@ -49,6 +72,30 @@ final class ChildWriter {
                 .redirectOutput(stdoutFile.toFile())
                 .redirectError(ProcessBuilder.Redirect.appendTo(stderrFile.toFile()))
                 .start();
+        writer = reaped ? process.toHandle() : awaitOnlyChild(process);
+    }
+
+    private static ProcessHandle awaitOnlyChild(Process parent) throws IOException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < deadline) {
+            List<ProcessHandle> children = parent.children().toList();
+            if (children.size() == 1) {
+                return children.get(0);
+            }
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        parent.destroyForcibly();
+        throw new IOException("the launching shell started no writer JVM within 30 s");
+    }
+
+    /** The writer JVM's PID. */
+    long pid() {
+        return writer.pid();
     }
 
     /** Parses what the child wrote; a last line cut short by the kill is ignored. */
@@ -65,37 +112,107 @@ final class ChildWriter {
                 case "kept" -> kept.put(Long.parseLong(f[1]), Long.parseLong(f[2]));
                 case "acking" -> acking.add(Long.parseLong(f[1]));
                 case "acked" -> acked.add(Long.parseLong(f[1]));
+                case "holding" -> holding = true;
                 default -> throw new IllegalStateException("unexpected line from the child: " + line);
             }
         }
     }
 
-    private boolean confirmedAny() throws IOException {
-        return Files.exists(stdoutFile) && Files.readString(stdoutFile, StandardCharsets.US_ASCII).contains("confirmed ");
+    private boolean reported(String word) throws IOException {
+        return Files.exists(stdoutFile) && Files.readString(stdoutFile, StandardCharsets.US_ASCII).contains(word);
     }
 
-    /** Waits for the first confirm, lets the child run {@code runMillis} more, then kills it with SIGKILL. */
-    void killAfterFirstConfirm(long runMillis) throws Exception {
+    /** Polls the child's stdout until it holds a line containing {@code word}; fails if the child dies first. */
+    void awaitReport(String word) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!confirmedAny()) {
-            if (System.nanoTime() > deadline || !process.isAlive()) {
-                process.destroyForcibly().waitFor();
-                throw new AssertionError("the child confirmed nothing within 30 s; its stderr:\n" + stderr());
+        while (!reported(word)) {
+            if (System.nanoTime() > deadline || !writer.isAlive()) {
+                writer.destroyForcibly();
+                throw new AssertionError("the child did not report '" + word.trim() + "' within 30 s; its stderr:\n" + stderr());
             }
             Thread.sleep(5);
         }
-        if (process.waitFor(runMillis, TimeUnit.MILLISECONDS)) {
-            throw new AssertionError("the child exited by itself with status " + process.exitValue() + "; its stderr:\n" + stderr());
+    }
+
+    /**
+     * Kills the writer with SIGKILL, waits for it to be dead (reaped, or a zombie if {@link #unreaped})
+     * and reads what it reported.
+     */
+    void kill() throws Exception {
+        writer.destroyForcibly();
+        awaitDeath();
+    }
+
+    private void awaitDeath() throws Exception {
+        boolean dead;
+        if (reaped) {
+            dead = process.waitFor(30, TimeUnit.SECONDS);
+        } else {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!(dead = zombie(writer.pid())) && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
         }
-        process.destroyForcibly();
-        if (!process.waitFor(30, TimeUnit.SECONDS)) {
+        if (!dead) {
             throw new AssertionError("the child did not die within 30 s of SIGKILL");
         }
         parseStdout();
     }
 
-    int exitValue() {
-        return process.exitValue();
+    /**
+     * True if every thread of {@code pid} has exited (so its files, store.lock included, are closed)
+     * and it awaits its parent's wait: state Z in /proc/<pid>/stat, and no thread left but the leader.
+     * The leader alone turns Z as soon as it exits, while the other threads may still be exiting.
+     */
+    static boolean zombie(long pid) throws IOException {
+        Path proc = Path.of("/proc", Long.toString(pid));
+        try (java.util.stream.Stream<Path> tasks = Files.list(proc.resolve("task"))) {
+            return statFields(pid)[0].equals("Z") && tasks.count() == 1;
+        } catch (java.nio.file.NoSuchFileException gone) {
+            return false;
+        }
+    }
+
+    /** The fields of /proc/<pid>/stat after the command name: field 3 (state) onwards. */
+    private static String[] statFields(long pid) throws IOException {
+        String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+        return stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");
+    }
+
+    /** Ends the parent of an {@link #unreaped} writer, so that its zombie is reaped. */
+    @Override
+    public void close() {
+        if (!reaped) {
+            process.destroyForcibly();
+        }
+    }
+
+    /**
+     * Waits for the first confirm, then kills the child with SIGKILL from another thread {@code runMillis}
+     * later, while it appends, confirms and acks, and waits for it to be dead.
+     */
+    void killAfterFirstConfirm(long runMillis) throws Exception {
+        awaitReport("confirmed ");
+        Thread killer = new Thread(() -> {
+            try {
+                Thread.sleep(runMillis); // the kill point: a random moment of the child's work, not a wait for a state
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            writer.destroyForcibly();
+        }, "child-killer");
+        killer.start();
+        killer.join(TimeUnit.SECONDS.toMillis(30) + runMillis);
+        awaitDeath();
+    }
+
+    /** The writer's exit status as a shell reports it (137 for SIGKILL); for an unreaped writer, from /proc. */
+    int exitValue() throws IOException {
+        if (reaped) {
+            return process.exitValue();
+        }
+        int status = Integer.parseInt(statFields(writer.pid())[49]); // field 52, exit_code, as waitpid(2) reports it
+        return (status & 0x7f) != 0 ? 128 + (status & 0x7f) : status >> 8;
     }
 
     String stderr() throws IOException {

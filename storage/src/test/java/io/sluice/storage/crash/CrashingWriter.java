@@ -4,6 +4,12 @@ import io.sluice.storage.DurabilityMode;
 import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
+import io.sluice.storage.segment.SegmentClock;
+import io.sluice.storage.segment.SegmentRollCycle;
+import net.openhft.chronicle.queue.ExcerptAppender;
+import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
+import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueBuilder;
+import net.openhft.chronicle.wire.DocumentContext;
 
 import java.io.BufferedWriter;
 import java.io.FileDescriptor;
@@ -29,14 +35,18 @@ import java.util.concurrent.Semaphore;
  * kept S ID        (reclaim mode) message S, id ID, is durable and will never be acked by this run
  * acking S         an ack of S is about to be called (it may or may not have happened at the kill)
  * acked S          the ack of S returned
+ * holding          (hold-lock mode) the child is inside Chronicle's writingDocument: it holds the write lock
  * </pre>
  * Mixed mode acks every sequence divisible by 3, with a 4 KiB ack journal, so the journal rotates
  * all the time; reclaim mode acks all but every 50th, with 1 MiB segments, so reclaim and straggler
- * relocation run all the time.
+ * relocation run all the time. Hold-lock mode appends {@link #HOLD_LOCK_MESSAGES} messages, confirms
+ * them, then opens a document on the queue's segments and stays inside it, holding Chronicle's write
+ * lock, until it is killed: the state a kill -9 in the middle of an append leaves.
  */
 public final class CrashingWriter {
     static final String QUEUE = "q";
     static final int MAX_IN_FLIGHT = 20_000;
+    static final int HOLD_LOCK_MESSAGES = 1_000;
 
     private CrashingWriter() {
     }
@@ -91,6 +101,10 @@ public final class CrashingWriter {
         BufferedWriter out = new BufferedWriter(new OutputStreamWriter(new FileOutputStream(FileDescriptor.out), StandardCharsets.US_ASCII), 1 << 16);
         MessageStore store = MessageStore.open(dir, config(mode));
         QueueStore queue = store.createQueue(QUEUE);
+        if (mode.equals("hold-lock")) {
+            holdWriteLock(queue, firstSeq, out);
+            return;
+        }
         LinkedBlockingQueue<long[]> appended = new LinkedBlockingQueue<>();
         Semaphore inFlight = new Semaphore(MAX_IN_FLIGHT);
 
@@ -142,6 +156,31 @@ public final class CrashingWriter {
             }
             out.flush();
             inFlight.release(batch.size());
+        }
+    }
+
+    private static void holdWriteLock(QueueStore queue, long firstSeq, BufferedWriter out) throws Exception {
+        long last = -1;
+        for (long seq = firstSeq; seq < firstSeq + HOLD_LOCK_MESSAGES; seq++) {
+            last = queue.append(null, payload("hold-lock", seq));
+        }
+        queue.whenDurable(last).get();
+        line(out, "confirmed " + (firstSeq + HOLD_LOCK_MESSAGES - 1));
+        out.flush();
+        // A second Chronicle instance on the same files, as a second writer process would have: its
+        // writingDocument takes the write lock in metadata.cq4t and keeps it until the document closes.
+        List<Integer> segments = queue.segmentNumbers();
+        SingleChronicleQueue chronicle = SingleChronicleQueueBuilder.single(queue.segmentDirectory().toFile())
+                .rollCycle(SegmentRollCycle.INSTANCE)
+                .timeProvider(new SegmentClock(segments.get(segments.size() - 1)))
+                .build();
+        ExcerptAppender appender = chronicle.createAppender();
+        DocumentContext document = appender.writingDocument();
+        document.wire().bytes().write(new byte[100]);
+        line(out, "holding");
+        out.flush();
+        while (document.isOpen()) {
+            Thread.sleep(60_000); // until the parent kills this process
         }
     }
 
