@@ -1,6 +1,7 @@
 package io.sluice.storage;
 
 import io.sluice.storage.readahead.ReaderCursor;
+import io.sluice.storage.segment.MappedFileFaultException;
 import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentLog;
@@ -53,13 +54,24 @@ public final class QueueReader implements AutoCloseable {
     /**
      * The next unacknowledged message, or null if the reader has reached the end of what is stored.
      * The returned instance is reused by the next call.
+     *
+     * @throws MappedFileFaultException if reading the segment faulted (SIGBUS); the queue is failed then
      */
     public StoredMessage next() {
         if (closed) {
             throw new IllegalStateException("reader of queue '" + queue.name() + "' is closed");
         }
         while (true) {
-            long index = SegmentLog.readNext(tailer, codec, length);
+            long index;
+            try {
+                index = SegmentLog.readNext(tailer, codec, length);
+            } catch (InternalError e) {
+                // A SIGBUS on the mapping: the caller (a broker event loop) lives on; the queue fails safe.
+                MappedFileFaultException fault = new MappedFileFaultException("a read of queue '" + queue.name() + "'",
+                        queue.segmentDirectory().resolve(SegmentFiles.fileName(segment)), e);
+                queue.failed("reading a segment", fault);
+                throw fault;
+            }
             if (index < 0) {
                 return null;
             }
@@ -104,6 +116,11 @@ public final class QueueReader implements AutoCloseable {
             @Override
             public boolean queueClosed() {
                 return queue.isClosed();
+            }
+
+            @Override
+            public void faulted(MappedFileFaultException fault) {
+                queue.failed("reading ahead", fault);
             }
         };
     }

@@ -420,6 +420,7 @@ public final class QueueStore {
      * acknowledged or was never stored.
      *
      * @throws CorruptRecordException if the record fails its checksum
+     * @throws StorageFailedException if reading the segment faulted (SIGBUS); the queue is failed then
      */
     public StoredMessage read(long id) {
         lock.lock();
@@ -429,7 +430,14 @@ public final class QueueStore {
             if (acks.isAcked(physical)) {
                 return null;
             }
-            int length = log.read(physical);
+            int length;
+            try {
+                length = log.read(physical);
+            } catch (InternalError e) {
+                MappedFileFaultException fault = new MappedFileFaultException("a read of queue '" + name + "'",
+                        SegmentFiles.file(segmentDirectory, SegmentRollCycle.INSTANCE.toCycle(physical)), e);
+                throw durability.fail("reading a segment", fault);
+            }
             if (length < 0) {
                 return null;
             }

@@ -36,6 +36,12 @@ public final class ReadAhead implements AutoCloseable {
 
         /** Releases what the cursor holds (its tailer); called on the read-ahead thread. */
         void release();
+
+        /**
+         * A mapped read faulted while touching the reader's records (the JVM's InternalError for a
+         * SIGBUS): the cursor's queue is failed; the thread stops following the cursor and goes on.
+         */
+        void faulted(InternalError e);
     }
 
     private final Map<Object, Cursor> cursors = new ConcurrentHashMap<>();
@@ -71,12 +77,18 @@ public final class ReadAhead implements AutoCloseable {
         while (running) {
             releaseRetired();
             int touched = 0;
-            for (Cursor c : cursors.values()) {
+            for (Map.Entry<Object, Cursor> entry : cursors.entrySet()) {
+                Cursor c = entry.getValue();
                 try {
                     touched += c.advance(1_000);
                 } catch (RuntimeException e) {
                     LOG.debug("Read-ahead of a reader stopped for this turn: {}", e.toString());
                     c.release(); // its tailer may be in a segment that was reclaimed; the next turn starts afresh
+                } catch (InternalError e) {
+                    // Caught, not left to end this thread: every other reader's read-ahead would stop with it.
+                    cursors.remove(entry.getKey(), c);
+                    c.faulted(e);
+                    c.release();
                 }
             }
             if (touched == 0) {

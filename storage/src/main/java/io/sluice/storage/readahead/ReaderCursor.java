@@ -1,5 +1,7 @@
 package io.sluice.storage.readahead;
 
+import io.sluice.storage.segment.MappedFileFaultException;
+import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentLog;
 import io.sluice.storage.segment.SegmentRollCycle;
 import net.openhft.chronicle.bytes.Bytes;
@@ -8,6 +10,7 @@ import net.openhft.chronicle.wire.DocumentContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.nio.file.Path;
 import java.util.function.IntToLongFunction;
 import java.util.function.LongSupplier;
 
@@ -35,6 +38,9 @@ public final class ReaderCursor implements ReadAhead.Cursor {
 
         /** True once the reader's queue is closed: the cursor stops. */
         boolean queueClosed();
+
+        /** A mapped read of {@code file} faulted: the reader's queue must fail safe. */
+        void faulted(MappedFileFaultException fault);
     }
 
     private final FollowedReader reader;
@@ -142,6 +148,13 @@ public final class ReaderCursor implements ReadAhead.Cursor {
             tailer = null;
             touched = -1;
         }
+    }
+
+    @Override
+    public void faulted(InternalError e) {
+        long at = touched >= 0 ? touched + 1 : startIndex;
+        Path file = SegmentFiles.file(log.segmentDirectory(), SegmentRollCycle.INSTANCE.toCycle(at));
+        reader.faulted(new MappedFileFaultException("reading ahead", file, e));
     }
 
     @Override
