@@ -100,6 +100,9 @@ public final class QueueStore {
         this.log = recovered.log();
         this.ackLog = recovered.ackLog();
         this.acks = ackLog.state();
+        // The journal grows only within the disk guard's budget, so it never eats into the reserve that
+        // checkpoints and relocation need; refused, it rotates instead (AckLog, "Growth, then rotation").
+        ackLog.growthBudget(this::grantJournalGrowth);
         this.corruptRecords = recovered.corruptRecords();
         this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
                 recovered.lastIndex());
@@ -115,6 +118,15 @@ public final class QueueStore {
     static QueueStore open(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                            Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser) {
         return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser);
+    }
+
+    private boolean grantJournalGrowth(long bytes) {
+        try {
+            diskGuard.reserve(bytes);
+            return true;
+        } catch (StorageFullException e) {
+            return false;
+        }
     }
 
     /** A roll sealed {@code segment} (under the lock): durability must force it, and reclaim may look at it. */

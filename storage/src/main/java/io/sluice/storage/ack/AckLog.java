@@ -7,13 +7,16 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The durable ack state of one queue, owning one directory; the facade the segment store calls. Not
- * thread-safe: the queue's lock guards every call, {@link #force()} included.
+ * thread-safe: the queue's lock guards every call except {@link #force()}, which the storage flusher
+ * calls without it (the journal's mapping lock excludes it from growth and close, see
+ * {@link AckJournal}).
  *
  * <p><b>Files.</b> {@code acks.checkpoint} (see {@link AckCheckpoint}) holds the whole state as of
  * generation <i>g</i>; {@code acks.journal} (see {@link AckJournal}) holds, in order, every change
@@ -38,8 +41,13 @@ import org.slf4j.LoggerFactory;
  *       journal record before it returns; {@link #segmentGrew} just extends the tracker.</li>
  * </ol>
  *
- * <p><b>Rotation.</b> When the journal has no room for a record, {@link #checkpoint()} runs instead of
- * the append (the checkpoint already contains the change). Its steps, and a crash after each:
+ * <p><b>Growth, then rotation.</b> A new journal is small ({@link AckJournal#INITIAL_BYTES}). When it has
+ * no room for a record, it is grown (doubled, see {@link AckJournal} for the steps and the crash after
+ * each) if it is below its maximum and the {@link GrowthBudget} grants the bytes, which in the store
+ * means free disk space stays above the reserve after them. Otherwise — at the maximum, growth
+ * refused, or the growth failing with an I/O error — the journal rotates: {@link #checkpoint()} runs
+ * instead of the append (the checkpoint already contains the change), so an ack never fails because
+ * the journal could not grow. Rotation's steps, and a crash after each:
  * <ol>
  *   <li>write {@code acks.checkpoint.tmp} with generation <i>g</i>+1, fsync. Crash: the tmp file is
  *       deleted on open; checkpoint <i>g</i> + journal <i>g</i> are intact.</li>
@@ -71,6 +79,18 @@ public final class AckLog implements Closeable {
                            int[] reclaimedSegmentsStillOnDisk) {
     }
 
+    /**
+     * Grants the disk space a journal growth needs. The store's answers come from its disk guard: yes
+     * only while free space minus {@code bytes} stays above the reserve. Called under the queue's lock.
+     */
+    @FunctionalInterface
+    public interface GrowthBudget {
+        /** Never grants: the journal keeps its initial size and rotates when full. */
+        GrowthBudget NONE = bytes -> false;
+
+        boolean grant(long bytes);
+    }
+
     private static final Logger LOG = LoggerFactory.getLogger(AckLog.class);
     /** A delivered range is one dispatch; anything this long did not come from this class. */
     private static final long MAX_REPLAYED_RANGE = 1 << 20;
@@ -81,8 +101,12 @@ public final class AckLog implements Closeable {
     private final TreeMap<Integer, Long> reportedSegments = new TreeMap<>();
     private final AckTracker tracker;
     private long generation;
-    private AckJournal journal;
+    /** Set once by recovery, cleared by close; volatile for {@link #force()}, which takes no lock. */
+    private volatile AckJournal journal;
     private boolean closed;
+    private GrowthBudget growthBudget = GrowthBudget.NONE;
+    private long journalGrowths;
+    private long journalGrowthsRefused;
 
     private AckLog(Path directory, int journalCapacityBytes, AckTracker tracker, long generation) {
         this.checkpointFile = directory.resolve(AckFiles.CHECKPOINT);
@@ -109,6 +133,14 @@ public final class AckLog implements Closeable {
 
     public static AckLog open(Path directory) throws IOException {
         return open(directory, AckJournal.DEFAULT_CAPACITY_BYTES);
+    }
+
+    /**
+     * Lets the journal grow, in steps up to its maximum, whenever {@code budget} grants the bytes; until
+     * this is called it never grows ({@link GrowthBudget#NONE}).
+     */
+    public void growthBudget(GrowthBudget budget) {
+        this.growthBudget = Objects.requireNonNull(budget, "budget");
     }
 
     /**
@@ -331,10 +363,31 @@ public final class AckLog implements Closeable {
         generation = next;
     }
 
-    /** Makes every change so far survive a machine crash; the storage flusher calls this. */
+    /**
+     * Makes every change made before this call survive a machine crash. The storage flusher calls it
+     * without the queue's lock; before recovery and after close it does nothing (close checkpoints).
+     */
     public void force() {
-        checkRecovered();
-        journal.force();
+        AckJournal current = journal;
+        if (current != null) {
+            current.force();
+        }
+    }
+
+    /** Current size of the journal file in bytes (0 before recovery and after close). */
+    public int journalBytes() {
+        AckJournal current = journal;
+        return current == null ? 0 : current.sizeBytes();
+    }
+
+    /** Times the journal grew since open. */
+    public long journalGrowths() {
+        return journalGrowths;
+    }
+
+    /** Times a growth was refused (no budget) or failed, and the journal rotated instead. */
+    public long journalGrowthsRefused() {
+        return journalGrowthsRefused;
     }
 
     public long generation() {
@@ -425,13 +478,37 @@ public final class AckLog implements Closeable {
         return replay.records();
     }
 
-    /** True if the journal can take the record; otherwise checkpoints, which captures the change already applied. */
+    /**
+     * True if the journal can take the record, after growing it if it may; otherwise checkpoints, which
+     * captures the change already applied (see "Growth, then rotation" in the class javadoc).
+     */
     private boolean roomFor(AckJournal.RecordType type) throws IOException {
-        if (journal.hasRoomFor(type)) {
+        if (journal.hasRoomFor(type) || grewFor(type)) {
             return true;
         }
         checkpoint();
         return false;
+    }
+
+    private boolean grewFor(AckJournal.RecordType type) {
+        int growth = journal.growthBytes();
+        if (growth == 0) {
+            return false;
+        }
+        if (!growthBudget.grant(growth)) {
+            journalGrowthsRefused++;
+            return false;
+        }
+        try {
+            journal.grow();
+        } catch (IOException e) {
+            journalGrowthsRefused++;
+            LOG.warn("Could not grow the ack journal {} from {} by {} bytes ({}); checkpointing instead.",
+                    journal.file(), journal.sizeBytes(), growth, e.getMessage());
+            return false;
+        }
+        journalGrowths++;
+        return journal.hasRoomFor(type);
     }
 
     private void checkRecovered() {
