@@ -580,14 +580,10 @@ public final class QueueStore {
         }
         if (nowNanos - nextJournalForceNanos >= 0) {
             nextJournalForceNanos = nowNanos + config.syncIntervalMs() * 1_000_000L;
-            lock.lock();
-            try {
-                if (!closed) {
-                    ackLog.force();
-                }
-            } finally {
-                lock.unlock();
-            }
+            // Without the queue's lock: appends, acks and dispatch do not wait for the msync. The
+            // journal's file and mapping stay the same across rotations; the journal's own mapping lock
+            // keeps the force apart from a growth's remap and from close (AckJournal).
+            ackLog.force();
         }
         return durability.flush(nowNanos);
     }
