@@ -102,7 +102,7 @@ public final class QueueStore {
         this.acks = ackLog.state();
         // The journal grows only within the disk guard's budget, so it never eats into the reserve that
         // checkpoints and relocation need; refused, it rotates instead (AckLog, "Growth, then rotation").
-        ackLog.growthBudget(this::grantJournalGrowth);
+        ackLog.growthBudget(this::grantJournalGrowth, clock);
         this.corruptRecords = recovered.corruptRecords();
         this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
                 recovered.lastIndex());

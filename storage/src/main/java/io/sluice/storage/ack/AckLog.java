@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -43,9 +44,14 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Growth, then rotation.</b> A new journal is small ({@link AckJournal#INITIAL_BYTES}). When it has
  * no room for a record, it is grown (doubled, see {@link AckJournal} for the steps and the crash after
- * each) if it is below its maximum and the {@link GrowthBudget} grants the bytes, which in the store
- * means free disk space stays above the reserve after them. Otherwise — at the maximum, growth
- * refused, or the growth failing with an I/O error — the journal rotates: {@link #checkpoint()} runs
+ * each) if it is below its maximum, it filled fast, and the {@link GrowthBudget} grants the bytes,
+ * which in the store means free disk space stays above the reserve after them. Rule "only a fast
+ * journal grows": it filled fast if less than {@value #GROW_IF_FILLED_WITHIN_MS} ms passed since it
+ * was started (created, rotated or last grown), by the store's clock. A busy queue's journal so reaches
+ * the size it fills in about that time and then rotates about that often (under W1, the maximum);
+ * a slow queue's stays small, which keeps the pages it has written, and which stay resident in the
+ * broker's mapping, at {@link AckJournal#INITIAL_BYTES}. Otherwise — a slow journal, at the maximum,
+ * growth refused, or the growth failing with an I/O error — the journal rotates: {@link #checkpoint()} runs
  * instead of the append (the checkpoint already contains the change), so an ack never fails because
  * the journal could not grow. Rotation's steps, and a crash after each:
  * <ol>
@@ -71,7 +77,8 @@ import org.slf4j.LoggerFactory;
  * {@link IOException} (the disk is full during a rotation), its change is applied in memory but not
  * durable; treat the queue's storage as failed.
  *
- * <p>No clock is read here: rotation is driven by journal space, not time.
+ * <p>The only clock read here is the one given to {@link #growthBudget}, for the growth rule above;
+ * rotation itself is driven by journal space.
  */
 public final class AckLog implements Closeable {
     /** Outcome of {@link #recover()}, for the store and the start-up log. */
@@ -91,6 +98,9 @@ public final class AckLog implements Closeable {
         boolean grant(long bytes);
     }
 
+    /** Rule "only a fast journal grows" (class javadoc). */
+    public static final long GROW_IF_FILLED_WITHIN_MS = 60_000;
+
     private static final Logger LOG = LoggerFactory.getLogger(AckLog.class);
     /** A delivered range is one dispatch; anything this long did not come from this class. */
     private static final long MAX_REPLAYED_RANGE = 1 << 20;
@@ -105,6 +115,9 @@ public final class AckLog implements Closeable {
     private volatile AckJournal journal;
     private boolean closed;
     private GrowthBudget growthBudget = GrowthBudget.NONE;
+    private LongSupplier clockMillis = () -> 0;
+    /** When the current journal was started (created, rotated or grown), by {@link #clockMillis}. */
+    private long journalStartedMillis;
     private long journalGrowths;
     private long journalGrowthsRefused;
 
@@ -136,11 +149,14 @@ public final class AckLog implements Closeable {
     }
 
     /**
-     * Lets the journal grow, in steps up to its maximum, whenever {@code budget} grants the bytes; until
-     * this is called it never grows ({@link GrowthBudget#NONE}).
+     * Lets the journal grow, in steps up to its maximum, when it filled fast by {@code clockMillis} and
+     * {@code budget} grants the bytes (see "Growth, then rotation"); until this is called it never grows
+     * ({@link GrowthBudget#NONE}).
      */
-    public void growthBudget(GrowthBudget budget) {
+    public void growthBudget(GrowthBudget budget, LongSupplier clockMillis) {
         this.growthBudget = Objects.requireNonNull(budget, "budget");
+        this.clockMillis = Objects.requireNonNull(clockMillis, "clockMillis");
+        this.journalStartedMillis = clockMillis.getAsLong();
     }
 
     /**
@@ -361,6 +377,7 @@ public final class AckLog implements Closeable {
             journal = AckJournal.create(journalFile, next, journalCapacityBytes);
         }
         generation = next;
+        journalStartedMillis = clockMillis.getAsLong();
     }
 
     /**
@@ -495,6 +512,10 @@ public final class AckLog implements Closeable {
         if (growth == 0) {
             return false;
         }
+        long now = clockMillis.getAsLong();
+        if (now - journalStartedMillis >= GROW_IF_FILLED_WITHIN_MS) {
+            return false; // rule "only a fast journal grows"
+        }
         if (!growthBudget.grant(growth)) {
             journalGrowthsRefused++;
             return false;
@@ -508,6 +529,7 @@ public final class AckLog implements Closeable {
             return false;
         }
         journalGrowths++;
+        journalStartedMillis = now;
         return journal.hasRoomFor(type);
     }
 

@@ -13,6 +13,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -29,15 +31,45 @@ class AckJournalGrowthTest {
     private static final int RECORDS_IN_INITIAL = (AckJournal.INITIAL_BYTES - AckJournal.HEADER_BYTES)
             / AckJournal.RecordType.ACK_RANGE.recordBytes;
 
+    /** A clock that never moves: every journal fills "fast" (AckLog's rule "only a fast journal grows"). */
+    private static final LongSupplier FROZEN_CLOCK = () -> 1_000;
+
     @TempDir
     Path dir;
+
+    @Test
+    void aJournalThatFillsSlowlyRotatesInsteadOfGrowingSoThatItsResidentPagesStaySmall() throws IOException {
+        AtomicLong now = new AtomicLong(5_000);
+        try (AckLog log = newLog(dir.resolve("acks"))) {
+            log.growthBudget(bytes -> true, now::get);
+            long generation = log.generation();
+            for (int i = 0; i < RECORDS_IN_INITIAL; i++) {
+                log.ack(oddId(i));
+            }
+            now.addAndGet(AckLog.GROW_IF_FILLED_WITHIN_MS); // the journal took a minute to fill: slow
+            log.ack(oddId(RECORDS_IN_INITIAL));
+            assertEquals(AckJournal.INITIAL_BYTES, log.journalBytes());
+            assertEquals(generation + 1, log.generation(), "rotated");
+            assertEquals(0, log.journalGrowths());
+            assertEquals(0, log.journalGrowthsRefused(), "not refused: not asked for");
+
+            // The next generation fills within the minute: it grows.
+            now.addAndGet(AckLog.GROW_IF_FILLED_WITHIN_MS - 1);
+            for (int i = RECORDS_IN_INITIAL + 1; i < 2 * RECORDS_IN_INITIAL + 20; i++) {
+                log.ack(oddId(i));
+            }
+            assertEquals(2 * AckJournal.INITIAL_BYTES, log.journalBytes());
+            assertEquals(1, log.journalGrowths());
+            assertEquals(generation + 1, log.generation());
+        }
+    }
 
     @Test
     void shouldGrowInDoublingStepsOfWrittenZerosUpToTheMaximumWithoutCheckpointing() throws IOException {
         Path acks = dir.resolve("acks");
         List<Long> granted = new ArrayList<>();
         try (AckLog log = newLog(acks)) {
-            log.growthBudget(bytes -> granted.add(bytes));
+            log.growthBudget(bytes -> granted.add(bytes), FROZEN_CLOCK);
             long generation = log.generation();
             assertEquals(AckJournal.INITIAL_BYTES, log.journalBytes());
             List<Integer> sizes = new ArrayList<>();
@@ -70,7 +102,7 @@ class AckJournalGrowthTest {
     void shouldCheckpointInsteadOfGrowingWhenTheBudgetRefusesAndNeverFailAnAck() throws IOException {
         Path acks = dir.resolve("acks");
         try (AckLog log = newLog(acks)) {
-            log.growthBudget(bytes -> false);
+            log.growthBudget(bytes -> false, FROZEN_CLOCK);
             long generation = log.generation();
             for (int i = 0; i < 3 * RECORDS_IN_INITIAL; i++) {
                 assertEquals(AckResult.NEWLY_ACKED, log.ack(oddId(i)));
@@ -89,8 +121,8 @@ class AckJournalGrowthTest {
         DiskSpaceGuard noRoom = new DiskSpaceGuard(dir, free + (1L << 30));
         DiskSpaceGuard room = new DiskSpaceGuard(dir, 0);
         try (AckLog refused = newLog(dir.resolve("refused")); AckLog grown = newLog(dir.resolve("grown"))) {
-            refused.growthBudget(guardBudget(noRoom));
-            grown.growthBudget(guardBudget(room));
+            refused.growthBudget(guardBudget(noRoom), FROZEN_CLOCK);
+            grown.growthBudget(guardBudget(room), FROZEN_CLOCK);
             for (int i = 0; i <= RECORDS_IN_INITIAL; i++) {
                 refused.ack(oddId(i));
                 grown.ack(oddId(i));
@@ -107,7 +139,7 @@ class AckJournalGrowthTest {
         Path acks = dir.resolve("acks");
         AtomicBoolean mayGrow = new AtomicBoolean(false);
         try (AckLog log = newLog(acks)) {
-            log.growthBudget(bytes -> mayGrow.get());
+            log.growthBudget(bytes -> mayGrow.get(), FROZEN_CLOCK);
             for (int i = 0; i < RECORDS_IN_INITIAL; i++) {
                 log.ack(oddId(i));
             }
@@ -149,7 +181,7 @@ class AckJournalGrowthTest {
     void aRecoveredJournalStartsSmallAgain() throws IOException {
         Path acks = dir.resolve("acks");
         try (AckLog log = newLog(acks)) {
-            log.growthBudget(bytes -> true);
+            log.growthBudget(bytes -> true, FROZEN_CLOCK);
             for (int i = 0; i < 2 * RECORDS_IN_INITIAL; i++) {
                 log.ack(oddId(i));
             }
