@@ -68,17 +68,20 @@ import org.slf4j.LoggerFactory;
  * reaches {@code maxBytes} once and keeps it (reuse never shrinks the file). The steps of a growth
  * from <i>s</i> to <i>2s</i> bytes, and a crash after each:
  * <ol>
- *   <li>write zeros over <i>[s, 2s)</i> with {@code FileChannel.write}. Crash: the file is somewhere
- *       between <i>s</i> and <i>2s</i> long, its records all in <i>[0, s)</i> and zeros (or nothing)
- *       after them; replay stops at the zero byte after the last record or at the end of the file,
- *       so nothing is lost. A full disk here is an {@link IOException}, and the file is cut back to
- *       <i>s</i> so the blocks are given back.</li>
- *   <li>fsync the file ({@code force(true)}: the new size and the blocks). Crash: as 1, with the
- *       whole zero tail on disk.</li>
+ *   <li>write zeros over <i>[s, 2s)</i> with {@code FileChannel.write}: the file system takes (or
+ *       reserves) the blocks now, so a full disk is an {@link IOException} here, and the file is cut
+ *       back to <i>s</i> to give them back. Crash: the file is somewhere between <i>s</i> and
+ *       <i>2s</i> long, its records all in <i>[0, s)</i> and zeros (or a hole) after them; replay
+ *       stops at the zero byte after the last record or at the end of the file, so nothing is lost.</li>
  *   <li>map <i>[0, 2s)</i>, swap it in and unmap the old mapping, under {@link #mappingLock}. Crash:
- *       nothing on disk changes here; records appended from now on may land past <i>s</i>, in blocks
- *       step 2 made durable, so a later force makes them as durable as any others.</li>
+ *       nothing on disk changes here.</li>
  * </ol>
+ * No fsync: records appended past <i>s</i> become durable, as all records do, at the next
+ * {@link #force()}, an msync of the whole mapping, which Linux carries out as an fdatasync of the
+ * range; that writes the pages and commits the metadata needed to read them back (the new size and
+ * the blocks). A crash before that force loses those records as it loses any unforced ones: the file
+ * may come back <i>s</i> long, and replay stops at its end. (An fsync here cost a W1 queue up to a
+ * 4 MiB write-back under the queue's lock at each doubling.)
  *
  * <p><b>Replay</b> reads records in order and stops at the first zero type byte, unknown type, record
  * cut short by the end of the file, or CRC mismatch. After a crash a torn or partly written-back last
@@ -321,7 +324,6 @@ public final class AckJournal implements Closeable {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE)) {
             try {
                 writeZeros(channel, sizeBytes, newSize);
-                channel.force(true);
             } catch (IOException e) {
                 // A full disk: give back the blocks taken so far; the records all sit below sizeBytes.
                 channel.truncate(sizeBytes);
