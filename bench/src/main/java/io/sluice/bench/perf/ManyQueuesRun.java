@@ -25,7 +25,7 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * The many-queues series (workload MQ, issue 14 section 3): {@link PerfOptions#queues} queues, each with
  * one producer and one consumer, every producer sending at {@link PerfOptions#ratePerProducer} msg/s for
- * {@link PerfOptions#durationSeconds}. What it measures is the broker's cost per queue, not speed: the
+ * {@link PerfOptions#durationSeconds} (or one message every {@link PerfOptions#roundMs}). What it measures is the broker's cost per queue, not speed: the
  * broker's RSS over time (from {@code /proc/<broker pid>/status}, given {@code --broker-pid}) and the
  * allocated disk per queue (of {@code --data-dir}), besides sent, confirmed and received counts.
  *
@@ -161,7 +161,8 @@ final class ManyQueuesRun {
 
     /** Every {@code 1 / rate} seconds one message to each queue, until the duration is over. */
     private void sendRounds(List<Producer> producers) throws InterruptedException {
-        long roundNanos = TimeUnit.SECONDS.toNanos(1) / Math.max(1, options.ratePerProducer);
+        long roundNanos = options.roundMs > 0 ? TimeUnit.MILLISECONDS.toNanos(options.roundMs)
+                : TimeUnit.SECONDS.toNanos(1) / Math.max(1, options.ratePerProducer);
         long sendStart = System.nanoTime();
         long end = sendStart + TimeUnit.SECONDS.toNanos(options.durationSeconds);
         long nextProgress = sendStart + TimeUnit.SECONDS.toNanos(10);

@@ -48,6 +48,8 @@ final class PerfOptions {
             "  --broker-pid PID         MQ: sample VmRSS, VmHWM and Threads of this process from /proc",
             "  --data-dir DIR           MQ: the broker's data directory, for allocated disk per queue (du)",
             "  --sample-seconds S       MQ: seconds between RSS samples (10)",
+            "  --round-ms N             MQ: milliseconds between rounds of one message to every queue, for",
+            "                           rates below 1 msg/s per queue (0 = 1000 / --rate)",
             "  --json                   print one JSON object on stdout (progress stays on stderr)",
             "  --quiet                  no progress lines",
             "Exit status: 0 ok, 1 messages lost or the run failed, 2 bad usage.");
@@ -86,6 +88,7 @@ final class PerfOptions {
     long brokerPid;
     String dataDir;
     long sampleSeconds = 10;
+    long roundMs;
     boolean json;
     boolean quiet;
 
@@ -176,6 +179,7 @@ final class PerfOptions {
             case "--broker-pid" -> brokerPid = number(flag, value, 1, Integer.MAX_VALUE);
             case "--data-dir" -> dataDir = value;
             case "--sample-seconds" -> sampleSeconds = number(flag, value, 1, 3_600);
+            case "--round-ms" -> roundMs = number(flag, value, 0, 3_600_000);
             case "--callbacks" -> callbacksOnNetworkThread = switch (value) {
                 case "network" -> true;
                 case "dispatch" -> false;
