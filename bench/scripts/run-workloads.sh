@@ -5,7 +5,7 @@
 #   bench/scripts/run-workloads.sh OUT_DIR [SERIES...]
 #
 # SERIES (default: all but w1-long, w1-steady and w1-dispatch):
-#   w1-cold w1-warm w1-long w1-steady w1-4x4 w1-dispatch w1-never w2
+#   w1-cold w1-warm w1-long w1-steady w1-4x4 w1-dispatch w1-never w2 mq mq-10k
 #   w1-cold   3 runs, each on a fresh broker and a fresh CLI JVM, no warm-up (the JIT compiles during the run)
 #   w1-warm   one broker warmed by a 3 M-message W1 run that is not reported, then 5 runs of W1, each with
 #             --warmup-messages 500000 for the CLI's own JVM
@@ -17,6 +17,12 @@
 #   w1-dispatch  as w1-warm with the client's callbacks on its dispatch pool (--callbacks dispatch), the
 #             client's default, instead of on its network thread (the perf CLI's default)
 #   w1-never  as w1-warm on a broker with storage.durability=never, 5 runs
+#   mq        one fresh broker (with -XX:NativeMemoryTracking=summary), workload MQ: 1,000 queues, each
+#             with one producer and one consumer at 10 msg/s, for 10 minutes; broker RSS sampled every
+#             10 s by the CLI, allocated disk per queue, and bench/scripts/rss-breakdown.sh of the broker
+#             60 s in and at the end (mq-breakdown-*.txt)
+#   mq-10k    one fresh broker, 10,000 queues declared, each with one producer and one consumer at
+#             1 msg/s for 60 s
 #   w2        one fresh broker, W2 (5 M messages); heap sampled every second with jcmd GC.heap_info,
 #             bytes on disk (du) of the data directory after the drain
 # Each broker gets a fresh data directory under OUT_DIR and is stopped by its PID afterwards.
@@ -99,6 +105,18 @@ for s in "${series[@]}"; do
       start_broker w1-never --set storage.durability=never
       perf_run w1-never-broker-warmup --workload W1 --messages 3000000 > /dev/null
       for i in 1 2 3 4 5; do perf_run "w1-never-$i" --workload W1 --warmup-messages 500000; done
+      stop_broker ;;
+    mq)
+      SLUICE_JAVA_OPTS="${SLUICE_JAVA_OPTS:-} -XX:NativeMemoryTracking=summary" start_broker mq
+      ( sleep 60; "$root/bench/scripts/rss-breakdown.sh" "$broker_pid" > "$out/mq-breakdown-60s.txt" 2>&1 ) &
+      perf_run mq --workload MQ --broker-pid "$broker_pid" --data-dir "$out/data-mq" --keep-queues --queue-prefix mq
+      "$root/bench/scripts/rss-breakdown.sh" "$broker_pid" > "$out/mq-breakdown-end.txt" 2>&1
+      stop_broker ;;
+    mq-10k)
+      start_broker mq-10k
+      perf_run mq-10k --workload MQ --queues 10000 --rate 1 --duration 60 --broker-pid "$broker_pid" \
+          --data-dir "$out/data-mq-10k" --keep-queues --queue-prefix mq10k
+      "$root/bench/scripts/rss-breakdown.sh" "$broker_pid" > "$out/mq-10k-breakdown-end.txt" 2>&1
       stop_broker ;;
     w2)
       start_broker w2 --set metrics.port=$((port + 1))

@@ -109,6 +109,9 @@ public final class QueueStore {
         this.log = recovered.log();
         this.ackLog = recovered.ackLog();
         this.acks = ackLog.state();
+        // The journal grows only within the disk guard's budget, so it never eats into the reserve that
+        // checkpoints and relocation need; refused, it rotates instead (AckLog, "Growth, then rotation").
+        ackLog.growthBudget(this::grantJournalGrowth, clock);
         this.corruptRecords = recovered.corruptRecords();
         this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
                 recovered.lastIndex());
@@ -137,6 +140,15 @@ public final class QueueStore {
      */
     private static long relocationFloorBytes(StoreConfig config) {
         return config.minimumReservedDiskBytes() - (long) Math.ceil(config.segmentBytes() * config.relocateMaxLiveRatio());
+    }
+
+    private boolean grantJournalGrowth(long bytes) {
+        try {
+            diskGuard.reserve(bytes);
+            return true;
+        } catch (StorageFullException e) {
+            return false;
+        }
     }
 
     /** A roll sealed {@code segment} (under the lock): durability must force it, and reclaim may look at it. */
@@ -624,18 +636,21 @@ public final class QueueStore {
         return durability.flush(nowNanos);
     }
 
-    /** Forces the ack journal (msync); a failure fails the queue (rule "a failed force is final"). */
+    /**
+     * Forces the ack journal (msync) without the queue's lock: appends, acks and dispatch do not wait
+     * for it. The journal's file and mapping stay the same across rotations, and the journal's own
+     * mapping lock keeps the force apart from a growth's remap and from close (AckJournal). A failure
+     * fails the queue (rule "a failed force is final").
+     */
     private void forceAckJournal() {
-        lock.lock();
+        if (closed) {
+            return;
+        }
         try {
-            if (!closed) {
-                forcer.forcingMapped(ackJournalFile);
-                ackLog.force();
-            }
+            forcer.forcingMapped(ackJournalFile);
+            ackLog.force();
         } catch (RuntimeException e) {
             throw durability.fail("forcing its ack journal to disk", e);
-        } finally {
-            lock.unlock();
         }
     }
 

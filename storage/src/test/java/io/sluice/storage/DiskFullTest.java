@@ -138,12 +138,22 @@ class DiskFullTest {
         assertEquals(0, queue.corruptRecords());
 
         // Acks are stores into the mapped journal; on a disk with no free block they must neither
-        // fail nor fault. 21-byte records: this touches every page of the first 100 KiB of it.
+        // fail nor fault while the journal has room, because its pages are written zeros, not holes:
+        // 2,500 records of 21 bytes touch every page of the journal's initial 64 KiB.
+        for (long id : ids.subList(0, 2500)) {
+            assertEquals(io.sluice.storage.ack.AckResult.NEWLY_ACKED, queue.ack(id));
+        }
+        // Growing the journal or rotating it (a checkpoint) needs new blocks, which is what the reserve
+        // is for; the filler took the reserve too, so give that back.
+        Files.delete(filler);
+        // Near the reserve the journal grows only while the guard grants it room above the reserve,
+        // and rotates otherwise (AckJournalGrowthTest): either way no ack fails.
         long freeBeforeAcks = fileStore.getUsableSpace();
-        for (long id : ids) {
+        for (long id : ids.subList(2500, ids.size())) {
             assertEquals(io.sluice.storage.ack.AckResult.NEWLY_ACKED, queue.ack(id));
         }
         assertEquals(0, queue.unackedMessages());
+        assertTrue(usable(fileStore) >= RESERVED_BYTES - (1 << 20), "the acks left the reserve alone: " + usable(fileStore));
         until("sealed segments reclaimed", () -> queue.segmentNumbers().size() == 1, 30, TimeUnit.SECONDS);
         until("reclaimed space visible", () -> usable(fileStore) > freeBeforeAcks + RESERVED_BYTES + (4L << 20),
                 30, TimeUnit.SECONDS);
@@ -151,10 +161,7 @@ class DiskFullTest {
         long afterReclaim = queue.append(null, payload(1_000_001));
         assertArrayEquals(payload(1_000_001), queue.read(afterReclaim).payloadBytes(), "append once reclaim freed space");
 
-        Files.delete(filler);
-        long afterFillerGone = queue.append(null, payload(1_000_002));
-        assertArrayEquals(payload(1_000_002), queue.read(afterFillerGone).payloadBytes(), "append once the filler is gone");
-        until("appends after the disk was full are durable", () -> queue.durableIndex() >= afterFillerGone);
+        until("appends after the disk was full are durable", () -> queue.durableIndex() >= afterReclaim);
     }
 
     private static long usable(FileStore fileStore) {

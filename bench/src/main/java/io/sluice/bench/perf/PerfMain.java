@@ -28,6 +28,10 @@ public final class PerfMain {
             return 2;
         }
         try {
+            if (options.isManyQueues()) {
+                ManyQueuesRun.Result result = new ManyQueuesRun(options, err).run();
+                return report(options, out, err, result.toSummary(), result.toJson(), result.lost()) ? 0 : 1;
+            }
             if (options.warmupMessages > 0) {
                 err.println("Warming up with " + options.warmupMessages + " messages (not measured)...");
                 PerfResult warmup = new PerfRun(options.warmup(), err).run();
@@ -41,14 +45,7 @@ public final class PerfMain {
                     err.println("Run " + run + " of " + options.runs + ":");
                 }
                 PerfResult result = new PerfRun(options, err).run();
-                if (options.json) {
-                    err.print(result.toSummary());
-                    out.println(result.toJson());
-                } else {
-                    out.print(result.toSummary());
-                }
-                if (result.lost() > 0) {
-                    err.println("sluice-perf: " + result.lost() + " confirmed messages were never received");
+                if (!report(options, out, err, result.toSummary(), result.toJson(), result.lost())) {
                     return 1;
                 }
             }
@@ -57,5 +54,20 @@ public final class PerfMain {
             return 1;
         }
         return 0;
+    }
+
+    /** Prints one run's result (JSON on stdout with --json, else the summary); false if it lost messages. */
+    private static boolean report(PerfOptions options, PrintStream out, PrintStream err, String summary, String json, long lost) {
+        if (options.json) {
+            err.print(summary);
+            out.println(json);
+        } else {
+            out.print(summary);
+        }
+        if (lost > 0) {
+            err.println("sluice-perf: " + lost + " confirmed messages were never received");
+            return false;
+        }
+        return true;
     }
 }

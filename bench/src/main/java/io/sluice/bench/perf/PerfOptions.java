@@ -14,7 +14,9 @@ final class PerfOptions {
             "usage: sluice-perf [options]",
             "  --host H                 broker address (127.0.0.1)",
             "  --port N                 broker port (7672)",
-            "  --workload W1|W2|W3      BENCH.md defaults; explicit options override them",
+            "  --workload W1|W2|W3|MQ   BENCH.md defaults, or MQ: many queues, each with one producer and one",
+            "                           consumer at --rate msg/s for --duration (1000 queues, 10 msg/s, 600 s;",
+            "                           reports broker RSS over time and disk per queue); explicit options override",
             "  --producers N            producer connections (1)",
             "  --consumers N            consumer connections (1)",
             "  --queues N               queues; producer/consumer i uses queue i mod N (1)",
@@ -41,6 +43,13 @@ final class PerfOptions {
             "  --callbacks network|dispatch  where the client runs the handler and confirm callbacks: on its",
             "                           network thread (they never block; the default) or its dispatch pool;",
             "                           a consumer paced by --consumer-rate sleeps, so it always uses dispatch",
+            "  --connections N          MQ: connections per role that the producers and consumers share",
+            "                           (0 = one per 500 queues, at least 4)",
+            "  --broker-pid PID         MQ: sample VmRSS, VmHWM and Threads of this process from /proc",
+            "  --data-dir DIR           MQ: the broker's data directory, for allocated disk per queue (du)",
+            "  --sample-seconds S       MQ: seconds between RSS samples (10)",
+            "  --round-ms N             MQ: milliseconds between rounds of one message to every queue, for",
+            "                           rates below 1 msg/s per queue (0 = 1000 / --rate)",
             "  --json                   print one JSON object on stdout (progress stays on stderr)",
             "  --quiet                  no progress lines",
             "Exit status: 0 ok, 1 messages lost or the run failed, 2 bad usage.");
@@ -75,6 +84,11 @@ final class PerfOptions {
     int maxFrameBytes = 8 * 1024 * 1024;
     /** Client callbacks on the network thread ({@code ConnectionOptions.callbacksOnNetworkThread}). */
     boolean callbacksOnNetworkThread = true;
+    int connections;
+    long brokerPid;
+    String dataDir;
+    long sampleSeconds = 10;
+    long roundMs;
     boolean json;
     boolean quiet;
 
@@ -105,6 +119,10 @@ final class PerfOptions {
         return options.validate();
     }
 
+    boolean isManyQueues() {
+        return workload.equals("MQ");
+    }
+
     /** Sets the BENCH.md defaults of a workload. */
     void applyWorkload(String name) {
         workload = name.toUpperCase(Locale.ROOT);
@@ -121,7 +139,16 @@ final class PerfOptions {
                 consumerRate = 5_000;
                 consumerRateSeconds = 60;
             }
-            default -> throw new IllegalArgumentException("--workload " + name + " is not one of W1, W2, W3");
+            case "MQ" -> {
+                queues = 1000;
+                ratePerProducer = 10;
+                durationSeconds = 600;
+                // Each connection's consumers together stay below the broker's max-unacked-per-connection.
+                credit = 50;
+                confirmWindow = 100;
+                ackBatch = 16;
+            }
+            default -> throw new IllegalArgumentException("--workload " + name + " is not one of W1, W2, W3, MQ");
         }
     }
 
@@ -148,6 +175,11 @@ final class PerfOptions {
             case "--drain-timeout" -> drainTimeoutSeconds = number(flag, value, 1, 86_400);
             case "--warmup-messages" -> warmupMessages = number(flag, value, 0, Integer.MAX_VALUE);
             case "--runs" -> runs = (int) number(flag, value, 1, 1_000);
+            case "--connections" -> connections = (int) number(flag, value, 0, 1_000);
+            case "--broker-pid" -> brokerPid = number(flag, value, 1, Integer.MAX_VALUE);
+            case "--data-dir" -> dataDir = value;
+            case "--sample-seconds" -> sampleSeconds = number(flag, value, 1, 3_600);
+            case "--round-ms" -> roundMs = number(flag, value, 0, 3_600_000);
             case "--callbacks" -> callbacksOnNetworkThread = switch (value) {
                 case "network" -> true;
                 case "dispatch" -> false;
@@ -158,6 +190,16 @@ final class PerfOptions {
     }
 
     PerfOptions validate() {
+        if (isManyQueues()) {
+            if (durationSeconds == 0 || ratePerProducer == 0) {
+                throw new IllegalArgumentException("--workload MQ needs --duration and --rate above 0, not "
+                        + durationSeconds + " and " + ratePerProducer);
+            }
+            if (connections == 0) {
+                connections = Math.max(4, (queues + 499) / 500);
+            }
+            return this;
+        }
         if (drainAfterPublish && durationSeconds > 0) {
             throw new IllegalArgumentException("--drain-after-publish needs --messages, not --duration "
                     + durationSeconds);

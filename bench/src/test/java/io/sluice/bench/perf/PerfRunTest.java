@@ -102,17 +102,50 @@ class PerfRunTest {
     }
 
     @Test
-    void shouldEndAProducerOnlyRunWithExitZeroAndNoLoss() throws InterruptedException {
+    void shouldEndAProducerOnlyRunWithExitZeroAndNoLoss() {
+        PerfOutput run = perf("--port", String.valueOf(broker.port()), "--workload", "W1",
+                "--consumers", "0", "--duration", "1", "--json", "--quiet");
+        assertEquals(0, run.status(), run.err());
+        assertTrue(run.json().contains("\"consumers\":0,") && run.json().contains("\"received\":0,")
+                && run.json().contains("\"lost\":0,"), run.json());
+        assertTrue(!run.err().contains("never received"), run.err());
+    }
+
+    @Test
+    void shouldDeliverEveryMessageOfManyQueuesAndReportTheBrokersRssAndDiskPerQueue() {
+        // The broker runs in this JVM, so its PID is this process's.
+        PerfOutput run = perf("--port", String.valueOf(broker.port()), "--workload", "MQ", "--queues", "30",
+                "--rate", "5", "--duration", "2", "--sample-seconds", "1", "--broker-pid", String.valueOf(ProcessHandle.current().pid()),
+                "--data-dir", dataDirectory.toString(), "--keep-queues", "--queue-prefix", "mq", "--json");
+        assertEquals(0, run.status(), run.err());
+        String json = run.json();
+        assertTrue(json.startsWith("{\"workload\":\"MQ\",\"queues\":30,") && json.contains("\"lost\":0,")
+                && json.contains("\"dups\":0,") && json.contains("\"failed\":0,"), json);
+        long sent = jsonLong(json, "sent");
+        assertTrue(sent >= 30 * 5 && sent % 30 == 0, "whole rounds of one message per queue: " + json);
+        assertEquals(sent, jsonLong(json, "confirmed"), json);
+        assertEquals(sent, jsonLong(json, "received"), json);
+        assertTrue(jsonLong(json, "rss_max_kb") > 0 && json.contains("\"rss_samples\":[["), json);
+        long diskPerQueue = jsonLong(json, "disk_bytes_per_queue");
+        assertTrue(diskPerQueue > 0 && diskPerQueue < 1 << 20, "an almost idle queue costs under 1 MiB of disk: " + json);
+        assertEquals(30, broker.queues().all().size(), "--keep-queues");
+    }
+
+    /** What a perf CLI run in this JVM printed. */
+    private record PerfOutput(int status, String json, String err) {
+    }
+
+    private static PerfOutput perf(String... args) {
         java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
         java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
-        int status = PerfMain.run(new String[] {"--port", String.valueOf(broker.port()), "--workload", "W1",
-                "--consumers", "0", "--duration", "1", "--json", "--quiet"},
-                new java.io.PrintStream(out, true), new java.io.PrintStream(err, true));
+        int status = PerfMain.run(args, new java.io.PrintStream(out, true), new java.io.PrintStream(err, true));
+        return new PerfOutput(status, out.toString().trim(), err.toString());
+    }
 
-        assertEquals(0, status, err.toString());
-        String json = out.toString().trim();
-        assertTrue(json.contains("\"consumers\":0,") && json.contains("\"received\":0,") && json.contains("\"lost\":0,"), json);
-        assertTrue(!err.toString().contains("never received"), err.toString());
+    private static long jsonLong(String json, String field) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"" + field + "\":(-?\\d+)").matcher(json);
+        assertTrue(m.find(), field + " in " + json);
+        return Long.parseLong(m.group(1));
     }
 
     private PerfOptions options(String workload, String... extra) {

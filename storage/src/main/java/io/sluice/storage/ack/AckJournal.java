@@ -16,7 +16,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Append-only, memory-mapped journal of ack-state changes since the last checkpoint. Not thread-safe:
- * the queue's lock guards every call.
+ * the queue's lock guards every call except {@link #force()}, which the storage flusher calls without
+ * that lock so that an msync does not hold up appends, acks and dispatch. {@link #force()},
+ * {@link #grow} (which replaces the mapping) and {@link #close()} (which unmaps it) exclude each other
+ * on {@link #mappingLock}, so a force never touches a mapping that was unmapped.
  *
  * <p><b>Durability.</b> {@code append*} copies the record into a {@code READ_WRITE} file mapping, i.e.
  * straight into the page cache, with no system call. Once an append returns, a process crash (even
@@ -24,8 +27,9 @@ import org.slf4j.LoggerFactory;
  * appended since the last {@link #force()} ({@link MappedByteBuffer#force()}, an msync), which the
  * storage flusher calls on its schedule.
  *
- * <p><b>File layout</b> (big-endian), fixed size {@code capacityBytes}, zero-filled when created (written,
- * not sparse, so that no store into the mapping ever needs a new disk block):
+ * <p><b>File layout</b> (big-endian), {@code sizeBytes} long, every byte of it written (zeros when created
+ * or grown, not sparse, so that no store into the mapping ever needs a new disk block: on a full disk
+ * that store would be a SIGBUS, not an IOException):
  *
  * <pre>
  *  0        4        8                16                       32
@@ -57,6 +61,27 @@ import org.slf4j.LoggerFactory;
  * checkpoint file itself. The previous generation's records stay behind the new ones, and after a
  * machine crash some pages of the file may hold them while others hold new records. They can never
  * pass for records of the current generation because the generation is part of every record's CRC.
+ *
+ * <p><b>Growth.</b> A journal starts at {@code min(}{@value #INITIAL_BYTES}{@code , maxBytes)} and
+ * {@link #grow} doubles it, up to {@code maxBytes}, when a record does not fit; {@link AckLog} decides
+ * whether to grow or to checkpoint instead. An idle queue thus keeps a 64 KiB journal, a busy one
+ * reaches {@code maxBytes} once and keeps it (reuse never shrinks the file). The steps of a growth
+ * from <i>s</i> to <i>2s</i> bytes, and a crash after each:
+ * <ol>
+ *   <li>write zeros over <i>[s, 2s)</i> with {@code FileChannel.write}: the file system takes (or
+ *       reserves) the blocks now, so a full disk is an {@link IOException} here, and the file is cut
+ *       back to <i>s</i> to give them back. Crash: the file is somewhere between <i>s</i> and
+ *       <i>2s</i> long, its records all in <i>[0, s)</i> and zeros (or a hole) after them; replay
+ *       stops at the zero byte after the last record or at the end of the file, so nothing is lost.</li>
+ *   <li>map <i>[0, 2s)</i>, swap it in and unmap the old mapping, under {@link #mappingLock}. Crash:
+ *       nothing on disk changes here.</li>
+ * </ol>
+ * No fsync: records appended past <i>s</i> become durable, as all records do, at the next
+ * {@link #force()}, an msync of the whole mapping, which Linux carries out as an fdatasync of the
+ * range; that writes the pages and commits the metadata needed to read them back (the new size and
+ * the blocks). A crash before that force loses those records as it loses any unforced ones: the file
+ * may come back <i>s</i> long, and replay stops at its end. (An fsync here cost a W1 queue up to a
+ * 4 MiB write-back under the queue's lock at each doubling.)
  *
  * <p><b>Replay</b> reads records in order and stops at the first zero type byte, unknown type, record
  * cut short by the end of the file, or CRC mismatch. After a crash a torn or partly written-back last
@@ -106,6 +131,8 @@ public final class AckJournal implements Closeable {
     static final int VERSION_WITHOUT_GENERATION_IN_CRC = 1;
     public static final int HEADER_BYTES = 32;
     public static final int DEFAULT_CAPACITY_BYTES = 8 << 20;
+    /** Size of a new journal (or {@code maxBytes} if smaller): what an idle queue keeps on disk. */
+    public static final int INITIAL_BYTES = 64 << 10;
     /** Room for the header and a handful of records; smaller makes every few acks a checkpoint. */
     public static final int MIN_CAPACITY_BYTES = 256;
     private static final int MAX_RECORD_BYTES = 25;
@@ -113,29 +140,45 @@ public final class AckJournal implements Closeable {
     private static final Logger LOG = LoggerFactory.getLogger(AckJournal.class);
 
     private final Path file;
-    private final int capacityBytes;
+    private final int maxBytes;
+    /** Current length of the file and of the mapping; changed by {@link #grow} under the queue's lock. */
+    private int sizeBytes;
     private long generation;
     private final byte[] scratch = new byte[MAX_RECORD_BYTES];
     private final ByteBuffer scratchBuffer = ByteBuffer.wrap(scratch);
     private final CRC32C crc = new CRC32C();
     private final ByteBuffer generationScratch = ByteBuffer.allocate(Long.BYTES); // big-endian, as in the header
-    private MappedByteBuffer mapped;
+    /** Held by {@link #force()}, {@link #grow} and {@link #close()}: the flusher forces without the queue's lock. */
+    private final Object mappingLock = new Object();
+    /** Written under both the queue's lock and {@link #mappingLock}; volatile for the force's unlocked checks. */
+    private volatile MappedByteBuffer mapped;
     private int position = HEADER_BYTES;
 
-    private AckJournal(Path file, long generation, int capacityBytes, MappedByteBuffer mapped) {
+    private AckJournal(Path file, long generation, int sizeBytes, int maxBytes, MappedByteBuffer mapped) {
         this.file = file;
         this.generation = generation;
-        this.capacityBytes = capacityBytes;
+        this.sizeBytes = sizeBytes;
+        this.maxBytes = maxBytes;
         this.mapped = mapped;
     }
 
     /**
-     * Creates an empty journal at {@code file}, replacing any journal there. The file is written under
-     * a temporary name, fsynced, renamed over {@code file} and the directory fsynced, so {@code file}
-     * is at every instant either the old journal or the complete new one.
+     * Creates an empty journal at {@code file} of {@code min(INITIAL_BYTES, maxBytes)} bytes that may
+     * {@link #grow} to {@code maxBytes}, replacing any journal there. The file is written under a
+     * temporary name, fsynced, renamed over {@code file} and the directory fsynced, so {@code file} is
+     * at every instant either the old journal or the complete new one.
      */
-    public static AckJournal create(Path file, long generation, int capacityBytes) throws IOException {
-        checkCapacity(capacityBytes);
+    public static AckJournal create(Path file, long generation, int maxBytes) throws IOException {
+        return create(file, generation, Math.min(INITIAL_BYTES, maxBytes), maxBytes);
+    }
+
+    /** As {@link #create(Path, long, int)}, starting at {@code sizeBytes} (at most {@code maxBytes}). */
+    public static AckJournal create(Path file, long generation, int sizeBytes, int maxBytes) throws IOException {
+        checkCapacity(maxBytes);
+        if (sizeBytes < MIN_CAPACITY_BYTES || sizeBytes > maxBytes) {
+            throw new IllegalArgumentException("ack journal size " + sizeBytes + " is outside " + MIN_CAPACITY_BYTES
+                    + "..maxBytes " + maxBytes);
+        }
         Path temporary = file.resolveSibling(file.getFileName() + ".tmp");
         Files.deleteIfExists(temporary);
         try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
@@ -143,14 +186,8 @@ public final class AckJournal implements Closeable {
             while (header.hasRemaining()) {
                 channel.write(header, header.position());
             }
-            // Every byte is written, not just the last: a sparse file would leave holes that a store
-            // into the mapping fills later, and on a full disk that store is a SIGBUS, not an
-            // IOException. Written zeros take their blocks now, where a full disk is an IOException.
-            ByteBuffer zeros = ByteBuffer.allocate(Math.min(capacityBytes - HEADER_BYTES, 1 << 16));
-            for (long offset = HEADER_BYTES; offset < capacityBytes; ) {
-                zeros.clear().limit((int) Math.min(zeros.capacity(), capacityBytes - offset));
-                offset += channel.write(zeros, offset);
-            }
+            // Every byte is written, not just the last (see the class javadoc: no holes, no SIGBUS).
+            writeZeros(channel, HEADER_BYTES, sizeBytes);
             channel.force(true);
         } catch (IOException e) {
             // Most likely a full disk: give back the blocks of the half-written file.
@@ -159,12 +196,22 @@ public final class AckJournal implements Closeable {
         }
         Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         AckFiles.fsyncDirectory(file.getParent());
-        MappedByteBuffer mapped;
+        return new AckJournal(file, generation, sizeBytes, maxBytes, map(file, sizeBytes));
+    }
+
+    private static MappedByteBuffer map(Path file, int sizeBytes) throws IOException {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             // The mapping stays valid after the channel closes; keeping no channel open saves a descriptor.
-            mapped = channel.map(FileChannel.MapMode.READ_WRITE, 0, capacityBytes);
+            return channel.map(FileChannel.MapMode.READ_WRITE, 0, sizeBytes);
         }
-        return new AckJournal(file, generation, capacityBytes, mapped);
+    }
+
+    private static void writeZeros(FileChannel channel, long from, long to) throws IOException {
+        ByteBuffer zeros = ByteBuffer.allocate((int) Math.min(Math.max(to - from, 1), 1 << 16));
+        for (long offset = from; offset < to; ) {
+            zeros.clear().limit((int) Math.min(zeros.capacity(), to - offset));
+            offset += channel.write(zeros, offset);
+        }
     }
 
     /**
@@ -247,12 +294,50 @@ public final class AckJournal implements Closeable {
     }
 
     public boolean hasRoomFor(RecordType type) {
-        return position + type.recordBytes <= capacityBytes;
+        return position + type.recordBytes <= sizeBytes;
     }
 
-    /** True when not even the largest record fits: time to checkpoint and start a new journal. */
+    /** True when not even the largest record fits: time to grow, or to checkpoint and start a new generation. */
     public boolean isFull() {
-        return position + MAX_RECORD_BYTES > capacityBytes;
+        return position + MAX_RECORD_BYTES > sizeBytes;
+    }
+
+    /** Bytes the next {@link #grow} adds to the file, 0 once the journal is at {@code maxBytes}. */
+    public int growthBytes() {
+        return (int) Math.min((long) sizeBytes * 2, maxBytes) - sizeBytes;
+    }
+
+    /**
+     * Grows the file by {@link #growthBytes()} of written zeros and maps it whole (the steps, and a crash
+     * after each, are in the class javadoc). The caller has checked that the disk has room for them
+     * above its reserve. On an {@link IOException} the journal is unchanged and still usable.
+     *
+     * @throws IllegalStateException if the journal is already at {@code maxBytes}
+     */
+    public void grow() throws IOException {
+        checkOpen();
+        int growth = growthBytes();
+        if (growth == 0) {
+            throw new IllegalStateException("ack journal " + file + " is at its maximum of " + maxBytes + " bytes; checkpoint instead");
+        }
+        int newSize = sizeBytes + growth;
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE)) {
+            try {
+                writeZeros(channel, sizeBytes, newSize);
+            } catch (IOException e) {
+                // A full disk: give back the blocks taken so far; the records all sit below sizeBytes.
+                channel.truncate(sizeBytes);
+                throw e;
+            }
+        }
+        MappedByteBuffer bigger = map(file, newSize);
+        MappedByteBuffer old;
+        synchronized (mappingLock) {
+            old = mapped;
+            mapped = bigger;
+            sizeBytes = newSize;
+        }
+        MappedBufferUnmapper.unmap(old);
     }
 
     public void appendAckRange(long fromId, long toIdInclusive) {
@@ -298,10 +383,18 @@ public final class AckJournal implements Closeable {
         position = HEADER_BYTES;
     }
 
-    /** Flushes appended records to the device (msync): after this a machine crash cannot lose them. */
+    /**
+     * Flushes the records appended before this call to the device (msync): after this a machine crash
+     * cannot lose them. Any thread, without the queue's lock; does nothing once the journal is closed
+     * (closing checkpoints first, and a checkpoint is durable by itself).
+     */
     public void force() {
-        checkOpen();
-        mapped.force();
+        synchronized (mappingLock) {
+            MappedByteBuffer buffer = mapped;
+            if (buffer != null) {
+                buffer.force();
+            }
+        }
     }
 
     public long generation() {
@@ -313,8 +406,13 @@ public final class AckJournal implements Closeable {
         return position;
     }
 
-    public int capacityBytes() {
-        return capacityBytes;
+    /** Current length of the file; grows up to {@link #maxBytes()}. */
+    public int sizeBytes() {
+        return sizeBytes;
+    }
+
+    public int maxBytes() {
+        return maxBytes;
     }
 
     public Path file() {
@@ -324,17 +422,19 @@ public final class AckJournal implements Closeable {
     /** Releases the mapping without forcing it: the page cache still writes it back (see class javadoc). */
     @Override
     public void close() {
-        MappedByteBuffer buffer = mapped;
-        if (buffer != null) {
-            mapped = null; // no use after unmap: that would crash the JVM
-            MappedBufferUnmapper.unmap(buffer);
+        synchronized (mappingLock) {
+            MappedByteBuffer buffer = mapped;
+            if (buffer != null) {
+                mapped = null; // no use after unmap: that would crash the JVM
+                MappedBufferUnmapper.unmap(buffer);
+            }
         }
     }
 
     private ByteBuffer begin(RecordType type) {
         checkOpen();
         if (!hasRoomFor(type)) {
-            throw new IllegalStateException("ack journal " + file + " has " + (capacityBytes - position)
+            throw new IllegalStateException("ack journal " + file + " has " + (sizeBytes - position)
                     + " bytes left, a " + type + " record needs " + type.recordBytes + "; checkpoint first");
         }
         scratchBuffer.clear();
@@ -349,7 +449,7 @@ public final class AckJournal implements Closeable {
         scratchBuffer.putInt((int) crc.getValue());
         mapped.put(position, scratch, 0, type.recordBytes);
         position += type.recordBytes;
-        if (position < capacityBytes) {
+        if (position < sizeBytes) {
             mapped.put(position, (byte) 0); // the end of this generation's records, until the next append
         }
     }

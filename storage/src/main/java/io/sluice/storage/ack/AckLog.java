@@ -7,13 +7,17 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeMap;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The durable ack state of one queue, owning one directory; the facade the segment store calls. Not
- * thread-safe: the queue's lock guards every call, {@link #force()} included.
+ * thread-safe: the queue's lock guards every call except {@link #force()}, which the storage flusher
+ * calls without it (the journal's mapping lock excludes it from growth and close, see
+ * {@link AckJournal}).
  *
  * <p><b>Files.</b> {@code acks.checkpoint} (see {@link AckCheckpoint}) holds the whole state as of
  * generation <i>g</i>; {@code acks.journal} (see {@link AckJournal}) holds, in order, every change
@@ -38,8 +42,18 @@ import org.slf4j.LoggerFactory;
  *       journal record before it returns; {@link #segmentGrew} just extends the tracker.</li>
  * </ol>
  *
- * <p><b>Rotation.</b> When the journal has no room for a record, {@link #checkpoint()} runs instead of
- * the append (the checkpoint already contains the change). Its steps, and a crash after each:
+ * <p><b>Growth, then rotation.</b> A new journal is small ({@link AckJournal#INITIAL_BYTES}). When it has
+ * no room for a record, it is grown (doubled, see {@link AckJournal} for the steps and the crash after
+ * each) if it is below its maximum, it filled fast, and the {@link GrowthBudget} grants the bytes,
+ * which in the store means free disk space stays above the reserve after them. Rule "only a fast
+ * journal grows": it filled fast if less than {@value #GROW_IF_FILLED_WITHIN_MS} ms passed since it
+ * was started (created, rotated or last grown), by the store's clock. A busy queue's journal so reaches
+ * the size it fills in about that time and then rotates about that often (under W1, the maximum);
+ * a slow queue's stays small, which keeps the pages it has written, and which stay resident in the
+ * broker's mapping, at {@link AckJournal#INITIAL_BYTES}. Otherwise — a slow journal, at the maximum,
+ * growth refused, or the growth failing with an I/O error — the journal rotates: {@link #checkpoint()} runs
+ * instead of the append (the checkpoint already contains the change), so an ack never fails because
+ * the journal could not grow. Rotation's steps, and a crash after each:
  * <ol>
  *   <li>write {@code acks.checkpoint.tmp} with generation <i>g</i>+1, fsync. Crash: the tmp file is
  *       deleted on open; checkpoint <i>g</i> + journal <i>g</i> are intact.</li>
@@ -63,13 +77,29 @@ import org.slf4j.LoggerFactory;
  * {@link IOException} (the disk is full during a rotation), its change is applied in memory but not
  * durable; treat the queue's storage as failed.
  *
- * <p>No clock is read here: rotation is driven by journal space, not time.
+ * <p>The only clock read here is the one given to {@link #growthBudget}, for the growth rule above;
+ * rotation itself is driven by journal space.
  */
 public final class AckLog implements Closeable {
     /** Outcome of {@link #recover()}, for the store and the start-up log. */
     public record Recovery(long checkpointGeneration, int journalRecordsReplayed, int[] droppedMissingSegments,
                            int[] reclaimedSegmentsStillOnDisk) {
     }
+
+    /**
+     * Grants the disk space a journal growth needs. The store's answers come from its disk guard: yes
+     * only while free space minus {@code bytes} stays above the reserve. Called under the queue's lock.
+     */
+    @FunctionalInterface
+    public interface GrowthBudget {
+        /** Never grants: the journal keeps its initial size and rotates when full. */
+        GrowthBudget NONE = bytes -> false;
+
+        boolean grant(long bytes);
+    }
+
+    /** Rule "only a fast journal grows" (class javadoc). */
+    public static final long GROW_IF_FILLED_WITHIN_MS = 60_000;
 
     private static final Logger LOG = LoggerFactory.getLogger(AckLog.class);
     /** A delivered range is one dispatch; anything this long did not come from this class. */
@@ -81,8 +111,15 @@ public final class AckLog implements Closeable {
     private final TreeMap<Integer, Long> reportedSegments = new TreeMap<>();
     private final AckTracker tracker;
     private long generation;
-    private AckJournal journal;
+    /** Set once by recovery, cleared by close; volatile for {@link #force()}, which takes no lock. */
+    private volatile AckJournal journal;
     private boolean closed;
+    private GrowthBudget growthBudget = GrowthBudget.NONE;
+    private LongSupplier clockMillis = () -> 0;
+    /** When the current journal was started (created, rotated or grown), by {@link #clockMillis}. */
+    private long journalStartedMillis;
+    private long journalGrowths;
+    private long journalGrowthsRefused;
 
     private AckLog(Path directory, int journalCapacityBytes, AckTracker tracker, long generation) {
         this.checkpointFile = directory.resolve(AckFiles.CHECKPOINT);
@@ -109,6 +146,17 @@ public final class AckLog implements Closeable {
 
     public static AckLog open(Path directory) throws IOException {
         return open(directory, AckJournal.DEFAULT_CAPACITY_BYTES);
+    }
+
+    /**
+     * Lets the journal grow, in steps up to its maximum, when it filled fast by {@code clockMillis} and
+     * {@code budget} grants the bytes (see "Growth, then rotation"); until this is called it never grows
+     * ({@link GrowthBudget#NONE}).
+     */
+    public void growthBudget(GrowthBudget budget, LongSupplier clockMillis) {
+        this.growthBudget = Objects.requireNonNull(budget, "budget");
+        this.clockMillis = Objects.requireNonNull(clockMillis, "clockMillis");
+        this.journalStartedMillis = clockMillis.getAsLong();
     }
 
     /**
@@ -338,12 +386,34 @@ public final class AckLog implements Closeable {
             journal = AckJournal.create(journalFile, next, journalCapacityBytes);
         }
         generation = next;
+        journalStartedMillis = clockMillis.getAsLong();
     }
 
-    /** Makes every change so far survive a machine crash; the storage flusher calls this. */
+    /**
+     * Makes every change made before this call survive a machine crash. The storage flusher calls it
+     * without the queue's lock; before recovery and after close it does nothing (close checkpoints).
+     */
     public void force() {
-        checkRecovered();
-        journal.force();
+        AckJournal current = journal;
+        if (current != null) {
+            current.force();
+        }
+    }
+
+    /** Current size of the journal file in bytes (0 before recovery and after close). */
+    public int journalBytes() {
+        AckJournal current = journal;
+        return current == null ? 0 : current.sizeBytes();
+    }
+
+    /** Times the journal grew since open. */
+    public long journalGrowths() {
+        return journalGrowths;
+    }
+
+    /** Times a growth was refused (no budget) or failed, and the journal rotated instead. */
+    public long journalGrowthsRefused() {
+        return journalGrowthsRefused;
     }
 
     public long generation() {
@@ -439,13 +509,42 @@ public final class AckLog implements Closeable {
         return replay.records();
     }
 
-    /** True if the journal can take the record; otherwise checkpoints, which captures the change already applied. */
+    /**
+     * True if the journal can take the record, after growing it if it may; otherwise checkpoints, which
+     * captures the change already applied (see "Growth, then rotation" in the class javadoc).
+     */
     private boolean roomFor(AckJournal.RecordType type) throws IOException {
-        if (journal.hasRoomFor(type)) {
+        if (journal.hasRoomFor(type) || grewFor(type)) {
             return true;
         }
         checkpoint();
         return false;
+    }
+
+    private boolean grewFor(AckJournal.RecordType type) {
+        int growth = journal.growthBytes();
+        if (growth == 0) {
+            return false;
+        }
+        long now = clockMillis.getAsLong();
+        if (now - journalStartedMillis >= GROW_IF_FILLED_WITHIN_MS) {
+            return false; // rule "only a fast journal grows"
+        }
+        if (!growthBudget.grant(growth)) {
+            journalGrowthsRefused++;
+            return false;
+        }
+        try {
+            journal.grow();
+        } catch (IOException e) {
+            journalGrowthsRefused++;
+            LOG.warn("Could not grow the ack journal {} from {} by {} bytes ({}); checkpointing instead.",
+                    journal.file(), journal.sizeBytes(), growth, e.getMessage());
+            return false;
+        }
+        journalGrowths++;
+        journalStartedMillis = now;
+        return journal.hasRoomFor(type);
     }
 
     private void checkRecovered() {

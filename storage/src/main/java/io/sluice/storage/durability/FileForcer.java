@@ -24,7 +24,7 @@ public interface FileForcer {
 
     /**
      * Called just before the memory-mapped {@code file} (a queue's ack journal) is forced with msync,
-     * under the queue's lock: its content now is durable once that force returns.
+     * (without the queue's lock; appends may go on meanwhile): its content now is durable once that force returns.
      */
     default void forcingMapped(Path file) {
     }
