@@ -109,7 +109,8 @@ public final class QueueRecovery {
             return new Recovered(log, ackLog, -1, 0);
         }
         log.countSegments(ackLog::segmentGrew);
-        ackLog.recover();
+        AckLog.Recovery acks = ackLog.recover();
+        finishReclaimedDeletes(log, acks.reclaimedSegmentsStillOnDisk(), lastSegment);
         RelocationIntent intent = new RelocationIntent(directory);
         long scanFrom = scanStart(log, intent, lastSegment);
         long corrupt = verify(log, ackLog, scanFrom, lastSegment);
@@ -121,6 +122,26 @@ public final class QueueRecovery {
         }
         skipReclaimedSegments(log, ackLog.state(), lastSegment);
         return new Recovered(log, ackLog, last, corrupt);
+    }
+
+    /**
+     * Segments the ack state records as reclaimed whose file is still there: the process stopped
+     * between journaling the reclaim and renaming the file. Left there, every later reclaim pass would
+     * fail at them (the ack state no longer knows them), so the delete is finished now.
+     */
+    private void finishReclaimedDeletes(SegmentLog log, int[] segments, int lastSegment) throws IOException {
+        for (int segment : segments) {
+            if (segment >= lastSegment) {
+                continue; // never the newest segment: Chronicle needs it to continue the ids
+            }
+            LOG.info("Queue '{}': finishing the interrupted reclaim of segment {}.", name, SegmentFiles.fileName(segment));
+            if (log.removeSegment(segment) != null) {
+                Files.deleteIfExists(log.deletingFile(segment));
+            }
+        }
+        if (segments.length > 0) {
+            log.refreshListing();
+        }
     }
 
     /**
