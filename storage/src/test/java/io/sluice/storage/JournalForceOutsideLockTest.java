@@ -33,7 +33,7 @@ class JournalForceOutsideLockTest {
 
     @Test
     void appendsAndAcksDoNotWaitForTheAckJournalsForce() throws Exception {
-        try (MessageStore store = MessageStore.open(dir, StoreConfig.builder().syncIntervalMs(1).reservedDiskBytes(0).build())) {
+        try (MessageStore store = MessageStore.open(dir, StoreConfig.builder().syncIntervalMs(1).reservedDiskBytes(64L << 20).build())) {
             QueueStore queue = store.createQueue("q");
             long first = queue.append(null, "before".getBytes(StandardCharsets.UTF_8));
             Object mappingLock = mappingLockOf(queue);

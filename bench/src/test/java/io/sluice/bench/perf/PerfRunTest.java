@@ -102,7 +102,7 @@ class PerfRunTest {
     }
 
     @Test
-    void shouldEndAProducerOnlyRunWithExitZeroAndNoLoss() {
+    void shouldEndAProducerOnlyRunWithExitZeroAndNoLoss() throws InterruptedException {
         PerfOutput run = perf("--port", String.valueOf(broker.port()), "--workload", "W1",
                 "--consumers", "0", "--duration", "1", "--json", "--quiet");
         assertEquals(0, run.status(), run.err());
@@ -112,7 +112,7 @@ class PerfRunTest {
     }
 
     @Test
-    void shouldDeliverEveryMessageOfManyQueuesAndReportTheBrokersRssAndDiskPerQueue() {
+    void shouldDeliverEveryMessageOfManyQueuesAndReportTheBrokersRssAndDiskPerQueue() throws InterruptedException {
         // The broker runs in this JVM, so its PID is this process's.
         PerfOutput run = perf("--port", String.valueOf(broker.port()), "--workload", "MQ", "--queues", "30",
                 "--rate", "5", "--duration", "2", "--sample-seconds", "1", "--broker-pid", String.valueOf(ProcessHandle.current().pid()),
@@ -135,7 +135,7 @@ class PerfRunTest {
     private record PerfOutput(int status, String json, String err) {
     }
 
-    private static PerfOutput perf(String... args) {
+    private static PerfOutput perf(String... args) throws InterruptedException {
         java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
         java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
         int status = PerfMain.run(args, new java.io.PrintStream(out, true), new java.io.PrintStream(err, true));
