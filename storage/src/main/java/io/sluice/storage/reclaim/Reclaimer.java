@@ -164,7 +164,8 @@ public final class Reclaimer {
                     addIfRemoved(d.segment(), toDelete);
                 }
             }
-            relocateAfter = log.lastIndex();
+            // Only when something is to be relocated: Chronicle's lastIndex() searches the last segment.
+            relocateAfter = toRelocate.isEmpty() ? -1 : log.lastIndex();
         } finally {
             lock.unlock();
         }
