@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the BENCH.md workloads against brokers started from the broker jar, the way docs/performance.md
+# Runs the workloads of docs/performance.md against brokers started from the broker jar, the way docs/performance.md
 # reports them, and prints one JSON line per run (plus the broker's CPU seconds and peak RSS).
 #
 #   bench/scripts/run-workloads.sh OUT_DIR [SERIES...]

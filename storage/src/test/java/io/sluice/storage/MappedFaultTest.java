@@ -2,6 +2,7 @@ package io.sluice.storage;
 
 import io.sluice.storage.tool.StorageTool;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -29,6 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * queues go on, and the offline verifier reports the damage instead of a stack trace. A reserve too
  * small for the engine is refused at start.
  */
+@Tag("mapped-fault") // in a JVM of its own (storage/pom.xml): a real SIGBUS can leave a lock anywhere held
 class MappedFaultTest {
     @TempDir
     Path dir;

@@ -29,6 +29,7 @@ public final class SegmentSyncer implements AutoCloseable {
     private final FileForcer forcer;
     private FileChannel current;
     private int currentSegment = -1;
+    private Path currentFile;
     private final AtomicLong syncs = new AtomicLong();
     private final AtomicLong syncNanos = new AtomicLong();
 
@@ -60,14 +61,15 @@ public final class SegmentSyncer implements AutoCloseable {
                 releaser.close(current);
             }
             boolean firstSinceOpen = currentSegment < 0;
-            current = FileChannel.open(SegmentFiles.file(segmentDirectory, segment), StandardOpenOption.WRITE);
+            currentFile = SegmentFiles.file(segmentDirectory, segment);
+            current = FileChannel.open(currentFile, StandardOpenOption.WRITE);
             currentSegment = segment;
             // The new file's directory entry must be durable with its data: after every roll, and for the
             // first segment this syncer forces (a new queue's first, or one created after a restart).
             forceMetadata(firstSinceOpen);
         }
         long started = System.nanoTime();
-        forcer.force(current, SegmentFiles.file(segmentDirectory, currentSegment));
+        forcer.force(current, currentFile);
         syncNanos.addAndGet(System.nanoTime() - started);
         syncs.incrementAndGet();
     }

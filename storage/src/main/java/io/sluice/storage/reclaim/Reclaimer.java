@@ -52,6 +52,8 @@ public final class Reclaimer {
     private static final Logger LOG = LoggerFactory.getLogger(Reclaimer.class);
     /** Rule "reclaim is never forgotten": a pass runs at least this often, whatever asked for one. */
     private static final long PASS_INTERVAL_NANOS = 100_000_000L;
+    /** Relocation checks free space for this many bytes of copies at a time (one statfs each). */
+    private static final long RELOCATION_CHECK_BYTES = 1L << 20;
 
     /** What the reclaimer needs of the queue's open readers. */
     public interface Readers {
@@ -267,6 +269,8 @@ public final class Reclaimer {
         }
         RecordCodec source = log.randomReadCodec();
         long lastCopy = -1;
+        long copiedBytes = 0;
+        long checkedBytes = 0;
         for (long physical : stragglers) {
             int length = log.read(physical);
             if (length < 0) {
@@ -286,9 +290,15 @@ public final class Reclaimer {
                     source.producerSequence(), source.timestampMillis(),
                     ByteBuffer.wrap(source.array(), source.headersOffset(), source.headersLength()),
                     ByteBuffer.wrap(source.array(), source.payloadOffset(), source.payloadLength()));
+            long copyBytes = copyCodec.length() + 8L;
             try {
                 // Rule "relocation stays within the reserve": it may use the reserve, never the floor below it.
-                diskGuard.reserveWithinMargin(copyCodec.length() + 8L, relocationFloorBytes);
+                // Free space is looked up once per RELOCATION_CHECK_BYTES of copies, not once per copy.
+                if (copiedBytes + copyBytes > checkedBytes) {
+                    diskGuard.reserveWithinMargin(RELOCATION_CHECK_BYTES + copyBytes, relocationFloorBytes);
+                    checkedBytes = copiedBytes + RELOCATION_CHECK_BYTES + copyBytes;
+                }
+                copiedBytes += copyBytes;
             } catch (StorageFullException e) {
                 LOG.warn("Queue '{}': relocation out of segment {} stops for now: {}.", queueName, SegmentFiles.fileName(segment),
                         e.getMessage());

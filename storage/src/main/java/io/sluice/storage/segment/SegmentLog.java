@@ -295,7 +295,7 @@ public final class SegmentLog implements AutoCloseable {
         try {
             Files.move(SegmentFiles.file(segmentDirectory, segment), deletingFile(segment), StandardCopyOption.ATOMIC_MOVE);
         } catch (NoSuchFileException gone) {
-            return tally;
+            // already renamed or deleted: nothing left to take out of Chronicle's sight
         }
         return tally;
     }
