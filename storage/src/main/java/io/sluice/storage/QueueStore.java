@@ -37,6 +37,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongConsumer;
+import java.util.function.LongPredicate;
 import java.util.function.LongSupplier;
 
 /**
@@ -380,14 +381,35 @@ public final class QueueStore {
     }
 
     /**
-     * The id of the oldest unacknowledged message at or after {@code fromId} in store order (its
-     * original id if relocated), or -1. For policies that discard the oldest messages.
+     * The oldest unacknowledged message, by the id it was first stored under (the order of appends),
+     * that {@code skip} does not reject; -1 if there is none or if {@code maxSkips} messages were
+     * rejected before one was found. For the drop-oldest policy and the age of the oldest ready message.
+     *
+     * <p>The walk goes by slot, so a relocated copy, whose original id is older than its slot, can
+     * never send it back to where it began; relocated copies are weighed by their original id from
+     * the relocation map instead. {@code skip} runs under the queue's lock and must not call back into
+     * this store.
      */
-    public long nextUnacked(long fromId) {
+    public long oldestUnacked(LongPredicate skip, int maxSkips) {
         lock.lock();
         try {
-            long physical = acks.nextUnackedId(Math.max(0, fromId));
-            return physical < 0 ? -1 : acks.originalId(physical);
+            long oldest = -1;
+            int skipped = 0;
+            for (long slot = acks.firstUnackedId(); slot >= 0; slot = acks.nextUnackedId(slot + 1)) {
+                long id = acks.originalId(slot);
+                if (id != slot) {
+                    continue; // a relocated copy: weighed below, by its original id
+                }
+                if (!skip.test(id)) {
+                    oldest = id; // every later slot not relocated has a larger id
+                    break;
+                }
+                if (++skipped > maxSkips) {
+                    return -1;
+                }
+            }
+            long relocated = acks.oldestRelocated(skip);
+            return relocated >= 0 && (oldest < 0 || relocated < oldest) ? relocated : oldest;
         } finally {
             lock.unlock();
         }

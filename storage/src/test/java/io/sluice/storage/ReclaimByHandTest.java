@@ -117,4 +117,22 @@ class ReclaimByHandTest {
         assertFalse(queue.segmentNumbers().contains(segment), "and its segment reclaimed");
         assertEquals(straggler, queue.read(straggler).id());
     }
+
+    @Test
+    void theOldestUnackedMessageIsARelocatedStragglerByItsOriginalIdAndTheWalkEnds() {
+        List<Long> ids = appendSegments(1);
+        long straggler = ids.get(5);
+        long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> id != straggler).toArray();
+        queue.ackAll(others, others.length);
+        long newer = queue.append(null, new byte[1000]);
+        long now = System.nanoTime();
+        queue.reclaim(now + SECOND + 1);
+        assertEquals(1, queue.stats().relocatedMessages());
+
+        assertEquals(straggler, queue.oldestUnacked(id -> false, 0), "the copy sits after newer messages, yet it is the oldest");
+        List<Long> asked = new ArrayList<>();
+        assertEquals(newer, queue.oldestUnacked(id -> asked.add(id) && id == straggler, 10));
+        assertEquals(List.of(newer, straggler), asked, "each message asked about once");
+        assertEquals(-1, queue.oldestUnacked(id -> true, 100), "every message rejected: the walk ends");
+    }
 }

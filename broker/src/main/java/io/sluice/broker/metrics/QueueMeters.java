@@ -127,7 +127,7 @@ final class QueueMeters {
         stats = store.stats();
         double age = 0;
         try {
-            long oldest = store.nextUnacked(0);
+            long oldest = store.oldestUnacked(id -> false, 0);
             StoredMessage m = oldest < 0 ? null : store.read(oldest);
             age = m == null ? 0 : Math.max(0, nowMillis - m.timestampMillis()) / 1000.0;
         } catch (RuntimeException e) {

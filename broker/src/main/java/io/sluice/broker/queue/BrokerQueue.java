@@ -123,8 +123,6 @@ public final class BrokerQueue {
     private volatile LongConsumer confirmLatencyNanos = NO_RECORDER;
     private volatile LongConsumer ackLatencyMillis = NO_RECORDER;
     private static final LongConsumer NO_RECORDER = value -> { };
-    /** Upper bound on the ids examined per snapshot to find the oldest ready message. */
-    private static final int OLDEST_READY_SCAN_LIMIT = 10_000;
     private boolean closed;
 
     BrokerQueue(String name, QueueStore store, EventExecutor executor, QueueManager manager, QueueOptions options,
@@ -294,26 +292,25 @@ public final class BrokerQueue {
         }
     }
 
-    /** Discards the oldest unacknowledged message not out with a consumer (dead-lettered if the queue says so). */
+    /**
+     * Discards the oldest unacknowledged message not out with a consumer (dead-lettered if the queue
+     * says so). Every message this queue tracks is skipped at most once, so the walk is bounded by
+     * the deliveries outstanding, not by the backlog.
+     */
     private boolean dropOldest() {
-        for (long id = store.nextUnacked(0); id >= 0; id = store.nextUnacked(id + 1)) {
-            if (tracked.contains(id)) {
-                continue;
-            }
-            StoredMessage m = store.read(id);
-            if (m == null) {
-                continue;
-            }
-            if (options.deadLetterDropped()) {
-                deadLetter(m, m.deliveryCount(), "dropped to make room: " + gate.reason());
-            } else {
-                store.ack(id);
-            }
-            backlogBytes -= m.headersLength() + m.payloadLength();
-            dropped++;
-            return true;
+        long id = store.oldestUnacked(tracked::contains, tracked.size());
+        StoredMessage m = id < 0 ? null : store.read(id);
+        if (m == null) {
+            return false;
         }
-        return false;
+        if (options.deadLetterDropped()) {
+            deadLetter(m, m.deliveryCount(), "dropped to make room: " + gate.reason());
+        } else {
+            store.ack(id);
+        }
+        backlogBytes -= m.headersLength() + m.payloadLength();
+        dropped++;
+        return true;
     }
 
     /**
@@ -848,26 +845,14 @@ public final class BrokerQueue {
     }
 
     /**
-     * Store timestamp of the oldest ready message, or -1: the older of the first unacknowledged
+     * Store timestamp of the oldest ready message, or -1: the older of the oldest unacknowledged
      * message this queue does not track (never delivered, or relocated) and the oldest redelivery
-     * due now. Messages out with a consumer or waiting out a requeue delay are not ready. At most
-     * {@value #OLDEST_READY_SCAN_LIMIT} ids are examined each way; past that the figure is -1 (unknown).
+     * due now. Messages out with a consumer or waiting out a requeue delay are not ready. Bounded by
+     * the messages this queue tracks.
      */
     private long oldestReadyTimestampMillis() {
-        long oldestId = -1;
-        int examined = 0;
-        for (long id = store.nextUnacked(0); id >= 0 && examined < OLDEST_READY_SCAN_LIMIT; id = store.nextUnacked(id + 1)) {
-            examined++;
-            if (!tracked.contains(id)) {
-                oldestId = id;
-                break;
-            }
-        }
-        examined = 0;
+        long oldestId = store.oldestUnacked(tracked::contains, tracked.size());
         for (long id : ready) {
-            if (examined++ >= OLDEST_READY_SCAN_LIMIT) {
-                break;
-            }
             if (oldestId < 0 || id < oldestId) {
                 oldestId = id;
             }

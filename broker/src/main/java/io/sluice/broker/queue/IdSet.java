@@ -20,4 +20,8 @@ final class IdSet {
     void remove(long id) {
         ids.remove(SpreadIds.spread(id));
     }
+
+    int size() {
+        return ids.size();
+    }
 }

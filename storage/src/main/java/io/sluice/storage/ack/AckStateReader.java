@@ -56,4 +56,10 @@ public interface AckStateReader {
 
     /** The id a message was first stored under, given the slot it lives in now (the slot itself if never relocated). */
     long originalId(long physicalId);
+
+    /**
+     * The smallest original id among the relocated messages not yet acknowledged that {@code skip}
+     * rejects not, or -1. O(relocated messages): relocations are rare and bounded per segment.
+     */
+    long oldestRelocated(java.util.function.LongPredicate skip);
 }

@@ -345,6 +345,17 @@ public final class AckTracker implements AckStateReader {
         return relocatedTo.containsKey(originalId);
     }
 
+    @Override
+    public long oldestRelocated(java.util.function.LongPredicate skip) {
+        long[] oldest = {-1};
+        relocatedTo.forEach((original, target) -> {
+            if ((oldest[0] < 0 || original < oldest[0]) && !skip.test(original)) {
+                oldest[0] = original;
+            }
+        });
+        return oldest[0];
+    }
+
     /** Number of delivery counts held: for tests and metrics. */
     public int deliveryEntryCount() {
         return deliveries.size();

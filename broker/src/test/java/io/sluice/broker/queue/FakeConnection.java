@@ -1,0 +1,136 @@
+package io.sluice.broker.queue;
+
+import io.sluice.protocol.DeliverCursor;
+import io.sluice.protocol.DeliverFrame;
+import io.sluice.protocol.Frame;
+import io.sluice.protocol.MessageHeader;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Predicate;
+
+/**
+ * A client connection with no socket, for tests of the queue core: it keeps every frame a queue
+ * writes (a DELIVER frame as the messages it carried, its buffer released at once) and lets the
+ * test wait for one, and counts the publish window handed back.
+ */
+final class FakeConnection implements ClientConnection {
+    /** A message of a DELIVER frame. */
+    record Delivery(int consumerTag, long id, int deliveryCount, List<MessageHeader> headers, byte[] payload) {
+        String header(String key) {
+            return headers.stream().filter(h -> h.key().equals(key)).map(h -> new String(h.value(), StandardCharsets.UTF_8))
+                    .findFirst().orElse(null);
+        }
+    }
+
+    private final String id;
+    private final List<Object> written = new ArrayList<>();
+    private long publishCreditMessages;
+    private volatile boolean active = true;
+
+    FakeConnection(String id) {
+        this.id = id;
+    }
+
+    @Override
+    public synchronized void write(Frame frame) {
+        if (frame instanceof DeliverFrame deliver) {
+            try {
+                DeliverCursor cursor = deliver.cursor();
+                while (cursor.next()) {
+                    byte[] payload = new byte[cursor.payloadLength()];
+                    cursor.payload().getBytes(cursor.payload().readerIndex(), payload);
+                    written.add(new Delivery(deliver.consumerTag(), cursor.messageId(), cursor.deliveryCount(),
+                            cursor.headers(), payload));
+                }
+            } finally {
+                deliver.release();
+            }
+        } else {
+            written.add(frame);
+        }
+        notifyAll();
+    }
+
+    @Override
+    public void flush() {
+    }
+
+    @Override
+    public String describe() {
+        return "fake connection " + id;
+    }
+
+    @Override
+    public String id() {
+        return id;
+    }
+
+    @Override
+    public boolean isActive() {
+        return active;
+    }
+
+    void close() {
+        active = false;
+    }
+
+    @Override
+    public int maxFrameBytes() {
+        return 8 << 20;
+    }
+
+    @Override
+    public boolean isWritable() {
+        return true;
+    }
+
+    @Override
+    public synchronized void returnPublishCredit(int messages, long bytes) {
+        publishCreditMessages += messages;
+        notifyAll();
+    }
+
+    synchronized long publishCreditReturned() {
+        return publishCreditMessages;
+    }
+
+    /** Everything written so far of that type, in order. */
+    synchronized <T> List<T> all(Class<T> type) {
+        List<T> out = new ArrayList<>();
+        for (Object o : written) {
+            if (type.isInstance(o)) {
+                out.add(type.cast(o));
+            }
+        }
+        return out;
+    }
+
+    synchronized List<Delivery> deliveries() {
+        return all(Delivery.class);
+    }
+
+    /** Waits until {@code count} frames of that type were written; returns them. Fails after the timeout. */
+    synchronized <T> List<T> await(Class<T> type, int count, Duration timeout) throws InterruptedException {
+        return await(type, list -> list.size() >= count, timeout, "at least " + count);
+    }
+
+    synchronized <T> List<T> await(Class<T> type, Predicate<List<T>> done, Duration timeout, String what)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            List<T> now = all(type);
+            if (done.test(now)) {
+                return now;
+            }
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new AssertionError("waited " + timeout + " for " + what + " " + type.getSimpleName()
+                        + " on " + id + "; got " + now);
+            }
+            wait(Math.max(1, left / 1_000_000));
+        }
+    }
+}

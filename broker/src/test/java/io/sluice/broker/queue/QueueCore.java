@@ -1,0 +1,71 @@
+package io.sluice.broker.queue;
+
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.DefaultEventLoopGroup;
+import io.netty.channel.EventLoopGroup;
+import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.config.ConfigLoader;
+import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.PublishFrameBuilder;
+import io.sluice.storage.MessageStore;
+
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The queue core with no sockets: a real message store in a temporary directory, a real
+ * {@link QueueManager} on one event loop, and {@link FakeConnection}s in place of clients. Tests
+ * drive queues through the same calls the connection handler makes.
+ */
+final class QueueCore implements AutoCloseable {
+    final BrokerConfig config;
+    final EventLoopGroup loop = new DefaultEventLoopGroup(1);
+    final MessageStore store;
+    final QueueManager queues;
+
+    /** {@code overrides}: configuration keys as on the command line, e.g. {@code storage.segment-bytes}. */
+    QueueCore(Path dir, Map<String, String> overrides) {
+        Map<String, String> all = new HashMap<>();
+        all.put("storage.reserved-disk-bytes", Long.toString(64L << 20));
+        all.putAll(overrides);
+        config = new ConfigLoader().load(null, all);
+        store = MessageStore.open(dir, config.storeConfig());
+        queues = new QueueManager(store, loop, config.queues, config.broker.publishWindowMessages);
+    }
+
+    /** Publishes one frame of messages of {@code producerId} with sequences {@code firstSequence..} on the queue's executor. */
+    void publish(BrokerQueue queue, FakeConnection from, long producerId, long firstSequence, byte[]... payloads) {
+        PublishFrameBuilder builder = new PublishFrameBuilder(ByteBufAllocator.DEFAULT, queue.name());
+        for (int i = 0; i < payloads.length; i++) {
+            builder.add(producerId, firstSequence + i, List.of(), payloads[i]);
+        }
+        queue.publish(from, builder.build());
+    }
+
+    static AckFrame ack(int tag, long... ids) {
+        return new AckFrame(tag, java.util.Arrays.stream(ids).mapToObj(IdRange::single).toList());
+    }
+
+    static AckFrame ackRange(int tag, long from, long to) {
+        return new AckFrame(tag, List.of(new IdRange(from, to)));
+    }
+
+    /** Runs {@code task} on the queue's executor and waits for it: everything handed over before has run. */
+    static <T> T onLoop(BrokerQueue queue, java.util.concurrent.Callable<T> task) throws Exception {
+        return queue.executor().submit(task).get(30, TimeUnit.SECONDS);
+    }
+
+    @Override
+    public void close() {
+        queues.close();
+        boolean stopped = loop.shutdownGracefully(0, 5, TimeUnit.SECONDS).awaitUninterruptibly(15, TimeUnit.SECONDS);
+        if (!stopped) {
+            throw new AssertionError("the queues' event loop did not stop within 15 s: a task never ends on it");
+        }
+        store.close();
+    }
+}
