@@ -82,7 +82,7 @@ public final class BrokerQueue {
     private int nextConsumer;
     private QueueReader reader;
     /** Redeliveries due now, in the order they are to go out. */
-    private final ArrayDeque<Long> ready = new ArrayDeque<>();
+    private final ReadyQueue ready = new ReadyQueue();
     /** Every message delivered and unacknowledged, or waiting for redelivery. */
     private final IdSet tracked = new IdSet();
     private final ArrayDeque<PendingConfirm> pendingConfirms = new ArrayDeque<>();
@@ -467,12 +467,9 @@ public final class BrokerQueue {
         ackOldestAppendedMillis = Long.MAX_VALUE;
         for (IdRange range : frame.messageIds()) {
             int hit = session.inFlight.removeRange(range.from(), range.to(), ackOne);
+            hit += ready.removeRange(range.from(), range.to(), this::lateAck);
             acked += hit;
             if (hit == 0) {
-                if (range.from() == range.to() && lateAck(range.from())) {
-                    acked++;
-                    continue;
-                }
                 session.connection.write(new ErrorFrame(0, ErrorCode.UNKNOWN_MESSAGE_ID, "ack of message ids " + range.from()
                         + ".." + range.to() + " on consumer " + session.tag + " of queue '" + name + "': none is outstanding on it"));
                 session.connection.flush();
@@ -513,19 +510,17 @@ public final class BrokerQueue {
         releaseConfirms();
     }
 
-    /** An ack of a message taken back after its ack timeout and not yet redelivered still counts. */
-    private boolean lateAck(long id) {
-        if (ready.remove(id)) {
-            StoredMessage m = store.read(id);
-            if (m != null) {
-                backlogBytes -= m.headersLength() + m.payloadLength();
-            }
-            store.ack(id);
+    /**
+     * An ack of a message taken back after its ack timeout and not yet redelivered still counts: it
+     * is batched for the store with the others of its frame.
+     */
+    private void lateAck(long id) {
+        StoredMessage m = store.read(id);
+        if (m != null) {
+            ackOne(id, m.headersLength() + m.payloadLength(), m.timestampMillis());
+        } else {
             tracked.remove(id);
-            acknowledged(1);
-            return true;
         }
-        return false;
     }
 
     void nack(ConsumerSession session, NackFrame frame) {
@@ -716,12 +711,10 @@ public final class BrokerQueue {
     }
 
     private StoredMessage nextMessage() {
-        while (!ready.isEmpty()) {
-            long id = ready.pollFirst();
+        for (long id = ready.pollFirst(); id >= 0; id = ready.pollFirst()) {
             StoredMessage m = store.read(id);
             if (m != null) {
-                redelivered++;
-                return m;
+                return m; // counted as redelivered when it was taken back
             }
             tracked.remove(id);
         }
@@ -852,11 +845,13 @@ public final class BrokerQueue {
      */
     private long oldestReadyTimestampMillis() {
         long oldestId = store.oldestUnacked(tracked::contains, tracked.size());
-        for (long id : ready) {
-            if (oldestId < 0 || id < oldestId) {
-                oldestId = id;
+        long[] oldest = {oldestId};
+        ready.forEach(id -> {
+            if (oldest[0] < 0 || id < oldest[0]) {
+                oldest[0] = id;
             }
-        }
+        });
+        oldestId = oldest[0];
         StoredMessage m = oldestId < 0 ? null : store.read(oldestId);
         return m == null ? -1 : m.timestampMillis();
     }

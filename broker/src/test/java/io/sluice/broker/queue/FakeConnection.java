@@ -29,6 +29,7 @@ final class FakeConnection implements ClientConnection {
     private final List<Object> written = new ArrayList<>();
     private long publishCreditMessages;
     private volatile boolean active = true;
+    private volatile boolean writable = true;
 
     FakeConnection(String id) {
         this.id = id;
@@ -84,7 +85,12 @@ final class FakeConnection implements ClientConnection {
 
     @Override
     public boolean isWritable() {
-        return true;
+        return writable;
+    }
+
+    /** As a connection whose outbound buffer is above (false) or back below (true) its high water mark. */
+    void writable(boolean value) {
+        writable = value;
     }
 
     @Override

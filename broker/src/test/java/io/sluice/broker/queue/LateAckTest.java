@@ -1,0 +1,75 @@
+package io.sluice.broker.queue;
+
+import io.sluice.protocol.ErrorFrame;
+import io.sluice.protocol.QueueSettings;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * An acknowledgement that arrives after the ack timeout took the messages back, before they went
+ * out again, still counts (issue 15, defect 6): for ranges of several ids as for one.
+ */
+class LateAckTest {
+    private static final int TAG = 3;
+    @TempDir
+    Path dir;
+
+    @Test
+    void aRangeAckOfMessagesTakenBackAfterTheirTimeoutAcknowledgesEveryOneOfThem() throws Exception {
+        try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never"))) {
+            BrokerQueue q = core.queues.declare("late", QueueSettings.builder().ackTimeoutMs(100).build());
+            FakeConnection producer = new FakeConnection("producer");
+            FakeConnection consumer = new FakeConnection("consumer");
+            core.publish(q, producer, 1, 0, new byte[10], new byte[10], new byte[10]);
+            Subscription sub = Subscription.open(q, consumer, TAG, 3);
+            List<FakeConnection.Delivery> delivered = consumer.await(FakeConnection.Delivery.class, 3, Duration.ofSeconds(30));
+            consumer.writable(false); // the consumer is slow: nothing can go out again for now
+            awaitTakenBack(q, 3);
+
+            sub.ack(QueueCore.ackRange(TAG, delivered.get(0).id(), delivered.get(2).id()));
+            assertEquals(0L, (long) QueueCore.onLoop(q, q.store()::unackedMessages), "all three acknowledged");
+            assertEquals(List.of(), consumer.all(ErrorFrame.class));
+
+            consumer.writable(true);
+            sub.writable();
+            QueueCore.onLoop(q, () -> null); // the dispatch the wake-up scheduled has run
+            QueueCore.onLoop(q, () -> null);
+            assertEquals(3, consumer.deliveries().size(), "nothing acknowledged is delivered again");
+        }
+    }
+
+    @Test
+    void aMessageTakenBackAfterItsTimeoutGoesOutAgainAndCountsOnceAsRedelivered() throws Exception {
+        try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never"))) {
+            BrokerQueue q = core.queues.declare("again", QueueSettings.builder().ackTimeoutMs(100).build());
+            FakeConnection producer = new FakeConnection("producer");
+            FakeConnection consumer = new FakeConnection("consumer");
+            core.publish(q, producer, 1, 0, new byte[10]);
+            Subscription sub = Subscription.open(q, consumer, TAG, 1);
+            consumer.await(FakeConnection.Delivery.class, 1, Duration.ofSeconds(30));
+            List<FakeConnection.Delivery> both = consumer.await(FakeConnection.Delivery.class, 2, Duration.ofSeconds(30));
+            assertEquals(both.get(0).id(), both.get(1).id());
+            assertEquals(2, both.get(1).deliveryCount());
+            sub.ack(QueueCore.ack(TAG, both.get(1).id()));
+            assertEquals(0L, (long) QueueCore.onLoop(q, q.store()::unackedMessages));
+            assertEquals(1L, (long) QueueCore.onLoop(q, q::redelivered), "taken back once, delivered again once: one redelivery");
+        }
+    }
+
+    private static void awaitTakenBack(BrokerQueue q, long count) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (QueueCore.onLoop(q, q::redelivered) < count) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("the ack timeout did not take the deliveries back within 30 s");
+            }
+            Thread.sleep(10); // polling the queue's own count; the ack timer runs on the queue's clock
+        }
+    }
+}
