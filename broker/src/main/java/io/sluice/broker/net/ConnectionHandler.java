@@ -15,6 +15,7 @@ import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.ClientConnection;
 import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.queue.ConnectionCredit;
 import io.sluice.broker.queue.Subscription;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.CloseFrame;
@@ -73,9 +74,10 @@ import java.util.function.Supplier;
  * {@code limits.max-connections-per-user} with a CLOSE, over {@code limits.max-queues},
  * {@code limits.max-consumers-per-connection} or {@code limits.max-unacked-per-connection} with an ERROR only.
  *
- * <p>Unacked bound: {@code outstandingCredit} is the credit granted by SUBSCRIBE and CREDIT minus the
- * messages settled by ACK and NACK; a delivered, unacked message keeps its unit, so the unacked
- * messages of the connection never exceed what is outstanding, and grants are capped at the limit.
+ * <p>Unacked bound: the connection's {@link ConnectionCredit} counts the credit granted by SUBSCRIBE
+ * and CREDIT minus the messages the queues settled (ACK, NACK) or took back from a consumer that
+ * left; a delivered, unacked message keeps its unit, so the unacked messages of the connection never
+ * exceed the limit. The queues grant and settle, each on its executor, in frame order.
  */
 public final class ConnectionHandler extends ChannelInboundHandlerAdapter implements ClientConnection {
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionHandler.class);
@@ -87,9 +89,8 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private ChannelHandlerContext ctx;
     private boolean countedConnection;
     private boolean countedUser;
-    /** Credit granted minus messages settled, in total and per consumer tag; see the class javadoc. */
-    private long outstandingCredit;
-    private final Map<Integer, long[]> outstandingByTag = new HashMap<>();
+    /** Credit granted minus messages settled, over every consumer; see the class javadoc. Set at HELLO. */
+    private ConnectionCredit unackedBound;
     private boolean open;
     private String clientName = "?";
     private String user = "";
@@ -258,18 +259,16 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         } else if (frame instanceof AckFrame ack) {
             Subscription sub = subscription(ack.consumerTag());
             if (sub != null) {
-                settle(ack.consumerTag(), ack.messageIds());
                 sub.ack(ack);
             }
         } else if (frame instanceof CreditFrame credit) {
             Subscription sub = subscription(credit.consumerTag());
             if (sub != null) {
-                sub.credit(grant(credit.consumerTag(), credit.credit(), true));
+                sub.credit(credit.credit());
             }
         } else if (frame instanceof NackFrame nack) {
             Subscription sub = subscription(nack.consumerTag());
             if (sub != null) {
-                settle(nack.consumerTag(), nack.messageIds());
                 sub.nack(nack);
             }
         } else if (frame instanceof SubscribeFrame subscribe) {
@@ -280,7 +279,6 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                 error(unsubscribe.requestId(), ErrorCode.UNKNOWN_CONSUMER, "no subscription with consumer tag " + unsubscribe.consumerTag());
             } else {
                 sub.close();
-                release(unsubscribe.consumerTag());
                 ctx.writeAndFlush(new OkFrame(unsubscribe.requestId()));
             }
         } else if (frame instanceof DeclareQueueFrame declare) {
@@ -418,56 +416,16 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             error(subscribe.requestId(), ErrorCode.UNKNOWN_QUEUE, "queue '" + subscribe.queue() + "' does not exist");
             return;
         }
-        outstandingByTag.put(subscribe.consumerTag(), new long[1]);
-        long credit = grant(subscribe.consumerTag(), subscribe.initialCredit(), false);
-        Subscription sub = Subscription.open(queue, this, subscribe.consumerTag(), credit);
+        Subscription sub = Subscription.open(queue, this, subscribe.consumerTag(), subscribe.initialCredit(), connectionCredit());
         subscriptions.put(subscribe.consumerTag(), sub);
         ctx.writeAndFlush(new OkFrame(subscribe.requestId()));
     }
 
-    /**
-     * Grants what fits under {@code limits.max-unacked-per-connection} and returns it. A SUBSCRIBE's
-     * initial credit is silently capped; a CREDIT beyond the limit also gets an ERROR RESOURCE_LIMIT.
-     */
-    private long grant(int tag, long wanted, boolean reportExcess) {
-        long max = limits().limits().maxUnackedPerConnection;
-        long granted = Math.max(0, Math.min(wanted, max - outstandingCredit));
-        if (granted < wanted) {
-            limits().countRejectedCredit();
-            if (reportExcess) {
-                error(0, ErrorCode.RESOURCE_LIMIT, "credit " + wanted + " for consumer tag " + tag + " would bring the connection's"
-                        + " outstanding credit " + outstandingCredit + " above limits.max-unacked-per-connection " + max
-                        + "; granted " + granted);
-            }
+    private ConnectionCredit connectionCredit() {
+        if (unackedBound == null) {
+            unackedBound = new ConnectionCredit(limits().limits().maxUnackedPerConnection, limits()::countRejectedCredit);
         }
-        outstandingCredit += granted;
-        long[] perTag = outstandingByTag.get(tag);
-        if (perTag != null) {
-            perTag[0] += granted;
-        }
-        return granted;
-    }
-
-    /** An ACK or NACK frees the credit units of the messages it settles. */
-    private void settle(int tag, java.util.List<IdRange> ids) {
-        long[] perTag = outstandingByTag.get(tag);
-        if (perTag == null) {
-            return;
-        }
-        long settled = 0;
-        for (IdRange r : ids) {
-            settled += r.to() - r.from() + 1;
-        }
-        settled = Math.min(settled, perTag[0]);
-        perTag[0] -= settled;
-        outstandingCredit -= settled;
-    }
-
-    private void release(int tag) {
-        long[] perTag = outstandingByTag.remove(tag);
-        if (perTag != null) {
-            outstandingCredit -= perTag[0];
-        }
+        return unackedBound;
     }
 
     private void declare(DeclareQueueFrame declare) {

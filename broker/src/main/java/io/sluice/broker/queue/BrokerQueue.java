@@ -446,8 +446,8 @@ public final class BrokerQueue {
     // ------------------------------------------------------------------ consumers
 
     /** Adds a consumer. Runs on the queue's executor; returns the session for later frames. */
-    ConsumerSession subscribe(ClientConnection connection, int tag, long credit) {
-        ConsumerSession session = new ConsumerSession(connection, tag, credit);
+    ConsumerSession subscribe(ClientConnection connection, int tag, long initialCredit, ConnectionCredit account) {
+        ConsumerSession session = new ConsumerSession(connection, tag, account.grant(initialCredit), account);
         consumers.add(session);
         if (reader == null) {
             reader = store.openReader();
@@ -456,8 +456,13 @@ public final class BrokerQueue {
         return session;
     }
 
-    void credit(ConsumerSession session, long credit) {
-        session.credit = Math.min(Long.MAX_VALUE / 2, session.credit + credit);
+    void credit(ConsumerSession session, long wanted) {
+        long granted = session.account.grant(wanted);
+        if (granted < wanted) {
+            session.connection.write(new ErrorFrame(0, ErrorCode.RESOURCE_LIMIT, session.account.refusal(session.tag, wanted, granted)));
+            session.connection.flush();
+        }
+        session.credit += granted;
         scheduleDispatch();
     }
 
@@ -465,9 +470,12 @@ public final class BrokerQueue {
     void ack(ConsumerSession session, AckFrame frame) {
         long acked = 0;
         ackOldestAppendedMillis = Long.MAX_VALUE;
+        long settled = 0;
         for (IdRange range : frame.messageIds()) {
-            int hit = session.inFlight.removeRange(range.from(), range.to(), ackOne);
-            hit += ready.removeRange(range.from(), range.to(), this::lateAck);
+            int fromConsumer = session.inFlight.removeRange(range.from(), range.to(), ackOne);
+            settled += fromConsumer;
+            // A late ack finds the message already taken back, its credit unit returned to the consumer.
+            int hit = fromConsumer + ready.removeRange(range.from(), range.to(), this::lateAck);
             acked += hit;
             if (hit == 0) {
                 session.connection.write(new ErrorFrame(0, ErrorCode.UNKNOWN_MESSAGE_ID, "ack of message ids " + range.from()
@@ -475,6 +483,7 @@ public final class BrokerQueue {
                 session.connection.flush();
             }
         }
+        session.account.settle(settled);
         if (ackBatchSize > 0) {
             store.ackAll(ackBatch, ackBatchSize); // one store lock per ACK frame, not per message
             ackBatchSize = 0;
@@ -534,6 +543,7 @@ public final class BrokerQueue {
                 continue;
             }
             nackedMessages += ids.size();
+            session.account.settle(ids.size());
             for (long id : ids) {
                 switch (frame.action()) {
                     case REJECT_TO_DEAD_LETTER -> {
@@ -574,6 +584,8 @@ public final class BrokerQueue {
         }
         session.closed = true;
         consumers.remove(session);
+        session.account.settle(session.credit + session.inFlight.size());
+        session.credit = 0;
         if (!session.inFlight.isEmpty()) {
             long[] ids = session.inFlight.removeAll();
             for (int i = ids.length - 1; i >= 0; i--) {
@@ -876,6 +888,10 @@ public final class BrokerQueue {
         closed = true;
         if (ackTimeoutTask != null) {
             ackTimeoutTask.cancel(false);
+        }
+        for (ConsumerSession c : consumers) {
+            c.closed = true;
+            c.account.settle(c.credit + c.inFlight.size());
         }
         consumers.clear();
         if (reader != null) {

@@ -11,11 +11,14 @@ final class ConsumerSession {
     long credit;
     /** Delivered, unacknowledged. */
     final InFlightDeliveries inFlight = new InFlightDeliveries();
+    /** The connection's bound, which this session's credit and deliveries count in. */
+    final ConnectionCredit account;
     boolean closed;
 
-    ConsumerSession(ClientConnection connection, int tag, long credit) {
+    ConsumerSession(ClientConnection connection, int tag, long credit, ConnectionCredit account) {
         this.connection = connection;
         this.tag = tag;
         this.credit = credit;
+        this.account = account;
     }
 }

@@ -16,12 +16,18 @@ public final class Subscription {
         this.queue = queue;
     }
 
-    public static Subscription open(BrokerQueue queue, ClientConnection connection, int tag, long credit) {
+    /**
+     * Opens a consumer with {@code initialCredit}, silently capped by {@code account}: the queue
+     * grants what fits when it runs the subscription, in order with the consumer's later frames.
+     */
+    public static Subscription open(BrokerQueue queue, ClientConnection connection, int tag, long initialCredit,
+                                    ConnectionCredit account) {
         Subscription sub = new Subscription(queue);
-        queue.executor().execute(() -> sub.session = queue.subscribe(connection, tag, credit));
+        queue.executor().execute(() -> sub.session = queue.subscribe(connection, tag, initialCredit, account));
         return sub;
     }
 
+    /** More credit: what fits under the connection's bound is granted; past it, the consumer gets an ERROR RESOURCE_LIMIT. */
     public void credit(long credit) {
         queue.executor().execute(() -> queue.credit(session, credit));
     }

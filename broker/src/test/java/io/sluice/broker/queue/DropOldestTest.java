@@ -43,7 +43,7 @@ class DropOldestTest {
             FakeConnection producer = new FakeConnection("producer");
             FakeConnection consumer = new FakeConnection("consumer");
             core.publish(q, producer, 7, 0, big(0), big(1), big(2), big(3), big(4));
-            Subscription sub = Subscription.open(q, consumer, TAG, 100);
+            Subscription sub = Subscription.open(q, consumer, TAG, 100, QueueCore.unbounded());
             List<FakeConnection.Delivery> first = consumer.await(FakeConnection.Delivery.class, 5, Duration.ofSeconds(30));
             // Message 4 is the straggler of the first segment.
             sub.ack(QueueCore.ack(TAG, first.get(0).id(), first.get(1).id(), first.get(2).id(), first.get(3).id()));

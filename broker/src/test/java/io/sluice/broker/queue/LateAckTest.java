@@ -28,7 +28,7 @@ class LateAckTest {
             FakeConnection producer = new FakeConnection("producer");
             FakeConnection consumer = new FakeConnection("consumer");
             core.publish(q, producer, 1, 0, new byte[10], new byte[10], new byte[10]);
-            Subscription sub = Subscription.open(q, consumer, TAG, 3);
+            Subscription sub = Subscription.open(q, consumer, TAG, 3, QueueCore.unbounded());
             List<FakeConnection.Delivery> delivered = consumer.await(FakeConnection.Delivery.class, 3, Duration.ofSeconds(30));
             consumer.writable(false); // the consumer is slow: nothing can go out again for now
             awaitTakenBack(q, 3);
@@ -52,7 +52,7 @@ class LateAckTest {
             FakeConnection producer = new FakeConnection("producer");
             FakeConnection consumer = new FakeConnection("consumer");
             core.publish(q, producer, 1, 0, new byte[10]);
-            Subscription sub = Subscription.open(q, consumer, TAG, 1);
+            Subscription sub = Subscription.open(q, consumer, TAG, 1, QueueCore.unbounded());
             consumer.await(FakeConnection.Delivery.class, 1, Duration.ofSeconds(30));
             List<FakeConnection.Delivery> both = consumer.await(FakeConnection.Delivery.class, 2, Duration.ofSeconds(30));
             assertEquals(both.get(0).id(), both.get(1).id());

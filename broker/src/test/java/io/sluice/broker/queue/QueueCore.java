@@ -46,6 +46,11 @@ final class QueueCore implements AutoCloseable {
         queue.publish(from, builder.build());
     }
 
+    /** A connection bound no test reaches. */
+    static ConnectionCredit unbounded() {
+        return new ConnectionCredit(Long.MAX_VALUE / 4, () -> { });
+    }
+
     static AckFrame ack(int tag, long... ids) {
         return new AckFrame(tag, java.util.Arrays.stream(ids).mapToObj(IdRange::single).toList());
     }

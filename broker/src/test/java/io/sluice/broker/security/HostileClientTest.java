@@ -13,6 +13,9 @@ import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.CreditFrame;
 import io.sluice.protocol.DeclareQueueFrame;
 import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.DeliverFrame;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.Frame;
 import io.sluice.protocol.OkFrame;
@@ -229,6 +232,40 @@ class HostileClientTest {
                 assertTrue(consumer.receive(Duration.ofSeconds(5)) != null, "message " + i);
             }
             assertNull(consumer.receive(Duration.ofMillis(500)), "no delivery beyond limits.max-unacked-per-connection");
+        }
+    }
+
+    /** Issue 15, defect 4: only what the queue actually settled frees connection credit. */
+    @Test
+    void anAckOfIdsNeverDeliveredFreesNoCredit() throws Exception {
+        broker.queues().declare("lies", QueueSettings.EMPTY);
+        fdsBefore = fds();
+        try (Connection c = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
+                .reconnectPolicy(ReconnectPolicy.DISABLED).build());
+             Producer p = c.createProducer("lies", ProducerOptions.DEFAULT)) {
+            for (int i = 0; i < 30; i++) {
+                p.send(new byte[] {(byte) i});
+            }
+        }
+        try (SocketPeer peer = SocketPeer.hello(broker.port())) {
+            peer.send(new SubscribeFrame(1, 1, "lies", 10));
+            peer.expect(OkFrame.class, 5_000);
+            int delivered = 0;
+            while (delivered < 10) {
+                DeliverFrame d = peer.expect(DeliverFrame.class, 5_000);
+                delivered += d.messageCount();
+                d.release();
+            }
+            assertEquals(10, delivered);
+            long neverDelivered = 1L << 40;
+            peer.send(new AckFrame(1, java.util.List.of(new IdRange(neverDelivered, neverDelivered + 99))));
+            ErrorFrame unknown = peer.expect(ErrorFrame.class, 5_000);
+            assertEquals(ErrorCode.UNKNOWN_MESSAGE_ID, unknown.errorCode());
+
+            peer.send(new CreditFrame(1, 10));
+            ErrorFrame credit = peer.expect(ErrorFrame.class, 5_000);
+            assertEquals(ErrorCode.RESOURCE_LIMIT, credit.errorCode(), credit.message());
+            assertTrue(credit.message().contains("above limits.max-unacked-per-connection 10; granted 0"), credit.message());
         }
     }
 }
