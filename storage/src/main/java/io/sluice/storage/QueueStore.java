@@ -453,7 +453,7 @@ public final class QueueStore {
      * Reads one message by id, for redelivery. Returns a detached copy, or null if the message is
      * acknowledged or was never stored.
      *
-     * @throws CorruptRecordException if the record fails its checksum
+     * @throws CorruptRecordException if the record fails its checksum; it is discarded (acknowledged and counted) first, as a reader discards it
      * @throws StorageFailedException if reading the segment faulted (SIGBUS); the queue is failed then
      */
     public StoredMessage read(long id) {
@@ -478,6 +478,7 @@ public final class QueueStore {
             RecordCodec randomReadCodec = log.randomReadCodec();
             String problem = randomReadCodec.loaded(length);
             if (problem != null) {
+                discardCorruptLocked(physical, problem); // as a reader does: it can never be delivered
                 throw corrupt(physical, problem);
             }
             StoredMessage message = new StoredMessage();

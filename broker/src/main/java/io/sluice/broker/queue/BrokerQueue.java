@@ -17,6 +17,7 @@ import io.sluice.protocol.NackFrame;
 import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PublishFrame;
+import io.sluice.storage.CorruptRecordException;
 import io.sluice.storage.MessageTooLargeException;
 import io.sluice.storage.QueueReader;
 import io.sluice.storage.QueueStore;
@@ -178,6 +179,10 @@ public final class BrokerQueue {
     private void publishNow(ClientConnection connection, PublishFrame frame) {
         long receivedAtNanos = System.nanoTime();
         PublishCursor cursor = frame.cursor();
+        if (closed) {
+            refuseAll(connection, cursor, ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was stored");
+            return;
+        }
         publishers.add(connection);
         Map<Long, List<IdRange>> stored = new LinkedHashMap<>();
         long lastId = -1;
@@ -255,6 +260,19 @@ public final class BrokerQueue {
         connection.flush();
     }
 
+    /** Refuses every message of a PUBLISH frame: a queue deleted after the connection looked it up. */
+    private static void refuseAll(ClientConnection connection, PublishCursor cursor, ErrorCode code, String reason) {
+        int messages = 0;
+        long bytes = 0;
+        while (cursor.next()) {
+            connection.write(new PublishErrorFrame(cursor.producerId(), IdRange.single(cursor.sequence()), code, reason));
+            messages++;
+            bytes += cursor.payloadLength();
+        }
+        connection.returnPublishCredit(messages, bytes);
+        connection.flush();
+    }
+
     /**
      * Whether one more message of {@code bytes} may be stored with the backlog at {@code backlog}
      * messages: null if so, else the reason (A1..A3).
@@ -299,7 +317,16 @@ public final class BrokerQueue {
      */
     private boolean dropOldest() {
         long id = store.oldestUnacked(tracked::contains, tracked.size());
-        StoredMessage m = id < 0 ? null : store.read(id);
+        if (id < 0) {
+            return false;
+        }
+        StoredMessage m;
+        try {
+            m = store.read(id);
+        } catch (CorruptRecordException e) {
+            dropped++;
+            return true; // the store discarded the damaged record: room was made all the same
+        }
         if (m == null) {
             return false;
         }
@@ -524,7 +551,7 @@ public final class BrokerQueue {
      * is batched for the store with the others of its frame.
      */
     private void lateAck(long id) {
-        StoredMessage m = store.read(id);
+        StoredMessage m = readUnlessDamaged(id);
         if (m != null) {
             ackOne(id, m.headersLength() + m.payloadLength(), m.timestampMillis());
         } else {
@@ -547,7 +574,7 @@ public final class BrokerQueue {
             for (long id : ids) {
                 switch (frame.action()) {
                     case REJECT_TO_DEAD_LETTER -> {
-                        StoredMessage m = store.read(id);
+                        StoredMessage m = readUnlessDamaged(id);
                         if (m != null) {
                             deadLetter(m, m.deliveryCount(), "rejected by the consumer");
                             backlogBytes -= m.headersLength() + m.payloadLength();
@@ -636,51 +663,71 @@ public final class BrokerQueue {
         }
         Map<ConsumerSession, DeliverFrameBuilder> batches = new IdentityHashMap<>();
         long now = System.nanoTime();
-        while (true) {
-            ConsumerSession consumer = nextConsumerWithCredit();
-            if (consumer == null) {
-                break;
+        try {
+            while (true) {
+                ConsumerSession consumer = nextConsumerWithCredit();
+                if (consumer == null) {
+                    break;
+                }
+                StoredMessage message = nextMessage();
+                if (message == null) {
+                    break;
+                }
+                int count = message.deliveryCount() + 1;
+                if (count > options.maxDeliveries()) {
+                    deadLetter(message, message.deliveryCount(), "delivered " + message.deliveryCount()
+                            + " times without an acknowledgement (max-deliveries " + options.maxDeliveries() + ")");
+                    tracked.remove(message.id());
+                    backlogBytes -= message.headersLength() + message.payloadLength();
+                    acknowledged(1);
+                    continue;
+                }
+                noteDelivery(message.id(), count);
+                deliveredMessages++;
+                consumer.credit--;
+                consumer.inFlight.put(message.id(), now, message.headersLength() + message.payloadLength(),
+                        message.timestampMillis());
+                tracked.add(message.id());
+                // A batch never exceeds the frame size agreed with the client: close it before a message
+                // that would not fit (a single message always fits: max-message-bytes < max-frame-bytes).
+                int limit = Math.min(MAX_DELIVER_FRAME_BYTES, consumer.connection.maxFrameBytes() - DELIVER_FRAME_OVERHEAD_BYTES);
+                int messageBytes = DELIVER_MESSAGE_OVERHEAD_BYTES + message.headersLength() + message.payloadLength();
+                DeliverFrameBuilder open = batches.get(consumer);
+                if (open != null && open.messageCount() > 0 && open.encodedBytes() + messageBytes > limit) {
+                    recordDeliveries();
+                    consumer.connection.write(open.build());
+                    batches.remove(consumer);
+                }
+                DeliverFrameBuilder batch = batches.computeIfAbsent(consumer,
+                        c -> new DeliverFrameBuilder(ByteBufAllocator.DEFAULT, c.tag));
+                batch.addEncoded(message.id(), count, message.array(), message.headersOffset(), message.headersLength(),
+                        message.payloadOffset(), message.payloadLength());
+                if (batch.encodedBytes() >= MAX_DELIVER_FRAME_BYTES) {
+                    recordDeliveries();
+                    consumer.connection.write(batch.build());
+                    batches.remove(consumer);
+                }
             }
-            StoredMessage message = nextMessage();
-            if (message == null) {
-                break;
-            }
-            int count = message.deliveryCount() + 1;
-            if (count > options.maxDeliveries()) {
-                deadLetter(message, message.deliveryCount(), "delivered " + message.deliveryCount()
-                        + " times without an acknowledgement (max-deliveries " + options.maxDeliveries() + ")");
-                tracked.remove(message.id());
-                backlogBytes -= message.headersLength() + message.payloadLength();
-                acknowledged(1);
-                continue;
-            }
-            noteDelivery(message.id(), count);
-            deliveredMessages++;
-            consumer.credit--;
-            consumer.inFlight.put(message.id(), now, message.headersLength() + message.payloadLength(),
-                    message.timestampMillis());
-            tracked.add(message.id());
-            // A batch never exceeds the frame size agreed with the client: close it before a message
-            // that would not fit (a single message always fits: max-message-bytes < max-frame-bytes).
-            int limit = Math.min(MAX_DELIVER_FRAME_BYTES, consumer.connection.maxFrameBytes() - DELIVER_FRAME_OVERHEAD_BYTES);
-            int messageBytes = DELIVER_MESSAGE_OVERHEAD_BYTES + message.headersLength() + message.payloadLength();
-            DeliverFrameBuilder open = batches.get(consumer);
-            if (open != null && open.messageCount() > 0 && open.encodedBytes() + messageBytes > limit) {
-                recordDeliveries();
-                consumer.connection.write(open.build());
-                batches.remove(consumer);
-            }
-            DeliverFrameBuilder batch = batches.computeIfAbsent(consumer,
-                    c -> new DeliverFrameBuilder(ByteBufAllocator.DEFAULT, c.tag));
-            batch.addEncoded(message.id(), count, message.array(), message.headersOffset(), message.headersLength(),
-                    message.payloadOffset(), message.payloadLength());
-            if (batch.encodedBytes() >= MAX_DELIVER_FRAME_BYTES) {
-                recordDeliveries();
-                consumer.connection.write(batch.build());
-                batches.remove(consumer);
-            }
+        } catch (RuntimeException e) {
+            // Storage failed (a corrupt record is discarded, not thrown): what this dispatch built still
+            // goes out below, and what it had not yet taken stays where it was.
+            LOG.error("Queue '{}': a dispatch failed; what it had built is sent, the rest waits for the next one.", name, e);
+        } finally {
+            sendBatches(batches);
         }
-        recordDeliveries();
+    }
+
+    /** Records the deliveries (D3) and then writes and flushes the frames of a dispatch. */
+    private void sendBatches(Map<ConsumerSession, DeliverFrameBuilder> batches) {
+        try {
+            recordDeliveries();
+        } catch (RuntimeException e) {
+            // D3 forbids sending what could not be recorded; the deliveries stay in flight, and the
+            // ack timeout takes them back.
+            batches.values().forEach(DeliverFrameBuilder::discard);
+            LOG.error("Queue '{}': delivery counts could not be recorded; the deliveries wait for their ack timeout.", name, e);
+            return;
+        }
         Set<ClientConnection> touched = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
         batches.forEach((consumer, batch) -> {
             consumer.connection.write(batch.build());
@@ -722,9 +769,29 @@ public final class BrokerQueue {
         return null;
     }
 
+    /**
+     * The message, or null if it is acknowledged or its record is damaged: the store then discarded
+     * it (acknowledged, logged and counted it), as its readers do.
+     */
+    private StoredMessage readUnlessDamaged(long id) {
+        try {
+            return store.read(id);
+        } catch (CorruptRecordException e) {
+            return null;
+        }
+    }
+
     private StoredMessage nextMessage() {
         for (long id = ready.pollFirst(); id >= 0; id = ready.pollFirst()) {
-            StoredMessage m = store.read(id);
+            StoredMessage m;
+            try {
+                m = store.read(id);
+            } catch (CorruptRecordException e) {
+                m = null; // the store discarded it, logged and counted: it can never be delivered
+            } catch (RuntimeException e) {
+                ready.addFirst(id); // the store failed: the message stays due
+                throw e;
+            }
             if (m != null) {
                 return m; // counted as redelivered when it was taken back
             }
@@ -864,7 +931,7 @@ public final class BrokerQueue {
             }
         });
         oldestId = oldest[0];
-        StoredMessage m = oldestId < 0 ? null : store.read(oldestId);
+        StoredMessage m = oldestId < 0 ? null : readUnlessDamaged(oldestId);
         return m == null ? -1 : m.timestampMillis();
     }
 
