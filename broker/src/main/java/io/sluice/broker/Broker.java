@@ -89,6 +89,7 @@ public final class Broker implements AutoCloseable {
             int ioThreads = config.broker.ioThreads > 0 ? config.broker.ioThreads : Runtime.getRuntime().availableProcessors();
             workerGroup = new MultiThreadIoEventLoopGroup(ioThreads, io);
             queueManager = new QueueManager(store, workerGroup, config.queues, config.broker.publishWindowMessages);
+            queueManager.limitQueues(config.limits.maxQueues);
             Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
             this.channelInitializer = new BrokerChannelInitializer(config, new Authenticator(config.auth), queueManager, channels, network);
             ServerBootstrap bootstrap = new ServerBootstrap()

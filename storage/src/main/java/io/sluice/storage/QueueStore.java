@@ -61,6 +61,9 @@ import java.util.function.LongSupplier;
  * and never repeat, but are not contiguous across segments.
  */
 public final class QueueStore {
+    /** What headers the broker adds to a message it forwards may take beyond {@code maxMessageBytes}. */
+    public static final int HEADER_HEADROOM_BYTES = 1024;
+
     private static final ByteBuffer NO_BYTES = ByteBuffer.allocate(0);
     private static final Logger LOG = LoggerFactory.getLogger(QueueStore.class);
 
@@ -206,12 +209,29 @@ public final class QueueStore {
         return append(producerId, producerSequence, source, headersOffset, headersLength, source, payloadOffset, payloadLength);
     }
 
+    /**
+     * Appends a message the broker itself forwards with headers it added (a dead-letter copy): its
+     * headers plus payload may exceed the maximum by up to {@link #HEADER_HEADROOM_BYTES}, so that a
+     * message accepted at the limit can always be forwarded. Otherwise as
+     * {@link #append(long, long, ByteBuffer, ByteBuffer)}.
+     */
+    public long appendForwarded(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
+        return append(producerId, producerSequence, headers, headers.position(), headers.remaining(),
+                payload, payload.position(), payload.remaining(), HEADER_HEADROOM_BYTES);
+    }
+
     private long append(long producerId, long producerSequence, ByteBuffer headers, int headersOffset, int headersLength,
                         ByteBuffer payload, int payloadOffset, int payloadLength) {
+        return append(producerId, producerSequence, headers, headersOffset, headersLength, payload, payloadOffset, payloadLength, 0);
+    }
+
+    private long append(long producerId, long producerSequence, ByteBuffer headers, int headersOffset, int headersLength,
+                        ByteBuffer payload, int payloadOffset, int payloadLength, int headroom) {
         int size = headersLength + payloadLength;
-        if (size > config.maxMessageBytes()) {
+        if (size > config.maxMessageBytes() + headroom) {
             throw new MessageTooLargeException("message of " + size + " bytes (headers plus payload) for queue '" + name
-                    + "' exceeds maxMessageBytes " + config.maxMessageBytes());
+                    + "' exceeds maxMessageBytes " + config.maxMessageBytes()
+                    + (headroom > 0 ? " plus the " + headroom + " bytes allowed for headers the broker adds" : ""));
         }
         long index;
         lock.lock();

@@ -28,7 +28,7 @@ import static io.sluice.broker.metrics.MetricNames.*;
  * Touched only by the scraping thread, under {@link BrokerMetrics}' lock.
  */
 final class QueueMeters {
-    private static final QueueSnapshot.Counters NO_COUNTS = new QueueSnapshot.Counters(0, 0, 0, 0, 0, 0, 0, 0, 0);
+    private static final QueueSnapshot.Counters NO_COUNTS = new QueueSnapshot.Counters(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     final BrokerQueue queue;
     private final List<Meter> meters = new ArrayList<>();
@@ -81,6 +81,8 @@ final class QueueMeters {
         counter(registry, tags, QUEUE_ACKED, "Messages acknowledged by consumers", c -> c.acked());
         counter(registry, tags, QUEUE_NACKED, "Messages negatively acknowledged by consumers", c -> c.nacked());
         counter(registry, tags, QUEUE_DEAD_LETTERED, "Messages moved to the dead-letter queue", c -> c.deadLettered());
+        counter(registry, tags, QUEUE_DEAD_LETTER_FAILURES,
+                "Moves to the dead-letter queue that failed; the message stayed and was delivered again", c -> c.deadLetterFailures());
         counter(registry, tags, QUEUE_DROPPED, "Messages discarded by the drop-oldest policy", c -> c.dropped());
         statsCounter(registry, tags, QUEUE_RECLAIMED_SEGMENTS, "Segments deleted since the store opened", BacklogStats::reclaimedSegments);
         statsCounter(registry, tags, QUEUE_RECLAIMED_BYTES, "Record bytes of the deleted segments", BacklogStats::reclaimedBytes);

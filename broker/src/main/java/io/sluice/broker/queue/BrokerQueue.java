@@ -37,6 +37,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
 
@@ -68,10 +69,10 @@ public final class BrokerQueue {
     private static final int DELIVER_FRAME_OVERHEAD_BYTES = 64;
     /** Per message in a DELIVER frame: id, delivery count and the two length prefixes. */
     private static final int DELIVER_MESSAGE_OVERHEAD_BYTES = 24;
-    public static final String HEADER_DEAD_LETTER_FROM = "x-dead-letter-from";
-    public static final String HEADER_DEAD_LETTER_REASON = "x-dead-letter-reason";
-    public static final String HEADER_DELIVERY_COUNT = "x-delivery-count";
-    public static final String HEADER_ORIGINAL_ID = "x-original-id";
+    public static final String HEADER_DEAD_LETTER_FROM = DeadLetterer.HEADER_FROM;
+    public static final String HEADER_DEAD_LETTER_REASON = DeadLetterer.HEADER_REASON;
+    public static final String HEADER_DELIVERY_COUNT = DeadLetterer.HEADER_DELIVERY_COUNT;
+    public static final String HEADER_ORIGINAL_ID = DeadLetterer.HEADER_ORIGINAL_ID;
 
     private final String name;
     private final QueueStore store;
@@ -109,7 +110,9 @@ public final class BrokerQueue {
     private long ackOldestAppendedMillis;
     private final InFlightDeliveries.Removed ackOne = this::ackOne;
     private ScheduledFuture<?> ackTimeoutTask;
+    private final DeadLetterer deadLetterer;
     private long deadLettered;
+    private long deadLetterFailures;
     private long redelivered;
     /** Message counters for metrics: written only on the executor, read through {@link #snapshot()}. */
     private long publishedMessages;
@@ -135,6 +138,17 @@ public final class BrokerQueue {
         this.options = options;
         this.publishAllowance = publishAllowance;
         this.gate = new FlowGate(options.quota());
+        this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
+            @Override
+            public void moved(StoredMessage original) {
+                deadLetterMoved(original);
+            }
+
+            @Override
+            public void failed(StoredMessage original, String why) {
+                deadLetterFailed(original, why);
+            }
+        });
         this.backlogBytes = store.stats().unackedBytes();
         gate.update(store.unackedMessages(), backlogBytes);
         blockedSinceNanos = System.nanoTime();
@@ -330,13 +344,14 @@ public final class BrokerQueue {
         if (m == null) {
             return false;
         }
+        dropped++;
         if (options.deadLetterDropped()) {
+            // Room is made for this publish at once; the message leaves once its copy is durable.
             deadLetter(m, m.deliveryCount(), "dropped to make room: " + gate.reason());
         } else {
             store.ack(id);
+            backlogBytes -= m.headersLength() + m.payloadLength();
         }
-        backlogBytes -= m.headersLength() + m.payloadLength();
-        dropped++;
         return true;
     }
 
@@ -577,10 +592,9 @@ public final class BrokerQueue {
                         StoredMessage m = readUnlessDamaged(id);
                         if (m != null) {
                             deadLetter(m, m.deliveryCount(), "rejected by the consumer");
-                            backlogBytes -= m.headersLength() + m.payloadLength();
-                            acknowledged(1);
+                        } else {
+                            tracked.remove(id);
                         }
-                        tracked.remove(id);
                     }
                     case REQUEUE -> requeueLater(id, options.redeliveryDelayMs(store.deliveryCount(id)));
                     case REQUEUE_AFTER_DELAY -> requeueLater(id, Math.max(0, frame.delayMs()));
@@ -677,9 +691,6 @@ public final class BrokerQueue {
                 if (count > options.maxDeliveries()) {
                     deadLetter(message, message.deliveryCount(), "delivered " + message.deliveryCount()
                             + " times without an acknowledgement (max-deliveries " + options.maxDeliveries() + ")");
-                    tracked.remove(message.id());
-                    backlogBytes -= message.headersLength() + message.payloadLength();
-                    acknowledged(1);
                     continue;
                 }
                 noteDelivery(message.id(), count);
@@ -801,40 +812,75 @@ public final class BrokerQueue {
         return reader.next();
     }
 
-    /** Moves a message to the dead-letter queue, with headers saying where from, how often delivered and why. */
+    /**
+     * Hands a message to the dead-letterer: it stays tracked, in no ready list and with no consumer,
+     * until its copy is durable in the dead-letter queue ({@link #deadLetterMoved}) or the move
+     * failed ({@link #deadLetterFailed}).
+     */
     private void deadLetter(StoredMessage message, int deliveries, String reason) {
-        BrokerQueue dlq = manager.deadLetterQueue(options.deadLetterQueue());
-        ByteBuffer headers = appendHeaders(message,
-                HEADER_DEAD_LETTER_FROM, name,
-                HEADER_DEAD_LETTER_REASON, reason,
-                HEADER_DELIVERY_COUNT, Integer.toString(deliveries),
-                HEADER_ORIGINAL_ID, Long.toString(message.id()));
-        try {
-            dlq.store().append(message.producerId(), message.producerSequence(), headers,
-                    ByteBuffer.wrap(message.array(), message.payloadOffset(), message.payloadLength()));
-        } catch (RuntimeException e) {
-            LOG.error("Queue '{}': could not dead-letter message {} to '{}'; it stays in the queue.", name, message.id(), dlq.name(), e);
-            return;
-        }
-        store.ack(message.id());
-        deadLettered++;
-        dlq.executor().execute(dlq::scheduleDispatch);
-        LOG.info("Queue '{}': message {} dead-lettered to '{}': {}.", name, message.id(), dlq.name(), reason);
+        tracked.add(message.id());
+        deadLetterer.deadLetter(message, deliveries, reason);
     }
 
-    private static ByteBuffer appendHeaders(StoredMessage message, String... keyValues) {
-        int size = message.headersLength();
-        for (String s : keyValues) {
-            size += 4 + s.getBytes(StandardCharsets.UTF_8).length;
+    private void deadLetterMoved(StoredMessage original) {
+        if (closed || !tracked.contains(original.id())) {
+            return; // deleted or purged meanwhile
         }
-        ByteBuffer out = ByteBuffer.allocate(size);
-        out.put(message.array(), message.headersOffset(), message.headersLength());
-        for (int i = 0; i < keyValues.length; i += 2) {
-            byte[] key = keyValues[i].getBytes(StandardCharsets.UTF_8);
-            byte[] value = keyValues[i + 1].getBytes(StandardCharsets.UTF_8);
-            out.putShort((short) key.length).put(key).putInt(value.length).put(value);
+        store.ack(original.id());
+        tracked.remove(original.id());
+        backlogBytes -= original.headersLength() + original.payloadLength();
+        deadLettered++;
+        acknowledged(1);
+        scheduleDispatch();
+        LOG.info("Queue '{}': message {} dead-lettered to '{}'.", name, original.id(), options.deadLetterQueue());
+    }
+
+    /** The move failed: the message becomes deliverable again after the longest redelivery delay. */
+    private void deadLetterFailed(StoredMessage original, String why) {
+        if (closed || !tracked.contains(original.id())) {
+            return;
         }
-        return out.flip();
+        deadLetterFailures++;
+        LOG.warn("Queue '{}': message {} could not be dead-lettered ({}); it stays in the queue and is delivered again in {} ms.",
+                name, original.id(), why, options.maxRedeliveryDelayMs());
+        requeueLater(original.id(), options.maxRedeliveryDelayMs());
+    }
+
+    /**
+     * Stores a message another queue forwards here (a dead-letter copy), on this queue's executor and
+     * under its quotas, as a publish would be; completes once the copy is durable, or exceptionally
+     * with the reason it was refused.
+     */
+    CompletableFuture<Long> acceptForwarded(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
+        CompletableFuture<Long> stored = new CompletableFuture<>();
+        executor.execute(() -> {
+            try {
+                if (closed) {
+                    throw new IllegalStateException("queue '" + name + "' was deleted");
+                }
+                int bytes = headers.remaining() + payload.remaining();
+                String refusal = admit(store.unackedMessages(), bytes);
+                if (refusal != null) {
+                    publishRefused++;
+                    throw new IllegalStateException(refusal);
+                }
+                long id = store.appendForwarded(producerId, producerSequence, headers, payload);
+                publishedMessages++;
+                backlogBytes += bytes;
+                updateFlow();
+                scheduleDispatch();
+                store.whenDurable(id).whenComplete((durable, error) -> {
+                    if (error != null) {
+                        stored.completeExceptionally(error);
+                    } else {
+                        stored.complete(id);
+                    }
+                });
+            } catch (RuntimeException e) {
+                stored.completeExceptionally(e);
+            }
+        });
+        return stored;
     }
 
     /**
@@ -887,6 +933,11 @@ public final class BrokerQueue {
         return deadLettered;
     }
 
+    /** Dead-letters that failed (the dead-letter queue refused, or could not be created); the message stayed. */
+    public long deadLetterFailures() {
+        return deadLetterFailures;
+    }
+
     public long redelivered() {
         return redelivered;
     }
@@ -911,7 +962,7 @@ public final class BrokerQueue {
             return new QueueSnapshot(name, store.unackedMessages(), backlogBytes, inFlight, state,
                     diskBlockedReason != null ? diskBlockedReason : gate.reason(), consumerFigures, producers,
                     new QueueSnapshot.Counters(publishedMessages, confirmedMessages, deliveredMessages, redelivered,
-                            ackedMessages, nackedMessages, deadLettered, dropped, publishRefused),
+                            ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropped, publishRefused),
                     oldestReadyTimestampMillis(), blockedNanos());
         });
     }

@@ -93,6 +93,13 @@ public final class QueueManager {
         return new BrokerQueue(name, queueStore, executors.next(), this, options, publishAllowance);
     }
 
+    private volatile int maxQueues = Integer.MAX_VALUE;
+
+    /** {@code limits.max-queues}, for the queues the broker creates itself (dead-letter queues). */
+    public void limitQueues(int max) {
+        this.maxQueues = max;
+    }
+
     /** Sets who is told of each queue declared from now on; it must not block. */
     public void onDeclared(Consumer<BrokerQueue> listener) {
         this.declaredListener = listener;
@@ -130,10 +137,26 @@ public final class QueueManager {
         return queue;
     }
 
-    /** The dead-letter queue of that name, created with default settings on first use. */
-    BrokerQueue deadLetterQueue(String name) {
+    /**
+     * The dead-letter queue of that name; created with default settings on first use, on the declare
+     * thread and within {@link #limitQueues the queue limit}, as a DECLARE would create it.
+     */
+    CompletableFuture<BrokerQueue> deadLetterQueue(String name) {
         BrokerQueue q = queues.get(name);
-        return q != null ? q : declare(name, QueueSettings.EMPTY);
+        if (q != null) {
+            return CompletableFuture.completedFuture(q);
+        }
+        return onDeclareThread(() -> {
+            BrokerQueue existing = queues.get(name);
+            if (existing != null) {
+                return existing;
+            }
+            if (queues.size() >= maxQueues) {
+                throw new IllegalStateException("creating it would take the broker's queues to " + (queues.size() + 1)
+                        + ", above limits.max-queues " + maxQueues);
+            }
+            return declare(name, QueueSettings.EMPTY);
+        });
     }
 
     /**

@@ -39,6 +39,6 @@ public record QueueSnapshot(String name, long backlogMessages, long backlogBytes
 
     /** Messages counted since the broker started; each only grows. */
     public record Counters(long published, long confirmed, long delivered, long redelivered, long acked, long nacked,
-                           long deadLettered, long dropped, long publishRefused) {
+                           long deadLettered, long deadLetterFailures, long dropped, long publishRefused) {
     }
 }
