@@ -611,6 +611,22 @@ public final class QueueStore {
         }
     }
 
+    /**
+     * Headers plus payload of every unacknowledged message, exact: the unit of the broker's byte
+     * quotas (and of {@code max-message-bytes}). Reads the length of every unacknowledged record once,
+     * sequentially, so the broker calls it once, when it opens the queue, and keeps the figure itself
+     * from then on. A relocated copy counts once, in its new slot.
+     */
+    public long unackedMessageBytes() {
+        lock.lock();
+        try {
+            ensureOpen();
+            return log.messageBytesFrom(acks.firstUnackedId(), acks::isSlotAcked);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     public long unackedMessages() {
         lock.lock();
         try {

@@ -91,7 +91,12 @@ public final class BrokerQueue {
     /** Connections that published here: told of flow state changes. */
     private final Set<ClientConnection> publishers = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
     private final FlowGate gate;
-    /** Headers plus payload bytes of the unacknowledged messages, kept exact by publishes and acks. */
+    /**
+     * Headers plus payload of the unacknowledged messages (the unit of byte quotas and of
+     * max-message-bytes): read from the store once when the queue opens, then kept exact here, on the
+     * executor, by publishes, acks, dead-letters, drops and purges. A record the store discards as
+     * damaged is not seen here; the figure is reset to 0 whenever the backlog is empty.
+     */
     private long backlogBytes;
     /** While slowed or blocked: messages acknowledged and not yet matched by a released confirm (C2). */
     private long slowTokens;
@@ -149,7 +154,7 @@ public final class BrokerQueue {
                 deadLetterFailed(original, why);
             }
         });
-        this.backlogBytes = store.stats().unackedBytes();
+        this.backlogBytes = store.unackedMessageBytes();
         gate.update(store.unackedMessages(), backlogBytes);
         blockedSinceNanos = System.nanoTime();
         store.durabilityListener(durable -> {
@@ -410,7 +415,11 @@ public final class BrokerQueue {
     /** Re-evaluates the quota after a publish or an ack batch, and tells producers of a change. */
     private void updateFlow() {
         FlowState before = effectiveState();
-        boolean changed = gate.update(store.unackedMessages(), backlogBytes);
+        long backlog = store.unackedMessages();
+        if (backlog == 0) {
+            backlogBytes = 0;
+        }
+        boolean changed = gate.update(backlog, backlogBytes);
         if (changed && gate.state() == FlowState.FREE) {
             slowTokens = 0;
         }
@@ -907,7 +916,12 @@ public final class BrokerQueue {
                 }
             }
             ready.clear();
-            backlogBytes = store.stats().unackedBytes();
+            // What is left is out with the consumers, whose deliveries know their size.
+            long left = 0;
+            for (ConsumerSession c : consumers) {
+                left += c.inFlight.bytes();
+            }
+            backlogBytes = left;
             acknowledged(removed);
             LOG.info("Queue '{}' purged: {} messages removed.", name, removed);
             return removed;

@@ -122,6 +122,17 @@ final class InFlightDeliveries {
         return expired;
     }
 
+    /** Headers plus payload of the deliveries held. */
+    long bytes() {
+        long total = 0;
+        for (int slot = 0; slot < ids.length; slot++) {
+            if (ids[slot] != FREE) {
+                total += bytes[slot];
+            }
+        }
+        return total;
+    }
+
     /** The ids held, ascending. */
     long[] ids() {
         long[] held = new long[size];

@@ -216,6 +216,33 @@ public final class SegmentLog implements AutoCloseable {
         return false;
     }
 
+    /**
+     * Headers plus payload of the records from {@code fromId} on that {@code acked} does not reject:
+     * one sequential pass reading each record's length only (a record's message bytes are its length
+     * less {@link RecordCodec#HEADER_BYTES}).
+     */
+    public long messageBytesFrom(long fromId, java.util.function.LongPredicate acked) {
+        if (fromId < 0) {
+            return 0;
+        }
+        long bytes = 0;
+        try (ExcerptTailer tailer = newTailer()) {
+            if (!position(tailer, fromId)) {
+                return 0;
+            }
+            while (true) {
+                try (DocumentContext dc = tailer.readingDocument()) {
+                    if (!dc.isPresent()) {
+                        return bytes;
+                    }
+                    if (!acked.test(dc.index())) {
+                        bytes += Math.max(0, dc.wire().bytes().readRemaining() - RecordCodec.HEADER_BYTES);
+                    }
+                }
+            }
+        }
+    }
+
     /** The oldest segment Chronicle knows of (-1 if none). */
     public int firstSegment() {
         return Math.max(-1, chronicle.firstCycle());
