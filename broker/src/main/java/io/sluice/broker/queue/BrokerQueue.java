@@ -3,8 +3,6 @@ package io.sluice.broker.queue;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
-import io.sluice.broker.flow.FlowGate;
-import io.sluice.broker.flow.QuotaSettings;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.FlowFrame;
 import io.sluice.protocol.FlowState;
@@ -90,18 +88,8 @@ public final class BrokerQueue {
     private final ArrayDeque<PendingConfirm> pendingConfirms = new ArrayDeque<>();
     /** Connections that published here: told of flow state changes. */
     private final Set<ClientConnection> publishers = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
-    private final FlowGate gate;
-    /**
-     * Headers plus payload of the unacknowledged messages (the unit of byte quotas and of
-     * max-message-bytes): read from the store once when the queue opens, then kept exact here, on the
-     * executor, by publishes, acks, dead-letters, drops and purges. A record the store discards as
-     * damaged is not seen here; the figure is reset to 0 whenever the backlog is empty.
-     */
-    private long backlogBytes;
-    /** While slowed or blocked: messages acknowledged and not yet matched by a released confirm (C2). */
-    private long slowTokens;
-    private String diskBlockedReason;
-    private final int publishAllowance;
+    /** The byte backlog, the quota state, the disk block and the slowed producers' tokens: one owner. */
+    private final Backlog backlog;
     private long dropped;
     private long publishRefused;
     private boolean dispatchScheduled;
@@ -125,9 +113,6 @@ public final class BrokerQueue {
     private long deliveredMessages;
     private long ackedMessages;
     private long nackedMessages;
-    /** BLOCKED time before the current stretch, and when that stretch began (meaningful while blocked). */
-    private long blockedNanosBefore;
-    private long blockedSinceNanos;
     /** Latency recorders set by the metrics (no-ops without them); called on the executor, once per frame. */
     private volatile LongConsumer confirmLatencyNanos = NO_RECORDER;
     private volatile LongConsumer ackLatencyMillis = NO_RECORDER;
@@ -141,8 +126,7 @@ public final class BrokerQueue {
         this.executor = executor;
         this.manager = manager;
         this.options = options;
-        this.publishAllowance = publishAllowance;
-        this.gate = new FlowGate(options.quota());
+        this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes());
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
             public void moved(StoredMessage original) {
@@ -154,9 +138,6 @@ public final class BrokerQueue {
                 deadLetterFailed(original, why);
             }
         });
-        this.backlogBytes = store.unackedMessageBytes();
-        gate.update(store.unackedMessages(), backlogBytes);
-        blockedSinceNanos = System.nanoTime();
         store.durabilityListener(durable -> {
             if (!executor.isShuttingDown()) {
                 executor.execute(this::releaseConfirms);
@@ -209,7 +190,7 @@ public final class BrokerQueue {
         long storedBytes = 0;
         int refusedMessages = 0;
         long refusedBytes = 0;
-        long backlog = store.unackedMessages();
+        long messages = store.unackedMessages();
         ByteBuffer frameBytes = null;
         // The run of consecutive sequences of one producer being stored: one IdRange per run, not per message.
         long runProducer = 0;
@@ -220,7 +201,7 @@ public final class BrokerQueue {
             long sequence = cursor.sequence();
             int payloadLength = cursor.payloadLength();
             int bytes = cursor.headersLength() + payloadLength;
-            String refusal = admit(backlog, bytes);
+            String refusal = backlog.refusal(messages, bytes, this::dropOldest);
             if (refusal != null) {
                 connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal));
                 refusedMessages++;
@@ -246,8 +227,8 @@ public final class BrokerQueue {
                 }
                 storedMessages++;
                 storedBytes += payloadLength;
-                backlogBytes += bytes;
-                backlog++;
+                backlog.added(bytes);
+                messages++;
                 continue;
             } catch (MessageTooLargeException e) {
                 connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.MESSAGE_TOO_LARGE, e.getMessage()));
@@ -293,43 +274,6 @@ public final class BrokerQueue {
     }
 
     /**
-     * Whether one more message of {@code bytes} may be stored with the backlog at {@code backlog}
-     * messages: null if so, else the reason (A1..A3).
-     * <ul>
-     *   <li>A1 below the hard level, or no hard level: yes;</li>
-     *   <li>A2 blocked (quota with policy block, or the disk guard): messages already in flight when
-     *       the producer was told are stored, up to the publish window beyond the hard level; after
-     *       that, refused;</li>
-     *   <li>A3 policy reject: refused at once; policy drop-oldest: the oldest message not out with
-     *       a consumer is discarded to make room.</li>
-     * </ul>
-     */
-    private String admit(long backlog, int bytes) {
-        QuotaSettings quota = gate.quota();
-        boolean overHard = (quota.hardMessages() > 0 && backlog >= quota.hardMessages())
-                || (quota.hardBytes() > 0 && backlogBytes + bytes > quota.hardBytes());
-        if (diskBlockedReason != null) {
-            return "queue '" + name + "' is blocked: " + diskBlockedReason;
-        }
-        if (!overHard) { // A1
-            return null;
-        }
-        switch (quota.overflow()) {
-            case REJECT -> {
-                return "queue '" + name + "' is full: " + gate.reason() + "; the overflow policy is reject";
-            }
-            case DROP_OLDEST -> {
-                return dropOldest() ? null : "queue '" + name + "' is full and every message is out with a consumer";
-            }
-            default -> { // A2
-                long limit = (quota.hardMessages() > 0 ? quota.hardMessages() : Long.MAX_VALUE / 2) + publishAllowance;
-                return backlog < limit ? null : "queue '" + name + "' is blocked: " + gate.reason()
-                        + "; wait for FLOW before publishing more";
-            }
-        }
-    }
-
-    /**
      * Discards the oldest unacknowledged message not out with a consumer (dead-lettered if the queue
      * says so). Every message this queue tracks is skipped at most once, so the walk is bounded by
      * the deliveries outstanding, not by the backlog.
@@ -352,10 +296,10 @@ public final class BrokerQueue {
         dropped++;
         if (options.deadLetterDropped()) {
             // Room is made for this publish at once; the message leaves once its copy is durable.
-            deadLetter(m, m.deliveryCount(), "dropped to make room: " + gate.reason());
+            deadLetter(m, m.deliveryCount(), "dropped to make room: " + backlog.quotaReason());
         } else {
             store.ack(id);
-            backlogBytes -= m.headersLength() + m.payloadLength();
+            backlog.removed(m.headersLength() + m.payloadLength());
         }
         return true;
     }
@@ -369,13 +313,12 @@ public final class BrokerQueue {
      */
     private void releaseConfirms() {
         long durable = store.durableIndex();
-        boolean gated = gate.state() == FlowState.SLOWED;
         Set<ClientConnection> touched = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
         LongConsumer latency = confirmLatencyNanos;
         long now = 0;
         while (!pendingConfirms.isEmpty()) {
             PendingConfirm p = pendingConfirms.peek();
-            if (p.lastId > durable || (gated && slowTokens <= 0)) {
+            if (p.lastId > durable || !backlog.mayConfirm(p.messages)) {
                 break;
             }
             pendingConfirms.poll();
@@ -384,9 +327,6 @@ public final class BrokerQueue {
             }
             latency.accept(now - p.receivedAtNanos); // one sample per PUBLISH frame confirmed, not per message
             confirmedMessages += p.messages;
-            if (gated) {
-                slowTokens -= p.messages;
-            }
             p.ranges.forEach((producer, ranges) -> p.connection.write(new ConfirmFrame(producer, ranges)));
             p.connection.returnPublishCredit(p.messages, p.bytes);
             touched.add(p.connection);
@@ -414,39 +354,11 @@ public final class BrokerQueue {
 
     /** Re-evaluates the quota after a publish or an ack batch, and tells producers of a change. */
     private void updateFlow() {
-        FlowState before = effectiveState();
-        long backlog = store.unackedMessages();
-        if (backlog == 0) {
-            backlogBytes = 0;
+        FlowState now = backlog.update(store.unackedMessages());
+        if (now != null) {
+            LOG.info("Queue '{}' is now {}: {}.", name, now, backlog.reason());
+            notifyPublishers(now, backlog.reason());
         }
-        boolean changed = gate.update(backlog, backlogBytes);
-        if (changed && gate.state() == FlowState.FREE) {
-            slowTokens = 0;
-        }
-        FlowState after = effectiveState();
-        if (after != before) {
-            String reason = diskBlockedReason != null ? diskBlockedReason : gate.reason();
-            LOG.info("Queue '{}' is now {}: {}.", name, after, reason);
-            flowChanged(before, after);
-            notifyPublishers(after, reason);
-        }
-    }
-
-    /** Accumulates the time spent BLOCKED, for {@code sluice_queue_blocked_seconds_total}. */
-    private void flowChanged(FlowState before, FlowState after) {
-        if (after == FlowState.BLOCKED && before != FlowState.BLOCKED) {
-            blockedSinceNanos = System.nanoTime();
-        } else if (before == FlowState.BLOCKED && after != FlowState.BLOCKED) {
-            blockedNanosBefore += System.nanoTime() - blockedSinceNanos;
-        }
-    }
-
-    private long blockedNanos() {
-        return blockedNanosBefore + (effectiveState() == FlowState.BLOCKED ? System.nanoTime() - blockedSinceNanos : 0);
-    }
-
-    private FlowState effectiveState() {
-        return diskBlockedReason != null ? FlowState.BLOCKED : gate.state();
     }
 
     private void notifyPublishers(FlowState state, String reason) {
@@ -460,20 +372,17 @@ public final class BrokerQueue {
     /** Broker-wide disk guard: blocks (reason) or unblocks (null) every producer of this queue. */
     public void diskBlocked(String reason) {
         executor.execute(() -> {
-            FlowState before = effectiveState();
-            diskBlockedReason = reason;
-            FlowState after = effectiveState();
-            if (before != after) {
-                LOG.info("Queue '{}' is now {}: {}.", name, after, reason == null ? "disk space is back" : reason);
-                flowChanged(before, after);
-                notifyPublishers(after, reason == null ? "free disk space is above the reserve again" : reason);
+            FlowState now = backlog.diskBlocked(reason);
+            if (now != null) {
+                LOG.info("Queue '{}' is now {}: {}.", name, now, reason == null ? "disk space is back" : reason);
+                notifyPublishers(now, reason == null ? "free disk space is above the reserve again" : backlog.reason());
             }
         });
     }
 
     /** The flow state producers were last told. */
     public FlowState flowState() {
-        return effectiveState();
+        return backlog.state();
     }
 
     /** Adds the stored sequences {@code from..to} of {@code producerId} to its ranges, merging with the last. */
@@ -556,16 +465,14 @@ public final class BrokerQueue {
             ackBatchSize = 0;
         }
         ackBatch[ackBatchSize++] = id;
-        backlogBytes -= bytes;
+        backlog.removed(bytes);
         ackOldestAppendedMillis = Math.min(ackOldestAppendedMillis, appendedAtMillis);
         tracked.remove(id);
     }
 
     /** After acks: feeds the slowed producers (C2) and re-evaluates the quota at once. */
     private void acknowledged(long count) {
-        if (gate.state() == FlowState.SLOWED) {
-            slowTokens = Math.min(slowTokens + count, publishAllowance);
-        }
+        backlog.acknowledged(count);
         updateFlow();
         releaseConfirms();
     }
@@ -837,7 +744,7 @@ public final class BrokerQueue {
         }
         store.ack(original.id());
         tracked.remove(original.id());
-        backlogBytes -= original.headersLength() + original.payloadLength();
+        backlog.removed(original.headersLength() + original.payloadLength());
         deadLettered++;
         acknowledged(1);
         scheduleDispatch();
@@ -868,14 +775,14 @@ public final class BrokerQueue {
                     throw new IllegalStateException("queue '" + name + "' was deleted");
                 }
                 int bytes = headers.remaining() + payload.remaining();
-                String refusal = admit(store.unackedMessages(), bytes);
+                String refusal = backlog.refusal(store.unackedMessages(), bytes, this::dropOldest);
                 if (refusal != null) {
                     publishRefused++;
                     throw new IllegalStateException(refusal);
                 }
                 long id = store.appendForwarded(producerId, producerSequence, headers, payload);
                 publishedMessages++;
-                backlogBytes += bytes;
+                backlog.added(bytes);
                 updateFlow();
                 scheduleDispatch();
                 store.whenDurable(id).whenComplete((durable, error) -> {
@@ -921,7 +828,7 @@ public final class BrokerQueue {
             for (ConsumerSession c : consumers) {
                 left += c.inFlight.bytes();
             }
-            backlogBytes = left;
+            backlog.resetBytes(left);
             acknowledged(removed);
             LOG.info("Queue '{}' purged: {} messages removed.", name, removed);
             return removed;
@@ -932,7 +839,7 @@ public final class BrokerQueue {
 
     /** Unacknowledged bytes (headers plus payload) as the broker counts them for byte quotas. */
     public long backlogBytes() {
-        return backlogBytes;
+        return backlog.bytes();
     }
 
     public long dropped() {
@@ -972,12 +879,11 @@ public final class BrokerQueue {
                 inFlight += c.inFlight.size();
             }
             List<String> producers = publishers.stream().map(ClientConnection::id).sorted().toList();
-            FlowState state = effectiveState();
-            return new QueueSnapshot(name, store.unackedMessages(), backlogBytes, inFlight, state,
-                    diskBlockedReason != null ? diskBlockedReason : gate.reason(), consumerFigures, producers,
+            return new QueueSnapshot(name, store.unackedMessages(), backlog.bytes(), inFlight, backlog.state(),
+                    backlog.reason(), consumerFigures, producers,
                     new QueueSnapshot.Counters(publishedMessages, confirmedMessages, deliveredMessages, redelivered,
                             ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropped, publishRefused),
-                    oldestReadyTimestampMillis(), blockedNanos());
+                    oldestReadyTimestampMillis(), backlog.blockedNanos());
         });
     }
 
