@@ -6,7 +6,6 @@ import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.FlowFrame;
 import io.sluice.protocol.FlowState;
-import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.DeliverFrameBuilder;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
@@ -26,12 +25,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -85,7 +81,7 @@ public final class BrokerQueue {
     private final ReadyQueue ready = new ReadyQueue();
     /** Every message delivered and unacknowledged, or waiting for redelivery. */
     private final IdSet tracked = new IdSet();
-    private final ArrayDeque<PendingConfirm> pendingConfirms = new ArrayDeque<>();
+    private final PendingConfirms pendingConfirms = new PendingConfirms();
     /** Connections that published here: told of flow state changes. */
     private final Set<ClientConnection> publishers = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
     /** The byte backlog, the quota state, the disk block and the slowed producers' tokens: one owner. */
@@ -184,7 +180,7 @@ public final class BrokerQueue {
             return;
         }
         publishers.add(connection);
-        Map<Long, List<IdRange>> stored = new LinkedHashMap<>();
+        PendingConfirms.StoredRanges stored = new PendingConfirms.StoredRanges();
         long lastId = -1;
         int storedMessages = 0;
         long storedBytes = 0;
@@ -192,10 +188,6 @@ public final class BrokerQueue {
         long refusedBytes = 0;
         long messages = store.unackedMessages();
         ByteBuffer frameBytes = null;
-        // The run of consecutive sequences of one producer being stored: one IdRange per run, not per message.
-        long runProducer = 0;
-        long runFrom = -1;
-        long runTo = -1;
         while (cursor.next()) {
             long producerId = cursor.producerId();
             long sequence = cursor.sequence();
@@ -215,16 +207,7 @@ public final class BrokerQueue {
                 }
                 lastId = store.append(producerId, sequence, frameBytes, cursor.headersOffset(), cursor.headersLength(),
                         cursor.payloadOffset(), payloadLength);
-                if (runFrom >= 0 && producerId == runProducer && sequence == runTo + 1) {
-                    runTo = sequence;
-                } else {
-                    if (runFrom >= 0) {
-                        addToRanges(stored, runProducer, runFrom, runTo);
-                    }
-                    runProducer = producerId;
-                    runFrom = sequence;
-                    runTo = sequence;
-                }
+                stored.stored(producerId, sequence);
                 storedMessages++;
                 storedBytes += payloadLength;
                 backlog.added(bytes);
@@ -244,15 +227,12 @@ public final class BrokerQueue {
             refusedMessages++;
             refusedBytes += payloadLength;
         }
-        if (runFrom >= 0) {
-            addToRanges(stored, runProducer, runFrom, runTo);
-        }
         if (refusedMessages > 0) {
             connection.returnPublishCredit(refusedMessages, refusedBytes);
         }
         if (storedMessages > 0) {
             publishedMessages += storedMessages;
-            pendingConfirms.add(new PendingConfirm(lastId, connection, stored, storedMessages, storedBytes, receivedAtNanos));
+            pendingConfirms.add(lastId, connection, stored.build(), storedMessages, storedBytes, receivedAtNanos);
             updateFlow();
             releaseConfirms();
             scheduleDispatch();
@@ -305,50 +285,15 @@ public final class BrokerQueue {
     }
 
     /**
-     * Releases confirms in arrival order (C1..C2): C1 a confirm waits until its messages are
-     * durable; C2 while the queue is slowed, confirms are released only as consumers acknowledge,
-     * one message for one, so producers, whose in-flight windows fill up, run at the consumers'
-     * pace. (Blocked producers are told to stop; what they had in flight is confirmed as stored.)
-     * Each released confirm also gives the producer its publish window back.
+     * Releases the confirms whose messages are durable, as far as the backlog lets them (C1, C2 of
+     * {@link PendingConfirms}). If the store failed (docs/storage.md, rule "a failed force is final"),
+     * nothing still waiting will ever be durable: each producer is told now.
      */
     private void releaseConfirms() {
-        long durable = store.durableIndex();
-        Set<ClientConnection> touched = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
-        LongConsumer latency = confirmLatencyNanos;
-        long now = 0;
-        while (!pendingConfirms.isEmpty()) {
-            PendingConfirm p = pendingConfirms.peek();
-            if (p.lastId > durable || !backlog.mayConfirm(p.messages)) {
-                break;
-            }
-            pendingConfirms.poll();
-            if (now == 0) {
-                now = System.nanoTime();
-            }
-            latency.accept(now - p.receivedAtNanos); // one sample per PUBLISH frame confirmed, not per message
-            confirmedMessages += p.messages;
-            p.ranges.forEach((producer, ranges) -> p.connection.write(new ConfirmFrame(producer, ranges)));
-            p.connection.returnPublishCredit(p.messages, p.bytes);
-            touched.add(p.connection);
-        }
+        confirmedMessages += pendingConfirms.release(store.durableIndex(), backlog, confirmLatencyNanos);
         StorageFailedException failed = store.failure();
         if (failed != null) {
-            refuseUnconfirmed(failed, touched);
-        }
-        touched.forEach(ClientConnection::flush);
-    }
-
-    /**
-     * The store failed (docs/storage.md, rule "a failed force is final"): nothing still waiting will
-     * ever be durable, so each producer is told now, and may publish again after a restart.
-     */
-    private void refuseUnconfirmed(StorageFailedException failed, Set<ClientConnection> touched) {
-        while (!pendingConfirms.isEmpty()) {
-            PendingConfirm p = pendingConfirms.poll();
-            p.ranges.forEach((producer, ranges) -> ranges.forEach(range ->
-                    p.connection.write(new PublishErrorFrame(producer, range, ErrorCode.STORAGE_FAILED, failed.getMessage()))));
-            p.connection.returnPublishCredit(p.messages, p.bytes);
-            touched.add(p.connection);
+            pendingConfirms.refuseAll(ErrorCode.STORAGE_FAILED, failed.getMessage());
         }
     }
 
@@ -383,19 +328,6 @@ public final class BrokerQueue {
     /** The flow state producers were last told. */
     public FlowState flowState() {
         return backlog.state();
-    }
-
-    /** Adds the stored sequences {@code from..to} of {@code producerId} to its ranges, merging with the last. */
-    private static void addToRanges(Map<Long, List<IdRange>> stored, long producerId, long from, long to) {
-        List<IdRange> ranges = stored.computeIfAbsent(producerId, p -> new ArrayList<>());
-        if (!ranges.isEmpty()) {
-            IdRange last = ranges.get(ranges.size() - 1);
-            if (last.to() + 1 == from) {
-                ranges.set(ranges.size() - 1, new IdRange(last.from(), to));
-                return;
-            }
-        }
-        ranges.add(new IdRange(from, to));
     }
 
     /** Publishes still waiting for their sync; for graceful shutdown. */
@@ -936,16 +868,6 @@ public final class BrokerQueue {
             reader.close();
             reader = null;
         }
-        for (PendingConfirm p : pendingConfirms) {
-            p.ranges.forEach((producer, ranges) -> ranges.forEach(r -> p.connection.write(
-                    new PublishErrorFrame(producer, r, ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was confirmed"))));
-            p.connection.returnPublishCredit(p.messages, p.bytes);
-            p.connection.flush();
-        }
-        pendingConfirms.clear();
-    }
-
-    private record PendingConfirm(long lastId, ClientConnection connection, Map<Long, List<IdRange>> ranges,
-                                  int messages, long bytes, long receivedAtNanos) {
+        pendingConfirms.refuseAll(ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was confirmed");
     }
 }

@@ -60,6 +60,7 @@ class DeadLetterTest {
             assertEquals("jobs", copy.header(BrokerQueue.HEADER_DEAD_LETTER_FROM));
             assertEquals("rejected by the consumer", copy.header(BrokerQueue.HEADER_DEAD_LETTER_REASON));
             assertEquals(Long.toString(id), copy.header(BrokerQueue.HEADER_ORIGINAL_ID));
+            QueueCore.awaitOnLoop(q, q::deadLettered, 1L); // once the copy is durable, not when it is delivered
             assertEquals(0L, (long) QueueCore.onLoop(q, q.store()::unackedMessages), "the source let it go");
             assertEquals(0L, (long) QueueCore.onLoop(q, q::backlogBytes));
             assertEquals(1L, (long) QueueCore.onLoop(q, q::deadLettered));
