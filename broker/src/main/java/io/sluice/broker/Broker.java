@@ -267,7 +267,8 @@ public final class Broker implements AutoCloseable {
     }
 
     /**
-     * Graceful shutdown: stop accepting, give publishes waiting for their sync time to be confirmed,
+     * Graceful shutdown: stop accepting, give publishes waiting for their sync time to be confirmed
+     * (up to {@code broker.shutdown-timeout-ms}), refuse those still waiting with NOT_CONFIRMED_SHUTDOWN,
      * tell clients, then force and close the store.
      */
     @Override
@@ -294,6 +295,10 @@ public final class Broker implements AutoCloseable {
                     break;
                 }
             }
+        }
+        for (BrokerQueue q : queues.all()) {
+            q.refuseUnconfirmedAtShutdown();
+            q.executor().submit(() -> null).awaitUninterruptibly(1, TimeUnit.SECONDS); // written before the CLOSE
         }
         channels.writeAndFlush(new CloseFrame(ErrorCode.NONE, "the broker is shutting down"));
         channels.close().awaitUninterruptibly(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), TimeUnit.MILLISECONDS);

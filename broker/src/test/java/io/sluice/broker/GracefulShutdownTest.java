@@ -122,4 +122,43 @@ class GracefulShutdownTest {
         lost.removeAll(received);
         assertEquals(Set.of(), lost, "confirmed messages missing after the restart");
     }
+
+    /** Issue 15: NOT_CONFIRMED_SHUTDOWN is sent where it belongs, to publishes still unconfirmed when shutdown gives up. */
+    @Test
+    void aPublishStillUnconfirmedWhenTheShutdownTimeoutEndsFailsWithNotConfirmedShutdown() throws Exception {
+        java.util.concurrent.CountDownLatch syncHeld = new java.util.concurrent.CountDownLatch(1);
+        io.sluice.storage.durability.FileForcer slowDisk = (channel, file) -> {
+            if (file.toString().contains("slow-sync") && file.toString().endsWith(".cq4")) {
+                try {
+                    syncHeld.await(); // the queue's segment sync takes as long as the test says
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            channel.force(false);
+        };
+        broker = Broker.start(new ConfigLoader().load(null, Map.of("broker.data-dir", dir.resolve("data").toString(),
+                "broker.port", "0", "storage.reserved-disk-bytes", "67108864", "storage.durability", "always",
+                "broker.shutdown-timeout-ms", "100")), slowDisk);
+        connection = connect();
+        connection.declareQueue("slow-sync", QueueSettings.EMPTY);
+        Producer producer = connection.createProducer("slow-sync", ProducerOptions.DEFAULT);
+        CompletableFuture<Void> unconfirmed = producer.sendAsync(Payloads.of(1));
+        io.sluice.storage.QueueStore store = broker.queues().get("slow-sync").store();
+        TestAwait.until("the message stored", () -> store.unackedMessages() == 1);
+        Broker closing = broker;
+        broker = null;
+        Thread closer = new Thread(closing::close, "shutdown-test-closer");
+        closer.start();
+        try {
+            ExecutionException failure = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                    () -> unconfirmed.get(20, TimeUnit.SECONDS));
+            SluiceException cause = (SluiceException) failure.getCause();
+            org.junit.jupiter.api.Assertions.assertEquals(io.sluice.protocol.ErrorCode.NOT_CONFIRMED_SHUTDOWN, cause.errorCode(),
+                    cause.getMessage());
+        } finally {
+            syncHeld.countDown();
+            closer.join(20_000);
+        }
+    }
 }

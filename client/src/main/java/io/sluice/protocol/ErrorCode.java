@@ -7,6 +7,8 @@ package io.sluice.protocol;
  * sender has nothing more specific to say, and whether retrying the same request later can succeed. Codes
  * are grouped by hundreds: 1xx framing and connection, 2xx security, 3xx queue management, 4xx publishing,
  * 5xx consuming, 9xx broker resources. A code is never renumbered or reused; new codes are appended.
+ * Retired: 402 (PUBLISH_TIMEOUT: a publish timeout is the client's own) and 404
+ * (PUBLISH_WINDOW_EXCEEDED: a client past its window finds the broker no longer reading), never sent.
  *
  * <p>A code this version does not know (sent by a newer peer) is read as {@link #UNKNOWN}; the raw number
  * stays available on the frame that carried it.
@@ -32,9 +34,7 @@ public enum ErrorCode {
 
     MESSAGE_TOO_LARGE(400, "the message is larger than the broker accepts", false),
     QUEUE_BLOCKED(401, "the queue is over its hard quota and refuses publishes until consumers catch up", true),
-    PUBLISH_TIMEOUT(402, "the message could not be stored durably in time", true),
     STORAGE_FULL(403, "the broker's disk is full", true),
-    PUBLISH_WINDOW_EXCEEDED(404, "the publisher sent more than the granted publish window", false),
 
     UNKNOWN_CONSUMER(500, "no subscription on this connection has this consumer tag", false),
     UNKNOWN_MESSAGE_ID(501, "the message id is not outstanding on this subscription", false),

@@ -43,7 +43,7 @@ public final class QueueSettings {
     public static final String QUOTA_HARD_BYTES = "quotaHardBytes";
     /** STRING, {@link #OVERFLOW_BLOCK} or {@link #OVERFLOW_REJECT}: what a hard quota does to publishers. */
     public static final String OVERFLOW_POLICY = "overflowPolicy";
-    /** Overflow policy: publishers wait (FLOW BLOCKED, unconfirmed publishes time out with PUBLISH_TIMEOUT). */
+    /** Overflow policy: publishers wait (FLOW BLOCKED; the client holds further publishes and times them out itself). */
     public static final String OVERFLOW_BLOCK = "block";
     /** Overflow policy: publishes fail at once with QUEUE_BLOCKED. */
     public static final String OVERFLOW_REJECT = "reject";

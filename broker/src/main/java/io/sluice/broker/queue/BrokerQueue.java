@@ -330,6 +330,15 @@ public final class BrokerQueue {
         return backlog.state();
     }
 
+    /**
+     * Graceful shutdown gave up waiting: every publish still unconfirmed is refused with
+     * NOT_CONFIRMED_SHUTDOWN, so its producer knows to publish it again (it may be stored twice).
+     */
+    public void refuseUnconfirmedAtShutdown() {
+        executor.execute(() -> pendingConfirms.refuseAll(ErrorCode.NOT_CONFIRMED_SHUTDOWN,
+                "the broker is shutting down and did not confirm the message on queue '" + name + "'; publish it again"));
+    }
+
     /** Publishes still waiting for their sync; for graceful shutdown. */
     public int pendingConfirms() {
         return pendingConfirms.size();
