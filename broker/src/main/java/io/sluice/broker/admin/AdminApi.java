@@ -8,7 +8,9 @@ import com.sun.net.httpserver.HttpExchange;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.sluice.broker.Broker;
+import io.sluice.broker.auth.Action;
 import io.sluice.broker.auth.Authenticator;
+import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.metrics.ConnectionTraffic;
 import io.sluice.broker.net.ConnectionHandler;
@@ -47,11 +49,25 @@ import java.util.function.Supplier;
  * GET    /api/producers            connection, queue and the flow state it was told
  * </pre>
  * Errors are {@code {"error": code, "message": sentence}}: 400 bad JSON or setting, 401 credentials,
- * 404 unknown queue or path, 405 method, 409 queue exists with other settings.
+ * 403 permission, 404 unknown queue or path, 405 method, 409 queue exists with other settings.
  *
  * <p>Access (A1): with users configured ({@code auth.users}), every request needs HTTP Basic
  * credentials that {@link Authenticator#check} accepts; with none, the API is open while
- * {@code auth.allow-anonymous} is true and closed otherwise.
+ * {@code auth.allow-anonymous} is true and closed otherwise, and requests run as anonymous
+ * ({@code auth.anonymous-permissions}).
+ *
+ * <p>Permissions (A2), the wire protocol's grants ({@link Authorizer}), checked before the queue is
+ * looked up so that a refused user cannot probe which queues exist; a refusal is 403
+ * {@code access_denied} naming the user, the action and the queue:
+ * <ul>
+ * <li>{@code GET /api/queues/{name}} needs any action on the queue (publish, consume, manage, monitor);
+ * {@code PUT}, {@code DELETE} and {@code purge} need manage.</li>
+ * <li>{@code GET /api/queues}, {@code /api/consumers}, {@code /api/producers} list only the queues the
+ * user may see.</li>
+ * <li>{@code GET /api/connections} lists every connection to a user with a grant on every queue
+ * ({@code *}), and only the user's own connections to anyone else; {@code DELETE /api/connections/{id}}
+ * closes the user's own connection, or any with manage on every queue.</li>
+ * </ul>
  */
 final class AdminApi {
     static final String JSON = "application/json; charset=utf-8";
@@ -60,12 +76,14 @@ final class AdminApi {
     private final Broker broker;
     private final BrokerConfig.Auth auth;
     private final Authenticator authenticator;
+    private final Authorizer authorizer;
     private final ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
     AdminApi(Broker broker) {
         this.broker = broker;
         this.auth = broker.config().auth;
         this.authenticator = new Authenticator(auth);
+        this.authorizer = broker.authorizer();
     }
 
     /** A failed request: its HTTP status, stable error code and sentence. */
@@ -83,8 +101,8 @@ final class AdminApi {
     void handle(HttpExchange exchange) throws IOException {
         try {
             byte[] body = exchange.getRequestBody().readAllBytes();
-            authorize(exchange);
-            Object result = route(exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(), body);
+            String user = authenticate(exchange);
+            Object result = route(user, exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(), body);
             AdminServer.respond(exchange, 200, JSON, json.writeValueAsString(result) + "\n");
         } catch (ApiException e) {
             if (e.status == 401) {
@@ -109,7 +127,7 @@ final class AdminApi {
      */
     boolean admit(HttpExchange exchange) throws IOException {
         try {
-            authorize(exchange);
+            authenticate(exchange);
             return true;
         } catch (ApiException e) {
             exchange.getResponseHeaders().set("WWW-Authenticate", "Basic realm=\"sluice\"");
@@ -118,12 +136,12 @@ final class AdminApi {
         }
     }
 
-    /** Rule A1. */
-    private void authorize(HttpExchange exchange) {
+    /** Rule A1: the user the request runs as ("" for anonymous), or a 401. */
+    private String authenticate(HttpExchange exchange) {
         String header = exchange.getRequestHeaders().getFirst("Authorization");
         if (auth.users.isEmpty()) {
             if (auth.allowAnonymous) {
-                return;
+                return "";
             }
             throw new ApiException(401, "unauthorized", "the admin API is closed: no users are configured (auth.users)"
                     + " and auth.allow-anonymous is false");
@@ -144,9 +162,22 @@ final class AdminApi {
         if (rejected != null) {
             throw new ApiException(401, "unauthorized", rejected);
         }
+        return user;
     }
 
-    private Object route(String method, String rawPath, byte[] body) {
+    /** Rule A2 for one queue: 403 unless {@code user} may do {@code action} (null: see) on it. */
+    private void permit(String user, Action action, String queue) {
+        if (action == null ? authorizer.maySee(user, queue) : authorizer.allowed(user, action, queue)) {
+            return;
+        }
+        if (action == null) {
+            authorizer.countDenial();
+        }
+        throw new ApiException(403, "access_denied", action == null ? Authorizer.seeDenial(user, queue)
+                : Authorizer.denial(user, action, queue));
+    }
+
+    private Object route(String user, String method, String rawPath, byte[] body) {
         List<String> parts = new ArrayList<>();
         for (String p : rawPath.split("/")) {
             if (!p.isEmpty()) {
@@ -159,39 +190,43 @@ final class AdminApi {
             case "queues" -> {
                 if (parts.size() == 2) {
                     requireMethod(method, "GET");
-                    return allQueues();
+                    return allQueues(user);
                 }
                 String name = parts.get(2);
                 if (parts.size() == 4 && parts.get(3).equals("purge")) {
                     requireMethod(method, "POST");
+                    permit(user, Action.MANAGE, name);
                     return purge(name);
                 }
                 if (parts.size() != 3) {
                     break;
                 }
+                if (!List.of("GET", "PUT", "DELETE").contains(method)) {
+                    throw new ApiException(405, "method_not_allowed", method + " " + rawPath
+                            + " is not supported; use GET, PUT or DELETE");
+                }
+                permit(user, method.equals("GET") ? null : Action.MANAGE, name);
                 return switch (method) {
                     case "GET" -> describe(queue(name));
                     case "PUT" -> declare(name, body);
-                    case "DELETE" -> delete(name);
-                    default -> throw new ApiException(405, "method_not_allowed", method + " " + rawPath
-                            + " is not supported; use GET, PUT or DELETE");
+                    default -> delete(name);
                 };
             }
             case "connections" -> {
                 if (parts.size() == 3) {
                     requireMethod(method, "DELETE");
-                    return closeConnection(parts.get(2));
+                    return closeConnection(user, parts.get(2));
                 }
                 requireMethod(method, "GET");
-                return connections();
+                return connections(user);
             }
             case "consumers" -> {
                 requireMethod(method, "GET");
-                return consumers();
+                return consumers(user);
             }
             case "producers" -> {
                 requireMethod(method, "GET");
-                return producers();
+                return producers(user);
             }
             default -> {
             }
@@ -222,9 +257,15 @@ final class AdminApi {
         return f.getNow();
     }
 
-    private List<Object> allQueues() {
+    /** The queues {@code user} may see (rule A2). */
+    private List<BrokerQueue> visibleQueues(String user) {
+        return broker.queues().all().stream().filter(q -> authorizer.maySee(user, q.name()))
+                .sorted(Comparator.comparing(BrokerQueue::name)).toList();
+    }
+
+    private List<Object> allQueues(String user) {
         List<Object> out = new ArrayList<>();
-        broker.queues().all().stream().sorted(Comparator.comparing(BrokerQueue::name)).forEach(q -> {
+        visibleQueues(user).forEach(q -> {
             try {
                 out.add(describe(q));
             } catch (ApiException e) {
@@ -341,9 +382,19 @@ final class AdminApi {
         return Map.of("queue", name, "purgedMessages", f.getNow());
     }
 
-    private List<Object> connections() {
+    /** The user a connection runs as ("" anonymous or before its HELLO). */
+    private static String userOf(Channel ch) {
+        ConnectionHandler handler = ch.pipeline().get(ConnectionHandler.class);
+        return handler == null ? "" : handler.user();
+    }
+
+    private List<Object> connections(String user) {
+        boolean everyConnection = authorizer.allowedOnEveryQueue(user, null);
         List<Object> out = new ArrayList<>();
         for (Channel ch : broker.connections()) {
+            if (!everyConnection && !userOf(ch).equals(user)) {
+                continue;
+            }
             ConnectionTraffic t = ConnectionTraffic.of(ch);
             ConnectionHandler handler = ch.pipeline().get(ConnectionHandler.class);
             Map<String, Object> m = new LinkedHashMap<>();
@@ -361,9 +412,15 @@ final class AdminApi {
     }
 
     /** Closes one client connection, telling the client why with a CLOSE frame first. */
-    private Map<String, Object> closeConnection(String id) {
+    private Map<String, Object> closeConnection(String user, String id) {
         for (Channel ch : broker.connections()) {
             if (ch.id().asShortText().equals(id)) {
+                String owner = userOf(ch);
+                if (!owner.equals(user) && !authorizer.allowedOnEveryQueue(user, Action.MANAGE)) {
+                    authorizer.countDenial();
+                    throw new ApiException(403, "access_denied", Authorizer.who(user) + " may not close connection '" + id
+                            + "' of " + Authorizer.who(owner) + " (that needs manage on every queue, \"*\")");
+                }
                 ch.writeAndFlush(new CloseFrame(ErrorCode.NONE, "closed by an administrator"))
                         .addListener(ChannelFutureListener.CLOSE);
                 ch.closeFuture().awaitUninterruptibly(QUEUE_WAIT_MS, TimeUnit.MILLISECONDS);
@@ -373,9 +430,9 @@ final class AdminApi {
         throw new ApiException(404, "unknown_connection", "no open connection has id '" + id + "'; see GET /api/connections");
     }
 
-    private List<Object> consumers() {
+    private List<Object> consumers(String user) {
         List<Object> out = new ArrayList<>();
-        for (BrokerQueue q : broker.queues().all()) {
+        for (BrokerQueue q : visibleQueues(user)) {
             for (QueueSnapshot.ConsumerFigures c : snapshot(q).consumers()) {
                 Map<String, Object> m = new LinkedHashMap<>();
                 m.put("queue", q.name());
@@ -389,9 +446,9 @@ final class AdminApi {
         return out;
     }
 
-    private List<Object> producers() {
+    private List<Object> producers(String user) {
         List<Object> out = new ArrayList<>();
-        for (BrokerQueue q : broker.queues().all()) {
+        for (BrokerQueue q : visibleQueues(user)) {
             QueueSnapshot s = snapshot(q);
             for (String p : s.producers()) {
                 Map<String, Object> m = new LinkedHashMap<>();

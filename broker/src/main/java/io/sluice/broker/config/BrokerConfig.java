@@ -82,7 +82,7 @@ public final class BrokerConfig {
         public List<Permission> permissions = new ArrayList<>();
     }
 
-    /** A grant: the actions (publish, consume, manage) on the queues whose names match a glob ({@code *}). */
+    /** A grant: the actions (publish, consume, manage, monitor) on the queues whose names match a glob ({@code *}). */
     public static final class Permission {
         public String queues;
         public List<String> actions = new ArrayList<>();

@@ -65,7 +65,7 @@ public final class SecurityConfigCheck {
                 problems.add(key + "[" + j + "].queues is empty (use \"*\" for every queue)");
             }
             if (p.actions == null || p.actions.isEmpty()) {
-                problems.add(key + "[" + j + "].actions is empty (choose from publish, consume, manage)");
+                problems.add(key + "[" + j + "].actions is empty (choose from publish, consume, manage, monitor)");
                 continue;
             }
             for (String a : p.actions) {

@@ -81,7 +81,7 @@ class SafeDefaultsTest {
                   max-connections: 0
                 """, Map.of()));
         String m = e.getMessage();
-        assertTrue(m.contains("auth.anonymous-permissions[0].actions: action 'destroy' is not one of publish, consume, manage"), m);
+        assertTrue(m.contains("auth.anonymous-permissions[0].actions: action 'destroy' is not one of publish, consume, manage, monitor"), m);
         assertTrue(m.contains("tls.client-auth 'sometimes' is not one of none, optional, require"), m);
         assertTrue(m.contains("tls.certificate is empty but tls.enabled is true"), m);
         assertTrue(m.contains("limits.max-connections 0 is outside 1..10000000"), m);
