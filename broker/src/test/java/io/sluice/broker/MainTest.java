@@ -72,4 +72,12 @@ class MainTest {
         assertEquals(2, run("--metrics-port", "70000"));
         assertEquals("sluice: invalid configuration:\n  - metrics.port 70000 is outside 0..65535\n", err());
     }
+
+    @Test
+    void shouldRefuseToStartWithAnOpenAdminPortOnANonLoopbackAddress() {
+        assertEquals(2, run("--set", "metrics.listen-address=0.0.0.0"));
+        assertTrue(err().startsWith("sluice: invalid configuration:\n  - metrics.listen-address 0.0.0.0 is not a loopback address"
+                + " and auth.users is empty"), err());
+        assertEquals(2, err().split("\n").length, "one problem, one line under the heading: " + err());
+    }
 }

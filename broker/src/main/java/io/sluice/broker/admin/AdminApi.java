@@ -12,6 +12,7 @@ import io.sluice.broker.auth.Action;
 import io.sluice.broker.auth.Authenticator;
 import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.config.ScrapeAccess;
 import io.sluice.broker.metrics.ConnectionTraffic;
 import io.sluice.broker.net.ConnectionHandler;
 import io.sluice.broker.queue.BrokerQueue;
@@ -122,16 +123,27 @@ final class AdminApi {
     }
 
     /**
-     * For the metrics endpoint: the same rule A1 as the API. Answers 401 itself and returns false
-     * when the request may not proceed.
+     * For the metrics endpoint, rule A3: with {@code metrics.scrape-access: open} anyone; with
+     * {@code authenticated} rule A1, and then a user with a grant on every queue, since the scrape names
+     * every queue. Answers 401 or 403 itself (plain text) and returns false when the request may not proceed.
      */
-    boolean admit(HttpExchange exchange) throws IOException {
+    boolean admitScrape(HttpExchange exchange) throws IOException {
+        if (broker.config().metrics.scrapeAccess == ScrapeAccess.OPEN) {
+            return true;
+        }
         try {
-            authenticate(exchange);
+            String user = authenticate(exchange);
+            if (!authorizer.allowedOnEveryQueue(user, null)) {
+                authorizer.countDenial();
+                throw new ApiException(403, "access_denied", Authorizer.who(user) + " may not read /metrics: the scrape shows"
+                        + " every queue, so it needs a grant on every queue (queues: \"*\", e.g. actions: [monitor])");
+            }
             return true;
         } catch (ApiException e) {
-            exchange.getResponseHeaders().set("WWW-Authenticate", "Basic realm=\"sluice\"");
-            AdminServer.respond(exchange, 401, "text/plain; charset=utf-8", e.getMessage() + "\n");
+            if (e.status == 401) {
+                exchange.getResponseHeaders().set("WWW-Authenticate", "Basic realm=\"sluice\"");
+            }
+            AdminServer.respond(exchange, e.status, "text/plain; charset=utf-8", e.getMessage() + "\n");
             return false;
         }
     }

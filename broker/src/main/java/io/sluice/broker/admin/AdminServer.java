@@ -5,6 +5,7 @@ import com.sun.net.httpserver.HttpServer;
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsParameters;
 import com.sun.net.httpserver.HttpsServer;
+import io.sluice.broker.security.ListenerExposure;
 import io.sluice.broker.security.TlsContexts;
 
 import javax.net.ssl.SSLContext;
@@ -31,7 +32,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The broker's HTTP port ({@code metrics.port}): {@code /metrics} (Prometheus text),
  * {@code /health/live} (200 from start until the client listener fails, then 503), {@code /health/ready} (200 once the store is
  * recovered and the client listener is up, else 503) and the admin API under {@code /api}
- * ({@link AdminApi}). It starts before recovery, so that a long recovery is visible as live but not
+ * ({@link AdminApi}). The health probes never ask for credentials (orchestrators probe without
+ * them); {@code /metrics} does per {@code metrics.scrape-access}. It starts before recovery, so that a long recovery is visible as live but not
  * ready; {@link #attach} hands it the running broker.
  *
  * <p>Threads: the JDK's HTTP server on two daemon threads; requests never run on an event loop.
@@ -91,6 +93,7 @@ public final class AdminServer implements AutoCloseable {
         server.start();
         LOG.info("Metrics, health and admin API on {}://{}:{}/.", config.metrics.tls ? "https" : "http",
                 config.metrics.listenAddress, admin.port());
+        ListenerExposure.warnIfAdminExposed(config);
         return admin;
     }
 
@@ -113,9 +116,10 @@ public final class AdminServer implements AutoCloseable {
             respond(exchange, 405, "text/plain; charset=utf-8", "use GET\n");
             return;
         }
-        // The metrics honour the same users as the broker and the admin API (docs/security.md).
+        // metrics.scrape-access (docs/operations.md). Before recovery ends there is no AdminApi yet and
+        // the scrape holds only the JVM and process meters, so it is answered without credentials.
         AdminApi admin = api;
-        if (admin != null && !admin.admit(exchange)) {
+        if (admin != null && !admin.admitScrape(exchange)) {
             return;
         }
         respond(exchange, 200, PROMETHEUS_CONTENT_TYPE, metrics.scrape());

@@ -30,6 +30,12 @@ public final class BrokerConfig {
         public int port;
         /** Serve HTTPS with the listener's certificate ({@code tls.certificate}, {@code tls.private-key}). */
         public boolean tls;
+        /** On a non-loopback address with no users, start anyway (and warn): see {@code SecurityConfigCheck}. */
+        @JsonProperty("allow-anonymous-remote")
+        public boolean allowAnonymousRemote;
+        /** Who may read {@code /metrics}. */
+        @JsonProperty("scrape-access")
+        public ScrapeAccess scrapeAccess;
     }
 
     /** Listener, data directory and connection-level settings. */

@@ -13,7 +13,8 @@ import java.util.List;
  *
  * <p>Rule (safe by default): on a non-loopback listen address the broker refuses to start unless
  * users are configured, or {@code auth.allow-anonymous-remote} is true (then {@link ListenerExposure}
- * warns at every start).
+ * warns at every start). The same holds for the admin port ({@code metrics.listen-address}, when
+ * {@code metrics.enabled}) with {@code metrics.allow-anonymous-remote}.
  */
 public final class SecurityConfigCheck {
     private SecurityConfigCheck() {
@@ -52,6 +53,16 @@ public final class SecurityConfigCheck {
             problems.add("broker.listen-address " + config.broker.listenAddress + " is not a loopback address and auth.users is empty:"
                     + " anyone who can reach the port could use the broker. Configure auth.users (see `sluice hash-password`),"
                     + " or set auth.allow-anonymous-remote: true to accept anonymous remote clients knowingly");
+        }
+        BrokerConfig.Metrics metrics = config.metrics;
+        if (metrics.enabled && metrics.listenAddress != null && !metrics.listenAddress.isBlank()
+                && !ListenerExposure.isLoopback(metrics.listenAddress) && auth.users.isEmpty() && !metrics.allowAnonymousRemote) {
+            problems.add("metrics.listen-address " + metrics.listenAddress + " is not a loopback address and auth.users is empty:"
+                    + " anyone who can reach the admin API could declare, purge and delete queues. Configure auth.users,"
+                    + " or set metrics.allow-anonymous-remote: true to accept anonymous remote admin requests knowingly");
+        }
+        if (metrics.scrapeAccess == null) {
+            problems.add("metrics.scrape-access is empty (choose from open, authenticated)");
         }
     }
 
