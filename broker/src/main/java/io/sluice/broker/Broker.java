@@ -182,6 +182,11 @@ public final class Broker implements AutoCloseable {
         return channelInitializer.limits();
     }
 
+    /** The brake on password guessing, with its refusal counters per listener. */
+    public io.sluice.broker.security.LoginBackoff loginBackoff() {
+        return channelInitializer.loginBackoff();
+    }
+
     /** The permission checks, with their denial counter. */
     public io.sluice.broker.auth.Authorizer authorizer() {
         return channelInitializer.authorizer();

@@ -17,6 +17,7 @@ import io.sluice.broker.metrics.ConnectionTraffic;
 import io.sluice.broker.net.ConnectionHandler;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueSnapshot;
+import io.sluice.broker.security.LoginBackoff;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.QueueSettings;
@@ -33,6 +34,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
@@ -80,22 +83,37 @@ final class AdminApi {
     private final Authorizer authorizer;
     private final ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
-    AdminApi(Broker broker) {
+    /** Answers refused credentials after {@link LoginBackoff#REFUSAL_DELAY_MS}, so no HTTP thread waits. */
+    private final ScheduledExecutorService delayedAnswers;
+
+    AdminApi(Broker broker, ScheduledExecutorService delayedAnswers) {
         this.broker = broker;
+        this.delayedAnswers = delayedAnswers;
         this.auth = broker.config().auth;
         this.authenticator = new Authenticator(auth);
         this.authorizer = broker.authorizer();
     }
 
-    /** A failed request: its HTTP status, stable error code and sentence. */
+    /**
+     * A failed request: its HTTP status, stable error code and sentence; for refused credentials, also
+     * that the answer is delayed and, in backoff, when the source may try again.
+     */
     static final class ApiException extends RuntimeException {
         final int status;
         final String code;
+        final boolean refusedCredentials;
+        final long retryAfterMs;
 
         ApiException(int status, String code, String message) {
+            this(status, code, message, false, 0);
+        }
+
+        ApiException(int status, String code, String message, boolean refusedCredentials, long retryAfterMs) {
             super(message);
             this.status = status;
             this.code = code;
+            this.refusedCredentials = refusedCredentials;
+            this.retryAfterMs = retryAfterMs;
         }
     }
 
@@ -106,12 +124,45 @@ final class AdminApi {
             Object result = route(user, exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(), body);
             AdminServer.respond(exchange, 200, JSON, json.writeValueAsString(result) + "\n");
         } catch (ApiException e) {
-            if (e.status == 401) {
-                exchange.getResponseHeaders().set("WWW-Authenticate", "Basic realm=\"sluice\"");
-            }
-            error(exchange, e.status, e.code, e.getMessage());
+            refuse(exchange, e, false);
         } catch (RuntimeException e) {
             error(exchange, 500, "internal_error", "the request failed: " + e);
+        }
+    }
+
+    /**
+     * Answers a failed request, as JSON or (for {@code /metrics}) plain text; refused credentials
+     * {@link LoginBackoff#REFUSAL_DELAY_MS} later, from the scheduler.
+     */
+    private void refuse(HttpExchange exchange, ApiException e, boolean plainText) throws IOException {
+        if (e.status == 401) {
+            exchange.getResponseHeaders().set("WWW-Authenticate", "Basic realm=\"sluice\"");
+        }
+        if (e.retryAfterMs > 0) {
+            exchange.getResponseHeaders().set("Retry-After", String.valueOf((e.retryAfterMs + 999) / 1000));
+        }
+        if (!e.refusedCredentials) {
+            answer(exchange, e, plainText);
+            return;
+        }
+        try {
+            delayedAnswers.schedule(() -> {
+                try {
+                    answer(exchange, e, plainText);
+                } catch (IOException | RuntimeException gone) {
+                    exchange.close(); // the client went away meanwhile
+                }
+            }, LoginBackoff.REFUSAL_DELAY_MS, TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException shuttingDown) {
+            answer(exchange, e, plainText);
+        }
+    }
+
+    private void answer(HttpExchange exchange, ApiException e, boolean plainText) throws IOException {
+        if (plainText) {
+            AdminServer.respond(exchange, e.status, "text/plain; charset=utf-8", e.getMessage() + "\n");
+        } else {
+            error(exchange, e.status, e.code, e.getMessage());
         }
     }
 
@@ -140,15 +191,16 @@ final class AdminApi {
             }
             return true;
         } catch (ApiException e) {
-            if (e.status == 401) {
-                exchange.getResponseHeaders().set("WWW-Authenticate", "Basic realm=\"sluice\"");
-            }
-            AdminServer.respond(exchange, e.status, "text/plain; charset=utf-8", e.getMessage() + "\n");
+            refuse(exchange, e, true);
             return false;
         }
     }
 
-    /** Rule A1: the user the request runs as ("" for anonymous), or a 401. */
+    /**
+     * Rule A1: the user the request runs as ("" for anonymous), or a 401. A request with an
+     * Authorization header is an attempt for {@link LoginBackoff} (a source in backoff gets 429
+     * {@code too_many_failures} with Retry-After); one without is only told to authenticate.
+     */
     private String authenticate(HttpExchange exchange) {
         String header = exchange.getRequestHeaders().getFirst("Authorization");
         if (auth.users.isEmpty()) {
@@ -161,20 +213,29 @@ final class AdminApi {
         if (header == null || !header.regionMatches(true, 0, "Basic ", 0, 6)) {
             throw new ApiException(401, "unauthorized", "the admin API needs HTTP Basic credentials of a user in auth.users");
         }
+        LoginBackoff.Outcome outcome = broker.loginBackoff().authenticate(exchange.getRemoteAddress(), LoginBackoff.Listener.ADMIN,
+                () -> checkBasic(header.substring(6).trim()));
+        if (outcome.braked()) {
+            throw new ApiException(429, "too_many_failures", outcome.result().rejected(), true, outcome.retryAfterMs());
+        }
+        if (!outcome.result().accepted()) {
+            throw new ApiException(401, "unauthorized", outcome.result().rejected(), true, 0);
+        }
+        return outcome.result().user();
+    }
+
+    /** The user of Basic credentials ({@code base64(user:password)}), or why they are refused. */
+    private Authenticator.Result checkBasic(String credentials) {
         String decoded;
         try {
-            decoded = new String(Base64.getDecoder().decode(header.substring(6).trim()), StandardCharsets.UTF_8);
+            decoded = new String(Base64.getDecoder().decode(credentials), StandardCharsets.UTF_8);
         } catch (IllegalArgumentException e) {
-            throw new ApiException(401, "unauthorized", "the Authorization header is not valid Basic base64");
+            return new Authenticator.Result("", "the Authorization header is not valid Basic base64");
         }
         int colon = decoded.indexOf(':');
         String user = colon < 0 ? decoded : decoded.substring(0, colon);
         String password = colon < 0 ? "" : decoded.substring(colon + 1);
-        String rejected = user.isEmpty() ? "a user name is required" : authenticator.check(user, password);
-        if (rejected != null) {
-            throw new ApiException(401, "unauthorized", rejected);
-        }
-        return user;
+        return new Authenticator.Result(user, user.isEmpty() ? "a user name is required" : authenticator.check(user, password));
     }
 
     /** Rule A2 for one queue: 403 unless {@code user} may do {@code action} (null: see) on it. */

@@ -24,6 +24,7 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -36,7 +37,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * them); {@code /metrics} does per {@code metrics.scrape-access}. It starts before recovery, so that a long recovery is visible as live but not
  * ready; {@link #attach} hands it the running broker.
  *
- * <p>Threads: the JDK's HTTP server on two daemon threads; requests never run on an event loop.
+ * <p>Threads: the JDK's HTTP server on two daemon threads, and one that sends delayed answers to
+ * refused credentials; requests never run on an event loop.
  */
 public final class AdminServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AdminServer.class);
@@ -44,6 +46,12 @@ public final class AdminServer implements AutoCloseable {
 
     private final HttpServer server;
     private final ExecutorService executor;
+    /** Sends the delayed answers to refused credentials (AdminApi), so that no HTTP thread waits. */
+    private final ScheduledExecutorService delayedAnswers = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "sluice-http-delayed-answers");
+        t.setDaemon(true);
+        return t;
+    });
     private final BrokerMetrics metrics;
     private volatile Broker broker;
     private volatile AdminApi api;
@@ -101,8 +109,8 @@ public final class AdminServer implements AutoCloseable {
     public void attach(Broker running) {
         metrics.bind(running.queues(), running.store(), running.connections(), running.networkCounters(),
                 running.recoveryNanos(), running::isReady);
-        metrics.bindSecurity(running.limits(), running.authorizer());
-        this.api = new AdminApi(running);
+        metrics.bindSecurity(running.limits(), running.authorizer(), running.loginBackoff());
+        this.api = new AdminApi(running, delayedAnswers);
         this.broker = running;
     }
 
@@ -174,6 +182,7 @@ public final class AdminServer implements AutoCloseable {
     @Override
     public void close() {
         server.stop(0);
+        delayedAnswers.shutdownNow();
         executor.shutdown();
         try {
             executor.awaitTermination(2, TimeUnit.SECONDS);

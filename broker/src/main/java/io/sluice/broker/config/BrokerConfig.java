@@ -74,6 +74,16 @@ public final class BrokerConfig {
         @JsonProperty("anonymous-permissions")
         public List<Permission> anonymousPermissions;
         public List<User> users = new ArrayList<>();
+        /** Refused attempts in a row from one address before it is in backoff (see {@code LoginBackoff}). */
+        @JsonProperty("backoff-after-failures")
+        public int backoffAfterFailures;
+        @JsonProperty("backoff-initial-ms")
+        public long backoffInitialMs;
+        @JsonProperty("backoff-max-ms")
+        public long backoffMaxMs;
+        /** Addresses the backoff table remembers at most. */
+        @JsonProperty("backoff-tracked-sources")
+        public int backoffTrackedSources;
     }
 
     /**

@@ -13,6 +13,7 @@ import io.sluice.broker.metrics.TrafficCountHandler;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.security.ConnectionLimits;
 import io.sluice.broker.security.ListenerExposure;
+import io.sluice.broker.security.LoginBackoff;
 import io.sluice.broker.security.TlsContexts;
 import io.sluice.protocol.FrameDecoder;
 import io.sluice.protocol.FrameEncoder;
@@ -52,7 +53,12 @@ public final class BrokerChannelInitializer extends ChannelInitializer<SocketCha
         this.channels = channels;
         this.sslContext = TlsContexts.server(config.tls);
         this.security = new ConnectionSecurity(new Authorizer(config.auth), new ConnectionLimits(config.limits),
-                ListenerExposure.anonymousAllowed(config));
+                ListenerExposure.anonymousAllowed(config), new LoginBackoff(config.auth, System::nanoTime));
+    }
+
+    /** The brake on password guessing, for the client listener and the admin port. */
+    public LoginBackoff loginBackoff() {
+        return security.loginBackoff();
     }
 
     public Authenticator authenticator() {

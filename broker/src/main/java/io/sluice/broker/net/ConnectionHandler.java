@@ -11,6 +11,7 @@ import io.sluice.broker.auth.Action;
 import io.sluice.broker.auth.Authenticator;
 import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.security.ConnectionLimits;
+import io.sluice.broker.security.LoginBackoff;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.ClientConnection;
@@ -173,14 +174,15 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                     + ", the broker speaks " + ProtocolVersion.CURRENT);
             return;
         }
-        Authenticator.Result auth = authenticator.authenticate(hello.user(), hello.password(), certificateUser(),
-                security.anonymousAllowed());
+        // The per-address brake on guessing (LoginBackoff) may refuse before the credentials are checked.
+        Authenticator.Result auth = security.loginBackoff().authenticate(ctx.channel().remoteAddress(), LoginBackoff.Listener.CLIENT,
+                () -> authenticator.authenticate(hello.user(), hello.password(), certificateUser(), security.anonymousAllowed())).result();
         if (!auth.accepted()) {
             String rejected = auth.rejected();
             LOG.warn("Authentication failed for a connection from {}: {}.", ctx.channel().remoteAddress(), rejected);
-            // A failed attempt costs the client 200 ms before the answer: slows password guessing.
+            // Every refusal is answered after a delay, scheduled: the event loop never waits.
             ctx.executor().schedule(() -> fail(ErrorCode.AUTHENTICATION_FAILED, "authentication failed: " + rejected),
-                    200, TimeUnit.MILLISECONDS);
+                    LoginBackoff.REFUSAL_DELAY_MS, TimeUnit.MILLISECONDS);
             return;
         }
         String refused = limits().openUserConnection(auth.user());

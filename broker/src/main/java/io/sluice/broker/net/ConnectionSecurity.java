@@ -2,10 +2,13 @@ package io.sluice.broker.net;
 
 import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.security.ConnectionLimits;
+import io.sluice.broker.security.LoginBackoff;
 
 /**
- * What every connection shares for access control: who may do what, the broker-wide limits and
- * whether connections without a user are let in on this listener. Thread-safe.
+ * What every connection shares for access control: who may do what, the broker-wide limits,
+ * whether connections without a user are let in on this listener, and the brake on password guessing
+ * (shared with the admin port). Thread-safe.
  */
-public record ConnectionSecurity(Authorizer authorizer, ConnectionLimits limits, boolean anonymousAllowed) {
+public record ConnectionSecurity(Authorizer authorizer, ConnectionLimits limits, boolean anonymousAllowed,
+                                 LoginBackoff loginBackoff) {
 }

@@ -26,6 +26,10 @@ public final class SecurityConfigCheck {
             checkPermissions(problems, "auth.users[" + i + "].permissions", auth.users.get(i).permissions);
         }
         checkPermissions(problems, "auth.anonymous-permissions", auth.anonymousPermissions);
+        check(problems, "auth.backoff-after-failures", auth.backoffAfterFailures, 1, 1000);
+        check(problems, "auth.backoff-initial-ms", auth.backoffInitialMs, 1, 3_600_000);
+        check(problems, "auth.backoff-max-ms", auth.backoffMaxMs, Math.max(1, auth.backoffInitialMs), 24L * 3_600_000);
+        check(problems, "auth.backoff-tracked-sources", auth.backoffTrackedSources, 1, 10_000_000);
 
         BrokerConfig.Tls tls = config.tls;
         String clientAuth = tls.clientAuth == null ? "none" : tls.clientAuth;

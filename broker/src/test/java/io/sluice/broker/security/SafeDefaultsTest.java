@@ -74,6 +74,9 @@ class SafeDefaultsTest {
                   anonymous-permissions:
                     - queues: "x"
                       actions: [publish, destroy]
+                  backoff-after-failures: 0
+                  backoff-initial-ms: 5000
+                  backoff-max-ms: 1000
                 tls:
                   enabled: true
                   client-auth: sometimes
@@ -85,6 +88,8 @@ class SafeDefaultsTest {
         assertTrue(m.contains("tls.client-auth 'sometimes' is not one of none, optional, require"), m);
         assertTrue(m.contains("tls.certificate is empty but tls.enabled is true"), m);
         assertTrue(m.contains("limits.max-connections 0 is outside 1..10000000"), m);
+        assertTrue(m.contains("auth.backoff-after-failures 0 is outside 1..1000"), m);
+        assertTrue(m.contains("auth.backoff-max-ms 1000 is outside 5000..86400000"), m);
         assertFalse(m.contains("max-queues"), m);
     }
 }
