@@ -324,8 +324,11 @@ final class AdminApi {
 
     private static QueueSnapshot snapshot(BrokerQueue q) {
         io.netty.util.concurrent.Future<QueueSnapshot> f = q.snapshot();
-        if (!f.awaitUninterruptibly(QUEUE_WAIT_MS, TimeUnit.MILLISECONDS) || !f.isSuccess()) {
+        if (!f.awaitUninterruptibly(QUEUE_WAIT_MS, TimeUnit.MILLISECONDS)) {
             throw new ApiException(503, "queue_busy", "queue '" + q.name() + "' did not answer within " + QUEUE_WAIT_MS + " ms");
+        }
+        if (!f.isSuccess()) {
+            throw new ApiException(503, "queue_busy", "queue '" + q.name() + "' could not report its figures: " + f.cause());
         }
         return f.getNow();
     }
