@@ -23,6 +23,9 @@ import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.BacklogStats;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 import java.io.IOException;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
@@ -74,6 +77,7 @@ import java.util.function.Supplier;
  * </ul>
  */
 final class AdminApi {
+    private static final Logger LOG = LoggerFactory.getLogger(AdminApi.class);
     static final String JSON = "application/json; charset=utf-8";
     private static final long QUEUE_WAIT_MS = 5000;
 
@@ -215,6 +219,10 @@ final class AdminApi {
         }
         LoginBackoff.Outcome outcome = broker.loginBackoff().authenticate(exchange.getRemoteAddress(), LoginBackoff.Listener.ADMIN,
                 () -> checkBasic(header.substring(6).trim()));
+        if (!outcome.result().accepted()) {
+            broker.rejectionLog().warn(LOG, "Authentication failed for an admin request from {}: {}.", exchange.getRemoteAddress(),
+                    outcome.result().rejected());
+        }
         if (outcome.braked()) {
             throw new ApiException(429, "too_many_failures", outcome.result().rejected(), true, outcome.retryAfterMs());
         }

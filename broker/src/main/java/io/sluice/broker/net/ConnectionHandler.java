@@ -125,7 +125,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         this.ctx = ctx;
         String refused = limits().openConnection();
         if (refused != null) {
-            LOG.warn("Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
+            security.rejectionLog().warn(LOG, "Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
             fail(ErrorCode.RESOURCE_LIMIT, refused);
             ctx.fireChannelActive();
             return;
@@ -179,7 +179,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                 () -> authenticator.authenticate(hello.user(), hello.password(), certificateUser(), security.anonymousAllowed())).result();
         if (!auth.accepted()) {
             String rejected = auth.rejected();
-            LOG.warn("Authentication failed for a connection from {}: {}.", ctx.channel().remoteAddress(), rejected);
+            security.rejectionLog().warn(LOG, "Authentication failed for a connection from {}: {}.", ctx.channel().remoteAddress(), rejected);
             // Every refusal is answered after a delay, scheduled: the event loop never waits.
             ctx.executor().schedule(() -> fail(ErrorCode.AUTHENTICATION_FAILED, "authentication failed: " + rejected),
                     LoginBackoff.REFUSAL_DELAY_MS, TimeUnit.MILLISECONDS);
@@ -187,7 +187,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         }
         String refused = limits().openUserConnection(auth.user());
         if (refused != null) {
-            LOG.warn("Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
+            security.rejectionLog().warn(LOG, "Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
             fail(ErrorCode.RESOURCE_LIMIT, refused);
             return;
         }
@@ -607,7 +607,8 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         if (!ctx.channel().isActive()) {
             return;
         }
-        LOG.info("Closing the connection from {} (client '{}'): {} {}.", ctx.channel().remoteAddress(), clientName, code, message);
+        security.rejectionLog().info(LOG, "Closing the connection from {} (client '{}'): {} {}.", ctx.channel().remoteAddress(), clientName,
+                code, message);
         ctx.write(new ErrorFrame(0, code, message));
         ctx.writeAndFlush(new CloseFrame(code, message)).addListener(ChannelFutureListener.CLOSE);
     }
@@ -637,7 +638,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             }
             fail(pe.errorCode(), pe.getMessage());
         } else if (isTlsFailure(cause)) {
-            LOG.info("TLS failed on the connection from {}: {}.", ctx.channel().remoteAddress(), root.getMessage());
+            security.rejectionLog().info(LOG, "TLS failed on the connection from {}: {}.", ctx.channel().remoteAddress(), root.getMessage());
             ctx.close();
         } else if (root instanceof java.io.IOException) {
             ctx.close();

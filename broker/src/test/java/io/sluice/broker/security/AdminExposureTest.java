@@ -1,14 +1,10 @@
 package io.sluice.broker.security;
 
 import ch.qos.logback.classic.Level;
-import ch.qos.logback.classic.Logger;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.read.ListAppender;
 import io.sluice.broker.Broker;
 import io.sluice.broker.config.ConfigException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.slf4j.LoggerFactory;
 
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -62,11 +58,7 @@ class AdminExposureTest {
 
     @Test
     void explicitAnonymousRemoteAdminStartsAndWarnsAtEveryStart() throws Exception {
-        ListAppender<ILoggingEvent> appender = new ListAppender<>();
-        appender.start();
-        Logger logger = (Logger) LoggerFactory.getLogger(ListenerExposure.class);
-        logger.addAppender(appender);
-        try {
+        try (LogCapture log = LogCapture.of(ListenerExposure.class)) {
             Map<String, String> overrides = new java.util.HashMap<>(EXPOSED);
             overrides.put("metrics.allow-anonymous-remote", "true");
             for (int start = 0; start < 2; start++) {
@@ -74,13 +66,7 @@ class AdminExposureTest {
                     assertEquals(200, put(broker, "q" + start).statusCode(), "anonymous requests were allowed knowingly");
                 }
             }
-            long warnings = appender.list.stream()
-                    .filter(e -> e.getLevel() == Level.WARN && e.getFormattedMessage().contains("admin API")
-                            && e.getFormattedMessage().contains("metrics.allow-anonymous-remote"))
-                    .count();
-            assertEquals(2, warnings);
-        } finally {
-            logger.detachAppender(appender);
+            assertEquals(2, log.count(Level.WARN, "admin API", "metrics.allow-anonymous-remote"));
         }
     }
 }

@@ -1,13 +1,10 @@
 package io.sluice.broker.security;
 
-import ch.qos.logback.classic.Logger;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.read.ListAppender;
+import ch.qos.logback.classic.Level;
 import io.sluice.broker.Broker;
 import io.sluice.broker.config.ConfigException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.slf4j.LoggerFactory;
 
 import java.nio.file.Path;
 import java.util.Map;
@@ -47,23 +44,14 @@ class SafeDefaultsTest {
 
     @Test
     void explicitAnonymousRemoteStartsAndWarnsAtEveryStart() throws Exception {
-        ListAppender<ILoggingEvent> appender = new ListAppender<>();
-        appender.start();
-        Logger logger = (Logger) LoggerFactory.getLogger(ListenerExposure.class);
-        logger.addAppender(appender);
-        try {
+        try (LogCapture log = LogCapture.of(ListenerExposure.class)) {
             Map<String, String> overrides = Map.of("broker.listen-address", "0.0.0.0", "auth.allow-anonymous-remote", "true");
             for (int start = 0; start < 2; start++) {
                 try (Broker broker = SecurityFixture.start(dir, null, overrides)) {
                     assertTrue(broker.port() > 0);
                 }
             }
-            long warnings = appender.list.stream()
-                    .filter(e -> e.getLevel() == ch.qos.logback.classic.Level.WARN && e.getFormattedMessage().contains("anonymous access"))
-                    .count();
-            assertEquals(2, warnings);
-        } finally {
-            logger.detachAppender(appender);
+            assertEquals(2, log.count(Level.WARN, "anonymous access"));
         }
     }
 
