@@ -1,6 +1,7 @@
 package io.sluice.broker;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -74,8 +75,8 @@ class MainTest {
     }
 
     @Test
-    void shouldRefuseToStartWithAnOpenAdminPortOnANonLoopbackAddress() {
-        assertEquals(2, run("--set", "metrics.listen-address=0.0.0.0"));
+    void shouldRefuseToStartWithAnOpenAdminPortOnANonLoopbackAddress(@TempDir Path dir) {
+        assertEquals(2, run("--data-dir", dir.toString(), "--port", "0", "--metrics-port", "0", "--set", "metrics.listen-address=0.0.0.0"));
         assertTrue(err().startsWith("sluice: invalid configuration:\n  - metrics.listen-address 0.0.0.0 is not a loopback address"
                 + " and auth.users is empty"), err());
         assertEquals(2, err().split("\n").length, "one problem, one line under the heading: " + err());
