@@ -27,7 +27,7 @@ class RejectionLogFloodTest {
 
     @Test
     void shouldRateLimitTheLogLinesOfRejectedConnections() throws Exception {
-        try (Broker broker = SecurityFixture.start(dir, null, Map.of("metrics.port", "0"));
+        try (Broker broker = SecurityFixture.start(dir, null, Map.of());
              LogCapture log = LogCapture.of(ConnectionHandler.class)) {
             for (int i = 0; i < 200; i++) {
                 try (SocketPeer peer = new SocketPeer(broker.port())) {
