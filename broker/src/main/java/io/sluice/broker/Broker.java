@@ -57,6 +57,7 @@ public final class Broker implements AutoCloseable {
     private volatile boolean closed;
     private final BrokerChannelInitializer channelInitializer;
     private final io.netty.util.concurrent.ScheduledFuture<?> diskGuardTask;
+    private final io.netty.util.concurrent.ScheduledFuture<?> rejectionLogTask;
     private String diskBlocked;
     private final AdminServer admin;
     private final NetworkCounters network;
@@ -124,6 +125,8 @@ public final class Broker implements AutoCloseable {
         this.queues = queueManager;
         this.listenAddress = (InetSocketAddress) serverChannel.localAddress();
         diskGuardTask = workers.next().scheduleAtFixedRate(this::checkDisk, 1, 1, TimeUnit.SECONDS);
+        // RejectionLog rule L1: the summary of a flood comes even when the flood has stopped.
+        rejectionLogTask = workers.next().scheduleAtFixedRate(channelInitializer.rejectionLog()::flush, 1, 1, TimeUnit.SECONDS);
         if (admin != null) {
             admin.attach(this);
         }
@@ -181,6 +184,16 @@ public final class Broker implements AutoCloseable {
     /** The limits against hostile clients, with their refusal counters. */
     public io.sluice.broker.security.ConnectionLimits limits() {
         return channelInitializer.limits();
+    }
+
+    /** The rate-limited log of rejected connections and refused admin requests. */
+    public io.sluice.broker.security.RejectionLog rejectionLog() {
+        return channelInitializer.rejectionLog();
+    }
+
+    /** The brake on password guessing, with its refusal counters per listener. */
+    public io.sluice.broker.security.LoginBackoff loginBackoff() {
+        return channelInitializer.loginBackoff();
     }
 
     /** The permission checks, with their denial counter. */
@@ -281,6 +294,7 @@ public final class Broker implements AutoCloseable {
         LOG.info("Shutting down: no longer accepting connections.");
         serverChannel.close().awaitUninterruptibly(1, TimeUnit.SECONDS);
         diskGuardTask.cancel(false);
+        rejectionLogTask.cancel(false);
         for (BrokerQueue q : queues.all()) {
             while (System.nanoTime() < deadline) {
                 int pending = q.executor().submit(q::pendingConfirms).syncUninterruptibly().getNow();

@@ -1,6 +1,7 @@
 package io.sluice.broker;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -71,5 +72,13 @@ class MainTest {
     void shouldSetTheMetricsPortWithItsOwnFlag() {
         assertEquals(2, run("--metrics-port", "70000"));
         assertEquals("sluice: invalid configuration:\n  - metrics.port 70000 is outside 0..65535\n", err());
+    }
+
+    @Test
+    void shouldRefuseToStartWithAnOpenAdminPortOnANonLoopbackAddress(@TempDir Path dir) {
+        assertEquals(2, run("--data-dir", dir.toString(), "--port", "0", "--metrics-port", "0", "--set", "metrics.listen-address=0.0.0.0"));
+        assertTrue(err().startsWith("sluice: invalid configuration:\n  - metrics.listen-address 0.0.0.0 is not a loopback address"
+                + " and auth.users is empty"), err());
+        assertEquals(2, err().split("\n").length, "one problem, one line under the heading: " + err());
     }
 }

@@ -24,6 +24,7 @@ class PerfRunTest {
         broker = Broker.start(new ConfigLoader().load(null, Map.of(
                 "broker.data-dir", dataDirectory.toString(),
                 "broker.port", "0",
+                "metrics.port", "0",
                 "storage.reserved-disk-bytes", "67108864")));
     }
 

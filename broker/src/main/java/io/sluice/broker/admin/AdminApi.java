@@ -8,16 +8,23 @@ import com.sun.net.httpserver.HttpExchange;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.sluice.broker.Broker;
+import io.sluice.broker.auth.Action;
 import io.sluice.broker.auth.Authenticator;
+import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.config.ScrapeAccess;
 import io.sluice.broker.metrics.ConnectionTraffic;
 import io.sluice.broker.net.ConnectionHandler;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueSnapshot;
+import io.sluice.broker.security.LoginBackoff;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.BacklogStats;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.net.URLDecoder;
@@ -30,6 +37,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
@@ -47,52 +56,117 @@ import java.util.function.Supplier;
  * GET    /api/producers            connection, queue and the flow state it was told
  * </pre>
  * Errors are {@code {"error": code, "message": sentence}}: 400 bad JSON or setting, 401 credentials,
- * 404 unknown queue or path, 405 method, 409 queue exists with other settings.
+ * 403 permission, 404 unknown queue or path, 405 method, 409 queue exists with other settings.
  *
  * <p>Access (A1): with users configured ({@code auth.users}), every request needs HTTP Basic
  * credentials that {@link Authenticator#check} accepts; with none, the API is open while
- * {@code auth.allow-anonymous} is true and closed otherwise.
+ * {@code auth.allow-anonymous} is true and closed otherwise, and requests run as anonymous
+ * ({@code auth.anonymous-permissions}).
+ *
+ * <p>Permissions (A2), the wire protocol's grants ({@link Authorizer}), checked before the queue is
+ * looked up so that a refused user cannot probe which queues exist; a refusal is 403
+ * {@code access_denied} naming the user, the action and the queue:
+ * <ul>
+ * <li>{@code GET /api/queues/{name}} needs any action on the queue (publish, consume, manage, monitor);
+ * {@code PUT}, {@code DELETE} and {@code purge} need manage.</li>
+ * <li>{@code GET /api/queues}, {@code /api/consumers}, {@code /api/producers} list only the queues the
+ * user may see.</li>
+ * <li>{@code GET /api/connections} lists every connection to a user with a grant on every queue
+ * ({@code *}), and only the user's own connections to anyone else; {@code DELETE /api/connections/{id}}
+ * closes the user's own connection, or any with manage on every queue.</li>
+ * </ul>
  */
 final class AdminApi {
+    private static final Logger LOG = LoggerFactory.getLogger(AdminApi.class);
     static final String JSON = "application/json; charset=utf-8";
     private static final long QUEUE_WAIT_MS = 5000;
 
     private final Broker broker;
     private final BrokerConfig.Auth auth;
     private final Authenticator authenticator;
+    private final Authorizer authorizer;
     private final ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
 
-    AdminApi(Broker broker) {
+    /** Answers refused credentials after {@link LoginBackoff#REFUSAL_DELAY_MS}, so no HTTP thread waits. */
+    private final ScheduledExecutorService delayedAnswers;
+
+    AdminApi(Broker broker, ScheduledExecutorService delayedAnswers) {
         this.broker = broker;
+        this.delayedAnswers = delayedAnswers;
         this.auth = broker.config().auth;
         this.authenticator = new Authenticator(auth);
+        this.authorizer = broker.authorizer();
     }
 
-    /** A failed request: its HTTP status, stable error code and sentence. */
+    /**
+     * A failed request: its HTTP status, stable error code and sentence; for refused credentials, also
+     * that the answer is delayed and, in backoff, when the source may try again.
+     */
     static final class ApiException extends RuntimeException {
         final int status;
         final String code;
+        final boolean refusedCredentials;
+        final long retryAfterMs;
 
         ApiException(int status, String code, String message) {
+            this(status, code, message, false, 0);
+        }
+
+        ApiException(int status, String code, String message, boolean refusedCredentials, long retryAfterMs) {
             super(message);
             this.status = status;
             this.code = code;
+            this.refusedCredentials = refusedCredentials;
+            this.retryAfterMs = retryAfterMs;
         }
     }
 
     void handle(HttpExchange exchange) throws IOException {
         try {
             byte[] body = exchange.getRequestBody().readAllBytes();
-            authorize(exchange);
-            Object result = route(exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(), body);
+            String user = authenticate(exchange);
+            Object result = route(user, exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(), body);
             AdminServer.respond(exchange, 200, JSON, json.writeValueAsString(result) + "\n");
         } catch (ApiException e) {
-            if (e.status == 401) {
-                exchange.getResponseHeaders().set("WWW-Authenticate", "Basic realm=\"sluice\"");
-            }
-            error(exchange, e.status, e.code, e.getMessage());
+            refuse(exchange, e, false);
         } catch (RuntimeException e) {
             error(exchange, 500, "internal_error", "the request failed: " + e);
+        }
+    }
+
+    /**
+     * Answers a failed request, as JSON or (for {@code /metrics}) plain text; refused credentials
+     * {@link LoginBackoff#REFUSAL_DELAY_MS} later, from the scheduler.
+     */
+    private void refuse(HttpExchange exchange, ApiException e, boolean plainText) throws IOException {
+        if (e.status == 401) {
+            exchange.getResponseHeaders().set("WWW-Authenticate", "Basic realm=\"sluice\"");
+        }
+        if (e.retryAfterMs > 0) {
+            exchange.getResponseHeaders().set("Retry-After", String.valueOf((e.retryAfterMs + 999) / 1000));
+        }
+        if (!e.refusedCredentials) {
+            answer(exchange, e, plainText);
+            return;
+        }
+        try {
+            delayedAnswers.schedule(() -> {
+                try {
+                    answer(exchange, e, plainText);
+                } catch (IOException | RuntimeException gone) {
+                    exchange.close(); // the client went away meanwhile
+                }
+            }, LoginBackoff.REFUSAL_DELAY_MS, TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException shuttingDown) {
+            answer(exchange, e, plainText);
+        }
+    }
+
+    private void answer(HttpExchange exchange, ApiException e, boolean plainText) throws IOException {
+        if (plainText) {
+            AdminServer.respond(exchange, e.status, "text/plain; charset=utf-8", e.getMessage() + "\n");
+        } else {
+            error(exchange, e.status, e.code, e.getMessage());
         }
     }
 
@@ -104,26 +178,38 @@ final class AdminApi {
     }
 
     /**
-     * For the metrics endpoint: the same rule A1 as the API. Answers 401 itself and returns false
-     * when the request may not proceed.
+     * For the metrics endpoint, rule A3: with {@code metrics.scrape-access: open} anyone; with
+     * {@code authenticated} rule A1, and then a user with a grant on every queue, since the scrape names
+     * every queue. Answers 401 or 403 itself (plain text) and returns false when the request may not proceed.
      */
-    boolean admit(HttpExchange exchange) throws IOException {
+    boolean admitScrape(HttpExchange exchange) throws IOException {
+        if (broker.config().metrics.scrapeAccess == ScrapeAccess.OPEN) {
+            return true;
+        }
         try {
-            authorize(exchange);
+            String user = authenticate(exchange);
+            if (!authorizer.allowedOnEveryQueue(user, null)) {
+                authorizer.countDenial();
+                throw new ApiException(403, "access_denied", Authorizer.who(user) + " may not read /metrics: the scrape shows"
+                        + " every queue, so it needs a grant on every queue (queues: \"*\", e.g. actions: [monitor])");
+            }
             return true;
         } catch (ApiException e) {
-            exchange.getResponseHeaders().set("WWW-Authenticate", "Basic realm=\"sluice\"");
-            AdminServer.respond(exchange, 401, "text/plain; charset=utf-8", e.getMessage() + "\n");
+            refuse(exchange, e, true);
             return false;
         }
     }
 
-    /** Rule A1. */
-    private void authorize(HttpExchange exchange) {
+    /**
+     * Rule A1: the user the request runs as ("" for anonymous), or a 401. A request with an
+     * Authorization header is an attempt for {@link LoginBackoff} (a source in backoff gets 429
+     * {@code too_many_failures} with Retry-After); one without is only told to authenticate.
+     */
+    private String authenticate(HttpExchange exchange) {
         String header = exchange.getRequestHeaders().getFirst("Authorization");
         if (auth.users.isEmpty()) {
             if (auth.allowAnonymous) {
-                return;
+                return "";
             }
             throw new ApiException(401, "unauthorized", "the admin API is closed: no users are configured (auth.users)"
                     + " and auth.allow-anonymous is false");
@@ -131,22 +217,48 @@ final class AdminApi {
         if (header == null || !header.regionMatches(true, 0, "Basic ", 0, 6)) {
             throw new ApiException(401, "unauthorized", "the admin API needs HTTP Basic credentials of a user in auth.users");
         }
+        LoginBackoff.Outcome outcome = broker.loginBackoff().authenticate(exchange.getRemoteAddress(), LoginBackoff.Listener.ADMIN,
+                () -> checkBasic(header.substring(6).trim()));
+        if (!outcome.result().accepted()) {
+            broker.rejectionLog().warn(LOG, "Authentication failed for an admin request from {}: {}.", exchange.getRemoteAddress(),
+                    outcome.result().rejected());
+        }
+        if (outcome.braked()) {
+            throw new ApiException(429, "too_many_failures", outcome.result().rejected(), true, outcome.retryAfterMs());
+        }
+        if (!outcome.result().accepted()) {
+            throw new ApiException(401, "unauthorized", outcome.result().rejected(), true, 0);
+        }
+        return outcome.result().user();
+    }
+
+    /** The user of Basic credentials ({@code base64(user:password)}), or why they are refused. */
+    private Authenticator.Result checkBasic(String credentials) {
         String decoded;
         try {
-            decoded = new String(Base64.getDecoder().decode(header.substring(6).trim()), StandardCharsets.UTF_8);
+            decoded = new String(Base64.getDecoder().decode(credentials), StandardCharsets.UTF_8);
         } catch (IllegalArgumentException e) {
-            throw new ApiException(401, "unauthorized", "the Authorization header is not valid Basic base64");
+            return new Authenticator.Result("", "the Authorization header is not valid Basic base64");
         }
         int colon = decoded.indexOf(':');
         String user = colon < 0 ? decoded : decoded.substring(0, colon);
         String password = colon < 0 ? "" : decoded.substring(colon + 1);
-        String rejected = user.isEmpty() ? "a user name is required" : authenticator.check(user, password);
-        if (rejected != null) {
-            throw new ApiException(401, "unauthorized", rejected);
-        }
+        return new Authenticator.Result(user, user.isEmpty() ? "a user name is required" : authenticator.check(user, password));
     }
 
-    private Object route(String method, String rawPath, byte[] body) {
+    /** Rule A2 for one queue: 403 unless {@code user} may do {@code action} (null: see) on it. */
+    private void permit(String user, Action action, String queue) {
+        if (action == null ? authorizer.maySee(user, queue) : authorizer.allowed(user, action, queue)) {
+            return;
+        }
+        if (action == null) {
+            authorizer.countDenial();
+        }
+        throw new ApiException(403, "access_denied", action == null ? Authorizer.seeDenial(user, queue)
+                : Authorizer.denial(user, action, queue));
+    }
+
+    private Object route(String user, String method, String rawPath, byte[] body) {
         List<String> parts = new ArrayList<>();
         for (String p : rawPath.split("/")) {
             if (!p.isEmpty()) {
@@ -159,39 +271,43 @@ final class AdminApi {
             case "queues" -> {
                 if (parts.size() == 2) {
                     requireMethod(method, "GET");
-                    return allQueues();
+                    return allQueues(user);
                 }
                 String name = parts.get(2);
                 if (parts.size() == 4 && parts.get(3).equals("purge")) {
                     requireMethod(method, "POST");
+                    permit(user, Action.MANAGE, name);
                     return purge(name);
                 }
                 if (parts.size() != 3) {
                     break;
                 }
+                if (!List.of("GET", "PUT", "DELETE").contains(method)) {
+                    throw new ApiException(405, "method_not_allowed", method + " " + rawPath
+                            + " is not supported; use GET, PUT or DELETE");
+                }
+                permit(user, method.equals("GET") ? null : Action.MANAGE, name);
                 return switch (method) {
                     case "GET" -> describe(queue(name));
                     case "PUT" -> declare(name, body);
-                    case "DELETE" -> delete(name);
-                    default -> throw new ApiException(405, "method_not_allowed", method + " " + rawPath
-                            + " is not supported; use GET, PUT or DELETE");
+                    default -> delete(name);
                 };
             }
             case "connections" -> {
                 if (parts.size() == 3) {
                     requireMethod(method, "DELETE");
-                    return closeConnection(parts.get(2));
+                    return closeConnection(user, parts.get(2));
                 }
                 requireMethod(method, "GET");
-                return connections();
+                return connections(user);
             }
             case "consumers" -> {
                 requireMethod(method, "GET");
-                return consumers();
+                return consumers(user);
             }
             case "producers" -> {
                 requireMethod(method, "GET");
-                return producers();
+                return producers(user);
             }
             default -> {
             }
@@ -216,15 +332,24 @@ final class AdminApi {
 
     private static QueueSnapshot snapshot(BrokerQueue q) {
         io.netty.util.concurrent.Future<QueueSnapshot> f = q.snapshot();
-        if (!f.awaitUninterruptibly(QUEUE_WAIT_MS, TimeUnit.MILLISECONDS) || !f.isSuccess()) {
+        if (!f.awaitUninterruptibly(QUEUE_WAIT_MS, TimeUnit.MILLISECONDS)) {
             throw new ApiException(503, "queue_busy", "queue '" + q.name() + "' did not answer within " + QUEUE_WAIT_MS + " ms");
+        }
+        if (!f.isSuccess()) {
+            throw new ApiException(503, "queue_busy", "queue '" + q.name() + "' could not report its figures: " + f.cause());
         }
         return f.getNow();
     }
 
-    private List<Object> allQueues() {
+    /** The queues {@code user} may see (rule A2). */
+    private List<BrokerQueue> visibleQueues(String user) {
+        return broker.queues().all().stream().filter(q -> authorizer.maySee(user, q.name()))
+                .sorted(Comparator.comparing(BrokerQueue::name)).toList();
+    }
+
+    private List<Object> allQueues(String user) {
         List<Object> out = new ArrayList<>();
-        broker.queues().all().stream().sorted(Comparator.comparing(BrokerQueue::name)).forEach(q -> {
+        visibleQueues(user).forEach(q -> {
             try {
                 out.add(describe(q));
             } catch (ApiException e) {
@@ -341,9 +466,19 @@ final class AdminApi {
         return Map.of("queue", name, "purgedMessages", f.getNow());
     }
 
-    private List<Object> connections() {
+    /** The user a connection runs as ("" anonymous or before its HELLO). */
+    private static String userOf(Channel ch) {
+        ConnectionHandler handler = ch.pipeline().get(ConnectionHandler.class);
+        return handler == null ? "" : handler.user();
+    }
+
+    private List<Object> connections(String user) {
+        boolean everyConnection = authorizer.allowedOnEveryQueue(user, null);
         List<Object> out = new ArrayList<>();
         for (Channel ch : broker.connections()) {
+            if (!everyConnection && !userOf(ch).equals(user)) {
+                continue;
+            }
             ConnectionTraffic t = ConnectionTraffic.of(ch);
             ConnectionHandler handler = ch.pipeline().get(ConnectionHandler.class);
             Map<String, Object> m = new LinkedHashMap<>();
@@ -361,9 +496,15 @@ final class AdminApi {
     }
 
     /** Closes one client connection, telling the client why with a CLOSE frame first. */
-    private Map<String, Object> closeConnection(String id) {
+    private Map<String, Object> closeConnection(String user, String id) {
         for (Channel ch : broker.connections()) {
             if (ch.id().asShortText().equals(id)) {
+                String owner = userOf(ch);
+                if (!owner.equals(user) && !authorizer.allowedOnEveryQueue(user, Action.MANAGE)) {
+                    authorizer.countDenial();
+                    throw new ApiException(403, "access_denied", Authorizer.who(user) + " may not close connection '" + id
+                            + "' of " + Authorizer.who(owner) + " (that needs manage on every queue, \"*\")");
+                }
                 ch.writeAndFlush(new CloseFrame(ErrorCode.NONE, "closed by an administrator"))
                         .addListener(ChannelFutureListener.CLOSE);
                 ch.closeFuture().awaitUninterruptibly(QUEUE_WAIT_MS, TimeUnit.MILLISECONDS);
@@ -373,9 +514,9 @@ final class AdminApi {
         throw new ApiException(404, "unknown_connection", "no open connection has id '" + id + "'; see GET /api/connections");
     }
 
-    private List<Object> consumers() {
+    private List<Object> consumers(String user) {
         List<Object> out = new ArrayList<>();
-        for (BrokerQueue q : broker.queues().all()) {
+        for (BrokerQueue q : visibleQueues(user)) {
             for (QueueSnapshot.ConsumerFigures c : snapshot(q).consumers()) {
                 Map<String, Object> m = new LinkedHashMap<>();
                 m.put("queue", q.name());
@@ -389,9 +530,9 @@ final class AdminApi {
         return out;
     }
 
-    private List<Object> producers() {
+    private List<Object> producers(String user) {
         List<Object> out = new ArrayList<>();
-        for (BrokerQueue q : broker.queues().all()) {
+        for (BrokerQueue q : visibleQueues(user)) {
             QueueSnapshot s = snapshot(q);
             for (String p : s.producers()) {
                 Map<String, Object> m = new LinkedHashMap<>();

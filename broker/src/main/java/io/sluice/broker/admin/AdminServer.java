@@ -5,6 +5,7 @@ import com.sun.net.httpserver.HttpServer;
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsParameters;
 import com.sun.net.httpserver.HttpsServer;
+import io.sluice.broker.security.ListenerExposure;
 import io.sluice.broker.security.TlsContexts;
 
 import javax.net.ssl.SSLContext;
@@ -23,6 +24,7 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -31,10 +33,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The broker's HTTP port ({@code metrics.port}): {@code /metrics} (Prometheus text),
  * {@code /health/live} (200 from start until the client listener fails, then 503), {@code /health/ready} (200 once the store is
  * recovered and the client listener is up, else 503) and the admin API under {@code /api}
- * ({@link AdminApi}). It starts before recovery, so that a long recovery is visible as live but not
+ * ({@link AdminApi}). The health probes never ask for credentials (orchestrators probe without
+ * them); {@code /metrics} does per {@code metrics.scrape-access}. It starts before recovery, so that a long recovery is visible as live but not
  * ready; {@link #attach} hands it the running broker.
  *
- * <p>Threads: the JDK's HTTP server on two daemon threads; requests never run on an event loop.
+ * <p>Threads: the JDK's HTTP server on two daemon threads, and one that sends delayed answers to
+ * refused credentials; requests never run on an event loop.
  */
 public final class AdminServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AdminServer.class);
@@ -42,6 +46,12 @@ public final class AdminServer implements AutoCloseable {
 
     private final HttpServer server;
     private final ExecutorService executor;
+    /** Sends the delayed answers to refused credentials (AdminApi), so that no HTTP thread waits. */
+    private final ScheduledExecutorService delayedAnswers = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "sluice-http-delayed-answers");
+        t.setDaemon(true);
+        return t;
+    });
     private final BrokerMetrics metrics;
     private volatile Broker broker;
     private volatile AdminApi api;
@@ -91,6 +101,7 @@ public final class AdminServer implements AutoCloseable {
         server.start();
         LOG.info("Metrics, health and admin API on {}://{}:{}/.", config.metrics.tls ? "https" : "http",
                 config.metrics.listenAddress, admin.port());
+        ListenerExposure.warnIfAdminExposed(config);
         return admin;
     }
 
@@ -98,8 +109,8 @@ public final class AdminServer implements AutoCloseable {
     public void attach(Broker running) {
         metrics.bind(running.queues(), running.store(), running.connections(), running.networkCounters(),
                 running.recoveryNanos(), running::isReady);
-        metrics.bindSecurity(running.limits(), running.authorizer());
-        this.api = new AdminApi(running);
+        metrics.bindSecurity(running.limits(), running.authorizer(), running.loginBackoff());
+        this.api = new AdminApi(running, delayedAnswers);
         this.broker = running;
     }
 
@@ -113,9 +124,10 @@ public final class AdminServer implements AutoCloseable {
             respond(exchange, 405, "text/plain; charset=utf-8", "use GET\n");
             return;
         }
-        // The metrics honour the same users as the broker and the admin API (docs/security.md).
+        // metrics.scrape-access (docs/operations.md). Before recovery ends there is no AdminApi yet and
+        // the scrape holds only the JVM and process meters, so it is answered without credentials.
         AdminApi admin = api;
-        if (admin != null && !admin.admit(exchange)) {
+        if (admin != null && !admin.admitScrape(exchange)) {
             return;
         }
         respond(exchange, 200, PROMETHEUS_CONTENT_TYPE, metrics.scrape());
@@ -170,6 +182,7 @@ public final class AdminServer implements AutoCloseable {
     @Override
     public void close() {
         server.stop(0);
+        delayedAnswers.shutdownNow();
         executor.shutdown();
         try {
             executor.awaitTermination(2, TimeUnit.SECONDS);

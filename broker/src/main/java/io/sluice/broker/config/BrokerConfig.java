@@ -30,6 +30,12 @@ public final class BrokerConfig {
         public int port;
         /** Serve HTTPS with the listener's certificate ({@code tls.certificate}, {@code tls.private-key}). */
         public boolean tls;
+        /** On a non-loopback address with no users, start anyway (and warn): see {@code SecurityConfigCheck}. */
+        @JsonProperty("allow-anonymous-remote")
+        public boolean allowAnonymousRemote;
+        /** Who may read {@code /metrics}. */
+        @JsonProperty("scrape-access")
+        public ScrapeAccess scrapeAccess;
     }
 
     /** Listener, data directory and connection-level settings. */
@@ -68,6 +74,16 @@ public final class BrokerConfig {
         @JsonProperty("anonymous-permissions")
         public List<Permission> anonymousPermissions;
         public List<User> users = new ArrayList<>();
+        /** Refused attempts in a row from one address before it is in backoff (see {@code LoginBackoff}). */
+        @JsonProperty("backoff-after-failures")
+        public int backoffAfterFailures;
+        @JsonProperty("backoff-initial-ms")
+        public long backoffInitialMs;
+        @JsonProperty("backoff-max-ms")
+        public long backoffMaxMs;
+        /** Addresses the backoff table remembers at most. */
+        @JsonProperty("backoff-tracked-sources")
+        public int backoffTrackedSources;
     }
 
     /**
@@ -82,7 +98,7 @@ public final class BrokerConfig {
         public List<Permission> permissions = new ArrayList<>();
     }
 
-    /** A grant: the actions (publish, consume, manage) on the queues whose names match a glob ({@code *}). */
+    /** A grant: the actions (publish, consume, manage, monitor) on the queues whose names match a glob ({@code *}). */
     public static final class Permission {
         public String queues;
         public List<String> actions = new ArrayList<>();

@@ -1,5 +1,6 @@
 package io.sluice.broker.config;
 
+import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonMappingException;
@@ -120,6 +121,14 @@ public final class ConfigLoader {
         }
         if (Collection.class.isAssignableFrom(type)) {
             return "a list";
+        }
+        if (type.isEnum()) {
+            return "one of " + java.util.Arrays.stream(type.getFields()).filter(java.lang.reflect.Field::isEnumConstant)
+                    .map(f -> {
+                        JsonProperty name = f.getAnnotation(JsonProperty.class);
+                        return name != null ? name.value() : f.getName();
+                    })
+                    .collect(Collectors.joining(", "));
         }
         return "a section of keys";
     }

@@ -17,6 +17,7 @@ import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.util.concurrent.Future;
 import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.security.LoginBackoff;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.queue.QueueSnapshot;
 import io.sluice.protocol.ErrorCode;
@@ -105,8 +106,6 @@ public final class BrokerMetrics implements AutoCloseable {
         FunctionCounter.builder(FRAMES_SENT, network, n -> n.framesSent.sum()).description("Frames sent").register(registry);
         FunctionCounter.builder(RECEIVED_BYTES, network, n -> n.bytesReceived.sum()).description("Bytes received").register(registry);
         FunctionCounter.builder(SENT_BYTES, network, n -> n.bytesSent.sum()).description("Bytes sent").register(registry);
-        FunctionCounter.builder(AUTHENTICATION_FAILURES, network, n -> n.authenticationFailures.sum())
-                .description("Connections refused for wrong credentials").register(registry);
         for (Map.Entry<ErrorCode, java.util.concurrent.atomic.LongAdder> e : network.protocolErrors.entrySet()) {
             FunctionCounter.builder(PROTOCOL_ERRORS, e.getValue(), java.util.concurrent.atomic.LongAdder::sum)
                     .tag(LABEL_CODE, e.getKey().name().toLowerCase())
@@ -114,8 +113,15 @@ public final class BrokerMetrics implements AutoCloseable {
         }
     }
 
-    /** Adds the counters of the limits against hostile clients and of permission denials. */
-    public void bindSecurity(io.sluice.broker.security.ConnectionLimits limits, io.sluice.broker.auth.Authorizer authorizer) {
+    /** Adds the counters of the limits against hostile clients, of permission denials and of refused authentications. */
+    public void bindSecurity(io.sluice.broker.security.ConnectionLimits limits, io.sluice.broker.auth.Authorizer authorizer,
+                             LoginBackoff loginBackoff) {
+        for (LoginBackoff.Listener listener : LoginBackoff.Listener.values()) {
+            FunctionCounter.builder(AUTHENTICATION_FAILURES, loginBackoff, b -> b.refusals(listener))
+                    .tag(LABEL_LISTENER, listener.label())
+                    .description("Authentication attempts refused (wrong credentials, or the source in backoff), by listener")
+                    .register(registry);
+        }
         Map<String, java.util.function.ToDoubleFunction<io.sluice.broker.security.ConnectionLimits>> refusals = Map.of(
                 "max_connections", l -> l.rejectedConnections(),
                 "max_connections_per_user", l -> l.rejectedUserConnections(),

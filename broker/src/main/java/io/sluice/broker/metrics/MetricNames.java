@@ -78,10 +78,12 @@ public final class MetricNames {
     public static final String RECEIVED_BYTES = "sluice_received_bytes_total";
     public static final String SENT_BYTES = "sluice_sent_bytes_total";
     public static final String PROTOCOL_ERRORS = "sluice_protocol_errors_total";
+    /** Refused authentication attempts, by {@link #LABEL_LISTENER}: {@code client} (HELLO) or {@code admin} (HTTP Basic). */
     public static final String AUTHENTICATION_FAILURES = "sluice_authentication_failures_total";
+    public static final String LABEL_LISTENER = "listener";
     /** Operations refused by a limit against hostile or broken clients, by {@link #LABEL_LIMIT}. */
     public static final String LIMIT_REFUSALS = "sluice_limit_refusals_total";
-    /** Frames refused because the user lacks the permission (publish, consume, manage). */
+    /** Frames and admin requests refused because the user lacks the permission (publish, consume, manage, monitor). */
     public static final String ACCESS_DENIED = "sluice_access_denied_total";
     public static final String LABEL_LIMIT = "limit";
     public static final String NETTY_DIRECT_MEMORY_USED_BYTES = "sluice_netty_direct_memory_used_bytes";

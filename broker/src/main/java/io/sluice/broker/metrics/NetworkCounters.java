@@ -15,7 +15,6 @@ public final class NetworkCounters {
     final LongAdder framesSent = new LongAdder();
     final LongAdder bytesReceived = new LongAdder();
     final LongAdder bytesSent = new LongAdder();
-    final LongAdder authenticationFailures = new LongAdder();
     final Map<ErrorCode, LongAdder> protocolErrors = new EnumMap<>(ErrorCode.class);
 
     public NetworkCounters() {
@@ -31,9 +30,6 @@ public final class NetworkCounters {
         LongAdder counter = protocolErrors.get(code);
         if (counter != null) {
             counter.increment();
-        }
-        if (code == ErrorCode.AUTHENTICATION_FAILED) {
-            authenticationFailures.increment();
         }
     }
 

@@ -11,8 +11,8 @@ import io.sluice.protocol.Frame;
 /**
  * Counts what passes one point of a connection's pipeline into {@link NetworkCounters}: placed before
  * the codec it sees bytes, placed after it frames. A CLOSE the broker sends with an error code is a
- * protocol error of that code (the connection handler closes every failing connection that way), and
- * AUTHENTICATION_FAILED is also an authentication failure. Stateless, so one instance of each kind is
+ * protocol error of that code (the connection handler closes every failing connection that way).
+ * Stateless, so one instance of each kind is
  * shared by every connection; the per-connection figures live in {@link ConnectionTraffic}.
  */
 @ChannelHandler.Sharable

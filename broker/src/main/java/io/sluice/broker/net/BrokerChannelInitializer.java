@@ -13,6 +13,8 @@ import io.sluice.broker.metrics.TrafficCountHandler;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.security.ConnectionLimits;
 import io.sluice.broker.security.ListenerExposure;
+import io.sluice.broker.security.LoginBackoff;
+import io.sluice.broker.security.RejectionLog;
 import io.sluice.broker.security.TlsContexts;
 import io.sluice.protocol.FrameDecoder;
 import io.sluice.protocol.FrameEncoder;
@@ -52,7 +54,17 @@ public final class BrokerChannelInitializer extends ChannelInitializer<SocketCha
         this.channels = channels;
         this.sslContext = TlsContexts.server(config.tls);
         this.security = new ConnectionSecurity(new Authorizer(config.auth), new ConnectionLimits(config.limits),
-                ListenerExposure.anonymousAllowed(config));
+                ListenerExposure.anonymousAllowed(config), new LoginBackoff(config.auth, System::nanoTime), RejectionLog.standard());
+    }
+
+    /** The rate-limited log of rejected connections and refused admin requests. */
+    public RejectionLog rejectionLog() {
+        return security.rejectionLog();
+    }
+
+    /** The brake on password guessing, for the client listener and the admin port. */
+    public LoginBackoff loginBackoff() {
+        return security.loginBackoff();
     }
 
     public Authenticator authenticator() {

@@ -11,6 +11,7 @@ import io.sluice.broker.auth.Action;
 import io.sluice.broker.auth.Authenticator;
 import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.security.ConnectionLimits;
+import io.sluice.broker.security.LoginBackoff;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.ClientConnection;
@@ -125,7 +126,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         this.ctx = ctx;
         String refused = limits().openConnection();
         if (refused != null) {
-            LOG.warn("Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
+            security.rejectionLog().warn(LOG, "Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
             fail(ErrorCode.RESOURCE_LIMIT, refused);
             ctx.fireChannelActive();
             return;
@@ -174,19 +175,20 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                     + ", the broker speaks " + ProtocolVersion.CURRENT);
             return;
         }
-        Authenticator.Result auth = authenticator.authenticate(hello.user(), hello.password(), certificateUser(),
-                security.anonymousAllowed());
+        // The per-address brake on guessing (LoginBackoff) may refuse before the credentials are checked.
+        Authenticator.Result auth = security.loginBackoff().authenticate(ctx.channel().remoteAddress(), LoginBackoff.Listener.CLIENT,
+                () -> authenticator.authenticate(hello.user(), hello.password(), certificateUser(), security.anonymousAllowed())).result();
         if (!auth.accepted()) {
             String rejected = auth.rejected();
-            LOG.warn("Authentication failed for a connection from {}: {}.", ctx.channel().remoteAddress(), rejected);
-            // A failed attempt costs the client 200 ms before the answer: slows password guessing.
+            security.rejectionLog().warn(LOG, "Authentication failed for a connection from {}: {}.", ctx.channel().remoteAddress(), rejected);
+            // Every refusal is answered after a delay, scheduled: the event loop never waits.
             ctx.executor().schedule(() -> fail(ErrorCode.AUTHENTICATION_FAILED, "authentication failed: " + rejected),
-                    200, TimeUnit.MILLISECONDS);
+                    LoginBackoff.REFUSAL_DELAY_MS, TimeUnit.MILLISECONDS);
             return;
         }
         String refused = limits().openUserConnection(auth.user());
         if (refused != null) {
-            LOG.warn("Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
+            security.rejectionLog().warn(LOG, "Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
             fail(ErrorCode.RESOURCE_LIMIT, refused);
             return;
         }
@@ -563,7 +565,8 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         if (!ctx.channel().isActive()) {
             return;
         }
-        LOG.info("Closing the connection from {} (client '{}'): {} {}.", ctx.channel().remoteAddress(), clientName, code, message);
+        security.rejectionLog().info(LOG, "Closing the connection from {} (client '{}'): {} {}.", ctx.channel().remoteAddress(), clientName,
+                code, message);
         ctx.write(new ErrorFrame(0, code, message));
         ctx.writeAndFlush(new CloseFrame(code, message)).addListener(ChannelFutureListener.CLOSE);
     }
@@ -593,7 +596,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             }
             fail(pe.errorCode(), pe.getMessage());
         } else if (isTlsFailure(cause)) {
-            LOG.info("TLS failed on the connection from {}: {}.", ctx.channel().remoteAddress(), root.getMessage());
+            security.rejectionLog().info(LOG, "TLS failed on the connection from {}: {}.", ctx.channel().remoteAddress(), root.getMessage());
             ctx.close();
         } else if (root instanceof java.io.IOException) {
             ctx.close();

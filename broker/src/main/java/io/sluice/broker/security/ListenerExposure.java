@@ -28,6 +28,20 @@ public final class ListenerExposure {
         }
     }
 
+    /**
+     * Logs the WARN of an admin port open to anonymous requests from other hosts (non-loopback, no
+     * users, {@code metrics.allow-anonymous-remote: true}); the configuration check refuses it otherwise.
+     */
+    public static void warnIfAdminExposed(BrokerConfig config) {
+        BrokerConfig.Metrics metrics = config.metrics;
+        if (!isLoopback(metrics.listenAddress) && config.auth.users.isEmpty() && config.auth.allowAnonymous) {
+            LOG.warn("SECURITY: the admin API listens on non-loopback address {} for anonymous requests"
+                    + " (metrics.allow-anonymous-remote: true); anyone who can reach port {} can declare, purge and delete queues"
+                    + " within auth.anonymous-permissions. Configure auth.users and set metrics.allow-anonymous-remote: false to close this.",
+                    metrics.listenAddress, metrics.port);
+        }
+    }
+
     /** Whether connections without a user are let in; logs the WARN of an anonymous remote listener. */
     public static boolean anonymousAllowed(BrokerConfig config) {
         if (!config.auth.allowAnonymous) {

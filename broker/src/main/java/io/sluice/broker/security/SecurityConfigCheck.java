@@ -13,7 +13,8 @@ import java.util.List;
  *
  * <p>Rule (safe by default): on a non-loopback listen address the broker refuses to start unless
  * users are configured, or {@code auth.allow-anonymous-remote} is true (then {@link ListenerExposure}
- * warns at every start).
+ * warns at every start). The same holds for the admin port ({@code metrics.listen-address}, when
+ * {@code metrics.enabled}) with {@code metrics.allow-anonymous-remote}.
  */
 public final class SecurityConfigCheck {
     private SecurityConfigCheck() {
@@ -25,6 +26,10 @@ public final class SecurityConfigCheck {
             checkPermissions(problems, "auth.users[" + i + "].permissions", auth.users.get(i).permissions);
         }
         checkPermissions(problems, "auth.anonymous-permissions", auth.anonymousPermissions);
+        check(problems, "auth.backoff-after-failures", auth.backoffAfterFailures, 1, 1000);
+        check(problems, "auth.backoff-initial-ms", auth.backoffInitialMs, 1, 3_600_000);
+        check(problems, "auth.backoff-max-ms", auth.backoffMaxMs, Math.max(1, auth.backoffInitialMs), 24L * 3_600_000);
+        check(problems, "auth.backoff-tracked-sources", auth.backoffTrackedSources, 1, 10_000_000);
 
         BrokerConfig.Tls tls = config.tls;
         String clientAuth = tls.clientAuth == null ? "none" : tls.clientAuth;
@@ -53,6 +58,16 @@ public final class SecurityConfigCheck {
                     + " anyone who can reach the port could use the broker. Configure auth.users (see `sluice hash-password`),"
                     + " or set auth.allow-anonymous-remote: true to accept anonymous remote clients knowingly");
         }
+        BrokerConfig.Metrics metrics = config.metrics;
+        if (metrics.enabled && metrics.listenAddress != null && !metrics.listenAddress.isBlank()
+                && !ListenerExposure.isLoopback(metrics.listenAddress) && auth.users.isEmpty() && !metrics.allowAnonymousRemote) {
+            problems.add("metrics.listen-address " + metrics.listenAddress + " is not a loopback address and auth.users is empty:"
+                    + " anyone who can reach the admin API could declare, purge and delete queues. Configure auth.users,"
+                    + " or set metrics.allow-anonymous-remote: true to accept anonymous remote admin requests knowingly");
+        }
+        if (metrics.scrapeAccess == null) {
+            problems.add("metrics.scrape-access is empty (choose from open, authenticated)");
+        }
     }
 
     private static void checkPermissions(List<String> problems, String key, List<BrokerConfig.Permission> permissions) {
@@ -65,7 +80,7 @@ public final class SecurityConfigCheck {
                 problems.add(key + "[" + j + "].queues is empty (use \"*\" for every queue)");
             }
             if (p.actions == null || p.actions.isEmpty()) {
-                problems.add(key + "[" + j + "].actions is empty (choose from publish, consume, manage)");
+                problems.add(key + "[" + j + "].actions is empty (choose from publish, consume, manage, monitor)");
                 continue;
             }
             for (String a : p.actions) {

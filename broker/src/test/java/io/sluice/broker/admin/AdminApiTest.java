@@ -136,7 +136,8 @@ class AdminApiTest {
     void shouldRequireBasicCredentialsWhenUsersAreConfigured() throws Exception {
         Path config = dir.resolve("sluice.yaml");
         Files.writeString(config, "auth:\n  allow-anonymous: true\n  users:\n    - name: ops\n      password-hash: \""
-                + PasswordHasher.hash("s3cret".toCharArray()) + "\"\n");
+                + PasswordHasher.hash("s3cret".toCharArray()) + "\"\n      permissions:\n        - queues: \"*\"\n"
+                + "          actions: [monitor]\n");
         fixture = new MetricsFixture(dir.resolve("data"), config, Map.of());
         String good = "Basic " + Base64.getEncoder().encodeToString("ops:s3cret".getBytes(StandardCharsets.UTF_8));
         String bad = "Basic " + Base64.getEncoder().encodeToString("ops:wrong".getBytes(StandardCharsets.UTF_8));
@@ -148,7 +149,7 @@ class AdminApiTest {
         ok(call("GET", "/api/queues", null, good));
         assertEquals(401, fixture.get("/metrics").statusCode(), "the metrics honour the same users");
         assertEquals(401, call("GET", "/metrics", null, bad).statusCode());
-        assertEquals(200, call("GET", "/metrics", null, good).statusCode(), "a user's credentials open the metrics");
+        assertEquals(200, call("GET", "/metrics", null, good).statusCode(), "credentials of a user who may see every queue open the metrics");
         assertEquals(200, fixture.get("/health/live").statusCode(), "health probes stay open for orchestrators");
     }
 }

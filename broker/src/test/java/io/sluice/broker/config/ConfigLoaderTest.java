@@ -86,7 +86,7 @@ class ConfigLoaderTest {
         Files.writeString(file, "metrics:\n  prot: 1\n");
         ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(file, Map.of()));
         assertEquals("invalid configuration: " + file + ": unknown key 'metrics.prot'; known keys at that level:"
-                + " enabled, listen-address, port, tls", e.getMessage());
+                + " allow-anonymous-remote, enabled, listen-address, port, scrape-access, tls", e.getMessage());
     }
 
     @Test

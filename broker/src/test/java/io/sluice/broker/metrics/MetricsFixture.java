@@ -20,6 +20,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Base64;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -53,8 +54,36 @@ public final class MetricsFixture implements AutoCloseable {
     }
 
     public Connection connect() {
+        return connect("", "");
+    }
+
+    /** A client connection as {@code user} ("" for anonymous). */
+    public Connection connect(String user, String password) {
         return Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
-                .reconnectPolicy(ReconnectPolicy.DISABLED).build());
+                .credentials(user, password).reconnectPolicy(ReconnectPolicy.DISABLED).build());
+    }
+
+    /** An HTTP Basic {@code Authorization} header value. */
+    public static String basic(String user, String password) {
+        return "Basic " + Base64.getEncoder().encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** A request to the metrics port on 127.0.0.1; {@code body} and {@code authorization} may be null. */
+    public HttpResponse<String> request(String method, String path, String body, String authorization)
+            throws IOException, InterruptedException {
+        return request("127.0.0.1", method, path, body, authorization);
+    }
+
+    /** As {@link #request(String, String, String, String)}, to the metrics port on {@code host} (127.0.0.2 is another source). */
+    public HttpResponse<String> request(String host, String method, String path, String body, String authorization)
+            throws IOException, InterruptedException {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://" + host + ":" + broker.metricsPort() + path))
+                .timeout(Duration.ofSeconds(30))
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        if (authorization != null) {
+            b.header("Authorization", authorization);
+        }
+        return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
     }
 
     /** Declares {@code queue}, publishes {@code published} confirmed messages, then consumes and acks {@code acked}. */

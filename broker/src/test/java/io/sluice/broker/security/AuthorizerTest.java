@@ -65,4 +65,26 @@ class AuthorizerTest {
                 Authorizer.denial("bob", Action.PUBLISH, "orders.eu"));
         assertTrue(Authorizer.denial("", Action.MANAGE, "q").startsWith("anonymous may not manage on queue 'q'"));
     }
+
+    @Test
+    void anyActionShowsAQueueAndOnlyStarGrantsCoverEveryQueue() {
+        BrokerConfig.Auth auth = new BrokerConfig.Auth();
+        auth.users.add(user("limited", new BrokerConfig.Permission("A*", List.of("publish"))));
+        auth.users.add(user("watcher", new BrokerConfig.Permission("*", List.of("monitor"))));
+        auth.users.add(user("ops", new BrokerConfig.Permission("**", List.of("manage"))));
+        Authorizer authorizer = new Authorizer(auth);
+
+        assertTrue(authorizer.maySee("limited", "A1"));
+        assertFalse(authorizer.maySee("limited", "B"));
+        assertTrue(authorizer.maySee("watcher", "B"));
+        assertFalse(authorizer.allowed("watcher", Action.CONSUME, "B"), "monitor gives no wire action");
+        assertFalse(authorizer.allowedOnEveryQueue("limited", null));
+        assertTrue(authorizer.allowedOnEveryQueue("watcher", null));
+        assertFalse(authorizer.allowedOnEveryQueue("watcher", Action.MANAGE));
+        assertTrue(authorizer.allowedOnEveryQueue("ops", Action.MANAGE));
+        assertTrue(new Authorizer(new BrokerConfig.Auth()).allowedOnEveryQueue("", Action.MONITOR), "anonymous default: all");
+        assertEquals(1, authorizer.accessDenials(), "maySee and allowedOnEveryQueue count nothing");
+        assertEquals("user 'limited' may not see queue 'B' (no grant in auth permissions names it)",
+                Authorizer.seeDenial("limited", "B"));
+    }
 }

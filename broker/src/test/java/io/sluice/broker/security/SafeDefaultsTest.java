@@ -1,13 +1,10 @@
 package io.sluice.broker.security;
 
-import ch.qos.logback.classic.Logger;
-import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.read.ListAppender;
+import ch.qos.logback.classic.Level;
 import io.sluice.broker.Broker;
 import io.sluice.broker.config.ConfigException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.slf4j.LoggerFactory;
 
 import java.nio.file.Path;
 import java.util.Map;
@@ -47,23 +44,14 @@ class SafeDefaultsTest {
 
     @Test
     void explicitAnonymousRemoteStartsAndWarnsAtEveryStart() throws Exception {
-        ListAppender<ILoggingEvent> appender = new ListAppender<>();
-        appender.start();
-        Logger logger = (Logger) LoggerFactory.getLogger(ListenerExposure.class);
-        logger.addAppender(appender);
-        try {
+        try (LogCapture log = LogCapture.of(ListenerExposure.class)) {
             Map<String, String> overrides = Map.of("broker.listen-address", "0.0.0.0", "auth.allow-anonymous-remote", "true");
             for (int start = 0; start < 2; start++) {
                 try (Broker broker = SecurityFixture.start(dir, null, overrides)) {
                     assertTrue(broker.port() > 0);
                 }
             }
-            long warnings = appender.list.stream()
-                    .filter(e -> e.getLevel() == ch.qos.logback.classic.Level.WARN && e.getFormattedMessage().contains("anonymous access"))
-                    .count();
-            assertEquals(2, warnings);
-        } finally {
-            logger.detachAppender(appender);
+            assertEquals(2, log.count(Level.WARN, "anonymous access"));
         }
     }
 
@@ -74,6 +62,9 @@ class SafeDefaultsTest {
                   anonymous-permissions:
                     - queues: "x"
                       actions: [publish, destroy]
+                  backoff-after-failures: 0
+                  backoff-initial-ms: 5000
+                  backoff-max-ms: 1000
                 tls:
                   enabled: true
                   client-auth: sometimes
@@ -81,10 +72,12 @@ class SafeDefaultsTest {
                   max-connections: 0
                 """, Map.of()));
         String m = e.getMessage();
-        assertTrue(m.contains("auth.anonymous-permissions[0].actions: action 'destroy' is not one of publish, consume, manage"), m);
+        assertTrue(m.contains("auth.anonymous-permissions[0].actions: action 'destroy' is not one of publish, consume, manage, monitor"), m);
         assertTrue(m.contains("tls.client-auth 'sometimes' is not one of none, optional, require"), m);
         assertTrue(m.contains("tls.certificate is empty but tls.enabled is true"), m);
         assertTrue(m.contains("limits.max-connections 0 is outside 1..10000000"), m);
+        assertTrue(m.contains("auth.backoff-after-failures 0 is outside 1..1000"), m);
+        assertTrue(m.contains("auth.backoff-max-ms 1000 is outside 5000..86400000"), m);
         assertFalse(m.contains("max-queues"), m);
     }
 }

@@ -11,7 +11,7 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 
-/** Starts brokers for the security tests: a YAML file for the auth section plus key=value overrides. */
+/** Starts brokers for the security tests on free ports: a YAML file for the auth section plus key=value overrides. */
 final class SecurityFixture {
     /** Shared so the slow PBKDF2 runs once per JVM. */
     static final String SECRET_HASH = PasswordHasher.hash("s3cret".toCharArray());
@@ -45,6 +45,7 @@ final class SecurityFixture {
         Map<String, String> overrides = new HashMap<>(Map.of(
                 "broker.data-dir", dir.resolve("data").toString(),
                 "broker.port", "0",
+                "metrics.port", "0",
                 "storage.reserved-disk-bytes", "67108864"));
         overrides.putAll(extra);
         Path file = null;

@@ -27,7 +27,17 @@ final class SocketPeer implements AutoCloseable {
     private final EmbeddedChannel codec = new EmbeddedChannel(new FrameDecoder(16 << 20), new FrameEncoder(16 << 20));
 
     SocketPeer(int port) throws IOException {
-        socket = new Socket("127.0.0.1", port);
+        this("127.0.0.1", port);
+    }
+
+    /**
+     * From {@code localAddress} to the same address: binding the local end first makes it the source
+     * the broker sees (a loopback address other than 127.0.0.1 is another source, as on Linux).
+     */
+    SocketPeer(String localAddress, int port) throws IOException {
+        socket = new Socket();
+        socket.bind(new java.net.InetSocketAddress(localAddress, 0));
+        socket.connect(new java.net.InetSocketAddress(localAddress, port), 10_000);
         socket.setSoTimeout(200);
         in = socket.getInputStream();
     }

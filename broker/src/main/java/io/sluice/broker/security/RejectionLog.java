@@ -1,0 +1,96 @@
+package io.sluice.broker.security;
+
+import org.slf4j.Logger;
+
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+
+/**
+ * The operator log lines about rejected connections (refused by a limit, failed authentication, closed
+ * for a protocol error, failed TLS), rate-limited so that a flood of bad input cannot flood the log.
+ *
+ * <p>Rule L1: in each interval the first {@code linesPerInterval} lines are logged as asked; the rest
+ * are only counted, and when the interval ends one WARN says how many were suppressed. The broker
+ * calls {@link #flush()} every second, so the summary comes even if the flood stopped; an interval
+ * with nothing suppressed leaves no summary.
+ *
+ * <p>Thread-safe: called from every event loop and the HTTP threads. The decision is taken under a
+ * lock, the logging outside it.
+ */
+public final class RejectionLog {
+    /** What the broker uses: 20 lines a minute, then one summary. */
+    public static final int LINES_PER_INTERVAL = 20;
+    public static final long INTERVAL_MS = 60_000;
+
+    private final int linesPerInterval;
+    private final long intervalNanos;
+    private final LongSupplier nanoClock;
+    private long intervalStartNanos;
+    private int logged;
+    private long suppressed;
+    private Logger lastSuppressedTo;
+
+    public RejectionLog(int linesPerInterval, long intervalMs, LongSupplier nanoClock) {
+        this.linesPerInterval = linesPerInterval;
+        this.intervalNanos = TimeUnit.MILLISECONDS.toNanos(intervalMs);
+        this.nanoClock = nanoClock;
+        this.intervalStartNanos = nanoClock.getAsLong();
+    }
+
+    /** The broker's: {@value #LINES_PER_INTERVAL} lines per {@value #INTERVAL_MS} ms. */
+    public static RejectionLog standard() {
+        return new RejectionLog(LINES_PER_INTERVAL, INTERVAL_MS, System::nanoTime);
+    }
+
+    public void info(Logger log, String format, Object... args) {
+        if (admit(log)) {
+            log.info(format, args);
+        }
+    }
+
+    public void warn(Logger log, String format, Object... args) {
+        if (admit(log)) {
+            log.warn(format, args);
+        }
+    }
+
+    /** Logs the summary of an interval that has ended, if it suppressed anything. */
+    public void flush() {
+        admit(null);
+    }
+
+    /** Rule L1. With {@code log} null only ends a finished interval. */
+    private boolean admit(Logger log) {
+        long now = nanoClock.getAsLong();
+        Logger summaryTo = null;
+        long summaryCount = 0;
+        long summarySeconds = 0;
+        boolean admitted = false;
+        synchronized (this) {
+            if (now - intervalStartNanos >= intervalNanos) {
+                if (suppressed > 0) {
+                    summaryTo = lastSuppressedTo;
+                    summaryCount = suppressed;
+                    summarySeconds = TimeUnit.NANOSECONDS.toSeconds(now - intervalStartNanos);
+                }
+                intervalStartNanos = now;
+                logged = 0;
+                suppressed = 0;
+            }
+            if (log != null) {
+                if (logged < linesPerInterval) {
+                    logged++;
+                    admitted = true;
+                } else {
+                    suppressed++;
+                    lastSuppressedTo = log;
+                }
+            }
+        }
+        if (summaryTo != null) {
+            summaryTo.warn("Suppressed {} log lines about rejected connections in the last {} s (the first {} of every {} s are logged).",
+                    summaryCount, summarySeconds, linesPerInterval, TimeUnit.NANOSECONDS.toSeconds(intervalNanos));
+        }
+        return admitted;
+    }
+}
