@@ -31,6 +31,7 @@ public enum ErrorCode {
     QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS(301, "the queue exists with settings different from the declared ones", false),
     INVALID_QUEUE_NAME(302, "the queue name is empty, too long or uses characters outside the allowed set", false),
     INVALID_QUEUE_SETTING(303, "a queue setting is unknown, has the wrong type or is out of range", false),
+    QUEUE_BEING_DELETED(304, "the queue is being deleted; declare it again once the delete is answered", true),
 
     MESSAGE_TOO_LARGE(400, "the message is larger than the broker accepts", false),
     QUEUE_BLOCKED(401, "the queue is over its hard quota and refuses publishes until consumers catch up", true),

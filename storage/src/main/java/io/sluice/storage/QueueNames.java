@@ -13,20 +13,20 @@ public final class QueueNames {
     /** Throws {@link IllegalArgumentException} naming the problem when {@code name} is not a valid queue name. */
     public static String validate(String name) {
         if (name == null || name.isEmpty()) {
-            throw new IllegalArgumentException("queue name is empty; it needs 1.." + MAX_LENGTH + " characters");
+            throw new InvalidQueueNameException("queue name is empty; it needs 1.." + MAX_LENGTH + " characters");
         }
         if (name.length() > MAX_LENGTH) {
-            throw new IllegalArgumentException("queue name of " + name.length() + " characters exceeds the maximum of " + MAX_LENGTH);
+            throw new InvalidQueueNameException("queue name of " + name.length() + " characters exceeds the maximum of " + MAX_LENGTH);
         }
         char first = name.charAt(0);
         if (first == '.' || first == '-') {
-            throw new IllegalArgumentException("queue name '" + name + "' starts with '" + first + "'; it must start with a letter, digit or '_'");
+            throw new InvalidQueueNameException("queue name '" + name + "' starts with '" + first + "'; it must start with a letter, digit or '_'");
         }
         for (int i = 0; i < name.length(); i++) {
             char c = name.charAt(i);
             boolean ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
             if (!ok) {
-                throw new IllegalArgumentException("queue name '" + name + "' has character '" + c + "' at position " + i
+                throw new InvalidQueueNameException("queue name '" + name + "' has character '" + c + "' at position " + i
                         + "; allowed are A-Z a-z 0-9 . _ -");
             }
         }

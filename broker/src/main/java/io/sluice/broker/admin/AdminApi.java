@@ -19,6 +19,7 @@ import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueSnapshot;
 import io.sluice.broker.security.LoginBackoff;
 import io.sluice.protocol.CloseFrame;
+import io.sluice.broker.error.ErrorCodes;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.BacklogStats;
@@ -395,11 +396,12 @@ final class AdminApi {
             Map<String, Object> m = describe(q);
             m.put("created", !existed);
             return m;
-        } catch (IllegalStateException e) {
-            throw new ApiException(409, "queue_exists_with_different_settings", e.getMessage());
-        } catch (IllegalArgumentException e) {
-            String code = e.getMessage() != null && e.getMessage().startsWith("queue name") ? "invalid_queue_name" : "invalid_setting";
-            throw new ApiException(400, code, e.getMessage());
+        } catch (RuntimeException e) {
+            ErrorCode code = ErrorCodes.of(e);
+            if (code == ErrorCode.INTERNAL_ERROR) {
+                throw e;
+            }
+            throw new ApiException(ErrorCodes.httpStatus(code), ErrorCodes.httpName(code), ErrorCodes.unwrap(e).getMessage());
         }
     }
 

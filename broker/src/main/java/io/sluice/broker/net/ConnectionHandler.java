@@ -16,6 +16,7 @@ import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.ClientConnection;
 import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.error.ErrorCodes;
 import io.sluice.broker.queue.ConnectionCredit;
 import io.sluice.broker.queue.Subscription;
 import io.sluice.protocol.AckFrame;
@@ -455,7 +456,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             answerDeclare(declare, existing, null);
             return;
         }
-        offLoop(() -> declareWithinLimits(declare), (q, failure) -> answerDeclare(declare, q, failure));
+        offLoop(() -> queues.declare(declare.queue(), declare.settings()), (q, failure) -> answerDeclare(declare, q, failure));
     }
 
     /**
@@ -481,37 +482,17 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         return failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
     }
 
-    /** Declares the queue unless that would exceed {@code limits.max-queues}; on the declare thread for a new queue. */
-    private BrokerQueue declareWithinLimits(DeclareQueueFrame declare) {
-        int maxQueues = limits().limits().maxQueues;
-        if (queues.get(declare.queue()) == null && queues.all().size() >= maxQueues) {
-            limits().countRejectedQueue();
-            throw new QueueLimitException("declaring queue '" + declare.queue() + "' would bring the queue count to "
-                    + (queues.all().size() + 1) + ", above limits.max-queues " + maxQueues);
-        }
-        return queues.declare(declare.queue(), declare.settings());
-    }
-
     private void answerDeclare(DeclareQueueFrame declare, BrokerQueue q, Throwable failure) {
         Throwable e = unwrap(failure);
         if (e == null) {
             ctx.writeAndFlush(new OkFrame(declare.requestId(), q.store().unackedMessages()));
-        } else if (e instanceof QueueLimitException) {
-            error(declare.requestId(), ErrorCode.RESOURCE_LIMIT, e.getMessage());
-        } else if (e instanceof IllegalStateException) {
-            error(declare.requestId(), ErrorCode.QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS, e.getMessage());
-        } else if (e instanceof IllegalArgumentException) {
-            ErrorCode code = e.getMessage().startsWith("queue name") ? ErrorCode.INVALID_QUEUE_NAME : ErrorCode.INVALID_QUEUE_SETTING;
-            error(declare.requestId(), code, e.getMessage());
+        } else if (ErrorCodes.of(e) != ErrorCode.INTERNAL_ERROR) {
+            if (ErrorCodes.of(e) == ErrorCode.RESOURCE_LIMIT) {
+                limits().countRejectedQueue();
+            }
+            error(declare.requestId(), ErrorCodes.of(e), e.getMessage());
         } else {
             exceptionCaught(ctx, e);
-        }
-    }
-
-    /** A DECLARE over {@code limits.max-queues}: answered RESOURCE_LIMIT, the connection stays usable. */
-    private static final class QueueLimitException extends RuntimeException {
-        QueueLimitException(String message) {
-            super(message, null, false, false);
         }
     }
 

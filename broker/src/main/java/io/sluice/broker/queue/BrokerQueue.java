@@ -3,6 +3,7 @@ package io.sluice.broker.queue;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
+import io.sluice.broker.error.ErrorCodes;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.FlowFrame;
 import io.sluice.protocol.FlowState;
@@ -15,11 +16,9 @@ import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.storage.CorruptRecordException;
-import io.sluice.storage.MessageTooLargeException;
 import io.sluice.storage.QueueReader;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StorageFailedException;
-import io.sluice.storage.StorageFullException;
 import io.sluice.storage.StoredMessage;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -213,16 +212,14 @@ public final class BrokerQueue {
                 backlog.added(bytes);
                 messages++;
                 continue;
-            } catch (MessageTooLargeException e) {
-                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.MESSAGE_TOO_LARGE, e.getMessage()));
-            } catch (StorageFullException e) {
-                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.STORAGE_FULL, e.getMessage()));
-            } catch (StorageFailedException e) {
-                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.STORAGE_FAILED, e.getMessage()));
             } catch (RuntimeException e) {
-                LOG.error("Queue '{}': storing a message from {} failed.", name, connection.describe(), e);
-                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.INTERNAL_ERROR,
-                        "the broker could not store the message; see the broker log"));
+                ErrorCode code = ErrorCodes.of(e);
+                String message = e.getMessage();
+                if (code == ErrorCode.INTERNAL_ERROR) {
+                    LOG.error("Queue '{}': storing a message from {} failed.", name, connection.describe(), e);
+                    message = "the broker could not store the message; see the broker log";
+                }
+                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), code, message));
             }
             refusedMessages++;
             refusedBytes += payloadLength;

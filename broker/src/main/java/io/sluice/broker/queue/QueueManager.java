@@ -3,6 +3,8 @@ package io.sluice.broker.queue;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.netty.channel.EventLoopGroup;
 import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.error.BrokerException;
+import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueNames;
@@ -86,7 +88,7 @@ public final class QueueManager {
         QueueOptions options;
         try {
             options = QueueOptions.from(name, settings, defaults);
-        } catch (IllegalArgumentException e) {
+        } catch (BrokerException e) {
             LOG.warn("Queue '{}': stored settings are no longer valid ({}); using the defaults.", name, e.getMessage());
             options = QueueOptions.defaults(name, defaults);
         }
@@ -95,7 +97,7 @@ public final class QueueManager {
 
     private volatile int maxQueues = Integer.MAX_VALUE;
 
-    /** {@code limits.max-queues}, for the queues the broker creates itself (dead-letter queues). */
+    /** {@code limits.max-queues}: {@link #declare} refuses a new queue past it, whoever asks (a client, the admin API, a dead-letter move). */
     public void limitQueues(int max) {
         this.maxQueues = max;
     }
@@ -117,16 +119,22 @@ public final class QueueManager {
     /**
      * Declares a queue: creates it, or checks that the existing one has the same settings.
      *
-     * @throws IllegalArgumentException for an invalid name or setting (message names it)
-     * @throws IllegalStateException    if the queue exists with different settings
+     * @throws io.sluice.storage.InvalidQueueNameException for an invalid name
+     * @throws BrokerException INVALID_QUEUE_SETTING, QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS or
+     *                         QUEUE_BEING_DELETED (the message names what was wrong)
      */
     public synchronized BrokerQueue declare(String name, QueueSettings settings) {
         BrokerQueue existing = existing(name, settings);
         if (existing != null) {
             return existing;
         }
+        if (queues.size() >= maxQueues) {
+            throw new BrokerException(ErrorCode.RESOURCE_LIMIT, "declaring queue '" + name + "' would bring the queue count to "
+                    + (queues.size() + 1) + ", above limits.max-queues " + maxQueues);
+        }
         if (deleting.contains(name)) {
-            throw new IllegalStateException("queue '" + name + "' is being deleted; declare it again once the delete is answered");
+            throw new BrokerException(ErrorCode.QUEUE_BEING_DELETED,
+                    "queue '" + name + "' is being deleted; declare it again once the delete is answered");
         }
         saveSettings(name, settings);
         declared.put(name, settings);
@@ -146,17 +154,7 @@ public final class QueueManager {
         if (q != null) {
             return CompletableFuture.completedFuture(q);
         }
-        return onDeclareThread(() -> {
-            BrokerQueue existing = queues.get(name);
-            if (existing != null) {
-                return existing;
-            }
-            if (queues.size() >= maxQueues) {
-                throw new IllegalStateException("creating it would take the broker's queues to " + (queues.size() + 1)
-                        + ", above limits.max-queues " + maxQueues);
-            }
-            return declare(name, QueueSettings.EMPTY);
-        });
+        return onDeclareThread(() -> declare(name, QueueSettings.EMPTY));
     }
 
     /**
@@ -177,8 +175,8 @@ public final class QueueManager {
      * does not exist. Takes no lock and touches no file, so an event loop may call it while the declare
      * thread creates another queue.
      *
-     * @throws IllegalArgumentException for an invalid name or setting
-     * @throws IllegalStateException    if the queue exists with different settings
+     * @throws io.sluice.storage.InvalidQueueNameException for an invalid name
+     * @throws BrokerException INVALID_QUEUE_SETTING or QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS
      */
     public BrokerQueue existing(String name, QueueSettings settings) {
         QueueNames.validate(name);
@@ -187,7 +185,7 @@ public final class QueueManager {
         if (q != null) {
             QueueSettings before = declared.getOrDefault(name, QueueSettings.EMPTY);
             if (settings.size() > 0 && !before.equals(settings)) {
-                throw new IllegalStateException("queue '" + name + "' exists with settings " + before.asMap()
+                throw new BrokerException(ErrorCode.QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS, "queue '" + name + "' exists with settings " + before.asMap()
                         + ", not " + settings.asMap());
             }
         }

@@ -1,5 +1,7 @@
 package io.sluice.broker.queue;
 
+import io.sluice.broker.error.BrokerException;
+import io.sluice.protocol.ErrorCode;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.flow.QuotaSettings;
 import io.sluice.protocol.QueueSettings;
@@ -95,7 +97,7 @@ public record QueueOptions(int maxDeliveries, String deadLetterQueue, long ackTi
     /**
      * Overlays declared settings on the defaults.
      *
-     * @throws IllegalArgumentException naming the key, the value and the rule, for an unknown key or bad value
+     * @throws BrokerException INVALID_QUEUE_SETTING naming the key, the value and the rule, for an unknown key or bad value
      */
     public static QueueOptions from(String queue, QueueSettings settings, BrokerConfig.Queues defaults) {
         List<String> problems = new ArrayList<>();
@@ -109,7 +111,7 @@ public record QueueOptions(int maxDeliveries, String deadLetterQueue, long ackTi
             }
         }
         if (!problems.isEmpty()) {
-            throw new IllegalArgumentException(String.join("; ", problems));
+            throw new BrokerException(ErrorCode.INVALID_QUEUE_SETTING, String.join("; ", problems));
         }
         QueueOptions d = defaults(queue, defaults);
         long maxDeliveries = settings.longValue(QueueSettings.MAX_DELIVERIES).orElse(d.maxDeliveries);
@@ -139,7 +141,7 @@ public record QueueOptions(int maxDeliveries, String deadLetterQueue, long ackTi
         }
         boolean deadLetterDropped = settings.booleanValue(DEAD_LETTER_DROPPED).orElse(d.deadLetterDropped);
         if (!problems.isEmpty()) {
-            throw new IllegalArgumentException(String.join("; ", problems));
+            throw new BrokerException(ErrorCode.INVALID_QUEUE_SETTING, String.join("; ", problems));
         }
         return new QueueOptions((int) maxDeliveries, dlq, ackTimeout, d.redeliveryDelayMs, d.maxRedeliveryDelayMs,
                 quota, deadLetterDropped);

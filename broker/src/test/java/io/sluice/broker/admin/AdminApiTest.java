@@ -88,6 +88,17 @@ class AdminApiTest {
         assertEquals(0, ok(call("GET", "/api/queues", null, null)).size());
     }
 
+    /** limits.max-queues holds for every way a queue is created: the admin API's declare too. */
+    @Test
+    void aDeclareOverTheQueueLimitIsRefusedWith429() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of("limits.max-queues", "2"));
+        ok(call("PUT", "/api/queues/one", "{}", null));
+        ok(call("PUT", "/api/queues/two", "{}", null));
+        assertError(call("PUT", "/api/queues/three", "{}", null), 429, "resource_limit");
+        assertEquals(2, ok(call("GET", "/api/queues", null, null)).size());
+        ok(call("PUT", "/api/queues/two", "{}", null)); // declaring one that exists is no new queue
+    }
+
     @Test
     void shouldListConnectionsConsumersAndProducers() throws Exception {
         fixture = new MetricsFixture(dir.resolve("data"), Map.of());
