@@ -18,6 +18,7 @@ import io.sluice.broker.queue.ClientConnection;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.error.ErrorCodes;
 import io.sluice.broker.queue.ConnectionCredit;
+import io.sluice.client.internal.LoopBatcher;
 import io.sluice.broker.queue.Subscription;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.CloseFrame;
@@ -89,6 +90,8 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private final QueueManager queues;
     private final ConnectionSecurity security;
     private ChannelHandlerContext ctx;
+    /** Set with {@code ctx}, before any queue can know this connection; see {@link #write}. */
+    private LoopBatcher<Frame> outbound;
     private boolean countedConnection;
     private boolean countedUser;
     /** Credit granted minus messages settled, over every consumer; see the class javadoc. Set at HELLO. */
@@ -125,6 +128,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
         this.ctx = ctx;
+        this.outbound = new LoopBatcher<>(ctx.executor(), new OutboundFrames());
         String refused = limits().openConnection();
         if (refused != null) {
             security.rejectionLog().warn(LOG, "Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
@@ -375,7 +379,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     public void returnPublishCredit(int messages, long bytes) {
         long messagesOut = windowMessagesOut.addAndGet(-messages);
         long bytesOut = windowBytesOut.addAndGet(-bytes);
-        ctx.write(new PublishCreditFrame(messages, bytes), ctx.voidPromise());
+        write(new PublishCreditFrame(messages, bytes));
         if (readingPaused && messagesOut <= config.broker.publishWindowMessages && bytesOut <= config.broker.publishWindowBytes) {
             ctx.executor().execute(() -> {
                 if (readingPaused) {
@@ -632,14 +636,44 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     // ------------------------------------------------------------------ ClientConnection
 
+    /**
+     * Queues a frame from any thread. On the connection's own loop it is written at once; from a
+     * queue's executor it joins the frames that executor hands over until the connection's loop
+     * drains them, in one task that ends with one flush, instead of a task per write and per flush.
+     */
     @Override
     public void write(Frame frame) {
-        ctx.write(frame, ctx.voidPromise());
+        if (ctx.executor().inEventLoop()) {
+            ctx.write(frame, ctx.voidPromise());
+        } else {
+            outbound.submit(frame);
+        }
     }
 
+    /** On the loop, flushes; from elsewhere, nothing to do: the drain of the frames handed over ends with a flush. */
     @Override
     public void flush() {
-        ctx.flush();
+        if (ctx.executor().inEventLoop()) {
+            ctx.flush();
+        }
+    }
+
+    /** Frames from queue executors, written on the connection's loop in one task per drain. */
+    private final class OutboundFrames implements LoopBatcher.Sink<Frame> {
+        @Override
+        public void onLoop(Frame frame) {
+            ctx.write(frame, ctx.voidPromise());
+        }
+
+        @Override
+        public void endOfBatch() {
+            ctx.flush();
+        }
+
+        @Override
+        public void rejected(Frame frame) {
+            ReferenceCountUtil.release(frame); // the connection's loop is gone: so is the connection
+        }
     }
 
     @Override
