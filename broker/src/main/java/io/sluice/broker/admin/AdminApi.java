@@ -486,7 +486,7 @@ final class AdminApi {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("id", ch.id().asShortText());
             m.put("remoteAddress", String.valueOf(ch.remoteAddress()));
-            m.put("client", handler == null ? "?" : handler.clientName());
+            m.put("client", handler == null ? "?" : handler.client());
             m.put("user", handler == null ? "" : handler.user());
             m.put("framesReceived", t.framesReceived());
             m.put("framesSent", t.framesSent());

@@ -99,6 +99,6 @@ public final class BrokerChannelInitializer extends ChannelInitializer<SocketCha
         if (heartbeat > 0) {
             ch.pipeline().addLast(new IdleStateHandler(2L * heartbeat, heartbeat, 0, TimeUnit.MILLISECONDS));
         }
-        ch.pipeline().addLast(new ConnectionHandler(config, authenticator, queues, security));
+        ch.pipeline().addLast(new HandshakeHandler(config, authenticator, queues, security));
     }
 }

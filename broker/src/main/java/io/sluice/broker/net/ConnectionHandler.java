@@ -2,16 +2,10 @@ package io.sluice.broker.net;
 
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.handler.timeout.IdleState;
-import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.util.ReferenceCountUtil;
-import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.broker.auth.Action;
-import io.sluice.broker.auth.Authenticator;
 import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.security.ConnectionLimits;
-import io.sluice.broker.security.LoginBackoff;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.ClientConnection;
@@ -28,16 +22,11 @@ import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.Frame;
-import io.sluice.protocol.FrameDecoder;
-import io.sluice.protocol.FrameEncoder;
 import io.sluice.protocol.HeartbeatFrame;
 import io.sluice.protocol.HelloFrame;
-import io.sluice.protocol.HelloOkFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackFrame;
 import io.sluice.protocol.OkFrame;
-import io.sluice.protocol.ProtocolException;
-import io.sluice.protocol.ProtocolVersion;
 import io.sluice.protocol.PublishCreditFrame;
 import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PublishFrame;
@@ -45,29 +34,20 @@ import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.SubscribeFrame;
 import io.sluice.protocol.UnsubscribeFrame;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
-import javax.naming.InvalidNameException;
-import javax.naming.ldap.LdapName;
-import javax.naming.ldap.Rdn;
-import javax.net.ssl.SSLException;
-import javax.net.ssl.SSLPeerUnverifiedException;
-import java.security.cert.Certificate;
-import java.security.cert.X509Certificate;
 import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import java.util.function.Supplier;
 
 /**
- * One client connection: the handshake, then each frame handed to the queue it names. Runs on the
+ * One open client connection (after the {@link HandshakeHandler}): each frame becomes a call on the
+ * queue it names, and what queues send back reaches the socket through {@link #write}. Runs on the
  * connection's event loop; queue work runs on the queue's executor (one task per frame).
  *
- * <p>Errors: a frame that breaks the protocol (malformed, unknown, before HELLO, oversized) gets an
+ * <p>Errors: a frame that breaks the protocol (malformed, unknown, oversized) gets an
  * ERROR with its code and a CLOSE, and the connection is closed; an operation that fails on its own
  * (unknown queue, unknown message id, bad setting) gets an ERROR and the connection stays usable.
  *
@@ -82,24 +62,17 @@ import java.util.function.Supplier;
  * left; a delivered, unacked message keeps its unit, so the unacked messages of the connection never
  * exceed the limit. The queues grant and settle, each on its executor, in frame order.
  */
-public final class ConnectionHandler extends ChannelInboundHandlerAdapter implements ClientConnection {
-    private static final Logger LOG = LoggerFactory.getLogger(ConnectionHandler.class);
+public final class ConnectionHandler extends ProtocolHandler implements ClientConnection {
 
     private final BrokerConfig config;
-    private final Authenticator authenticator;
     private final QueueManager queues;
-    private final ConnectionSecurity security;
     private ChannelHandlerContext ctx;
     /** Set with {@code ctx}, before any queue can know this connection; see {@link #write}. */
     private LoopBatcher<Frame> outbound;
-    private boolean countedConnection;
-    private boolean countedUser;
-    /** Credit granted minus messages settled, over every consumer; see the class javadoc. Set at HELLO. */
+    /** Credit granted minus messages settled, over every consumer; see the class javadoc. Made at the first SUBSCRIBE. */
     private ConnectionCredit unackedBound;
-    private boolean open;
-    private String clientName = "?";
-    private String user = "";
-    private ScheduledFuture<?> handshakeTimeout;
+    private final String clientName;
+    private final String user;
     private final Map<Integer, Subscription> subscriptions = new HashMap<>();
     /** Publish window handed out and not yet given back (messages, payload bytes); see {@link #returnPublishCredit}. */
     private final java.util.concurrent.atomic.AtomicLong windowMessagesOut = new java.util.concurrent.atomic.AtomicLong();
@@ -112,13 +85,21 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
      * held is at most what one read had already decoded.
      */
     private ArrayDeque<Object> heldInbound;
-    private volatile int negotiatedMaxFrameBytes = 64 << 10;
+    private final int negotiatedMaxFrameBytes;
 
-    public ConnectionHandler(BrokerConfig config, Authenticator authenticator, QueueManager queues, ConnectionSecurity security) {
+    /**
+     * An open connection, put in the pipeline by the {@link HandshakeHandler} once HELLO_OK is sent;
+     * it owns the connection's counts in {@code limits.max-connections} and
+     * {@code limits.max-connections-per-user} from then on.
+     */
+    ConnectionHandler(BrokerConfig config, QueueManager queues, ConnectionSecurity security, String clientName, String user,
+                      int negotiatedMaxFrameBytes) {
+        super(security);
         this.config = config;
-        this.authenticator = authenticator;
         this.queues = queues;
-        this.security = security;
+        this.clientName = clientName;
+        this.user = user;
+        this.negotiatedMaxFrameBytes = negotiatedMaxFrameBytes;
     }
 
     private ConnectionLimits limits() {
@@ -126,24 +107,9 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     }
 
     @Override
-    public void channelActive(ChannelHandlerContext ctx) {
+    public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
         this.outbound = new LoopBatcher<>(ctx.executor(), new OutboundFrames());
-        String refused = limits().openConnection();
-        if (refused != null) {
-            security.rejectionLog().warn(LOG, "Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
-            fail(ErrorCode.RESOURCE_LIMIT, refused);
-            ctx.fireChannelActive();
-            return;
-        }
-        countedConnection = true;
-        handshakeTimeout = ctx.executor().schedule(() -> {
-            if (!open) {
-                limits().countHandshakeTimeout();
-                fail(ErrorCode.HANDSHAKE_REQUIRED, "no HELLO within broker.handshake-timeout-ms " + config.broker.handshakeTimeoutMs + " ms");
-            }
-        }, config.broker.handshakeTimeoutMs, TimeUnit.MILLISECONDS);
-        ctx.fireChannelActive();
     }
 
     @Override
@@ -154,86 +120,11 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         }
         boolean handedOff = false;
         try {
-            Frame frame = (Frame) msg;
-            if (!countedConnection) {
-                return;
-            }
-            if (!open) {
-                if (frame instanceof HelloFrame hello) {
-                    handshake(hello);
-                } else {
-                    fail(ErrorCode.HANDSHAKE_REQUIRED, "the first frame must be HELLO, got " + frame.type());
-                }
-                return;
-            }
-            handedOff = handle(frame);
+            handedOff = handle((Frame) msg);
         } finally {
             if (!handedOff) {
                 ReferenceCountUtil.release(msg);
             }
-        }
-    }
-
-    private void handshake(HelloFrame hello) {
-        if (hello.maxVersion() < ProtocolVersion.CURRENT || hello.minVersion() > ProtocolVersion.CURRENT) {
-            fail(ErrorCode.UNSUPPORTED_VERSION, "client speaks versions " + hello.minVersion() + ".." + hello.maxVersion()
-                    + ", the broker speaks " + ProtocolVersion.CURRENT);
-            return;
-        }
-        // The per-address brake on guessing (LoginBackoff) may refuse before the credentials are checked.
-        Authenticator.Result auth = security.loginBackoff().authenticate(ctx.channel().remoteAddress(), LoginBackoff.Listener.CLIENT,
-                () -> authenticator.authenticate(hello.user(), hello.password(), certificateUser(), security.anonymousAllowed())).result();
-        if (!auth.accepted()) {
-            String rejected = auth.rejected();
-            security.rejectionLog().warn(LOG, "Authentication failed for a connection from {}: {}.", ctx.channel().remoteAddress(), rejected);
-            // Every refusal is answered after a delay, scheduled: the event loop never waits.
-            ctx.executor().schedule(() -> fail(ErrorCode.AUTHENTICATION_FAILED, "authentication failed: " + rejected),
-                    LoginBackoff.REFUSAL_DELAY_MS, TimeUnit.MILLISECONDS);
-            return;
-        }
-        String refused = limits().openUserConnection(auth.user());
-        if (refused != null) {
-            security.rejectionLog().warn(LOG, "Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
-            fail(ErrorCode.RESOURCE_LIMIT, refused);
-            return;
-        }
-        countedUser = true;
-        open = true;
-        handshakeTimeout.cancel(false);
-        clientName = hello.clientName();
-        user = auth.user();
-        // HELLO's maxFrameBytes 0 means "the broker's default" (see HelloFrame), not the 1024-byte floor.
-        int wanted = hello.maxFrameBytes() == 0 ? config.broker.maxFrameBytes : Math.max(hello.maxFrameBytes(), 1024);
-        int maxFrame = Math.min(config.broker.maxFrameBytes, wanted);
-        negotiatedMaxFrameBytes = maxFrame;
-        ctx.pipeline().get(FrameDecoder.class).maxFrameBytes(config.broker.maxFrameBytes);
-        ctx.pipeline().get(FrameEncoder.class).maxFrameBytes(maxFrame);
-        ctx.writeAndFlush(new HelloOkFrame(ProtocolVersion.CURRENT, maxFrame, config.broker.heartbeatIntervalMs,
-                config.broker.name, config.broker.publishWindowMessages, config.broker.publishWindowBytes));
-        LOG.debug("Connection from {} opened by client '{}' (user '{}').", ctx.channel().remoteAddress(), clientName, user);
-    }
-
-    /**
-     * The subject CN of a verified TLS client certificate, or null (no TLS, no certificate, or no CN).
-     */
-    private String certificateUser() {
-        io.netty.handler.ssl.SslHandler tls = ctx.pipeline().get(io.netty.handler.ssl.SslHandler.class);
-        if (tls == null) {
-            return null;
-        }
-        try {
-            Certificate[] chain = tls.engine().getSession().getPeerCertificates();
-            if (chain.length == 0 || !(chain[0] instanceof X509Certificate cert)) {
-                return null;
-            }
-            for (Rdn rdn : new LdapName(cert.getSubjectX500Principal().getName()).getRdns()) {
-                if (rdn.getType().equalsIgnoreCase("CN")) {
-                    return String.valueOf(rdn.getValue());
-                }
-            }
-            return null;
-        } catch (SSLPeerUnverifiedException | InvalidNameException e) {
-            return null;
         }
     }
 
@@ -545,74 +436,24 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         ctx.writeAndFlush(new ErrorFrame(requestId, code, message));
     }
 
-    /** Reports a protocol violation and closes the connection. */
     private void fail(ErrorCode code, String message) {
-        if (!ctx.channel().isActive()) {
-            return;
-        }
-        security.rejectionLog().info(LOG, "Closing the connection from {} (client '{}'): {} {}.", ctx.channel().remoteAddress(), clientName,
-                code, message);
-        ctx.write(new ErrorFrame(0, code, message));
-        ctx.writeAndFlush(new CloseFrame(code, message)).addListener(ChannelFutureListener.CLOSE);
+        fail(ctx, code, message);
     }
 
     @Override
-    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
-        if (evt instanceof IdleStateEvent idle) {
-            if (idle.state() == IdleState.READER_IDLE) {
-                fail(ErrorCode.HEARTBEAT_TIMEOUT, "no frame for two heartbeat intervals");
-            } else if (idle.state() == IdleState.WRITER_IDLE && open) {
-                ctx.writeAndFlush(HeartbeatFrame.INSTANCE);
-            }
-            return;
-        }
-        ctx.fireUserEventTriggered(evt);
+    void writerIdle(ChannelHandlerContext ctx) {
+        ctx.writeAndFlush(HeartbeatFrame.INSTANCE);
     }
 
     @Override
-    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        Throwable root = cause;
-        while (root.getCause() != null && !(root instanceof ProtocolException)) {
-            root = root.getCause();
-        }
-        if (root instanceof ProtocolException pe) {
-            if (pe.errorCode() == ErrorCode.FRAME_TOO_LARGE) {
-                limits().countOversizedFrame();
-            }
-            fail(pe.errorCode(), pe.getMessage());
-        } else if (isTlsFailure(cause)) {
-            security.rejectionLog().info(LOG, "TLS failed on the connection from {}: {}.", ctx.channel().remoteAddress(), root.getMessage());
-            ctx.close();
-        } else if (root instanceof java.io.IOException) {
-            ctx.close();
-        } else {
-            LOG.error("Connection from {} failed.", ctx.channel().remoteAddress(), cause);
-            fail(ErrorCode.INTERNAL_ERROR, "the broker failed on this connection; the broker log has the details");
-        }
-    }
-
-    private static boolean isTlsFailure(Throwable cause) {
-        for (Throwable t = cause; t != null; t = t.getCause()) {
-            if (t instanceof SSLException || t instanceof io.netty.handler.ssl.NotSslRecordException) {
-                return true;
-            }
-        }
-        return false;
+    String clientName() {
+        return clientName;
     }
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
-        if (countedConnection) {
-            countedConnection = false;
-            limits().closeConnection();
-        }
-        if (countedUser) {
-            countedUser = false;
-            limits().closeUserConnection(user);
-        }
-        if (handshakeTimeout != null) {
-            handshakeTimeout.cancel(false);
-        }
+        limits().closeConnection();
+        limits().closeUserConnection(user);
         for (Subscription sub : subscriptions.values()) {
             sub.close();
         }
@@ -624,12 +465,12 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         ctx.fireChannelInactive();
     }
 
-    /** The client name of HELLO ("?" before it); for the admin API. */
-    public String clientName() {
+    /** The client name of HELLO; for the admin API. */
+    public String client() {
         return clientName;
     }
 
-    /** The user of HELLO ("" if anonymous); for the admin API. */
+    /** The user of HELLO ("" if anonymous); for the admin API (a connection not yet past HELLO has no ConnectionHandler). */
     public String user() {
         return user;
     }

@@ -1,0 +1,161 @@
+package io.sluice.broker.net;
+
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.sluice.broker.auth.Authenticator;
+import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.security.LoginBackoff;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.Frame;
+import io.sluice.protocol.FrameDecoder;
+import io.sluice.protocol.FrameEncoder;
+import io.sluice.protocol.HelloFrame;
+import io.sluice.protocol.HelloOkFrame;
+import io.sluice.protocol.ProtocolVersion;
+
+import javax.naming.InvalidNameException;
+import javax.naming.ldap.LdapName;
+import javax.naming.ldap.Rdn;
+import javax.net.ssl.SSLPeerUnverifiedException;
+import java.security.cert.Certificate;
+import java.security.cert.X509Certificate;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A connection until its HELLO is answered: the connection limit, the handshake timeout, the
+ * protocol version, authentication (behind the per-address {@link LoginBackoff}) and the per-user
+ * limit, then HELLO_OK with the negotiated frame size. It then puts a {@link ConnectionHandler} in
+ * its place and leaves the pipeline, so that the frames of an open connection never pass a check
+ * of the handshake again. Runs on the connection's event loop.
+ *
+ * <p>Counts: the connection is counted in {@code limits.max-connections} from the start, and the
+ * user in {@code limits.max-connections-per-user} from HELLO_OK; whichever handler is in the
+ * pipeline when the connection closes gives the counts back.
+ */
+final class HandshakeHandler extends ProtocolHandler {
+    private final BrokerConfig config;
+    private final Authenticator authenticator;
+    private final QueueManager queues;
+    private boolean countedConnection;
+    private ScheduledFuture<?> handshakeTimeout;
+
+    HandshakeHandler(BrokerConfig config, Authenticator authenticator, QueueManager queues, ConnectionSecurity security) {
+        super(security);
+        this.config = config;
+        this.authenticator = authenticator;
+        this.queues = queues;
+    }
+
+    @Override
+    String clientName() {
+        return "?";
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) {
+        String refused = security.limits().openConnection();
+        if (refused != null) {
+            security.rejectionLog().warn(LOG, "Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
+            fail(ctx, ErrorCode.RESOURCE_LIMIT, refused);
+            ctx.fireChannelActive();
+            return;
+        }
+        countedConnection = true;
+        handshakeTimeout = ctx.executor().schedule(() -> {
+            security.limits().countHandshakeTimeout();
+            fail(ctx, ErrorCode.HANDSHAKE_REQUIRED, "no HELLO within broker.handshake-timeout-ms " + config.broker.handshakeTimeoutMs + " ms");
+        }, config.broker.handshakeTimeoutMs, TimeUnit.MILLISECONDS);
+        ctx.fireChannelActive();
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        try {
+            if (!countedConnection) {
+                return; // refused at open: the CLOSE is on its way
+            }
+            if (msg instanceof HelloFrame hello) {
+                handshake(ctx, hello);
+            } else {
+                fail(ctx, ErrorCode.HANDSHAKE_REQUIRED, "the first frame must be HELLO, got " + ((Frame) msg).type());
+            }
+        } finally {
+            ReferenceCountUtil.release(msg);
+        }
+    }
+
+    private void handshake(ChannelHandlerContext ctx, HelloFrame hello) {
+        if (hello.maxVersion() < ProtocolVersion.CURRENT || hello.minVersion() > ProtocolVersion.CURRENT) {
+            fail(ctx, ErrorCode.UNSUPPORTED_VERSION, "client speaks versions " + hello.minVersion() + ".." + hello.maxVersion()
+                    + ", the broker speaks " + ProtocolVersion.CURRENT);
+            return;
+        }
+        // The per-address brake on guessing (LoginBackoff) may refuse before the credentials are checked.
+        Authenticator.Result auth = security.loginBackoff().authenticate(ctx.channel().remoteAddress(), LoginBackoff.Listener.CLIENT,
+                () -> authenticator.authenticate(hello.user(), hello.password(), certificateUser(ctx), security.anonymousAllowed())).result();
+        if (!auth.accepted()) {
+            String rejected = auth.rejected();
+            security.rejectionLog().warn(LOG, "Authentication failed for a connection from {}: {}.", ctx.channel().remoteAddress(), rejected);
+            // Every refusal is answered after a delay, scheduled: the event loop never waits.
+            ctx.executor().schedule(() -> fail(ctx, ErrorCode.AUTHENTICATION_FAILED, "authentication failed: " + rejected),
+                    LoginBackoff.REFUSAL_DELAY_MS, TimeUnit.MILLISECONDS);
+            return;
+        }
+        String refused = security.limits().openUserConnection(auth.user());
+        if (refused != null) {
+            security.rejectionLog().warn(LOG, "Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
+            fail(ctx, ErrorCode.RESOURCE_LIMIT, refused);
+            return;
+        }
+        handshakeTimeout.cancel(false);
+        // HELLO's maxFrameBytes 0 means "the broker's default" (see HelloFrame), not the 1024-byte floor.
+        int wanted = hello.maxFrameBytes() == 0 ? config.broker.maxFrameBytes : Math.max(hello.maxFrameBytes(), 1024);
+        int maxFrame = Math.min(config.broker.maxFrameBytes, wanted);
+        ctx.pipeline().get(FrameDecoder.class).maxFrameBytes(config.broker.maxFrameBytes);
+        ctx.pipeline().get(FrameEncoder.class).maxFrameBytes(maxFrame);
+        ctx.writeAndFlush(new HelloOkFrame(ProtocolVersion.CURRENT, maxFrame, config.broker.heartbeatIntervalMs,
+                config.broker.name, config.broker.publishWindowMessages, config.broker.publishWindowBytes));
+        // Frames the decoder still holds from this read go to the connection handler: the replace is
+        // done before this call returns.
+        countedConnection = false; // the connection handler owns both counts from here on
+        ctx.pipeline().replace(this, "connection", new ConnectionHandler(config, queues, security, hello.clientName(),
+                auth.user(), maxFrame));
+        LOG.debug("Connection from {} opened by client '{}' (user '{}').", ctx.channel().remoteAddress(), hello.clientName(), auth.user());
+    }
+
+    /** The subject CN of a verified TLS client certificate, or null (no TLS, no certificate, or no CN). */
+    private static String certificateUser(ChannelHandlerContext ctx) {
+        io.netty.handler.ssl.SslHandler tls = ctx.pipeline().get(io.netty.handler.ssl.SslHandler.class);
+        if (tls == null) {
+            return null;
+        }
+        try {
+            Certificate[] chain = tls.engine().getSession().getPeerCertificates();
+            if (chain.length == 0 || !(chain[0] instanceof X509Certificate cert)) {
+                return null;
+            }
+            for (Rdn rdn : new LdapName(cert.getSubjectX500Principal().getName()).getRdns()) {
+                if (rdn.getType().equalsIgnoreCase("CN")) {
+                    return String.valueOf(rdn.getValue());
+                }
+            }
+            return null;
+        } catch (SSLPeerUnverifiedException | InvalidNameException e) {
+            return null;
+        }
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        if (countedConnection) {
+            countedConnection = false;
+            security.limits().closeConnection();
+        }
+        if (handshakeTimeout != null) {
+            handshakeTimeout.cancel(false);
+        }
+        ctx.fireChannelInactive();
+    }
+}

@@ -1,0 +1,69 @@
+package io.sluice.broker.security;
+
+import io.netty.channel.Channel;
+import io.sluice.broker.Broker;
+import io.sluice.broker.net.ConnectionHandler;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+/**
+ * The handshake is a stage of its own: until HELLO_OK a connection's pipeline ends in the handshake
+ * handler, after it in the connection handler alone; the connection counts follow the connection
+ * across the change and come back when it closes, before or after the handshake.
+ */
+class HandshakeStageTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void theHandshakeHandlerLeavesThePipelineAtHelloOkAndTheCountsFollow() throws Exception {
+        try (Broker broker = SecurityFixture.start(dir, null, Map.of())) {
+            try (SocketPeer silent = new SocketPeer(broker.port())) {
+                Channel ch = awaitOneConnection(broker);
+                TestWait.until(() -> hasHandshake(ch)); // the channel joins the group before its pipeline is built
+                assertNull(ch.pipeline().get(ConnectionHandler.class));
+                assertEquals(1, broker.limits().openConnections());
+            }
+            TestWait.until(() -> broker.limits().openConnections() == 0);
+
+            try (SocketPeer open = SocketPeer.hello(broker.port())) {
+                Channel ch = awaitOneConnection(broker);
+                TestWait.until(() -> ch.pipeline().get(ConnectionHandler.class) != null);
+                assertFalse(hasHandshake(ch), ch.pipeline().names().toString());
+                assertNotNull(ch.pipeline().get(ConnectionHandler.class));
+                assertEquals(1, broker.limits().openConnections());
+            }
+            TestWait.until(() -> broker.limits().openConnections() == 0);
+        }
+    }
+
+    private static boolean hasHandshake(Channel ch) {
+        return ch.pipeline().toMap().values().stream().anyMatch(h -> h.getClass().getSimpleName().equals("HandshakeHandler"));
+    }
+
+    private static Channel awaitOneConnection(Broker broker) throws InterruptedException {
+        TestWait.until(() -> broker.connections().size() == 1);
+        return broker.connections().iterator().next();
+    }
+
+    /** Polls a condition the broker's event loop changes; fails after 10 s. */
+    private static final class TestWait {
+        static void until(java.util.function.BooleanSupplier done) throws InterruptedException {
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (!done.getAsBoolean()) {
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("condition not met within 10 s");
+                }
+                Thread.sleep(5);
+            }
+        }
+    }
+}
