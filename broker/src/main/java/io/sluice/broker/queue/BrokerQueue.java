@@ -1,13 +1,11 @@
 package io.sluice.broker.queue;
 
-import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.broker.error.ErrorCodes;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.FlowFrame;
 import io.sluice.protocol.FlowState;
-import io.sluice.protocol.DeliverFrameBuilder;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.IdRange;
@@ -28,7 +26,6 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -57,11 +54,6 @@ import java.util.function.LongConsumer;
  */
 public final class BrokerQueue {
     private static final Logger LOG = LoggerFactory.getLogger(BrokerQueue.class);
-    private static final int MAX_DELIVER_FRAME_BYTES = 256 << 10;
-    /** Frame header, consumer tag and message count of a DELIVER frame, rounded up (docs/protocol.md). */
-    private static final int DELIVER_FRAME_OVERHEAD_BYTES = 64;
-    /** Per message in a DELIVER frame: id, delivery count and the two length prefixes. */
-    private static final int DELIVER_MESSAGE_OVERHEAD_BYTES = 24;
     public static final String HEADER_DEAD_LETTER_FROM = DeadLetterer.HEADER_FROM;
     public static final String HEADER_DEAD_LETTER_REASON = DeadLetterer.HEADER_REASON;
     public static final String HEADER_DELIVERY_COUNT = DeadLetterer.HEADER_DELIVERY_COUNT;
@@ -89,16 +81,16 @@ public final class BrokerQueue {
     private long publishRefused;
     private boolean dispatchScheduled;
     private final long[] ackBatch = new long[1024];
-    /** Deliveries of the current dispatch not yet recorded in the store (D3). */
-    private final long[] deliveryIds = new long[1024];
-    private final int[] deliveryCounts = new int[1024];
-    private int deliveryCount;
+    /** The DELIVER frames of the dispatch running now (D3). */
+    private final DeliveryFrames deliveryFrames;
     private int ackBatchSize;
     /** The oldest store timestamp among the messages of the ACK frame being applied. */
     private long ackOldestAppendedMillis;
     private final InFlightDeliveries.Removed ackOne = this::ackOne;
     private ScheduledFuture<?> ackTimeoutTask;
     private final DeadLetterer deadLetterer;
+    /** Messages on their way to the dead-letter queue: the reader skips them if it meets them (drop-oldest). */
+    private final IdSet deadLettering = new IdSet();
     private long deadLettered;
     private long deadLetterFailures;
     private long redelivered;
@@ -121,6 +113,7 @@ public final class BrokerQueue {
         this.executor = executor;
         this.manager = manager;
         this.options = options;
+        this.deliveryFrames = new DeliveryFrames(name, store);
         this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes());
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
@@ -529,7 +522,6 @@ public final class BrokerQueue {
         if (closed || consumers.isEmpty()) {
             return;
         }
-        Map<ConsumerSession, DeliverFrameBuilder> batches = new IdentityHashMap<>();
         long now = System.nanoTime();
         try {
             while (true) {
@@ -547,78 +539,19 @@ public final class BrokerQueue {
                             + " times without an acknowledgement (max-deliveries " + options.maxDeliveries() + ")");
                     continue;
                 }
-                noteDelivery(message.id(), count);
                 deliveredMessages++;
                 consumer.credit--;
                 consumer.inFlight.put(message.id(), now, message.headersLength() + message.payloadLength(),
                         message.timestampMillis());
                 tracked.add(message.id());
-                // A batch never exceeds the frame size agreed with the client: close it before a message
-                // that would not fit (a single message always fits: max-message-bytes < max-frame-bytes).
-                int limit = Math.min(MAX_DELIVER_FRAME_BYTES, consumer.connection.maxFrameBytes() - DELIVER_FRAME_OVERHEAD_BYTES);
-                int messageBytes = DELIVER_MESSAGE_OVERHEAD_BYTES + message.headersLength() + message.payloadLength();
-                DeliverFrameBuilder open = batches.get(consumer);
-                if (open != null && open.messageCount() > 0 && open.encodedBytes() + messageBytes > limit) {
-                    recordDeliveries();
-                    consumer.connection.write(open.build());
-                    batches.remove(consumer);
-                }
-                DeliverFrameBuilder batch = batches.computeIfAbsent(consumer,
-                        c -> new DeliverFrameBuilder(ByteBufAllocator.DEFAULT, c.tag));
-                batch.addEncoded(message.id(), count, message.array(), message.headersOffset(), message.headersLength(),
-                        message.payloadOffset(), message.payloadLength());
-                if (batch.encodedBytes() >= MAX_DELIVER_FRAME_BYTES) {
-                    recordDeliveries();
-                    consumer.connection.write(batch.build());
-                    batches.remove(consumer);
-                }
+                deliveryFrames.add(consumer, message, count);
             }
         } catch (RuntimeException e) {
             // Storage failed (a corrupt record is discarded, not thrown): what this dispatch built still
             // goes out below, and what it had not yet taken stays where it was.
             LOG.error("Queue '{}': a dispatch failed; what it had built is sent, the rest waits for the next one.", name, e);
         } finally {
-            sendBatches(batches);
-        }
-    }
-
-    /** Records the deliveries (D3) and then writes and flushes the frames of a dispatch. */
-    private void sendBatches(Map<ConsumerSession, DeliverFrameBuilder> batches) {
-        try {
-            recordDeliveries();
-        } catch (RuntimeException e) {
-            // D3 forbids sending what could not be recorded; the deliveries stay in flight, and the
-            // ack timeout takes them back.
-            batches.values().forEach(DeliverFrameBuilder::discard);
-            LOG.error("Queue '{}': delivery counts could not be recorded; the deliveries wait for their ack timeout.", name, e);
-            return;
-        }
-        Set<ClientConnection> touched = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
-        batches.forEach((consumer, batch) -> {
-            consumer.connection.write(batch.build());
-            touched.add(consumer.connection);
-        });
-        for (ConsumerSession c : consumers) {
-            touched.add(c.connection);
-        }
-        touched.forEach(ClientConnection::flush);
-    }
-
-    /** D3: a delivery about to go out; recorded in the store, with the others of its frame, before the frame is written. */
-    private void noteDelivery(long id, int count) {
-        if (deliveryCount == deliveryIds.length) {
-            recordDeliveries();
-        }
-        deliveryIds[deliveryCount] = id;
-        deliveryCounts[deliveryCount] = count;
-        deliveryCount++;
-    }
-
-    /** Records the noted deliveries under one store lock (instead of one per message). */
-    private void recordDeliveries() {
-        if (deliveryCount > 0) {
-            store.recordDeliveries(deliveryIds, deliveryCounts, deliveryCount);
-            deliveryCount = 0;
+            deliveryFrames.send(consumers);
         }
     }
 
@@ -662,8 +595,13 @@ public final class BrokerQueue {
             }
             tracked.remove(id);
         }
-        // The reader returns each message once, relocated ones included (see QueueReader).
-        return reader.next();
+        // The reader returns each message once, relocated ones included (see QueueReader); one that
+        // drop-oldest is moving to the dead-letter queue before the reader got to it is not delivered.
+        StoredMessage next;
+        do {
+            next = reader.next();
+        } while (next != null && deadLettering.contains(next.id()));
+        return next;
     }
 
     /**
@@ -673,10 +611,12 @@ public final class BrokerQueue {
      */
     private void deadLetter(StoredMessage message, int deliveries, String reason) {
         tracked.add(message.id());
+        deadLettering.add(message.id());
         deadLetterer.deadLetter(message, deliveries, reason);
     }
 
     private void deadLetterMoved(StoredMessage original) {
+        deadLettering.remove(original.id());
         if (closed || !tracked.contains(original.id())) {
             return; // deleted or purged meanwhile
         }
@@ -691,6 +631,7 @@ public final class BrokerQueue {
 
     /** The move failed: the message becomes deliverable again after the longest redelivery delay. */
     private void deadLetterFailed(StoredMessage original, String why) {
+        deadLettering.remove(original.id());
         if (closed || !tracked.contains(original.id())) {
             return;
         }

@@ -117,6 +117,26 @@ class DeadLetterTest {
         }
     }
 
+    @Test
+    void aMessageDropOldestIsMovingToTheDeadLetterQueueIsNotAlsoDelivered() throws Exception {
+        try (QueueCore core = core()) {
+            BrokerQueue q = core.queues.declare("full", QueueSettings.builder().quotaMessages(0, 1)
+                    .overflowPolicy("drop-oldest").set(QueueOptions.DEAD_LETTER_DROPPED, true).build());
+            core.queues.declare("full.dlq", QueueSettings.EMPTY);
+            FakeConnection producer = new FakeConnection("producer");
+            FakeConnection consumer = new FakeConnection("consumer");
+            core.publish(q, producer, 1, 0, new byte[] {0});
+            core.publish(q, producer, 1, 1, new byte[] {1}); // drops message 0 to full.dlq
+            Subscription.open(q, consumer, 1, 10, QueueCore.unbounded()); // before the copy is durable
+            QueueCore.awaitOnLoop(q, q::deadLettered, 1L);
+            QueueCore.onLoop(q, () -> null);
+            List<FakeConnection.Delivery> got = consumer.await(FakeConnection.Delivery.class, 1, Duration.ofSeconds(30));
+            QueueCore.onLoop(q, () -> null);
+            assertEquals(1, consumer.deliveries().size(), "only the message kept: " + consumer.deliveries());
+            assertEquals(1, got.get(0).payload()[0]);
+        }
+    }
+
     private static BrokerQueue awaitQueue(QueueCore core, String name) throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         BrokerQueue q;
