@@ -15,7 +15,10 @@ class QueueOptionsTest {
     private final BrokerConfig.Queues defaults = new ConfigLoader().load(null, Map.of()).queues;
 
     private String refusal(QueueSettings settings) {
-        return assertThrows(IllegalArgumentException.class, () -> QueueOptions.from("orders", settings, defaults)).getMessage();
+        io.sluice.broker.error.BrokerException refused = assertThrows(io.sluice.broker.error.BrokerException.class,
+                () -> QueueOptions.from("orders", settings, defaults));
+        org.junit.jupiter.api.Assertions.assertEquals(io.sluice.protocol.ErrorCode.INVALID_QUEUE_SETTING, refused.code());
+        return refused.getMessage();
     }
 
     @Test
