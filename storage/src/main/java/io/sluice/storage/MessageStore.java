@@ -18,9 +18,15 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
 /**
@@ -38,6 +44,8 @@ import java.util.function.LongSupplier;
 public final class MessageStore implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MessageStore.class);
     private static final String DELETED_MARK = ".deleted-";
+    /** Queues created at the same time: enough to fill a file-system journal commit, few enough for 2 cores. */
+    static final int CREATOR_THREADS = 8;
 
     private final Path dataDirectory;
     private final Path queuesDirectory;
@@ -52,6 +60,11 @@ public final class MessageStore implements AutoCloseable {
     private final FileReleaser releaser;
     private final FileForcer forcer;
     private volatile boolean closed;
+    /**
+     * Creates new queues ({@link #createQueues}): a new queue's time is mostly fsyncs, so several at once
+     * let the file system commit them together. Threads exist only while creations run.
+     */
+    private final ThreadPoolExecutor creators;
 
     private MessageStore(Path dataDirectory, StoreConfig config, LongSupplier clock, FileReleaser releaser, FileForcer forcer) {
         this.releaser = releaser;
@@ -79,6 +92,13 @@ public final class MessageStore implements AutoCloseable {
         }
         this.diskGuard = new DiskSpaceGuard(dataDirectory, config.reservedDiskBytes());
         this.flusher = new StorageFlusher(this::flushAll, this::reclaimAll);
+        this.creators = new ThreadPoolExecutor(CREATOR_THREADS, CREATOR_THREADS, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                r -> {
+                    Thread t = new Thread(r, "sluice-storage-creator");
+                    t.setDaemon(true);
+                    return t;
+                });
+        creators.allowCoreThreadTimeOut(true);
     }
 
     /** Opens (creating if needed) the store in {@code dataDirectory} and recovers every queue in it. */
@@ -165,11 +185,121 @@ public final class MessageStore implements AutoCloseable {
         return diskGuard;
     }
 
-    /** Creates a queue, or returns the existing one of that name. */
+    /**
+     * Creates a queue, or returns the existing one of that name. A queue this call creates is durable
+     * when it returns: its files, their directory entries and its entry in the directory of queues are
+     * forced, so it survives a machine crash (see {@link #createQueues}).
+     */
     public QueueStore createQueue(String name) {
-        QueueNames.validate(name);
+        try {
+            return createQueues(List.of(name)).get(0).join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException cause) {
+                throw cause;
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Creates the named queues that do not exist yet, together, and returns one completed future per
+     * name, in order: the queue, or why it could not be created (an invalid name, an I/O error). A name
+     * given twice gets the same queue. Each new queue is created on a thread of the store's creation
+     * pool ({@code sluice-storage-creator}), which writes and forces its files and directory entries
+     * as creating one always did (temporary files fsynced, renamed, their directory fsynced); the creations overlap, so their
+     * fsyncs join the same file-system journal commits instead of paying one commit each, one after the
+     * other. Then the directory of queues is forced once for all of them. Only after that does any
+     * future complete normally: rule "a queue exists once it is durable" (docs/storage.md, "Creating
+     * queues"). A queue that already existed is returned as it is, as durable as its creator made it.
+     */
+    public List<CompletableFuture<QueueStore>> createQueues(List<String> names) {
         ensureOpen();
-        return queues.computeIfAbsent(name, n -> openQueue(n, queuesDirectory.resolve(n)));
+        Map<String, CompletableFuture<Created>> byName = new LinkedHashMap<>();
+        for (String name : names) {
+            byName.computeIfAbsent(name, n -> {
+                try {
+                    QueueNames.validate(n);
+                } catch (RuntimeException e) {
+                    return CompletableFuture.failedFuture(e);
+                }
+                return CompletableFuture.supplyAsync(() -> createDurably(n), creators);
+            });
+        }
+        List<QueueStore> created = new ArrayList<>();
+        for (CompletableFuture<Created> f : byName.values()) {
+            Created c = f.handle((value, failure) -> value).join();
+            if (c != null && c.isNew()) {
+                created.add(c.queue());
+            }
+        }
+        IOException parentFailure = null;
+        if (!created.isEmpty()) {
+            try {
+                forceDirectory(queuesDirectory);
+            } catch (IOException e) {
+                parentFailure = e;
+                for (QueueStore q : created) {
+                    queues.remove(q.name(), q);
+                    q.close();
+                }
+            }
+        }
+        Map<String, CompletableFuture<QueueStore>> results = new LinkedHashMap<>();
+        for (Map.Entry<String, CompletableFuture<Created>> entry : byName.entrySet()) {
+            CompletableFuture<QueueStore> result = new CompletableFuture<>();
+            Created c = entry.getValue().handle((value, failure) -> {
+                if (failure != null) {
+                    result.completeExceptionally(failure instanceof CompletionException && failure.getCause() != null
+                            ? failure.getCause() : failure);
+                }
+                return value;
+            }).join();
+            if (c != null) {
+                if (c.isNew() && parentFailure != null) {
+                    result.completeExceptionally(new UncheckedIOException("cannot force the directory of queues "
+                            + queuesDirectory + " after creating queue '" + entry.getKey() + "'", parentFailure));
+                } else {
+                    result.complete(c.queue());
+                }
+            }
+            results.put(entry.getKey(), result);
+        }
+        List<CompletableFuture<QueueStore>> answers = new ArrayList<>(names.size());
+        for (String name : names) {
+            answers.add(results.get(name));
+        }
+        return answers;
+    }
+
+    /** A queue from {@link #createDurably}, and whether that call created it. */
+    private record Created(QueueStore queue, boolean isNew) {
+    }
+
+    /** On a creation thread: opens the queue if it does not exist, and forces what its creation wrote. */
+    private Created createDurably(String name) {
+        boolean[] isNew = new boolean[1];
+        QueueStore q = queues.computeIfAbsent(name, n -> {
+            isNew[0] = true;
+            return openQueue(n, queuesDirectory.resolve(n));
+        });
+        if (!isNew[0]) {
+            return new Created(q, false);
+        }
+        try {
+            q.forceCreatedFiles();
+        } catch (IOException | RuntimeException e) {
+            queues.remove(name, q);
+            q.close();
+            throw new UncheckedIOException("cannot force the files of new queue '" + name + "'",
+                    e instanceof IOException io ? io : new IOException(e));
+        }
+        return new Created(q, true);
+    }
+
+    private void forceDirectory(Path directory) throws IOException {
+        try (FileChannel channel = FileChannel.open(directory, StandardOpenOption.READ)) {
+            forcer.forceDirectory(channel, directory);
+        }
     }
 
     /** The open queue of that name. */
@@ -264,6 +394,7 @@ public final class MessageStore implements AutoCloseable {
             return;
         }
         closed = true;
+        creators.shutdown();
         flusher.close();
         readAhead.close();
         for (QueueStore q : queues.values()) {

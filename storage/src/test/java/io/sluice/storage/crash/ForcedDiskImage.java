@@ -23,8 +23,9 @@ import java.util.stream.Stream;
  * content as of its last force (a segment never forced is absent); the ack journal as of its last
  * force; the ack checkpoint as it is (checkpoints are fsynced and renamed into place when written).
  * A segment file is there only if its directory entry was made durable too, by a force of its
- * directory after it was created. Renames and deletes count as durable at once, the worst case: on
- * ext4 any later fsync commits them.
+ * directory after it was created; so is a queue's directory (in the directory of queues) and each of
+ * its subdirectories (in the queue's directory), and nothing inside a directory that is not there.
+ * Renames and deletes count as durable at once, the worst case: on ext4 any later fsync commits them.
  */
 final class ForcedDiskImage implements FileForcer {
     private final Path dataDirectory;
@@ -85,8 +86,15 @@ final class ForcedDiskImage implements FileForcer {
                 Path relative = dataDirectory.relativize(file);
                 Path target = image.resolve(relative.toString());
                 String name = file.getFileName().toString();
+                if (!relative.toString().isEmpty() && !Files.isDirectory(target.getParent())) {
+                    continue; // its directory is not on the disk after the crash
+                }
                 if (Files.isDirectory(file)) {
-                    Files.createDirectories(target);
+                    boolean queueLevel = relative.getNameCount() >= 2 && relative.getNameCount() <= 3
+                            && relative.getName(0).toString().equals("queues");
+                    if (!queueLevel || durableEntries.contains(relative)) {
+                        Files.createDirectories(target);
+                    }
                 } else if (name.endsWith(".cq4")) {
                     byte[] forced = forcedSegments.get(relative);
                     if (forced != null && durableEntries.contains(relative)) {
