@@ -18,12 +18,14 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -44,8 +46,12 @@ import java.util.function.LongSupplier;
 public final class MessageStore implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MessageStore.class);
     private static final String DELETED_MARK = ".deleted-";
-    /** Queues created at the same time: enough to fill a file-system journal commit, few enough for 2 cores. */
-    static final int CREATOR_THREADS = 8;
+    /**
+     * Queues created at the same time. Each waits for seven fsyncs one after the other; what batches them
+     * is how many wait at once (a file-system journal commit takes every fsync issued meanwhile), so the
+     * threads mostly wait rather than use a core. They exist only while creations run.
+     */
+    static final int CREATOR_THREADS = 32;
 
     private final Path dataDirectory;
     private final Path queuesDirectory;
@@ -55,6 +61,8 @@ public final class MessageStore implements AutoCloseable {
     private final FileChannel lockChannel;
     private final FileLock lock;
     private final Map<String, QueueStore> queues = new ConcurrentHashMap<>();
+    /** Queues being created by {@link #createDurably}, by name; published in {@link #queues} once durable. */
+    private final Map<String, CompletableFuture<QueueStore>> inCreation = new ConcurrentHashMap<>();
     private final StorageFlusher flusher;
     private final ReadAhead readAhead = new ReadAhead();
     private final FileReleaser releaser;
@@ -92,7 +100,7 @@ public final class MessageStore implements AutoCloseable {
         }
         this.diskGuard = new DiskSpaceGuard(dataDirectory, config.reservedDiskBytes());
         this.flusher = new StorageFlusher(this::flushAll, this::reclaimAll);
-        this.creators = new ThreadPoolExecutor(CREATOR_THREADS, CREATOR_THREADS, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+        this.creators = new ThreadPoolExecutor(CREATOR_THREADS, CREATOR_THREADS, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
                 r -> {
                     Thread t = new Thread(r, "sluice-storage-creator");
                     t.setDaemon(true);
@@ -215,6 +223,8 @@ public final class MessageStore implements AutoCloseable {
     public List<CompletableFuture<QueueStore>> createQueues(List<String> names) {
         ensureOpen();
         Map<String, CompletableFuture<Created>> byName = new LinkedHashMap<>();
+        // One queue is created on the caller's thread: no thread to start, nothing to overlap.
+        Executor where = new HashSet<>(names).size() == 1 ? Runnable::run : creators;
         for (String name : names) {
             byName.computeIfAbsent(name, n -> {
                 try {
@@ -222,7 +232,7 @@ public final class MessageStore implements AutoCloseable {
                 } catch (RuntimeException e) {
                     return CompletableFuture.failedFuture(e);
                 }
-                return CompletableFuture.supplyAsync(() -> createDurably(n), creators);
+                return CompletableFuture.supplyAsync(() -> createDurably(n), where);
             });
         }
         List<QueueStore> created = new ArrayList<>();
@@ -238,10 +248,9 @@ public final class MessageStore implements AutoCloseable {
                 forceDirectory(queuesDirectory);
             } catch (IOException e) {
                 parentFailure = e;
-                for (QueueStore q : created) {
-                    queues.remove(q.name(), q);
-                    q.close();
-                }
+            }
+            for (QueueStore q : created) {
+                publish(q, parentFailure);
             }
         }
         Map<String, CompletableFuture<QueueStore>> results = new LinkedHashMap<>();
@@ -275,25 +284,59 @@ public final class MessageStore implements AutoCloseable {
     private record Created(QueueStore queue, boolean isNew) {
     }
 
-    /** On a creation thread: opens the queue if it does not exist, and forces what its creation wrote. */
+    /**
+     * On a creation thread: opens the queue if it does not exist, and forces what its creation wrote.
+     * Not inside {@code queues.computeIfAbsent}: a creation takes milliseconds, and a long compute
+     * there blocks the map's other bins when the map resizes. {@link #inCreation} keeps two calls from
+     * creating the same queue; the second waits for the first and returns its queue.
+     */
     private Created createDurably(String name) {
-        boolean[] isNew = new boolean[1];
-        QueueStore q = queues.computeIfAbsent(name, n -> {
-            isNew[0] = true;
-            return openQueue(n, queuesDirectory.resolve(n));
-        });
-        if (!isNew[0]) {
-            return new Created(q, false);
+        QueueStore existing = queues.get(name);
+        if (existing != null) {
+            return new Created(existing, false);
+        }
+        CompletableFuture<QueueStore> mine = new CompletableFuture<>();
+        CompletableFuture<QueueStore> other = inCreation.putIfAbsent(name, mine);
+        if (other != null) {
+            return new Created(other.join(), false);
         }
         try {
-            q.forceCreatedFiles();
-        } catch (IOException | RuntimeException e) {
-            queues.remove(name, q);
-            q.close();
-            throw new UncheckedIOException("cannot force the files of new queue '" + name + "'",
-                    e instanceof IOException io ? io : new IOException(e));
+            existing = queues.get(name); // created and published between the first look and the claim
+            if (existing != null) {
+                inCreation.remove(name, mine);
+                mine.complete(existing);
+                return new Created(existing, false);
+            }
+            QueueStore q = openQueue(name, queuesDirectory.resolve(name));
+            try {
+                q.forceCreatedFiles();
+            } catch (IOException | RuntimeException e) {
+                q.close();
+                throw new UncheckedIOException("cannot force the files of new queue '" + name + "'",
+                        e instanceof IOException io ? io : new IOException(e));
+            }
+            return new Created(q, true); // published by createQueues once the directory of queues is forced
+        } catch (RuntimeException | Error e) {
+            inCreation.remove(name, mine);
+            mine.completeExceptionally(e);
+            throw e;
         }
-        return new Created(q, true);
+    }
+
+    /** Makes a new queue visible once it is durable (or gives up its name if it is not), and wakes its waiters. */
+    private void publish(QueueStore q, IOException parentFailure) {
+        CompletableFuture<QueueStore> mine = inCreation.get(q.name());
+        if (parentFailure == null) {
+            queues.put(q.name(), q);
+        } else {
+            q.close();
+        }
+        inCreation.remove(q.name(), mine);
+        if (parentFailure == null) {
+            mine.complete(q);
+        } else {
+            mine.completeExceptionally(parentFailure);
+        }
     }
 
     private void forceDirectory(Path directory) throws IOException {
