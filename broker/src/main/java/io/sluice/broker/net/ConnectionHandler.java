@@ -14,6 +14,7 @@ import io.sluice.broker.security.ConnectionLimits;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.ClientConnection;
+import io.sluice.broker.queue.QueueLimitException;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.queue.Subscription;
 import io.sluice.protocol.AckFrame;
@@ -54,6 +55,7 @@ import java.security.cert.X509Certificate;
 import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
@@ -100,12 +102,18 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private final java.util.concurrent.atomic.AtomicLong windowBytesOut = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean readingPaused;
     /**
-     * Frames that arrived while this connection's DECLARE of a new queue, or its DELETE, runs on the
-     * declare thread; null when none does. They are handled, in order, once it is answered: a client may
-     * send DECLARE and then PUBLISH to that queue without waiting. Reading stops meanwhile, so what is
-     * held is at most what one read had already decoded.
+     * Frames that arrived while this connection's DECLAREs of new queues, or its DELETE, run on the
+     * declare thread; null when none does. They are handled, in order, once all of those are answered:
+     * a client may send DECLARE and then PUBLISH to that queue without waiting. One exception, rule
+     * "declares do not wait for declares": a DECLARE (not passive) arriving while only declares are in
+     * flight and nothing is held yet is handled at once, so that declares pipelined on one connection
+     * reach the declare thread together and share its group (docs/protocol.md, "Queue management").
+     * Reading stops meanwhile, so what is held is at most what one read had already decoded.
      */
     private ArrayDeque<Object> heldInbound;
+    /** Tasks of this connection on the declare thread, not yet answered; of them, declares. */
+    private int offLoopInFlight;
+    private int declaresInFlight;
     private volatile int negotiatedMaxFrameBytes = 64 << 10;
 
     public ConnectionHandler(BrokerConfig config, Authenticator authenticator, QueueManager queues, ConnectionSecurity security) {
@@ -141,7 +149,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
-        if (heldInbound != null) {
+        if (heldInbound != null && !passesHeldDeclares(msg)) {
             heldInbound.add(msg); // after the declare in progress, in order; see holdInbound
             return;
         }
@@ -495,7 +503,15 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             answerDeclare(declare, existing, null);
             return;
         }
-        offLoop(() -> declareWithinLimits(declare), (q, failure) -> answerDeclare(declare, q, failure));
+        // Checked against limits.max-queues on the declare thread, exactly, with the declares grouped with it.
+        awaitOffLoop(queues.declareGrouped(declare.queue(), declare.settings(), limits().limits().maxQueues), true,
+                (q, failure) -> answerDeclare(declare, q, failure));
+    }
+
+    /** Rule "declares do not wait for declares" (see {@link #heldInbound}). */
+    private boolean passesHeldDeclares(Object msg) {
+        return heldInbound.isEmpty() && offLoopInFlight == declaresInFlight
+                && msg instanceof DeclareQueueFrame declare && !declare.passive();
     }
 
     /**
@@ -503,8 +519,20 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
      * holding the connection's later frames until then (see {@link #heldInbound}).
      */
     private <T> void offLoop(Supplier<T> task, BiConsumer<T, Throwable> answer) {
+        awaitOffLoop(queues.onDeclareThread(task), false, answer);
+    }
+
+    private <T> void awaitOffLoop(CompletableFuture<T> work, boolean isDeclare, BiConsumer<T, Throwable> answer) {
         holdInbound();
-        queues.onDeclareThread(task).whenComplete((result, failure) -> ctx.executor().execute(() -> {
+        offLoopInFlight++;
+        if (isDeclare) {
+            declaresInFlight++;
+        }
+        work.whenComplete((result, failure) -> ctx.executor().execute(() -> {
+            offLoopInFlight--;
+            if (isDeclare) {
+                declaresInFlight--;
+            }
             try {
                 if (ctx.channel().isActive()) {
                     answer.accept(result, failure);
@@ -512,7 +540,9 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             } catch (RuntimeException e) {
                 exceptionCaught(ctx, e);
             } finally {
-                handleHeldInbound();
+                if (offLoopInFlight == 0) {
+                    handleHeldInbound();
+                }
             }
         }));
     }
@@ -521,22 +551,12 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         return failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
     }
 
-    /** Declares the queue unless that would exceed {@code limits.max-queues}; on the declare thread for a new queue. */
-    private BrokerQueue declareWithinLimits(DeclareQueueFrame declare) {
-        int maxQueues = limits().limits().maxQueues;
-        if (queues.get(declare.queue()) == null && queues.all().size() >= maxQueues) {
-            limits().countRejectedQueue();
-            throw new QueueLimitException("declaring queue '" + declare.queue() + "' would bring the queue count to "
-                    + (queues.all().size() + 1) + ", above limits.max-queues " + maxQueues);
-        }
-        return queues.declare(declare.queue(), declare.settings());
-    }
-
     private void answerDeclare(DeclareQueueFrame declare, BrokerQueue q, Throwable failure) {
         Throwable e = unwrap(failure);
         if (e == null) {
             ctx.writeAndFlush(new OkFrame(declare.requestId(), q.store().unackedMessages()));
         } else if (e instanceof QueueLimitException) {
+            limits().countRejectedQueue();
             error(declare.requestId(), ErrorCode.RESOURCE_LIMIT, e.getMessage());
         } else if (e instanceof IllegalStateException) {
             error(declare.requestId(), ErrorCode.QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS, e.getMessage());
@@ -548,17 +568,12 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         }
     }
 
-    /** A DECLARE over {@code limits.max-queues}: answered RESOURCE_LIMIT, the connection stays usable. */
-    private static final class QueueLimitException extends RuntimeException {
-        QueueLimitException(String message) {
-            super(message, null, false, false);
-        }
-    }
-
-    /** Stops handling this connection's frames (and reading) until the declare in progress is answered. */
+    /** Stops handling this connection's frames (and reading) until the declares and deletes in progress are answered. */
     private void holdInbound() {
-        heldInbound = new ArrayDeque<>();
-        ctx.channel().config().setAutoRead(false);
+        if (heldInbound == null) {
+            heldInbound = new ArrayDeque<>();
+            ctx.channel().config().setAutoRead(false);
+        }
     }
 
     /** Handles the frames held during a declare, in order; one of them may be a DECLARE that holds the rest again. */
@@ -570,13 +585,11 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         }
         while (!held.isEmpty()) {
             Object msg = held.poll();
-            if (heldInbound != null) {
-                heldInbound.add(msg);
-            } else if (!ctx.channel().isActive()) {
+            if (!ctx.channel().isActive()) {
                 ReferenceCountUtil.release(msg); // closed meanwhile, before channelInactive ran
             } else {
                 try {
-                    channelRead(ctx, msg);
+                    channelRead(ctx, msg); // holds it again behind a declare or delete it started
                 } catch (RuntimeException e) {
                     exceptionCaught(ctx, e); // as the pipeline would have done
                 }
