@@ -135,7 +135,8 @@ for s in "${series[@]}"; do
             "$root/bin/sluice" --data-dir "$out/data-$label" --port $port --metrics-port 0 > "$out/broker-$label.log" 2>&1 &
           fi
           broker_pid=$!
-          for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+          # bin/sluice first rebuilds the jar if a source is newer than it: up to a minute
+          for _ in $(seq 600); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
           # shellcheck disable=SC2086 # the shape's options are words
           perf_run "$label" --workload DECLARE --queues 1000 ${shape#*:} --keep-queues
           stop_broker

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -152,9 +153,13 @@ class ConcurrentDeclareTest {
         return i % 2 == 1 ? withSettings : QueueSettings.EMPTY;
     }
 
+    /**
+     * A request timeout far above what the declares take, so that the test checks answers and not the
+     * machine's speed (the code before grouping missed the client's default 10 s here).
+     */
     private Connection connect() {
         Connection c = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
-                .reconnectPolicy(ReconnectPolicy.DISABLED).build());
+                .reconnectPolicy(ReconnectPolicy.DISABLED).requestTimeout(Duration.ofMinutes(5)).build());
         toClose.add(c);
         return c;
     }
