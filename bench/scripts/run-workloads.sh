@@ -137,8 +137,10 @@ for s in "${series[@]}"; do
           broker_pid=$!
           # bin/sluice first rebuilds the jar if a source is newer than it: up to a minute
           for _ in $(seq 600); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+          kill -0 "$broker_pid" 2>/dev/null || { echo "broker $label did not start; see $out/broker-$label.log" >&2; exit 1; }
           # shellcheck disable=SC2086 # the shape's options are words
-          perf_run "$label" --workload DECLARE --queues 1000 ${shape#*:} --keep-queues
+          # A run whose declares time out exits 1 but still reports them: keep going to the next run.
+          perf_run "$label" --workload DECLARE --queues 1000 ${shape#*:} --keep-queues || true
           stop_broker
         done
       done ;;

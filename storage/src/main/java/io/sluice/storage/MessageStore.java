@@ -47,9 +47,9 @@ public final class MessageStore implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MessageStore.class);
     private static final String DELETED_MARK = ".deleted-";
     /**
-     * Queues created at the same time. Each waits for seven fsyncs one after the other; what batches them
-     * is how many wait at once (a file-system journal commit takes every fsync issued meanwhile), so the
-     * threads mostly wait rather than use a core. They exist only while creations run.
+     * Queues created at the same time. Each waits for seven fsyncs one after the other, so the threads
+     * mostly wait rather than use a core; they exist only while creations run. (How much the overlap
+     * saves: docs/performance.md, "Declares".)
      */
     static final int CREATOR_THREADS = 32;
 
@@ -214,9 +214,8 @@ public final class MessageStore implements AutoCloseable {
      * name, in order: the queue, or why it could not be created (an invalid name, an I/O error). A name
      * given twice gets the same queue. Each new queue is created on a thread of the store's creation
      * pool ({@code sluice-storage-creator}), which writes and forces its files and directory entries
-     * as creating one always did (temporary files fsynced, renamed, their directory fsynced); the creations overlap, so their
-     * fsyncs join the same file-system journal commits instead of paying one commit each, one after the
-     * other. Then the directory of queues is forced once for all of them. Only after that does any
+     * as creating one always did (temporary files fsynced, renamed, their directory fsynced), so that
+     * their fsync waits overlap. Then the directory of queues is forced once for all of them. Only after that does any
      * future complete normally: rule "a queue exists once it is durable" (docs/storage.md, "Creating
      * queues"). A queue that already existed is returned as it is, as durable as its creator made it.
      */

@@ -165,8 +165,9 @@ public final class QueueManager {
      * {@link #MAX_GROUP} waiting declares, checks each (name, settings, {@code maxQueues}), writes and
      * fsyncs the settings of the new queues and then the settings directory once, creates their stores
      * together ({@link MessageStore#createQueues}), and only then completes their futures. So a future
-     * completes normally only once its queue would survive a machine crash, and N declares that arrive
-     * together cost about as many fsync waits as a few, not N times seven.
+     * completes normally only once its queue would survive a machine crash, and the group's settings
+     * and stores are written with their fsync waits overlapping (what that saves: docs/performance.md,
+     * "Declares").
      *
      * <p>{@code maxQueues} is exact within a group: each new queue counts those before it in the group,
      * so two declares never both take the last free place.
