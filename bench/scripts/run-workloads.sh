@@ -5,7 +5,7 @@
 #   bench/scripts/run-workloads.sh OUT_DIR [SERIES...]
 #
 # SERIES (default: all but w1-long, w1-steady and w1-dispatch):
-#   w1-cold w1-warm w1-long w1-steady w1-4x4 w1-dispatch w1-never w2 mq mq-10k
+#   w1-cold w1-warm w1-long w1-steady w1-4x4 w1-dispatch w1-never w2 mq mq-10k declare
 #   w1-cold   3 runs, each on a fresh broker and a fresh CLI JVM, no warm-up (the JIT compiles during the run)
 #   w1-warm   one broker warmed by a 3 M-message W1 run that is not reported, then 5 runs of W1, each with
 #             --warmup-messages 500000 for the CLI's own JVM
@@ -23,6 +23,10 @@
 #             60 s in and at the end (mq-breakdown-*.txt)
 #   mq-10k    one fresh broker, 10,000 queues declared, each with one producer and one consumer at
 #             1 msg/s for 60 s
+#   declare   workload DECLARE, 1,000 new queues, in three shapes: one connection declaring one after the
+#             other (the blocking declareQueue), 8 connections doing so at once, and one connection
+#             pipelining all 1,000 (declareQueueAsync); 3 rounds of the three, each run on a fresh broker
+#             started by bin/sluice on its defaults (BROKER_JAR=path overrides the jar, for an A/B)
 #   w2        one fresh broker, W2 (5 M messages); heap sampled every second with jcmd GC.heap_info,
 #             bytes on disk (du) of the data directory after the drain
 # Each broker gets a fresh data directory under OUT_DIR and is stopped by its PID afterwards.
@@ -118,6 +122,28 @@ for s in "${series[@]}"; do
           --data-dir "$out/data-mq-10k" --keep-queues --queue-prefix mq10k
       "$root/bench/scripts/rss-breakdown.sh" "$broker_pid" > "$out/mq-10k-breakdown-end.txt" 2>&1
       stop_broker ;;
+    declare)
+      for i in 1 2 3; do
+        for shape in "serial:--connections 1 --declare-window 1" "parallel-8:--connections 8 --declare-window 1" \
+                     "pipelined:--connections 1 --declare-window 1000"; do
+          label="declare-${shape%%:*}-$i"
+          rm -rf "$out/data-$label"
+          if [ -n "${BROKER_JAR:-}" ]; then
+            java ${SLUICE_JAVA_OPTS:-} -jar "$BROKER_JAR" --data-dir "$out/data-$label" --port $port --metrics-port 0 \
+                > "$out/broker-$label.log" 2>&1 &
+          else
+            "$root/bin/sluice" --data-dir "$out/data-$label" --port $port --metrics-port 0 > "$out/broker-$label.log" 2>&1 &
+          fi
+          broker_pid=$!
+          # bin/sluice first rebuilds the jar if a source is newer than it: up to a minute
+          for _ in $(seq 600); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+          kill -0 "$broker_pid" 2>/dev/null || { echo "broker $label did not start; see $out/broker-$label.log" >&2; exit 1; }
+          # shellcheck disable=SC2086 # the shape's options are words
+          # A run whose declares time out exits 1 but still reports them: keep going to the next run.
+          perf_run "$label" --workload DECLARE --queues 1000 ${shape#*:} --keep-queues || true
+          stop_broker
+        done
+      done ;;
     w2)
       start_broker w2 --set metrics.port=$((port + 1))
       ( while kill -0 "$broker_pid" 2>/dev/null; do # heap in use, from the broker's own metrics (cheap)

@@ -175,7 +175,12 @@ public final class Connection implements AutoCloseable {
         return channel != null && channel.isActive();
     }
 
-    /** Creates or checks a queue; completes with its ready message count once the broker answers OK. */
+    /**
+     * Creates or checks a queue; completes with its ready message count once the broker answers OK, which
+     * for a new queue is once the queue is durable. To declare many queues, call this for each and then
+     * wait for all: declares sent back to back are created together, sharing their fsyncs, and so cost
+     * far less than {@link #declareQueue} one after the other (docs/protocol.md, "Queue management").
+     */
     public CompletableFuture<Long> declareQueueAsync(String queue, QueueSettings settings) {
         return request(id -> new DeclareQueueFrame(id, queue, settings), "DECLARE_QUEUE " + queue)
                 .thenApply(ok -> ok.messageCount().orElse(0L));

@@ -18,9 +18,17 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
 /**
@@ -38,6 +46,12 @@ import java.util.function.LongSupplier;
 public final class MessageStore implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MessageStore.class);
     private static final String DELETED_MARK = ".deleted-";
+    /**
+     * Queues created at the same time. Each waits for seven fsyncs one after the other, so the threads
+     * mostly wait rather than use a core; they exist only while creations run. (How much the overlap
+     * saves: docs/performance.md, "Declares".)
+     */
+    static final int CREATOR_THREADS = 32;
 
     private final Path dataDirectory;
     private final Path queuesDirectory;
@@ -47,11 +61,18 @@ public final class MessageStore implements AutoCloseable {
     private final FileChannel lockChannel;
     private final FileLock lock;
     private final Map<String, QueueStore> queues = new ConcurrentHashMap<>();
+    /** Queues being created by {@link #createDurably}, by name; published in {@link #queues} once durable. */
+    private final Map<String, CompletableFuture<QueueStore>> inCreation = new ConcurrentHashMap<>();
     private final StorageFlusher flusher;
     private final ReadAhead readAhead = new ReadAhead();
     private final FileReleaser releaser;
     private final FileForcer forcer;
     private volatile boolean closed;
+    /**
+     * Creates new queues ({@link #createQueues}): a new queue's time is mostly fsyncs, so several at once
+     * let the file system commit them together. Threads exist only while creations run.
+     */
+    private final ThreadPoolExecutor creators;
 
     private MessageStore(Path dataDirectory, StoreConfig config, LongSupplier clock, FileReleaser releaser, FileForcer forcer) {
         this.releaser = releaser;
@@ -79,6 +100,13 @@ public final class MessageStore implements AutoCloseable {
         }
         this.diskGuard = new DiskSpaceGuard(dataDirectory, config.reservedDiskBytes());
         this.flusher = new StorageFlusher(this::flushAll, this::reclaimAll);
+        this.creators = new ThreadPoolExecutor(CREATOR_THREADS, CREATOR_THREADS, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+                r -> {
+                    Thread t = new Thread(r, "sluice-storage-creator");
+                    t.setDaemon(true);
+                    return t;
+                });
+        creators.allowCoreThreadTimeOut(true);
     }
 
     /** Opens (creating if needed) the store in {@code dataDirectory} and recovers every queue in it. */
@@ -165,11 +193,155 @@ public final class MessageStore implements AutoCloseable {
         return diskGuard;
     }
 
-    /** Creates a queue, or returns the existing one of that name. */
+    /**
+     * Creates a queue, or returns the existing one of that name. A queue this call creates is durable
+     * when it returns: its files, their directory entries and its entry in the directory of queues are
+     * forced, so it survives a machine crash (see {@link #createQueues}).
+     */
     public QueueStore createQueue(String name) {
-        QueueNames.validate(name);
+        try {
+            return createQueues(List.of(name)).get(0).join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException cause) {
+                throw cause;
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Creates the named queues that do not exist yet, together, and returns one completed future per
+     * name, in order: the queue, or why it could not be created (an invalid name, an I/O error). A name
+     * given twice gets the same queue. Each new queue is created on a thread of the store's creation
+     * pool ({@code sluice-storage-creator}), which writes and forces its files and directory entries
+     * as creating one always did (temporary files fsynced, renamed, their directory fsynced), so that
+     * their fsync waits overlap. Then the directory of queues is forced once for all of them. Only after that does any
+     * future complete normally: rule "a queue exists once it is durable" (docs/storage.md, "Creating
+     * queues"). A queue that already existed is returned as it is, as durable as its creator made it.
+     */
+    public List<CompletableFuture<QueueStore>> createQueues(List<String> names) {
         ensureOpen();
-        return queues.computeIfAbsent(name, n -> openQueue(n, queuesDirectory.resolve(n)));
+        Map<String, CompletableFuture<Created>> byName = new LinkedHashMap<>();
+        // One queue is created on the caller's thread: no thread to start, nothing to overlap.
+        Executor where = new HashSet<>(names).size() == 1 ? Runnable::run : creators;
+        for (String name : names) {
+            byName.computeIfAbsent(name, n -> {
+                try {
+                    QueueNames.validate(n);
+                } catch (RuntimeException e) {
+                    return CompletableFuture.failedFuture(e);
+                }
+                return CompletableFuture.supplyAsync(() -> createDurably(n), where);
+            });
+        }
+        List<QueueStore> created = new ArrayList<>();
+        for (CompletableFuture<Created> f : byName.values()) {
+            Created c = f.handle((value, failure) -> value).join();
+            if (c != null && c.isNew()) {
+                created.add(c.queue());
+            }
+        }
+        IOException parentFailure = null;
+        if (!created.isEmpty()) {
+            try {
+                forceDirectory(queuesDirectory);
+            } catch (IOException e) {
+                parentFailure = e;
+            }
+            for (QueueStore q : created) {
+                publish(q, parentFailure);
+            }
+        }
+        Map<String, CompletableFuture<QueueStore>> results = new LinkedHashMap<>();
+        for (Map.Entry<String, CompletableFuture<Created>> entry : byName.entrySet()) {
+            CompletableFuture<QueueStore> result = new CompletableFuture<>();
+            Created c = entry.getValue().handle((value, failure) -> {
+                if (failure != null) {
+                    result.completeExceptionally(failure instanceof CompletionException && failure.getCause() != null
+                            ? failure.getCause() : failure);
+                }
+                return value;
+            }).join();
+            if (c != null) {
+                if (c.isNew() && parentFailure != null) {
+                    result.completeExceptionally(new UncheckedIOException("cannot force the directory of queues "
+                            + queuesDirectory + " after creating queue '" + entry.getKey() + "'", parentFailure));
+                } else {
+                    result.complete(c.queue());
+                }
+            }
+            results.put(entry.getKey(), result);
+        }
+        List<CompletableFuture<QueueStore>> answers = new ArrayList<>(names.size());
+        for (String name : names) {
+            answers.add(results.get(name));
+        }
+        return answers;
+    }
+
+    /** A queue from {@link #createDurably}, and whether that call created it. */
+    private record Created(QueueStore queue, boolean isNew) {
+    }
+
+    /**
+     * On a creation thread: opens the queue if it does not exist, and forces what its creation wrote.
+     * Not inside {@code queues.computeIfAbsent}: a creation takes milliseconds, and a long compute
+     * there blocks the map's other bins when the map resizes. {@link #inCreation} keeps two calls from
+     * creating the same queue; the second waits for the first and returns its queue.
+     */
+    private Created createDurably(String name) {
+        QueueStore existing = queues.get(name);
+        if (existing != null) {
+            return new Created(existing, false);
+        }
+        CompletableFuture<QueueStore> mine = new CompletableFuture<>();
+        CompletableFuture<QueueStore> other = inCreation.putIfAbsent(name, mine);
+        if (other != null) {
+            return new Created(other.join(), false);
+        }
+        try {
+            existing = queues.get(name); // created and published between the first look and the claim
+            if (existing != null) {
+                inCreation.remove(name, mine);
+                mine.complete(existing);
+                return new Created(existing, false);
+            }
+            QueueStore q = openQueue(name, queuesDirectory.resolve(name));
+            try {
+                q.forceCreatedFiles();
+            } catch (IOException | RuntimeException e) {
+                q.close();
+                throw new UncheckedIOException("cannot force the files of new queue '" + name + "'",
+                        e instanceof IOException io ? io : new IOException(e));
+            }
+            return new Created(q, true); // published by createQueues once the directory of queues is forced
+        } catch (RuntimeException | Error e) {
+            inCreation.remove(name, mine);
+            mine.completeExceptionally(e);
+            throw e;
+        }
+    }
+
+    /** Makes a new queue visible once it is durable (or gives up its name if it is not), and wakes its waiters. */
+    private void publish(QueueStore q, IOException parentFailure) {
+        CompletableFuture<QueueStore> mine = inCreation.get(q.name());
+        if (parentFailure == null) {
+            queues.put(q.name(), q);
+        } else {
+            q.close();
+        }
+        inCreation.remove(q.name(), mine);
+        if (parentFailure == null) {
+            mine.complete(q);
+        } else {
+            mine.completeExceptionally(parentFailure);
+        }
+    }
+
+    private void forceDirectory(Path directory) throws IOException {
+        try (FileChannel channel = FileChannel.open(directory, StandardOpenOption.READ)) {
+            forcer.forceDirectory(channel, directory);
+        }
     }
 
     /** The open queue of that name. */
@@ -264,6 +436,7 @@ public final class MessageStore implements AutoCloseable {
             return;
         }
         closed = true;
+        creators.shutdown();
         flusher.close();
         readAhead.close();
         for (QueueStore q : queues.values()) {

@@ -86,6 +86,7 @@ public final class QueueStore {
     private final AckStateReader acks;
     private final Durability durability;
     private final Reclaimer reclaimer;
+    private final SegmentSyncer syncer;
     private final CopyOnWriteArrayList<QueueReader> readers = new CopyOnWriteArrayList<>();
 
     private long appendedMessages;
@@ -106,7 +107,7 @@ public final class QueueStore {
         this.clock = clock;
         this.wakeFlusher = wakeFlusher;
         long started = System.nanoTime();
-        SegmentSyncer syncer = new SegmentSyncer(segmentDirectory, releaser, forcer);
+        this.syncer = new SegmentSyncer(segmentDirectory, releaser, forcer);
         // The log reports seals to durability, which exists only once the log is recovered: the
         // forwarding lambda reads the field when a roll happens, never during recovery.
         QueueRecovery.Recovered recovered = QueueRecovery.open(name, directory, config, this::segmentSealed);
@@ -136,6 +137,16 @@ public final class QueueStore {
     static QueueStore open(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                            Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer) {
         return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser, forcer);
+    }
+
+    /**
+     * Makes a queue this process just created durable, except for its entry in the directory of queues
+     * ({@link MessageStore#createQueues} forces that once for all): the ack files are already (the ack
+     * log fsyncs them and their directory as it creates them); this forces Chronicle's metadata file,
+     * the segment directory and the queue's directory.
+     */
+    void forceCreatedFiles() throws IOException {
+        syncer.forceNewQueue();
     }
 
     /**

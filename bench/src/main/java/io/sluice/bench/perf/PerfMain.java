@@ -28,6 +28,17 @@ public final class PerfMain {
             return 2;
         }
         try {
+            if (options.isDeclare()) {
+                for (int run = 1; run <= options.runs; run++) {
+                    DeclareRun.Result result = new DeclareRun(options, options.runs == 1 ? options.queuePrefix : options.queuePrefix + "-run" + run, err).run();
+                    report(options, out, err, result.toSummary(), result.toJson(), 0);
+                    if (result.failed() > 0) {
+                        err.println("sluice-perf: " + result.failed() + " declares failed");
+                        return 1;
+                    }
+                }
+                return 0;
+            }
             if (options.isManyQueues()) {
                 ManyQueuesRun.Result result = new ManyQueuesRun(options, err).run();
                 return report(options, out, err, result.toSummary(), result.toJson(), result.lost()) ? 0 : 1;

@@ -14,9 +14,12 @@ final class PerfOptions {
             "usage: sluice-perf [options]",
             "  --host H                 broker address (127.0.0.1)",
             "  --port N                 broker port (7672)",
-            "  --workload W1|W2|W3|MQ   BENCH.md defaults, or MQ: many queues, each with one producer and one",
-            "                           consumer at --rate msg/s for --duration (1000 queues, 10 msg/s, 600 s;",
-            "                           reports broker RSS over time and disk per queue); explicit options override",
+            "  --workload W1|W2|W3|MQ|DECLARE  BENCH.md defaults, or MQ: many queues, each with one producer and",
+            "                           one consumer at --rate msg/s for --duration (1000 queues, 10 msg/s, 600 s;",
+            "                           reports broker RSS over time and disk per queue), or DECLARE: declare",
+            "                           --queues new queues (1000) over --connections (1), --declare-window in",
+            "                           flight on each (1: the blocking declareQueue, one after the other), and",
+            "                           report the total time and the latency per declare; explicit options override",
             "  --producers N            producer connections (1)",
             "  --consumers N            consumer connections (1)",
             "  --queues N               queues; producer/consumer i uses queue i mod N (1)",
@@ -44,7 +47,9 @@ final class PerfOptions {
             "                           network thread (they never block; the default) or its dispatch pool;",
             "                           a consumer paced by --consumer-rate sleeps, so it always uses dispatch",
             "  --connections N          MQ: connections per role that the producers and consumers share",
-            "                           (0 = one per 500 queues, at least 4)",
+            "                           (0 = one per 500 queues, at least 4); DECLARE: connections declaring",
+            "                           at the same time (1)",
+            "  --declare-window N       DECLARE: declares sent and not yet answered per connection (1)",
             "  --broker-pid PID         MQ: sample VmRSS, VmHWM and Threads of this process from /proc",
             "  --data-dir DIR           MQ: the broker's data directory, for allocated disk per queue (du)",
             "  --sample-seconds S       MQ: seconds between RSS samples (10)",
@@ -85,6 +90,7 @@ final class PerfOptions {
     /** Client callbacks on the network thread ({@code ConnectionOptions.callbacksOnNetworkThread}). */
     boolean callbacksOnNetworkThread = true;
     int connections;
+    int declareWindow = 1;
     long brokerPid;
     String dataDir;
     long sampleSeconds = 10;
@@ -123,6 +129,10 @@ final class PerfOptions {
         return workload.equals("MQ");
     }
 
+    boolean isDeclare() {
+        return workload.equals("DECLARE");
+    }
+
     /** Sets the BENCH.md defaults of a workload. */
     void applyWorkload(String name) {
         workload = name.toUpperCase(Locale.ROOT);
@@ -148,7 +158,11 @@ final class PerfOptions {
                 confirmWindow = 100;
                 ackBatch = 16;
             }
-            default -> throw new IllegalArgumentException("--workload " + name + " is not one of W1, W2, W3, MQ");
+            case "DECLARE" -> {
+                queues = 1000;
+                connections = 1;
+            }
+            default -> throw new IllegalArgumentException("--workload " + name + " is not one of W1, W2, W3, MQ, DECLARE");
         }
     }
 
@@ -176,6 +190,7 @@ final class PerfOptions {
             case "--warmup-messages" -> warmupMessages = number(flag, value, 0, Integer.MAX_VALUE);
             case "--runs" -> runs = (int) number(flag, value, 1, 1_000);
             case "--connections" -> connections = (int) number(flag, value, 0, 1_000);
+            case "--declare-window" -> declareWindow = (int) number(flag, value, 1, 100_000);
             case "--broker-pid" -> brokerPid = number(flag, value, 1, Integer.MAX_VALUE);
             case "--data-dir" -> dataDir = value;
             case "--sample-seconds" -> sampleSeconds = number(flag, value, 1, 3_600);
@@ -190,6 +205,13 @@ final class PerfOptions {
     }
 
     PerfOptions validate() {
+        if (isDeclare()) {
+            if (connections < 1 || connections > queues) {
+                throw new IllegalArgumentException("--workload DECLARE needs --connections between 1 and --queues "
+                        + queues + ", not " + connections);
+            }
+            return this;
+        }
         if (isManyQueues()) {
             if (durationSeconds == 0 || ratePerProducer == 0) {
                 throw new IllegalArgumentException("--workload MQ needs --duration and --rate above 0, not "

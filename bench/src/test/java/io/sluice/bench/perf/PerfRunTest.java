@@ -157,4 +157,18 @@ class PerfRunTest {
         System.arraycopy(extra, 0, args, base.length, extra.length);
         return PerfOptions.parse(args);
     }
+
+    @Test
+    void shouldTimeEveryDeclareOfADeclareRunAndDeleteTheQueuesAfter() throws InterruptedException {
+        PerfOptions options = PerfOptions.parse(new String[] {"--port", String.valueOf(broker.port()), "--workload", "DECLARE",
+                "--queues", "40", "--connections", "2", "--declare-window", "8"});
+        DeclareRun.Result result = new DeclareRun(options, "declare-test", null).run();
+
+        assertEquals(40, result.declared());
+        assertEquals(0, result.failed());
+        assertEquals(40, result.latency().getTotalCount(), "one latency per declare");
+        assertTrue(result.toJson().startsWith("{\"workload\":\"DECLARE\",\"queues\":40,\"connections\":2,\"window\":8,"),
+                result.toJson());
+        assertTrue(broker.queues().all().isEmpty(), "the run's queues are deleted");
+    }
 }

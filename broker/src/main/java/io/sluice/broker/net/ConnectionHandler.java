@@ -38,6 +38,7 @@ import io.sluice.protocol.UnsubscribeFrame;
 import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.function.BiConsumer;
 import java.util.function.Supplier;
@@ -79,12 +80,18 @@ public final class ConnectionHandler extends ProtocolHandler implements ClientCo
     private final java.util.concurrent.atomic.AtomicLong windowBytesOut = new java.util.concurrent.atomic.AtomicLong();
     private volatile boolean readingPaused;
     /**
-     * Frames that arrived while this connection's DECLARE of a new queue, or its DELETE, runs on the
-     * declare thread; null when none does. They are handled, in order, once it is answered: a client may
-     * send DECLARE and then PUBLISH to that queue without waiting. Reading stops meanwhile, so what is
-     * held is at most what one read had already decoded.
+     * Frames that arrived while this connection's DECLAREs of new queues, or its DELETE, run on the
+     * declare thread; null when none does. They are handled, in order, once all of those are answered:
+     * a client may send DECLARE and then PUBLISH to that queue without waiting. One exception, rule
+     * "declares do not wait for declares": a DECLARE (not passive) arriving while only declares are in
+     * flight and nothing is held yet is handled at once, so that declares pipelined on one connection
+     * reach the declare thread together and share its group (docs/protocol.md, "Queue management").
+     * Reading stops meanwhile, so what is held is at most what one read had already decoded.
      */
     private ArrayDeque<Object> heldInbound;
+    /** Tasks of this connection on the declare thread, not yet answered; of them, declares. */
+    private int offLoopInFlight;
+    private int declaresInFlight;
     private final int negotiatedMaxFrameBytes;
 
     /**
@@ -114,7 +121,7 @@ public final class ConnectionHandler extends ProtocolHandler implements ClientCo
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
-        if (heldInbound != null) {
+        if (heldInbound != null && !passesHeldDeclares(msg)) {
             heldInbound.add(msg); // after the declare in progress, in order; see holdInbound
             return;
         }
@@ -351,7 +358,15 @@ public final class ConnectionHandler extends ProtocolHandler implements ClientCo
             answerDeclare(declare, existing, null);
             return;
         }
-        offLoop(() -> queues.declare(declare.queue(), declare.settings()), (q, failure) -> answerDeclare(declare, q, failure));
+        // Checked against limits.max-queues on the declare thread, exactly, with the declares grouped with it.
+        awaitOffLoop(queues.declareGrouped(declare.queue(), declare.settings(), limits().limits().maxQueues), true,
+                (q, failure) -> answerDeclare(declare, q, failure));
+    }
+
+    /** Rule "declares do not wait for declares" (see {@link #heldInbound}). */
+    private boolean passesHeldDeclares(Object msg) {
+        return heldInbound.isEmpty() && offLoopInFlight == declaresInFlight
+                && msg instanceof DeclareQueueFrame declare && !declare.passive();
     }
 
     /**
@@ -359,8 +374,20 @@ public final class ConnectionHandler extends ProtocolHandler implements ClientCo
      * holding the connection's later frames until then (see {@link #heldInbound}).
      */
     private <T> void offLoop(Supplier<T> task, BiConsumer<T, Throwable> answer) {
+        awaitOffLoop(queues.onDeclareThread(task), false, answer);
+    }
+
+    private <T> void awaitOffLoop(CompletableFuture<T> work, boolean isDeclare, BiConsumer<T, Throwable> answer) {
         holdInbound();
-        queues.onDeclareThread(task).whenComplete((result, failure) -> ctx.executor().execute(() -> {
+        offLoopInFlight++;
+        if (isDeclare) {
+            declaresInFlight++;
+        }
+        work.whenComplete((result, failure) -> ctx.executor().execute(() -> {
+            offLoopInFlight--;
+            if (isDeclare) {
+                declaresInFlight--;
+            }
             try {
                 if (ctx.channel().isActive()) {
                     answer.accept(result, failure);
@@ -368,7 +395,9 @@ public final class ConnectionHandler extends ProtocolHandler implements ClientCo
             } catch (RuntimeException e) {
                 exceptionCaught(ctx, e);
             } finally {
-                handleHeldInbound();
+                if (offLoopInFlight == 0) {
+                    handleHeldInbound();
+                }
             }
         }));
     }
@@ -391,10 +420,12 @@ public final class ConnectionHandler extends ProtocolHandler implements ClientCo
         }
     }
 
-    /** Stops handling this connection's frames (and reading) until the declare in progress is answered. */
+    /** Stops handling this connection's frames (and reading) until the declares and deletes in progress are answered. */
     private void holdInbound() {
-        heldInbound = new ArrayDeque<>();
-        ctx.channel().config().setAutoRead(false);
+        if (heldInbound == null) {
+            heldInbound = new ArrayDeque<>();
+            ctx.channel().config().setAutoRead(false);
+        }
     }
 
     /** Handles the frames held during a declare, in order; one of them may be a DECLARE that holds the rest again. */
@@ -406,13 +437,11 @@ public final class ConnectionHandler extends ProtocolHandler implements ClientCo
         }
         while (!held.isEmpty()) {
             Object msg = held.poll();
-            if (heldInbound != null) {
-                heldInbound.add(msg);
-            } else if (!ctx.channel().isActive()) {
+            if (!ctx.channel().isActive()) {
                 ReferenceCountUtil.release(msg); // closed meanwhile, before channelInactive ran
             } else {
                 try {
-                    channelRead(ctx, msg);
+                    channelRead(ctx, msg); // holds it again behind a declare or delete it started
                 } catch (RuntimeException e) {
                     exceptionCaught(ctx, e); // as the pipeline would have done
                 }

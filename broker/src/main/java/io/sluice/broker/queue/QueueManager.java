@@ -20,26 +20,42 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
  * The broker's queues: each a {@link BrokerQueue} over a {@link QueueStore}, bound to one event loop.
- * Declared settings are kept in {@code <data>/queue-settings/<name>.json} so that they survive a
- * restart. Thread-safe.
+ * Declared settings are kept in {@code <data>/queue-settings/<name>.json} (none for a queue declared
+ * without settings) so that they survive a restart. Declares of new queues are taken in groups by the
+ * declare thread ({@link #declareGrouped}); a queue is visible ({@link #get}) only once it is durable.
+ * Thread-safe.
  */
 public final class QueueManager {
     private static final Logger LOG = LoggerFactory.getLogger(QueueManager.class);
+    /**
+     * Most declares one group takes: bounds how long a group holds this object's lock (a dead-letter
+     * queue declared from an event loop waits for it), while 256 declares already share few fsync waits.
+     */
+    static final int MAX_GROUP = 256;
+    private static final int SETTINGS_WRITER_THREADS = 32;
 
     private final MessageStore store;
     private final EventLoopGroup executors;
@@ -53,13 +69,21 @@ public final class QueueManager {
      * Where connections create and delete queues: a new queue's directories, files, fsyncs and
      * mappings take 10–20 ms, which on an event loop would hold up every connection and queue on that
      * loop, and a delete waits for the queue's own event loop, which from another loop could deadlock.
-     * One thread, so that declares (and the max-queues check before each) and deletes are serialised.
+     * One thread, so that groups of declares (and the max-queues check of each) and deletes are
+     * serialised; a group's files are written and forced by the pools below, not by this thread.
      */
     private final ExecutorService declareThread = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "sluice-queue-declare");
         t.setDaemon(true);
         return t;
     });
+    /** Declares handed to {@link #declareGrouped} that no group has taken yet. */
+    private final ConcurrentLinkedQueue<DeclareRequest> waitingDeclares = new ConcurrentLinkedQueue<>();
+    /**
+     * Writes the settings files of a group in parallel, so that their fsyncs share file-system journal
+     * commits; threads exist only while a group is written.
+     */
+    private final ThreadPoolExecutor settingsWriters;
     /** Told of each queue declared from now on (the metrics, so no latency sample is missed). */
     private volatile Consumer<BrokerQueue> declaredListener = q -> { };
     private volatile boolean closing;
@@ -67,6 +91,13 @@ public final class QueueManager {
     private final Set<String> deleting = new HashSet<>();
 
     public QueueManager(MessageStore store, EventLoopGroup executors, BrokerConfig.Queues defaults, int publishAllowance) {
+        this.settingsWriters = new ThreadPoolExecutor(SETTINGS_WRITER_THREADS, SETTINGS_WRITER_THREADS, 1, TimeUnit.SECONDS,
+                new LinkedBlockingQueue<>(), r -> {
+                    Thread t = new Thread(r, "sluice-settings-writer");
+                    t.setDaemon(true);
+                    return t;
+                });
+        settingsWriters.allowCoreThreadTimeOut(true);
         this.publishAllowance = publishAllowance;
         this.store = store;
         this.executors = executors;
@@ -117,32 +148,187 @@ public final class QueueManager {
     }
 
     /**
-     * Declares a queue: creates it, or checks that the existing one has the same settings.
+     * Declares a queue: creates it, or checks that the existing one has the same settings. A queue
+     * this creates is durable when this returns (see {@link #declareGrouped}); it runs on the caller's
+     * thread, as a group of one.
      *
      * @throws io.sluice.storage.InvalidQueueNameException for an invalid name
      * @throws BrokerException INVALID_QUEUE_SETTING, QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS or
      *                         QUEUE_BEING_DELETED (the message names what was wrong)
      */
-    public synchronized BrokerQueue declare(String name, QueueSettings settings) {
-        BrokerQueue existing = existing(name, settings);
-        if (existing != null) {
-            return existing;
+    public BrokerQueue declare(String name, QueueSettings settings) {
+        DeclareRequest request = new DeclareRequest(name, settings, maxQueues);
+        declareGroup(List.of(request));
+        try {
+            return request.answer.join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException cause) {
+                throw cause;
+            }
+            throw e;
         }
-        if (queues.size() >= maxQueues) {
-            throw new BrokerException(ErrorCode.RESOURCE_LIMIT, "declaring queue '" + name + "' would bring the queue count to "
-                    + (queues.size() + 1) + ", above limits.max-queues " + maxQueues);
+    }
+
+    /**
+     * Declares a queue on the declare thread, together with every other declare waiting there
+     * (docs/protocol.md, "Queue management"): the thread takes up to
+     * {@link #MAX_GROUP} waiting declares, checks each (name, settings, {@code maxQueues}), writes and
+     * fsyncs the settings of the new queues and then the settings directory once, creates their stores
+     * together ({@link MessageStore#createQueues}), and only then completes their futures. So a future
+     * completes normally only once its queue would survive a machine crash, and the group's settings
+     * and stores are written with their fsync waits overlapping (what that saves: docs/performance.md,
+     * "Declares").
+     *
+     * <p>{@code maxQueues} is exact within a group: each new queue counts those before it in the group,
+     * so two declares never both take the last free place.
+     *
+     * @return completes with the queue; or fails with {@link io.sluice.storage.InvalidQueueNameException},
+     *         a {@link BrokerException} (INVALID_QUEUE_SETTING, QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS,
+     *         QUEUE_BEING_DELETED, RESOURCE_LIMIT over {@code maxQueues}), {@link java.util.concurrent.CancellationException}
+     *         (the broker is closing) or another exception (an I/O failure)
+     */
+    public CompletableFuture<BrokerQueue> declareGrouped(String name, QueueSettings settings, int maxQueues) {
+        DeclareRequest request = new DeclareRequest(name, settings, maxQueues);
+        waitingDeclares.add(request);
+        try {
+            onDeclareThread(this::declareWaiting).whenComplete((ignored, failure) -> {
+                if (failure != null) {
+                    request.answer.completeExceptionally(failure); // a no-op if an earlier group answered it
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            request.answer.completeExceptionally(new CancellationException("the broker is shutting down"));
         }
-        if (deleting.contains(name)) {
-            throw new BrokerException(ErrorCode.QUEUE_BEING_DELETED,
-                    "queue '" + name + "' is being deleted; declare it again once the delete is answered");
+        return request.answer;
+    }
+
+    /** On the declare thread: one group of the declares waiting, if any are left. */
+    private Void declareWaiting() {
+        List<DeclareRequest> group = new ArrayList<>();
+        for (DeclareRequest r = waitingDeclares.poll(); r != null; r = group.size() < MAX_GROUP ? waitingDeclares.poll() : null) {
+            group.add(r);
         }
-        saveSettings(name, settings);
-        declared.put(name, settings);
-        BrokerQueue queue = newQueue(name, store.createQueue(name), settings);
-        queues.put(name, queue);
-        declaredListener.accept(queue);
-        LOG.info("Queue '{}' declared with settings {}.", name, settings.asMap());
-        return queue;
+        if (!group.isEmpty()) {
+            declareGroup(group);
+        }
+        return null;
+    }
+
+    /** Declares {@code group} (see {@link #declareGrouped}) and completes every request's future before it returns. */
+    private void declareGroup(List<DeclareRequest> group) {
+        synchronized (this) {
+            Map<String, DeclareRequest> creating = new LinkedHashMap<>();
+            for (DeclareRequest r : group) {
+                try {
+                    r.existing = existing(r.name, r.settings);
+                    if (r.existing != null) {
+                        continue;
+                    }
+                    if (deleting.contains(r.name)) {
+                        throw new BrokerException(ErrorCode.QUEUE_BEING_DELETED,
+                                "queue '" + r.name + "' is being deleted; declare it again once the delete is answered");
+                    }
+                    DeclareRequest first = creating.get(r.name);
+                    if (first != null) {
+                        if (r.settings.size() > 0 && !first.settings.equals(r.settings)) {
+                            throw new BrokerException(ErrorCode.QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS,
+                                    "queue '" + r.name + "' exists with settings " + first.settings.asMap()
+                                    + ", not " + r.settings.asMap());
+                        }
+                        r.sameAs = first;
+                        continue;
+                    }
+                    int count = queues.size() + creating.size() + 1;
+                    if (count > r.maxQueues) {
+                        throw new BrokerException(ErrorCode.RESOURCE_LIMIT, "declaring queue '" + r.name + "' would bring the queue count to " + count
+                                + ", above limits.max-queues " + r.maxQueues);
+                    }
+                    creating.put(r.name, r);
+                } catch (RuntimeException e) {
+                    r.failure = e;
+                }
+            }
+            if (!creating.isEmpty()) {
+                create(new ArrayList<>(creating.values()));
+            }
+        }
+        for (DeclareRequest r : group) {
+            DeclareRequest source = r.sameAs != null ? r.sameAs : r;
+            if (r.failure != null || source.failure != null) {
+                r.answer.completeExceptionally(r.failure != null ? r.failure : source.failure);
+            } else {
+                r.answer.complete(r.existing != null ? r.existing : source.created);
+            }
+        }
+    }
+
+    /**
+     * Creates the queues of one group, under this object's lock: their settings first (each file
+     * fsynced under a temporary name and renamed, then the settings directory fsynced once), then their
+     * stores. Settings before stores: a queue whose store survives a crash has its settings too, so a
+     * client repeating an unanswered declare finds the settings it asked for, not the defaults.
+     */
+    private void create(List<DeclareRequest> requests) {
+        List<DeclareRequest> saved = new ArrayList<>();
+        List<CompletableFuture<Void>> writes = new ArrayList<>();
+        boolean anySettings = requests.stream().anyMatch(r -> r.settings.size() > 0);
+        for (DeclareRequest r : requests) {
+            Runnable write = () -> writeSettings(r.name, r.settings);
+            writes.add(CompletableFuture.runAsync(write, requests.size() == 1 || !anySettings ? Runnable::run : settingsWriters));
+        }
+        for (int i = 0; i < requests.size(); i++) {
+            try {
+                writes.get(i).join();
+                saved.add(requests.get(i));
+            } catch (CompletionException e) {
+                requests.get(i).failure = e.getCause();
+            }
+        }
+        if (saved.isEmpty()) {
+            return;
+        }
+        try {
+            forceSettingsDirectory();
+        } catch (UncheckedIOException e) {
+            saved.forEach(r -> r.failure = e);
+            return;
+        }
+        List<CompletableFuture<QueueStore>> stores = store.createQueues(saved.stream().map(r -> r.name).toList());
+        for (int i = 0; i < saved.size(); i++) {
+            DeclareRequest r = saved.get(i);
+            try {
+                QueueStore queueStore = stores.get(i).join();
+                declared.put(r.name, r.settings);
+                BrokerQueue queue = newQueue(r.name, queueStore, r.settings);
+                queues.put(r.name, queue);
+                r.created = queue;
+                declaredListener.accept(queue);
+                LOG.info("Queue '{}' declared with settings {}.", r.name, r.settings.asMap());
+            } catch (CompletionException e) {
+                r.failure = e.getCause();
+            } catch (RuntimeException e) {
+                r.failure = e;
+            }
+        }
+    }
+
+    /** One declare of a group; the fields after {@code answer} are the declare thread's, under this object's lock. */
+    private static final class DeclareRequest {
+        final String name;
+        final QueueSettings settings;
+        final int maxQueues;
+        final CompletableFuture<BrokerQueue> answer = new CompletableFuture<>();
+        BrokerQueue existing;
+        BrokerQueue created;
+        /** An earlier declare of the same name in the group, whose outcome this one shares. */
+        DeclareRequest sameAs;
+        Throwable failure;
+
+        DeclareRequest(String name, QueueSettings settings, int maxQueues) {
+            this.name = name;
+            this.settings = settings;
+            this.maxQueues = maxQueues;
+        }
     }
 
     /**
@@ -196,6 +382,7 @@ public final class QueueManager {
     public void close() {
         closing = true;
         declareThread.shutdown();
+        settingsWriters.shutdown();
         try {
             if (!declareThread.awaitTermination(5, TimeUnit.SECONDS)) {
                 LOG.warn("A queue declare was still running at shutdown.");
@@ -253,13 +440,20 @@ public final class QueueManager {
     }
 
     /**
-     * Writes the settings under a temporary name, fsyncs, renames and fsyncs the directory: a queue
-     * declared with settings must not come back with the defaults after a machine crash.
+     * Writes the settings under a temporary name, fsyncs and renames it; the caller then fsyncs the
+     * directory ({@link #forceSettingsDirectory}): a queue declared with settings must not come back
+     * with the defaults after a machine crash. No settings, no file ({@link #loadSettings} reads a
+     * missing file as none): one fsync less per declare. A file left by a queue of that name whose
+     * delete a crash interrupted is deleted instead, so that it cannot lend its settings to this one.
      */
-    private void saveSettings(String name, QueueSettings settings) {
+    private void writeSettings(String name, QueueSettings settings) {
         Path file = settingsDirectory.resolve(name + ".json");
         Path tmp = settingsDirectory.resolve(name + ".json.tmp");
         try {
+            if (settings.size() == 0) {
+                Files.deleteIfExists(file);
+                return;
+            }
             ByteBuffer bytes = ByteBuffer.wrap(json.writeValueAsBytes(settings.asMap()));
             try (FileChannel channel = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
                     StandardOpenOption.WRITE)) {
@@ -269,11 +463,17 @@ public final class QueueManager {
                 channel.force(true);
             }
             Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            try (FileChannel directory = FileChannel.open(settingsDirectory, StandardOpenOption.READ)) {
-                directory.force(true);
-            }
         } catch (IOException e) {
             throw new UncheckedIOException("cannot save the settings of queue '" + name + "' to " + file, e);
+        }
+    }
+
+    /** Makes the settings files renamed into place so far durable under their names. */
+    private void forceSettingsDirectory() {
+        try (FileChannel directory = FileChannel.open(settingsDirectory, StandardOpenOption.READ)) {
+            directory.force(true);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot force the settings directory " + settingsDirectory, e);
         }
     }
 

@@ -96,6 +96,17 @@ public final class SegmentSyncer implements AutoCloseable {
         }
     }
 
+    /**
+     * Forces what opening a new queue wrote outside its ack directory (which the ack log forces itself):
+     * Chronicle's metadata file, the segment directory and the queue's directory, which holds the
+     * entries of both subdirectories. The directory of queues is left to the caller, which forces it
+     * once for every queue created with this one.
+     */
+    public void forceNewQueue() throws IOException {
+        forceMetadata(false);
+        forceDirectory(segmentDirectory.getParent());
+    }
+
     private void forceDirectory(Path directory) throws IOException {
         try (FileChannel dir = FileChannel.open(directory, StandardOpenOption.READ)) {
             forcer.forceDirectory(dir, directory);
