@@ -48,6 +48,7 @@ class BrokerEndToEndTest {
         Map<String, String> overrides = new java.util.HashMap<>(Map.of(
                 "broker.data-dir", dataDir.toString(),
                 "broker.port", "0",
+                "metrics.port", "0",
                 "storage.reserved-disk-bytes", "67108864"));
         overrides.putAll(extra);
         return new ConfigLoader().load(null, overrides);

@@ -48,6 +48,7 @@ class ClientBrokerEndToEndTest {
         Map<String, String> overrides = new HashMap<>(Map.of(
                 "broker.data-dir", dataDir.resolve("data").toString(),
                 "broker.port", "0",
+                "metrics.port", "0",
                 "storage.reserved-disk-bytes", "67108864"));
         overrides.putAll(extra);
         broker = Broker.start(new ConfigLoader().load(null, overrides));

@@ -140,8 +140,14 @@ class FlowGuardsTest {
         }
     }
 
+    /** Encodes and writes {@code frame}, and releases it: FrameEncoder.encode leaves the frame to its caller. */
     private static void write(OutputStream out, io.sluice.protocol.Frame frame) throws Exception {
-        ByteBuf buf = FrameEncoder.encode(ByteBufAllocator.DEFAULT, frame, 1 << 20);
+        ByteBuf buf;
+        try {
+            buf = FrameEncoder.encode(ByteBufAllocator.DEFAULT, frame, 1 << 20);
+        } finally {
+            io.netty.util.ReferenceCountUtil.release(frame);
+        }
         try {
             byte[] bytes = new byte[buf.readableBytes()];
             buf.readBytes(bytes);

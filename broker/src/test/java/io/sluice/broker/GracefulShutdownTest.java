@@ -42,7 +42,7 @@ class GracefulShutdownTest {
 
     private Broker startBroker() {
         return Broker.start(new ConfigLoader().load(null, Map.of("broker.data-dir", dir.resolve("data").toString(),
-                "broker.port", "0", "storage.reserved-disk-bytes", "67108864", "storage.durability", "always")));
+                "broker.port", "0", "metrics.port", "0", "storage.reserved-disk-bytes", "67108864", "storage.durability", "always")));
     }
 
     private Connection connect() {
@@ -138,7 +138,7 @@ class GracefulShutdownTest {
             channel.force(false);
         };
         broker = Broker.start(new ConfigLoader().load(null, Map.of("broker.data-dir", dir.resolve("data").toString(),
-                "broker.port", "0", "storage.reserved-disk-bytes", "67108864", "storage.durability", "always",
+                "broker.port", "0", "metrics.port", "0", "storage.reserved-disk-bytes", "67108864", "storage.durability", "always",
                 "broker.shutdown-timeout-ms", "100")), slowDisk);
         connection = connect();
         connection.declareQueue("slow-sync", QueueSettings.EMPTY);

@@ -61,7 +61,7 @@ class QuickstartTest {
             assertTrue(compiled, "the README quickstart compiles:\n" + diagnostics);
         }
         try (Broker broker = Broker.start(new ConfigLoader().load(null,
-                Map.of("broker.data-dir", dataDir.toString(), "broker.port", "0", "storage.reserved-disk-bytes", "67108864")))) {
+                Map.of("broker.data-dir", dataDir.toString(), "broker.port", "0", "metrics.port", "0", "storage.reserved-disk-bytes", "67108864")))) {
             // A JVM of its own, as a reader would run it: only the client's classpath, and its stdout alone.
             Path stdout = classes.resolve("stdout.txt");
             Path stderr = classes.resolve("stderr.txt");
@@ -121,7 +121,7 @@ class QuickstartTest {
     @Test
     void shouldKeepDeliverFramesWithinTheFrameSizeTheClientAgreedTo() throws InterruptedException {
         try (Broker broker = Broker.start(new ConfigLoader().load(null,
-                Map.of("broker.data-dir", dataDir.toString(), "broker.port", "0", "storage.reserved-disk-bytes", "67108864")));
+                Map.of("broker.data-dir", dataDir.toString(), "broker.port", "0", "metrics.port", "0", "storage.reserved-disk-bytes", "67108864")));
              Connection connection = Connection.connect(ConnectionOptions.builder().port(broker.port()).maxFrameBytes(4096).build())) {
             connection.declareQueue("small", QueueSettings.EMPTY);
             Producer producer = connection.createProducer("small", ProducerOptions.DEFAULT);
