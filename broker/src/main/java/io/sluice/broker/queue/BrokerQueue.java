@@ -70,6 +70,8 @@ public final class BrokerQueue {
     private QueueReader reader;
     /** Redeliveries due now, in the order they are to go out. */
     private final ReadyQueue ready = new ReadyQueue();
+    /** For each message the ack timeout took back and not yet delivered again: the consumer it was taken from (D5). */
+    private final io.netty.util.collection.LongObjectHashMap<ConsumerSession> takenBackFrom = new io.netty.util.collection.LongObjectHashMap<>();
     /** Every message delivered and unacknowledged, or waiting for redelivery. */
     private final IdSet tracked = new IdSet();
     private final PendingConfirms pendingConfirms = new PendingConfirms();
@@ -366,7 +368,8 @@ public final class BrokerQueue {
             int fromConsumer = session.inFlight.removeRange(range.from(), range.to(), ackOne);
             settled += fromConsumer;
             // A late ack finds the message already taken back, its credit unit returned to the consumer.
-            int hit = fromConsumer + ready.removeRange(range.from(), range.to(), this::lateAck);
+            int hit = fromConsumer + ready.removeRange(range.from(), range.to(),
+                    id -> takenBackFrom.get(SpreadIds.spread(id)) == session, this::lateAck);
             acked += hit;
             if (hit == 0) {
                 session.connection.write(new ErrorFrame(0, ErrorCode.UNKNOWN_MESSAGE_ID, "ack of message ids " + range.from()
@@ -413,6 +416,7 @@ public final class BrokerQueue {
      * is batched for the store with the others of its frame.
      */
     private void lateAck(long id) {
+        takenBackFrom.remove(SpreadIds.spread(id));
         StoredMessage m = readUnlessDamaged(id);
         if (m != null) {
             ackOne(id, m.headersLength() + m.payloadLength(), m.timestampMillis());
@@ -493,6 +497,7 @@ public final class BrokerQueue {
             for (long id : c.inFlight.removeDeliveredBefore(deadline)) {
                 c.credit++;
                 ready.addLast(id);
+                takenBackFrom.put(SpreadIds.spread(id), c);
                 redelivered++;
                 LOG.info("Queue '{}': message {} not acknowledged by {} within {} ms; redelivering it.",
                         name, id, c.connection.describe(), options.ackTimeoutMs());
@@ -581,6 +586,7 @@ public final class BrokerQueue {
 
     private StoredMessage nextMessage() {
         for (long id = ready.pollFirst(); id >= 0; id = ready.pollFirst()) {
+            takenBackFrom.remove(SpreadIds.spread(id));
             StoredMessage m;
             try {
                 m = store.read(id);
@@ -702,6 +708,7 @@ public final class BrokerQueue {
                 }
             }
             ready.clear();
+            takenBackFrom.clear();
             // What is left is out with the consumers, whose deliveries know their size.
             long left = 0;
             for (ConsumerSession c : consumers) {

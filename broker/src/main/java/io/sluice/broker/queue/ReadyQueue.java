@@ -51,24 +51,24 @@ final class ReadyQueue {
     }
 
     /**
-     * Removes every id in {@code from..to} and hands each to {@code removed}; costs the smaller of the
+     * Removes every id in {@code from..to} that {@code eligible} accepts and hands each to {@code removed}; costs the smaller of the
      * range's width and the number of ids waiting, so a wide range over a long queue stays cheap.
      */
-    int removeRange(long from, long to, LongConsumer removed) {
+    int removeRange(long from, long to, java.util.function.LongPredicate eligible, LongConsumer removed) {
         if (members.size() == 0 || to < from) {
             return 0;
         }
         int hits = 0;
         if (to - from < members.size()) {
             for (long id = from; id <= to; id++) {
-                if (remove(id)) {
+                if (members.contains(id) && eligible.test(id) && remove(id)) {
                     removed.accept(id);
                     hits++;
                 }
             }
         } else {
             for (Long id : order.toArray(new Long[0])) {
-                if (id >= from && id <= to && remove(id)) {
+                if (id >= from && id <= to && members.contains(id) && eligible.test(id) && remove(id)) {
                     removed.accept(id);
                     hits++;
                 }

@@ -63,6 +63,26 @@ class LateAckTest {
         }
     }
 
+    @Test
+    void anotherConsumerCannotAckAMessageTakenBackFromTheFirst() throws Exception {
+        try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never"))) {
+            BrokerQueue q = core.queues.declare("guarded", QueueSettings.builder().ackTimeoutMs(100).build());
+            FakeConnection producer = new FakeConnection("producer");
+            FakeConnection first = new FakeConnection("first");
+            FakeConnection other = new FakeConnection("other");
+            core.publish(q, producer, 1, 0, new byte[10]);
+            Subscription.open(q, first, TAG, 1, QueueCore.unbounded());
+            Subscription stranger = Subscription.open(q, other, TAG + 1, 0, QueueCore.unbounded()); // no credit: gets nothing
+            long id = first.await(FakeConnection.Delivery.class, 1, Duration.ofSeconds(30)).get(0).id();
+            first.writable(false);
+            awaitTakenBack(q, 1);
+
+            stranger.ack(QueueCore.ack(TAG + 1, id));
+            other.await(io.sluice.protocol.ErrorFrame.class, 1, Duration.ofSeconds(30));
+            assertEquals(1L, (long) QueueCore.onLoop(q, q.store()::unackedMessages), "the stranger's ack counts for nothing");
+        }
+    }
+
     private static void awaitTakenBack(BrokerQueue q, long count) throws Exception {
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (QueueCore.onLoop(q, q::redelivered) < count) {
