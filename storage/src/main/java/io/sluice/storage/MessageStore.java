@@ -2,6 +2,7 @@ package io.sluice.storage;
 
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.durability.StorageFlusher;
+import io.sluice.storage.files.FileDescriptors;
 import io.sluice.storage.readahead.ReadAhead;
 import io.sluice.storage.segment.FileReleaser;
 import org.slf4j.Logger;
@@ -52,6 +53,9 @@ public final class MessageStore implements AutoCloseable {
     private final FileReleaser releaser;
     private final FileForcer forcer;
     private volatile boolean closed;
+    /** The process's open-file limit, read once at open (-1 if unknown). */
+    private final long fileLimit = FileDescriptors.limit();
+    private volatile boolean fileLimitWarned;
 
     private MessageStore(Path dataDirectory, StoreConfig config, LongSupplier clock, FileReleaser releaser, FileForcer forcer) {
         this.releaser = releaser;
@@ -115,6 +119,7 @@ public final class MessageStore implements AutoCloseable {
             store.close();
             throw e;
         }
+        store.checkFileLimit();
         store.flusher.start();
         store.readAhead.start();
         return store;
@@ -150,7 +155,29 @@ public final class MessageStore implements AutoCloseable {
     }
 
     private QueueStore openQueue(String name, Path dir) {
-        return QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp, readAhead, releaser, forcer);
+        try {
+            return QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp, readAhead, releaser, forcer);
+        } catch (RuntimeException e) {
+            if (!(e instanceof StorageFilesExhaustedException) && FileDescriptors.exhausted(e)) {
+                throw FileDescriptors.exhaustedError("queue '" + name + "' cannot be opened", e);
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Warns, once per store, when the queues it holds could need more file descriptors than the
+     * process may open (see {@link FileDescriptors}); at start-up and as queues are created.
+     */
+    private void checkFileLimit() {
+        if (fileLimitWarned) {
+            return;
+        }
+        String warning = FileDescriptors.checkLimit(queues.size(), fileLimit);
+        if (warning != null) {
+            fileLimitWarned = true;
+            LOG.warn("{} (store {})", warning, dataDirectory);
+        }
     }
 
     public StoreConfig config() {
@@ -169,7 +196,9 @@ public final class MessageStore implements AutoCloseable {
     public QueueStore createQueue(String name) {
         QueueNames.validate(name);
         ensureOpen();
-        return queues.computeIfAbsent(name, n -> openQueue(n, queuesDirectory.resolve(n)));
+        QueueStore queue = queues.computeIfAbsent(name, n -> openQueue(n, queuesDirectory.resolve(n)));
+        checkFileLimit();
+        return queue;
     }
 
     /** The open queue of that name. */

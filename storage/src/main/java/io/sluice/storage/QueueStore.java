@@ -246,6 +246,16 @@ public final class QueueStore {
         }
         int segment = SegmentRollCycle.INSTANCE.toCycle(index);
         ackLog.segmentGrew(segment, SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1);
+        try {
+            durability.appending(segment);
+        } catch (StorageFilesExhaustedException e) {
+            // Rule "descriptors are taken by the append": the record is in the segment but can never be forced
+            // or confirmed, so it is marked acknowledged (never delivered) and the append is refused.
+            io(() -> ackLog.ack(index));
+            throw e;
+        } catch (IOException e) {
+            throw durability.fail("opening a segment for forcing", e);
+        }
         durability.appended(index);
         return index;
     }

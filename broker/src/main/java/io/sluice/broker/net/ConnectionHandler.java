@@ -41,6 +41,7 @@ import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.SubscribeFrame;
 import io.sluice.protocol.UnsubscribeFrame;
+import io.sluice.storage.StorageFilesExhaustedException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -536,7 +537,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         Throwable e = unwrap(failure);
         if (e == null) {
             ctx.writeAndFlush(new OkFrame(declare.requestId(), q.store().unackedMessages()));
-        } else if (e instanceof QueueLimitException) {
+        } else if (e instanceof QueueLimitException || e instanceof StorageFilesExhaustedException) {
             error(declare.requestId(), ErrorCode.RESOURCE_LIMIT, e.getMessage());
         } else if (e instanceof IllegalStateException) {
             error(declare.requestId(), ErrorCode.QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS, e.getMessage());

@@ -21,6 +21,7 @@ import io.sluice.storage.MessageTooLargeException;
 import io.sluice.storage.QueueReader;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StorageFailedException;
+import io.sluice.storage.StorageFilesExhaustedException;
 import io.sluice.storage.StorageFullException;
 import io.sluice.storage.StoredMessage;
 import org.slf4j.Logger;
@@ -233,6 +234,9 @@ public final class BrokerQueue {
                 connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.STORAGE_FULL, e.getMessage()));
             } catch (StorageFailedException e) {
                 connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.STORAGE_FAILED, e.getMessage()));
+            } catch (StorageFilesExhaustedException e) {
+                // The process is out of file descriptors: this queue cannot open a segment now; the others go on.
+                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.RESOURCE_LIMIT, e.getMessage()));
             } catch (RuntimeException e) {
                 LOG.error("Queue '{}': storing a message from {} failed.", name, connection.describe(), e);
                 connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.INTERNAL_ERROR,

@@ -1,6 +1,7 @@
 package io.sluice.storage.segment;
 
 import io.sluice.storage.StorageException;
+import io.sluice.storage.files.FileDescriptors;
 import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.queue.ExcerptAppender;
 import net.openhft.chronicle.queue.ExcerptTailer;
@@ -40,7 +41,8 @@ public final class SegmentLog implements AutoCloseable {
     private final long segmentBytes;
     private final SegmentClock segmentClock;
     private final SingleChronicleQueue chronicle;
-    private final ExcerptAppender appender;
+    /** Replaced after a failed append ({@link #replaceAppender()}); guarded by the owner's lock. */
+    private ExcerptAppender appender;
     private final RecordCodec randomReadCodec = new RecordCodec();
     private final IntConsumer onSeal;
     private ExcerptTailer randomTailer;
@@ -60,13 +62,25 @@ public final class SegmentLog implements AutoCloseable {
         this.onSeal = onSeal;
         this.segmentClock = new SegmentClock(Math.max(writeSegment, 0));
         StaleWriteLocks.release(queueName, segmentDirectory);
-        this.chronicle = SingleChronicleQueueBuilder.single(segmentDirectory.toFile())
-                .rollCycle(SegmentRollCycle.INSTANCE)
-                .timeProvider(segmentClock)
-                .blockSize(Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes))
-                .checkInterrupts(false)
-                .build();
-        this.appender = chronicle.createAppender();
+        SingleChronicleQueue opened = null;
+        try {
+            opened = SingleChronicleQueueBuilder.single(segmentDirectory.toFile())
+                    .rollCycle(SegmentRollCycle.INSTANCE)
+                    .timeProvider(segmentClock)
+                    .blockSize(Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes))
+                    .checkInterrupts(false)
+                    .build();
+            this.appender = opened.createAppender();
+        } catch (RuntimeException e) {
+            if (opened != null) {
+                opened.close();
+            }
+            if (FileDescriptors.exhausted(e)) {
+                throw FileDescriptors.exhaustedError("queue '" + queueName + "' cannot open its segments in " + segmentDirectory, e);
+            }
+            throw e;
+        }
+        this.chronicle = opened;
         appender.singleThreadedCheckDisabled(true);
     }
 
@@ -104,6 +118,8 @@ public final class SegmentLog implements AutoCloseable {
      * {@code segmentBytes}, and returns the record's id.
      *
      * @throws MappedFileFaultException if the store into the mapping faulted (SIGBUS); nothing was written
+     * @throws io.sluice.storage.StorageFilesExhaustedException if the segment file cannot be opened for want of
+     *         file descriptors; nothing was written
      * @throws StorageException if Chronicle fails otherwise; nothing was written then
      */
     public long append(RecordCodec codec) {
@@ -119,6 +135,16 @@ public final class SegmentLog implements AutoCloseable {
             // header write, the record or the close: all of the append is covered.
             throw new MappedFileFaultException("an append to queue '" + queueName + "'",
                     SegmentFiles.file(segmentDirectory, segmentClock.segment()), e);
+        } catch (Exception e) {
+            // Chronicle throws I/O exceptions it does not declare, such as FileNotFoundException when it cannot
+            // create or open the segment file; nothing was written then.
+            Path file = SegmentFiles.file(segmentDirectory, segmentClock.segment());
+            replaceAppender();
+            if (FileDescriptors.exhausted(e)) {
+                throw FileDescriptors.exhaustedError("queue '" + queueName + "' cannot open its segment file " + file, e);
+            }
+            throw e instanceof StorageException se ? se
+                    : new StorageException("append to queue '" + queueName + "' failed; nothing was written", e);
         }
         long index = appender.lastIndexAppended();
         int segment = SegmentRollCycle.INSTANCE.toCycle(index);
@@ -126,6 +152,23 @@ public final class SegmentLog implements AutoCloseable {
         tally.messages = SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1;
         tally.bytes += length + 4;
         return index;
+    }
+
+    /**
+     * After an append that failed inside Chronicle: a Chronicle appender that could not open its
+     * segment file is left without a store and fails every later append (its document has no wire),
+     * and the write lock it took is left held; so the lock is released and the appender replaced by a
+     * new one, which opens the file again on its first append.
+     */
+    private void replaceAppender() {
+        try {
+            appender.close();
+        } catch (RuntimeException e) {
+            // the broken appender's state is what is being discarded
+        }
+        StaleWriteLocks.releaseAfterFailedAppend(queueName, chronicle);
+        appender = chronicle.createAppender();
+        appender.singleThreadedCheckDisabled(true);
     }
 
     private void write(RecordCodec codec, int length) {
