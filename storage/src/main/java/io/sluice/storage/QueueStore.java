@@ -642,8 +642,22 @@ public final class QueueStore {
         if (nowNanos - nextJournalForceNanos >= 0) {
             nextJournalForceNanos = nowNanos + config.syncIntervalMs() * 1_000_000L;
             forceAckJournal();
+            dropWrittenPages();
         }
         return durability.flush(nowNanos);
+    }
+
+    /** Once per sync interval: written pages out of the broker's RSS (docs/storage.md, "Resident memory"). */
+    private void dropWrittenPages() {
+        lock.lock();
+        try {
+            if (!closed) {
+                log.dropWrittenPages();
+                ackLog.dropWrittenPages();
+            }
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**

@@ -2,13 +2,16 @@ package io.sluice.storage.segment;
 
 import io.sluice.storage.StorageException;
 import io.sluice.storage.files.FileDescriptors;
+import io.sluice.storage.memory.ResidentPages;
 import net.openhft.chronicle.bytes.Bytes;
+import net.openhft.chronicle.bytes.MappedBytesStore;
 import net.openhft.chronicle.queue.ExcerptAppender;
 import net.openhft.chronicle.queue.ExcerptTailer;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueBuilder;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueStore;
 import net.openhft.chronicle.wire.DocumentContext;
+import net.openhft.chronicle.wire.Wire;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -46,6 +49,8 @@ public final class SegmentLog implements AutoCloseable {
     private final RecordCodec randomReadCodec = new RecordCodec();
     private final IntConsumer onSeal;
     private ExcerptTailer randomTailer;
+    /** The append position at the last {@link #dropWrittenPages()}, so that an idle queue's pass costs no syscall. */
+    private long droppedAtPosition = -1;
     /** Record bytes and message counts per segment on disk, oldest first. */
     private final TreeMap<Integer, SegmentTally> tallies = new TreeMap<>();
 
@@ -184,6 +189,36 @@ public final class SegmentLog implements AutoCloseable {
         } finally {
             dc.close();
         }
+    }
+
+    /**
+     * Drops from this process's memory the pages of the write segment's current mapping chunk that lie
+     * wholly behind the append position ({@link ResidentPages}, rule "drop only what nobody writes").
+     * Chronicle keeps a chunk ({@code blockSize} plus a quarter) mapped until the appender moves past
+     * it, so without this every page a slow queue has written stays in the broker's RSS. Under the
+     * owner's lock: no append can move the appender to another chunk, and so unmap this one, meanwhile.
+     * Returns true if it dropped pages.
+     */
+    public boolean dropWrittenPages() {
+        if (!ResidentPages.enabled()) {
+            return false;
+        }
+        Wire wire = appender.wire();
+        if (wire == null) {
+            return false; // nothing appended since the log opened
+        }
+        Bytes<?> bytes = wire.bytes();
+        long position = bytes.writePosition();
+        if (position == droppedAtPosition || !(bytes.bytesStore() instanceof MappedBytesStore chunk)) {
+            return false;
+        }
+        droppedAtPosition = position;
+        long chunkStart = chunk.start();
+        long end = Math.min(position, chunk.safeLimit());
+        if (end <= chunkStart || !chunk.inside(chunkStart)) {
+            return false;
+        }
+        return ResidentPages.drop(chunk.addressForRead(chunkStart), end - chunkStart);
     }
 
     // ---------------------------------------------------------------- reads
