@@ -131,8 +131,14 @@ public final class SegmentSyncer implements AutoCloseable {
             Opened channels = opened.remove(s);
             FileChannel ch;
             if (channels != null) {
+                // Sealed before it was ever forced: its entries (and, for a queue's first, the parents') too.
                 ch = channels.segment();
-                closeMetadata(channels);
+                try {
+                    forceMetadata(channels);
+                } catch (IOException | RuntimeException e) {
+                    releaser.close(ch);
+                    throw e;
+                }
             } else {
                 try {
                     ch = openChannel(file, StandardOpenOption.WRITE);
