@@ -1,5 +1,6 @@
 package io.sluice.storage.files;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -22,6 +23,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * which names the limit, at once; the queues opened before it keep confirming, none is failed for
  * good, and the refused one works once descriptors are free again. Issue 14, section 3.
  */
+@Tag("slow")
 class FileLimitTest {
     private static final int OPEN_FILE_LIMIT = 160;
 
