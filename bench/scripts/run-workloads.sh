@@ -36,7 +36,7 @@ mkdir -p "$out"
 broker_jar="$root/broker/target/sluice-broker-0.1.0-SNAPSHOT.jar"
 bench_jar="$root/bench/target/sluice-bench.jar"
 [ -f "$broker_jar" ] && [ -f "$bench_jar" ] || (cd "$root" && mvn -B -q package -DskipTests)
-port=17680
+port=${SLUICE_PERF_PORT:-17680}   # another port when the machine is shared: another broker may hold 17680
 broker_pid=
 
 # Brokers get the heap cap bin/sluice gives them (-Xmx256m); an -Xmx in SLUICE_JAVA_OPTS comes later and wins.
