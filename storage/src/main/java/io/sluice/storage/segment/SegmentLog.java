@@ -1,6 +1,7 @@
 package io.sluice.storage.segment;
 
 import io.sluice.storage.StorageException;
+import io.sluice.storage.StorageFilesExhaustedException;
 import io.sluice.storage.files.FileDescriptors;
 import io.sluice.storage.memory.ResidentPages;
 import net.openhft.chronicle.bytes.Bytes;
@@ -38,6 +39,8 @@ import java.util.function.IntConsumer;
 public final class SegmentLog implements AutoCloseable {
     /** Mapping chunk of a segment file: Chronicle maps this much (plus a quarter) at a time. */
     private static final long CHRONICLE_BLOCK_BYTES = 16L << 20;
+    /** How long a queue refused for want of descriptors refuses appends before it tries again. */
+    private static final long REFUSAL_BACKOFF_NANOS = 1_000_000_000L;
 
     private final String queueName;
     private final Path segmentDirectory;
@@ -49,6 +52,14 @@ public final class SegmentLog implements AutoCloseable {
     private final RecordCodec randomReadCodec = new RecordCodec();
     private final IntConsumer onSeal;
     private ExcerptTailer randomTailer;
+    /**
+     * Rule "a queue out of descriptors backs off": after an append was refused because its segment file
+     * could not be opened, appends are refused with the same error without trying again until this
+     * time ({@code System.nanoTime()}), so that a queue that cannot have a file costs its event loop
+     * one attempt (and Chronicle one warning with a stack trace) a second, not one per message.
+     */
+    private long refuseUntilNanos;
+    private StorageFilesExhaustedException lastRefusal;
     /** The append position at the last {@link #dropWrittenPages()}, so that an idle queue's pass costs no syscall. */
     private long droppedAtPosition = -1;
     /** Record bytes and message counts per segment on disk, oldest first. */
@@ -128,6 +139,12 @@ public final class SegmentLog implements AutoCloseable {
      * @throws StorageException if Chronicle fails otherwise; nothing was written then
      */
     public long append(RecordCodec codec) {
+        if (lastRefusal != null) {
+            if (System.nanoTime() - refuseUntilNanos < 0) {
+                throw new StorageFilesExhaustedException(lastRefusal.getMessage(), lastRefusal);
+            }
+            lastRefusal = null;
+        }
         int length = codec.length();
         SegmentTally current = tallies.get(segmentClock.segment());
         if (current != null && current.messages > 0 && current.bytes + length > segmentBytes) {
@@ -146,7 +163,9 @@ public final class SegmentLog implements AutoCloseable {
             Path file = SegmentFiles.file(segmentDirectory, segmentClock.segment());
             replaceAppender();
             if (FileDescriptors.exhausted(e)) {
-                throw FileDescriptors.exhaustedError("queue '" + queueName + "' cannot open its segment file " + file, e);
+                lastRefusal = FileDescriptors.exhaustedError("queue '" + queueName + "' cannot open its segment file " + file, e);
+                refuseUntilNanos = System.nanoTime() + REFUSAL_BACKOFF_NANOS;
+                throw lastRefusal;
             }
             throw e instanceof StorageException se ? se
                     : new StorageException("append to queue '" + queueName + "' failed; nothing was written", e);

@@ -100,8 +100,10 @@ final class StaleWriteLocks {
             writeLock.setAccessible(true);
             Object lock = writeLock.invoke(chronicle);
             if (lock instanceof TableStoreWriteLock held && held.locked()) {
-                held.forceUnlock();
-                LOG.info("Queue '{}': released the write lock that a failed append left held.", queueName);
+                held.unlock(); // held under this process's PID: released without Chronicle's warning and stack trace
+                if (held.locked()) {
+                    held.forceUnlock();
+                }
             }
         } catch (ReflectiveOperationException | RuntimeException e) {
             LOG.warn("Queue '{}': could not release the write lock after a failed append: {}", queueName, e.toString());

@@ -69,6 +69,15 @@ class FileLimitTest {
         for (String line : appends.subList(1, appends.size())) { // the first one loads and compiles the classes
             assertTrue(millis(line) < 2_000, "no append stalls, the refused ones included: " + line);
         }
+        List<String> again = matching(lines, "again ");
+        assertEquals(refused.size(), again.size(), String.join("\n", lines));
+        for (String line : again) {
+            assertTrue(line.contains("refused io.sluice.storage.StorageFilesExhaustedException") && millis(line) < 2_000,
+                    "a refused queue asked again at once is refused again at once: " + line);
+        }
+        long attempts = lines.stream().filter(l -> l.contains("unable to create a file")).count();
+        assertTrue(attempts <= refused.size(), "Chronicle tried to create a segment file " + attempts + " times for "
+                + refused.size() + " refused queues asked twice: a refused queue backs off instead of trying per append");
         List<String> after = matching(lines, "after ");
         assertEquals(60 - refused.size(), after.size(), String.join("\n", lines));
         for (String line : after) {
