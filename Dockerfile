@@ -31,4 +31,5 @@ VOLUME /var/lib/sluice
 # 7672: clients; 7673: /metrics, /health and the admin API (both need the users the entry point requires).
 EXPOSE 7672 7673
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 CMD ["/opt/sluice/healthcheck.sh", "7673"]
+# The entry point caps the heap at 1 GiB as bin/sluice does (SLUICE_JAVA_OPTS=-Xmx... overrides it).
 ENTRYPOINT ["/opt/sluice/entrypoint.sh"]

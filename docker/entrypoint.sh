@@ -10,7 +10,7 @@ config="${SLUICE_CONFIG:-/etc/sluice/sluice.yaml}"
 data="${SLUICE_DATA_DIR:-/var/lib/sluice}"
 case "${1:-}" in
   hash-password|verify|dump|admin|--help|-h|--version)
-    exec java ${SLUICE_JAVA_OPTS:-} -jar "$jar" "$@" ;;
+    exec java -Xmx1g ${SLUICE_JAVA_OPTS:-} -jar "$jar" "$@" ;;
 esac
 if [ -f "$config" ]; then
   set -- --config "$config" "$@"
@@ -43,4 +43,5 @@ else
        "or set SLUICE_USER and SLUICE_PASSWORD_HASH (print a hash with: docker run --rm -i IMAGE hash-password)" >&2
   exit 2
 fi
-exec java ${SLUICE_JAVA_OPTS:-} -jar "$jar" --data-dir "$data" --listen 0.0.0.0 --set metrics.listen-address=0.0.0.0 "$@"
+# The heap is capped as bin/sluice caps it (see there); an -Xmx in SLUICE_JAVA_OPTS comes later and wins.
+exec java -Xmx1g ${SLUICE_JAVA_OPTS:-} -jar "$jar" --data-dir "$data" --listen 0.0.0.0 --set metrics.listen-address=0.0.0.0 "$@"

@@ -40,13 +40,14 @@ mkdir -p "$out"
 broker_jar="$root/broker/target/sluice-broker-0.1.0-SNAPSHOT.jar"
 bench_jar="$root/bench/target/sluice-bench.jar"
 [ -f "$broker_jar" ] && [ -f "$bench_jar" ] || (cd "$root" && mvn -B -q package -DskipTests)
-port=17680
+port=${SLUICE_PERF_PORT:-17680}   # another port when the machine is shared: another broker may hold 17680
 broker_pid=
 
+# Brokers get the heap cap bin/sluice gives them (-Xmx1g); an -Xmx in SLUICE_JAVA_OPTS comes later and wins.
 start_broker() { # name [--set k=v ...]
   local name=$1; shift
   rm -rf "$out/data-$name"
-  java ${SLUICE_JAVA_OPTS:-} -jar "$broker_jar" --data-dir "$out/data-$name" --port $port --set metrics.port=0 "$@" \
+  java -Xmx1g ${SLUICE_JAVA_OPTS:-} -jar "$broker_jar" --data-dir "$out/data-$name" --port $port --set metrics.port=0 "$@" \
       > "$out/broker-$name.log" 2>&1 &
   broker_pid=$!
   for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && return 0; sleep 0.1; done

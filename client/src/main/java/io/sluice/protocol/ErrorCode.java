@@ -41,7 +41,7 @@ public enum ErrorCode {
     UNKNOWN_MESSAGE_ID(501, "the message id is not outstanding on this subscription", false),
     CONSUMER_TAG_IN_USE(502, "the consumer tag is already used by a subscription on this connection", false),
 
-    RESOURCE_LIMIT(900, "a broker resource limit was reached (connections, subscriptions, memory)", true),
+    RESOURCE_LIMIT(900, "a broker resource limit was reached (connections, subscriptions, memory, open files)", true),
     INTERNAL_ERROR(901, "the broker failed unexpectedly; the operator log has the details", true),
     NOT_CONFIRMED_SHUTDOWN(902, "the broker is shutting down and did not confirm the message; publish it again", true),
     STORAGE_FAILED(903, "the queue's storage failed (a force to disk did not succeed); the message is not confirmed, "

@@ -1,6 +1,7 @@
 package io.sluice.storage;
 
 import io.sluice.storage.durability.FileForcer;
+import io.sluice.storage.files.FileDescriptors;
 import io.sluice.storage.durability.StorageFlusher;
 import io.sluice.storage.readahead.ReadAhead;
 import io.sluice.storage.segment.FileReleaser;
@@ -73,6 +74,9 @@ public final class MessageStore implements AutoCloseable {
      * let the file system commit them together. Threads exist only while creations run.
      */
     private final ThreadPoolExecutor creators;
+    /** The process's open-file limit, read once at open (-1 if unknown). */
+    private final long fileLimit = FileDescriptors.limit();
+    private volatile boolean fileLimitWarned;
 
     private MessageStore(Path dataDirectory, StoreConfig config, LongSupplier clock, FileReleaser releaser, FileForcer forcer) {
         this.releaser = releaser;
@@ -143,6 +147,7 @@ public final class MessageStore implements AutoCloseable {
             store.close();
             throw e;
         }
+        store.checkFileLimit();
         store.flusher.start();
         store.readAhead.start();
         return store;
@@ -178,7 +183,29 @@ public final class MessageStore implements AutoCloseable {
     }
 
     private QueueStore openQueue(String name, Path dir) {
-        return QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp, readAhead, releaser, forcer);
+        try {
+            return QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp, readAhead, releaser, forcer);
+        } catch (RuntimeException e) {
+            if (!(e instanceof StorageFilesExhaustedException) && FileDescriptors.exhausted(e)) {
+                throw FileDescriptors.exhaustedError("queue '" + name + "' cannot be opened", e);
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Warns, once per store, when the queues it holds could need more file descriptors than the
+     * process may open (see {@link FileDescriptors}); at start-up and as queues are created.
+     */
+    private void checkFileLimit() {
+        if (fileLimitWarned) {
+            return;
+        }
+        String warning = FileDescriptors.checkLimit(queues.size(), fileLimit);
+        if (warning != null) {
+            fileLimitWarned = true;
+            LOG.warn("{} (store {})", warning, dataDirectory);
+        }
     }
 
     public StoreConfig config() {
@@ -327,6 +354,7 @@ public final class MessageStore implements AutoCloseable {
         CompletableFuture<QueueStore> mine = inCreation.get(q.name());
         if (parentFailure == null) {
             queues.put(q.name(), q);
+            checkFileLimit();
         } else {
             q.close();
         }

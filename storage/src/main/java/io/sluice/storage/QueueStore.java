@@ -278,6 +278,16 @@ public final class QueueStore {
         }
         int segment = SegmentRollCycle.INSTANCE.toCycle(index);
         ackLog.segmentGrew(segment, SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1);
+        try {
+            durability.appending(segment);
+        } catch (StorageFilesExhaustedException e) {
+            // Rule "descriptors are taken by the append": the record is in the segment but can never be forced
+            // or confirmed, so it is marked acknowledged (never delivered) and the append is refused.
+            io(() -> ackLog.ack(index));
+            throw e;
+        } catch (IOException e) {
+            throw durability.fail("opening a segment for forcing", e);
+        }
         durability.appended(index);
         return index;
     }
@@ -702,8 +712,22 @@ public final class QueueStore {
         if (nowNanos - nextJournalForceNanos >= 0) {
             nextJournalForceNanos = nowNanos + config.syncIntervalMs() * 1_000_000L;
             forceAckJournal();
+            dropWrittenPages();
         }
         return durability.flush(nowNanos);
+    }
+
+    /** Once per sync interval: written pages out of the broker's RSS (docs/storage.md, "Resident memory"). */
+    private void dropWrittenPages() {
+        lock.lock();
+        try {
+            if (!closed) {
+                log.dropWrittenPages();
+                ackLog.dropWrittenPages();
+            }
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**

@@ -5,6 +5,7 @@ import io.sluice.storage.InvalidQueueNameException;
 import io.sluice.storage.MessageTooLargeException;
 import io.sluice.storage.QueueNotFoundException;
 import io.sluice.storage.StorageFailedException;
+import io.sluice.storage.StorageFilesExhaustedException;
 import io.sluice.storage.StorageFullException;
 
 import java.util.concurrent.CompletionException;
@@ -38,6 +39,9 @@ public final class ErrorCodes {
         }
         if (e instanceof StorageFailedException) {
             return ErrorCode.STORAGE_FAILED;
+        }
+        if (e instanceof StorageFilesExhaustedException) {
+            return ErrorCode.RESOURCE_LIMIT; // out of file descriptors: this queue cannot open a file now; the others go on
         }
         return ErrorCode.INTERNAL_ERROR;
     }

@@ -1,5 +1,7 @@
 package io.sluice.storage.ack;
 
+import io.sluice.storage.memory.ResidentPages;
+
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -153,6 +155,8 @@ public final class AckJournal implements Closeable {
     /** Written under both the queue's lock and {@link #mappingLock}; volatile for the force's unlocked checks. */
     private volatile MappedByteBuffer mapped;
     private int position = HEADER_BYTES;
+    /** The position at the last {@link #dropWrittenPages()}; under the queue's lock. */
+    private int droppedAtPosition = -1;
 
     private AckJournal(Path file, long generation, int sizeBytes, int maxBytes, MappedByteBuffer mapped) {
         this.file = file;
@@ -393,6 +397,26 @@ public final class AckJournal implements Closeable {
             MappedByteBuffer buffer = mapped;
             if (buffer != null) {
                 buffer.force();
+            }
+        }
+    }
+
+    /**
+     * Drops the journal's pages wholly behind the append position from this process's memory
+     * ({@link ResidentPages}): they are written, the next generation only reaches them again after a
+     * rotation, and recovery reads the file through a mapping of its own. Under the queue's lock (no
+     * append moves the position meanwhile) and the mapping lock (no growth or close unmaps it).
+     */
+    public void dropWrittenPages() {
+        int end = position;
+        if (end == droppedAtPosition) {
+            return;
+        }
+        droppedAtPosition = end;
+        synchronized (mappingLock) {
+            MappedByteBuffer buffer = mapped;
+            if (buffer != null) {
+                ResidentPages.drop(ResidentPages.address(buffer), Math.min(end, buffer.capacity()));
             }
         }
     }

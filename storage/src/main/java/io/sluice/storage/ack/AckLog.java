@@ -400,6 +400,14 @@ public final class AckLog implements Closeable {
         }
     }
 
+    /** Drops the journal's written pages from this process's memory (see {@link AckJournal#dropWrittenPages()}); under the queue's lock. */
+    public void dropWrittenPages() {
+        AckJournal current = journal;
+        if (current != null) {
+            current.dropWrittenPages();
+        }
+    }
+
     /** Current size of the journal file in bytes (0 before recovery and after close). */
     public int journalBytes() {
         AckJournal current = journal;

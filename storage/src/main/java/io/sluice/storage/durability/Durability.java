@@ -2,6 +2,7 @@ package io.sluice.storage.durability;
 
 import io.sluice.storage.DurabilityMode;
 import io.sluice.storage.StorageFailedException;
+import io.sluice.storage.StorageFilesExhaustedException;
 import io.sluice.storage.segment.SegmentRollCycle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,7 +25,7 @@ import java.util.function.LongConsumer;
  * and later future fails with it, and the queue refuses appends until a restart reads the files
  * back. A segment leaves the list of those to force only after a force that included it succeeded.
  *
- * <p>Threads: {@link #appended}, {@link #sealed} run on appending threads under the queue's lock;
+ * <p>Threads: {@link #appending}, {@link #appended}, {@link #sealed} run on appending threads under the queue's lock;
  * {@link #flush} runs on the storage flusher only; {@link #whenDurable} on any thread. The positions
  * are volatile; the list of sealed segments and the pending futures have their own monitors, held
  * only to copy or change them, never across a force.
@@ -48,6 +49,8 @@ public final class Durability {
     private volatile StorageFailedException failure;
     /** When {@link DurabilityMode#INTERVAL} forces next; flusher thread only. */
     private long nextIntervalSyncNanos;
+    /** A force is waiting for a file descriptor (logged once per episode); flusher thread only. */
+    private boolean waitingForDescriptor;
 
     /** Everything up to {@code recoveredIndex} was read back from disk, so it counts as durable. */
     public Durability(String queueName, DurabilityMode mode, long syncIntervalMs, SegmentSyncer syncer, Runnable wakeFlusher,
@@ -81,6 +84,17 @@ public final class Durability {
         if (mode != DurabilityMode.ALWAYS) {
             durableIndex = index;
         }
+    }
+
+    /**
+     * An append landed in {@code segment}, before {@link #appended}; under the queue's lock. Opens the
+     * segment's channel for forcing the first time (see {@link SegmentSyncer#open(int)}).
+     *
+     * @throws StorageFilesExhaustedException if the process has no file descriptor left: refuse the append
+     * @throws IOException if the segment file cannot be opened for another reason
+     */
+    public void appending(int segment) throws IOException {
+        syncer.open(segment);
     }
 
     /** {@code segment} was sealed by a roll: the next force must include it. Under the queue's lock. */
@@ -157,6 +171,26 @@ public final class Durability {
         if (failure != null) {
             return false;
         }
+        try {
+            boolean forced = flushByMode(nowNanos);
+            if (waitingForDescriptor) {
+                waitingForDescriptor = false;
+                LOG.info("Queue '{}': its segments are forced again.", queueName);
+            }
+            return forced;
+        } catch (StorageFilesExhaustedException e) {
+            // Nothing failed to reach the disk: a file could not be opened. The same force is tried again on the
+            // flusher's next turn; the durable index stays where it is meanwhile.
+            if (!waitingForDescriptor) {
+                waitingForDescriptor = true;
+                LOG.warn("Queue '{}': its segments cannot be forced until a file descriptor is free; confirms wait. {}",
+                        queueName, e.getMessage());
+            }
+            return false;
+        }
+    }
+
+    private boolean flushByMode(long nowNanos) {
         switch (mode) {
             case ALWAYS -> {
                 long target = writtenIndex;
@@ -190,6 +224,8 @@ public final class Durability {
      * then the target's.
      *
      * @throws StorageFailedException if the force failed (and the queue is now failed)
+     * @throws StorageFilesExhaustedException if a file could not be opened for want of descriptors; the queue
+     *         is not failed, and the same force can be tried again
      */
     public void forceThrough(long target) {
         List<Integer> sealed;
@@ -198,6 +234,8 @@ public final class Durability {
         }
         try {
             syncer.force(sealed, SegmentRollCycle.INSTANCE.toCycle(target));
+        } catch (StorageFilesExhaustedException e) {
+            throw e;
         } catch (IOException | RuntimeException e) {
             throw fail("forcing its segments to disk", e);
         }
@@ -220,6 +258,8 @@ public final class Durability {
                     durableIndex = target;
                 } catch (StorageFailedException e) {
                     // fail() logged it; the waiting futures fail in notifyClosed()
+                } catch (StorageFilesExhaustedException e) {
+                    fail("the last force before closing", e); // nothing unforced may be reported durable
                 }
             } else {
                 durableIndex = target;

@@ -93,11 +93,21 @@ public final class QueueRecovery {
         try {
             return recover(log, ackLog, lastSegment);
         } catch (IOException e) {
-            log.close();
+            closeAfterFailure(log, ackLog);
             throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
         } catch (RuntimeException | Error e) {
-            log.close();
+            closeAfterFailure(log, ackLog);
             throw e;
+        }
+    }
+
+    /** A recovery that failed leaves no file open: a queue refused for want of descriptors must not hold any. */
+    private void closeAfterFailure(SegmentLog log, AckLog ackLog) {
+        log.close();
+        try {
+            ackLog.close();
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("Queue '{}': error while closing its ack state after a failed open.", name, e);
         }
     }
 

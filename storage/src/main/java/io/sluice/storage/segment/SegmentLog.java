@@ -1,13 +1,18 @@
 package io.sluice.storage.segment;
 
 import io.sluice.storage.StorageException;
+import io.sluice.storage.StorageFilesExhaustedException;
+import io.sluice.storage.files.FileDescriptors;
+import io.sluice.storage.memory.ResidentPages;
 import net.openhft.chronicle.bytes.Bytes;
+import net.openhft.chronicle.bytes.MappedBytesStore;
 import net.openhft.chronicle.queue.ExcerptAppender;
 import net.openhft.chronicle.queue.ExcerptTailer;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueBuilder;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueStore;
 import net.openhft.chronicle.wire.DocumentContext;
+import net.openhft.chronicle.wire.Wire;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -34,16 +39,29 @@ import java.util.function.IntConsumer;
 public final class SegmentLog implements AutoCloseable {
     /** Mapping chunk of a segment file: Chronicle maps this much (plus a quarter) at a time. */
     private static final long CHRONICLE_BLOCK_BYTES = 16L << 20;
+    /** How long a queue refused for want of descriptors refuses appends before it tries again. */
+    private static final long REFUSAL_BACKOFF_NANOS = 1_000_000_000L;
 
     private final String queueName;
     private final Path segmentDirectory;
     private final long segmentBytes;
     private final SegmentClock segmentClock;
     private final SingleChronicleQueue chronicle;
-    private final ExcerptAppender appender;
+    /** Replaced after a failed append ({@link #replaceAppender()}); guarded by the owner's lock. */
+    private ExcerptAppender appender;
     private final RecordCodec randomReadCodec = new RecordCodec();
     private final IntConsumer onSeal;
     private ExcerptTailer randomTailer;
+    /**
+     * Rule "a queue out of descriptors backs off": after an append was refused because its segment file
+     * could not be opened, appends are refused with the same error without trying again until this
+     * time ({@code System.nanoTime()}), so that a queue that cannot have a file costs its event loop
+     * one attempt (and Chronicle one warning with a stack trace) a second, not one per message.
+     */
+    private long refuseUntilNanos;
+    private StorageFilesExhaustedException lastRefusal;
+    /** The append position at the last {@link #dropWrittenPages()}, so that an idle queue's pass costs no syscall. */
+    private long droppedAtPosition = -1;
     /** Record bytes and message counts per segment on disk, oldest first. */
     private final TreeMap<Integer, SegmentTally> tallies = new TreeMap<>();
 
@@ -60,13 +78,25 @@ public final class SegmentLog implements AutoCloseable {
         this.onSeal = onSeal;
         this.segmentClock = new SegmentClock(Math.max(writeSegment, 0));
         StaleWriteLocks.release(queueName, segmentDirectory);
-        this.chronicle = SingleChronicleQueueBuilder.single(segmentDirectory.toFile())
-                .rollCycle(SegmentRollCycle.INSTANCE)
-                .timeProvider(segmentClock)
-                .blockSize(Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes))
-                .checkInterrupts(false)
-                .build();
-        this.appender = chronicle.createAppender();
+        SingleChronicleQueue opened = null;
+        try {
+            opened = SingleChronicleQueueBuilder.single(segmentDirectory.toFile())
+                    .rollCycle(SegmentRollCycle.INSTANCE)
+                    .timeProvider(segmentClock)
+                    .blockSize(Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes))
+                    .checkInterrupts(false)
+                    .build();
+            this.appender = opened.createAppender();
+        } catch (RuntimeException e) {
+            if (opened != null) {
+                opened.close();
+            }
+            if (FileDescriptors.exhausted(e)) {
+                throw FileDescriptors.exhaustedError("queue '" + queueName + "' cannot open its segments in " + segmentDirectory, e);
+            }
+            throw e;
+        }
+        this.chronicle = opened;
         appender.singleThreadedCheckDisabled(true);
     }
 
@@ -104,9 +134,17 @@ public final class SegmentLog implements AutoCloseable {
      * {@code segmentBytes}, and returns the record's id.
      *
      * @throws MappedFileFaultException if the store into the mapping faulted (SIGBUS); nothing was written
+     * @throws io.sluice.storage.StorageFilesExhaustedException if the segment file cannot be opened for want of
+     *         file descriptors; nothing was written
      * @throws StorageException if Chronicle fails otherwise; nothing was written then
      */
     public long append(RecordCodec codec) {
+        if (lastRefusal != null) {
+            if (System.nanoTime() - refuseUntilNanos < 0) {
+                throw new StorageFilesExhaustedException(lastRefusal.getMessage(), lastRefusal);
+            }
+            lastRefusal = null;
+        }
         int length = codec.length();
         SegmentTally current = tallies.get(segmentClock.segment());
         if (current != null && current.messages > 0 && current.bytes + length > segmentBytes) {
@@ -119,6 +157,18 @@ public final class SegmentLog implements AutoCloseable {
             // header write, the record or the close: all of the append is covered.
             throw new MappedFileFaultException("an append to queue '" + queueName + "'",
                     SegmentFiles.file(segmentDirectory, segmentClock.segment()), e);
+        } catch (Exception e) {
+            // Chronicle throws I/O exceptions it does not declare, such as FileNotFoundException when it cannot
+            // create or open the segment file; nothing was written then.
+            Path file = SegmentFiles.file(segmentDirectory, segmentClock.segment());
+            replaceAppender();
+            if (FileDescriptors.exhausted(e)) {
+                lastRefusal = FileDescriptors.exhaustedError("queue '" + queueName + "' cannot open its segment file " + file, e);
+                refuseUntilNanos = System.nanoTime() + REFUSAL_BACKOFF_NANOS;
+                throw lastRefusal;
+            }
+            throw e instanceof StorageException se ? se
+                    : new StorageException("append to queue '" + queueName + "' failed; nothing was written", e);
         }
         long index = appender.lastIndexAppended();
         int segment = SegmentRollCycle.INSTANCE.toCycle(index);
@@ -126,6 +176,23 @@ public final class SegmentLog implements AutoCloseable {
         tally.messages = SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1;
         tally.bytes += length + 4;
         return index;
+    }
+
+    /**
+     * After an append that failed inside Chronicle: a Chronicle appender that could not open its
+     * segment file is left without a store and fails every later append (its document has no wire),
+     * and the write lock it took is left held; so the lock is released and the appender replaced by a
+     * new one, which opens the file again on its first append.
+     */
+    private void replaceAppender() {
+        try {
+            appender.close();
+        } catch (RuntimeException e) {
+            // the broken appender's state is what is being discarded
+        }
+        StaleWriteLocks.releaseAfterFailedAppend(queueName, chronicle);
+        appender = chronicle.createAppender();
+        appender.singleThreadedCheckDisabled(true);
     }
 
     private void write(RecordCodec codec, int length) {
@@ -141,6 +208,36 @@ public final class SegmentLog implements AutoCloseable {
         } finally {
             dc.close();
         }
+    }
+
+    /**
+     * Drops from this process's memory the pages of the write segment's current mapping chunk that lie
+     * wholly behind the append position ({@link ResidentPages}, rule "drop only what nobody writes").
+     * Chronicle keeps a chunk ({@code blockSize} plus a quarter) mapped until the appender moves past
+     * it, so without this every page a slow queue has written stays in the broker's RSS. Under the
+     * owner's lock: no append can move the appender to another chunk, and so unmap this one, meanwhile.
+     * Returns true if it dropped pages.
+     */
+    public boolean dropWrittenPages() {
+        if (!ResidentPages.enabled()) {
+            return false;
+        }
+        Wire wire = appender.wire();
+        if (wire == null) {
+            return false; // nothing appended since the log opened
+        }
+        Bytes<?> bytes = wire.bytes();
+        long position = bytes.writePosition();
+        if (position == droppedAtPosition || !(bytes.bytesStore() instanceof MappedBytesStore chunk)) {
+            return false;
+        }
+        droppedAtPosition = position;
+        long chunkStart = chunk.start();
+        long end = Math.min(position, chunk.safeLimit());
+        if (end <= chunkStart || !chunk.inside(chunkStart)) {
+            return false;
+        }
+        return ResidentPages.drop(chunk.addressForRead(chunkStart), end - chunkStart);
     }
 
     // ---------------------------------------------------------------- reads

@@ -12,6 +12,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.lang.reflect.Method;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
@@ -83,6 +84,29 @@ final class StaleWriteLocks {
             }
         } finally {
             lock.close();
+        }
+    }
+
+    /**
+     * After an append that failed inside Chronicle (it could not create or open the segment file):
+     * Chronicle took the queue's write lock for that append and does not release it when the file
+     * cannot be had, so the next appender would wait out the lock timeout (15 s) on the caller's
+     * thread, and then fail. Releases it. Safe for the reason in the class comment, and because every
+     * append to the queue runs under its owner's lock, which the caller holds: no append is under way.
+     */
+    static void releaseAfterFailedAppend(String queueName, SingleChronicleQueue chronicle) {
+        try {
+            Method writeLock = SingleChronicleQueue.class.getDeclaredMethod("writeLock");
+            writeLock.setAccessible(true);
+            Object lock = writeLock.invoke(chronicle);
+            if (lock instanceof TableStoreWriteLock held && held.locked()) {
+                held.unlock(); // held under this process's PID: released without Chronicle's warning and stack trace
+                if (held.locked()) {
+                    held.forceUnlock();
+                }
+            }
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            LOG.warn("Queue '{}': could not release the write lock after a failed append: {}", queueName, e.toString());
         }
     }
 

@@ -1,0 +1,93 @@
+package io.sluice.storage.files;
+
+import io.sluice.storage.StorageFilesExhaustedException;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.OperatingSystemMXBean;
+
+/**
+ * What the store's queues need of the process's file descriptors, and what the process has: its
+ * open-file limit ({@code RLIMIT_NOFILE}, the soft limit, which the JVM raises to the hard limit at
+ * start) and how many it has open, from the JVM's {@code UnixOperatingSystemMXBean}.
+ *
+ * <p>Descriptors per queue (docs/storage.md, "File descriptors"): a declared queue holds one
+ * (Chronicle's {@code metadata.cq4t}); once it has been appended to, it holds two more (Chronicle's
+ * segment file and the channel the flusher forces it through). Opening a queue and forcing take a
+ * few more for a moment.
+ *
+ * <p>Thread-safe (stateless).
+ */
+public final class FileDescriptors {
+    /** Held by a declared queue that has not been appended to since the store opened. */
+    public static final int PER_IDLE_QUEUE = 1;
+    /** Held by a queue with a segment being written. */
+    public static final int PER_ACTIVE_QUEUE = 3;
+    /** Left for everything else: the JVM's jars and libraries, sockets, files opened for a moment. */
+    public static final int RESERVED = 256;
+
+    private FileDescriptors() {
+    }
+
+    /** The process's open-file limit, or -1 if the JVM cannot tell (not a Unix JVM). */
+    public static long limit() {
+        OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
+        if (os instanceof com.sun.management.UnixOperatingSystemMXBean unix) {
+            return unix.getMaxFileDescriptorCount();
+        }
+        return -1;
+    }
+
+    /** Descriptors the process has open now, or -1 if the JVM cannot tell. Lists /proc/self/fd: not for hot paths. */
+    public static long open() {
+        OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
+        if (os instanceof com.sun.management.UnixOperatingSystemMXBean unix) {
+            return unix.getOpenFileDescriptorCount();
+        }
+        return -1;
+    }
+
+    /** The open-file limit that {@code queues} queues, every one of them being written, need. */
+    public static long neededFor(long queues) {
+        return queues * PER_ACTIVE_QUEUE + RESERVED;
+    }
+
+    /** True if {@code e}, or any of its causes, is the operating system refusing to open another file (EMFILE, ENFILE). */
+    public static boolean exhausted(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            String message = t.getMessage();
+            if (message != null && message.contains("Too many open files")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The error for {@code what} (for example "queue 'orders' cannot open its segment file F") when
+     * the process ran out of descriptors: names the limit and the remedy.
+     */
+    public static StorageFilesExhaustedException exhaustedError(String what, Throwable cause) {
+        long limit = limit();
+        String limitText = limit < 0 ? "the open-file limit" : "the open-file limit " + limit;
+        return new StorageFilesExhaustedException(what + ": too many open files (" + limitText
+                + " of this process is reached; each queue being written holds " + PER_ACTIVE_QUEUE
+                + "); nothing of it is stored, and it works again once files are closed or the limit is raised"
+                + " (ulimit -n, systemd LimitNOFILE, docker run --ulimit nofile=N:N)", cause);
+    }
+
+    /**
+     * For start-up and for each new queue: a warning if {@code limit} is below what {@code queues}
+     * queues being written need, else null.
+     */
+    public static String checkLimit(long queues, long limit) {
+        if (limit < 0 || limit >= neededFor(queues)) {
+            return null;
+        }
+        long writable = Math.max(0, (limit - RESERVED) / PER_ACTIVE_QUEUE);
+        return "The open-file limit of this process is " + limit + ", and " + queues + " queues need up to "
+                + neededFor(queues) + " (" + PER_ACTIVE_QUEUE + " per queue being written, " + RESERVED
+                + " for the rest): about " + writable + " queues can be written at once, and appends to the "
+                + "others will be refused with \"too many open files\". Raise the limit to at least "
+                + neededFor(queues) + " (ulimit -n, systemd LimitNOFILE, docker run --ulimit nofile=N:N).";
+    }
+}
