@@ -38,7 +38,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * ready; {@link #attach} hands it the running broker.
  *
  * <p>Threads: the JDK's HTTP server on two daemon threads, and one that sends delayed answers to
- * refused credentials; requests never run on an event loop.
+ * refused credentials and samples the queue rates; requests never run on an event loop.
  */
 public final class AdminServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AdminServer.class);
@@ -46,9 +46,12 @@ public final class AdminServer implements AutoCloseable {
 
     private final HttpServer server;
     private final ExecutorService executor;
-    /** Sends the delayed answers to refused credentials (AdminApi), so that no HTTP thread waits. */
-    private final ScheduledExecutorService delayedAnswers = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "sluice-http-delayed-answers");
+    /**
+     * Sends the delayed answers to refused credentials (AdminApi), so that no HTTP thread waits, and
+     * samples the queues' counters for their rates ({@link QueueRates}).
+     */
+    private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "sluice-http-scheduler");
         t.setDaemon(true);
         return t;
     });
@@ -110,7 +113,9 @@ public final class AdminServer implements AutoCloseable {
         metrics.bind(running.queues(), running.store(), running.connections(), running.networkCounters(),
                 running.recoveryNanos(), running::isReady);
         metrics.bindSecurity(running.limits(), running.authorizer(), running.loginBackoff());
-        this.api = new AdminApi(running, delayedAnswers);
+        QueueRates rates = new QueueRates(System::nanoTime);
+        scheduler.scheduleAtFixedRate(() -> rates.sample(running.queues().all()), 0, QueueRates.INTERVAL_MS, TimeUnit.MILLISECONDS);
+        this.api = new AdminApi(running, scheduler, rates);
         this.broker = running;
     }
 
@@ -182,7 +187,7 @@ public final class AdminServer implements AutoCloseable {
     @Override
     public void close() {
         server.stop(0);
-        delayedAnswers.shutdownNow();
+        scheduler.shutdownNow();
         executor.shutdown();
         try {
             executor.awaitTermination(2, TimeUnit.SECONDS);
