@@ -88,6 +88,8 @@ import java.util.function.Supplier;
 final class AdminApi {
     private static final Logger LOG = LoggerFactory.getLogger(AdminApi.class);
     static final String JSON = "application/json; charset=utf-8";
+    /** Sent by the web console with each request; its 401s then carry no Basic challenge. */
+    static final String CONSOLE_HEADER = "X-Sluice-Console";
     private static final long QUEUE_WAIT_MS = 5000;
 
     private final Broker broker;
@@ -153,7 +155,10 @@ final class AdminApi {
      */
     private void refuse(HttpExchange exchange, ApiException e, boolean plainText) throws IOException {
         if (e.status == 401) {
-            exchange.getResponseHeaders().set("WWW-Authenticate", "Basic realm=\"sluice\"");
+            // The console asks for credentials with its own form; a Basic challenge would make the
+            // browser ask again with its own prompt, and then send those credentials by itself.
+            boolean console = exchange.getRequestHeaders().containsKey(CONSOLE_HEADER);
+            exchange.getResponseHeaders().set("WWW-Authenticate", (console ? "SluiceConsole" : "Basic") + " realm=\"sluice\"");
         }
         if (e.retryAfterMs > 0) {
             exchange.getResponseHeaders().set("Retry-After", String.valueOf((e.retryAfterMs + 999) / 1000));
@@ -195,7 +200,7 @@ final class AdminApi {
      * header names another host and port than its {@code Host}) is refused, 403 {@code cross_origin},
      * before its credentials are looked at. Without this, any web page could make a browser on the
      * broker's machine purge a queue of an open (anonymous) admin API with a plain form POST. The
-     * CLI sends no Origin.
+     * console is served from this port, so its requests are same-origin; the CLI sends no Origin.
      */
     private static void refuseCrossOrigin(HttpExchange exchange) {
         String origin = exchange.getRequestHeaders().getFirst("Origin");
@@ -211,7 +216,7 @@ final class AdminApi {
         }
         if (host == null || authority == null || !authority.equalsIgnoreCase(host)) {
             throw new ApiException(403, "cross_origin", "the admin API refuses requests from pages of another origin ("
-                    + origin + "); use the admin CLI or a page served by this port");
+                    + origin + "); use the console on this port or the admin CLI");
         }
     }
 

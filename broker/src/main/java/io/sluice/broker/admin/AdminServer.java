@@ -37,6 +37,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * them); {@code /metrics} does per {@code metrics.scrape-access}. It starts before recovery, so that a long recovery is visible as live but not
  * ready; {@link #attach} hands it the running broker.
  *
+ * <p>The web console ({@link ConsoleFiles}) is served under {@code /console/}; {@code /} leads there.
+ *
  * <p>Threads: the JDK's HTTP server on two daemon threads, and one that sends delayed answers to
  * refused credentials and samples the queue rates; requests never run on an event loop.
  */
@@ -101,8 +103,9 @@ public final class AdminServer implements AutoCloseable {
         server.createContext("/health/live", admin::live);
         server.createContext("/health/ready", admin::ready);
         server.createContext("/api/", admin::api);
+        server.createContext("/", ConsoleFiles::handle);
         server.start();
-        LOG.info("Metrics, health and admin API on {}://{}:{}/.", config.metrics.tls ? "https" : "http",
+        LOG.info("Metrics, health, admin API and web console on {}://{}:{}/.", config.metrics.tls ? "https" : "http",
                 config.metrics.listenAddress, admin.port());
         ListenerExposure.warnIfAdminExposed(config);
         return admin;
