@@ -2,6 +2,8 @@ package io.sluice.broker.queue;
 
 import io.sluice.broker.config.ConfigLoader;
 import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.error.BrokerException;
+import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.QueueSettings;
 import org.junit.jupiter.api.Test;
 
@@ -15,7 +17,9 @@ class QueueOptionsTest {
     private final BrokerConfig.Queues defaults = new ConfigLoader().load(null, Map.of()).queues;
 
     private String refusal(QueueSettings settings) {
-        return assertThrows(IllegalArgumentException.class, () -> QueueOptions.from("orders", settings, defaults)).getMessage();
+        BrokerException refused = assertThrows(BrokerException.class, () -> QueueOptions.from("orders", settings, defaults));
+        assertEquals(ErrorCode.INVALID_QUEUE_SETTING, refused.code());
+        return refused.getMessage();
     }
 
     @Test
