@@ -23,11 +23,13 @@ import io.sluice.broker.error.ErrorCodes;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.BacklogStats;
+import io.sluice.storage.StoredMessage;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.net.URI;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -76,10 +78,18 @@ import java.util.function.Supplier;
  * ({@code *}), and only the user's own connections to anyone else; {@code DELETE /api/connections/{id}}
  * closes the user's own connection, or any with manage on every queue.</li>
  * </ul>
+ *
+ * <p>Origin (A4): a request whose {@code Origin} header is not this port's own is refused 403
+ * {@code cross_origin} before anything else ({@link #refuseCrossOrigin}).
+ *
+ * <p>Each queue carries its rates, messages per second over the last {@link QueueRates#INTERVAL_MS}
+ * ({@link QueueRates}), and the age of its oldest unacknowledged and oldest ready message.
  */
 final class AdminApi {
     private static final Logger LOG = LoggerFactory.getLogger(AdminApi.class);
     static final String JSON = "application/json; charset=utf-8";
+    /** Sent by the web console with each request; its 401s then carry no Basic challenge. */
+    static final String CONSOLE_HEADER = "X-Sluice-Console";
     private static final long QUEUE_WAIT_MS = 5000;
 
     private final Broker broker;
@@ -91,9 +101,12 @@ final class AdminApi {
     /** Answers refused credentials after {@link LoginBackoff#REFUSAL_DELAY_MS}, so no HTTP thread waits. */
     private final ScheduledExecutorService delayedAnswers;
 
-    AdminApi(Broker broker, ScheduledExecutorService delayedAnswers) {
+    private final QueueRates rates;
+
+    AdminApi(Broker broker, ScheduledExecutorService delayedAnswers, QueueRates rates) {
         this.broker = broker;
         this.delayedAnswers = delayedAnswers;
+        this.rates = rates;
         this.auth = broker.config().auth;
         this.authenticator = new Authenticator(auth);
         this.authorizer = broker.authorizer();
@@ -125,6 +138,7 @@ final class AdminApi {
     void handle(HttpExchange exchange) throws IOException {
         try {
             byte[] body = exchange.getRequestBody().readAllBytes();
+            refuseCrossOrigin(exchange);
             String user = authenticate(exchange);
             Object result = route(user, exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(), body);
             AdminServer.respond(exchange, 200, JSON, json.writeValueAsString(result) + "\n");
@@ -141,7 +155,10 @@ final class AdminApi {
      */
     private void refuse(HttpExchange exchange, ApiException e, boolean plainText) throws IOException {
         if (e.status == 401) {
-            exchange.getResponseHeaders().set("WWW-Authenticate", "Basic realm=\"sluice\"");
+            // The console asks for credentials with its own form; a Basic challenge would make the
+            // browser ask again with its own prompt, and then send those credentials by itself.
+            boolean console = exchange.getRequestHeaders().containsKey(CONSOLE_HEADER);
+            exchange.getResponseHeaders().set("WWW-Authenticate", (console ? "SluiceConsole" : "Basic") + " realm=\"sluice\"");
         }
         if (e.retryAfterMs > 0) {
             exchange.getResponseHeaders().set("Retry-After", String.valueOf((e.retryAfterMs + 999) / 1000));
@@ -176,6 +193,31 @@ final class AdminApi {
         body.put("error", code);
         body.put("message", message);
         AdminServer.respond(exchange, status, JSON, json.writeValueAsString(body) + "\n");
+    }
+
+    /**
+     * Rule A4: a request a browser sends on behalf of a page from another origin (its {@code Origin}
+     * header names another host and port than its {@code Host}) is refused, 403 {@code cross_origin},
+     * before its credentials are looked at. Without this, any web page could make a browser on the
+     * broker's machine purge a queue of an open (anonymous) admin API with a plain form POST. The
+     * console is served from this port, so its requests are same-origin; the CLI sends no Origin.
+     */
+    private static void refuseCrossOrigin(HttpExchange exchange) {
+        String origin = exchange.getRequestHeaders().getFirst("Origin");
+        if (origin == null) {
+            return;
+        }
+        String host = exchange.getRequestHeaders().getFirst("Host");
+        String authority;
+        try {
+            authority = URI.create(origin).getRawAuthority();
+        } catch (IllegalArgumentException e) {
+            authority = null;
+        }
+        if (host == null || authority == null || !authority.equalsIgnoreCase(host)) {
+            throw new ApiException(403, "cross_origin", "the admin API refuses requests from pages of another origin ("
+                    + origin + "); use the console on this port or the admin CLI");
+        }
     }
 
     /**
@@ -375,6 +417,11 @@ final class AdminApi {
         m.put("producers", s.producers().size());
         m.put("flowState", s.flowState().name().toLowerCase());
         m.put("flowReason", s.flowReason());
+        long nowMillis = q.store().nowMillis();
+        m.put("oldestUnackedAgeSeconds", oldestUnackedAgeSeconds(q, nowMillis));
+        long ready = s.oldestReadyTimestampMillis();
+        m.put("oldestReadyAgeSeconds", ready < 0 ? 0 : Math.max(0, nowMillis - ready) / 1000.0);
+        m.put("rates", rates.of(q.name()));
         m.put("durability", q.store().durability().configName());
         m.put("segments", stats.segments());
         m.put("diskBytes", stats.diskBytes());
@@ -386,6 +433,17 @@ final class AdminApi {
                 QueueSettings.ACK_TIMEOUT_MS, q.options().ackTimeoutMs(),
                 "quota", q.options().quota()));
         return m;
+    }
+
+    /** As the metric of that name: 0 with no message, null when the oldest record cannot be read. */
+    private static Double oldestUnackedAgeSeconds(BrokerQueue q, long nowMillis) {
+        try {
+            long oldest = q.store().oldestUnacked(id -> false, 0);
+            StoredMessage m = oldest < 0 ? null : q.store().read(oldest);
+            return m == null ? 0.0 : Math.max(0, nowMillis - m.timestampMillis()) / 1000.0;
+        } catch (RuntimeException e) {
+            return null; // a damaged record or a queue being deleted: unknown, not 0
+        }
     }
 
     private Map<String, Object> declare(String name, byte[] body) {

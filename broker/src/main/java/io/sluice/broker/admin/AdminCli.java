@@ -225,7 +225,9 @@ public final class AdminCli {
         switch (command) {
             case "queues" -> table(body, Column.of("NAME", "name"), Column.of("BACKLOG", "backlogMessages"),
                     Column.mebibytes("BACKLOG MiB", "backlogBytes"), Column.of("READY", "readyMessages"),
-                    Column.of("UNACKED", "unackedMessages"), Column.of("CONSUMERS", "consumers"),
+                    Column.of("UNACKED", "unackedMessages"), Column.rate("PUBLISHED/s", "publishedPerSecond"),
+                    Column.rate("ACKED/s", "ackedPerSecond"), Column.seconds("OLDEST s", "oldestUnackedAgeSeconds"),
+                    Column.of("CONSUMERS", "consumers"),
                     Column.of("PRODUCERS", "producers"), Column.of("FLOW", "flowState"), Column.of("REASON", "flowReason"));
             case "connections" -> table(body, Column.of("CONNECTION", "id"), Column.of("REMOTE", "remoteAddress"),
                     Column.of("CLIENT", "client"), Column.of("USER", "user"), Column.mebibytes("RECEIVED MiB", "bytesReceived"),
@@ -251,6 +253,21 @@ public final class AdminCli {
     private record Column(String header, String field, Function<JsonNode, String> format) {
         static Column of(String header, String field) {
             return new Column(header, field, v -> v.isNull() ? "" : v.asText(""));
+        }
+
+        /**
+         * Messages per second over the broker's last sampling interval ({@code rates} of the queue), one
+         * decimal; "-" until the broker has sampled the queue twice ({@code intervalMs} 0), which is
+         * not the same as idle.
+         */
+        static Column rate(String header, String key) {
+            return new Column(header, "rates", r -> r.path("intervalMs").asLong() <= 0 ? "-"
+                    : String.format(Locale.ROOT, "%.1f", r.path(key).asDouble()));
+        }
+
+        /** Seconds with one decimal; "?" when the broker could not tell (null). */
+        static Column seconds(String header, String field) {
+            return new Column(header, field, v -> v.isNumber() ? String.format(Locale.ROOT, "%.1f", v.asDouble()) : "?");
         }
 
         /** Bytes shown in MiB with one decimal, so that a column of large counts can be read at a glance. */

@@ -37,8 +37,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * them); {@code /metrics} does per {@code metrics.scrape-access}. It starts before recovery, so that a long recovery is visible as live but not
  * ready; {@link #attach} hands it the running broker.
  *
+ * <p>The web console ({@link ConsoleFiles}) is served under {@code /console/}; {@code /} leads there.
+ *
  * <p>Threads: the JDK's HTTP server on two daemon threads, and one that sends delayed answers to
- * refused credentials; requests never run on an event loop.
+ * refused credentials and samples the queue rates; requests never run on an event loop.
  */
 public final class AdminServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AdminServer.class);
@@ -46,9 +48,12 @@ public final class AdminServer implements AutoCloseable {
 
     private final HttpServer server;
     private final ExecutorService executor;
-    /** Sends the delayed answers to refused credentials (AdminApi), so that no HTTP thread waits. */
-    private final ScheduledExecutorService delayedAnswers = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "sluice-http-delayed-answers");
+    /**
+     * Sends the delayed answers to refused credentials (AdminApi), so that no HTTP thread waits, and
+     * samples the queues' counters for their rates ({@link QueueRates}).
+     */
+    private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "sluice-http-scheduler");
         t.setDaemon(true);
         return t;
     });
@@ -98,8 +103,9 @@ public final class AdminServer implements AutoCloseable {
         server.createContext("/health/live", admin::live);
         server.createContext("/health/ready", admin::ready);
         server.createContext("/api/", admin::api);
+        server.createContext("/", ConsoleFiles::handle);
         server.start();
-        LOG.info("Metrics, health and admin API on {}://{}:{}/.", config.metrics.tls ? "https" : "http",
+        LOG.info("Metrics, health, admin API and web console on {}://{}:{}/.", config.metrics.tls ? "https" : "http",
                 config.metrics.listenAddress, admin.port());
         ListenerExposure.warnIfAdminExposed(config);
         return admin;
@@ -110,7 +116,9 @@ public final class AdminServer implements AutoCloseable {
         metrics.bind(running.queues(), running.store(), running.connections(), running.networkCounters(),
                 running.recoveryNanos(), running::isReady);
         metrics.bindSecurity(running.limits(), running.authorizer(), running.loginBackoff());
-        this.api = new AdminApi(running, delayedAnswers);
+        QueueRates rates = new QueueRates(System::nanoTime);
+        scheduler.scheduleAtFixedRate(() -> rates.sample(running.queues().all()), 0, QueueRates.INTERVAL_MS, TimeUnit.MILLISECONDS);
+        this.api = new AdminApi(running, scheduler, rates);
         this.broker = running;
     }
 
@@ -182,7 +190,7 @@ public final class AdminServer implements AutoCloseable {
     @Override
     public void close() {
         server.stop(0);
-        delayedAnswers.shutdownNow();
+        scheduler.shutdownNow();
         executor.shutdown();
         try {
             executor.awaitTermination(2, TimeUnit.SECONDS);

@@ -162,5 +162,58 @@ class AdminApiTest {
         assertEquals(401, call("GET", "/metrics", null, bad).statusCode());
         assertEquals(200, call("GET", "/metrics", null, good).statusCode(), "credentials of a user who may see every queue open the metrics");
         assertEquals(200, fixture.get("/health/live").statusCode(), "health probes stay open for orchestrators");
+        HttpResponse<String> fromConsole = http.send(HttpRequest.newBuilder(URI.create(fixture.baseUrl() + "/api/queues"))
+                .header(AdminApi.CONSOLE_HEADER, "1").GET().build(), HttpResponse.BodyHandlers.ofString());
+        assertError(fromConsole, 401, "unauthorized");
+        assertTrue(fromConsole.headers().firstValue("WWW-Authenticate").orElse("").startsWith("SluiceConsole "),
+                "no Basic challenge to the console, so the browser does not ask a second time with its own prompt");
+    }
+
+    @Test
+    void shouldRefuseARequestFromAPageOfAnotherOriginBeforeDoingIt() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        fixture.publishAndAck("jobs", 3, 0);
+        HttpResponse<String> foreign = http.send(HttpRequest.newBuilder(URI.create(fixture.baseUrl() + "/api/queues/jobs/purge"))
+                .header("Origin", "http://evil.example").POST(HttpRequest.BodyPublishers.noBody()).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertError(foreign, 403, "cross_origin");
+        assertTrue(foreign.body().contains("http://evil.example"), foreign.body());
+        assertEquals(3, ok(call("GET", "/api/queues/jobs", null, null)).path("backlogMessages").asLong(), "nothing purged");
+        HttpResponse<String> own = http.send(HttpRequest.newBuilder(URI.create(fixture.baseUrl() + "/api/queues/jobs/purge"))
+                .header("Origin", fixture.baseUrl()).POST(HttpRequest.BodyPublishers.noBody()).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(3, ok(own).path("purgedMessages").asLong(), "the console's own origin is served");
+    }
+
+    @Test
+    void shouldReportRatesOverTheLastIntervalAndTheOldestMessagesAge() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        fixture.publishAndAck("jobs", 4, 0);
+        JsonNode first = ok(call("GET", "/api/queues/jobs", null, null));
+        assertTrue(first.path("oldestUnackedAgeSeconds").isNumber(), first.toString());
+        assertTrue(first.path("oldestUnackedAgeSeconds").asDouble() >= 0, first.toString());
+        assertTrue(first.path("oldestReadyAgeSeconds").isNumber(), first.toString());
+        assertTrue(first.path("rates").has("publishedPerSecond") && first.path("rates").has("ackedPerSecond"), first.toString());
+        // Two samples of the queue first, then growth between two later ones: a rate above 0.
+        awaitQueue("two samples of jobs", q -> q.path("rates").path("intervalMs").asLong() > 0);
+        fixture.publishAndAck("jobs", 20, 10);
+        JsonNode busy = awaitQueue("a publish and an ack rate", q -> q.path("rates").path("publishedPerSecond").asDouble() > 0
+                && q.path("rates").path("ackedPerSecond").asDouble() > 0);
+        assertTrue(busy.path("rates").path("deliveredPerSecond").asDouble() > 0, busy.toString());
+        assertTrue(ok(call("GET", "/api/queues", null, null)).get(0).path("rates").path("publishedPerSecond").isNumber());
+    }
+
+    private JsonNode awaitQueue(String what, java.util.function.Predicate<JsonNode> condition) throws Exception {
+        long deadline = System.nanoTime() + Duration.ofSeconds(4 * QueueRates.INTERVAL_MS / 1000 + 10).toNanos();
+        while (true) {
+            JsonNode q = ok(call("GET", "/api/queues/jobs", null, null));
+            if (condition.test(q)) {
+                return q;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting for " + what + ": " + q);
+            }
+            Thread.sleep(50);
+        }
     }
 }

@@ -17,6 +17,7 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -61,9 +62,11 @@ class AdminCliTest {
         fixture.publishAndAck("billing", 3, 0);
         assertEquals(0, run("--url", url, "queues"), err());
         String[] lines = out().split("\n");
-        assertTrue(lines[0].matches("NAME\\s+BACKLOG\\s+BACKLOG MiB\\s+READY\\s+UNACKED\\s+CONSUMERS\\s+PRODUCERS\\s+FLOW\\s+REASON"),
-                out());
-        assertTrue(lines[1].matches("billing\\s+3\\s+0\\.0\\s+3\\s+0\\s+0\\s+0\\s+free\\s+backlog below the soft quota"), out());
+        assertTrue(lines[0].matches("NAME\\s+BACKLOG\\s+BACKLOG MiB\\s+READY\\s+UNACKED\\s+PUBLISHED/s\\s+ACKED/s\\s+OLDEST s"
+                + "\\s+CONSUMERS\\s+PRODUCERS\\s+FLOW\\s+REASON"), out());
+        // the rates are "-" until the broker has sampled the queue twice
+        assertTrue(lines[1].matches("billing\\s+3\\s+0\\.0\\s+3\\s+0\\s+(-|0\\.0)\\s+(-|0\\.0)\\s+[0-9]+\\.[0-9]\\s+0\\s+0"
+                + "\\s+free\\s+backlog below the soft quota"), out());
         assertEquals(0, run("--url", url, "--json", "queue", "billing"), err());
         assertTrue(out().contains("\"backlogMessages\" : 3"), out());
         assertEquals(0, run("--url", url, "connections"), err());
@@ -74,6 +77,38 @@ class AdminCliTest {
         assertTrue(out().contains("purged 3 messages"), out());
         assertEquals(0, run("--url", url, "delete", "billing"), err());
         assertTrue(out().contains("deleted queue 'billing'"), out());
+    }
+
+    /** The rates columns: messages per second over the broker's last sampling interval. */
+    @Test
+    void shouldShowPublishAndAckRatesInTheQueuesTable() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        String url = fixture.baseUrl();
+        fixture.publishAndAck("jobs", 1, 0);
+        long deadline = System.nanoTime() + Duration.ofSeconds(4 * QueueRates.INTERVAL_MS / 1000 + 10).toNanos();
+        while (!row(url, "jobs")[5].equals("0.0")) { // sampled twice, nothing since: measured as idle
+            assertTrue(System.nanoTime() < deadline, "timed out waiting for a measured rate of 0: " + out());
+            Thread.sleep(50);
+        }
+        fixture.publishAndAck("jobs", 30, 20);
+        String[] busy = row(url, "jobs");
+        while (!(Double.parseDouble(busy[5]) > 0 && Double.parseDouble(busy[6]) > 0)) {
+            assertTrue(System.nanoTime() < deadline, "timed out waiting for publish and ack rates above 0: " + out());
+            Thread.sleep(50);
+            busy = row(url, "jobs");
+        }
+        assertTrue(busy[5].matches("[0-9]+\\.[0-9]"), "one decimal: " + busy[5]);
+    }
+
+    /** The cells of the queues table's row for {@code queue}, split on runs of two or more spaces. */
+    private String[] row(String url, String queue) {
+        assertEquals(0, run("--url", url, "queues"), err());
+        for (String line : out().split("\n")) {
+            if (line.startsWith(queue + " ")) {
+                return line.split("\\s{2,}");
+            }
+        }
+        throw new AssertionError("no row for " + queue + " in\n" + out());
     }
 
     @Test

@@ -23,10 +23,15 @@ import java.util.Map;
 final class QueueDumper {
     static final int PREVIEW_BYTES = 32;
 
-    private final PrintStream out;
+    /** Lines between two checks that the report can still be written (rule T1 of {@link StorageTool}). */
+    private static final int LINES_PER_OUTPUT_CHECK = 1024;
 
-    QueueDumper(PrintStream out) {
+    private final PrintStream out;
+    private final Progress progress;
+
+    QueueDumper(PrintStream out, Progress progress) {
         this.out = out;
+        this.progress = progress;
     }
 
     /** Returns false if the ack state or a record is damaged. */
@@ -46,11 +51,17 @@ final class QueueDumper {
                         state.unackedCount(), state.liveSegments().length, idOrNone(state.firstUnackedId()),
                         acks.checkpointGeneration(), acks.journalRecords());
             }
+            StorageTool.checkOutput(out);
             long[] printed = {0};
+            String phase = "dump of queue '" + name + "'";
             scan.scan(fromId, (index, segment, sequence, codec, problem) -> {
                 if (printed[0] >= limit) {
                     return false;
                 }
+                if (printed[0] % LINES_PER_OUTPUT_CHECK == 0) {
+                    StorageTool.checkOutput(out);
+                }
+                progress.show(phase, printed[0]);
                 printed[0]++;
                 if (problem != null) {
                     clean[0] = false;

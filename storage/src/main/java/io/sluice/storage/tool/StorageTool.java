@@ -17,12 +17,16 @@ import java.util.List;
  * verify &lt;dataDir&gt;                               exit 0 clean, 1 damage found
  * dump &lt;dataDir&gt; &lt;queue&gt; [--limit N] [--from ID]   exit 0 clean, 1 damaged record or ack state
  * </pre>
- * Exit 2 on a usage error, with a message naming the wrong argument.
+ * Exit 2 on a usage error, with a message naming the wrong argument; 141, quietly, when the reader of
+ * standard output closed it (rule T1 at {@link #run}). Progress goes to standard error when it is a
+ * terminal (rule T2), never into the report.
  */
 public final class StorageTool {
     public static final int EXIT_CLEAN = 0;
     public static final int EXIT_DAMAGED = 1;
     public static final int EXIT_USAGE = 2;
+    /** Standard output was closed by its reader (128 + SIGPIPE, as a Unix tool stopped by a closed pipe). */
+    public static final int EXIT_OUTPUT_CLOSED = 141;
 
     static final String USAGE = String.join(System.lineSeparator(),
             "usage: sluice-storage-tool verify <dataDir>",
@@ -30,7 +34,8 @@ public final class StorageTool {
             "  verify  checks every record's checksum and the ack state files of every queue",
             "  dump    prints a queue's records (acknowledged ones too) and its ack state",
             "  ID is hex (0x100000005), decimal, or segment/sequence (1/5)",
-            "  exit codes: 0 clean, 1 damage found, 2 usage error");
+            "  exit codes: 0 clean, 1 damage found, 2 usage error, 141 standard output closed by its reader",
+            "  progress goes to stderr when it is a terminal; the report goes to stdout");
 
     private StorageTool() {
     }
@@ -39,15 +44,48 @@ public final class StorageTool {
         System.exit(run(args, System.out, System.err));
     }
 
-    /** Runs one command; reports go to {@code out}, usage errors to {@code err}. */
+    /**
+     * Runs one command; reports go to {@code out}, usage errors to {@code err}.
+     *
+     * <p>Rule T1: when the report cannot be written the run stops. If its reader closed the pipe
+     * ({@code dump ... | head}) it stops quietly with {@link #EXIT_OUTPUT_CLOSED}; any other failure
+     * (a full disk) is reported and exits {@link #EXIT_DAMAGED}. {@code System.out} hides which of the
+     * two happened, so given {@code System.out} the tool writes to file descriptor 1 through its own
+     * {@link ReportOutput}. Rule T2: with {@code System.err} a terminal, long runs show their progress
+     * there ({@link Progress}).
+     */
     public static int run(String[] args, PrintStream out, PrintStream err) {
+        ReportOutput report = out == System.out ? ReportOutput.standardOutput() : null;
+        PrintStream target = report == null ? out : report.printStream();
+        boolean progress = err == System.err;
+        try {
+            int code = command(args, target, err, progress);
+            target.flush();
+            if (target.checkError()) {
+                throw new OutputFailedException();
+            }
+            return code;
+        } catch (OutputFailedException e) {
+            if (report == null || report.closedByReader()) {
+                return EXIT_OUTPUT_CLOSED; // T1
+            }
+            err.println("error: cannot write the report to standard output: " + report.failure().getMessage());
+            return EXIT_DAMAGED;
+        } finally {
+            target.flush();
+            err.flush();
+        }
+    }
+
+    /** {@code progress}: whether the command may show its progress on standard error (rule T2). */
+    private static int command(String[] args, PrintStream out, PrintStream err, boolean progress) {
         try {
             if (args.length == 0) {
                 throw new UsageException("missing command");
             }
             return switch (args[0]) {
-                case "verify" -> verify(args, out);
-                case "dump" -> dump(args, out);
+                case "verify" -> verify(args, out, progress);
+                case "dump" -> dump(args, out, progress);
                 case "-h", "--help", "help" -> {
                     out.println(USAGE);
                     yield EXIT_CLEAN;
@@ -58,25 +96,49 @@ public final class StorageTool {
             err.println("error: " + e.getMessage());
             err.println(USAGE);
             return EXIT_USAGE;
+        } catch (OutputFailedException e) {
+            throw e;
         } catch (IOException | RuntimeException | InternalError e) {
             err.println("error: " + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()));
             return EXIT_DAMAGED;
-        } finally {
-            out.flush();
-            err.flush();
         }
     }
 
-    private static int verify(String[] args, PrintStream out) {
+    /**
+     * Throws {@link OutputFailedException} if the report could no longer be written (rule T1).
+     * {@code checkError} flushes, so callers ask once per batch of lines, not per line.
+     */
+    static void checkOutput(PrintStream out) {
+        if (out.checkError()) {
+            throw new OutputFailedException();
+        }
+    }
+
+    /** The report could not be written: the pipe's reader went away, or the disk is full (rule T1). */
+    static final class OutputFailedException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        OutputFailedException() {
+            super("the report could not be written to standard output", null, false, false);
+        }
+    }
+
+    private static int verify(String[] args, PrintStream out, boolean progress) {
         if (args.length != 2) {
             throw new UsageException("verify takes exactly one argument, <dataDir>; got " + (args.length - 1));
         }
         Path data = dataDirectory(args[1]);
         List<String> queues = StoreVerifier.queueNames(data);
-        return new StoreVerifier(out).verify(data, queues) ? EXIT_CLEAN : EXIT_DAMAGED;
+        // verify prints a few lines per queue and erases the progress line first, so it may share a terminal
+        Progress shown = progress ? Progress.onStandardError(true) : Progress.NONE;
+        try {
+            return new StoreVerifier(out, shown).verify(data, queues) ? EXIT_CLEAN : EXIT_DAMAGED;
+        } finally {
+            shown.done();
+        }
     }
 
-    private static int dump(String[] args, PrintStream out) throws IOException {
+    private static int dump(String[] args, PrintStream out, boolean progress) throws IOException {
         if (args.length < 3) {
             throw new UsageException("dump needs <dataDir> <queue>; got " + (args.length - 1) + " argument(s)");
         }
@@ -106,7 +168,13 @@ public final class StorageTool {
                 from = parseId(value);
             }
         }
-        return new QueueDumper(out).dump(queue, queueDirectory, from, limit) ? EXIT_CLEAN : EXIT_DAMAGED;
+        // dump prints a line per record: on the terminal of its report those lines are the progress
+        Progress shown = progress ? Progress.onStandardError(false) : Progress.NONE;
+        try {
+            return new QueueDumper(out, shown).dump(queue, queueDirectory, from, limit) ? EXIT_CLEAN : EXIT_DAMAGED;
+        } finally {
+            shown.done();
+        }
     }
 
     private static Path dataDirectory(String argument) {

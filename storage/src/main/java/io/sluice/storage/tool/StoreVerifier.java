@@ -24,17 +24,23 @@ import java.util.TreeMap;
  */
 final class StoreVerifier {
     private final PrintStream out;
+    private final Progress progress;
     private int damagedQueues;
 
-    StoreVerifier(PrintStream out) {
+    StoreVerifier(PrintStream out, Progress progress) {
         this.out = out;
+        this.progress = progress;
     }
 
     /** Returns true if every queue is clean. */
     boolean verify(Path dataDirectory, List<String> queueNames) {
+        progress.done();
         out.printf("Verifying %s: %d queue(s)%n", dataDirectory, queueNames.size());
-        for (String name : queueNames) {
-            verifyQueue(name, dataDirectory.resolve("queues").resolve(name));
+        for (int i = 0; i < queueNames.size(); i++) {
+            String name = queueNames.get(i);
+            verifyQueue(name, dataDirectory.resolve("queues").resolve(name),
+                    "verify of queue '" + name + "' (" + (i + 1) + " of " + queueNames.size() + ")");
+            StorageTool.checkOutput(out);
         }
         if (damagedQueues == 0) {
             out.println("Result: CLEAN");
@@ -56,19 +62,22 @@ final class StoreVerifier {
         long corrupt;
     }
 
-    private void verifyQueue(String name, Path queueDirectory) {
+    private void verifyQueue(String name, Path queueDirectory, String phase) {
         out.printf("%nQueue '%s' (%s)%n", name, queueDirectory);
+        out.flush(); // before a progress line on the same terminal
         List<String> damage = new ArrayList<>();
         List<String> notes = new ArrayList<>();
         TreeMap<Integer, Long> files = SegmentScan.segmentFiles(queueDirectory.resolve("segments"));
         TreeMap<Integer, SegmentFigures> figures = new TreeMap<>();
         Map<Integer, Long> indexed;
         AckSnapshot acks;
+        long[] records = {0};
         try (SegmentScan scan = SegmentScan.open(queueDirectory)) {
             indexed = scan.indexedCounts();
             scan.scan(-1, (index, segment, sequence, codec, problem) -> {
                 SegmentFigures f = figures.computeIfAbsent(segment, s -> new SegmentFigures());
                 f.records++;
+                progress.show(phase, records[0]++);
                 if (problem != null) {
                     f.corrupt++;
                     damage.add(String.format("corrupt record in %s index %d (id 0x%x, segment %d seq %d): %s",
@@ -81,9 +90,11 @@ final class StoreVerifier {
         } catch (IOException | RuntimeException | InternalError e) {
             // InternalError: a SIGBUS on a mapped page (a file cut short, or a page the disk has no block for).
             damagedQueues++;
+            progress.done();
             out.printf("  DAMAGE queue cannot be read: %s%n", describe(e));
             return;
         }
+        progress.done();
         out.printf("  %-8s %-22s %12s %10s %10s %8s%n", "segment", "file", "bytes", "messages", "unacked", "corrupt");
         long totalMessages = 0;
         long totalCorrupt = 0;
