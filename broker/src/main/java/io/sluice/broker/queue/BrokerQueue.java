@@ -14,7 +14,6 @@ import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.storage.CorruptRecordException;
-import io.sluice.storage.QueueReader;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StorageFailedException;
 import io.sluice.storage.StoredMessage;
@@ -67,13 +66,10 @@ public final class BrokerQueue {
 
     private final List<ConsumerSession> consumers = new ArrayList<>();
     private int nextConsumer;
-    private QueueReader reader;
-    /** Redeliveries due now, in the order they are to go out. */
-    private final ReadyQueue ready = new ReadyQueue();
-    /** For each message the ack timeout took back and not yet delivered again: the consumer it was taken from (D5). */
-    private final io.netty.util.collection.LongObjectHashMap<ConsumerSession> takenBackFrom = new io.netty.util.collection.LongObjectHashMap<>();
     /** Every message delivered and unacknowledged, or waiting for redelivery. */
     private final IdSet tracked = new IdSet();
+    /** Redeliveries due now, then the store through its reader (D2, D4, D5). */
+    private final DeliveryOrder order;
     private final PendingConfirms pendingConfirms = new PendingConfirms();
     /** Connections that published here: told of flow state changes. */
     private final Set<ClientConnection> publishers = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
@@ -91,8 +87,6 @@ public final class BrokerQueue {
     private final InFlightDeliveries.Removed ackOne = this::ackOne;
     private ScheduledFuture<?> ackTimeoutTask;
     private final DeadLetterer deadLetterer;
-    /** Messages on their way to the dead-letter queue: the reader skips them if it meets them (drop-oldest). */
-    private final IdSet deadLettering = new IdSet();
     private long deadLettered;
     private long deadLetterFailures;
     private long redelivered;
@@ -116,6 +110,7 @@ public final class BrokerQueue {
         this.manager = manager;
         this.options = options;
         this.deliveryFrames = new DeliveryFrames(name, store);
+        this.order = new DeliveryOrder(store, tracked);
         this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes());
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
@@ -342,9 +337,7 @@ public final class BrokerQueue {
     ConsumerSession subscribe(ClientConnection connection, int tag, long initialCredit, ConnectionCredit account) {
         ConsumerSession session = new ConsumerSession(connection, tag, account.grant(initialCredit), account);
         consumers.add(session);
-        if (reader == null) {
-            reader = store.openReader();
-        }
+        order.openReader();
         scheduleDispatch();
         return session;
     }
@@ -368,8 +361,7 @@ public final class BrokerQueue {
             int fromConsumer = session.inFlight.removeRange(range.from(), range.to(), ackOne);
             settled += fromConsumer;
             // A late ack finds the message already taken back, its credit unit returned to the consumer.
-            int hit = fromConsumer + ready.removeRange(range.from(), range.to(),
-                    id -> takenBackFrom.get(SpreadIds.spread(id)) == session, this::lateAck);
+            int hit = fromConsumer + order.lateAcks(range.from(), range.to(), session, this::lateAck);
             acked += hit;
             if (hit == 0) {
                 session.connection.write(new ErrorFrame(0, ErrorCode.UNKNOWN_MESSAGE_ID, "ack of message ids " + range.from()
@@ -416,7 +408,6 @@ public final class BrokerQueue {
      * is batched for the store with the others of its frame.
      */
     private void lateAck(long id) {
-        takenBackFrom.remove(SpreadIds.spread(id));
         StoredMessage m = readUnlessDamaged(id);
         if (m != null) {
             ackOne(id, m.headersLength() + m.payloadLength(), m.timestampMillis());
@@ -458,12 +449,12 @@ public final class BrokerQueue {
 
     private void requeueLater(long id, long delayMs) {
         if (delayMs <= 0) {
-            ready.addLast(id);
+            order.due(id);
             return;
         }
         executor.schedule(() -> {
             if (!closed && tracked.contains(id)) {
-                ready.addLast(id);
+                order.due(id);
                 scheduleDispatch();
             }
         }, delayMs, TimeUnit.MILLISECONDS);
@@ -481,7 +472,7 @@ public final class BrokerQueue {
         if (!session.inFlight.isEmpty()) {
             long[] ids = session.inFlight.removeAll();
             for (int i = ids.length - 1; i >= 0; i--) {
-                ready.addFirst(ids[i]);
+                order.dueFirst(ids[i]);
             }
             redelivered += ids.length;
         }
@@ -496,14 +487,13 @@ public final class BrokerQueue {
         for (ConsumerSession c : consumers) {
             for (long id : c.inFlight.removeDeliveredBefore(deadline)) {
                 c.credit++;
-                ready.addLast(id);
-                takenBackFrom.put(SpreadIds.spread(id), c);
+                order.takenBack(id, c);
                 redelivered++;
                 LOG.info("Queue '{}': message {} not acknowledged by {} within {} ms; redelivering it.",
                         name, id, c.connection.describe(), options.ackTimeoutMs());
             }
         }
-        if (!ready.isEmpty()) {
+        if (order.hasDue()) {
             scheduleDispatch();
         }
     }
@@ -534,7 +524,7 @@ public final class BrokerQueue {
                 if (consumer == null) {
                     break;
                 }
-                StoredMessage message = nextMessage();
+                StoredMessage message = order.next();
                 if (message == null) {
                     break;
                 }
@@ -584,32 +574,6 @@ public final class BrokerQueue {
         }
     }
 
-    private StoredMessage nextMessage() {
-        for (long id = ready.pollFirst(); id >= 0; id = ready.pollFirst()) {
-            takenBackFrom.remove(SpreadIds.spread(id));
-            StoredMessage m;
-            try {
-                m = store.read(id);
-            } catch (CorruptRecordException e) {
-                m = null; // the store discarded it, logged and counted: it can never be delivered
-            } catch (RuntimeException e) {
-                ready.addFirst(id); // the store failed: the message stays due
-                throw e;
-            }
-            if (m != null) {
-                return m; // counted as redelivered when it was taken back
-            }
-            tracked.remove(id);
-        }
-        // The reader returns each message once, relocated ones included (see QueueReader); one that
-        // drop-oldest is moving to the dead-letter queue before the reader got to it is not delivered.
-        StoredMessage next;
-        do {
-            next = reader.next();
-        } while (next != null && deadLettering.contains(next.id()));
-        return next;
-    }
-
     /**
      * Hands a message to the dead-letterer: it stays tracked, in no ready list and with no consumer,
      * until its copy is durable in the dead-letter queue ({@link #deadLetterMoved}) or the move
@@ -617,12 +581,12 @@ public final class BrokerQueue {
      */
     private void deadLetter(StoredMessage message, int deliveries, String reason) {
         tracked.add(message.id());
-        deadLettering.add(message.id());
+        order.deadLetteringStarted(message.id());
         deadLetterer.deadLetter(message, deliveries, reason);
     }
 
     private void deadLetterMoved(StoredMessage original) {
-        deadLettering.remove(original.id());
+        order.deadLetteringEnded(original.id());
         if (closed || !tracked.contains(original.id())) {
             return; // deleted or purged meanwhile
         }
@@ -637,7 +601,7 @@ public final class BrokerQueue {
 
     /** The move failed: the message becomes deliverable again after the longest redelivery delay. */
     private void deadLetterFailed(StoredMessage original, String why) {
-        deadLettering.remove(original.id());
+        order.deadLetteringEnded(original.id());
         if (closed || !tracked.contains(original.id())) {
             return;
         }
@@ -707,8 +671,7 @@ public final class BrokerQueue {
                     removed++;
                 }
             }
-            ready.clear();
-            takenBackFrom.clear();
+            order.clearDue();
             // What is left is out with the consumers, whose deliveries know their size.
             long left = 0;
             for (ConsumerSession c : consumers) {
@@ -782,7 +745,7 @@ public final class BrokerQueue {
     private long oldestReadyTimestampMillis() {
         long oldestId = store.oldestUnacked(tracked::contains, tracked.size());
         long[] oldest = {oldestId};
-        ready.forEach(id -> {
+        order.forEachDue(id -> {
             if (oldest[0] < 0 || id < oldest[0]) {
                 oldest[0] = id;
             }
@@ -818,10 +781,7 @@ public final class BrokerQueue {
             c.account.settle(c.credit + c.inFlight.size());
         }
         consumers.clear();
-        if (reader != null) {
-            reader.close();
-            reader = null;
-        }
+        order.closeReader();
         pendingConfirms.refuseAll(ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was confirmed");
     }
 }

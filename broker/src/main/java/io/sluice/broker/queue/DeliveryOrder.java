@@ -1,0 +1,119 @@
+package io.sluice.broker.queue;
+
+import io.netty.util.collection.LongObjectHashMap;
+import io.sluice.storage.CorruptRecordException;
+import io.sluice.storage.QueueReader;
+import io.sluice.storage.QueueStore;
+import io.sluice.storage.StoredMessage;
+
+import java.util.function.LongConsumer;
+
+/**
+ * What a queue delivers next: the redeliveries due now first, in order (D2, D4), then the store in
+ * store order through the queue's reader, skipping the messages on their way to the dead-letter
+ * queue. Also remembers which consumer each message taken back by the ack timeout came from, so
+ * that only that consumer's late ack counts (D5). The only owner of the ready list, the reader and
+ * those two sets; confined to the queue's executor.
+ */
+final class DeliveryOrder {
+    private final QueueStore store;
+    /** The queue's tracked messages: a due message whose record is gone stops being tracked. */
+    private final IdSet tracked;
+    private final ReadyQueue ready = new ReadyQueue();
+    private final LongObjectHashMap<ConsumerSession> takenBackFrom = new LongObjectHashMap<>();
+    private final IdSet deadLettering = new IdSet();
+    private QueueReader reader;
+
+    DeliveryOrder(QueueStore store, IdSet tracked) {
+        this.store = store;
+        this.tracked = tracked;
+    }
+
+    /** Opens the reader at the oldest unacknowledged message, on the first subscription. */
+    void openReader() {
+        if (reader == null) {
+            reader = store.openReader();
+        }
+    }
+
+    void closeReader() {
+        if (reader != null) {
+            reader.close();
+            reader = null;
+        }
+    }
+
+    /** Due now, after the others (a NACK-requeue whose delay is over). */
+    void due(long id) {
+        ready.addLast(id);
+    }
+
+    /** Due before everything else (a consumer that left: its messages go back to the front). */
+    void dueFirst(long id) {
+        ready.addFirst(id);
+    }
+
+    /** Taken back from {@code from} by the ack timeout: due now, and that consumer's late ack still counts. */
+    void takenBack(long id, ConsumerSession from) {
+        ready.addLast(id);
+        takenBackFrom.put(SpreadIds.spread(id), from);
+    }
+
+    /** Hands {@code acked} each message of {@code from..to} that was taken back from {@code by}; returns how many. */
+    int lateAcks(long from, long to, ConsumerSession by, LongConsumer acked) {
+        return ready.removeRange(from, to, id -> takenBackFrom.get(SpreadIds.spread(id)) == by, id -> {
+            takenBackFrom.remove(SpreadIds.spread(id));
+            acked.accept(id);
+        });
+    }
+
+    boolean hasDue() {
+        return !ready.isEmpty();
+    }
+
+    /** Every message due now, in no particular order. */
+    void forEachDue(LongConsumer visitor) {
+        ready.forEach(visitor);
+    }
+
+    /** A purge: nothing is due any more. */
+    void clearDue() {
+        ready.clear();
+        takenBackFrom.clear();
+    }
+
+    void deadLetteringStarted(long id) {
+        deadLettering.add(id);
+    }
+
+    void deadLetteringEnded(long id) {
+        deadLettering.remove(id);
+    }
+
+    /** The next message to deliver, or null. A due message whose record is damaged is skipped (the store discarded it). */
+    StoredMessage next() {
+        for (long id = ready.pollFirst(); id >= 0; id = ready.pollFirst()) {
+            takenBackFrom.remove(SpreadIds.spread(id));
+            StoredMessage m;
+            try {
+                m = store.read(id);
+            } catch (CorruptRecordException e) {
+                m = null; // the store discarded it, logged and counted: it can never be delivered
+            } catch (RuntimeException e) {
+                ready.addFirst(id); // the store failed: the message stays due
+                throw e;
+            }
+            if (m != null) {
+                return m; // counted as redelivered when it was taken back
+            }
+            tracked.remove(id);
+        }
+        // The reader returns each message once, relocated ones included (see QueueReader); one that
+        // drop-oldest is moving to the dead-letter queue before the reader got to it is not delivered.
+        StoredMessage next;
+        do {
+            next = reader.next();
+        } while (next != null && deadLettering.size() > 0 && deadLettering.contains(next.id())); // no lookup per message unless a move is under way
+        return next;
+    }
+}
