@@ -122,8 +122,8 @@ public final class QueueStore {
                 recovered.lastIndex());
         ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
                 config.relocateAfterMs() * 1_000_000L);
-        this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, new OpenReaders(), this::writeRecordLocked,
-                this::discardCorruptLocked, new ReclaimForcing(), new RelocationIntent(directory), diskGuard,
+        this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, new OpenReaders(readers), this::writeRecordLocked,
+                this::discardCorruptLocked, Reclaimer.Forcing.of(durability::forceThrough, this::forceAckJournal), new RelocationIntent(directory), diskGuard,
                 relocationFloorBytes(config), wakeFlusher);
         LOG.info("Queue '{}' opened in {} ms: {} segments, {} unacknowledged messages, next append to segment {}.",
                 name, (System.nanoTime() - started) / 1_000_000, log.tallies().size(), acks.unackedCount(), log.writeSegment());
@@ -422,35 +422,14 @@ public final class QueueStore {
     }
 
     /**
-     * The oldest unacknowledged message, by the id it was first stored under (the order of appends),
-     * that {@code skip} does not reject; -1 if there is none or if {@code maxSkips} messages were
-     * rejected before one was found. For the drop-oldest policy and the age of the oldest ready message.
-     *
-     * <p>The walk goes by slot, so a relocated copy, whose original id is older than its slot, can
-     * never send it back to where it began; relocated copies are weighed by their original id from
-     * the relocation map instead. {@code skip} runs under the queue's lock and must not call back into
-     * this store.
+     * For the drop-oldest policy and the age of the oldest ready message: see
+     * {@link io.sluice.storage.ack.AckStateReader#oldestUnacked}. {@code skip} runs under the queue's
+     * lock and must not call back into this store.
      */
     public long oldestUnacked(LongPredicate skip, int maxSkips) {
         lock.lock();
         try {
-            long oldest = -1;
-            int skipped = 0;
-            for (long slot = acks.firstUnackedId(); slot >= 0; slot = acks.nextUnackedId(slot + 1)) {
-                long id = acks.originalId(slot);
-                if (id != slot) {
-                    continue; // a relocated copy: weighed below, by its original id
-                }
-                if (!skip.test(id)) {
-                    oldest = id; // every later slot not relocated has a larger id
-                    break;
-                }
-                if (++skipped > maxSkips) {
-                    return -1;
-                }
-            }
-            long relocated = acks.oldestRelocated(skip);
-            return relocated >= 0 && (oldest < 0 || relocated < oldest) ? relocated : oldest;
+            return acks.oldestUnacked(skip, maxSkips);
         } finally {
             lock.unlock();
         }
@@ -575,18 +554,7 @@ public final class QueueStore {
     }
 
     private void fillLocked(StoredMessage message, RecordCodec codec, long physical) {
-        message.physicalId = physical;
-        message.relocated = codec.relocated();
-        message.id = message.relocated ? codec.originalId() : physical;
-        message.deliveryCount = Math.max(acks.deliveryCount(message.id), codec.deliveryCount());
-        message.producerId = codec.producerId();
-        message.producerSequence = codec.producerSequence();
-        message.timestampMillis = codec.timestampMillis();
-        message.array = codec.array();
-        message.headersOffset = codec.headersOffset();
-        message.headersLength = codec.headersLength();
-        message.payloadOffset = codec.payloadOffset();
-        message.payloadLength = codec.payloadLength();
+        message.fill(codec, physical, acks.deliveryCount(codec.relocated() ? codec.originalId() : physical));
     }
 
     private void discardCorruptLocked(long index, String problem) {
@@ -760,42 +728,6 @@ public final class QueueStore {
             return log.messages(segment);
         } finally {
             lock.unlock();
-        }
-    }
-
-    /** What the reclaimer forces before deleting a relocated source (rule R4). */
-    private final class ReclaimForcing implements Reclaimer.Forcing {
-        @Override
-        public void segmentsThrough(long id) {
-            durability.forceThrough(id);
-        }
-
-        @Override
-        public void ackJournal() {
-            forceAckJournal();
-        }
-    }
-
-    /** The reclaimer's view of the open readers. */
-    private final class OpenReaders implements Reclaimer.Readers {
-        @Override
-        public int oldestSegment() {
-            int oldest = Integer.MAX_VALUE;
-            for (QueueReader r : readers) {
-                oldest = Math.min(oldest, r.segment);
-            }
-            return oldest;
-        }
-
-        @Override
-        public void copied(int fromSegment, long newId) {
-            for (QueueReader reader : readers) {
-                // A reader past this segment has processed every record in it (its segment moves only
-                // once the record before is done), the straggler among them, unacked then as now.
-                if (reader.segment > fromSegment) {
-                    reader.copiesToSkip.add(newId);
-                }
-            }
         }
     }
 

@@ -120,4 +120,20 @@ public final class StoredMessage {
                 + ", deliveries=" + deliveryCount + ", producer=" + producerId + "/" + producerSequence
                 + ", headers=" + headersLength + "B, payload=" + payloadLength + "B]";
     }
+
+    /** Points this message at the record {@code codec} holds, read from slot {@code physical}; the queue's lock is held. */
+    void fill(io.sluice.storage.segment.RecordCodec codec, long physical, int journaledDeliveryCount) {
+        physicalId = physical;
+        relocated = codec.relocated();
+        id = relocated ? codec.originalId() : physical;
+        deliveryCount = Math.max(journaledDeliveryCount, codec.deliveryCount());
+        producerId = codec.producerId();
+        producerSequence = codec.producerSequence();
+        timestampMillis = codec.timestampMillis();
+        array = codec.array();
+        headersOffset = codec.headersOffset();
+        headersLength = codec.headersLength();
+        payloadOffset = codec.payloadOffset();
+        payloadLength = codec.payloadLength();
+    }
 }

@@ -58,8 +58,10 @@ public interface AckStateReader {
     long originalId(long physicalId);
 
     /**
-     * The smallest original id among the relocated messages not yet acknowledged that {@code skip}
-     * rejects not, or -1. O(relocated messages): relocations are rare and bounded per segment.
+     * The oldest unacknowledged message, by the id it was first stored under, that {@code skip} does
+     * not reject; -1 if none, or if {@code maxSkips} were rejected first. Walks slots, so a relocated
+     * copy (whose original id is older than its slot) cannot send the walk back; relocated copies are
+     * weighed by their original id from the relocation map, which relocations keep small.
      */
-    long oldestRelocated(java.util.function.LongPredicate skip);
+    long oldestUnacked(java.util.function.LongPredicate skip, int maxSkips);
 }

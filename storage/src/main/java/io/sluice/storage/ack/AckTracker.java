@@ -346,14 +346,29 @@ public final class AckTracker implements AckStateReader {
     }
 
     @Override
-    public long oldestRelocated(java.util.function.LongPredicate skip) {
-        long[] oldest = {-1};
+    public long oldestUnacked(java.util.function.LongPredicate skip, int maxSkips) {
+        long oldest = -1;
+        int skipped = 0;
+        for (long slot = firstUnackedId(); slot >= 0; slot = nextUnackedId(slot + 1)) {
+            long id = originalId(slot);
+            if (id != slot) {
+                continue; // a relocated copy: weighed below, by its original id
+            }
+            if (!skip.test(id)) {
+                oldest = id; // every later slot not relocated has a larger id
+                break;
+            }
+            if (++skipped > maxSkips) {
+                return -1;
+            }
+        }
+        long[] relocated = {-1};
         relocatedTo.forEach((original, target) -> {
-            if ((oldest[0] < 0 || original < oldest[0]) && !skip.test(original)) {
-                oldest[0] = original;
+            if ((relocated[0] < 0 || original < relocated[0]) && !skip.test(original)) {
+                relocated[0] = original;
             }
         });
-        return oldest[0];
+        return relocated[0] >= 0 && (oldest < 0 || relocated[0] < oldest) ? relocated[0] : oldest;
     }
 
     /** Number of delivery counts held: for tests and metrics. */

@@ -79,6 +79,21 @@ public final class Reclaimer {
 
         /** Forces the ack journal. */
         void ackJournal();
+
+        /** What the queue forces before deleting a relocated source (rule R4): its segments, then its journal. */
+        static Forcing of(java.util.function.LongConsumer segmentsThrough, Runnable ackJournal) {
+            return new Forcing() {
+                @Override
+                public void segmentsThrough(long id) {
+                    segmentsThrough.accept(id);
+                }
+
+                @Override
+                public void ackJournal() {
+                    ackJournal.run();
+                }
+            };
+        }
     }
 
     /** Discards a record that failed its checksum (logs, counts and acknowledges it); under the queue's lock. */
