@@ -15,7 +15,6 @@ import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 
 /**
  * Dead-lettering goes through the dead-letter queue itself (issue 15, defects 2 and 3): its quotas
@@ -138,16 +137,9 @@ class DeadLetterTest {
     }
 
     private static BrokerQueue awaitQueue(QueueCore core, String name) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        BrokerQueue q;
-        while ((q = core.queues.get(name)) == null) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("queue " + name + " was not created");
-            }
-            Thread.sleep(10); // polling the manager: the dead-letter queue is created on the declare thread
-        }
-        assertNotNull(q);
-        return q;
+        // The dead-letter queue is created on the declare thread.
+        io.sluice.broker.TestAwait.until("queue " + name + " created", () -> core.queues.get(name) != null);
+        return core.queues.get(name);
     }
 
     /** The encoded size of a delivery's headers, as the store keeps them: key length, key, value length, value. */

@@ -64,15 +64,16 @@ final class QueueCore implements AutoCloseable {
         return queue.executor().submit(task).get(30, TimeUnit.SECONDS);
     }
 
-    /** Waits until {@code figure}, read on the queue's executor, is {@code expected}; fails after 30 s. */
+    /** Waits until {@code figure}, read on the queue's executor, is {@code expected}. */
     static <T> void awaitOnLoop(BrokerQueue queue, java.util.concurrent.Callable<T> figure, T expected) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        T now;
-        while (!expected.equals(now = onLoop(queue, figure))) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("waited 30 s for " + expected + " on queue " + queue.name() + "; it is " + now);
-            }
-            Thread.sleep(5); // polling a figure the queue's executor owns
+        io.sluice.broker.TestAwait.until(queue.name() + ": " + expected, () -> expected.equals(onLoopUnchecked(queue, figure)));
+    }
+
+    private static <T> T onLoopUnchecked(BrokerQueue queue, java.util.concurrent.Callable<T> task) {
+        try {
+            return onLoop(queue, task);
+        } catch (Exception e) {
+            throw new AssertionError("reading a figure on queue " + queue.name() + " failed", e);
         }
     }
 

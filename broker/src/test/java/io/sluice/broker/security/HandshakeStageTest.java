@@ -2,6 +2,7 @@ package io.sluice.broker.security;
 
 import io.netty.channel.Channel;
 import io.sluice.broker.Broker;
+import io.sluice.broker.TestAwait;
 import io.sluice.broker.net.ConnectionHandler;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -28,20 +29,20 @@ class HandshakeStageTest {
         try (Broker broker = SecurityFixture.start(dir, null, Map.of())) {
             try (SocketPeer silent = new SocketPeer(broker.port())) {
                 Channel ch = awaitOneConnection(broker);
-                TestWait.until(() -> hasHandshake(ch)); // the channel joins the group before its pipeline is built
+                TestAwait.until("the handshake handler in the pipeline", () -> hasHandshake(ch)); // the channel joins the group before its pipeline is built
                 assertNull(ch.pipeline().get(ConnectionHandler.class));
                 assertEquals(1, broker.limits().openConnections());
             }
-            TestWait.until(() -> broker.limits().openConnections() == 0);
+            TestAwait.until("no connection counted", () -> broker.limits().openConnections() == 0);
 
             try (SocketPeer open = SocketPeer.hello(broker.port())) {
                 Channel ch = awaitOneConnection(broker);
-                TestWait.until(() -> ch.pipeline().get(ConnectionHandler.class) != null);
+                TestAwait.until("the connection handler in the pipeline", () -> ch.pipeline().get(ConnectionHandler.class) != null);
                 assertFalse(hasHandshake(ch), ch.pipeline().names().toString());
                 assertNotNull(ch.pipeline().get(ConnectionHandler.class));
                 assertEquals(1, broker.limits().openConnections());
             }
-            TestWait.until(() -> broker.limits().openConnections() == 0);
+            TestAwait.until("no connection counted", () -> broker.limits().openConnections() == 0);
         }
     }
 
@@ -50,20 +51,7 @@ class HandshakeStageTest {
     }
 
     private static Channel awaitOneConnection(Broker broker) throws InterruptedException {
-        TestWait.until(() -> broker.connections().size() == 1);
+        TestAwait.until("one connection", () -> broker.connections().size() == 1);
         return broker.connections().iterator().next();
-    }
-
-    /** Polls a condition the broker's event loop changes; fails after 10 s. */
-    private static final class TestWait {
-        static void until(java.util.function.BooleanSupplier done) throws InterruptedException {
-            long deadline = System.nanoTime() + 10_000_000_000L;
-            while (!done.getAsBoolean()) {
-                if (System.nanoTime() > deadline) {
-                    throw new AssertionError("condition not met within 10 s");
-                }
-                Thread.sleep(5);
-            }
-        }
     }
 }
