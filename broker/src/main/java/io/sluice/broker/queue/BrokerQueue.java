@@ -53,10 +53,6 @@ import java.util.function.LongConsumer;
  */
 public final class BrokerQueue {
     private static final Logger LOG = LoggerFactory.getLogger(BrokerQueue.class);
-    public static final String HEADER_DEAD_LETTER_FROM = DeadLetterer.HEADER_FROM;
-    public static final String HEADER_DEAD_LETTER_REASON = DeadLetterer.HEADER_REASON;
-    public static final String HEADER_DELIVERY_COUNT = DeadLetterer.HEADER_DELIVERY_COUNT;
-    public static final String HEADER_ORIGINAL_ID = DeadLetterer.HEADER_ORIGINAL_ID;
 
     private final String name;
     private final QueueStore store;

@@ -56,9 +56,9 @@ class DeadLetterTest {
             Subscription deadSub = Subscription.open(dead, inspector, 2, 10, QueueCore.unbounded());
             FakeConnection.Delivery copy = inspector.await(FakeConnection.Delivery.class, 1, Duration.ofSeconds(30)).get(0);
             assertArrayEquals(payload, copy.payload());
-            assertEquals("jobs", copy.header(BrokerQueue.HEADER_DEAD_LETTER_FROM));
-            assertEquals("rejected by the consumer", copy.header(BrokerQueue.HEADER_DEAD_LETTER_REASON));
-            assertEquals(Long.toString(id), copy.header(BrokerQueue.HEADER_ORIGINAL_ID));
+            assertEquals("jobs", copy.header(DeadLetterer.HEADER_FROM));
+            assertEquals("rejected by the consumer", copy.header(DeadLetterer.HEADER_REASON));
+            assertEquals(Long.toString(id), copy.header(DeadLetterer.HEADER_ORIGINAL_ID));
             QueueCore.awaitOnLoop(q, q::deadLettered, 1L); // once the copy is durable, not when it is delivered
             assertEquals(0L, (long) QueueCore.onLoop(q, q.store()::unackedMessages), "the source let it go");
             assertEquals(0L, (long) QueueCore.onLoop(q, q::backlogBytes));
