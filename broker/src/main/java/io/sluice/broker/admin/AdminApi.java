@@ -14,7 +14,7 @@ import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ScrapeAccess;
 import io.sluice.broker.metrics.ConnectionTraffic;
-import io.sluice.broker.net.ConnectionHandler;
+import io.sluice.broker.net.ClientSessionAdapter;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueSnapshot;
 import io.sluice.broker.security.LoginBackoff;
@@ -528,7 +528,7 @@ final class AdminApi {
 
     /** The user a connection runs as ("" anonymous or before its HELLO). */
     private static String userOf(Channel ch) {
-        ConnectionHandler handler = ch.pipeline().get(ConnectionHandler.class);
+        ClientSessionAdapter handler = ch.pipeline().get(ClientSessionAdapter.class);
         return handler == null ? "" : handler.user();
     }
 
@@ -540,7 +540,7 @@ final class AdminApi {
                 continue;
             }
             ConnectionTraffic t = ConnectionTraffic.of(ch);
-            ConnectionHandler handler = ch.pipeline().get(ConnectionHandler.class);
+            ClientSessionAdapter handler = ch.pipeline().get(ClientSessionAdapter.class);
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("id", ch.id().asShortText());
             m.put("remoteAddress", String.valueOf(ch.remoteAddress()));

@@ -26,7 +26,7 @@ import java.util.concurrent.TimeUnit;
 /**
  * A connection until its HELLO is answered: the connection limit, the handshake timeout, the
  * protocol version, authentication (behind the per-address {@link LoginBackoff}) and the per-user
- * limit, then HELLO_OK with the negotiated frame size. It then puts a {@link ConnectionHandler} in
+ * limit, then HELLO_OK with the negotiated frame size. It then puts a {@link ClientSessionAdapter} in
  * its place and leaves the pipeline, so that the frames of an open connection never pass a check
  * of the handshake again. Runs on the connection's event loop.
  *
@@ -120,7 +120,7 @@ final class HandshakeHandler extends ProtocolHandler {
         // Frames the decoder still holds from this read go to the connection handler: the replace is
         // done before this call returns.
         countedConnection = false; // the connection handler owns both counts from here on
-        ctx.pipeline().replace(this, "connection", new ConnectionHandler(config, queues, security, hello.clientName(),
+        ctx.pipeline().replace(this, "connection", new ClientSessionAdapter(config, queues, security, hello.clientName(),
                 auth.user(), maxFrame));
         LOG.debug("Connection from {} opened by client '{}' (user '{}').", ctx.channel().remoteAddress(), hello.clientName(), auth.user());
     }

@@ -16,12 +16,12 @@ import javax.net.ssl.SSLException;
 
 /**
  * What the two stages of a connection ({@link HandshakeHandler} until HELLO_OK, then
- * {@link ConnectionHandler}) share: a protocol violation is answered with ERROR and CLOSE and the
+ * {@link ClientSessionAdapter}) share: a protocol violation is answered with ERROR and CLOSE and the
  * connection closed; exceptions and a silent peer end the same way. Both log under
- * {@code ConnectionHandler}'s name, one logger for a connection's whole life.
+ * {@code ClientSessionAdapter}'s name, one logger for a connection's whole life.
  */
 abstract class ProtocolHandler extends ChannelInboundHandlerAdapter {
-    static final Logger LOG = LoggerFactory.getLogger(ConnectionHandler.class);
+    static final Logger LOG = LoggerFactory.getLogger(ClientSessionAdapter.class);
 
     final ConnectionSecurity security;
 

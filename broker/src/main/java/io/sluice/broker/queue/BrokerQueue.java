@@ -4,14 +4,11 @@ import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.broker.error.ErrorCodes;
 import io.sluice.protocol.AckFrame;
-import io.sluice.protocol.FlowFrame;
 import io.sluice.protocol.FlowState;
 import io.sluice.protocol.ErrorCode;
-import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackFrame;
 import io.sluice.protocol.PublishCursor;
-import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.storage.CorruptRecordException;
 import io.sluice.storage.QueueStore;
@@ -68,7 +65,7 @@ public final class BrokerQueue {
     private final DeliveryOrder order;
     private final PendingConfirms pendingConfirms = new PendingConfirms();
     /** Connections that published here: told of flow state changes. */
-    private final Set<ClientConnection> publishers = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+    private final Set<ProducerLink> publishers = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
     /** The byte backlog, the quota state, the disk block and the slowed producers' tokens: one owner. */
     private final Backlog backlog;
     private long dropped;
@@ -147,7 +144,7 @@ public final class BrokerQueue {
     // ------------------------------------------------------------------ publish
 
     /** Stores every message of the frame, then confirms (now, or when durable). Releases the frame. */
-    public void publish(ClientConnection connection, PublishFrame frame) {
+    public void publish(ProducerLink connection, PublishFrame frame) {
         executor.execute(() -> {
             try {
                 publishNow(connection, frame);
@@ -157,13 +154,13 @@ public final class BrokerQueue {
         });
     }
 
-    private void publishNow(ClientConnection connection, PublishFrame frame) {
+    private void publishNow(ProducerLink connection, PublishFrame frame) {
         long receivedAtNanos = System.nanoTime();
-        PublishCursor cursor = frame.cursor();
         if (closed) {
-            refuseAll(connection, cursor, ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was stored");
+            connection.refuseAll(frame, ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was stored");
             return;
         }
+        PublishCursor cursor = frame.cursor();
         publishers.add(connection);
         PendingConfirms.StoredRanges stored = new PendingConfirms.StoredRanges();
         long lastId = -1;
@@ -180,7 +177,7 @@ public final class BrokerQueue {
             int bytes = cursor.headersLength() + payloadLength;
             String refusal = backlog.refusal(messages, bytes, this::dropOldest);
             if (refusal != null) {
-                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal));
+                connection.refuse(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal);
                 refusedMessages++;
                 refusedBytes += payloadLength;
                 publishRefused++;
@@ -205,13 +202,13 @@ public final class BrokerQueue {
                     LOG.error("Queue '{}': storing a message from {} failed.", name, connection.describe(), e);
                     message = "the broker could not store the message; see the broker log";
                 }
-                connection.write(new PublishErrorFrame(producerId, IdRange.single(sequence), code, message));
+                connection.refuse(producerId, IdRange.single(sequence), code, message);
             }
             refusedMessages++;
             refusedBytes += payloadLength;
         }
         if (refusedMessages > 0) {
-            connection.returnPublishCredit(refusedMessages, refusedBytes);
+            connection.publishCredit(refusedMessages, refusedBytes);
         }
         if (storedMessages > 0) {
             publishedMessages += storedMessages;
@@ -220,19 +217,6 @@ public final class BrokerQueue {
             releaseConfirms();
             scheduleDispatch();
         }
-        connection.flush();
-    }
-
-    /** Refuses every message of a PUBLISH frame: a queue deleted after the connection looked it up. */
-    private static void refuseAll(ClientConnection connection, PublishCursor cursor, ErrorCode code, String reason) {
-        int messages = 0;
-        long bytes = 0;
-        while (cursor.next()) {
-            connection.write(new PublishErrorFrame(cursor.producerId(), IdRange.single(cursor.sequence()), code, reason));
-            messages++;
-            bytes += cursor.payloadLength();
-        }
-        connection.returnPublishCredit(messages, bytes);
         connection.flush();
     }
 
@@ -291,8 +275,8 @@ public final class BrokerQueue {
 
     private void notifyPublishers(FlowState state, String reason) {
         publishers.removeIf(c -> !c.isActive());
-        for (ClientConnection c : publishers) {
-            c.write(new FlowFrame(name, state, reason));
+        for (ProducerLink c : publishers) {
+            c.flow(name, state, reason);
             c.flush();
         }
     }
@@ -330,7 +314,7 @@ public final class BrokerQueue {
     // ------------------------------------------------------------------ consumers
 
     /** Adds a consumer. Runs on the queue's executor; returns the session for later frames. */
-    ConsumerSession subscribe(ClientConnection connection, int tag, long initialCredit, ConnectionCredit account) {
+    ConsumerSession subscribe(ConsumerLink connection, int tag, long initialCredit, ConnectionCredit account) {
         ConsumerSession session = new ConsumerSession(connection, tag, account.grant(initialCredit), account);
         consumers.add(session);
         order.openReader();
@@ -341,7 +325,7 @@ public final class BrokerQueue {
     void credit(ConsumerSession session, long wanted) {
         long granted = session.account.grant(wanted);
         if (granted < wanted) {
-            session.connection.write(new ErrorFrame(0, ErrorCode.RESOURCE_LIMIT, session.account.refusal(session.tag, wanted, granted)));
+            session.connection.error(ErrorCode.RESOURCE_LIMIT, session.account.refusal(session.tag, wanted, granted));
             session.connection.flush();
         }
         session.credit += granted;
@@ -360,8 +344,8 @@ public final class BrokerQueue {
             int hit = fromConsumer + order.lateAcks(range.from(), range.to(), session, this::lateAck);
             acked += hit;
             if (hit == 0) {
-                session.connection.write(new ErrorFrame(0, ErrorCode.UNKNOWN_MESSAGE_ID, "ack of message ids " + range.from()
-                        + ".." + range.to() + " on consumer " + session.tag + " of queue '" + name + "': none is outstanding on it"));
+                session.connection.error(ErrorCode.UNKNOWN_MESSAGE_ID, "ack of message ids " + range.from()
+                        + ".." + range.to() + " on consumer " + session.tag + " of queue '" + name + "': none is outstanding on it");
                 session.connection.flush();
             }
         }
@@ -417,8 +401,8 @@ public final class BrokerQueue {
             List<Long> ids = new ArrayList<>();
             session.inFlight.removeRange(range.from(), range.to(), (id, bytes, appendedAtMillis) -> ids.add(id));
             if (ids.isEmpty()) {
-                session.connection.write(new ErrorFrame(0, ErrorCode.UNKNOWN_MESSAGE_ID, "nack of message ids " + range.from()
-                        + ".." + range.to() + " on consumer " + session.tag + " of queue '" + name + "': none is outstanding on it"));
+                session.connection.error(ErrorCode.UNKNOWN_MESSAGE_ID, "nack of message ids " + range.from()
+                        + ".." + range.to() + " on consumer " + session.tag + " of queue '" + name + "': none is outstanding on it");
                 session.connection.flush();
                 continue;
             }

@@ -1,12 +1,15 @@
 package io.sluice.broker.queue;
 
-import io.sluice.protocol.Frame;
-
-/** What a queue needs of a client connection: somewhere to write frames. Writes are thread-safe. */
+/**
+ * What every link from a queue to a client connection has ({@link ProducerLink}, {@link ConsumerLink}):
+ * the connection's identity, whether it is still open, and the end of a run of writes. Thread-safe:
+ * queues call it from their own executors.
+ */
 public interface ClientConnection {
-    /** Queues a frame for writing; {@link #flush()} sends what was queued. */
-    void write(Frame frame);
-
+    /**
+     * Ends the writes of one queue task. On the connection's own loop this flushes; from any other
+     * thread there is nothing to do, because the drain that takes the writes over ends in one flush.
+     */
     void flush();
 
     /** For log lines: remote address and client name. */
@@ -19,17 +22,4 @@ public interface ClientConnection {
     String id();
 
     boolean isActive();
-
-    /** The largest frame the client agreed to receive (HELLO_OK). */
-    int maxFrameBytes();
-
-    /** False while the connection's outbound buffer is above its high water mark: deliver nothing more to it. */
-    boolean isWritable();
-
-    /**
-     * Gives the producer back publish window for messages the broker is done with (confirmed or
-     * refused): sends PUBLISH_CREDIT and, if reading was paused because the client overran its
-     * window, resumes it once the client is back within it. Thread-safe.
-     */
-    void returnPublishCredit(int messages, long bytes);
 }

@@ -5,7 +5,7 @@ package io.sluice.broker.queue;
  * not yet acknowledged. Touched only on its queue's executor.
  */
 final class ConsumerSession {
-    final ClientConnection connection;
+    final ConsumerLink connection;
     final int tag;
     /** Deliveries the broker may still send before the consumer grants more. */
     long credit;
@@ -15,7 +15,7 @@ final class ConsumerSession {
     final ConnectionCredit account;
     boolean closed;
 
-    ConsumerSession(ClientConnection connection, int tag, long credit, ConnectionCredit account) {
+    ConsumerSession(ConsumerLink connection, int tag, long credit, ConnectionCredit account) {
         this.connection = connection;
         this.tag = tag;
         this.credit = credit;

@@ -61,7 +61,7 @@ final class DeliveryFrames {
     private void write(ConsumerSession consumer, DeliverFrameBuilder frame) {
         record();
         open.remove(consumer);
-        consumer.connection.write(frame.build());
+        consumer.connection.deliver(frame.build());
     }
 
     /**
@@ -79,16 +79,16 @@ final class DeliveryFrames {
             LOG.error("Queue '{}': delivery counts could not be recorded; the deliveries wait for their ack timeout.", queue, e);
             return;
         }
-        Set<ClientConnection> touched = Collections.newSetFromMap(new IdentityHashMap<>());
+        Set<ConsumerLink> touched = Collections.newSetFromMap(new IdentityHashMap<>());
         open.forEach((consumer, frame) -> {
-            consumer.connection.write(frame.build());
+            consumer.connection.deliver(frame.build());
             touched.add(consumer.connection);
         });
         open.clear();
         for (ConsumerSession c : consumers) {
             touched.add(c.connection);
         }
-        touched.forEach(ClientConnection::flush);
+        touched.forEach(ConsumerLink::flush);
     }
 
     private void note(long id, int count) {

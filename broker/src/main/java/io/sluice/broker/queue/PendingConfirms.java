@@ -1,9 +1,7 @@
 package io.sluice.broker.queue;
 
-import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.IdRange;
-import io.sluice.protocol.PublishErrorFrame;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -67,11 +65,11 @@ final class PendingConfirms {
         }
     }
 
-    private record Entry(long lastId, ClientConnection connection, Map<Long, List<IdRange>> ranges,
+    private record Entry(long lastId, ProducerLink connection, Map<Long, List<IdRange>> ranges,
                          int messages, long bytes, long receivedAtNanos) {
     }
 
-    void add(long lastId, ClientConnection connection, Map<Long, List<IdRange>> ranges, int messages, long bytes,
+    void add(long lastId, ProducerLink connection, Map<Long, List<IdRange>> ranges, int messages, long bytes,
              long receivedAtNanos) {
         entries.add(new Entry(lastId, connection, ranges, messages, bytes, receivedAtNanos));
     }
@@ -82,7 +80,7 @@ final class PendingConfirms {
      * messages confirmed. Flushes what it wrote.
      */
     long release(long durableId, Backlog backlog, LongConsumer latencyNanos) {
-        Set<ClientConnection> touched = Collections.newSetFromMap(new IdentityHashMap<>());
+        Set<ProducerLink> touched = Collections.newSetFromMap(new IdentityHashMap<>());
         long confirmed = 0;
         long now = 0;
         while (!entries.isEmpty()) {
@@ -96,11 +94,11 @@ final class PendingConfirms {
             }
             latencyNanos.accept(now - e.receivedAtNanos);
             confirmed += e.messages;
-            e.ranges.forEach((producer, ranges) -> e.connection.write(new ConfirmFrame(producer, ranges)));
-            e.connection.returnPublishCredit(e.messages, e.bytes);
+            e.ranges.forEach(e.connection::confirm);
+            e.connection.publishCredit(e.messages, e.bytes);
             touched.add(e.connection);
         }
-        touched.forEach(ClientConnection::flush);
+        touched.forEach(ProducerLink::flush);
         return confirmed;
     }
 
@@ -109,15 +107,14 @@ final class PendingConfirms {
      * gets a PUBLISH_ERROR per range and its publish window back.
      */
     void refuseAll(ErrorCode code, String message) {
-        Set<ClientConnection> touched = Collections.newSetFromMap(new IdentityHashMap<>());
+        Set<ProducerLink> touched = Collections.newSetFromMap(new IdentityHashMap<>());
         while (!entries.isEmpty()) {
             Entry e = entries.poll();
-            e.ranges.forEach((producer, ranges) -> ranges.forEach(range ->
-                    e.connection.write(new PublishErrorFrame(producer, range, code, message))));
-            e.connection.returnPublishCredit(e.messages, e.bytes);
+            e.ranges.forEach((producer, ranges) -> ranges.forEach(range -> e.connection.refuse(producer, range, code, message)));
+            e.connection.publishCredit(e.messages, e.bytes);
             touched.add(e.connection);
         }
-        touched.forEach(ClientConnection::flush);
+        touched.forEach(ProducerLink::flush);
     }
 
     int size() {

@@ -20,7 +20,7 @@ public final class Subscription {
      * Opens a consumer with {@code initialCredit}, silently capped by {@code account}: the queue
      * grants what fits when it runs the subscription, in order with the consumer's later frames.
      */
-    public static Subscription open(BrokerQueue queue, ClientConnection connection, int tag, long initialCredit,
+    public static Subscription open(BrokerQueue queue, ConsumerLink connection, int tag, long initialCredit,
                                     ConnectionCredit account) {
         Subscription sub = new Subscription(queue);
         queue.executor().execute(() -> sub.session = queue.subscribe(connection, tag, initialCredit, account));

@@ -4,6 +4,7 @@ import io.sluice.protocol.DeliverCursor;
 import io.sluice.protocol.DeliverFrame;
 import io.sluice.protocol.Frame;
 import io.sluice.protocol.MessageHeader;
+import io.sluice.protocol.PublishCreditFrame;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -12,11 +13,12 @@ import java.util.List;
 import java.util.function.Predicate;
 
 /**
- * A client connection with no socket, for tests of the queue core: it keeps every frame a queue
- * writes (a DELIVER frame as the messages it carried, its buffer released at once) and lets the
- * test wait for one, and counts the publish window handed back.
+ * A client connection with no socket, for tests of the queue core: it keeps every call of a queue
+ * as the frame the connection would write ({@link FrameLink}; a DELIVER frame as the messages it
+ * carried, its buffer released at once), lets the test wait for one, and counts the publish window
+ * handed back.
  */
-final class FakeConnection implements ClientConnection {
+final class FakeConnection extends FrameLink {
     /** A message of a DELIVER frame. */
     record Delivery(int consumerTag, long id, int deliveryCount, List<MessageHeader> headers, byte[] payload) {
         String header(String key) {
@@ -35,8 +37,9 @@ final class FakeConnection implements ClientConnection {
         this.id = id;
     }
 
+    /** Keeps the frame (a DELIVER frame as its messages, its buffer released); counts the window a PUBLISH_CREDIT gives back. */
     @Override
-    public synchronized void write(Frame frame) {
+    protected synchronized void write(Frame frame) {
         if (frame instanceof DeliverFrame deliver) {
             try {
                 DeliverCursor cursor = deliver.cursor();
@@ -49,6 +52,8 @@ final class FakeConnection implements ClientConnection {
             } finally {
                 deliver.release();
             }
+        } else if (frame instanceof PublishCreditFrame credit) {
+            publishCreditMessages += credit.messages();
         } else {
             written.add(frame);
         }
@@ -91,12 +96,6 @@ final class FakeConnection implements ClientConnection {
     /** As a connection whose outbound buffer is above (false) or back below (true) its high water mark. */
     void writable(boolean value) {
         writable = value;
-    }
-
-    @Override
-    public synchronized void returnPublishCredit(int messages, long bytes) {
-        publishCreditMessages += messages;
-        notifyAll();
     }
 
     synchronized long publishCreditReturned() {

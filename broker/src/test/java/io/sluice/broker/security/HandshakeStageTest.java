@@ -3,7 +3,7 @@ package io.sluice.broker.security;
 import io.netty.channel.Channel;
 import io.sluice.broker.Broker;
 import io.sluice.broker.TestAwait;
-import io.sluice.broker.net.ConnectionHandler;
+import io.sluice.broker.net.ClientSessionAdapter;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -17,7 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 
 /**
  * The handshake is a stage of its own: until HELLO_OK a connection's pipeline ends in the handshake
- * handler, after it in the connection handler alone; the connection counts follow the connection
+ * handler, after it in the session adapter alone; the connection counts follow the connection
  * across the change and come back when it closes, before or after the handshake.
  */
 class HandshakeStageTest {
@@ -30,16 +30,16 @@ class HandshakeStageTest {
             try (SocketPeer silent = new SocketPeer(broker.port())) {
                 Channel ch = awaitOneConnection(broker);
                 TestAwait.until("the handshake handler in the pipeline", () -> hasHandshake(ch)); // the channel joins the group before its pipeline is built
-                assertNull(ch.pipeline().get(ConnectionHandler.class));
+                assertNull(ch.pipeline().get(ClientSessionAdapter.class));
                 assertEquals(1, broker.limits().openConnections());
             }
             TestAwait.until("no connection counted", () -> broker.limits().openConnections() == 0);
 
             try (SocketPeer open = SocketPeer.hello(broker.port())) {
                 Channel ch = awaitOneConnection(broker);
-                TestAwait.until("the connection handler in the pipeline", () -> ch.pipeline().get(ConnectionHandler.class) != null);
+                TestAwait.until("the session adapter in the pipeline", () -> ch.pipeline().get(ClientSessionAdapter.class) != null);
                 assertFalse(hasHandshake(ch), ch.pipeline().names().toString());
-                assertNotNull(ch.pipeline().get(ConnectionHandler.class));
+                assertNotNull(ch.pipeline().get(ClientSessionAdapter.class));
                 assertEquals(1, broker.limits().openConnections());
             }
             TestAwait.until("no connection counted", () -> broker.limits().openConnections() == 0);

@@ -2,7 +2,7 @@ package io.sluice.broker.security;
 
 import ch.qos.logback.classic.Level;
 import io.sluice.broker.Broker;
-import io.sluice.broker.net.ConnectionHandler;
+import io.sluice.broker.net.ClientSessionAdapter;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.Frame;
@@ -28,7 +28,7 @@ class RejectionLogFloodTest {
     @Test
     void shouldRateLimitTheLogLinesOfRejectedConnections() throws Exception {
         try (Broker broker = SecurityFixture.start(dir, null, Map.of());
-             LogCapture log = LogCapture.of(ConnectionHandler.class)) {
+             LogCapture log = LogCapture.of(ClientSessionAdapter.class)) {
             for (int i = 0; i < 200; i++) {
                 try (SocketPeer peer = new SocketPeer(broker.port())) {
                     peer.sendRaw(NEGATIVE_LENGTH);

@@ -1,0 +1,299 @@
+package io.sluice.broker.net;
+
+import io.sluice.broker.auth.Action;
+import io.sluice.broker.auth.Authorizer;
+import io.sluice.broker.error.ErrorCodes;
+import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.queue.ConnectionCredit;
+import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.queue.Subscription;
+import io.sluice.broker.security.ConnectionLimits;
+import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.CreditFrame;
+import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.DeleteQueueFrame;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.NackFrame;
+import io.sluice.protocol.PublishCursor;
+import io.sluice.protocol.PublishFrame;
+import io.sluice.protocol.PurgeQueueFrame;
+import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.UnsubscribeFrame;
+import org.slf4j.Logger;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CompletionException;
+import java.util.function.Consumer;
+
+/**
+ * One open connection's state and what its frames do: its subscriptions, what its user may do,
+ * its limits (consumers, unacknowledged messages, queues) and its publish window, and the calls
+ * into the queues its frames name. Confined to the connection's event loop. Queue work goes to the
+ * queue's executor, one task per frame ({@link BrokerQueue#publish}, {@link Subscription}); declares
+ * and deletes go to the declare thread, and the frames after them wait in the {@link InboundGate}.
+ *
+ * <p>Errors: an operation that fails on its own (unknown queue, unknown consumer, bad setting) gets
+ * an ERROR and the connection stays usable. Security: every frame that names a queue is checked by
+ * the {@link Authorizer} (PUBLISH needs publish, SUBSCRIBE consume, DECLARE/DELETE/PURGE manage); a
+ * denial is an ACCESS_DENIED answer and the connection stays usable. Limits over
+ * {@code limits.max-queues}, {@code limits.max-consumers-per-connection} or
+ * {@code limits.max-unacked-per-connection} answer RESOURCE_LIMIT with an ERROR only.
+ *
+ * <p>Unacked bound: the connection's {@link ConnectionCredit} counts the credit granted by SUBSCRIBE
+ * and CREDIT minus the messages the queues settled (ACK, NACK) or took back from a consumer that
+ * left; a delivered, unacked message keeps its unit. The queues grant and settle, each on its
+ * executor, in frame order.
+ */
+final class ClientSession {
+    private static final Logger LOG = ProtocolHandler.LOG;
+
+    private final QueueManager queues;
+    private final ConnectionSecurity security;
+    private final String user;
+    private final ClientSessionProxy proxy;
+    private final PublishWindow window;
+    private final InboundGate gate;
+    /** Reports a failure of the broker on this connection: the connection's exceptionCaught. */
+    private final Consumer<Throwable> failure;
+    private final Map<Integer, Subscription> subscriptions = new HashMap<>();
+    /** Credit granted minus messages settled, over every consumer; made at the first SUBSCRIBE. */
+    private ConnectionCredit unackedBound;
+
+    ClientSession(QueueManager queues, ConnectionSecurity security, String user, ClientSessionProxy proxy,
+                  PublishWindow window, InboundGate gate, Consumer<Throwable> failure) {
+        this.queues = queues;
+        this.security = security;
+        this.user = user;
+        this.proxy = proxy;
+        this.window = window;
+        this.gate = gate;
+        this.failure = failure;
+    }
+
+    private ConnectionLimits limits() {
+        return security.limits();
+    }
+
+    // ------------------------------------------------------------------ producing
+
+    /**
+     * Takes the frame's messages from the publish window (W1) and hands the frame to its queue, or
+     * refuses it here. A client that is now past its window finds reading paused (H2). Returns true
+     * if the frame's buffer went to a queue, which releases it.
+     */
+    boolean publish(PublishFrame publish) {
+        window.take(publish.messageCount(), payloadBytes(publish));
+        boolean handedOff = false;
+        BrokerQueue queue = null;
+        if (!security.authorizer().allowed(user, Action.PUBLISH, publish.queue())) {
+            proxy.refuseAll(publish, ErrorCode.ACCESS_DENIED, Authorizer.denial(user, Action.PUBLISH, publish.queue()));
+        } else if ((queue = queues.get(publish.queue())) == null) {
+            proxy.refuseAll(publish, ErrorCode.UNKNOWN_QUEUE, "queue '" + publish.queue() + "' does not exist; declare it first");
+        } else {
+            queue.publish(proxy, publish);
+            handedOff = true;
+        }
+        if (!window.within() && gate.pauseForWindow()) {
+            LOG.warn("Client {} sent {} messages / {} bytes beyond its publish window; reading paused until it is back within.",
+                    proxy.describe(), window.messagesOut(), window.bytesOut());
+        }
+        return handedOff;
+    }
+
+    private static long payloadBytes(PublishFrame publish) {
+        PublishCursor cursor = publish.cursor();
+        long bytes = 0;
+        while (cursor.next()) {
+            bytes += cursor.payloadLength();
+        }
+        return bytes;
+    }
+
+    // ------------------------------------------------------------------ consuming
+
+    void subscribe(SubscribeFrame subscribe) {
+        if (subscriptions.containsKey(subscribe.consumerTag())) {
+            proxy.answerError(subscribe.requestId(), ErrorCode.CONSUMER_TAG_IN_USE,
+                    "consumer tag " + subscribe.consumerTag() + " is already in use");
+            return;
+        }
+        if (!permit(subscribe.requestId(), Action.CONSUME, subscribe.queue())) {
+            return;
+        }
+        int maxConsumers = limits().limits().maxConsumersPerConnection;
+        if (subscriptions.size() >= maxConsumers) {
+            limits().countRejectedConsumer();
+            proxy.answerError(subscribe.requestId(), ErrorCode.RESOURCE_LIMIT, "consumer count " + (subscriptions.size() + 1)
+                    + " on this connection would exceed limits.max-consumers-per-connection " + maxConsumers);
+            return;
+        }
+        BrokerQueue queue = queues.get(subscribe.queue());
+        if (queue == null) {
+            proxy.answerError(subscribe.requestId(), ErrorCode.UNKNOWN_QUEUE, "queue '" + subscribe.queue() + "' does not exist");
+            return;
+        }
+        Subscription sub = Subscription.open(queue, proxy, subscribe.consumerTag(), subscribe.initialCredit(), connectionCredit());
+        subscriptions.put(subscribe.consumerTag(), sub);
+        proxy.answerOk(subscribe.requestId());
+    }
+
+    private ConnectionCredit connectionCredit() {
+        if (unackedBound == null) {
+            unackedBound = new ConnectionCredit(limits().limits().maxUnackedPerConnection, limits()::countRejectedCredit);
+        }
+        return unackedBound;
+    }
+
+    void unsubscribe(UnsubscribeFrame unsubscribe) {
+        Subscription sub = subscriptions.remove(unsubscribe.consumerTag());
+        if (sub == null) {
+            proxy.answerError(unsubscribe.requestId(), ErrorCode.UNKNOWN_CONSUMER,
+                    "no subscription with consumer tag " + unsubscribe.consumerTag());
+        } else {
+            sub.close();
+            proxy.answerOk(unsubscribe.requestId());
+        }
+    }
+
+    void ack(AckFrame ack) {
+        Subscription sub = subscription(ack.consumerTag());
+        if (sub != null) {
+            sub.ack(ack);
+        }
+    }
+
+    void credit(CreditFrame credit) {
+        Subscription sub = subscription(credit.consumerTag());
+        if (sub != null) {
+            sub.credit(credit.credit());
+        }
+    }
+
+    void nack(NackFrame nack) {
+        Subscription sub = subscription(nack.consumerTag());
+        if (sub != null) {
+            sub.nack(nack);
+        }
+    }
+
+    private Subscription subscription(int tag) {
+        Subscription sub = subscriptions.get(tag);
+        if (sub == null) {
+            proxy.answerError(0, ErrorCode.UNKNOWN_CONSUMER, "no subscription with consumer tag " + tag + " on this connection");
+        }
+        return sub;
+    }
+
+    /** The connection can take more writes again: its consumers' queues may deliver. */
+    void writable() {
+        for (Subscription sub : subscriptions.values()) {
+            sub.writable();
+        }
+    }
+
+    // ------------------------------------------------------------------ managing queues
+
+    void declare(DeclareQueueFrame declare) {
+        if (!permit(declare.requestId(), Action.MANAGE, declare.queue())) {
+            return;
+        }
+        if (declare.passive()) {
+            BrokerQueue q = queues.get(declare.queue());
+            if (q == null) {
+                proxy.answerError(declare.requestId(), ErrorCode.UNKNOWN_QUEUE, "queue '" + declare.queue() + "' does not exist");
+            } else {
+                proxy.answerOk(declare.requestId(), q.store().unackedMessages());
+            }
+            return;
+        }
+        BrokerQueue existing;
+        try {
+            // A queue that exists: a comparison of settings, no lock, no file, so it is answered here.
+            existing = queues.existing(declare.queue(), declare.settings());
+        } catch (RuntimeException e) {
+            answerDeclare(declare, null, e);
+            return;
+        }
+        if (existing != null) {
+            answerDeclare(declare, existing, null);
+            return;
+        }
+        // Checked against limits.max-queues on the declare thread, exactly, with the declares grouped with it.
+        gate.afterOffLoop(queues.declareGrouped(declare.queue(), declare.settings(), limits().limits().maxQueues), true,
+                (q, error) -> answerDeclare(declare, q, error));
+    }
+
+    private void answerDeclare(DeclareQueueFrame declare, BrokerQueue q, Throwable error) {
+        Throwable e = unwrap(error);
+        if (e == null) {
+            proxy.answerOk(declare.requestId(), q.store().unackedMessages());
+        } else if (ErrorCodes.of(e) != ErrorCode.INTERNAL_ERROR) {
+            if (ErrorCodes.of(e) == ErrorCode.RESOURCE_LIMIT) {
+                limits().countRejectedQueue();
+            }
+            proxy.answerError(declare.requestId(), ErrorCodes.of(e), e.getMessage());
+        } else {
+            failure.accept(e);
+        }
+    }
+
+    void delete(DeleteQueueFrame delete) {
+        if (!permit(delete.requestId(), Action.MANAGE, delete.queue())) {
+            return;
+        }
+        long requestId = delete.requestId();
+        String name = delete.queue();
+        gate.afterOffLoop(queues.onDeclareThread(() -> queues.delete(name)), false, (deleted, error) -> {
+            if (error != null) {
+                failure.accept(unwrap(error));
+            } else if (deleted) {
+                proxy.answerOk(requestId);
+            } else {
+                proxy.answerError(requestId, ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' does not exist");
+            }
+        });
+    }
+
+    void purge(PurgeQueueFrame purge) {
+        if (!permit(purge.requestId(), Action.MANAGE, purge.queue())) {
+            return;
+        }
+        BrokerQueue queue = queues.get(purge.queue());
+        if (queue == null) {
+            proxy.answerError(purge.requestId(), ErrorCode.UNKNOWN_QUEUE, "queue '" + purge.queue() + "' does not exist");
+            return;
+        }
+        long requestId = purge.requestId();
+        queue.purge().addListener(f -> {
+            if (f.isSuccess()) {
+                proxy.answerOk(requestId, (Long) f.getNow());
+            } else {
+                proxy.answerError(requestId, ErrorCode.INTERNAL_ERROR, "purge of '" + purge.queue() + "' failed");
+            }
+        });
+    }
+
+    private static Throwable unwrap(Throwable error) {
+        return error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+    }
+
+    /** True if the user may; else answers ACCESS_DENIED (the connection stays usable) and returns false. */
+    private boolean permit(long requestId, Action action, String queue) {
+        if (security.authorizer().allowed(user, action, queue)) {
+            return true;
+        }
+        String message = Authorizer.denial(user, action, queue);
+        LOG.info("Access denied to {}: {}.", proxy.describe(), message);
+        proxy.answerError(requestId, ErrorCode.ACCESS_DENIED, message);
+        return false;
+    }
+
+    /** The connection closed: its consumers leave their queues, and their messages go back (D4). */
+    void close() {
+        for (Subscription sub : subscriptions.values()) {
+            sub.close();
+        }
+        subscriptions.clear();
+    }
+}

@@ -1,0 +1,46 @@
+package io.sluice.broker.queue;
+
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.FlowState;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.PublishCursor;
+import io.sluice.protocol.PublishFrame;
+
+import java.util.List;
+
+/**
+ * A connection that publishes, as its queues see it: where the queue settles each message (confirmed
+ * or refused), gives the publish window back, and tells of a change of its flow state. Thread-safe;
+ * each call becomes one frame on the connection, written in call order.
+ *
+ * <p>Rule W1 (one count of the publish window): the broker counts a connection's publish window in
+ * one place, on the connection's side. A queue never counts it; it only says how much of it the
+ * messages it is done with held, with {@link #publishCredit}, once per message.
+ */
+public interface ProducerLink extends ClientConnection {
+    /** CONFIRM: these sequences of the producer are stored durably. */
+    void confirm(long producerId, List<IdRange> sequences);
+
+    /** PUBLISH_ERROR: these sequences of the producer were not stored and never will be. */
+    void refuse(long producerId, IdRange sequences, ErrorCode code, String message);
+
+    /** PUBLISH_CREDIT: gives back the window of messages the broker is done with, confirmed or refused (W1). */
+    void publishCredit(int messages, long payloadBytes);
+
+    /** FLOW: the queue's flow state changed, for this reason. */
+    void flow(String queue, FlowState state, String reason);
+
+    /** Refuses every message of a PUBLISH frame, gives back the window they held (W1) and flushes. */
+    default void refuseAll(PublishFrame frame, ErrorCode code, String message) {
+        PublishCursor cursor = frame.cursor();
+        int messages = 0;
+        long bytes = 0;
+        while (cursor.next()) {
+            refuse(cursor.producerId(), IdRange.single(cursor.sequence()), code, message);
+            messages++;
+            bytes += cursor.payloadLength();
+        }
+        publishCredit(messages, bytes);
+        flush();
+    }
+}
