@@ -19,16 +19,17 @@ import java.util.concurrent.TimeUnit;
 /**
  * The queue core with no sockets: a real message store in a temporary directory, a real
  * {@link QueueManager} on one event loop, and {@link FakeConnection}s in place of clients. Tests
- * drive queues through the same calls the connection handler makes.
+ * drive queues through the same calls the connection's session makes; the tests of the network edge
+ * (io.sluice.broker.net) put a real session in front of it.
  */
-final class QueueCore implements AutoCloseable {
-    final BrokerConfig config;
-    final EventLoopGroup loop = new DefaultEventLoopGroup(1);
-    final MessageStore store;
-    final QueueManager queues;
+public final class QueueCore implements AutoCloseable {
+    public final BrokerConfig config;
+    public final EventLoopGroup loop = new DefaultEventLoopGroup(1);
+    public final MessageStore store;
+    public final QueueManager queues;
 
     /** {@code overrides}: configuration keys as on the command line, e.g. {@code storage.segment-bytes}. */
-    QueueCore(Path dir, Map<String, String> overrides) {
+    public QueueCore(Path dir, Map<String, String> overrides) {
         Map<String, String> all = new HashMap<>();
         all.put("storage.reserved-disk-bytes", Long.toString(64L << 20));
         all.putAll(overrides);
