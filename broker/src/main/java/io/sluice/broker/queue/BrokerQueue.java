@@ -28,9 +28,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
 
 /**
- * A queue as the broker serves it: publishes into its {@link QueueStore}, confirms once stored,
- * delivers to competing consumers round-robin within their credit, tracks each delivery until it is
- * acknowledged, and redelivers or dead-letters what is not.
+ * A queue as the broker serves it, and the owner of its state: publishes into its {@link QueueStore},
+ * confirms once stored, delivers to competing consumers within their credit (the {@link Dispatcher}
+ * chooses and builds, this class says when), tracks each delivery until it is acknowledged, and
+ * redelivers or dead-letters what is not.
  *
  * <p>Threads: all state is confined to one executor (a Netty event loop chosen when the queue is
  * opened); connections hand frames over with one task per frame, not per message. The storage
@@ -58,7 +59,6 @@ public final class BrokerQueue {
     private volatile QueueOptions options;
 
     private final List<ConsumerSession> consumers = new ArrayList<>();
-    private int nextConsumer;
     /** Every message delivered and unacknowledged, or waiting for redelivery. */
     private final IdSet tracked = new IdSet();
     /** Redeliveries due now, then the store through its reader (D2, D4, D5). */
@@ -72,8 +72,8 @@ public final class BrokerQueue {
     private long publishRefused;
     private boolean dispatchScheduled;
     private final long[] ackBatch = new long[1024];
-    /** The DELIVER frames of the dispatch running now (D3). */
-    private final DeliveryFrames deliveryFrames;
+    /** Chooses consumers, takes from the order, builds the DELIVER frames (D1..D3). */
+    private final Dispatcher dispatcher;
     private int ackBatchSize;
     /** The oldest store timestamp among the messages of the ACK frame being applied. */
     private long ackOldestAppendedMillis;
@@ -102,8 +102,8 @@ public final class BrokerQueue {
         this.executor = executor;
         this.manager = manager;
         this.options = options;
-        this.deliveryFrames = new DeliveryFrames(name, store);
         this.order = new DeliveryOrder(store, tracked);
+        this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store), this::deadLetter);
         this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes());
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
@@ -497,49 +497,7 @@ public final class BrokerQueue {
         if (closed || consumers.isEmpty()) {
             return;
         }
-        long now = System.nanoTime();
-        try {
-            while (true) {
-                ConsumerSession consumer = nextConsumerWithCredit();
-                if (consumer == null) {
-                    break;
-                }
-                StoredMessage message = order.next();
-                if (message == null) {
-                    break;
-                }
-                int count = message.deliveryCount() + 1;
-                if (count > options.maxDeliveries()) {
-                    deadLetter(message, message.deliveryCount(), "delivered " + message.deliveryCount()
-                            + " times without an acknowledgement (max-deliveries " + options.maxDeliveries() + ")");
-                    continue;
-                }
-                deliveredMessages++;
-                consumer.credit--;
-                consumer.inFlight.put(message.id(), now, message.headersLength() + message.payloadLength(),
-                        message.timestampMillis());
-                tracked.add(message.id());
-                deliveryFrames.add(consumer, message, count);
-            }
-        } catch (RuntimeException e) {
-            // Storage failed (a corrupt record is discarded, not thrown): what this dispatch built still
-            // goes out below, and what it had not yet taken stays where it was.
-            LOG.error("Queue '{}': a dispatch failed; what it had built is sent, the rest waits for the next one.", name, e);
-        } finally {
-            deliveryFrames.send(consumers);
-        }
-    }
-
-    private ConsumerSession nextConsumerWithCredit() {
-        int n = consumers.size();
-        for (int i = 0; i < n; i++) {
-            ConsumerSession c = consumers.get((nextConsumer + i) % n);
-            if (c.credit > 0 && c.connection.isActive() && c.connection.isWritable()) {
-                nextConsumer = (nextConsumer + i + 1) % n;
-                return c;
-            }
-        }
-        return null;
+        deliveredMessages += dispatcher.dispatch(consumers, options.maxDeliveries());
     }
 
     /**

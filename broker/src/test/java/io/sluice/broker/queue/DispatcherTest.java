@@ -1,0 +1,118 @@
+package io.sluice.broker.queue;
+
+import io.sluice.protocol.ConfirmFrame;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.storage.StoredMessage;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * {@link Dispatcher} over a real store: three messages stored in a queue that has no consumer of its
+ * own, dispatched on the queue's executor to sessions of {@link FakeConnection}s the test makes.
+ */
+class DispatcherTest {
+    @TempDir
+    Path dir;
+    private QueueCore core;
+    private BrokerQueue q;
+    private IdSet tracked;
+    private DeliveryOrder order;
+    private Dispatcher dispatcher;
+    private final List<String> deadLettered = new ArrayList<>();
+
+    @BeforeEach
+    void storeThreeMessages() throws Exception {
+        core = new QueueCore(dir, Map.of("storage.durability", "never"));
+        q = core.queues.declare("q", QueueSettings.builder().build());
+        FakeConnection producer = new FakeConnection("producer");
+        core.publish(q, producer, 1, 0, new byte[] {0}, new byte[] {1}, new byte[] {2});
+        producer.await(ConfirmFrame.class, 1, Duration.ofSeconds(30));
+        QueueCore.onLoop(q, () -> {
+            tracked = new IdSet();
+            order = new DeliveryOrder(q.store(), tracked);
+            order.openReader();
+            dispatcher = new Dispatcher("q", order, tracked, new DeliveryFrames("q", q.store()),
+                    (StoredMessage m, int deliveries, String reason) -> deadLettered.add(m.payloadLength() + " " + reason));
+            return null;
+        });
+    }
+
+    @AfterEach
+    void close() throws Exception {
+        QueueCore.onLoop(q, () -> {
+            order.closeReader();
+            return null;
+        });
+        core.close();
+    }
+
+    @Test
+    void shouldDeliverRoundRobinWithinEachConsumersCreditAndTrackEveryDelivery() throws Exception {
+        FakeConnection a = new FakeConnection("a");
+        FakeConnection b = new FakeConnection("b");
+        ConsumerSession first = session(a, 1, 2);
+        ConsumerSession second = session(b, 2, 2);
+
+        assertEquals(3, dispatch(List.of(first, second), 10));
+        assertEquals(List.of(0L, 2L), payloads(a));
+        assertEquals(List.of(1L), payloads(b));
+        assertEquals(List.of(0L, 1L), QueueCore.onLoop(q, () -> List.of(first.credit, second.credit)));
+        assertEquals(List.of(2, 1), QueueCore.onLoop(q, () -> List.of(first.inFlight.size(), second.inFlight.size())));
+        assertEquals(3, (int) QueueCore.onLoop(q, tracked::size));
+    }
+
+    @Test
+    void shouldSkipAConsumerWhoseConnectionCannotTakeMoreAndTakeNothingWithoutCredit() throws Exception {
+        FakeConnection full = new FakeConnection("full");
+        full.writable(false);
+        FakeConnection broke = new FakeConnection("broke");
+        assertEquals(0, dispatch(List.of(session(full, 1, 5), session(broke, 2, 0)), 10));
+
+        FakeConnection ready = new FakeConnection("ready");
+        assertEquals(1, dispatch(List.of(session(ready, 3, 1)), 10));
+        assertEquals(List.of(0L), payloads(ready), "nothing was taken from the order while no one could receive");
+        assertEquals(List.of(), full.deliveries());
+    }
+
+    @Test
+    void shouldDeadLetterAMessageOneMoreDeliveryWouldTakePastTheLimitInsteadOfDeliveringIt() throws Exception {
+        FakeConnection a = new FakeConnection("a");
+        ConsumerSession consumer = session(a, 1, 1);
+        assertEquals(1, dispatch(List.of(consumer), 1));
+        long id = a.deliveries().get(0).id();
+        QueueCore.onLoop(q, () -> {
+            consumer.inFlight.removeAll();
+            consumer.credit = 3;
+            order.due(id); // as if taken back: due first, its one delivery recorded
+            return null;
+        });
+
+        assertEquals(2, dispatch(List.of(consumer), 1));
+        assertEquals(List.of("1 delivered 1 times without an acknowledgement (max-deliveries 1)"), deadLettered);
+        assertEquals(List.of(0L, 1L, 2L), payloads(a));
+        assertEquals(1L, (long) QueueCore.onLoop(q, () -> consumer.credit), "the dead-lettered message took no credit");
+    }
+
+    private ConsumerSession session(FakeConnection connection, int tag, long credit) {
+        return new ConsumerSession(connection, tag, credit, QueueCore.unbounded());
+    }
+
+    private int dispatch(List<ConsumerSession> consumers, int maxDeliveries) throws Exception {
+        return QueueCore.onLoop(q, () -> dispatcher.dispatch(consumers, maxDeliveries));
+    }
+
+    /** The first payload byte of each message delivered to {@code connection}, in order. */
+    private static List<Long> payloads(FakeConnection connection) {
+        return connection.deliveries().stream().map(d -> (long) d.payload()[0]).toList();
+    }
+}
