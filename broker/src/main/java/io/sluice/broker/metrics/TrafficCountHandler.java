@@ -11,7 +11,7 @@ import io.sluice.protocol.Frame;
 /**
  * Counts what passes one point of a connection's pipeline into {@link NetworkCounters}: placed before
  * the codec it sees bytes, placed after it frames. A CLOSE the broker sends with an error code is a
- * protocol error of that code (the connection handler closes every failing connection that way).
+ * protocol error of that code (the session adapter closes every failing connection that way).
  * Stateless, so one instance of each kind is
  * shared by every connection; the per-connection figures live in {@link ConnectionTraffic}.
  */
@@ -30,7 +30,7 @@ public final class TrafficCountHandler extends ChannelDuplexHandler {
         return new TrafficCountHandler(counters, true);
     }
 
-    /** Goes after the frame codec, before the connection handler. */
+    /** Goes after the frame codec, before the handshake handler and the session adapter. */
     public static TrafficCountHandler frames(NetworkCounters counters) {
         return new TrafficCountHandler(counters, false);
     }

@@ -23,8 +23,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The pipeline of a client connection: byte counter (with metrics), TLS (when {@code tls.enabled}),
- * frame codec, frame counter, heartbeat timer, connection handler. Built once per broker start, so
- * the security objects it owns (authorizer, limits and their counters) live as long as the listener.
+ * frame codec, frame counter, heartbeat timer, handshake handler (replaced by the session adapter
+ * at HELLO_OK). Built once per broker start, so the security objects it owns (authorizer, limits
+ * and their counters) live as long as the listener.
  */
 public final class BrokerChannelInitializer extends ChannelInitializer<SocketChannel> {
     /** Frames accepted before the handshake: a HELLO is small, and nobody may send megabytes unauthenticated. */

@@ -117,9 +117,9 @@ final class HandshakeHandler extends ProtocolHandler {
         ctx.pipeline().get(FrameEncoder.class).maxFrameBytes(maxFrame);
         ctx.writeAndFlush(new HelloOkFrame(ProtocolVersion.CURRENT, maxFrame, config.broker.heartbeatIntervalMs,
                 config.broker.name, config.broker.publishWindowMessages, config.broker.publishWindowBytes));
-        // Frames the decoder still holds from this read go to the connection handler: the replace is
+        // Frames the decoder still holds from this read go to the session adapter: the replace is
         // done before this call returns.
-        countedConnection = false; // the connection handler owns both counts from here on
+        countedConnection = false; // the session adapter owns both counts from here on
         ctx.pipeline().replace(this, "connection", new ClientSessionAdapter(config, queues, security, hello.clientName(),
                 auth.user(), maxFrame));
         LOG.debug("Connection from {} opened by client '{}' (user '{}').", ctx.channel().remoteAddress(), hello.clientName(), auth.user());
