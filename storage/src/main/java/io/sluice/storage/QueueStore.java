@@ -4,6 +4,7 @@ import io.sluice.storage.ack.AckFiles;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.ack.AckStateReader;
+import io.sluice.storage.dedup.ProducerCheckpoint;
 import io.sluice.storage.durability.Durability;
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.durability.SegmentSyncer;
@@ -125,6 +126,10 @@ public final class QueueStore {
         this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, new OpenReaders(readers), this::writeRecordLocked,
                 this::discardCorruptLocked, Reclaimer.Forcing.of(durability::forceThrough, this::forceAckJournal), new RelocationIntent(directory), diskGuard,
                 relocationFloorBytes(config), wakeFlusher);
+        long producerStateCovers = ProducerCheckpoint.coveredThrough(directory);
+        if (producerStateCovers != ProducerCheckpoint.ABSENT) {
+            producerStateCoveredThrough(producerStateCovers);
+        }
         LOG.info("Queue '{}' opened in {} ms: {} segments, {} unacknowledged messages, next append to segment {}.",
                 name, (System.nanoTime() - started) / 1_000_000, log.tallies().size(), acks.unackedCount(), log.writeSegment());
     }
@@ -164,6 +169,21 @@ public final class QueueStore {
         } catch (StorageFullException e) {
             return false;
         }
+    }
+
+    /**
+     * The producer state of this queue is durable for every record up to {@code id} (-1: none yet):
+     * reclaim keeps every segment from {@code id}'s on (rule "producer state before reclaim",
+     * docs/storage.md). A queue with a producer checkpoint starts with the id it covers.
+     */
+    public void producerStateCoveredThrough(long id) {
+        reclaimer.keepFrom(id < 0 ? 0 : SegmentRollCycle.INSTANCE.toCycle(id));
+    }
+
+    /** Every record after {@code afterId}, acknowledged or not; see {@link SegmentLog#forEachRecordAfter}. */
+    public long forEachRecordAfter(long afterId, SegmentLog.RecordVisitor visitor) {
+        ensureOpen();
+        return log.forEachRecordAfter(afterId, visitor);
     }
 
     /** A roll sealed {@code segment} (under the lock): durability must force it, and reclaim may look at it. */
@@ -206,7 +226,7 @@ public final class QueueStore {
     public long append(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
         ByteBuffer h = headers == null ? NO_BYTES : headers;
         ByteBuffer p = payload == null ? NO_BYTES : payload;
-        return append(producerId, producerSequence, h, h.position(), h.remaining(), p, p.position(), p.remaining());
+        return append(0, producerId, producerSequence, h, h.position(), h.remaining(), p, p.position(), p.remaining(), 0);
     }
 
     /**
@@ -217,26 +237,22 @@ public final class QueueStore {
      */
     public long append(long producerId, long producerSequence, ByteBuffer source, int headersOffset, int headersLength,
                        int payloadOffset, int payloadLength) {
-        return append(producerId, producerSequence, source, headersOffset, headersLength, source, payloadOffset, payloadLength);
+        return append(0, producerId, producerSequence, source, headersOffset, headersLength, source, payloadOffset, payloadLength, 0);
     }
 
     /**
      * Appends a message the broker itself forwards with headers it added (a dead-letter copy): its
      * headers plus payload may exceed the maximum by up to {@link #HEADER_HEADROOM_BYTES}, so that a
-     * message accepted at the limit can always be forwarded. Otherwise as
-     * {@link #append(long, long, ByteBuffer, ByteBuffer)}.
+     * message accepted at the limit can always be forwarded. The record is marked forwarded: its
+     * producer identity is the original publisher's, which the producer state of this queue ignores.
+     * Otherwise as {@link #append(long, long, ByteBuffer, ByteBuffer)}.
      */
     public long appendForwarded(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
-        return append(producerId, producerSequence, headers, headers.position(), headers.remaining(),
+        return append(RecordCodec.FLAG_FORWARDED, producerId, producerSequence, headers, headers.position(), headers.remaining(),
                 payload, payload.position(), payload.remaining(), HEADER_HEADROOM_BYTES);
     }
 
-    private long append(long producerId, long producerSequence, ByteBuffer headers, int headersOffset, int headersLength,
-                        ByteBuffer payload, int payloadOffset, int payloadLength) {
-        return append(producerId, producerSequence, headers, headersOffset, headersLength, payload, payloadOffset, payloadLength, 0);
-    }
-
-    private long append(long producerId, long producerSequence, ByteBuffer headers, int headersOffset, int headersLength,
+    private long append(int flags, long producerId, long producerSequence, ByteBuffer headers, int headersOffset, int headersLength,
                         ByteBuffer payload, int payloadOffset, int payloadLength, int headroom) {
         int size = headersLength + payloadLength;
         if (size > config.maxMessageBytes() + headroom) {
@@ -253,7 +269,7 @@ public final class QueueStore {
                 throw new StorageFailedException("queue '" + name + "' refuses the append: " + failed.getMessage(), failed);
             }
             diskGuard.reserve(size + RecordCodec.HEADER_BYTES + 8L);
-            appendCodec.encodeParts(0, -1, 0, producerId, producerSequence, clock.getAsLong(),
+            appendCodec.encodeParts(flags, -1, 0, producerId, producerSequence, clock.getAsLong(),
                     headers, headersOffset, headersLength, payload, payloadOffset, payloadLength);
             index = writeRecordLocked(appendCodec);
             appendedMessages++;

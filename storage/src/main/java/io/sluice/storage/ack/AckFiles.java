@@ -17,7 +17,7 @@ public final class AckFiles {
      * Makes a rename in {@code directory} durable: without it a machine crash can bring back the old
      * directory entry even though the renamed file's data was fsynced.
      */
-    static void fsyncDirectory(Path directory) throws IOException {
+    public static void fsyncDirectory(Path directory) throws IOException {
         try (FileChannel channel = FileChannel.open(directory, StandardOpenOption.READ)) {
             channel.force(true);
         }

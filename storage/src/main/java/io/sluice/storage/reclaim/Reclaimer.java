@@ -124,6 +124,12 @@ public final class Reclaimer {
     private long reclaimedSegments;
     private long reclaimedBytes;
     private long relocatedMessages;
+    /**
+     * Segments at or after this one stay, whatever their acks: their records are not yet in a durable
+     * producer checkpoint, and a resend of one of them must still be recognised after a restart (rule
+     * "producer state before reclaim", docs/storage.md). Set by the queue's owner, read by the flusher.
+     */
+    private volatile int keepFrom = Integer.MAX_VALUE;
 
     public Reclaimer(String queueName, ReentrantLock lock, SegmentLog log, AckLog ackLog, ReclaimPolicy policy,
                      FileReleaser releaser, Readers readers, RecordWriter writer, CorruptRecords corruptRecords,
@@ -156,6 +162,11 @@ public final class Reclaimer {
         closed = true;
     }
 
+    /** Keeps segment {@code segment} and every later one (see {@link #keepFrom}); any thread. */
+    public void keepFrom(int segment) {
+        keepFrom = segment;
+    }
+
     /** Flusher thread: deletes fully acknowledged segments and relocates stragglers. True if it deleted any. */
     public boolean reclaim(long nowNanos) {
         // Rule "reclaim is never forgotten": besides the events that ask for it, a pass runs every 100 ms,
@@ -174,7 +185,8 @@ public final class Reclaimer {
             if (closed) {
                 return false;
             }
-            for (ReclaimDecision d : policy.decide(segmentStates(nowNanos), log.writeSegment(), readers.oldestSegment())) {
+            for (ReclaimDecision d : policy.decide(segmentStates(nowNanos), log.writeSegment(),
+                    Math.min(readers.oldestSegment(), keepFrom))) {
                 if (d.action() == ReclaimDecision.Action.RELOCATE && acks.unackedCount(d.segment()) > 0) {
                     toRelocate.add(d.segment());
                 } else if (acks.unackedCount(d.segment()) == 0) {
@@ -301,7 +313,7 @@ public final class Reclaimer {
                 continue; // validated before a copy of it is written: AckLog.relocate would refuse it
             }
             int deliveries = Math.max(acks.deliveryCount(originalId), source.deliveryCount());
-            copyCodec.encode(RecordCodec.FLAG_RELOCATED, originalId, deliveries, source.producerId(),
+            copyCodec.encode(RecordCodec.FLAG_RELOCATED | (source.flags() & RecordCodec.FLAG_FORWARDED), originalId, deliveries, source.producerId(),
                     source.producerSequence(), source.timestampMillis(),
                     ByteBuffer.wrap(source.array(), source.headersOffset(), source.headersLength()),
                     ByteBuffer.wrap(source.array(), source.payloadOffset(), source.payloadLength()));

@@ -26,6 +26,10 @@ import java.util.zip.CRC32C;
  *  +-----------------------------------------------+
  * </pre>
  *
+ * Flags: bit 0 {@link #FLAG_RELOCATED} (a copy written by relocation), bit 1 {@link #FLAG_FORWARDED}
+ * (a copy the broker forwarded from another queue, such as a dead letter: its producer identity is
+ * the original publisher's, not a producer of this queue).
+ *
  * Field offsets: crc 0, version 4, flags 5, headersLength 6, originalId 8, deliveryCount 16,
  * producerId 20, producerSequence 28, timestampMillis 36, payloadLength 44, headers 48.
  *
@@ -36,6 +40,7 @@ public final class RecordCodec {
     public static final int VERSION = 1;
     public static final int HEADER_BYTES = 48;
     public static final int FLAG_RELOCATED = 1;
+    public static final int FLAG_FORWARDED = 2;
     public static final int MAX_HEADERS_BYTES = 0xFFFF;
 
     private static final int OFFSET_VERSION = 4;
@@ -143,6 +148,10 @@ public final class RecordCodec {
 
     public boolean relocated() {
         return (flags() & FLAG_RELOCATED) != 0;
+    }
+
+    public boolean forwarded() {
+        return (flags() & FLAG_FORWARDED) != 0;
     }
 
     public long originalId() {

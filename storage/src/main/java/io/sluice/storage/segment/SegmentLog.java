@@ -340,6 +340,41 @@ public final class SegmentLog implements AutoCloseable {
         }
     }
 
+    /** Receives the records a {@link #forEachRecordAfter} pass reads. */
+    public interface RecordVisitor {
+        /** {@code codec} holds a record that checked out; valid until this returns. */
+        void record(long id, RecordCodec codec);
+    }
+
+    /**
+     * Reads every record with an id above {@code afterId} (all of them if it is -1), acknowledged or
+     * not, in id order, into a codec of its own; damaged records are skipped and counted. Returns the
+     * number skipped. Any thread; the records may be appended to meanwhile.
+     */
+    public long forEachRecordAfter(long afterId, RecordVisitor visitor) {
+        RecordCodec codec = new RecordCodec();
+        int[] length = new int[1];
+        long damaged = 0;
+        try (ExcerptTailer tailer = newTailer()) {
+            if (afterId >= 0 && position(tailer, afterId)) {
+                if (readNext(tailer, codec, length) < 0) {
+                    return 0;
+                }
+            }
+            for (long id = readNext(tailer, codec, length); id >= 0; id = readNext(tailer, codec, length)) {
+                if (id <= afterId) {
+                    continue;
+                }
+                if (codec.loaded(length[0]) != null) {
+                    damaged++;
+                } else {
+                    visitor.record(id, codec);
+                }
+            }
+        }
+        return damaged;
+    }
+
     /** The oldest segment Chronicle knows of (-1 if none). */
     public int firstSegment() {
         return Math.max(-1, chronicle.firstCycle());

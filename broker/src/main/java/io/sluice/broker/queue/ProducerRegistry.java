@@ -1,0 +1,178 @@
+package io.sluice.broker.queue;
+
+import io.sluice.storage.QueueStore;
+import io.sluice.storage.dedup.CorruptProducerStateException;
+import io.sluice.storage.dedup.ProducerCheckpoint;
+import io.sluice.storage.dedup.ProducerTable;
+import io.sluice.storage.segment.SegmentRollCycle;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+
+/**
+ * The producers of one queue and what of theirs is stored, so a resend is stored once (docs/storage.md,
+ * "Producer state"): the {@link ProducerTable}, rebuilt at open from the queue's producer checkpoint
+ * and the records after it, and checkpointed again whenever appends move into a new segment, when a
+ * producer registers, and at close.
+ *
+ * <p>Ordering: a checkpoint covering records up to id X is written only once X is durable (a
+ * checkpoint naming a record a machine crash then lost would confirm its resend unstored), and only
+ * once it is written may reclaim delete the segments before X's ({@link
+ * QueueStore#producerStateCoveredThrough}), so every record the table knows of is either in a durable
+ * checkpoint or still in a segment that the next start replays.
+ *
+ * <p>Threads: owned by the queue's executor (every method but the file write); a checkpoint's image
+ * is copied there, written on {@code writer} (one thread for the broker), and {@link #written} is
+ * touched only there.
+ */
+final class ProducerRegistry {
+    private static final Logger LOG = LoggerFactory.getLogger(ProducerRegistry.class);
+
+    private final String queue;
+    private final QueueStore store;
+    private final ProducerTable table;
+    private final Executor writer;
+
+    /** Queue thread: the id of the last record the table holds, -1 if none. */
+    private long lastRecordId;
+    /** Queue thread: the segment of the newest checkpoint taken, so a move into a new one takes the next. */
+    private int checkpointedSegment = Integer.MIN_VALUE;
+    /** Queue thread: checkpoints taken, each with the next generation. */
+    private long generation;
+    /** Writer thread: the newest generation written; an older image that comes late is not written over it. */
+    private long written;
+    private volatile long checkpointFailures;
+
+    private ProducerRegistry(String queue, QueueStore store, ProducerTable table, Executor writer) {
+        this.queue = queue;
+        this.store = store;
+        this.table = table;
+        this.writer = writer;
+    }
+
+    /**
+     * Rebuilds the table of the queue in {@code store}: its checkpoint, then every record after the
+     * id the checkpoint covers; then takes a checkpoint, so that reclaim may go on. A damaged
+     * checkpoint is reported and set aside: the table is then rebuilt from the records still stored
+     * (resends of messages already reclaimed are stored again).
+     */
+    static ProducerRegistry open(String queue, QueueStore store, ProducerTable table, Executor writer) {
+        ProducerRegistry registry = new ProducerRegistry(queue, store, table, writer);
+        long covered = -1;
+        try {
+            ProducerCheckpoint.Loaded loaded = ProducerCheckpoint.read(store.directory());
+            if (loaded != null) {
+                covered = loaded.coveredThroughId();
+                for (ProducerCheckpoint.Entry e : loaded.producers()) {
+                    table.restore(e.id(), e.epoch(), e.highest(), e.lastSeenMillis(), e.gapRanges());
+                }
+            }
+        } catch (CorruptProducerStateException e) {
+            LOG.error("Queue '{}': {}; the producer state is rebuilt from the stored records alone, so a resend of a "
+                    + "message already reclaimed is stored again.", queue, e.getMessage());
+        } catch (IOException e) {
+            LOG.error("Queue '{}': could not read its producer state ({}); it is rebuilt from the stored records alone.",
+                    queue, e.toString());
+        }
+        registry.lastRecordId = covered;
+        long[] replayed = new long[1];
+        long damaged = store.forEachRecordAfter(covered, (id, record) -> {
+            registry.lastRecordId = id;
+            if (!record.forwarded()) {
+                table.stored(record.producerId(), 0, record.producerSequence(), record.timestampMillis());
+                replayed[0]++;
+            }
+        });
+        table.expire(store.nowMillis());
+        LOG.debug("Queue '{}': producer state of {} producers, {} records replayed after id {}, {} damaged.",
+                queue, table.tracked(), replayed[0], covered, damaged);
+        registry.checkpoint();
+        return registry;
+    }
+
+    /** What to do with a publish of {@code sequence} by {@code producerId} holding {@code epoch}. */
+    ProducerTable.Verdict check(long producerId, int epoch, long sequence) {
+        return table.check(producerId, epoch, sequence, store.nowMillis());
+    }
+
+    /** A publish was appended as record {@code id}. */
+    void stored(long producerId, int epoch, long sequence, long id) {
+        table.stored(producerId, epoch, sequence, store.nowMillis());
+        lastRecordId = id;
+        if (SegmentRollCycle.INSTANCE.toCycle(id) != checkpointedSegment) {
+            checkpoint();
+        }
+    }
+
+    /**
+     * Registers an instance of producer {@code producerId} ({@link ProducerTable#register}); completes
+     * with the epoch granted once a checkpoint holding it is durable, or with -1 at once if fenced.
+     */
+    CompletableFuture<Integer> register(long producerId, int requestedEpoch) {
+        int epoch = table.register(producerId, requestedEpoch, store.nowMillis());
+        if (epoch < 0) {
+            return CompletableFuture.completedFuture(-1);
+        }
+        return checkpoint().thenApply(written -> epoch);
+    }
+
+    long lastStoredSequence(long producerId) {
+        return table.lastStoredSequence(producerId);
+    }
+
+    int epoch(long producerId) {
+        return table.epoch(producerId);
+    }
+
+    ProducerTable table() {
+        return table;
+    }
+
+    long checkpointFailures() {
+        return checkpointFailures;
+    }
+
+    /**
+     * Copies the table now and writes it once the records it covers are durable; completes when it is
+     * written (or a newer one was), exceptionally if it could not be.
+     */
+    CompletableFuture<Void> checkpoint() {
+        table.expire(store.nowMillis());
+        long covered = lastRecordId;
+        long thisGeneration = ++generation;
+        checkpointedSegment = covered < 0 ? Integer.MIN_VALUE : SegmentRollCycle.INSTANCE.toCycle(covered);
+        ByteBuffer image = ProducerCheckpoint.encode(table, covered);
+        CompletableFuture<Long> durable = covered < 0 ? CompletableFuture.completedFuture(covered) : store.whenDurable(covered);
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        durable.whenCompleteAsync((ignored, notDurable) -> {
+            if (notDurable != null) {
+                fail(done, notDurable);
+                return;
+            }
+            if (thisGeneration <= written) {
+                done.complete(null);
+                return;
+            }
+            try {
+                ProducerCheckpoint.write(store.directory(), image);
+                written = thisGeneration;
+                store.producerStateCoveredThrough(covered);
+                done.complete(null);
+            } catch (IOException | RuntimeException e) {
+                fail(done, e);
+            }
+        }, writer);
+        return done;
+    }
+
+    private void fail(CompletableFuture<Void> done, Throwable cause) {
+        checkpointFailures++;
+        LOG.warn("Queue '{}': the producer state could not be checkpointed ({}); reclaim keeps the segments it "
+                + "does not cover until a later checkpoint succeeds.", queue, cause.toString());
+        done.completeExceptionally(cause);
+    }
+}

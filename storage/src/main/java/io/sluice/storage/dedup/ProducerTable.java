@@ -1,0 +1,384 @@
+package io.sluice.storage.dedup;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What one queue knows of its producers, to store each {@code (producer id, sequence)} once: per
+ * producer, its epoch, the highest sequence stored, the sequences at or below it that were never
+ * stored (gaps: refused, expired in the client, or skipped), and when it was last seen.
+ *
+ * <p><b>Verdicts.</b> For a publish of {@code sequence} by producer {@code id} with {@code epoch}:
+ * <ul>
+ *   <li>producer id 0, or a sequence below 1, is no identity: always {@link Verdict#NEW}, never tracked;</li>
+ *   <li>an epoch below the producer's is {@link Verdict#FENCED} (a newer instance registered);</li>
+ *   <li>above the highest stored: {@link Verdict#NEW} (a forward jump of any size is allowed, the
+ *       skipped sequences become gaps);</li>
+ *   <li>{@code window} or more below the highest: {@link Verdict#OUT_OF_WINDOW}, because the table
+ *       no longer knows whether it was stored;</li>
+ *   <li>otherwise {@link Verdict#NEW} if it is a gap, else {@link Verdict#DUPLICATE}.</li>
+ * </ul>
+ * A verdict changes nothing; {@link #stored} records a sequence once it is in the log.
+ *
+ * <p><b>Bounds.</b> At most {@code maxProducers} are tracked: adding one more evicts the least
+ * recently seen. A producer not seen for {@code idleExpiryMillis} is dropped. Either way its next
+ * publish starts afresh: a resend after that is stored again. Gaps older than the window are
+ * forgotten.
+ *
+ * <p>Not thread-safe: one thread (the queue's) owns a table.
+ */
+public final class ProducerTable {
+    /** What to do with a publish. */
+    public enum Verdict { NEW, DUPLICATE, FENCED, OUT_OF_WINDOW }
+
+    /** A producer's state; a snapshot of it when read through {@link #snapshot()}. */
+    public static final class Producer {
+        final long id;
+        int epoch;
+        /** Highest sequence stored; 0 when none was. */
+        long highest;
+        long lastSeenMillis;
+        /** Sequences at or below {@link #highest} never stored, as sorted, disjoint ranges. */
+        final Gaps gaps = new Gaps();
+
+        Producer(long id, int epoch, long lastSeenMillis) {
+            this.id = id;
+            this.epoch = epoch;
+            this.lastSeenMillis = lastSeenMillis;
+        }
+
+        public long id() {
+            return id;
+        }
+
+        public int epoch() {
+            return epoch;
+        }
+
+        public long highest() {
+            return highest;
+        }
+
+        public long lastSeenMillis() {
+            return lastSeenMillis;
+        }
+
+        /** The gaps as {@code [from0, to0, from1, to1, ...]}, inclusive, increasing. */
+        public long[] gapRanges() {
+            return gaps.toArray();
+        }
+    }
+
+    private final int maxProducers;
+    private final long idleExpiryMillis;
+    private final long window;
+    /** Access order: the eldest entry is the least recently seen producer. */
+    private final LinkedHashMap<Long, Producer> producers = new LinkedHashMap<>(16, 0.75f, true);
+    /** The producer of the last lookup: a batch is usually one producer's, so one map lookup serves it. */
+    private Producer last;
+
+    private long evictions;
+    private long expiries;
+    private long duplicates;
+
+    /**
+     * @param maxProducers     producers tracked at most (at least 1)
+     * @param idleExpiryMillis a producer not seen for this long is forgotten (at least 1)
+     * @param window           how far below the highest stored sequence a resend is still told apart
+     *                         (at least 1); must cover the messages a producer can have unconfirmed
+     */
+    public ProducerTable(int maxProducers, long idleExpiryMillis, long window) {
+        if (maxProducers < 1 || idleExpiryMillis < 1 || window < 1) {
+            throw new IllegalArgumentException("maxProducers " + maxProducers + ", idleExpiryMillis "
+                    + idleExpiryMillis + " and window " + window + " must all be at least 1");
+        }
+        this.maxProducers = maxProducers;
+        this.idleExpiryMillis = idleExpiryMillis;
+        this.window = window;
+    }
+
+    public long window() {
+        return window;
+    }
+
+    /** What to do with {@code sequence} of {@code producerId} publishing with {@code epoch}; marks the producer seen. */
+    public Verdict check(long producerId, int epoch, long sequence, long nowMillis) {
+        if (producerId == 0 || sequence < 1) {
+            return Verdict.NEW;
+        }
+        Producer p = find(producerId);
+        if (p == null) {
+            return Verdict.NEW;
+        }
+        p.lastSeenMillis = Math.max(p.lastSeenMillis, nowMillis);
+        if (epoch < p.epoch) {
+            return Verdict.FENCED;
+        }
+        if (sequence > p.highest) {
+            return Verdict.NEW;
+        }
+        if (p.highest - sequence >= window) {
+            return Verdict.OUT_OF_WINDOW;
+        }
+        if (p.gaps.contains(sequence)) {
+            return Verdict.NEW;
+        }
+        duplicates++;
+        return Verdict.DUPLICATE;
+    }
+
+    /** Records that {@code sequence} of {@code producerId} (publishing with {@code epoch}) is in the log. */
+    public void stored(long producerId, int epoch, long sequence, long nowMillis) {
+        if (producerId == 0 || sequence < 1) {
+            return;
+        }
+        Producer p = findOrAdd(producerId, epoch, nowMillis);
+        p.epoch = Math.max(p.epoch, epoch);
+        p.lastSeenMillis = Math.max(p.lastSeenMillis, nowMillis);
+        if (sequence > p.highest) {
+            // What lies between the highest stored and this one was skipped; below a producer's first
+            // stored sequence the table knows nothing, so those count as skipped too (stored again
+            // rather than confirmed unseen).
+            long gapFrom = Math.max(Math.max(1, p.highest + 1), sequence - window + 1);
+            if (gapFrom <= sequence - 1) {
+                p.gaps.add(gapFrom, sequence - 1);
+            }
+            p.highest = sequence;
+            p.gaps.dropBelow(sequence - window + 1);
+        } else {
+            p.gaps.remove(sequence);
+        }
+    }
+
+    /**
+     * Registers an instance of a named producer: with {@code requestedEpoch} -1, a new instance, whose
+     * epoch is one above the last; with an epoch, the instance that holds it resuming (after a
+     * reconnect), allowed only if no newer one registered since. Returns the epoch granted, or -1 if
+     * {@code requestedEpoch} is fenced.
+     */
+    public int register(long producerId, int requestedEpoch, long nowMillis) {
+        if (producerId == 0) {
+            throw new IllegalArgumentException("producer id 0 is no identity and cannot be registered");
+        }
+        Producer p = findOrAdd(producerId, 0, nowMillis);
+        p.lastSeenMillis = Math.max(p.lastSeenMillis, nowMillis);
+        if (requestedEpoch < 0) {
+            if (p.epoch == Integer.MAX_VALUE) {
+                throw new IllegalStateException("producer " + producerId + " has used every epoch");
+            }
+            p.epoch++;
+            return p.epoch;
+        }
+        if (requestedEpoch < p.epoch) {
+            return -1;
+        }
+        p.epoch = requestedEpoch;
+        return p.epoch;
+    }
+
+    /** The highest sequence of {@code producerId} stored, 0 if none or if the producer is not tracked. */
+    public long lastStoredSequence(long producerId) {
+        Producer p = find(producerId);
+        return p == null ? 0 : p.highest;
+    }
+
+    /** The producer's epoch, 0 if it is not tracked. */
+    public int epoch(long producerId) {
+        Producer p = find(producerId);
+        return p == null ? 0 : p.epoch;
+    }
+
+    /** Drops producers not seen since {@code nowMillis - idleExpiryMillis}; returns how many. */
+    public int expire(long nowMillis) {
+        int dropped = 0;
+        Iterator<Producer> oldestFirst = producers.values().iterator();
+        while (oldestFirst.hasNext()) {
+            Producer p = oldestFirst.next();
+            if (nowMillis - p.lastSeenMillis < idleExpiryMillis) {
+                break;
+            }
+            oldestFirst.remove();
+            forget(p);
+            dropped++;
+        }
+        expiries += dropped;
+        return dropped;
+    }
+
+    public int tracked() {
+        return producers.size();
+    }
+
+    public long evictions() {
+        return evictions;
+    }
+
+    public long expiries() {
+        return expiries;
+    }
+
+    /** Publishes answered {@link Verdict#DUPLICATE} so far. */
+    public long duplicates() {
+        return duplicates;
+    }
+
+    /** The producers, least recently seen first (the order {@link #restore} keeps). Live objects: read them on the owning thread. */
+    public List<Producer> snapshot() {
+        return new ArrayList<>(producers.values());
+    }
+
+    /** Adds a producer read back from a checkpoint; call in least-recently-seen-first order. */
+    public void restore(long producerId, int epoch, long highest, long lastSeenMillis, long[] gapRanges) {
+        Producer p = findOrAdd(producerId, epoch, lastSeenMillis);
+        p.epoch = epoch;
+        p.highest = highest;
+        p.lastSeenMillis = lastSeenMillis;
+        p.gaps.clear();
+        for (int i = 0; i + 1 < gapRanges.length; i += 2) {
+            p.gaps.add(gapRanges[i], gapRanges[i + 1]);
+        }
+        p.gaps.dropBelow(highest - window + 1);
+    }
+
+    private Producer find(long producerId) {
+        Producer p = last;
+        if (p != null && p.id == producerId) {
+            return p;
+        }
+        p = producers.get(producerId);
+        if (p != null) {
+            last = p;
+        }
+        return p;
+    }
+
+    private Producer findOrAdd(long producerId, int epoch, long nowMillis) {
+        Producer p = find(producerId);
+        if (p != null) {
+            return p;
+        }
+        expire(nowMillis);
+        if (producers.size() >= maxProducers) {
+            Iterator<Map.Entry<Long, Producer>> eldest = producers.entrySet().iterator();
+            forget(eldest.next().getValue());
+            eldest.remove();
+            evictions++;
+        }
+        p = new Producer(producerId, epoch, nowMillis);
+        producers.put(producerId, p);
+        last = p;
+        return p;
+    }
+
+    private void forget(Producer p) {
+        if (last == p) {
+            last = null;
+        }
+    }
+
+    /**
+     * Sorted, disjoint, inclusive ranges of sequences, usually none or a few: a small array of pairs.
+     */
+    static final class Gaps {
+        private static final long[] NONE = new long[0];
+        private long[] ranges = NONE;
+        private int count;
+
+        boolean isEmpty() {
+            return count == 0;
+        }
+
+        void clear() {
+            count = 0;
+            ranges = NONE;
+        }
+
+        boolean contains(long sequence) {
+            for (int i = 0; i < count; i++) {
+                long from = ranges[2 * i];
+                if (sequence < from) {
+                    return false;
+                }
+                if (sequence <= ranges[2 * i + 1]) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /** Appends a range above every range held (or merges it with the last). */
+        void add(long from, long to) {
+            if (count > 0 && from <= ranges[2 * count - 1] + 1) {
+                ranges[2 * count - 1] = Math.max(ranges[2 * count - 1], to);
+                return;
+            }
+            if (2 * count == ranges.length) {
+                ranges = java.util.Arrays.copyOf(ranges, Math.max(4, ranges.length * 2));
+            }
+            ranges[2 * count] = from;
+            ranges[2 * count + 1] = to;
+            count++;
+        }
+
+        void remove(long sequence) {
+            for (int i = 0; i < count; i++) {
+                long from = ranges[2 * i];
+                long to = ranges[2 * i + 1];
+                if (sequence < from) {
+                    return;
+                }
+                if (sequence > to) {
+                    continue;
+                }
+                if (from == to) {
+                    removeRange(i);
+                } else if (sequence == from) {
+                    ranges[2 * i] = from + 1;
+                } else if (sequence == to) {
+                    ranges[2 * i + 1] = to - 1;
+                } else {
+                    insertRange(i + 1, sequence + 1, to);
+                    ranges[2 * i + 1] = sequence - 1;
+                }
+                return;
+            }
+        }
+
+        /** Forgets every sequence below {@code floor}. */
+        void dropBelow(long floor) {
+            int drop = 0;
+            while (drop < count && ranges[2 * drop + 1] < floor) {
+                drop++;
+            }
+            if (drop > 0) {
+                System.arraycopy(ranges, 2 * drop, ranges, 0, 2 * (count - drop));
+                count -= drop;
+            }
+            if (count > 0 && ranges[0] < floor) {
+                ranges[0] = floor;
+            }
+        }
+
+        long[] toArray() {
+            return java.util.Arrays.copyOf(ranges, 2 * count);
+        }
+
+        private void removeRange(int i) {
+            System.arraycopy(ranges, 2 * (i + 1), ranges, 2 * i, 2 * (count - i - 1));
+            count--;
+        }
+
+        private void insertRange(int i, long from, long to) {
+            if (2 * count == ranges.length) {
+                ranges = java.util.Arrays.copyOf(ranges, ranges.length * 2);
+            }
+            System.arraycopy(ranges, 2 * i, ranges, 2 * (i + 1), 2 * (count - i));
+            ranges[2 * i] = from;
+            ranges[2 * i + 1] = to;
+            count++;
+        }
+    }
+}
