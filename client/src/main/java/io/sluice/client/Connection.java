@@ -37,6 +37,8 @@ import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.HelloOkFrame;
 import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.ProtocolVersion;
+import io.sluice.protocol.ProducerInitFrame;
+import io.sluice.protocol.ProducerOkFrame;
 import io.sluice.protocol.PublishCreditFrame;
 import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PurgeQueueFrame;
@@ -214,18 +216,47 @@ public final class Connection implements AutoCloseable {
         return await(purgeQueueAsync(queue), options.requestTimeout(), "PURGE_QUEUE " + queue);
     }
 
-    /** Creates a producer for one queue with a fresh random producerId. */
+    /**
+     * Creates a producer for one queue: with a fresh random producerId, or, with {@link ProducerOptions#name()},
+     * a named producer, registered with the broker before this returns (its sequences continue after the
+     * last one the broker stored under the name; an older instance under the name is fenced).
+     *
+     * @throws IllegalStateException a producer of that name is already open on this connection
+     */
     public Producer createProducer(String queue, ProducerOptions producerOptions) {
         checkOpen();
         checkMayBlock("createProducer");
         Producer producer = new Producer(this, queue, producerOptions);
         CompletableFuture<Void> registered = new CompletableFuture<>();
         runOnLoop(() -> {
-            producers.put(producer.producerId(), producer);
-            registered.complete(null);
+            if (producers.putIfAbsent(producer.producerId(), producer) != null) {
+                registered.completeExceptionally(new IllegalStateException("a producer named '" + producer.name()
+                        + "' is already open on this connection"));
+            } else {
+                registered.complete(null);
+            }
         }, registered);
         await(registered, options.requestTimeout(), "create producer for " + queue);
+        if (producer.name() != null) {
+            CompletableFuture<Void> initialized = new CompletableFuture<>();
+            initProducer(producer, ProducerInitFrame.NEW_INSTANCE).whenComplete((ok, failure) -> executeOnLoop(() -> {
+                if (failure != null) {
+                    producers.remove(producer.producerId(), producer);
+                    initialized.completeExceptionally(failure);
+                } else {
+                    producer.initializedOnLoop(ok);
+                    initialized.complete(null);
+                }
+            }));
+            await(initialized, options.requestTimeout(), "register producer '" + producer.name() + "' with queue " + queue);
+        }
         return producer;
+    }
+
+    /** Sends PRODUCER_INIT for a named producer: a new instance with epoch -1, or resuming {@code epoch}. */
+    CompletableFuture<ProducerOkFrame> initProducer(Producer producer, int epoch) {
+        return requestFor(id -> new ProducerInitFrame(id, producer.queue(), producer.name(), epoch),
+                "PRODUCER_INIT '" + producer.name() + "' on queue " + producer.queue());
     }
 
     /** Subscribes with a push handler; returns once the broker answered OK to SUBSCRIBE. */
@@ -441,7 +472,13 @@ public final class Connection implements AutoCloseable {
 
     /** Sends a request frame built with a fresh request id; completes on OK, fails on ERROR or timeout. */
     CompletableFuture<OkFrame> request(LongFunction<Frame> frameFactory, String description) {
-        CompletableFuture<OkFrame> result = new CompletableFuture<>();
+        return requestFor(frameFactory, description);
+    }
+
+    /** As {@link #request}, for a request whose answer is a frame of type {@code F} (or ERROR). */
+    @SuppressWarnings("unchecked")
+    <F extends Frame> CompletableFuture<F> requestFor(LongFunction<Frame> frameFactory, String description) {
+        CompletableFuture<F> result = new CompletableFuture<>();
         if (closed) {
             result.completeExceptionally(closedException());
             return result;
@@ -461,7 +498,7 @@ public final class Connection implements AutoCloseable {
                             + " got no answer from " + address + " within " + timeoutMs + " ms"));
                 }
             }, timeoutMs, TimeUnit.MILLISECONDS);
-            requests.put(requestId, new PendingRequest(description, result, timeout));
+            requests.put(requestId, new PendingRequest(description, (CompletableFuture<Frame>) result, timeout));
             current.writeAndFlush(frameFactory.apply(requestId));
         }, result);
         return result;
@@ -645,11 +682,9 @@ public final class Connection implements AutoCloseable {
             return;
         }
         if (frame instanceof OkFrame ok) {
-            PendingRequest request = requests.remove(ok.requestId());
-            if (request != null) {
-                request.timeout().cancel(false);
-                completeOnDispatch(request.future(), ok, null);
-            }
+            answered(ok.requestId(), ok);
+        } else if (frame instanceof ProducerOkFrame ok) {
+            answered(ok.requestId(), ok);
         } else if (frame instanceof ErrorFrame error) {
             PendingRequest request = requests.remove(error.requestId());
             if (request == null) {
@@ -696,7 +731,15 @@ public final class Connection implements AutoCloseable {
         }
     }
 
-    private record PendingRequest(String description, CompletableFuture<OkFrame> future,
+    private void answered(long requestId, Frame answer) {
+        PendingRequest request = requests.remove(requestId);
+        if (request != null) {
+            request.timeout().cancel(false);
+            completeOnDispatch(request.future(), answer, null);
+        }
+    }
+
+    private record PendingRequest(String description, CompletableFuture<Frame> future,
                                   ScheduledFuture<?> timeout) {
     }
 

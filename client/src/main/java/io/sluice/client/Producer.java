@@ -10,6 +10,8 @@ import io.sluice.protocol.IdRange;
 import io.sluice.protocol.MessageHeader;
 import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PublishFrame;
+import io.sluice.protocol.ProducerIds;
+import io.sluice.protocol.ProducerOkFrame;
 import io.sluice.protocol.PublishFrameBuilder;
 
 import java.nio.charset.StandardCharsets;
@@ -22,7 +24,6 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -75,12 +76,19 @@ public final class Producer implements AutoCloseable {
     /** On loop: the queue's flow state as the broker last told it; BLOCKED holds every unsent message back. */
     private io.sluice.protocol.FlowState flowState = io.sluice.protocol.FlowState.FREE;
     private ScheduledFuture<?> blockedTimer;
+    /** On loop: a named producer holds its messages back until the broker answered its PRODUCER_INIT. */
+    private boolean awaitingInit;
+    /** The epoch the broker gave this named producer's instance; 0 for an unnamed producer. */
+    private volatile int epoch;
+    /** The highest sequence of this name the broker had stored when this instance registered. */
+    private volatile long lastStoredSequence;
 
     Producer(Connection connection, String queue, ProducerOptions options) {
         this.connection = connection;
         this.queue = Objects.requireNonNull(queue, "queue");
         this.options = Objects.requireNonNull(options, "options");
-        this.producerId = ThreadLocalRandom.current().nextLong();
+        this.producerId = options.name() == null ? ProducerIds.random() : ProducerIds.forName(options.name());
+        this.awaitingInit = options.name() != null;
         this.inFlight = new Semaphore(options.maxInFlight());
         this.unsettled = new SequenceWindow<>(Math.min(options.maxInFlight(), 1 << 16));
         this.flowCallbacks = new SerialExecutor(connection::dispatch);
@@ -92,9 +100,28 @@ public final class Producer implements AutoCloseable {
         return queue;
     }
 
-    /** The random id that, with the sequence, names each message to the broker. */
+    /** The id that, with the sequence, names each message to the broker: random, or derived from the name. */
     public long producerId() {
         return producerId;
+    }
+
+    /** The name of a named producer, or null. */
+    public String name() {
+        return options.name();
+    }
+
+    /** A named producer's epoch, given by the broker when this instance registered; 0 if unnamed. */
+    public int epoch() {
+        return epoch;
+    }
+
+    /**
+     * For a named producer, the highest sequence under its name the broker had stored when this instance
+     * registered (0 if none, or if the broker no longer tracked the name); this instance's sequences
+     * continue after it. 0 for an unnamed producer.
+     */
+    public long lastStoredSequence() {
+        return lastStoredSequence;
     }
 
     /** Sends a message without headers; see {@link #sendAsync(byte[], List)}. */
@@ -241,7 +268,7 @@ public final class Producer implements AutoCloseable {
     /** On loop: writes as many unsent messages as the window allows, in batches; true if it wrote any. */
     private boolean writeUnsentOnLoop() {
         Channel channel = connection.activeChannel();
-        if (channel == null || flowState == io.sluice.protocol.FlowState.BLOCKED) {
+        if (channel == null || awaitingInit || flowState == io.sluice.protocol.FlowState.BLOCKED) {
             return false;
         }
         int frameLimit = connection.maxFrameBytes() - frameOverheadBytes;
@@ -375,7 +402,10 @@ public final class Producer implements AutoCloseable {
         blockedTimer = connection.scheduleOnLoop(this::failLongBlockedOnLoop, periodNanos);
     }
 
-    /** On loop: queues every unsettled message again, in sequence order, and sends them. */
+    /**
+     * On loop: queues every unsettled message again, in sequence order, and sends them; a named producer
+     * first resumes its epoch on the new connection, and sends once the broker has answered.
+     */
     void onReconnectedOnLoop() {
         unsent.clear();
         unsentBytes = 0;
@@ -383,7 +413,52 @@ public final class Producer implements AutoCloseable {
             unsent.add(pending);
             unsentBytes += pending.payload.length;
         });
+        if (options.name() != null) {
+            if (epoch == 0) {
+                return; // never registered: the createProducer that registers it fails with the lost connection
+            }
+            awaitingInit = true;
+            connection.initProducer(this, epoch).whenComplete((ok, failure) -> connection.executeOnLoop(() -> {
+                if (failure != null) {
+                    failResumeOnLoop(failure);
+                } else {
+                    initializedOnLoop(ok);
+                }
+            }));
+            return;
+        }
         flushOnLoop();
+    }
+
+    /** On loop: the broker registered this named producer's instance; what it holds back may go. */
+    void initializedOnLoop(ProducerOkFrame ok) {
+        boolean first = epoch == 0;
+        epoch = ok.epoch();
+        if (first) {
+            lastStoredSequence = ok.lastSequence();
+            nextSequence = Math.max(nextSequence, ok.lastSequence() + 1);
+        }
+        awaitingInit = false;
+        flushOnLoop();
+    }
+
+    /**
+     * On loop: resuming on a new connection failed. Lost again, the messages wait for the next reconnect;
+     * refused (fenced: a newer instance registered under the name) or unanswered, every unsettled
+     * message fails with that reason and the producer is closed.
+     */
+    private void failResumeOnLoop(Throwable failure) {
+        Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+                ? failure.getCause() : failure;
+        if (cause instanceof ConnectionLostException) {
+            return;
+        }
+        SluiceException reason = cause instanceof SluiceException sluice ? sluice
+                : new SluiceException("resuming producer '" + options.name() + "' failed: " + cause, cause);
+        closed = true;
+        closedOnLoop = true;
+        failAll(reason);
+        removeIfDone();
     }
 
     /** On loop: fails every unsettled message. */

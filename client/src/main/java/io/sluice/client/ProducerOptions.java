@@ -12,14 +12,20 @@ package io.sluice.client;
  * @param blockedTimeout   while the broker says the queue is BLOCKED, messages wait in the producer, unsent;
  *                         a message that has waited this long fails with {@link SluiceTimeoutException}
  *                         (default 60 s)
+ * @param name             a stable name makes this a named producer (docs/protocol.md, "Idempotent publishing"):
+ *                         its producer id comes from the name, so the broker recognises resends across
+ *                         restarts of this process; each new instance gets a new epoch from the broker, which
+ *                         fences every older instance still running under the name; {@code null} (the
+ *                         default) for a random id per producer, which deduplicates resends after reconnects
+ *                         but not across restarts of the publishing process
  */
 public record ProducerOptions(int maxInFlight, int maxBatchMessages, int maxBatchBytes, FlowListener flowListener,
-                              java.time.Duration blockedTimeout) {
+                              java.time.Duration blockedTimeout, String name) {
     public static final java.time.Duration DEFAULT_BLOCKED_TIMEOUT = java.time.Duration.ofSeconds(60);
     public static final ProducerOptions DEFAULT = new ProducerOptions(1000, 256, 256 * 1024, null);
 
     public ProducerOptions(int maxInFlight, int maxBatchMessages, int maxBatchBytes, FlowListener flowListener) {
-        this(maxInFlight, maxBatchMessages, maxBatchBytes, flowListener, DEFAULT_BLOCKED_TIMEOUT);
+        this(maxInFlight, maxBatchMessages, maxBatchBytes, flowListener, DEFAULT_BLOCKED_TIMEOUT, null);
     }
 
     public ProducerOptions {
@@ -35,17 +41,26 @@ public record ProducerOptions(int maxInFlight, int maxBatchMessages, int maxBatc
         if (maxBatchBytes < 1) {
             throw new IllegalArgumentException("maxBatchBytes " + maxBatchBytes + " is below 1");
         }
+        String nameProblem = name == null ? null : io.sluice.protocol.ProducerInitFrame.nameProblem(name);
+        if (nameProblem != null) {
+            throw new IllegalArgumentException(nameProblem);
+        }
     }
 
     public ProducerOptions withFlowListener(FlowListener listener) {
-        return new ProducerOptions(maxInFlight, maxBatchMessages, maxBatchBytes, listener, blockedTimeout);
+        return new ProducerOptions(maxInFlight, maxBatchMessages, maxBatchBytes, listener, blockedTimeout, name);
     }
 
     public ProducerOptions withMaxInFlight(int max) {
-        return new ProducerOptions(max, maxBatchMessages, maxBatchBytes, flowListener, blockedTimeout);
+        return new ProducerOptions(max, maxBatchMessages, maxBatchBytes, flowListener, blockedTimeout, name);
     }
 
     public ProducerOptions withBlockedTimeout(java.time.Duration timeout) {
-        return new ProducerOptions(maxInFlight, maxBatchMessages, maxBatchBytes, flowListener, timeout);
+        return new ProducerOptions(maxInFlight, maxBatchMessages, maxBatchBytes, flowListener, timeout, name);
+    }
+
+    /** A named producer (see {@code name} above). */
+    public ProducerOptions withName(String producerName) {
+        return new ProducerOptions(maxInFlight, maxBatchMessages, maxBatchBytes, flowListener, blockedTimeout, producerName);
     }
 }

@@ -36,6 +36,10 @@ public enum ErrorCode {
     MESSAGE_TOO_LARGE(400, "the message is larger than the broker accepts", false),
     QUEUE_BLOCKED(401, "the queue is over its hard quota and refuses publishes until consumers catch up", true),
     STORAGE_FULL(403, "the broker's disk is full", true),
+    PRODUCER_FENCED(405, "a newer instance of this named producer registered with the queue; this one may not publish", false),
+    SEQUENCE_OUT_OF_WINDOW(406, "the sequence is so far below the producer's highest stored one that the broker cannot tell "
+            + "whether it is a duplicate; it was not stored", false),
+    INVALID_PRODUCER(407, "the producer name is empty or too long", false),
 
     UNKNOWN_CONSUMER(500, "no subscription on this connection has this consumer tag", false),
     UNKNOWN_MESSAGE_ID(501, "the message id is not outstanding on this subscription", false),

@@ -23,6 +23,7 @@ public sealed interface Frame
         permits HelloFrame, HelloOkFrame, HeartbeatFrame, CloseFrame,
         DeclareQueueFrame, DeleteQueueFrame, PurgeQueueFrame, OkFrame, ErrorFrame,
         PublishFrame, ConfirmFrame, PublishErrorFrame, FlowFrame, PublishCreditFrame,
+        ProducerInitFrame, ProducerOkFrame,
         SubscribeFrame, CreditFrame, DeliverFrame, AckFrame, NackFrame, UnsubscribeFrame {
 
     FrameType type();

@@ -159,6 +159,8 @@ public final class FrameDecoder extends ByteToMessageDecoder {
             case PUBLISH_ERROR -> PublishErrorFrame.decodeBody(reader);
             case FLOW -> FlowFrame.decodeBody(reader);
             case PUBLISH_CREDIT -> PublishCreditFrame.decodeBody(reader);
+            case PRODUCER_INIT -> ProducerInitFrame.decodeBody(reader);
+            case PRODUCER_OK -> ProducerOkFrame.decodeBody(reader);
             case SUBSCRIBE -> SubscribeFrame.decodeBody(reader);
             case CREDIT -> CreditFrame.decodeBody(reader);
             case DELIVER -> DeliverFrame.decodeBody(reader);

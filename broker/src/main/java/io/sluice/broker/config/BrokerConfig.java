@@ -189,6 +189,13 @@ public final class BrokerConfig {
         public String overflowPolicy;
         @JsonProperty("dead-letter-dropped")
         public boolean deadLetterDropped;
+        /** Idempotent publishing: per queue, a producer table (see {@code ProducerRegistry}). */
+        @JsonProperty("dedup-enabled")
+        public boolean dedupEnabled;
+        @JsonProperty("dedup-max-producers")
+        public int dedupMaxProducers;
+        @JsonProperty("dedup-idle-expiry-ms")
+        public long dedupIdleExpiryMs;
     }
 
     public Path dataDirectory() {
@@ -260,6 +267,8 @@ public final class BrokerConfig {
                     + broker.maxFrameBytes + ", or a message could not be delivered in one frame");
         }
         check(problems, "queues.max-deliveries", queues.maxDeliveries, 1, 1_000_000);
+        check(problems, "queues.dedup-max-producers", queues.dedupMaxProducers, 1, 10_000_000);
+        check(problems, "queues.dedup-idle-expiry-ms", queues.dedupIdleExpiryMs, 1000, 30L * 24 * 3_600_000);
         check(problems, "queues.ack-timeout-ms", queues.ackTimeoutMs, 100, 7L * 24 * 3_600_000);
         check(problems, "queues.redelivery-delay-ms", queues.redeliveryDelayMs, 0, 3_600_000);
         check(problems, "queues.max-redelivery-delay-ms", queues.maxRedeliveryDelayMs, queues.redeliveryDelayMs, 24L * 3_600_000);

@@ -14,6 +14,9 @@ import io.sluice.protocol.DeclareQueueFrame;
 import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.NackFrame;
+import io.sluice.protocol.ProducerIds;
+import io.sluice.protocol.ProducerInitFrame;
+import io.sluice.protocol.ProducerOkFrame;
 import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.PurgeQueueFrame;
@@ -270,6 +273,48 @@ final class ClientSession {
                 proxy.answerOk(requestId, (Long) f.getNow());
             } else {
                 proxy.answerError(requestId, ErrorCode.INTERNAL_ERROR, "purge of '" + purge.queue() + "' failed");
+            }
+        });
+    }
+
+    /**
+     * PRODUCER_INIT: registers an instance of a named producer with the queue (a new epoch, or the one
+     * it resumes); the queue answers once the registration is durable. Publishes under the name that
+     * follow it reach the queue after the registration (one executor, in order).
+     */
+    void initProducer(ProducerInitFrame init) {
+        long requestId = init.requestId();
+        if (!permit(requestId, Action.PUBLISH, init.queue())) {
+            return;
+        }
+        String problem = ProducerInitFrame.nameProblem(init.producerName());
+        if (problem != null) {
+            proxy.answerError(requestId, ErrorCode.INVALID_PRODUCER, problem + "; a producer name is 1 to "
+                    + ProducerInitFrame.MAX_NAME_BYTES + " bytes of UTF-8");
+            return;
+        }
+        BrokerQueue queue = queues.get(init.queue());
+        if (queue == null) {
+            proxy.answerError(requestId, ErrorCode.UNKNOWN_QUEUE, "queue '" + init.queue() + "' does not exist; declare it first");
+            return;
+        }
+        long producerId = ProducerIds.forName(init.producerName());
+        queue.registerProducer(proxy, producerId, init.epoch()).whenComplete((registered, failure) -> {
+            if (failure != null) {
+                ErrorCode code = ErrorCodes.of(failure);
+                if (code == ErrorCode.INTERNAL_ERROR) {
+                    LOG.error("Registering producer '{}' on queue '{}' for {} failed.", init.producerName(), init.queue(),
+                            proxy.describe(), unwrap(failure));
+                    proxy.answerError(requestId, code, "the broker could not record the producer's registration; see the broker log");
+                } else {
+                    proxy.answerError(requestId, code, unwrap(failure).getMessage());
+                }
+            } else if (registered.epoch() < 0) {
+                proxy.answerError(requestId, ErrorCode.PRODUCER_FENCED, "producer '" + init.producerName() + "' cannot resume epoch "
+                        + init.epoch() + " on queue '" + init.queue() + "': a newer instance registered with epoch "
+                        + registered.currentEpoch());
+            } else {
+                proxy.answer(new ProducerOkFrame(requestId, producerId, registered.epoch(), registered.lastSequence()));
             }
         });
     }

@@ -17,6 +17,7 @@ import io.sluice.protocol.HeartbeatFrame;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.NackFrame;
 import io.sluice.protocol.PublishFrame;
+import io.sluice.protocol.ProducerInitFrame;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.SubscribeFrame;
 import io.sluice.protocol.UnsubscribeFrame;
@@ -104,6 +105,8 @@ public final class ClientSessionAdapter extends ProtocolHandler {
             session.unsubscribe(unsubscribe);
         } else if (frame instanceof DeclareQueueFrame declare) {
             session.declare(declare);
+        } else if (frame instanceof ProducerInitFrame init) {
+            session.initProducer(init);
         } else if (frame instanceof DeleteQueueFrame delete) {
             session.delete(delete);
         } else if (frame instanceof PurgeQueueFrame purge) {

@@ -89,6 +89,11 @@ final class ClientSessionProxy extends FrameLink {
         ctx.writeAndFlush(new OkFrame(requestId, messageCount));
     }
 
+    /** Another answer to a request (PRODUCER_OK), flushed at once; from any thread. */
+    void answer(Frame answer) {
+        ctx.writeAndFlush(answer);
+    }
+
     /** ERROR to a request (0: to no request), flushed at once; the connection stays usable. From any thread. */
     void answerError(long requestId, ErrorCode code, String message) {
         ctx.writeAndFlush(new ErrorFrame(requestId, code, message));

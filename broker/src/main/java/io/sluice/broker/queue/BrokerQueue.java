@@ -2,6 +2,7 @@ package io.sluice.broker.queue;
 
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
+import io.sluice.broker.error.BrokerException;
 import io.sluice.broker.error.ErrorCodes;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.FlowState;
@@ -14,6 +15,7 @@ import io.sluice.storage.CorruptRecordException;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StorageFailedException;
 import io.sluice.storage.StoredMessage;
+import io.sluice.storage.dedup.ProducerTable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -80,6 +82,8 @@ public final class BrokerQueue {
     private final InFlightDeliveries.Removed ackOne = this::ackOne;
     private ScheduledFuture<?> ackTimeoutTask;
     private final DeadLetterer deadLetterer;
+    /** What of each producer is stored, to store a resend once; null when deduplication is off. */
+    private final ProducerRegistry producers;
     private long deadLettered;
     private long deadLetterFailures;
     private long redelivered;
@@ -105,6 +109,7 @@ public final class BrokerQueue {
         this.order = new DeliveryOrder(store, tracked);
         this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store), this::deadLetter);
         this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes());
+        this.producers = manager.openProducers(name, store);
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
             public void moved(StoredMessage original) {
@@ -170,11 +175,31 @@ public final class BrokerQueue {
         long refusedBytes = 0;
         long messages = store.unackedMessages();
         ByteBuffer frameBytes = null;
+        int duplicates = 0;
+        long duplicateBytes = 0;
         while (cursor.next()) {
             long producerId = cursor.producerId();
             long sequence = cursor.sequence();
             int payloadLength = cursor.payloadLength();
             int bytes = cursor.headersLength() + payloadLength;
+            ProducerTable.Verdict verdict = producers == null ? ProducerTable.Verdict.NEW
+                    : producers.check(connection, producerId, sequence);
+            if (verdict == ProducerTable.Verdict.DUPLICATE) {
+                // Stored before: confirmed again once everything written so far is durable (it is among it).
+                stored.stored(producerId, sequence);
+                duplicates++;
+                duplicateBytes += payloadLength;
+                continue;
+            }
+            if (verdict != ProducerTable.Verdict.NEW) {
+                connection.refuse(producerId, IdRange.single(sequence),
+                        verdict == ProducerTable.Verdict.FENCED ? ErrorCode.PRODUCER_FENCED : ErrorCode.SEQUENCE_OUT_OF_WINDOW,
+                        producers.refusal(verdict, producerId, sequence));
+                refusedMessages++;
+                refusedBytes += payloadLength;
+                publishRefused++;
+                continue;
+            }
             String refusal = backlog.refusal(messages, bytes, this::dropOldest);
             if (refusal != null) {
                 connection.refuse(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal);
@@ -189,6 +214,9 @@ public final class BrokerQueue {
                 }
                 lastId = store.append(producerId, sequence, frameBytes, cursor.headersOffset(), cursor.headersLength(),
                         cursor.payloadOffset(), payloadLength);
+                if (producers != null) {
+                    producers.stored(connection, producerId, sequence, lastId);
+                }
                 stored.stored(producerId, sequence);
                 storedMessages++;
                 storedBytes += payloadLength;
@@ -212,12 +240,43 @@ public final class BrokerQueue {
         }
         if (storedMessages > 0) {
             publishedMessages += storedMessages;
-            pendingConfirms.add(lastId, connection, stored.build(), storedMessages, storedBytes, receivedAtNanos);
+            pendingConfirms.add(lastId, connection, stored.build(), storedMessages + duplicates, storedBytes + duplicateBytes,
+                    receivedAtNanos);
             updateFlow();
             releaseConfirms();
             scheduleDispatch();
+        } else if (duplicates > 0) {
+            pendingConfirms.add(store.writtenIndex(), connection, stored.build(), duplicates, duplicateBytes, receivedAtNanos);
+            releaseConfirms();
         }
         connection.flush();
+    }
+
+    /**
+     * Registers an instance of the named producer {@code producerId} on {@code connection}
+     * ({@link ProducerRegistry#register}); completes with the epoch granted, -1 if fenced, or
+     * exceptionally if this queue keeps no producer state or its checkpoint failed.
+     */
+    public CompletableFuture<ProducerRegistry.Registered> registerProducer(ClientConnection connection, long producerId,
+                                                                          int requestedEpoch) {
+        CompletableFuture<ProducerRegistry.Registered> registered = new CompletableFuture<>();
+        executor.execute(() -> {
+            if (closed || producers == null) {
+                registered.completeExceptionally(new BrokerException(closed ? ErrorCode.UNKNOWN_QUEUE : ErrorCode.INVALID_PRODUCER,
+                        closed ? "queue '" + name + "' was deleted" : "queue '" + name + "' keeps no producer state: "
+                                + "deduplication is off on this broker (queues.dedup-enabled)"));
+                return;
+            }
+            producers.register(connection, producerId, requestedEpoch).whenComplete((epoch, failure) -> executor.execute(() -> {
+                if (failure != null) {
+                    registered.completeExceptionally(failure);
+                } else {
+                    registered.complete(new ProducerRegistry.Registered(epoch, producers.lastStoredSequence(producerId),
+                            producers.epoch(producerId)));
+                }
+            }));
+        });
+        return registered;
     }
 
     /**
@@ -658,6 +717,9 @@ public final class BrokerQueue {
     public io.netty.util.concurrent.Future<QueueSnapshot> snapshot() {
         return executor.submit(() -> {
             publishers.removeIf(c -> !c.isActive());
+            if (producers != null) {
+                producers.forgetClosedConnections();
+            }
             List<QueueSnapshot.ConsumerFigures> consumerFigures = new ArrayList<>();
             int inFlight = 0;
             for (ConsumerSession c : consumers) {

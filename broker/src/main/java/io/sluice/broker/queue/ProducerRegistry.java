@@ -29,7 +29,7 @@ import java.util.concurrent.Executor;
  * is copied there, written on {@code writer} (one thread for the broker), and {@link #written} is
  * touched only there.
  */
-final class ProducerRegistry {
+public final class ProducerRegistry {
     private static final Logger LOG = LoggerFactory.getLogger(ProducerRegistry.class);
 
     private final String queue;
@@ -46,6 +46,11 @@ final class ProducerRegistry {
     /** Writer thread: the newest generation written; an older image that comes late is not written over it. */
     private long written;
     private volatile long checkpointFailures;
+    /**
+     * Queue thread: the connection each named producer registered on last. A publish under a named
+     * producer's id from any other connection is fenced: an older instance, or one that never registered.
+     */
+    private final java.util.Map<Long, ClientConnection> owners = new java.util.HashMap<>();
 
     private ProducerRegistry(String queue, QueueStore store, ProducerTable table, Executor writer) {
         this.queue = queue;
@@ -94,14 +99,43 @@ final class ProducerRegistry {
         return registry;
     }
 
-    /** What to do with a publish of {@code sequence} by {@code producerId} holding {@code epoch}. */
-    ProducerTable.Verdict check(long producerId, int epoch, long sequence) {
-        return table.check(producerId, epoch, sequence, store.nowMillis());
+    /** What to do with a publish of {@code sequence} by {@code producerId} arriving on {@code connection}. */
+    ProducerTable.Verdict check(ClientConnection connection, long producerId, long sequence) {
+        return table.check(producerId, epochOf(connection, producerId), sequence, store.nowMillis());
     }
 
-    /** A publish was appended as record {@code id}. */
-    void stored(long producerId, int epoch, long sequence, long id) {
-        table.stored(producerId, epoch, sequence, store.nowMillis());
+    /** The epoch {@code connection} holds for {@code producerId}: the table's if it registered there last, else 0. */
+    int epochOf(ClientConnection connection, long producerId) {
+        if (owners.isEmpty() || owners.get(producerId) != connection) {
+            return 0;
+        }
+        return table.epoch(producerId);
+    }
+
+    /** Forgets the connections that closed: the named producers registered on them are no longer anyone's. */
+    void forgetClosedConnections() {
+        owners.values().removeIf(owner -> !owner.isActive());
+    }
+
+    /** The sentence of a PUBLISH_ERROR for a publish {@link #check} refused. */
+    String refusal(ProducerTable.Verdict verdict, long producerId, long sequence) {
+        if (verdict == ProducerTable.Verdict.FENCED) {
+            return "producer " + producerId + " is fenced on queue '" + queue + "': a newer instance registered under its name "
+                    + "(epoch " + table.epoch(producerId) + "), or this connection never registered it; sequence "
+                    + sequence + " was not stored";
+        }
+        return "sequence " + sequence + " of producer " + producerId + " is " + table.window() + " or more below the highest "
+                + "stored on queue '" + queue + "' (" + table.lastStoredSequence(producerId) + "), too far to tell a "
+                + "resend from a new message; it was not stored";
+    }
+
+    /** The answer to a registration: the epoch granted (-1 if fenced), the last stored sequence, and the current epoch. */
+    public record Registered(int epoch, long lastSequence, int currentEpoch) {
+    }
+
+    /** A publish that {@link #check} found new was appended as record {@code id}. */
+    void stored(ClientConnection connection, long producerId, long sequence, long id) {
+        table.stored(producerId, epochOf(connection, producerId), sequence, store.nowMillis());
         lastRecordId = id;
         if (SegmentRollCycle.INSTANCE.toCycle(id) != checkpointedSegment) {
             checkpoint();
@@ -112,11 +146,12 @@ final class ProducerRegistry {
      * Registers an instance of producer {@code producerId} ({@link ProducerTable#register}); completes
      * with the epoch granted once a checkpoint holding it is durable, or with -1 at once if fenced.
      */
-    CompletableFuture<Integer> register(long producerId, int requestedEpoch) {
+    CompletableFuture<Integer> register(ClientConnection connection, long producerId, int requestedEpoch) {
         int epoch = table.register(producerId, requestedEpoch, store.nowMillis());
         if (epoch < 0) {
             return CompletableFuture.completedFuture(-1);
         }
+        owners.put(producerId, connection);
         return checkpoint().thenApply(written -> epoch);
     }
 

@@ -9,6 +9,7 @@ import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueNames;
 import io.sluice.storage.QueueStore;
+import io.sluice.storage.dedup.ProducerTable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -90,6 +91,13 @@ public final class QueueManager {
     /** Queues between their removal and the end of their store's deletion; guarded by this object's lock. */
     private final Set<String> deleting = new HashSet<>();
 
+    /** Writes the queues' producer checkpoints (ProducerRegistry), off their event loops. */
+    private final java.util.concurrent.ExecutorService producerStateWriter = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "sluice-producer-state");
+        t.setDaemon(true);
+        return t;
+    });
+
     public QueueManager(MessageStore store, EventLoopGroup executors, BrokerConfig.Queues defaults, int publishAllowance) {
         this.settingsWriters = new ThreadPoolExecutor(SETTINGS_WRITER_THREADS, SETTINGS_WRITER_THREADS, 1, TimeUnit.SECONDS,
                 new LinkedBlockingQueue<>(), r -> {
@@ -124,6 +132,19 @@ public final class QueueManager {
             options = QueueOptions.defaults(name, defaults);
         }
         return new BrokerQueue(name, queueStore, executors.next(), this, options, publishAllowance);
+    }
+
+    /**
+     * The producer state of a queue being opened (replayed from its checkpoint and records), or null
+     * with deduplication off. The window covers what one connection may have unconfirmed.
+     */
+    ProducerRegistry openProducers(String name, QueueStore queueStore) {
+        if (!defaults.dedupEnabled) {
+            return null;
+        }
+        ProducerTable table = new ProducerTable(defaults.dedupMaxProducers, defaults.dedupIdleExpiryMs,
+                Math.max(1, publishAllowance));
+        return ProducerRegistry.open(name, queueStore, table, producerStateWriter);
     }
 
     private volatile int maxQueues = Integer.MAX_VALUE;
@@ -383,6 +404,7 @@ public final class QueueManager {
         closing = true;
         declareThread.shutdown();
         settingsWriters.shutdown();
+        producerStateWriter.shutdown();
         try {
             if (!declareThread.awaitTermination(5, TimeUnit.SECONDS)) {
                 LOG.warn("A queue declare was still running at shutdown.");

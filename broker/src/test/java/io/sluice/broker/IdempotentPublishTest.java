@@ -1,0 +1,210 @@
+package io.sluice.broker;
+
+import io.sluice.protocol.ConfirmFrame;
+import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.ErrorFrame;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.OkFrame;
+import io.sluice.protocol.ProducerIds;
+import io.sluice.protocol.ProducerInitFrame;
+import io.sluice.protocol.ProducerOkFrame;
+import io.sluice.protocol.PublishErrorFrame;
+import io.sluice.protocol.PublishFrameBuilder;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.protocol.SubscribeFrame;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Idempotent publishing over a real socket, in raw frames so that the exact (producer id, sequence) of
+ * each resend is the test's: a resend is confirmed and stored once, on the same connection, on another,
+ * after a restart, and after the segments that held the originals were reclaimed; named producers are
+ * fenced by a newer instance; bad input gets its code.
+ */
+class IdempotentPublishTest {
+    @TempDir
+    Path dir;
+
+    private static final long PRODUCER = 0x5EED_0001L;
+
+    private static void publish(RawClient c, String queue, long producer, long... sequences) {
+        PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), queue);
+        for (long s : sequences) {
+            b.add(producer, s, List.of(), ("m" + s).getBytes(StandardCharsets.UTF_8));
+        }
+        c.send(b.build());
+    }
+
+    /** The sequences the broker confirmed for {@code producer}, collected until {@code count} are. */
+    private static List<Long> confirmed(RawClient c, long producer, int count) throws InterruptedException {
+        List<Long> out = new ArrayList<>();
+        while (out.size() < count) {
+            ConfirmFrame confirm = c.expect(ConfirmFrame.class);
+            assertEquals(producer, confirm.producerId());
+            for (IdRange r : confirm.sequences()) {
+                for (long s = r.from(); s <= r.to(); s++) {
+                    out.add(s);
+                }
+            }
+        }
+        return out;
+    }
+
+    private static long declare(RawClient c, String queue) throws InterruptedException {
+        c.send(new DeclareQueueFrame(1, queue, QueueSettings.EMPTY));
+        return c.expect(OkFrame.class).messageCount().orElseThrow();
+    }
+
+    /** Payloads of every message in the queue, consumed without acking. */
+    private static List<String> contents(RawClient c, String queue, int expected) throws InterruptedException {
+        c.send(new SubscribeFrame(2, 7, queue, 1000));
+        c.expect(OkFrame.class);
+        List<String> payloads = new ArrayList<>();
+        for (RawClient.Delivery d : c.deliveries(expected)) {
+            payloads.add(new String(d.payload(), StandardCharsets.UTF_8));
+        }
+        return payloads;
+    }
+
+    @Test
+    void aResendIsConfirmedAgainAndStoredOnce() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of());
+             RawClient c = RawClient.connected(broker.port());
+             RawClient other = RawClient.connected(broker.port())) {
+            declare(c, "q");
+            publish(c, "q", PRODUCER, 1, 2, 3);
+            assertEquals(List.of(1L, 2L, 3L), confirmed(c, PRODUCER, 3));
+            publish(c, "q", PRODUCER, 2, 3, 4);
+            assertEquals(List.of(2L, 3L, 4L), confirmed(c, PRODUCER, 3));
+            publish(other, "q", PRODUCER, 1, 4); // as after a reconnect
+            assertEquals(List.of(1L, 4L), confirmed(other, PRODUCER, 2));
+            assertEquals(4, declare(c, "q"));
+            assertEquals(List.of("m1", "m2", "m3", "m4"), contents(c, "q", 4));
+        }
+    }
+
+    @Test
+    void aRefusedSequenceIsStoredWhenSentAgain() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of("storage.max-message-bytes", "1024"));
+             RawClient c = RawClient.connected(broker.port())) {
+            declare(c, "q");
+            PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), "q");
+            b.add(PRODUCER, 1, List.of(), "m1".getBytes(StandardCharsets.UTF_8));
+            b.add(PRODUCER, 2, List.of(), new byte[4096]); // refused: too large
+            b.add(PRODUCER, 3, List.of(), "m3".getBytes(StandardCharsets.UTF_8));
+            c.send(b.build());
+            PublishErrorFrame refused = c.expect(PublishErrorFrame.class);
+            assertEquals(ErrorCode.MESSAGE_TOO_LARGE, refused.errorCode());
+            assertEquals(List.of(1L, 3L), confirmed(c, PRODUCER, 2));
+            publish(c, "q", PRODUCER, 2);
+            assertEquals(List.of(2L), confirmed(c, PRODUCER, 1));
+            assertEquals(3, declare(c, "q"));
+        }
+    }
+
+    @Test
+    void aRestartAfterTheOriginalsWereReclaimedStillRecognisesTheResends() throws Exception {
+        Map<String, String> small = Map.of("storage.segment-bytes", Long.toString(1 << 20), "storage.max-message-bytes", "131072");
+        byte[] big = new byte[64 << 10];
+        try (Broker broker = TestBrokers.start(dir, small); RawClient c = RawClient.connected(broker.port())) {
+            declare(c, "q");
+            // 40 messages of 64 KiB: more than two segments of 1 MiB.
+            for (long s = 1; s <= 40; s++) {
+                PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), "q");
+                b.add(PRODUCER, s, List.of(), big);
+                c.send(b.build());
+            }
+            assertEquals(40, confirmed(c, PRODUCER, 40).size());
+            c.send(new SubscribeFrame(2, 7, "q", 1000));
+            c.expect(OkFrame.class);
+            List<RawClient.Delivery> all = c.deliveries(40);
+            c.send(new io.sluice.protocol.AckFrame(7, List.of(new IdRange(all.get(0).id(), all.get(39).id()))));
+            TestAwait.until("the first segment was reclaimed", () ->
+                    !broker.queues().get("q").store().segmentNumbers().contains(
+                            (int) (all.get(0).id() >>> 32)));
+        }
+        try (Broker broker = TestBrokers.start(dir, small); RawClient c = RawClient.connected(broker.port())) {
+            publish(c, "q", PRODUCER, 1, 2, 40);
+            assertEquals(List.of(1L, 2L, 40L), confirmed(c, PRODUCER, 3));
+            assertEquals(0, declare(c, "q"), "resends of acknowledged, reclaimed messages are not stored again");
+            publish(c, "q", PRODUCER, 41);
+            assertEquals(List.of(41L), confirmed(c, PRODUCER, 1));
+            assertEquals(1, declare(c, "q"));
+        }
+    }
+
+    @Test
+    void aNewInstanceOfANamedProducerFencesTheOldOne() throws Exception {
+        long id = ProducerIds.forName("orders-writer");
+        try (Broker broker = TestBrokers.start(dir, Map.of());
+             RawClient first = RawClient.connected(broker.port());
+             RawClient second = RawClient.connected(broker.port())) {
+            declare(first, "q");
+            first.send(new ProducerInitFrame(5, "q", "orders-writer", ProducerInitFrame.NEW_INSTANCE));
+            ProducerOkFrame one = first.expect(ProducerOkFrame.class);
+            assertEquals(new ProducerOkFrame(5, id, 1, 0), one);
+            publish(first, "q", id, 1, 2);
+            assertEquals(List.of(1L, 2L), confirmed(first, id, 2));
+
+            second.send(new ProducerInitFrame(6, "q", "orders-writer", ProducerInitFrame.NEW_INSTANCE));
+            assertEquals(new ProducerOkFrame(6, id, 2, 2), second.expect(ProducerOkFrame.class));
+
+            publish(first, "q", id, 3);
+            PublishErrorFrame fenced = first.expect(PublishErrorFrame.class);
+            assertEquals(ErrorCode.PRODUCER_FENCED, fenced.errorCode());
+            assertTrue(fenced.message().contains("fenced") && fenced.message().contains("epoch 2"), fenced.message());
+
+            first.send(new ProducerInitFrame(7, "q", "orders-writer", 1));
+            ErrorFrame resume = first.expect(ErrorFrame.class);
+            assertEquals(ErrorCode.PRODUCER_FENCED, resume.errorCode());
+            assertTrue(resume.message().contains("epoch 1") && resume.message().contains("epoch 2"), resume.message());
+
+            publish(second, "q", id, 3);
+            assertEquals(List.of(3L), confirmed(second, id, 1));
+            assertEquals(3, declare(second, "q"));
+        }
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
+            c.send(new ProducerInitFrame(8, "q", "orders-writer", 1));
+            assertEquals(ErrorCode.PRODUCER_FENCED, c.expect(ErrorFrame.class).errorCode(), "the fence survives a restart");
+            c.send(new ProducerInitFrame(9, "q", "orders-writer", 2));
+            assertEquals(new ProducerOkFrame(9, id, 2, 3), c.expect(ProducerOkFrame.class));
+            publish(c, "q", id, 3);
+            publish(c, "q", 42, 1); // an unnamed producer alongside
+            assertEquals(List.of(3L), confirmed(c, id, 1));
+            assertEquals(List.of(1L), confirmed(c, 42, 1));
+            assertEquals(4, declare(c, "q"));
+        }
+    }
+
+    @Test
+    void badInputGetsItsCodeAndStoresNothing() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of("broker.publish-window-messages", "100"));
+             RawClient c = RawClient.connected(broker.port())) {
+            declare(c, "q");
+            c.send(new ProducerInitFrame(3, "q", "x".repeat(256), ProducerInitFrame.NEW_INSTANCE));
+            ErrorFrame tooLong = c.expect(ErrorFrame.class);
+            assertEquals(ErrorCode.INVALID_PRODUCER, tooLong.errorCode());
+            assertTrue(tooLong.message().contains("256 bytes"), tooLong.message());
+            c.send(new ProducerInitFrame(4, "nope", "p", ProducerInitFrame.NEW_INSTANCE));
+            assertEquals(ErrorCode.UNKNOWN_QUEUE, c.expect(ErrorFrame.class).errorCode());
+
+            publish(c, "q", PRODUCER, 1, 500);
+            assertEquals(List.of(1L, 500L), confirmed(c, PRODUCER, 2));
+            publish(c, "q", PRODUCER, 300);
+            PublishErrorFrame tooOld = c.expect(PublishErrorFrame.class);
+            assertEquals(ErrorCode.SEQUENCE_OUT_OF_WINDOW, tooOld.errorCode());
+            assertTrue(tooOld.message().contains("sequence 300") && tooOld.message().contains("(500)"), tooOld.message());
+            assertEquals(2, declare(c, "q"));
+        }
+    }
+}
