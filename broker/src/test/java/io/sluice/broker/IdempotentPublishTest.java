@@ -90,6 +90,10 @@ class IdempotentPublishTest {
             assertEquals(List.of(1L, 4L), confirmed(other, PRODUCER, 2));
             assertEquals(4, declare(c, "q"));
             assertEquals(List.of("m1", "m2", "m3", "m4"), contents(c, "q", 4));
+            io.sluice.broker.queue.QueueSnapshot figures = broker.queues().get("q").snapshot().get();
+            assertEquals(4, figures.counters().duplicates(), "sluice_queue_duplicates_total");
+            assertEquals(4, figures.counters().published());
+            assertEquals(1, figures.trackedProducers(), "sluice_queue_producers_tracked");
         }
     }
 

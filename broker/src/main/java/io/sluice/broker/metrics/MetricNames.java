@@ -56,6 +56,10 @@ public final class MetricNames {
     public static final String QUEUE_DEAD_LETTERED = "sluice_queue_dead_lettered_messages_total";
     public static final String QUEUE_DEAD_LETTER_FAILURES = "sluice_queue_dead_letter_failures_total";
     public static final String QUEUE_DROPPED = "sluice_queue_dropped_messages_total";
+    public static final String QUEUE_DUPLICATES = "sluice_queue_duplicates_total";
+    public static final String QUEUE_PRODUCERS_TRACKED = "sluice_queue_producers_tracked";
+    public static final String QUEUE_PRODUCERS_EVICTED = "sluice_queue_producers_evicted_total";
+    public static final String QUEUE_PRODUCERS_EXPIRED = "sluice_queue_producers_expired_total";
     public static final String QUEUE_RECLAIMED_SEGMENTS = "sluice_queue_reclaimed_segments_total";
     public static final String QUEUE_RECLAIMED_BYTES = "sluice_queue_reclaimed_bytes_total";
     public static final String QUEUE_RELOCATED = "sluice_queue_relocated_messages_total";
@@ -95,7 +99,8 @@ public final class MetricNames {
             QUEUE_OLDEST_UNACKED_AGE_SECONDS, QUEUE_SEGMENTS, QUEUE_DISK_BYTES, QUEUE_OLDEST_READY_AGE_SECONDS,
             QUEUE_CONSUMERS_STALLED, QUEUE_BLOCKED_SECONDS,
             QUEUE_PUBLISHED, QUEUE_CONFIRMED, QUEUE_PUBLISH_REFUSED, QUEUE_DELIVERED, QUEUE_REDELIVERED, QUEUE_ACKED,
-            QUEUE_NACKED, QUEUE_DEAD_LETTERED, QUEUE_DEAD_LETTER_FAILURES, QUEUE_DROPPED, QUEUE_RECLAIMED_SEGMENTS, QUEUE_RECLAIMED_BYTES,
+            QUEUE_NACKED, QUEUE_DEAD_LETTERED, QUEUE_DEAD_LETTER_FAILURES, QUEUE_DROPPED,
+            QUEUE_DUPLICATES, QUEUE_PRODUCERS_TRACKED, QUEUE_PRODUCERS_EVICTED, QUEUE_PRODUCERS_EXPIRED, QUEUE_RECLAIMED_SEGMENTS, QUEUE_RECLAIMED_BYTES,
             QUEUE_RELOCATED, QUEUE_SYNCS, QUEUE_SYNC_SECONDS, QUEUE_CORRUPT_RECORDS, QUEUE_STORAGE_FAILED,
             BROKER_READY, STORAGE_RECOVERY_SECONDS, DISK_FREE_BYTES, DISK_RESERVED_BYTES, CONNECTIONS_OPEN,
             FRAMES_RECEIVED, FRAMES_SENT, RECEIVED_BYTES, SENT_BYTES, PROTOCOL_ERRORS, AUTHENTICATION_FAILURES,

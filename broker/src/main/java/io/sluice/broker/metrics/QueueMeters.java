@@ -28,7 +28,7 @@ import static io.sluice.broker.metrics.MetricNames.*;
  * Touched only by the scraping thread, under {@link BrokerMetrics}' lock.
  */
 final class QueueMeters {
-    private static final QueueSnapshot.Counters NO_COUNTS = new QueueSnapshot.Counters(0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    private static final QueueSnapshot.Counters NO_COUNTS = new QueueSnapshot.Counters(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 
     final BrokerQueue queue;
     private final List<Meter> meters = new ArrayList<>();
@@ -84,6 +84,14 @@ final class QueueMeters {
         counter(registry, tags, QUEUE_DEAD_LETTER_FAILURES,
                 "Moves to the dead-letter queue that failed; the message stayed and was delivered again", c -> c.deadLetterFailures());
         counter(registry, tags, QUEUE_DROPPED, "Messages discarded by the drop-oldest policy", c -> c.dropped());
+        counter(registry, tags, QUEUE_DUPLICATES,
+                "Resent publishes whose (producer id, sequence) was already stored: confirmed again, not stored", c -> c.duplicates());
+        gauge(registry, tags, QUEUE_PRODUCERS_TRACKED, "Producers in the queue's producer table (idempotent publishing)",
+                s -> s.trackedProducers());
+        counter(registry, tags, QUEUE_PRODUCERS_EVICTED,
+                "Producers forgotten because the table was full (their later resends are stored again)", c -> c.producersEvicted());
+        counter(registry, tags, QUEUE_PRODUCERS_EXPIRED,
+                "Producers forgotten after the idle expiry (their later resends are stored again)", c -> c.producersExpired());
         statsCounter(registry, tags, QUEUE_RECLAIMED_SEGMENTS, "Segments deleted since the store opened", BacklogStats::reclaimedSegments);
         statsCounter(registry, tags, QUEUE_RECLAIMED_BYTES, "Record bytes of the deleted segments", BacklogStats::reclaimedBytes);
         statsCounter(registry, tags, QUEUE_RELOCATED, "Stragglers moved forward so old segments could go", BacklogStats::relocatedMessages);

@@ -731,8 +731,11 @@ public final class BrokerQueue {
             return new QueueSnapshot(name, store.unackedMessages(), backlog.bytes(), inFlight, backlog.state(),
                     backlog.reason(), consumerFigures, producers,
                     new QueueSnapshot.Counters(publishedMessages, confirmedMessages, deliveredMessages, redelivered,
-                            ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropped, publishRefused),
-                    oldestReadyTimestampMillis(), backlog.blockedNanos());
+                            ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropped, publishRefused,
+                            this.producers == null ? 0 : this.producers.table().duplicates(),
+                            this.producers == null ? 0 : this.producers.table().evictions(),
+                            this.producers == null ? 0 : this.producers.table().expiries()),
+                    oldestReadyTimestampMillis(), backlog.blockedNanos(), this.producers == null ? 0 : this.producers.table().tracked());
         });
     }
 

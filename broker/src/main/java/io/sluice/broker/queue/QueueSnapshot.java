@@ -19,11 +19,12 @@ import java.util.List;
  * @param oldestReadyTimestampMillis store timestamp of the oldest ready message (stored, not out with
  *                        a consumer, not waiting out a requeue delay), or -1 when there is none
  * @param blockedNanos    time the flow state was BLOCKED since the broker started, the current stretch included
+ * @param trackedProducers producers the queue's producer table holds (idempotent publishing; 0 when off)
  */
 public record QueueSnapshot(String name, long backlogMessages, long backlogBytes, int inFlightMessages,
                             FlowState flowState, String flowReason, List<ConsumerFigures> consumers,
                             List<String> producers, Counters counters,
-                            long oldestReadyTimestampMillis, long blockedNanos) {
+                            long oldestReadyTimestampMillis, long blockedNanos, int trackedProducers) {
 
     /** Backlog messages that are not out with a consumer. */
     public long readyMessages() {
@@ -39,6 +40,7 @@ public record QueueSnapshot(String name, long backlogMessages, long backlogBytes
 
     /** Messages counted since the broker started; each only grows. */
     public record Counters(long published, long confirmed, long delivered, long redelivered, long acked, long nacked,
-                           long deadLettered, long deadLetterFailures, long dropped, long publishRefused) {
+                           long deadLettered, long deadLetterFailures, long dropped, long publishRefused,
+                           long duplicates, long producersEvicted, long producersExpired) {
     }
 }

@@ -13,7 +13,7 @@ class QueueRatesTest {
     private final QueueRates rates = new QueueRates(nanos::get);
 
     private static QueueSnapshot.Counters counters(long published, long delivered, long acked) {
-        return new QueueSnapshot.Counters(published, published, delivered, 0, acked, 0, 0, 0, 0, 0);
+        return new QueueSnapshot.Counters(published, published, delivered, 0, acked, 0, 0, 0, 0, 0, 0, 0, 0);
     }
 
     @Test
