@@ -44,10 +44,11 @@ port=${SLUICE_PERF_PORT:-17680}   # another port when the machine is shared: ano
 broker_pid=
 
 # Brokers get the heap cap bin/sluice gives them (-Xmx1g); an -Xmx in SLUICE_JAVA_OPTS comes later and wins.
+# SLUICE_BROKER_ARGS is added to every broker's arguments (an A/B of a setting: "--set queues.dedup-enabled=false").
 start_broker() { # name [--set k=v ...]
   local name=$1; shift
   rm -rf "$out/data-$name"
-  java -Xmx1g ${SLUICE_JAVA_OPTS:-} -jar "$broker_jar" --data-dir "$out/data-$name" --port $port --set metrics.port=0 "$@" \
+  java -Xmx1g ${SLUICE_JAVA_OPTS:-} -jar "$broker_jar" --data-dir "$out/data-$name" --port $port --set metrics.port=0 "$@" ${SLUICE_BROKER_ARGS:-} \
       > "$out/broker-$name.log" 2>&1 &
   broker_pid=$!
   for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && return 0; sleep 0.1; done

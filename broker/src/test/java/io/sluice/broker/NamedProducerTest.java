@@ -1,0 +1,69 @@
+package io.sluice.broker;
+
+import io.sluice.client.Connection;
+import io.sluice.client.ConnectionOptions;
+import io.sluice.client.Producer;
+import io.sluice.client.ProducerOptions;
+import io.sluice.client.ReconnectPolicy;
+import io.sluice.client.SluiceException;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.QueueSettings;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Named producers through the Java client: continuing after a restart of the publisher, and fencing. */
+class NamedProducerTest {
+    @TempDir
+    Path dir;
+
+    private static Connection connect(Broker broker) {
+        return Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
+                .reconnectPolicy(ReconnectPolicy.DISABLED).build());
+    }
+
+    @Test
+    void aNewInstanceContinuesAfterTheLastStoredSequenceAndFencesTheOldOne() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); Connection first = connect(broker); Connection second = connect(broker)) {
+            first.declareQueue("orders", QueueSettings.EMPTY);
+            Producer old = first.createProducer("orders", ProducerOptions.DEFAULT.withName("order-service"));
+            assertEquals(1, old.epoch());
+            assertEquals(0, old.lastStoredSequence());
+            for (int i = 0; i < 3; i++) {
+                old.send(Payloads.of(i));
+            }
+
+            Producer replacement = second.createProducer("orders", ProducerOptions.DEFAULT.withName("order-service"));
+            assertEquals(old.producerId(), replacement.producerId(), "the id comes from the name");
+            assertEquals(2, replacement.epoch());
+            assertEquals(3, replacement.lastStoredSequence());
+            replacement.send(Payloads.of(3)); // sequence 4, after the 3 stored: not taken for a resend
+
+            ExecutionException fenced = assertThrows(ExecutionException.class,
+                    () -> old.sendAsync(Payloads.of(99)).get(10, TimeUnit.SECONDS));
+            SluiceException cause = (SluiceException) fenced.getCause();
+            assertEquals(ErrorCode.PRODUCER_FENCED, cause.errorCode());
+            assertTrue(cause.getMessage().contains("fenced"), cause.getMessage());
+
+            assertEquals(4, first.declareQueue("orders", QueueSettings.EMPTY), "the four messages, the fenced one not");
+            IllegalStateException twice = assertThrows(IllegalStateException.class,
+                    () -> second.createProducer("orders", ProducerOptions.DEFAULT.withName("order-service")));
+            assertTrue(twice.getMessage().contains("already open"), twice.getMessage());
+        }
+    }
+
+    @Test
+    void aNameTooLongIsRefusedBeforeAnythingIsSent() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ProducerOptions.DEFAULT.withName("n".repeat(300)));
+        assertTrue(e.getMessage().contains("300 bytes"), e.getMessage());
+    }
+}
