@@ -236,7 +236,14 @@ public final class Connection implements AutoCloseable {
                 registered.complete(null);
             }
         }, registered);
-        await(registered, options.requestTimeout(), "create producer for " + queue);
+        try {
+            await(registered, options.requestTimeout(), "create producer for " + queue);
+        } catch (SluiceException e) {
+            if (e.getCause() instanceof IllegalStateException nameInUse) {
+                throw nameInUse;
+            }
+            throw e;
+        }
         if (producer.name() != null) {
             CompletableFuture<Void> initialized = new CompletableFuture<>();
             initProducer(producer, ProducerInitFrame.NEW_INSTANCE).whenComplete((ok, failure) -> executeOnLoop(() -> {
