@@ -21,7 +21,6 @@ import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentLog;
 import io.sluice.storage.segment.SegmentRollCycle;
-import io.sluice.storage.segment.SegmentTally;
 import net.openhft.chronicle.queue.ExcerptTailer;
 import net.openhft.chronicle.queue.RollCycle;
 import org.slf4j.Logger;
@@ -33,7 +32,6 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.ReentrantLock;
@@ -593,24 +591,7 @@ public final class QueueStore {
     public BacklogStats stats() {
         lock.lock();
         try {
-            long unackedBytes = 0;
-            long diskBytes = 0;
-            long pinnedBytes = 0;
-            long firstUnacked = acks.firstUnackedId();
-            int pinSegment = firstUnacked < 0 ? -1 : SegmentRollCycle.INSTANCE.toCycle(firstUnacked);
-            for (Map.Entry<Integer, SegmentTally> e : log.tallies().entrySet()) {
-                SegmentTally t = e.getValue();
-                diskBytes += t.bytes();
-                if (t.messages() > 0) {
-                    long unacked = acks.unackedCount(e.getKey());
-                    unackedBytes += unacked == t.messages() ? t.bytes() : (long) ((double) t.bytes() * unacked / t.messages());
-                }
-                if (e.getKey() <= pinSegment) {
-                    pinnedBytes += t.bytes();
-                }
-            }
-            return new BacklogStats(acks.unackedCount(), unackedBytes, diskBytes, log.tallies().size(), pinnedBytes,
-                    appendedMessages, reclaimer.reclaimedSegments(), reclaimer.reclaimedBytes(), reclaimer.relocatedMessages());
+            return BacklogStats.of(log.tallies(), acks, appendedMessages, reclaimer);
         } finally {
             lock.unlock();
         }
