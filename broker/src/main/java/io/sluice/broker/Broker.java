@@ -35,7 +35,10 @@ import org.slf4j.LoggerFactory;
 import java.net.InetSocketAddress;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * A running broker: the store, the queues and the listener. {@link #start(BrokerConfig)} recovers the
@@ -314,6 +317,7 @@ public final class Broker implements AutoCloseable {
             q.refuseUnconfirmedAtShutdown();
             q.executor().submit(() -> null).awaitUninterruptibly(1, TimeUnit.SECONDS); // written before the CLOSE
         }
+        checkpointProducers(deadline);
         channels.writeAndFlush(new CloseFrame(ErrorCode.NONE, "the broker is shutting down"));
         channels.close().awaitUninterruptibly(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), TimeUnit.MILLISECONDS);
         shutdownGroups(acceptor, workers);
@@ -321,6 +325,20 @@ public final class Broker implements AutoCloseable {
         store.close();
         closeAdmin();
         LOG.info("Shut down cleanly.");
+    }
+
+    /** Last producer checkpoints of the queues that changed since theirs, so the next start replays nothing; within the deadline. */
+    private void checkpointProducers(long deadline) {
+        CompletableFuture<?>[] checkpoints = queues.all().stream().map(BrokerQueue::checkpointProducers)
+                .toArray(CompletableFuture[]::new);
+        try {
+            CompletableFuture.allOf(checkpoints).get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            LOG.warn("Shutting down without every queue's last producer checkpoint ({}): the next start replays their "
+                    + "records since the checkpoint before.", e.toString());
+        }
     }
 
     private static void shutdownGroups(EventLoopGroup... groups) {

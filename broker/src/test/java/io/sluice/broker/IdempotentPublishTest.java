@@ -78,6 +78,8 @@ class IdempotentPublishTest {
 
     @Test
     void aResendIsConfirmedAgainAndStoredOnce() throws Exception {
+        long lastRecord;
+        Path queueDirectory;
         try (Broker broker = TestBrokers.start(dir, Map.of());
              RawClient c = RawClient.connected(broker.port());
              RawClient other = RawClient.connected(broker.port())) {
@@ -94,7 +96,11 @@ class IdempotentPublishTest {
             assertEquals(4, figures.counters().duplicates(), "sluice_queue_duplicates_total");
             assertEquals(4, figures.counters().published());
             assertEquals(1, figures.trackedProducers(), "sluice_queue_producers_tracked");
+            lastRecord = broker.queues().get("q").store().writtenIndex();
+            queueDirectory = broker.queues().get("q").store().directory();
         }
+        assertEquals(lastRecord, io.sluice.storage.dedup.ProducerCheckpoint.coveredThrough(queueDirectory),
+                "a clean shutdown checkpoints the producer state through the last record, so the next start replays none");
     }
 
     @Test

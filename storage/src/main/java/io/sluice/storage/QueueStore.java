@@ -88,6 +88,9 @@ public final class QueueStore {
     private final SegmentSyncer syncer;
     private final CopyOnWriteArrayList<QueueReader> readers = new CopyOnWriteArrayList<>();
 
+    /** Held across a producer checkpoint write, and by close to refuse later ones ({@link #writeProducerCheckpoint}). */
+    private final Object producerCheckpointWrites = new Object();
+    private boolean checkpointsRefused;
     private long appendedMessages;
     private long corruptRecords;
     private long nextJournalForceNanos;
@@ -123,7 +126,7 @@ public final class QueueStore {
                 config.relocateAfterMs() * 1_000_000L);
         this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, new OpenReaders(readers), this::writeRecordLocked,
                 this::discardCorruptLocked, Reclaimer.Forcing.of(durability::forceThrough, this::forceAckJournal), new RelocationIntent(directory), diskGuard,
-                relocationFloorBytes(config), wakeFlusher);
+                config.relocationFloorBytes(), wakeFlusher);
         long producerStateCovers = ProducerCheckpoint.coveredThrough(directory);
         if (producerStateCovers != ProducerCheckpoint.ABSENT) {
             producerStateCoveredThrough(producerStateCovers);
@@ -152,14 +155,6 @@ public final class QueueStore {
         syncer.forceNewQueue();
     }
 
-    /**
-     * What relocation must leave free: the part of the minimum reserve that is not for relocation (a
-     * Chronicle block, ack-journal rotation, checkpoints; see {@link StoreConfig#minimumReservedDiskBytes()}).
-     */
-    private static long relocationFloorBytes(StoreConfig config) {
-        return config.minimumReservedDiskBytes() - (long) Math.ceil(config.segmentBytes() * config.relocateMaxLiveRatio());
-    }
-
     private boolean grantJournalGrowth(long bytes) {
         try {
             diskGuard.reserve(bytes);
@@ -176,6 +171,20 @@ public final class QueueStore {
      */
     public void producerStateCoveredThrough(long id) {
         reclaimer.keepFrom(id < 0 ? 0 : SegmentRollCycle.INSTANCE.toCycle(id));
+    }
+
+    /**
+     * Writes a producer checkpoint image ({@link ProducerCheckpoint#encode}) into this queue's
+     * directory, unless the queue is closing or closed: a late write must never land in the directory
+     * of a deleted queue, or of the queue re-created under its name, whose producers it would claim.
+     */
+    public void writeProducerCheckpoint(ByteBuffer image) throws IOException {
+        synchronized (producerCheckpointWrites) {
+            if (checkpointsRefused) {
+                throw new StorageException("queue '" + name + "' is closed: its producer checkpoint is not written");
+            }
+            ProducerCheckpoint.write(directory, image);
+        }
     }
 
     /** Every record after {@code afterId}, acknowledged or not; see {@link SegmentLog#forEachRecordAfter}. */
@@ -747,6 +756,9 @@ public final class QueueStore {
 
     /** Forces everything, checkpoints the ack state and closes the files. */
     void close() {
+        synchronized (producerCheckpointWrites) {
+            checkpointsRefused = true; // a write in progress finishes first: before a delete renames the directory
+        }
         lock.lock();
         try {
             if (closed) {
@@ -774,21 +786,9 @@ public final class QueueStore {
         T run() throws IOException;
     }
 
-    private interface IoAction {
-        void run() throws IOException;
-    }
-
     private <T> T io(IoStep<T> step) {
         try {
             return step.run();
-        } catch (IOException e) {
-            throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
-        }
-    }
-
-    private void io(IoAction action) {
-        try {
-            action.run();
         } catch (IOException e) {
             throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
         }

@@ -57,6 +57,14 @@ public record StoreConfig(
         return minimumReservedDiskBytes(segmentBytes, relocateMaxLiveRatio, ackJournalBytes);
     }
 
+    /**
+     * What relocation must leave free: the part of the minimum reserve that is not for relocation (a
+     * Chronicle block, ack-journal rotation, checkpoints).
+     */
+    public long relocationFloorBytes() {
+        return minimumReservedDiskBytes() - (long) Math.ceil(segmentBytes * relocateMaxLiveRatio);
+    }
+
     static long minimumReservedDiskBytes(long segmentBytes, double relocateMaxLiveRatio, int ackJournalBytes) {
         return Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes) + (long) Math.ceil(segmentBytes * relocateMaxLiveRatio)
                 + 2L * ackJournalBytes + CHECKPOINT_ALLOWANCE_BYTES;

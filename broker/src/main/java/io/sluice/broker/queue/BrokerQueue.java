@@ -259,24 +259,20 @@ public final class BrokerQueue {
      */
     public CompletableFuture<ProducerRegistry.Registered> registerProducer(ClientConnection connection, long producerId,
                                                                           int requestedEpoch) {
-        CompletableFuture<ProducerRegistry.Registered> registered = new CompletableFuture<>();
-        executor.execute(() -> {
+        return CompletableFuture.supplyAsync(() -> {
             if (closed || producers == null) {
-                registered.completeExceptionally(new BrokerException(closed ? ErrorCode.UNKNOWN_QUEUE : ErrorCode.INVALID_PRODUCER,
-                        closed ? "queue '" + name + "' was deleted" : "queue '" + name + "' keeps no producer state: "
-                                + "deduplication is off on this broker (queues.dedup-enabled)"));
-                return;
+                throw new BrokerException(closed ? ErrorCode.UNKNOWN_QUEUE : ErrorCode.INVALID_PRODUCER, closed
+                        ? "queue '" + name + "' was deleted"
+                        : "queue '" + name + "' keeps no producer state: deduplication is off on this broker (queues.dedup-enabled)");
             }
-            producers.register(connection, producerId, requestedEpoch).whenComplete((epoch, failure) -> executor.execute(() -> {
-                if (failure != null) {
-                    registered.completeExceptionally(failure);
-                } else {
-                    registered.complete(new ProducerRegistry.Registered(epoch, producers.lastStoredSequence(producerId),
-                            producers.epoch(producerId)));
-                }
-            }));
-        });
-        return registered;
+            return producers.register(connection, producerId, requestedEpoch);
+        }, executor).thenCompose(registered -> registered);
+    }
+
+    /** At shutdown: a last producer checkpoint if anything changed since the last, so the next start replays nothing. */
+    public CompletableFuture<Void> checkpointProducers() {
+        return CompletableFuture.supplyAsync(() -> producers == null || !producers.changedSinceCheckpoint()
+                ? CompletableFuture.<Void>completedFuture(null) : producers.checkpoint(), executor).thenCompose(done -> done);
     }
 
     /**

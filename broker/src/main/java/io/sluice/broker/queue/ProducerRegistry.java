@@ -41,6 +41,8 @@ public final class ProducerRegistry {
     private long lastRecordId;
     /** Queue thread: the segment of the newest checkpoint taken, so a move into a new one takes the next. */
     private int checkpointedSegment = Integer.MIN_VALUE;
+    /** Queue thread: a publish or registration changed the table since the last checkpoint was taken. */
+    private boolean changed;
     /** Queue thread: checkpoints taken, each with the next generation. */
     private long generation;
     /** Writer thread: the newest generation written; an older image that comes late is not written over it. */
@@ -137,6 +139,7 @@ public final class ProducerRegistry {
     void stored(ClientConnection connection, long producerId, long sequence, long id) {
         table.stored(producerId, epochOf(connection, producerId), sequence, store.nowMillis());
         lastRecordId = id;
+        changed = true;
         if (SegmentRollCycle.INSTANCE.toCycle(id) != checkpointedSegment) {
             checkpoint();
         }
@@ -144,15 +147,21 @@ public final class ProducerRegistry {
 
     /**
      * Registers an instance of producer {@code producerId} ({@link ProducerTable#register}); completes
-     * with the epoch granted once a checkpoint holding it is durable, or with -1 at once if fenced.
+     * with the answer once a checkpoint holding it is durable, or at once with epoch -1 if fenced.
      */
-    CompletableFuture<Integer> register(ClientConnection connection, long producerId, int requestedEpoch) {
+    CompletableFuture<Registered> register(ClientConnection connection, long producerId, int requestedEpoch) {
         int epoch = table.register(producerId, requestedEpoch, store.nowMillis());
+        Registered answer = new Registered(epoch, table.lastStoredSequence(producerId), table.epoch(producerId));
         if (epoch < 0) {
-            return CompletableFuture.completedFuture(-1);
+            return CompletableFuture.completedFuture(answer);
         }
         owners.put(producerId, connection);
-        return checkpoint().thenApply(written -> epoch);
+        return checkpoint().thenApply(written -> answer);
+    }
+
+    /** True if a publish or registration changed the table since the last checkpoint was taken. */
+    boolean changedSinceCheckpoint() {
+        return changed;
     }
 
     long lastStoredSequence(long producerId) {
@@ -177,6 +186,7 @@ public final class ProducerRegistry {
      */
     CompletableFuture<Void> checkpoint() {
         table.expire(store.nowMillis());
+        changed = false;
         long covered = lastRecordId;
         long thisGeneration = ++generation;
         checkpointedSegment = covered < 0 ? Integer.MIN_VALUE : SegmentRollCycle.INSTANCE.toCycle(covered);
@@ -193,7 +203,7 @@ public final class ProducerRegistry {
                 return;
             }
             try {
-                ProducerCheckpoint.write(store.directory(), image);
+                store.writeProducerCheckpoint(image);
                 written = thisGeneration;
                 store.producerStateCoveredThrough(covered);
                 done.complete(null);
