@@ -19,8 +19,11 @@ import java.util.List;
  */
 final class SecondWindows {
     private static final long WINDOW_NANOS = 1_000_000_000L;
-    /** 1 % resolution is enough to rank seconds, and keeps a window's histogram small. */
-    private static final int WINDOW_DIGITS = 2;
+    /**
+     * The precision of the run's own histograms, so that no window's p99 reads above the run's maximum. Only a
+     * second that received messages gets a histogram, so a run holds one per second of receipts.
+     */
+    private static final int WINDOW_DIGITS = 3;
 
     private final long originNanos;
     private long[] counts = new long[16];

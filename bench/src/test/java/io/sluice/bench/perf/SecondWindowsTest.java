@@ -1,5 +1,6 @@
 package io.sluice.bench.perf;
 
+import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -80,6 +81,18 @@ class SecondWindowsTest {
 
         assertEquals(new SecondWindows.Worst(0, -1, -1, -1, -1), worst);
         assertArrayEquals(new long[] {100}, windows.perSecond(), "the partial second is still in the series");
+    }
+
+    @Test
+    void shouldNeverReportAWindowsP99AboveTheRunsMaximumRecordedAtTheRunsPrecision() {
+        SecondWindows windows = new SecondWindows(ORIGIN);
+        Histogram run = new Histogram(1, LatencyStats.HIGHEST_MICROS, 3);
+        for (long micros : new long[] {601_087, 99_999, 7}) {
+            windows.record(ORIGIN, micros);
+            run.recordValue(micros);
+        }
+
+        assertEquals(run.getMaxValue(), windows.p99PerSecondMicros()[0]);
     }
 
     /** {@code count} events spread over second {@code second}, each with latency {@code micros}. */
