@@ -6,6 +6,7 @@
 #
 # SERIES (default: all but w1-long, w1-steady and w1-dispatch):
 #   w1-cold w1-warm w1-long w1-steady w1-4x4 w1-dispatch w1-never w2 mq mq-10k declare
+#   w1-app-cold w1-app-rounds w2-app
 #   w1-cold   3 runs, each on a fresh broker and a fresh CLI JVM, no warm-up (the JIT compiles during the run)
 #   w1-warm   one broker warmed by a 3 M-message W1 run that is not reported, then 5 runs of W1, each with
 #             --warmup-messages 500000 for the CLI's own JVM
@@ -29,6 +30,16 @@
 #             started by bin/sluice on its defaults (BROKER_JAR=path overrides the jar, for an A/B)
 #   w2        one fresh broker, W2 (5 M messages); heap sampled every second with jcmd GC.heap_info,
 #             bytes on disk (du) of the data directory after the drain
+#   w1-app-cold   issue 18's application-shaped client (--client app: the client's defaults, callbacks on its
+#             dispatch pool, sendAsync().whenComplete() per message, a handler recording under a lock), W1 of
+#             500,000 messages; 5 runs, each on a fresh broker and a fresh CLI JVM, no warm-up
+#   w1-app-rounds one fresh broker, then one CLI JVM running the same W1 four times against it (--runs 4), one
+#             result per round (the rounds after the first show the client JVM warming up)
+#   w2-app    one fresh broker, W2 with --client app: 1,000,000 messages published, confirmed, then drained
+#   The app series report, besides the rates and percentiles, max_all_us and the worst one-second window
+#   (worst_second_*; defined in docs/performance.md, "Application-shaped runs").
+# SLUICE_PERF_ARGS is added to every perf run's arguments, after the series' own, so it overrides them (a smoke
+# run at a small size: SLUICE_PERF_ARGS="--messages 20000").
 # Each broker gets a fresh data directory under OUT_DIR and is stopped by its PID afterwards.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -64,7 +75,8 @@ cpu_seconds() { awk '{printf "%.2f", ($14+$15)/100}' /proc/$1/stat; }
 perf_run() { # label args...
   local label=$1; shift
   local before; before=$(cpu_seconds "$broker_pid")
-  java ${SLUICE_PERF_JAVA_OPTS:-} -cp "$bench_jar" io.sluice.bench.perf.PerfMain --json --quiet --port $port "$@" \
+  # shellcheck disable=SC2086 # SLUICE_PERF_ARGS is words
+  java ${SLUICE_PERF_JAVA_OPTS:-} -cp "$bench_jar" io.sluice.bench.perf.PerfMain --json --quiet --port $port "$@" ${SLUICE_PERF_ARGS:-} \
       > "$out/$label.json" 2> "$out/$label.err"
   local after; after=$(cpu_seconds "$broker_pid")
   local rss; rss=$(awk '/VmHWM/ {print $2}' /proc/$broker_pid/status)
@@ -112,6 +124,14 @@ for s in "${series[@]}"; do
       perf_run w1-never-broker-warmup --workload W1 --messages 3000000 > /dev/null
       for i in 1 2 3 4 5; do perf_run "w1-never-$i" --workload W1 --warmup-messages 500000; done
       stop_broker ;;
+    w1-app-cold)
+      for i in 1 2 3 4 5; do
+        start_broker "w1-app-cold-$i"; perf_run "w1-app-cold-$i" --workload W1 --client app; stop_broker
+      done ;;
+    w1-app-rounds)
+      start_broker w1-app-rounds; perf_run w1-app-rounds --workload W1 --client app --runs 4; stop_broker ;;
+    w2-app)
+      start_broker w2-app; perf_run w2-app --workload W2 --client app; stop_broker ;;
     mq)
       SLUICE_JAVA_OPTS="${SLUICE_JAVA_OPTS:-} -XX:NativeMemoryTracking=summary" start_broker mq
       ( sleep 60; "$root/bench/scripts/rss-breakdown.sh" "$broker_pid" > "$out/mq-breakdown-60s.txt" 2>&1 ) &

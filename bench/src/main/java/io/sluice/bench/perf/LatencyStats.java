@@ -16,7 +16,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
  */
 final class LatencyStats {
     /** One hour: a message can wait in a W2 or W3 backlog for a long time. */
-    private static final long HIGHEST_MICROS = 3_600_000_000L;
+    static final long HIGHEST_MICROS = 3_600_000_000L;
 
     private final List<Writer> writers = new CopyOnWriteArrayList<>();
     private final Histogram interval = new Histogram(1, HIGHEST_MICROS, 3);

@@ -55,8 +55,15 @@ public final class PerfMain {
                 if (options.runs > 1) {
                     err.println("Run " + run + " of " + options.runs + ":");
                 }
-                PerfResult result = new PerfRun(options, err).run();
-                if (!report(options, out, err, result.toSummary(), result.toJson(), result.lost())) {
+                boolean whole;
+                if (options.appClient) {
+                    AppRun.Result result = new AppRun(options, err).run();
+                    whole = report(options, out, err, result.toSummary(), result.toJson(), result.lost());
+                } else {
+                    PerfResult result = new PerfRun(options, err).run();
+                    whole = report(options, out, err, result.toSummary(), result.toJson(), result.lost());
+                }
+                if (!whole) {
                     return 1;
                 }
             }

@@ -20,6 +20,15 @@ final class PerfOptions {
             "                           --queues new queues (1000) over --connections (1), --declare-window in",
             "                           flight on each (1: the blocking declareQueue, one after the other), and",
             "                           report the total time and the latency per declare; explicit options override",
+            "  --client perf|app        perf (the default): the CLI's tuned client, callbacks on the network",
+            "                           thread, its own confirm window, lock-free recording; app: the client as an",
+            "                           application uses it (issue 18): the client's defaults (callbacks on the",
+            "                           dispatch pool unless --callbacks network), one producer calling",
+            "                           sendAsync(new byte[]).whenComplete(...) per message with the producer's",
+            "                           maxInFlight (--confirm-window) as the only bound, one push consumer that",
+            "                           records into a histogram under a lock and acks; W1 and W2 only, 1 + 1,",
+            "                           W1 500000 and W2 1000000 messages; also reports the maximum latency and",
+            "                           the worst one-second window (docs/performance.md)",
             "  --producers N            producer connections (1)",
             "  --consumers N            consumer connections (1)",
             "  --queues N               queues; producer/consumer i uses queue i mod N (1)",
@@ -42,6 +51,7 @@ final class PerfOptions {
             "                           queues, unmeasured, so both JVMs' JIT has compiled the paths (0)",
             "  --runs N                 measure N runs one after the other in this JVM, one result each (1);",
             "                           later runs show the steady state of a client whose JIT is done",
+            "                           (with --client app: rounds of the workload against the same broker)",
             "  --max-frame-bytes N      frame size the client asks for in HELLO (8388608, the broker's default)",
             "  --callbacks network|dispatch  where the client runs the handler and confirm callbacks: on its",
             "                           network thread (they never block; the default) or its dispatch pool;",
@@ -82,6 +92,8 @@ final class PerfOptions {
     long drainTimeoutSeconds = 30;
     long warmupMessages;
     int runs = 1;
+    /** {@code --client app}: an {@link AppRun} instead of a {@link PerfRun}. */
+    boolean appClient;
     /**
      * Asked for explicitly: a HELLO with 0 ("broker's default") gets a 1,024-byte limit from the broker,
      * which then closes the connection over its own larger DELIVER frames.
@@ -101,6 +113,12 @@ final class PerfOptions {
     /** Parses {@code args}; throws {@link IllegalArgumentException} with a message for the user. */
     static PerfOptions parse(String[] args) {
         PerfOptions options = new PerfOptions();
+        // The client shape picks the workloads' defaults, and they come before every explicit option.
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals("--client")) {
+                options.applyClient(value(args, i));
+            }
+        }
         for (int i = 0; i < args.length; i++) {
             if (args[i].equals("--workload")) {
                 options.applyWorkload(value(args, i));
@@ -109,7 +127,7 @@ final class PerfOptions {
         for (int i = 0; i < args.length; i++) {
             String flag = args[i];
             switch (flag) {
-                case "--workload" -> i++;
+                case "--workload", "--client" -> i++;
                 case "--json" -> options.json = true;
                 case "--quiet" -> options.quiet = true;
                 case "--keep-queues" -> options.keepQueues = true;
@@ -133,13 +151,25 @@ final class PerfOptions {
         return workload.equals("DECLARE");
     }
 
-    /** Sets the BENCH.md defaults of a workload. */
+    /** Sets the defaults of a client shape: app runs with the client's own callbacks setting (dispatch pool). */
+    void applyClient(String name) {
+        switch (name) {
+            case "perf" -> appClient = false;
+            case "app" -> {
+                appClient = true;
+                callbacksOnNetworkThread = ConnectionOptions.builder().build().callbacksOnNetworkThread();
+            }
+            default -> throw new IllegalArgumentException("--client " + name + " is not perf or app");
+        }
+    }
+
+    /** Sets the BENCH.md defaults of a workload (issue 18's sizes for {@code --client app}). */
     void applyWorkload(String name) {
         workload = name.toUpperCase(Locale.ROOT);
         switch (workload) {
-            case "W1" -> messages = 1_000_000;
+            case "W1" -> messages = appClient ? 500_000 : 1_000_000;
             case "W2" -> {
-                messages = 5_000_000;
+                messages = appClient ? 1_000_000 : 5_000_000;
                 drainAfterPublish = true;
             }
             case "W3" -> {
@@ -205,6 +235,9 @@ final class PerfOptions {
     }
 
     PerfOptions validate() {
+        if (appClient) {
+            validateApp();
+        }
         if (isDeclare()) {
             if (connections < 1 || connections > queues) {
                 throw new IllegalArgumentException("--workload DECLARE needs --connections between 1 and --queues "
@@ -238,6 +271,32 @@ final class PerfOptions {
         return this;
     }
 
+    /** Rule "app shape": 1 producer and 1 consumer on one queue, a message count, nothing paced or quota'd. */
+    private void validateApp() {
+        if (!workload.equals("W1") && !workload.equals("W2") && !workload.equals("custom")) {
+            throw new IllegalArgumentException("--client app runs W1 or W2, not --workload " + workload);
+        }
+        StringBuilder problems = new StringBuilder();
+        appRule(problems, producers == 1, "--producers " + producers);
+        appRule(problems, consumers == 1, "--consumers " + consumers);
+        appRule(problems, queues == 1, "--queues " + queues);
+        appRule(problems, durationSeconds == 0, "--duration " + durationSeconds);
+        appRule(problems, ratePerProducer == 0, "--rate " + ratePerProducer);
+        appRule(problems, consumerRate == 0, "--consumer-rate " + consumerRate);
+        appRule(problems, quotaSoft == 0 && quotaHard == 0, "--quota-soft/--quota-hard " + quotaSoft + "/" + quotaHard);
+        appRule(problems, warmupMessages == 0, "--warmup-messages " + warmupMessages);
+        if (problems.length() > 0) {
+            throw new IllegalArgumentException("--client app runs 1 producer and 1 consumer on 1 queue for a message"
+                    + " count, unpaced, without quotas or warm-up; remove" + problems);
+        }
+    }
+
+    private static void appRule(StringBuilder problems, boolean holds, String option) {
+        if (!holds) {
+            problems.append(' ').append(option);
+        }
+    }
+
     /**
      * The unmeasured warm-up run before this one: the same producers, consumers, queues, sizes, windows and
      * credit, {@link #warmupMessages} messages, on queues of their own (deleted after), with no rate
@@ -267,6 +326,9 @@ final class PerfOptions {
 
     /** Where the run's client callbacks run, as the result reports it (a paced handler sleeps: dispatch). */
     String callbacksLabel() {
+        if (appClient) {
+            return callbacksOnNetworkThread ? "app, network" : "app, dispatch";
+        }
         if (!callbacksOnNetworkThread) {
             return "dispatch";
         }

@@ -25,6 +25,11 @@ record PerfResult(String workload, String broker, long messages, int sizeBytes, 
 
     /** One JSON object on one line; field names are the contract with scripts and CI. */
     String toJson() {
+        return toJson("");
+    }
+
+    /** As {@link #toJson()}, with {@code moreFields} ({@code "name":value,...}, no trailing comma) at the end. */
+    String toJson(String moreFields) {
         StringBuilder json = new StringBuilder(256);
         json.append('{');
         field(json, "workload", quote(workload));
@@ -63,6 +68,9 @@ record PerfResult(String workload, String broker, long messages, int sizeBytes, 
             field(json, "series", points.append(']').toString());
         }
         json.setLength(json.length() - 1);
+        if (!moreFields.isEmpty()) {
+            json.append(',').append(moreFields);
+        }
         return json.append('}').toString();
     }
 

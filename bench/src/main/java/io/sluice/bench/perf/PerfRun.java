@@ -26,6 +26,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
 
 /**
  * Runs one perf workload against a broker and returns what it measured. Not reusable: one instance, one run.
@@ -273,42 +274,22 @@ final class PerfRun {
     }
 
     private void awaitConfirms() throws InterruptedException {
-        long idleLimit = TimeUnit.SECONDS.toNanos(options.drainTimeoutSeconds);
-        long lastCount = -1;
-        long lastProgress = System.nanoTime();
-        while (true) {
-            long settled = tracker.confirmedCount() + failed.sum();
-            if (settled >= sent.sum()) {
-                return;
-            }
-            if (settled != lastCount) {
-                lastCount = settled;
-                lastProgress = System.nanoTime();
-            } else if (System.nanoTime() - lastProgress > idleLimit) {
-                note("Gave up waiting for " + (sent.sum() - settled) + " confirms after "
-                        + options.drainTimeoutSeconds + " s without one.");
-                return;
-            }
-            Thread.sleep(5);
+        LongSupplier settled = () -> tracker.confirmedCount() + failed.sum();
+        if (!IdleWait.until(() -> settled.getAsLong() >= sent.sum(), settled, idleLimitNanos())) {
+            note("Gave up waiting for " + (sent.sum() - settled.getAsLong()) + " confirms after "
+                    + options.drainTimeoutSeconds + " s without one.");
         }
     }
 
     private void awaitDrain() throws InterruptedException {
-        long idleLimit = TimeUnit.SECONDS.toNanos(options.drainTimeoutSeconds);
-        long lastCount = -1;
-        long lastProgress = System.nanoTime();
-        while (tracker.receivedUnique() < tracker.confirmedCount()) {
-            long count = receipts.sum();
-            if (count != lastCount) {
-                lastCount = count;
-                lastProgress = System.nanoTime();
-            } else if (System.nanoTime() - lastProgress > idleLimit) {
-                note("Gave up draining: nothing arrived for " + options.drainTimeoutSeconds + " s with "
-                        + (tracker.confirmedCount() - tracker.receivedUnique()) + " confirmed messages missing.");
-                return;
-            }
-            Thread.sleep(5);
+        if (!IdleWait.until(() -> tracker.receivedUnique() >= tracker.confirmedCount(), receipts::sum, idleLimitNanos())) {
+            note("Gave up draining: nothing arrived for " + options.drainTimeoutSeconds + " s with "
+                    + (tracker.confirmedCount() - tracker.receivedUnique()) + " confirmed messages missing.");
         }
+    }
+
+    private long idleLimitNanos() {
+        return TimeUnit.SECONDS.toNanos(options.drainTimeoutSeconds);
     }
 
     private PerfResult result(String brokerName, long drainStart, long drainEnd) {

@@ -132,6 +132,50 @@ class PerfRunTest {
         assertEquals(30, broker.queues().all().size(), "--keep-queues");
     }
 
+    @Test
+    void shouldRunEachRoundOfAnAppClientRunWithEveryMessageInItsPerSecondSeries() throws InterruptedException {
+        PerfOutput run = perf("--port", String.valueOf(broker.port()), "--workload", "W1", "--client", "app",
+                "--messages", "2000", "--runs", "2", "--json", "--quiet");
+
+        assertEquals(0, run.status(), run.err());
+        java.util.List<String> rounds = run.json().lines().toList();
+        assertEquals(2, rounds.size(), run.json());
+        for (String json : rounds) {
+            assertTrue(json.contains("\"received\":2000,") && json.contains("\"lost\":0,") && json.contains("\"dups\":0,")
+                    && json.contains("\"callbacks\":\"app, dispatch\"") && json.contains("\"receive_windows_from\":\"first send\""), json);
+            assertEquals(2000, jsonLong(json, "latency_samples_all"), json);
+            assertEquals(1600, jsonLong(json, "latency_samples"), "the percentiles cover the last 80 %: " + json);
+            assertTrue(jsonLong(json, "max_all_us") >= jsonLong(json, "max_us"), json);
+            assertEquals(2000, jsonArraySum(json, "receives_per_second"), json);
+            assertEquals(2000, jsonArraySum(json, "confirms_per_second"), json);
+            if (jsonLong(json, "full_seconds") == 0) {
+                assertEquals(-1, jsonLong(json, "worst_second_receive_rate"), json);
+            } else {
+                assertTrue(jsonLong(json, "worst_second_receive_rate") >= 0, json);
+            }
+        }
+        assertTrue(run.err().contains("Run 2 of 2:") && run.err().contains("worst one-second window"), run.err());
+    }
+
+    @Test
+    void shouldDrainAnAppClientW2RunWithItsReceiveWindowsFromTheSubscribe() throws InterruptedException {
+        PerfOutput run = perf("--port", String.valueOf(broker.port()), "--workload", "W2", "--client", "app",
+                "--messages", "3000", "--json", "--quiet");
+
+        assertEquals(0, run.status(), run.err());
+        String json = run.json();
+        assertTrue(json.contains("\"received\":3000,") && json.contains("\"drain_rate\":")
+                && json.contains("\"receive_windows_from\":\"subscribe\""), json);
+        assertEquals(3000, jsonArraySum(json, "receives_per_second"), json);
+        assertTrue(broker.queues().all().isEmpty(), "the run's queue is deleted");
+    }
+
+    private static long jsonArraySum(String json, String field) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"" + field + "\":\\[([-0-9,]*)]").matcher(json);
+        assertTrue(m.find(), field + " in " + json);
+        return java.util.Arrays.stream(m.group(1).split(",")).filter(v -> !v.isEmpty()).mapToLong(Long::parseLong).sum();
+    }
+
     /** What a perf CLI run in this JVM printed. */
     private record PerfOutput(int status, String json, String err) {
     }

@@ -1,0 +1,69 @@
+package io.sluice.bench.perf;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class PerfOptionsTest {
+
+    @Test
+    void shouldKeepThePerfClientWithBenchMdSizesByDefault() {
+        PerfOptions options = PerfOptions.parse(new String[] {"--workload", "W1"});
+
+        assertFalse(options.appClient);
+        assertTrue(options.callbacksOnNetworkThread);
+        assertEquals(1_000_000, options.messages);
+    }
+
+    @Test
+    void shouldRunTheAppClientWithTheClientsDispatchPoolAndIssue18Sizes() {
+        PerfOptions w1 = PerfOptions.parse(new String[] {"--workload", "W1", "--client", "app"});
+        PerfOptions w2 = PerfOptions.parse(new String[] {"--client", "app", "--workload", "W2"});
+
+        assertTrue(w1.appClient);
+        assertFalse(w1.callbacksOnNetworkThread, "the client's default: callbacks on the dispatch pool");
+        assertEquals(500_000, w1.messages);
+        assertEquals(1000, w1.confirmWindow, "ProducerOptions' default maxInFlight");
+        assertEquals(1000, w1.credit);
+        assertEquals("app, dispatch", w1.callbacksLabel());
+        assertEquals(1_000_000, w2.messages);
+        assertTrue(w2.drainAfterPublish);
+    }
+
+    @Test
+    void shouldLetExplicitOptionsOverrideTheAppClientsDefaultsWhereverTheyStand() {
+        PerfOptions options = PerfOptions.parse(new String[] {"--callbacks", "network", "--messages", "20000",
+                "--workload", "W1", "--client", "app", "--runs", "4"});
+
+        assertTrue(options.callbacksOnNetworkThread);
+        assertEquals("app, network", options.callbacksLabel());
+        assertEquals(20_000, options.messages);
+        assertEquals(4, options.runs);
+    }
+
+    @Test
+    void shouldRefuseAnAppRunThatIsNotOneProducerAndOneConsumerForACount() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse(
+                new String[] {"--client", "app", "--workload", "W1", "--producers", "4", "--consumers", "4"}));
+        assertTrue(e.getMessage().contains("--producers 4") && e.getMessage().contains("--consumers 4"), e.getMessage());
+
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse(
+                new String[] {"--client", "app", "--workload", "W1", "--duration", "10"}));
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse(
+                new String[] {"--client", "app", "--workload", "W1", "--warmup-messages", "1000"}));
+    }
+
+    @Test
+    void shouldRefuseAnAppRunOfAnotherWorkloadAndAnUnknownClient() {
+        IllegalArgumentException w3 = assertThrows(IllegalArgumentException.class,
+                () -> PerfOptions.parse(new String[] {"--client", "app", "--workload", "W3"}));
+        assertTrue(w3.getMessage().contains("W3"), w3.getMessage());
+        IllegalArgumentException unknown = assertThrows(IllegalArgumentException.class,
+                () -> PerfOptions.parse(new String[] {"--client", "fast"}));
+        assertEquals("--client fast is not perf or app", unknown.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse(new String[] {"--client"}));
+    }
+}
