@@ -4,6 +4,8 @@ import io.sluice.storage.ack.AckFiles;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.files.FileDescriptors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -43,6 +45,8 @@ import java.util.function.Function;
  * store makes one instance per group).
  */
 record NewQueues(Path queuesDirectory, StoreConfig config, FileForcer forcer, Executor pool, Opener opener) {
+    private static final Logger LOG = LoggerFactory.getLogger(NewQueues.class);
+
     /** Opens a new queue over the ack log its creation installed, or (null) over the ack files it found. */
     @FunctionalInterface
     interface Opener {
@@ -89,13 +93,23 @@ record NewQueues(Path queuesDirectory, StoreConfig config, FileForcer forcer, Ex
         for (String name : names) {
             group.add(new Pending(name, queuesDirectory.resolve(name)));
         }
+        long started = System.nanoTime();
         pass(group, q -> List.of(() -> prepare(q)));
+        long written = System.nanoTime();
         pass(group, q -> q.prepared == null ? List.of() : forcesOf(q.prepared.temporaryFiles(), false));
+        long filesForced = System.nanoTime();
         pass(group, q -> List.of(() -> install(q)));
+        long installed = System.nanoTime();
         List<Pending> forcingParent = new ArrayList<>(group);
         Pending parent = new Pending("", queuesDirectory);
         forcingParent.add(parent);
         pass(forcingParent, q -> q == parent ? forcesOf(List.of(queuesDirectory), true) : forcesOf(q.queue.createdDirectories(), true));
+        if (LOG.isDebugEnabled()) {
+            long done = System.nanoTime();
+            LOG.debug("Created {} queues in {} us: writing {} us, forcing files {} us, opening {} us, forcing directories {} us.",
+                    group.size(), (done - started) / 1_000, (written - started) / 1_000, (filesForced - written) / 1_000,
+                    (installed - filesForced) / 1_000, (done - installed) / 1_000);
+        }
         Map<String, CompletableFuture<QueueStore>> created = new LinkedHashMap<>();
         for (Pending q : group) {
             Throwable failure = q.failure != null ? q.failure : parent.failure;

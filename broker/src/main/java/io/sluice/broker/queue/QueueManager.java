@@ -271,6 +271,7 @@ public final class QueueManager {
      * client repeating an unanswered declare finds the settings it asked for, not the defaults.
      */
     private void create(List<DeclareRequest> requests) {
+        long started = System.nanoTime();
         List<DeclareRequest> saved = new ArrayList<>();
         List<CompletableFuture<Boolean>> writes = new ArrayList<>();
         boolean anySettings = requests.stream().anyMatch(r -> r.settings.size() > 0);
@@ -298,7 +299,9 @@ public final class QueueManager {
             saved.forEach(r -> r.failure = e);
             return;
         }
+        long settingsWritten = System.nanoTime();
         List<CompletableFuture<QueueStore>> stores = store.createQueues(saved.stream().map(r -> r.name).toList());
+        long storesCreated = System.nanoTime();
         for (int i = 0; i < saved.size(); i++) {
             DeclareRequest r = saved.get(i);
             try {
@@ -314,6 +317,11 @@ public final class QueueManager {
             } catch (RuntimeException e) {
                 r.failure = e;
             }
+        }
+        if (LOG.isDebugEnabled()) {
+            LOG.debug("Declared a group of {} new queues in {} us: settings {} us, stores {} us, queues {} us.", saved.size(),
+                    (System.nanoTime() - started) / 1_000, (settingsWritten - started) / 1_000, (storesCreated - settingsWritten) / 1_000,
+                    (System.nanoTime() - storesCreated) / 1_000);
         }
     }
 
