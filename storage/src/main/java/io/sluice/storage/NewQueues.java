@@ -117,7 +117,7 @@ record NewQueues(Path queuesDirectory, StoreConfig config, FileForcer forcer, Ex
                 created.put(q.name, CompletableFuture.completedFuture(q.queue));
                 continue;
             }
-            discard(q);
+            discard(q, failure);
             boolean parentFailed = q.failure == null && !(failure instanceof StorageFilesExhaustedException);
             created.put(q.name, CompletableFuture.failedFuture(parentFailed
                     ? new UncheckedIOException("cannot force the directory of queues " + queuesDirectory + " after creating queue '"
@@ -152,7 +152,7 @@ record NewQueues(Path queuesDirectory, StoreConfig config, FileForcer forcer, Ex
     }
 
     /** Closes what a failed queue had open (its directory stays, as a crash would leave it; opening it finds an empty queue). */
-    private static void discard(Pending q) {
+    private static void discard(Pending q, Throwable failure) {
         try {
             if (q.queue != null) {
                 q.queue.close();
@@ -160,7 +160,7 @@ record NewQueues(Path queuesDirectory, StoreConfig config, FileForcer forcer, Ex
                 q.prepared.discard();
             }
         } catch (IOException | RuntimeException e) {
-            q.failure.addSuppressed(e);
+            failure.addSuppressed(e);
         }
     }
 

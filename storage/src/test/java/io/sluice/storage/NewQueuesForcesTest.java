@@ -14,6 +14,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Predicate;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -33,10 +34,10 @@ class NewQueuesForcesTest {
     }
 
     private final List<Force> forces = new CopyOnWriteArrayList<>();
-    /** A force of a file whose path contains this fails. */
-    private volatile String failing = "\0";
-    /** A force of a directory whose path contains this fails. */
-    private volatile String failingDirectory = "\0";
+    /** Files whose force fails, as a disk's EIO would. */
+    private volatile Predicate<Path> failing = path -> false;
+    /** Directories whose force fails. */
+    private volatile Predicate<Path> failingDirectory = path -> false;
 
     private final FileForcer counting = new FileForcer() {
         @Override
@@ -52,9 +53,9 @@ class NewQueuesForcesTest {
         }
     };
 
-    /** Counts a force of {@code path}, or fails it as a disk's EIO would if the path contains {@code failIfContains}. */
-    private void record(Path path, boolean directory, String failIfContains) throws IOException {
-        if (path.toString().contains(failIfContains)) {
+    /** Counts a force of {@code path}, or fails it as a disk's EIO would. */
+    private void record(Path path, boolean directory, Predicate<Path> fails) throws IOException {
+        if (fails.test(path)) {
             throw new IOException("Input/output error (injected)");
         }
         forces.add(new Force(path, directory));
@@ -103,13 +104,13 @@ class NewQueuesForcesTest {
     @Test
     void aFailedForceFailsOnlyItsOwnQueueWhichCanBeCreatedAgain() {
         try (MessageStore store = open()) {
-            failing = "/queues/bad/acks/acks.journal";
+            failing = path -> path.toString().contains("/queues/bad/acks/acks.journal");
             List<CompletableFuture<QueueStore>> created = store.createQueues(List.of("good", "bad"));
             assertEquals("good", created.get(0).join().name());
             CompletionException e = assertThrows(CompletionException.class, () -> created.get(1).join());
             assertTrue(e.getCause().getMessage().contains("queue 'bad'"), e.getCause().getMessage());
             assertEquals(List.of("good"), store.listQueues());
-            failing = "\0";
+            failing = path -> false;
             assertEquals("bad", store.createQueue("bad").name());
             assertEquals(List.of("bad", "good"), store.listQueues());
         }
@@ -118,12 +119,28 @@ class NewQueuesForcesTest {
     @Test
     void aQueueWhoseDirectoriesCouldNotBeForcedCanBeCreatedAgainOverTheFilesItLeft() {
         try (MessageStore store = open()) {
-            failingDirectory = "/queues/late";
+            failingDirectory = path -> path.toString().contains("/queues/late");
             assertTrue(store.createQueues(List.of("late", "other")).get(0).isCompletedExceptionally());
-            failingDirectory = "\0";
+            failingDirectory = path -> false;
             QueueStore late = store.createQueue("late");
             assertEquals(List.of("late", "other"), store.listQueues());
             late.whenDurable(late.append(null, new byte[] {1})).join();
+        }
+    }
+
+    @Test
+    void aFailedForceOfTheDirectoryOfQueuesFailsTheWholeGroup() {
+        try (MessageStore store = open()) {
+            failingDirectory = path -> path.getFileName().toString().equals("queues");
+            List<CompletableFuture<QueueStore>> created = store.createQueues(List.of("a", "b"));
+            for (CompletableFuture<QueueStore> f : created) {
+                CompletionException e = assertThrows(CompletionException.class, f::join);
+                assertTrue(e.getCause().getMessage().startsWith("cannot force the directory of queues"), e.getCause().getMessage());
+            }
+            assertEquals(List.of(), store.listQueues());
+            failingDirectory = path -> false;
+            assertEquals(2, store.createQueues(List.of("a", "b")).stream().map(CompletableFuture::join).count());
+            assertEquals(List.of("a", "b"), store.listQueues());
         }
     }
 
