@@ -26,8 +26,9 @@
 #             1 msg/s for 60 s
 #   declare   workload DECLARE, 1,000 new queues, in three shapes: one connection declaring one after the
 #             other (the blocking declareQueue), 8 connections doing so at once, and one connection
-#             pipelining all 1,000 (declareQueueAsync); 3 rounds of the three, each run on a fresh broker
-#             started by bin/sluice on its defaults (BROKER_JAR=path overrides the jar, for an A/B)
+#             pipelining all 1,000 (declareQueueAsync); 3 rounds of the three (DECLARE_ROUNDS=n for more),
+#             each run on a fresh broker started by bin/sluice on its defaults (BROKER_JAR=path overrides
+#             the jar, for an A/B)
 #   w2        one fresh broker, W2 (5 M messages); heap sampled every second with jcmd GC.heap_info,
 #             bytes on disk (du) of the data directory after the drain
 #   w1-app-cold   issue 18's application-shaped client (--client app: the client's defaults, callbacks on its
@@ -145,7 +146,7 @@ for s in "${series[@]}"; do
       "$root/bench/scripts/rss-breakdown.sh" "$broker_pid" > "$out/mq-10k-breakdown-end.txt" 2>&1
       stop_broker ;;
     declare)
-      for i in 1 2 3; do
+      for i in $(seq "${DECLARE_ROUNDS:-3}"); do
         for shape in "serial:--connections 1 --declare-window 1" "parallel-8:--connections 8 --declare-window 1" \
                      "pipelined:--connections 1 --declare-window 1000"; do
           label="declare-${shape%%:*}-$i"

@@ -1,5 +1,6 @@
 package io.sluice.storage;
 
+import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.files.FileDescriptors;
 import io.sluice.storage.durability.StorageFlusher;
@@ -19,18 +20,17 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 
 /**
  * A data directory of named queues. Opening the store recovers every queue in it; the store owns one
@@ -48,9 +48,9 @@ public final class MessageStore implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(MessageStore.class);
     private static final String DELETED_MARK = ".deleted-";
     /**
-     * Queues created at the same time. Each waits for seven fsyncs one after the other, so the threads
-     * mostly wait rather than use a core; they exist only while creations run. (How much the overlap
-     * saves: docs/performance.md, "Declares".)
+     * Forces of a group of new queues made at the same time ({@link NewQueues}): the threads mostly wait
+     * for the disk rather than use a core; they exist only while creations run. (What the overlap saves:
+     * docs/performance.md, "Declares".)
      */
     static final int CREATOR_THREADS = 32;
 
@@ -62,7 +62,7 @@ public final class MessageStore implements AutoCloseable {
     private final FileChannel lockChannel;
     private final FileLock lock;
     private final Map<String, QueueStore> queues = new ConcurrentHashMap<>();
-    /** Queues being created by {@link #createDurably}, by name; published in {@link #queues} once durable. */
+    /** Queues being created by {@link #createQueues}, by name; published in {@link #queues} once durable. */
     private final Map<String, CompletableFuture<QueueStore>> inCreation = new ConcurrentHashMap<>();
     private final StorageFlusher flusher;
     private final ReadAhead readAhead = new ReadAhead();
@@ -183,8 +183,18 @@ public final class MessageStore implements AutoCloseable {
     }
 
     private QueueStore openQueue(String name, Path dir) {
+        return opening(name, () -> QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp, readAhead, releaser, forcer));
+    }
+
+    private QueueStore openCreated(String name, Path dir, AckLog acks) {
+        return opening(name, () -> QueueStore.openCreated(name, dir, config, diskGuard, clock, flusher::wakeUp, readAhead, releaser,
+                forcer, acks));
+    }
+
+    /** Runs {@code open}; running out of file descriptors is told apart from other failures. */
+    private static QueueStore opening(String name, Supplier<QueueStore> open) {
         try {
-            return QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp, readAhead, releaser, forcer);
+            return open.get();
         } catch (RuntimeException e) {
             if (!(e instanceof StorageFilesExhaustedException) && FileDescriptors.exhausted(e)) {
                 throw FileDescriptors.exhaustedError("queue '" + name + "' cannot be opened", e);
@@ -239,137 +249,70 @@ public final class MessageStore implements AutoCloseable {
     /**
      * Creates the named queues that do not exist yet, together, and returns one completed future per
      * name, in order: the queue, or why it could not be created (an invalid name, an I/O error). A name
-     * given twice gets the same queue. Each new queue is created on a thread of the store's creation
-     * pool ({@code sluice-storage-creator}), which writes and forces its files and directory entries
-     * as creating one always did (temporary files fsynced, renamed, their directory fsynced), so that
-     * their fsync waits overlap. Then the directory of queues is forced once for all of them. Only after that does any
-     * future complete normally: rule "a queue exists once it is durable" (docs/storage.md, "Creating
-     * queues"). A queue that already existed is returned as it is, as durable as its creator made it.
+     * given twice gets the same queue. The new queues are created in passes ({@link NewQueues}): all
+     * their files are written, then forced together on the store's creation pool
+     * ({@code sluice-storage-creator}), then renamed into place, then their directories are forced, the
+     * directory of queues once for all. Only after that does any future complete normally: rule "a queue
+     * exists once it is durable" (docs/storage.md, "Creating queues"). A queue that already existed is
+     * returned as it is; one another call is creating is returned once that call has made it durable.
      */
     public List<CompletableFuture<QueueStore>> createQueues(List<String> names) {
         ensureOpen();
-        Map<String, CompletableFuture<Created>> byName = new LinkedHashMap<>();
-        // One queue is created on the caller's thread: no thread to start, nothing to overlap.
-        Executor where = new HashSet<>(names).size() == 1 ? Runnable::run : creators;
-        for (String name : names) {
-            byName.computeIfAbsent(name, n -> {
-                try {
-                    QueueNames.validate(n);
-                } catch (RuntimeException e) {
-                    return CompletableFuture.failedFuture(e);
-                }
-                return CompletableFuture.supplyAsync(() -> createDurably(n), where);
-            });
-        }
-        List<QueueStore> created = new ArrayList<>();
-        for (CompletableFuture<Created> f : byName.values()) {
-            Created c = f.handle((value, failure) -> value).join();
-            if (c != null && c.isNew()) {
-                created.add(c.queue());
-            }
-        }
-        IOException parentFailure = null;
-        if (!created.isEmpty()) {
-            try {
-                forceDirectory(queuesDirectory);
-            } catch (IOException e) {
-                parentFailure = e;
-            }
-            for (QueueStore q : created) {
-                publish(q, parentFailure);
-            }
-        }
         Map<String, CompletableFuture<QueueStore>> results = new LinkedHashMap<>();
-        for (Map.Entry<String, CompletableFuture<Created>> entry : byName.entrySet()) {
-            CompletableFuture<QueueStore> result = new CompletableFuture<>();
-            Created c = entry.getValue().handle((value, failure) -> {
-                if (failure != null) {
-                    result.completeExceptionally(failure instanceof CompletionException && failure.getCause() != null
-                            ? failure.getCause() : failure);
-                }
-                return value;
-            }).join();
-            if (c != null) {
-                if (c.isNew() && parentFailure != null) {
-                    result.completeExceptionally(new UncheckedIOException("cannot force the directory of queues "
-                            + queuesDirectory + " after creating queue '" + entry.getKey() + "'", parentFailure));
+        Map<String, CompletableFuture<QueueStore>> claimed = new LinkedHashMap<>();
+        for (String name : names) {
+            if (results.containsKey(name)) {
+                continue;
+            }
+            try {
+                QueueNames.validate(name);
+            } catch (RuntimeException e) {
+                results.put(name, CompletableFuture.failedFuture(e));
+                continue;
+            }
+            CompletableFuture<QueueStore> mine = new CompletableFuture<>();
+            QueueStore existing = queues.get(name);
+            CompletableFuture<QueueStore> other = existing != null ? null : inCreation.putIfAbsent(name, mine);
+            if (existing == null && other == null) {
+                existing = queues.get(name); // created and published between the first look and the claim
+                if (existing != null) {
+                    inCreation.remove(name, mine);
                 } else {
-                    result.complete(c.queue());
+                    claimed.put(name, mine);
                 }
             }
-            results.put(entry.getKey(), result);
+            results.put(name, existing != null ? CompletableFuture.completedFuture(existing)
+                    : other != null ? other.thenApply(q -> q) : mine);
+        }
+        if (!claimed.isEmpty()) {
+            NewQueues group = new NewQueues(queuesDirectory, config, forcer, creators,
+                    this::openCreated);
+            group.create(new ArrayList<>(claimed.keySet())).forEach((name, created) -> publish(name, claimed.get(name), created));
         }
         List<CompletableFuture<QueueStore>> answers = new ArrayList<>(names.size());
         for (String name : names) {
-            answers.add(results.get(name));
+            CompletableFuture<QueueStore> answer = results.get(name);
+            answer.handle((value, failure) -> value).join(); // one another call is creating: wait for it
+            answers.add(answer);
         }
         return answers;
     }
 
-    /** A queue from {@link #createDurably}, and whether that call created it. */
-    private record Created(QueueStore queue, boolean isNew) {
-    }
-
-    /**
-     * On a creation thread: opens the queue if it does not exist, and forces what its creation wrote.
-     * Not inside {@code queues.computeIfAbsent}: a creation takes milliseconds, and a long compute
-     * there blocks the map's other bins when the map resizes. {@link #inCreation} keeps two calls from
-     * creating the same queue; the second waits for the first and returns its queue.
-     */
-    private Created createDurably(String name) {
-        QueueStore existing = queues.get(name);
-        if (existing != null) {
-            return new Created(existing, false);
-        }
-        CompletableFuture<QueueStore> mine = new CompletableFuture<>();
-        CompletableFuture<QueueStore> other = inCreation.putIfAbsent(name, mine);
-        if (other != null) {
-            return new Created(other.join(), false);
-        }
-        try {
-            existing = queues.get(name); // created and published between the first look and the claim
-            if (existing != null) {
-                inCreation.remove(name, mine);
-                mine.complete(existing);
-                return new Created(existing, false);
-            }
-            QueueStore q = openQueue(name, queuesDirectory.resolve(name));
-            try {
-                q.forceCreatedFiles();
-            } catch (IOException | RuntimeException e) {
-                q.close();
-                throw new UncheckedIOException("cannot force the files of new queue '" + name + "'",
-                        e instanceof IOException io ? io : new IOException(e));
-            }
-            return new Created(q, true); // published by createQueues once the directory of queues is forced
-        } catch (RuntimeException | Error e) {
-            inCreation.remove(name, mine);
-            mine.completeExceptionally(e);
-            throw e;
-        }
-    }
-
     /** Makes a new queue visible once it is durable (or gives up its name if it is not), and wakes its waiters. */
-    private void publish(QueueStore q, IOException parentFailure) {
-        CompletableFuture<QueueStore> mine = inCreation.get(q.name());
-        if (parentFailure == null) {
-            queues.put(q.name(), q);
+    private void publish(String name, CompletableFuture<QueueStore> mine, CompletableFuture<QueueStore> created) {
+        QueueStore q = created.handle((value, failure) -> value).join();
+        if (q != null) {
+            queues.put(name, q);
             checkFileLimit();
-        } else {
-            q.close();
         }
-        inCreation.remove(q.name(), mine);
-        if (parentFailure == null) {
-            mine.complete(q);
-        } else {
-            mine.completeExceptionally(parentFailure);
-        }
-    }
-
-    private void forceDirectory(Path directory) throws IOException {
-        try (FileChannel channel = FileChannel.open(directory, StandardOpenOption.READ)) {
-            forcer.forceDirectory(channel, directory);
-        }
+        inCreation.remove(name, mine);
+        created.whenComplete((value, failure) -> {
+            if (failure != null) {
+                mine.completeExceptionally(failure);
+            } else {
+                mine.complete(value);
+            }
+        });
     }
 
     /** The open queue of that name. */

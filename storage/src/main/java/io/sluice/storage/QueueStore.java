@@ -97,7 +97,7 @@ public final class QueueStore {
     private volatile boolean closed;
 
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
-                       Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer) {
+                       Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer, AckLog createdAcks) {
         this.readAhead = readAhead;
         this.forcer = forcer;
         this.ackJournalFile = directory.resolve("acks").resolve(AckFiles.JOURNAL);
@@ -112,7 +112,7 @@ public final class QueueStore {
         this.syncer = new SegmentSyncer(segmentDirectory, releaser, forcer);
         // The log reports seals to durability, which exists only once the log is recovered: the
         // forwarding lambda reads the field when a roll happens, never during recovery.
-        QueueRecovery.Recovered recovered = QueueRecovery.open(name, directory, config, this::segmentSealed);
+        QueueRecovery.Recovered recovered = QueueRecovery.open(name, directory, config, this::segmentSealed, createdAcks);
         this.log = recovered.log();
         this.ackLog = recovered.ackLog();
         this.acks = ackLog.state();
@@ -142,17 +142,21 @@ public final class QueueStore {
 
     static QueueStore open(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                            Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer) {
-        return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser, forcer);
+        return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser, forcer, null);
     }
 
     /**
-     * Makes a queue this process just created durable, except for its entry in the directory of queues
-     * ({@link MessageStore#createQueues} forces that once for all): the ack files are already (the ack
-     * log fsyncs them and their directory as it creates them); this forces Chronicle's metadata file,
-     * the segment directory and the queue's directory.
+     * Opens a new queue whose ack files were created in steps and installed as {@code createdAcks}
+     * ({@link NewQueues}); with null, as {@link #open}.
      */
-    void forceCreatedFiles() throws IOException {
-        syncer.forceNewQueue();
+    static QueueStore openCreated(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
+                                  Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer, AckLog createdAcks) {
+        return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser, forcer, createdAcks);
+    }
+
+    /** The directories whose entries a new queue added, but for the directory of queues: segments, acks, the queue's own. */
+    List<Path> createdDirectories() {
+        return List.of(segmentDirectory, ackJournalFile.getParent(), directory);
     }
 
     private boolean grantJournalGrowth(long bytes) {

@@ -1,6 +1,7 @@
 package io.sluice.storage;
 
 import io.sluice.storage.durability.FileForcer;
+import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.FileReleaser;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -45,10 +46,10 @@ class FailedForceTest {
         }
     }
 
-    /** Fails a force of a file of queue {@code queue} while {@code armed}; {@code once} disarms it at the first failure. */
+    /** Fails a force of a segment of queue {@code queue} while {@code armed}; {@code once} disarms it at the first failure. */
     private static FileForcer failing(String queue, AtomicBoolean armed, boolean once) {
         return (channel, file) -> {
-            if (armed.get() && file.toString().contains("/queues/" + queue + "/")) {
+            if (armed.get() && file.toString().contains("/queues/" + queue + "/") && file.toString().endsWith(SegmentFiles.SUFFIX)) {
                 if (once) {
                     armed.set(false);
                 }

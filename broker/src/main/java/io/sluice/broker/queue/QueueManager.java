@@ -194,8 +194,9 @@ public final class QueueManager {
      * Declares a queue on the declare thread, together with every other declare waiting there
      * (docs/protocol.md, "Queue management"): the thread takes up to
      * {@link #MAX_GROUP} waiting declares, checks each (name, settings, {@code maxQueues}), writes and
-     * fsyncs the settings of the new queues and then the settings directory once, creates their stores
-     * together ({@link MessageStore#createQueues}), and only then completes their futures. So a future
+     * fsyncs the settings of the new queues and then, if a file was written or deleted, the settings
+     * directory once, creates their stores together ({@link MessageStore#createQueues}), and only then
+     * completes their futures. So a future
      * completes normally only once its queue would survive a machine crash, and the group's settings
      * and stores are written with their fsync waits overlapping (what that saves: docs/performance.md,
      * "Declares").
@@ -285,21 +286,24 @@ public final class QueueManager {
 
     /**
      * Creates the queues of one group, under this object's lock: their settings first (each file
-     * fsynced under a temporary name and renamed, then the settings directory fsynced once), then their
+     * fsynced under a temporary name and renamed, then the settings directory fsynced once if any file
+     * was renamed into place or deleted), then their
      * stores. Settings before stores: a queue whose store survives a crash has its settings too, so a
      * client repeating an unanswered declare finds the settings it asked for, not the defaults.
      */
     private void create(List<DeclareRequest> requests) {
+        long started = System.nanoTime();
         List<DeclareRequest> saved = new ArrayList<>();
-        List<CompletableFuture<Void>> writes = new ArrayList<>();
+        List<CompletableFuture<Boolean>> writes = new ArrayList<>();
         boolean anySettings = requests.stream().anyMatch(r -> r.settings.size() > 0);
         for (DeclareRequest r : requests) {
-            Runnable write = () -> writeSettings(r.name, r.settings);
-            writes.add(CompletableFuture.runAsync(write, requests.size() == 1 || !anySettings ? Runnable::run : settingsWriters));
+            Supplier<Boolean> write = () -> writeSettings(r.name, r.settings);
+            writes.add(CompletableFuture.supplyAsync(write, requests.size() == 1 || !anySettings ? Runnable::run : settingsWriters));
         }
+        boolean directoryChanged = false;
         for (int i = 0; i < requests.size(); i++) {
             try {
-                writes.get(i).join();
+                directoryChanged |= writes.get(i).join();
                 saved.add(requests.get(i));
             } catch (CompletionException e) {
                 requests.get(i).failure = e.getCause();
@@ -309,12 +313,16 @@ public final class QueueManager {
             return;
         }
         try {
-            forceSettingsDirectory();
+            if (directoryChanged) {
+                forceSettingsDirectory();
+            }
         } catch (UncheckedIOException e) {
             saved.forEach(r -> r.failure = e);
             return;
         }
+        long settingsWritten = System.nanoTime();
         List<CompletableFuture<QueueStore>> stores = store.createQueues(saved.stream().map(r -> r.name).toList());
+        long storesCreated = System.nanoTime();
         for (int i = 0; i < saved.size(); i++) {
             DeclareRequest r = saved.get(i);
             try {
@@ -330,6 +338,11 @@ public final class QueueManager {
             } catch (RuntimeException e) {
                 r.failure = e;
             }
+        }
+        if (LOG.isDebugEnabled()) {
+            LOG.debug("Declared a group of {} new queues in {} us: settings {} us, stores {} us, queues {} us.", saved.size(),
+                    (System.nanoTime() - started) / 1_000, (settingsWritten - started) / 1_000, (storesCreated - settingsWritten) / 1_000,
+                    (System.nanoTime() - storesCreated) / 1_000);
         }
     }
 
@@ -467,14 +480,16 @@ public final class QueueManager {
      * with the defaults after a machine crash. No settings, no file ({@link #loadSettings} reads a
      * missing file as none): one fsync less per declare. A file left by a queue of that name whose
      * delete a crash interrupted is deleted instead, so that it cannot lend its settings to this one.
+     * Returns whether the settings directory changed (a file renamed into place or deleted): only then
+     * must the caller force it, so a group of declares without settings forces no settings file or
+     * directory at all.
      */
-    private void writeSettings(String name, QueueSettings settings) {
+    private boolean writeSettings(String name, QueueSettings settings) {
         Path file = settingsDirectory.resolve(name + ".json");
         Path tmp = settingsDirectory.resolve(name + ".json.tmp");
         try {
             if (settings.size() == 0) {
-                Files.deleteIfExists(file);
-                return;
+                return Files.deleteIfExists(file);
             }
             ByteBuffer bytes = ByteBuffer.wrap(json.writeValueAsBytes(settings.asMap()));
             try (FileChannel channel = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
@@ -485,6 +500,7 @@ public final class QueueManager {
                 channel.force(true);
             }
             Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            return true;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot save the settings of queue '" + name + "' to " + file, e);
         }

@@ -25,7 +25,9 @@ import java.util.zip.CheckedOutputStream;
  *
  * <p><b>Writing</b> goes to {@code acks.checkpoint.tmp}, which is fsynced, renamed over {@code
  * acks.checkpoint}, and then the directory is fsynced: at every instant the checkpoint file is a
- * complete old one or a complete new one.
+ * complete old one or a complete new one. A new queue's checkpoint takes the same steps one at a
+ * time ({@link #writeUnforced}, a force by the caller, {@link #install}), so that a group of new
+ * queues forces all its files together, after writing all of them.
  *
  * <p><b>Layout</b> (big-endian):
  *
@@ -82,7 +84,27 @@ public final class AckCheckpoint {
 
     /** Writes {@code tracker} as generation {@code generation} to {@code file}, atomically and durably. */
     public static void write(Path file, long generation, AckTracker tracker) throws IOException {
-        Path temporary = file.resolveSibling(file.getFileName() + ".tmp");
+        Path temporary = writeTemporary(file, generation, tracker, true);
+        install(temporary, file);
+        AckFiles.fsyncDirectory(file.toAbsolutePath().getParent());
+    }
+
+    /**
+     * The first step of a write in steps (a new queue's, {@link AckLog#prepareNew}): writes the file
+     * under its temporary name, which it returns, without forcing it. The caller forces it, then calls
+     * {@link #install}, then forces the directory.
+     */
+    static Path writeUnforced(Path file, long generation, AckTracker tracker) throws IOException {
+        return writeTemporary(file, generation, tracker, false);
+    }
+
+    /** Renames a forced temporary file over {@code file}: its entry is durable once the directory is forced. */
+    static void install(Path temporary, Path file) throws IOException {
+        Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    private static Path writeTemporary(Path file, long generation, AckTracker tracker, boolean force) throws IOException {
+        Path temporary = AckFiles.temporary(file);
         Files.deleteIfExists(temporary);
         CRC32C crc = new CRC32C();
         try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
@@ -97,10 +119,11 @@ public final class AckCheckpoint {
             while (header.hasRemaining()) {
                 channel.write(header, header.position());
             }
-            channel.force(true);
+            if (force) {
+                channel.force(true);
+            }
         }
-        Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        AckFiles.fsyncDirectory(file.toAbsolutePath().getParent());
+        return temporary;
     }
 
     /**

@@ -13,6 +13,11 @@ public final class AckFiles {
     private AckFiles() {
     }
 
+    /** The name a checkpoint or journal is written under before it is renamed into place. */
+    static Path temporary(Path file) {
+        return file.resolveSibling(file.getFileName() + ".tmp");
+    }
+
     /**
      * Makes a rename in {@code directory} durable: without it a machine crash can bring back the old
      * directory entry even though the renamed file's data was fsynced.

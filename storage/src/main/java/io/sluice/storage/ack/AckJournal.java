@@ -178,12 +178,36 @@ public final class AckJournal implements Closeable {
 
     /** As {@link #create(Path, long, int)}, starting at {@code sizeBytes} (at most {@code maxBytes}). */
     public static AckJournal create(Path file, long generation, int sizeBytes, int maxBytes) throws IOException {
+        Path temporary = writeTemporary(file, generation, sizeBytes, maxBytes, true);
+        AckJournal journal = install(temporary, file, generation, maxBytes);
+        AckFiles.fsyncDirectory(file.getParent());
+        return journal;
+    }
+
+    /**
+     * The first step of a creation in steps (a new queue's, {@link AckLog#prepareNew}): writes the
+     * empty journal of {@code min(INITIAL_BYTES, maxBytes)} bytes under its temporary name, which it
+     * returns, without forcing it. The caller forces it, then calls {@link #install}, then forces the
+     * directory.
+     */
+    static Path writeUnforced(Path file, long generation, int maxBytes) throws IOException {
+        return writeTemporary(file, generation, Math.min(INITIAL_BYTES, maxBytes), maxBytes, false);
+    }
+
+    /** Renames a forced temporary journal over {@code file} and maps it; its entry is durable once the directory is forced. */
+    static AckJournal install(Path temporary, Path file, long generation, int maxBytes) throws IOException {
+        int sizeBytes = Math.toIntExact(Files.size(temporary));
+        Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        return new AckJournal(file, generation, sizeBytes, maxBytes, map(file, sizeBytes));
+    }
+
+    private static Path writeTemporary(Path file, long generation, int sizeBytes, int maxBytes, boolean force) throws IOException {
         checkCapacity(maxBytes);
         if (sizeBytes < MIN_CAPACITY_BYTES || sizeBytes > maxBytes) {
             throw new IllegalArgumentException("ack journal size " + sizeBytes + " is outside " + MIN_CAPACITY_BYTES
                     + "..maxBytes " + maxBytes);
         }
-        Path temporary = file.resolveSibling(file.getFileName() + ".tmp");
+        Path temporary = AckFiles.temporary(file);
         Files.deleteIfExists(temporary);
         try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
             ByteBuffer header = ByteBuffer.wrap(header(generation));
@@ -192,15 +216,15 @@ public final class AckJournal implements Closeable {
             }
             // Every byte is written, not just the last (see the class javadoc: no holes, no SIGBUS).
             writeZeros(channel, HEADER_BYTES, sizeBytes);
-            channel.force(true);
+            if (force) {
+                channel.force(true);
+            }
         } catch (IOException e) {
             // Most likely a full disk: give back the blocks of the half-written file.
             Files.deleteIfExists(temporary);
             throw e;
         }
-        Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        AckFiles.fsyncDirectory(file.getParent());
-        return new AckJournal(file, generation, sizeBytes, maxBytes, map(file, sizeBytes));
+        return temporary;
     }
 
     private static MappedByteBuffer map(Path file, int sizeBytes) throws IOException {

@@ -70,6 +70,14 @@ import org.slf4j.LoggerFactory;
  * A journal newer than the checkpoint cannot arise from these steps; it means the checkpoint was
  * lost or replaced, and {@link #recover()} refuses with {@link CorruptAckStateException}.
  *
+ * <p><b>A new queue.</b> {@link #prepareNew} and {@link Prepared} create the files that
+ * {@link #open} and {@link #recover()} would for an empty directory (checkpoint and journal of
+ * generation {@value #FIRST_GENERATION}, each renamed into place only after it was forced), but leave
+ * each force to the caller: the store creates a group of queues by writing all their files, then forcing
+ * them all, then installing them, then forcing their directories (docs/storage.md, "Creating queues").
+ * A crash at any step leaves either nothing under the real names (an empty state, which is the new
+ * queue's state) or complete files.
+ *
  * <p><b>What a crash can lose.</b> A process crash (kill -9): nothing that a call here returned from —
  * journal appends land in the page cache through the mapping, and checkpoints are fsynced. A machine
  * crash: the journal records appended since the last {@link #force()}; replay stops at the first torn
@@ -97,6 +105,9 @@ public final class AckLog implements Closeable {
 
         boolean grant(long bytes);
     }
+
+    /** The generation of a new queue's first checkpoint and journal (a store with no checkpoint is at 0). */
+    static final long FIRST_GENERATION = 1;
 
     /** Rule "only a fast journal grows" (class javadoc). */
     public static final long GROW_IF_FILLED_WITHIN_MS = 60_000;
@@ -146,6 +157,81 @@ public final class AckLog implements Closeable {
 
     public static AckLog open(Path directory) throws IOException {
         return open(directory, AckJournal.DEFAULT_CAPACITY_BYTES);
+    }
+
+    /**
+     * The first step of creating a new queue's ack files in steps (class javadoc, "A new queue"): writes
+     * the empty checkpoint and journal of generation {@value #FIRST_GENERATION} under their temporary
+     * names in {@code directory} (created if needed), without forcing anything.
+     *
+     * @throws IllegalStateException if {@code directory} already holds a checkpoint: it is not a new queue's
+     */
+    public static Prepared prepareNew(Path directory, int journalCapacityBytes) throws IOException {
+        AckJournal.checkCapacity(journalCapacityBytes);
+        Path absolute = directory.toAbsolutePath();
+        Files.createDirectories(absolute);
+        Path checkpoint = absolute.resolve(AckFiles.CHECKPOINT);
+        if (Files.exists(checkpoint)) {
+            throw new IllegalStateException("ack directory " + absolute + " already holds " + AckFiles.CHECKPOINT
+                    + "; only a new queue's ack files are created in steps");
+        }
+        Path journal = absolute.resolve(AckFiles.JOURNAL);
+        Path checkpointTemporary = AckCheckpoint.writeUnforced(checkpoint, FIRST_GENERATION, new AckTracker());
+        try {
+            return new Prepared(absolute, journalCapacityBytes, checkpointTemporary,
+                    AckJournal.writeUnforced(journal, FIRST_GENERATION, journalCapacityBytes));
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(checkpointTemporary);
+            throw e;
+        }
+    }
+
+    /**
+     * A new queue's ack files as {@link #prepareNew} wrote them: not forced, not in place. The caller
+     * forces {@link #temporaryFiles()}, then calls {@link #install()}, then forces {@link #directory()};
+     * the queue's state is durable after the last of these. Not thread-safe: one thread at a time.
+     */
+    public static final class Prepared {
+        private final Path directory;
+        private final int journalCapacityBytes;
+        private final Path checkpointTemporary;
+        private final Path journalTemporary;
+
+        private Prepared(Path directory, int journalCapacityBytes, Path checkpointTemporary, Path journalTemporary) {
+            this.directory = directory;
+            this.journalCapacityBytes = journalCapacityBytes;
+            this.checkpointTemporary = checkpointTemporary;
+            this.journalTemporary = journalTemporary;
+        }
+
+        /** The files to force before {@link #install()}. */
+        public List<Path> temporaryFiles() {
+            return List.of(checkpointTemporary, journalTemporary);
+        }
+
+        /** The directory to force after {@link #install()}: it holds the files' entries. */
+        public Path directory() {
+            return directory;
+        }
+
+        /**
+         * Renames the forced files into place and returns the recovered ack log of the empty queue
+         * (no {@link #recover()}: there is nothing to recover, and the files are written).
+         */
+        public AckLog install() throws IOException {
+            AckCheckpoint.install(checkpointTemporary, directory.resolve(AckFiles.CHECKPOINT));
+            AckJournal journal = AckJournal.install(journalTemporary, directory.resolve(AckFiles.JOURNAL), FIRST_GENERATION,
+                    journalCapacityBytes);
+            AckLog log = new AckLog(directory, journalCapacityBytes, new AckTracker(), FIRST_GENERATION);
+            log.journal = journal;
+            return log;
+        }
+
+        /** Deletes the files, after a failure before {@link #install()}. */
+        public void discard() throws IOException {
+            Files.deleteIfExists(checkpointTemporary);
+            Files.deleteIfExists(journalTemporary);
+        }
     }
 
     /**

@@ -31,6 +31,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * is called under the queue's lock).
  */
 public final class SegmentSyncer implements AutoCloseable {
+    /** The name of Chronicle's metadata file in a segment directory. */
+    public static final String METADATA_FILE = SingleChronicleQueue.QUEUE_METADATA_FILE;
+
     private final Path segmentDirectory;
     private final FileReleaser releaser;
     private final FileForcer forcer;
@@ -89,7 +92,7 @@ public final class SegmentSyncer implements AutoCloseable {
         FileChannel segmentChannel = null;
         try {
             segmentChannel = openChannel(SegmentFiles.file(segmentDirectory, segment), StandardOpenOption.WRITE);
-            Path metadataFile = segmentDirectory.resolve(SingleChronicleQueue.QUEUE_METADATA_FILE);
+            Path metadataFile = segmentDirectory.resolve(METADATA_FILE);
             if (Files.exists(metadataFile)) {
                 metadata.add(new Entry(metadataFile, openChannel(metadataFile, StandardOpenOption.WRITE), false));
             }
@@ -190,34 +193,11 @@ public final class SegmentSyncer implements AutoCloseable {
                 if (entry.directory()) {
                     forcer.forceDirectory(entry.channel(), entry.path());
                 } else {
-                    entry.channel().force(false);
+                    forcer.force(entry.channel(), entry.path());
                 }
             }
         } finally {
             closeMetadata(channels);
-        }
-    }
-
-    /**
-     * Forces what opening a new queue wrote outside its ack directory (which the ack log forces itself):
-     * Chronicle's metadata file, the segment directory and the queue's directory, which holds the
-     * entries of both subdirectories. The directory of queues is left to the caller, which forces it
-     * once for every queue created with this one.
-     */
-    public void forceNewQueue() throws IOException {
-        Path metadataFile = segmentDirectory.resolve(SingleChronicleQueue.QUEUE_METADATA_FILE);
-        if (Files.exists(metadataFile)) {
-            try (FileChannel ch = openChannel(metadataFile, StandardOpenOption.WRITE)) {
-                ch.force(false);
-            }
-        }
-        forceDirectory(segmentDirectory);
-        forceDirectory(segmentDirectory.getParent());
-    }
-
-    private void forceDirectory(Path directory) throws IOException {
-        try (FileChannel dir = openChannel(directory, StandardOpenOption.READ)) {
-            forcer.forceDirectory(dir, directory);
         }
     }
 

@@ -5,6 +5,7 @@ import io.sluice.storage.StorageException;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckStateReader;
+import io.sluice.storage.durability.SegmentSyncer;
 import io.sluice.storage.reclaim.RelocatedCopies;
 import io.sluice.storage.reclaim.RelocationIntent;
 import io.sluice.storage.segment.RecordCodec;
@@ -32,7 +33,8 @@ import java.util.function.IntConsumer;
  * those of docs/storage.md, "Recovery"):
  * <ol>
  *   <li>finish interrupted deletes ({@code *.cq4.deleting});</li>
- *   <li>delete a newest segment whose creation was interrupted (its header incomplete);</li>
+ *   <li>delete a newest segment whose creation was interrupted (its header incomplete), and the
+ *       metadata file of a queue without segments whose creation was;</li>
  *   <li>open the segments; message counts per segment come from Chronicle's index, not a scan;</li>
  *   <li>load the ack checkpoint and replay the journal;</li>
  *   <li>verify the checksums of the last segment only (the one that can hold an unsynced tail after a
@@ -68,16 +70,21 @@ public final class QueueRecovery {
         this.config = config;
     }
 
-    /** Opens and recovers queue {@code name} in {@code directory}; {@code onSeal} goes to the {@link SegmentLog}. */
-    public static Recovered open(String name, Path directory, StoreConfig config, IntConsumer onSeal) {
-        return new QueueRecovery(name, directory, config).run(onSeal);
+    /**
+     * Opens and recovers queue {@code name} in {@code directory}; {@code onSeal} goes to the {@link SegmentLog}.
+     * {@code createdAcks}, if not null, is the ack log of a new queue whose files were just created in
+     * steps ({@link AckLog#prepareNew}); the queue must have no segment then.
+     */
+    public static Recovered open(String name, Path directory, StoreConfig config, IntConsumer onSeal, AckLog createdAcks) {
+        return new QueueRecovery(name, directory, config).run(onSeal, createdAcks);
     }
 
-    private Recovered run(IntConsumer onSeal) {
+    private Recovered run(IntConsumer onSeal, AckLog createdAcks) {
         try {
             Files.createDirectories(segmentDirectory);
             finishInterruptedDeletes();
             discardUninitialisedLastSegment();
+            discardUninitialisedMetadata();
         } catch (IOException e) {
             throw new UncheckedIOException("cannot prepare the segment directory " + segmentDirectory, e);
         }
@@ -85,13 +92,16 @@ public final class QueueRecovery {
         SegmentLog log = new SegmentLog(name, segmentDirectory, config.segmentBytes(), lastSegment, onSeal);
         AckLog ackLog;
         try {
-            ackLog = AckLog.open(directory.resolve("acks"), config.ackJournalBytes());
+            ackLog = createdAcks != null ? createdAcks : AckLog.open(directory.resolve("acks"), config.ackJournalBytes());
         } catch (IOException e) {
             log.close();
             throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
         }
         try {
-            return recover(log, ackLog, lastSegment);
+            if (createdAcks != null && lastSegment >= 0) {
+                throw new IllegalStateException("queue '" + name + "' has segment " + lastSegment + " on disk; it is not a new queue");
+            }
+            return recover(log, ackLog, lastSegment, createdAcks == null);
         } catch (IOException e) {
             closeAfterFailure(log, ackLog);
             throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
@@ -111,9 +121,11 @@ public final class QueueRecovery {
         }
     }
 
-    private Recovered recover(SegmentLog log, AckLog ackLog, int lastSegment) throws IOException {
+    private Recovered recover(SegmentLog log, AckLog ackLog, int lastSegment, boolean recoverAcks) throws IOException {
         if (lastSegment < 0) {
-            ackLog.recover();
+            if (recoverAcks) {
+                ackLog.recover();
+            }
             new RelocationIntent(directory).clear();
             skipReclaimedSegments(log, ackLog.state(), lastSegment);
             return new Recovered(log, ackLog, -1, 0);
@@ -264,15 +276,35 @@ public final class QueueRecovery {
             return;
         }
         Path file = SegmentFiles.file(segmentDirectory, last);
+        if (headerIncomplete(file)) {
+            LOG.warn("Queue '{}': segment {} was being created when the process stopped (its header is incomplete, so it holds "
+                    + "no message); deleting it.", name, file.getFileName());
+            Files.delete(file);
+        }
+    }
+
+    /**
+     * A process killed (or a machine crashed) while Chronicle was creating a new queue's metadata file
+     * leaves it with its header incomplete, and Chronicle then refuses to open the queue ("Expected
+     * SCQMeta"). A queue with no segment keeps nothing in that file (a write lock, the last cycle), so it
+     * is deleted and Chronicle makes it again.
+     */
+    private void discardUninitialisedMetadata() throws IOException {
+        Path file = segmentDirectory.resolve(SegmentSyncer.METADATA_FILE);
+        if (lastSegmentOnDisk() < 0 && Files.exists(file) && headerIncomplete(file)) {
+            LOG.warn("Queue '{}': its metadata file was being created when the process stopped (its header is incomplete); "
+                    + "the queue has no segment, so the file is made again.", name);
+            Files.delete(file);
+        }
+    }
+
+    /** True if the first header of Chronicle file {@code file} is missing, zero or still marked not complete. */
+    private static boolean headerIncomplete(Path file) throws IOException {
         ByteBuffer header = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
             channel.read(header, 0);
         }
         int word = header.hasRemaining() ? 0 : header.getInt(0);
-        if (word == 0 || (word & CHRONICLE_NOT_COMPLETE) != 0) {
-            LOG.warn("Queue '{}': segment {} was being created when the process stopped (its header is incomplete, so it holds "
-                    + "no message); deleting it.", name, file.getFileName());
-            Files.delete(file);
-        }
+        return word == 0 || (word & CHRONICLE_NOT_COMPLETE) != 0;
     }
 }

@@ -25,6 +25,8 @@ final class ChildWriter implements AutoCloseable {
     /** Sequence to id of messages reported "kept" (reclaim mode). */
     final Map<Long, Long> kept = new ConcurrentHashMap<>();
     volatile long confirmed = -1;
+    /** Queues the child reported created (create mode). */
+    final Set<String> created = ConcurrentHashMap.newKeySet();
     /** The child reported that it holds Chronicle's write lock (hold-lock mode). */
     volatile boolean holding;
     /** The process this JVM started: the writer JVM itself, or the parent that never reaps it. */
@@ -113,6 +115,7 @@ final class ChildWriter implements AutoCloseable {
                 case "acking" -> acking.add(Long.parseLong(f[1]));
                 case "acked" -> acked.add(Long.parseLong(f[1]));
                 case "holding" -> holding = true;
+                case "created" -> created.add(f[1]);
                 default -> throw new IllegalStateException("unexpected line from the child: " + line);
             }
         }
@@ -192,7 +195,12 @@ final class ChildWriter implements AutoCloseable {
      * later, while it appends, confirms and acks, and waits for it to be dead.
      */
     void killAfterFirstConfirm(long runMillis) throws Exception {
-        awaitReport("confirmed ");
+        killAfterReport("confirmed ", runMillis);
+    }
+
+    /** As {@link #killAfterFirstConfirm}, after the first line containing {@code word}. */
+    void killAfterReport(String word, long runMillis) throws Exception {
+        awaitReport(word);
         Thread killer = new Thread(() -> {
             try {
                 Thread.sleep(runMillis); // the kill point: a random moment of the child's work, not a wait for a state

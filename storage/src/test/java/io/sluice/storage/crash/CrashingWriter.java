@@ -28,7 +28,7 @@ import java.util.concurrent.Semaphore;
  * Child process of the crash tests: appends forever until killed, and reports on stdout what the
  * store has promised, so that the parent can check the promise after a kill -9.
  *
- * <p>Arguments: {@code <data dir> <mixed|reclaim> <first sequence>}. Protocol on stdout (one line each,
+ * <p>Arguments: {@code <data dir> <mixed|reclaim|hold-lock|create> <first sequence>}. Protocol on stdout (one line each,
  * flushed before the step it announces happens):
  * <pre>
  * confirmed S      every message of sequence up to S (from this run) is durable
@@ -36,17 +36,20 @@ import java.util.concurrent.Semaphore;
  * acking S         an ack of S is about to be called (it may or may not have happened at the kill)
  * acked S          the ack of S returned
  * holding          (hold-lock mode) the child is inside Chronicle's writingDocument: it holds the write lock
+ * created NAME     (create mode) queue NAME was created: createQueues returned it
  * </pre>
  * Mixed mode acks every sequence divisible by 3, with a 4 KiB ack journal, so the journal rotates
  * all the time; reclaim mode acks all but every 50th, with 1 MiB segments, so reclaim and straggler
  * relocation run all the time. Hold-lock mode appends {@link #HOLD_LOCK_MESSAGES} messages, confirms
  * them, then opens a document on the queue's segments and stays inside it, holding Chronicle's write
- * lock, until it is killed: the state a kill -9 in the middle of an append leaves.
+ * lock, until it is killed: the state a kill -9 in the middle of an append leaves. Create mode creates
+ * queues in groups until it is killed, and appends nothing.
  */
 public final class CrashingWriter {
     static final String QUEUE = "q";
     static final int MAX_IN_FLIGHT = 20_000;
     static final int HOLD_LOCK_MESSAGES = 1_000;
+    static final int CREATE_GROUP = 20;
 
     private CrashingWriter() {
     }
@@ -100,6 +103,10 @@ public final class CrashingWriter {
         System.setOut(System.err);
         BufferedWriter out = new BufferedWriter(new OutputStreamWriter(new FileOutputStream(FileDescriptor.out), StandardCharsets.US_ASCII), 1 << 16);
         MessageStore store = MessageStore.open(dir, config(mode));
+        if (mode.equals("create")) {
+            createQueuesForever(store, firstSeq, out);
+            return;
+        }
         QueueStore queue = store.createQueue(QUEUE);
         if (mode.equals("hold-lock")) {
             holdWriteLock(queue, firstSeq, out);
@@ -156,6 +163,25 @@ public final class CrashingWriter {
             }
             out.flush();
             inFlight.release(batch.size());
+        }
+    }
+
+    /**
+     * Create mode: creates groups of {@link #CREATE_GROUP} queues, {@code c-<group>-<i>} from group
+     * {@code firstGroup} on, and reports each queue once {@code createQueues} returned it.
+     */
+    private static void createQueuesForever(MessageStore store, long firstGroup, BufferedWriter out) throws IOException {
+        for (long group = firstGroup; ; group++) {
+            List<String> names = new ArrayList<>();
+            for (int i = 0; i < CREATE_GROUP; i++) {
+                names.add("c-" + group + "-" + i);
+            }
+            List<java.util.concurrent.CompletableFuture<QueueStore>> created = store.createQueues(names);
+            for (int i = 0; i < CREATE_GROUP; i++) {
+                created.get(i).join();
+                line(out, "created " + names.get(i));
+            }
+            out.flush();
         }
     }
 

@@ -17,19 +17,26 @@ import java.util.stream.Stream;
 
 /**
  * The disk a machine crash would leave, built from exactly what the store forced. As a
- * {@link FileForcer} it records each segment's content just before each force, and the ack journal's
- * just before each msync (what was in the page cache then is on disk once the force returns; what
- * came later may not be). {@link #build} then writes a data directory holding, per segment file, its
- * content as of its last force (a segment never forced is absent); the ack journal as of its last
- * force, or as it is if it was never forced (then it is as its creation fsynced it, if nothing was acked); the ack checkpoint as it is (checkpoints are fsynced and renamed into place when written).
- * A segment file is there only if its directory entry was made durable too, by a force of its
- * directory after it was created; so is a queue's directory (in the directory of queues) and each of
- * its subdirectories (in the queue's directory), and nothing inside a directory that is not there.
- * Renames and deletes count as durable at once, the worst case: on ext4 any later fsync commits them.
+ * {@link FileForcer} it records each file's content just before each force (a segment, a new queue's
+ * ack checkpoint and journal under their temporary names, counted under their real names, and
+ * Chronicle's metadata file), and the ack journal's just before each msync (what was in the page cache
+ * then is on disk once the force returns; what came later may not be). {@link #build} then writes a
+ * data directory holding, per segment file, its content as of its last force (a segment never forced
+ * is absent); the ack journal as of its last msync, or as its creation forced it if it was never
+ * msynced; the ack checkpoint as it is if its creation was forced (later checkpoints are fsynced by
+ * their writer), and Chronicle's metadata file as it is if it was ever forced (with the first segment).
+ * A file never forced whose name is durable is there empty: its name reached the disk, its data did not.
+ * A segment file, an ack file or the metadata file is there only if its directory entry was made
+ * durable too, by a force of its directory after it was created (or renamed into place); so is a
+ * queue's directory (in the directory of queues) and each of its subdirectories (in the queue's
+ * directory), and nothing inside a directory that is not there. Deletes and renames over an existing
+ * name count as durable at once, the worst case: on ext4 any later fsync commits them. The image is
+ * only right for queues created by the store it watched.
  */
 final class ForcedDiskImage implements FileForcer {
     private final Path dataDirectory;
-    private final Map<Path, byte[]> forcedSegments = new ConcurrentHashMap<>();
+    /** The content of each file (a temporary one under its real name) at its last force. */
+    private final Map<Path, byte[]> forcedFiles = new ConcurrentHashMap<>();
     /** Files whose directory entry a force of their directory made durable. */
     private final java.util.Set<Path> durableEntries = ConcurrentHashMap.newKeySet();
     /** Every forced version of each ack journal, oldest first. */
@@ -43,7 +50,9 @@ final class ForcedDiskImage implements FileForcer {
     public void force(FileChannel channel, Path file) throws IOException {
         byte[] content = Files.readAllBytes(file);
         channel.force(false);
-        forcedSegments.put(dataDirectory.relativize(file), content);
+        String name = file.getFileName().toString();
+        Path real = name.endsWith(".tmp") ? file.resolveSibling(name.substring(0, name.length() - ".tmp".length())) : file;
+        forcedFiles.put(dataDirectory.relativize(real), content);
     }
 
     @Override
@@ -96,22 +105,28 @@ final class ForcedDiskImage implements FileForcer {
                         Files.createDirectories(target);
                     }
                 } else if (name.endsWith(".cq4")) {
-                    byte[] forced = forcedSegments.get(relative);
+                    byte[] forced = forcedFiles.get(relative);
                     if (forced != null && durableEntries.contains(relative)) {
                         Files.write(target, forced);
                     }
-                } else if (name.equals(AckFiles.JOURNAL)) {
+                } else if (name.equals(AckFiles.JOURNAL) && durableEntries.contains(relative)) {
                     List<byte[]> versions = forcedJournals.get(relative);
                     if (versions == null || versions.isEmpty()) {
-                        // Never msynced: as AckJournal.create fsynced it, provided nothing was acked since
-                        // (the tests that build an image of a queue this new ack nothing in it).
-                        Files.copy(file, target);
+                        // Never msynced: as its creation forced it, provided nothing was acked since (the
+                        // tests that build an image of a queue this new ack nothing in it), else empty.
+                        Files.write(target, forcedFiles.getOrDefault(relative, new byte[0]));
                         continue;
                     }
                     String queue = relative.getName(1).toString();
                     int version = journalVersion.getOrDefault(queue, versions.size() - 1);
                     Files.write(target, versions.get(version));
-                } else if (name.equals(AckFiles.CHECKPOINT) || name.equals("metadata.cq4t") || name.equals(RelocationIntent.FILE)) {
+                } else if ((name.equals(AckFiles.CHECKPOINT) || name.equals("metadata.cq4t")) && durableEntries.contains(relative)) {
+                    if (forcedFiles.containsKey(relative)) {
+                        Files.copy(file, target);
+                    } else {
+                        Files.write(target, new byte[0]);
+                    }
+                } else if (name.equals(RelocationIntent.FILE)) {
                     Files.copy(file, target);
                 }
                 // .cq4.deleting, temporary files and store.lock: gone or irrelevant after the crash.
