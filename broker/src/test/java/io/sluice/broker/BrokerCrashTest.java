@@ -45,8 +45,9 @@ class BrokerCrashTest {
     private static final String QUEUE = "crash";
     private static final int ROUNDS = 3;
     /**
-     * Restart to first confirm: the broker's own start (from opening the store to listening, as it logs
-     * "started in N ms"; JVM start excluded) plus listening to the first confirm, as the client sees it. A
+     * Restart to first confirm: the broker's own start (from the start of its command line, reading the
+     * configuration included, to listening, as it logs "started in N ms"; JVM start excluded) plus listening
+     * to the first confirm, as the client sees it. A
      * correctness bound against the 15 s wait, not the target of under 1 s: on the two shared cores here a
      * cold broker JVM spends 2-3 s loading classes under load (figures in docs/performance.md).
      */
