@@ -45,7 +45,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Threads: one acceptor thread, {@code availableProcessors} event-loop threads serving both
  * connections and queues (each queue is bound to one loop), and the storage flusher; during start-up,
- * {@code sluice-start} builds the admin server and the event loops while the store recovers.
+ * {@code sluice-start} builds the admin server and the event loops, and {@code sluice-start-auth} the
+ * authenticator, while the store recovers.
  */
 public final class Broker implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Broker.class);
@@ -77,16 +78,10 @@ public final class Broker implements AutoCloseable {
         // take nothing from the store, so a thread of their own builds them (loading their classes, the
         // native transport and the buffer allocator) while this one opens the store. The listener binds
         // only once the store is open, so no client is served before recovery has finished.
-        CompletableFuture<ListenerParts> parts = new CompletableFuture<>();
-        Thread starter = new Thread(() -> {
-            try {
-                parts.complete(ListenerParts.start(config));
-            } catch (Throwable t) {
-                parts.completeExceptionally(t);
-            }
-        }, "sluice-start");
-        starter.setDaemon(true);
-        starter.start();
+        // The authenticator's class computes the slow hash that unknown users are checked against
+        // (PBKDF2, 210,000 iterations): a thread of its own as well.
+        CompletableFuture<ListenerParts> parts = onStartThread("sluice-start", () -> ListenerParts.start(config));
+        CompletableFuture<Authenticator> authenticator = onStartThread("sluice-start-auth", () -> new Authenticator(config.auth));
         this.network = config.metrics.enabled ? new NetworkCounters() : null;
         long storeStarted = System.nanoTime();
         MessageStore opened;
@@ -119,7 +114,7 @@ public final class Broker implements AutoCloseable {
             queueManager = new QueueManager(store, workerGroup, config.queues, config.broker.publishWindowMessages);
             queueManager.limitQueues(config.limits.maxQueues);
             Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
-            this.channelInitializer = new BrokerChannelInitializer(config, new Authenticator(config.auth), queueManager, channels, network);
+            this.channelInitializer = new BrokerChannelInitializer(config, authenticator.join(), queueManager, channels, network);
             ServerBootstrap bootstrap = new ServerBootstrap()
                     .group(acceptorGroup, workerGroup)
                     .channel(channelType)
@@ -196,6 +191,21 @@ public final class Broker implements AutoCloseable {
                 admin.close();
             }
         }
+    }
+
+    /** Runs {@code work} on a new daemon thread named {@code name}; its result or failure completes the future. */
+    private static <T> CompletableFuture<T> onStartThread(String name, java.util.function.Supplier<T> work) {
+        CompletableFuture<T> result = new CompletableFuture<>();
+        Thread thread = new Thread(() -> {
+            try {
+                result.complete(work.get());
+            } catch (Throwable t) {
+                result.completeExceptionally(t);
+            }
+        }, name);
+        thread.setDaemon(true);
+        thread.start();
+        return result;
     }
 
     /** The store's own message, with the operating system's reason it carries as its cause. */
