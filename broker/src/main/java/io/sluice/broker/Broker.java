@@ -79,7 +79,7 @@ public final class Broker implements AutoCloseable {
         // native transport and the buffer allocator) while this one opens the store. The listener binds
         // only once the store is open, so no client is served before recovery has finished.
         // The authenticator's class computes the slow hash that unknown users are checked against
-        // (PBKDF2, 210,000 iterations): a thread of its own as well.
+        // (PBKDF2): a thread of its own as well.
         CompletableFuture<ListenerParts> parts = onStartThread("sluice-start", () -> ListenerParts.start(config));
         CompletableFuture<Authenticator> authenticator = onStartThread("sluice-start-auth", () -> new Authenticator(config.auth));
         this.network = config.metrics.enabled ? new NetworkCounters() : null;

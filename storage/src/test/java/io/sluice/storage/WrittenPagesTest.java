@@ -74,9 +74,9 @@ class WrittenPagesTest {
 
     /**
      * Rule "the first page stays mapped" (docs/storage.md, "Resident memory"): Chronicle's metadata file
-     * is 128 KiB, of which Chronicle uses the first page (its table: the write lock, the last cycle),
+     * has several pages, of which Chronicle uses the first (its table: the write lock, the last cycle),
      * read on every append. Its other pages are zeros that read-ahead brought into the page cache, and
-     * the kernel's fault-around mapped 16 of them with the first page's fault: 64 KiB per queue. The
+     * the kernel's fault-around mapped them with the first page's fault, a window per queue. The
      * flusher drops all but the first page, and since the first stays mapped, appends fault none back.
      */
     @Test

@@ -234,9 +234,9 @@ public final class SegmentLog implements AutoCloseable {
      * <p>Rule "the first page stays mapped": the first page of {@code metadata.cq4t} holds Chronicle's
      * table (the write lock, the last cycle), read on every append, and the first page of a segment file
      * its header, read on every append and every read at the tail. Dropped, the next such read faults,
-     * and the kernel's fault-around maps every cached page of the 64 KiB window around it back in: for
+     * and the kernel's fault-around maps every cached page of the window around it back in: for
      * the metadata file, zeros that read-ahead brought into the cache (Chronicle uses its first page
-     * only), so with its first page left mapped it keeps one page resident instead of sixteen. A
+     * only), so with its first page left mapped it keeps one page resident instead of a window. A
      * segment's first window also holds Chronicle's index of indexes and its first index array, which
      * the appends that write an index entry (one in {@link SegmentRollCycle#defaultIndexSpacing()}) read,
      * so the segment's window still comes back with those.
