@@ -45,8 +45,7 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>Threads: one acceptor thread, {@code availableProcessors} event-loop threads serving both
  * connections and queues (each queue is bound to one loop), and the storage flusher; during start-up,
- * {@code sluice-start} builds the admin server and the event loops, and {@code sluice-start-auth} the
- * authenticator, while the store recovers.
+ * {@code sluice-start} builds the admin server and the event loops while the store recovers.
  */
 public final class Broker implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Broker.class);
@@ -78,10 +77,7 @@ public final class Broker implements AutoCloseable {
         // take nothing from the store, so a thread of their own builds them (loading their classes, the
         // native transport and the buffer allocator) while this one opens the store. The listener binds
         // only once the store is open, so no client is served before recovery has finished.
-        // The authenticator's class computes the slow hash that unknown users are checked against
-        // (PBKDF2): a thread of its own as well.
         CompletableFuture<ListenerParts> parts = onStartThread("sluice-start", () -> ListenerParts.start(config));
-        CompletableFuture<Authenticator> authenticator = onStartThread("sluice-start-auth", () -> new Authenticator(config.auth));
         this.network = config.metrics.enabled ? new NetworkCounters() : null;
         long storeStarted = System.nanoTime();
         MessageStore opened;
@@ -114,7 +110,7 @@ public final class Broker implements AutoCloseable {
             queueManager = new QueueManager(store, workerGroup, config.queues, config.broker.publishWindowMessages);
             queueManager.limitQueues(config.limits.maxQueues);
             Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
-            this.channelInitializer = new BrokerChannelInitializer(config, authenticator.join(), queueManager, channels, network);
+            this.channelInitializer = new BrokerChannelInitializer(config, new Authenticator(config.auth), queueManager, channels, network);
             ServerBootstrap bootstrap = new ServerBootstrap()
                     .group(acceptorGroup, workerGroup)
                     .channel(channelType)
