@@ -8,6 +8,8 @@ home="$(cd "$(dirname "$0")" && pwd)"
 jar="$home/sluice-broker.jar"
 config="${SLUICE_CONFIG:-/etc/sluice/sluice.yaml}"
 data="${SLUICE_DATA_DIR:-/var/lib/sluice}"
+# glibc's malloc held to two arenas, as bin/sluice does (see there).
+export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 case "${1:-}" in
   hash-password|verify|dump|admin|--help|-h|--version)
     exec java -Xmx1g ${SLUICE_JAVA_OPTS:-} -jar "$jar" "$@" ;;

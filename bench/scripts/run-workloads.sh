@@ -55,7 +55,9 @@ bench_jar="$root/bench/target/sluice-bench.jar"
 port=${SLUICE_PERF_PORT:-17680}   # another port when the machine is shared: another broker may hold 17680
 broker_pid=
 
-# Brokers get the heap cap bin/sluice gives them (-Xmx1g); an -Xmx in SLUICE_JAVA_OPTS comes later and wins.
+# Brokers get the heap cap and the malloc arenas bin/sluice gives them (-Xmx1g, MALLOC_ARENA_MAX=2); an -Xmx in
+# SLUICE_JAVA_OPTS comes later and wins.
+export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 # SLUICE_BROKER_ARGS is added to every broker's arguments (an A/B of a setting: "--set queues.dedup-enabled=false").
 start_broker() { # name [--set k=v ...]
   local name=$1; shift

@@ -36,6 +36,7 @@ import java.net.InetSocketAddress;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -45,7 +46,8 @@ import java.util.concurrent.TimeoutException;
  * store and binds; {@link #close()} shuts down gracefully within {@code broker.shutdown-timeout-ms}.
  *
  * <p>Threads: one acceptor thread, {@code availableProcessors} event-loop threads serving both
- * connections and queues (each queue is bound to one loop), and the storage flusher.
+ * connections and queues (each queue is bound to one loop), and the storage flusher; during start-up,
+ * {@code sluice-start} builds the admin server and the event loops while the store recovers.
  */
 public final class Broker implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Broker.class);
@@ -67,31 +69,46 @@ public final class Broker implements AutoCloseable {
     private final InetSocketAddress listenAddress;
     private final long recoveryNanos;
 
-    private Broker(BrokerConfig config, FileForcer forcer) {
+    private Broker(BrokerConfig config, FileForcer forcer, long startedNanos) {
         this.config = config;
         String dataDirectoryProblem = DataDirectoryAccess.problem(config.dataDirectory());
         if (dataDirectoryProblem != null) {
             throw new StartupException(dataDirectoryProblem);
         }
-        this.admin = config.metrics.enabled ? AdminServer.start(config) : null; // live, not ready
+        // Rule "the listener's parts start while the store recovers": the admin server and the event loops
+        // take nothing from the store, so a thread of their own builds them (loading their classes, the
+        // native transport and the buffer allocator) while this one opens the store. The listener binds
+        // only once the store is open, so no client is served before recovery has finished.
+        CompletableFuture<ListenerParts> parts = onStartThread("sluice-start", () -> ListenerParts.start(config));
         this.network = config.metrics.enabled ? new NetworkCounters() : null;
-        long started = System.nanoTime();
+        long storeStarted = System.nanoTime();
+        MessageStore opened;
         try {
-            this.store = MessageStore.open(config.dataDirectory(), config.storeConfig(), forcer);
+            opened = MessageStore.open(config.dataDirectory(), config.storeConfig(), forcer);
         } catch (RuntimeException e) {
-            closeAdmin();
+            try {
+                parts.join().close();
+            } catch (CompletionException alsoFailed) {
+                e.addSuppressed(alsoFailed.getCause());
+            }
             throw new StartupException(describeStoreFailure(e), e);
         }
-        this.recoveryNanos = System.nanoTime() - started;
-        boolean epoll = Epoll.isAvailable();
-        IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
-        EventLoopGroup acceptorGroup = null;
-        EventLoopGroup workerGroup = null;
+        this.store = opened;
+        this.recoveryNanos = System.nanoTime() - storeStarted;
+        ListenerParts started;
+        try {
+            started = parts.join();
+        } catch (CompletionException e) {
+            store.close();
+            throw e.getCause() instanceof StartupException startup ? startup
+                    : new StartupException(String.valueOf(e.getCause().getMessage()), e.getCause());
+        }
+        this.admin = started.admin();
+        boolean epoll = started.epoll();
+        EventLoopGroup acceptorGroup = started.acceptor();
+        EventLoopGroup workerGroup = started.workers();
         QueueManager queueManager = null;
         try {
-            acceptorGroup = new MultiThreadIoEventLoopGroup(1, io);
-            int ioThreads = config.broker.ioThreads > 0 ? config.broker.ioThreads : Runtime.getRuntime().availableProcessors();
-            workerGroup = new MultiThreadIoEventLoopGroup(ioThreads, io);
             queueManager = new QueueManager(store, workerGroup, config.queues, config.broker.publishWindowMessages);
             queueManager.limitQueues(config.limits.maxQueues);
             Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
@@ -115,12 +132,11 @@ public final class Broker implements AutoCloseable {
                         "broker.listen-address", "broker.port", e), e);
             }
         } catch (Exception e) {
-            shutdownGroups(acceptorGroup, workerGroup);
+            started.close();
             if (queueManager != null) {
                 queueManager.close();
             }
             store.close();
-            closeAdmin();
             throw e instanceof StartupException startup ? startup : new StartupException(String.valueOf(e.getMessage()), e);
         }
         this.acceptor = acceptorGroup;
@@ -133,10 +149,61 @@ public final class Broker implements AutoCloseable {
         if (admin != null) {
             admin.attach(this);
         }
-        LOG.info("Sluice broker '{}' listening on {} ({} transport), data in {} ({} queues, durability {}), started in {} ms.",
+        LOG.info("Sluice broker '{}' listening on {} ({} transport), data in {} ({} queues, durability {}), started in {} ms"
+                        + " (the store's recovery {} ms).",
                 config.broker.name, listenAddress, epoll ? "epoll" : "nio",
                 config.dataDirectory().toAbsolutePath(), store.listQueues().size(), config.storeConfig().durability().configName(),
-                (System.nanoTime() - started) / 1_000_000);
+                (System.nanoTime() - startedNanos) / 1_000_000, recoveryNanos / 1_000_000);
+    }
+
+    /**
+     * What the listener needs besides the store: the admin server (live, not ready, during recovery),
+     * the acceptor and worker event loops and their transport. {@link #start} runs on the start-up
+     * thread {@code sluice-start}.
+     */
+    private record ListenerParts(AdminServer admin, boolean epoll, EventLoopGroup acceptor, EventLoopGroup workers) {
+        static ListenerParts start(BrokerConfig config) {
+            AdminServer admin = config.metrics.enabled ? AdminServer.start(config) : null;
+            EventLoopGroup acceptor = null;
+            EventLoopGroup workers = null;
+            try {
+                boolean epoll = Epoll.isAvailable();
+                IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+                acceptor = new MultiThreadIoEventLoopGroup(1, io);
+                int ioThreads = config.broker.ioThreads > 0 ? config.broker.ioThreads : Runtime.getRuntime().availableProcessors();
+                workers = new MultiThreadIoEventLoopGroup(ioThreads, io);
+                PooledByteBufAllocator.DEFAULT.metric(); // the connections' allocator, set up now rather than at the first read
+                return new ListenerParts(admin, epoll, acceptor, workers);
+            } catch (RuntimeException | Error e) {
+                shutdownGroups(acceptor, workers);
+                if (admin != null) {
+                    admin.close();
+                }
+                throw e;
+            }
+        }
+
+        void close() {
+            shutdownGroups(acceptor, workers);
+            if (admin != null) {
+                admin.close();
+            }
+        }
+    }
+
+    /** Runs {@code work} on a new daemon thread named {@code name}; its result or failure completes the future. */
+    private static <T> CompletableFuture<T> onStartThread(String name, java.util.function.Supplier<T> work) {
+        CompletableFuture<T> result = new CompletableFuture<>();
+        Thread thread = new Thread(() -> {
+            try {
+                result.complete(work.get());
+            } catch (Throwable t) {
+                result.completeExceptionally(t);
+            }
+        }, name);
+        thread.setDaemon(true);
+        thread.start();
+        return result;
     }
 
     /** The store's own message, with the operating system's reason it carries as its cause. */
@@ -150,12 +217,21 @@ public final class Broker implements AutoCloseable {
     }
 
     public static Broker start(BrokerConfig config) {
-        return new Broker(config, FileForcer.FSYNC);
+        return new Broker(config, FileForcer.FSYNC, System.nanoTime());
+    }
+
+    /**
+     * As {@link #start(BrokerConfig)}, for a broker whose start began at {@code startedNanos}
+     * ({@code System.nanoTime()}; the command line's own start, reading the configuration included):
+     * the "started in" it logs counts from then.
+     */
+    public static Broker start(BrokerConfig config, long startedNanos) {
+        return new Broker(config, FileForcer.FSYNC, startedNanos);
     }
 
     /** As {@link #start(BrokerConfig)}, with the store forcing files through {@code forcer}: tests inject disk failures. */
     static Broker start(BrokerConfig config, FileForcer forcer) {
-        return new Broker(config, forcer);
+        return new Broker(config, forcer, System.nanoTime());
     }
 
     /**

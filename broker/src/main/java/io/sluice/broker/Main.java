@@ -66,6 +66,7 @@ public final class Main {
     }
 
     private static int runBroker(String[] args, PrintStream out, PrintStream err) {
+        long startedNanos = System.nanoTime();
         Path configFile = null;
         boolean checkOnly = false;
         Map<String, String> overrides = new LinkedHashMap<>();
@@ -108,6 +109,15 @@ public final class Main {
             }
             i++;
         }
+        // Before the store opens Chronicle, so that a signal at any moment exits through the hooks; on a thread
+        // of its own, because loading Chronicle and the native libraries under it takes as long as reading the
+        // configuration does.
+        Thread signals = null;
+        if (!checkOnly) {
+            signals = new Thread(ChronicleSignals::exitOnTerminationSignals, "sluice-start-signals");
+            signals.setDaemon(true);
+            signals.start();
+        }
         BrokerConfig config;
         try {
             config = new ConfigLoader().load(configFile, overrides);
@@ -120,11 +130,15 @@ public final class Main {
                     + ", data in " + config.broker.dataDir + ")");
             return 0;
         }
-        // Before the store opens Chronicle, so that a signal at any moment exits through the hooks.
-        ChronicleSignals.exitOnTerminationSignals();
+        try {
+            signals.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return 1;
+        }
         Broker broker;
         try {
-            broker = Broker.start(config);
+            broker = Broker.start(config, startedNanos);
         } catch (StartupException e) {
             err.println("sluice: cannot start: " + e.getMessage());
             return 1;

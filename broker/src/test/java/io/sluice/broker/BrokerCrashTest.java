@@ -45,12 +45,14 @@ class BrokerCrashTest {
     private static final String QUEUE = "crash";
     private static final int ROUNDS = 3;
     /**
-     * Restart to first confirm: the broker's own start (from opening the store to listening, as it logs
-     * "started in N ms"; JVM start excluded) plus listening to the first confirm, as the client sees it. A
-     * correctness bound against the 15 s wait, not the target of under 1 s: on the two shared cores here a
-     * cold broker JVM spends 2-3 s loading classes under load (figures in docs/performance.md).
+     * Restart to first confirm: the broker's own start (from the start of its command line, reading the
+     * configuration included, to listening, as it logs "started in N ms"; JVM start excluded) plus listening
+     * to the first confirm, as the client sees it. A
+     * correctness bound below the 15 s wait, not the target of under 1 s: on the two shared cores here a
+     * cold broker JVM spends seconds loading classes under load, reading its configuration included
+     * (figures in docs/performance.md).
      */
-    private static final long RESTART_BOUND_MILLIS = 8_000;
+    private static final long RESTART_BOUND_MILLIS = 12_000;
     /** The store's recovery, as the broker logs it ("recovered N queues in M ms"): where a stale lock waited. */
     private static final long RECOVERY_BOUND_MILLIS = 3_000;
     private static final Pattern STARTED_IN = Pattern.compile("started in (\\d+) ms");

@@ -27,14 +27,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class WrittenPagesTest {
     private static final long RESIDENT_LIMIT_BYTES = 64 << 10;
+    /** Two pages: an eighth of the kernel's fault-around window of 16. */
+    private static final long FEW_PAGES_BYTES = 8 << 10;
 
     @TempDir
     Path dir;
 
     @Test
     void theFlusherDropsWrittenSegmentAndJournalPagesFromResidentMemory() throws Exception {
-        StoreConfig config = StoreConfig.builder().syncIntervalMs(20).build();
-        try (MessageStore store = MessageStore.open(dir, config)) {
+        try (MessageStore store = openDroppingEvery20Ms()) {
             QueueStore queue = store.createQueue("slow");
             byte[] payload = new byte[256];
             List<Long> ids = new ArrayList<>();
@@ -68,8 +69,42 @@ class WrittenPagesTest {
             long more = queue.append(null, "after".getBytes(StandardCharsets.UTF_8));
             assertEquals(more, (long) queue.whenDurable(more).get(10, TimeUnit.SECONDS), "appends and forces go on");
         }
+        assertEquals(4_001, unackedAfterReopen(), "the acks and the records survive a reopen");
+    }
+
+    /**
+     * Rule "the first page stays mapped" (docs/storage.md, "Resident memory"): Chronicle's metadata file
+     * has several pages, of which Chronicle uses the first (its table: the write lock, the last cycle),
+     * read on every append. Its other pages are zeros that read-ahead brought into the page cache, and
+     * the kernel's fault-around mapped them with the first page's fault, a window per queue. The
+     * flusher drops all but the first page, and since the first stays mapped, appends fault none back.
+     */
+    @Test
+    void onlyTheFirstPageOfTheMetadataFileStaysResident() throws Exception {
+        try (MessageStore store = openDroppingEvery20Ms()) {
+            QueueStore queue = store.createQueue("slow");
+            byte[] payload = new byte[256];
+            long last = queue.append(null, payload);
+            Path metadata = queue.segmentDirectory().resolve("metadata.cq4t");
+            Await.until("metadata.cq4t resident in a page or two (now " + residentBytes(metadata) + " bytes)",
+                    () -> residentBytes(metadata) <= FEW_PAGES_BYTES, 10, TimeUnit.SECONDS);
+            for (int i = 0; i < 1_000; i++) {
+                last = queue.append(null, payload);
+            }
+            assertEquals(last, (long) queue.whenDurable(last).get(10, TimeUnit.SECONDS), "appends and forces go on");
+            long resident = residentBytes(metadata);
+            assertTrue(resident <= FEW_PAGES_BYTES, "metadata.cq4t resident after 1,000 more appends: " + resident + " bytes");
+        }
+        assertEquals(1_001, unackedAfterReopen(), "every record survives a reopen");
+    }
+
+    private MessageStore openDroppingEvery20Ms() {
+        return MessageStore.open(dir, StoreConfig.builder().syncIntervalMs(20).build());
+    }
+
+    private long unackedAfterReopen() {
         try (MessageStore store = MessageStore.open(dir, StoreConfig.builder().build())) {
-            assertEquals(4_001, store.queue("slow").unackedMessages(), "the acks and the records survive a reopen");
+            return store.queue("slow").unackedMessages();
         }
     }
 

@@ -13,7 +13,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * Thread-safe.
  */
 public final class Authenticator {
-    private static final String DUMMY_HASH = PasswordHasher.hash("not a password".toCharArray());
+    /** What an unknown user's password is verified against, at the cost of a known user's. */
+    private static final String DUMMY_HASH = PasswordHasher.unmatchable();
 
     /** The outcome of a handshake: the user it runs as ("" for anonymous), or the reason to log. */
     public record Result(String user, String rejected) {

@@ -29,6 +29,17 @@ public final class PasswordHasher {
         return PREFIX + ":" + DEFAULT_ITERATIONS + ":" + b64.encodeToString(salt) + ":" + b64.encodeToString(hash);
     }
 
+    /**
+     * A well-formed hash at the default iterations that no password matches (a password would need a
+     * PBKDF2 output of all zero bytes): verifying against it costs what verifying against a real hash
+     * costs, without a hash computed first, which in a cold JVM is a large share of the broker's start.
+     */
+    public static String unmatchable() {
+        Base64.Encoder b64 = Base64.getEncoder();
+        return PREFIX + ":" + DEFAULT_ITERATIONS + ":" + b64.encodeToString(new byte[SALT_BYTES]) + ":"
+                + b64.encodeToString(new byte[HASH_BITS / 8]);
+    }
+
     /** True if {@code password} matches {@code encoded}; false for a malformed hash too. */
     public static boolean verify(char[] password, String encoded) {
         String[] parts = encoded.split(":");

@@ -4,8 +4,12 @@ import io.sluice.storage.StorageException;
 import io.sluice.storage.StorageFilesExhaustedException;
 import io.sluice.storage.files.FileDescriptors;
 import io.sluice.storage.memory.ResidentPages;
+import net.openhft.chronicle.bytes.Byteable;
 import net.openhft.chronicle.bytes.Bytes;
+import net.openhft.chronicle.bytes.BytesStore;
 import net.openhft.chronicle.bytes.MappedBytesStore;
+import net.openhft.chronicle.core.io.Closeable;
+import net.openhft.chronicle.core.values.LongValue;
 import net.openhft.chronicle.queue.ExcerptAppender;
 import net.openhft.chronicle.queue.ExcerptTailer;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
@@ -39,6 +43,8 @@ import java.util.function.IntConsumer;
 public final class SegmentLog implements AutoCloseable {
     /** Mapping chunk of a segment file: Chronicle maps this much (plus a quarter) at a time. */
     private static final long CHRONICLE_BLOCK_BYTES = 16L << 20;
+    /** The first page of a segment or metadata file, which stays mapped (see {@link #dropWrittenPages()}). */
+    private static final long FIRST_PAGE_BYTES = 4096;
     /** How long a queue refused for want of descriptors refuses appends before it tries again. */
     private static final long REFUSAL_BACKOFF_NANOS = 1_000_000_000L;
 
@@ -47,6 +53,12 @@ public final class SegmentLog implements AutoCloseable {
     private final long segmentBytes;
     private final SegmentClock segmentClock;
     private final SingleChronicleQueue chronicle;
+    /**
+     * A value of Chronicle's table in {@code metadata.cq4t}, held for the life of the log: while it is
+     * held, its mapping of the metadata file stays mapped, so that {@link #dropWrittenPages()} can drop
+     * pages of it.
+     */
+    private final LongValue metadataValue;
     /** Replaced after a failed append ({@link #replaceAppender()}); guarded by the owner's lock. */
     private ExcerptAppender appender;
     private final RecordCodec randomReadCodec = new RecordCodec();
@@ -87,6 +99,7 @@ public final class SegmentLog implements AutoCloseable {
                     .checkInterrupts(false)
                     .build();
             this.appender = opened.createAppender();
+            this.metadataValue = opened.metaStore().acquireValueFor(StaleWriteLocks.WRITE_LOCK_KEY);
         } catch (RuntimeException e) {
             if (opened != null) {
                 opened.close();
@@ -212,10 +225,21 @@ public final class SegmentLog implements AutoCloseable {
 
     /**
      * Drops from this process's memory the pages of the write segment's current mapping chunk that lie
-     * wholly behind the append position ({@link ResidentPages}, rule "drop only what nobody writes").
-     * Chronicle keeps a chunk ({@code blockSize} plus a quarter) mapped until the appender moves past
-     * it, so without this every page a slow queue has written stays in the broker's RSS. Under the
-     * owner's lock: no append can move the appender to another chunk, and so unmap this one, meanwhile.
+     * wholly behind the append position ({@link ResidentPages}, rule "drop only what nobody writes"),
+     * and the pages of Chronicle's metadata file but its first. Chronicle keeps a chunk ({@code blockSize}
+     * plus a quarter) mapped until the appender moves past it, so without this every page a slow queue
+     * has written stays in the broker's RSS. Under the owner's lock: no append can move the appender to
+     * another chunk, and so unmap this one, meanwhile.
+     *
+     * <p>Rule "the first page stays mapped": the first page of {@code metadata.cq4t} holds Chronicle's
+     * table (the write lock, the last cycle), read on every append, and the first page of a segment file
+     * its header, read on every append and every read at the tail. Dropped, the next such read faults,
+     * and the kernel's fault-around maps every cached page of the window around it back in: for
+     * the metadata file, zeros that read-ahead brought into the cache (Chronicle uses its first page
+     * only), so with its first page left mapped it keeps one page resident instead of a window. A
+     * segment's first window also holds Chronicle's index of indexes and its first index array, which
+     * the appends that write an index entry (one in {@link SegmentRollCycle#defaultIndexSpacing()}) read,
+     * so the segment's window still comes back with those.
      * Returns true if it dropped pages.
      */
     public boolean dropWrittenPages() {
@@ -232,12 +256,22 @@ public final class SegmentLog implements AutoCloseable {
             return false;
         }
         droppedAtPosition = position;
-        long chunkStart = chunk.start();
-        long end = Math.min(position, chunk.safeLimit());
-        if (end <= chunkStart || !chunk.inside(chunkStart)) {
+        dropAllButFirstPage(((Byteable) metadataValue).bytesStore(), Long.MAX_VALUE);
+        return dropAllButFirstPage(chunk, position);
+    }
+
+    /** Drops the pages of {@code mapping} below {@code end}, but the file's first page (rule "the first page stays mapped"). */
+    private static boolean dropAllButFirstPage(BytesStore<?, ?> mapping, long end) {
+        if (!(mapping instanceof MappedBytesStore chunk)) {
             return false;
         }
-        return ResidentPages.drop(chunk.addressForRead(chunkStart), end - chunkStart);
+        long chunkStart = chunk.start();
+        long from = Math.max(chunkStart, FIRST_PAGE_BYTES);
+        long to = Math.min(end, chunk.safeLimit());
+        if (to <= from || !chunk.inside(from)) {
+            return false;
+        }
+        return ResidentPages.drop(chunk.addressForRead(from), to - from);
     }
 
     // ---------------------------------------------------------------- reads
@@ -473,6 +507,7 @@ public final class SegmentLog implements AutoCloseable {
     public void close() {
         releaseRandomTailer();
         appender.close();
+        Closeable.closeQuietly(metadataValue);
         chronicle.close();
     }
 }

@@ -37,7 +37,7 @@ import java.nio.file.Path;
 final class StaleWriteLocks {
     private static final Logger LOG = LoggerFactory.getLogger(StaleWriteLocks.class);
     /** Chronicle's key of the write lock (private in {@link TableStoreWriteLock}, which uses it by default). */
-    private static final String WRITE_LOCK_KEY = "chronicle.write.lock";
+    static final String WRITE_LOCK_KEY = "chronicle.write.lock";
 
     static {
         // metadata.cq4t names its header's class by alias; Chronicle registers the aliases when its
