@@ -48,7 +48,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -105,9 +104,9 @@ public final class Connection implements AutoCloseable {
     private int maxFrameBytes = HANDSHAKE_MAX_FRAME_BYTES;
     private long publishWindowMessages;
     private long publishWindowBytes;
-    private long nextRequestId = 1;
     private int nextConsumerTag = 1;
-    private final Map<Long, PendingRequest> requests = new HashMap<>();
+    /** Requests waiting for their answer; on the network thread. */
+    private final PendingRequests requests;
     private final Map<Long, Producer> producers = new HashMap<>();
     private final Map<Integer, Consumer> consumers = new HashMap<>();
 
@@ -124,6 +123,7 @@ public final class Connection implements AutoCloseable {
         this.group = new MultiThreadIoEventLoopGroup(1, new NetworkThreads(),
                 epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
         this.loop = group.next();
+        this.requests = new PendingRequests(loop, this::completeOnDispatch);
         if (options.callbacksOnNetworkThread()) {
             this.dispatch = null;
             this.callbacks = task -> {
@@ -315,7 +315,7 @@ public final class Connection implements AutoCloseable {
             loop.execute(() -> {
                 ConnectionLostException lost = new ConnectionLostException(
                         "connection to " + address + " was closed by the application");
-                failRequests(lost);
+                requests.failAll(lost);
                 for (Producer producer : List.copyOf(producers.values())) {
                     producer.failAll(lost);
                 }
@@ -497,15 +497,8 @@ public final class Connection implements AutoCloseable {
                         + address + (closed ? "" : "; reconnecting")));
                 return;
             }
-            long requestId = nextRequestId++;
-            long timeoutMs = options.requestTimeout().toMillis();
-            ScheduledFuture<?> timeout = loop.schedule(() -> {
-                if (requests.remove(requestId) != null) {
-                    completeOnDispatch(result, null, new SluiceTimeoutException(description
-                            + " got no answer from " + address + " within " + timeoutMs + " ms"));
-                }
-            }, timeoutMs, TimeUnit.MILLISECONDS);
-            requests.put(requestId, new PendingRequest(description, (CompletableFuture<Frame>) result, timeout));
+            long requestId = requests.add(description, (CompletableFuture<Frame>) result,
+                    options.requestTimeout().toMillis(), address);
             current.writeAndFlush(frameFactory.apply(requestId));
         }, result);
         return result;
@@ -659,7 +652,7 @@ public final class Connection implements AutoCloseable {
         }
         channel = null;
         ConnectionLostException lost = new ConnectionLostException("connection to " + address + " was lost");
-        failRequests(lost);
+        requests.failAll(lost);
         boolean retain = options.reconnectPolicy().enabled() && !closed;
         for (Producer producer : List.copyOf(producers.values())) {
             if (!retain) {
@@ -675,32 +668,18 @@ public final class Connection implements AutoCloseable {
         }
     }
 
-    private void failRequests(SluiceException failure) {
-        List<PendingRequest> pending = new ArrayList<>(requests.values());
-        requests.clear();
-        for (PendingRequest request : pending) {
-            request.timeout().cancel(false);
-            completeOnDispatch(request.future(), null, failure);
-        }
-    }
-
     private void onFrame(Channel ch, Frame frame) {
         if (ch != channel) {
             return;
         }
         if (frame instanceof OkFrame ok) {
-            answered(ok.requestId(), ok);
+            requests.answered(ok.requestId(), ok);
         } else if (frame instanceof ProducerOkFrame ok) {
-            answered(ok.requestId(), ok);
+            requests.answered(ok.requestId(), ok);
         } else if (frame instanceof ErrorFrame error) {
-            PendingRequest request = requests.remove(error.requestId());
-            if (request == null) {
+            if (!requests.refused(error)) {
                 LOG.warn("The broker at {} reported an error: {} {}", address, error.errorCode(), error.message());
-                return;
             }
-            request.timeout().cancel(false);
-            completeOnDispatch(request.future(), null, new SluiceException(error.errorCode(), error.message(),
-                    request.description() + " failed: " + error.errorCode() + ": " + error.message()));
         } else if (frame instanceof ConfirmFrame confirm) {
             Producer producer = producers.get(confirm.producerId());
             if (producer != null) {
@@ -736,18 +715,6 @@ public final class Connection implements AutoCloseable {
         } else if (!(frame instanceof HeartbeatFrame)) {
             LOG.warn("Ignored an unexpected {} frame from {}.", frame.type(), address);
         }
-    }
-
-    private void answered(long requestId, Frame answer) {
-        PendingRequest request = requests.remove(requestId);
-        if (request != null) {
-            request.timeout().cancel(false);
-            completeOnDispatch(request.future(), answer, null);
-        }
-    }
-
-    private record PendingRequest(String description, CompletableFuture<Frame> future,
-                                  ScheduledFuture<?> timeout) {
     }
 
     /** The last pipeline stage of one network connection; runs on the network thread. */
