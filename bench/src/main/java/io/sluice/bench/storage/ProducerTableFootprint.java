@@ -49,12 +49,12 @@ public final class ProducerTableFootprint {
         }
     }
 
-    private static long usedAfterGc() throws InterruptedException {
+    /** The least used heap after each of five full GCs (System.gc() is a stop-the-world full collection under G1's defaults). */
+    private static long usedAfterGc() {
         Runtime rt = Runtime.getRuntime();
         long used = Long.MAX_VALUE;
         for (int i = 0; i < 5; i++) {
             System.gc();
-            Thread.sleep(50); // let the collector finish its concurrent work before reading
             used = Math.min(used, rt.totalMemory() - rt.freeMemory());
         }
         return used;

@@ -204,16 +204,7 @@ class AdminApiTest {
     }
 
     private JsonNode awaitQueue(String what, java.util.function.Predicate<JsonNode> condition) throws Exception {
-        long deadline = System.nanoTime() + Duration.ofSeconds(4 * QueueRates.INTERVAL_MS / 1000 + 10).toNanos();
-        while (true) {
-            JsonNode q = ok(call("GET", "/api/queues/jobs", null, null));
-            if (condition.test(q)) {
-                return q;
-            }
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for " + what + ": " + q);
-            }
-            Thread.sleep(50);
-        }
+        return io.sluice.broker.TestAwait.value(what, Duration.ofSeconds(4 * QueueRates.INTERVAL_MS / 1000 + 10),
+                () -> ok(call("GET", "/api/queues/jobs", null, null)), condition);
     }
 }

@@ -85,18 +85,12 @@ class AdminCliTest {
         fixture = new MetricsFixture(dir.resolve("data"), Map.of());
         String url = fixture.baseUrl();
         fixture.publishAndAck("jobs", 1, 0);
-        long deadline = System.nanoTime() + Duration.ofSeconds(4 * QueueRates.INTERVAL_MS / 1000 + 10).toNanos();
-        while (!row(url, "jobs")[5].equals("0.0")) { // sampled twice, nothing since: measured as idle
-            assertTrue(System.nanoTime() < deadline, "timed out waiting for a measured rate of 0: " + out());
-            Thread.sleep(50);
-        }
+        Duration timeout = Duration.ofSeconds(4 * QueueRates.INTERVAL_MS / 1000 + 10);
+        // Sampled twice with nothing since: measured as idle.
+        io.sluice.broker.TestAwait.value("a measured publish rate of 0", timeout, () -> row(url, "jobs"), r -> r[5].equals("0.0"));
         fixture.publishAndAck("jobs", 30, 20);
-        String[] busy = row(url, "jobs");
-        while (!(Double.parseDouble(busy[5]) > 0 && Double.parseDouble(busy[6]) > 0)) {
-            assertTrue(System.nanoTime() < deadline, "timed out waiting for publish and ack rates above 0: " + out());
-            Thread.sleep(50);
-            busy = row(url, "jobs");
-        }
+        String[] busy = io.sluice.broker.TestAwait.value("publish and ack rates above 0", timeout, () -> row(url, "jobs"),
+                r -> Double.parseDouble(r[5]) > 0 && Double.parseDouble(r[6]) > 0);
         assertTrue(busy[5].matches("[0-9]+\\.[0-9]"), "one decimal: " + busy[5]);
     }
 

@@ -126,7 +126,8 @@ class HostileClientTest {
     void slowlorisIsDroppedAfterTheHandshakeTimeout() throws Exception {
         try (SocketPeer peer = new SocketPeer(broker.port())) {
             peer.sendRaw(new byte[] {0});
-            errorIn(peer.readUntilClosed(5_000), ErrorCode.HANDSHAKE_REQUIRED);
+            ErrorFrame e = errorIn(peer.readUntilClosed(5_000), ErrorCode.HANDSHAKE_REQUIRED);
+            assertTrue(e.message().contains("no HELLO within broker.handshake-timeout-ms"), e.message());
         }
     }
 
