@@ -408,7 +408,9 @@ public final class Broker implements AutoCloseable {
         CompletableFuture<?>[] checkpoints = queues.all().stream().map(BrokerQueue::checkpointProducers)
                 .toArray(CompletableFuture[]::new);
         try {
-            CompletableFuture.allOf(checkpoints).get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            // At least a second of its own: the wait for pending confirms before may have used the whole deadline.
+            CompletableFuture.allOf(checkpoints).get(Math.max(TimeUnit.SECONDS.toNanos(1), deadline - System.nanoTime()),
+                    TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (ExecutionException | TimeoutException e) {

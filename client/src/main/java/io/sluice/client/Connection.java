@@ -255,7 +255,14 @@ public final class Connection implements AutoCloseable {
                     initialized.complete(null);
                 }
             }));
-            await(initialized, options.requestTimeout(), "register producer '" + producer.name() + "' with queue " + queue);
+            try {
+                await(initialized, options.requestTimeout(), "register producer '" + producer.name() + "' with queue " + queue);
+            } catch (RuntimeException e) {
+                // Never returned, so never used: a late PRODUCER_OK must not leave it holding the name here.
+                producer.close();
+                executeOnLoop(() -> producers.remove(producer.producerId(), producer));
+                throw e;
+            }
         }
         return producer;
     }

@@ -169,9 +169,9 @@ public final class QueueStore {
     }
 
     /**
-     * The producer state of this queue is durable for every record up to {@code id} (-1: none yet):
-     * reclaim keeps every segment from {@code id}'s on (rule "producer state before reclaim",
-     * docs/storage.md). A queue with a producer checkpoint starts with the id it covers.
+     * Producer state is durable through record {@code id} (-1: none; {@link Long#MAX_VALUE}: none kept):
+     * reclaim keeps every segment from {@code id}'s on (rule R6, docs/storage.md). A queue with a
+     * producer checkpoint starts with the id it covers.
      */
     public void producerStateCoveredThrough(long id) {
         reclaimer.keepFrom(id < 0 ? 0 : SegmentRollCycle.INSTANCE.toCycle(id));

@@ -26,7 +26,6 @@ import org.slf4j.Logger;
 
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.CompletionException;
 import java.util.function.Consumer;
 
 /**
@@ -228,7 +227,7 @@ final class ClientSession {
     }
 
     private void answerDeclare(DeclareQueueFrame declare, BrokerQueue q, Throwable error) {
-        Throwable e = unwrap(error);
+        Throwable e = ErrorCodes.unwrap(error);
         if (e == null) {
             proxy.answerOk(declare.requestId(), q.store().unackedMessages());
         } else if (ErrorCodes.of(e) != ErrorCode.INTERNAL_ERROR) {
@@ -249,7 +248,7 @@ final class ClientSession {
         String name = delete.queue();
         gate.afterOffLoop(queues.onDeclareThread(() -> queues.delete(name)), false, (deleted, error) -> {
             if (error != null) {
-                failure.accept(unwrap(error));
+                failure.accept(ErrorCodes.unwrap(error));
             } else if (deleted) {
                 proxy.answerOk(requestId);
             } else {
@@ -304,10 +303,10 @@ final class ClientSession {
                 ErrorCode code = ErrorCodes.of(failure);
                 if (code == ErrorCode.INTERNAL_ERROR) {
                     LOG.error("Registering producer '{}' on queue '{}' for {} failed.", init.producerName(), init.queue(),
-                            proxy.describe(), unwrap(failure));
+                            proxy.describe(), ErrorCodes.unwrap(failure));
                     proxy.answerError(requestId, code, "the broker could not record the producer's registration; see the broker log");
                 } else {
-                    proxy.answerError(requestId, code, unwrap(failure).getMessage());
+                    proxy.answerError(requestId, code, ErrorCodes.unwrap(failure).getMessage());
                 }
             } else if (registered.epoch() < 0) {
                 proxy.answerError(requestId, ErrorCode.PRODUCER_FENCED, "producer '" + init.producerName() + "' cannot resume epoch "
@@ -317,10 +316,6 @@ final class ClientSession {
                 proxy.answer(new ProducerOkFrame(requestId, producerId, registered.epoch(), registered.lastSequence()));
             }
         });
-    }
-
-    private static Throwable unwrap(Throwable error) {
-        return error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
     }
 
     /** True if the user may; else answers ACCESS_DENIED (the connection stays usable) and returns false. */

@@ -49,13 +49,14 @@ public final class ProducerRegistry {
     private int checkpointedSegment = Integer.MIN_VALUE;
     /** Queue thread: a publish or registration changed the table since the last checkpoint was taken. */
     private boolean changed;
+    /** Writer thread writes, any reads: the last checkpoint written failed, so the table is not on disk as it stands. */
+    private volatile boolean lastCheckpointFailed;
     /** Queue thread: records stored since the last checkpoint was taken. */
     private int storedSinceCheckpoint;
     /** Queue thread: checkpoints taken, each with the next generation. */
     private long generation;
     /** Writer thread: the newest generation written; an older image that comes late is not written over it. */
     private long written;
-    private volatile long checkpointFailures;
     /**
      * Queue thread: the connection each named producer registered on last. A publish under a named
      * producer's id from any other connection is fenced: an older instance, or one that never registered.
@@ -78,7 +79,10 @@ public final class ProducerRegistry {
     static ProducerRegistry open(String queue, QueueStore store, ProducerTable table, Executor writer) {
         ProducerRegistry registry = new ProducerRegistry(queue, store, table, writer);
         long started = System.nanoTime();
+        // Until this registry has a durable checkpoint of its own, reclaim keeps every segment (R6).
+        store.producerStateCoveredThrough(-1);
         long covered = -1;
+        boolean readable = true;
         try {
             ProducerCheckpoint.Loaded loaded = ProducerCheckpoint.read(store.directory());
             if (loaded != null) {
@@ -88,16 +92,20 @@ public final class ProducerRegistry {
                 }
             }
         } catch (CorruptProducerStateException e) {
+            readable = false;
             LOG.error("Queue '{}': {}; the producer state is rebuilt from the stored records alone, so a resend of a "
                     + "message already reclaimed is stored again.", queue, e.getMessage());
         } catch (IOException e) {
+            readable = false;
             LOG.error("Queue '{}': could not read its producer state ({}); it is rebuilt from the stored records alone.",
                     queue, e.toString());
         }
         registry.lastRecordId = covered;
         long[] replayed = new long[1];
+        long[] seen = new long[1];
         long damaged = store.forEachRecordAfter(covered, (id, record) -> {
             registry.lastRecordId = id;
+            seen[0]++;
             if (!record.forwarded()) {
                 table.stored(record.producerId(), 0, record.producerSequence(), record.timestampMillis());
                 replayed[0]++;
@@ -108,7 +116,12 @@ public final class ProducerRegistry {
             LOG.info("Queue '{}': producer state of {} producers rebuilt in {} ms, {} records replayed after the checkpoint ({} damaged).",
                     queue, table.tracked(), (System.nanoTime() - started) / 1_000_000, replayed[0], damaged);
         }
-        registry.checkpoint();
+        if (readable && seen[0] == 0 && damaged == 0) {
+            // Nothing after the checkpoint (a clean shutdown, a new queue): it stands as it is, no write and no fsync.
+            store.producerStateCoveredThrough(covered);
+        } else {
+            registry.checkpoint();
+        }
         return registry;
     }
 
@@ -172,23 +185,11 @@ public final class ProducerRegistry {
 
     /** True if a publish or registration changed the table since the last checkpoint was taken. */
     boolean changedSinceCheckpoint() {
-        return changed;
-    }
-
-    long lastStoredSequence(long producerId) {
-        return table.lastStoredSequence(producerId);
-    }
-
-    int epoch(long producerId) {
-        return table.epoch(producerId);
+        return changed || lastCheckpointFailed;
     }
 
     ProducerTable table() {
         return table;
-    }
-
-    long checkpointFailures() {
-        return checkpointFailures;
     }
 
     /**
@@ -217,6 +218,7 @@ public final class ProducerRegistry {
             try {
                 store.writeProducerCheckpoint(image);
                 written = thisGeneration;
+                lastCheckpointFailed = false;
                 store.producerStateCoveredThrough(covered);
                 done.complete(null);
             } catch (IOException | RuntimeException e) {
@@ -227,7 +229,7 @@ public final class ProducerRegistry {
     }
 
     private void fail(CompletableFuture<Void> done, Throwable cause) {
-        checkpointFailures++;
+        lastCheckpointFailed = true;
         LOG.warn("Queue '{}': the producer state could not be checkpointed ({}); reclaim keeps the segments it "
                 + "does not cover until a later checkpoint succeeds.", queue, cause.toString());
         done.completeExceptionally(cause);

@@ -140,6 +140,7 @@ public final class QueueManager {
      */
     ProducerRegistry openProducers(String name, QueueStore queueStore) {
         if (!defaults.dedupEnabled) {
+            queueStore.producerStateCoveredThrough(Long.MAX_VALUE); // no owner advances a checkpoint left by an earlier run
             return null;
         }
         ProducerTable table = new ProducerTable(defaults.dedupMaxProducers, defaults.dedupIdleExpiryMs,
@@ -418,6 +419,14 @@ public final class QueueManager {
         declareThread.shutdown();
         settingsWriters.shutdown();
         producerStateWriter.shutdown();
+        try {
+            // The last checkpoints (Broker.close) are written before the store closes, not dropped.
+            if (!producerStateWriter.awaitTermination(5, TimeUnit.SECONDS)) {
+                LOG.warn("A producer checkpoint was still being written at shutdown.");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         try {
             if (!declareThread.awaitTermination(5, TimeUnit.SECONDS)) {
                 LOG.warn("A queue declare was still running at shutdown.");

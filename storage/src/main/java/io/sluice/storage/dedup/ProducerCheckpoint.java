@@ -85,7 +85,7 @@ public final class ProducerCheckpoint {
         List<ProducerTable.Producer> producers = table.snapshot();
         int bodyBytes = 4;
         for (ProducerTable.Producer p : producers) {
-            bodyBytes += PRODUCER_FIXED_BYTES + p.gaps.toArray().length * Long.BYTES;
+            bodyBytes += PRODUCER_FIXED_BYTES + p.gaps.boundCount() * Long.BYTES;
         }
         ByteBuffer image = ByteBuffer.allocate(HEADER_BYTES + bodyBytes);
         image.position(HEADER_BYTES);

@@ -34,7 +34,7 @@ public final class ProducerTable {
     /** What to do with a publish. */
     public enum Verdict { NEW, DUPLICATE, FENCED, OUT_OF_WINDOW }
 
-    /** A producer's state; a snapshot of it when read through {@link #snapshot()}. */
+    /** A producer's state: the live object, read on the thread that owns the table. */
     public static final class Producer {
         final long id;
         int epoch;
@@ -287,8 +287,9 @@ public final class ProducerTable {
         private long[] ranges = NONE;
         private int count;
 
-        boolean isEmpty() {
-            return count == 0;
+        /** The bounds held: two per range. */
+        int boundCount() {
+            return 2 * count;
         }
 
         void clear() {

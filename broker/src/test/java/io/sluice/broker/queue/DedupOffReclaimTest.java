@@ -1,0 +1,51 @@
+package io.sluice.broker.queue;
+
+import io.sluice.broker.TestAwait;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.storage.QueueStore;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A producer checkpoint left by a run with deduplication on must not hold reclaim back for good once
+ * a broker runs with it off: no owner would ever move the mark it sets (rule R6).
+ */
+class DedupOffReclaimTest {
+    @TempDir
+    Path dir;
+
+    private static final Map<String, String> SMALL = Map.of("storage.segment-bytes", Long.toString(1 << 20),
+            "storage.max-message-bytes", "131072");
+
+    @Test
+    void withDedupOffAnEarlierRunsCheckpointHoldsNothingBack() throws Exception {
+        try (QueueCore core = new QueueCore(dir, SMALL)) {
+            BrokerQueue q = core.queues.declare("q", QueueSettings.EMPTY);
+            core.publish(q, new FakeConnection("p"), 7, 1, new byte[16]); // with dedup on: a checkpoint through it
+            TestAwait.until("a producer checkpoint", () ->
+                    io.sluice.storage.dedup.ProducerCheckpoint.coveredThrough(q.store().directory()) >= 0);
+        }
+        Map<String, String> off = new java.util.HashMap<>(SMALL);
+        off.put("queues.dedup-enabled", "false");
+        try (QueueCore core = new QueueCore(dir, off)) {
+            QueueStore store = core.queues.get("q").store();
+            long last = -1;
+            for (int i = 0; i < 40; i++) { // 40 x 64 KiB: past two segments of 1 MiB
+                last = store.append(0, 0, ByteBuffer.allocate(0), ByteBuffer.allocate(64 << 10));
+            }
+            store.whenDurable(last).get(10, java.util.concurrent.TimeUnit.SECONDS);
+            store.ackRange(0, last);
+            int firstSegment = store.segmentNumbers().get(0);
+            TestAwait.until("segment " + firstSegment + " reclaimed", Duration.ofSeconds(10),
+                    () -> !store.segmentNumbers().contains(firstSegment));
+            assertTrue(store.segmentNumbers().size() <= 2, store.segmentNumbers().toString());
+        }
+    }
+}
