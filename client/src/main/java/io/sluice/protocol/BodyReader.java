@@ -79,6 +79,15 @@ final class BodyReader {
         return value;
     }
 
+    /** Reads a transaction id; 0 names no transaction (see {@link TxBeginFrame}). */
+    long readTransactionId() {
+        long txnId = readLong("txnId");
+        if (txnId == WireFormat.NO_TRANSACTION) {
+            throw malformed("txnId 0 names no transaction; transaction ids are never 0");
+        }
+        return txnId;
+    }
+
     String readString(String field) {
         int length = readStringLength(field);
         if (length == 0) {

@@ -6,7 +6,7 @@ package io.sluice.protocol;
  * <p>Each entry has a stable numeric code (a {@code uint16} on the wire), a default text used when the
  * sender has nothing more specific to say, and whether retrying the same request later can succeed. Codes
  * are grouped by hundreds: 1xx framing and connection, 2xx security, 3xx queue management, 4xx publishing,
- * 5xx consuming, 9xx broker resources. A code is never renumbered or reused; new codes are appended.
+ * 5xx consuming, 6xx transactions, 9xx broker resources. A code is never renumbered or reused; new codes are appended.
  * Retired: 402 (PUBLISH_TIMEOUT: a publish timeout is the client's own) and 404
  * (PUBLISH_WINDOW_EXCEEDED: a client past its window finds the broker no longer reading), never sent.
  *
@@ -44,6 +44,14 @@ public enum ErrorCode {
     UNKNOWN_CONSUMER(500, "no subscription on this connection has this consumer tag", false),
     UNKNOWN_MESSAGE_ID(501, "the message id is not outstanding on this subscription", false),
     CONSUMER_TAG_IN_USE(502, "the consumer tag is already used by a subscription on this connection", false),
+
+    UNKNOWN_TRANSACTION(600, "no open transaction on this connection has this id", false),
+    TRANSACTION_TIMED_OUT(601, "the transaction was open longer than its timeout and was rolled back", true),
+    TRANSACTION_LIMIT(602, "the transaction is over a broker limit: messages or bytes per transaction, "
+            + "or open transactions per connection", false),
+    TRANSACTION_ABORTED(603, "the transaction was rolled back by the broker because one of its operations failed; "
+            + "the reason says which", false),
+    TRANSACTION_ID_IN_USE(604, "a transaction with this id is already open on this connection", false),
 
     RESOURCE_LIMIT(900, "a broker resource limit was reached (connections, subscriptions, memory, open files)", true),
     INTERNAL_ERROR(901, "the broker failed unexpectedly; the operator log has the details", true),

@@ -17,14 +17,16 @@ import io.netty.buffer.ByteBuf;
  * </pre>
  * All integers are big-endian. {@code frameLength} counts the bytes after itself, so it is at least 2.
  *
- * <p>Only {@link PublishFrame} and {@link DeliverFrame} hold a buffer; every other frame is a plain value.
+ * <p>Only {@link PublishFrame}, {@link TxPublishFrame} and {@link DeliverFrame} hold a buffer; every other frame
+ * is a plain value.
  */
 public sealed interface Frame
         permits HelloFrame, HelloOkFrame, HeartbeatFrame, CloseFrame,
         DeclareQueueFrame, DeleteQueueFrame, PurgeQueueFrame, OkFrame, ErrorFrame,
         PublishFrame, ConfirmFrame, PublishErrorFrame, FlowFrame, PublishCreditFrame,
         ProducerInitFrame, ProducerOkFrame,
-        SubscribeFrame, CreditFrame, DeliverFrame, AckFrame, NackFrame, UnsubscribeFrame {
+        SubscribeFrame, CreditFrame, DeliverFrame, AckFrame, NackFrame, UnsubscribeFrame,
+        TxBeginFrame, TxPublishFrame, TxAckFrame, TxCommitFrame, TxRollbackFrame, TxAbortedFrame {
 
     FrameType type();
 

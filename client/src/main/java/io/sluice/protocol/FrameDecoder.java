@@ -35,8 +35,9 @@ import java.util.List;
  * and close the channel without decoding garbage. Closing the channel in the middle of a frame raises
  * MALFORMED_FRAME too.
  *
- * <p>Ownership: non-batch frames hold no buffer. {@link PublishFrame} and {@link DeliverFrame} hold a
- * retained slice of the inbound bytes, released by whoever consumes them. Nothing else is retained.
+ * <p>Ownership: non-batch frames hold no buffer. {@link PublishFrame}, {@link TxPublishFrame} and
+ * {@link DeliverFrame} hold a retained slice of the inbound bytes, released by whoever consumes them. Nothing
+ * else is retained.
  */
 public final class FrameDecoder extends ByteToMessageDecoder {
     /** Bytes of the length field. */
@@ -167,6 +168,12 @@ public final class FrameDecoder extends ByteToMessageDecoder {
             case ACK -> AckFrame.decodeBody(reader);
             case NACK -> NackFrame.decodeBody(reader);
             case UNSUBSCRIBE -> UnsubscribeFrame.decodeBody(reader);
+            case TX_BEGIN -> TxBeginFrame.decodeBody(reader);
+            case TX_PUBLISH -> TxPublishFrame.decodeBody(reader);
+            case TX_ACK -> TxAckFrame.decodeBody(reader);
+            case TX_COMMIT -> TxCommitFrame.decodeBody(reader);
+            case TX_ROLLBACK -> TxRollbackFrame.decodeBody(reader);
+            case TX_ABORTED -> TxAbortedFrame.decodeBody(reader);
         };
     }
 

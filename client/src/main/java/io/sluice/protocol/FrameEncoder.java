@@ -11,7 +11,7 @@ import java.util.List;
  * Turns outbound {@link Frame}s into bytes, in the layout {@link Frame} draws. One instance per connection
  * ({@link #maxFrameBytes(int)} may be called from any thread).
  *
- * <p>Small frames are written into one pooled buffer. A PUBLISH or DELIVER becomes two buffers: a small one
+ * <p>Small frames are written into one pooled buffer. A PUBLISH, TX_PUBLISH or DELIVER becomes two buffers: a small one
  * with the header and the body prefix, and a retained slice of the frame's message buffer, so payloads are
  * never copied on the way out. The encoder releases every frame it is given, as Netty encoders do.
  *

@@ -41,7 +41,14 @@ public enum FrameType {
     DELIVER(0x32, BROKER_TO_CLIENT, 0),
     ACK(0x33, CLIENT_TO_BROKER, 0),
     NACK(0x34, CLIENT_TO_BROKER, 0),
-    UNSUBSCRIBE(0x35, CLIENT_TO_BROKER, 0);
+    UNSUBSCRIBE(0x35, CLIENT_TO_BROKER, 0),
+
+    TX_BEGIN(0x40, CLIENT_TO_BROKER, 0),
+    TX_PUBLISH(0x41, CLIENT_TO_BROKER, 0),
+    TX_ACK(0x42, CLIENT_TO_BROKER, 0),
+    TX_COMMIT(0x43, CLIENT_TO_BROKER, 0),
+    TX_ROLLBACK(0x44, CLIENT_TO_BROKER, 0),
+    TX_ABORTED(0x45, BROKER_TO_CLIENT, 0);
 
     /** The lowest optional frame type code; see the class rule "optional types". */
     public static final int FIRST_OPTIONAL_CODE = 0x80;

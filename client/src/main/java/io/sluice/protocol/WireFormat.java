@@ -13,6 +13,8 @@ final class WireFormat {
     /** A string's UTF-8 form is at most this long: its length is a {@code uint16}. */
     static final int MAX_STRING_BYTES = 0xFFFF;
     static final int MAX_UNSIGNED_SHORT = 0xFFFF;
+    /** The transaction id no transaction has. */
+    static final long NO_TRANSACTION = 0;
 
     private WireFormat() {
     }
@@ -43,6 +45,13 @@ final class WireFormat {
             throw new IllegalArgumentException(field + " " + value + " is negative");
         }
         return value;
+    }
+
+    static long checkTransactionId(long txnId) {
+        if (txnId == NO_TRANSACTION) {
+            throw new IllegalArgumentException("txnId 0 names no transaction; transaction ids are never 0");
+        }
+        return txnId;
     }
 
     static int checkUnsignedShort(String field, int value) {

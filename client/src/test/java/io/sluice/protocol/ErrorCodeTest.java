@@ -29,6 +29,9 @@ class ErrorCodeTest {
         assertEquals(101, ErrorCode.FRAME_TOO_LARGE.code());
         assertEquals(401, ErrorCode.QUEUE_BLOCKED.code());
         assertEquals(902, ErrorCode.NOT_CONFIRMED_SHUTDOWN.code());
+        assertEquals(600, ErrorCode.UNKNOWN_TRANSACTION.code());
+        assertEquals(604, ErrorCode.TRANSACTION_ID_IN_USE.code());
+        assertTrue(ErrorCode.TRANSACTION_TIMED_OUT.retriable());
         assertTrue(ErrorCode.STORAGE_FULL.retriable());
         assertFalse(ErrorCode.AUTHENTICATION_FAILED.retriable());
     }

@@ -90,6 +90,25 @@ class FrameDecoderPropertiesTest {
         }
     }
 
+    @Property(tries = 200)
+    void transactionalPublishBatchesOfAnyShapeRoundTrip(@ForAll long txnId,
+                                                        @ForAll @Size(max = 20) List<@Size(max = 64) byte[]> payloads) {
+        PublishFrameBuilder builder = new PublishFrameBuilder(ByteBufAllocator.DEFAULT, "invoices");
+        payloads.forEach(payload -> builder.add(0, 0, List.of(), payload));
+        TxPublishFrame sent = new TxPublishFrame(txnId == 0 ? 1 : txnId, builder.build());
+        List<Frame> decoded = Wire.decode(Wire.encodeRetained(sent));
+        try {
+            assertEquals(List.of(sent), decoded);
+            PublishCursor cursor = ((TxPublishFrame) decoded.get(0)).publish().cursor();
+            for (int i = 0; cursor.next(); i++) {
+                assertEquals(payloads.get(i).length, cursor.payloadLength());
+            }
+        } finally {
+            Wire.release(decoded);
+            sent.release();
+        }
+    }
+
     @Provide
     Arbitrary<Integer> frameTypes() {
         return Arbitraries.oneOf(

@@ -210,6 +210,42 @@ class FrameDecoderTest {
     }
 
     @Test
+    void shouldRejectTransactionIdZeroAndANegativeTimeout() {
+        assertRejected(ErrorCode.MALFORMED_FRAME, "TX_BEGIN txnId 0 names no transaction; transaction ids are never 0",
+                Wire.frame(FrameType.TX_BEGIN.code(), 0, body -> body.writeLong(0).writeInt(0)));
+        assertRejected(ErrorCode.MALFORMED_FRAME, "TX_BEGIN timeoutMs -1 is negative",
+                Wire.frame(FrameType.TX_BEGIN.code(), 0, body -> body.writeLong(1).writeInt(-1)));
+        assertRejected(ErrorCode.MALFORMED_FRAME, "TX_PUBLISH txnId 0 names no transaction; transaction ids are never 0",
+                Wire.frame(FrameType.TX_PUBLISH.code(), 0, body -> body.writeLong(0).writeShort(1).writeByte('q').writeInt(0)));
+        assertRejected(ErrorCode.MALFORMED_FRAME, "TX_ACK txnId 0 names no transaction; transaction ids are never 0",
+                Wire.frame(FrameType.TX_ACK.code(), 0, body -> body.writeLong(0).writeInt(1).writeInt(0)));
+        assertRejected(ErrorCode.MALFORMED_FRAME, "TX_COMMIT txnId 0 names no transaction; transaction ids are never 0",
+                Wire.frame(FrameType.TX_COMMIT.code(), 0, body -> body.writeLong(1).writeLong(0)));
+        assertRejected(ErrorCode.MALFORMED_FRAME, "TX_ROLLBACK txnId 0 names no transaction; transaction ids are never 0",
+                Wire.frame(FrameType.TX_ROLLBACK.code(), 0, body -> body.writeLong(1).writeLong(0)));
+        assertRejected(ErrorCode.MALFORMED_FRAME, "TX_ABORTED txnId 0 names no transaction; transaction ids are never 0",
+                Wire.frame(FrameType.TX_ABORTED.code(), 0, body -> body.writeLong(0).writeShort(603).writeShort(0)));
+    }
+
+    @Test
+    void shouldCheckTheEmbeddedPublishAndAckBodiesOfTransactionFrames() {
+        assertRejected(ErrorCode.MALFORMED_FRAME,
+                "TX_PUBLISH messageCount 2 needs at least 48 bytes but only 47 are left in the frame",
+                Wire.frame(FrameType.TX_PUBLISH.code(), 0,
+                        body -> body.writeLong(1).writeShort(1).writeByte('q').writeInt(2).writeBytes(new byte[47])));
+        assertRejected(ErrorCode.MALFORMED_FRAME, "TX_PUBLISH message payload length -3 is negative",
+                Wire.frame(FrameType.TX_PUBLISH.code(), 0, body -> body.writeLong(1).writeShort(1).writeByte('q')
+                        .writeInt(1).writeLong(0).writeLong(0).writeInt(0).writeInt(-3)));
+        assertRejected(ErrorCode.MALFORMED_FRAME, "TX_PUBLISH body has 2 trailing bytes after its last field",
+                Wire.frame(FrameType.TX_PUBLISH.code(), 0,
+                        body -> body.writeLong(1).writeShort(1).writeByte('q').writeInt(0).writeShort(0)));
+        assertRejected(ErrorCode.MALFORMED_FRAME, "TX_ACK range from 9 is after range to 8",
+                Wire.frame(FrameType.TX_ACK.code(), 0, body -> body.writeLong(1).writeInt(1).writeInt(1).writeLong(9).writeLong(8)));
+        assertRejected(ErrorCode.MALFORMED_FRAME, "TX_COMMIT txnId needs 8 bytes but only 4 are left in the frame",
+                Wire.frame(FrameType.TX_COMMIT.code(), 0, body -> body.writeLong(1).writeInt(7)));
+    }
+
+    @Test
     void shouldDecodeUnknownSettingKeysForTheBrokerToJudge() {
         byte[] frame = Wire.frame(FrameType.DECLARE_QUEUE.code(), 0, body ->
                 body.writeLong(1).writeShort(1).writeByte('q').writeShort(1)

@@ -184,6 +184,45 @@ class FrameRoundTripTest {
     }
 
     @Test
+    void shouldShareOneBufferAndReferenceCountBetweenATransactionalPublishAndItsPublish() {
+        PublishFrame publish = new PublishFrameBuilder(ByteBufAllocator.DEFAULT, "invoices")
+                .add(0, 0, List.of(), new byte[] {1, 2})
+                .build();
+        TxPublishFrame sent = new TxPublishFrame(9, publish);
+        TxPublishFrame received = (TxPublishFrame) Wire.decode(Wire.encode(sent)).get(0);
+        assertEquals(0, publish.refCnt());
+        try {
+            assertEquals(9, received.txnId());
+            assertEquals("invoices", received.publish().queue());
+            PublishCursor cursor = received.publish().cursor();
+            assertTrue(cursor.next());
+            assertArrayEquals(new byte[] {1, 2}, ByteBufUtil.getBytes(cursor.payload()));
+            assertFalse(cursor.next());
+            received.publish().retain();
+            assertEquals(2, received.refCnt());
+            received.publish().release();
+        } finally {
+            received.release();
+        }
+        assertEquals(0, received.publish().refCnt());
+    }
+
+    @Test
+    void shouldRejectTransactionIdZeroWhenBuilt() {
+        IllegalArgumentException zero = assertThrows(IllegalArgumentException.class, () -> new TxBeginFrame(0, 0));
+        assertEquals("txnId 0 names no transaction; transaction ids are never 0", zero.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new TxBeginFrame(1, -1));
+        assertThrows(IllegalArgumentException.class, () -> new TxAckFrame(0, 1, List.of()));
+        assertThrows(IllegalArgumentException.class, () -> new TxCommitFrame(1, 0));
+        assertThrows(IllegalArgumentException.class, () -> new TxRollbackFrame(1, 0));
+        assertThrows(IllegalArgumentException.class, () -> new TxAbortedFrame(0, ErrorCode.TRANSACTION_LIMIT, ""));
+        PublishFrame publish = new PublishFrameBuilder(ByteBufAllocator.DEFAULT, "q").build();
+        assertThrows(IllegalArgumentException.class, () -> new TxPublishFrame(0, publish));
+        assertEquals(1, publish.refCnt());
+        publish.release();
+    }
+
+    @Test
     void shouldRejectStringsLongerThan65535Utf8BytesWhenBuilt() {
         IllegalArgumentException tooLong = assertThrows(IllegalArgumentException.class,
                 () -> new DeleteQueueFrame(1, SampleFrames.MAX_STRING + "a"));
@@ -208,6 +247,9 @@ class FrameRoundTripTest {
         assertEquals(ErrorCode.UNKNOWN, frame.errorCode());
         assertEquals(ErrorCode.QUEUE_BLOCKED,
                 new PublishErrorFrame(1, IdRange.single(1), ErrorCode.QUEUE_BLOCKED, "").errorCode());
+        TxAbortedFrame aborted = (TxAbortedFrame) Wire.decode(Wire.encode(new TxAbortedFrame(3, 4242, "later"))).get(0);
+        assertEquals(4242, aborted.code());
+        assertEquals(ErrorCode.UNKNOWN, aborted.errorCode());
     }
 
     @Test

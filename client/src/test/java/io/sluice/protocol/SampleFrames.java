@@ -65,6 +65,19 @@ final class SampleFrames {
                 new NackFrame(1, NackAction.REQUEUE, 0, List.of(IdRange.single(5))),
                 new NackFrame(1, NackAction.REQUEUE_AFTER_DELAY, 1500, List.of(new IdRange(5, 9), IdRange.single(12))),
                 new NackFrame(2, NackAction.REJECT_TO_DEAD_LETTER, 0, List.of()),
-                new UnsubscribeFrame(12, 1));
+                new UnsubscribeFrame(12, 1),
+                new TxBeginFrame(1, 0),
+                new TxBeginFrame(Long.MIN_VALUE, 60_000),
+                new TxPublishFrame(1, new PublishFrameBuilder(allocator, "invoices").build()),
+                new TxPublishFrame(-1, new PublishFrameBuilder(allocator, UNICODE)
+                        .add(0, 0, List.of(MessageHeader.of("order", "17")), "invoice".getBytes(StandardCharsets.UTF_8))
+                        .add(0, 0, List.of(), new byte[500])
+                        .build()),
+                new TxAckFrame(1, 3, List.of()),
+                new TxAckFrame(Long.MAX_VALUE, -3, List.of(new IdRange(1, 10), IdRange.single(12))),
+                new TxCommitFrame(14, 1),
+                new TxRollbackFrame(15, Long.MAX_VALUE),
+                new TxAbortedFrame(1, ErrorCode.TRANSACTION_TIMED_OUT, "transaction 1 was open for 60000 ms, limit 60000 ms"),
+                new TxAbortedFrame(2, 4243, UNICODE));
     }
 }
