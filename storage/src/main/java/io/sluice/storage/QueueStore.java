@@ -88,9 +88,7 @@ public final class QueueStore {
     private final SegmentSyncer syncer;
     private final CopyOnWriteArrayList<QueueReader> readers = new CopyOnWriteArrayList<>();
 
-    /** Held across a producer checkpoint write, and by close to refuse later ones ({@link #writeProducerCheckpoint}). */
-    private final Object producerCheckpointWrites = new Object();
-    private boolean checkpointsRefused;
+    private final ProducerCheckpointWrites producerCheckpoints;
     private long appendedMessages;
     private long corruptRecords;
     private long nextJournalForceNanos;
@@ -108,6 +106,7 @@ public final class QueueStore {
         this.diskGuard = diskGuard;
         this.clock = clock;
         this.wakeFlusher = wakeFlusher;
+        this.producerCheckpoints = new ProducerCheckpointWrites(name, directory);
         long started = System.nanoTime();
         this.syncer = new SegmentSyncer(segmentDirectory, releaser, forcer);
         // The log reports seals to durability, which exists only once the log is recovered: the
@@ -118,7 +117,7 @@ public final class QueueStore {
         this.acks = ackLog.state();
         // The journal grows only within the disk guard's budget, so it never eats into the reserve that
         // checkpoints and relocation need; refused, it rotates instead (AckLog, "Growth, then rotation").
-        ackLog.growthBudget(this::grantJournalGrowth, clock);
+        ackLog.growthBudget(diskGuard::tryReserve, clock);
         this.corruptRecords = recovered.corruptRecords();
         this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
                 recovered.lastIndex());
@@ -159,15 +158,6 @@ public final class QueueStore {
         return List.of(segmentDirectory, ackJournalFile.getParent(), directory);
     }
 
-    private boolean grantJournalGrowth(long bytes) {
-        try {
-            diskGuard.reserve(bytes);
-            return true;
-        } catch (StorageFullException e) {
-            return false;
-        }
-    }
-
     /**
      * Producer state is durable through record {@code id} (-1: none; {@link Long#MAX_VALUE}: none kept):
      * reclaim keeps every segment from {@code id}'s on (rule R6, docs/storage.md). A queue with a
@@ -183,12 +173,7 @@ public final class QueueStore {
      * of a deleted queue, or of the queue re-created under its name, whose producers it would claim.
      */
     public void writeProducerCheckpoint(ByteBuffer image) throws IOException {
-        synchronized (producerCheckpointWrites) {
-            if (checkpointsRefused) {
-                throw new StorageException("queue '" + name + "' is closed: its producer checkpoint is not written");
-            }
-            ProducerCheckpoint.write(directory, image);
-        }
+        producerCheckpoints.write(image);
     }
 
     /** Every record after {@code afterId}, acknowledged or not; see {@link SegmentLog#forEachRecordAfter}. */
@@ -760,9 +745,7 @@ public final class QueueStore {
 
     /** Forces everything, checkpoints the ack state and closes the files. */
     void close() {
-        synchronized (producerCheckpointWrites) {
-            checkpointsRefused = true; // a write in progress finishes first: before a delete renames the directory
-        }
+        producerCheckpoints.refuse();
         lock.lock();
         try {
             if (closed) {
