@@ -5,6 +5,7 @@ import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.ack.AckStateReader;
 import io.sluice.storage.dedup.ProducerCheckpoint;
+import io.sluice.storage.durability.AckJournalForces;
 import io.sluice.storage.durability.Durability;
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.durability.SegmentSyncer;
@@ -74,7 +75,6 @@ public final class QueueStore {
     private final LongSupplier clock;
     private final Runnable wakeFlusher;
     private final ReadAhead readAhead;
-    private final FileForcer forcer;
     private final Path ackJournalFile;
 
     /** Guards the segment log, the ack state, the readers' skip sets and the counters below. */
@@ -84,6 +84,7 @@ public final class QueueStore {
     private final AckLog ackLog;
     private final AckStateReader acks;
     private final Durability durability;
+    private final AckJournalForces ackForces;
     private final Reclaimer reclaimer;
     private final SegmentSyncer syncer;
     private final CopyOnWriteArrayList<QueueReader> readers = new CopyOnWriteArrayList<>();
@@ -91,13 +92,11 @@ public final class QueueStore {
     private final ProducerCheckpointWrites producerCheckpoints;
     private long appendedMessages;
     private long corruptRecords;
-    private long nextJournalForceNanos;
     private volatile boolean closed;
 
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                        Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer, AckLog createdAcks) {
         this.readAhead = readAhead;
-        this.forcer = forcer;
         this.ackJournalFile = directory.resolve("acks").resolve(AckFiles.JOURNAL);
         this.name = name;
         this.directory = directory;
@@ -121,10 +120,12 @@ public final class QueueStore {
         this.corruptRecords = recovered.corruptRecords();
         this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
                 recovered.lastIndex());
+        this.ackForces = new AckJournalForces(name, ackJournalFile, forcer, ackLog::force, durability, config.syncIntervalMs(),
+                wakeFlusher);
         ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
                 config.relocateAfterMs() * 1_000_000L);
         this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, new OpenReaders(readers), this::writeRecordLocked,
-                this::discardCorruptLocked, Reclaimer.Forcing.of(durability::forceThrough, this::forceAckJournal), new RelocationIntent(directory), diskGuard,
+                this::discardCorruptLocked, Reclaimer.Forcing.of(durability::forceThrough, ackForces::force), new RelocationIntent(directory), diskGuard,
                 config.relocationFloorBytes(), wakeFlusher);
         long producerStateCovers = ProducerCheckpoint.coveredThrough(directory);
         if (producerStateCovers != ProducerCheckpoint.ABSENT) {
@@ -331,6 +332,25 @@ public final class QueueStore {
     /** A future completed (with the id) once {@code id} is durable. */
     public CompletableFuture<Long> whenDurable(long id) {
         return durability.whenDurable(id);
+    }
+
+    /**
+     * A future completed once the ack journal is forced past every ack and delivery recorded before this
+     * call, in every durability mode (the journal is forced in each): it asks the flusher for an early
+     * force, shared by every caller meanwhile. Fails if the queue's storage failed or the queue closed.
+     */
+    public CompletableFuture<Void> whenAcksDurable() {
+        long records;
+        lock.lock();
+        try {
+            if (closed) {
+                return CompletableFuture.failedFuture(new StorageException("queue '" + name + "' is closed"));
+            }
+            records = ackLog.journalRecords();
+        } finally {
+            lock.unlock();
+        }
+        return ackForces.whenForcedPast(records);
     }
 
     // ---------------------------------------------------------------- acks
@@ -672,12 +692,11 @@ public final class QueueStore {
         if (closed) {
             return false;
         }
-        if (nowNanos - nextJournalForceNanos >= 0) {
-            nextJournalForceNanos = nowNanos + config.syncIntervalMs() * 1_000_000L;
-            forceAckJournal();
+        AckJournalForces.Turn journal = ackForces.flush(nowNanos);
+        if (journal == AckJournalForces.Turn.PERIODIC) {
             dropWrittenPages();
         }
-        return durability.flush(nowNanos);
+        return durability.flush(nowNanos) | journal == AckJournalForces.Turn.REQUESTED;
     }
 
     /** Once per sync interval: written pages out of the broker's RSS (docs/storage.md, "Resident memory"). */
@@ -690,24 +709,6 @@ public final class QueueStore {
             }
         } finally {
             lock.unlock();
-        }
-    }
-
-    /**
-     * Forces the ack journal (msync) without the queue's lock: appends, acks and dispatch do not wait
-     * for it. The journal's file and mapping stay the same across rotations, and the journal's own
-     * mapping lock keeps the force apart from a growth's remap and from close (AckJournal). A failure
-     * fails the queue (rule "a failed force is final").
-     */
-    private void forceAckJournal() {
-        if (closed) {
-            return;
-        }
-        try {
-            forcer.forcingMapped(ackJournalFile);
-            ackLog.force();
-        } catch (RuntimeException e) {
-            throw durability.fail("forcing its ack journal to disk", e);
         }
     }
 
@@ -746,6 +747,7 @@ public final class QueueStore {
     /** Forces everything, checkpoints the ack state and closes the files. */
     void close() {
         producerCheckpoints.refuse();
+        boolean checkpointed = false;
         lock.lock();
         try {
             if (closed) {
@@ -753,12 +755,14 @@ public final class QueueStore {
             }
             reclaimer.close();
             durability.close();
+            ackForces.close();
             closed = true;
             for (QueueReader r : readers) {
                 r.close();
             }
             log.close();
             ackLog.checkpoint();
+            checkpointed = true;
             ackLog.close();
         } catch (IOException e) {
             LOG.warn("Queue '{}': error while closing.", name, e);
@@ -766,6 +770,7 @@ public final class QueueStore {
             lock.unlock();
         }
         durability.notifyClosed();
+        ackForces.closed(checkpointed);
     }
 
     /** An I/O step of the ack state; a failure there means the queue's storage has failed. */
