@@ -58,6 +58,19 @@ public final class DiskSpaceGuard {
     }
 
     /**
+     * As {@link #reserve}, answering instead of throwing: for writes that have another way out (an ack
+     * journal that may not grow rotates instead), so that they never eat into the reserve either.
+     */
+    public boolean tryReserve(long bytes) {
+        try {
+            reserve(bytes);
+            return true;
+        } catch (StorageFullException e) {
+            return false;
+        }
+    }
+
+    /**
      * For relocation, which may write into the reserve (that is what the reserve is for) but must leave
      * {@code floorBytes} free: looks up free space now and throws {@link StorageFullException}, without
      * anything written, if writing {@code bytes} would go below the floor.

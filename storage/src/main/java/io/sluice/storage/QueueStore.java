@@ -5,6 +5,7 @@ import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.ack.AckStateReader;
 import io.sluice.storage.dedup.ProducerCheckpoint;
+import io.sluice.storage.durability.AckJournalForces;
 import io.sluice.storage.durability.Durability;
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.durability.SegmentSyncer;
@@ -74,7 +75,6 @@ public final class QueueStore {
     private final LongSupplier clock;
     private final Runnable wakeFlusher;
     private final ReadAhead readAhead;
-    private final FileForcer forcer;
     private final Path ackJournalFile;
 
     /** Guards the segment log, the ack state, the readers' skip sets and the counters below. */
@@ -84,22 +84,19 @@ public final class QueueStore {
     private final AckLog ackLog;
     private final AckStateReader acks;
     private final Durability durability;
+    private final AckJournalForces ackForces;
     private final Reclaimer reclaimer;
     private final SegmentSyncer syncer;
     private final CopyOnWriteArrayList<QueueReader> readers = new CopyOnWriteArrayList<>();
 
-    /** Held across a producer checkpoint write, and by close to refuse later ones ({@link #writeProducerCheckpoint}). */
-    private final Object producerCheckpointWrites = new Object();
-    private boolean checkpointsRefused;
+    private final ProducerCheckpointWrites producerCheckpoints;
     private long appendedMessages;
     private long corruptRecords;
-    private long nextJournalForceNanos;
     private volatile boolean closed;
 
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                        Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer, AckLog createdAcks) {
         this.readAhead = readAhead;
-        this.forcer = forcer;
         this.ackJournalFile = directory.resolve("acks").resolve(AckFiles.JOURNAL);
         this.name = name;
         this.directory = directory;
@@ -108,6 +105,7 @@ public final class QueueStore {
         this.diskGuard = diskGuard;
         this.clock = clock;
         this.wakeFlusher = wakeFlusher;
+        this.producerCheckpoints = new ProducerCheckpointWrites(name, directory);
         long started = System.nanoTime();
         this.syncer = new SegmentSyncer(segmentDirectory, releaser, forcer);
         // The log reports seals to durability, which exists only once the log is recovered: the
@@ -118,14 +116,16 @@ public final class QueueStore {
         this.acks = ackLog.state();
         // The journal grows only within the disk guard's budget, so it never eats into the reserve that
         // checkpoints and relocation need; refused, it rotates instead (AckLog, "Growth, then rotation").
-        ackLog.growthBudget(this::grantJournalGrowth, clock);
+        ackLog.growthBudget(diskGuard::tryReserve, clock);
         this.corruptRecords = recovered.corruptRecords();
         this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
                 recovered.lastIndex());
+        this.ackForces = new AckJournalForces(name, ackJournalFile, forcer, ackLog::force, durability, config.syncIntervalMs(),
+                wakeFlusher);
         ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
                 config.relocateAfterMs() * 1_000_000L);
         this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, new OpenReaders(readers), this::writeRecordLocked,
-                this::discardCorruptLocked, Reclaimer.Forcing.of(durability::forceThrough, this::forceAckJournal), new RelocationIntent(directory), diskGuard,
+                this::discardCorruptLocked, Reclaimer.Forcing.of(durability::forceThrough, ackForces::force), new RelocationIntent(directory), diskGuard,
                 config.relocationFloorBytes(), wakeFlusher);
         long producerStateCovers = ProducerCheckpoint.coveredThrough(directory);
         if (producerStateCovers != ProducerCheckpoint.ABSENT) {
@@ -159,15 +159,6 @@ public final class QueueStore {
         return List.of(segmentDirectory, ackJournalFile.getParent(), directory);
     }
 
-    private boolean grantJournalGrowth(long bytes) {
-        try {
-            diskGuard.reserve(bytes);
-            return true;
-        } catch (StorageFullException e) {
-            return false;
-        }
-    }
-
     /**
      * Producer state is durable through record {@code id} (-1: none; {@link Long#MAX_VALUE}: none kept):
      * reclaim keeps every segment from {@code id}'s on (rule R6, docs/storage.md). A queue with a
@@ -183,12 +174,7 @@ public final class QueueStore {
      * of a deleted queue, or of the queue re-created under its name, whose producers it would claim.
      */
     public void writeProducerCheckpoint(ByteBuffer image) throws IOException {
-        synchronized (producerCheckpointWrites) {
-            if (checkpointsRefused) {
-                throw new StorageException("queue '" + name + "' is closed: its producer checkpoint is not written");
-            }
-            ProducerCheckpoint.write(directory, image);
-        }
+        producerCheckpoints.write(image);
     }
 
     /** Every record after {@code afterId}, acknowledged or not; see {@link SegmentLog#forEachRecordAfter}. */
@@ -346,6 +332,25 @@ public final class QueueStore {
     /** A future completed (with the id) once {@code id} is durable. */
     public CompletableFuture<Long> whenDurable(long id) {
         return durability.whenDurable(id);
+    }
+
+    /**
+     * A future completed once the ack journal is forced past every ack and delivery recorded before this
+     * call, in every durability mode (the journal is forced in each): it asks the flusher for an early
+     * force, shared by every caller meanwhile. Fails if the queue's storage failed or the queue closed.
+     */
+    public CompletableFuture<Void> whenAcksDurable() {
+        long records;
+        lock.lock();
+        try {
+            if (closed) {
+                return CompletableFuture.failedFuture(new StorageException("queue '" + name + "' is closed"));
+            }
+            records = ackLog.journalRecords();
+        } finally {
+            lock.unlock();
+        }
+        return ackForces.whenForcedPast(records);
     }
 
     // ---------------------------------------------------------------- acks
@@ -687,12 +692,11 @@ public final class QueueStore {
         if (closed) {
             return false;
         }
-        if (nowNanos - nextJournalForceNanos >= 0) {
-            nextJournalForceNanos = nowNanos + config.syncIntervalMs() * 1_000_000L;
-            forceAckJournal();
+        AckJournalForces.Turn journal = ackForces.flush(nowNanos);
+        if (journal == AckJournalForces.Turn.PERIODIC) {
             dropWrittenPages();
         }
-        return durability.flush(nowNanos);
+        return durability.flush(nowNanos) | journal == AckJournalForces.Turn.REQUESTED;
     }
 
     /** Once per sync interval: written pages out of the broker's RSS (docs/storage.md, "Resident memory"). */
@@ -705,24 +709,6 @@ public final class QueueStore {
             }
         } finally {
             lock.unlock();
-        }
-    }
-
-    /**
-     * Forces the ack journal (msync) without the queue's lock: appends, acks and dispatch do not wait
-     * for it. The journal's file and mapping stay the same across rotations, and the journal's own
-     * mapping lock keeps the force apart from a growth's remap and from close (AckJournal). A failure
-     * fails the queue (rule "a failed force is final").
-     */
-    private void forceAckJournal() {
-        if (closed) {
-            return;
-        }
-        try {
-            forcer.forcingMapped(ackJournalFile);
-            ackLog.force();
-        } catch (RuntimeException e) {
-            throw durability.fail("forcing its ack journal to disk", e);
         }
     }
 
@@ -760,9 +746,8 @@ public final class QueueStore {
 
     /** Forces everything, checkpoints the ack state and closes the files. */
     void close() {
-        synchronized (producerCheckpointWrites) {
-            checkpointsRefused = true; // a write in progress finishes first: before a delete renames the directory
-        }
+        producerCheckpoints.refuse();
+        boolean checkpointed = false;
         lock.lock();
         try {
             if (closed) {
@@ -770,12 +755,14 @@ public final class QueueStore {
             }
             reclaimer.close();
             durability.close();
+            ackForces.close();
             closed = true;
             for (QueueReader r : readers) {
                 r.close();
             }
             log.close();
             ackLog.checkpoint();
+            checkpointed = true;
             ackLog.close();
         } catch (IOException e) {
             LOG.warn("Queue '{}': error while closing.", name, e);
@@ -783,6 +770,7 @@ public final class QueueStore {
             lock.unlock();
         }
         durability.notifyClosed();
+        ackForces.closed(checkpointed);
     }
 
     /** An I/O step of the ack state; a failure there means the queue's storage has failed. */

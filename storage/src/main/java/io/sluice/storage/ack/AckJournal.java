@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -157,6 +158,11 @@ public final class AckJournal implements Closeable {
     private int position = HEADER_BYTES;
     /** The position at the last {@link #dropWrittenPages()}; under the queue's lock. */
     private int droppedAtPosition = -1;
+    /**
+     * Records appended since the journal was made, across rotations; written under the queue's lock
+     * after the record's bytes (a release store), read by {@link #force()} without it.
+     */
+    private final AtomicLong recordsAppended = new AtomicLong();
 
     private AckJournal(Path file, long generation, int sizeBytes, int maxBytes, MappedByteBuffer mapped) {
         this.file = file;
@@ -413,16 +419,25 @@ public final class AckJournal implements Closeable {
 
     /**
      * Flushes the records appended before this call to the device (msync): after this a machine crash
-     * cannot lose them. Any thread, without the queue's lock; does nothing once the journal is closed
-     * (closing checkpoints first, and a checkpoint is durable by itself).
+     * cannot lose them. Returns how many records ({@link #recordsAppended()}) the force covers. Any
+     * thread, without the queue's lock; forces nothing once the journal is closed (closing checkpoints
+     * first, and a checkpoint is durable by itself).
      */
-    public void force() {
+    public long force() {
         synchronized (mappingLock) {
+            // Read before the msync: every record counted here had its bytes stored in the mapping first.
+            long covered = recordsAppended.get();
             MappedByteBuffer buffer = mapped;
             if (buffer != null) {
                 buffer.force();
             }
+            return covered;
         }
+    }
+
+    /** Records appended since the journal was made, rotations included: the measure of {@link #force()}'s return. */
+    public long recordsAppended() {
+        return recordsAppended.get();
     }
 
     /**
@@ -500,6 +515,7 @@ public final class AckJournal implements Closeable {
         if (position < sizeBytes) {
             mapped.put(position, (byte) 0); // the end of this generation's records, until the next append
         }
+        recordsAppended.lazySet(recordsAppended.get() + 1); // only the queue's lock holder writes it
     }
 
     private ByteBuffer generationBytes(long value) {

@@ -476,14 +476,22 @@ public final class AckLog implements Closeable {
     }
 
     /**
-     * Makes every change made before this call survive a machine crash. The storage flusher calls it
-     * without the queue's lock; before recovery and after close it does nothing (close checkpoints).
+     * Makes every change made before this call survive a machine crash, and returns how many journal
+     * records ({@link #journalRecords()}) that covers. The storage flusher calls it without the queue's
+     * lock; before recovery and after close it forces nothing (close checkpoints) and returns 0.
      */
-    public void force() {
+    public long force() {
         AckJournal current = journal;
-        if (current != null) {
-            current.force();
-        }
+        return current == null ? 0 : current.force();
+    }
+
+    /**
+     * Records journaled so far, rotations included; a change is durable once a {@link #force()} returns
+     * at least the count read after it. A change folded into a checkpoint instead is durable already.
+     */
+    public long journalRecords() {
+        AckJournal current = journal;
+        return current == null ? 0 : current.recordsAppended();
     }
 
     /** Drops the journal's written pages from this process's memory (see {@link AckJournal#dropWrittenPages()}); under the queue's lock. */

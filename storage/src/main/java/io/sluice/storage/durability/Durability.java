@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.PriorityQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 
 /**
@@ -42,6 +43,7 @@ public final class Durability {
     private volatile long writtenIndex;
     private volatile long durableIndex;
     private volatile LongConsumer listener;
+    private volatile Consumer<StorageFailedException> failureListener;
     /** Segments sealed since the last successful force, which the next force must include. */
     private final List<Integer> sealedUnforced = new ArrayList<>();
     private final PriorityQueue<PendingDurable> pendingFutures = new PriorityQueue<>();
@@ -109,6 +111,11 @@ public final class Durability {
         this.listener = listener;
     }
 
+    /** The callback told, on the failing thread, each time the queue's storage is failed (first failure and later ones). */
+    public void failureListener(Consumer<StorageFailedException> listener) {
+        this.failureListener = listener;
+    }
+
     /**
      * A future completed (with the id) once {@code id} is durable, or failed with a
      * {@link StorageFailedException} if the queue's storage failed first.
@@ -157,6 +164,10 @@ public final class Durability {
             failed = failure;
         }
         failPendingFutures();
+        Consumer<StorageFailedException> onFailure = failureListener;
+        if (onFailure != null) {
+            onFailure.accept(failed);
+        }
         tellListener(durableIndex);
         return failed;
     }
