@@ -9,9 +9,13 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * Producer ids: a named producer's id is derived from its name, the same on every client and broker (the
  * first 8 bytes of the SHA-256 of the name's UTF-8, read big-endian); an unnamed producer's is random. Id 0
- * means "no identity" (never deduplicated), so neither kind is ever 0. Stateless.
+ * means "no identity" (never deduplicated), so neither kind is ever 0. {@link #RESERVED} is the broker's own
+ * (it applies committed transactions under it), so neither kind is ever that either. Stateless.
  */
 public final class ProducerIds {
+    /** The broker's transaction coordinator's producer id; a PUBLISH under it is refused with PRODUCER_FENCED. */
+    public static final long RESERVED = Long.MIN_VALUE;
+
     private ProducerIds() {
     }
 
@@ -19,7 +23,7 @@ public final class ProducerIds {
         try {
             byte[] digest = MessageDigest.getInstance("SHA-256").digest(name.getBytes(StandardCharsets.UTF_8));
             long id = ByteBuffer.wrap(digest).getLong();
-            return id == 0 ? 1 : id;
+            return id == 0 || id == RESERVED ? 1 : id;
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is part of every Java platform", e);
         }
@@ -29,7 +33,7 @@ public final class ProducerIds {
         long id;
         do {
             id = ThreadLocalRandom.current().nextLong();
-        } while (id == 0);
+        } while (id == 0 || id == RESERVED);
         return id;
     }
 }

@@ -31,6 +31,15 @@ import java.util.Map;
  * <p>Not thread-safe: one thread (the queue's) owns a table.
  */
 public final class ProducerTable {
+    /**
+     * The producer id under which the broker's transaction coordinator applies committed
+     * transactions' publishes (no client may publish under it). Its sequences are applied in
+     * increasing order, so the table keeps only its highest, no gaps; and it is never evicted nor
+     * expired, because a restart decides by it which publishes of a committed transaction are
+     * already stored.
+     */
+    public static final long TRANSACTIONS_PRODUCER_ID = Long.MIN_VALUE;
+
     /** What to do with a publish. */
     public enum Verdict { NEW, DUPLICATE, FENCED, OUT_OF_WINDOW }
 
@@ -138,6 +147,10 @@ public final class ProducerTable {
         Producer p = findOrAdd(producerId, epoch, nowMillis);
         p.epoch = Math.max(p.epoch, epoch);
         p.lastSeenMillis = Math.max(p.lastSeenMillis, nowMillis);
+        if (producerId == TRANSACTIONS_PRODUCER_ID) {
+            p.highest = Math.max(p.highest, sequence); // applied in order: below the highest, everything is stored
+            return;
+        }
         if (sequence > p.highest) {
             // What lies between the highest stored and this one was skipped; below a producer's first
             // stored sequence the table knows nothing, so those count as skipped too (stored again
@@ -197,6 +210,9 @@ public final class ProducerTable {
         Iterator<Producer> oldestFirst = producers.values().iterator();
         while (oldestFirst.hasNext()) {
             Producer p = oldestFirst.next();
+            if (p.id == TRANSACTIONS_PRODUCER_ID) {
+                continue;
+            }
             if (nowMillis - p.lastSeenMillis < idleExpiryMillis) {
                 break;
             }
@@ -263,9 +279,15 @@ public final class ProducerTable {
         expire(nowMillis);
         if (producers.size() >= maxProducers) {
             Iterator<Map.Entry<Long, Producer>> eldest = producers.entrySet().iterator();
-            forget(eldest.next().getValue());
-            eldest.remove();
-            evictions++;
+            Producer evicted = eldest.next().getValue();
+            if (evicted.id == TRANSACTIONS_PRODUCER_ID && eldest.hasNext()) {
+                evicted = eldest.next().getValue();
+            }
+            if (evicted.id != TRANSACTIONS_PRODUCER_ID) {
+                forget(evicted);
+                eldest.remove();
+                evictions++;
+            }
         }
         p = new Producer(producerId, epoch, nowMillis);
         producers.put(producerId, p);

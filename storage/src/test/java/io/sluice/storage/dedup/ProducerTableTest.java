@@ -133,4 +133,20 @@ class ProducerTableTest {
                 e.getMessage());
         assertEquals(ProducerCheckpoint.ABSENT, ProducerCheckpoint.coveredThrough(dir.resolve("none")));
     }
+
+    @Test
+    void theTransactionCoordinatorsProducerIsNeverEvictedNorExpiredAndKeepsNoGaps() {
+        long coordinator = ProducerTable.TRANSACTIONS_PRODUCER_ID;
+        table.stored(coordinator, 0, 10, 0);
+        table.stored(coordinator, 0, 500, 0); // a jump: the sequences between were other queues' publishes
+        assertArrayEquals(new long[0], table.snapshot().get(0).gapRanges(), "no gaps for the coordinator");
+        store(1, 1);
+        store(2, 1);
+        store(3, 1); // the cap is 3: one of the clients' producers is evicted, never the coordinator
+        assertEquals(500, table.lastStoredSequence(coordinator));
+        assertEquals(1, table.evictions());
+        table.expire(10_000); // long past the idle expiry
+        assertEquals(500, table.lastStoredSequence(coordinator));
+        assertEquals(1, table.tracked());
+    }
 }
