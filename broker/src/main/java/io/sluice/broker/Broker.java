@@ -24,6 +24,7 @@ import io.sluice.broker.metrics.NetworkCounters;
 import io.sluice.broker.net.BrokerChannelInitializer;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.txn.TransactionCoordinator;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.storage.MessageStore;
@@ -57,6 +58,7 @@ public final class Broker implements AutoCloseable {
     private final EventLoopGroup acceptor;
     private final EventLoopGroup workers;
     private final QueueManager queues;
+    private final TransactionCoordinator transactions;
     private final ChannelGroup channels = new DefaultChannelGroup("sluice-connections", GlobalEventExecutor.INSTANCE);
     private final Channel serverChannel;
     private volatile boolean closed;
@@ -108,11 +110,16 @@ public final class Broker implements AutoCloseable {
         EventLoopGroup acceptorGroup = started.acceptor();
         EventLoopGroup workerGroup = started.workers();
         QueueManager queueManager = null;
+        TransactionCoordinator transactionCoordinator = null;
         try {
             queueManager = new QueueManager(store, workerGroup, config.queues, config.broker.publishWindowMessages);
             queueManager.limitQueues(config.limits.maxQueues);
+            // Before the listener binds: what a crash interrupted is rolled back or applied again first.
+            transactionCoordinator = TransactionCoordinator.open(config.dataDirectory(), config.storeConfig(), forcer, queueManager,
+                    config.transactions);
             Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
-            this.channelInitializer = new BrokerChannelInitializer(config, new Authenticator(config.auth), queueManager, channels, network);
+            this.channelInitializer = new BrokerChannelInitializer(config, new Authenticator(config.auth), queueManager, transactionCoordinator,
+                    channels, network);
             ServerBootstrap bootstrap = new ServerBootstrap()
                     .group(acceptorGroup, workerGroup)
                     .channel(channelType)
@@ -133,6 +140,9 @@ public final class Broker implements AutoCloseable {
             }
         } catch (Exception e) {
             started.close();
+            if (transactionCoordinator != null) {
+                transactionCoordinator.close();
+            }
             if (queueManager != null) {
                 queueManager.close();
             }
@@ -142,6 +152,7 @@ public final class Broker implements AutoCloseable {
         this.acceptor = acceptorGroup;
         this.workers = workerGroup;
         this.queues = queueManager;
+        this.transactions = transactionCoordinator;
         this.listenAddress = (InetSocketAddress) serverChannel.localAddress();
         diskGuardTask = workers.next().scheduleAtFixedRate(this::checkDisk, 1, 1, TimeUnit.SECONDS);
         // RejectionLog rule L1: the summary of a flood comes even when the flood has stopped.
@@ -307,6 +318,10 @@ public final class Broker implements AutoCloseable {
         return queues;
     }
 
+    public TransactionCoordinator transactions() {
+        return transactions;
+    }
+
     public MessageStore store() {
         return store;
     }
@@ -397,6 +412,7 @@ public final class Broker implements AutoCloseable {
         channels.writeAndFlush(new CloseFrame(ErrorCode.NONE, "the broker is shutting down"));
         channels.close().awaitUninterruptibly(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), TimeUnit.MILLISECONDS);
         shutdownGroups(acceptor, workers);
+        transactions.close();
         queues.close();
         store.close();
         closeAdmin();

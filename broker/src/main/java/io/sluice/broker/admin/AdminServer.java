@@ -116,6 +116,7 @@ public final class AdminServer implements AutoCloseable {
         metrics.bind(running.queues(), running.store(), running.connections(), running.networkCounters(),
                 running.recoveryNanos(), running::isReady);
         metrics.bindSecurity(running.limits(), running.authorizer(), running.loginBackoff());
+        metrics.bindTransactions(running.transactions());
         QueueRates rates = new QueueRates(System::nanoTime);
         scheduler.scheduleAtFixedRate(() -> rates.sample(running.queues().all()), 0, QueueRates.INTERVAL_MS, TimeUnit.MILLISECONDS);
         this.api = new AdminApi(running, scheduler, rates);

@@ -21,6 +21,22 @@ public final class BrokerConfig {
     public Tls tls = new Tls();
     public Limits limits = new Limits();
     public Metrics metrics = new Metrics();
+    public Transactions transactions = new Transactions();
+
+    /** Local transactions (docs/transactions.md): their timeout and bounds. */
+    public static final class Transactions {
+        /** A transaction open longer than this (or than the timeout its TX_BEGIN asked for, up to this) is rolled back. */
+        @JsonProperty("timeout-ms")
+        public long timeoutMs;
+        /** Messages published plus messages acknowledged, per transaction. */
+        @JsonProperty("max-messages")
+        public int maxMessages;
+        /** Headers plus payload of the messages a transaction publishes. */
+        @JsonProperty("max-bytes")
+        public long maxBytes;
+        @JsonProperty("max-open-per-connection")
+        public int maxOpenPerConnection;
+    }
 
     /** The HTTP endpoint for Prometheus, the health checks and the admin API. */
     public static final class Metrics {
@@ -267,6 +283,10 @@ public final class BrokerConfig {
                     + broker.maxFrameBytes + ", or a message could not be delivered in one frame");
         }
         check(problems, "queues.max-deliveries", queues.maxDeliveries, 1, 1_000_000);
+        check(problems, "transactions.timeout-ms", transactions.timeoutMs, 100, 24L * 3_600_000);
+        check(problems, "transactions.max-messages", transactions.maxMessages, 1, 100_000);
+        check(problems, "transactions.max-bytes", transactions.maxBytes, 1, 1L << 30);
+        check(problems, "transactions.max-open-per-connection", transactions.maxOpenPerConnection, 1, 10_000);
         check(problems, "queues.dedup-max-producers", queues.dedupMaxProducers, 1, 10_000_000);
         check(problems, "queues.dedup-idle-expiry-ms", queues.dedupIdleExpiryMs, 1000, 30L * 24 * 3_600_000);
         check(problems, "queues.ack-timeout-ms", queues.ackTimeoutMs, 100, 7L * 24 * 3_600_000);

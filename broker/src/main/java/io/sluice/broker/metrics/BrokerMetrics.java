@@ -2,6 +2,7 @@ package io.sluice.broker.metrics;
 
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
+import io.sluice.broker.txn.TransactionCoordinator;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.config.MeterFilter;
 import io.micrometer.core.instrument.config.MeterFilterReply;
@@ -178,6 +179,26 @@ public final class BrokerMetrics implements AutoCloseable {
             }
             meters.refresh(taken, now);
         });
+    }
+
+    /** The transaction coordinator's meters. */
+    public void bindTransactions(TransactionCoordinator transactions) {
+        Gauge.builder(TRANSACTIONS_OPEN, transactions, TransactionCoordinator::open)
+                .description("Transactions open or committing").strongReference(true).register(registry);
+        Gauge.builder(TRANSACTIONS_OLDEST_AGE_SECONDS, transactions, TransactionCoordinator::oldestAgeSeconds)
+                .description("Age of the oldest transaction open or committing").strongReference(true).register(registry);
+        Gauge.builder(TRANSACTIONS_LOG_RECORDS, transactions, TransactionCoordinator::logRecords)
+                .description("Records of the transaction log still needed").strongReference(true).register(registry);
+        FunctionCounter.builder(TRANSACTIONS_COMMITTED, transactions, TransactionCoordinator::commits)
+                .description("Transactions committed").register(registry);
+        FunctionCounter.builder(TRANSACTIONS_ROLLED_BACK, transactions, TransactionCoordinator::rollbacks)
+                .description("Transactions rolled back by their client or their connection closing").register(registry);
+        FunctionCounter.builder(TRANSACTIONS_ABORTED, transactions, TransactionCoordinator::aborts)
+                .description("Transactions rolled back by the broker: timeout, refused operation, cap").register(registry);
+        FunctionCounter.builder(TRANSACTIONS_TIMED_OUT, transactions, TransactionCoordinator::timeouts)
+                .description("Transactions rolled back by their timeout").register(registry);
+        FunctionCounter.builder(TRANSACTIONS_APPLY_FAILURES, transactions, TransactionCoordinator::applyFailures)
+                .description("Attempts to store committed publishes that failed and are retried").register(registry);
     }
 
     /** The meters of this queue, registered now if need be (replacing those of a deleted queue of the same name). */

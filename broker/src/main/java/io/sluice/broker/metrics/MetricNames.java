@@ -92,6 +92,19 @@ public final class MetricNames {
     public static final String LABEL_LIMIT = "limit";
     public static final String NETTY_DIRECT_MEMORY_USED_BYTES = "sluice_netty_direct_memory_used_bytes";
 
+    // Transactions (docs/transactions.md).
+    public static final String TRANSACTIONS_OPEN = "sluice_transactions_open";
+    public static final String TRANSACTIONS_OLDEST_AGE_SECONDS = "sluice_transactions_oldest_age_seconds";
+    public static final String TRANSACTIONS_COMMITTED = "sluice_transactions_committed_total";
+    /** Rolled back by their client or by their connection closing. */
+    public static final String TRANSACTIONS_ROLLED_BACK = "sluice_transactions_rolled_back_total";
+    /** Rolled back by the broker: timeouts, refused operations, caps (timeouts are also counted on their own). */
+    public static final String TRANSACTIONS_ABORTED = "sluice_transactions_aborted_total";
+    public static final String TRANSACTIONS_TIMED_OUT = "sluice_transactions_timed_out_total";
+    public static final String TRANSACTIONS_APPLY_FAILURES = "sluice_transactions_apply_failures_total";
+    /** Records of the transaction log still needed: open transactions' staged publishes and commits not yet durable in their queues. */
+    public static final String TRANSACTIONS_LOG_RECORDS = "sluice_transactions_log_records";
+
     /** All of the above, for the test that scrapes the endpoint. */
     public static final List<String> ALL = List.of(
             QUEUE_INFO, QUEUE_BACKLOG_MESSAGES, QUEUE_BACKLOG_BYTES, QUEUE_READY_MESSAGES, QUEUE_UNACKED_MESSAGES,
@@ -104,7 +117,9 @@ public final class MetricNames {
             QUEUE_RELOCATED, QUEUE_SYNCS, QUEUE_SYNC_SECONDS, QUEUE_CORRUPT_RECORDS, QUEUE_STORAGE_FAILED,
             BROKER_READY, STORAGE_RECOVERY_SECONDS, DISK_FREE_BYTES, DISK_RESERVED_BYTES, CONNECTIONS_OPEN,
             FRAMES_RECEIVED, FRAMES_SENT, RECEIVED_BYTES, SENT_BYTES, PROTOCOL_ERRORS, AUTHENTICATION_FAILURES,
-            NETTY_DIRECT_MEMORY_USED_BYTES);
+            NETTY_DIRECT_MEMORY_USED_BYTES, TRANSACTIONS_OPEN, TRANSACTIONS_OLDEST_AGE_SECONDS, TRANSACTIONS_COMMITTED,
+            TRANSACTIONS_ROLLED_BACK, TRANSACTIONS_ABORTED, TRANSACTIONS_TIMED_OUT, TRANSACTIONS_APPLY_FAILURES,
+            TRANSACTIONS_LOG_RECORDS);
 
     /** The histograms, whose samples carry the suffixes {@code _bucket}, {@code _sum}, {@code _count}, {@code _max}. */
     public static final List<String> HISTOGRAMS = List.of(QUEUE_PUBLISH_CONFIRM_SECONDS, QUEUE_PUBLISH_ACK_SECONDS);

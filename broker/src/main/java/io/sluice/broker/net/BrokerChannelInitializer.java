@@ -11,6 +11,7 @@ import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.metrics.NetworkCounters;
 import io.sluice.broker.metrics.TrafficCountHandler;
 import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.txn.TransactionCoordinator;
 import io.sluice.broker.security.ConnectionLimits;
 import io.sluice.broker.security.ListenerExposure;
 import io.sluice.broker.security.LoginBackoff;
@@ -34,6 +35,8 @@ public final class BrokerChannelInitializer extends ChannelInitializer<SocketCha
     private final BrokerConfig config;
     private final Authenticator authenticator;
     private final QueueManager queues;
+    /** Null only in tests that serve no transactions. */
+    private final TransactionCoordinator transactions;
     private final ChannelGroup channels;
     private final ConnectionSecurity security;
     private final SslContext sslContext;
@@ -41,12 +44,13 @@ public final class BrokerChannelInitializer extends ChannelInitializer<SocketCha
     private final TrafficCountHandler frameCounter;
 
     public BrokerChannelInitializer(BrokerConfig config, Authenticator authenticator, QueueManager queues, ChannelGroup channels) {
-        this(config, authenticator, queues, channels, null);
+        this(config, authenticator, queues, null, channels, null);
     }
 
     /** With {@code network} non-null, each pipeline also counts its bytes and frames into it. */
-    public BrokerChannelInitializer(BrokerConfig config, Authenticator authenticator, QueueManager queues, ChannelGroup channels,
-                                    NetworkCounters network) {
+    public BrokerChannelInitializer(BrokerConfig config, Authenticator authenticator, QueueManager queues,
+                                    TransactionCoordinator transactions, ChannelGroup channels, NetworkCounters network) {
+        this.transactions = transactions;
         this.byteCounter = network == null ? null : TrafficCountHandler.bytes(network);
         this.frameCounter = network == null ? null : TrafficCountHandler.frames(network);
         this.config = config;
@@ -100,6 +104,6 @@ public final class BrokerChannelInitializer extends ChannelInitializer<SocketCha
         if (heartbeat > 0) {
             ch.pipeline().addLast(new IdleStateHandler(2L * heartbeat, heartbeat, 0, TimeUnit.MILLISECONDS));
         }
-        ch.pipeline().addLast(new HandshakeHandler(config, authenticator, queues, security));
+        ch.pipeline().addLast(new HandshakeHandler(config, authenticator, queues, transactions, security));
     }
 }

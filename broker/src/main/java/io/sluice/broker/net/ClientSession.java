@@ -8,6 +8,7 @@ import io.sluice.broker.queue.ConnectionCredit;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.queue.Subscription;
 import io.sluice.broker.security.ConnectionLimits;
+import io.sluice.broker.txn.ConnectionTransactions;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.CreditFrame;
 import io.sluice.protocol.DeclareQueueFrame;
@@ -21,6 +22,11 @@ import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.TxAckFrame;
+import io.sluice.protocol.TxBeginFrame;
+import io.sluice.protocol.TxCommitFrame;
+import io.sluice.protocol.TxPublishFrame;
+import io.sluice.protocol.TxRollbackFrame;
 import io.sluice.protocol.UnsubscribeFrame;
 import org.slf4j.Logger;
 
@@ -59,12 +65,15 @@ final class ClientSession {
     /** Reports a failure of the broker on this connection: the connection's exceptionCaught. */
     private final Consumer<Throwable> failure;
     private final Map<Integer, Subscription> subscriptions = new HashMap<>();
+    /** The connection's transactions; null only in tests that serve none. */
+    private final ConnectionTransactions transactions;
     /** Credit granted minus messages settled, over every consumer; made at the first SUBSCRIBE. */
     private ConnectionCredit unackedBound;
 
-    ClientSession(QueueManager queues, ConnectionSecurity security, String user, ClientSessionProxy proxy,
-                  PublishWindow window, InboundGate gate, Consumer<Throwable> failure) {
+    ClientSession(QueueManager queues, ConnectionTransactions transactions, ConnectionSecurity security, String user,
+                  ClientSessionProxy proxy, PublishWindow window, InboundGate gate, Consumer<Throwable> failure) {
         this.queues = queues;
+        this.transactions = transactions;
         this.security = security;
         this.user = user;
         this.proxy = proxy;
@@ -101,6 +110,78 @@ final class ClientSession {
                     proxy.describe(), window.messagesOut(), window.bytesOut());
         }
         return handedOff;
+    }
+
+    // ------------------------------------------------------------------ transactions
+
+    void txBegin(TxBeginFrame begin) {
+        if (transactionsServed("TX_BEGIN")) {
+            transactions.begin(begin.txnId(), begin.timeoutMs());
+        }
+    }
+
+    /**
+     * TX_PUBLISH: takes the publish window as PUBLISH does (W1); the coordinator stages the messages and
+     * gives it back. Returns true if the frame went to the coordinator, which releases it.
+     */
+    boolean txPublish(TxPublishFrame frame) {
+        PublishFrame publish = frame.publish();
+        long bytes = payloadBytes(publish);
+        window.take(publish.messageCount(), bytes);
+        boolean handedOff = false;
+        BrokerQueue queue = null;
+        if (!transactionsServed("TX_PUBLISH")) {
+            proxy.publishCredit(publish.messageCount(), bytes);
+        } else if (!security.authorizer().allowed(user, Action.PUBLISH, publish.queue())) {
+            proxy.publishCredit(publish.messageCount(), bytes);
+            transactions.refuse(frame.txnId(), "TX_PUBLISH", ErrorCode.ACCESS_DENIED, Authorizer.denial(user, Action.PUBLISH, publish.queue()));
+        } else if ((queue = queues.get(publish.queue())) == null) {
+            proxy.publishCredit(publish.messageCount(), bytes);
+            transactions.refuse(frame.txnId(), "TX_PUBLISH", ErrorCode.UNKNOWN_QUEUE, "queue '" + publish.queue()
+                    + "' does not exist; declare it first");
+        } else {
+            transactions.publish(frame.txnId(), queue, publish, bytes);
+            handedOff = true;
+        }
+        proxy.flush();
+        if (!window.within() && gate.pauseForWindow()) {
+            LOG.warn("Client {} sent {} messages / {} bytes beyond its publish window; reading paused until it is back within.",
+                    proxy.describe(), window.messagesOut(), window.bytesOut());
+        }
+        return handedOff;
+    }
+
+    /** TX_ACK: the queue takes the deliveries off the consumer in order with its other frames (D1); the transaction holds them. */
+    void txAck(TxAckFrame ack) {
+        if (!transactionsServed("TX_ACK") || !transactions.isOpen(ack.txnId(), "TX_ACK")) {
+            return;
+        }
+        Subscription sub = subscriptions.get(ack.consumerTag());
+        if (sub == null) {
+            transactions.refuse(ack.txnId(), "TX_ACK", ErrorCode.UNKNOWN_CONSUMER, "TX_ACK names consumer tag "
+                    + ack.consumerTag() + ", which no subscription on this connection has");
+            return;
+        }
+        transactions.ack(ack.txnId(), sub.hold(ack.messageIds()));
+    }
+
+    void txCommit(TxCommitFrame commit) {
+        if (transactionsServed("TX_COMMIT")) {
+            transactions.commit(commit.requestId(), commit.txnId());
+        }
+    }
+
+    void txRollback(TxRollbackFrame rollback) {
+        if (transactionsServed("TX_ROLLBACK")) {
+            transactions.rollback(rollback.requestId(), rollback.txnId());
+        }
+    }
+
+    private boolean transactionsServed(String frame) {
+        if (transactions == null) {
+            proxy.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, frame + ": this listener serves no transactions");
+        }
+        return transactions != null;
     }
 
     private static long payloadBytes(PublishFrame publish) {
@@ -331,6 +412,9 @@ final class ClientSession {
 
     /** The connection closed: its consumers leave their queues, and their messages go back (D4). */
     void close() {
+        if (transactions != null) {
+            transactions.close(); // before the subscriptions go: what they held returns to the queues first
+        }
         for (Subscription sub : subscriptions.values()) {
             sub.close();
         }

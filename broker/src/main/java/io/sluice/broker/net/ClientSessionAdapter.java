@@ -4,8 +4,9 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.util.ReferenceCountUtil;
 import io.sluice.broker.config.BrokerConfig;
-import io.sluice.broker.security.ConnectionLimits;
 import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.security.ConnectionLimits;
+import io.sluice.broker.txn.TransactionCoordinator;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.CreditFrame;
@@ -16,10 +17,15 @@ import io.sluice.protocol.Frame;
 import io.sluice.protocol.HeartbeatFrame;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.NackFrame;
-import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.ProducerInitFrame;
+import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.TxAckFrame;
+import io.sluice.protocol.TxBeginFrame;
+import io.sluice.protocol.TxCommitFrame;
+import io.sluice.protocol.TxPublishFrame;
+import io.sluice.protocol.TxRollbackFrame;
 import io.sluice.protocol.UnsubscribeFrame;
 
 /**
@@ -37,6 +43,7 @@ import io.sluice.protocol.UnsubscribeFrame;
 public final class ClientSessionAdapter extends ProtocolHandler {
     private final BrokerConfig config;
     private final QueueManager queues;
+    private final TransactionCoordinator transactions;
     private final String clientName;
     private final String user;
     private final int negotiatedMaxFrameBytes;
@@ -49,9 +56,10 @@ public final class ClientSessionAdapter extends ProtocolHandler {
      * it owns the connection's counts in {@code limits.max-connections} and
      * {@code limits.max-connections-per-user} from then on.
      */
-    ClientSessionAdapter(BrokerConfig config, QueueManager queues, ConnectionSecurity security, String clientName, String user,
-                         int negotiatedMaxFrameBytes) {
+    ClientSessionAdapter(BrokerConfig config, QueueManager queues, TransactionCoordinator transactions, ConnectionSecurity security,
+                         String clientName, String user, int negotiatedMaxFrameBytes) {
         super(security);
+        this.transactions = transactions;
         this.config = config;
         this.queues = queues;
         this.clientName = clientName;
@@ -66,7 +74,8 @@ public final class ClientSessionAdapter extends ProtocolHandler {
         PublishWindow window = new PublishWindow(config.broker.publishWindowMessages, config.broker.publishWindowBytes);
         gate = new InboundGate(ctx, this::read, this::failed);
         ClientSessionProxy proxy = new ClientSessionProxy(ctx, clientName, negotiatedMaxFrameBytes, window, gate);
-        session = new ClientSession(queues, security, user, proxy, window, gate, this::failed);
+        session = new ClientSession(queues, transactions == null ? null : transactions.forConnection(proxy), security, user, proxy,
+                window, gate, this::failed);
     }
 
     @Override
@@ -93,6 +102,16 @@ public final class ClientSessionAdapter extends ProtocolHandler {
     private boolean handle(Frame frame) {
         if (frame instanceof PublishFrame publish) {
             return session.publish(publish);
+        } else if (frame instanceof TxPublishFrame publish) {
+            return session.txPublish(publish);
+        } else if (frame instanceof TxAckFrame ack) {
+            session.txAck(ack);
+        } else if (frame instanceof TxBeginFrame begin) {
+            session.txBegin(begin);
+        } else if (frame instanceof TxCommitFrame commit) {
+            session.txCommit(commit);
+        } else if (frame instanceof TxRollbackFrame rollback) {
+            session.txRollback(rollback);
         } else if (frame instanceof AckFrame ack) {
             session.ack(ack);
         } else if (frame instanceof CreditFrame credit) {

@@ -5,12 +5,14 @@ import io.netty.util.ReferenceCountUtil;
 import io.sluice.broker.queue.ConsumerLink;
 import io.sluice.broker.queue.FrameLink;
 import io.sluice.broker.queue.ProducerLink;
+import io.sluice.broker.txn.TransactionLink;
 import io.sluice.client.internal.LoopBatcher;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.Frame;
 import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.PublishCreditFrame;
+import io.sluice.protocol.TxAbortedFrame;
 
 /**
  * The outbound side of an open connection (Aeron's proxy: calls become frames): the
@@ -25,7 +27,7 @@ import io.sluice.protocol.PublishCreditFrame;
  * connection's {@link PublishWindow}; if that brings the client back within, reading resumes
  * ({@link InboundGate}, H2).
  */
-final class ClientSessionProxy extends FrameLink {
+final class ClientSessionProxy extends FrameLink implements TransactionLink {
     private final ChannelHandlerContext ctx;
     private final String clientName;
     private final int maxFrameBytes;
@@ -80,7 +82,8 @@ final class ClientSessionProxy extends FrameLink {
     // ------------------------------------------------------------------ answers of the session
 
     /** OK to a request, flushed at once; from any thread. */
-    void answerOk(long requestId) {
+    @Override
+    public void answerOk(long requestId) {
         ctx.writeAndFlush(new OkFrame(requestId));
     }
 
@@ -95,8 +98,15 @@ final class ClientSessionProxy extends FrameLink {
     }
 
     /** ERROR to a request (0: to no request), flushed at once; the connection stays usable. From any thread. */
-    void answerError(long requestId, ErrorCode code, String message) {
+    @Override
+    public void answerError(long requestId, ErrorCode code, String message) {
         ctx.writeAndFlush(new ErrorFrame(requestId, code, message));
+    }
+
+    /** TX_ABORTED, flushed at once; from any thread. */
+    @Override
+    public void transactionAborted(long txnId, ErrorCode code, String message) {
+        ctx.writeAndFlush(new TxAbortedFrame(txnId, code, message));
     }
 
     // ------------------------------------------------------------------ writing

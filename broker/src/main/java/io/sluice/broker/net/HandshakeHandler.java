@@ -6,6 +6,7 @@ import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.broker.auth.Authenticator;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.txn.TransactionCoordinator;
 import io.sluice.broker.security.LoginBackoff;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.Frame;
@@ -38,11 +39,14 @@ final class HandshakeHandler extends ProtocolHandler {
     private final BrokerConfig config;
     private final Authenticator authenticator;
     private final QueueManager queues;
+    private final TransactionCoordinator transactions;
     private boolean countedConnection;
     private ScheduledFuture<?> handshakeTimeout;
 
-    HandshakeHandler(BrokerConfig config, Authenticator authenticator, QueueManager queues, ConnectionSecurity security) {
+    HandshakeHandler(BrokerConfig config, Authenticator authenticator, QueueManager queues, TransactionCoordinator transactions,
+                     ConnectionSecurity security) {
         super(security);
+        this.transactions = transactions;
         this.config = config;
         this.authenticator = authenticator;
         this.queues = queues;
@@ -120,7 +124,7 @@ final class HandshakeHandler extends ProtocolHandler {
         // Frames the decoder still holds from this read go to the session adapter: the replace is
         // done before this call returns.
         countedConnection = false; // the session adapter owns both counts from here on
-        ctx.pipeline().replace(this, "connection", new ClientSessionAdapter(config, queues, security, hello.clientName(),
+        ctx.pipeline().replace(this, "connection", new ClientSessionAdapter(config, queues, transactions, security, hello.clientName(),
                 auth.user(), maxFrame));
         LOG.debug("Connection from {} opened by client '{}' (user '{}').", ctx.channel().remoteAddress(), hello.clientName(), auth.user());
     }

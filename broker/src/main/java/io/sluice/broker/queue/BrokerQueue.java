@@ -21,7 +21,6 @@ import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Set;
@@ -82,7 +81,7 @@ public final class BrokerQueue {
     private final InFlightDeliveries.Removed ackOne = this::ackOne;
     private ScheduledFuture<?> ackTimeoutTask;
     private final DeadLetterer deadLetterer;
-    /** What of each producer is stored, to store a resend once; null when deduplication is off. */
+    /** What of each producer is stored, to store a resend once (with deduplication off, only the transactions'). */
     private final ProducerRegistry producers;
     private long deadLettered;
     private long deadLetterFailures;
@@ -98,6 +97,8 @@ public final class BrokerQueue {
     private volatile LongConsumer ackLatencyMillis = NO_RECORDER;
     private static final LongConsumer NO_RECORDER = value -> { };
     private boolean closed;
+    /** The transactions' held deliveries, staged bytes and committed publishes here. */
+    private final QueueTransactions transactions;
 
     BrokerQueue(String name, QueueStore store, EventExecutor executor, QueueManager manager, QueueOptions options,
                 int publishAllowance) {
@@ -110,6 +111,7 @@ public final class BrokerQueue {
         this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store), this::deadLetter);
         this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes());
         this.producers = manager.openProducers(name, store);
+        this.transactions = new QueueTransactions(this, store, backlog, tracked, order, producers, new TransactionEffects());
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
             public void moved(StoredMessage original) {
@@ -140,6 +142,10 @@ public final class BrokerQueue {
 
     public EventExecutor executor() {
         return executor;
+    }
+
+    public QueueTransactions transactions() {
+        return transactions;
     }
 
     public QueueOptions options() {
@@ -260,7 +266,7 @@ public final class BrokerQueue {
     public CompletableFuture<ProducerRegistry.Registered> registerProducer(ClientConnection connection, long producerId,
                                                                           int requestedEpoch) {
         return CompletableFuture.supplyAsync(() -> {
-            if (closed || producers == null) {
+            if (closed || !producers.deduplicates()) {
                 throw new BrokerException(closed ? ErrorCode.UNKNOWN_QUEUE : ErrorCode.INVALID_PRODUCER, closed
                         ? "queue '" + name + "' was deleted"
                         : "queue '" + name + "' keeps no producer state: deduplication is off on this broker (queues.dedup-enabled)");
@@ -280,7 +286,7 @@ public final class BrokerQueue {
      * says so). Every message this queue tracks is skipped at most once, so the walk is bounded by
      * the deliveries outstanding, not by the backlog.
      */
-    private boolean dropOldest() {
+    boolean dropOldest() {
         long id = store.oldestUnacked(tracked::contains, tracked.size());
         if (id < 0) {
             return false;
@@ -321,7 +327,7 @@ public final class BrokerQueue {
 
     /** Re-evaluates the quota after a publish or an ack batch, and tells producers of a change. */
     private void updateFlow() {
-        FlowState now = backlog.update(store.unackedMessages());
+        FlowState now = backlog.update(store.unackedMessages() + transactions.stagedMessages());
         if (now != null) {
             LOG.info("Queue '{}' is now {}: {}.", name, now, backlog.reason());
             notifyPublishers(now, backlog.reason());
@@ -623,6 +629,7 @@ public final class BrokerQueue {
                     throw new IllegalStateException(refusal);
                 }
                 long id = store.appendForwarded(producerId, producerSequence, headers, payload);
+                producers.appended(id);
                 publishedMessages++;
                 backlog.added(bytes);
                 updateFlow();
@@ -648,29 +655,7 @@ public final class BrokerQueue {
      */
     public io.netty.util.concurrent.Future<Long> purge() {
         return executor.submit(() -> {
-            List<Long> ids = new ArrayList<>();
-            store.forEachUnacked(ids::add);
-            Set<Long> outstanding = new HashSet<>();
-            for (ConsumerSession c : consumers) {
-                for (long id : c.inFlight.ids()) {
-                    outstanding.add(id);
-                }
-            }
-            long removed = 0;
-            for (long id : ids) {
-                if (!outstanding.contains(id)) {
-                    store.ack(id);
-                    tracked.remove(id);
-                    removed++;
-                }
-            }
-            order.clearDue();
-            // What is left is out with the consumers, whose deliveries know their size.
-            long left = 0;
-            for (ConsumerSession c : consumers) {
-                left += c.inFlight.bytes();
-            }
-            backlog.resetBytes(left);
+            long removed = QueuePurge.removeWaiting(store, consumers, tracked, order, transactions, backlog);
             acknowledged(removed);
             LOG.info("Queue '{}' purged: {} messages removed.", name, removed);
             return removed;
@@ -782,5 +767,33 @@ public final class BrokerQueue {
         consumers.clear();
         order.closeReader();
         pendingConfirms.refuseAll(ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was confirmed");
+    }
+
+    /** What this queue does after its transactions' side changed its state (on the executor). */
+    private final class TransactionEffects implements QueueTransactions.Effects {
+        @Override
+        public void acked(long count) {
+            ackedMessages += count;
+            acknowledged(count);
+            scheduleDispatch();
+        }
+
+        @Override
+        public void requeued(int count) {
+            redelivered += count;
+            scheduleDispatch();
+        }
+
+        @Override
+        public void applied(int count) {
+            publishedMessages += count;
+            updateFlow();
+            scheduleDispatch();
+        }
+
+        @Override
+        public void backlogChanged() {
+            updateFlow();
+        }
     }
 }

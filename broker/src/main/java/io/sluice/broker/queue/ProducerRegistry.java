@@ -42,6 +42,12 @@ public final class ProducerRegistry {
     private final QueueStore store;
     private final ProducerTable table;
     private final Executor writer;
+    /**
+     * False with {@code queues.dedup-enabled: false}: the table then tracks only the transaction
+     * coordinator ({@link ProducerTable#TRANSACTIONS_PRODUCER_ID}), whose committed publishes a restart
+     * must still tell apart, and every client publish is new.
+     */
+    private final boolean deduplicates;
 
     /** Queue thread: the id of the last record the table holds, -1 if none. */
     private long lastRecordId;
@@ -63,8 +69,9 @@ public final class ProducerRegistry {
      */
     private final java.util.Map<Long, ClientConnection> owners = new java.util.HashMap<>();
 
-    private ProducerRegistry(String queue, QueueStore store, ProducerTable table, Executor writer) {
+    private ProducerRegistry(String queue, QueueStore store, ProducerTable table, Executor writer, boolean deduplicates) {
         this.queue = queue;
+        this.deduplicates = deduplicates;
         this.store = store;
         this.table = table;
         this.writer = writer;
@@ -76,8 +83,8 @@ public final class ProducerRegistry {
      * checkpoint is reported and set aside: the table is then rebuilt from the records still stored
      * (resends of messages already reclaimed are stored again).
      */
-    static ProducerRegistry open(String queue, QueueStore store, ProducerTable table, Executor writer) {
-        ProducerRegistry registry = new ProducerRegistry(queue, store, table, writer);
+    static ProducerRegistry open(String queue, QueueStore store, ProducerTable table, Executor writer, boolean deduplicates) {
+        ProducerRegistry registry = new ProducerRegistry(queue, store, table, writer, deduplicates);
         long started = System.nanoTime();
         // Until this registry has a durable checkpoint of its own, reclaim keeps every segment (R6).
         store.producerStateCoveredThrough(-1);
@@ -106,7 +113,7 @@ public final class ProducerRegistry {
         long damaged = store.forEachRecordAfter(covered, (id, record) -> {
             registry.lastRecordId = id;
             seen[0]++;
-            if (!record.forwarded()) {
+            if (!record.forwarded() && (deduplicates || record.producerId() == ProducerTable.TRANSACTIONS_PRODUCER_ID)) {
                 table.stored(record.producerId(), 0, record.producerSequence(), record.timestampMillis());
                 replayed[0]++;
             }
@@ -127,6 +134,12 @@ public final class ProducerRegistry {
 
     /** What to do with a publish of {@code sequence} by {@code producerId} arriving on {@code connection}. */
     ProducerTable.Verdict check(ClientConnection connection, long producerId, long sequence) {
+        if (producerId == ProducerTable.TRANSACTIONS_PRODUCER_ID) {
+            return ProducerTable.Verdict.FENCED; // the coordinator's, never a client's
+        }
+        if (!deduplicates) {
+            return ProducerTable.Verdict.NEW;
+        }
         return table.check(producerId, epochOf(connection, producerId), sequence, store.nowMillis());
     }
 
@@ -145,6 +158,10 @@ public final class ProducerRegistry {
 
     /** The sentence of a PUBLISH_ERROR for a publish {@link #check} refused. */
     String refusal(ProducerTable.Verdict verdict, long producerId, long sequence) {
+        if (producerId == ProducerTable.TRANSACTIONS_PRODUCER_ID) {
+            return "producer id " + producerId + " is reserved for the broker's transactions; sequence " + sequence
+                    + " was not stored on queue '" + queue + "'";
+        }
         if (verdict == ProducerTable.Verdict.FENCED) {
             return "producer " + producerId + " is fenced on queue '" + queue + "': a newer instance registered under its name "
                     + "(epoch " + table.epoch(producerId) + "), or this connection never registered it; sequence "
@@ -161,9 +178,46 @@ public final class ProducerRegistry {
 
     /** A publish that {@link #check} found new was appended as record {@code id}. */
     void stored(ClientConnection connection, long producerId, long sequence, long id) {
-        table.stored(producerId, epochOf(connection, producerId), sequence, store.nowMillis());
-        lastRecordId = id;
+        if (deduplicates) {
+            table.stored(producerId, epochOf(connection, producerId), sequence, store.nowMillis());
+            changed = true;
+        }
+        recorded(id);
+    }
+
+    /**
+     * A publish of a committed transaction was appended as record {@code id} under the coordinator's
+     * producer id with {@code sequence}; see {@link #transactionsAppliedThrough}.
+     */
+    void storedByTransaction(long sequence, long id) {
+        table.stored(ProducerTable.TRANSACTIONS_PRODUCER_ID, 0, sequence, store.nowMillis());
         changed = true;
+        recorded(id);
+    }
+
+    /**
+     * A record the table has nothing to learn from was appended as {@code id} (a forwarded dead
+     * letter): the checkpoints still move past it, so reclaim is not held back by it (R6).
+     */
+    void appended(long id) {
+        recorded(id);
+    }
+
+    /**
+     * The highest sequence the transaction coordinator applied here (0 if none): the coordinator
+     * applies its sequences in increasing order, so every one at or below it is stored.
+     */
+    long transactionsAppliedThrough() {
+        return table.lastStoredSequence(ProducerTable.TRANSACTIONS_PRODUCER_ID);
+    }
+
+    /** True unless deduplication is off ({@link #deduplicates}). */
+    boolean deduplicates() {
+        return deduplicates;
+    }
+
+    private void recorded(long id) {
+        lastRecordId = id;
         if (++storedSinceCheckpoint >= CHECKPOINT_EVERY_RECORDS || SegmentRollCycle.INSTANCE.toCycle(id) != checkpointedSegment) {
             checkpoint();
         }

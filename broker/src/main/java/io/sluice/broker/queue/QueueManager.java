@@ -135,17 +135,14 @@ public final class QueueManager {
     }
 
     /**
-     * The producer state of a queue being opened (replayed from its checkpoint and records), or null
-     * with deduplication off. The window covers what one connection may have unconfirmed.
+     * The producer state of a queue being opened, replayed from its checkpoint and records. With
+     * deduplication off it tracks only the transaction coordinator's publishes. The window covers
+     * what one connection may have unconfirmed.
      */
     ProducerRegistry openProducers(String name, QueueStore queueStore) {
-        if (!defaults.dedupEnabled) {
-            queueStore.producerStateCoveredThrough(Long.MAX_VALUE); // no owner advances a checkpoint left by an earlier run
-            return null;
-        }
         ProducerTable table = new ProducerTable(defaults.dedupMaxProducers, defaults.dedupIdleExpiryMs,
                 Math.max(1, publishAllowance));
-        return ProducerRegistry.open(name, queueStore, table, producerStateWriter);
+        return ProducerRegistry.open(name, queueStore, table, producerStateWriter, defaults.dedupEnabled);
     }
 
     private volatile int maxQueues = Integer.MAX_VALUE;

@@ -1,7 +1,11 @@
 package io.sluice.broker.queue;
 
 import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackFrame;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * A connection's handle on one of its consumers. Created on the connection's event loop; every
@@ -34,6 +38,11 @@ public final class Subscription {
 
     public void ack(AckFrame frame) {
         queue.executor().execute(() -> queue.ack(session, frame));
+    }
+
+    /** TX_ACK: the queue takes these deliveries off the consumer, in order with its other frames, and holds them for a transaction. */
+    public CompletableFuture<HeldAcks> hold(List<IdRange> ranges) {
+        return queue.transactions().hold(() -> session, ranges); // the session is the executor's: read there
     }
 
     public void nack(NackFrame frame) {

@@ -62,7 +62,7 @@ class ClientSessionAdapterTest {
                 new LoginBackoff(config.auth, System::nanoTime), RejectionLog.standard());
         security.limits().openConnection();
         security.limits().openUserConnection("");
-        connection = new LocalConnection(new ClientSessionAdapter(config, core.queues, security, "test-client", "", 1 << 20));
+        connection = new LocalConnection(new ClientSessionAdapter(config, core.queues, null, security, "test-client", "", 1 << 20));
     }
 
     @AfterEach

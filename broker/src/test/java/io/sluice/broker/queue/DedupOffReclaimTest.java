@@ -35,17 +35,37 @@ class DedupOffReclaimTest {
         Map<String, String> off = new java.util.HashMap<>(SMALL);
         off.put("queues.dedup-enabled", "false");
         try (QueueCore core = new QueueCore(dir, off)) {
-            QueueStore store = core.queues.get("q").store();
-            long last = -1;
+            BrokerQueue q = core.queues.get("q");
+            QueueStore store = q.store();
+            FakeConnection p = new FakeConnection("p");
             for (int i = 0; i < 40; i++) { // 40 x 64 KiB: past two segments of 1 MiB
-                last = store.append(0, 0, ByteBuffer.allocate(0), ByteBuffer.allocate(64 << 10));
+                core.publish(q, p, 0, i + 1, new byte[64 << 10]);
             }
-            store.whenDurable(last).get(10, java.util.concurrent.TimeUnit.SECONDS);
+            TestAwait.until("40 confirmed", () -> p.publishCreditReturned() >= 40); // given back at each confirm
+            long last = store.writtenIndex();
             store.ackRange(0, last);
             int firstSegment = store.segmentNumbers().get(0);
             TestAwait.until("segment " + firstSegment + " reclaimed", Duration.ofSeconds(10),
                     () -> !store.segmentNumbers().contains(firstSegment));
             assertTrue(store.segmentNumbers().size() <= 2, store.segmentNumbers().toString());
+        }
+    }
+
+    /** A queue that only ever receives dead letters (forwarded records) still gives its acknowledged segments back (R6). */
+    @Test
+    void aQueueOfForwardedRecordsOnlyIsReclaimed() throws Exception {
+        try (QueueCore core = new QueueCore(dir, SMALL)) {
+            BrokerQueue dlq = core.queues.declare("q.dlq", QueueSettings.EMPTY);
+            long last = -1;
+            for (int i = 0; i < 40; i++) {
+                last = dlq.acceptForwarded(7, i + 1, ByteBuffer.allocate(0), ByteBuffer.allocate(64 << 10))
+                        .get(10, java.util.concurrent.TimeUnit.SECONDS);
+            }
+            QueueStore store = dlq.store();
+            store.ackRange(0, last);
+            int firstSegment = store.segmentNumbers().get(0);
+            TestAwait.until("segment " + firstSegment + " reclaimed", Duration.ofSeconds(10),
+                    () -> !store.segmentNumbers().contains(firstSegment));
         }
     }
 }

@@ -23,7 +23,7 @@ class ProducerRegistryTest {
     void aCheckpointFollowsEveryFiftyThousandRecordsWithinASegment() throws Exception {
         try (MessageStore store = MessageStore.open(dir, StoreConfig.builder().reservedDiskBytes(64L << 20).build())) {
             QueueStore queue = store.createQueue("q");
-            ProducerRegistry registry = ProducerRegistry.open("q", queue, new ProducerTable(10, 60_000, 100), Runnable::run);
+            ProducerRegistry registry = ProducerRegistry.open("q", queue, new ProducerTable(10, 60_000, 100), Runnable::run, true);
             FakeConnection connection = new FakeConnection("c");
             long id = -1;
             // The first record moves into segment 0 and takes a checkpoint; the rule takes the next.

@@ -1,0 +1,47 @@
+package io.sluice.broker.queue;
+
+import io.sluice.storage.QueueStore;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/** A purge of one queue (PURGE_QUEUE, the admin API), on the queue's executor. Stateless. */
+final class QueuePurge {
+    private QueuePurge() {
+    }
+
+    /**
+     * Acknowledges every stored message that is not out with a consumer nor held by a transaction
+     * (T1 of {@link QueueTransactions}), drops the redeliveries due, and sets the byte backlog to what
+     * is left; returns how many were removed.
+     */
+    static long removeWaiting(QueueStore store, List<ConsumerSession> consumers, IdSet tracked, DeliveryOrder order,
+                              QueueTransactions transactions, Backlog backlog) {
+        List<Long> ids = new ArrayList<>();
+        store.forEachUnacked(ids::add);
+        Set<Long> outstanding = new HashSet<>();
+        for (ConsumerSession c : consumers) {
+            for (long id : c.inFlight.ids()) {
+                outstanding.add(id);
+            }
+        }
+        long removed = 0;
+        for (long id : ids) {
+            if (!outstanding.contains(id) && !transactions.isHeld(id)) {
+                store.ack(id);
+                tracked.remove(id);
+                removed++;
+            }
+        }
+        order.clearDue();
+        // What is left is out with the consumers, whose deliveries know their size, or the transactions'.
+        long left = transactions.reservedBytes();
+        for (ConsumerSession c : consumers) {
+            left += c.inFlight.bytes();
+        }
+        backlog.resetBytes(left);
+        return removed;
+    }
+}

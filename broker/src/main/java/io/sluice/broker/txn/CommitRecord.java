@@ -1,0 +1,109 @@
+package io.sluice.broker.txn;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The commit of one transaction, as its one record in the transaction log: which staged records go
+ * to which queue, with the sequences they are applied under, and which deliveries of which queues it
+ * acknowledges. Once this record is durable the transaction is committed; a restart applies what of
+ * it is not yet applied (docs/transactions.md, "Recovery").
+ *
+ * <pre>
+ * int32 format (1) | int64 applyBase
+ * | int32 targetCount | targetCount x (string queue | int32 count | count x int64 stagedRecordId)
+ * | int32 sourceCount | sourceCount x (string queue | int32 count | count x int64 messageId)
+ * string: uint16 length | UTF-8
+ * </pre>
+ * The k-th staged record listed (over every target, in order, from 0) is applied with sequence
+ * {@code applyBase + k}. Immutable.
+ */
+record CommitRecord(long applyBase, List<Part> targets, List<Part> sources) {
+    static final int FORMAT = 1;
+
+    /** A queue and ids: staged record ids for a target, message ids for a source. */
+    record Part(String queue, long[] ids) {
+    }
+
+    /** The sequences this commit uses: one per staged record. */
+    int publishCount() {
+        int n = 0;
+        for (Part t : targets) {
+            n += t.ids().length;
+        }
+        return n;
+    }
+
+    int encodedLength() {
+        int length = 4 + 8 + 4 + 4;
+        for (Part p : targets) {
+            length += 2 + p.queue().getBytes(StandardCharsets.UTF_8).length + 4 + 8 * p.ids().length;
+        }
+        for (Part p : sources) {
+            length += 2 + p.queue().getBytes(StandardCharsets.UTF_8).length + 4 + 8 * p.ids().length;
+        }
+        return length;
+    }
+
+    ByteBuffer encode() {
+        ByteBuffer out = ByteBuffer.allocate(encodedLength());
+        out.putInt(FORMAT).putLong(applyBase);
+        putParts(out, targets);
+        putParts(out, sources);
+        return out.flip();
+    }
+
+    private static void putParts(ByteBuffer out, List<Part> parts) {
+        out.putInt(parts.size());
+        for (Part p : parts) {
+            byte[] name = p.queue().getBytes(StandardCharsets.UTF_8);
+            out.putShort((short) name.length).put(name).putInt(p.ids().length);
+            for (long id : p.ids()) {
+                out.putLong(id);
+            }
+        }
+    }
+
+    /** Reads a record {@link #encode} wrote; a damaged one is an IllegalArgumentException naming what is wrong. */
+    static CommitRecord decode(ByteBuffer in) {
+        try {
+            int format = in.getInt();
+            if (format != FORMAT) {
+                throw new IllegalArgumentException("commit record format " + format + " is not " + FORMAT);
+            }
+            long base = in.getLong();
+            List<Part> targets = getParts(in);
+            List<Part> sources = getParts(in);
+            if (in.hasRemaining()) {
+                throw new IllegalArgumentException(in.remaining() + " bytes after the commit record's end");
+            }
+            return new CommitRecord(base, targets, sources);
+        } catch (java.nio.BufferUnderflowException e) {
+            throw new IllegalArgumentException("the commit record is cut short");
+        }
+    }
+
+    private static List<Part> getParts(ByteBuffer in) {
+        int count = in.getInt();
+        if (count < 0 || count > in.remaining()) {
+            throw new IllegalArgumentException("commit record part count " + count + " is impossible");
+        }
+        List<Part> parts = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            byte[] name = new byte[Short.toUnsignedInt(in.getShort())];
+            in.get(name);
+            int ids = in.getInt();
+            if (ids < 0 || (long) ids * 8 > in.remaining()) {
+                throw new IllegalArgumentException("commit record id count " + ids + " is impossible");
+            }
+            long[] values = new long[ids];
+            for (int k = 0; k < ids; k++) {
+                values[k] = in.getLong();
+            }
+            parts.add(new Part(new String(name, StandardCharsets.UTF_8), values));
+        }
+        return parts;
+    }
+}

@@ -1,0 +1,115 @@
+package io.sluice.broker.txn;
+
+import io.netty.util.concurrent.ScheduledFuture;
+import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.queue.HeldAcks;
+import io.sluice.protocol.ErrorCode;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * One transaction of a connection: what it staged, what it holds, and where it is in its life.
+ *
+ * <pre>
+ * OPEN --TX_COMMIT--> COMMITTING --commit record durable, applied--> FINISHED
+ *   |                      `--commit record refused--> FINISHED (rolled back)
+ *   |--TX_ROLLBACK, connection closed--> FINISHED (rolled back)
+ *   `--timeout, a refused operation, a cap--> ABORTED (rolled back; told with TX_ABORTED)
+ *                                               `--TX_COMMIT (answered with the reason), TX_ROLLBACK--> FINISHED
+ * </pre>
+ *
+ * <p>Threads: everything is the coordinator thread's but the identity, set at construction.
+ */
+final class Transaction {
+    enum State { OPEN, COMMITTING, ABORTED, FINISHED }
+
+    /** The publishes staged for one queue: their records in the transaction log and what their queue reserved. */
+    static final class Staged {
+        final BrokerQueue queue;
+        long[] records = new long[16];
+        int count;
+        /** Messages and bytes the queue admitted and reserved (T2); a reservation still in flight is not counted. */
+        int reservedMessages;
+        long reservedBytes;
+
+        Staged(BrokerQueue queue) {
+            this.queue = queue;
+        }
+
+        void add(long record) {
+            if (count == records.length) {
+                records = Arrays.copyOf(records, count * 2);
+            }
+            records[count++] = record;
+        }
+
+        long[] records() {
+            return Arrays.copyOf(records, count);
+        }
+    }
+
+    /** The connection's transactions, which forget this one once it is finished. */
+    final ConnectionTransactions owner;
+    final TransactionLink link;
+    /** The id the client chose, unique among its connection's transactions. */
+    final long clientId;
+    /** The broker-wide number its log records carry. */
+    final long number;
+    final long startedNanos = System.nanoTime();
+
+    State state = State.OPEN;
+    ErrorCode abortCode;
+    String abortReason;
+    /** The commit record was built: a hold or reservation that completes now is not part of it and is undone. */
+    boolean sealed;
+    /** Stagings and holds still in flight; a commit waits for them. */
+    final List<CompletableFuture<?>> pending = new ArrayList<>();
+    final Map<BrokerQueue, Staged> staged = new LinkedHashMap<>();
+    final Map<BrokerQueue, List<HeldAcks>> held = new LinkedHashMap<>();
+    /** Messages published plus acknowledged, and bytes published, for the caps. */
+    int messages;
+    long bytes;
+    ScheduledFuture<?> timeout;
+    long commitRequestId;
+    long commitRecordId = -1;
+    CommitRecord record;
+    boolean durable;
+
+    Transaction(ConnectionTransactions owner, TransactionLink link, long clientId, long number) {
+        this.owner = owner;
+        this.link = link;
+        this.clientId = clientId;
+        this.number = number;
+    }
+
+    boolean takesOperations() {
+        return state == State.OPEN;
+    }
+
+    /** Every log record of this transaction: its staged publishes, and its commit if written. */
+    long[] logRecords() {
+        int n = commitRecordId >= 0 ? 1 : 0;
+        for (Staged s : staged.values()) {
+            n += s.count;
+        }
+        long[] ids = new long[n];
+        int i = 0;
+        for (Staged s : staged.values()) {
+            System.arraycopy(s.records, 0, ids, i, s.count);
+            i += s.count;
+        }
+        if (commitRecordId >= 0) {
+            ids[i] = commitRecordId;
+        }
+        return ids;
+    }
+
+    String describe() {
+        return "transaction " + clientId + " of " + link.describe();
+    }
+}

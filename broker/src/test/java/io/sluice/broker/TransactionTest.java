@@ -1,0 +1,277 @@
+package io.sluice.broker;
+
+import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.ErrorFrame;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.OkFrame;
+import io.sluice.protocol.PublishFrameBuilder;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.TxAbortedFrame;
+import io.sluice.protocol.TxAckFrame;
+import io.sluice.protocol.TxBeginFrame;
+import io.sluice.protocol.TxCommitFrame;
+import io.sluice.protocol.TxPublishFrame;
+import io.sluice.protocol.TxRollbackFrame;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Local transactions over a real socket, in raw frames so that every frame and answer is the test's:
+ * a commit makes its publishes to several queues and its acknowledgements visible at once, a rollback
+ * (asked, by timeout, by a closed connection, by a refused operation) none of it, across a restart too;
+ * bad input gets its code and sentence, and nothing partial becomes visible.
+ */
+class TransactionTest {
+    @TempDir
+    Path dir;
+
+    private static final long PRODUCER = 0x7A_0001L;
+
+    private static long declare(RawClient c, String queue) throws InterruptedException {
+        c.send(new DeclareQueueFrame(1, queue, QueueSettings.EMPTY));
+        return c.expect(OkFrame.class).messageCount().orElseThrow();
+    }
+
+    /** Unacknowledged messages of {@code queue}: a passive declare's count. */
+    private static long count(RawClient c, String queue) throws InterruptedException {
+        c.send(new DeclareQueueFrame(1, queue, QueueSettings.EMPTY, true));
+        return c.expect(OkFrame.class).messageCount().orElseThrow();
+    }
+
+    private static void publish(RawClient c, String queue, String... payloads) throws InterruptedException {
+        PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), queue);
+        long s = System.nanoTime();
+        for (String p : payloads) {
+            b.add(PRODUCER, s++, List.of(), p.getBytes(StandardCharsets.UTF_8));
+        }
+        c.send(b.build());
+        c.expect(io.sluice.protocol.ConfirmFrame.class);
+    }
+
+    private static void txPublish(RawClient c, long txn, String queue, String... payloads) {
+        PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), queue);
+        for (String p : payloads) {
+            b.add(0, 0, List.of(), p.getBytes(StandardCharsets.UTF_8));
+        }
+        c.send(new TxPublishFrame(txn, b.build()));
+    }
+
+    /** Declares "orders" and "invoices", publishes o1 and o2 to "orders" and returns their deliveries to consumer 7 of {@code c}. */
+    private static List<RawClient.Delivery> ordersDelivered(RawClient c) throws InterruptedException {
+        declare(c, "orders");
+        declare(c, "invoices");
+        publish(c, "orders", "o1", "o2");
+        c.send(new SubscribeFrame(2, 7, "orders", 10));
+        c.expect(OkFrame.class);
+        return c.deliveries(2);
+    }
+
+    private static List<String> payloads(List<RawClient.Delivery> deliveries) {
+        List<String> out = new ArrayList<>();
+        for (RawClient.Delivery d : deliveries) {
+            out.add(new String(d.payload(), StandardCharsets.UTF_8));
+        }
+        return out;
+    }
+
+    private static IdRange range(List<RawClient.Delivery> deliveries) {
+        return new IdRange(deliveries.get(0).id(), deliveries.get(deliveries.size() - 1).id());
+    }
+
+    @Test
+    void aCommitPublishesToSeveralQueuesAndAcknowledgesAtOnceAndNothingIsVisibleBefore() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port());
+             RawClient reader = RawClient.connected(broker.port())) {
+            List<RawClient.Delivery> orders = ordersDelivered(c);
+            declare(c, "audit");
+            reader.send(new SubscribeFrame(2, 8, "invoices", 10));
+            reader.expect(OkFrame.class);
+
+            c.send(new TxBeginFrame(1, 0));
+            c.send(new TxAckFrame(1, 7, List.of(range(orders))));
+            txPublish(c, 1, "invoices", "i1", "i2");
+            txPublish(c, 1, "audit", "a1");
+            assertEquals(0, count(c, "invoices"), "nothing a transaction publishes is visible before its commit");
+            assertEquals(0, count(c, "audit"));
+            assertEquals(2, count(c, "orders"), "its acknowledgements are held, not applied");
+            assertNull(reader.received.poll(200, TimeUnit.MILLISECONDS), "no delivery of an uncommitted publish");
+
+            c.send(new TxCommitFrame(9, 1));
+            assertEquals(9, c.expect(OkFrame.class).requestId());
+            assertEquals(2, count(c, "invoices"));
+            assertEquals(1, count(c, "audit"));
+            assertEquals(0, count(c, "orders"), "the commit acknowledged what the transaction held");
+            assertEquals(List.of("i1", "i2"), payloads(reader.deliveries(2)));
+            assertEquals(1, broker.transactions().commits());
+            assertEquals(0, broker.transactions().open());
+            assertEquals(0L, TestAwait.value("the transaction log finished", java.time.Duration.ofSeconds(10),
+                    () -> broker.transactions().logRecords(), n -> n == 0), "its records are finished once what it applied is durable");
+        }
+    }
+
+    @Test
+    void aRollbackReturnsTheAcknowledgedMessagesWithTheirCountRaisedAndPublishesNothing() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
+            List<RawClient.Delivery> orders = ordersDelivered(c);
+            c.send(new TxBeginFrame(1, 0));
+            c.send(new TxAckFrame(1, 7, List.of(range(orders))));
+            txPublish(c, 1, "invoices", "i1");
+            c.send(new TxRollbackFrame(5, 1));
+            List<RawClient.Delivery> again = new ArrayList<>();
+            OkFrame ok = null;
+            while (ok == null || again.size() < 2) { // the redeliveries and the answer come on their own threads
+                Object frame = c.received.poll(10, TimeUnit.SECONDS);
+                if (frame instanceof RawClient.Delivery d) {
+                    again.add(d);
+                } else if (frame instanceof OkFrame o) {
+                    ok = o;
+                } else {
+                    throw new AssertionError("unexpected " + frame);
+                }
+            }
+            assertEquals(5, ok.requestId());
+            assertEquals(List.of("o1", "o2"), payloads(again), "returned to the front of the queue, in order");
+            assertEquals(List.of(2, 2), again.stream().map(RawClient.Delivery::deliveryCount).toList());
+            assertEquals(0, count(c, "invoices"));
+            c.send(new TxCommitFrame(6, 1));
+            ErrorFrame unknown = c.expect(ErrorFrame.class);
+            assertEquals(ErrorCode.UNKNOWN_TRANSACTION.code(), unknown.code());
+            assertEquals(1, broker.transactions().rollbacks());
+            assertEquals(0, broker.transactions().logRecords(), "a rolled-back transaction's staged records are finished");
+        }
+    }
+
+    @Test
+    void aConnectionThatClosesRollsBackItsOpenTransaction() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient other = RawClient.connected(broker.port())) {
+            declare(other, "orders");
+            declare(other, "invoices");
+            publish(other, "orders", "o1");
+            try (RawClient c = RawClient.connected(broker.port())) {
+                c.send(new SubscribeFrame(2, 7, "orders", 10));
+                c.expect(OkFrame.class);
+                List<RawClient.Delivery> orders = c.deliveries(1);
+                c.send(new TxBeginFrame(1, 0));
+                c.send(new TxAckFrame(1, 7, List.of(range(orders))));
+                txPublish(c, 1, "invoices", "i1");
+                assertEquals(0, count(c, "invoices")); // every frame before this one was handled
+            }
+            other.send(new SubscribeFrame(2, 8, "orders", 10));
+            other.expect(OkFrame.class);
+            RawClient.Delivery back = other.deliveries(1).get(0);
+            assertEquals("o1", new String(back.payload(), StandardCharsets.UTF_8));
+            assertEquals(2, back.deliveryCount());
+            assertEquals(0, count(other, "invoices"));
+            assertEquals(0, TestAwait.value("the transaction rolled back", java.time.Duration.ofSeconds(10), () -> broker.transactions().open(), n -> n == 0));
+        }
+    }
+
+    @Test
+    void aTransactionOpenPastItsTimeoutIsRolledBackAndItsClientTold() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
+            declare(c, "invoices");
+            c.send(new TxBeginFrame(3, 200));
+            txPublish(c, 3, "invoices", "i1");
+            TxAbortedFrame aborted = c.expect(TxAbortedFrame.class);
+            assertEquals(3, aborted.txnId());
+            assertEquals(ErrorCode.TRANSACTION_TIMED_OUT, aborted.errorCode());
+            assertTrue(aborted.message().contains("timeout of 200 ms"), aborted.message());
+            c.send(new TxCommitFrame(4, 3));
+            ErrorFrame refused = c.expect(ErrorFrame.class);
+            assertEquals(4, refused.requestId());
+            assertEquals(ErrorCode.TRANSACTION_TIMED_OUT.code(), refused.code());
+            assertEquals(0, count(c, "invoices"));
+            assertEquals(1, broker.transactions().timeouts());
+        }
+    }
+
+    @Test
+    void badInputGetsItsCodeAndNothingPartialBecomesVisible() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of("transactions.max-messages", "3",
+                "transactions.max-open-per-connection", "2"));
+             RawClient c = RawClient.connected(broker.port())) {
+            declare(c, "invoices");
+            // A commit of a transaction never begun.
+            c.send(new TxCommitFrame(1, 42));
+            assertEquals(ErrorCode.UNKNOWN_TRANSACTION.code(), c.expect(ErrorFrame.class).code());
+            // A publish to a queue that does not exist rolls the whole transaction back.
+            c.send(new TxBeginFrame(1, 0));
+            txPublish(c, 1, "invoices", "i1");
+            txPublish(c, 1, "nowhere", "x");
+            TxAbortedFrame noQueue = c.expect(TxAbortedFrame.class);
+            assertEquals(ErrorCode.UNKNOWN_QUEUE, noQueue.errorCode());
+            assertTrue(noQueue.message().contains("'nowhere'"), noQueue.message());
+            c.send(new TxCommitFrame(2, 1));
+            ErrorFrame rolledBack = c.expect(ErrorFrame.class);
+            assertEquals(ErrorCode.TRANSACTION_ABORTED.code(), rolledBack.code());
+            assertTrue(rolledBack.message().contains("'nowhere'"), rolledBack.message());
+            // Over the cap of messages per transaction.
+            c.send(new TxBeginFrame(2, 0));
+            txPublish(c, 2, "invoices", "a", "b");
+            txPublish(c, 2, "invoices", "c", "d");
+            TxAbortedFrame over = c.expect(TxAbortedFrame.class);
+            assertEquals(ErrorCode.TRANSACTION_LIMIT, over.errorCode());
+            assertTrue(over.message().contains("transactions.max-messages 3"), over.message());
+            c.send(new TxRollbackFrame(3, 2));
+            assertEquals(3, c.expect(OkFrame.class).requestId());
+            // An id in use, and too many open at once.
+            c.send(new TxBeginFrame(5, 0));
+            c.send(new TxBeginFrame(5, 0));
+            assertEquals(ErrorCode.TRANSACTION_ID_IN_USE.code(), c.expect(ErrorFrame.class).code());
+            c.send(new TxBeginFrame(6, 0));
+            c.send(new TxBeginFrame(7, 0));
+            TxAbortedFrame tooMany = c.expect(TxAbortedFrame.class);
+            assertEquals(7, tooMany.txnId());
+            assertEquals(ErrorCode.TRANSACTION_LIMIT, tooMany.errorCode());
+            // An acknowledgement of messages never delivered to the consumer.
+            declare(c, "orders");
+            c.send(new SubscribeFrame(2, 7, "orders", 10));
+            c.expect(OkFrame.class);
+            c.send(new TxAckFrame(5, 7, List.of(new IdRange(1000, 1001))));
+            TxAbortedFrame notOut = c.expect(TxAbortedFrame.class);
+            assertEquals(ErrorCode.UNKNOWN_MESSAGE_ID, notOut.errorCode());
+            c.send(new TxAckFrame(6, 99, List.of(new IdRange(1, 1))));
+            assertEquals(ErrorCode.UNKNOWN_CONSUMER, c.expect(TxAbortedFrame.class).errorCode());
+            assertEquals(0, count(c, "invoices"), "nothing of a rolled-back transaction was stored");
+            assertTrue(c.isOpen(), "bad transactional input leaves the connection usable");
+        }
+    }
+
+    @Test
+    void aCommitSurvivesARestartAndAnUncommittedTransactionLeavesNothing() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
+            List<RawClient.Delivery> orders = ordersDelivered(c);
+            c.send(new TxBeginFrame(1, 0));
+            c.send(new TxAckFrame(1, 7, List.of(new IdRange(orders.get(0).id(), orders.get(0).id()))));
+            txPublish(c, 1, "invoices", "i1");
+            c.send(new TxCommitFrame(2, 1));
+            c.expect(OkFrame.class);
+            c.send(new TxBeginFrame(2, 0));
+            txPublish(c, 2, "invoices", "never");
+            c.send(new AckFrame(7, List.of(new IdRange(orders.get(1).id(), orders.get(1).id()))));
+            assertEquals(1, count(c, "invoices"));
+        }
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
+            assertEquals(1, count(c, "invoices"));
+            assertEquals(0, count(c, "orders"));
+            c.send(new SubscribeFrame(2, 8, "invoices", 10));
+            c.expect(OkFrame.class);
+            assertEquals(List.of("i1"), payloads(c.deliveries(1)));
+            assertNull(c.received.poll(200, TimeUnit.MILLISECONDS), "the uncommitted publish was never stored");
+        }
+    }
+}
