@@ -19,7 +19,6 @@ import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.client.internal.Backoff;
-import io.sluice.client.internal.NamedThreadFactory;
 import io.sluice.client.internal.NetworkThreads;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ConfirmFrame;
@@ -53,8 +52,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -68,7 +65,7 @@ import java.util.function.LongFunction;
  * pending requests, producer windows and consumer ack batches; every public method hands its work to that
  * thread. Handlers, flow listeners and future completions run on dispatch threads
  * ({@code sluice-client-dispatch-*}), never on the network thread, unless
- * {@link ConnectionOptions#callbacksOnNetworkThread()} asks for exactly that; blocking methods of the client
+ * {@link ConnectionOptions#callbacksOnNetworkThread()} asks for exactly that ({@link Callbacks}); blocking methods of the client
  * refuse to run on any of its network threads (see {@link #checkMayBlock}).
  * {@link #close()} stops both.
  *
@@ -89,10 +86,7 @@ public final class Connection implements AutoCloseable {
     private final String address;
     private final EventLoopGroup group;
     private final EventLoop loop;
-    /** Null when callbacks run on the network thread. */
-    private final ExecutorService dispatch;
-    /** Where callbacks run: the dispatch pool, or the network thread. */
-    private final java.util.concurrent.Executor callbacks;
+    private final Callbacks callbacks;
     private final Bootstrap bootstrap;
     private final Backoff backoff;
     /** Null for plaintext. */
@@ -123,20 +117,8 @@ public final class Connection implements AutoCloseable {
         this.group = new MultiThreadIoEventLoopGroup(1, new NetworkThreads(),
                 epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
         this.loop = group.next();
-        this.requests = new PendingRequests(loop, this::completeOnDispatch);
-        if (options.callbacksOnNetworkThread()) {
-            this.dispatch = null;
-            this.callbacks = task -> {
-                if (loop.inEventLoop()) {
-                    runCallback(task);
-                } else {
-                    loop.execute(() -> runCallback(task));
-                }
-            };
-        } else {
-            this.dispatch = Executors.newCachedThreadPool(new NamedThreadFactory("sluice-client-dispatch"));
-            this.callbacks = dispatch;
-        }
+        this.callbacks = new Callbacks(options.callbacksOnNetworkThread(), loop, address);
+        this.requests = new PendingRequests(loop, callbacks::complete);
         ReconnectPolicy policy = options.reconnectPolicy();
         this.backoff = new Backoff(policy.initialDelay().toMillis(), policy.maxDelay().toMillis(),
                 policy.multiplier(), policy.jitter(), () -> ThreadLocalRandom.current().nextDouble());
@@ -346,19 +328,7 @@ public final class Connection implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
-        if (dispatch == null) {
-            return;
-        }
-        dispatch.shutdown();
-        if (!Thread.currentThread().getName().startsWith("sluice-client-dispatch")) {
-            try {
-                if (!dispatch.awaitTermination(5, TimeUnit.SECONDS)) {
-                    dispatch.shutdownNow();
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        callbacks.shutdown();
     }
 
     // ---- package-private services for Producer and Consumer; "on loop" methods run on the network thread
@@ -404,16 +374,12 @@ public final class Connection implements AutoCloseable {
 
     /** Runs {@code task} where callbacks run; dropped once the connection is closed. */
     void dispatch(Runnable task) {
-        try {
-            callbacks.execute(task);
-        } catch (RejectedExecutionException e) {
-            LOG.debug("Dropped a callback after the connection to {} closed.", address);
-        }
+        callbacks.dispatch(task);
     }
 
     /** Where callbacks run: the dispatch pool, or the network thread. */
     java.util.concurrent.Executor dispatchExecutor() {
-        return callbacks;
+        return callbacks.executor();
     }
 
     /**
@@ -432,18 +398,6 @@ public final class Connection implements AutoCloseable {
     /** Whether the caller is a network thread of the client (this connection's or another's). */
     boolean onNetworkThread() {
         return NetworkThreads.isCurrent();
-    }
-
-    /**
-     * On loop: runs a user callback; what it throws is logged and goes no further, so that it cannot reach
-     * the channel pipeline, which would close the connection.
-     */
-    private static void runCallback(Runnable callback) {
-        try {
-            callback.run();
-        } catch (Throwable t) {
-            LOG.warn("A callback failed on the network thread; the connection carries on: {}", t.toString(), t);
-        }
     }
 
     /** On loop: the handshaken channel, or {@code null} while disconnected. */
@@ -513,18 +467,7 @@ public final class Connection implements AutoCloseable {
 
     /** Completes a future where callbacks run, so by default they never run on the network thread. */
     <T> void completeOnDispatch(CompletableFuture<T> future, T value, Throwable failure) {
-        Runnable completion = () -> {
-            if (failure == null) {
-                future.complete(value);
-            } else {
-                future.completeExceptionally(failure);
-            }
-        };
-        try {
-            callbacks.execute(completion);
-        } catch (RejectedExecutionException e) {
-            completion.run();
-        }
+        callbacks.complete(future, value, failure);
     }
 
     /** Waits for {@code future}, turning its outcome into the client's exceptions. */
