@@ -43,6 +43,7 @@ import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.TxAbortedFrame;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -62,8 +63,8 @@ import java.util.function.LongFunction;
  * One logical connection to a Sluice broker, kept alive across network failures by reconnecting. Thread-safe.
  *
  * <p>Threads: one Netty network thread ({@code sluice-client-io-*}) owns all connection state: the channel,
- * pending requests, producer windows and consumer ack batches; every public method hands its work to that
- * thread. Handlers, flow listeners and future completions run on dispatch threads
+ * pending requests, producer windows, consumer ack batches and open transactions; every public method hands
+ * its work to that thread. Handlers, flow listeners and future completions run on dispatch threads
  * ({@code sluice-client-dispatch-*}), never on the network thread, unless
  * {@link ConnectionOptions#callbacksOnNetworkThread()} asks for exactly that ({@link Callbacks}); blocking methods of the client
  * refuse to run on any of its network threads (see {@link #checkMayBlock}).
@@ -103,6 +104,7 @@ public final class Connection implements AutoCloseable {
     private final PendingRequests requests;
     private final Map<Long, Producer> producers = new HashMap<>();
     private final Map<Integer, Consumer> consumers = new HashMap<>();
+    private final OpenTransactions transactions = new OpenTransactions();
 
     private volatile boolean closed;
     private volatile String brokerName = "";
@@ -287,6 +289,25 @@ public final class Connection implements AutoCloseable {
         return consumer;
     }
 
+    /** A transaction with the broker's default timeout (docs/protocol.md, "Transactions"). */
+    public Transaction transaction() {
+        checkOpen();
+        return new Transaction(this, transactions.nextId(), 0);
+    }
+
+    /**
+     * A transaction the broker rolls back (with TX_ABORTED TRANSACTION_TIMED_OUT) once it has been open for
+     * {@code timeout}, counted from its first frame; see {@link Transaction}.
+     */
+    public Transaction transaction(Duration timeout) {
+        if (timeout.isNegative() || timeout.isZero() || timeout.toMillis() > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("transaction timeout " + timeout + " must be positive and at most "
+                    + Integer.MAX_VALUE + " ms");
+        }
+        checkOpen();
+        return new Transaction(this, transactions.nextId(), (int) Math.max(1, timeout.toMillis()));
+    }
+
     /**
      * Closes the connection: sends CLOSE, fails everything still in flight with {@link ConnectionLostException},
      * and stops the client's threads. Safe to call more than once and from any thread but the client's network
@@ -304,6 +325,7 @@ public final class Connection implements AutoCloseable {
             loop.execute(() -> {
                 ConnectionLostException lost = new ConnectionLostException(
                         "connection to " + address + " was closed by the application");
+                transactions.connectionLostOnLoop(lost);
                 requests.failAll(lost);
                 for (Producer producer : List.copyOf(producers.values())) {
                     producer.failAll(lost);
@@ -398,6 +420,21 @@ public final class Connection implements AutoCloseable {
     /** Whether the caller is a network thread of the client (this connection's or another's). */
     boolean onNetworkThread() {
         return NetworkThreads.isCurrent();
+    }
+
+    /** The broker's host:port, for messages. */
+    String address() {
+        return address;
+    }
+
+    /** On loop. */
+    OpenTransactions transactions() {
+        return transactions;
+    }
+
+    /** On loop: registers a request whose frame the caller writes; see {@link PendingRequests#add}. */
+    long addRequestOnLoop(String description, CompletableFuture<Frame> future, long timeoutMs) {
+        return requests.add(description, future, timeoutMs, address);
     }
 
     /** On loop: the handshaken channel, or {@code null} while disconnected. */
@@ -602,6 +639,7 @@ public final class Connection implements AutoCloseable {
         }
         channel = null;
         ConnectionLostException lost = new ConnectionLostException("connection to " + address + " was lost");
+        transactions.connectionLostOnLoop(lost); // first: a commit in flight is in doubt, not merely refused
         requests.failAll(lost);
         boolean retain = options.reconnectPolicy().enabled() && !closed;
         for (Producer producer : List.copyOf(producers.values())) {
@@ -659,6 +697,9 @@ public final class Connection implements AutoCloseable {
             for (Producer producer : List.copyOf(producers.values())) {
                 producer.flushOnLoop();
             }
+            transactions.windowWidenedOnLoop();
+        } else if (frame instanceof TxAbortedFrame aborted) {
+            transactions.abortedOnLoop(aborted);
         } else if (frame instanceof CloseFrame close) {
             LOG.warn("The broker at {} closed the connection: {} {}", address, close.errorCode(), close.reason());
             ch.close();
