@@ -19,7 +19,6 @@ import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.client.internal.Backoff;
-import io.sluice.client.internal.NamedThreadFactory;
 import io.sluice.client.internal.NetworkThreads;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ConfirmFrame;
@@ -44,6 +43,7 @@ import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.TxAbortedFrame;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,8 +53,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -65,10 +63,10 @@ import java.util.function.LongFunction;
  * One logical connection to a Sluice broker, kept alive across network failures by reconnecting. Thread-safe.
  *
  * <p>Threads: one Netty network thread ({@code sluice-client-io-*}) owns all connection state: the channel,
- * pending requests, producer windows and consumer ack batches; every public method hands its work to that
- * thread. Handlers, flow listeners and future completions run on dispatch threads
+ * pending requests, producer windows, consumer ack batches and open transactions; every public method hands
+ * its work to that thread. Handlers, flow listeners and future completions run on dispatch threads
  * ({@code sluice-client-dispatch-*}), never on the network thread, unless
- * {@link ConnectionOptions#callbacksOnNetworkThread()} asks for exactly that; blocking methods of the client
+ * {@link ConnectionOptions#callbacksOnNetworkThread()} asks for exactly that ({@link Callbacks}); blocking methods of the client
  * refuse to run on any of its network threads (see {@link #checkMayBlock}).
  * {@link #close()} stops both.
  *
@@ -89,10 +87,7 @@ public final class Connection implements AutoCloseable {
     private final String address;
     private final EventLoopGroup group;
     private final EventLoop loop;
-    /** Null when callbacks run on the network thread. */
-    private final ExecutorService dispatch;
-    /** Where callbacks run: the dispatch pool, or the network thread. */
-    private final java.util.concurrent.Executor callbacks;
+    private final Callbacks callbacks;
     private final Bootstrap bootstrap;
     private final Backoff backoff;
     /** Null for plaintext. */
@@ -109,6 +104,7 @@ public final class Connection implements AutoCloseable {
     private final PendingRequests requests;
     private final Map<Long, Producer> producers = new HashMap<>();
     private final Map<Integer, Consumer> consumers = new HashMap<>();
+    private final OpenTransactions transactions = new OpenTransactions();
 
     private volatile boolean closed;
     private volatile String brokerName = "";
@@ -123,20 +119,8 @@ public final class Connection implements AutoCloseable {
         this.group = new MultiThreadIoEventLoopGroup(1, new NetworkThreads(),
                 epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
         this.loop = group.next();
-        this.requests = new PendingRequests(loop, this::completeOnDispatch);
-        if (options.callbacksOnNetworkThread()) {
-            this.dispatch = null;
-            this.callbacks = task -> {
-                if (loop.inEventLoop()) {
-                    runCallback(task);
-                } else {
-                    loop.execute(() -> runCallback(task));
-                }
-            };
-        } else {
-            this.dispatch = Executors.newCachedThreadPool(new NamedThreadFactory("sluice-client-dispatch"));
-            this.callbacks = dispatch;
-        }
+        this.callbacks = new Callbacks(options.callbacksOnNetworkThread(), loop, address);
+        this.requests = new PendingRequests(loop, callbacks::complete);
         ReconnectPolicy policy = options.reconnectPolicy();
         this.backoff = new Backoff(policy.initialDelay().toMillis(), policy.maxDelay().toMillis(),
                 policy.multiplier(), policy.jitter(), () -> ThreadLocalRandom.current().nextDouble());
@@ -305,6 +289,25 @@ public final class Connection implements AutoCloseable {
         return consumer;
     }
 
+    /** A transaction with the broker's default timeout (docs/protocol.md, "Transactions"). */
+    public Transaction transaction() {
+        checkOpen();
+        return new Transaction(this, transactions.nextId(), 0);
+    }
+
+    /**
+     * A transaction the broker rolls back (with TX_ABORTED TRANSACTION_TIMED_OUT) once it has been open for
+     * {@code timeout}, counted from its first frame; see {@link Transaction}.
+     */
+    public Transaction transaction(Duration timeout) {
+        if (timeout.isNegative() || timeout.isZero() || timeout.toMillis() > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("transaction timeout " + timeout + " must be positive and at most "
+                    + Integer.MAX_VALUE + " ms");
+        }
+        checkOpen();
+        return new Transaction(this, transactions.nextId(), (int) Math.max(1, timeout.toMillis()));
+    }
+
     /**
      * Closes the connection: sends CLOSE, fails everything still in flight with {@link ConnectionLostException},
      * and stops the client's threads. Safe to call more than once and from any thread but the client's network
@@ -322,6 +325,7 @@ public final class Connection implements AutoCloseable {
             loop.execute(() -> {
                 ConnectionLostException lost = new ConnectionLostException(
                         "connection to " + address + " was closed by the application");
+                transactions.connectionLostOnLoop(lost);
                 requests.failAll(lost);
                 for (Producer producer : List.copyOf(producers.values())) {
                     producer.failAll(lost);
@@ -346,19 +350,7 @@ public final class Connection implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
-        if (dispatch == null) {
-            return;
-        }
-        dispatch.shutdown();
-        if (!Thread.currentThread().getName().startsWith("sluice-client-dispatch")) {
-            try {
-                if (!dispatch.awaitTermination(5, TimeUnit.SECONDS)) {
-                    dispatch.shutdownNow();
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        callbacks.shutdown();
     }
 
     // ---- package-private services for Producer and Consumer; "on loop" methods run on the network thread
@@ -404,16 +396,12 @@ public final class Connection implements AutoCloseable {
 
     /** Runs {@code task} where callbacks run; dropped once the connection is closed. */
     void dispatch(Runnable task) {
-        try {
-            callbacks.execute(task);
-        } catch (RejectedExecutionException e) {
-            LOG.debug("Dropped a callback after the connection to {} closed.", address);
-        }
+        callbacks.dispatch(task);
     }
 
     /** Where callbacks run: the dispatch pool, or the network thread. */
     java.util.concurrent.Executor dispatchExecutor() {
-        return callbacks;
+        return callbacks.executor();
     }
 
     /**
@@ -434,16 +422,19 @@ public final class Connection implements AutoCloseable {
         return NetworkThreads.isCurrent();
     }
 
-    /**
-     * On loop: runs a user callback; what it throws is logged and goes no further, so that it cannot reach
-     * the channel pipeline, which would close the connection.
-     */
-    private static void runCallback(Runnable callback) {
-        try {
-            callback.run();
-        } catch (Throwable t) {
-            LOG.warn("A callback failed on the network thread; the connection carries on: {}", t.toString(), t);
-        }
+    /** The broker's host:port, for messages. */
+    String address() {
+        return address;
+    }
+
+    /** On loop. */
+    OpenTransactions transactions() {
+        return transactions;
+    }
+
+    /** On loop: registers a request whose frame the caller writes; see {@link PendingRequests#add}. */
+    long addRequestOnLoop(String description, CompletableFuture<Frame> future, long timeoutMs) {
+        return requests.add(description, future, timeoutMs, address);
     }
 
     /** On loop: the handshaken channel, or {@code null} while disconnected. */
@@ -513,18 +504,7 @@ public final class Connection implements AutoCloseable {
 
     /** Completes a future where callbacks run, so by default they never run on the network thread. */
     <T> void completeOnDispatch(CompletableFuture<T> future, T value, Throwable failure) {
-        Runnable completion = () -> {
-            if (failure == null) {
-                future.complete(value);
-            } else {
-                future.completeExceptionally(failure);
-            }
-        };
-        try {
-            callbacks.execute(completion);
-        } catch (RejectedExecutionException e) {
-            completion.run();
-        }
+        callbacks.complete(future, value, failure);
     }
 
     /** Waits for {@code future}, turning its outcome into the client's exceptions. */
@@ -659,6 +639,7 @@ public final class Connection implements AutoCloseable {
         }
         channel = null;
         ConnectionLostException lost = new ConnectionLostException("connection to " + address + " was lost");
+        transactions.connectionLostOnLoop(lost); // first: a commit in flight is in doubt, not merely refused
         requests.failAll(lost);
         boolean retain = options.reconnectPolicy().enabled() && !closed;
         for (Producer producer : List.copyOf(producers.values())) {
@@ -716,6 +697,9 @@ public final class Connection implements AutoCloseable {
             for (Producer producer : List.copyOf(producers.values())) {
                 producer.flushOnLoop();
             }
+            transactions.windowWidenedOnLoop();
+        } else if (frame instanceof TxAbortedFrame aborted) {
+            transactions.abortedOnLoop(aborted);
         } else if (frame instanceof CloseFrame close) {
             LOG.warn("The broker at {} closed the connection: {} {}", address, close.errorCode(), close.reason());
             ch.close();

@@ -36,7 +36,8 @@ import java.util.concurrent.TimeUnit;
  * Settlements reach the network thread through a lock-free queue drained in bursts, one loop task and one
  * channel flush per burst. A handler gets one dispatch task per DELIVER frame, which handles its messages in order.
  * Messages delivered before a reconnect cannot be settled after it (the broker requeued them): their acks are
- * dropped.
+ * dropped. A message acknowledged in a {@link Transaction} goes out in the transaction's TX_ACK, never in this
+ * consumer's ACKs, and counts as settled for the credit once that TX_ACK is written.
  */
 public final class Consumer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Consumer.class);
@@ -82,6 +83,10 @@ public final class Consumer implements AutoCloseable {
 
     ConsumerOptions options() {
         return options;
+    }
+
+    Connection connection() {
+        return connection;
     }
 
     /**
@@ -172,6 +177,15 @@ public final class Consumer implements AutoCloseable {
             wroteUnflushed = true;
         }
         settledSinceTopUp++;
+        topUpOnLoop();
+    }
+
+    /**
+     * On loop: a transaction wrote a TX_ACK of {@code count} of this consumer's messages, which frees their
+     * credit on the broker as an ACK does; they count as settled for the top-up, written after the TX_ACK.
+     */
+    void onTransactionalAckOnLoop(int count) {
+        settledSinceTopUp += count;
         topUpOnLoop();
     }
 

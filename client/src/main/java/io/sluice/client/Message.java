@@ -11,7 +11,7 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
  * One delivered message, copied out of the network buffer, so it stays valid after the handler returns.
- * Settle it exactly once with {@link #ack()} or {@link #nack}. Thread-safe.
+ * Settle it exactly once with {@link #ack()}, {@link #nack} or {@link Transaction#ack(Message)}. Thread-safe.
  */
 public final class Message {
     /** One updater for all messages instead of an AtomicBoolean per delivered message. */
@@ -87,7 +87,13 @@ public final class Message {
         return session;
     }
 
-    private void markSettled(String operation) {
+    /** The consumer that received the message. */
+    Consumer consumer() {
+        return consumer;
+    }
+
+    /** Marks the message settled, once: by {@link #ack()}, {@link #nack} or a {@link Transaction}. */
+    void markSettled(String operation) {
         if (!SETTLED.compareAndSet(this, 0, 1)) {
             throw new IllegalStateException("cannot " + operation + " message " + id + ": it was already settled");
         }

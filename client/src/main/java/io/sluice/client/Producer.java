@@ -2,6 +2,7 @@ package io.sluice.client;
 
 import io.netty.channel.Channel;
 import io.sluice.client.internal.LoopBatcher;
+import io.sluice.client.internal.OutgoingHeaders;
 import io.sluice.client.internal.SequenceWindow;
 import io.sluice.client.internal.SerialExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
@@ -46,8 +47,6 @@ import java.util.concurrent.TimeoutException;
  * messages wait and are resent after reconnecting (see {@link Connection}).
  */
 public final class Producer implements AutoCloseable {
-    /** producerId, sequence and the two length fields of a PUBLISH message. */
-    private static final int MESSAGE_OVERHEAD_BYTES = 24;
     /** Queued by {@link #close()} behind the messages sent before it; never sent. */
     private static final Pending CLOSE = new Pending(List.of(), new byte[0], null);
 
@@ -131,7 +130,7 @@ public final class Producer implements AutoCloseable {
 
     /** Sends a message with string headers, UTF-8 encoded, in the map's iteration order. */
     public CompletableFuture<Void> sendAsync(byte[] payload, Map<String, String> headers) {
-        return sendAsync(payload, toHeaders(headers));
+        return sendAsync(payload, OutgoingHeaders.of(headers));
     }
 
     /**
@@ -150,7 +149,7 @@ public final class Producer implements AutoCloseable {
                         + " from the network thread found all " + options.maxInFlight() + " in-flight slots taken;"
                         + " it cannot wait there for a confirm, which that thread delivers", null));
             }
-            return enqueue(payload, copyOf(headers));
+            return enqueue(payload, OutgoingHeaders.copyOf(headers));
         }
         try {
             inFlight.acquire();
@@ -159,7 +158,7 @@ public final class Producer implements AutoCloseable {
             return CompletableFuture.failedFuture(
                     new SluiceException("interrupted while waiting for room in the in-flight window", e));
         }
-        return enqueue(payload, copyOf(headers));
+        return enqueue(payload, OutgoingHeaders.copyOf(headers));
     }
 
     /** Sends and waits for the confirm, at most the connection's request timeout. */
@@ -188,7 +187,7 @@ public final class Producer implements AutoCloseable {
                 throw new SluiceTimeoutException("send to queue " + queue + ": " + options.maxInFlight()
                         + " messages were still unconfirmed after " + timeout.toMillis() + " ms");
             }
-            CompletableFuture<Void> future = enqueue(payload, copyOf(headers));
+            CompletableFuture<Void> future = enqueue(payload, OutgoingHeaders.copyOf(headers));
             future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
             throw new SluiceTimeoutException("send to queue " + queue + " by producer " + producerId
@@ -481,20 +480,6 @@ public final class Producer implements AutoCloseable {
         }
     }
 
-    /** The caller's headers, copied unless there are none (the common case, which List.copyOf also pays for). */
-    private static List<MessageHeader> copyOf(List<MessageHeader> headers) {
-        return headers.isEmpty() ? List.of() : List.copyOf(headers);
-    }
-
-    private static List<MessageHeader> toHeaders(Map<String, String> headers) {
-        if (headers.isEmpty()) {
-            return List.of();
-        }
-        List<MessageHeader> list = new ArrayList<>(headers.size());
-        headers.forEach((key, value) -> list.add(MessageHeader.of(key, value)));
-        return list;
-    }
-
     /** Takes the submitted messages on the network thread. */
     private final class Submissions implements LoopBatcher.Sink<Pending> {
         @Override
@@ -527,7 +512,7 @@ public final class Producer implements AutoCloseable {
         private final byte[] payload;
         private final CompletableFuture<Void> future;
         private final long enqueuedNanos = System.nanoTime();
-        /** Computed by the sending thread, so the network thread does not encode header keys to measure them. */
+        /** Computed by the sending thread ({@link OutgoingHeaders#encodedMessageBytes}). */
         private final int encodedBytes;
         private long sequence;
 
@@ -535,11 +520,7 @@ public final class Producer implements AutoCloseable {
             this.headers = headers;
             this.payload = payload;
             this.future = future;
-            int bytes = MESSAGE_OVERHEAD_BYTES + payload.length;
-            for (MessageHeader header : headers) {
-                bytes += 2 + header.key().getBytes(StandardCharsets.UTF_8).length + 4 + header.value().length;
-            }
-            this.encodedBytes = bytes;
+            this.encodedBytes = OutgoingHeaders.encodedMessageBytes(headers, payload);
         }
 
         int encodedBytes() {

@@ -16,6 +16,7 @@ import io.sluice.protocol.DeclareQueueFrame;
 import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.DeliverFrameBuilder;
 import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.Frame;
 import io.sluice.protocol.FrameDecoder;
 import io.sluice.protocol.FrameEncoder;
@@ -28,6 +29,9 @@ import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.TxCommitFrame;
+import io.sluice.protocol.TxPublishFrame;
+import io.sluice.protocol.TxRollbackFrame;
 import io.sluice.protocol.UnsubscribeFrame;
 
 import java.net.InetSocketAddress;
@@ -39,8 +43,9 @@ import java.util.concurrent.CopyOnWriteArraySet;
 
 /**
  * A broker stand-in for client tests: answers HELLO, queue requests and SUBSCRIBE with success, confirms
- * publishes (or fails one chosen sequence, or stays silent), pushes DELIVER frames on demand and records
- * every frame it receives. Thread-safe; its one thread is named {@code fake-broker-*}.
+ * publishes (or fails one chosen sequence, or stays silent), answers TX_COMMIT and TX_ROLLBACK with OK (or
+ * a chosen ERROR, or silence), pushes DELIVER frames on demand and records every frame it receives.
+ * Thread-safe; its one thread is named {@code fake-broker-*}.
  */
 final class FakeBroker implements AutoCloseable {
     static final int MAX_FRAME_BYTES = 1 << 20;
@@ -49,13 +54,27 @@ final class FakeBroker implements AutoCloseable {
             new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("fake-broker", true), NioIoHandler.newFactory());
     private final Channel server;
     private final Set<Channel> clients = new CopyOnWriteArraySet<>();
-    /** Every frame received except PUBLISH, whose sequences go to {@link #publishedSequences}. */
-    final Queue<Frame> received = new ConcurrentLinkedQueue<>();
+    /**
+     * Every frame received except PUBLISH, whose sequences go to {@link #publishedSequences}, and
+     * TX_PUBLISH, recorded in its place as a {@link TxPublished} (the frame's buffer is released).
+     */
+    final Queue<Object> received = new ConcurrentLinkedQueue<>();
     final Queue<Long> publishedSequences = new ConcurrentLinkedQueue<>();
     /** The payloads of {@link #publishedSequences} as UTF-8, in the same order. */
     final Queue<String> publishedPayloads = new ConcurrentLinkedQueue<>();
     volatile boolean confirmPublishes = true;
     volatile long failSequence = -1;
+    /** The publish window HELLO_OK gives; the broker sends no PUBLISH_CREDIT by itself. */
+    volatile int publishWindowMessages = 100_000;
+    /** Whether TX_COMMIT gets an answer at all. */
+    volatile boolean answerCommits = true;
+    /** When set, TX_COMMIT is answered by ERROR with this code and {@link #refusalMessage}. */
+    volatile ErrorCode refuseCommits;
+    volatile String refusalMessage = "";
+
+    /** A TX_PUBLISH as received: each message as {@code producerId/sequence payload [key=value, ...]}. */
+    record TxPublished(long txnId, String queue, List<String> messages) {
+    }
 
     FakeBroker() {
         server = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
@@ -74,11 +93,11 @@ final class FakeBroker implements AutoCloseable {
         return ((InetSocketAddress) server.localAddress()).getPort();
     }
 
-    long count(Class<? extends Frame> type) {
+    long count(Class<?> type) {
         return received.stream().filter(type::isInstance).count();
     }
 
-    <T extends Frame> List<T> frames(Class<T> type) {
+    <T> List<T> frames(Class<T> type) {
         return received.stream().filter(type::isInstance).map(type::cast).toList();
     }
 
@@ -121,9 +140,13 @@ final class FakeBroker implements AutoCloseable {
                 onPublish(context, publish);
                 return;
             }
+            if (frame instanceof TxPublishFrame txPublish) {
+                received.add(summary(txPublish));
+                return;
+            }
             received.add(frame);
             if (frame instanceof HelloFrame) {
-                context.writeAndFlush(new HelloOkFrame(1, MAX_FRAME_BYTES, 0, "fake", 100_000, 1L << 40));
+                context.writeAndFlush(new HelloOkFrame(1, MAX_FRAME_BYTES, 0, "fake", publishWindowMessages, 1L << 40));
             } else if (frame instanceof DeclareQueueFrame declare) {
                 context.writeAndFlush(new OkFrame(declare.requestId(), 0));
             } else if (frame instanceof DeleteQueueFrame delete) {
@@ -134,7 +157,25 @@ final class FakeBroker implements AutoCloseable {
                 context.writeAndFlush(new OkFrame(subscribe.requestId()));
             } else if (frame instanceof UnsubscribeFrame unsubscribe) {
                 context.writeAndFlush(new OkFrame(unsubscribe.requestId()));
+            } else if (frame instanceof TxCommitFrame commit && answerCommits) {
+                ErrorCode refusal = refuseCommits;
+                context.writeAndFlush(refusal == null ? new OkFrame(commit.requestId())
+                        : new ErrorFrame(commit.requestId(), refusal, refusalMessage));
+            } else if (frame instanceof TxRollbackFrame rollback) {
+                context.writeAndFlush(new OkFrame(rollback.requestId()));
             }
+        }
+
+        private TxPublished summary(TxPublishFrame frame) {
+            List<String> messages = new java.util.ArrayList<>();
+            PublishCursor cursor = frame.publish().cursor();
+            while (cursor.next()) {
+                List<String> headers = cursor.headers().stream().map(header -> header.key() + "="
+                        + new String(header.value(), java.nio.charset.StandardCharsets.UTF_8)).toList();
+                messages.add(cursor.producerId() + "/" + cursor.sequence() + " "
+                        + cursor.payload().toString(java.nio.charset.StandardCharsets.UTF_8) + " " + headers);
+            }
+            return new TxPublished(frame.txnId(), frame.publish().queue(), messages);
         }
 
         private void onPublish(ChannelHandlerContext context, PublishFrame publish) {

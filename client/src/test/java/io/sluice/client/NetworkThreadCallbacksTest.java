@@ -131,6 +131,25 @@ class NetworkThreadCallbacksTest {
     }
 
     @Test
+    void shouldRefuseABlockingCommitInAHandlerOnTheNetworkThreadAndCommitAsynchronously() throws Exception {
+        Connection connection = connect(true);
+        CompletableFuture<Object> refused = new CompletableFuture<>();
+        CompletableFuture<CompletableFuture<Void>> committed = new CompletableFuture<>();
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT, message -> {
+            Transaction transaction = connection.transaction();
+            transaction.ack(message);
+            transaction.publish("invoices", new byte[] {1});
+            refused.complete(outcome(transaction::commit));
+            committed.complete(transaction.commitAsync());
+        });
+        broker.deliver(consumer.consumerTag(), 1);
+        IllegalStateException blocking = assertInstanceOf(IllegalStateException.class, refused.get(10, TimeUnit.SECONDS));
+        assertTrue(blocking.getMessage().contains("network thread"), blocking.getMessage());
+        committed.get(10, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS);
+        assertEquals(1, broker.count(io.sluice.protocol.TxCommitFrame.class));
+    }
+
+    @Test
     void shouldRefuseABlockingCallForAnotherConnectionFromACallbackOnANetworkThread() throws Exception {
         Connection consuming = connect(true);
         try (Connection publishing = Connection.connect(ConnectionOptions.builder().host("127.0.0.1")

@@ -1,0 +1,657 @@
+package io.sluice.client;
+
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.sluice.client.internal.IdRanges;
+import io.sluice.client.internal.LoopBatcher;
+import io.sluice.client.internal.OutgoingHeaders;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.Frame;
+import io.sluice.protocol.MessageHeader;
+import io.sluice.protocol.NackAction;
+import io.sluice.protocol.PublishFrameBuilder;
+import io.sluice.protocol.TxAbortedFrame;
+import io.sluice.protocol.TxAckFrame;
+import io.sluice.protocol.TxBeginFrame;
+import io.sluice.protocol.TxCommitFrame;
+import io.sluice.protocol.TxPublishFrame;
+import io.sluice.protocol.TxRollbackFrame;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A local transaction on one {@link Connection}: publishes to any queues and acknowledgements of messages
+ * received by the connection's consumers, applied together by {@link #commit()} or not at all
+ * (docs/protocol.md, "Transactions"). Made by {@link Connection#transaction()}, used once. Thread-safe.
+ *
+ * <p>Threads: each call hands its operation to the connection's network thread through a lock-free queue
+ * drained in bursts; that thread owns every field below "owned by the network thread" and writes the frames,
+ * in the order the calls were made. {@link #commit} and {@link #rollback} block their caller up to a
+ * deadline (by default the connection's request timeout), and refuse to block on a network thread of the
+ * client (a callback with {@link ConnectionOptions#callbacksOnNetworkThread()}): use the async forms there.
+ * Their futures complete where callbacks run.
+ *
+ * <p>Frames are pipelined; only TX_COMMIT and TX_ROLLBACK wait for an answer:
+ * <ul>
+ *   <li>TX_BEGIN is written lazily, right before the transaction's first frame, so the broker's timeout
+ *       runs from the moment the transaction holds something there. A transaction that never wrote a frame
+ *       commits or rolls back with none.</li>
+ *   <li>Publishes are batched per queue into TX_PUBLISH frames: one is written when a queue has
+ *       {@value #MAX_BATCH_MESSAGES} messages or {@value #MAX_BATCH_BYTES} payload bytes waiting (the
+ *       producer defaults), the rest before TX_COMMIT. They take from the connection's publish window as a
+ *       producer's messages do and wait for PUBLISH_CREDIT when it is spent; the commit waits for them.
+ *       A payload array must not change until the commit or rollback has completed.</li>
+ *   <li>Acks are batched per consumer into TX_ACK ranges as that consumer batches its own
+ *       ({@link ConsumerOptions#ackBatchSize()}, {@link ConsumerOptions#ackFlushDelay()}), so the broker soon
+ *       holds the message for the transaction (its ack timeout stops); all are written before TX_COMMIT.
+ *       Each TX_ACK counts as settled for the consumer's credit top-up, as its ACKs do.</li>
+ * </ul>
+ *
+ * <p>Rule "fail, never replay": a TX_ABORTED for the transaction, the loss of its network connection, or a
+ * message it cannot send (larger than a frame) fails it. Then the next {@link #publish} or {@link #ack}
+ * throws the failure (a {@link SluiceException} with the broker's code and sentence, or a
+ * {@link ConnectionLostException}), {@link #commit} fails with it, and {@link #rollback} and {@link #close}
+ * succeed: the transaction is rolled back, by the broker (which rolls back what a closed connection left
+ * open) or by the TX_ROLLBACK the client sends. The client never replays a transaction after a reconnect.
+ * Acks the transaction will no longer send are handed back to their queue with NACK REQUEUE, as are the
+ * unwritten acks of a rollback. A commit whose answer does not come (the connection was lost, or the deadline
+ * passed after TX_COMMIT was written) fails with {@link ConnectionLostException} or
+ * {@link SluiceTimeoutException} saying that the outcome is unknown.
+ */
+public final class Transaction implements AutoCloseable {
+    static final int MAX_BATCH_MESSAGES = 256;
+    static final int MAX_BATCH_BYTES = 256 * 1024;
+    private static final Logger LOG = LoggerFactory.getLogger(Transaction.class);
+    /** Frame header, txnId, queue length and messageCount: a TX_PUBLISH's bytes besides queue and messages. */
+    private static final int FRAME_OVERHEAD_BYTES = 6 + 8 + 2 + 4;
+    /** A blocking commit or rollback waits this much past its deadline for the network thread's verdict. */
+    private static final long VERDICT_GRACE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
+    private enum Phase {
+        /** No operation has reached the network thread. */
+        UNBOUND,
+        /** Bound to one network connection, taking operations. */
+        OPEN,
+        /** Committing: messages wait for the publish window before TX_COMMIT can go. */
+        FLUSHING,
+        /** TX_COMMIT or TX_ROLLBACK was written. */
+        ANSWER_AWAITED,
+        DONE
+    }
+
+    private final Connection connection;
+    private final long txnId;
+    private final int timeoutMs;
+    private final LoopBatcher<Object> operations;
+    /** Guards {@link #endedBy} together with submitting, so no operation follows the commit or rollback. */
+    private final Object submitLock = new Object();
+    /** Which of commit, rollback and close ended the transaction; null while it is open. */
+    private String endedBy;
+    /** Why the transaction failed; written on the network thread, read by callers. */
+    private volatile SluiceException failure;
+
+    // Owned by the network thread.
+    private Phase phase = Phase.UNBOUND;
+    private int session;
+    private boolean begun;
+    private final Map<String, QueueBatch> publishes = new LinkedHashMap<>();
+    private final Map<Consumer, List<Message>> acks = new LinkedHashMap<>();
+    private ScheduledFuture<?> ackFlush;
+    /** The commit or rollback being carried out. */
+    private Finish finishing;
+    private ScheduledFuture<?> flushDeadline;
+    private boolean wroteUnflushed;
+    private final ChannelFutureListener writeFailed = future -> {
+        if (!future.isSuccess() && future.channel().isActive()) {
+            failOnLoop(new SluiceException("writing a frame of transaction " + id() + " failed: "
+                    + future.cause().getMessage(), future.cause()), true);
+        }
+    };
+
+    Transaction(Connection connection, long txnId, int timeoutMs) {
+        this.connection = connection;
+        this.txnId = txnId;
+        this.timeoutMs = timeoutMs;
+        this.operations = new LoopBatcher<>(connection.loopExecutor(), new Operations());
+    }
+
+    /** The id naming this transaction on the wire, unique on its connection. */
+    public long id() {
+        return txnId;
+    }
+
+    /** Stages a message without headers for {@code queue}; see {@link #publish(String, byte[], List)}. */
+    public void publish(String queue, byte[] payload) {
+        publish(queue, payload, List.of());
+    }
+
+    /** Stages a message with string headers, UTF-8 encoded, in the map's iteration order. */
+    public void publish(String queue, byte[] payload, Map<String, String> headers) {
+        publish(queue, payload, OutgoingHeaders.of(headers));
+    }
+
+    /**
+     * Stages a message for {@code queue}, stored and delivered only if the transaction commits. Does not
+     * block; the payload array must not change until the commit or rollback has completed.
+     *
+     * @throws IllegalStateException the transaction was committed, rolled back or closed
+     * @throws SluiceException       the transaction failed (see the class rule "fail, never replay")
+     */
+    public void publish(String queue, byte[] payload, List<MessageHeader> headers) {
+        Objects.requireNonNull(queue, "queue");
+        Objects.requireNonNull(payload, "payload");
+        List<MessageHeader> copy = OutgoingHeaders.copyOf(Objects.requireNonNull(headers, "headers"));
+        int queueBytes = queue.getBytes(StandardCharsets.UTF_8).length;
+        if (queueBytes > 0xFFFF) {
+            throw new IllegalArgumentException("queue name is " + queueBytes + " UTF-8 bytes, above the limit of 65535");
+        }
+        Publish publish = new Publish(queue, queueBytes, copy, payload, OutgoingHeaders.encodedMessageBytes(copy, payload));
+        synchronized (submitLock) {
+            checkUsable("publish");
+            operations.submit(publish);
+        }
+    }
+
+    /**
+     * Acknowledges a message inside the transaction: the commit acknowledges it, a rollback returns it to its
+     * queue. It counts as settled: {@link Message#ack()} or {@link Message#nack} may not follow.
+     *
+     * @throws IllegalArgumentException the message was received on another connection
+     * @throws IllegalStateException    the message was already settled, or the transaction has ended
+     * @throws SluiceException          the transaction failed (see the class rule "fail, never replay")
+     */
+    public void ack(Message message) {
+        Objects.requireNonNull(message, "message");
+        if (message.consumer().connection() != connection) {
+            throw new IllegalArgumentException("message " + message.id() + " was received on another connection;"
+                    + " transaction " + txnId + " can acknowledge only messages of its own connection");
+        }
+        synchronized (submitLock) {
+            checkUsable("ack");
+            message.markSettled("ack in transaction " + txnId);
+            operations.submit(message);
+        }
+    }
+
+    /** {@link #commit(Duration)} with the connection's request timeout. */
+    public void commit() {
+        commit(connection.options().requestTimeout());
+    }
+
+    /**
+     * Commits and waits for the broker's OK: the commit is durable and applied.
+     *
+     * @throws SluiceException        the broker refused or aborted it (nothing of it applied), or the
+     *                                transaction had failed before
+     * @throws SluiceTimeoutException no answer within {@code deadline}: committed or not, unknown (if the
+     *                                messages were still waiting for the publish window, nothing was
+     *                                committed and the transaction was rolled back; the message says which)
+     * @throws ConnectionLostException the connection was lost: before TX_COMMIT, rolled back; after, unknown
+     * @throws IllegalStateException  the transaction has ended, or this is a network thread of the client
+     */
+    public void commit(Duration deadline) {
+        connection.checkMayBlock("Transaction.commit");
+        awaitVerdict(end("commit", true, deadline), deadline, "commit");
+    }
+
+    /** Commits; the future completes when the broker answered OK (see {@link #commit(Duration)}). */
+    public CompletableFuture<Void> commitAsync() {
+        return end("commit", true, connection.options().requestTimeout());
+    }
+
+    /** {@link #rollback(Duration)} with the connection's request timeout. */
+    public void rollback() {
+        rollback(connection.options().requestTimeout());
+    }
+
+    /**
+     * Rolls back: staged messages are dropped, acknowledged ones return to their queue. Returns at once for a
+     * transaction that never reached the broker, or that already failed (it is rolled back).
+     *
+     * @throws SluiceTimeoutException no answer within {@code deadline} (the broker rolls the transaction
+     *                                back at its timeout anyway)
+     * @throws IllegalStateException  the transaction has ended, or this is a network thread of the client
+     */
+    public void rollback(Duration deadline) {
+        connection.checkMayBlock("Transaction.rollback");
+        awaitVerdict(end("rollback", false, deadline), deadline, "rollback");
+    }
+
+    public CompletableFuture<Void> rollbackAsync() {
+        return end("rollback", false, connection.options().requestTimeout());
+    }
+
+    /**
+     * Rolls back unless commit or rollback was called, waiting up to the request timeout (on a network
+     * thread of the client, without waiting). Never throws: whatever fails here, the broker rolls the
+     * transaction back (at its timeout, or when the connection closes).
+     */
+    @Override
+    public void close() {
+        CompletableFuture<Void> rolledBack;
+        try {
+            rolledBack = end("close", false, connection.options().requestTimeout());
+        } catch (IllegalStateException ended) {
+            return;
+        }
+        if (connection.onNetworkThread()) {
+            return;
+        }
+        try {
+            awaitVerdict(rolledBack, connection.options().requestTimeout(), "rollback at close");
+        } catch (SluiceException e) {
+            LOG.debug("Rolling back transaction {} at close did not finish: {}", txnId, e.getMessage());
+        }
+    }
+
+    private void checkUsable(String operation) {
+        if (endedBy != null) {
+            throw new IllegalStateException("transaction " + txnId + " was ended by " + endedBy + "; " + operation
+                    + " is no longer possible");
+        }
+        SluiceException failed = failure;
+        if (failed != null) {
+            throw failed;
+        }
+    }
+
+    /** Ends the transaction by commit or rollback, once; the future completes on the network thread's verdict. */
+    private CompletableFuture<Void> end(String operation, boolean commit, Duration deadline) {
+        if (deadline.isNegative() || deadline.isZero()) {
+            throw new IllegalArgumentException(operation + " deadline " + deadline + " must be positive");
+        }
+        Finish finish = new Finish(commit, new CompletableFuture<>(), System.nanoTime() + deadline.toNanos(),
+                deadline.toMillis());
+        synchronized (submitLock) {
+            if (endedBy != null) {
+                throw new IllegalStateException("transaction " + txnId + " was already ended by " + endedBy + "; "
+                        + operation + " is not possible");
+            }
+            endedBy = operation;
+            operations.submit(finish);
+        }
+        return finish.result();
+    }
+
+    private void awaitVerdict(CompletableFuture<Void> verdict, Duration deadline, String operation) {
+        Connection.await(verdict, deadline.plusNanos(VERDICT_GRACE_NANOS), operation + " of transaction " + txnId);
+    }
+
+    // ---- on the network thread
+
+    /** On loop: binds the transaction to the current network connection at its first operation. */
+    private boolean bindOnLoop() {
+        if (phase != Phase.UNBOUND) {
+            return true;
+        }
+        if (connection.activeChannel() == null) {
+            failOnLoop(new ConnectionLostException("transaction " + txnId + " could not start: not connected to "
+                    + connection.address()), false);
+            return false;
+        }
+        session = connection.session();
+        phase = Phase.OPEN;
+        connection.transactions().add(this);
+        return true;
+    }
+
+    private void publishOnLoop(Publish publish) {
+        int frameLimit = connection.maxFrameBytes() - FRAME_OVERHEAD_BYTES - publish.queueBytes();
+        if (publish.encodedBytes() > frameLimit) {
+            failOnLoop(new SluiceException(ErrorCode.MESSAGE_TOO_LARGE, "", "transaction " + txnId
+                    + ": a message of " + publish.encodedBytes() + " encoded bytes to queue " + publish.queue()
+                    + " exceeds the frame limit of " + frameLimit + "; the transaction was rolled back"), true);
+            return;
+        }
+        QueueBatch batch = publishes.computeIfAbsent(publish.queue(), queue -> new QueueBatch(publish.queueBytes()));
+        batch.unsent.add(publish);
+        batch.unsentPayloadBytes += publish.payload().length;
+        if (batch.full()) {
+            writePublishesOnLoop(publish.queue(), batch, false);
+        }
+    }
+
+    /**
+     * On loop: writes a queue's waiting messages in TX_PUBLISH frames while the batch is full (or, with
+     * {@code all}, until none waits) and the publish window allows; true if no message it should write waits.
+     */
+    private boolean writePublishesOnLoop(String queue, QueueBatch batch, boolean all) {
+        Channel channel = connection.activeChannel();
+        int frameLimit = connection.maxFrameBytes() - FRAME_OVERHEAD_BYTES - batch.queueBytes;
+        while (!batch.unsent.isEmpty() && (all || batch.full())) {
+            PublishFrameBuilder builder = new PublishFrameBuilder(channel.alloc(), queue);
+            int frameBytes = 0;
+            while (!batch.unsent.isEmpty() && builder.messageCount() < MAX_BATCH_MESSAGES) {
+                Publish next = batch.unsent.peek();
+                boolean frameFull = frameBytes + next.encodedBytes() > frameLimit || frameBytes >= MAX_BATCH_BYTES;
+                if ((builder.messageCount() > 0 && frameFull) || !connection.tryTakePublishWindow(next.payload().length)) {
+                    break;
+                }
+                batch.unsent.poll();
+                batch.unsentPayloadBytes -= next.payload().length;
+                builder.add(0, 0, next.headers(), next.payload());
+                frameBytes += next.encodedBytes();
+            }
+            if (builder.messageCount() == 0) {
+                builder.discard();
+                return false; // the window is spent; PUBLISH_CREDIT brings us back
+            }
+            beginOnLoop(channel);
+            channel.write(new TxPublishFrame(txnId, builder.build())).addListener(writeFailed);
+            wroteUnflushed = true;
+        }
+        return batch.unsent.isEmpty() || !all;
+    }
+
+    private boolean writeAllPublishesOnLoop() {
+        boolean all = true;
+        for (Map.Entry<String, QueueBatch> entry : publishes.entrySet()) {
+            all &= writePublishesOnLoop(entry.getKey(), entry.getValue(), true);
+        }
+        return all;
+    }
+
+    private void ackOnLoop(Message message) {
+        if (message.session() != session) {
+            failOnLoop(new SluiceException("transaction " + txnId + " cannot acknowledge message " + message.id()
+                    + ": it was delivered before the connection to " + connection.address() + " was lost, and the"
+                    + " broker has taken it back; the transaction was rolled back", null), true);
+            return;
+        }
+        Consumer consumer = message.consumer();
+        List<Message> pending = acks.computeIfAbsent(consumer, ignored -> new ArrayList<>());
+        pending.add(message);
+        if (pending.size() >= consumer.options().ackBatchSize()) {
+            writeAcksOnLoop();
+        } else if (ackFlush == null) {
+            ackFlush = connection.scheduleOnLoop(this::flushAcksOnLoop, consumer.options().ackFlushDelay().toNanos());
+        }
+    }
+
+    /** On loop: writes every pending ack as TX_ACK ranges, one frame per consumer, then the credit they free. */
+    private void writeAcksOnLoop() {
+        cancelAckFlush();
+        Channel channel = connection.activeChannel();
+        for (Map.Entry<Consumer, List<Message>> entry : acks.entrySet()) {
+            List<Message> pending = entry.getValue();
+            if (pending.isEmpty()) {
+                continue;
+            }
+            long[] ids = new long[pending.size()];
+            for (int i = 0; i < ids.length; i++) {
+                ids[i] = pending.get(i).id();
+            }
+            beginOnLoop(channel);
+            channel.write(new TxAckFrame(txnId, entry.getKey().consumerTag(), IdRanges.of(ids, ids.length)))
+                    .addListener(writeFailed);
+            pending.clear();
+            entry.getKey().onTransactionalAckOnLoop(ids.length);
+            wroteUnflushed = true;
+        }
+    }
+
+    private void flushAcksOnLoop() {
+        ackFlush = null;
+        if (phase == Phase.OPEN || phase == Phase.FLUSHING) {
+            writeAcksOnLoop();
+            flushChannelOnLoop();
+        }
+    }
+
+    private void beginOnLoop(Channel channel) {
+        if (!begun) {
+            channel.write(new TxBeginFrame(txnId, timeoutMs)).addListener(writeFailed);
+            begun = true;
+        }
+    }
+
+    private void finishOnLoop(Finish finish) {
+        finishing = finish;
+        if (phase == Phase.DONE) {
+            complete(finish, finish.commit() ? failure : null); // failed before: rolled back already
+            return;
+        }
+        if (phase == Phase.UNBOUND) {
+            phase = Phase.DONE; // nothing reached the broker: nothing to commit or roll back
+            complete(finish, null);
+            return;
+        }
+        if (!finish.commit()) {
+            handBackAcksOnLoop();
+            publishes.clear();
+            if (begun) {
+                endOnLoop(finish);
+            } else {
+                doneOnLoop();
+                complete(finish, null);
+            }
+            return;
+        }
+        writeAcksOnLoop(); // rule: every TX_ACK goes before the TX_COMMIT
+        if (writeAllPublishesOnLoop()) {
+            endOnLoop(finish);
+            return;
+        }
+        phase = Phase.FLUSHING;
+        long waitNanos = Math.max(0, finish.deadlineNanos() - System.nanoTime());
+        flushDeadline = connection.scheduleOnLoop(() -> {
+            flushDeadline = null;
+            if (phase == Phase.FLUSHING) {
+                failOnLoop(new SluiceTimeoutException("commit of transaction " + txnId + ": its messages waited for"
+                        + " the publish window for longer than the deadline of " + finish.deadlineMs()
+                        + " ms; nothing was committed, and the transaction was rolled back"), true);
+            }
+        }, waitNanos);
+    }
+
+    /** On loop: writes TX_COMMIT or TX_ROLLBACK as a request with what is left of the deadline. */
+    private void endOnLoop(Finish finish) {
+        Channel channel = connection.activeChannel();
+        beginOnLoop(channel); // written already, unless a commit's messages all waited for the window
+        phase = Phase.ANSWER_AWAITED;
+        String what = (finish.commit() ? "TX_COMMIT" : "TX_ROLLBACK") + " of transaction " + txnId;
+        long remainingMs = Math.max(1, TimeUnit.NANOSECONDS.toMillis(finish.deadlineNanos() - System.nanoTime()));
+        CompletableFuture<Frame> answer = new CompletableFuture<>();
+        long requestId = connection.addRequestOnLoop(what, answer, remainingMs);
+        channel.write(finish.commit() ? new TxCommitFrame(requestId, txnId) : new TxRollbackFrame(requestId, txnId))
+                .addListener(writeFailed);
+        wroteUnflushed = true;
+        answer.whenComplete((ok, refused) -> connection.executeOnLoop(() -> answeredOnLoop(finish, refused)));
+    }
+
+    private void answeredOnLoop(Finish finish, Throwable refused) {
+        if (phase == Phase.DONE) {
+            return; // settled already, by a TX_ABORTED or the lost connection
+        }
+        doneOnLoop();
+        if (refused == null) {
+            complete(finish, null);
+        } else if (!finish.commit()) {
+            boolean rolledBackAnyway = refused instanceof SluiceException sluice
+                    && sluice.errorCode() == ErrorCode.UNKNOWN_TRANSACTION;
+            complete(finish, rolledBackAnyway ? null : refused);
+        } else if (refused instanceof SluiceTimeoutException) {
+            failure = new SluiceTimeoutException("TX_COMMIT of transaction " + txnId + " got no answer from "
+                    + connection.address() + " within the deadline of " + finish.deadlineMs()
+                    + " ms; it may or may not have committed");
+            complete(finish, failure);
+        } else {
+            failure = refused instanceof SluiceException sluice ? sluice
+                    : new SluiceException("commit of transaction " + txnId + " failed: " + refused, refused);
+            complete(finish, failure);
+        }
+    }
+
+    /** On loop, from {@link OpenTransactions}: the broker rolled the transaction back. */
+    void abortedOnLoop(TxAbortedFrame aborted) {
+        if (phase == Phase.ANSWER_AWAITED && !finishing.commit()) {
+            doneOnLoop(); // the rollback asked for is what happened
+            complete(finishing, null);
+            return;
+        }
+        failOnLoop(new SluiceException(aborted.errorCode(), aborted.message(), "transaction " + txnId
+                + " was rolled back by the broker: " + aborted.errorCode() + ": " + aborted.message()), false);
+    }
+
+    /** On loop, from {@link OpenTransactions}: more publish window. */
+    void windowWidenedOnLoop() {
+        if (phase == Phase.OPEN) {
+            publishes.forEach((queue, batch) -> writePublishesOnLoop(queue, batch, false));
+        } else if (phase == Phase.FLUSHING && writeAllPublishesOnLoop()) {
+            if (flushDeadline != null) {
+                flushDeadline.cancel(false);
+                flushDeadline = null;
+            }
+            endOnLoop(finishing);
+        }
+        flushChannelOnLoop();
+    }
+
+    /** On loop, from {@link OpenTransactions}: the network connection closed; the broker rolls back what is open. */
+    void connectionLostOnLoop(ConnectionLostException lost) {
+        acks.clear(); // the broker took back every delivery of the closed connection
+        if (phase == Phase.ANSWER_AWAITED && finishing.commit()) {
+            doneOnLoop();
+            failure = new ConnectionLostException(lost.getMessage() + " before the broker answered TX_COMMIT of"
+                    + " transaction " + txnId + "; it may or may not have committed", lost);
+            complete(finishing, failure);
+            return;
+        }
+        failOnLoop(new ConnectionLostException("transaction " + txnId + " failed: " + lost.getMessage()
+                + "; the broker rolls back the open transactions of a closed connection", lost), false);
+    }
+
+    /**
+     * On loop: fails the transaction; with {@code rollBack} (a failure the broker does not know of) it writes
+     * TX_ROLLBACK, whose answer nobody waits for. A commit being carried out fails; a rollback succeeds.
+     */
+    private void failOnLoop(SluiceException reason, boolean rollBack) {
+        if (phase == Phase.DONE) {
+            return;
+        }
+        failure = reason;
+        handBackAcksOnLoop();
+        publishes.clear();
+        Channel channel = connection.activeChannel();
+        if (rollBack && begun && channel != null) {
+            long requestId = connection.addRequestOnLoop("TX_ROLLBACK of failed transaction " + txnId,
+                    new CompletableFuture<>(), connection.options().requestTimeout().toMillis());
+            channel.write(new TxRollbackFrame(requestId, txnId));
+            wroteUnflushed = true;
+            flushChannelOnLoop();
+        }
+        doneOnLoop();
+        if (finishing != null) {
+            complete(finishing, finishing.commit() ? reason : null);
+        }
+    }
+
+    /** On loop: acks that will not be written go back to their queue, through their consumer, as NACK REQUEUE. */
+    private void handBackAcksOnLoop() {
+        cancelAckFlush();
+        for (Map.Entry<Consumer, List<Message>> entry : acks.entrySet()) {
+            for (Message message : entry.getValue()) {
+                entry.getKey().nack(message, NackAction.REQUEUE, 0);
+            }
+        }
+        acks.clear();
+    }
+
+    private void doneOnLoop() {
+        phase = Phase.DONE;
+        cancelAckFlush();
+        if (flushDeadline != null) {
+            flushDeadline.cancel(false);
+            flushDeadline = null;
+        }
+        connection.transactions().remove(this);
+    }
+
+    private void cancelAckFlush() {
+        if (ackFlush != null) {
+            ackFlush.cancel(false);
+            ackFlush = null;
+        }
+    }
+
+    private void flushChannelOnLoop() {
+        Channel channel = connection.activeChannel();
+        if (wroteUnflushed && channel != null) {
+            channel.flush();
+        }
+        wroteUnflushed = false;
+    }
+
+    private void complete(Finish finish, Throwable failed) {
+        connection.completeOnDispatch(finish.result(), null, failed);
+    }
+
+    /** Takes the operations on the network thread, in call order. */
+    private final class Operations implements LoopBatcher.Sink<Object> {
+        @Override
+        public void onLoop(Object operation) {
+            if (operation instanceof Finish finish) {
+                finishOnLoop(finish);
+            } else if (phase == Phase.DONE) {
+                if (operation instanceof Message message) {
+                    // Acked as the transaction failed: back to the queue (the consumer drops a stale one).
+                    message.consumer().nack(message, NackAction.REQUEUE, 0);
+                }
+            } else if (bindOnLoop()) {
+                if (operation instanceof Publish publish) {
+                    publishOnLoop(publish);
+                } else {
+                    ackOnLoop((Message) operation);
+                }
+            }
+        }
+
+        @Override
+        public void endOfBatch() {
+            flushChannelOnLoop();
+        }
+
+        @Override
+        public void rejected(Object operation) {
+            // The connection is closed: the broker rolled the transaction back, if it ever saw it.
+            if (operation instanceof Finish finish && finish.commit()) {
+                finish.result().completeExceptionally(connection.closedException());
+            } else if (operation instanceof Finish finish) {
+                finish.result().complete(null);
+            }
+        }
+    }
+
+    private record Publish(String queue, int queueBytes, List<MessageHeader> headers, byte[] payload, int encodedBytes) {
+    }
+
+    private record Finish(boolean commit, CompletableFuture<Void> result, long deadlineNanos, long deadlineMs) {
+    }
+
+    /** One queue's staged messages not yet written. */
+    private static final class QueueBatch {
+        private final int queueBytes;
+        private final ArrayDeque<Publish> unsent = new ArrayDeque<>();
+        private long unsentPayloadBytes;
+
+        QueueBatch(int queueBytes) {
+            this.queueBytes = queueBytes;
+        }
+
+        boolean full() {
+            return unsent.size() >= MAX_BATCH_MESSAGES || unsentPayloadBytes >= MAX_BATCH_BYTES;
+        }
+    }
+}
