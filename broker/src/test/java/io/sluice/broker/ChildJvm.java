@@ -20,6 +20,11 @@ final class ChildJvm {
     }
 
     static Process start(Path output, Class<?> mainClass, String... args) throws IOException {
+        return start(output, List.of(), mainClass, args);
+    }
+
+    /** As {@link #start(Path, Class, String...)}, with {@code jvmFlags} after this JVM's own (e.g. a {@code -D} of the test's). */
+    static Process start(Path output, List<String> jvmFlags, Class<?> mainClass, String... args) throws IOException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<String> command = new ArrayList<>();
         command.add(java);
@@ -28,6 +33,7 @@ final class ChildJvm {
                 command.add(flag);
             }
         }
+        command.addAll(jvmFlags);
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
         command.add(mainClass.getName());

@@ -213,10 +213,12 @@ class TransactionTest {
             txPublish(c, 1, "invoices", "i1");
             txPublish(c, 1, "nowhere", "x");
             TxAbortedFrame noQueue = c.expect(TxAbortedFrame.class);
-            assertEquals(ErrorCode.UNKNOWN_QUEUE, noQueue.errorCode());
-            assertTrue(noQueue.message().contains("'nowhere'"), noQueue.message());
+            assertEquals(ErrorCode.TRANSACTION_ABORTED, noQueue.errorCode());
+            assertTrue(noQueue.message().contains("TX_PUBLISH was refused (UNKNOWN_QUEUE)") && noQueue.message().contains("'nowhere'"),
+                    noQueue.message());
             c.send(new TxCommitFrame(2, 1));
             ErrorFrame rolledBack = c.expect(ErrorFrame.class);
+            assertEquals(2, rolledBack.requestId());
             assertEquals(ErrorCode.TRANSACTION_ABORTED.code(), rolledBack.code());
             assertTrue(rolledBack.message().contains("'nowhere'"), rolledBack.message());
             // Over the cap of messages per transaction.
@@ -228,24 +230,39 @@ class TransactionTest {
             assertTrue(over.message().contains("transactions.max-messages 3"), over.message());
             c.send(new TxRollbackFrame(3, 2));
             assertEquals(3, c.expect(OkFrame.class).requestId());
-            // An id in use, and too many open at once.
+            // A TX_PUBLISH naming no open transaction: its window still comes back.
+            long creditBefore = c.publishCredit.get();
+            txPublish(c, 2, "invoices", "late");
+            TxAbortedFrame unknown = c.expect(TxAbortedFrame.class);
+            assertEquals(2, unknown.txnId());
+            assertEquals(ErrorCode.UNKNOWN_TRANSACTION, unknown.errorCode());
+            TestAwait.until("the window of the refused TX_PUBLISH back", () -> c.publishCredit.get() == creditBefore + 1);
+            // An id reused while open rolls back the transaction under it; too many open at once.
             c.send(new TxBeginFrame(5, 0));
             c.send(new TxBeginFrame(5, 0));
-            assertEquals(ErrorCode.TRANSACTION_ID_IN_USE.code(), c.expect(ErrorFrame.class).code());
+            TxAbortedFrame reused = c.expect(TxAbortedFrame.class);
+            assertEquals(5, reused.txnId());
+            assertEquals(ErrorCode.TRANSACTION_ID_IN_USE, reused.errorCode());
             c.send(new TxBeginFrame(6, 0));
-            c.send(new TxBeginFrame(7, 0));
+            c.send(new TxBeginFrame(7, 0)); // 5 still counts until its client hears of it: commit or rollback
             TxAbortedFrame tooMany = c.expect(TxAbortedFrame.class);
             assertEquals(7, tooMany.txnId());
             assertEquals(ErrorCode.TRANSACTION_LIMIT, tooMany.errorCode());
-            // An acknowledgement of messages never delivered to the consumer.
+            c.send(new TxRollbackFrame(4, 5));
+            assertEquals(4, c.expect(OkFrame.class).requestId());
+            // An acknowledgement of messages never delivered to the consumer, and of a consumer that does not exist.
             declare(c, "orders");
             c.send(new SubscribeFrame(2, 7, "orders", 10));
             c.expect(OkFrame.class);
-            c.send(new TxAckFrame(5, 7, List.of(new IdRange(1000, 1001))));
+            c.send(new TxAckFrame(6, 7, List.of(new IdRange(1000, 1001))));
             TxAbortedFrame notOut = c.expect(TxAbortedFrame.class);
-            assertEquals(ErrorCode.UNKNOWN_MESSAGE_ID, notOut.errorCode());
-            c.send(new TxAckFrame(6, 99, List.of(new IdRange(1, 1))));
-            assertEquals(ErrorCode.UNKNOWN_CONSUMER, c.expect(TxAbortedFrame.class).errorCode());
+            assertEquals(ErrorCode.TRANSACTION_ABORTED, notOut.errorCode());
+            assertTrue(notOut.message().contains("(UNKNOWN_MESSAGE_ID)"), notOut.message());
+            c.send(new TxBeginFrame(9, 0));
+            c.send(new TxAckFrame(9, 99, List.of(new IdRange(1, 1))));
+            TxAbortedFrame noConsumer = c.expect(TxAbortedFrame.class);
+            assertEquals(ErrorCode.TRANSACTION_ABORTED, noConsumer.errorCode());
+            assertTrue(noConsumer.message().contains("(UNKNOWN_CONSUMER)"), noConsumer.message());
             assertEquals(0, count(c, "invoices"), "nothing of a rolled-back transaction was stored");
             assertTrue(c.isOpen(), "bad transactional input leaves the connection usable");
         }

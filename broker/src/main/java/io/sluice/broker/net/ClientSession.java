@@ -153,13 +153,13 @@ final class ClientSession {
 
     /** TX_ACK: the queue takes the deliveries off the consumer in order with its other frames (D1); the transaction holds them. */
     void txAck(TxAckFrame ack) {
-        if (!transactionsServed("TX_ACK") || !transactions.isOpen(ack.txnId(), "TX_ACK")) {
+        if (!transactionsServed("TX_ACK")) {
             return;
         }
         Subscription sub = subscriptions.get(ack.consumerTag());
         if (sub == null) {
-            transactions.refuse(ack.txnId(), "TX_ACK", ErrorCode.UNKNOWN_CONSUMER, "TX_ACK names consumer tag "
-                    + ack.consumerTag() + ", which no subscription on this connection has");
+            transactions.refuse(ack.txnId(), "TX_ACK", ErrorCode.UNKNOWN_CONSUMER, "no subscription on this connection has consumer tag "
+                    + ack.consumerTag());
             return;
         }
         transactions.ack(ack.txnId(), sub.hold(ack.messageIds()));

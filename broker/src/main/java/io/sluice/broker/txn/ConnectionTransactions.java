@@ -28,11 +28,17 @@ public final class ConnectionTransactions {
         this.link = link;
     }
 
-    /** TX_BEGIN. A reused id is an ERROR to no request; past the cap, the transaction is refused with TX_ABORTED. */
+    /**
+     * TX_BEGIN. Past the cap, the transaction is refused with TX_ABORTED TRANSACTION_LIMIT. A reused id
+     * rolls back the transaction open under it (TX_ABORTED TRANSACTION_ID_IN_USE): the frames that follow
+     * could belong to either.
+     */
     public void begin(long txnId, int timeoutMs) {
-        if (open.containsKey(txnId)) {
-            link.answerError(0, ErrorCode.TRANSACTION_ID_IN_USE, "TX_BEGIN of transaction " + txnId
-                    + ": a transaction with this id is already open on this connection");
+        Transaction existing = open.get(txnId);
+        if (existing != null) {
+            coordinator.executor().execute(() -> coordinator.abort(existing, ErrorCode.TRANSACTION_ID_IN_USE, "TX_BEGIN reused id "
+                    + txnId + " of a transaction open on this connection; that transaction is rolled back, since the frames "
+                    + "that follow could belong to either"));
             return;
         }
         int max = coordinator.limits.maxOpenPerConnection;
@@ -64,25 +70,24 @@ public final class ConnectionTransactions {
 
     /**
      * A TX_PUBLISH or TX_ACK the session refused (no permission, no such queue or subscription): the
-     * transaction is rolled back and its client told. Returns false if the transaction is unknown.
+     * transaction is rolled back and its client told, with TRANSACTION_ABORTED and a sentence naming the
+     * frame and the refusal's own code and reason.
      */
-    public boolean refuse(long txnId, String frame, ErrorCode code, String message) {
+    public void refuse(long txnId, String frame, ErrorCode code, String message) {
         Transaction t = find(txnId, frame);
         if (t != null) {
-            coordinator.executor().execute(() -> coordinator.abort(t, code, message));
+            coordinator.executor().execute(() -> coordinator.abort(t, ErrorCode.TRANSACTION_ABORTED,
+                    TransactionCoordinator.refused(frame, code, message)));
         }
-        return t != null;
     }
 
-    /** True if {@code txnId} is open here; else answers the ERROR of an unknown transaction to {@code frame}. */
-    public boolean isOpen(long txnId, String frame) {
-        return find(txnId, frame) != null;
-    }
-
-    /** TX_ACK: {@code hold} completes on the queue's executor with the deliveries it took off the consumer. */
+    /**
+     * TX_ACK: {@code hold} completes on the queue's executor with the deliveries it took off the
+     * consumer. For a transaction not open here they go straight back to their queue, as a rollback's.
+     */
     public void ack(long txnId, CompletableFuture<HeldAcks> hold) {
-        Transaction t = open.get(txnId);
-        if (t == null) { // it ended between isOpen and now: what was held goes back
+        Transaction t = find(txnId, "TX_ACK");
+        if (t == null) {
             hold.thenAccept(h -> h.queue().transactions().release(h));
             return;
         }
@@ -123,10 +128,11 @@ public final class ConnectionTransactions {
         open.remove(t.clientId, t);
     }
 
+    /** The transaction open under {@code txnId}; else tells the client with TX_ABORTED UNKNOWN_TRANSACTION and returns null. */
     private Transaction find(long txnId, String frame) {
         Transaction t = open.get(txnId);
         if (t == null) {
-            link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, unknown(txnId, frame));
+            link.transactionAborted(txnId, ErrorCode.UNKNOWN_TRANSACTION, unknown(txnId, frame));
         }
         return t;
     }

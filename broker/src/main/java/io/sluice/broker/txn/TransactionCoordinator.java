@@ -198,8 +198,8 @@ public final class TransactionCoordinator implements AutoCloseable {
                 }
             } catch (RuntimeException e) {
                 t.link.publishCredit(count, payloadBytes);
-                abort(t, ErrorCodes.of(e), "the transaction log could not stage a message for queue '" + queue.name() + "': "
-                        + message(e));
+                abort(t, ErrorCode.TRANSACTION_ABORTED, refused("TX_PUBLISH to queue '" + queue.name() + "'", ErrorCodes.of(e),
+                        "the transaction log could not stage it: " + message(e)));
                 return;
             }
             t.messages += count;
@@ -208,7 +208,8 @@ public final class TransactionCoordinator implements AutoCloseable {
             long reservedBytes = bytes;
             t.pending.add(queue.transactions().stage(sizes).whenCompleteAsync((ok, refused) -> {
                 if (refused != null) {
-                    abort(t, ErrorCodes.of(refused), ErrorCodes.unwrap(refused).getMessage());
+                    abort(t, ErrorCode.TRANSACTION_ABORTED, refused("TX_PUBLISH to queue '" + queue.name() + "'",
+                            ErrorCodes.of(refused), message(refused)));
                 } else if (t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
                     queue.transactions().unstage(count, reservedBytes);
                 } else {
@@ -230,7 +231,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         t.held.computeIfAbsent(acks.queue(), q -> new ArrayList<>()).add(acks);
         t.messages += acks.count();
         if (acks.problem() != null) {
-            abort(t, ErrorCode.UNKNOWN_MESSAGE_ID, acks.problem());
+            abort(t, ErrorCode.TRANSACTION_ABORTED, refused("TX_ACK", ErrorCode.UNKNOWN_MESSAGE_ID, acks.problem()));
         } else if (t.messages > limits.maxMessages) {
             abort(t, ErrorCode.TRANSACTION_LIMIT, t.describe() + " would hold " + t.messages + " messages, over "
                     + "transactions.max-messages " + limits.maxMessages);
@@ -319,6 +320,7 @@ public final class TransactionCoordinator implements AutoCloseable {
                     + " bytes, over the transaction log's " + log.maxRecordBytes() + " (too many queues or messages)");
             return;
         }
+        CrashPoint.reached(CrashPoint.BEFORE_COMMIT_RECORD);
         try {
             t.commitRecordId = log.commit(t.number, record);
         } catch (RuntimeException e) {
@@ -364,6 +366,7 @@ public final class TransactionCoordinator implements AutoCloseable {
     /** Applies the commits whose records are durable, in log order (X2). */
     private void applyDurableCommits() {
         while (!committing.isEmpty() && committing.peek().durable) {
+            CrashPoint.reached(CrashPoint.AFTER_COMMIT_RECORD);
             Transaction t = committing.poll();
             applyCommit(t.record, true, t, t.logRecords()).whenComplete((x, e) -> { });
             // The answer does not wait for durability in the queues: the commit is durable in the log (X1).
@@ -426,6 +429,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         }, executor);
         CompletableFuture.allOf(durable.toArray(CompletableFuture[]::new)).whenCompleteAsync((x, failed) -> {
             if (failed == null) {
+                CrashPoint.reached(t == null ? CrashPoint.RECOVERY_BEFORE_FINISH : CrashPoint.BEFORE_FINISH);
                 log.finished(logRecords);
             } else {
                 LOG.warn("A committed transaction's effects could not all be made durable ({}); the next start applies it again.",
@@ -541,6 +545,7 @@ public final class TransactionCoordinator implements AutoCloseable {
                 executor.schedule(() -> run(job), APPLY_RETRY_MS, TimeUnit.MILLISECONDS);
                 return;
             }
+            CrashPoint.reached(CrashPoint.AFTER_A_QUEUE_APPLIED);
             job.done.complete(failed == null ? last : -1L);
             ArrayDeque<ApplyJob> line = applying.get(job.queue);
             line.poll();
@@ -550,6 +555,11 @@ public final class TransactionCoordinator implements AutoCloseable {
                 run(line.peek());
             }
         }, executor);
+    }
+
+    /** The sentence of a TRANSACTION_ABORTED for an operation refused with {@code code}. */
+    static String refused(String operation, ErrorCode code, String why) {
+        return operation + " was refused (" + code + "): " + why;
     }
 
     private static String message(Throwable e) {

@@ -1,0 +1,32 @@
+package io.sluice.broker.txn;
+
+/**
+ * Named points of a commit where a crash test stops the broker as kill -9 would
+ * ({@link Runtime#halt}: no shutdown hook, no flush, only what is already in the page cache stays).
+ * The system property {@code sluice.crash-point} names the point; unset, as in production, a point
+ * costs one comparison with null.
+ */
+final class CrashPoint {
+    /** A commit is about to write its commit record. */
+    static final String BEFORE_COMMIT_RECORD = "txn-before-commit-record";
+    /** A commit record is durable and nothing of it is applied yet. */
+    static final String AFTER_COMMIT_RECORD = "txn-after-commit-record";
+    /** One queue's part of a commit is applied; its other queues' parts may not be. */
+    static final String AFTER_A_QUEUE_APPLIED = "txn-after-a-queue-applied";
+    /** Every part of a commit is durable in its queues; its log records are not yet finished. */
+    static final String BEFORE_FINISH = "txn-before-finish";
+    /** Recovery applied a commit again and has not yet finished its log records. */
+    static final String RECOVERY_BEFORE_FINISH = "txn-recovery-before-finish";
+
+    private static final String CHOSEN = System.getProperty("sluice.crash-point");
+
+    private CrashPoint() {
+    }
+
+    static void reached(String point) {
+        if (CHOSEN != null && CHOSEN.equals(point)) {
+            System.err.println("sluice.crash-point " + point + " reached: halting");
+            Runtime.getRuntime().halt(137);
+        }
+    }
+}

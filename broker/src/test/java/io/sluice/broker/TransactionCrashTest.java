@@ -1,0 +1,292 @@
+package io.sluice.broker;
+
+import io.sluice.protocol.ConfirmFrame;
+import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.ErrorFrame;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.OkFrame;
+import io.sluice.protocol.PublishFrameBuilder;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.TxAbortedFrame;
+import io.sluice.protocol.TxAckFrame;
+import io.sluice.protocol.TxBeginFrame;
+import io.sluice.protocol.TxCommitFrame;
+import io.sluice.protocol.TxPublishFrame;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A broker in a child JVM stopped as kill -9 would, in the middle of transactions, then started again:
+ * every transaction is all there or not at all. Each order a worker consumes is acknowledged in the
+ * same transaction that publishes its invoice to one queue and its audit line to another, so after
+ * the restart an order is either gone with exactly one invoice and one audit line, or back in
+ * "orders" with neither.
+ *
+ * <ul>
+ *   <li>{@link #aStopAtEachNamedPointLeavesTheTransactionWhole}: the broker halts itself at a named
+ *       point of a commit ({@code sluice.crash-point}), or of the recovery after one.</li>
+ *   <li>{@link #killNineWhileTransactionsAreInFlight}: kill -9 from another thread while a worker
+ *       commits, many times; at the end every order was processed exactly once.</li>
+ * </ul>
+ */
+class TransactionCrashTest {
+    private static final int CYCLES = Integer.getInteger("sluice.txn-crash.cycles", 3);
+
+    @TempDir
+    Path dir;
+    private Process broker;
+    private final int port = ChildJvm.freePort();
+    private int starts;
+
+    @AfterEach
+    void killBroker() throws InterruptedException {
+        if (broker != null && broker.isAlive()) {
+            ChildJvm.kill(broker);
+        }
+    }
+
+    private void startBroker(String crashPoint) throws Exception {
+        Path log = dir.resolve("broker-" + starts++ + ".log");
+        List<String> flags = crashPoint == null ? List.of() : List.of("-Dsluice.crash-point=" + crashPoint);
+        broker = ChildJvm.start(log, flags, Main.class, "--data-dir", dir.resolve("data").toString(),
+                "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=67108864", "--set", "metrics.port=0");
+        if (crashPoint != null && crashPoint.startsWith("txn-recovery")) {
+            return; // it may stop before it listens
+        }
+        ChildJvm.awaitListening(broker, port, log);
+    }
+
+    private static long count(RawClient c, String queue) throws InterruptedException {
+        c.send(new DeclareQueueFrame(1, queue, QueueSettings.EMPTY));
+        return c.expect(OkFrame.class).messageCount().orElseThrow();
+    }
+
+    /** Publishes orders {@code from..to-1} (payload "order-N"), confirmed. */
+    private static void publishOrders(RawClient c, int from, int to) throws InterruptedException {
+        for (int start = from; start < to; start += 100) {
+            PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), "orders");
+            int end = Math.min(to, start + 100);
+            for (int i = start; i < end; i++) {
+                b.add(0, 0, List.of(), ("order-" + i).getBytes(StandardCharsets.UTF_8));
+            }
+            c.send(b.build());
+            int confirmed = 0;
+            while (confirmed < end - start) {
+                for (IdRange r : c.expect(ConfirmFrame.class).sequences()) {
+                    confirmed += (int) (r.to() - r.from() + 1);
+                }
+            }
+        }
+    }
+
+    /** One transaction: acknowledges the orders delivered and publishes an invoice and an audit line for each. */
+    private static void sendTransaction(RawClient c, long txn, List<RawClient.Delivery> orders, long requestId) {
+        c.send(new TxBeginFrame(txn, 0));
+        List<IdRange> ids = new ArrayList<>();
+        for (RawClient.Delivery d : orders) {
+            ids.add(IdRange.single(d.id()));
+        }
+        c.send(new TxAckFrame(txn, 7, ids));
+        PublishFrameBuilder invoices = new PublishFrameBuilder(c.alloc(), "invoices");
+        PublishFrameBuilder audit = new PublishFrameBuilder(c.alloc(), "audit");
+        for (RawClient.Delivery d : orders) {
+            String order = new String(d.payload(), StandardCharsets.UTF_8);
+            invoices.add(0, 0, List.of(), ("invoice-" + order).getBytes(StandardCharsets.UTF_8));
+            audit.add(0, 0, List.of(), ("audit-" + order).getBytes(StandardCharsets.UTF_8));
+        }
+        c.send(new TxPublishFrame(txn, invoices.build()));
+        c.send(new TxPublishFrame(txn, audit.build()));
+        c.send(new TxCommitFrame(requestId, txn));
+    }
+
+    /** Every payload of {@code queue} with how many times it is stored, read without acknowledging. */
+    private static Map<String, Integer> contents(RawClient c, String queue, int tag) throws InterruptedException {
+        long n = count(c, queue);
+        c.send(new SubscribeFrame(2, tag, queue, (int) Math.max(1, n)));
+        c.expect(OkFrame.class);
+        Map<String, Integer> seen = new TreeMap<>();
+        for (RawClient.Delivery d : c.deliveries((int) n)) {
+            seen.merge(new String(d.payload(), StandardCharsets.UTF_8), 1, Integer::sum);
+        }
+        return seen;
+    }
+
+    /**
+     * After the restart: each of the {@code total} orders is either still in "orders" or has exactly one
+     * invoice and one audit line, never both and never neither, and none is stored twice. Returns the
+     * orders processed.
+     */
+    private static Set<String> assertWhole(RawClient c, int total) throws InterruptedException {
+        Map<String, Integer> orders = contents(c, "orders", 11);
+        Map<String, Integer> invoices = contents(c, "invoices", 12);
+        Map<String, Integer> audit = contents(c, "audit", 13);
+        Set<String> processed = ConcurrentHashMap.newKeySet();
+        for (int i = 0; i < total; i++) {
+            String order = "order-" + i;
+            int inOrders = orders.getOrDefault(order, 0);
+            int invoiced = invoices.getOrDefault("invoice-" + order, 0);
+            int audited = audit.getOrDefault("audit-" + order, 0);
+            assertTrue((inOrders == 1 && invoiced == 0 && audited == 0) || (inOrders == 0 && invoiced == 1 && audited == 1),
+                    order + ": " + inOrders + " in orders, " + invoiced + " invoices, " + audited + " audit lines");
+            if (inOrders == 0) {
+                processed.add(order);
+            }
+        }
+        assertEquals(total - processed.size(), orders.size(), "orders: " + orders.keySet());
+        assertEquals(processed.size(), invoices.size());
+        assertEquals(processed.size(), audit.size());
+        return processed;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"txn-before-commit-record", "txn-after-commit-record", "txn-after-a-queue-applied",
+            "txn-before-finish", "txn-recovery-before-finish"})
+    @Timeout(120)
+    void aStopAtEachNamedPointLeavesTheTransactionWhole(String point) throws Exception {
+        boolean inRecovery = point.startsWith("txn-recovery");
+        // A stop in recovery needs a commit to recover: the first run stops after its commit record.
+        startBroker(inRecovery ? "txn-after-commit-record" : point);
+        try (RawClient c = RawClient.connected(port)) {
+            for (String q : List.of("orders", "invoices", "audit")) {
+                count(c, q);
+            }
+            publishOrders(c, 0, 5);
+            c.send(new SubscribeFrame(2, 7, "orders", 10));
+            c.expect(OkFrame.class);
+            sendTransaction(c, 1, c.deliveries(5), 9);
+            assertTrue(broker.waitFor(30, TimeUnit.SECONDS), "the broker stopped at " + point);
+        }
+        if (inRecovery) {
+            startBroker(point);
+            assertTrue(broker.waitFor(30, TimeUnit.SECONDS), "the broker stopped in its recovery");
+        }
+        startBroker(null);
+        try (RawClient c = RawClient.connected(port)) {
+            Set<String> processed = assertWhole(c, 5);
+            // Before its commit record the transaction is rolled back; from the record on it is committed.
+            assertEquals(point.equals("txn-before-commit-record") ? 0 : 5, processed.size(), point);
+        }
+    }
+
+    @Test
+    @Tag("slow")
+    @Timeout(600)
+    void killNineWhileTransactionsAreInFlight() throws Exception {
+        int perCycle = 2_000;
+        int total = perCycle * CYCLES;
+        startBroker(null);
+        try (RawClient c = RawClient.connected(port)) {
+            for (String q : List.of("orders", "invoices", "audit")) {
+                count(c, q);
+            }
+            publishOrders(c, 0, total);
+        }
+        Random random = new Random();
+        Set<String> committed = ConcurrentHashMap.newKeySet();
+        long txn = 1;
+        int kills = 0;
+        for (int cycle = 0; cycle < CYCLES; cycle++) {
+            int killAt = committed.size() + 200 + random.nextInt(perCycle - 400);
+            AtomicReference<Throwable> killFailed = new AtomicReference<>();
+            Process running = broker;
+            Thread killer = new Thread(() -> {
+                try {
+                    TestAwait.until("commits to reach " + killAt, Duration.ofSeconds(120), () -> committed.size() >= killAt);
+                    ChildJvm.kill(running);
+                } catch (Throwable t) {
+                    killFailed.set(t);
+                }
+            }, "txn-crash-killer");
+            killer.start();
+            txn = work(committed, txn, () -> !running.isAlive());
+            killer.join(120_000);
+            if (killFailed.get() != null) {
+                throw new AssertionError("killing the broker failed", killFailed.get());
+            }
+            kills++;
+            startBroker(null);
+        }
+        work(committed, txn, () -> false); // drain what is left
+        try (RawClient c = RawClient.connected(port)) {
+            Set<String> processed = assertWhole(c, total);
+            assertEquals(total, processed.size(), "every order processed, each exactly once");
+            assertTrue(processed.containsAll(committed), "every commit answered OK survived");
+        }
+        System.out.printf("TransactionCrashTest: %d kill -9 cycles, %d orders, each processed once; %d commits answered OK%n",
+                kills, total, committed.size());
+    }
+
+    /**
+     * A worker: takes up to 10 orders at a time and processes them in one transaction, until the
+     * connection is lost ({@code stopped}) or "orders" is empty. Returns the next transaction id.
+     */
+    private long work(Set<String> committed, long txn, java.util.function.BooleanSupplier stopped) throws Exception {
+        try (RawClient c = RawClient.connected(port)) {
+            c.send(new SubscribeFrame(2, 7, "orders", 10));
+            c.expect(OkFrame.class);
+            Map<Long, List<String>> waiting = new HashMap<>();
+            while (true) {
+                List<RawClient.Delivery> batch = new ArrayList<>();
+                Object first = c.received.poll(2, TimeUnit.SECONDS);
+                if (first == null || "closed".equals(first)) {
+                    if (first == null && !stopped.getAsBoolean() && c.isOpen()) {
+                        return txn; // nothing delivered for 2 s: drained
+                    }
+                    return txn;
+                }
+                if (!(first instanceof RawClient.Delivery d)) {
+                    if (first instanceof ErrorFrame || first instanceof TxAbortedFrame) {
+                        throw new AssertionError("unexpected " + first);
+                    }
+                    continue;
+                }
+                batch.add(d);
+                for (Object o; batch.size() < 10 && (o = c.received.poll()) instanceof RawClient.Delivery more; ) {
+                    batch.add(more);
+                }
+                List<String> orders = batch.stream().map(m -> new String(m.payload(), StandardCharsets.UTF_8)).toList();
+                long request = txn;
+                waiting.put(request, orders);
+                sendTransaction(c, txn++, batch, request);
+                Object answer;
+                do { // deliveries granted by the credit the TX_ACK settled may come first
+                    answer = c.received.poll(30, TimeUnit.SECONDS);
+                    if (answer instanceof RawClient.Delivery early) {
+                        c.received.add(early);
+                    }
+                } while (answer instanceof RawClient.Delivery);
+                if (answer instanceof OkFrame ok) {
+                    committed.addAll(waiting.remove(ok.requestId()));
+                    c.send(new io.sluice.protocol.CreditFrame(7, batch.size()));
+                } else if (answer == null || "closed".equals(answer)) {
+                    return txn; // killed: the outcome of this one is decided by the restart
+                } else {
+                    throw new AssertionError("unexpected answer " + answer);
+                }
+            }
+        }
+    }
+}
