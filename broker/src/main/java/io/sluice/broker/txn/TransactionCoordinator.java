@@ -251,7 +251,8 @@ public final class TransactionCoordinator implements AutoCloseable {
 
     /** A refusal of the broker's own: rolled back now, the client told with TX_ABORTED; a later TX_COMMIT gets the reason. */
     void abort(Transaction t, ErrorCode code, String reason) {
-        if (!t.takesOperations() && t.state != Transaction.State.COMMITTING) {
+        // A commit whose record is built is past rolling back: only an operation it still waits for may abort it.
+        if (!t.takesOperations() && (t.state != Transaction.State.COMMITTING || t.sealed)) {
             return;
         }
         boolean wasCommitting = t.state == Transaction.State.COMMITTING;
@@ -383,8 +384,11 @@ public final class TransactionCoordinator implements AutoCloseable {
         List<CompletableFuture<?>> tried = new ArrayList<>();
         List<CompletableFuture<?>> durable = new ArrayList<>();
         long sequence = record.applyBase();
-        for (CommitRecord.Part target : record.targets()) {
-            BrokerQueue q = queues.get(target.queue());
+        // A live commit applies to the queues it staged in (their reservations); recovery finds them by name.
+        List<BrokerQueue> stagedIn = t == null ? null : new ArrayList<>(t.staged.keySet());
+        for (int i = 0; i < record.targets().size(); i++) {
+            CommitRecord.Part target = record.targets().get(i);
+            BrokerQueue q = stagedIn != null ? stagedIn.get(i) : queues.get(target.queue()); // deleted since: apply refuses
             List<QueueTransactions.Committed> publishes = new ArrayList<>(target.ids().length);
             for (long id : target.ids()) {
                 StoredMessage m = log.read(id);
