@@ -291,4 +291,34 @@ class TransactionTest {
             assertNull(c.received.poll(200, TimeUnit.MILLISECONDS), "the uncommitted publish was never stored");
         }
     }
+
+    @Test
+    void aPublishToAQueueTheUserMayNotWriteRollsTheTransactionBack() throws Exception {
+        Path file = dir.resolve("sluice-test.yaml");
+        java.nio.file.Files.writeString(file, """
+                auth:
+                  anonymous-permissions:
+                    - queues: "*"
+                      actions: [consume, manage]
+                    - queues: "invoices"
+                      actions: [publish]
+                """);
+        Map<String, String> overrides = Map.of("broker.data-dir", dir.resolve("data").toString(), "broker.port", "0",
+                "metrics.port", "0", "storage.reserved-disk-bytes", "67108864");
+        try (Broker broker = Broker.start(new io.sluice.broker.config.ConfigLoader().load(file, overrides));
+             RawClient c = RawClient.connected(broker.port())) {
+            declare(c, "invoices");
+            declare(c, "audit");
+            c.send(new TxBeginFrame(1, 0));
+            txPublish(c, 1, "invoices", "i1");
+            txPublish(c, 1, "audit", "a1");
+            TxAbortedFrame denied = c.expect(TxAbortedFrame.class);
+            assertEquals(ErrorCode.TRANSACTION_ABORTED, denied.errorCode());
+            assertTrue(denied.message().contains("(ACCESS_DENIED)") && denied.message().contains("audit"), denied.message());
+            c.send(new TxCommitFrame(2, 1));
+            assertEquals(ErrorCode.TRANSACTION_ABORTED.code(), c.expect(ErrorFrame.class).code());
+            assertEquals(0, count(c, "invoices"), "the part the user may write was not stored either");
+            assertEquals(0, count(c, "audit"));
+        }
+    }
 }
