@@ -26,7 +26,7 @@ import java.util.function.LongConsumer;
  * and later future fails with it, and the queue refuses appends until a restart reads the files
  * back. A segment leaves the list of those to force only after a force that included it succeeded.
  *
- * <p>Threads: {@link #appending}, {@link #appended}, {@link #sealed} run on appending threads under the queue's lock;
+ * <p>Threads: {@link #appended}, {@link #sealed} run on appending threads under the queue's lock;
  * {@link #flush} runs on the storage flusher only; {@link #whenDurable} on any thread. The positions
  * are volatile; the list of sealed segments and the pending futures have their own monitors, held
  * only to copy or change them, never across a force.
@@ -86,17 +86,6 @@ public final class Durability {
         if (mode != DurabilityMode.ALWAYS) {
             durableIndex = index;
         }
-    }
-
-    /**
-     * An append landed in {@code segment}, before {@link #appended}; under the queue's lock. Opens the
-     * segment's channel for forcing the first time (see {@link SegmentSyncer#open(int)}).
-     *
-     * @throws StorageFilesExhaustedException if the process has no file descriptor left: refuse the append
-     * @throws IOException if the segment file cannot be opened for another reason
-     */
-    public void appending(int segment) throws IOException {
-        syncer.open(segment);
     }
 
     /** {@code segment} was sealed by a roll: the next force must include it. Under the queue's lock. */

@@ -67,10 +67,11 @@ public final class SegmentSyncer implements AutoCloseable {
     }
 
     /**
-     * Appending thread, under the queue's lock, after each append: the first time an append lands in a
-     * segment, opens every channel the segment's first force needs (see {@link Opened}). So the append
-     * that needs new descriptors is the one refused when the process has none left (rule "descriptors
-     * are taken by the append", docs/storage.md), and the flusher's forces need none.
+     * Appending thread, under the queue's lock, before each append writes its record (once Chronicle has
+     * the segment file open): the first time an append goes to a segment, opens every channel the
+     * segment's first force needs (see {@link Opened}). So the append that needs new descriptors is the
+     * one refused when the process has none left, before it wrote anything (rule "descriptors are taken
+     * by the append", docs/storage.md), and the flusher's forces need none.
      *
      * @throws StorageFilesExhaustedException if the process's open-file limit is reached; nothing is kept open
      * @throws IOException if a file cannot be opened for another reason; nothing is kept open
