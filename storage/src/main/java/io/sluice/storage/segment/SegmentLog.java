@@ -172,6 +172,9 @@ public final class SegmentLog implements AutoCloseable {
         try {
             write(codec, length);
         } catch (EntryRefused refused) {
+            if (refused.refusal() instanceof StorageFilesExhaustedException exhausted) {
+                backOff(exhausted); // every later append would try the same opens, each one refused
+            }
             throw refused.refusal();
         } catch (InternalError e) {
             // Raised by the JVM at the next safepoint after the faulting store, which may be in Chronicle's

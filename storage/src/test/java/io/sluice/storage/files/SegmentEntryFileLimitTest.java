@@ -1,6 +1,7 @@
 package io.sluice.storage.files;
 
 import io.sluice.storage.MessageStore;
+import io.sluice.storage.StorageFilesExhaustedException;
 import io.sluice.storage.segment.SegmentFiles;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -51,6 +52,30 @@ class SegmentEntryFileLimitTest {
             });
         }
         assertEquals(LongStream.rangeClosed(1, SegmentEntryWithoutDescriptors.FILLING_RECORDS).boxed().toList(), sequences, "the records the replay of producer state reads: the refused one is not among them");
+    }
+
+    /**
+     * Rule "a queue out of descriptors backs off": while the channels cannot be opened, the appends after the
+     * refused one are refused with its error without trying the open again (a syscall and an exception per
+     * message on the broker's event loop), at most one attempt a second.
+     */
+    @Test
+    void appendsWhileDescriptorsAreExhaustedAreRefusedWithoutTryingTheOpenAgainEachTime() throws Exception {
+        int again = 200;
+        List<String> lines = runChild(dir.resolve("data"), 1, again);
+        int first = SegmentEntryWithoutDescriptors.FILLING_RECORDS + 1;
+        assertTrue(line(lines, "append " + first + " ").contains(" refused "), String.join("\n", lines));
+        List<String> refusedAgain = new ArrayList<>();
+        for (int sequence = first + 1; sequence <= first + again; sequence++) {
+            String line = line(lines, "append " + sequence + " ");
+            assertTrue(line.contains(" refused ") && line.contains("too many open files"), "refused like the first: " + line);
+            if (!line.endsWith(" cause " + StorageFilesExhaustedException.class.getName())) {
+                refusedAgain.add(line); // refused by a new attempt (caused by the open's own error), not the back-off
+            }
+        }
+        long tookMs = Long.parseLong(line(lines, "again took ").substring("again took ".length()));
+        assertTrue(refusedAgain.size() <= 1 + tookMs / 1000, refusedAgain.size() + " of " + again + " appends in " + tookMs
+                + " ms tried to open the files again, the first: " + (refusedAgain.isEmpty() ? "" : refusedAgain.get(0)));
     }
 
     private List<String> runChild(Path dataDir, int free, int again) throws IOException, InterruptedException {

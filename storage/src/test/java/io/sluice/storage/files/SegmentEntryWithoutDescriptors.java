@@ -19,14 +19,17 @@ import java.util.stream.Stream;
 /**
  * Run in a child JVM under a lowered open-file limit by {@link SegmentEntryFileLimitTest}: fills a
  * queue's first segment, takes every free descriptor but {@code free} (held open on /dev/null), and
- * appends the record that moves into the next segment, then {@code again} more appends at once. Prints
- * one line per append ({@code append <sequence> ok <id>}, or {@code append <sequence> refused <message>
- * cause <class of the cause>}), then gives the descriptors back, closes the store and prints {@code done}.
+ * appends the record that moves into the next segment, then {@code again} more small appends at once.
+ * Prints one line per append ({@code append <sequence> ok <id>}, or {@code append <sequence> refused
+ * <message> cause <class of the cause>}) and {@code again took <ms>}, then gives the descriptors back,
+ * closes the store and prints {@code done}.
  */
 public final class SegmentEntryWithoutDescriptors {
     static final long PRODUCER = 7;
     static final int FILLING_RECORDS = 4;
     static final int RECORD_BYTES = 250_000;
+    /** The appends after the refused one stay in its segment, so that each could try the same open again. */
+    static final int AGAIN_RECORD_BYTES = 100;
 
     private SegmentEntryWithoutDescriptors() {
     }
@@ -46,13 +49,15 @@ public final class SegmentEntryWithoutDescriptors {
             QueueStore queue = store.createQueue("q");
             long sequence = 0;
             for (int i = 0; i < FILLING_RECORDS; i++) {
-                append(queue, ++sequence, true);
+                append(queue, ++sequence, RECORD_BYTES, true);
             }
             takeAllDescriptorsBut(free, taken);
-            append(queue, ++sequence, false);
+            append(queue, ++sequence, RECORD_BYTES, false);
+            long started = System.nanoTime();
             for (int i = 0; i < again; i++) {
-                append(queue, ++sequence, false);
+                append(queue, ++sequence, AGAIN_RECORD_BYTES, false);
             }
+            System.out.println("again took " + (System.nanoTime() - started) / 1_000_000);
             for (FileInputStream in : taken) {
                 in.close();
             }
@@ -61,10 +66,10 @@ public final class SegmentEntryWithoutDescriptors {
         System.out.println("done");
     }
 
-    private static void append(QueueStore queue, long sequence, boolean durably) throws Exception {
+    private static void append(QueueStore queue, long sequence, int bytes, boolean durably) throws Exception {
         StringBuilder line = new StringBuilder("append ").append(sequence);
         try {
-            long id = queue.append(PRODUCER, sequence, null, ByteBuffer.allocate(RECORD_BYTES));
+            long id = queue.append(PRODUCER, sequence, null, ByteBuffer.allocate(bytes));
             if (durably) {
                 queue.whenDurable(id).get(10, TimeUnit.SECONDS);
             }
