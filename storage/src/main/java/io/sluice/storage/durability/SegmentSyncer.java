@@ -184,6 +184,27 @@ public final class SegmentSyncer implements AutoCloseable {
     }
 
     /**
+     * Closes what this syncer holds for the segments before {@code segment} without forcing them: under
+     * durability {@code never} nothing forces a sealed segment, and its channels (opened for forces by
+     * {@link #open(int)}, or kept from a relocation's force) would otherwise stay open for the queue's
+     * life, a reclaimed segment's keeping its deleted file's blocks. Flusher thread, never while a
+     * reclaim pass has unforced copies (rule R4 forces those within its pass, on the same thread).
+     */
+    public synchronized void releaseBefore(int segment) throws IOException {
+        for (Integer s : new ArrayList<>(opened.keySet())) {
+            if (s < segment) {
+                closeAll(opened.remove(s));
+            }
+        }
+        if (current != null && currentSegment < segment) {
+            releaser.close(current);
+            current = null;
+            currentFile = null;
+            currentSegment = -1;
+        }
+    }
+
+    /**
      * Forces Chronicle's metadata file and the segment directory; for the first segment since the
      * queue opened, also the queue's directory and the directory of queues, so that a new queue's own
      * entries are durable before its first confirm. Closes those channels.
