@@ -110,7 +110,8 @@ public final class QueueStore {
         this.syncer = new SegmentSyncer(segmentDirectory, releaser, forcer);
         // The log reports seals to durability, which exists only once the log is recovered: the
         // forwarding lambda reads the field when a roll happens, never during recovery.
-        QueueRecovery.Recovered recovered = QueueRecovery.open(name, directory, config, this::segmentSealed, createdAcks);
+        QueueRecovery.Recovered recovered = QueueRecovery.open(name, directory, config, this::segmentSealed, this::enteringSegment,
+                createdAcks);
         this.log = recovered.log();
         this.ackLog = recovered.ackLog();
         this.acks = ackLog.state();
@@ -187,6 +188,20 @@ public final class QueueStore {
     private void segmentSealed(int segment) {
         durability.sealed(segment);
         reclaimer.wanted();
+    }
+
+    /**
+     * Before an append writes its record into {@code segment}, under the lock: rule "descriptors are taken by
+     * the append" (docs/storage.md), so that an append refused for want of them leaves no record behind.
+     */
+    private void enteringSegment(int segment) {
+        try {
+            syncer.open(segment);
+        } catch (StorageFilesExhaustedException e) {
+            throw e;
+        } catch (IOException e) {
+            throw durability.fail("opening a segment for forcing", e);
+        }
     }
 
     public String name() {
@@ -289,18 +304,7 @@ public final class QueueStore {
         } catch (MappedFileFaultException e) {
             throw durability.fail("writing a segment", e); // the thread that met the fault lives on; the queue fails safe
         }
-        int segment = SegmentRollCycle.INSTANCE.toCycle(index);
-        ackLog.segmentGrew(segment, SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1);
-        try {
-            durability.appending(segment);
-        } catch (StorageFilesExhaustedException e) {
-            // Rule "descriptors are taken by the append": the record is in the segment but can never be forced
-            // or confirmed, so it is marked acknowledged (never delivered) and the append is refused.
-            io(() -> ackLog.ack(index));
-            throw e;
-        } catch (IOException e) {
-            throw durability.fail("opening a segment for forcing", e);
-        }
+        ackLog.segmentGrew(SegmentRollCycle.INSTANCE.toCycle(index), SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1);
         durability.appended(index);
         return index;
     }

@@ -26,7 +26,7 @@ import java.util.function.LongConsumer;
  * and later future fails with it, and the queue refuses appends until a restart reads the files
  * back. A segment leaves the list of those to force only after a force that included it succeeded.
  *
- * <p>Threads: {@link #appending}, {@link #appended}, {@link #sealed} run on appending threads under the queue's lock;
+ * <p>Threads: {@link #appended}, {@link #sealed} run on appending threads under the queue's lock;
  * {@link #flush} runs on the storage flusher only; {@link #whenDurable} on any thread. The positions
  * are volatile; the list of sealed segments and the pending futures have their own monitors, held
  * only to copy or change them, never across a force.
@@ -51,6 +51,8 @@ public final class Durability {
     private volatile StorageFailedException failure;
     /** When {@link DurabilityMode#INTERVAL} forces next; flusher thread only. */
     private long nextIntervalSyncNanos;
+    /** Under {@link DurabilityMode#NEVER}: the syncer holds nothing for segments before this one; flusher thread only. */
+    private int releasedBefore = -1;
     /** A force is waiting for a file descriptor (logged once per episode); flusher thread only. */
     private boolean waitingForDescriptor;
 
@@ -86,17 +88,6 @@ public final class Durability {
         if (mode != DurabilityMode.ALWAYS) {
             durableIndex = index;
         }
-    }
-
-    /**
-     * An append landed in {@code segment}, before {@link #appended}; under the queue's lock. Opens the
-     * segment's channel for forcing the first time (see {@link SegmentSyncer#open(int)}).
-     *
-     * @throws StorageFilesExhaustedException if the process has no file descriptor left: refuse the append
-     * @throws IOException if the segment file cannot be opened for another reason
-     */
-    public void appending(int segment) throws IOException {
-        syncer.open(segment);
     }
 
     /** {@code segment} was sealed by a roll: the next force must include it. Under the queue's lock. */
@@ -224,10 +215,34 @@ public final class Durability {
                 }
                 completePendingFutures(durableIndex);
             }
-            case NEVER -> completePendingFutures(durableIndex);
+            case NEVER -> {
+                releaseBefore(SegmentRollCycle.INSTANCE.toCycle(writtenIndex));
+                completePendingFutures(durableIndex);
+            }
             default -> throw new IllegalStateException("unknown durability " + mode);
         }
         return false;
+    }
+
+    /**
+     * Under {@code never}, once appends have moved past a segment: nothing will force it (only reclaim's
+     * rule R4 forces, within its pass, which is not running: it runs on this thread too), so what was
+     * opened or kept for its forces is closed now rather than by a force that does not come, and it leaves
+     * the list of segments to force.
+     */
+    private void releaseBefore(int writtenSegment) {
+        if (writtenSegment <= releasedBefore) {
+            return;
+        }
+        releasedBefore = writtenSegment;
+        synchronized (sealedUnforced) {
+            sealedUnforced.removeIf(s -> s < writtenSegment);
+        }
+        try {
+            syncer.releaseBefore(writtenSegment);
+        } catch (IOException e) {
+            LOG.warn("Queue '{}': error while closing the channels of sealed segments.", queueName, e);
+        }
     }
 
     /**
@@ -251,8 +266,7 @@ public final class Durability {
             throw fail("forcing its segments to disk", e);
         }
         synchronized (sealedUnforced) {
-            // Only appended to meanwhile: the forced ones are still the first.
-            sealedUnforced.subList(0, sealed.size()).clear();
+            sealedUnforced.removeAll(sealed);
         }
     }
 

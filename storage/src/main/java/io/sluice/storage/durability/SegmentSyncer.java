@@ -67,10 +67,11 @@ public final class SegmentSyncer implements AutoCloseable {
     }
 
     /**
-     * Appending thread, under the queue's lock, after each append: the first time an append lands in a
-     * segment, opens every channel the segment's first force needs (see {@link Opened}). So the append
-     * that needs new descriptors is the one refused when the process has none left (rule "descriptors
-     * are taken by the append", docs/storage.md), and the flusher's forces need none.
+     * Appending thread, under the queue's lock, before each append writes its record (once Chronicle has
+     * the segment file open): the first time an append goes to a segment, opens every channel the
+     * segment's first force needs (see {@link Opened}). So the append that needs new descriptors is the
+     * one refused when the process has none left, before it wrote anything (rule "descriptors are taken
+     * by the append", docs/storage.md), and the flusher's forces need none.
      *
      * @throws StorageFilesExhaustedException if the process's open-file limit is reached; nothing is kept open
      * @throws IOException if a file cannot be opened for another reason; nothing is kept open
@@ -180,6 +181,27 @@ public final class SegmentSyncer implements AutoCloseable {
         forcer.force(current, currentFile);
         syncNanos.addAndGet(System.nanoTime() - started);
         syncs.incrementAndGet();
+    }
+
+    /**
+     * Closes what this syncer holds for the segments before {@code segment} without forcing them: under
+     * durability {@code never} nothing forces a sealed segment, and its channels (opened for forces by
+     * {@link #open(int)}, or kept from a relocation's force) would otherwise stay open for the queue's
+     * life, a reclaimed segment's keeping its deleted file's blocks. Flusher thread, never while a
+     * reclaim pass has unforced copies (rule R4 forces those within its pass, on the same thread).
+     */
+    public synchronized void releaseBefore(int segment) throws IOException {
+        for (Integer s : new ArrayList<>(opened.keySet())) {
+            if (s < segment) {
+                closeAll(opened.remove(s));
+            }
+        }
+        if (current != null && currentSegment < segment) {
+            releaser.close(current);
+            current = null;
+            currentFile = null;
+            currentSegment = -1;
+        }
     }
 
     /**

@@ -6,9 +6,9 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.OperatingSystemMXBean;
 
 /**
- * What the store's queues need of the process's file descriptors, and what the process has: its
+ * What the store's queues need of the process's file descriptors, and what the process may have: its
  * open-file limit ({@code RLIMIT_NOFILE}, the soft limit, which the JVM raises to the hard limit at
- * start) and how many it has open, from the JVM's {@code UnixOperatingSystemMXBean}.
+ * start), from the JVM's {@code UnixOperatingSystemMXBean}.
  *
  * <p>Descriptors per queue (docs/storage.md, "File descriptors"): a declared queue holds one
  * (Chronicle's {@code metadata.cq4t}); once it has been appended to, it holds two more (Chronicle's
@@ -33,15 +33,6 @@ public final class FileDescriptors {
         OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
         if (os instanceof com.sun.management.UnixOperatingSystemMXBean unix) {
             return unix.getMaxFileDescriptorCount();
-        }
-        return -1;
-    }
-
-    /** Descriptors the process has open now, or -1 if the JVM cannot tell. Lists /proc/self/fd: not for hot paths. */
-    public static long open() {
-        OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
-        if (os instanceof com.sun.management.UnixOperatingSystemMXBean unix) {
-            return unix.getOpenFileDescriptorCount();
         }
         return -1;
     }

@@ -71,15 +71,17 @@ public final class QueueRecovery {
     }
 
     /**
-     * Opens and recovers queue {@code name} in {@code directory}; {@code onSeal} goes to the {@link SegmentLog}.
+     * Opens and recovers queue {@code name} in {@code directory}; {@code onSeal} and {@code onEntering} go to
+     * the {@link SegmentLog}.
      * {@code createdAcks}, if not null, is the ack log of a new queue whose files were just created in
      * steps ({@link AckLog#prepareNew}); the queue must have no segment then.
      */
-    public static Recovered open(String name, Path directory, StoreConfig config, IntConsumer onSeal, AckLog createdAcks) {
-        return new QueueRecovery(name, directory, config).run(onSeal, createdAcks);
+    public static Recovered open(String name, Path directory, StoreConfig config, IntConsumer onSeal, IntConsumer onEntering,
+                                 AckLog createdAcks) {
+        return new QueueRecovery(name, directory, config).run(onSeal, onEntering, createdAcks);
     }
 
-    private Recovered run(IntConsumer onSeal, AckLog createdAcks) {
+    private Recovered run(IntConsumer onSeal, IntConsumer onEntering, AckLog createdAcks) {
         try {
             Files.createDirectories(segmentDirectory);
             finishInterruptedDeletes();
@@ -89,7 +91,7 @@ public final class QueueRecovery {
             throw new UncheckedIOException("cannot prepare the segment directory " + segmentDirectory, e);
         }
         int lastSegment = lastSegmentOnDisk();
-        SegmentLog log = new SegmentLog(name, segmentDirectory, config.segmentBytes(), lastSegment, onSeal);
+        SegmentLog log = new SegmentLog(name, segmentDirectory, config.segmentBytes(), lastSegment, onSeal, onEntering);
         AckLog ackLog;
         try {
             ackLog = createdAcks != null ? createdAcks : AckLog.open(directory.resolve("acks"), config.ackJournalBytes());

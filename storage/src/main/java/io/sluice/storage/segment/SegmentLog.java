@@ -63,12 +63,14 @@ public final class SegmentLog implements AutoCloseable {
     private ExcerptAppender appender;
     private final RecordCodec randomReadCodec = new RecordCodec();
     private final IntConsumer onSeal;
+    private final IntConsumer onEntering;
     private ExcerptTailer randomTailer;
     /**
-     * Rule "a queue out of descriptors backs off": after an append was refused because its segment file
-     * could not be opened, appends are refused with the same error without trying again until this
-     * time ({@code System.nanoTime()}), so that a queue that cannot have a file costs its event loop
-     * one attempt (and Chronicle one warning with a stack trace) a second, not one per message.
+     * Rule "a queue out of descriptors backs off": after an append was refused because its segment file,
+     * or a channel its forces need ({@code onEntering}), could not be opened, appends are refused with
+     * the same error without trying again until this time ({@code System.nanoTime()}), so that a queue
+     * that cannot have a file costs its event loop one attempt (and Chronicle one warning with a stack
+     * trace) a second, not one per message.
      */
     private long refuseUntilNanos;
     private StorageFilesExhaustedException lastRefusal;
@@ -79,15 +81,19 @@ public final class SegmentLog implements AutoCloseable {
 
     /**
      * Opens Chronicle on {@code segmentDirectory}; appends go to {@code writeSegment}. {@code onSeal}
-     * is told (under the owner's lock) each time a segment is sealed by a roll. Call only with the
-     * store's {@code store.lock} held: a Chronicle lock left held by a killed writer is released here
-     * ({@link StaleWriteLocks}).
+     * is told (under the owner's lock) each time a segment is sealed by a roll. {@code onEntering} is
+     * told before every append writes its record, with the segment it goes to, once Chronicle has that
+     * segment's file open: what it throws refuses the append, and nothing is written (rule "descriptors
+     * are taken by the append", docs/storage.md). Call only with the store's {@code store.lock} held: a
+     * Chronicle lock left held by a killed writer is released here ({@link StaleWriteLocks}).
      */
-    public SegmentLog(String queueName, Path segmentDirectory, long segmentBytes, int writeSegment, IntConsumer onSeal) {
+    public SegmentLog(String queueName, Path segmentDirectory, long segmentBytes, int writeSegment, IntConsumer onSeal,
+                      IntConsumer onEntering) {
         this.queueName = queueName;
         this.segmentDirectory = segmentDirectory;
         this.segmentBytes = segmentBytes;
         this.onSeal = onSeal;
+        this.onEntering = onEntering;
         this.segmentClock = new SegmentClock(Math.max(writeSegment, 0));
         StaleWriteLocks.release(queueName, segmentDirectory);
         SingleChronicleQueue opened = null;
@@ -147,9 +153,9 @@ public final class SegmentLog implements AutoCloseable {
      * {@code segmentBytes}, and returns the record's id.
      *
      * @throws MappedFileFaultException if the store into the mapping faulted (SIGBUS); nothing was written
-     * @throws io.sluice.storage.StorageFilesExhaustedException if the segment file cannot be opened for want of
-     *         file descriptors; nothing was written
-     * @throws StorageException if Chronicle fails otherwise; nothing was written then
+     * @throws io.sluice.storage.StorageFilesExhaustedException if the segment file, or a file {@code onEntering}
+     *         opens, cannot be opened for want of file descriptors; nothing was written
+     * @throws StorageException if Chronicle fails otherwise, or {@code onEntering} refused; nothing was written then
      */
     public long append(RecordCodec codec) {
         if (lastRefusal != null) {
@@ -165,6 +171,11 @@ public final class SegmentLog implements AutoCloseable {
         }
         try {
             write(codec, length);
+        } catch (EntryRefused refused) {
+            if (refused.refusal() instanceof StorageFilesExhaustedException exhausted) {
+                backOff(exhausted); // every later append would try the same opens, each one refused
+            }
+            throw refused.refusal();
         } catch (InternalError e) {
             // Raised by the JVM at the next safepoint after the faulting store, which may be in Chronicle's
             // header write, the record or the close: all of the append is covered.
@@ -176,9 +187,7 @@ public final class SegmentLog implements AutoCloseable {
             Path file = SegmentFiles.file(segmentDirectory, segmentClock.segment());
             replaceAppender();
             if (FileDescriptors.exhausted(e)) {
-                lastRefusal = FileDescriptors.exhaustedError("queue '" + queueName + "' cannot open its segment file " + file, e);
-                refuseUntilNanos = System.nanoTime() + REFUSAL_BACKOFF_NANOS;
-                throw lastRefusal;
+                throw backOff(FileDescriptors.exhaustedError("queue '" + queueName + "' cannot open its segment file " + file, e));
             }
             throw e instanceof StorageException se ? se
                     : new StorageException("append to queue '" + queueName + "' failed; nothing was written", e);
@@ -189,6 +198,19 @@ public final class SegmentLog implements AutoCloseable {
         tally.messages = SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1;
         tally.bytes += length + 4;
         return index;
+    }
+
+    /** What {@code onEntering} threw, carried past the handling of Chronicle's own failures in {@link #append}. */
+    private static final class EntryRefused extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        EntryRefused(RuntimeException refusal) {
+            super(null, refusal, false, false);
+        }
+
+        RuntimeException refusal() {
+            return (RuntimeException) getCause();
+        }
     }
 
     /**
@@ -208,10 +230,25 @@ public final class SegmentLog implements AutoCloseable {
         appender.singleThreadedCheckDisabled(true);
     }
 
+    /** Rule "a queue out of descriptors backs off" (see {@link #refuseUntilNanos}); returns {@code refusal}. */
+    private StorageFilesExhaustedException backOff(StorageFilesExhaustedException refusal) {
+        lastRefusal = refusal;
+        refuseUntilNanos = System.nanoTime() + REFUSAL_BACKOFF_NANOS;
+        return refusal;
+    }
+
     private void write(RecordCodec codec, int length) {
         DocumentContext dc = appender.writingDocument();
         try {
+            try {
+                onEntering.accept(segmentClock.segment());
+            } catch (RuntimeException e) {
+                dc.rollbackOnClose(); // the document Chronicle began is never completed: no record at all
+                throw new EntryRefused(e);
+            }
             dc.wire().bytes().write(codec.array(), 0, length);
+        } catch (EntryRefused e) {
+            throw e;
         } catch (RuntimeException e) {
             dc.rollbackOnClose();
             throw new StorageException("append to queue '" + queueName + "' failed; nothing was written", e);

@@ -18,7 +18,7 @@ import java.util.List;
  * dump &lt;dataDir&gt; &lt;queue&gt; [--limit N] [--from ID]   exit 0 clean, 1 damaged record or ack state
  * </pre>
  * Exit 2 on a usage error, with a message naming the wrong argument; 141, quietly, when the reader of
- * standard output closed it (rule T1 at {@link #run}). Progress goes to standard error when it is a
+ * standard output closed it (EPIPE on file descriptor 1; rule T1 at {@link #run}). Progress goes to standard error when it is a
  * terminal (rule T2), never into the report.
  */
 public final class StorageTool {
@@ -49,9 +49,10 @@ public final class StorageTool {
      *
      * <p>Rule T1: when the report cannot be written the run stops. If its reader closed the pipe
      * ({@code dump ... | head}) it stops quietly with {@link #EXIT_OUTPUT_CLOSED}; any other failure
-     * (a full disk) is reported and exits {@link #EXIT_DAMAGED}. {@code System.out} hides which of the
-     * two happened, so given {@code System.out} the tool writes to file descriptor 1 through its own
-     * {@link ReportOutput}. Rule T2: with {@code System.err} a terminal, long runs show their progress
+     * (a full disk) is reported and exits {@link #EXIT_DAMAGED}. A {@link PrintStream} hides which of
+     * the two happened, so given {@code System.out} the tool writes to file descriptor 1 through its own
+     * {@link ReportOutput}, which keeps the error; given another stream it cannot tell, and a failure of
+     * that stream is reported and exits {@link #EXIT_DAMAGED}: 141 says only what is known. Rule T2: with {@code System.err} a terminal, long runs show their progress
      * there ({@link Progress}).
      */
     public static int run(String[] args, PrintStream out, PrintStream err) {
@@ -66,10 +67,11 @@ public final class StorageTool {
             }
             return code;
         } catch (OutputFailedException e) {
-            if (report == null || report.closedByReader()) {
+            if (report != null && report.closedByReader()) {
                 return EXIT_OUTPUT_CLOSED; // T1
             }
-            err.println("error: cannot write the report to standard output: " + report.failure().getMessage());
+            err.println("error: cannot write the report to " + (report == null ? "the output stream given (it does not say why)"
+                    : "standard output: " + (report.failure() == null ? "the write failed" : report.failure().getMessage())));
             return EXIT_DAMAGED;
         } finally {
             target.flush();

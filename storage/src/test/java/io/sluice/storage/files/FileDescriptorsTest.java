@@ -5,6 +5,9 @@ import org.junit.jupiter.api.Test;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -35,8 +38,11 @@ class FileDescriptorsTest {
     }
 
     @Test
-    void theJvmReportsTheLimitAndTheOpenCount() {
-        assertTrue(FileDescriptors.limit() > 0);
-        assertTrue(FileDescriptors.open() > 0 && FileDescriptors.open() <= FileDescriptors.limit());
+    void theJvmReportsTheLimitTheProcessRunsUnder() throws IOException {
+        long open;
+        try (Stream<Path> descriptors = Files.list(Path.of("/proc/self/fd"))) {
+            open = descriptors.count();
+        }
+        assertTrue(FileDescriptors.limit() >= open, "the limit " + FileDescriptors.limit() + ", open now " + open);
     }
 }

@@ -5,17 +5,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.lang.management.ManagementFactory;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * A store in a child JVM whose open-file limit ({@code RLIMIT_NOFILE}, set with {@code prlimit}) runs
@@ -91,27 +86,9 @@ class FileLimitTest {
     }
 
     private List<String> runChild(Path dataDir, int queues, String... mode) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of("prlimit", "--nofile=" + OPEN_FILE_LIMIT + ":" + OPEN_FILE_LIMIT,
-                Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-        for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-            if (arg.startsWith("--add-") || arg.startsWith("-Dchronicle.")) {
-                command.add(arg);
-            }
-        }
-        command.addAll(List.of("-Xmx256m", "-cp", System.getProperty("java.class.path"), FileLimitedStore.class.getName(),
-                dataDir.toString(), Integer.toString(queues)));
-        command.addAll(List.of(mode));
-        Path out = dir.resolve("child.stdout");
-        Path err = dir.resolve("child.stderr");
-        Process child = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
-        if (!child.waitFor(120, TimeUnit.SECONDS)) {
-            child.destroyForcibly();
-            fail("the child did not finish within 120 s; its output: " + Files.readString(out, StandardCharsets.UTF_8));
-        }
-        List<String> lines = Files.readAllLines(out, StandardCharsets.UTF_8);
-        assertEquals(0, child.exitValue(), "child exit status; stdout:\n" + String.join("\n", lines)
-                + "\nstderr (end):\n" + tail(Files.readString(err, StandardCharsets.UTF_8)));
-        return lines;
+        List<String> args = new ArrayList<>(List.of(dataDir.toString(), Integer.toString(queues)));
+        args.addAll(List.of(mode));
+        return FileLimitedChild.run(dir, OPEN_FILE_LIMIT, 120, FileLimitedStore.class, args.toArray(String[]::new));
     }
 
     private static List<String> matching(List<String> lines, String prefix) {
@@ -120,9 +97,5 @@ class FileLimitTest {
 
     private static long millis(String line) {
         return Long.parseLong(line.split(" ")[2]);
-    }
-
-    private static String tail(String text) {
-        return text.length() < 4000 ? text : text.substring(text.length() - 4000);
     }
 }

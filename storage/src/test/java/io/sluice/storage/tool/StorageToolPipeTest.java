@@ -4,11 +4,13 @@ import io.sluice.storage.DurabilityMode;
 import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.File;
 import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -26,7 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@code dump ... | head -n 1} in a real shell pipeline with the tool in a child JVM: once head has
  * its line and closes the pipe, the tool stops, quietly, with status 141 (128 + SIGPIPE, what a Unix
  * tool stopped by a closed pipe reports), instead of writing the rest of the queue into nothing and
- * exiting 0 as if it had finished.
+ * exiting 0 as if it had finished. With standard output on a full disk instead, it says so and exits 1.
  */
 @Tag("slow")
 @Timeout(120)
@@ -36,8 +38,8 @@ class StorageToolPipeTest {
     @TempDir
     Path dir;
 
-    @Test
-    void shouldStopQuietlyWhenTheReaderClosesThePipe() throws Exception {
+    @BeforeEach
+    void fillAQueue() {
         StoreConfig config = StoreConfig.builder().durability(DurabilityMode.NEVER).segmentBytes(StoreConfig.MIN_SEGMENT_BYTES)
                 .maxMessageBytes(64 << 10).build();
         try (MessageStore store = MessageStore.open(dir.resolve("data"), config)) {
@@ -47,6 +49,10 @@ class StorageToolPipeTest {
                 q.append(1, i, null, ByteBuffer.wrap(payload));
             }
         }
+    }
+
+    /** The tool's command line: {@code dump} of the queue, in a JVM of its own. */
+    private List<String> dumpCommand() {
         List<String> java = new ArrayList<>();
         java.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
@@ -56,6 +62,23 @@ class StorageToolPipeTest {
         }
         java.addAll(List.of("-Xmx256m", "-Dsluice.log.target=System.err", "-cp", System.getProperty("java.class.path"), StorageTool.class.getName(),
                 "dump", dir.resolve("data").toString(), "orders"));
+        return java;
+    }
+
+    /** Standard output on a full disk ({@code /dev/full}: ENOSPC on every write) is not a closed pipe: 1, and why. */
+    @Test
+    void shouldExitOneNamingTheErrorWhenStandardOutputIsOnAFullDisk() throws Exception {
+        Path stderr = dir.resolve("tool.stderr");
+        Process tool = new ProcessBuilder(dumpCommand()).redirectOutput(new File("/dev/full")).redirectError(stderr.toFile()).start();
+        assertTrue(tool.waitFor(60, TimeUnit.SECONDS), "the tool ended");
+        String said = Files.readString(stderr);
+        assertEquals(StorageTool.EXIT_DAMAGED, tool.exitValue(), said);
+        assertTrue(said.contains("error: cannot write the report to standard output: No space left on device"), said);
+    }
+
+    @Test
+    void shouldStopQuietlyWhenTheReaderClosesThePipe() throws Exception {
+        List<String> java = dumpCommand();
         // "$@" is the JVM's command; the shell reports the tool's own status, not head's.
         List<String> command = new ArrayList<>(List.of("bash", "-c",
                 "\"$@\" 2>\"$STDERR\" | head -n 1; echo \"tool exit ${PIPESTATUS[0]}\"", "pipeline"));

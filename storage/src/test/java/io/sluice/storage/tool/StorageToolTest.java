@@ -11,6 +11,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -170,6 +171,26 @@ class StorageToolTest {
         assertUsage(run("dump", dir.toString(), "orders", "--from", "zz"), "--from 'zz' is not a message id");
         assertUsage(run("dump", dir.toString(), "orders", "--frm", "1"), "unknown option '--frm'");
         assertUsage(run("dump", dir.toString(), "orders", "--limit"), "--limit needs a value");
+    }
+
+    /**
+     * Exit 141 says "the reader closed the pipe" (rule T1); a stream the caller gives cannot tell that from a
+     * full disk (a {@link PrintStream} keeps only a flag), so its failure is reported as one, with status 1.
+     */
+    @Test
+    void shouldExitOneSayingSoWhenTheReportCannotBeWrittenToTheStreamGiven() {
+        OutputStream fullDisk = new OutputStream() {
+            @Override
+            public void write(int b) throws IOException {
+                throw new IOException("No space left on device");
+            }
+        };
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        int code = StorageTool.run(new String[] {"dump", dir.toString(), "orders"}, new PrintStream(fullDisk, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+        String said = err.toString(StandardCharsets.UTF_8);
+        assertEquals(StorageTool.EXIT_DAMAGED, code, "not 141: nothing says a reader closed a pipe; stderr: " + said);
+        assertTrue(said.startsWith("error: cannot write the report"), said);
     }
 
     private static void assertUsage(Outcome r, String expected) {
