@@ -109,7 +109,7 @@ public final class BrokerQueue {
         this.order = new DeliveryOrder(store, tracked);
         this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store), this::deadLetter);
         this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes());
-        this.producers = manager.openProducers(name, store);
+        this.producers = manager.openProducers(name, store, executor);
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
             public void moved(StoredMessage original) {

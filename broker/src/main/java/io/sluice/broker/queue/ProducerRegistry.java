@@ -11,6 +11,7 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 
 /**
@@ -25,9 +26,15 @@ import java.util.concurrent.Executor;
  * QueueStore#producerStateCoveredThrough}), so every record the table knows of is either in a durable
  * checkpoint or still in a segment that the next start replays.
  *
- * <p>Threads: owned by the queue's executor (every method but the file write); a checkpoint's image
- * is copied there, written on {@code writer} (one thread for the broker), and {@link #written} is
- * touched only there.
+ * <p>Registrations (P2, docs/broker-core.md): the epoch a registration is granted is in the table,
+ * and its connection the producer's owner, from the moment it is made, so that the last stored
+ * sequence it answers with cannot move under the new instance; if its checkpoint then fails, the
+ * registration is undone, unless another registered since (whose epoch may build on it): a
+ * registration never answered leaves neither an epoch nor an owner behind.
+ *
+ * <p>Threads: owned by the queue's executor, {@code queueThread} (every method but the file write); a
+ * checkpoint's image is copied there, written on {@code writer} (one thread for the broker), and
+ * {@link #written} is touched only there.
  */
 public final class ProducerRegistry {
     private static final Logger LOG = LoggerFactory.getLogger(ProducerRegistry.class);
@@ -41,6 +48,7 @@ public final class ProducerRegistry {
     private final String queue;
     private final QueueStore store;
     private final ProducerTable table;
+    private final Executor queueThread;
     private final Executor writer;
 
     /** Queue thread: the id of the last record the table holds, -1 if none. */
@@ -58,15 +66,23 @@ public final class ProducerRegistry {
     /** Writer thread: the newest generation written; an older image that comes late is not written over it. */
     private long written;
     /**
-     * Queue thread: the connection each named producer registered on last. A publish under a named
-     * producer's id from any other connection is fenced: an older instance, or one that never registered.
+     * Queue thread: the connection each named producer registered on last, and the epoch it was
+     * granted. A publish under a named producer's id from any other connection is fenced: an older
+     * instance, or one that never registered; this holds also once the table forgot the producer.
      */
-    private final java.util.Map<Long, ClientConnection> owners = new java.util.HashMap<>();
+    private final java.util.Map<Long, Owner> owners = new java.util.HashMap<>();
+    /** Queue thread: registrations made, so that a failed one is undone only if none came after it. */
+    private long registrations;
 
-    private ProducerRegistry(String queue, QueueStore store, ProducerTable table, Executor writer) {
+    /** The connection a named producer's newest instance registered on, and the epoch it holds. */
+    private record Owner(ClientConnection connection, int epoch) {
+    }
+
+    private ProducerRegistry(String queue, QueueStore store, ProducerTable table, Executor queueThread, Executor writer) {
         this.queue = queue;
         this.store = store;
         this.table = table;
+        this.queueThread = queueThread;
         this.writer = writer;
     }
 
@@ -76,8 +92,8 @@ public final class ProducerRegistry {
      * checkpoint is reported and set aside: the table is then rebuilt from the records still stored
      * (resends of messages already reclaimed are stored again).
      */
-    static ProducerRegistry open(String queue, QueueStore store, ProducerTable table, Executor writer) {
-        ProducerRegistry registry = new ProducerRegistry(queue, store, table, writer);
+    static ProducerRegistry open(String queue, QueueStore store, ProducerTable table, Executor queueThread, Executor writer) {
+        ProducerRegistry registry = new ProducerRegistry(queue, store, table, queueThread, writer);
         long started = System.nanoTime();
         // Until this registry has a durable checkpoint of its own, reclaim keeps every segment (R6).
         store.producerStateCoveredThrough(-1);
@@ -87,9 +103,7 @@ public final class ProducerRegistry {
             ProducerCheckpoint.Loaded loaded = ProducerCheckpoint.read(store.directory());
             if (loaded != null) {
                 covered = loaded.coveredThroughId();
-                for (ProducerCheckpoint.Entry e : loaded.producers()) {
-                    table.restore(e.id(), e.epoch(), e.highest(), e.lastSeenMillis(), e.gapRanges());
-                }
+                loaded.restoreInto(table);
             }
         } catch (CorruptProducerStateException e) {
             readable = false;
@@ -127,20 +141,26 @@ public final class ProducerRegistry {
 
     /** What to do with a publish of {@code sequence} by {@code producerId} arriving on {@code connection}. */
     ProducerTable.Verdict check(ClientConnection connection, long producerId, long sequence) {
-        return table.check(producerId, epochOf(connection, producerId), sequence, store.nowMillis());
+        int epoch = epochOf(connection, producerId);
+        return epoch < 0 ? ProducerTable.Verdict.FENCED : table.check(producerId, epoch, sequence, store.nowMillis());
     }
 
-    /** The epoch {@code connection} holds for {@code producerId}: the table's if it registered there last, else 0. */
-    int epochOf(ClientConnection connection, long producerId) {
-        if (owners.isEmpty() || owners.get(producerId) != connection) {
+    /**
+     * The epoch {@code connection} holds for {@code producerId}: the one granted if the producer's
+     * newest instance registered there, -1 if it registered on another connection, 0 if on none open
+     * (the table's epoch then fences every publish, if it knows the producer).
+     */
+    private int epochOf(ClientConnection connection, long producerId) {
+        if (owners.isEmpty()) {
             return 0;
         }
-        return table.epoch(producerId);
+        Owner o = owners.get(producerId);
+        return o == null ? 0 : o.connection == connection ? o.epoch : -1;
     }
 
     /** Forgets the connections that closed: the named producers registered on them are no longer anyone's. */
     void forgetClosedConnections() {
-        owners.values().removeIf(owner -> !owner.isActive());
+        owners.values().removeIf(o -> !o.connection.isActive());
     }
 
     /** The sentence of a PUBLISH_ERROR for a publish {@link #check} refused. */
@@ -155,13 +175,16 @@ public final class ProducerRegistry {
                 + "resend from a new message; it was not stored";
     }
 
-    /** The answer to a registration: the epoch granted (-1 if fenced), the last stored sequence, and the current epoch. */
+    /**
+     * The answer to a registration: the epoch granted (-1 if fenced), the last stored sequence, and the
+     * producer's epoch (if fenced, the lowest epoch that may resume: {@link ProducerTable#resumeFloor}).
+     */
     public record Registered(int epoch, long lastSequence, int currentEpoch) {
     }
 
     /** A publish that {@link #check} found new was appended as record {@code id}. */
     void stored(ClientConnection connection, long producerId, long sequence, long id) {
-        table.stored(producerId, epochOf(connection, producerId), sequence, store.nowMillis());
+        table.stored(producerId, Math.max(0, epochOf(connection, producerId)), sequence, store.nowMillis());
         lastRecordId = id;
         changed = true;
         if (++storedSinceCheckpoint >= CHECKPOINT_EVERY_RECORDS || SegmentRollCycle.INSTANCE.toCycle(id) != checkpointedSegment) {
@@ -171,16 +194,35 @@ public final class ProducerRegistry {
 
     /**
      * Registers an instance of producer {@code producerId} ({@link ProducerTable#register}); completes
-     * with the answer once a checkpoint holding it is durable, or at once with epoch -1 if fenced.
+     * with the answer once a checkpoint holding it is durable, or at once with epoch -1 (and the
+     * lowest epoch that may resume) if fenced. If the checkpoint fails, completes exceptionally, on
+     * the queue's thread, after undoing the registration (see the class comment).
      */
     CompletableFuture<Registered> register(ClientConnection connection, long producerId, int requestedEpoch) {
+        int previousEpoch = table.epoch(producerId);
+        int previousHighest = table.highestEpochGranted();
         int epoch = table.register(producerId, requestedEpoch, store.nowMillis());
-        Registered answer = new Registered(epoch, table.lastStoredSequence(producerId), table.epoch(producerId));
         if (epoch < 0) {
-            return CompletableFuture.completedFuture(answer);
+            return CompletableFuture.completedFuture(new Registered(-1, table.lastStoredSequence(producerId),
+                    table.resumeFloor(producerId)));
         }
-        owners.put(producerId, connection);
-        return checkpoint().thenApply(written -> answer);
+        Registered answer = new Registered(epoch, table.lastStoredSequence(producerId), epoch);
+        Owner previousOwner = owners.put(producerId, new Owner(connection, epoch));
+        long registration = ++registrations;
+        return checkpoint().handleAsync((written, failure) -> {
+            if (failure == null) {
+                return answer;
+            }
+            if (registration == registrations) {
+                table.undoRegistration(producerId, epoch, previousEpoch, previousHighest);
+                if (previousOwner != null && previousOwner.connection.isActive()) {
+                    owners.put(producerId, previousOwner);
+                } else {
+                    owners.remove(producerId);
+                }
+            }
+            throw failure instanceof CompletionException completion ? completion : new CompletionException(failure);
+        }, queueThread);
     }
 
     /** True if a publish or registration changed the table since the last checkpoint was taken. */

@@ -33,6 +33,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -138,14 +139,14 @@ public final class QueueManager {
      * The producer state of a queue being opened (replayed from its checkpoint and records), or null
      * with deduplication off. The window covers what one connection may have unconfirmed.
      */
-    ProducerRegistry openProducers(String name, QueueStore queueStore) {
+    ProducerRegistry openProducers(String name, QueueStore queueStore, Executor queueExecutor) {
         if (!defaults.dedupEnabled) {
             queueStore.producerStateCoveredThrough(Long.MAX_VALUE); // no owner advances a checkpoint left by an earlier run
             return null;
         }
         ProducerTable table = new ProducerTable(defaults.dedupMaxProducers, defaults.dedupIdleExpiryMs,
                 Math.max(1, publishAllowance));
-        return ProducerRegistry.open(name, queueStore, table, producerStateWriter);
+        return ProducerRegistry.open(name, queueStore, table, queueExecutor, producerStateWriter);
     }
 
     private volatile int maxQueues = Integer.MAX_VALUE;

@@ -190,7 +190,7 @@ class ProducerDedupModelTest {
             this.maxProducers = maxProducers;
             this.store = MessageStore.open(dir, config, clock::get);
             this.queue = store.hasQueue("q") ? store.queue("q") : store.createQueue("q");
-            this.registry = ProducerRegistry.open("q", queue, new ProducerTable(maxProducers, 1_000, WINDOW), Runnable::run);
+            this.registry = ProducerRegistry.open("q", queue, new ProducerTable(maxProducers, 1_000, WINDOW), Runnable::run, Runnable::run);
         }
 
         long forgotten() {

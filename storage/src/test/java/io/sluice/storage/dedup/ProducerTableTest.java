@@ -72,6 +72,36 @@ class ProducerTableTest {
     }
 
     @Test
+    void aNewInstanceAfterItsProducerWasForgottenGetsAnEpochAboveEveryEpochGranted() {
+        assertEquals(1, table.register(7, -1, 0));
+        assertEquals(2, table.register(7, -1, 0));
+        store(1, 1);
+        store(2, 1);
+        store(3, 1); // a fourth producer for a table of three: 7, the least recently seen, is evicted
+        assertEquals(1, table.evictions());
+        assertEquals(3, table.register(7, -1, 0), "epoch 2 may still be running: the new instance is above it");
+        assertEquals(-1, table.register(7, 2, 0), "and the instance of epoch 2 cannot fence it by resuming");
+
+        assertEquals(4, table.register(8, -1, 0), "epochs rise across the queue's producers");
+        assertEquals(3, table.expire(1_000), "7, 8 and 3: the table holds three");
+        assertEquals(5, table.register(7, -1, 1_000), "after an idle expiry too");
+    }
+
+    @Test
+    void anOlderInstanceOfAForgottenProducerCannotResumeAndTheNewestCan() {
+        assertEquals(1, table.register(7, -1, 0));
+        assertEquals(2, table.register(7, -1, 0));
+        assertEquals(1, table.expire(1_000));
+        store(1, 1);
+        store(2, 1);
+        assertEquals(-1, table.register(7, 1, 1_000), "epoch 1 may be older than what the table forgot");
+        assertEquals(2, table.tracked(), "a fenced registration adds no producer");
+        assertEquals(0, table.evictions(), "and evicts none");
+        assertEquals(2, table.register(7, 2, 1_000), "the newest instance resumes after its producer was forgotten");
+        assertEquals(NEW, table.check(7, 2, 1, 1_000));
+    }
+
+    @Test
     void theLeastRecentlySeenIsEvictedAndTheIdleExpire() {
         store(1, 1);
         store(2, 1);
