@@ -735,21 +735,9 @@ public final class BrokerQueue {
         });
     }
 
-    /**
-     * Store timestamp of the oldest ready message, or -1: the older of the oldest unacknowledged
-     * message this queue does not track (never delivered, or relocated) and the oldest redelivery
-     * due now. Messages out with a consumer or waiting out a requeue delay are not ready. Bounded by
-     * the messages this queue tracks.
-     */
+    /** Store timestamp of the oldest ready message ({@link DeliveryOrder#oldestReadyId}), or -1. */
     private long oldestReadyTimestampMillis() {
-        long oldestId = store.oldestUnacked(tracked::contains, tracked.size());
-        long[] oldest = {oldestId};
-        order.forEachDue(id -> {
-            if (oldest[0] < 0 || id < oldest[0]) {
-                oldest[0] = id;
-            }
-        });
-        oldestId = oldest[0];
+        long oldestId = order.oldestReadyId();
         StoredMessage m = oldestId < 0 ? null : readUnlessDamaged(oldestId);
         return m == null ? -1 : m.timestampMillis();
     }
