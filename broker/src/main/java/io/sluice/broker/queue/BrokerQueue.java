@@ -89,7 +89,6 @@ public final class BrokerQueue {
     private long redelivered;
     /** Message counters for metrics: written only on the executor, read through {@link #snapshot()}. */
     private long publishedMessages;
-    private long confirmedMessages;
     private long deliveredMessages;
     private long ackedMessages;
     private long nackedMessages;
@@ -161,6 +160,7 @@ public final class BrokerQueue {
 
     private void publishNow(ProducerLink connection, PublishFrame frame) {
         long receivedAtNanos = System.nanoTime();
+        long nowMillis = producers == null ? 0 : store.nowMillis(); // the producer table's clock, read once per frame
         if (closed) {
             connection.refuseAll(frame, ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was stored");
             return;
@@ -183,7 +183,7 @@ public final class BrokerQueue {
             int payloadLength = cursor.payloadLength();
             int bytes = cursor.headersLength() + payloadLength;
             ProducerTable.Verdict verdict = producers == null ? ProducerTable.Verdict.NEW
-                    : producers.check(connection, producerId, sequence);
+                    : producers.check(connection, producerId, sequence, nowMillis);
             if (verdict == ProducerTable.Verdict.DUPLICATE) {
                 // Stored before: confirmed again once everything written so far is durable (it is among it).
                 stored.stored(producerId, sequence);
@@ -215,7 +215,7 @@ public final class BrokerQueue {
                 lastId = store.append(producerId, sequence, frameBytes, cursor.headersOffset(), cursor.headersLength(),
                         cursor.payloadOffset(), payloadLength);
                 if (producers != null) {
-                    producers.stored(connection, producerId, sequence, lastId);
+                    producers.stored(connection, producerId, sequence, lastId, nowMillis);
                 }
                 stored.stored(producerId, sequence);
                 storedMessages++;
@@ -240,13 +240,14 @@ public final class BrokerQueue {
         }
         if (storedMessages > 0) {
             publishedMessages += storedMessages;
-            pendingConfirms.add(lastId, connection, stored.build(), storedMessages + duplicates, storedBytes + duplicateBytes,
-                    receivedAtNanos);
+            pendingConfirms.add(lastId, connection, stored.build(), storedMessages + duplicates, duplicates,
+                    storedBytes + duplicateBytes, receivedAtNanos);
             updateFlow();
             releaseConfirms();
             scheduleDispatch();
         } else if (duplicates > 0) {
-            pendingConfirms.add(store.writtenIndex(), connection, stored.build(), duplicates, duplicateBytes, receivedAtNanos);
+            pendingConfirms.add(store.writtenIndex(), connection, stored.build(), duplicates, duplicates, duplicateBytes,
+                    receivedAtNanos);
             releaseConfirms();
         }
         connection.flush();
@@ -312,7 +313,7 @@ public final class BrokerQueue {
      * nothing still waiting will ever be durable: each producer is told now.
      */
     private void releaseConfirms() {
-        confirmedMessages += pendingConfirms.release(store.durableIndex(), backlog, confirmLatencyNanos);
+        pendingConfirms.release(store.durableIndex(), backlog, confirmLatencyNanos);
         StorageFailedException failed = store.failure();
         if (failed != null) {
             pendingConfirms.refuseAll(ErrorCode.STORAGE_FAILED, failed.getMessage());
@@ -726,9 +727,9 @@ public final class BrokerQueue {
             List<String> producers = publishers.stream().map(ClientConnection::id).sorted().toList();
             return new QueueSnapshot(name, store.unackedMessages(), backlog.bytes(), inFlight, backlog.state(),
                     backlog.reason(), consumerFigures, producers,
-                    new QueueSnapshot.Counters(publishedMessages, confirmedMessages, deliveredMessages, redelivered,
+                    new QueueSnapshot.Counters(publishedMessages, pendingConfirms.confirmedStored(), deliveredMessages, redelivered,
                             ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropped, publishRefused,
-                            this.producers == null ? 0 : this.producers.table().duplicates(),
+                            pendingConfirms.confirmedResends(),
                             this.producers == null ? 0 : this.producers.table().evictions(),
                             this.producers == null ? 0 : this.producers.table().expiries()),
                     oldestReadyTimestampMillis(), backlog.blockedNanos(), this.producers == null ? 0 : this.producers.table().tracked());

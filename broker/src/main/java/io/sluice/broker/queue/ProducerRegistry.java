@@ -1,5 +1,7 @@
 package io.sluice.broker.queue;
 
+import io.netty.util.collection.LongObjectHashMap;
+import io.netty.util.collection.LongObjectMap;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.dedup.CorruptProducerStateException;
 import io.sluice.storage.dedup.ProducerCheckpoint;
@@ -70,9 +72,17 @@ public final class ProducerRegistry {
      * granted. A publish under a named producer's id from any other connection is fenced: an older
      * instance, or one that never registered; this holds also once the table forgot the producer.
      */
-    private final java.util.Map<Long, Owner> owners = new java.util.HashMap<>();
+    private final LongObjectMap<Owner> owners = new LongObjectHashMap<>();
     /** Queue thread: registrations made, so that a failed one is undone only if none came after it. */
     private long registrations;
+    /**
+     * Queue thread: the last answer of {@link #epochOf} (none while {@link #resolvedConnection} is
+     * null): a frame's messages are usually one producer's, so one lookup in {@link #owners} serves
+     * the frame. Cleared whenever {@link #owners} changes.
+     */
+    private ClientConnection resolvedConnection;
+    private long resolvedProducer;
+    private int resolvedEpoch;
 
     /** The connection a named producer's newest instance registered on, and the epoch it holds. */
     private record Owner(ClientConnection connection, int epoch) {
@@ -139,10 +149,13 @@ public final class ProducerRegistry {
         return registry;
     }
 
-    /** What to do with a publish of {@code sequence} by {@code producerId} arriving on {@code connection}. */
-    ProducerTable.Verdict check(ClientConnection connection, long producerId, long sequence) {
+    /**
+     * What to do with a publish of {@code sequence} by {@code producerId} arriving on {@code connection}
+     * at {@code nowMillis} on the store's clock.
+     */
+    ProducerTable.Verdict check(ClientConnection connection, long producerId, long sequence, long nowMillis) {
         int epoch = epochOf(connection, producerId);
-        return epoch < 0 ? ProducerTable.Verdict.FENCED : table.check(producerId, epoch, sequence, store.nowMillis());
+        return epoch < 0 ? ProducerTable.Verdict.FENCED : table.check(producerId, epoch, sequence, nowMillis);
     }
 
     /**
@@ -154,13 +167,24 @@ public final class ProducerRegistry {
         if (owners.isEmpty()) {
             return 0;
         }
+        if (connection == resolvedConnection && producerId == resolvedProducer) {
+            return resolvedEpoch;
+        }
         Owner o = owners.get(producerId);
-        return o == null ? 0 : o.connection == connection ? o.epoch : -1;
+        resolvedEpoch = o == null ? 0 : o.connection == connection ? o.epoch : -1;
+        resolvedProducer = producerId;
+        resolvedConnection = connection;
+        return resolvedEpoch;
+    }
+
+    private void ownersChanged() {
+        resolvedConnection = null;
     }
 
     /** Forgets the connections that closed: the named producers registered on them are no longer anyone's. */
     void forgetClosedConnections() {
         owners.values().removeIf(o -> !o.connection.isActive());
+        ownersChanged();
     }
 
     /** The sentence of a PUBLISH_ERROR for a publish {@link #check} refused. */
@@ -182,9 +206,9 @@ public final class ProducerRegistry {
     public record Registered(int epoch, long lastSequence, int currentEpoch) {
     }
 
-    /** A publish that {@link #check} found new was appended as record {@code id}. */
-    void stored(ClientConnection connection, long producerId, long sequence, long id) {
-        table.stored(producerId, Math.max(0, epochOf(connection, producerId)), sequence, store.nowMillis());
+    /** A publish that {@link #check} found new, at {@code nowMillis}, was appended as record {@code id}. */
+    void stored(ClientConnection connection, long producerId, long sequence, long id, long nowMillis) {
+        table.stored(producerId, Math.max(0, epochOf(connection, producerId)), sequence, nowMillis);
         lastRecordId = id;
         changed = true;
         if (++storedSinceCheckpoint >= CHECKPOINT_EVERY_RECORDS || SegmentRollCycle.INSTANCE.toCycle(id) != checkpointedSegment) {
@@ -208,6 +232,7 @@ public final class ProducerRegistry {
         }
         Registered answer = new Registered(epoch, table.lastStoredSequence(producerId), epoch);
         Owner previousOwner = owners.put(producerId, new Owner(connection, epoch));
+        ownersChanged();
         long registration = ++registrations;
         return checkpoint().handleAsync((written, failure) -> {
             if (failure == null) {
@@ -220,6 +245,7 @@ public final class ProducerRegistry {
                 } else {
                     owners.remove(producerId);
                 }
+                ownersChanged();
             }
             throw failure instanceof CompletionException completion ? completion : new CompletionException(failure);
         }, queueThread);

@@ -51,7 +51,7 @@ class ProducerRegistryTest {
         // The first record moves into segment 0 and takes a checkpoint; the rule takes the next.
         for (long s = 1; s <= ProducerRegistry.CHECKPOINT_EVERY_RECORDS + 1; s++) {
             id = queue.append(7, s, ByteBuffer.allocate(0), ByteBuffer.allocate(8));
-            registry.stored(connection, 7, s, id);
+            registry.stored(connection, 7, s, id, 0);
         }
         long expected = id;
         assertEquals(0, expected >>> 32, "all in the first segment: no roll took the checkpoint");
@@ -71,13 +71,13 @@ class ProducerRegistryTest {
         Files.createDirectories(blocker.resolve("blocker"));
         assertThrows(ExecutionException.class, () -> registry.register(second, 7, -1).get(10, TimeUnit.SECONDS));
         assertEquals(1, registry.table().epoch(7), "epoch 2 was never granted");
-        assertEquals(ProducerTable.Verdict.NEW, registry.check(first, 7, 1), "the instance of epoch 1 is not fenced");
-        assertEquals(ProducerTable.Verdict.FENCED, registry.check(second, 7, 1), "the failed one holds nothing");
+        assertEquals(ProducerTable.Verdict.NEW, registry.check(first, 7, 1, 0), "the instance of epoch 1 is not fenced");
+        assertEquals(ProducerTable.Verdict.FENCED, registry.check(second, 7, 1, 0), "the failed one holds nothing");
 
         Files.delete(blocker.resolve("blocker"));
         Files.delete(blocker);
         assertEquals(2, registry.register(second, 7, -1).get(10, TimeUnit.SECONDS).epoch(),
                 "the next grant is the epoch the failed one would have had");
-        assertEquals(ProducerTable.Verdict.FENCED, registry.check(first, 7, 1));
+        assertEquals(ProducerTable.Verdict.FENCED, registry.check(first, 7, 1, 0));
     }
 }

@@ -94,7 +94,6 @@ public final class ProducerTable {
 
     private long evictions;
     private long expiries;
-    private long duplicates;
 
     /**
      * @param maxProducers     producers tracked at most (at least 1)
@@ -138,7 +137,6 @@ public final class ProducerTable {
         if (p.gaps.contains(sequence)) {
             return Verdict.NEW;
         }
-        duplicates++;
         return Verdict.DUPLICATE;
     }
 
@@ -267,11 +265,6 @@ public final class ProducerTable {
 
     public long expiries() {
         return expiries;
-    }
-
-    /** Publishes answered {@link Verdict#DUPLICATE} so far. */
-    public long duplicates() {
-        return duplicates;
     }
 
     /** The producers, least recently seen first (the order {@link #restore} keeps). Live objects: read them on the owning thread. */
