@@ -24,8 +24,11 @@ import io.sluice.protocol.SubscribeFrame;
 import io.sluice.protocol.UnsubscribeFrame;
 import org.slf4j.Logger;
 
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Consumer;
 
 /**
@@ -59,6 +62,8 @@ final class ClientSession {
     /** Reports a failure of the broker on this connection: the connection's exceptionCaught. */
     private final Consumer<Throwable> failure;
     private final Map<Integer, Subscription> subscriptions = new HashMap<>();
+    /** The queues named producers registered on through this connection: told when it closes, so they let it go. */
+    private final Set<BrokerQueue> producerQueues = Collections.newSetFromMap(new IdentityHashMap<>());
     /** Credit granted minus messages settled, over every consumer; made at the first SUBSCRIBE. */
     private ConnectionCredit unackedBound;
 
@@ -298,6 +303,7 @@ final class ClientSession {
             return;
         }
         long producerId = ProducerIds.forName(init.producerName());
+        producerQueues.add(queue);
         queue.registerProducer(proxy, producerId, init.epoch()).whenComplete((registered, failure) -> {
             if (failure != null) {
                 ErrorCode code = ErrorCodes.of(failure);
@@ -329,11 +335,18 @@ final class ClientSession {
         return false;
     }
 
-    /** The connection closed: its consumers leave their queues, and their messages go back (D4). */
+    /**
+     * The connection closed: its consumers leave their queues, and their messages go back (D4); the
+     * queues its named producers registered on let it go.
+     */
     void close() {
         for (Subscription sub : subscriptions.values()) {
             sub.close();
         }
         subscriptions.clear();
+        for (BrokerQueue queue : producerQueues) {
+            queue.producerConnectionClosed(proxy);
+        }
+        producerQueues.clear();
     }
 }

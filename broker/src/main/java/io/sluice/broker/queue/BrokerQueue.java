@@ -270,6 +270,18 @@ public final class BrokerQueue {
         }, executor).thenCompose(registered -> registered);
     }
 
+    /** {@code connection}, on which named producers registered here, closed: they are no longer its, nor is it held. */
+    public void producerConnectionClosed(ClientConnection connection) {
+        if (executor.isShuttingDown()) {
+            return; // the broker stops: the queue goes, and what it holds with it
+        }
+        executor.execute(() -> {
+            if (producers != null) {
+                producers.connectionClosed(connection);
+            }
+        });
+    }
+
     /** At shutdown: a last producer checkpoint if anything changed since the last, so the next start replays nothing. */
     public CompletableFuture<Void> checkpointProducers() {
         return CompletableFuture.supplyAsync(() -> producers == null || !producers.changedSinceCheckpoint()
@@ -714,9 +726,6 @@ public final class BrokerQueue {
     public io.netty.util.concurrent.Future<QueueSnapshot> snapshot() {
         return executor.submit(() -> {
             publishers.removeIf(c -> !c.isActive());
-            if (producers != null) {
-                producers.forgetClosedConnections();
-            }
             List<QueueSnapshot.ConsumerFigures> consumerFigures = new ArrayList<>();
             int inFlight = 0;
             for (ConsumerSession c : consumers) {

@@ -181,9 +181,9 @@ public final class ProducerRegistry {
         resolvedConnection = null;
     }
 
-    /** Forgets the connections that closed: the named producers registered on them are no longer anyone's. */
-    void forgetClosedConnections() {
-        owners.values().removeIf(o -> !o.connection.isActive());
+    /** {@code connection} closed: the named producers registered on it are no longer anyone's, and it is not held. */
+    void connectionClosed(ClientConnection connection) {
+        owners.values().removeIf(o -> o.connection == connection);
         ownersChanged();
     }
 
