@@ -735,14 +735,21 @@ public final class BrokerQueue {
             }
             List<String> producers = publishers.stream().map(ClientConnection::id).sorted().toList();
             return new QueueSnapshot(name, store.unackedMessages(), backlog.bytes(), inFlight, backlog.state(),
-                    backlog.reason(), consumerFigures, producers,
-                    new QueueSnapshot.Counters(publishedMessages, pendingConfirms.confirmedStored(), deliveredMessages, redelivered,
-                            ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropped, publishRefused,
-                            pendingConfirms.confirmedResends(),
-                            this.producers == null ? 0 : this.producers.table().evictions(),
-                            this.producers == null ? 0 : this.producers.table().expiries()),
+                    backlog.reason(), consumerFigures, producers, countersNow(),
                     oldestReadyTimestampMillis(), backlog.blockedNanos(), this.producers == null ? 0 : this.producers.table().tracked());
         });
+    }
+
+    /** The message counters alone, taken on the executor: for rates, which need no more of a {@link #snapshot}. */
+    public io.netty.util.concurrent.Future<QueueSnapshot.Counters> counters() {
+        return executor.submit(this::countersNow);
+    }
+
+    private QueueSnapshot.Counters countersNow() {
+        return new QueueSnapshot.Counters(publishedMessages, pendingConfirms.confirmedStored(), deliveredMessages, redelivered,
+                ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropped, publishRefused,
+                pendingConfirms.confirmedResends(), producers == null ? 0 : producers.table().evictions(),
+                producers == null ? 0 : producers.table().expiries());
     }
 
     /** Store timestamp of the oldest ready message ({@link DeliveryOrder#oldestReadyId}), or -1. */

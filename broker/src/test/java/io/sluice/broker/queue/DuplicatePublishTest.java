@@ -87,6 +87,7 @@ class DuplicatePublishTest {
             assertEquals(3, counters.published(), "sluice_queue_published_messages_total");
             assertEquals(3, counters.confirmed(), "sluice_queue_confirmed_messages_total: stored messages confirmed");
             assertEquals(2, counters.duplicates(), "sluice_queue_duplicates_total");
+            assertEquals(counters, q.counters().get(), "the counters alone, as rates read them, are the snapshot's");
         }
     }
 }
