@@ -1,6 +1,6 @@
 package io.sluice.storage.dedup;
 
-import io.sluice.storage.ack.AckFiles;
+import io.sluice.storage.files.AtomicFiles;
 
 import java.io.IOException;
 import java.nio.BufferUnderflowException;
@@ -9,7 +9,6 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.zip.CRC32C;
@@ -125,18 +124,7 @@ public final class ProducerCheckpoint {
 
     /** Writes an image from {@link #encode} as the checkpoint of the queue in {@code queueDirectory}, atomically and durably. */
     public static void write(Path queueDirectory, ByteBuffer image) throws IOException {
-        Path file = file(queueDirectory);
-        Path temporary = file.resolveSibling(FILE + ".tmp");
-        Files.deleteIfExists(temporary);
-        ByteBuffer bytes = image.duplicate();
-        try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-            while (bytes.hasRemaining()) {
-                channel.write(bytes);
-            }
-            channel.force(true);
-        }
-        Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        AckFiles.fsyncDirectory(queueDirectory.toAbsolutePath());
+        AtomicFiles.write(file(queueDirectory), channel -> AtomicFiles.writeFully(channel, image.duplicate()));
     }
 
     /**
