@@ -270,6 +270,32 @@ class ClientTransactionTest {
     }
 
     @Test
+    void shouldNotLeaveTransactionsTheBrokerAbortedCountingAgainstTheConnectionsOpenOnes() throws Exception {
+        Consumer consumer = startWorker(Map.of("transactions.max-open-per-connection", "2"), 1, ConsumerOptions.DEFAULT);
+        Message order = receive(consumer);
+        // As many timeouts as the connection may have transactions open, each learnt by the client before it
+        // ends the transaction: the broker keeps an aborted one until its client commits or rolls it back.
+        for (int i = 1; i <= 2; i++) {
+            Transaction transaction = worker.transaction(Duration.ofMillis(50));
+            transaction.ack(order); // the TX_ACK, with the TX_BEGIN before it, goes out within a millisecond
+            SluiceException timedOut = awaitFailure(() -> transaction.publish("invoices", bytes("never")));
+            assertEquals(ErrorCode.TRANSACTION_TIMED_OUT, timedOut.errorCode(), timedOut.getMessage());
+            transaction.close();
+            order = receive(consumer);
+            assertEquals(i + 1, order.deliveryCount(), "the timed-out transaction's order came back");
+        }
+        try (Transaction transaction = worker.transaction()) {
+            transaction.ack(order);
+            transaction.publish("invoices", bytes(invoiceFor(order)));
+            transaction.commit();
+        }
+        consumer.close();
+        assertEquals(2, broker.transactions().timeouts());
+        assertEquals(List.of(), drain("orders"));
+        assertEquals(List.of("invoice-o0"), drain("invoices"));
+    }
+
+    @Test
     void shouldCommitATransactionThatPublishesMoreThanThePublishWindow() throws Exception {
         int window = 16;
         Consumer consumer = startWorker(Map.of("broker.publish-window-messages", Integer.toString(window)), 1, ConsumerOptions.DEFAULT);
