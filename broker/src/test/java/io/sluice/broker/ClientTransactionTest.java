@@ -64,9 +64,14 @@ class ClientTransactionTest {
 
     /** Starts the broker with {@code settings}, has the worker publish {@code orders} orders and subscribe to them. */
     private Consumer startWorker(Map<String, String> settings, int orders, ConsumerOptions options) {
+        return startWorker(settings, QueueSettings.EMPTY, orders, options);
+    }
+
+    /** The same, with "orders" declared with {@code ordersSettings}. */
+    private Consumer startWorker(Map<String, String> settings, QueueSettings ordersSettings, int orders, ConsumerOptions options) {
         broker = TestBrokers.start(dir, settings);
         worker = connect();
-        publishOrders(worker, orders);
+        publishOrders(worker, ordersSettings, orders);
         return worker.subscribe("orders", options);
     }
 
@@ -93,8 +98,8 @@ class ClientTransactionTest {
     }
 
     /** Declares "orders" and "invoices" and publishes orders o0..o{count-1}, each confirmed. */
-    private static void publishOrders(Connection c, int count) {
-        c.declareQueue("orders", QueueSettings.EMPTY);
+    private static void publishOrders(Connection c, QueueSettings ordersSettings, int count) {
+        c.declareQueue("orders", ordersSettings);
         c.declareQueue("invoices", QueueSettings.EMPTY);
         Producer producer = c.createProducer("orders", ProducerOptions.DEFAULT);
         List<CompletableFuture<Void>> confirms = new ArrayList<>();
@@ -225,12 +230,8 @@ class ClientTransactionTest {
 
     @Test
     void shouldSendAMessageRolledBackPastMaxDeliveriesToItsDeadLetterQueue() throws Exception {
-        broker = TestBrokers.start(dir, Map.of());
-        worker = connect();
-        worker.declareQueue("orders", QueueSettings.builder().set(QueueSettings.MAX_DELIVERIES, 2).build());
-        worker.declareQueue("invoices", QueueSettings.EMPTY);
-        worker.createProducer("orders", ProducerOptions.DEFAULT).send(bytes("o0"));
-        Consumer consumer = worker.subscribe("orders", ConsumerOptions.DEFAULT);
+        Consumer consumer = startWorker(Map.of(), QueueSettings.builder().set(QueueSettings.MAX_DELIVERIES, 2).build(), 1,
+                ConsumerOptions.DEFAULT);
         for (int delivery = 1; delivery <= 2; delivery++) {
             Message order = receive(consumer);
             assertEquals(delivery, order.deliveryCount());
@@ -385,14 +386,8 @@ class ClientTransactionTest {
 
     @Test
     void shouldNeitherTimeOutNorHandOnADeliveryATransactionHolds() throws Exception {
-        broker = TestBrokers.start(dir, Map.of());
-        worker = connect();
-        worker.declareQueue("orders", QueueSettings.builder().set(QueueSettings.ACK_TIMEOUT_MS, 1000).build());
-        worker.declareQueue("invoices", QueueSettings.EMPTY);
-        Producer producer = worker.createProducer("orders", ProducerOptions.DEFAULT);
-        producer.send(bytes("o0"));
-        producer.send(bytes("o1"));
-        Consumer consumer = worker.subscribe("orders", ConsumerOptions.DEFAULT);
+        Consumer consumer = startWorker(Map.of(), QueueSettings.builder().set(QueueSettings.ACK_TIMEOUT_MS, 1000).build(), 2,
+                ConsumerOptions.DEFAULT);
         Message held = receive(consumer);
         assertEquals("o1", text(receive(consumer)), "o1 is left unacknowledged");
         try (Transaction transaction = worker.transaction()) {
