@@ -14,7 +14,6 @@ import io.sluice.client.Transaction;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.QueueSettings;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -413,9 +412,6 @@ class ClientTransactionTest {
     }
 
     @Test
-    @Disabled("fails every time: Consumer.close() writes the consumer's pending ACKs but not the TX_ACK a transaction "
-            + "still batches for it (ackFlushDelay), so the UNSUBSCRIBE goes first, the broker takes the order back, "
-            + "and the late TX_ACK aborts the transaction with UNKNOWN_CONSUMER; the fix belongs in Consumer.close")
     void shouldHoldWhatATransactionAcknowledgedWhenItsConsumerClosesBeforeTheCommit() throws Exception {
         Consumer consumer = startWorker(Map.of(), 1, ConsumerOptions.DEFAULT);
         Message order = receive(consumer);

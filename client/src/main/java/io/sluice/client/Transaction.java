@@ -387,21 +387,32 @@ public final class Transaction implements AutoCloseable {
         cancelAckFlush();
         Channel channel = connection.activeChannel();
         for (Map.Entry<Consumer, List<Message>> entry : acks.entrySet()) {
-            List<Message> pending = entry.getValue();
-            if (pending.isEmpty()) {
-                continue;
-            }
-            long[] ids = new long[pending.size()];
-            for (int i = 0; i < ids.length; i++) {
-                ids[i] = pending.get(i).id();
-            }
-            beginOnLoop(channel);
-            channel.write(new TxAckFrame(txnId, entry.getKey().consumerTag(), IdRanges.of(ids, ids.length)))
-                    .addListener(writeFailed);
-            pending.clear();
-            entry.getKey().onTransactionalAckOnLoop(ids.length);
-            wroteUnflushed = true;
+            writeAcksOnLoop(channel, entry.getKey(), entry.getValue());
         }
+    }
+
+    /** On loop, before {@code consumer}'s UNSUBSCRIBE: its pending acks are written now (the others keep their batch). */
+    void writeAcksOfOnLoop(Consumer consumer) {
+        List<Message> pending = acks.get(consumer);
+        Channel channel = connection.activeChannel();
+        if (pending != null && channel != null && (phase == Phase.OPEN || phase == Phase.FLUSHING)) {
+            writeAcksOnLoop(channel, consumer, pending);
+        }
+    }
+
+    private void writeAcksOnLoop(Channel channel, Consumer consumer, List<Message> pending) {
+        if (pending.isEmpty()) {
+            return;
+        }
+        long[] ids = new long[pending.size()];
+        for (int i = 0; i < ids.length; i++) {
+            ids[i] = pending.get(i).id();
+        }
+        beginOnLoop(channel);
+        channel.write(new TxAckFrame(txnId, consumer.consumerTag(), IdRanges.of(ids, ids.length))).addListener(writeFailed);
+        pending.clear();
+        consumer.onTransactionalAckOnLoop(ids.length);
+        wroteUnflushed = true;
     }
 
     private void flushAcksOnLoop() {
