@@ -216,7 +216,10 @@ public final class Durability {
                 completePendingFutures(durableIndex);
             }
             case NEVER -> {
-                releaseBefore(SegmentRollCycle.INSTANCE.toCycle(writtenIndex));
+                long written = writtenIndex;
+                if (written >= 0) { // -1 (nothing appended yet) is no segment's id: nothing to release
+                    releaseBefore(SegmentRollCycle.INSTANCE.toCycle(written));
+                }
                 completePendingFutures(durableIndex);
             }
             default -> throw new IllegalStateException("unknown durability " + mode);
