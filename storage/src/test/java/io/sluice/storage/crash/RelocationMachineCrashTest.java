@@ -7,12 +7,19 @@ import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.StoredMessage;
 import io.sluice.storage.ack.AckResult;
+import io.sluice.storage.durability.FileForcer;
+import io.sluice.storage.files.FileDescriptors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.FileSystemException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -20,9 +27,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static io.sluice.storage.Await.until;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -31,7 +40,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * be deleted; the machine then loses power. Whatever was forced, the straggler must come back exactly
  * once and be acknowledgeable: the source may be deleted only after the copy and the journal record
  * of the relocation are both forced (docs/storage.md, rule R4), and a copy whose relocation the
- * journal lost, with its source gone (written by a store without that rule), is adopted.
+ * journal lost, with its source gone (written by a store without that rule), is adopted. And when the
+ * relocation's force is refused for want of file descriptors (injected at the {@link FileForcer} seam as
+ * the error a force's open throws then, {@link FileDescriptors#exhaustedError}), the source reads as fully
+ * acknowledged, yet must stay until a later pass forced the copies and the journal (rule "a source waits
+ * for its copies' forces").
  */
 class RelocationMachineCrashTest {
     private static final int PAYLOAD_BYTES = 1000;
@@ -48,12 +61,17 @@ class RelocationMachineCrashTest {
     }
 
     private static StoreConfig config() {
+        return config(DurabilityMode.ALWAYS);
+    }
+
+    private static StoreConfig config(DurabilityMode mode) {
         return StoreConfig.builder()
-                .durability(DurabilityMode.ALWAYS)
+                .durability(mode)
                 .segmentBytes(StoreConfig.MIN_SEGMENT_BYTES)
                 .maxMessageBytes(64 << 10)
                 .relocateAfterMs(0)
-                .syncIntervalMs(60_000) // the ack journal is forced at start, then only when the store must
+                .syncIntervalMs(60_000) // the ack journal is forced at start, then only when the store must (so are
+                                        // segments under `interval`)
                 .reservedDiskBytes(64L << 20)
                 .build();
     }
@@ -187,5 +205,94 @@ class RelocationMachineCrashTest {
         expected.removeIf(id -> (int) (id >>> 32) == copySegment && id != s.straggler());
         assertEachExactlyOnce(expected, readAll(q));
         assertEquals(AckResult.NEWLY_ACKED, q.ack(s.straggler()));
+    }
+
+    /**
+     * Refuses every force of a segment file, Chronicle's metadata file or the segment directory while
+     * {@link #refusing}, as a force's open does when the process is out of descriptors.
+     */
+    private static final class RefusingForcer implements FileForcer {
+        private final ForcedDiskImage disk;
+        volatile boolean refusing;
+        final AtomicInteger refusals = new AtomicInteger();
+
+        RefusingForcer(ForcedDiskImage disk) {
+            this.disk = disk;
+        }
+
+        private void refuseIfHeld(Path file) throws IOException {
+            if (refusing && file.toString().contains("/segments")) {
+                refusals.incrementAndGet();
+                throw FileDescriptors.exhaustedError("cannot open " + file,
+                        new FileSystemException(file.toString(), null, "Too many open files"));
+            }
+        }
+
+        @Override
+        public void force(FileChannel channel, Path file) throws IOException {
+            refuseIfHeld(file);
+            disk.force(channel, file);
+        }
+
+        @Override
+        public void forceDirectory(FileChannel channel, Path directory) throws IOException {
+            refuseIfHeld(directory);
+            disk.forceDirectory(channel, directory);
+        }
+
+        @Override
+        public void forcingMapped(Path file) {
+            disk.forcingMapped(file);
+        }
+    }
+
+    /** A store watched by {@code forcer}'s image, with segment 0 full and segment 1 begun; returns the ids appended. */
+    private QueueStore twoSegments(DurabilityMode mode, RefusingForcer forcer, Path data, List<Long> ids) throws Exception {
+        MessageStore store = MessageStore.open(data, config(mode), forcer);
+        open.add(store);
+        QueueStore q = store.createQueue("q");
+        long seq = 0;
+        while (q.segmentNumbers().size() < 2) {
+            ids.add(q.append(null, payload(seq++)));
+        }
+        q.whenDurable(ids.get(ids.size() - 1)).get(10, TimeUnit.SECONDS);
+        return q;
+    }
+
+    /**
+     * Under {@code never} and {@code interval} (with a long interval) nothing but rule R4 forces the copy,
+     * so a source deleted without its forces leaves a machine crash without the straggler at all.
+     */
+    @ParameterizedTest
+    @EnumSource(value = DurabilityMode.class, names = {"NEVER", "INTERVAL"})
+    void aSourceWhoseRelocationForceWasRefusedStaysUntilALaterPassForcedItsCopies(DurabilityMode mode) throws Exception {
+        Path data = temp.resolve("data");
+        ForcedDiskImage disk = new ForcedDiskImage(data);
+        RefusingForcer forcer = new RefusingForcer(disk);
+        List<Long> ids = new ArrayList<>();
+        QueueStore q = twoSegments(mode, forcer, data, ids);
+        int first = q.segmentNumbers().get(0);
+        long straggler = ids.get(7);
+        long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == first && id != straggler).toArray();
+
+        forcer.refusing = true;
+        q.ackAll(others, others.length);
+        until("the straggler was copied and the copy's force refused", () -> q.stats().relocatedMessages() == 1 && forcer.refusals.get() > 0);
+        until("the source is deleted, or its forces are tried again",
+                () -> !q.segmentNumbers().contains(first) || forcer.refusals.get() > 1);
+        boolean deletedWhileRefused = !q.segmentNumbers().contains(first);
+
+        forcer.refusing = false; // descriptors are free again
+        until("the source is deleted", () -> !q.segmentNumbers().contains(first));
+        Path image = temp.resolve("image");
+        disk.build(image);
+        MessageStore recovered = MessageStore.open(image, config(mode));
+        open.add(recovered);
+        List<Long> read = readAll(recovered.queue("q"));
+        assertEquals(read.size(), new HashSet<>(read).size(), "a message was read twice: " + read);
+        assertTrue(read.contains(straggler), mode + ": the relocated straggler 0x" + Long.toHexString(straggler)
+                + " is lost after a machine crash that followed its source's deletion; read back " + read.size() + " messages");
+        assertFalse(deletedWhileRefused, mode + ": the source was deleted while its copy's forces were refused");
+        assertEquals(1, q.stats().relocatedMessages(), "one copy: the retry forced it, it did not copy again");
     }
 }
