@@ -126,7 +126,8 @@ public final class QueueStore {
         ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
                 config.relocateAfterMs() * 1_000_000L);
         this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, new OpenReaders(readers), this::writeRecordLocked,
-                this::discardCorruptLocked, Reclaimer.Forcing.of(durability::forceRange, ackForces::force), new RelocationIntent(directory), diskGuard,
+                this::discardCorruptLocked, Reclaimer.Forcing.of(durability::forceRange, ackForces::force,
+                        () -> durability.failure() != null), new RelocationIntent(directory), diskGuard,
                 config.relocationFloorBytes(), wakeFlusher);
         long producerStateCovers = ProducerCheckpoint.coveredThrough(directory);
         if (producerStateCovers != ProducerCheckpoint.ABSENT) {

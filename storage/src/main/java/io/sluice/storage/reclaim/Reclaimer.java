@@ -47,8 +47,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * Rule "a source waits for its copies' forces": a force refused for want of file descriptors stops the
  * pass after step 3, with the copies journaled and their sources reading as fully acknowledged; those
  * sources stay in {@link #awaitingForces} and no pass deletes them until one has done steps 4 and 5 for
- * them (each pass tries again). A failed force fails the queue (the sources stay, the intent too, for
- * recovery).
+ * them (each pass tries again). A failed force fails the queue, and rule "a failed queue moves no
+ * message" holds from then on: no pass relocates, and the sources awaiting forces stay for good (the
+ * intent too, for recovery), since a force tried again would succeed without the data on disk.
  *
  * <p>Threads: {@link #reclaim(long)} runs on the storage flusher only; {@link #wanted()} on any
  * thread. Files renamed for deletion go to the releaser thread after the lock is released. The
@@ -91,8 +92,14 @@ public final class Reclaimer {
         /** Forces the ack journal. */
         void ackJournal();
 
+        /**
+         * True once the queue's storage failed (rule "a failed force is final"): a force tried again would
+         * succeed without the data on disk, so nothing may depend on one any more.
+         */
+        boolean failed();
+
         /** What the queue forces before deleting a relocated source (rule R4): its segments, then its journal. */
-        static Forcing of(SegmentRange segments, Runnable ackJournal) {
+        static Forcing of(SegmentRange segments, Runnable ackJournal, java.util.function.BooleanSupplier failed) {
             return new Forcing() {
                 @Override
                 public void segments(long fromId, long throughId) {
@@ -102,6 +109,11 @@ public final class Reclaimer {
                 @Override
                 public void ackJournal() {
                     ackJournal.run();
+                }
+
+                @Override
+                public boolean failed() {
+                    return failed.getAsBoolean();
                 }
             };
         }
@@ -208,6 +220,9 @@ public final class Reclaimer {
         }
         lastPassNanos = nowNanos;
         wanted = false;
+        // Rule "a failed queue moves no message": once a force failed, no copy can be made durable, and a source
+        // awaiting its copies' forces stays for good (until a restart reads the files back).
+        boolean failed = forcing.failed();
         List<Path> toDelete = new ArrayList<>();
         List<Integer> toRelocate = new ArrayList<>();
         long relocateAfter;
@@ -219,7 +234,9 @@ public final class Reclaimer {
             for (ReclaimDecision d : policy.decide(segmentStates(nowNanos), log.writeSegment(),
                     Math.min(readers.oldestSegment(), keepFrom))) {
                 if (d.action() == ReclaimDecision.Action.RELOCATE && acks.unackedCount(d.segment()) > 0) {
-                    toRelocate.add(d.segment());
+                    if (!failed) {
+                        toRelocate.add(d.segment());
+                    }
                 } else if (acks.unackedCount(d.segment()) == 0 && !awaitingForces.contains(d.segment())) {
                     // A source awaiting its copies' forces reads as fully acknowledged: it goes only after them (R4).
                     addIfRemoved(d.segment(), toDelete);
@@ -234,7 +251,7 @@ public final class Reclaimer {
             if (!toRelocate.isEmpty()) {
                 relocate(toRelocate, relocateAfter);
             }
-            if (!awaitingForces.isEmpty()) {
+            if (!awaitingForces.isEmpty() && !failed) {
                 forceCopiesThenDelete(toDelete);
             }
         } finally {

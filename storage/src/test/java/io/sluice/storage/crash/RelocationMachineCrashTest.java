@@ -209,11 +209,16 @@ class RelocationMachineCrashTest {
 
     /**
      * Refuses every force of a segment file, Chronicle's metadata file or the segment directory while
-     * {@link #refusing}, as a force's open does when the process is out of descriptors.
+     * {@link #refusing}, as a force's open does when the process is out of descriptors; with
+     * {@link #failOnce}, fails the next force of a segment file with EIO instead, once, as the kernel
+     * reports a writeback error: a retry on that file then succeeds, and what it was to write stays lost
+     * (the image keeps the file as of its last force before the failure).
      */
     private static final class RefusingForcer implements FileForcer {
         private final ForcedDiskImage disk;
         volatile boolean refusing;
+        volatile boolean failOnce;
+        private volatile Path failed;
         final AtomicInteger refusals = new AtomicInteger();
 
         RefusingForcer(ForcedDiskImage disk) {
@@ -226,11 +231,19 @@ class RelocationMachineCrashTest {
                 throw FileDescriptors.exhaustedError("cannot open " + file,
                         new FileSystemException(file.toString(), null, "Too many open files"));
             }
+            if (failOnce && file.toString().endsWith(".cq4")) {
+                failOnce = false;
+                failed = file;
+                throw new IOException("Input/output error (injected)");
+            }
         }
 
         @Override
         public void force(FileChannel channel, Path file) throws IOException {
             refuseIfHeld(file);
+            if (file.equals(failed)) {
+                return; // "fsyncgate": the retry succeeds, the pages were marked clean, the data never reaches the disk
+            }
             disk.force(channel, file);
         }
 
@@ -246,13 +259,13 @@ class RelocationMachineCrashTest {
         }
     }
 
-    /** A store watched by {@code forcer}'s image, with segment 0 full and segment 1 begun; returns the ids appended. */
-    private QueueStore twoSegments(DurabilityMode mode, RefusingForcer forcer, Path data, List<Long> ids) throws Exception {
+    /** A store watched by {@code forcer}'s image, with {@code segments} - 1 segments full and the last begun; returns the ids appended. */
+    private QueueStore fill(int segments, DurabilityMode mode, RefusingForcer forcer, Path data, List<Long> ids) throws Exception {
         MessageStore store = MessageStore.open(data, config(mode), forcer);
         open.add(store);
         QueueStore q = store.createQueue("q");
         long seq = 0;
-        while (q.segmentNumbers().size() < 2) {
+        while (q.segmentNumbers().size() < segments) {
             ids.add(q.append(null, payload(seq++)));
         }
         q.whenDurable(ids.get(ids.size() - 1)).get(10, TimeUnit.SECONDS);
@@ -270,7 +283,7 @@ class RelocationMachineCrashTest {
         ForcedDiskImage disk = new ForcedDiskImage(data);
         RefusingForcer forcer = new RefusingForcer(disk);
         List<Long> ids = new ArrayList<>();
-        QueueStore q = twoSegments(mode, forcer, data, ids);
+        QueueStore q = fill(2, mode, forcer, data, ids);
         int first = q.segmentNumbers().get(0);
         long straggler = ids.get(7);
         long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == first && id != straggler).toArray();
@@ -294,5 +307,43 @@ class RelocationMachineCrashTest {
                 + " is lost after a machine crash that followed its source's deletion; read back " + read.size() + " messages");
         assertFalse(deletedWhileRefused, mode + ": the source was deleted while its copy's forces were refused");
         assertEquals(1, q.stats().relocatedMessages(), "one copy: the retry forced it, it did not copy again");
+    }
+
+    /**
+     * A relocation's force that fails (EIO) fails the queue (rule "a failed force is final"). A retry of it
+     * would succeed without the copy on disk, so the source must stay for good: it is the message. Plain
+     * deletes of segments that consumers acknowledged go on.
+     */
+    @Test
+    void aSourceWhoseRelocationForceFailedIsNeverDeleted() throws Exception {
+        Path data = temp.resolve("data");
+        ForcedDiskImage disk = new ForcedDiskImage(data);
+        RefusingForcer forcer = new RefusingForcer(disk);
+        List<Long> ids = new ArrayList<>();
+        QueueStore q = fill(4, DurabilityMode.ALWAYS, forcer, data, ids);
+        int first = q.segmentNumbers().get(0);
+        long straggler = ids.get(7);
+        long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == first && id != straggler).toArray();
+
+        forcer.failOnce = true;
+        q.ackAll(others, others.length);
+        until("the copy's force failed the queue", () -> q.failure() != null);
+        // Two segments consumers acknowledge, one after the other: the pass deleting the second began after the
+        // one deleting the first had ended, which came after the failure.
+        for (int segment : List.of(q.segmentNumbers().get(1), q.segmentNumbers().get(2))) {
+            long[] acked = ids.stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == segment).toArray();
+            q.ackAll(acked, acked.length);
+            until("a later pass deleted segment " + segment + ", which consumers acknowledged", () -> !q.segmentNumbers().contains(segment));
+        }
+        boolean sourceDeleted = !q.segmentNumbers().contains(first);
+
+        Path image = temp.resolve("image");
+        disk.build(image);
+        MessageStore recovered = MessageStore.open(image, config());
+        open.add(recovered);
+        List<Long> read = readAll(recovered.queue("q"));
+        assertTrue(read.contains(straggler), "the straggler 0x" + Long.toHexString(straggler) + " whose copy's force failed is lost "
+                + "after a machine crash: its source was deleted; read back " + read.size() + " messages");
+        assertFalse(sourceDeleted, "the source was deleted after its copy's force failed");
     }
 }
