@@ -111,7 +111,7 @@ public final class QueueStore {
         // The log reports seals to durability, which exists only once the log is recovered: the
         // forwarding lambda reads the field when a roll happens, never during recovery.
         QueueRecovery.Recovered recovered = QueueRecovery.open(name, directory, config, this::segmentSealed, this::enteringSegment,
-                createdAcks);
+                createdAcks, forcer);
         this.log = recovered.log();
         this.ackLog = recovered.ackLog();
         this.acks = ackLog.state();

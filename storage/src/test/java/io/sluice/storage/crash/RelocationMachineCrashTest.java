@@ -259,17 +259,39 @@ class RelocationMachineCrashTest {
         }
     }
 
-    /** A store watched by {@code forcer}'s image, with {@code segments} - 1 segments full and the last begun; returns the ids appended. */
-    private QueueStore fill(int segments, DurabilityMode mode, RefusingForcer forcer, Path data, List<Long> ids) throws Exception {
+    /**
+     * A store watched by a {@link RefusingForcer} over a {@link ForcedDiskImage}, with {@code segments} - 1
+     * segments full and the last begun, everything appended durable; message 7 of segment 0 is the straggler.
+     */
+    private record Straggled(Path data, ForcedDiskImage disk, RefusingForcer forcer, QueueStore queue, List<Long> ids, int first,
+                             long straggler, long[] others) {
+    }
+
+    private Straggled straggled(int segments, DurabilityMode mode) throws Exception {
+        Path data = temp.resolve("data");
+        ForcedDiskImage disk = new ForcedDiskImage(data);
+        RefusingForcer forcer = new RefusingForcer(disk);
         MessageStore store = MessageStore.open(data, config(mode), forcer);
         open.add(store);
         QueueStore q = store.createQueue("q");
+        List<Long> ids = new ArrayList<>();
         long seq = 0;
         while (q.segmentNumbers().size() < segments) {
             ids.add(q.append(null, payload(seq++)));
         }
         q.whenDurable(ids.get(ids.size() - 1)).get(10, TimeUnit.SECONDS);
-        return q;
+        int first = q.segmentNumbers().get(0);
+        long straggler = ids.get(7);
+        long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == first && id != straggler).toArray();
+        return new Straggled(data, disk, forcer, q, ids, first, straggler, others);
+    }
+
+    /** Acknowledges all of segment 0 but the straggler while the forcer refuses, and waits until the copy's force was refused. */
+    private static void relocateWhileRefused(Straggled s) throws InterruptedException {
+        s.forcer().refusing = true;
+        s.queue().ackAll(s.others(), s.others().length);
+        until("the straggler was copied and the copy's force refused",
+                () -> s.queue().stats().relocatedMessages() == 1 && s.forcer().refusals.get() > 0);
     }
 
     /**
@@ -279,18 +301,12 @@ class RelocationMachineCrashTest {
     @ParameterizedTest
     @EnumSource(value = DurabilityMode.class, names = {"NEVER", "INTERVAL"})
     void aSourceWhoseRelocationForceWasRefusedStaysUntilALaterPassForcedItsCopies(DurabilityMode mode) throws Exception {
-        Path data = temp.resolve("data");
-        ForcedDiskImage disk = new ForcedDiskImage(data);
-        RefusingForcer forcer = new RefusingForcer(disk);
-        List<Long> ids = new ArrayList<>();
-        QueueStore q = fill(2, mode, forcer, data, ids);
-        int first = q.segmentNumbers().get(0);
-        long straggler = ids.get(7);
-        long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == first && id != straggler).toArray();
-
-        forcer.refusing = true;
-        q.ackAll(others, others.length);
-        until("the straggler was copied and the copy's force refused", () -> q.stats().relocatedMessages() == 1 && forcer.refusals.get() > 0);
+        Straggled s = straggled(2, mode);
+        QueueStore q = s.queue();
+        RefusingForcer forcer = s.forcer();
+        int first = s.first();
+        long straggler = s.straggler();
+        relocateWhileRefused(s);
         until("the source is deleted, or its forces are tried again",
                 () -> !q.segmentNumbers().contains(first) || forcer.refusals.get() > 1);
         boolean deletedWhileRefused = !q.segmentNumbers().contains(first);
@@ -298,7 +314,7 @@ class RelocationMachineCrashTest {
         forcer.refusing = false; // descriptors are free again
         until("the source is deleted", () -> !q.segmentNumbers().contains(first));
         Path image = temp.resolve("image");
-        disk.build(image);
+        s.disk().build(image);
         MessageStore recovered = MessageStore.open(image, config(mode));
         open.add(recovered);
         List<Long> read = readAll(recovered.queue("q"));
@@ -316,34 +332,57 @@ class RelocationMachineCrashTest {
      */
     @Test
     void aSourceWhoseRelocationForceFailedIsNeverDeleted() throws Exception {
-        Path data = temp.resolve("data");
-        ForcedDiskImage disk = new ForcedDiskImage(data);
-        RefusingForcer forcer = new RefusingForcer(disk);
-        List<Long> ids = new ArrayList<>();
-        QueueStore q = fill(4, DurabilityMode.ALWAYS, forcer, data, ids);
-        int first = q.segmentNumbers().get(0);
-        long straggler = ids.get(7);
-        long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == first && id != straggler).toArray();
+        Straggled s = straggled(4, DurabilityMode.ALWAYS);
+        QueueStore q = s.queue();
+        RefusingForcer forcer = s.forcer();
+        int first = s.first();
+        long straggler = s.straggler();
 
         forcer.failOnce = true;
-        q.ackAll(others, others.length);
+        q.ackAll(s.others(), s.others().length);
         until("the copy's force failed the queue", () -> q.failure() != null);
         // Two segments consumers acknowledge, one after the other: the pass deleting the second began after the
         // one deleting the first had ended, which came after the failure.
         for (int segment : List.of(q.segmentNumbers().get(1), q.segmentNumbers().get(2))) {
-            long[] acked = ids.stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == segment).toArray();
+            long[] acked = s.ids().stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == segment).toArray();
             q.ackAll(acked, acked.length);
             until("a later pass deleted segment " + segment + ", which consumers acknowledged", () -> !q.segmentNumbers().contains(segment));
         }
         boolean sourceDeleted = !q.segmentNumbers().contains(first);
 
         Path image = temp.resolve("image");
-        disk.build(image);
+        s.disk().build(image);
         MessageStore recovered = MessageStore.open(image, config());
         open.add(recovered);
         List<Long> read = readAll(recovered.queue("q"));
         assertTrue(read.contains(straggler), "the straggler 0x" + Long.toHexString(straggler) + " whose copy's force failed is lost "
                 + "after a machine crash: its source was deleted; read back " + read.size() + " messages");
         assertFalse(sourceDeleted, "the source was deleted after its copy's force failed");
+    }
+
+    /**
+     * The same rule across a restart: a store stopped (closed here; a kill leaves the same files) while its
+     * copies waited for their forces leaves the relocation intent, and the copies only in the page cache.
+     * The store opened next must force them before a pass deletes their source, which its ack state shows
+     * fully acknowledged. The image is built from the forces of both stores (one disk, one watcher).
+     */
+    @Test
+    void copiesAStoppedStoreLeftUnforcedAreForcedBeforeTheNextStoreDeletesTheirSource() throws Exception {
+        Straggled s = straggled(2, DurabilityMode.NEVER);
+        relocateWhileRefused(s);
+        open.remove(open.size() - 1).close();
+
+        s.forcer().refusing = false;
+        MessageStore reopened = MessageStore.open(s.data(), config(DurabilityMode.NEVER), s.forcer());
+        open.add(reopened);
+        QueueStore again = reopened.queue("q");
+        until("the source is deleted", () -> !again.segmentNumbers().contains(s.first()));
+        Path image = temp.resolve("image");
+        s.disk().build(image);
+        MessageStore recovered = MessageStore.open(image, config(DurabilityMode.NEVER));
+        open.add(recovered);
+        List<Long> read = readAll(recovered.queue("q"));
+        assertTrue(read.contains(s.straggler()), "the relocated straggler 0x" + Long.toHexString(s.straggler()) + " is lost after a machine "
+                + "crash that followed its source's deletion by the next store; read back " + read.size() + " messages");
     }
 }
