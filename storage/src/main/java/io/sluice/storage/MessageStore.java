@@ -211,7 +211,7 @@ public final class MessageStore implements AutoCloseable {
         if (fileLimitWarned) {
             return;
         }
-        String warning = FileDescriptors.checkLimit(queues.size(), fileLimit);
+        String warning = FileDescriptors.checkLimit(queues.size(), fileLimit, config.durability());
         if (warning != null) {
             fileLimitWarned = true;
             LOG.warn("{} (store {})", warning, dataDirectory);

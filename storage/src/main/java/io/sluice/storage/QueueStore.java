@@ -111,7 +111,7 @@ public final class QueueStore {
         // The log reports seals to durability, which exists only once the log is recovered: the
         // forwarding lambda reads the field when a roll happens, never during recovery.
         QueueRecovery.Recovered recovered = QueueRecovery.open(name, directory, config, this::segmentSealed, this::enteringSegment,
-                createdAcks);
+                createdAcks, forcer);
         this.log = recovered.log();
         this.ackLog = recovered.ackLog();
         this.acks = ackLog.state();
@@ -126,7 +126,8 @@ public final class QueueStore {
         ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
                 config.relocateAfterMs() * 1_000_000L);
         this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, new OpenReaders(readers), this::writeRecordLocked,
-                this::discardCorruptLocked, Reclaimer.Forcing.of(durability::forceThrough, ackForces::force), new RelocationIntent(directory), diskGuard,
+                this::discardCorruptLocked, Reclaimer.Forcing.of(durability::forceRange, ackForces::force,
+                        () -> durability.failure() != null), new RelocationIntent(directory), diskGuard,
                 config.relocationFloorBytes(), wakeFlusher);
         long producerStateCovers = ProducerCheckpoint.coveredThrough(directory);
         if (producerStateCovers != ProducerCheckpoint.ABSENT) {

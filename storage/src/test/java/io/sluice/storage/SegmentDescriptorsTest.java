@@ -1,5 +1,6 @@
 package io.sluice.storage;
 
+import io.sluice.storage.files.FileDescriptors;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.io.TempDir;
@@ -13,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import static io.sluice.storage.Await.until;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -55,6 +57,36 @@ class SegmentDescriptorsTest {
             until("the straggler relocated", () -> q.stats().relocatedMessages() == 1);
             q.ack(straggler);
             rollThroughSegments(q);
+        }
+    }
+
+    /**
+     * The figure the open-file-limit warning counts per queue being written ({@link FileDescriptors}) is
+     * what such a queue holds, in every mode, once its first force (under {@code interval}, the interval's)
+     * has run: under {@code never} that force never comes, and the channels it would need stay open.
+     */
+    @ParameterizedTest
+    @EnumSource(DurabilityMode.class)
+    void aQueueBeingWrittenHoldsTheDescriptorsTheFileLimitWarningCounts(DurabilityMode mode) throws Exception {
+        int queues = 4;
+        try (MessageStore store = MessageStore.open(dir, StoreConfig.builder().durability(mode).syncIntervalMs(20).build())) {
+            Path queuesDirectory = dir.resolve("queues");
+            List<QueueStore> created = new ArrayList<>();
+            for (int i = 0; i < queues; i++) {
+                created.add(store.createQueue("q" + i));
+            }
+            assertEquals(queues * FileDescriptors.PER_IDLE_QUEUE, descriptorsOn(queuesDirectory).size(),
+                    "declared queues: " + descriptorsOn(queuesDirectory));
+            for (QueueStore q : created) {
+                q.whenDurable(q.append(null, new byte[100])).get(10, TimeUnit.SECONDS);
+            }
+            int expected = queues * FileDescriptors.perActiveQueue(mode);
+            try {
+                until(mode + ": the queues hold what the warning counts", () -> descriptorsOn(queuesDirectory).size() == expected,
+                        5, TimeUnit.SECONDS);
+            } catch (AssertionError e) {
+                throw new AssertionError(e.getMessage() + ": " + expected + " expected, open now " + descriptorsOn(queuesDirectory), e);
+            }
         }
     }
 

@@ -216,7 +216,10 @@ public final class Durability {
                 completePendingFutures(durableIndex);
             }
             case NEVER -> {
-                releaseBefore(SegmentRollCycle.INSTANCE.toCycle(writtenIndex));
+                long written = writtenIndex;
+                if (written >= 0) { // -1 (nothing appended yet) is no segment's id: nothing to release
+                    releaseBefore(SegmentRollCycle.INSTANCE.toCycle(written));
+                }
                 completePendingFutures(durableIndex);
             }
             default -> throw new IllegalStateException("unknown durability " + mode);
@@ -254,12 +257,38 @@ public final class Durability {
      *         is not failed, and the same force can be tried again
      */
     public void forceThrough(long target) {
+        force(-1, -1, SegmentRollCycle.INSTANCE.toCycle(target));
+    }
+
+    /**
+     * Rule R4 (docs/storage.md, "Reclaim"): forces every segment holding an id from {@code fromId} to
+     * {@code throughId}, a relocation's copies, with any sealed since the last force and the segment the
+     * newest append is in. The copies' segments are named, not found in the list of sealed ones: a retry
+     * of a refused force comes turns later, when under {@code never} that list has dropped them.
+     *
+     * @throws StorageFailedException as {@link #forceThrough}
+     * @throws StorageFilesExhaustedException as {@link #forceThrough}
+     */
+    public void forceRange(long fromId, long throughId) {
+        int through = SegmentRollCycle.INSTANCE.toCycle(throughId);
+        // Ending at the newest segment keeps the syncer's channel there, rather than moving it back to the copies'.
+        force(SegmentRollCycle.INSTANCE.toCycle(fromId), through, Math.max(through, SegmentRollCycle.INSTANCE.toCycle(writtenIndex)));
+    }
+
+    /** Forces the sealed segments, those from {@code from} to {@code through} (none if -1), then {@code target}. */
+    private void force(int from, int through, int target) {
         List<Integer> sealed;
         synchronized (sealedUnforced) {
             sealed = new ArrayList<>(sealedUnforced);
         }
+        for (int s = Math.max(0, from); from >= 0 && s <= through; s++) {
+            if (s != target && !sealed.contains(s)) {
+                sealed.add(s);
+            }
+        }
+        sealed.sort(null);
         try {
-            syncer.force(sealed, SegmentRollCycle.INSTANCE.toCycle(target));
+            syncer.force(sealed, target);
         } catch (StorageFilesExhaustedException e) {
             throw e;
         } catch (IOException | RuntimeException e) {

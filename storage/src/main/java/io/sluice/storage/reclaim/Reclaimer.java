@@ -1,6 +1,7 @@
 package io.sluice.storage.reclaim;
 
 import io.sluice.storage.DiskSpaceGuard;
+import io.sluice.storage.StorageFilesExhaustedException;
 import io.sluice.storage.StorageFullException;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckStateReader;
@@ -20,6 +21,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeSet;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -36,13 +38,18 @@ import java.util.concurrent.locks.ReentrantLock;
  * <ol>
  *   <li>under the lock: decide; delete what is fully acknowledged and needs no copy; note the
  *       written index if something must be relocated;</li>
- *   <li>without the lock: write the intent (after that index) durably;</li>
+ *   <li>without the lock: write the intent (after that index) durably, unless an earlier pass's is still there;</li>
  *   <li>under the lock: copy the stragglers (a copy that the ack state does not name as its message's
  *       holder is resolved first, {@link RelocatedCopies});</li>
- *   <li>without the lock: force the segments up to the last copy, then the ack journal;</li>
+ *   <li>without the lock: force the segments holding every copy not yet forced, then the ack journal;</li>
  *   <li>under the lock: delete the relocated segments; then clear the intent.</li>
  * </ol>
- * A failed force fails the queue (the sources stay, the intent too, for recovery).
+ * Rule "a source waits for its copies' forces": a force refused for want of file descriptors stops the
+ * pass after step 3, with the copies journaled and their sources reading as fully acknowledged; those
+ * sources stay in {@link #awaitingForces} and no pass deletes them until one has done steps 4 and 5 for
+ * them (each pass tries again). A failed force fails the queue, and rule "a failed queue moves no
+ * message" holds from then on: no pass relocates, and the sources awaiting forces stay for good (the
+ * intent too, for recovery), since a force tried again would succeed without the data on disk.
  *
  * <p>Threads: {@link #reclaim(long)} runs on the storage flusher only; {@link #wanted()} on any
  * thread. Files renamed for deletion go to the releaser thread after the lock is released. The
@@ -74,26 +81,48 @@ public final class Reclaimer {
 
     /** Forces what the reclaimer needs durable before deleting a relocated source (rule R4); on the flusher. */
     public interface Forcing {
-        /** Forces the segments holding every id up to {@code id}. */
-        void segmentsThrough(long id);
+        /**
+         * Forces the segments holding every id from {@code fromId} to {@code throughId}.
+         *
+         * @throws io.sluice.storage.StorageFilesExhaustedException if a file could not be opened for want of
+         *         descriptors: nothing failed, and the force can be tried again
+         */
+        void segments(long fromId, long throughId);
 
         /** Forces the ack journal. */
         void ackJournal();
 
+        /**
+         * True once the queue's storage failed (rule "a failed force is final"): a force tried again would
+         * succeed without the data on disk, so nothing may depend on one any more.
+         */
+        boolean failed();
+
         /** What the queue forces before deleting a relocated source (rule R4): its segments, then its journal. */
-        static Forcing of(java.util.function.LongConsumer segmentsThrough, Runnable ackJournal) {
+        static Forcing of(SegmentRange segments, Runnable ackJournal, java.util.function.BooleanSupplier failed) {
             return new Forcing() {
                 @Override
-                public void segmentsThrough(long id) {
-                    segmentsThrough.accept(id);
+                public void segments(long fromId, long throughId) {
+                    segments.force(fromId, throughId);
                 }
 
                 @Override
                 public void ackJournal() {
                     ackJournal.run();
                 }
+
+                @Override
+                public boolean failed() {
+                    return failed.getAsBoolean();
+                }
             };
         }
+    }
+
+    /** Forces the segments holding the ids from one to another. */
+    @FunctionalInterface
+    public interface SegmentRange {
+        void force(long fromId, long throughId);
     }
 
     /** Discards a record that failed its checksum (logs, counts and acknowledges it); under the queue's lock. */
@@ -130,6 +159,20 @@ public final class Reclaimer {
      * "producer state before reclaim", docs/storage.md). Set by the queue's owner, read by the flusher.
      */
     private volatile int keepFrom = Integer.MAX_VALUE;
+    /**
+     * Rule "a source waits for its copies' forces": the segments whose stragglers were copied (or are being
+     * copied) and whose copies are not yet known durable with their journal records, because their pass's
+     * force was refused for want of descriptors. They read as fully acknowledged, and go only after a later
+     * pass forced what they wait for. Flusher thread only, like the three fields below.
+     */
+    private final TreeSet<Integer> awaitingForces = new TreeSet<>();
+    /** The first and last copy not yet covered by a successful force, or -1. */
+    private long firstUnforcedCopy = -1;
+    private long lastUnforcedCopy = -1;
+    /** The relocation intent is on disk: written by a pass whose forces have not all succeeded since. */
+    private boolean intentOnDisk;
+    /** A force for the awaiting sources was refused for want of descriptors (logged once per episode). */
+    private boolean waitingForDescriptor;
 
     public Reclaimer(String queueName, ReentrantLock lock, SegmentLog log, AckLog ackLog, ReclaimPolicy policy,
                      FileReleaser releaser, Readers readers, RecordWriter writer, CorruptRecords corruptRecords,
@@ -170,13 +213,16 @@ public final class Reclaimer {
     /** Flusher thread: deletes fully acknowledged segments and relocates stragglers. True if it deleted any. */
     public boolean reclaim(long nowNanos) {
         // Rule "reclaim is never forgotten": besides the events that ask for it, a pass runs every 100 ms,
-        // which also catches segments that acks brought down to a few stragglers.
+        // which also catches segments that acks brought down to a few stragglers, and sources awaiting forces.
         boolean due = nowNanos - lastPassNanos > PASS_INTERVAL_NANOS;
         if ((!wanted && !due) || closed) {
             return false;
         }
         lastPassNanos = nowNanos;
         wanted = false;
+        // Rule "a failed queue moves no message": once a force failed, no copy can be made durable, and a source
+        // awaiting its copies' forces stays for good (until a restart reads the files back).
+        boolean failed = forcing.failed();
         List<Path> toDelete = new ArrayList<>();
         List<Integer> toRelocate = new ArrayList<>();
         long relocateAfter;
@@ -188,8 +234,11 @@ public final class Reclaimer {
             for (ReclaimDecision d : policy.decide(segmentStates(nowNanos), log.writeSegment(),
                     Math.min(readers.oldestSegment(), keepFrom))) {
                 if (d.action() == ReclaimDecision.Action.RELOCATE && acks.unackedCount(d.segment()) > 0) {
-                    toRelocate.add(d.segment());
-                } else if (acks.unackedCount(d.segment()) == 0) {
+                    if (!failed) {
+                        toRelocate.add(d.segment());
+                    }
+                } else if (acks.unackedCount(d.segment()) == 0 && !awaitingForces.contains(d.segment())) {
+                    // A source awaiting its copies' forces reads as fully acknowledged: it goes only after them (R4).
                     addIfRemoved(d.segment(), toDelete);
                 }
             }
@@ -198,31 +247,42 @@ public final class Reclaimer {
         } finally {
             lock.unlock();
         }
-        if (!toRelocate.isEmpty()) {
-            relocate(toRelocate, relocateAfter, toDelete);
-        }
-        if (!toDelete.isEmpty()) {
-            lock.lock();
-            try {
-                log.refreshListing();
-            } finally {
-                lock.unlock();
+        try {
+            if (!toRelocate.isEmpty()) {
+                relocate(toRelocate, relocateAfter);
             }
+            if (!awaitingForces.isEmpty() && !failed) {
+                forceCopiesThenDelete(toDelete);
+            }
+        } finally {
+            if (!toDelete.isEmpty()) {
+                lock.lock();
+                try {
+                    log.refreshListing();
+                } finally {
+                    lock.unlock();
+                }
+            }
+            toDelete.forEach(releaser::delete);
         }
-        toDelete.forEach(releaser::delete);
         return !toDelete.isEmpty();
     }
 
-    /** Steps 2 to 5 of a pass (class javadoc): relocates the stragglers of {@code segments}, then deletes them. */
-    private void relocate(List<Integer> segments, long after, List<Path> toDelete) {
-        try {
-            intent.write(after);
-        } catch (IOException e) {
-            LOG.warn("Queue '{}': could not record the relocation intent; relocation waits for the next pass.", queueName, e);
-            return;
+    /**
+     * Steps 2 and 3 of a pass (class javadoc): makes the intent durable, unless one written by an earlier pass
+     * whose forces have not all succeeded is still there (its id precedes every copy since), then copies the
+     * stragglers of {@code segments}. Each segment awaits its copies' forces from before its first copy.
+     */
+    private void relocate(List<Integer> segments, long after) {
+        if (!intentOnDisk) {
+            try {
+                intent.write(after);
+                intentOnDisk = true;
+            } catch (IOException e) {
+                LOG.warn("Queue '{}': could not record the relocation intent; relocation waits for the next pass.", queueName, e);
+                return;
+            }
         }
-        long lastCopy = -1;
-        List<Integer> relocated = new ArrayList<>();
         lock.lock();
         try {
             if (closed) {
@@ -231,32 +291,62 @@ public final class Reclaimer {
             for (int segment : segments) {
                 // Re-checked: the lock was let go since the decision (rule R1: no reader in it now).
                 if (log.tallies().containsKey(segment) && segment < readers.oldestSegment()) {
-                    lastCopy = Math.max(lastCopy, relocate(segment));
-                    relocated.add(segment);
+                    awaitingForces.add(segment);
+                    relocate(segment);
                 }
             }
+        } catch (StorageFilesExhaustedException e) {
+            // A copy entering a new segment was refused: the copies written so far are forced (or wait) as any.
+            LOG.warn("Queue '{}': relocation stops for now: {}", queueName, e.getMessage());
         } finally {
             lock.unlock();
         }
-        if (lastCopy >= 0) {
-            forcing.segmentsThrough(lastCopy);
+    }
+
+    /**
+     * Steps 4 and 5 of a pass, for every source awaiting its copies' forces, this pass's and those of earlier
+     * passes whose forces did not succeed: forces the segments holding the copies, then the ack journal,
+     * then renames the sources for deletion and clears the intent. A force refused for want of file
+     * descriptors leaves them all waiting for a later pass (rule "a source waits for its copies' forces").
+     */
+    private void forceCopiesThenDelete(List<Path> toDelete) {
+        try {
+            if (lastUnforcedCopy >= 0) {
+                forcing.segments(firstUnforcedCopy, lastUnforcedCopy);
+            }
+            forcing.ackJournal();
+        } catch (StorageFilesExhaustedException e) {
+            if (!waitingForDescriptor) {
+                waitingForDescriptor = true;
+                LOG.warn("Queue '{}': the copies of relocated messages cannot be forced until a file descriptor is free; the "
+                        + "segments they were copied from stay until then. {}", queueName, e.getMessage());
+            }
+            return;
         }
-        forcing.ackJournal();
+        if (waitingForDescriptor) {
+            waitingForDescriptor = false;
+            LOG.info("Queue '{}': the copies of relocated messages are forced; the segments they were copied from go.", queueName);
+        }
+        firstUnforcedCopy = -1;
+        lastUnforcedCopy = -1;
         lock.lock();
         try {
             if (closed) {
                 return;
             }
-            for (int segment : relocated) {
-                if (acks.unackedCount(segment) == 0 && segment < readers.oldestSegment()) {
+            int keep = Math.min(readers.oldestSegment(), keepFrom);
+            for (int segment : awaitingForces) {
+                if (acks.unackedCount(segment) == 0 && segment < keep) {
                     addIfRemoved(segment, toDelete);
                 }
             }
+            awaitingForces.clear(); // the copies are durable: any kept back goes the ordinary way (R2) later
         } finally {
             lock.unlock();
         }
         try {
             intent.clear();
+            intentOnDisk = false;
         } catch (IOException e) {
             LOG.warn("Queue '{}': could not remove the relocation intent; the next start scans from it.", queueName, e);
         }
@@ -285,9 +375,9 @@ public final class Reclaimer {
 
     /**
      * Copies the unacknowledged messages of {@code segment} forward, keeping their id and delivery
-     * count; returns the id of the last copy, or -1 if none was written.
+     * count; the copies join those awaiting a force ({@link #firstUnforcedCopy}).
      */
-    private long relocate(int segment) {
+    private void relocate(int segment) {
         long first = SegmentRollCycle.INSTANCE.toIndex(segment, 0);
         long end = SegmentRollCycle.INSTANCE.toIndex(segment + 1, 0);
         List<Long> stragglers = new ArrayList<>();
@@ -295,7 +385,6 @@ public final class Reclaimer {
             stragglers.add(p);
         }
         RecordCodec source = log.randomReadCodec();
-        long lastCopy = -1;
         long copiedBytes = 0;
         long checkedBytes = 0;
         for (long physical : stragglers) {
@@ -335,7 +424,10 @@ public final class Reclaimer {
             io(() -> ackLog.relocate(originalId, newId));
             relocatedMessages++;
             readers.copied(segment, newId);
-            lastCopy = newId;
+            if (firstUnforcedCopy < 0) {
+                firstUnforcedCopy = newId;
+            }
+            lastUnforcedCopy = newId;
         }
         // The random tailer may still map the old segment; drop it so the file can be unmapped.
         log.releaseRandomTailer();
@@ -344,7 +436,6 @@ public final class Reclaimer {
                     queueName, stragglers.size(), SegmentFiles.fileName(segment));
             wakeFlusher.run();
         }
-        return lastCopy;
     }
 
     private RelocatedCopies.Outcome resolveCopy(long copyId, long originalId) {

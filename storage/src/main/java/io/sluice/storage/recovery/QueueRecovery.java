@@ -5,6 +5,7 @@ import io.sluice.storage.StorageException;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckStateReader;
+import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.durability.SegmentSyncer;
 import io.sluice.storage.reclaim.RelocatedCopies;
 import io.sluice.storage.reclaim.RelocationIntent;
@@ -36,6 +37,7 @@ import java.util.function.IntConsumer;
  *   <li>delete a newest segment whose creation was interrupted (its header incomplete), and the
  *       metadata file of a queue without segments whose creation was;</li>
  *   <li>open the segments; message counts per segment come from Chronicle's index, not a scan;</li>
+ *   <li>if a relocation pass was interrupted (its intent is there), force the segments its copies may be in;</li>
  *   <li>load the ack checkpoint and replay the journal;</li>
  *   <li>verify the checksums of the last segment only (the one that can hold an unsynced tail after a
  *       machine crash), or from the relocation intent if a relocation pass was interrupted, and
@@ -62,8 +64,10 @@ public final class QueueRecovery {
     private final Path directory;
     private final Path segmentDirectory;
     private final StoreConfig config;
+    private final FileForcer forcer;
 
-    private QueueRecovery(String name, Path directory, StoreConfig config) {
+    private QueueRecovery(String name, Path directory, StoreConfig config, FileForcer forcer) {
+        this.forcer = forcer;
         this.name = name;
         this.directory = directory;
         this.segmentDirectory = directory.resolve("segments");
@@ -77,8 +81,8 @@ public final class QueueRecovery {
      * steps ({@link AckLog#prepareNew}); the queue must have no segment then.
      */
     public static Recovered open(String name, Path directory, StoreConfig config, IntConsumer onSeal, IntConsumer onEntering,
-                                 AckLog createdAcks) {
-        return new QueueRecovery(name, directory, config).run(onSeal, onEntering, createdAcks);
+                                 AckLog createdAcks, FileForcer forcer) {
+        return new QueueRecovery(name, directory, config, forcer).run(onSeal, onEntering, createdAcks);
     }
 
     private Recovered run(IntConsumer onSeal, IntConsumer onEntering, AckLog createdAcks) {
@@ -133,10 +137,13 @@ public final class QueueRecovery {
             return new Recovered(log, ackLog, -1, 0);
         }
         log.countSegments(ackLog::segmentGrew);
-        AckLog.Recovery acks = ackLog.recover();
-        finishReclaimedDeletes(log, acks.reclaimedSegmentsStillOnDisk(), lastSegment);
         RelocationIntent intent = new RelocationIntent(directory);
         long scanFrom = scanStart(log, intent, lastSegment);
+        if (Files.exists(directory.resolve(RelocationIntent.FILE))) {
+            forceCopies(SegmentRollCycle.INSTANCE.toCycle(scanFrom), lastSegment);
+        }
+        AckLog.Recovery acks = ackLog.recover();
+        finishReclaimedDeletes(log, acks.reclaimedSegmentsStillOnDisk(), lastSegment);
         long corrupt = verify(log, ackLog, scanFrom, lastSegment);
         intent.clear();
         long last = log.lastIndex();
@@ -166,6 +173,37 @@ public final class QueueRecovery {
         if (segments.length > 0) {
             log.refreshListing();
         }
+    }
+
+    /**
+     * Rule "a source waits for its copies' forces" (docs/storage.md, "Reclaim") across a restart: with the
+     * relocation intent there, the copies written after its id may be in the page cache only (the process
+     * was killed, or closed under {@code never}, before their pass forced them), while the journal in the
+     * same page cache holds their RELOCATED records, and the next reclaim pass would delete their sources as
+     * fully acknowledged. So before the ack state is checkpointed (which makes those records durable), every
+     * segment from {@code fromSegment} to the last is forced, then Chronicle's metadata file and the segment
+     * directory, whose entries a segment never forced under {@code never} may lack.
+     */
+    private void forceCopies(int fromSegment, int lastSegment) throws IOException {
+        for (int segment = fromSegment; segment <= lastSegment; segment++) {
+            Path file = SegmentFiles.file(segmentDirectory, segment);
+            if (Files.exists(file)) {
+                try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE)) {
+                    forcer.force(channel, file);
+                }
+            }
+        }
+        Path metadata = segmentDirectory.resolve(SegmentSyncer.METADATA_FILE);
+        if (Files.exists(metadata)) {
+            try (FileChannel channel = FileChannel.open(metadata, StandardOpenOption.WRITE)) {
+                forcer.force(channel, metadata);
+            }
+        }
+        try (FileChannel channel = FileChannel.open(segmentDirectory, StandardOpenOption.READ)) {
+            forcer.forceDirectory(channel, segmentDirectory);
+        }
+        LOG.info("Queue '{}': forced the segments from {} on, which may hold relocated copies not yet forced.", name,
+                SegmentFiles.fileName(fromSegment));
     }
 
     /**

@@ -7,12 +7,19 @@ import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.StoredMessage;
 import io.sluice.storage.ack.AckResult;
+import io.sluice.storage.durability.FileForcer;
+import io.sluice.storage.files.FileDescriptors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.FileSystemException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -20,9 +27,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static io.sluice.storage.Await.until;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -31,7 +40,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * be deleted; the machine then loses power. Whatever was forced, the straggler must come back exactly
  * once and be acknowledgeable: the source may be deleted only after the copy and the journal record
  * of the relocation are both forced (docs/storage.md, rule R4), and a copy whose relocation the
- * journal lost, with its source gone (written by a store without that rule), is adopted.
+ * journal lost, with its source gone (written by a store without that rule), is adopted. And when the
+ * relocation's force is refused for want of file descriptors (injected at the {@link FileForcer} seam as
+ * the error a force's open throws then, {@link FileDescriptors#exhaustedError}), the source reads as fully
+ * acknowledged, yet must stay until a later pass forced the copies and the journal (rule "a source waits
+ * for its copies' forces").
  */
 class RelocationMachineCrashTest {
     private static final int PAYLOAD_BYTES = 1000;
@@ -48,12 +61,17 @@ class RelocationMachineCrashTest {
     }
 
     private static StoreConfig config() {
+        return config(DurabilityMode.ALWAYS);
+    }
+
+    private static StoreConfig config(DurabilityMode mode) {
         return StoreConfig.builder()
-                .durability(DurabilityMode.ALWAYS)
+                .durability(mode)
                 .segmentBytes(StoreConfig.MIN_SEGMENT_BYTES)
                 .maxMessageBytes(64 << 10)
                 .relocateAfterMs(0)
-                .syncIntervalMs(60_000) // the ack journal is forced at start, then only when the store must
+                .syncIntervalMs(60_000) // the ack journal is forced at start, then only when the store must (so are
+                                        // segments under `interval`)
                 .reservedDiskBytes(64L << 20)
                 .build();
     }
@@ -187,5 +205,184 @@ class RelocationMachineCrashTest {
         expected.removeIf(id -> (int) (id >>> 32) == copySegment && id != s.straggler());
         assertEachExactlyOnce(expected, readAll(q));
         assertEquals(AckResult.NEWLY_ACKED, q.ack(s.straggler()));
+    }
+
+    /**
+     * Refuses every force of a segment file, Chronicle's metadata file or the segment directory while
+     * {@link #refusing}, as a force's open does when the process is out of descriptors; with
+     * {@link #failOnce}, fails the next force of a segment file with EIO instead, once, as the kernel
+     * reports a writeback error: a retry on that file then succeeds, and what it was to write stays lost
+     * (the image keeps the file as of its last force before the failure).
+     */
+    private static final class RefusingForcer implements FileForcer {
+        private final ForcedDiskImage disk;
+        volatile boolean refusing;
+        volatile boolean failOnce;
+        private volatile Path failed;
+        final AtomicInteger refusals = new AtomicInteger();
+
+        RefusingForcer(ForcedDiskImage disk) {
+            this.disk = disk;
+        }
+
+        private void refuseIfHeld(Path file) throws IOException {
+            if (refusing && file.toString().contains("/segments")) {
+                refusals.incrementAndGet();
+                throw FileDescriptors.exhaustedError("cannot open " + file,
+                        new FileSystemException(file.toString(), null, "Too many open files"));
+            }
+            if (failOnce && file.toString().endsWith(".cq4")) {
+                failOnce = false;
+                failed = file;
+                throw new IOException("Input/output error (injected)");
+            }
+        }
+
+        @Override
+        public void force(FileChannel channel, Path file) throws IOException {
+            refuseIfHeld(file);
+            if (file.equals(failed)) {
+                return; // "fsyncgate": the retry succeeds, the pages were marked clean, the data never reaches the disk
+            }
+            disk.force(channel, file);
+        }
+
+        @Override
+        public void forceDirectory(FileChannel channel, Path directory) throws IOException {
+            refuseIfHeld(directory);
+            disk.forceDirectory(channel, directory);
+        }
+
+        @Override
+        public void forcingMapped(Path file) {
+            disk.forcingMapped(file);
+        }
+    }
+
+    /**
+     * A store watched by a {@link RefusingForcer} over a {@link ForcedDiskImage}, with {@code segments} - 1
+     * segments full and the last begun, everything appended durable; message 7 of segment 0 is the straggler.
+     */
+    private record Straggled(Path data, ForcedDiskImage disk, RefusingForcer forcer, QueueStore queue, List<Long> ids, int first,
+                             long straggler, long[] others) {
+    }
+
+    private Straggled straggled(int segments, DurabilityMode mode) throws Exception {
+        Path data = temp.resolve("data");
+        ForcedDiskImage disk = new ForcedDiskImage(data);
+        RefusingForcer forcer = new RefusingForcer(disk);
+        MessageStore store = MessageStore.open(data, config(mode), forcer);
+        open.add(store);
+        QueueStore q = store.createQueue("q");
+        List<Long> ids = new ArrayList<>();
+        long seq = 0;
+        while (q.segmentNumbers().size() < segments) {
+            ids.add(q.append(null, payload(seq++)));
+        }
+        q.whenDurable(ids.get(ids.size() - 1)).get(10, TimeUnit.SECONDS);
+        int first = q.segmentNumbers().get(0);
+        long straggler = ids.get(7);
+        long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == first && id != straggler).toArray();
+        return new Straggled(data, disk, forcer, q, ids, first, straggler, others);
+    }
+
+    /** Acknowledges all of segment 0 but the straggler while the forcer refuses, and waits until the copy's force was refused. */
+    private static void relocateWhileRefused(Straggled s) throws InterruptedException {
+        s.forcer().refusing = true;
+        s.queue().ackAll(s.others(), s.others().length);
+        until("the straggler was copied and the copy's force refused",
+                () -> s.queue().stats().relocatedMessages() == 1 && s.forcer().refusals.get() > 0);
+    }
+
+    /**
+     * Under {@code never} and {@code interval} (with a long interval) nothing but rule R4 forces the copy,
+     * so a source deleted without its forces leaves a machine crash without the straggler at all.
+     */
+    @ParameterizedTest
+    @EnumSource(value = DurabilityMode.class, names = {"NEVER", "INTERVAL"})
+    void aSourceWhoseRelocationForceWasRefusedStaysUntilALaterPassForcedItsCopies(DurabilityMode mode) throws Exception {
+        Straggled s = straggled(2, mode);
+        QueueStore q = s.queue();
+        RefusingForcer forcer = s.forcer();
+        int first = s.first();
+        long straggler = s.straggler();
+        relocateWhileRefused(s);
+        until("the source is deleted, or its forces are tried again",
+                () -> !q.segmentNumbers().contains(first) || forcer.refusals.get() > 1);
+        boolean deletedWhileRefused = !q.segmentNumbers().contains(first);
+
+        forcer.refusing = false; // descriptors are free again
+        until("the source is deleted", () -> !q.segmentNumbers().contains(first));
+        Path image = temp.resolve("image");
+        s.disk().build(image);
+        MessageStore recovered = MessageStore.open(image, config(mode));
+        open.add(recovered);
+        List<Long> read = readAll(recovered.queue("q"));
+        assertEquals(read.size(), new HashSet<>(read).size(), "a message was read twice: " + read);
+        assertTrue(read.contains(straggler), mode + ": the relocated straggler 0x" + Long.toHexString(straggler)
+                + " is lost after a machine crash that followed its source's deletion; read back " + read.size() + " messages");
+        assertFalse(deletedWhileRefused, mode + ": the source was deleted while its copy's forces were refused");
+        assertEquals(1, q.stats().relocatedMessages(), "one copy: the retry forced it, it did not copy again");
+    }
+
+    /**
+     * A relocation's force that fails (EIO) fails the queue (rule "a failed force is final"). A retry of it
+     * would succeed without the copy on disk, so the source must stay for good: it is the message. Plain
+     * deletes of segments that consumers acknowledged go on.
+     */
+    @Test
+    void aSourceWhoseRelocationForceFailedIsNeverDeleted() throws Exception {
+        Straggled s = straggled(4, DurabilityMode.ALWAYS);
+        QueueStore q = s.queue();
+        RefusingForcer forcer = s.forcer();
+        int first = s.first();
+        long straggler = s.straggler();
+
+        forcer.failOnce = true;
+        q.ackAll(s.others(), s.others().length);
+        until("the copy's force failed the queue", () -> q.failure() != null);
+        // Two segments consumers acknowledge, one after the other: the pass deleting the second began after the
+        // one deleting the first had ended, which came after the failure.
+        for (int segment : List.of(q.segmentNumbers().get(1), q.segmentNumbers().get(2))) {
+            long[] acked = s.ids().stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == segment).toArray();
+            q.ackAll(acked, acked.length);
+            until("a later pass deleted segment " + segment + ", which consumers acknowledged", () -> !q.segmentNumbers().contains(segment));
+        }
+        boolean sourceDeleted = !q.segmentNumbers().contains(first);
+
+        Path image = temp.resolve("image");
+        s.disk().build(image);
+        MessageStore recovered = MessageStore.open(image, config());
+        open.add(recovered);
+        List<Long> read = readAll(recovered.queue("q"));
+        assertTrue(read.contains(straggler), "the straggler 0x" + Long.toHexString(straggler) + " whose copy's force failed is lost "
+                + "after a machine crash: its source was deleted; read back " + read.size() + " messages");
+        assertFalse(sourceDeleted, "the source was deleted after its copy's force failed");
+    }
+
+    /**
+     * The same rule across a restart: a store stopped (closed here; a kill leaves the same files) while its
+     * copies waited for their forces leaves the relocation intent, and the copies only in the page cache.
+     * The store opened next must force them before a pass deletes their source, which its ack state shows
+     * fully acknowledged. The image is built from the forces of both stores (one disk, one watcher).
+     */
+    @Test
+    void copiesAStoppedStoreLeftUnforcedAreForcedBeforeTheNextStoreDeletesTheirSource() throws Exception {
+        Straggled s = straggled(2, DurabilityMode.NEVER);
+        relocateWhileRefused(s);
+        open.remove(open.size() - 1).close();
+
+        s.forcer().refusing = false;
+        MessageStore reopened = MessageStore.open(s.data(), config(DurabilityMode.NEVER), s.forcer());
+        open.add(reopened);
+        QueueStore again = reopened.queue("q");
+        until("the source is deleted", () -> !again.segmentNumbers().contains(s.first()));
+        Path image = temp.resolve("image");
+        s.disk().build(image);
+        MessageStore recovered = MessageStore.open(image, config(DurabilityMode.NEVER));
+        open.add(recovered);
+        List<Long> read = readAll(recovered.queue("q"));
+        assertTrue(read.contains(s.straggler()), "the relocated straggler 0x" + Long.toHexString(s.straggler()) + " is lost after a machine "
+                + "crash that followed its source's deletion by the next store; read back " + read.size() + " messages");
     }
 }
