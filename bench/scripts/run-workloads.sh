@@ -6,7 +6,7 @@
 #
 # SERIES (default: all but w1-long, w1-steady and w1-dispatch):
 #   w1-cold w1-warm w1-long w1-steady w1-4x4 w1-dispatch w1-never w2 mq mq-10k declare
-#   w1-app-cold w1-app-rounds w2-app
+#   w1-app-cold w1-app-rounds w2-app w1-tx
 #   w1-cold   3 runs, each on a fresh broker and a fresh CLI JVM, no warm-up (the JIT compiles during the run)
 #   w1-warm   one broker warmed by a 3 M-message W1 run that is not reported, then 5 runs of W1, each with
 #             --warmup-messages 500000 for the CLI's own JVM
@@ -37,6 +37,11 @@
 #   w1-app-rounds one fresh broker, then one CLI JVM running the same W1 four times against it (--runs 4), one
 #             result per round (the rounds after the first show the client JVM warming up)
 #   w2-app    one fresh broker, W2 with --client app: 1,000,000 messages published, confirmed, then drained
+#   w1-tx     one broker warmed by a 1 M-message W1 run and a 1 M-message transactional W1 run (not reported),
+#             then 5 rounds (TX_ROUNDS=n for more) of three runs, each with --warmup-messages 500000: plain W1
+#             (w1-tx-plain-i), W1 --transactional (batches of 100, 4 commits in flight per consumer: w1-tx-i),
+#             and W1 --transactional --tx-in-flight 1 (w1-tx-serial-i); interleaved, so the ratio of each
+#             transactional run to plain W1 is taken in the same minutes
 #   The app series report, besides the rates and percentiles, max_all_us and the worst one-second window
 #   (worst_second_*; defined in docs/performance.md, "Application-shaped runs").
 # SLUICE_PERF_ARGS is added to every perf run's arguments, after the series' own, so it overrides them (a smoke
@@ -135,6 +140,16 @@ for s in "${series[@]}"; do
       start_broker w1-app-rounds; perf_run w1-app-rounds --workload W1 --client app --runs 4; stop_broker ;;
     w2-app)
       start_broker w2-app; perf_run w2-app --workload W2 --client app; stop_broker ;;
+    w1-tx)
+      start_broker w1-tx
+      perf_run w1-tx-broker-warmup --workload W1 --messages 1000000 > /dev/null
+      perf_run w1-tx-broker-warmup-tx --workload W1 --transactional --messages 1000000 > /dev/null
+      for i in $(seq "${TX_ROUNDS:-5}"); do
+        perf_run "w1-tx-plain-$i" --workload W1 --warmup-messages 500000
+        perf_run "w1-tx-$i" --workload W1 --transactional --warmup-messages 500000
+        perf_run "w1-tx-serial-$i" --workload W1 --transactional --tx-in-flight 1 --warmup-messages 500000
+      done
+      stop_broker ;;
     mq)
       SLUICE_JAVA_OPTS="${SLUICE_JAVA_OPTS:-} -XX:NativeMemoryTracking=summary" start_broker mq
       ( sleep 60; "$root/bench/scripts/rss-breakdown.sh" "$broker_pid" > "$out/mq-breakdown-60s.txt" 2>&1 ) &

@@ -411,6 +411,7 @@ public final class Broker implements AutoCloseable {
         checkpointProducers(deadline);
         channels.writeAndFlush(new CloseFrame(ErrorCode.NONE, "the broker is shutting down"));
         channels.close().awaitUninterruptibly(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), TimeUnit.MILLISECONDS);
+        transactions.drain(1000);
         shutdownGroups(acceptor, workers);
         transactions.close();
         queues.close();

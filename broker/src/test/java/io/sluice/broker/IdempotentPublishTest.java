@@ -197,6 +197,47 @@ class IdempotentPublishTest {
     }
 
     @Test
+    void aForgottenNamedProducersOlderInstancesStayFencedAcrossARestart() throws Exception {
+        long id = ProducerIds.forName("orders-writer");
+        Map<String, String> oneProducer = Map.of("queues.dedup-max-producers", "1");
+        try (Broker broker = TestBrokers.start(dir, oneProducer);
+             RawClient first = RawClient.connected(broker.port());
+             RawClient second = RawClient.connected(broker.port());
+             RawClient third = RawClient.connected(broker.port())) {
+            declare(first, "q");
+            first.send(new ProducerInitFrame(5, "q", "orders-writer", ProducerInitFrame.NEW_INSTANCE));
+            assertEquals(1, first.expect(ProducerOkFrame.class).epoch());
+            second.send(new ProducerInitFrame(6, "q", "orders-writer", ProducerInitFrame.NEW_INSTANCE));
+            assertEquals(2, second.expect(ProducerOkFrame.class).epoch());
+
+            publish(third, "q", 42, 1); // a second producer in a table of one: the named producer is evicted
+            assertEquals(List.of(1L), confirmed(third, 42, 1));
+            publish(first, "q", id, 1);
+            assertEquals(ErrorCode.PRODUCER_FENCED, first.expect(PublishErrorFrame.class).errorCode(),
+                    "the old instance's connection is not let in once the table forgot the producer");
+
+            third.send(new ProducerInitFrame(7, "q", "orders-writer", ProducerInitFrame.NEW_INSTANCE));
+            assertEquals(3, third.expect(ProducerOkFrame.class).epoch(), "above every epoch granted, forgotten or not");
+            second.send(new ProducerInitFrame(8, "q", "orders-writer", 2));
+            assertEquals(ErrorCode.PRODUCER_FENCED, second.expect(ErrorFrame.class).errorCode(),
+                    "epoch 2 cannot fence epoch 3 by resuming");
+            publish(third, "q", id, 1);
+            assertEquals(List.of(1L), confirmed(third, id, 1));
+            assertEquals(2, declare(third, "q"));
+        }
+        try (Broker broker = TestBrokers.start(dir, oneProducer);
+             RawClient c = RawClient.connected(broker.port());
+             RawClient other = RawClient.connected(broker.port())) {
+            publish(c, "q", 42, 2); // evicts the named producer again, now from the table read back at start
+            assertEquals(List.of(2L), confirmed(c, 42, 1));
+            c.send(new ProducerInitFrame(9, "q", "orders-writer", 2));
+            assertEquals(ErrorCode.PRODUCER_FENCED, c.expect(ErrorFrame.class).errorCode(), "the fence survives a restart");
+            other.send(new ProducerInitFrame(10, "q", "orders-writer", ProducerInitFrame.NEW_INSTANCE));
+            assertEquals(4, other.expect(ProducerOkFrame.class).epoch(), "and so does the epochs' high-water mark");
+        }
+    }
+
+    @Test
     void badInputGetsItsCodeAndStoresNothing() throws Exception {
         try (Broker broker = TestBrokers.start(dir, Map.of("broker.publish-window-messages", "100"));
              RawClient c = RawClient.connected(broker.port())) {

@@ -36,8 +36,9 @@ import static org.junit.jupiter.api.Assertions.fail;
 /**
  * The quickstart of README.md, exactly as README shows it: the Java block is taken out of README.md,
  * compiled with javax.tools against the client's classpath only (the client module and its Netty and
- * SLF4J jars, not the broker), and run against a real broker. The README's pom snippet must name this
- * build's version.
+ * SLF4J jars, not the broker), and run against a real broker. So is README's consume-process-publish
+ * example, inside a class that gives it its {@code connection} and {@code invoiceFor}. The README's pom
+ * snippet must name this build's version.
  */
 class QuickstartTest {
     private static final Path README = Path.of(System.getProperty("user.dir")).getParent().resolve("README.md");
@@ -49,8 +50,66 @@ class QuickstartTest {
 
     @Test
     void shouldCompileAndRunTheReadmeQuickstartAsShown() throws Exception {
-        String source = codeBlock(Files.readString(README), "## Quickstart", "java");
-        Path file = classes.resolve("Quickstart.java");
+        compile("Quickstart", codeBlock(Files.readString(README), "## Quickstart", "java"));
+        try (Broker broker = startBroker()) {
+            assertEquals("hello\n", run("Quickstart", broker), "what the quickstart prints");
+            assertEquals(0, broker.queues().get("greetings").snapshot().syncUninterruptibly().getNow().backlogMessages(),
+                    "the quickstart acknowledged its message");
+        }
+    }
+
+    @Test
+    void shouldRunTheReadmeConsumeProcessPublishExampleAsShown() throws Exception {
+        String example = indentedBlock(Files.readString(README), "**Consume, process, publish in one commit.**");
+        compile("ConsumeProcessPublish", """
+                import io.sluice.client.Connection;
+                import io.sluice.client.ConnectionOptions;
+                import io.sluice.client.Consumer;
+                import io.sluice.client.ConsumerOptions;
+                import io.sluice.client.Message;
+                import io.sluice.client.Transaction;
+
+                import java.nio.charset.StandardCharsets;
+                import java.time.Duration;
+
+                public class ConsumeProcessPublish {
+                    static byte[] invoiceFor(byte[] order) {
+                        return ("invoice for " + new String(order, StandardCharsets.UTF_8)).getBytes(StandardCharsets.UTF_8);
+                    }
+
+                    public static void main(String[] args) throws InterruptedException {
+                        try (Connection connection = Connection.connect(ConnectionOptions.builder()
+                                .port(Integer.parseInt(args[0])).build())) {
+                """ + example.indent(12) + """
+                        }
+                    }
+                }
+                """);
+        try (Broker broker = startBroker();
+             Connection connection = Connection.connect(ConnectionOptions.builder().port(broker.port()).build())) {
+            connection.declareQueue("orders", QueueSettings.EMPTY);
+            connection.declareQueue("invoices", QueueSettings.EMPTY);
+            connection.createProducer("orders", ProducerOptions.DEFAULT).send("order 17".getBytes(StandardCharsets.UTF_8));
+            assertEquals("", run("ConsumeProcessPublish", broker), "the example prints nothing");
+            assertEquals(0, broker.store().queue("orders").unackedMessages(), "the commit acknowledged the order");
+            assertEquals(1, broker.store().queue("invoices").unackedMessages(), "and published one invoice");
+            try (Consumer invoices = connection.subscribe("invoices", ConsumerOptions.DEFAULT)) {
+                Message invoice = invoices.receive(Duration.ofSeconds(10));
+                assertNotNull(invoice, "the invoice is delivered");
+                assertEquals("invoice for order 17", new String(invoice.payload(), StandardCharsets.UTF_8));
+                invoice.ack();
+            }
+        }
+    }
+
+    private Broker startBroker() {
+        return Broker.start(new ConfigLoader().load(null,
+                Map.of("broker.data-dir", dataDir.toString(), "broker.port", "0", "metrics.port", "0", "storage.reserved-disk-bytes", "67108864")));
+    }
+
+    /** Compiles class {@code name} from {@code source} into {@link #classes}, against the client's classpath only. */
+    private void compile(String name, String source) throws IOException {
+        Path file = classes.resolve(name + ".java");
         Files.writeString(file, source);
         JavaCompiler compiler = ToolProvider.getSystemJavaCompiler();
         StringWriter diagnostics = new StringWriter();
@@ -58,25 +117,26 @@ class QuickstartTest {
             boolean compiled = compiler.getTask(diagnostics, files, null,
                     List.of("-classpath", clientClasspath(), "-d", classes.toString(), "-Xlint:all", "-Werror"),
                     null, files.getJavaFileObjects(file)).call();
-            assertTrue(compiled, "the README quickstart compiles:\n" + diagnostics);
+            assertTrue(compiled, "the README's " + name + " compiles:\n" + diagnostics + "\n" + source);
         }
-        try (Broker broker = Broker.start(new ConfigLoader().load(null,
-                Map.of("broker.data-dir", dataDir.toString(), "broker.port", "0", "metrics.port", "0", "storage.reserved-disk-bytes", "67108864")))) {
-            // A JVM of its own, as a reader would run it: only the client's classpath, and its stdout alone.
-            Path stdout = classes.resolve("stdout.txt");
-            Path stderr = classes.resolve("stderr.txt");
-            Process quickstart = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    "-cp", classes + File.pathSeparator + clientClasspath(), "Quickstart", Integer.toString(broker.port()))
-                    .redirectOutput(stdout.toFile()).redirectError(stderr.toFile()).start();
-            if (!quickstart.waitFor(60, TimeUnit.SECONDS)) {
-                quickstart.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-                fail("the quickstart did not finish within 60 s; stderr:\n" + Files.readString(stderr));
-            }
-            assertEquals(0, quickstart.exitValue(), "the quickstart's exit status; stderr:\n" + Files.readString(stderr));
-            assertEquals("hello\n", Files.readString(stdout), "what the quickstart prints");
-            assertEquals(0, broker.queues().get("greetings").snapshot().syncUninterruptibly().getNow().backlogMessages(),
-                    "the quickstart acknowledged its message");
+    }
+
+    /**
+     * Runs {@code mainClass} with the broker's port in a JVM of its own, as a reader would run it: only the
+     * client's classpath. Returns its stdout once it exited with status 0.
+     */
+    private String run(String mainClass, Broker broker) throws IOException, InterruptedException {
+        Path stdout = classes.resolve(mainClass + ".stdout.txt");
+        Path stderr = classes.resolve(mainClass + ".stderr.txt");
+        Process process = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp", classes + File.pathSeparator + clientClasspath(), mainClass, Integer.toString(broker.port()))
+                .redirectOutput(stdout.toFile()).redirectError(stderr.toFile()).start();
+        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            fail(mainClass + " did not finish within 60 s; stderr:\n" + Files.readString(stderr));
         }
+        assertEquals(0, process.exitValue(), mainClass + "'s exit status; stderr:\n" + Files.readString(stderr));
+        return Files.readString(stdout);
     }
 
     @Test
@@ -88,6 +148,22 @@ class QuickstartTest {
         assertTrue(snippet.contains("<artifactId>sluice-client</artifactId>") && snippet.contains("<version>" + version + "</version>"),
                 "README's pom snippet names io.sluice:sluice-client:" + version + ":\n" + snippet);
         assertTrue(readme.contains("mvn -B install -DskipTests -pl client -am"), "README says how to install the client");
+    }
+
+    /** The first block indented by four spaces after {@code marker}, without the indentation. */
+    static String indentedBlock(String markdown, String marker) {
+        int at = markdown.indexOf(marker);
+        assertTrue(at >= 0, "README has " + marker);
+        StringBuilder block = new StringBuilder();
+        for (String line : markdown.substring(at).lines().skip(1).toList()) {
+            if (line.startsWith("    ")) {
+                block.append(line.substring(4)).append('\n');
+            } else if (!block.isEmpty() && !line.isBlank()) {
+                break;
+            }
+        }
+        assertTrue(!block.isEmpty(), "README has an indented block after " + marker);
+        return block.toString();
     }
 
     /** The first fenced block of this language after the heading. */
@@ -120,8 +196,7 @@ class QuickstartTest {
 
     @Test
     void shouldKeepDeliverFramesWithinTheFrameSizeTheClientAgreedTo() throws InterruptedException {
-        try (Broker broker = Broker.start(new ConfigLoader().load(null,
-                Map.of("broker.data-dir", dataDir.toString(), "broker.port", "0", "metrics.port", "0", "storage.reserved-disk-bytes", "67108864")));
+        try (Broker broker = startBroker();
              Connection connection = Connection.connect(ConnectionOptions.builder().port(broker.port()).maxFrameBytes(4096).build())) {
             connection.declareQueue("small", QueueSettings.EMPTY);
             Producer producer = connection.createProducer("small", ProducerOptions.DEFAULT);

@@ -297,6 +297,9 @@ public final class Consumer implements AutoCloseable {
                 nackOnLoop(nack);
             } else if (settlement instanceof CloseMarker marker) {
                 flushAcksOnLoop();
+                // A transaction's acks of this consumer still batched go out too: after the UNSUBSCRIBE the
+                // broker would have taken those messages back, and the TX_ACK would abort the transaction.
+                connection.transactions().consumerClosingOnLoop(Consumer.this);
                 marker.acksWritten().complete(null);
             }
         }

@@ -51,6 +51,13 @@ final class OpenTransactions {
         }
     }
 
+    /** {@code consumer} is about to UNSUBSCRIBE: each transaction writes the acks of its messages it still batches. */
+    void consumerClosingOnLoop(Consumer consumer) {
+        for (Transaction transaction : List.copyOf(byId.values())) {
+            transaction.writeAcksOfOnLoop(consumer);
+        }
+    }
+
     /** The network connection closed: every transaction bound to it fails, or its commit is in doubt. */
     void connectionLostOnLoop(ConnectionLostException lost) {
         List<Transaction> open = List.copyOf(byId.values());

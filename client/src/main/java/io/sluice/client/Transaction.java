@@ -64,7 +64,9 @@ import java.util.concurrent.TimeUnit;
  * throws the failure (a {@link SluiceException} with the broker's code and sentence, or a
  * {@link ConnectionLostException}), {@link #commit} fails with it, and {@link #rollback} and {@link #close}
  * succeed: the transaction is rolled back, by the broker (which rolls back what a closed connection left
- * open) or by the TX_ROLLBACK the client sends. The client never replays a transaction after a reconnect.
+ * open) or by the TX_ROLLBACK the client sends. After a TX_ABORTED the client sends TX_ROLLBACK too (unless
+ * its TX_COMMIT is on the way), so that the broker forgets the transaction. The client never replays a
+ * transaction after a reconnect.
  * Acks the transaction will no longer send are handed back to their queue with NACK REQUEUE, as are the
  * unwritten acks of a rollback. A commit whose answer does not come (the connection was lost, or the deadline
  * passed after TX_COMMIT was written) fails with {@link ConnectionLostException} or
@@ -385,21 +387,32 @@ public final class Transaction implements AutoCloseable {
         cancelAckFlush();
         Channel channel = connection.activeChannel();
         for (Map.Entry<Consumer, List<Message>> entry : acks.entrySet()) {
-            List<Message> pending = entry.getValue();
-            if (pending.isEmpty()) {
-                continue;
-            }
-            long[] ids = new long[pending.size()];
-            for (int i = 0; i < ids.length; i++) {
-                ids[i] = pending.get(i).id();
-            }
-            beginOnLoop(channel);
-            channel.write(new TxAckFrame(txnId, entry.getKey().consumerTag(), IdRanges.of(ids, ids.length)))
-                    .addListener(writeFailed);
-            pending.clear();
-            entry.getKey().onTransactionalAckOnLoop(ids.length);
-            wroteUnflushed = true;
+            writeAcksOnLoop(channel, entry.getKey(), entry.getValue());
         }
+    }
+
+    /** On loop, before {@code consumer}'s UNSUBSCRIBE: its pending acks are written now (the others keep their batch). */
+    void writeAcksOfOnLoop(Consumer consumer) {
+        List<Message> pending = acks.get(consumer);
+        Channel channel = connection.activeChannel();
+        if (pending != null && channel != null && (phase == Phase.OPEN || phase == Phase.FLUSHING)) {
+            writeAcksOnLoop(channel, consumer, pending);
+        }
+    }
+
+    private void writeAcksOnLoop(Channel channel, Consumer consumer, List<Message> pending) {
+        if (pending.isEmpty()) {
+            return;
+        }
+        long[] ids = new long[pending.size()];
+        for (int i = 0; i < ids.length; i++) {
+            ids[i] = pending.get(i).id();
+        }
+        beginOnLoop(channel);
+        channel.write(new TxAckFrame(txnId, consumer.consumerTag(), IdRanges.of(ids, ids.length))).addListener(writeFailed);
+        pending.clear();
+        consumer.onTransactionalAckOnLoop(ids.length);
+        wroteUnflushed = true;
     }
 
     private void flushAcksOnLoop() {
@@ -501,8 +514,11 @@ public final class Transaction implements AutoCloseable {
             complete(finishing, null);
             return;
         }
+        // The broker keeps an aborted transaction, counted in transactions.max-open-per-connection, until its
+        // client commits or rolls it back: TX_ROLLBACK, unless a TX_COMMIT it will answer is on its way.
         failOnLoop(new SluiceException(aborted.errorCode(), aborted.message(), "transaction " + txnId
-                + " was rolled back by the broker: " + aborted.errorCode() + ": " + aborted.message()), false);
+                + " was rolled back by the broker: " + aborted.errorCode() + ": " + aborted.message()),
+                phase != Phase.ANSWER_AWAITED);
     }
 
     /** On loop, from {@link OpenTransactions}: more publish window. */
@@ -534,8 +550,9 @@ public final class Transaction implements AutoCloseable {
     }
 
     /**
-     * On loop: fails the transaction; with {@code rollBack} (a failure the broker does not know of) it writes
-     * TX_ROLLBACK, whose answer nobody waits for. A commit being carried out fails; a rollback succeeds.
+     * On loop: fails the transaction; with {@code rollBack} (a failure the broker does not know of, or an abort
+     * it keeps until told) it writes TX_ROLLBACK, whose answer nobody waits for. A commit being carried out
+     * fails; a rollback succeeds.
      */
     private void failOnLoop(SluiceException reason, boolean rollBack) {
         if (phase == Phase.DONE) {

@@ -341,10 +341,12 @@ public final class QueueStore {
 
     /**
      * A future completed once the ack journal is forced past every ack and delivery recorded before this
-     * call, in every durability mode (the journal is forced in each): it asks the flusher for an early
-     * force, shared by every caller meanwhile. Fails if the queue's storage failed or the queue closed.
+     * call, in every durability mode (the journal is forced in each). {@code asksEarly}: it asks the
+     * flusher for an early force, shared by every caller meanwhile; else it waits for the next force,
+     * periodic (at most the sync interval away) or asked for by another, for work that only has to
+     * follow durability. Fails if the queue's storage failed or the queue closed.
      */
-    public CompletableFuture<Void> whenAcksDurable() {
+    public CompletableFuture<Void> whenAcksDurable(boolean asksEarly) {
         long records;
         lock.lock();
         try {
@@ -355,7 +357,7 @@ public final class QueueStore {
         } finally {
             lock.unlock();
         }
-        return ackForces.whenForcedPast(records);
+        return ackForces.whenForcedPast(records, asksEarly);
     }
 
     // ---------------------------------------------------------------- acks

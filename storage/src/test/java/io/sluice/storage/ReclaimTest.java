@@ -98,17 +98,31 @@ class ReclaimTest {
         int total = 30_000;
         AtomicBoolean failed = new AtomicBoolean();
         AtomicLong maxSegments = new AtomicLong();
+        java.util.concurrent.atomic.AtomicReference<Throwable> appendFailed = new java.util.concurrent.atomic.AtomicReference<>();
         Thread producer = new Thread(() -> {
-            for (int i = 0; i < total; i++) {
-                q.append(null, payload(i));
+            try {
+                for (int i = 0; i < total; i++) {
+                    q.append(null, payload(i));
+                }
+            } catch (Throwable t) {
+                appendFailed.set(t);
             }
         });
         producer.start();
         long received = 0;
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
         try (QueueReader reader = q.openReader()) {
             while (received < total) {
                 StoredMessage m = reader.next();
                 if (m == null) {
+                    if (appendFailed.get() != null) {
+                        throw new AssertionError("an append failed after " + received + " were read", appendFailed.get());
+                    }
+                    if (System.nanoTime() - deadline > 0) {
+                        throw new AssertionError("the reader got " + received + " of " + total + " messages in 60 s; appended "
+                                + q.stats().appendedMessages() + ", producer " + (producer.isAlive() ? "still appending" : "done")
+                                + ", segments " + q.segmentNumbers());
+                    }
                     Thread.onSpinWait();
                     continue;
                 }

@@ -216,7 +216,7 @@ final class AppRun {
                     options.callbacksLabel(), sent, confirmed, failed.sum(), received, tracker.lost(),
                     tracker.duplicates(), rate(confirmed, publishSeconds), rate(received, endToEndSeconds),
                     options.drainAfterPublish ? rate(received, drainSeconds) : -1, publishSeconds, drainSeconds,
-                    summaryLatency.copy(), List.of(), false);
+                    summaryLatency.copy(), List.of(), false, null);
             return new Result(base, everyLatency.getTotalCount(), everyLatency.getMaxValue(), confirmWorst,
                     confirmsPerSecond, receiveWindows.worst(lastReceive), receiveWindows.perSecond(),
                     receiveWindows.p99PerSecondMicros(), options.drainAfterPublish ? "subscribe" : "first send");

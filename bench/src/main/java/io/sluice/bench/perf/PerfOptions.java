@@ -29,6 +29,15 @@ final class PerfOptions {
             "                           records into a histogram under a lock and acks; W1 and W2 only, 1 + 1,",
             "                           W1 500000 and W2 1000000 messages; also reports the maximum latency and",
             "                           the worst one-second window (docs/performance.md)",
+            "  --transactional          W1 through a transaction per batch: each consumer acks --tx-batch",
+            "                           deliveries and publishes one message per input to a second queue",
+            "                           (<queue>-out) in one transaction, then commits; a drain consumer per",
+            "                           consumer reads the second queue, where loss, duplicates and latency",
+            "                           are counted; also reports the commit rate and commit latency",
+            "  --tx-batch N             --transactional: deliveries per transaction (100)",
+            "  --tx-in-flight N         --transactional: commits in flight per consumer (commitAsync); one more",
+            "                           transaction fills meanwhile, so keep it below the broker's",
+            "                           transactions.max-open-per-connection (16) (4)",
             "  --producers N            producer connections (1)",
             "  --consumers N            consumer connections (1)",
             "  --queues N               queues; producer/consumer i uses queue i mod N (1)",
@@ -92,6 +101,10 @@ final class PerfOptions {
     long drainTimeoutSeconds = 30;
     long warmupMessages;
     int runs = 1;
+    /** {@code --transactional}: consumers forward through transactions ({@link TransactionalConsumer}). */
+    boolean transactional;
+    int messagesPerTransaction = 100;
+    int commitsInFlight = 4;
     /** {@code --client app}: an {@link AppRun} instead of a {@link PerfRun}. */
     boolean appClient;
     /**
@@ -132,6 +145,7 @@ final class PerfOptions {
                 case "--quiet" -> options.quiet = true;
                 case "--keep-queues" -> options.keepQueues = true;
                 case "--drain-after-publish" -> options.drainAfterPublish = true;
+                case "--transactional" -> options.transactional = true;
                 case "-h", "--help" -> throw new HelpRequested();
                 default -> {
                     String value = value(args, i);
@@ -210,6 +224,8 @@ final class PerfOptions {
             case "--confirm-window" -> confirmWindow = (int) number(flag, value, 1, 1_000_000);
             case "--credit" -> credit = (int) number(flag, value, 1, 1_000_000);
             case "--ack-batch" -> ackBatch = (int) number(flag, value, 1, 1_000_000);
+            case "--tx-batch" -> messagesPerTransaction = (int) number(flag, value, 1, 10_000);
+            case "--tx-in-flight" -> commitsInFlight = (int) number(flag, value, 1, 1_000);
             case "--queue-prefix" -> queuePrefix = value;
             case "--quota-soft" -> quotaSoft = number(flag, value, 0, Long.MAX_VALUE);
             case "--quota-hard" -> quotaHard = number(flag, value, 0, Long.MAX_VALUE);
@@ -255,6 +271,9 @@ final class PerfOptions {
             }
             return this;
         }
+        if (transactional) {
+            validateTransactional();
+        }
         if (drainAfterPublish && durationSeconds > 0) {
             throw new IllegalArgumentException("--drain-after-publish needs --messages, not --duration "
                     + durationSeconds);
@@ -269,6 +288,22 @@ final class PerfOptions {
             throw new IllegalArgumentException("--consumers 0 needs --duration: nothing would drain the queue");
         }
         return this;
+    }
+
+    /** Rule "transactional shape": the W1 shape, consumers that forward, with the tuned client. */
+    private void validateTransactional() {
+        if (!workload.equals("W1") && !workload.equals("custom")) {
+            throw new IllegalArgumentException("--transactional runs W1, not --workload " + workload);
+        }
+        StringBuilder problems = new StringBuilder();
+        appRule(problems, !appClient, "--client app");
+        appRule(problems, !drainAfterPublish, "--drain-after-publish");
+        appRule(problems, consumers > 0, "--consumers " + consumers);
+        appRule(problems, consumerRate == 0, "--consumer-rate " + consumerRate);
+        if (problems.length() > 0) {
+            throw new IllegalArgumentException("--transactional needs consumers forwarding as they receive, with the perf"
+                    + " client; remove" + problems);
+        }
     }
 
     /** Rule "app shape": 1 producer and 1 consumer on one queue, a message count, nothing paced or quota'd. */
@@ -320,6 +355,9 @@ final class PerfOptions {
         w.drainTimeoutSeconds = drainTimeoutSeconds;
         w.maxFrameBytes = maxFrameBytes;
         w.callbacksOnNetworkThread = callbacksOnNetworkThread;
+        w.transactional = transactional;
+        w.messagesPerTransaction = messagesPerTransaction;
+        w.commitsInFlight = commitsInFlight;
         w.quiet = true;
         return w.validate();
     }
@@ -342,6 +380,11 @@ final class PerfOptions {
 
     String queueName(int index) {
         return queuePrefix + "-" + (index % queues);
+    }
+
+    /** The second queue of a {@code --transactional} run, where consumer {@code index} forwards to. */
+    String outputQueueName(int index) {
+        return queueName(index) + "-out";
     }
 
     private static String value(String[] args, int i) {

@@ -16,12 +16,15 @@ import java.util.Locale;
  * @param drainRate       for a drain-after-publish run: unique received from subscribe to the last receipt,
  *                        otherwise -1
  * @param series          one point per second of the run, in order
+ * @param transactions    for a {@code --transactional} run what its transactions did (then the receipts, loss,
+ *                        duplicates and latency are the second queue's), otherwise null
  */
 record PerfResult(String workload, String broker, long messages, int sizeBytes, int producers, int consumers,
                   String callbacks,
                   long sent, long confirmed, long failed, long received, long lost, long duplicates,
                   double publishRate, double endToEndRate, double drainRate, double publishSeconds,
-                  double drainSeconds, Histogram latency, List<ProgressPoint> series, boolean includeSeries) {
+                  double drainSeconds, Histogram latency, List<ProgressPoint> series, boolean includeSeries,
+                  TransactionResult transactions) {
 
     /** One JSON object on one line; field names are the contract with scripts and CI. */
     String toJson() {
@@ -68,6 +71,9 @@ record PerfResult(String workload, String broker, long messages, int sizeBytes, 
             field(json, "series", points.append(']').toString());
         }
         json.setLength(json.length() - 1);
+        if (transactions != null) {
+            json.append(',').append(transactions.toJsonFields());
+        }
         if (!moreFields.isEmpty()) {
             json.append(',').append(moreFields);
         }
@@ -93,6 +99,9 @@ record PerfResult(String workload, String broker, long messages, int sizeBytes, 
                 "latency over the last 80%% (%d samples): p50 %d us, p90 %d us, p99 %d us, p99.9 %d us, max %d us%n",
                 latency.getTotalCount(), latency.getValueAtPercentile(50), latency.getValueAtPercentile(90),
                 latency.getValueAtPercentile(99), latency.getValueAtPercentile(99.9), latency.getMaxValue()));
+        if (transactions != null) {
+            text.append(transactions.toSummary());
+        }
         return text.toString();
     }
 

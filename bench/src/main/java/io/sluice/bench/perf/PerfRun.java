@@ -39,6 +39,12 @@ import java.util.function.LongSupplier;
  * <p>Phases: declare the queues (purging messages a previous run left); subscribe the consumers unless
  * {@link PerfOptions#drainAfterPublish}; publish; wait for every confirm; for drain-after-publish, subscribe
  * now; wait until everything confirmed was received, or nothing arrived for {@link PerfOptions#drainTimeoutSeconds}.
+ *
+ * <p>{@link PerfOptions#transactional}: each consumer is a {@link TransactionalConsumer} forwarding the first
+ * queue to a second one ({@link PerfOptions#outputQueueName}) in transactions, on a connection of its own, and a
+ * drain consumer per consumer, on another, receives from the second queue: receipts, loss, duplicates and
+ * latency are counted there, so a message counts once it was committed through. The {@code perf-progress}
+ * thread also commits the transactions that linger.
  */
 final class PerfRun {
     private final PerfOptions options;
@@ -56,6 +62,9 @@ final class PerfRun {
     private final AtomicReferenceArray<FlowState> flowStates;
     private final List<ProgressPoint> series = Collections.synchronizedList(new ArrayList<>());
     private final List<Connection> connections = new ArrayList<>();
+    /** For a transactional run, what its consumers committed; otherwise null. */
+    private final TransactionalConsumer.Totals transactions;
+    private final List<TransactionalConsumer> forwarders = new ArrayList<>();
     /** BENCH.md: latency is summarised over the last 80 % of messages; the first 20 % are left out. */
     private final long unsummarisedMessages;
     private volatile boolean stopProducers;
@@ -72,6 +81,7 @@ final class PerfRun {
             flowStates.set(i, FlowState.FREE);
         }
         this.unsummarisedMessages = options.durationSeconds > 0 ? 0 : options.messages / 5;
+        this.transactions = options.transactional ? new TransactionalConsumer.Totals(unsummarisedMessages) : null;
     }
 
     PerfResult run() throws InterruptedException {
@@ -93,6 +103,11 @@ final class PerfRun {
             progress.scheduleAtFixedRate(new ProgressTask(), 1, 1, TimeUnit.SECONDS);
             if (!options.drainAfterPublish) {
                 subscribeAll(consumers);
+            }
+            if (!forwarders.isEmpty()) {
+                long tickNanos = TransactionalConsumer.LINGER_NANOS / 2;
+                progress.scheduleAtFixedRate(() -> forwarders.forEach(f -> f.commitIfIdle(System.nanoTime())),
+                        tickNanos, tickNanos, TimeUnit.NANOSECONDS);
             }
             List<Thread> threads = new ArrayList<>();
             for (int i = 0; i < options.producers; i++) {
@@ -153,8 +168,7 @@ final class PerfRun {
         if (options.quotaHard > 0) {
             settings.set(QueueSettings.QUOTA_HARD_MESSAGES, options.quotaHard);
         }
-        for (int i = 0; i < options.queues; i++) {
-            String queue = options.queueName(i);
+        for (String queue : queueNames()) {
             long ready = admin.declareQueue(queue, settings.build());
             if (ready > 0) {
                 long purged = admin.purgeQueue(queue);
@@ -164,13 +178,25 @@ final class PerfRun {
     }
 
     private void deleteQueues(Connection admin) {
-        for (int i = 0; i < options.queues; i++) {
+        for (String queue : queueNames()) {
             try {
-                admin.deleteQueue(options.queueName(i));
+                admin.deleteQueue(queue);
             } catch (SluiceException e) {
-                note("Could not delete queue " + options.queueName(i) + ": " + e.getMessage());
+                note("Could not delete queue " + queue + ": " + e.getMessage());
             }
         }
+    }
+
+    /** The run's queues: the first ones, and for a transactional run the second ones after them. */
+    private List<String> queueNames() {
+        List<String> names = new ArrayList<>();
+        for (int i = 0; i < options.queues; i++) {
+            names.add(options.queueName(i));
+        }
+        for (int i = 0; options.transactional && i < options.queues; i++) {
+            names.add(options.outputQueueName(i));
+        }
+        return names;
     }
 
     private void subscribeAll(List<Consumer> consumers) {
@@ -182,8 +208,17 @@ final class PerfRun {
                     options.callbacksOnNetworkThread && options.consumerRate == 0);
             Pacer pacer = new Pacer(options.consumerRate, options.consumerRateSeconds);
             LatencyStats.Writer latencyWriter = latency.newWriter();
-            consumers.add(connection.subscribe(options.queueName(i), consumerOptions,
+            if (!options.transactional) {
+                consumers.add(connection.subscribe(options.queueName(i), consumerOptions,
+                        message -> onMessage(message, pacer, latencyWriter)));
+                continue;
+            }
+            consumers.add(connect("drain-" + i).subscribe(options.outputQueueName(i), consumerOptions,
                     message -> onMessage(message, pacer, latencyWriter)));
+            TransactionalConsumer forwarder = new TransactionalConsumer(connection, options.outputQueueName(i), options,
+                    transactions);
+            consumers.add(connection.subscribe(options.queueName(i), consumerOptions, forwarder::onMessage));
+            forwarders.add(forwarder);
         }
     }
 
@@ -310,7 +345,22 @@ final class PerfRun {
                 options.consumers, options.callbacksLabel(), sent.sum(), confirmed, failed.sum(), received, lost,
                 tracker.duplicates(), rate(confirmed, publishSeconds), rate(received, endToEndSeconds),
                 options.drainAfterPublish ? rate(received, drainSeconds) : -1, publishSeconds,
-                drainSeconds, summary, List.copyOf(series), options.workload.equals("W3"));
+                drainSeconds, summary, List.copyOf(series), options.workload.equals("W3"), transactionResult(first));
+    }
+
+    private TransactionResult transactionResult(long firstSendNanos) {
+        if (transactions == null) {
+            return null;
+        }
+        Throwable failure = transactions.firstFailure.get();
+        if (failure != null) {
+            note("First failed transaction: " + failure);
+        }
+        long committed = transactions.committedMessages.get();
+        return new TransactionResult(options.messagesPerTransaction, options.commitsInFlight, transactions.consumed.sum(),
+                transactions.commits.sum(), committed, transactions.failedTransactions.sum(),
+                rate(committed, seconds(transactions.lastCommitNanos.get() - firstSendNanos)),
+                transactions.commitLatency.summaryCopy());
     }
 
     private static double seconds(long nanos) {

@@ -17,9 +17,9 @@ import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Settings every storage benchmark shares: one fork with Chronicle's JVM flags, short warm-up and
- * measurement (the whole suite runs in a few minutes on 2 cores), throughput in operations per
- * second. Data directories go under {@code sluice.bench.dir} (default: the system temp directory)
+ * Settings every benchmark shares, the broker's too (they run on the same store): one fork with
+ * Chronicle's JVM flags, short warm-up and measurement (the whole suite runs in a few minutes on 2
+ * cores), throughput in operations per second. Data directories go under {@code sluice.bench.dir} (default: the system temp directory)
  * and are deleted after each trial or iteration.
  */
 @Fork(value = 1, jvmArgsAppend = {
@@ -38,7 +38,7 @@ public abstract class StorageBenchmarkBase {
     /** Payload size the targets are stated for. */
     public static final int PAYLOAD_BYTES = 256;
 
-    static Path newDataDirectory(String prefix) {
+    protected static Path newDataDirectory(String prefix) {
         try {
             Path parent = Path.of(System.getProperty("sluice.bench.dir", System.getProperty("java.io.tmpdir")));
             return Files.createTempDirectory(parent, "sluice-bench-" + prefix + "-");
@@ -51,7 +51,7 @@ public abstract class StorageBenchmarkBase {
         return MessageStore.open(directory, StoreConfig.builder().durability(durability).build());
     }
 
-    static byte[] payload() {
+    protected static byte[] payload() {
         byte[] payload = new byte[PAYLOAD_BYTES];
         for (int i = 0; i < payload.length; i++) {
             payload[i] = (byte) ('a' + i % 26);

@@ -66,4 +66,36 @@ class PerfOptionsTest {
         assertEquals("--client fast is not perf or app", unknown.getMessage());
         assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse(new String[] {"--client"}));
     }
+
+    @Test
+    void shouldRunTransactionalW1InBatchesOf100WithFourCommitsInFlightUnlessToldAndWarmUpTheSameWay() {
+        PerfOptions defaults = PerfOptions.parse(new String[] {"--workload", "W1", "--transactional"});
+        PerfOptions explicit = PerfOptions.parse(new String[] {"--tx-batch", "50", "--transactional", "--workload", "W1",
+                "--tx-in-flight", "1", "--warmup-messages", "1000", "--queue-prefix", "q"});
+
+        assertTrue(defaults.transactional);
+        assertEquals(100, defaults.messagesPerTransaction);
+        assertEquals(4, defaults.commitsInFlight);
+        assertEquals(1_000_000, defaults.messages);
+        assertEquals("q-0-out", explicit.outputQueueName(0));
+        PerfOptions warmup = explicit.warmup();
+        assertTrue(warmup.transactional);
+        assertEquals(50, warmup.messagesPerTransaction);
+        assertEquals(1, warmup.commitsInFlight);
+        assertEquals("q-warmup-0-out", warmup.outputQueueName(0));
+        assertFalse(PerfOptions.parse(new String[] {"--workload", "W1"}).transactional);
+    }
+
+    @Test
+    void shouldRefuseATransactionalRunThatIsNotW1ShapedWithConsumersForwarding() {
+        IllegalArgumentException w2 = assertThrows(IllegalArgumentException.class,
+                () -> PerfOptions.parse(new String[] {"--workload", "W2", "--transactional"}));
+        assertTrue(w2.getMessage().contains("W2"), w2.getMessage());
+        IllegalArgumentException shape = assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse(
+                new String[] {"--workload", "W1", "--transactional", "--client", "app", "--consumers", "0", "--duration", "5"}));
+        assertTrue(shape.getMessage().contains("--client app") && shape.getMessage().contains("--consumers 0"),
+                shape.getMessage());
+        assertThrows(IllegalArgumentException.class,
+                () -> PerfOptions.parse(new String[] {"--workload", "W1", "--transactional", "--tx-batch", "0"}));
+    }
 }

@@ -57,6 +57,44 @@ class PerfRunTest {
     }
 
     @Test
+    void shouldCommitEveryMessageThroughToTheSecondQueueExactlyOnceInATransactionalW1Run() throws InterruptedException {
+        // 2,550 is no multiple of the batch: the last partial transactions are committed when they linger.
+        PerfResult result = new PerfRun(options("W1", "--transactional", "--messages", "2550", "--producers", "2",
+                "--consumers", "2", "--tx-in-flight", "3"), null).run();
+
+        assertEquals(2550, result.confirmed());
+        assertEquals(2550, result.received(), "received from the second queue");
+        assertEquals(0, result.lost());
+        assertEquals(0, result.duplicates());
+        TransactionResult transactions = result.transactions();
+        assertEquals(2550, transactions.committedMessages());
+        assertEquals(2550, transactions.consumed(), "nothing redelivered");
+        assertEquals(0, transactions.failed());
+        assertTrue(transactions.commits() >= 26, "batches of at most 100: " + transactions.commits());
+        assertTrue(transactions.commitLatency().getTotalCount() > 0 && transactions.commitRate() > 0, result.toJson());
+        assertTrue(result.toJson().contains("\"transactional\":true,\"tx_batch\":100,\"tx_in_flight\":3,")
+                && result.toJson().contains("\"tx_committed\":2550,"), result.toJson());
+        assertEquals(java.util.List.of(), broker.queues().all().stream().map(q -> q.name()).toList(),
+                "both queues are deleted");
+    }
+
+    @Test
+    void shouldForwardEveryMessageOnceWithOneCommitAtATimeAndSmallBatchesThroughTheCommandLine() throws InterruptedException {
+        PerfOutput run = perf("--port", String.valueOf(broker.port()), "--workload", "W1", "--transactional",
+                "--messages", "1000", "--tx-batch", "7", "--tx-in-flight", "1", "--warmup-messages", "300", "--json", "--quiet");
+
+        assertEquals(0, run.status(), run.err());
+        String json = run.json();
+        assertTrue(json.contains("\"received\":1000,") && json.contains("\"lost\":0,") && json.contains("\"dups\":0,")
+                && json.contains("\"tx_failed\":0,"), json);
+        assertEquals(1000, jsonLong(json, "tx_committed"), json);
+        assertTrue(jsonLong(json, "tx_commits") >= 143, "batches of at most 7: " + json);
+        assertTrue(run.err().contains("committed") && run.err().contains("commit latency"), run.err());
+        assertEquals(java.util.List.of(), broker.queues().all().stream().map(q -> q.name()).toList(),
+                "the warm-up's and the run's queues are deleted");
+    }
+
+    @Test
     void shouldReportOneJsonObjectAndExitZeroThroughTheCommandLine() throws InterruptedException {
         java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
         int status = PerfMain.run(new String[] {"--port", String.valueOf(broker.port()), "--workload", "W1",

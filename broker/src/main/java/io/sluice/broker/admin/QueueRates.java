@@ -21,8 +21,9 @@ import java.util.stream.Collectors;
  * the queue afresh.
  *
  * <p>Threads: {@link #sample} runs on the admin server's scheduler every {@link #INTERVAL_MS}; it
- * asks every queue for a snapshot on the queue's executor and records each answer there
- * ({@link #record}). {@link #of} is read by the HTTP threads. The samples sit in a concurrent map,
+ * asks every queue for its counters alone on the queue's executor ({@link BrokerQueue#counters}: a
+ * whole snapshot lists consumers and producers and reads the oldest ready message from the store,
+ * for every queue, every interval) and records each answer there ({@link #record}). {@link #of} is read by the HTTP threads. The samples sit in a concurrent map,
  * each entry immutable.
  */
 final class QueueRates {
@@ -53,9 +54,9 @@ final class QueueRates {
         samples.keySet().retainAll(names);
         for (BrokerQueue q : queues) {
             try {
-                q.snapshot().addListener(f -> {
+                q.counters().addListener(f -> {
                     if (f.isSuccess()) {
-                        record(q.name(), ((QueueSnapshot) f.getNow()).counters());
+                        record(q.name(), (QueueSnapshot.Counters) f.getNow());
                     }
                 });
             } catch (RuntimeException closing) {

@@ -73,8 +73,10 @@ final class QueueMeters {
                 .description("Age of the oldest unacknowledged message (0 when there is none)")
                 .strongReference(true).register(registry));
 
-        counter(registry, tags, QUEUE_PUBLISHED, "Messages stored", c -> c.published());
-        counter(registry, tags, QUEUE_CONFIRMED, "Messages confirmed to producers", c -> c.confirmed());
+        counter(registry, tags, QUEUE_PUBLISHED, "Messages stored (dead-letter copies included; resends recognised are not)",
+                c -> c.published());
+        counter(registry, tags, QUEUE_CONFIRMED,
+                "Stored messages confirmed to producers (resends confirmed without storing count as duplicates)", c -> c.confirmed());
         counter(registry, tags, QUEUE_PUBLISH_REFUSED, "Publishes refused by the quota or the disk guard", c -> c.publishRefused());
         counter(registry, tags, QUEUE_DELIVERED, "Deliveries to consumers, redeliveries included", c -> c.delivered());
         counter(registry, tags, QUEUE_REDELIVERED, "Messages taken back for redelivery", c -> c.redelivered());
@@ -85,7 +87,8 @@ final class QueueMeters {
                 "Moves to the dead-letter queue that failed; the message stayed and was delivered again", c -> c.deadLetterFailures());
         counter(registry, tags, QUEUE_DROPPED, "Messages discarded by the drop-oldest policy", c -> c.dropped());
         counter(registry, tags, QUEUE_DUPLICATES,
-                "Resent publishes whose (producer id, sequence) was already stored: confirmed again, not stored", c -> c.duplicates());
+                "Resent publishes whose (producer id, sequence) was already stored, confirmed again without being stored "
+                        + "(counted when confirmed, and neither as published nor as confirmed)", c -> c.duplicates());
         gauge(registry, tags, QUEUE_PRODUCERS_TRACKED, "Producers in the queue's producer table (idempotent publishing)",
                 s -> s.trackedProducers());
         counter(registry, tags, QUEUE_PRODUCERS_EVICTED,

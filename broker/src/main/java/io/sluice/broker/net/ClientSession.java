@@ -30,8 +30,11 @@ import io.sluice.protocol.TxRollbackFrame;
 import io.sluice.protocol.UnsubscribeFrame;
 import org.slf4j.Logger;
 
+import java.util.Collections;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Consumer;
 
 /**
@@ -67,6 +70,8 @@ final class ClientSession {
     private final Map<Integer, Subscription> subscriptions = new HashMap<>();
     /** The connection's transactions; null only in tests that serve none. */
     private final ConnectionTransactions transactions;
+    /** The queues named producers registered on through this connection: told when it closes, so they let it go. */
+    private final Set<BrokerQueue> producerQueues = Collections.newSetFromMap(new IdentityHashMap<>());
     /** Credit granted minus messages settled, over every consumer; made at the first SUBSCRIBE. */
     private ConnectionCredit unackedBound;
 
@@ -379,6 +384,7 @@ final class ClientSession {
             return;
         }
         long producerId = ProducerIds.forName(init.producerName());
+        producerQueues.add(queue);
         queue.registerProducer(proxy, producerId, init.epoch()).whenComplete((registered, failure) -> {
             if (failure != null) {
                 ErrorCode code = ErrorCodes.of(failure);
@@ -410,7 +416,10 @@ final class ClientSession {
         return false;
     }
 
-    /** The connection closed: its consumers leave their queues, and their messages go back (D4). */
+    /**
+     * The connection closed: its consumers leave their queues, and their messages go back (D4); the
+     * queues its named producers registered on let it go.
+     */
     void close() {
         if (transactions != null) {
             transactions.close(); // before the subscriptions go: what they held returns to the queues first
@@ -419,5 +428,9 @@ final class ClientSession {
             sub.close();
         }
         subscriptions.clear();
+        for (BrokerQueue queue : producerQueues) {
+            queue.producerConnectionClosed(proxy);
+        }
+        producerQueues.clear();
     }
 }

@@ -139,11 +139,12 @@ final class Backlog {
     }
 
     /**
-     * Whether the confirm of {@code messages} may go out now (C2: while slowed only against tokens
-     * the consumers' acks earned); if so, they are spent.
+     * Whether the confirm of {@code messages} stored may go out now (C2: while slowed only against
+     * tokens the consumers' acks earned); if so, they are spent. A confirm of none (resends alone)
+     * always may: it added nothing to the backlog.
      */
     boolean mayConfirm(int messages) {
-        if (gate.state() != FlowState.SLOWED) {
+        if (messages == 0 || gate.state() != FlowState.SLOWED) {
             return true;
         }
         if (slowTokens <= 0) {

@@ -88,7 +88,6 @@ public final class BrokerQueue {
     private long redelivered;
     /** Message counters for metrics: written only on the executor, read through {@link #snapshot()}. */
     private long publishedMessages;
-    private long confirmedMessages;
     private long deliveredMessages;
     private long ackedMessages;
     private long nackedMessages;
@@ -110,7 +109,7 @@ public final class BrokerQueue {
         this.order = new DeliveryOrder(store, tracked);
         this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store), this::deadLetter);
         this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes());
-        this.producers = manager.openProducers(name, store);
+        this.producers = manager.openProducers(name, store, executor);
         this.transactions = new QueueTransactions(this, store, backlog, tracked, order, producers, new TransactionEffects());
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
@@ -167,6 +166,7 @@ public final class BrokerQueue {
 
     private void publishNow(ProducerLink connection, PublishFrame frame) {
         long receivedAtNanos = System.nanoTime();
+        long nowMillis = producers.deduplicates() ? store.nowMillis() : 0; // the producer table's clock, read once per frame
         if (closed) {
             connection.refuseAll(frame, ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was stored");
             return;
@@ -188,8 +188,7 @@ public final class BrokerQueue {
             long sequence = cursor.sequence();
             int payloadLength = cursor.payloadLength();
             int bytes = cursor.headersLength() + payloadLength;
-            ProducerTable.Verdict verdict = producers == null ? ProducerTable.Verdict.NEW
-                    : producers.check(connection, producerId, sequence);
+            ProducerTable.Verdict verdict = producers.check(connection, producerId, sequence, nowMillis);
             if (verdict == ProducerTable.Verdict.DUPLICATE) {
                 // Stored before: confirmed again once everything written so far is durable (it is among it).
                 stored.stored(producerId, sequence);
@@ -220,9 +219,7 @@ public final class BrokerQueue {
                 }
                 lastId = store.append(producerId, sequence, frameBytes, cursor.headersOffset(), cursor.headersLength(),
                         cursor.payloadOffset(), payloadLength);
-                if (producers != null) {
-                    producers.stored(connection, producerId, sequence, lastId);
-                }
+                producers.stored(connection, producerId, sequence, lastId, nowMillis);
                 stored.stored(producerId, sequence);
                 storedMessages++;
                 storedBytes += payloadLength;
@@ -246,13 +243,14 @@ public final class BrokerQueue {
         }
         if (storedMessages > 0) {
             publishedMessages += storedMessages;
-            pendingConfirms.add(lastId, connection, stored.build(), storedMessages + duplicates, storedBytes + duplicateBytes,
-                    receivedAtNanos);
+            pendingConfirms.add(lastId, connection, stored.build(), storedMessages + duplicates, duplicates,
+                    storedBytes + duplicateBytes, receivedAtNanos);
             updateFlow();
             releaseConfirms();
             scheduleDispatch();
         } else if (duplicates > 0) {
-            pendingConfirms.add(store.writtenIndex(), connection, stored.build(), duplicates, duplicateBytes, receivedAtNanos);
+            pendingConfirms.add(store.writtenIndex(), connection, stored.build(), duplicates, duplicates, duplicateBytes,
+                    receivedAtNanos);
             releaseConfirms();
         }
         connection.flush();
@@ -275,9 +273,17 @@ public final class BrokerQueue {
         }, executor).thenCompose(registered -> registered);
     }
 
+    /** {@code connection}, on which named producers registered here, closed: they are no longer its, nor is it held. */
+    public void producerConnectionClosed(ClientConnection connection) {
+        if (executor.isShuttingDown()) {
+            return; // the broker stops: the queue goes, and what it holds with it
+        }
+        executor.execute(() -> producers.connectionClosed(connection));
+    }
+
     /** At shutdown: a last producer checkpoint if anything changed since the last, so the next start replays nothing. */
     public CompletableFuture<Void> checkpointProducers() {
-        return CompletableFuture.supplyAsync(() -> producers == null || !producers.changedSinceCheckpoint()
+        return CompletableFuture.supplyAsync(() -> !producers.changedSinceCheckpoint()
                 ? CompletableFuture.<Void>completedFuture(null) : producers.checkpoint(), executor).thenCompose(done -> done);
     }
 
@@ -318,7 +324,7 @@ public final class BrokerQueue {
      * nothing still waiting will ever be durable: each producer is told now.
      */
     private void releaseConfirms() {
-        confirmedMessages += pendingConfirms.release(store.durableIndex(), backlog, confirmLatencyNanos);
+        pendingConfirms.release(store.durableIndex(), backlog, confirmLatencyNanos);
         StorageFailedException failed = store.failure();
         if (failed != null) {
             pendingConfirms.refuseAll(ErrorCode.STORAGE_FAILED, failed.getMessage());
@@ -698,9 +704,6 @@ public final class BrokerQueue {
     public io.netty.util.concurrent.Future<QueueSnapshot> snapshot() {
         return executor.submit(() -> {
             publishers.removeIf(c -> !c.isActive());
-            if (producers != null) {
-                producers.forgetClosedConnections();
-            }
             List<QueueSnapshot.ConsumerFigures> consumerFigures = new ArrayList<>();
             int inFlight = 0;
             for (ConsumerSession c : consumers) {
@@ -710,31 +713,26 @@ public final class BrokerQueue {
             }
             List<String> producers = publishers.stream().map(ClientConnection::id).sorted().toList();
             return new QueueSnapshot(name, store.unackedMessages(), backlog.bytes(), inFlight, backlog.state(),
-                    backlog.reason(), consumerFigures, producers,
-                    new QueueSnapshot.Counters(publishedMessages, confirmedMessages, deliveredMessages, redelivered,
-                            ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropped, publishRefused,
-                            this.producers == null ? 0 : this.producers.table().duplicates(),
-                            this.producers == null ? 0 : this.producers.table().evictions(),
-                            this.producers == null ? 0 : this.producers.table().expiries()),
-                    oldestReadyTimestampMillis(), backlog.blockedNanos(), this.producers == null ? 0 : this.producers.table().tracked());
+                    backlog.reason(), consumerFigures, producers, countersNow(),
+                    oldestReadyTimestampMillis(), backlog.blockedNanos(), this.producers.table().tracked());
         });
     }
 
-    /**
-     * Store timestamp of the oldest ready message, or -1: the older of the oldest unacknowledged
-     * message this queue does not track (never delivered, or relocated) and the oldest redelivery
-     * due now. Messages out with a consumer or waiting out a requeue delay are not ready. Bounded by
-     * the messages this queue tracks.
-     */
+    /** The message counters alone, taken on the executor: for rates, which need no more of a {@link #snapshot}. */
+    public io.netty.util.concurrent.Future<QueueSnapshot.Counters> counters() {
+        return executor.submit(this::countersNow);
+    }
+
+    private QueueSnapshot.Counters countersNow() {
+        return new QueueSnapshot.Counters(publishedMessages, pendingConfirms.confirmedStored(), deliveredMessages, redelivered,
+                ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropped, publishRefused,
+                pendingConfirms.confirmedResends(), producers.table().evictions(),
+                producers.table().expiries());
+    }
+
+    /** Store timestamp of the oldest ready message ({@link DeliveryOrder#oldestReadyId}), or -1. */
     private long oldestReadyTimestampMillis() {
-        long oldestId = store.oldestUnacked(tracked::contains, tracked.size());
-        long[] oldest = {oldestId};
-        order.forEachDue(id -> {
-            if (oldest[0] < 0 || id < oldest[0]) {
-                oldest[0] = id;
-            }
-        });
-        oldestId = oldest[0];
+        long oldestId = order.oldestReadyId();
         StoredMessage m = oldestId < 0 ? null : readUnlessDamaged(oldestId);
         return m == null ? -1 : m.timestampMillis();
     }

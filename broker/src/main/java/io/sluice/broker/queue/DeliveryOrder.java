@@ -71,9 +71,19 @@ final class DeliveryOrder {
         return !ready.isEmpty();
     }
 
-    /** Every message due now, in no particular order. */
-    void forEachDue(LongConsumer visitor) {
-        ready.forEach(visitor);
+    /**
+     * The oldest ready message, or -1: the older of the oldest unacknowledged message the queue does
+     * not track (never delivered, or relocated) and the oldest redelivery due now. Messages out with
+     * a consumer or waiting out a requeue delay are not ready. Bounded by the messages tracked.
+     */
+    long oldestReadyId() {
+        long[] oldest = {store.oldestUnacked(tracked::contains, tracked.size())};
+        ready.forEach(id -> {
+            if (oldest[0] < 0 || id < oldest[0]) {
+                oldest[0] = id;
+            }
+        });
+        return oldest[0];
     }
 
     /** A purge: nothing is due any more. */

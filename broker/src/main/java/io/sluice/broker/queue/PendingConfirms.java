@@ -21,10 +21,17 @@ import java.util.function.LongConsumer;
  * <p>Rules: C1 a confirm waits until its messages are durable; C2 while the queue is slowed,
  * confirms are released only as consumers acknowledge, one message for one ({@link Backlog#mayConfirm}),
  * so producers, whose in-flight windows fill up, run at the consumers' pace. (Blocked producers are
- * told to stop; what they had in flight is confirmed as stored.)
+ * told to stop; what they had in flight is confirmed as stored.) A resend the producer table
+ * recognised (P1) added nothing to the backlog, so it spends no token: a frame of resends alone goes
+ * as soon as the frames before it went.
+ *
+ * <p>Counts what it released: the stored messages confirmed, and apart from them the resends
+ * confirmed without being stored, so a message is counted once, as one or the other.
  */
 final class PendingConfirms {
     private final ArrayDeque<Entry> entries = new ArrayDeque<>();
+    private long confirmedStored;
+    private long confirmedResends;
 
     /** The sequences of one PUBLISH frame that were stored, per producer, as ranges; built while storing it. */
     static final class StoredRanges {
@@ -65,27 +72,31 @@ final class PendingConfirms {
         }
     }
 
+    /** {@code messages} of one frame to confirm, {@code resends} of them not stored (P1); {@code bytes} their payloads. */
     private record Entry(long lastId, ProducerLink connection, Map<Long, List<IdRange>> ranges,
-                         int messages, long bytes, long receivedAtNanos) {
+                         int messages, int resends, long bytes, long receivedAtNanos) {
     }
 
-    void add(long lastId, ProducerLink connection, Map<Long, List<IdRange>> ranges, int messages, long bytes,
+    /**
+     * One PUBLISH frame's messages to confirm once record {@code lastId} is durable: {@code messages}
+     * in all, of which {@code resends} were recognised and not stored.
+     */
+    void add(long lastId, ProducerLink connection, Map<Long, List<IdRange>> ranges, int messages, int resends, long bytes,
              long receivedAtNanos) {
-        entries.add(new Entry(lastId, connection, ranges, messages, bytes, receivedAtNanos));
+        entries.add(new Entry(lastId, connection, ranges, messages, resends, bytes, receivedAtNanos));
     }
 
     /**
      * Releases, in order, the entries whose messages are durable ({@code durableId}) while the
-     * backlog lets them go (C2); records one publish-to-confirm latency sample per frame. Returns the
-     * messages confirmed. Flushes what it wrote.
+     * backlog lets their stored messages go (C2); records one publish-to-confirm latency sample per
+     * frame. Flushes what it wrote.
      */
-    long release(long durableId, Backlog backlog, LongConsumer latencyNanos) {
+    void release(long durableId, Backlog backlog, LongConsumer latencyNanos) {
         Set<ProducerLink> touched = Collections.newSetFromMap(new IdentityHashMap<>());
-        long confirmed = 0;
         long now = 0;
         while (!entries.isEmpty()) {
             Entry e = entries.peek();
-            if (e.lastId > durableId || !backlog.mayConfirm(e.messages)) {
+            if (e.lastId > durableId || !backlog.mayConfirm(e.messages - e.resends)) {
                 break;
             }
             entries.poll();
@@ -93,13 +104,23 @@ final class PendingConfirms {
                 now = System.nanoTime();
             }
             latencyNanos.accept(now - e.receivedAtNanos);
-            confirmed += e.messages;
+            confirmedStored += e.messages - e.resends;
+            confirmedResends += e.resends;
             e.ranges.forEach(e.connection::confirm);
             e.connection.publishCredit(e.messages, e.bytes);
             touched.add(e.connection);
         }
         touched.forEach(ProducerLink::flush);
-        return confirmed;
+    }
+
+    /** Stored messages confirmed so far ({@code sluice_queue_confirmed_messages_total}). */
+    long confirmedStored() {
+        return confirmedStored;
+    }
+
+    /** Resends confirmed without being stored so far ({@code sluice_queue_duplicates_total}). */
+    long confirmedResends() {
+        return confirmedResends;
     }
 
     /**

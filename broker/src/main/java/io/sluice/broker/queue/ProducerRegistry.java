@@ -1,5 +1,7 @@
 package io.sluice.broker.queue;
 
+import io.netty.util.collection.LongObjectHashMap;
+import io.netty.util.collection.LongObjectMap;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.dedup.CorruptProducerStateException;
 import io.sluice.storage.dedup.ProducerCheckpoint;
@@ -11,6 +13,7 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 
 /**
@@ -25,9 +28,15 @@ import java.util.concurrent.Executor;
  * QueueStore#producerStateCoveredThrough}), so every record the table knows of is either in a durable
  * checkpoint or still in a segment that the next start replays.
  *
- * <p>Threads: owned by the queue's executor (every method but the file write); a checkpoint's image
- * is copied there, written on {@code writer} (one thread for the broker), and {@link #written} is
- * touched only there.
+ * <p>Registrations (P2, docs/broker-core.md): the epoch a registration is granted is in the table,
+ * and its connection the producer's owner, from the moment it is made, so that the last stored
+ * sequence it answers with cannot move under the new instance; if its checkpoint then fails, the
+ * registration is undone, unless another registered since (whose epoch may build on it): a
+ * registration never answered leaves neither an epoch nor an owner behind.
+ *
+ * <p>Threads: owned by the queue's executor, {@code queueThread} (every method but the file write); a
+ * checkpoint's image is copied there, written on {@code writer} (one thread for the broker), and
+ * {@link #written} is touched only there.
  */
 public final class ProducerRegistry {
     private static final Logger LOG = LoggerFactory.getLogger(ProducerRegistry.class);
@@ -41,6 +50,7 @@ public final class ProducerRegistry {
     private final String queue;
     private final QueueStore store;
     private final ProducerTable table;
+    private final Executor queueThread;
     private final Executor writer;
     /**
      * False with {@code queues.dedup-enabled: false}: the table then tracks only the transaction
@@ -64,16 +74,33 @@ public final class ProducerRegistry {
     /** Writer thread: the newest generation written; an older image that comes late is not written over it. */
     private long written;
     /**
-     * Queue thread: the connection each named producer registered on last. A publish under a named
-     * producer's id from any other connection is fenced: an older instance, or one that never registered.
+     * Queue thread: the connection each named producer registered on last, and the epoch it was
+     * granted. A publish under a named producer's id from any other connection is fenced: an older
+     * instance, or one that never registered; this holds also once the table forgot the producer.
      */
-    private final java.util.Map<Long, ClientConnection> owners = new java.util.HashMap<>();
+    private final LongObjectMap<Owner> owners = new LongObjectHashMap<>();
+    /** Queue thread: registrations made, so that a failed one is undone only if none came after it. */
+    private long registrations;
+    /**
+     * Queue thread: the last answer of {@link #epochOf} (none while {@link #resolvedConnection} is
+     * null): a frame's messages are usually one producer's, so one lookup in {@link #owners} serves
+     * the frame. Cleared whenever {@link #owners} changes.
+     */
+    private ClientConnection resolvedConnection;
+    private long resolvedProducer;
+    private int resolvedEpoch;
 
-    private ProducerRegistry(String queue, QueueStore store, ProducerTable table, Executor writer, boolean deduplicates) {
+    /** The connection a named producer's newest instance registered on, and the epoch it holds. */
+    private record Owner(ClientConnection connection, int epoch) {
+    }
+
+    private ProducerRegistry(String queue, QueueStore store, ProducerTable table, Executor queueThread, Executor writer,
+                             boolean deduplicates) {
         this.queue = queue;
         this.deduplicates = deduplicates;
         this.store = store;
         this.table = table;
+        this.queueThread = queueThread;
         this.writer = writer;
     }
 
@@ -83,8 +110,9 @@ public final class ProducerRegistry {
      * checkpoint is reported and set aside: the table is then rebuilt from the records still stored
      * (resends of messages already reclaimed are stored again).
      */
-    static ProducerRegistry open(String queue, QueueStore store, ProducerTable table, Executor writer, boolean deduplicates) {
-        ProducerRegistry registry = new ProducerRegistry(queue, store, table, writer, deduplicates);
+    static ProducerRegistry open(String queue, QueueStore store, ProducerTable table, Executor queueThread, Executor writer,
+                                 boolean deduplicates) {
+        ProducerRegistry registry = new ProducerRegistry(queue, store, table, queueThread, writer, deduplicates);
         long started = System.nanoTime();
         // Until this registry has a durable checkpoint of its own, reclaim keeps every segment (R6).
         store.producerStateCoveredThrough(-1);
@@ -94,9 +122,7 @@ public final class ProducerRegistry {
             ProducerCheckpoint.Loaded loaded = ProducerCheckpoint.read(store.directory());
             if (loaded != null) {
                 covered = loaded.coveredThroughId();
-                for (ProducerCheckpoint.Entry e : loaded.producers()) {
-                    table.restore(e.id(), e.epoch(), e.highest(), e.lastSeenMillis(), e.gapRanges());
-                }
+                loaded.restoreInto(table);
             }
         } catch (CorruptProducerStateException e) {
             readable = false;
@@ -132,28 +158,48 @@ public final class ProducerRegistry {
         return registry;
     }
 
-    /** What to do with a publish of {@code sequence} by {@code producerId} arriving on {@code connection}. */
-    ProducerTable.Verdict check(ClientConnection connection, long producerId, long sequence) {
+    /**
+     * What to do with a publish of {@code sequence} by {@code producerId} arriving on {@code connection}
+     * at {@code nowMillis} on the store's clock.
+     */
+    ProducerTable.Verdict check(ClientConnection connection, long producerId, long sequence, long nowMillis) {
         if (producerId == ProducerTable.TRANSACTIONS_PRODUCER_ID) {
             return ProducerTable.Verdict.FENCED; // the coordinator's, never a client's
         }
         if (!deduplicates) {
             return ProducerTable.Verdict.NEW;
         }
-        return table.check(producerId, epochOf(connection, producerId), sequence, store.nowMillis());
+        int epoch = epochOf(connection, producerId);
+        return epoch < 0 ? ProducerTable.Verdict.FENCED : table.check(producerId, epoch, sequence, nowMillis);
     }
 
-    /** The epoch {@code connection} holds for {@code producerId}: the table's if it registered there last, else 0. */
-    int epochOf(ClientConnection connection, long producerId) {
-        if (owners.isEmpty() || owners.get(producerId) != connection) {
+    /**
+     * The epoch {@code connection} holds for {@code producerId}: the one granted if the producer's
+     * newest instance registered there, -1 if it registered on another connection, 0 if on none open
+     * (the table's epoch then fences every publish, if it knows the producer).
+     */
+    private int epochOf(ClientConnection connection, long producerId) {
+        if (owners.isEmpty()) {
             return 0;
         }
-        return table.epoch(producerId);
+        if (connection == resolvedConnection && producerId == resolvedProducer) {
+            return resolvedEpoch;
+        }
+        Owner o = owners.get(producerId);
+        resolvedEpoch = o == null ? 0 : o.connection == connection ? o.epoch : -1;
+        resolvedProducer = producerId;
+        resolvedConnection = connection;
+        return resolvedEpoch;
     }
 
-    /** Forgets the connections that closed: the named producers registered on them are no longer anyone's. */
-    void forgetClosedConnections() {
-        owners.values().removeIf(owner -> !owner.isActive());
+    private void ownersChanged() {
+        resolvedConnection = null;
+    }
+
+    /** {@code connection} closed: the named producers registered on it are no longer anyone's, and it is not held. */
+    void connectionClosed(ClientConnection connection) {
+        owners.values().removeIf(o -> o.connection == connection);
+        ownersChanged();
     }
 
     /** The sentence of a PUBLISH_ERROR for a publish {@link #check} refused. */
@@ -172,14 +218,17 @@ public final class ProducerRegistry {
                 + "resend from a new message; it was not stored";
     }
 
-    /** The answer to a registration: the epoch granted (-1 if fenced), the last stored sequence, and the current epoch. */
+    /**
+     * The answer to a registration: the epoch granted (-1 if fenced), the last stored sequence, and the
+     * producer's epoch (if fenced, the lowest epoch that may resume: {@link ProducerTable#resumeFloor}).
+     */
     public record Registered(int epoch, long lastSequence, int currentEpoch) {
     }
 
-    /** A publish that {@link #check} found new was appended as record {@code id}. */
-    void stored(ClientConnection connection, long producerId, long sequence, long id) {
+    /** A publish that {@link #check} found new, at {@code nowMillis}, was appended as record {@code id}. */
+    void stored(ClientConnection connection, long producerId, long sequence, long id, long nowMillis) {
         if (deduplicates) {
-            table.stored(producerId, epochOf(connection, producerId), sequence, store.nowMillis());
+            table.stored(producerId, Math.max(0, epochOf(connection, producerId)), sequence, nowMillis);
             changed = true;
         }
         recorded(id);
@@ -225,16 +274,37 @@ public final class ProducerRegistry {
 
     /**
      * Registers an instance of producer {@code producerId} ({@link ProducerTable#register}); completes
-     * with the answer once a checkpoint holding it is durable, or at once with epoch -1 if fenced.
+     * with the answer once a checkpoint holding it is durable, or at once with epoch -1 (and the
+     * lowest epoch that may resume) if fenced. If the checkpoint fails, completes exceptionally, on
+     * the queue's thread, after undoing the registration (see the class comment).
      */
     CompletableFuture<Registered> register(ClientConnection connection, long producerId, int requestedEpoch) {
+        int previousEpoch = table.epoch(producerId);
+        int previousHighest = table.highestEpochGranted();
         int epoch = table.register(producerId, requestedEpoch, store.nowMillis());
-        Registered answer = new Registered(epoch, table.lastStoredSequence(producerId), table.epoch(producerId));
         if (epoch < 0) {
-            return CompletableFuture.completedFuture(answer);
+            return CompletableFuture.completedFuture(new Registered(-1, table.lastStoredSequence(producerId),
+                    table.resumeFloor(producerId)));
         }
-        owners.put(producerId, connection);
-        return checkpoint().thenApply(written -> answer);
+        Registered answer = new Registered(epoch, table.lastStoredSequence(producerId), epoch);
+        Owner previousOwner = owners.put(producerId, new Owner(connection, epoch));
+        ownersChanged();
+        long registration = ++registrations;
+        return checkpoint().handleAsync((written, failure) -> {
+            if (failure == null) {
+                return answer;
+            }
+            if (registration == registrations) {
+                table.undoRegistration(producerId, epoch, previousEpoch, previousHighest);
+                if (previousOwner != null && previousOwner.connection.isActive()) {
+                    owners.put(producerId, previousOwner);
+                } else {
+                    owners.remove(producerId);
+                }
+                ownersChanged();
+            }
+            throw failure instanceof CompletionException completion ? completion : new CompletionException(failure);
+        }, queueThread);
     }
 
     /** True if a publish or registration changed the table since the last checkpoint was taken. */

@@ -33,6 +33,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -139,10 +140,10 @@ public final class QueueManager {
      * deduplication off it tracks only the transaction coordinator's publishes. The window covers
      * what one connection may have unconfirmed.
      */
-    ProducerRegistry openProducers(String name, QueueStore queueStore) {
+    ProducerRegistry openProducers(String name, QueueStore queueStore, Executor queueExecutor) {
         ProducerTable table = new ProducerTable(defaults.dedupMaxProducers, defaults.dedupIdleExpiryMs,
                 Math.max(1, publishAllowance));
-        return ProducerRegistry.open(name, queueStore, table, producerStateWriter, defaults.dedupEnabled);
+        return ProducerRegistry.open(name, queueStore, table, queueExecutor, producerStateWriter, defaults.dedupEnabled);
     }
 
     private volatile int maxQueues = Integer.MAX_VALUE;

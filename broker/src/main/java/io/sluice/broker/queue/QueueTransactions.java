@@ -66,7 +66,7 @@ public final class QueueTransactions {
     private long stagedMessages;
     /** Bytes of the messages staged by open transactions. */
     private long stagedBytes;
-    /** Ids held by transactions (T1), with their bytes, so that a purge leaves them. */
+    /** Ids held by transactions (T1), spread ({@link SpreadIds}: consecutive ids cluster in this map), with their bytes. */
     private final LongObjectHashMap<Integer> held = new LongObjectHashMap<>();
     private long heldBytes;
 
@@ -98,7 +98,7 @@ public final class QueueTransactions {
             for (IdRange range : ranges) {
                 int hit = session.inFlight.removeRange(range.from(), range.to(), (id, bytes, appendedAtMillis) -> {
                     taken.add(id, bytes);
-                    held.put(id, Integer.valueOf(bytes));
+                    held.put(SpreadIds.spread(id), Integer.valueOf(bytes));
                     heldBytes += bytes;
                 });
                 if (hit == 0) {
@@ -122,7 +122,7 @@ public final class QueueTransactions {
             int count = 0;
             for (int i = 0; i < acks.count(); i++) {
                 long id = acks.id(i);
-                Integer bytes = held.remove(id);
+                Integer bytes = held.remove(SpreadIds.spread(id));
                 if (bytes != null) {
                     ids[count++] = id;
                     heldBytes -= bytes;
@@ -148,7 +148,7 @@ public final class QueueTransactions {
             java.util.Arrays.sort(ids);
             int count = 0;
             for (int i = ids.length - 1; i >= 0; i--) {
-                Integer bytes = held.remove(ids[i]);
+                Integer bytes = held.remove(SpreadIds.spread(ids[i]));
                 if (bytes != null) {
                     heldBytes -= bytes;
                     order.dueFirst(ids[i]);
@@ -268,9 +268,13 @@ public final class QueueTransactions {
         return producers.transactionsAppliedThrough();
     }
 
-    /** A future completed once the store's acknowledgements so far are durable. */
+    /**
+     * A future completed once the store's acknowledgements so far are durable, at the ack journal's next
+     * force: what waits on it (a transaction's log records, X3) only has to follow, so it asks for no
+     * force of its own.
+     */
     public CompletableFuture<Void> whenAcksDurable() {
-        return store.whenAcksDurable();
+        return store.whenAcksDurable(false);
     }
 
     /** A future completed once record {@code id} of the store is durable. */
@@ -291,7 +295,7 @@ public final class QueueTransactions {
     }
 
     boolean isHeld(long id) {
-        return held.containsKey(id);
+        return held.containsKey(SpreadIds.spread(id));
     }
 
     /** Bytes of the deliveries held and of the publishes staged: what a purge leaves in the backlog besides the consumers'. */

@@ -616,6 +616,15 @@ public final class TransactionCoordinator implements AutoCloseable {
         return applyFailures;
     }
 
+    /**
+     * At shutdown, once the connections are closed and before the queues' executors stop: runs what
+     * the closed connections handed over (their rollbacks), so that it reaches the queues while they
+     * still take work. Waits up to {@code timeoutMs}.
+     */
+    public void drain(long timeoutMs) {
+        executor.submit(() -> null).awaitUninterruptibly(timeoutMs, TimeUnit.MILLISECONDS);
+    }
+
     @Override
     public void close() {
         executor.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);

@@ -120,7 +120,7 @@ class ProducerDedupModelTest {
                 } else if (op instanceof Refused r) {
                     long sequence = model.next(r.producer());
                     model.sent(r.producer(), sequence);
-                    ProducerTable.Verdict v = instance.registry.check(CONNECTION, r.producer(), sequence);
+                    ProducerTable.Verdict v = instance.registry.check(CONNECTION, r.producer(), sequence, clock.get());
                     assertEquals(ProducerTable.Verdict.NEW, v, "a sequence never sent is new");
                 } else if (op instanceof Resend r) {
                     List<Long> sent = model.sentBy(r.producer());
@@ -190,7 +190,7 @@ class ProducerDedupModelTest {
             this.maxProducers = maxProducers;
             this.store = MessageStore.open(dir, config, clock::get);
             this.queue = store.hasQueue("q") ? store.queue("q") : store.createQueue("q");
-            this.registry = ProducerRegistry.open("q", queue, new ProducerTable(maxProducers, 1_000, WINDOW), Runnable::run, true);
+            this.registry = ProducerRegistry.open("q", queue, new ProducerTable(maxProducers, 1_000, WINDOW), Runnable::run, Runnable::run, true);
         }
 
         long forgotten() {
@@ -199,7 +199,7 @@ class ProducerDedupModelTest {
 
         void publish(Model model, int producer, long sequence) throws Exception {
             List<Long> key = List.of((long) producer, sequence);
-            ProducerTable.Verdict v = registry.check(CONNECTION, producer, sequence);
+            ProducerTable.Verdict v = registry.check(CONNECTION, producer, sequence, clock.get());
             Long storedAt = model.stored.get(key);
             long highest = model.highestStored.getOrDefault(producer, 0L);
             if (v == ProducerTable.Verdict.DUPLICATE) {
@@ -211,7 +211,7 @@ class ProducerDedupModelTest {
                             + "forgotten since, yet it was answered NEW: it would be stored twice");
                 }
                 long id = queue.append(producer, sequence, ByteBuffer.allocate(0), ByteBuffer.wrap(new byte[PAYLOAD_BYTES]));
-                registry.stored(CONNECTION, producer, sequence, id);
+                registry.stored(CONNECTION, producer, sequence, id, clock.get());
                 model.stored.put(key, forgotten());
                 model.highestStored.merge(producer, sequence, Math::max);
                 queue.whenDurable(id).get(10, TimeUnit.SECONDS);
@@ -238,7 +238,7 @@ class ProducerDedupModelTest {
                     continue;
                 }
                 expected++;
-                if (registry.check(CONNECTION, producer, sequence) == ProducerTable.Verdict.DUPLICATE) {
+                if (registry.check(CONNECTION, producer, sequence, clock.get()) == ProducerTable.Verdict.DUPLICATE) {
                     recognised++;
                 }
             }

@@ -6,35 +6,78 @@ import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.dedup.ProducerCheckpoint;
 import io.sluice.storage.dedup.ProducerTable;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 class ProducerRegistryTest {
     @TempDir
     Path dir;
+    private MessageStore store;
+    private QueueStore queue;
+
+    @BeforeEach
+    void open() {
+        store = MessageStore.open(dir, StoreConfig.builder().reservedDiskBytes(64L << 20).build());
+        queue = store.createQueue("q");
+    }
+
+    @AfterEach
+    void close() {
+        store.close();
+    }
+
+    /** A registry whose queue thread and writer are the caller's: every step has run when a call returns. */
+    private ProducerRegistry registry() {
+        return ProducerRegistry.open("q", queue, new ProducerTable(10, 60_000, 100), Runnable::run, Runnable::run, true);
+    }
 
     @Test
     void aCheckpointFollowsEveryFiftyThousandRecordsWithinASegment() throws Exception {
-        try (MessageStore store = MessageStore.open(dir, StoreConfig.builder().reservedDiskBytes(64L << 20).build())) {
-            QueueStore queue = store.createQueue("q");
-            ProducerRegistry registry = ProducerRegistry.open("q", queue, new ProducerTable(10, 60_000, 100), Runnable::run, true);
-            FakeConnection connection = new FakeConnection("c");
-            long id = -1;
-            // The first record moves into segment 0 and takes a checkpoint; the rule takes the next.
-            for (long s = 1; s <= ProducerRegistry.CHECKPOINT_EVERY_RECORDS + 1; s++) {
-                id = queue.append(7, s, ByteBuffer.allocate(0), ByteBuffer.allocate(8));
-                registry.stored(connection, 7, s, id);
-            }
-            long expected = id;
-            assertEquals(0, expected >>> 32, "all in the first segment: no roll took the checkpoint");
-            TestAwait.until("a checkpoint through record " + expected, Duration.ofSeconds(10),
-                    () -> ProducerCheckpoint.coveredThrough(queue.directory()) == expected);
+        ProducerRegistry registry = registry();
+        FakeConnection connection = new FakeConnection("c");
+        long id = -1;
+        // The first record moves into segment 0 and takes a checkpoint; the rule takes the next.
+        for (long s = 1; s <= ProducerRegistry.CHECKPOINT_EVERY_RECORDS + 1; s++) {
+            id = queue.append(7, s, ByteBuffer.allocate(0), ByteBuffer.allocate(8));
+            registry.stored(connection, 7, s, id, 0);
         }
+        long expected = id;
+        assertEquals(0, expected >>> 32, "all in the first segment: no roll took the checkpoint");
+        TestAwait.until("a checkpoint through record " + expected, Duration.ofSeconds(10),
+                () -> ProducerCheckpoint.coveredThrough(queue.directory()) == expected);
+    }
+
+    @Test
+    void aRegistrationWhoseCheckpointFailedFencesNobodyAndIsNotKept() throws Exception {
+        ProducerRegistry registry = registry();
+        FakeConnection first = new FakeConnection("first");
+        FakeConnection second = new FakeConnection("second");
+        assertEquals(1, registry.register(first, 7, -1).get(10, TimeUnit.SECONDS).epoch());
+
+        // A directory that is not empty where the checkpoint's temporary file goes: the write fails.
+        Path blocker = queue.directory().resolve(ProducerCheckpoint.FILE + ".tmp");
+        Files.createDirectories(blocker.resolve("blocker"));
+        assertThrows(ExecutionException.class, () -> registry.register(second, 7, -1).get(10, TimeUnit.SECONDS));
+        assertEquals(1, registry.table().epoch(7), "epoch 2 was never granted");
+        assertEquals(ProducerTable.Verdict.NEW, registry.check(first, 7, 1, 0), "the instance of epoch 1 is not fenced");
+        assertEquals(ProducerTable.Verdict.FENCED, registry.check(second, 7, 1, 0), "the failed one holds nothing");
+
+        Files.delete(blocker.resolve("blocker"));
+        Files.delete(blocker);
+        assertEquals(2, registry.register(second, 7, -1).get(10, TimeUnit.SECONDS).epoch(),
+                "the next grant is the epoch the failed one would have had");
+        assertEquals(ProducerTable.Verdict.FENCED, registry.check(first, 7, 1, 0));
     }
 }

@@ -1,5 +1,7 @@
 package io.sluice.storage.ack;
 
+import io.sluice.storage.files.AtomicFiles;
+
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
@@ -13,7 +15,6 @@ import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.Map;
 import java.util.zip.CRC32C;
@@ -84,9 +85,7 @@ public final class AckCheckpoint {
 
     /** Writes {@code tracker} as generation {@code generation} to {@code file}, atomically and durably. */
     public static void write(Path file, long generation, AckTracker tracker) throws IOException {
-        Path temporary = writeTemporary(file, generation, tracker, true);
-        install(temporary, file);
-        AckFiles.fsyncDirectory(file.toAbsolutePath().getParent());
+        AtomicFiles.write(file, channel -> writeContent(channel, generation, tracker));
     }
 
     /**
@@ -95,35 +94,28 @@ public final class AckCheckpoint {
      * {@link #install}, then forces the directory.
      */
     static Path writeUnforced(Path file, long generation, AckTracker tracker) throws IOException {
-        return writeTemporary(file, generation, tracker, false);
+        return AtomicFiles.writeTemporary(file, channel -> writeContent(channel, generation, tracker), false);
     }
 
     /** Renames a forced temporary file over {@code file}: its entry is durable once the directory is forced. */
     static void install(Path temporary, Path file) throws IOException {
-        Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        AtomicFiles.install(temporary, file);
     }
 
-    private static Path writeTemporary(Path file, long generation, AckTracker tracker, boolean force) throws IOException {
-        Path temporary = AckFiles.temporary(file);
-        Files.deleteIfExists(temporary);
+    /** The body streamed after the header's room, then the header, whose length and CRC the body gave. */
+    private static void writeContent(FileChannel channel, long generation, AckTracker tracker) throws IOException {
         CRC32C crc = new CRC32C();
-        try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-            channel.position(HEADER_BYTES);
-            DataOutputStream out = new DataOutputStream(new BufferedOutputStream(
-                    new CheckedOutputStream(Channels.newOutputStream(channel), crc), 1 << 16));
-            writeBody(out, tracker);
-            out.flush();
-            long bodyBytes = channel.position() - HEADER_BYTES;
-            ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
-            header.putInt(MAGIC).putInt(VERSION).putLong(generation).putLong(bodyBytes).putInt((int) crc.getValue()).putInt(0).flip();
-            while (header.hasRemaining()) {
-                channel.write(header, header.position());
-            }
-            if (force) {
-                channel.force(true);
-            }
+        channel.position(HEADER_BYTES);
+        DataOutputStream out = new DataOutputStream(new BufferedOutputStream(
+                new CheckedOutputStream(Channels.newOutputStream(channel), crc), 1 << 16));
+        writeBody(out, tracker);
+        out.flush();
+        long bodyBytes = channel.position() - HEADER_BYTES;
+        ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
+        header.putInt(MAGIC).putInt(VERSION).putLong(generation).putLong(bodyBytes).putInt((int) crc.getValue()).putInt(0).flip();
+        while (header.hasRemaining()) {
+            channel.write(header, header.position());
         }
-        return temporary;
     }
 
     /**

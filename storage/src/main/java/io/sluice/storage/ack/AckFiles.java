@@ -1,9 +1,9 @@
 package io.sluice.storage.ack;
 
+import io.sluice.storage.files.AtomicFiles;
+
 import java.io.IOException;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 
 /** File names and the directory fsync shared by the checkpoint and the journal. Stateless. */
 public final class AckFiles {
@@ -15,7 +15,7 @@ public final class AckFiles {
 
     /** The name a checkpoint or journal is written under before it is renamed into place. */
     static Path temporary(Path file) {
-        return file.resolveSibling(file.getFileName() + ".tmp");
+        return AtomicFiles.temporary(file);
     }
 
     /**
@@ -23,8 +23,6 @@ public final class AckFiles {
      * directory entry even though the renamed file's data was fsynced.
      */
     public static void fsyncDirectory(Path directory) throws IOException {
-        try (FileChannel channel = FileChannel.open(directory, StandardOpenOption.READ)) {
-            channel.force(true);
-        }
+        AtomicFiles.fsyncDirectory(directory);
     }
 }

@@ -1,6 +1,6 @@
 package io.sluice.storage.dedup;
 
-import io.sluice.storage.ack.AckFiles;
+import io.sluice.storage.files.AtomicFiles;
 
 import java.io.IOException;
 import java.nio.BufferUnderflowException;
@@ -9,7 +9,6 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.zip.CRC32C;
@@ -24,26 +23,44 @@ import java.util.zip.CRC32C;
  * producers.checkpoint.tmp}, which is fsynced, renamed over the checkpoint, and the directory is
  * fsynced, so the file is always a complete old or a complete new one.
  *
- * <p><b>Layout</b> (big-endian):
+ * <p><b>Layout</b> (big-endian), version 2:
  * <pre>
- *  header (32 bytes): magic "SLPR" int | version int (1) | coveredThroughId long
+ *  header (32 bytes): magic "SLPR" int | version int (2) | coveredThroughId long
  *                     | bodyBytes long | CRC32C of body int | reserved int (0)
- *  body: producerCount int | producerCount x producer, least recently seen first
+ *  body: highestEpochGranted int | highestEpochForgotten int
+ *        | producerCount int | producerCount x producer, least recently seen first
  *     producer: id long | epoch int | highest long | lastSeenMillis long
  *               | gapCount int | gapCount x (from long, to long)
  * </pre>
- * Reading checks magic, version, length and CRC before parsing, and every count against the bytes
+ * Version 1 has no epoch marks: its body starts at {@code producerCount}. Read, both marks are
+ * taken as the highest epoch its producers hold, so no instance older than those is let in; what it
+ * forgot before is not known.
+ *
+ * <p>Reading checks magic, version, length and CRC before parsing, and every count against the bytes
  * left, so a damaged file never sizes an allocation.
  */
 public final class ProducerCheckpoint {
     public static final String FILE = "producers.checkpoint";
     public static final int MAGIC = 0x534C_5052; // "SLPR"
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
+    /** The version before the epoch marks; still read. */
+    static final int VERSION_WITHOUT_EPOCH_MARKS = 1;
     static final int HEADER_BYTES = 32;
     private static final int PRODUCER_FIXED_BYTES = 8 + 4 + 8 + 8 + 4;
 
-    /** A checkpoint as read: the id of the last record it covers (-1: none) and the table's producers. */
-    public record Loaded(long coveredThroughId, List<Entry> producers) {
+    /**
+     * A checkpoint as read: the id of the last record it covers (-1: none), the table's epoch marks
+     * ({@link ProducerTable#highestEpochGranted}, {@link ProducerTable#highestEpochForgotten}) and its
+     * producers.
+     */
+    public record Loaded(long coveredThroughId, int highestEpochGranted, int highestEpochForgotten, List<Entry> producers) {
+        /** Puts the producers and the epoch marks back into {@code table}, an empty one. */
+        public void restoreInto(ProducerTable table) {
+            for (Entry e : producers) {
+                table.restore(e.id(), e.epoch(), e.highest(), e.lastSeenMillis(), e.gapRanges());
+            }
+            table.restoreEpochs(highestEpochGranted, highestEpochForgotten);
+        }
     }
 
     /** One producer as stored; {@code gapRanges} as in {@link ProducerTable.Producer#gapRanges()}. */
@@ -83,12 +100,13 @@ public final class ProducerCheckpoint {
     /** Copies {@code table}, covering the records up to {@code coveredThroughId}, into a complete file image. */
     public static ByteBuffer encode(ProducerTable table, long coveredThroughId) {
         List<ProducerTable.Producer> producers = table.snapshot();
-        int bodyBytes = 4;
+        int bodyBytes = 4 + 4 + 4;
         for (ProducerTable.Producer p : producers) {
             bodyBytes += PRODUCER_FIXED_BYTES + p.gaps.boundCount() * Long.BYTES;
         }
         ByteBuffer image = ByteBuffer.allocate(HEADER_BYTES + bodyBytes);
         image.position(HEADER_BYTES);
+        image.putInt(table.highestEpochGranted()).putInt(table.highestEpochForgotten());
         image.putInt(producers.size());
         for (ProducerTable.Producer p : producers) {
             long[] gaps = p.gapRanges();
@@ -106,18 +124,7 @@ public final class ProducerCheckpoint {
 
     /** Writes an image from {@link #encode} as the checkpoint of the queue in {@code queueDirectory}, atomically and durably. */
     public static void write(Path queueDirectory, ByteBuffer image) throws IOException {
-        Path file = file(queueDirectory);
-        Path temporary = file.resolveSibling(FILE + ".tmp");
-        Files.deleteIfExists(temporary);
-        ByteBuffer bytes = image.duplicate();
-        try (FileChannel channel = FileChannel.open(temporary, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-            while (bytes.hasRemaining()) {
-                channel.write(bytes);
-            }
-            channel.force(true);
-        }
-        Files.move(temporary, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        AckFiles.fsyncDirectory(queueDirectory.toAbsolutePath());
+        AtomicFiles.write(file(queueDirectory), channel -> AtomicFiles.writeFully(channel, image.duplicate()));
     }
 
     /**
@@ -142,8 +149,10 @@ public final class ProducerCheckpoint {
         if (in.getInt(0) != MAGIC) {
             throw new CorruptProducerStateException(file, String.format("magic 0x%08x, expected 0x%08x", in.getInt(0), MAGIC));
         }
-        if (in.getInt(4) != VERSION) {
-            throw new CorruptProducerStateException(file, "format version " + in.getInt(4) + ", this broker reads only " + VERSION);
+        int version = in.getInt(4);
+        if (version != VERSION && version != VERSION_WITHOUT_EPOCH_MARKS) {
+            throw new CorruptProducerStateException(file, "format version " + version + ", this broker reads "
+                    + VERSION_WITHOUT_EPOCH_MARKS + " and " + VERSION);
         }
         long covered = in.getLong(8);
         long bodyBytes = in.getLong(16);
@@ -158,6 +167,16 @@ public final class ProducerCheckpoint {
         }
         in.position(HEADER_BYTES);
         try {
+            int granted = -1;
+            int forgotten = -1;
+            if (version == VERSION) {
+                granted = in.getInt();
+                forgotten = in.getInt();
+                if (granted < 0 || forgotten < 0) {
+                    throw new CorruptProducerStateException(file, "epoch marks " + granted + " and " + forgotten
+                            + " must not be negative");
+                }
+            }
             int count = in.getInt();
             if (count < 0 || (long) count * PRODUCER_FIXED_BYTES > in.remaining()) {
                 throw new CorruptProducerStateException(file, "producer count " + count + " does not fit in "
@@ -183,7 +202,14 @@ public final class ProducerCheckpoint {
             if (in.hasRemaining()) {
                 throw new CorruptProducerStateException(file, in.remaining() + " bytes follow the last producer");
             }
-            return new Loaded(covered, producers);
+            if (version == VERSION_WITHOUT_EPOCH_MARKS) {
+                for (Entry e : producers) {
+                    granted = Math.max(granted, e.epoch());
+                }
+                granted = Math.max(granted, 0);
+                forgotten = granted;
+            }
+            return new Loaded(covered, granted, forgotten, producers);
         } catch (BufferUnderflowException e) {
             throw new CorruptProducerStateException(file, "it ends inside a producer entry");
         }

@@ -28,6 +28,13 @@ import java.util.Map;
  * publish starts afresh: a resend after that is stored again. Gaps older than the window are
  * forgotten.
  *
+ * <p><b>Epochs</b> (named producers, {@link #register}). Rule E1: a new instance gets an epoch above
+ * every epoch granted in this table, forgotten producers' included, so no instance still running
+ * holds one as high. Rule E2: an instance resumes only with an epoch at least its producer's; of a
+ * producer the table no longer knows (or knows of no registration), at least the highest epoch of
+ * the producers it forgot, because the table cannot tell that producer's newest instance from an
+ * older one. Both marks are kept across evictions and expiries, and in the checkpoint.
+ *
  * <p>Not thread-safe: one thread (the queue's) owns a table.
  */
 public final class ProducerTable {
@@ -89,9 +96,13 @@ public final class ProducerTable {
     /** The producer of the last lookup: a batch is usually one producer's, so one map lookup serves it. */
     private Producer last;
 
+    /** The highest epoch granted or resumed (E1): the next new instance gets one more. */
+    private int highestEpochGranted;
+    /** The highest epoch of a producer forgotten, evicted or expired (E2). */
+    private int highestEpochForgotten;
+
     private long evictions;
     private long expiries;
-    private long duplicates;
 
     /**
      * @param maxProducers     producers tracked at most (at least 1)
@@ -135,7 +146,6 @@ public final class ProducerTable {
         if (p.gaps.contains(sequence)) {
             return Verdict.NEW;
         }
-        duplicates++;
         return Verdict.DUPLICATE;
     }
 
@@ -168,28 +178,65 @@ public final class ProducerTable {
 
     /**
      * Registers an instance of a named producer: with {@code requestedEpoch} -1, a new instance, whose
-     * epoch is one above the last; with an epoch, the instance that holds it resuming (after a
-     * reconnect), allowed only if no newer one registered since. Returns the epoch granted, or -1 if
-     * {@code requestedEpoch} is fenced.
+     * epoch is one above every epoch granted (E1); with an epoch, the instance that holds it resuming
+     * (after a reconnect), allowed only from {@link #resumeFloor} on (E2). Returns the epoch granted,
+     * or -1 if {@code requestedEpoch} is fenced; a fenced registration changes nothing.
      */
     public int register(long producerId, int requestedEpoch, long nowMillis) {
         if (producerId == 0) {
             throw new IllegalArgumentException("producer id 0 is no identity and cannot be registered");
         }
-        Producer p = findOrAdd(producerId, 0, nowMillis);
-        p.lastSeenMillis = Math.max(p.lastSeenMillis, nowMillis);
+        int epoch;
         if (requestedEpoch < 0) {
-            if (p.epoch == Integer.MAX_VALUE) {
-                throw new IllegalStateException("producer " + producerId + " has used every epoch");
+            if (highestEpochGranted == Integer.MAX_VALUE) {
+                throw new IllegalStateException("every epoch was granted on this queue; producer " + producerId
+                        + " cannot register a new instance");
             }
-            p.epoch++;
-            return p.epoch;
+            epoch = highestEpochGranted + 1; // E1
+        } else if (requestedEpoch < resumeFloor(producerId)) {
+            return -1; // E2
+        } else {
+            epoch = requestedEpoch;
         }
-        if (requestedEpoch < p.epoch) {
-            return -1;
+        Producer p = findOrAdd(producerId, epoch, nowMillis);
+        p.epoch = epoch;
+        p.lastSeenMillis = Math.max(p.lastSeenMillis, nowMillis);
+        highestEpochGranted = Math.max(highestEpochGranted, epoch);
+        return epoch;
+    }
+
+    /**
+     * The lowest epoch an instance of {@code producerId} may resume with (E2): the producer's own, or
+     * if the table knows no registration of it, the highest epoch of the producers it forgot.
+     */
+    public int resumeFloor(long producerId) {
+        Producer p = find(producerId);
+        return p != null && p.epoch > 0 ? p.epoch : highestEpochForgotten;
+    }
+
+    /**
+     * Undoes a registration that granted {@code granted} and was never answered (its checkpoint
+     * failed), when nothing registered since: the producer's epoch goes back to {@code previousEpoch}
+     * and the highest epoch granted to {@code previousHighest}, as they were before it.
+     */
+    public void undoRegistration(long producerId, int granted, int previousEpoch, int previousHighest) {
+        Producer p = find(producerId);
+        if (p != null && p.epoch == granted) {
+            p.epoch = previousEpoch;
         }
-        p.epoch = requestedEpoch;
-        return p.epoch;
+        if (highestEpochGranted == granted) {
+            highestEpochGranted = previousHighest;
+        }
+    }
+
+    /** The highest epoch granted or resumed in this table (E1), forgotten producers' included. */
+    public int highestEpochGranted() {
+        return highestEpochGranted;
+    }
+
+    /** The highest epoch of the producers this table forgot (E2). */
+    public int highestEpochForgotten() {
+        return highestEpochForgotten;
     }
 
     /** The highest sequence of {@code producerId} stored, 0 if none or if the producer is not tracked. */
@@ -236,11 +283,6 @@ public final class ProducerTable {
         return expiries;
     }
 
-    /** Publishes answered {@link Verdict#DUPLICATE} so far. */
-    public long duplicates() {
-        return duplicates;
-    }
-
     /** The producers, least recently seen first (the order {@link #restore} keeps). Live objects: read them on the owning thread. */
     public List<Producer> snapshot() {
         return new ArrayList<>(producers.values());
@@ -250,6 +292,7 @@ public final class ProducerTable {
     public void restore(long producerId, int epoch, long highest, long lastSeenMillis, long[] gapRanges) {
         Producer p = findOrAdd(producerId, epoch, lastSeenMillis);
         p.epoch = epoch;
+        highestEpochGranted = Math.max(highestEpochGranted, epoch);
         p.highest = highest;
         p.lastSeenMillis = lastSeenMillis;
         p.gaps.clear();
@@ -295,7 +338,14 @@ public final class ProducerTable {
         return p;
     }
 
+    /** Sets the epochs' marks read back from a checkpoint (E1, E2); they only ever rise. */
+    public void restoreEpochs(int granted, int forgotten) {
+        highestEpochGranted = Math.max(highestEpochGranted, granted);
+        highestEpochForgotten = Math.max(highestEpochForgotten, forgotten);
+    }
+
     private void forget(Producer p) {
+        highestEpochForgotten = Math.max(highestEpochForgotten, p.epoch);
         if (last == p) {
             last = null;
         }

@@ -45,8 +45,10 @@ public final class AckJournalForces {
     private final Runnable wakeFlusher;
 
     private final PriorityQueue<Pending> pending = new PriorityQueue<>();
-    /** True while {@link #pending} holds a future: the flusher's unlocked look. */
+    /** True while {@link #pending} holds a future that asked for an early force: the flusher's unlocked look. */
     private volatile boolean waiting;
+    /** Futures in {@link #pending} that asked for an early force; guarded by {@link #pending}. */
+    private int early;
     private volatile boolean closed;
     /** The record count the last successful force covered; guarded by {@link #pending}. */
     private long forcedThrough;
@@ -76,6 +78,14 @@ public final class AckJournalForces {
      * queue's storage fails or the queue closes first. Asks the flusher for an early force.
      */
     public CompletableFuture<Void> whenForcedPast(long records) {
+        return whenForcedPast(records, true);
+    }
+
+    /**
+     * As {@link #whenForcedPast(long)}; with {@code asksEarly} false it asks for no force of its own and
+     * completes at the next force, periodic (at most the sync interval away) or asked for by another.
+     */
+    public CompletableFuture<Void> whenForcedPast(long records, boolean asksEarly) {
         CompletableFuture<Void> future = new CompletableFuture<>();
         synchronized (pending) {
             if (refusal != null) {
@@ -84,13 +94,16 @@ public final class AckJournalForces {
             if (forcedThrough >= records) {
                 return CompletableFuture.completedFuture(null);
             }
-            pending.add(new Pending(records, future));
-            waiting = true;
+            pending.add(new Pending(records, asksEarly, future));
+            if (asksEarly) {
+                early++;
+                waiting = true;
+            }
         }
         StorageFailedException failed = durability.failure();
         if (failed != null) {
             refuse(failed); // failed before this future was registered: the failure's own call missed it
-        } else {
+        } else if (asksEarly) {
             wakeFlusher.run();
         }
         return future;
@@ -134,9 +147,11 @@ public final class AckJournalForces {
         synchronized (pending) {
             forcedThrough = Math.max(forcedThrough, covered);
             while (!pending.isEmpty() && pending.peek().records <= forcedThrough) {
-                ready.add(pending.poll());
+                Pending p = pending.poll();
+                early -= p.asksEarly ? 1 : 0;
+                ready.add(p);
             }
-            waiting = !pending.isEmpty();
+            waiting = early > 0;
         }
         for (Pending p : ready) {
             p.future.complete(null);
@@ -190,11 +205,12 @@ public final class AckJournalForces {
     private List<Pending> drain() {
         List<Pending> left = new ArrayList<>(pending);
         pending.clear();
+        early = 0;
         waiting = false;
         return left;
     }
 
-    private record Pending(long records, CompletableFuture<Void> future) implements Comparable<Pending> {
+    private record Pending(long records, boolean asksEarly, CompletableFuture<Void> future) implements Comparable<Pending> {
         @Override
         public int compareTo(Pending o) {
             return Long.compare(records, o.records);

@@ -32,7 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * {@link QueueStore#whenAcksDurable()}: once it completes, a machine crash keeps every ack and delivery
+ * {@link QueueStore#whenAcksDurable(boolean)}: once it completes, a machine crash keeps every ack and delivery
  * made before the call, on a disk image built from exactly what was forced ({@link ForcedDiskImage}),
  * and it completes by an early force of the ack journal, not at the sync interval (a minute here, so
  * only an early force can complete it within the test's wait). It fails once the queue closed or failed.
@@ -71,7 +71,7 @@ class WhenAcksDurableTest {
                 assertFalse(crashed.queue("q").isAcked(ids[0]), "without a force the ack is lost in a machine crash");
             }
 
-            q.whenAcksDurable().get(10, TimeUnit.SECONDS);
+            q.whenAcksDurable(true).get(10, TimeUnit.SECONDS);
             assertEquals(forcesBefore + 1, disk.journalForces("q"), "one early force of the journal");
 
             Path forced = temp.resolve("after");
@@ -84,9 +84,33 @@ class WhenAcksDurableTest {
                 assertFalse(recovered.isAcked(ids[2]));
             }
 
-            CompletableFuture<Void> again = q.whenAcksDurable();
+            CompletableFuture<Void> again = q.whenAcksDurable(true);
             assertTrue(again.isDone() && !again.isCompletedExceptionally(), "nothing acknowledged since: durable already");
             assertEquals(forcesBefore + 1, disk.journalForces("q"), "and no force for it");
+        }
+    }
+
+    /** The lazy form asks for no force: it completes with the next one, here one an eager caller asked for. */
+    @Test
+    void theLazyFormCompletesWithTheNextForceAndAsksForNone() throws Exception {
+        Path data = temp.resolve("data");
+        ForcedDiskImage disk = new ForcedDiskImage(data);
+        try (MessageStore store = MessageStore.open(data, config(DurabilityMode.ALWAYS), disk)) {
+            QueueStore q = store.createQueue("q");
+            long id = q.append(null, "m".getBytes(StandardCharsets.UTF_8));
+            q.whenDurable(id).get(10, TimeUnit.SECONDS);
+            until("the journal's first periodic force", () -> disk.journalForces("q") >= 1);
+            q.ack(id);
+            int forcesBefore = disk.journalForces("q");
+            CompletableFuture<Void> lazy = q.whenAcksDurable(false);
+            // A flusher turn that forces a segment passes by without forcing the journal for the lazy one.
+            long next = q.append(null, "n".getBytes(StandardCharsets.UTF_8));
+            q.whenDurable(next).get(10, TimeUnit.SECONDS);
+            assertFalse(lazy.isDone(), "no force of its own");
+            assertEquals(forcesBefore, disk.journalForces("q"));
+            q.whenAcksDurable(true).get(10, TimeUnit.SECONDS);
+            lazy.get(10, TimeUnit.SECONDS);
+            assertEquals(forcesBefore + 1, disk.journalForces("q"), "one force served both; the lazy one asked for none");
         }
     }
 
@@ -112,7 +136,7 @@ class WhenAcksDurableTest {
             q = store.createQueue("q");
             q.ack(q.append(null, "m".getBytes(StandardCharsets.UTF_8)));
         }
-        ExecutionException e = assertThrows(ExecutionException.class, () -> q.whenAcksDurable().get(10, TimeUnit.SECONDS));
+        ExecutionException e = assertThrows(ExecutionException.class, () -> q.whenAcksDurable(true).get(10, TimeUnit.SECONDS));
         assertInstanceOf(StorageException.class, e.getCause());
         assertTrue(e.getCause().getMessage().contains("queue 'q' is closed"), e.getCause().getMessage());
     }
@@ -139,11 +163,11 @@ class WhenAcksDurableTest {
             q.whenDurable(id).get(10, TimeUnit.SECONDS);
             failForces.set(true);
             q.ack(id);
-            ExecutionException e = assertThrows(ExecutionException.class, () -> q.whenAcksDurable().get(10, TimeUnit.SECONDS));
+            ExecutionException e = assertThrows(ExecutionException.class, () -> q.whenAcksDurable(true).get(10, TimeUnit.SECONDS));
             assertInstanceOf(StorageFailedException.class, e.getCause());
             assertTrue(e.getCause().getMessage().contains("forcing its ack journal to disk failed (EIO forcing acks.journal)"),
                     e.getCause().getMessage());
-            ExecutionException later = assertThrows(ExecutionException.class, () -> q.whenAcksDurable().get(10, TimeUnit.SECONDS));
+            ExecutionException later = assertThrows(ExecutionException.class, () -> q.whenAcksDurable(true).get(10, TimeUnit.SECONDS));
             assertInstanceOf(StorageFailedException.class, later.getCause(), "the failure is final (rule \"a failed force is final\")");
         }
     }

@@ -29,7 +29,6 @@ class ProducerTableTest {
         assertEquals(NEW, table.check(7, 0, 4, 0), "a gap below the highest was never stored");
         table.stored(7, 0, 4, 0);
         assertEquals(DUPLICATE, table.check(7, 0, 4, 0));
-        assertEquals(3, table.duplicates());
         assertEquals(6, table.lastStoredSequence(7));
     }
 
@@ -69,6 +68,36 @@ class ProducerTableTest {
         assertEquals(-1, table.register(7, first, 0), "the old instance resuming is fenced");
         assertEquals(second, table.register(7, second, 0), "the new one resumes after a reconnect");
         assertEquals(NEW, table.check(7, second, 2, 0));
+    }
+
+    @Test
+    void aNewInstanceAfterItsProducerWasForgottenGetsAnEpochAboveEveryEpochGranted() {
+        assertEquals(1, table.register(7, -1, 0));
+        assertEquals(2, table.register(7, -1, 0));
+        store(1, 1);
+        store(2, 1);
+        store(3, 1); // a fourth producer for a table of three: 7, the least recently seen, is evicted
+        assertEquals(1, table.evictions());
+        assertEquals(3, table.register(7, -1, 0), "epoch 2 may still be running: the new instance is above it");
+        assertEquals(-1, table.register(7, 2, 0), "and the instance of epoch 2 cannot fence it by resuming");
+
+        assertEquals(4, table.register(8, -1, 0), "epochs rise across the queue's producers");
+        assertEquals(3, table.expire(1_000), "7, 8 and 3: the table holds three");
+        assertEquals(5, table.register(7, -1, 1_000), "after an idle expiry too");
+    }
+
+    @Test
+    void anOlderInstanceOfAForgottenProducerCannotResumeAndTheNewestCan() {
+        assertEquals(1, table.register(7, -1, 0));
+        assertEquals(2, table.register(7, -1, 0));
+        assertEquals(1, table.expire(1_000));
+        store(1, 1);
+        store(2, 1);
+        assertEquals(-1, table.register(7, 1, 1_000), "epoch 1 may be older than what the table forgot");
+        assertEquals(2, table.tracked(), "a fenced registration adds no producer");
+        assertEquals(0, table.evictions(), "and evicts none");
+        assertEquals(2, table.register(7, 2, 1_000), "the newest instance resumes after its producer was forgotten");
+        assertEquals(NEW, table.check(7, 2, 1, 1_000));
     }
 
     @Test

@@ -1,0 +1,55 @@
+package io.sluice.storage.dedup;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static io.sluice.storage.dedup.ProducerTable.Verdict.DUPLICATE;
+import static io.sluice.storage.dedup.ProducerTable.Verdict.NEW;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/** The producer checkpoint's epoch floors, and the files of earlier format versions. */
+class ProducerCheckpointTest {
+    private static final long NAMED = 0x1234_5678_9ABC_DEF0L;
+
+    @TempDir
+    Path dir;
+
+    private static ProducerTable reopened(Path dir) throws Exception {
+        ProducerTable copy = new ProducerTable(2, 3_600_000, 100);
+        ProducerCheckpoint.read(dir).restoreInto(copy);
+        return copy;
+    }
+
+    @Test
+    void theEpochsOfForgottenProducersSurviveACheckpoint() throws Exception {
+        ProducerTable table = new ProducerTable(2, 3_600_000, 100);
+        table.register(NAMED, -1, 0);
+        table.register(NAMED, -1, 0);
+        table.stored(1, 0, 1, 0);
+        table.stored(2, 0, 1, 0); // evicts the named producer
+        assertEquals(0, table.epoch(NAMED));
+        ProducerCheckpoint.write(dir, ProducerCheckpoint.encode(table, 42));
+
+        ProducerTable copy = reopened(dir);
+        assertEquals(-1, copy.register(NAMED, 1, 0), "the older instance stays fenced after a restart");
+        assertEquals(3, copy.register(NAMED, -1, 0), "a new instance is above every epoch granted before the restart");
+    }
+
+    @Test
+    void aCheckpointOfVersionOneStillReads() throws Exception {
+        Path fixture = Path.of(ProducerCheckpointTest.class.getResource("/producer-checkpoint-v1/" + ProducerCheckpoint.FILE).toURI());
+        Files.copy(fixture, ProducerCheckpoint.file(dir));
+        assertEquals(42, ProducerCheckpoint.coveredThrough(dir));
+
+        ProducerTable copy = reopened(dir);
+        assertEquals(DUPLICATE, copy.check(7, 0, 2, 1_000));
+        assertEquals(NEW, copy.check(7, 0, 3, 1_000), "the gap as it was");
+        assertEquals(1, copy.lastStoredSequence(NAMED));
+        assertEquals(3, copy.epoch(NAMED));
+        assertEquals(-1, copy.register(NAMED, 2, 2_000));
+        assertEquals(4, copy.register(NAMED, -1, 2_000), "version 1 kept no floor: the highest epoch it holds is one");
+    }
+}
