@@ -29,8 +29,8 @@ import java.util.function.Function;
  *   <li>write: each queue's directories and its ack checkpoint and journal under temporary names
  *       ({@link AckLog#prepareNew}), nothing forced;</li>
  *   <li>force every temporary file;</li>
- *   <li>install: rename them into place and open the queue, which makes Chronicle write its metadata
- *       file;</li>
+ *   <li>install: rename them into place and open the queue (its Chronicle Queue opens, and writes its
+ *       metadata file, only at its first append: rule "Chronicle opens at first use");</li>
  *   <li>force every new directory entry: each queue's {@code acks}, {@code segments} and own directory,
  *       and the directory of queues.</li>
  * </ol>

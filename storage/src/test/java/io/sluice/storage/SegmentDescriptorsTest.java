@@ -63,7 +63,8 @@ class SegmentDescriptorsTest {
     /**
      * The figure the open-file-limit warning counts per queue being written ({@link FileDescriptors}) is
      * what such a queue holds, in every mode, once its first force (under {@code interval}, the interval's)
-     * has run: under {@code never} that force never comes, and the channels it would need stay open.
+     * has run: under {@code never} that force never comes, and the channels it would need stay open. A
+     * declared queue holds none until it is written (rule "Chronicle opens at first use").
      */
     @ParameterizedTest
     @EnumSource(DurabilityMode.class)

@@ -11,9 +11,9 @@ import java.lang.management.OperatingSystemMXBean;
  * open-file limit ({@code RLIMIT_NOFILE}, the soft limit, which the JVM raises to the hard limit at
  * start), from the JVM's {@code UnixOperatingSystemMXBean}.
  *
- * <p>Descriptors per queue (docs/storage.md, "File descriptors"): a declared queue holds one
- * (Chronicle's {@code metadata.cq4t}); once it has been appended to, it holds two more (Chronicle's
- * segment file and the channel the flusher forces it through), and until the segment's first force
+ * <p>Descriptors per queue (docs/storage.md, "File descriptors"): a declared queue never appended to
+ * holds none (its Chronicle opens at first use); once it has been appended to, it holds 3 (Chronicle's
+ * {@code metadata.cq4t} and segment file, and the channel the flusher forces it through), and until the segment's first force
  * the channels that force needs: the metadata file's and the segment directory's, and for the first
  * segment since the store opened the queue's directory and the directory of queues. Under
  * {@code always} and {@code interval} that force closes them (within a flusher turn, or an interval),
@@ -23,8 +23,8 @@ import java.lang.management.OperatingSystemMXBean;
  * <p>Thread-safe (stateless).
  */
 public final class FileDescriptors {
-    /** Held by a declared queue that has not been appended to since the store opened. */
-    public static final int PER_IDLE_QUEUE = 1;
+    /** Held by a declared queue that has not been appended to since the store opened: Chronicle opens at first use. */
+    public static final int PER_IDLE_QUEUE = 0;
     /** Held by a queue with a segment being written, once the segment's first force has run. */
     public static final int PER_ACTIVE_QUEUE = 3;
     /** Held by a queue being written under durability {@code never}, whose segments are never forced. */

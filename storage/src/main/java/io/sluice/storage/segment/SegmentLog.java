@@ -19,10 +19,12 @@ import net.openhft.chronicle.wire.DocumentContext;
 import net.openhft.chronicle.wire.Wire;
 
 import java.io.IOException;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.util.NavigableMap;
 import java.util.NavigableSet;
 import java.util.TreeMap;
@@ -52,13 +54,20 @@ public final class SegmentLog implements AutoCloseable {
     private final Path segmentDirectory;
     private final long segmentBytes;
     private final SegmentClock segmentClock;
-    private final SingleChronicleQueue chronicle;
+    /**
+     * Chronicle, once opened: at once for a queue with segments on disk, else at its first use (rule
+     * "Chronicle opens at first use", docs/storage.md), usually the first append. Written once, under
+     * this object's monitor.
+     */
+    private volatile SingleChronicleQueue chronicle;
+    /** Closed: Chronicle is not opened any more; under this object's monitor. */
+    private boolean closed;
     /**
      * A value of Chronicle's table in {@code metadata.cq4t}, held for the life of the log: while it is
      * held, its mapping of the metadata file stays mapped, so that {@link #dropWrittenPages()} can drop
      * pages of it.
      */
-    private final LongValue metadataValue;
+    private LongValue metadataValue;
     /** Replaced after a failed append ({@link #replaceAppender()}); guarded by the owner's lock. */
     private ExcerptAppender appender;
     private final RecordCodec randomReadCodec = new RecordCodec();
@@ -80,12 +89,14 @@ public final class SegmentLog implements AutoCloseable {
     private final TreeMap<Integer, SegmentTally> tallies = new TreeMap<>();
 
     /**
-     * Opens Chronicle on {@code segmentDirectory}; appends go to {@code writeSegment}. {@code onSeal}
+     * Opens Chronicle on {@code segmentDirectory} if a segment is there ({@code writeSegment} at least 0),
+     * else at the log's first use that needs it, usually the first append (rule "Chronicle opens at first
+     * use", docs/storage.md); appends go to {@code writeSegment}. {@code onSeal}
      * is told (under the owner's lock) each time a segment is sealed by a roll. {@code onEntering} is
      * told before every append writes its record, with the segment it goes to, once Chronicle has that
      * segment's file open: what it throws refuses the append, and nothing is written (rule "descriptors
      * are taken by the append", docs/storage.md). Call only with the store's {@code store.lock} held: a
-     * Chronicle lock left held by a killed writer is released here ({@link StaleWriteLocks}).
+     * Chronicle lock left held by a killed writer is released when Chronicle opens ({@link StaleWriteLocks}).
      */
     public SegmentLog(String queueName, Path segmentDirectory, long segmentBytes, int writeSegment, IntConsumer onSeal,
                       IntConsumer onEntering) {
@@ -95,28 +106,76 @@ public final class SegmentLog implements AutoCloseable {
         this.onSeal = onSeal;
         this.onEntering = onEntering;
         this.segmentClock = new SegmentClock(Math.max(writeSegment, 0));
-        StaleWriteLocks.release(queueName, segmentDirectory);
+        if (writeSegment >= 0) {
+            open();
+        }
+    }
+
+    /** Chronicle, opened now if it was not yet; any thread (the read-ahead's {@link #newTailer()}). */
+    private SingleChronicleQueue chronicle() {
+        SingleChronicleQueue opened = chronicle;
+        if (opened == null) {
+            synchronized (this) {
+                if (closed) {
+                    throw new StorageException("the segments of queue '" + queueName + "' are closed");
+                }
+                if (chronicle == null) {
+                    open();
+                }
+                opened = chronicle;
+            }
+        }
+        return opened;
+    }
+
+    /**
+     * Opens Chronicle on the segment directory, first releasing a Chronicle lock a killed writer left held
+     * ({@link StaleWriteLocks}: safe, since the store's {@code store.lock} is held and this log opens the
+     * directory once).
+     *
+     * @throws io.sluice.storage.StorageFilesExhaustedException if a file cannot be opened for want of descriptors
+     */
+    private synchronized void open() {
         SingleChronicleQueue opened = null;
         try {
+            StaleWriteLocks.release(queueName, segmentDirectory);
             opened = SingleChronicleQueueBuilder.single(segmentDirectory.toFile())
                     .rollCycle(SegmentRollCycle.INSTANCE)
                     .timeProvider(segmentClock)
                     .blockSize(Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes))
                     .checkInterrupts(false)
                     .build();
+            if (opened.metaStore().readOnly()) {
+                // Chronicle falls back to a read-only metadata file when it cannot open it for writing, as when
+                // the process is out of descriptors; the queue could then never append.
+                throw new IllegalStateException("Chronicle could open metadata.cq4t only read-only");
+            }
             this.appender = opened.createAppender();
             this.metadataValue = opened.metaStore().acquireValueFor(StaleWriteLocks.WRITE_LOCK_KEY);
+            appender.singleThreadedCheckDisabled(true);
         } catch (RuntimeException e) {
             if (opened != null) {
                 opened.close();
             }
-            if (FileDescriptors.exhausted(e)) {
+            if (FileDescriptors.exhausted(e) || descriptorsExhaustedNow()) {
                 throw FileDescriptors.exhaustedError("queue '" + queueName + "' cannot open its segments in " + segmentDirectory, e);
             }
             throw e;
         }
         this.chronicle = opened;
-        appender.singleThreadedCheckDisabled(true);
+    }
+
+    /**
+     * Chronicle hides why some opens failed (it falls back to read-only, or wraps the error away): true if
+     * the process cannot open a file right now for want of descriptors.
+     */
+    private boolean descriptorsExhaustedNow() {
+        try {
+            FileChannel.open(segmentDirectory, StandardOpenOption.READ).close();
+            return false;
+        } catch (IOException e) {
+            return FileDescriptors.exhausted(e);
+        }
     }
 
     public Path segmentDirectory() {
@@ -163,6 +222,11 @@ public final class SegmentLog implements AutoCloseable {
                 throw new StorageFilesExhaustedException(lastRefusal.getMessage(), lastRefusal);
             }
             lastRefusal = null;
+        }
+        try {
+            chronicle();
+        } catch (StorageFilesExhaustedException e) {
+            throw backOff(e); // the first append of a queue whose Chronicle was not yet open: nothing written
         }
         int length = codec.length();
         SegmentTally current = tallies.get(segmentClock.segment());
@@ -280,7 +344,7 @@ public final class SegmentLog implements AutoCloseable {
      * Returns true if it dropped pages.
      */
     public boolean dropWrittenPages() {
-        if (!ResidentPages.enabled()) {
+        if (!ResidentPages.enabled() || chronicle == null) {
             return false;
         }
         Wire wire = appender.wire();
@@ -338,7 +402,7 @@ public final class SegmentLog implements AutoCloseable {
      */
     public int read(long id) {
         if (randomTailer == null) {
-            randomTailer = chronicle.createTailer();
+            randomTailer = chronicle().createTailer();
             randomTailer.singleThreadedCheckDisabled(true);
         }
         if (!randomTailer.moveToIndex(id)) {
@@ -363,7 +427,7 @@ public final class SegmentLog implements AutoCloseable {
 
     /** A new tailer at the start of the log; any thread may call this. Close it when done. */
     public ExcerptTailer newTailer() {
-        ExcerptTailer tailer = chronicle.createTailer();
+        ExcerptTailer tailer = chronicle().createTailer();
         tailer.singleThreadedCheckDisabled(true);
         return tailer;
     }
@@ -423,6 +487,9 @@ public final class SegmentLog implements AutoCloseable {
      * number skipped. Any thread; the records may be appended to meanwhile.
      */
     public long forEachRecordAfter(long afterId, RecordVisitor visitor) {
+        if (chronicle == null) {
+            return 0; // no segment on disk at open and nothing appended since: no record, and no need to open Chronicle
+        }
         RecordCodec codec = new RecordCodec();
         int[] length = new int[1];
         long damaged = 0;
@@ -448,12 +515,12 @@ public final class SegmentLog implements AutoCloseable {
 
     /** The oldest segment Chronicle knows of (-1 if none). */
     public int firstSegment() {
-        return Math.max(-1, chronicle.firstCycle());
+        return Math.max(-1, chronicle().firstCycle());
     }
 
     /** The id of the last record (-1 if none). */
     public long lastIndex() {
-        return chronicle.lastIndex();
+        return chronicle().lastIndex();
     }
 
     // ---------------------------------------------------------------- tallies
@@ -474,6 +541,7 @@ public final class SegmentLog implements AutoCloseable {
      * calls {@code counted} with each non-empty segment and its record count. For recovery.
      */
     public void countSegments(SegmentCounter counted) {
+        SingleChronicleQueue chronicle = chronicle();
         NavigableSet<Long> cycles = chronicle.listCyclesBetween(chronicle.firstCycle(), chronicle.lastCycle());
         try (ExcerptTailer counter = chronicle.createTailer()) {
             for (long cycleLong : cycles) {
@@ -495,6 +563,7 @@ public final class SegmentLog implements AutoCloseable {
 
     /** Bytes written to a segment file (Chronicle's write position: records plus its index). */
     private long fileBytes(int segment) {
+        SingleChronicleQueue chronicle = chronicle();
         SingleChronicleQueueStore store = chronicle.storeForCycle(segment, chronicle.epoch(), false, null);
         if (store == null) {
             return 0;
@@ -537,12 +606,18 @@ public final class SegmentLog implements AutoCloseable {
 
     /** Tells Chronicle to list the directory again, after segments were removed. */
     public void refreshListing() {
-        chronicle.refreshDirectoryListing();
+        if (chronicle != null) {
+            chronicle.refreshDirectoryListing(); // else Chronicle has not listed it yet
+        }
     }
 
     @Override
-    public void close() {
+    public synchronized void close() {
+        closed = true;
         releaseRandomTailer();
+        if (chronicle == null) {
+            return;
+        }
         appender.close();
         Closeable.closeQuietly(metadataValue);
         chronicle.close();

@@ -9,6 +9,7 @@ import io.sluice.storage.StoredMessage;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.files.FileDescriptors;
+import io.sluice.storage.reclaim.RelocationIntent;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -20,6 +21,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.FileSystemException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -107,7 +109,7 @@ class RelocationMachineCrashTest {
         long straggler = ids.get(7);
         long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == first && id != straggler).toArray();
         q.ackAll(others, others.length);
-        until("the straggler's segment is reclaimed", () -> !q.segmentNumbers().contains(first));
+        until("the straggler's segment is reclaimed and its pass over", () -> !q.segmentNumbers().contains(first) && passOver(data));
         assertEquals(1, q.stats().relocatedMessages());
         if (rollAfter) {
             int copySegment = q.segmentNumbers().get(q.segmentNumbers().size() - 1);
@@ -120,6 +122,23 @@ class RelocationMachineCrashTest {
         List<Long> live = new ArrayList<>(ids);
         live.removeIf(id -> (int) (id >>> 32) == first && id != straggler);
         return new Scenario(disk, q, live, straggler, journalForcesBefore);
+    }
+
+    /**
+     * The relocation pass has cleared its intent, its last step after renaming the source: the image is
+     * built from a directory that no pass is changing (a file removed during the walk fails it).
+     */
+    private static boolean passOver(Path data) {
+        return !Files.exists(data.resolve("queues/q").resolve(RelocationIntent.FILE)) && noDeletePending(data);
+    }
+
+    /** The releaser has unlinked every segment renamed for deletion: none will vanish during the image's walk. */
+    private static boolean noDeletePending(Path data) {
+        try (java.util.stream.Stream<Path> files = Files.list(data.resolve("queues/q/segments"))) {
+            return files.noneMatch(f -> f.getFileName().toString().endsWith(".deleting"));
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     /** Opens the image and reads every unacknowledged message once, by id (their first 8 bytes are their sequence). */
@@ -312,7 +331,7 @@ class RelocationMachineCrashTest {
         boolean deletedWhileRefused = !q.segmentNumbers().contains(first);
 
         forcer.refusing = false; // descriptors are free again
-        until("the source is deleted", () -> !q.segmentNumbers().contains(first));
+        until("the source is deleted and its pass over", () -> !q.segmentNumbers().contains(first) && passOver(s.data()));
         Path image = temp.resolve("image");
         s.disk().build(image);
         MessageStore recovered = MessageStore.open(image, config(mode));
@@ -346,7 +365,8 @@ class RelocationMachineCrashTest {
         for (int segment : List.of(q.segmentNumbers().get(1), q.segmentNumbers().get(2))) {
             long[] acked = s.ids().stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == segment).toArray();
             q.ackAll(acked, acked.length);
-            until("a later pass deleted segment " + segment + ", which consumers acknowledged", () -> !q.segmentNumbers().contains(segment));
+            until("a later pass deleted segment " + segment + ", which consumers acknowledged",
+                    () -> !q.segmentNumbers().contains(segment) && noDeletePending(s.data()));
         }
         boolean sourceDeleted = !q.segmentNumbers().contains(first);
 
@@ -376,7 +396,7 @@ class RelocationMachineCrashTest {
         MessageStore reopened = MessageStore.open(s.data(), config(DurabilityMode.NEVER), s.forcer());
         open.add(reopened);
         QueueStore again = reopened.queue("q");
-        until("the source is deleted", () -> !again.segmentNumbers().contains(s.first()));
+        until("the source is deleted", () -> !again.segmentNumbers().contains(s.first()) && passOver(s.data()));
         Path image = temp.resolve("image");
         s.disk().build(image);
         MessageStore recovered = MessageStore.open(image, config(DurabilityMode.NEVER));
