@@ -1,6 +1,5 @@
 package io.sluice.broker.queue;
 
-import io.netty.util.collection.LongObjectHashMap;
 import io.sluice.broker.error.BrokerException;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.IdRange;
@@ -66,8 +65,8 @@ public final class QueueTransactions {
     private long stagedMessages;
     /** Bytes of the messages staged by open transactions. */
     private long stagedBytes;
-    /** Ids held by transactions (T1), spread ({@link SpreadIds}: consecutive ids cluster in this map), with their bytes. */
-    private final LongObjectHashMap<Integer> held = new LongObjectHashMap<>();
+    /** Ids held by transactions (T1); their bytes are in the {@link HeldAcks} that holds them. */
+    private final IdSet held = new IdSet();
     private long heldBytes;
 
     QueueTransactions(BrokerQueue queue, QueueStore store, Backlog backlog, IdSet tracked, DeliveryOrder order,
@@ -98,7 +97,7 @@ public final class QueueTransactions {
             for (IdRange range : ranges) {
                 int hit = session.inFlight.removeRange(range.from(), range.to(), (id, bytes, appendedAtMillis) -> {
                     taken.add(id, bytes);
-                    held.put(SpreadIds.spread(id), Integer.valueOf(bytes));
+                    held.add(id);
                     heldBytes += bytes;
                 });
                 if (hit == 0) {
@@ -122,11 +121,11 @@ public final class QueueTransactions {
             int count = 0;
             for (int i = 0; i < acks.count(); i++) {
                 long id = acks.id(i);
-                Integer bytes = held.remove(SpreadIds.spread(id));
-                if (bytes != null) {
+                if (held.contains(id)) {
+                    held.remove(id);
                     ids[count++] = id;
-                    heldBytes -= bytes;
-                    backlog.removed(bytes);
+                    heldBytes -= acks.bytes(i);
+                    backlog.removed(acks.bytes(i));
                     tracked.remove(id);
                 }
             }
@@ -144,13 +143,17 @@ public final class QueueTransactions {
             if (queue.isClosed()) {
                 return null;
             }
+            for (int i = 0; i < acks.count(); i++) {
+                if (held.contains(acks.id(i))) {
+                    heldBytes -= acks.bytes(i);
+                }
+            }
             long[] ids = acks.ids();
             java.util.Arrays.sort(ids);
             int count = 0;
             for (int i = ids.length - 1; i >= 0; i--) {
-                Integer bytes = held.remove(SpreadIds.spread(ids[i]));
-                if (bytes != null) {
-                    heldBytes -= bytes;
+                if (held.contains(ids[i])) {
+                    held.remove(ids[i]);
                     order.dueFirst(ids[i]);
                     count++;
                 }
@@ -295,7 +298,7 @@ public final class QueueTransactions {
     }
 
     boolean isHeld(long id) {
-        return held.containsKey(SpreadIds.spread(id));
+        return held.contains(id);
     }
 
     /** Bytes of the deliveries held and of the publishes staged: what a purge leaves in the backlog besides the consumers'. */

@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -66,6 +67,8 @@ class DedupOffReclaimTest {
             int firstSegment = store.segmentNumbers().get(0);
             TestAwait.until("segment " + firstSegment + " reclaimed", Duration.ofSeconds(10),
                     () -> !store.segmentNumbers().contains(firstSegment));
+            assertTrue(store.segmentNumbers().size() <= 2, "only the segments still written stay: " + store.segmentNumbers());
+            assertEquals(0, store.unackedMessages());
         }
     }
 }
