@@ -352,6 +352,13 @@ final class PerfRun {
         if (transactions == null) {
             return null;
         }
+        try {
+            if (!transactions.awaitAnswers(java.util.concurrent.TimeUnit.SECONDS.toNanos(30))) {
+                note("Some commits had no answer 30 s after the last message arrived; they count as not committed.");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         Throwable failure = transactions.firstFailure.get();
         if (failure != null) {
             note("First failed transaction: " + failure);

@@ -105,6 +105,7 @@ final class TransactionalConsumer {
         commitsInFlight++;
         long startNanos = System.nanoTime();
         boolean inSummary = totals.committedMessages.get() >= totals.unsummarisedMessages;
+        totals.begun();
         transaction.commitAsync().whenComplete((ok, failure) -> committed(messages, startNanos, inSummary, failure));
     }
 
@@ -143,15 +144,46 @@ final class TransactionalConsumer {
             this.unsummarisedMessages = unsummarisedMessages;
         }
 
+        /** Commits begun and not yet answered; the monitor its waiters wait on. */
+        private long unanswered;
+
+        private synchronized void begun() {
+            unanswered++;
+        }
+
         private void committed(int messages, long nowNanos) {
             commits.increment();
             committedMessages.addAndGet(messages);
             lastCommitNanos.accumulateAndGet(nowNanos, Math::max);
+            answered();
         }
 
         private void failed(Throwable failure) {
             failedTransactions.increment();
             firstFailure.compareAndSet(null, failure);
+            answered();
+        }
+
+        private synchronized void answered() {
+            unanswered--;
+            notifyAll();
+        }
+
+        /**
+         * Waits up to {@code timeoutNanos} for every commit begun to be answered: the drain consumer may
+         * receive a commit's last message before its OK reaches the forwarder, and a report read then
+         * counts it as not committed. Returns false on timeout.
+         */
+        synchronized boolean awaitAnswers(long timeoutNanos) throws InterruptedException {
+            long deadline = System.nanoTime() + timeoutNanos;
+            while (unanswered > 0) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(this, left);
+            }
+            return true;
         }
     }
 }
