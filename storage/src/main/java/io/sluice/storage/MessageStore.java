@@ -38,6 +38,7 @@ import java.util.function.Supplier;
  *
  * <pre>
  * &lt;data&gt;/store.lock                  held while a process has the store open
+ * &lt;data&gt;/clean-shutdown              there only between a clean close and the next open
  * &lt;data&gt;/queues/&lt;name&gt;/segments/     Chronicle cycle files (one per segment) and metadata.cq4t
  * &lt;data&gt;/queues/&lt;name&gt;/acks/         ack checkpoint and ack journal
  * </pre>
@@ -53,6 +54,15 @@ public final class MessageStore implements AutoCloseable {
      * docs/performance.md, "Declares".)
      */
     static final int CREATOR_THREADS = 32;
+    /**
+     * Made by a close that forced every queue, removed by the next open. An open that does not find it
+     * follows a process crash, whose unforced records are in the page cache, and forces every segment
+     * before serving them (docs/storage.md, "Recovery"), as Kafka's log manager recovers the logs of a
+     * broker without its clean-shutdown file. Neither making nor removing it is forced: after a machine
+     * crash the page cache is gone, everything recovery reads is on disk, and a mark that comes back
+     * then skips a force that has nothing left to make durable.
+     */
+    static final String CLEAN_SHUTDOWN_FILE = "clean-shutdown";
 
     private final Path dataDirectory;
     private final Path queuesDirectory;
@@ -69,6 +79,8 @@ public final class MessageStore implements AutoCloseable {
     private final FileReleaser releaser;
     private final FileForcer forcer;
     private volatile boolean closed;
+    /** The last close was not clean, and the mode forces: recovery forces the segments first ({@link #CLEAN_SHUTDOWN_FILE}). */
+    private final boolean afterUncleanStop;
     /**
      * Creates new queues ({@link #createQueues}): a new queue's time is mostly fsyncs, so several at once
      * let the file system commit them together. Threads exist only while creations run.
@@ -99,6 +111,9 @@ public final class MessageStore implements AutoCloseable {
                 throw new StorageException("data directory " + dataDirectory + " is in use by another store (store.lock is held)");
             }
             lock = acquired;
+            Path cleanMark = dataDirectory.resolve(CLEAN_SHUTDOWN_FILE);
+            boolean cleanStop = Files.deleteIfExists(cleanMark);
+            afterUncleanStop = !cleanStop && config.durability() != DurabilityMode.NEVER;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot open data directory " + dataDirectory, e);
         }
@@ -183,7 +198,8 @@ public final class MessageStore implements AutoCloseable {
     }
 
     private QueueStore openQueue(String name, Path dir) {
-        return opening(name, () -> QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp, readAhead, releaser, forcer));
+        return opening(name, () -> QueueStore.open(name, dir, config, diskGuard, clock, flusher::wakeUp, readAhead, releaser, forcer,
+                afterUncleanStop));
     }
 
     private QueueStore openCreated(String name, Path dir, AckLog acks) {
@@ -410,11 +426,20 @@ public final class MessageStore implements AutoCloseable {
         creators.shutdown();
         flusher.close();
         readAhead.close();
+        boolean allForced = config.durability() != DurabilityMode.NEVER && inCreation.isEmpty();
         for (QueueStore q : queues.values()) {
             q.close();
+            allForced &= q.failure() == null;
         }
         queues.clear();
         releaser.close();
+        try {
+            if (allForced) {
+                Files.createFile(dataDirectory.resolve(CLEAN_SHUTDOWN_FILE));
+            }
+        } catch (IOException e) {
+            LOG.warn("Could not mark {} closed cleanly; the next open forces every segment.", dataDirectory, e);
+        }
         try {
             lock.release();
             lockChannel.close();

@@ -95,7 +95,8 @@ public final class QueueStore {
     private volatile boolean closed;
 
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
-                       Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer, AckLog createdAcks) {
+                       Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer, AckLog createdAcks,
+                       boolean afterUncleanStop) {
         this.readAhead = readAhead;
         this.ackJournalFile = directory.resolve("acks").resolve(AckFiles.JOURNAL);
         this.name = name;
@@ -111,7 +112,7 @@ public final class QueueStore {
         // The log reports seals to durability, which exists only once the log is recovered: the
         // forwarding lambda reads the field when a roll happens, never during recovery.
         QueueRecovery.Recovered recovered = QueueRecovery.open(name, directory, config, this::segmentSealed, this::enteringSegment,
-                createdAcks, forcer);
+                createdAcks, forcer, afterUncleanStop);
         this.log = recovered.log();
         this.ackLog = recovered.ackLog();
         this.acks = ackLog.state();
@@ -139,12 +140,15 @@ public final class QueueStore {
 
     static QueueStore open(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                            Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser) {
-        return open(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser, FileForcer.FSYNC);
+        return open(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser, FileForcer.FSYNC, false);
     }
 
+    /** {@code afterUncleanStop}: the store was not closed cleanly, so recovery forces the segments first. */
     static QueueStore open(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
-                           Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer) {
-        return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser, forcer, null);
+                           Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer,
+                           boolean afterUncleanStop) {
+        return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser, forcer, null,
+                afterUncleanStop);
     }
 
     /**
@@ -153,7 +157,7 @@ public final class QueueStore {
      */
     static QueueStore openCreated(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                                   Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer, AckLog createdAcks) {
-        return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser, forcer, createdAcks);
+        return new QueueStore(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser, forcer, createdAcks, false);
     }
 
     /** The directories whose entries a new queue added, but for the directory of queues: segments, acks, the queue's own. */

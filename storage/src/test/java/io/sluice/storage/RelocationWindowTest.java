@@ -71,7 +71,7 @@ class RelocationWindowTest {
         queue = QueueStore.open("q", dir, StoreConfig.builder()
                         .segmentBytes(StoreConfig.MIN_SEGMENT_BYTES).maxMessageBytes(64 << 10)
                         .durability(DurabilityMode.NEVER).relocateAfterMs(0).build(),
-                new DiskSpaceGuard(dir, 0), System::currentTimeMillis, () -> { }, null, releaser, holdTheReclaimersForce);
+                new DiskSpaceGuard(dir, 0), System::currentTimeMillis, () -> { }, null, releaser, holdTheReclaimersForce, false);
         Map<Long, Long> idOfSeq = new HashMap<>();
         long seq = 0;
         while (queue.segmentNumbers().size() < 3) {

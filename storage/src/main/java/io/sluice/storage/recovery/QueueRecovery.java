@@ -37,7 +37,10 @@ import java.util.function.IntConsumer;
  *   <li>delete a newest segment whose creation was interrupted (its header incomplete), and the
  *       metadata file of a queue without segments whose creation was;</li>
  *   <li>open the segments; message counts per segment come from Chronicle's index, not a scan;</li>
- *   <li>if a relocation pass was interrupted (its intent is there), force the segments its copies may be in;</li>
+ *   <li>after an unclean stop (the store found no clean-shutdown mark), force every segment: the
+ *       records a killed process appended since its last force are in the page cache, not on disk,
+ *       and the reopened queue counts them as durable; otherwise, if a relocation pass was interrupted
+ *       (its intent is there), force the segments its copies may be in;</li>
  *   <li>load the ack checkpoint and replay the journal;</li>
  *   <li>verify the checksums of the last segment only (the one that can hold an unsynced tail after a
  *       machine crash), or from the relocation intent if a relocation pass was interrupted, and
@@ -65,9 +68,11 @@ public final class QueueRecovery {
     private final Path segmentDirectory;
     private final StoreConfig config;
     private final FileForcer forcer;
+    private final boolean afterUncleanStop;
 
-    private QueueRecovery(String name, Path directory, StoreConfig config, FileForcer forcer) {
+    private QueueRecovery(String name, Path directory, StoreConfig config, FileForcer forcer, boolean afterUncleanStop) {
         this.forcer = forcer;
+        this.afterUncleanStop = afterUncleanStop;
         this.name = name;
         this.directory = directory;
         this.segmentDirectory = directory.resolve("segments");
@@ -78,11 +83,13 @@ public final class QueueRecovery {
      * Opens and recovers queue {@code name} in {@code directory}; {@code onSeal} and {@code onEntering} go to
      * the {@link SegmentLog}.
      * {@code createdAcks}, if not null, is the ack log of a new queue whose files were just created in
-     * steps ({@link AckLog#prepareNew}); the queue must have no segment then.
+     * steps ({@link AckLog#prepareNew}); the queue must have no segment then. {@code afterUncleanStop}:
+     * the store was not closed cleanly the last time (a process crash), so the segments may hold records
+     * that were never forced, and are forced before the queue is served.
      */
     public static Recovered open(String name, Path directory, StoreConfig config, IntConsumer onSeal, IntConsumer onEntering,
-                                 AckLog createdAcks, FileForcer forcer) {
-        return new QueueRecovery(name, directory, config, forcer).run(onSeal, onEntering, createdAcks);
+                                 AckLog createdAcks, FileForcer forcer, boolean afterUncleanStop) {
+        return new QueueRecovery(name, directory, config, forcer, afterUncleanStop).run(onSeal, onEntering, createdAcks);
     }
 
     private Recovered run(IntConsumer onSeal, IntConsumer onEntering, AckLog createdAcks) {
@@ -139,8 +146,14 @@ public final class QueueRecovery {
         log.countSegments(ackLog::segmentGrew);
         RelocationIntent intent = new RelocationIntent(directory);
         long scanFrom = scanStart(log, intent, lastSegment);
-        if (Files.exists(directory.resolve(RelocationIntent.FILE))) {
-            forceCopies(SegmentRollCycle.INSTANCE.toCycle(scanFrom), lastSegment);
+        if (afterUncleanStop) {
+            forceSegments(Math.max(0, log.firstSegment()), lastSegment);
+            LOG.info("Queue '{}': the store was not closed cleanly; forced its segments, which may hold records the stopped "
+                    + "process had not forced.", name);
+        } else if (Files.exists(directory.resolve(RelocationIntent.FILE))) {
+            forceSegments(SegmentRollCycle.INSTANCE.toCycle(scanFrom), lastSegment);
+            LOG.info("Queue '{}': forced the segments from {} on, which may hold relocated copies not yet forced.", name,
+                    SegmentFiles.fileName(SegmentRollCycle.INSTANCE.toCycle(scanFrom)));
         }
         AckLog.Recovery acks = ackLog.recover();
         finishReclaimedDeletes(log, acks.reclaimedSegmentsStillOnDisk(), lastSegment);
@@ -176,15 +189,22 @@ public final class QueueRecovery {
     }
 
     /**
-     * Rule "a source waits for its copies' forces" (docs/storage.md, "Reclaim") across a restart: with the
-     * relocation intent there, the copies written after its id may be in the page cache only (the process
-     * was killed, or closed under {@code never}, before their pass forced them), while the journal in the
-     * same page cache holds their RELOCATED records, and the next reclaim pass would delete their sources as
-     * fully acknowledged. So before the ack state is checkpointed (which makes those records durable), every
-     * segment from {@code fromSegment} to the last is forced, then Chronicle's metadata file and the segment
-     * directory, whose entries a segment never forced under {@code never} may lack.
+     * Forces every segment from {@code fromSegment} to the last, then Chronicle's metadata file and the
+     * segment directory, whose entries a segment never forced (a new one, or under {@code never}) may lack.
+     * Two cases need it, both before the ack state is checkpointed and before the queue is served:
+     * <ul>
+     *   <li>After an unclean stop: a killed process leaves the records it appended since its last force in
+     *       the page cache. Recovery reads them there and the reopened queue counts them as durable (its
+     *       durable index starts at its last record), so a resend of one is answered DUPLICATE at once; a
+     *       machine crash before the next force would lose what that answer confirmed.</li>
+     *   <li>Rule "a source waits for its copies' forces" (docs/storage.md, "Reclaim") across a restart: with
+     *       the relocation intent there, the copies written after its id may be in the page cache only (the
+     *       process was killed, or closed under {@code never}, before their pass forced them), while the
+     *       journal in the same page cache holds their RELOCATED records, and the next reclaim pass would
+     *       delete their sources as fully acknowledged.</li>
+     * </ul>
      */
-    private void forceCopies(int fromSegment, int lastSegment) throws IOException {
+    private void forceSegments(int fromSegment, int lastSegment) throws IOException {
         for (int segment = fromSegment; segment <= lastSegment; segment++) {
             Path file = SegmentFiles.file(segmentDirectory, segment);
             if (Files.exists(file)) {
@@ -202,8 +222,6 @@ public final class QueueRecovery {
         try (FileChannel channel = FileChannel.open(segmentDirectory, StandardOpenOption.READ)) {
             forcer.forceDirectory(channel, segmentDirectory);
         }
-        LOG.info("Queue '{}': forced the segments from {} on, which may hold relocated copies not yet forced.", name,
-                SegmentFiles.fileName(fromSegment));
     }
 
     /**

@@ -25,6 +25,8 @@ final class ChildWriter implements AutoCloseable {
     /** Sequence to id of messages reported "kept" (reclaim mode). */
     final Map<Long, Long> kept = new ConcurrentHashMap<>();
     volatile long confirmed = -1;
+    /** The last sequence appended (unforced-tail mode). */
+    volatile long written = -1;
     /** Queues the child reported created (create mode). */
     final Set<String> created = ConcurrentHashMap.newKeySet();
     /** The child reported that it holds Chronicle's write lock (hold-lock mode). */
@@ -116,6 +118,7 @@ final class ChildWriter implements AutoCloseable {
                 case "acked" -> acked.add(Long.parseLong(f[1]));
                 case "holding" -> holding = true;
                 case "created" -> created.add(f[1]);
+                case "written" -> written = Long.parseLong(f[1]);
                 default -> throw new IllegalStateException("unexpected line from the child: " + line);
             }
         }

@@ -4,6 +4,7 @@ import io.sluice.storage.DurabilityMode;
 import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
+import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.segment.SegmentClock;
 import io.sluice.storage.segment.SegmentRollCycle;
 import net.openhft.chronicle.queue.ExcerptAppender;
@@ -16,19 +17,23 @@ import java.io.FileDescriptor;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.OutputStreamWriter;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Child process of the crash tests: appends forever until killed, and reports on stdout what the
  * store has promised, so that the parent can check the promise after a kill -9.
  *
- * <p>Arguments: {@code <data dir> <mixed|reclaim|hold-lock|create> <first sequence>}. Protocol on stdout (one line each,
+ * <p>Arguments: {@code <data dir> <mixed|reclaim|hold-lock|create|unforced-tail> <first sequence>}. Protocol on stdout (one line each,
  * flushed before the step it announces happens):
  * <pre>
  * confirmed S      every message of sequence up to S (from this run) is durable
@@ -37,19 +42,24 @@ import java.util.concurrent.Semaphore;
  * acked S          the ack of S returned
  * holding          (hold-lock mode) the child is inside Chronicle's writingDocument: it holds the write lock
  * created NAME     (create mode) queue NAME was created: createQueues returned it
+ * written S        (unforced-tail mode) every message up to S is appended; those after the last confirmed are not forced
  * </pre>
  * Mixed mode acks every sequence divisible by 3, with a 4 KiB ack journal, so the journal rotates
  * all the time; reclaim mode acks all but every 50th, with 1 MiB segments, so reclaim and straggler
  * relocation run all the time. Hold-lock mode appends {@link #HOLD_LOCK_MESSAGES} messages, confirms
  * them, then opens a document on the queue's segments and stays inside it, holding Chronicle's write
  * lock, until it is killed: the state a kill -9 in the middle of an append leaves. Create mode creates
- * queues in groups until it is killed, and appends nothing.
+ * queues in groups until it is killed, and appends nothing. Unforced-tail mode ({@link #appendAnUnforcedTail})
+ * leaves records in the page cache that no force made durable, across a roll, and the disk image of
+ * what was forced next to the data directory.
  */
 public final class CrashingWriter {
     static final String QUEUE = "q";
     static final int MAX_IN_FLIGHT = 20_000;
     static final int HOLD_LOCK_MESSAGES = 1_000;
     static final int CREATE_GROUP = 20;
+    static final int TAIL_FORCED_MESSAGES = 500;
+    static final int TAIL_UNFORCED_MESSAGES = 1_500;
 
     private CrashingWriter() {
     }
@@ -59,7 +69,9 @@ public final class CrashingWriter {
                 .durability(DurabilityMode.ALWAYS)
                 .maxMessageBytes(64 << 10)
                 .reservedDiskBytes(64L << 20);
-        if (mode.equals("reclaim")) {
+        if (mode.equals("unforced-tail")) {
+            builder.segmentBytes(StoreConfig.MIN_SEGMENT_BYTES); // the unforced records span a roll
+        } else if (mode.equals("reclaim")) {
             // Relocation at once, as before the wait existed: kills must land in the middle of it.
             builder.segmentBytes(StoreConfig.MIN_SEGMENT_BYTES).relocateAfterMs(0);
         } else {
@@ -102,6 +114,10 @@ public final class CrashingWriter {
         // looks System.out up on every write).
         System.setOut(System.err);
         BufferedWriter out = new BufferedWriter(new OutputStreamWriter(new FileOutputStream(FileDescriptor.out), StandardCharsets.US_ASCII), 1 << 16);
+        if (mode.equals("unforced-tail")) {
+            appendAnUnforcedTail(dir, firstSeq, out);
+            return;
+        }
         MessageStore store = MessageStore.open(dir, config(mode));
         if (mode.equals("create")) {
             createQueuesForever(store, firstSeq, out);
@@ -208,6 +224,77 @@ public final class CrashingWriter {
         while (document.isOpen()) {
             Thread.sleep(60_000); // until the parent kills this process
         }
+    }
+
+    /** Where unforced-tail mode leaves the image of what its store forced: next to the data directory. */
+    static Path forcedImage(Path dataDirectory) {
+        return dataDirectory.resolveSibling(dataDirectory.getFileName() + ".forced");
+    }
+
+    /**
+     * Unforced-tail mode: appends {@link #TAIL_FORCED_MESSAGES} and waits until they are durable; then
+     * stops every further force (the forcer blocks the flusher for good), writes the disk image of what
+     * was forced ({@link ForcedDiskImage}) to {@link #forcedImage}, and appends
+     * {@link #TAIL_UNFORCED_MESSAGES} more, across a roll (1 MiB segments, messages of about 1 KiB), which
+     * stay in the page cache only. Then it waits to be killed.
+     */
+    private static void appendAnUnforcedTail(Path dir, long firstSeq, BufferedWriter out) throws Exception {
+        ForcedDiskImage disk = new ForcedDiskImage(dir);
+        CountDownLatch never = new CountDownLatch(1);
+        AtomicBoolean held = new AtomicBoolean();
+        FileForcer holding = new FileForcer() {
+            private void holdIfAsked() {
+                while (held.get()) {
+                    try {
+                        never.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            }
+
+            @Override
+            public void force(FileChannel channel, Path file) throws IOException {
+                holdIfAsked();
+                disk.force(channel, file);
+            }
+
+            @Override
+            public void forceDirectory(FileChannel channel, Path directory) throws IOException {
+                holdIfAsked();
+                disk.forceDirectory(channel, directory);
+            }
+
+            @Override
+            public void forcingMapped(Path file) {
+                holdIfAsked();
+                disk.forcingMapped(file);
+            }
+        };
+        MessageStore store = MessageStore.open(dir, config("unforced-tail"), holding);
+        QueueStore queue = store.createQueue(QUEUE);
+        long seq = firstSeq;
+        long last = -1;
+        for (; seq < firstSeq + TAIL_FORCED_MESSAGES; seq++) {
+            last = queue.append(null, tailPayload(seq));
+        }
+        queue.whenDurable(last).get();
+        held.set(true);
+        disk.build(forcedImage(dir));
+        line(out, "confirmed " + (seq - 1));
+        out.flush();
+        for (; seq < firstSeq + TAIL_FORCED_MESSAGES + TAIL_UNFORCED_MESSAGES; seq++) {
+            queue.append(null, tailPayload(seq));
+        }
+        line(out, "written " + (seq - 1));
+        out.flush();
+        never.await(); // until the parent kills this process
+    }
+
+    /** A message of unforced-tail mode: about 1 KiB, its first 8 bytes its sequence. */
+    static byte[] tailPayload(long seq) {
+        byte[] b = payload("mixed", seq);
+        return Arrays.copyOf(b, 1_000);
     }
 
     private static void line(BufferedWriter out, String text) throws IOException {

@@ -134,6 +134,25 @@ final class ForcedDiskImage implements FileForcer {
         }
     }
 
+    /**
+     * Lays what this image's store forced over {@code base}, the image of the disk as an earlier store
+     * in the same data directory left it (that store's process was killed; this one reopened its files):
+     * each segment file and Chronicle metadata file as of its last force here, if its name is on that
+     * disk already or a force of its directory here made it durable. The result is the disk a machine
+     * crash would leave now.
+     */
+    void overlay(Path base) throws IOException {
+        for (Map.Entry<Path, byte[]> forced : forcedFiles.entrySet()) {
+            Path relative = forced.getKey();
+            String name = relative.getFileName().toString();
+            Path target = base.resolve(relative.toString());
+            if ((name.endsWith(".cq4") || name.equals("metadata.cq4t")) && Files.isDirectory(target.getParent())
+                    && (Files.exists(target) || durableEntries.contains(relative))) {
+                Files.write(target, forced.getValue());
+            }
+        }
+    }
+
     private static Path journal(String queue) {
         return Path.of("queues", queue, "acks", AckFiles.JOURNAL);
     }
