@@ -35,8 +35,9 @@ import static io.sluice.broker.metrics.MetricNames.*;
 
 /**
  * The broker's Prometheus registry: JVM and process meters from the start, the broker's own once
- * {@link #bind} is called after recovery. Queue meters follow the queues: each {@link #scrape()}
- * registers the meters of new queues, removes those of deleted ones and takes every queue's figures
+ * {@link #bind} is called after recovery. Queue meters follow the queues: a queue's are registered
+ * when it is declared and removed when it is deleted (the queue manager tells), and each {@link #scrape()}
+ * also registers the meters of new queues, removes those of deleted ones and takes every queue's figures
  * (one task on each queue's executor, waited for at most {@value #SNAPSHOT_WAIT_MS} ms in all; a
  * queue that does not answer in time keeps its previous figures). Nothing here runs on the publish
  * or delivery path. Thread-safe: scrapes are serialised.
@@ -90,6 +91,7 @@ public final class BrokerMetrics implements AutoCloseable {
                      long recoveryNanos, BooleanSupplier ready) {
         this.queues = queues;
         queues.onDeclared(this::metersOf); // before the first scrape: its latencies are recorded from the start
+        queues.onDeleted(this::removeMetersOf); // not at the next scrape only: a broker nobody scrapes would keep them all
         queues.all().forEach(this::metersOf);
         Gauge.builder(BROKER_READY, () -> ready.getAsBoolean() ? 1 : 0)
                 .description("1 while the broker has recovered its store and listens for clients").register(registry);
@@ -199,6 +201,22 @@ public final class BrokerMetrics implements AutoCloseable {
                 .description("Transactions rolled back by their timeout").register(registry);
         FunctionCounter.builder(TRANSACTIONS_APPLY_FAILURES, transactions, TransactionCoordinator::applyFailures)
                 .description("Attempts to store committed publishes that failed and are retried").register(registry);
+    }
+
+    /** Removes the meters of deleted queue {@code q}, unless they already belong to a queue declared again under its name. */
+    private void removeMetersOf(BrokerQueue q) {
+        synchronized (queueMeters) {
+            QueueMeters m = queueMeters.get(q.name());
+            if (m != null && m.queue == q) {
+                m.remove(registry);
+                queueMeters.remove(q.name());
+            }
+        }
+    }
+
+    /** How many meters the registry holds for queue {@code name} (tests: a deleted queue's are gone). */
+    int meterCountOf(String name) {
+        return (int) registry.getMeters().stream().filter(m -> name.equals(m.getId().getTag(MetricNames.LABEL_QUEUE))).count();
     }
 
     /** The meters of this queue, registered now if need be (replacing those of a deleted queue of the same name). */

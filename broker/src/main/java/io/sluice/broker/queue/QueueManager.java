@@ -88,6 +88,7 @@ public final class QueueManager {
     private final ThreadPoolExecutor settingsWriters;
     /** Told of each queue declared from now on (the metrics, so no latency sample is missed). */
     private volatile Consumer<BrokerQueue> declaredListener = q -> { };
+    private volatile Consumer<BrokerQueue> deletedListener = q -> { };
     private volatile boolean closing;
     /** Queues between their removal and the end of their store's deletion; guarded by this object's lock. */
     private final Set<String> deleting = new HashSet<>();
@@ -156,6 +157,11 @@ public final class QueueManager {
     /** Sets who is told of each queue declared from now on; it must not block. */
     public void onDeclared(Consumer<BrokerQueue> listener) {
         this.declaredListener = listener;
+    }
+
+    /** Sets who is told of each queue deleted from now on, once it is closed and its files are gone; it must not block. */
+    public void onDeleted(Consumer<BrokerQueue> listener) {
+        this.deletedListener = listener;
     }
 
     /** The queue, or null. */
@@ -463,6 +469,7 @@ public final class QueueManager {
             }
         }
         LOG.info("Queue '{}' deleted.", name);
+        deletedListener.accept(q);
         return true;
     }
 
