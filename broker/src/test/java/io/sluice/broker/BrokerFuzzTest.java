@@ -16,8 +16,10 @@ import io.sluice.client.Message;
 import io.sluice.client.ReconnectPolicy;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.CloseFrame;
+import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.CreditFrame;
 import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.Frame;
 import io.sluice.protocol.FrameEncoder;
@@ -26,10 +28,19 @@ import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackAction;
 import io.sluice.protocol.NackFrame;
+import io.sluice.protocol.OkFrame;
+import io.sluice.protocol.ProducerInitFrame;
+import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.PublishFrameBuilder;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.TxAbortedFrame;
+import io.sluice.protocol.TxAckFrame;
+import io.sluice.protocol.TxBeginFrame;
+import io.sluice.protocol.TxCommitFrame;
+import io.sluice.protocol.TxPublishFrame;
+import io.sluice.protocol.TxRollbackFrame;
 import io.sluice.protocol.UnsubscribeFrame;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -140,8 +151,11 @@ class BrokerFuzzTest {
         } finally {
             pool.shutdownNow();
         }
-        System.out.printf("BrokerFuzzTest: %d connections, %d got an answer%n", Math.min(connections.get(), MAX_CONNECTIONS),
-                answered.get());
+        System.out.printf("BrokerFuzzTest: %d connections, %d got an answer; transactions: %d committed, %d rolled back, %d aborted%n",
+                Math.min(connections.get(), MAX_CONNECTIONS), answered.get(), broker.transactions().commits(),
+                broker.transactions().rollbacks(), broker.transactions().aborts());
+        assertTrue(broker.transactions().rollbacks() + broker.transactions().aborts() > 0,
+                "the conversations reached the transactions (seed " + seed + ")");
 
         useNormally("after fuzzing");
         try {
@@ -169,7 +183,7 @@ class BrokerFuzzTest {
             socket.setSoTimeout(300);
             socket.setSoLinger(random.nextBoolean(), 0);
             OutputStream out = socket.getOutputStream();
-            switch (random.nextInt(9)) {
+            switch (random.nextInt(10)) {
                 case 0 -> out.write(randomBytes(random, random.nextInt(2_000)));
                 case 1 -> {
                     out.write(hello());
@@ -216,6 +230,15 @@ class BrokerFuzzTest {
                     byte[] frame = validFrame(random);
                     out.write(frame, 0, random.nextInt(frame.length));
                     socket.shutdownOutput();
+                }
+                case 8 -> {
+                    // A conversation: frames that build on each other (a transaction begun, published into,
+                    // acked in and committed; a subscription credited and acked), one in five damaged.
+                    out.write(hello());
+                    for (int i = 0, n = 2 + random.nextInt(30); i < n; i++) {
+                        byte[] frame = validFrame(random);
+                        out.write(random.nextInt(5) == 0 ? flipBits(random, frame) : frame);
+                    }
                 }
                 default -> {
                     if (random.nextBoolean()) {
@@ -272,26 +295,45 @@ class BrokerFuzzTest {
     }
 
     private static byte[] validFrame(Random random) {
-        Frame frame = switch (random.nextInt(11)) {
+        // Every frame type a client sends, with ids from a small range so that later frames name what
+        // earlier ones opened (a transaction, a subscription, a producer), and frames only the broker
+        // sends, which a client must not.
+        Frame frame = switch (random.nextInt(21)) {
             case 0 -> new DeclareQueueFrame(random.nextLong(), "fuzz", QueueSettings.EMPTY);
-            case 1 -> {
-                PublishFrameBuilder b = new PublishFrameBuilder(ByteBufAllocator.DEFAULT, "fuzz");
-                for (int i = 0, n = 1 + random.nextInt(3); i < n; i++) {
-                    b.add(random.nextLong(), i, List.of(), randomBytes(random, random.nextInt(64)));
-                }
-                yield b.build();
-            }
+            case 1 -> publish(random);
             case 2 -> new SubscribeFrame(random.nextLong(), random.nextInt(4), "fuzz", 1 + random.nextInt(10));
             case 3 -> new AckFrame(random.nextInt(4), List.of(IdRange.single(random.nextInt(100))));
-            case 4 -> new NackFrame(random.nextInt(4), NackAction.REQUEUE, 0, List.of(IdRange.single(random.nextInt(100))));
+            case 4 -> {
+                NackAction action = NackAction.values()[random.nextInt(NackAction.values().length)];
+                yield new NackFrame(random.nextInt(4), action, action == NackAction.REQUEUE_AFTER_DELAY ? random.nextInt(1_000) : 0,
+                        List.of(IdRange.single(random.nextInt(100))));
+            }
             case 5 -> new CreditFrame(random.nextInt(4), random.nextInt(100));
             case 6 -> new UnsubscribeFrame(random.nextLong(), random.nextInt(4));
             case 7 -> new PurgeQueueFrame(random.nextLong(), "fuzz-other");
             case 8 -> HeartbeatFrame.INSTANCE;
             case 9 -> new CloseFrame(ErrorCode.NONE, "bye");
+            case 10 -> new TxBeginFrame(1 + random.nextInt(4), random.nextInt(3) == 0 ? random.nextInt(Integer.MAX_VALUE) : 1 + random.nextInt(60_000));
+            case 11 -> new TxPublishFrame(1 + random.nextInt(4), publish(random));
+            case 12 -> new TxAckFrame(1 + random.nextInt(4), random.nextInt(4), List.of(IdRange.single(random.nextInt(100))));
+            case 13 -> new TxCommitFrame(random.nextLong(), 1 + random.nextInt(4));
+            case 14 -> new TxRollbackFrame(random.nextLong(), 1 + random.nextInt(4));
+            case 15 -> new ProducerInitFrame(random.nextLong(), "fuzz", "fuzz-producer-" + random.nextInt(3), random.nextInt(3) - 1);
+            case 16 -> new DeleteQueueFrame(random.nextLong(), "fuzz-other");
+            case 17 -> new TxAbortedFrame(1 + random.nextInt(4), ErrorCode.UNKNOWN_TRANSACTION, "a broker's frame");
+            case 18 -> new OkFrame(random.nextLong());
+            case 19 -> new ConfirmFrame(random.nextLong(), List.of(IdRange.single(random.nextInt(100))));
             default -> new HelloFrame(1, 1, "again", 0, 0, "", "");
         };
         return encode(frame);
+    }
+
+    private static PublishFrame publish(Random random) {
+        PublishFrameBuilder b = new PublishFrameBuilder(ByteBufAllocator.DEFAULT, "fuzz");
+        for (int i = 0, n = 1 + random.nextInt(3); i < n; i++) {
+            b.add(random.nextLong(), i, List.of(), randomBytes(random, random.nextInt(64)));
+        }
+        return b.build();
     }
 
     private static byte[] encode(Frame frame) {
@@ -317,16 +359,34 @@ class BrokerFuzzTest {
     }
 
     /** A normal client connects, declares, publishes and consumes. */
+    /**
+     * A normal client's round trip on "normal" and on "fuzz" (the queue the garbage names), then a
+     * committed transaction; before fuzzing this also opens every store file the fuzz may make the
+     * broker open (those queues' segments, the transaction log), so the descriptors counted after are
+     * comparable.
+     */
     private void useNormally(String when) throws Exception {
         try (Connection c = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
                 .reconnectPolicy(ReconnectPolicy.DISABLED).build())) {
-            String queue = "normal"; // one queue, so its store files are open before the descriptors are counted
-            c.declareQueue(queue, QueueSettings.EMPTY);
-            c.createProducer(queue, io.sluice.client.ProducerOptions.DEFAULT).send(Payloads.of(42));
-            Consumer consumer = c.subscribe(queue, ConsumerOptions.DEFAULT);
+            for (String queue : List.of("normal", "fuzz")) {
+                c.declareQueue(queue, QueueSettings.EMPTY);
+                c.purgeQueue(queue); // what the fuzz left there
+                c.createProducer(queue, io.sluice.client.ProducerOptions.DEFAULT).send(Payloads.of(42));
+                Consumer consumer = c.subscribe(queue, ConsumerOptions.DEFAULT);
+                Message m = consumer.receive(Duration.ofSeconds(10));
+                assertTrue(m != null, "a normal client consumes from " + queue + " " + when);
+                assertEquals(42, Payloads.sequence(m.payload()));
+                m.ack();
+                consumer.close();
+            }
+            try (io.sluice.client.Transaction tx = c.transaction()) {
+                tx.publish("normal", Payloads.of(43));
+                tx.commit();
+            }
+            Consumer consumer = c.subscribe("normal", ConsumerOptions.DEFAULT);
             Message m = consumer.receive(Duration.ofSeconds(10));
-            assertTrue(m != null, "a normal client consumes " + when);
-            assertEquals(42, Payloads.sequence(m.payload()));
+            assertTrue(m != null, "a normal client's transaction commits " + when);
+            assertEquals(43, Payloads.sequence(m.payload()));
             m.ack();
         }
     }
