@@ -106,7 +106,7 @@ public final class BrokerQueue {
         this.executor = executor;
         this.manager = manager;
         this.options = options;
-        this.order = new DeliveryOrder(store, tracked);
+        this.order = new DeliveryOrder(store, tracked, executor, this::scheduleDispatch);
         this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store), this::deadLetter);
         this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes());
         this.producers = manager.openProducers(name, store, executor);
@@ -382,9 +382,9 @@ public final class BrokerQueue {
 
     /** Adds a consumer. Runs on the queue's executor; returns the session for later frames. */
     ConsumerSession subscribe(ConsumerLink connection, int tag, long initialCredit, ConnectionCredit account) {
+        order.openReader(); // first: a store that throws here leaves no consumer behind, holding credit
         ConsumerSession session = new ConsumerSession(connection, tag, account.grant(initialCredit), account);
         consumers.add(session);
-        order.openReader();
         scheduleDispatch();
         return session;
     }

@@ -1,11 +1,17 @@
 package io.sluice.broker.queue;
 
 import io.netty.util.collection.LongObjectHashMap;
+import io.netty.util.concurrent.EventExecutor;
 import io.sluice.storage.CorruptRecordException;
 import io.sluice.storage.QueueReader;
 import io.sluice.storage.QueueStore;
+import io.sluice.storage.StorageFilesExhaustedException;
 import io.sluice.storage.StoredMessage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
 
 /**
@@ -14,8 +20,17 @@ import java.util.function.LongConsumer;
  * queue. Also remembers which consumer each message taken back by the ack timeout came from, so
  * that only that consumer's late ack counts (D5). The only owner of the ready list, the reader and
  * those two sets; confined to the queue's executor.
+ *
+ * <p>The reader is opened at the first subscription, and a queue never written opens its files then.
+ * If the process is out of file descriptors, the subscription stands anyway and the reader is opened
+ * later: at each dispatch, and every {@value #READER_RETRY_MS} ms while it cannot be, so the consumer
+ * is served once a descriptor is free (the queue's appends are refused meanwhile, with the same cause).
+ * So is a read that needs a segment file opened while none can be.
  */
 final class DeliveryOrder {
+    private static final Logger LOG = LoggerFactory.getLogger(DeliveryOrder.class);
+    static final long READER_RETRY_MS = 1000;
+
     private final QueueStore store;
     /** The queue's tracked messages: a due message whose record is gone stops being tracked. */
     private final IdSet tracked;
@@ -23,20 +38,70 @@ final class DeliveryOrder {
     private final LongObjectHashMap<ConsumerSession> takenBackFrom = new LongObjectHashMap<>();
     private final IdSet deadLettering = new IdSet();
     private QueueReader reader;
+    private final EventExecutor executor;
+    private final Runnable dispatch;
+    /** A subscription wants the reader (it stays open until the queue closes). */
+    private boolean readerWanted;
+    /** A file could not be opened for the reader for want of descriptors; a dispatch is scheduled. */
+    private boolean retrying;
+    private boolean closed;
 
-    DeliveryOrder(QueueStore store, IdSet tracked) {
+    /** {@code dispatch} asks the queue for a dispatch; it runs on {@code executor}, the queue's. */
+    DeliveryOrder(QueueStore store, IdSet tracked, EventExecutor executor, Runnable dispatch) {
         this.store = store;
         this.tracked = tracked;
+        this.executor = executor;
+        this.dispatch = dispatch;
     }
 
-    /** Opens the reader at the oldest unacknowledged message, on the first subscription. */
+    /** Opens the reader at the oldest unacknowledged message, on the first subscription (or later: see the class comment). */
     void openReader() {
-        if (reader == null) {
+        readerWanted = true;
+        tryOpenReader();
+    }
+
+    /** True if the reader is open; false if it cannot be opened now for want of descriptors (a retry is then scheduled). */
+    private boolean tryOpenReader() {
+        if (reader != null) {
+            return true;
+        }
+        try {
             reader = store.openReader();
+        } catch (StorageFilesExhaustedException e) {
+            retryLater(e);
+            return false;
+        }
+        return true;
+    }
+
+    /**
+     * The store could not open a file for the reader (the reader itself, or the segment it reads next)
+     * for want of descriptors: the dispatch ends without a failure, and another is asked for in
+     * {@value #READER_RETRY_MS} ms, once, however many consumers wait.
+     */
+    private void retryLater(StorageFilesExhaustedException e) {
+        if (retrying) {
+            return;
+        }
+        retrying = true;
+        LOG.warn("Queue '{}': {}; its consumers are served once a descriptor is free (tried again every {} ms).",
+                store.name(), e.getMessage(), READER_RETRY_MS);
+        try {
+            executor.schedule(this::retry, READER_RETRY_MS, TimeUnit.MILLISECONDS);
+        } catch (RejectedExecutionException shuttingDown) {
+            retrying = false; // the broker stops: nothing left to serve
+        }
+    }
+
+    private void retry() {
+        retrying = false;
+        if (!closed) {
+            dispatch.run();
         }
     }
 
     void closeReader() {
+        closed = true;
         if (reader != null) {
             reader.close();
             reader = null;
@@ -118,12 +183,20 @@ final class DeliveryOrder {
             }
             tracked.remove(id);
         }
+        if (!readerWanted || !tryOpenReader()) {
+            return null;
+        }
         // The reader returns each message once, relocated ones included (see QueueReader); one that
         // drop-oldest is moving to the dead-letter queue before the reader got to it is not delivered.
         StoredMessage next;
-        do {
-            next = reader.next();
-        } while (next != null && deadLettering.size() > 0 && deadLettering.contains(next.id())); // no lookup per message unless a move is under way
+        try {
+            do {
+                next = reader.next();
+            } while (next != null && deadLettering.size() > 0 && deadLettering.contains(next.id())); // no lookup per message unless a move is under way
+        } catch (StorageFilesExhaustedException e) {
+            retryLater(e); // the reader stays where it was: the message is read again next time
+            return null;
+        }
         return next;
     }
 }

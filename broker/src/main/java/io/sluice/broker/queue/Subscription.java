@@ -1,8 +1,13 @@
 package io.sluice.broker.queue;
 
+import io.sluice.broker.error.ErrorCodes;
 import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackFrame;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -11,8 +16,11 @@ import java.util.concurrent.CompletableFuture;
  * A connection's handle on one of its consumers. Created on the connection's event loop; every
  * call hands its work to the queue's executor, where the {@link ConsumerSession} lives. Tasks run in
  * submission order, so the session exists before any later frame of the same consumer is handled.
+ * If the queue could not open the consumer (its store failed), the connection gets an ERROR naming the
+ * tag and the cause, and the consumer's later frames change nothing.
  */
 public final class Subscription {
+    private static final Logger LOG = LoggerFactory.getLogger(Subscription.class);
     private final BrokerQueue queue;
     private ConsumerSession session;
 
@@ -27,17 +35,35 @@ public final class Subscription {
     public static Subscription open(BrokerQueue queue, ConsumerLink connection, int tag, long initialCredit,
                                     ConnectionCredit account) {
         Subscription sub = new Subscription(queue);
-        queue.executor().execute(() -> sub.session = queue.subscribe(connection, tag, initialCredit, account));
+        queue.executor().execute(() -> {
+            try {
+                sub.session = queue.subscribe(connection, tag, initialCredit, account);
+            } catch (RuntimeException e) {
+                LOG.warn("Queue '{}': consumer tag {} could not be opened.", queue.name(), tag, e);
+                ErrorCode code = ErrorCodes.of(e);
+                connection.error(code, "consumer tag " + tag + " on queue '" + queue.name() + "' could not be opened ("
+                        + e.getMessage() + "); subscribe again");
+                connection.flush();
+            }
+        });
         return sub;
     }
 
     /** More credit: what fits under the connection's bound is granted; past it, the consumer gets an ERROR RESOURCE_LIMIT. */
     public void credit(long credit) {
-        queue.executor().execute(() -> queue.credit(session, credit));
+        queue.executor().execute(() -> {
+            if (session != null) {
+                queue.credit(session, credit);
+            }
+        });
     }
 
     public void ack(AckFrame frame) {
-        queue.executor().execute(() -> queue.ack(session, frame));
+        queue.executor().execute(() -> {
+            if (session != null) {
+                queue.ack(session, frame);
+            }
+        });
     }
 
     /** TX_ACK: the queue takes these deliveries off the consumer, in order with its other frames, and holds them for a transaction. */
@@ -46,7 +72,11 @@ public final class Subscription {
     }
 
     public void nack(NackFrame frame) {
-        queue.executor().execute(() -> queue.nack(session, frame));
+        queue.executor().execute(() -> {
+            if (session != null) {
+                queue.nack(session, frame);
+            }
+        });
     }
 
     /** The connection can take more writes again: let the queue deliver. */
@@ -56,6 +86,10 @@ public final class Subscription {
 
     /** Ends the subscription; outstanding messages go back to the queue. */
     public void close() {
-        queue.executor().execute(() -> queue.unsubscribe(session));
+        queue.executor().execute(() -> {
+            if (session != null) {
+                queue.unsubscribe(session);
+            }
+        });
     }
 }

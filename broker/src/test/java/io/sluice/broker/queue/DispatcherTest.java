@@ -39,7 +39,7 @@ class DispatcherTest {
         producer.await(ConfirmFrame.class, 1, Duration.ofSeconds(30));
         QueueCore.onLoop(q, () -> {
             tracked = new IdSet();
-            order = new DeliveryOrder(q.store(), tracked);
+            order = new DeliveryOrder(q.store(), tracked, q.executor(), () -> { });
             order.openReader();
             dispatcher = new Dispatcher("q", order, tracked, new DeliveryFrames("q", q.store()),
                     (StoredMessage m, int deliveries, String reason) -> deadLettered.add(m.payloadLength() + " " + reason));

@@ -147,8 +147,15 @@ public final class SegmentLog implements AutoCloseable {
                     .build();
             if (opened.metaStore().readOnly()) {
                 // Chronicle falls back to a read-only metadata file when it cannot open it for writing, as when
-                // the process is out of descriptors; the queue could then never append.
-                throw new IllegalStateException("Chronicle could open metadata.cq4t only read-only");
+                // the process is out of descriptors; the queue could then never append. Whether that was the
+                // cause is asked now, while the read-only queue still holds what it opened: once it is closed,
+                // the descriptors it held are free again and the question would be answered wrongly.
+                IllegalStateException readOnly = new IllegalStateException("Chronicle could open metadata.cq4t only read-only");
+                if (descriptorsExhaustedNow()) {
+                    throw FileDescriptors.exhaustedError("queue '" + queueName + "' cannot open its segments in " + segmentDirectory,
+                            readOnly);
+                }
+                throw readOnly;
             }
             this.appender = opened.createAppender();
             this.metadataValue = opened.metaStore().acquireValueFor(StaleWriteLocks.WRITE_LOCK_KEY);
