@@ -7,6 +7,7 @@ import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.PublishFrameBuilder;
+import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
 import io.sluice.protocol.TxAbortedFrame;
@@ -303,6 +304,43 @@ class TransactionTest {
             c.send(new AckFrame(8, List.of(IdRange.single(invoice.get(0).id()))));
             assertEquals(0L, TestAwait.value("the recovered commit finished", java.time.Duration.ofSeconds(10),
                     () -> broker.transactions().logRecords(), n -> n == 0));
+        }
+    }
+
+    @Test
+    void aPurgeLeavesWhatAnOpenTransactionStagedAndItsCommitStillPublishesIt() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
+            declare(c, "invoices");
+            publish(c, "invoices", "old");
+            c.send(new TxBeginFrame(1, 0));
+            txPublish(c, 1, "invoices", "i1", "i2");
+            // Both reach the queue's executor in frame order: the staging is there before the purge.
+            c.send(new PurgeQueueFrame(3, "invoices"));
+            assertEquals(1L, c.expect(OkFrame.class).messageCount().orElseThrow(), "only the visible message is purged");
+            assertEquals(0, count(c, "invoices"));
+            c.send(new TxCommitFrame(9, 1));
+            assertEquals(9, c.expect(OkFrame.class).requestId());
+            assertEquals(2, count(c, "invoices"));
+            c.send(new SubscribeFrame(2, 8, "invoices", 10));
+            c.expect(OkFrame.class);
+            assertEquals(List.of("i1", "i2"), payloads(c.deliveries(2)));
+        }
+    }
+
+    @Test
+    void dropOldestMakesRoomWithVisibleMessagesAndNeverDropsAStagedOne() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
+            c.send(new DeclareQueueFrame(1, "invoices", QueueSettings.builder().quotaMessages(0, 2).overflowPolicy("drop-oldest").build()));
+            c.expect(OkFrame.class);
+            c.send(new TxBeginFrame(1, 0));
+            txPublish(c, 1, "invoices", "i1"); // staged first: the oldest record of the queue
+            publish(c, "invoices", "old");
+            publish(c, "invoices", "new"); // the backlog is at its hard level of 2: room is made
+            c.send(new TxCommitFrame(9, 1));
+            assertEquals(9, c.expect(OkFrame.class).requestId());
+            c.send(new SubscribeFrame(2, 8, "invoices", 10));
+            c.expect(OkFrame.class);
+            assertEquals(List.of("i1", "new"), payloads(c.deliveries(2)), "the visible 'old' was dropped, the staged i1 kept");
         }
     }
 
