@@ -156,7 +156,8 @@ final class DeliveryOrder {
         }
         // The reader returns each message once, relocated ones included (see QueueReader); one that
         // drop-oldest is moving to the dead-letter queue before the reader got to it is not delivered.
-        // A pending message is passed, not waited for (T2): a lookup only for records a transaction staged.
+        // Up to the newest visible record a pending message is passed, not waited for (T2); a lookup only for
+        // records a transaction staged.
         StoredMessage next;
         while (reader.position() <= visibleThrough && (next = reader.next()) != null) {
             if (next.transactional() && pending.contains(next.id())) {
