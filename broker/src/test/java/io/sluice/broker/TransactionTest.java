@@ -7,6 +7,7 @@ import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.PublishFrameBuilder;
+import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
 import io.sluice.protocol.TxAbortedFrame;
@@ -115,11 +116,20 @@ class TransactionTest {
             assertEquals(2, count(c, "invoices"));
             assertEquals(1, count(c, "audit"));
             assertEquals(0, count(c, "orders"), "the commit acknowledged what the transaction held");
-            assertEquals(List.of("i1", "i2"), payloads(reader.deliveries(2)));
+            List<RawClient.Delivery> invoices = reader.deliveries(2);
+            assertEquals(List.of("i1", "i2"), payloads(invoices));
             assertEquals(1, broker.transactions().commits());
             assertEquals(0, broker.transactions().open());
+            // The commit record tells its staged messages from an uncommitted transaction's at a restart: it stays
+            // until every message it published is consumed.
+            reader.send(new AckFrame(8, List.of(range(invoices))));
+            reader.send(new SubscribeFrame(3, 9, "audit", 10));
+            reader.expect(OkFrame.class);
+            RawClient.Delivery audit = reader.deliveries(1).get(0);
+            assertEquals(1, broker.transactions().logRecords(), "the audit line is not consumed yet");
+            reader.send(new AckFrame(9, List.of(IdRange.single(audit.id()))));
             assertEquals(0L, TestAwait.value("the transaction log finished", java.time.Duration.ofSeconds(10),
-                    () -> broker.transactions().logRecords(), n -> n == 0), "its records are finished once what it applied is durable");
+                    () -> broker.transactions().logRecords(), n -> n == 0), "its record is finished once what it published is consumed");
         }
     }
 
@@ -151,7 +161,7 @@ class TransactionTest {
             ErrorFrame unknown = c.expect(ErrorFrame.class);
             assertEquals(ErrorCode.UNKNOWN_TRANSACTION.code(), unknown.code());
             assertEquals(1, broker.transactions().rollbacks());
-            assertEquals(0, broker.transactions().logRecords(), "a rolled-back transaction's staged records are finished");
+            assertEquals(0, broker.transactions().logRecords(), "a rolled-back transaction writes nothing into the log");
         }
     }
 
@@ -287,8 +297,50 @@ class TransactionTest {
             assertEquals(0, count(c, "orders"));
             c.send(new SubscribeFrame(2, 8, "invoices", 10));
             c.expect(OkFrame.class);
-            assertEquals(List.of("i1"), payloads(c.deliveries(1)));
+            List<RawClient.Delivery> invoice = c.deliveries(1);
+            assertEquals(List.of("i1"), payloads(invoice));
             assertNull(c.received.poll(200, TimeUnit.MILLISECONDS), "the uncommitted publish was never stored");
+            assertEquals(1, broker.transactions().logRecords(), "the commit record stays while i1 is in its queue");
+            c.send(new AckFrame(8, List.of(IdRange.single(invoice.get(0).id()))));
+            assertEquals(0L, TestAwait.value("the recovered commit finished", java.time.Duration.ofSeconds(10),
+                    () -> broker.transactions().logRecords(), n -> n == 0));
+        }
+    }
+
+    @Test
+    void aPurgeLeavesWhatAnOpenTransactionStagedAndItsCommitStillPublishesIt() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
+            declare(c, "invoices");
+            publish(c, "invoices", "old");
+            c.send(new TxBeginFrame(1, 0));
+            txPublish(c, 1, "invoices", "i1", "i2");
+            // Both reach the queue's executor in frame order: the staging is there before the purge.
+            c.send(new PurgeQueueFrame(3, "invoices"));
+            assertEquals(1L, c.expect(OkFrame.class).messageCount().orElseThrow(), "only the visible message is purged");
+            assertEquals(0, count(c, "invoices"));
+            c.send(new TxCommitFrame(9, 1));
+            assertEquals(9, c.expect(OkFrame.class).requestId());
+            assertEquals(2, count(c, "invoices"));
+            c.send(new SubscribeFrame(2, 8, "invoices", 10));
+            c.expect(OkFrame.class);
+            assertEquals(List.of("i1", "i2"), payloads(c.deliveries(2)));
+        }
+    }
+
+    @Test
+    void dropOldestMakesRoomWithVisibleMessagesAndNeverDropsAStagedOne() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
+            c.send(new DeclareQueueFrame(1, "invoices", QueueSettings.builder().quotaMessages(0, 2).overflowPolicy("drop-oldest").build()));
+            c.expect(OkFrame.class);
+            c.send(new TxBeginFrame(1, 0));
+            txPublish(c, 1, "invoices", "i1"); // staged first: the oldest record of the queue
+            publish(c, "invoices", "old");
+            publish(c, "invoices", "new"); // the backlog is at its hard level of 2: room is made
+            c.send(new TxCommitFrame(9, 1));
+            assertEquals(9, c.expect(OkFrame.class).requestId());
+            c.send(new SubscribeFrame(2, 8, "invoices", 10));
+            c.expect(OkFrame.class);
+            assertEquals(List.of("i1", "new"), payloads(c.deliveries(2)), "the visible 'old' was dropped, the staged i1 kept");
         }
     }
 

@@ -23,7 +23,6 @@ import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentLog;
 import io.sluice.storage.segment.SegmentRollCycle;
 import net.openhft.chronicle.queue.ExcerptTailer;
-import net.openhft.chronicle.queue.RollCycle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -221,13 +220,9 @@ public final class QueueStore {
         return config.durability();
     }
 
-    RollCycle rollCycle() {
-        return SegmentRollCycle.INSTANCE;
-    }
-
     // ---------------------------------------------------------------- append
 
-    /** Appends a message with empty producer identity. See {@link #append(long, long, ByteBuffer, ByteBuffer)}. */
+    /** Appends a message with empty producer identity; see below. */
     public long append(byte[] headers, byte[] payload) {
         return append(0, 0, headers == null ? null : ByteBuffer.wrap(headers), ByteBuffer.wrap(payload));
     }
@@ -255,6 +250,13 @@ public final class QueueStore {
     public long append(long producerId, long producerSequence, ByteBuffer source, int headersOffset, int headersLength,
                        int payloadOffset, int payloadLength) {
         return append(0, producerId, producerSequence, source, headersOffset, headersLength, source, payloadOffset, payloadLength, 0);
+    }
+
+    /** A message transaction {@code transaction} staged, {@link StoredMessage#transactional()}, its number as producer id; as above. */
+    public long appendStaged(long transaction, ByteBuffer source, int headersOffset, int headersLength, int payloadOffset,
+                             int payloadLength) {
+        return append(RecordCodec.FLAG_TRANSACTIONAL, transaction, 0, source, headersOffset, headersLength, source, payloadOffset,
+                payloadLength, 0);
     }
 
     /**
@@ -630,13 +632,14 @@ public final class QueueStore {
      * Headers plus payload of every unacknowledged message, exact: the unit of the broker's byte
      * quotas (and of {@code max-message-bytes}). Reads the length of every unacknowledged record once,
      * sequentially, so the broker calls it once, when it opens the queue, and keeps the figure itself
-     * from then on. A relocated copy counts once, in its new slot.
+     * from then on. A relocated copy counts once, in its new slot. The pass hands {@code staged} each
+     * unacknowledged record a transaction staged: recovery finds them without a pass of its own.
      */
-    public long unackedMessageBytes() {
+    public long unackedMessageBytes(StagedRecordVisitor staged) {
         lock.lock();
         try {
             ensureOpen();
-            return log.messageBytesFrom(acks.firstUnackedId(), acks::isSlotAcked);
+            return log.messageBytesFrom(acks.firstUnackedId(), acks::isSlotAcked, staged);
         } finally {
             lock.unlock();
         }

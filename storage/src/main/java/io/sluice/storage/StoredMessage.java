@@ -11,6 +11,7 @@ public final class StoredMessage {
     long id;
     long physicalId;
     boolean relocated;
+    boolean transactional;
     int deliveryCount;
     long producerId;
     long producerSequence;
@@ -37,6 +38,14 @@ public final class StoredMessage {
     /** True when this record is a straggler moved forward from an older segment (see docs/storage.md). */
     public boolean relocated() {
         return relocated;
+    }
+
+    /**
+     * True when a transaction staged this record ({@link #producerId()} is its number): the broker
+     * delivers it only if that transaction committed (docs/transactions.md).
+     */
+    public boolean transactional() {
+        return transactional;
     }
 
     /** How many times the broker recorded a delivery of this message (persisted; only ever grows). */
@@ -102,6 +111,7 @@ public final class StoredMessage {
         copy.id = id;
         copy.physicalId = physicalId;
         copy.relocated = relocated;
+        copy.transactional = transactional;
         copy.deliveryCount = deliveryCount;
         copy.producerId = producerId;
         copy.producerSequence = producerSequence;
@@ -117,6 +127,7 @@ public final class StoredMessage {
     @Override
     public String toString() {
         return "StoredMessage[id=0x" + Long.toHexString(id) + (relocated ? " relocated from 0x" + Long.toHexString(physicalId) : "")
+                + (transactional ? " staged by transaction " + producerId : "")
                 + ", deliveries=" + deliveryCount + ", producer=" + producerId + "/" + producerSequence
                 + ", headers=" + headersLength + "B, payload=" + payloadLength + "B]";
     }
@@ -125,6 +136,7 @@ public final class StoredMessage {
     void fill(io.sluice.storage.segment.RecordCodec codec, long physical, int journaledDeliveryCount) {
         physicalId = physical;
         relocated = codec.relocated();
+        transactional = codec.transactional();
         id = relocated ? codec.originalId() : physical;
         deliveryCount = Math.max(journaledDeliveryCount, codec.deliveryCount());
         producerId = codec.producerId();

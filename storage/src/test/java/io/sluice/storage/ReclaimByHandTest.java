@@ -7,6 +7,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -134,5 +135,24 @@ class ReclaimByHandTest {
         assertEquals(newer, queue.oldestUnacked(id -> asked.add(id) && id == straggler, 10));
         assertEquals(List.of(newer, straggler), asked, "each message asked about once");
         assertEquals(-1, queue.oldestUnacked(id -> true, 100), "every message rejected: the walk ends");
+    }
+
+    @Test
+    void aStagedStragglerKeepsItsFlagAndTransactionWhenRelocatedAndTheOpeningPassFindsItByItsOriginalId() {
+        long staged = queue.appendStaged(77, ByteBuffer.wrap(new byte[1000]), 0, 0, 0, 1000);
+        List<Long> ids = appendSegments(1);
+        long[] others = ids.stream().mapToLong(Long::longValue).toArray();
+        queue.ackAll(others, others.length);
+        queue.reclaim(System.nanoTime() + SECOND + 1);
+        assertEquals(1, queue.stats().relocatedMessages());
+
+        StoredMessage copy = queue.read(staged);
+        assertTrue(copy.relocated());
+        assertTrue(copy.transactional(), "a relocated copy is still pending for the broker: " + copy);
+        assertEquals(77, copy.producerId());
+        List<String> found = new ArrayList<>();
+        long bytes = queue.unackedMessageBytes((id, transaction, messageBytes) -> found.add(id + "/" + transaction + "/" + messageBytes));
+        assertEquals(List.of(staged + "/77/1000"), found);
+        assertEquals(1000, bytes, "only the staged message is unacknowledged");
     }
 }

@@ -291,7 +291,7 @@ final class ClientSession {
             if (q == null) {
                 proxy.answerError(declare.requestId(), ErrorCode.UNKNOWN_QUEUE, "queue '" + declare.queue() + "' does not exist");
             } else {
-                proxy.answerOk(declare.requestId(), q.store().unackedMessages());
+                proxy.answerOk(declare.requestId(), q.messageCount());
             }
             return;
         }
@@ -315,7 +315,7 @@ final class ClientSession {
     private void answerDeclare(DeclareQueueFrame declare, BrokerQueue q, Throwable error) {
         Throwable e = ErrorCodes.unwrap(error);
         if (e == null) {
-            proxy.answerOk(declare.requestId(), q.store().unackedMessages());
+            proxy.answerOk(declare.requestId(), q.messageCount());
         } else if (ErrorCodes.of(e) != ErrorCode.INTERNAL_ERROR) {
             if (ErrorCodes.of(e) == ErrorCode.RESOURCE_LIMIT) {
                 limits().countRejectedQueue();

@@ -21,9 +21,7 @@ import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
@@ -66,7 +64,7 @@ public final class BrokerQueue {
     private final DeliveryOrder order;
     private final PendingConfirms pendingConfirms = new PendingConfirms();
     /** Connections that published here: told of flow state changes. */
-    private final Set<ProducerLink> publishers = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+    private final QueuePublishers publishers;
     /** The byte backlog, the quota state, the disk block and the slowed producers' tokens: one owner. */
     private final Backlog backlog;
     private long dropped;
@@ -95,8 +93,9 @@ public final class BrokerQueue {
     private volatile LongConsumer confirmLatencyNanos = NO_RECORDER;
     private volatile LongConsumer ackLatencyMillis = NO_RECORDER;
     private static final LongConsumer NO_RECORDER = value -> { };
-    private boolean closed;
-    /** The transactions' held deliveries, staged bytes and committed publishes here. */
+    /** Written on the executor; read elsewhere too (QueueTransactions' thread-safe methods). */
+    private volatile boolean closed;
+    /** The transactions' held deliveries and pending messages here. */
     private final QueueTransactions transactions;
 
     BrokerQueue(String name, QueueStore store, EventExecutor executor, QueueManager manager, QueueOptions options,
@@ -106,11 +105,15 @@ public final class BrokerQueue {
         this.executor = executor;
         this.manager = manager;
         this.options = options;
-        this.order = new DeliveryOrder(store, tracked, executor, this::scheduleDispatch);
+        this.publishers = new QueuePublishers(name);
+        IdSet pending = new IdSet();
+        this.order = new DeliveryOrder(store, tracked, pending, executor, this::scheduleDispatch);
         this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store), this::deadLetter);
-        this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes());
+        StagedAtOpen staged = new StagedAtOpen();
+        this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes(staged));
         this.producers = manager.openProducers(name, store, executor);
-        this.transactions = new QueueTransactions(this, store, backlog, tracked, order, producers, new TransactionEffects());
+        this.transactions = new QueueTransactions(this, store, backlog, tracked, order, pending, staged, producers,
+                new TransactionEffects());
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
             public void moved(StoredMessage original) {
@@ -242,6 +245,7 @@ public final class BrokerQueue {
             connection.publishCredit(refusedMessages, refusedBytes);
         }
         if (storedMessages > 0) {
+            order.appendedVisible(lastId);
             publishedMessages += storedMessages;
             pendingConfirms.add(lastId, connection, stored.build(), storedMessages + duplicates, duplicates,
                     storedBytes + duplicateBytes, receivedAtNanos);
@@ -293,7 +297,7 @@ public final class BrokerQueue {
      * the deliveries outstanding, not by the backlog.
      */
     boolean dropOldest() {
-        long id = store.oldestUnacked(tracked::contains, tracked.size());
+        long id = store.oldestUnacked(x -> tracked.contains(x) || transactions.isPending(x), tracked.size() + transactions.pendingCount());
         if (id < 0) {
             return false;
         }
@@ -333,18 +337,10 @@ public final class BrokerQueue {
 
     /** Re-evaluates the quota after a publish or an ack batch, and tells producers of a change. */
     private void updateFlow() {
-        FlowState now = backlog.update(store.unackedMessages() + transactions.stagedMessages());
+        FlowState now = backlog.update(store.unackedMessages()); // pending messages are stored: they count (T2)
         if (now != null) {
             LOG.info("Queue '{}' is now {}: {}.", name, now, backlog.reason());
-            notifyPublishers(now, backlog.reason());
-        }
-    }
-
-    private void notifyPublishers(FlowState state, String reason) {
-        publishers.removeIf(c -> !c.isActive());
-        for (ProducerLink c : publishers) {
-            c.flow(name, state, reason);
-            c.flush();
+            publishers.tell(now, backlog.reason());
         }
     }
 
@@ -354,7 +350,7 @@ public final class BrokerQueue {
             FlowState now = backlog.diskBlocked(reason);
             if (now != null) {
                 LOG.info("Queue '{}' is now {}: {}.", name, now, reason == null ? "disk space is back" : reason);
-                notifyPublishers(now, reason == null ? "free disk space is above the reserve again" : backlog.reason());
+                publishers.tell(now, reason == null ? "free disk space is above the reserve again" : backlog.reason());
             }
         });
     }
@@ -635,6 +631,7 @@ public final class BrokerQueue {
                     throw new IllegalStateException(refusal);
                 }
                 long id = store.appendForwarded(producerId, producerSequence, headers, payload);
+                order.appendedVisible(id);
                 producers.appended(id);
                 publishedMessages++;
                 backlog.added(bytes);
@@ -670,6 +667,11 @@ public final class BrokerQueue {
 
     // ------------------------------------------------------------------ figures and lifecycle
 
+    /** Messages stored and not acknowledged, as clients see them: without the pending ones (T2). Any thread. */
+    public long messageCount() {
+        return store.unackedMessages() - transactions.stagedMessages();
+    }
+
     /** Unacknowledged bytes (headers plus payload) as the broker counts them for byte quotas. */
     public long backlogBytes() {
         return backlog.bytes();
@@ -703,7 +705,6 @@ public final class BrokerQueue {
     /** The queue's figures, consumers and producers, taken on the executor (for metrics and the admin API). */
     public io.netty.util.concurrent.Future<QueueSnapshot> snapshot() {
         return executor.submit(() -> {
-            publishers.removeIf(c -> !c.isActive());
             List<QueueSnapshot.ConsumerFigures> consumerFigures = new ArrayList<>();
             int inFlight = 0;
             for (ConsumerSession c : consumers) {
@@ -711,8 +712,8 @@ public final class BrokerQueue {
                         c.connection.isWritable()));
                 inFlight += c.inFlight.size();
             }
-            List<String> producers = publishers.stream().map(ClientConnection::id).sorted().toList();
-            return new QueueSnapshot(name, store.unackedMessages(), backlog.bytes(), inFlight, backlog.state(),
+            List<String> producers = publishers.ids();
+            return new QueueSnapshot(name, messageCount(), backlog.bytes(), inFlight, backlog.state(),
                     backlog.reason(), consumerFigures, producers, countersNow(),
                     oldestReadyTimestampMillis(), backlog.blockedNanos(), this.producers.table().tracked());
         });
@@ -783,7 +784,7 @@ public final class BrokerQueue {
         }
 
         @Override
-        public void applied(int count) {
+        public void visible(int count) {
             publishedMessages += count;
             updateFlow();
             scheduleDispatch();

@@ -17,9 +17,11 @@ import java.util.function.LongConsumer;
 /**
  * What a queue delivers next: the redeliveries due now first, in order (D2, D4), then the store in
  * store order through the queue's reader, skipping the messages on their way to the dead-letter
- * queue. Also remembers which consumer each message taken back by the ack timeout came from, so
+ * queue and those a transaction staged and has not committed (T2 of {@link QueueTransactions}): the
+ * reader passes them, so an open transaction never stalls the queue, and one that commits later
+ * has them due then, after the redeliveries. Also remembers which consumer each message taken back by the ack timeout came from, so
  * that only that consumer's late ack counts (D5). The only owner of the ready list, the reader and
- * those two sets; confined to the queue's executor.
+ * those sets; confined to the queue's executor.
  *
  * <p>The reader is opened at the first subscription, and a queue never written opens its files then.
  * If the process is out of file descriptors, the subscription stands anyway and the reader is opened
@@ -37,6 +39,17 @@ final class DeliveryOrder {
     private final ReadyQueue ready = new ReadyQueue();
     private final LongObjectHashMap<ConsumerSession> takenBackFrom = new LongObjectHashMap<>();
     private final IdSet deadLettering = new IdSet();
+    /** The pending messages, {@link QueueTransactions}'; read here only. */
+    private final IdSet pending;
+    /** Pending messages the reader has passed: due once their transaction commits. */
+    private final IdSet passedPending = new IdSet();
+    /**
+     * The newest record appended visible (a publish, a forwarded copy) or made visible by a commit.
+     * Past it the reader could find only pending messages, so it waits there instead of passing them:
+     * a commit then finds them still ahead of the reader, delivered in store order without a read by
+     * id. Passing stays the rule wherever a visible message comes after a pending one.
+     */
+    private long visibleThrough;
     private QueueReader reader;
     private final EventExecutor executor;
     private final Runnable dispatch;
@@ -47,9 +60,11 @@ final class DeliveryOrder {
     private boolean closed;
 
     /** {@code dispatch} asks the queue for a dispatch; it runs on {@code executor}, the queue's. */
-    DeliveryOrder(QueueStore store, IdSet tracked, EventExecutor executor, Runnable dispatch) {
+    DeliveryOrder(QueueStore store, IdSet tracked, IdSet pending, EventExecutor executor, Runnable dispatch) {
         this.store = store;
         this.tracked = tracked;
+        this.pending = pending;
+        this.visibleThrough = store.writtenIndex(); // what a start finds pending is resolved before any reader opens
         this.executor = executor;
         this.dispatch = dispatch;
     }
@@ -142,7 +157,7 @@ final class DeliveryOrder {
      * a consumer or waiting out a requeue delay are not ready. Bounded by the messages tracked.
      */
     long oldestReadyId() {
-        long[] oldest = {store.oldestUnacked(tracked::contains, tracked.size())};
+        long[] oldest = {store.oldestUnacked(id -> tracked.contains(id) || pending.contains(id), tracked.size() + pending.size())};
         ready.forEach(id -> {
             if (oldest[0] < 0 || id < oldest[0]) {
                 oldest[0] = id;
@@ -155,6 +170,27 @@ final class DeliveryOrder {
     void clearDue() {
         ready.clear();
         takenBackFrom.clear();
+    }
+
+    /** A message was appended visible (not staged by a transaction). */
+    void appendedVisible(long id) {
+        visibleThrough = Math.max(visibleThrough, id);
+    }
+
+    /** A pending message's transaction committed: if the reader passed it, it is due now; else the reader delivers it. */
+    void madeVisible(long id) {
+        visibleThrough = Math.max(visibleThrough, id);
+        if (passedPending.size() > 0 && passedPending.contains(id)) {
+            passedPending.remove(id);
+            ready.addLast(id);
+        }
+    }
+
+    /** A pending message's transaction rolled back: it is acknowledged and never due. */
+    void discarded(long id) {
+        if (passedPending.size() > 0) {
+            passedPending.remove(id);
+        }
     }
 
     void deadLetteringStarted(long id) {
@@ -188,15 +224,20 @@ final class DeliveryOrder {
         }
         // The reader returns each message once, relocated ones included (see QueueReader); one that
         // drop-oldest is moving to the dead-letter queue before the reader got to it is not delivered.
+        // Up to the newest visible record a pending message is passed, not waited for (T2); a lookup only for
+        // records a transaction staged.
         StoredMessage next;
         try {
-            do {
-                next = reader.next();
-            } while (next != null && deadLettering.size() > 0 && deadLettering.contains(next.id())); // no lookup per message unless a move is under way
+            while (reader.position() <= visibleThrough && (next = reader.next()) != null) {
+                if (next.transactional() && pending.contains(next.id())) {
+                    passedPending.add(next.id());
+                } else if (deadLettering.size() == 0 || !deadLettering.contains(next.id())) { // no lookup unless a move is under way
+                    return next;
+                }
+            }
         } catch (StorageFilesExhaustedException e) {
             retryLater(e); // the reader stays where it was: the message is read again next time
-            return null;
         }
-        return next;
+        return null;
     }
 }

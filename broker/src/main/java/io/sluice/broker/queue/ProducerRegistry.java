@@ -53,9 +53,8 @@ public final class ProducerRegistry {
     private final Executor queueThread;
     private final Executor writer;
     /**
-     * False with {@code queues.dedup-enabled: false}: the table then tracks only the transaction
-     * coordinator ({@link ProducerTable#TRANSACTIONS_PRODUCER_ID}), whose committed publishes a restart
-     * must still tell apart, and every client publish is new.
+     * False with {@code queues.dedup-enabled: false}: the table then tracks no producer, and every
+     * client publish is new.
      */
     private final boolean deduplicates;
 
@@ -139,7 +138,10 @@ public final class ProducerRegistry {
         long damaged = store.forEachRecordAfter(covered, (id, record) -> {
             registry.lastRecordId = id;
             seen[0]++;
-            if (!record.forwarded() && (deduplicates || record.producerId() == ProducerTable.TRANSACTIONS_PRODUCER_ID)) {
+            // Forwarded and transactional records carry no producer of this queue (a transaction's number instead);
+            // ProducerTable.TRANSACTIONS_PRODUCER_ID is on records an earlier broker applied for its transactions.
+            if (deduplicates && !record.forwarded() && !record.transactional()
+                    && record.producerId() != ProducerTable.TRANSACTIONS_PRODUCER_ID) {
                 table.stored(record.producerId(), 0, record.producerSequence(), record.timestampMillis());
                 replayed[0]++;
             }
@@ -235,29 +237,11 @@ public final class ProducerRegistry {
     }
 
     /**
-     * A publish of a committed transaction was appended as record {@code id} under the coordinator's
-     * producer id with {@code sequence}; see {@link #transactionsAppliedThrough}.
-     */
-    void storedByTransaction(long sequence, long id) {
-        table.stored(ProducerTable.TRANSACTIONS_PRODUCER_ID, 0, sequence, store.nowMillis());
-        changed = true;
-        recorded(id);
-    }
-
-    /**
      * A record the table has nothing to learn from was appended as {@code id} (a forwarded dead
-     * letter): the checkpoints still move past it, so reclaim is not held back by it (R6).
+     * letter, a transaction's staged message): the checkpoints still move past it, so reclaim is not held back by it (R6).
      */
     void appended(long id) {
         recorded(id);
-    }
-
-    /**
-     * The highest sequence the transaction coordinator applied here (0 if none): the coordinator
-     * applies its sequences in increasing order, so every one at or below it is stored.
-     */
-    long transactionsAppliedThrough() {
-        return table.lastStoredSequence(ProducerTable.TRANSACTIONS_PRODUCER_ID);
     }
 
     /** True unless deduplication is off ({@link #deduplicates}). */

@@ -138,7 +138,7 @@ public final class QueueManager {
 
     /**
      * The producer state of a queue being opened, replayed from its checkpoint and records. With
-     * deduplication off it tracks only the transaction coordinator's publishes. The window covers
+     * deduplication off it tracks no producer. The window covers
      * what one connection may have unconfirmed.
      */
     ProducerRegistry openProducers(String name, QueueStore queueStore, Executor queueExecutor) {

@@ -13,8 +13,8 @@ final class QueuePurge {
     }
 
     /**
-     * Acknowledges every stored message that is not out with a consumer nor held by a transaction
-     * (T1 of {@link QueueTransactions}), drops the redeliveries due, and sets the byte backlog to what
+     * Acknowledges every stored message that is not out with a consumer, held by a transaction, nor
+     * pending in one (T1, T2 of {@link QueueTransactions}), drops the redeliveries due, and sets the byte backlog to what
      * is left; returns how many were removed.
      */
     static long removeWaiting(QueueStore store, List<ConsumerSession> consumers, IdSet tracked, DeliveryOrder order,
@@ -29,7 +29,7 @@ final class QueuePurge {
         }
         long removed = 0;
         for (long id : ids) {
-            if (!outstanding.contains(id) && !transactions.isHeld(id)) {
+            if (!outstanding.contains(id) && !transactions.isHeld(id) && !transactions.isPending(id)) {
                 store.ack(id);
                 tracked.remove(id);
                 removed++;

@@ -1,37 +1,51 @@
 package io.sluice.broker.queue;
 
-import io.sluice.broker.error.BrokerException;
+import io.sluice.broker.error.ErrorCodes;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.IdRange;
+import io.sluice.protocol.PublishCursor;
+import io.sluice.protocol.PublishFrame;
 import io.sluice.storage.QueueStore;
+import io.sluice.storage.StorageException;
 import io.sluice.storage.StoredMessage;
-import io.sluice.storage.dedup.ProducerTable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.function.LongPredicate;
 import java.util.function.Supplier;
 
 /**
  * One queue's side of the transactions that touch it (docs/transactions.md): the deliveries they
- * hold ({@link HeldAcks}), the backlog their staged publishes reserve, and the committed publishes
- * the coordinator applies.
+ * hold ({@link HeldAcks}), and the messages they stage here, appended at TX_PUBLISH and kept from
+ * the readers until their transaction commits.
  *
  * <ul>
  *   <li>T1 A held delivery stays unacknowledged and tracked (no reader, no drop-oldest, no purge
  *       takes it), but is off its consumer: its credit is settled at TX_ACK, and neither the ack
  *       timeout nor the consumer's leaving sends it again. Only the transaction's end releases it.</li>
- *   <li>T2 A staged publish counts in the queue's byte backlog from TX_PUBLISH (admitted by the quota
- *       as a publish would be) until it is applied or rolled back.</li>
- *   <li>T3 Committed publishes are appended under {@link ProducerTable#TRANSACTIONS_PRODUCER_ID} with
- *       sequences the coordinator hands out in commit order, so every sequence at or below
- *       {@link #appliedThrough()} is stored: a redo after a crash appends only those above it.</li>
+ *   <li>T2 A staged message is stored at TX_PUBLISH, admitted by the quota as a publish would be,
+ *       and counts in the queue's backlog (messages and bytes) from then on. Until its transaction
+ *       commits it is <em>pending</em>: the reader skips it without stopping ({@link DeliveryOrder}),
+ *       and neither drop-oldest nor purge takes it; it is not in the message count clients see.</li>
+ *   <li>T3 A commit makes its pending messages visible here, in memory only: the commit record in
+ *       the transaction log is what makes them visible across a restart. A rollback acknowledges
+ *       (discards) them.</li>
+ *   <li>T4 At a start, the records found staged ({@link StagedAtOpen}) stay pending until the
+ *       coordinator says which transactions committed ({@link #recoverStaged}); the others' are
+ *       discarded before any client is served.</li>
  * </ul>
  *
- * <p>Threads: every method runs on the queue's executor; the public ones hand their work there and
- * complete a future.
+ * <p>Threads: every method runs on the queue's executor, but for those that say otherwise; the
+ * public ones hand their work there and complete a future.
  */
 public final class QueueTransactions {
+    private static final Logger LOG = LoggerFactory.getLogger(QueueTransactions.class);
+
     /** What the queue does after this class changed its state. */
     interface Effects {
         /** Messages were acknowledged: count them, feed the slowed producers, re-evaluate the quota, dispatch. */
@@ -40,17 +54,61 @@ public final class QueueTransactions {
         /** Messages went back to the front of the queue: count them as redelivered and dispatch. */
         void requeued(int count);
 
-        /** Messages were appended: count them as published, re-evaluate the quota and dispatch. */
-        void applied(int count);
+        /** Pending messages became visible: count them as published, re-evaluate the quota and dispatch. */
+        void visible(int count);
 
-        /** The byte backlog changed: re-evaluate the quota. */
+        /** The backlog changed: re-evaluate the quota. */
         void backlogChanged();
     }
 
-    /** A committed publish: the sequence the coordinator gave it, its encoded headers and its payload. */
-    public record Committed(long sequence, byte[] headers, byte[] payload) {
-        int bytes() {
-            return headers.length + payload.length;
+    /**
+     * What one TX_PUBLISH frame staged here: the ids appended, in order, their headers-plus-payload
+     * bytes, and, if the queue refused a message, why (the messages after it were not stored).
+     * Immutable once its future completes.
+     */
+    public static final class Staging {
+        private long[] ids;
+        private int count;
+        private long bytes;
+        private ErrorCode refusalCode;
+        private String refusal;
+
+        Staging(int capacity) {
+            ids = new long[Math.max(1, capacity)];
+        }
+
+        private void add(long id, int messageBytes) {
+            if (count == ids.length) {
+                ids = Arrays.copyOf(ids, count * 2);
+            }
+            ids[count++] = id;
+            bytes += messageBytes;
+        }
+
+        private void refuse(ErrorCode code, String why) {
+            refusalCode = code;
+            refusal = why;
+        }
+
+        public int count() {
+            return count;
+        }
+
+        public long id(int i) {
+            return ids[i];
+        }
+
+        public long bytes() {
+            return bytes;
+        }
+
+        /** The code of the refusal, or null if every message was staged. */
+        public ErrorCode refusalCode() {
+            return refusalCode;
+        }
+
+        public String refusal() {
+            return refusal;
         }
     }
 
@@ -61,23 +119,36 @@ public final class QueueTransactions {
     private final DeliveryOrder order;
     private final ProducerRegistry producers;
     private final Effects effects;
-    /** Messages staged by open transactions (T2): their bytes are in the backlog already. */
-    private long stagedMessages;
-    /** Bytes of the messages staged by open transactions. */
+    /** Ids of the pending messages (T2), shared with the {@link DeliveryOrder}, which skips them. */
+    private final IdSet pending;
+    /** Pending messages: in the store's unacknowledged count but not visible. Written on the executor, read anywhere. */
+    private volatile long stagedMessages;
+    /** Bytes of the pending messages. */
     private long stagedBytes;
     /** Ids held by transactions (T1); their bytes are in the {@link HeldAcks} that holds them. */
     private final IdSet held = new IdSet();
     private long heldBytes;
+    /** Staged records found at open, until recovery resolved them (T4); null after. */
+    private StagedAtOpen found;
 
-    QueueTransactions(BrokerQueue queue, QueueStore store, Backlog backlog, IdSet tracked, DeliveryOrder order,
-                      ProducerRegistry producers, Effects effects) {
+    QueueTransactions(BrokerQueue queue, QueueStore store, Backlog backlog, IdSet tracked, DeliveryOrder order, IdSet pending,
+                      StagedAtOpen found, ProducerRegistry producers, Effects effects) {
         this.queue = queue;
         this.store = store;
         this.backlog = backlog;
         this.tracked = tracked;
         this.order = order;
+        this.pending = pending;
+        this.found = found;
         this.producers = producers;
         this.effects = effects;
+        found.forEach((transaction, ids, count, bytes) -> {
+            for (int i = 0; i < count; i++) {
+                pending.add(ids[i]);
+            }
+            stagedMessages += count;
+            stagedBytes += bytes;
+        });
     }
 
     // ------------------------------------------------------------------ acknowledgements (T1)
@@ -111,32 +182,6 @@ public final class QueueTransactions {
         });
     }
 
-    /** Commit: acknowledges what {@code acks} holds. */
-    public CompletableFuture<Void> commitHeld(HeldAcks acks) {
-        return on(() -> {
-            if (queue.isClosed()) {
-                return null;
-            }
-            long[] ids = new long[acks.count()];
-            int count = 0;
-            for (int i = 0; i < acks.count(); i++) {
-                long id = acks.id(i);
-                if (held.contains(id)) {
-                    held.remove(id);
-                    ids[count++] = id;
-                    heldBytes -= acks.bytes(i);
-                    backlog.removed(acks.bytes(i));
-                    tracked.remove(id);
-                }
-            }
-            store.ackAll(ids, count);
-            if (count > 0) {
-                effects.acked(count);
-            }
-            return null;
-        });
-    }
-
     /** Rollback: what {@code acks} holds goes back to the front of the queue, in id order; its next delivery counts one more. */
     public CompletableFuture<Void> release(HeldAcks acks) {
         return on(() -> {
@@ -149,7 +194,7 @@ public final class QueueTransactions {
                 }
             }
             long[] ids = acks.ids();
-            java.util.Arrays.sort(ids);
+            Arrays.sort(ids);
             int count = 0;
             for (int i = ids.length - 1; i >= 0; i--) {
                 if (held.contains(ids[i])) {
@@ -184,115 +229,252 @@ public final class QueueTransactions {
         });
     }
 
-    // ------------------------------------------------------------------ publishes (T2, T3)
+    // ------------------------------------------------------------------ staged messages (T2, T3)
 
     /**
-     * TX_PUBLISH: admits messages of {@code sizes} (headers plus payload each) as the quota admits a
-     * publish, and reserves their bytes in the backlog; fails with QUEUE_BLOCKED (nothing reserved)
-     * if the quota refuses one.
+     * TX_PUBLISH: appends the frame's messages as staged by transaction {@code transaction}, each
+     * admitted by the quota as a publish would be, and releases the frame. A refused message ends the
+     * staging there ({@link Staging#refusal()}); what was appended before it is in the result, for
+     * the rollback to discard.
      */
-    public CompletableFuture<Void> stage(int[] sizes) {
+    public CompletableFuture<Staging> stage(long transaction, PublishFrame frame) {
         return on(() -> {
-            if (queue.isClosed()) {
-                throw new BrokerException(ErrorCode.UNKNOWN_QUEUE, "queue '" + queue.name() + "' was deleted");
-            }
-            long reserved = 0;
-            for (int i = 0; i < sizes.length; i++) {
-                String refusal = backlog.refusal(store.unackedMessages() + stagedMessages + i, sizes[i], queue::dropOldest);
-                if (refusal != null) {
-                    backlog.removed(reserved);
-                    throw new BrokerException(ErrorCode.QUEUE_BLOCKED, refusal);
-                }
-                backlog.added(sizes[i]);
-                reserved += sizes[i];
-            }
-            stagedMessages += sizes.length;
-            stagedBytes += reserved;
-            effects.backlogChanged();
-            return null;
-        });
-    }
-
-    /** Rollback of staged publishes: their reservation goes. */
-    public CompletableFuture<Void> unstage(int messages, long bytes) {
-        return on(() -> {
-            unreserve(messages, bytes);
-            effects.backlogChanged();
-            return null;
-        });
-    }
-
-    /**
-     * Appends the committed publishes whose sequence is above {@link #appliedThrough()} (T3), in
-     * order; {@code reserved} if their bytes were staged here. Completes with the id of the last one
-     * appended, or -1 if every one was stored already.
-     */
-    public CompletableFuture<Long> apply(List<Committed> publishes, boolean reserved) {
-        return on(() -> {
-            if (queue.isClosed()) {
-                throw new BrokerException(ErrorCode.UNKNOWN_QUEUE, "queue '" + queue.name() + "' was deleted");
-            }
-            long last = -1;
-            int appended = 0;
             try {
-                for (Committed c : publishes) {
-                    if (c.sequence() <= producers.transactionsAppliedThrough()) {
-                        if (reserved) {
-                            unreserve(1, c.bytes());
-                        }
-                        continue;
-                    }
-                    last = store.append(ProducerTable.TRANSACTIONS_PRODUCER_ID, c.sequence(), ByteBuffer.wrap(c.headers()),
-                            ByteBuffer.wrap(c.payload()));
-                    producers.storedByTransaction(c.sequence(), last);
-                    if (reserved) { // its bytes stay in the backlog: now a stored message's
-                        stagedMessages = Math.max(0, stagedMessages - 1);
-                        stagedBytes = Math.max(0, stagedBytes - c.bytes());
-                    } else {
-                        backlog.added(c.bytes());
-                    }
-                    appended++;
-                }
+                return stageNow(transaction, frame);
             } finally {
-                if (appended > 0) {
-                    effects.applied(appended);
-                }
+                frame.release();
             }
-            return last;
         });
     }
 
-    /** The highest sequence of committed publishes stored here (T3); 0 if none. */
-    public CompletableFuture<Long> appliedThroughAsync() {
-        return on(this::appliedThrough);
+    private Staging stageNow(long transaction, PublishFrame frame) {
+        Staging staging = new Staging(frame.messageCount());
+        if (queue.isClosed()) {
+            staging.refuse(ErrorCode.UNKNOWN_QUEUE, "queue '" + queue.name() + "' was deleted");
+            return staging;
+        }
+        PublishCursor cursor = frame.cursor();
+        ByteBuffer source = null;
+        try {
+            while (cursor.next()) {
+                int bytes = cursor.headersLength() + cursor.payloadLength();
+                String refusal = backlog.refusal(store.unackedMessages(), bytes, queue::dropOldest);
+                if (refusal != null) {
+                    staging.refuse(ErrorCode.QUEUE_BLOCKED, refusal);
+                    break;
+                }
+                if (source == null) {
+                    source = cursor.nioBuffer();
+                }
+                // Counted pending before the store counts it, so a concurrent message count never shows it.
+                stagedMessages++;
+                long id;
+                try {
+                    id = store.appendStaged(transaction, source, cursor.headersOffset(), cursor.headersLength(),
+                            cursor.payloadOffset(), cursor.payloadLength());
+                } catch (RuntimeException e) {
+                    stagedMessages--;
+                    throw e;
+                }
+                producers.appended(id);
+                pending.add(id);
+                stagedBytes += bytes;
+                backlog.added(bytes);
+                staging.add(id, bytes);
+            }
+        } catch (RuntimeException e) {
+            ErrorCode code = ErrorCodes.of(e);
+            if (code == ErrorCode.INTERNAL_ERROR) { // as a publish's: the cause in the log, not on the wire
+                LOG.error("Queue '{}': storing a message a transaction published failed.", queue.name(), e);
+                staging.refuse(code, "the broker could not store the message; see the broker log");
+            } else {
+                staging.refuse(code, e.getMessage());
+            }
+        }
+        if (staging.count() > 0) {
+            effects.backlogChanged();
+        }
+        return staging;
     }
 
-    long appliedThrough() {
-        return producers.transactionsAppliedThrough();
+    /**
+     * A future completed once record {@code lastId} (and so every staged record before it) is durable;
+     * completed normally, too, if the queue was deleted meanwhile, since its part of a commit went with it.
+     * Any thread.
+     */
+    public CompletableFuture<Long> whenStagedDurable(long lastId) {
+        return store.whenDurable(lastId).handle((id, failed) -> {
+            if (failed != null && !queue.isClosed()) {
+                throw failed instanceof CompletionException c ? c : new CompletionException(failed);
+            }
+            return lastId;
+        });
+    }
+
+    /**
+     * A commit's part here, once its commit record is durable (T3): its staged messages ({@code count}
+     * of {@code staged}, of {@code stagedBytes}) become visible, and what {@code acks} hold is
+     * acknowledged. Fails if the store refused the acknowledgements.
+     */
+    public CompletableFuture<Void> commit(long[] staged, int count, long stagedBytes, List<HeldAcks> acks) {
+        return on(() -> {
+            if (queue.isClosed()) {
+                return null;
+            }
+            int visible = 0;
+            for (int i = 0; i < count; i++) {
+                long id = staged[i];
+                if (pending.contains(id)) {
+                    pending.remove(id);
+                    order.madeVisible(id);
+                    visible++;
+                }
+            }
+            stagedMessages -= visible;
+            this.stagedBytes = Math.max(0, this.stagedBytes - stagedBytes); // the bytes stay in the backlog: a stored message's
+            if (visible > 0) {
+                effects.visible(visible);
+            }
+            commitHeld(acks);
+            return null;
+        });
+    }
+
+    private void commitHeld(List<HeldAcks> list) {
+        int total = 0;
+        for (HeldAcks acks : list) {
+            total += acks.count();
+        }
+        if (total == 0) {
+            return;
+        }
+        long[] ids = new long[total];
+        int count = 0;
+        for (HeldAcks acks : list) {
+            for (int i = 0; i < acks.count(); i++) {
+                long id = acks.id(i);
+                if (held.contains(id)) {
+                    held.remove(id);
+                    ids[count++] = id;
+                    heldBytes -= acks.bytes(i);
+                    backlog.removed(acks.bytes(i));
+                    tracked.remove(id);
+                }
+            }
+        }
+        if (count > 0) {
+            store.ackAll(ids, count); // one store lock per queue and commit
+            effects.acked(count);
+        }
+    }
+
+    /** Rollback (T3): the {@code count} staged messages of {@code staged}, of {@code bytes}, are acknowledged and leave the backlog. */
+    public CompletableFuture<Void> discard(long[] staged, int count, long bytes) {
+        return on(() -> {
+            discardNow(staged, count, bytes);
+            return null;
+        });
+    }
+
+    private void discardNow(long[] staged, int count, long bytes) {
+        if (queue.isClosed()) {
+            return;
+        }
+        long[] ids = new long[count];
+        int discarded = 0;
+        for (int i = 0; i < count; i++) {
+            long id = staged[i];
+            if (pending.contains(id)) {
+                pending.remove(id);
+                order.discarded(id);
+                ids[discarded++] = id;
+            }
+        }
+        if (discarded == 0) {
+            return;
+        }
+        store.ackAll(ids, discarded);
+        stagedMessages -= discarded;
+        stagedBytes = Math.max(0, stagedBytes - bytes);
+        backlog.removed(bytes);
+        effects.backlogChanged();
+    }
+
+    /** A staging that is no part of its transaction (it ended, or the TX_PUBLISH came after its TX_COMMIT): discarded. */
+    public CompletableFuture<Void> discard(Staging staging) {
+        return discard(staging.ids, staging.count, staging.bytes);
+    }
+
+    /**
+     * Recovery (T4): the staged records found at open whose transaction {@code committed} does not
+     * accept are discarded; the others become visible. Completes with the number discarded.
+     */
+    public CompletableFuture<Long> recoverStaged(LongPredicate committed) {
+        return on(() -> {
+            StagedAtOpen recovered = found;
+            found = null;
+            long[] discarded = {0};
+            if (recovered == null) {
+                return 0L;
+            }
+            recovered.forEach((transaction, ids, count, bytes) -> {
+                if (committed.test(transaction)) {
+                    for (int i = 0; i < count; i++) {
+                        pending.remove(ids[i]);
+                    }
+                    stagedMessages -= count;
+                    stagedBytes = Math.max(0, stagedBytes - bytes);
+                } else {
+                    discardNow(ids, count, bytes);
+                    discarded[0] += count;
+                }
+            });
+            effects.visible(0);
+            return discarded[0];
+        });
+    }
+
+    /**
+     * An id below which every message here is acknowledged: the oldest unacknowledged message's, or
+     * {@link Long#MAX_VALUE} if there is none or the queue is deleted. What a commit record waits for
+     * before it is finished (X3). Any thread (the store is thread-safe).
+     */
+    public long acknowledgedBelow() {
+        if (queue.isClosed()) {
+            return Long.MAX_VALUE;
+        }
+        try {
+            long oldest = store.oldestUnacked(x -> false, 0);
+            return oldest < 0 ? Long.MAX_VALUE : oldest;
+        } catch (StorageException e) {
+            return queue.isClosed() ? Long.MAX_VALUE : Long.MIN_VALUE;
+        }
+    }
+
+    /** True if message {@code id} is acknowledged here, or the queue is deleted. Any thread. */
+    public boolean isAcknowledged(long id) {
+        if (queue.isClosed()) {
+            return true;
+        }
+        try {
+            return store.isAcked(id);
+        } catch (StorageException e) {
+            return queue.isClosed();
+        }
     }
 
     /**
      * A future completed once the store's acknowledgements so far are durable, at the ack journal's next
-     * force: what waits on it (a transaction's log records, X3) only has to follow, so it asks for no
-     * force of its own.
+     * force: what waits on it (a commit record's finish, X3) only has to follow, so it asks for no force
+     * of its own. Any thread.
      */
     public CompletableFuture<Void> whenAcksDurable() {
         return store.whenAcksDurable(false);
     }
 
-    /** A future completed once record {@code id} of the store is durable. */
-    public CompletableFuture<Long> whenDurable(long id) {
-        return store.whenDurable(id);
-    }
-
-    private void unreserve(int messages, long bytes) {
-        stagedMessages = Math.max(0, stagedMessages - messages);
-        stagedBytes = Math.max(0, stagedBytes - bytes);
-        backlog.removed(bytes);
-    }
-
     // ------------------------------------------------------------------ for the queue
 
+    /** Pending messages (T2), which the message count clients see leaves out. Any thread. */
     long stagedMessages() {
         return stagedMessages;
     }
@@ -301,7 +483,15 @@ public final class QueueTransactions {
         return held.contains(id);
     }
 
-    /** Bytes of the deliveries held and of the publishes staged: what a purge leaves in the backlog besides the consumers'. */
+    boolean isPending(long id) {
+        return pending.contains(id);
+    }
+
+    int pendingCount() {
+        return pending.size();
+    }
+
+    /** Bytes of the deliveries held and of the messages pending: what a purge leaves in the backlog besides the consumers'. */
     long reservedBytes() {
         return heldBytes + stagedBytes;
     }

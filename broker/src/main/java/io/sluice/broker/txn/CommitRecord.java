@@ -6,38 +6,36 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The commit of one transaction, as its one record in the transaction log: which staged records go
- * to which queue, with the sequences they are applied under, and which deliveries of which queues it
- * acknowledges. Once this record is durable the transaction is committed; a restart applies what of
- * it is not yet applied (docs/transactions.md, "Recovery").
+ * The commit of one transaction, as its one record in the transaction log: which messages it staged
+ * in which queue (their ids there), and which deliveries of which queues it acknowledges. Once this
+ * record is durable the transaction is committed: at a restart its staged messages are visible and
+ * its acknowledgements applied again (docs/transactions.md, "Recovery").
  *
  * <pre>
- * int32 format (1) | int64 applyBase
- * | int32 targetCount | targetCount x (string queue | int32 count | count x int64 stagedRecordId)
+ * int32 format (2)
+ * | int32 targetCount | targetCount x (string queue | int32 count | count x int64 stagedMessageId)
  * | int32 sourceCount | sourceCount x (string queue | int32 count | count x int64 messageId)
  * string: uint16 length | UTF-8
  * </pre>
- * The k-th staged record listed (over every target, in order, from 0) is applied with sequence
- * {@code applyBase + k}. Immutable.
+ * Format 1, of the broker that staged publishes in the log itself, is not read (see the docs). Immutable.
  */
-record CommitRecord(long applyBase, List<Part> targets, List<Part> sources) {
-    static final int FORMAT = 1;
+record CommitRecord(List<Part> targets, List<Part> sources) {
+    static final int FORMAT = 2;
 
-    /** A queue and ids: staged record ids for a target, message ids for a source. */
+    /** A queue and ids: the staged messages' ids for a target, acknowledged message ids for a source. */
     record Part(String queue, long[] ids) {
-    }
-
-    /** The sequences this commit uses: one per staged record. */
-    int publishCount() {
-        int n = 0;
-        for (Part t : targets) {
-            n += t.ids().length;
+        /** The highest id listed, or -1. */
+        long highestId() {
+            long highest = -1;
+            for (long id : ids) {
+                highest = Math.max(highest, id);
+            }
+            return highest;
         }
-        return n;
     }
 
     int encodedLength() {
-        int length = 4 + 8 + 4 + 4;
+        int length = 4 + 4 + 4;
         for (Part p : targets) {
             length += 2 + p.queue().getBytes(StandardCharsets.UTF_8).length + 4 + 8 * p.ids().length;
         }
@@ -49,7 +47,7 @@ record CommitRecord(long applyBase, List<Part> targets, List<Part> sources) {
 
     ByteBuffer encode() {
         ByteBuffer out = ByteBuffer.allocate(encodedLength());
-        out.putInt(FORMAT).putLong(applyBase);
+        out.putInt(FORMAT);
         putParts(out, targets);
         putParts(out, sources);
         return out.flip();
@@ -73,13 +71,12 @@ record CommitRecord(long applyBase, List<Part> targets, List<Part> sources) {
             if (format != FORMAT) {
                 throw new IllegalArgumentException("commit record format " + format + " is not " + FORMAT);
             }
-            long base = in.getLong();
             List<Part> targets = getParts(in);
             List<Part> sources = getParts(in);
             if (in.hasRemaining()) {
                 throw new IllegalArgumentException(in.remaining() + " bytes after the commit record's end");
             }
-            return new CommitRecord(base, targets, sources);
+            return new CommitRecord(targets, sources);
         } catch (java.nio.BufferUnderflowException e) {
             throw new IllegalArgumentException("the commit record is cut short");
         }

@@ -2,6 +2,7 @@ package io.sluice.broker.txn;
 
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.HeldAcks;
+import io.sluice.broker.queue.QueueTransactions;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.PublishFrame;
 
@@ -54,9 +55,10 @@ public final class ConnectionTransactions {
     }
 
     /**
-     * TX_PUBLISH to {@code queue}, which the session found and may write: staged by the coordinator,
-     * which releases the frame and gives its window back. An unknown transaction is an ERROR to no
-     * request; the frame is released and its window given back here.
+     * TX_PUBLISH to {@code queue}, which the session found and may write: the frame goes straight to
+     * the queue, which stages its messages there and releases it; the coordinator learns of it in frame
+     * order and gives the window back. An unknown transaction is an ERROR to no request; the frame is
+     * released and its window given back here.
      */
     public void publish(long txnId, BrokerQueue queue, PublishFrame frame, long payloadBytes) {
         Transaction t = find(txnId, "TX_PUBLISH");
@@ -65,7 +67,9 @@ public final class ConnectionTransactions {
             frame.release();
             return;
         }
-        coordinator.executor().execute(() -> coordinator.stage(t, queue, frame, payloadBytes));
+        int count = frame.messageCount();
+        CompletableFuture<QueueTransactions.Staging> staging = queue.transactions().stage(t.number, frame);
+        coordinator.executor().execute(() -> coordinator.staging(t, queue, staging, count, payloadBytes));
     }
 
     /**

@@ -7,15 +7,15 @@ package io.sluice.broker.txn;
  * costs one comparison with null.
  */
 final class CrashPoint {
-    /** A commit is about to write its commit record. */
+    /** A commit's staged messages are durable in their queues; its commit record is about to be written. */
     static final String BEFORE_COMMIT_RECORD = "txn-before-commit-record";
-    /** A commit record is durable and nothing of it is applied yet. */
+    /** A commit record is durable and nothing of it is applied yet (its staged messages pending, its acks held). */
     static final String AFTER_COMMIT_RECORD = "txn-after-commit-record";
-    /** One queue's part of a commit is applied; its other queues' parts may not be. */
+    /** One queue's part of a commit is applied (visible, acknowledged); its other queues' parts may not be. */
     static final String AFTER_A_QUEUE_APPLIED = "txn-after-a-queue-applied";
-    /** Every part of a commit is durable in its queues; its log records are not yet finished. */
+    /** Every part of a commit is applied and its acknowledgements durable; its record is not finished. */
     static final String BEFORE_FINISH = "txn-before-finish";
-    /** Recovery applied a commit again and has not yet finished its log records. */
+    /** Recovery discarded what never committed and applied a commit's acknowledgements again; its record is not finished. */
     static final String RECOVERY_BEFORE_FINISH = "txn-recovery-before-finish";
 
     private static final String CHOSEN = System.getProperty("sluice.crash-point");

@@ -3,6 +3,7 @@ package io.sluice.broker.txn;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.HeldAcks;
+import io.sluice.broker.queue.QueueTransactions;
 import io.sluice.protocol.ErrorCode;
 
 import java.util.ArrayList;
@@ -16,8 +17,8 @@ import java.util.concurrent.CompletableFuture;
  * One transaction of a connection: what it staged, what it holds, and where it is in its life.
  *
  * <pre>
- * OPEN --TX_COMMIT--> COMMITTING --commit record durable, applied--> FINISHED
- *   |                      `--commit record refused--> FINISHED (rolled back)
+ * OPEN --TX_COMMIT--> COMMITTING --staged durable, commit record durable, applied--> FINISHED
+ *   |                      `--staged records or commit record refused--> FINISHED (rolled back)
  *   |--TX_ROLLBACK, connection closed--> FINISHED (rolled back)
  *   `--timeout, a refused operation, a cap--> ABORTED (rolled back; told with TX_ABORTED)
  *                                               `--TX_COMMIT (answered with the reason), TX_ROLLBACK--> FINISHED
@@ -28,28 +29,32 @@ import java.util.concurrent.CompletableFuture;
 final class Transaction {
     enum State { OPEN, COMMITTING, ABORTED, FINISHED }
 
-    /** The publishes staged for one queue: their records in the transaction log and what their queue reserved. */
+    /** The messages staged in one queue, pending there until the commit (T2 of QueueTransactions). */
     static final class Staged {
         final BrokerQueue queue;
-        long[] records = new long[16];
+        long[] ids = new long[16];
         int count;
-        /** Messages and bytes the queue admitted and reserved (T2); a reservation still in flight is not counted. */
-        int reservedMessages;
-        long reservedBytes;
+        long bytes;
+        long lastId = -1;
 
         Staged(BrokerQueue queue) {
             this.queue = queue;
         }
 
-        void add(long record) {
-            if (count == records.length) {
-                records = Arrays.copyOf(records, count * 2);
+        void add(QueueTransactions.Staging staging) {
+            if (count + staging.count() > ids.length) {
+                ids = Arrays.copyOf(ids, Math.max(ids.length * 2, count + staging.count()));
             }
-            records[count++] = record;
+            for (int i = 0; i < staging.count(); i++) {
+                long id = staging.id(i);
+                ids[count++] = id;
+                lastId = Math.max(lastId, id);
+            }
+            bytes += staging.bytes();
         }
 
-        long[] records() {
-            return Arrays.copyOf(records, count);
+        long[] ids() {
+            return Arrays.copyOf(ids, count);
         }
     }
 
@@ -65,7 +70,7 @@ final class Transaction {
     State state = State.OPEN;
     ErrorCode abortCode;
     String abortReason;
-    /** The commit record was built: a hold or reservation that completes now is not part of it and is undone. */
+    /** The commit record was built: a hold or staging that completes now is not part of it and is undone. */
     boolean sealed;
     /** Stagings and holds still in flight; a commit waits for them. */
     final List<CompletableFuture<?>> pending = new ArrayList<>();
@@ -77,7 +82,6 @@ final class Transaction {
     ScheduledFuture<?> timeout;
     long commitRequestId;
     long commitRecordId = -1;
-    CommitRecord record;
     boolean durable;
 
     Transaction(ConnectionTransactions owner, TransactionLink link, long clientId, long number) {
@@ -89,24 +93,6 @@ final class Transaction {
 
     boolean takesOperations() {
         return state == State.OPEN;
-    }
-
-    /** Every log record of this transaction: its staged publishes, and its commit if written. */
-    long[] logRecords() {
-        int n = commitRecordId >= 0 ? 1 : 0;
-        for (Staged s : staged.values()) {
-            n += s.count;
-        }
-        long[] ids = new long[n];
-        int i = 0;
-        for (Staged s : staged.values()) {
-            System.arraycopy(s.records, 0, ids, i, s.count);
-            i += s.count;
-        }
-        if (commitRecordId >= 0) {
-            ids[i] = commitRecordId;
-        }
-        return ids;
     }
 
     String describe() {

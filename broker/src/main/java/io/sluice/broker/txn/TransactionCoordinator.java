@@ -10,66 +10,64 @@ import io.sluice.broker.queue.HeldAcks;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.queue.QueueTransactions;
 import io.sluice.protocol.ErrorCode;
-import io.sluice.protocol.PublishCursor;
-import io.sluice.protocol.PublishFrame;
 import io.sluice.storage.StoreConfig;
-import io.sluice.storage.StoredMessage;
 import io.sluice.storage.durability.FileForcer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Local transactions, broker-wide (docs/transactions.md): stages what transactions publish in the
- * {@link TransactionLog}, holds what they acknowledge in their queues ({@link QueueTransactions}),
- * commits each with one record in the log, applies the commit to the queues, and rolls back what
- * is not committed: on TX_ROLLBACK, a closed connection, a timeout, a refused operation, and at a
- * start for what a crash interrupted before the commit record was durable.
+ * Local transactions, broker-wide (docs/transactions.md): has what transactions publish staged in
+ * their target queues, pending there ({@link QueueTransactions}), holds what they acknowledge in
+ * their queues, commits each with one record in the {@link TransactionLog}, applies the commit to the
+ * queues, and rolls back what is not committed: on TX_ROLLBACK, a closed connection, a timeout, a
+ * refused operation, and at a start for what a crash interrupted before the commit record was durable.
  *
  * <p>Rules:
  * <ul>
- *   <li>X1 Nothing a transaction publishes reaches its queue before its commit record is durable;
- *       OK to TX_COMMIT goes out once it is durable and the commit was applied.</li>
- *   <li>X2 Commits are applied to each queue in the order of their commit records, each publish
- *       under the coordinator's producer id and a sequence handed out in that order (T3 of
- *       {@link QueueTransactions}); a queue whose apply failed takes the later ones only after it, so
- *       a retry, or a redo at the next start, never finds a sequence below one stored after it.</li>
- *   <li>X3 A transaction's log records are acknowledged only once nothing depends on them: at once
- *       after a rollback; after a commit once its publishes and acknowledgements are durable in
- *       their queues. A start redoes every commit whose records are still there.</li>
+ *   <li>X1 A commit record is written only once every message it names is durable in its queue, and
+ *       nothing a transaction publishes becomes visible before its commit record is durable. OK to
+ *       TX_COMMIT goes out once the record is durable and the commit was applied in every queue.</li>
+ *   <li>X2 Commits are applied in the order their records became durable; applying one is in memory
+ *       only (its staged messages become visible, its held deliveries are acknowledged), since the
+ *       messages are stored already.</li>
+ *   <li>X3 A commit record is finished (acknowledged in the log) only once nothing depends on it:
+ *       the acknowledgements it applied are durable, and every message it staged is acknowledged in
+ *       its queue with that durable too ({@link CommitFinisher}). Until then a restart needs it to
+ *       tell its staged messages from an uncommitted transaction's (X4).</li>
+ *   <li>X4 At a start, a staged message whose transaction has no commit record in the log is
+ *       discarded, and each commit record's acknowledgements are applied again, before any client is
+ *       served. Transaction numbers are never reused: the next is above every one in the log.</li>
  * </ul>
  *
  * <p>Threads: one thread, {@code sluice-transactions}, owns every transaction and the log. A
- * connection's loop hands it work through {@link ConnectionTransactions}; queues' work goes to their
- * executors and comes back here.
+ * connection's loop hands it work through {@link ConnectionTransactions}, and hands a TX_PUBLISH's
+ * frame straight to the target queue's executor; queues' work comes back here.
  */
 public final class TransactionCoordinator implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(TransactionCoordinator.class);
-    private static final long APPLY_RETRY_MS = 1000;
+    private static final long[] NO_IDS = new long[0];
 
     private final EventExecutor executor = new DefaultEventExecutor(new DefaultThreadFactory("sluice-transactions", true));
     private final TransactionLog log;
     private final QueueManager queues;
+    private final CommitFinisher finisher;
     final BrokerConfig.Transactions limits;
-    /** Coordinator thread: the next sequence a committed publish is applied under (X2). */
-    private long nextApplySequence;
     /** The next transaction number; any thread (connections take one at TX_BEGIN). */
-    private final java.util.concurrent.atomic.AtomicLong nextNumber;
+    private final AtomicLong nextNumber;
     /** Coordinator thread: commits written and waiting for durability, in log order (X2). */
     private final ArrayDeque<Transaction> committing = new ArrayDeque<>();
-    /** Coordinator thread: per queue, the applies in order; the head is running or waiting for its retry (X2). */
-    private final Map<BrokerQueue, ArrayDeque<ApplyJob>> applying = new HashMap<>();
     /** Open and committing transactions, for the metrics; written on the coordinator thread. */
     private final Set<Transaction> live = ConcurrentHashMap.newKeySet();
     private volatile long commits;
@@ -82,13 +80,14 @@ public final class TransactionCoordinator implements AutoCloseable {
         this.log = log;
         this.queues = queues;
         this.limits = limits;
-        this.nextNumber = new java.util.concurrent.atomic.AtomicLong(System.currentTimeMillis() << 16);
+        this.finisher = new CommitFinisher(log, executor);
+        this.nextNumber = new AtomicLong(System.currentTimeMillis() << 16);
     }
 
     /**
-     * Opens the transaction log under {@code dataDirectory} and recovers it (X3): a transaction without
-     * a durable commit record is rolled back, one with it applied again where it is not yet. Returns
-     * once the commits found are applied (or queued for a retry), before any client is served.
+     * Opens the transaction log under {@code dataDirectory} and recovers (X4): the staged messages of a
+     * transaction without a commit record are discarded, and a commit's acknowledgements applied again.
+     * Returns once that is done, before any client is served.
      */
     public static TransactionCoordinator open(Path dataDirectory, StoreConfig storage, FileForcer forcer, QueueManager queues,
                                               BrokerConfig.Transactions limits) {
@@ -96,6 +95,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         TransactionCoordinator coordinator = new TransactionCoordinator(log, queues, limits);
         try {
             CompletableFuture.supplyAsync(coordinator::recover, coordinator.executor).thenCompose(done -> done).join();
+            coordinator.executor.execute(coordinator.finisher::start);
         } catch (RuntimeException e) {
             coordinator.close();
             throw e;
@@ -118,38 +118,77 @@ public final class TransactionCoordinator implements AutoCloseable {
 
     // ------------------------------------------------------------------ recovery
 
+    /**
+     * X4: the staged records of every transaction without a commit record are discarded, in every
+     * queue at once; each commit found has its acknowledgements applied again (an acknowledged message
+     * stays so), and then waits to be finished as a live one does.
+     */
     private CompletableFuture<Void> recover() {
         List<TransactionLog.Interrupted> interrupted = log.interrupted();
-        long highest = 0;
-        // Asked of every queue at once, then read: one round trip to the queues' executors, not one per queue.
-        List<CompletableFuture<Long>> applied = new ArrayList<>();
-        for (BrokerQueue q : queues.all()) {
-            applied.add(q.transactions().appliedThroughAsync());
-        }
-        for (CompletableFuture<Long> f : applied) {
-            highest = Math.max(highest, f.join());
-        }
+        Set<Long> committed = new HashSet<>();
         long numbers = nextNumber.get();
         int rolledBack = 0;
-        List<CompletableFuture<Void>> redone = new ArrayList<>();
         for (TransactionLog.Interrupted t : interrupted) {
             numbers = Math.max(numbers, t.number() + 1);
-            long[] records = t.records().stream().mapToLong(Long::longValue).toArray();
-            if (t.commit() == null) {
-                log.finished(records);
+            if (t.commit() != null) {
+                committed.add(t.number());
+            } else {
+                log.finished(t.records().stream().mapToLong(Long::longValue).toArray());
                 rolledBack++;
-                continue;
             }
-            highest = Math.max(highest, t.commit().applyBase() + t.commit().publishCount() - 1);
-            redone.add(applyCommit(t.commit(), false, null, records));
         }
         nextNumber.set(numbers);
-        nextApplySequence = highest + 1;
-        if (!interrupted.isEmpty()) {
-            LOG.info("Transaction log: {} transactions interrupted by the last stop rolled back, {} committed ones applied again "
-                    + "where they were not yet.", rolledBack, redone.size());
+        // Asked of every queue at once, then read: one round trip to the queues' executors, not one per queue.
+        List<CompletableFuture<Long>> discards = new ArrayList<>();
+        for (BrokerQueue q : queues.all()) {
+            discards.add(q.transactions().recoverStaged(committed::contains));
+        }
+        long discarded = 0;
+        for (CompletableFuture<Long> f : discards) {
+            discarded += f.join();
+        }
+        List<CompletableFuture<Void>> redone = new ArrayList<>();
+        for (TransactionLog.Interrupted t : interrupted) {
+            if (t.commit() != null) {
+                redone.add(redoAcknowledgements(t));
+            }
+        }
+        if (!interrupted.isEmpty() || discarded > 0) {
+            LOG.info("Transaction log: {} committed transactions whose published messages may not all be consumed yet, "
+                    + "their acknowledgements applied again; {} staged messages of transactions that never committed "
+                    + "discarded ({} records rolled back).", redone.size(), discarded, rolledBack);
         }
         return CompletableFuture.allOf(redone.toArray(CompletableFuture[]::new));
+    }
+
+    private CompletableFuture<Void> redoAcknowledgements(TransactionLog.Interrupted t) {
+        List<CompletableFuture<?>> acked = new ArrayList<>();
+        List<BrokerQueue> sources = new ArrayList<>();
+        for (CommitRecord.Part source : t.commit().sources()) {
+            BrokerQueue q = queues.get(source.queue());
+            if (q != null) { // a queue deleted since: its acknowledgements went with it
+                acked.add(q.transactions().ackRecovered(source.ids()));
+                sources.add(q);
+            }
+        }
+        List<CommitFinisher.Target> targets = new ArrayList<>();
+        for (CommitRecord.Part target : t.commit().targets()) {
+            BrokerQueue q = queues.get(target.queue());
+            if (q != null) {
+                targets.add(new CommitFinisher.Target(q, target.ids(), target.highestId()));
+            }
+        }
+        long[] records = t.records().stream().mapToLong(Long::longValue).toArray();
+        return CompletableFuture.allOf(acked.toArray(CompletableFuture[]::new)).handleAsync((x, failed) -> {
+            CrashPoint.reached(CrashPoint.RECOVERY_BEFORE_FINISH);
+            if (failed != null) {
+                LOG.warn("A committed transaction's acknowledgements could not be applied again ({}); the next start tries again.",
+                        failed.toString());
+            } else {
+                finishOnceDurable(records, sources, targets);
+            }
+            return null;
+        }, executor);
     }
 
     // ------------------------------------------------------------------ operations (coordinator thread)
@@ -165,65 +204,40 @@ public final class TransactionCoordinator implements AutoCloseable {
         }, timeoutMs, TimeUnit.MILLISECONDS);
     }
 
-    /** TX_PUBLISH: stages the frame's messages in the log and reserves them in their queue (T2); releases the frame. */
-    void stage(Transaction t, BrokerQueue queue, PublishFrame frame, long payloadBytes) {
-        try {
-            int count = frame.messageCount();
-            if (!t.takesOperations()) {
-                t.link.publishCredit(count, payloadBytes);
-                if (t.state == Transaction.State.COMMITTING) {
-                    t.link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a TX_PUBLISH after "
-                            + "its TX_COMMIT is not part of it and was not stored");
-                }
-                return;
+    /**
+     * TX_PUBLISH: the queue stages the frame's messages ({@code staging}, under way on its executor).
+     * Part of the transaction if it is open now, in frame order: a commit that follows waits for it.
+     */
+    void staging(Transaction t, BrokerQueue queue, CompletableFuture<QueueTransactions.Staging> staging, int count,
+                 long payloadBytes) {
+        boolean partOfIt = t.takesOperations();
+        boolean afterCommit = t.state == Transaction.State.COMMITTING;
+        CompletableFuture<Void> done = staging.thenAcceptAsync(s -> staged(t, queue, s, count, payloadBytes, partOfIt, afterCommit),
+                executor);
+        if (partOfIt) {
+            t.pending.add(done);
+        }
+    }
+
+    private void staged(Transaction t, BrokerQueue queue, QueueTransactions.Staging s, int count, long payloadBytes,
+                        boolean partOfIt, boolean afterCommit) {
+        t.link.publishCredit(count, payloadBytes);
+        if (!partOfIt || t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
+            queue.transactions().discard(s);
+            if (afterCommit) {
+                t.link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a TX_PUBLISH after "
+                        + "its TX_COMMIT is not part of it and was not stored");
             }
-            int[] sizes = new int[count];
-            long bytes = 0;
-            PublishCursor cursor = frame.cursor();
-            for (int i = 0; cursor.next(); i++) {
-                sizes[i] = cursor.headersLength() + cursor.payloadLength();
-                bytes += sizes[i];
-            }
-            String over = overCaps(t, count, bytes);
-            if (over != null) {
-                t.link.publishCredit(count, payloadBytes);
-                abort(t, ErrorCode.TRANSACTION_LIMIT, over);
-                return;
-            }
-            Transaction.Staged staged = t.staged.computeIfAbsent(queue, Transaction.Staged::new);
-            cursor = frame.cursor();
-            ByteBuffer source = null;
-            try {
-                while (cursor.next()) {
-                    if (source == null) {
-                        source = cursor.nioBuffer();
-                    }
-                    staged.add(log.stage(t.number, source, cursor.headersOffset(), cursor.headersLength(),
-                            cursor.payloadOffset(), cursor.payloadLength()));
-                }
-            } catch (RuntimeException e) {
-                t.link.publishCredit(count, payloadBytes);
-                abort(t, ErrorCode.TRANSACTION_ABORTED, refused("TX_PUBLISH to queue '" + queue.name() + "'", ErrorCodes.of(e),
-                        "the transaction log could not stage it: " + message(e)));
-                return;
-            }
-            t.messages += count;
-            t.bytes += bytes;
-            t.link.publishCredit(count, payloadBytes);
-            long reservedBytes = bytes;
-            t.pending.add(queue.transactions().stage(sizes).whenCompleteAsync((ok, refused) -> {
-                if (refused != null) {
-                    abort(t, ErrorCode.TRANSACTION_ABORTED, refused("TX_PUBLISH to queue '" + queue.name() + "'",
-                            ErrorCodes.of(refused), message(refused)));
-                } else if (t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
-                    queue.transactions().unstage(count, reservedBytes);
-                } else {
-                    staged.reservedMessages += count;
-                    staged.reservedBytes += reservedBytes;
-                }
-            }, executor));
-        } finally {
-            frame.release();
+            return;
+        }
+        String over = overCaps(t, s.count(), s.bytes());
+        t.staged.computeIfAbsent(queue, Transaction.Staged::new).add(s); // a rollback discards them
+        t.messages += s.count();
+        t.bytes += s.bytes();
+        if (s.refusal() != null) {
+            abort(t, ErrorCode.TRANSACTION_ABORTED, refused("TX_PUBLISH to queue '" + queue.name() + "'", s.refusalCode(), s.refusal()));
+        } else if (over != null) {
+            abort(t, ErrorCode.TRANSACTION_LIMIT, over);
         }
     }
 
@@ -286,7 +300,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         t.commitRequestId = requestId;
         t.timeout.cancel(false);
         CompletableFuture.allOf(t.pending.toArray(CompletableFuture[]::new))
-                .whenCompleteAsync((done, failed) -> writeCommit(t), executor);
+                .whenCompleteAsync((done, failed) -> prepareCommit(t), executor);
     }
 
     private void answerAborted(Transaction t, long requestId) {
@@ -297,15 +311,21 @@ public final class TransactionCoordinator implements AutoCloseable {
         forget(t);
     }
 
-    /** Every staging and hold of the transaction is in: the commit record goes into the log. */
-    private void writeCommit(Transaction t) {
+    /** Every staging and hold of the transaction is in: its commit record is built, and written once its staged messages are durable (X1). */
+    private void prepareCommit(Transaction t) {
         if (t.state == Transaction.State.ABORTED) {
             answerAborted(t, t.commitRequestId);
             return;
         }
         t.sealed = true;
         List<CommitRecord.Part> targets = new ArrayList<>();
-        t.staged.forEach((q, s) -> targets.add(new CommitRecord.Part(q.name(), s.records())));
+        List<CompletableFuture<Long>> stagedDurable = new ArrayList<>();
+        t.staged.forEach((q, s) -> {
+            if (s.count > 0) {
+                targets.add(new CommitRecord.Part(q.name(), s.ids()));
+                stagedDurable.add(q.transactions().whenStagedDurable(s.lastId));
+            }
+        });
         List<CommitRecord.Part> sources = new ArrayList<>();
         t.held.forEach((q, list) -> {
             List<Long> ids = new ArrayList<>();
@@ -314,18 +334,31 @@ public final class TransactionCoordinator implements AutoCloseable {
                     ids.add(h.id(i));
                 }
             }
-            sources.add(new CommitRecord.Part(q.name(), ids.stream().mapToLong(Long::longValue).toArray()));
+            if (!ids.isEmpty()) {
+                sources.add(new CommitRecord.Part(q.name(), ids.stream().mapToLong(Long::longValue).toArray()));
+            }
         });
-        CommitRecord record = new CommitRecord(nextApplySequence, targets, sources);
         if (targets.isEmpty() && sources.isEmpty()) {
             finishCommitted(t); // nothing to make durable
             return;
         }
+        CommitRecord record = new CommitRecord(targets, sources);
         if (record.encodedLength() > log.maxRecordBytes()) {
             refuseCommit(t, ErrorCode.TRANSACTION_LIMIT, "its commit record would take " + record.encodedLength()
                     + " bytes, over the transaction log's " + log.maxRecordBytes() + " (too many queues or messages)");
             return;
         }
+        CompletableFuture.allOf(stagedDurable.toArray(CompletableFuture[]::new)).whenCompleteAsync((x, failed) -> {
+            if (failed != null) {
+                refuseCommit(t, ErrorCodes.of(failed), "its published messages could not be made durable in their queues: "
+                        + message(failed));
+            } else {
+                writeCommit(t, record);
+            }
+        }, executor);
+    }
+
+    private void writeCommit(Transaction t, CommitRecord record) {
         CrashPoint.reached(CrashPoint.BEFORE_COMMIT_RECORD);
         try {
             t.commitRecordId = log.commit(t.number, record);
@@ -333,8 +366,6 @@ public final class TransactionCoordinator implements AutoCloseable {
             refuseCommit(t, ErrorCodes.of(e), "the transaction log refused its commit record: " + message(e));
             return;
         }
-        nextApplySequence += record.publishCount();
-        t.record = record;
         committing.add(t);
         log.whenDurable(t.commitRecordId).whenCompleteAsync((id, failed) -> {
             if (failed != null) {
@@ -357,7 +388,8 @@ public final class TransactionCoordinator implements AutoCloseable {
 
     /**
      * The log could not force the commit record: it may or may not be on disk, and the log is failed
-     * until a restart, which decides (X3). The held deliveries stay held until then.
+     * until a restart, which decides (X4). Its staged messages stay pending and its held deliveries
+     * held until then.
      */
     private void inDoubt(Transaction t, Throwable failed) {
         committing.remove(t);
@@ -373,79 +405,66 @@ public final class TransactionCoordinator implements AutoCloseable {
     private void applyDurableCommits() {
         while (!committing.isEmpty() && committing.peek().durable) {
             CrashPoint.reached(CrashPoint.AFTER_COMMIT_RECORD);
-            Transaction t = committing.poll();
-            applyCommit(t.record, true, t, t.logRecords()).whenComplete((x, e) -> { });
-            // The answer does not wait for durability in the queues: the commit is durable in the log (X1).
+            apply(committing.poll());
         }
     }
 
     /**
-     * Applies a commit: its publishes to their queues (in order behind the applies before, X2), its
-     * acknowledgements to theirs. {@code t} is the live transaction (null in recovery): it is answered
-     * once every part was tried. Its log records are acknowledged once all of it is durable (X3).
-     * Completes when every part was tried.
+     * Applies a durable commit (X2): one task per queue it touches, which makes its staged messages
+     * there visible and acknowledges what it holds there. Answers OK once every part was applied;
+     * then its record waits to be finished (X3).
      */
-    private CompletableFuture<Void> applyCommit(CommitRecord record, boolean reserved, Transaction t, long[] logRecords) {
-        List<CompletableFuture<?>> tried = new ArrayList<>();
-        List<CompletableFuture<?>> durable = new ArrayList<>();
-        long sequence = record.applyBase();
-        // A live commit applies to the queues it staged in (their reservations); recovery finds them by name.
-        List<BrokerQueue> stagedIn = t == null ? null : new ArrayList<>(t.staged.keySet());
-        for (int i = 0; i < record.targets().size(); i++) {
-            CommitRecord.Part target = record.targets().get(i);
-            BrokerQueue q = stagedIn != null ? stagedIn.get(i) : queues.get(target.queue()); // deleted since: apply refuses
-            List<QueueTransactions.Committed> publishes = new ArrayList<>(target.ids().length);
-            for (long id : target.ids()) {
-                StoredMessage m = log.read(id);
-                if (m != null) {
-                    publishes.add(new QueueTransactions.Committed(sequence, m.headersBytes(), m.payloadBytes()));
+    private void apply(Transaction t) {
+        Set<BrokerQueue> touched = new LinkedHashSet<>(t.staged.keySet());
+        touched.addAll(t.held.keySet());
+        List<CompletableFuture<Boolean>> parts = new ArrayList<>();
+        for (BrokerQueue q : touched) {
+            Transaction.Staged s = t.staged.get(q);
+            CompletableFuture<Void> part = s == null
+                    ? q.transactions().commit(NO_IDS, 0, 0, t.held.getOrDefault(q, List.of()))
+                    : q.transactions().commit(s.ids, s.count, s.bytes, t.held.getOrDefault(q, List.of()));
+            parts.add(part.handleAsync((x, failed) -> {
+                if (failed != null) {
+                    applyFailures++;
+                    LOG.warn("Queue '{}': a committed transaction's acknowledgements could not be stored ({}); the next start "
+                            + "applies them again.", q.name(), message(failed));
                 }
-                sequence++;
-            }
-            if (q == null) {
-                LOG.warn("A committed transaction published {} messages to queue '{}', which was deleted before they were applied.",
-                        publishes.size(), target.queue());
-                continue;
-            }
-            ApplyJob job = new ApplyJob(q, publishes, reserved);
-            submit(job);
-            tried.add(job.tried);
-            durable.add(job.done.thenCompose(last -> last < 0 ? CompletableFuture.completedFuture(null) : q.transactions().whenDurable(last)));
+                CrashPoint.reached(CrashPoint.AFTER_A_QUEUE_APPLIED);
+                return failed == null;
+            }, executor));
         }
-        for (CommitRecord.Part source : record.sources()) {
-            BrokerQueue q = queues.get(source.queue());
-            if (q == null) {
-                continue;
-            }
-            CompletableFuture<?> acked;
-            if (t != null) {
-                List<CompletableFuture<Void>> parts = new ArrayList<>();
-                for (HeldAcks h : t.held.getOrDefault(q, List.of())) {
-                    parts.add(q.transactions().commitHeld(h));
-                }
-                acked = CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new));
-            } else {
-                acked = q.transactions().ackRecovered(source.ids());
-            }
-            tried.add(acked);
-            durable.add(acked.thenCompose(x -> q.transactions().whenAcksDurable()));
-        }
-        CompletableFuture<Void> allTried = CompletableFuture.allOf(tried.toArray(CompletableFuture[]::new));
-        allTried.whenCompleteAsync((x, failed) -> {
-            if (t != null) {
-                finishCommitted(t);
+        CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenRunAsync(() -> {
+            finishCommitted(t);
+            if (parts.stream().allMatch(CompletableFuture::join)) { // else its record stays: the next start applies it again
+                List<CommitFinisher.Target> targets = new ArrayList<>();
+                t.staged.forEach((q, s) -> {
+                    if (s.count > 0) {
+                        targets.add(new CommitFinisher.Target(q, s.ids(), s.lastId));
+                    }
+                });
+                finishOnceDurable(new long[] {t.commitRecordId}, new ArrayList<>(t.held.keySet()), targets);
             }
         }, executor);
+    }
+
+    /**
+     * Once the acknowledgements a commit applied in {@code sources} are durable, its log records go to
+     * the {@link CommitFinisher}, which finishes them once its staged messages are acknowledged (X3).
+     */
+    private void finishOnceDurable(long[] records, List<BrokerQueue> sources, List<CommitFinisher.Target> targets) {
+        List<CompletableFuture<Void>> durable = new ArrayList<>();
+        for (BrokerQueue q : sources) {
+            durable.add(q.transactions().whenAcksDurable());
+        }
         CompletableFuture.allOf(durable.toArray(CompletableFuture[]::new)).whenCompleteAsync((x, failed) -> {
-            if (failed == null) {
-                CrashPoint.reached(t == null ? CrashPoint.RECOVERY_BEFORE_FINISH : CrashPoint.BEFORE_FINISH);
-                log.finished(logRecords);
-            } else {
-                LOG.warn("A committed transaction's effects could not all be made durable ({}); the next start applies it again.",
-                        failed.toString());
+            if (failed != null) {
+                LOG.warn("A committed transaction's acknowledgements could not be made durable ({}); the next start applies "
+                        + "them again.", failed.toString());
+                return;
             }
+            CrashPoint.reached(CrashPoint.BEFORE_FINISH);
+            finisher.add(records, targets);
         }, executor);
-        return allTried.exceptionally(e -> null);
     }
 
     private void finishCommitted(Transaction t) {
@@ -483,8 +502,8 @@ public final class TransactionCoordinator implements AutoCloseable {
     }
 
     /**
-     * Rolls back the transaction's effects: reservations go, held deliveries return to their queues,
-     * staged records are finished. Completes once the queues have done so.
+     * Rolls back the transaction's effects: its staged messages are discarded, its held deliveries
+     * return to their queues. Completes once the queues have done so.
      */
     private CompletableFuture<Void> undo(Transaction t) {
         List<CompletableFuture<Void>> steps = new ArrayList<>();
@@ -493,12 +512,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         }
         t.sealed = true;
         for (Transaction.Staged s : t.staged.values()) {
-            if (s.reservedMessages > 0) {
-                steps.add(s.queue.transactions().unstage(s.reservedMessages, s.reservedBytes));
-                s.reservedMessages = 0;
-                s.reservedBytes = 0;
-            }
-            log.finished(s.records());
+            steps.add(s.queue.transactions().discard(s.ids, s.count, s.bytes));
         }
         t.staged.clear();
         for (List<HeldAcks> list : t.held.values()) {
@@ -515,55 +529,6 @@ public final class TransactionCoordinator implements AutoCloseable {
         live.remove(t);
         t.link.flush();
         t.owner.forget(t);
-    }
-
-    // ------------------------------------------------------------------ applying in order (X2)
-
-    /** The publishes of one commit to one queue. */
-    private static final class ApplyJob {
-        final BrokerQueue queue;
-        final List<QueueTransactions.Committed> publishes;
-        final boolean reserved;
-        /** Completed after the first attempt, whatever its outcome. */
-        final CompletableFuture<Void> tried = new CompletableFuture<>();
-        /** Completed with the last id appended (-1: none) once an attempt succeeded. */
-        final CompletableFuture<Long> done = new CompletableFuture<>();
-
-        ApplyJob(BrokerQueue queue, List<QueueTransactions.Committed> publishes, boolean reserved) {
-            this.queue = queue;
-            this.publishes = publishes;
-            this.reserved = reserved;
-        }
-    }
-
-    private void submit(ApplyJob job) {
-        ArrayDeque<ApplyJob> line = applying.computeIfAbsent(job.queue, q -> new ArrayDeque<>());
-        line.add(job);
-        if (line.size() == 1) {
-            run(job);
-        }
-    }
-
-    private void run(ApplyJob job) {
-        job.queue.transactions().apply(job.publishes, job.reserved).whenCompleteAsync((last, failed) -> {
-            job.tried.complete(null);
-            if (failed != null && ErrorCodes.of(failed) != ErrorCode.UNKNOWN_QUEUE) {
-                applyFailures++;
-                LOG.warn("Queue '{}': committed transactional publishes could not be stored ({}); retrying in {} ms.",
-                        job.queue.name(), message(failed), APPLY_RETRY_MS);
-                executor.schedule(() -> run(job), APPLY_RETRY_MS, TimeUnit.MILLISECONDS);
-                return;
-            }
-            CrashPoint.reached(CrashPoint.AFTER_A_QUEUE_APPLIED);
-            job.done.complete(failed == null ? last : -1L);
-            ArrayDeque<ApplyJob> line = applying.get(job.queue);
-            line.poll();
-            if (line.isEmpty()) {
-                applying.remove(job.queue);
-            } else {
-                run(line.peek());
-            }
-        }, executor);
     }
 
     /** The sentence of a TRANSACTION_ABORTED for an operation refused with {@code code}. */
@@ -611,12 +576,12 @@ public final class TransactionCoordinator implements AutoCloseable {
         return aborts;
     }
 
-    /** Records of the log still needed (X3): staged publishes of open transactions, commits not yet durable in their queues. */
+    /** Records of the log still needed (X3): commits whose acknowledgements or staged messages are not yet all acknowledged and durable. */
     public long logRecords() {
         return log.records();
     }
 
-    /** Attempts to store committed publishes that failed (each is retried). */
+    /** Parts of commits whose acknowledgements the queue could not store (the next start applies them again). */
     public long applyFailures() {
         return applyFailures;
     }

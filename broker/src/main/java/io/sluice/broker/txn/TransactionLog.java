@@ -8,7 +8,6 @@ import io.sluice.storage.durability.FileForcer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -18,18 +17,12 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * The broker-wide transaction log: a store of its own under {@code <data>/transactions}, one log in
- * it, forced by group commit like a queue. Two kinds of record, each carrying its transaction's
- * number as its producer id:
- * <ul>
- *   <li>a staged publish ({@link #KIND_STAGED}): a message a transaction published, headers and
- *       payload as received, appended at TX_PUBLISH and not forced then;</li>
- *   <li>a commit ({@link #KIND_COMMIT}): the {@link CommitRecord}. It is the commit point: once it is
- *       durable the transaction is committed.</li>
- * </ul>
- * A transaction's records are acknowledged once its end no longer depends on them: after a
- * rollback at once, after a commit once what it applied is durable in its queues. So the records
- * still unacknowledged at a start are exactly the transactions a crash interrupted, and the log's
- * segments are reclaimed as a queue's are.
+ * it, forced by group commit like a queue. Its records are commits ({@link #KIND_COMMIT}, a
+ * {@link CommitRecord}), each carrying its transaction's number as its producer id. A commit record
+ * is the commit point: once it is durable the transaction is committed. It is acknowledged
+ * (finished) once nothing depends on it any more (X3 of {@link TransactionCoordinator}): so the
+ * records still unacknowledged at a start are the commits whose staged messages may still be in
+ * their queues, and the log's segments are reclaimed (and its stragglers relocated) as a queue's are.
  *
  * <p>Threads: the coordinator's thread appends, reads and acknowledges; the store's flusher reports
  * durability.
@@ -38,7 +31,6 @@ final class TransactionLog implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(TransactionLog.class);
     static final String DIRECTORY = "transactions";
     static final String LOG_NAME = "log";
-    static final long KIND_STAGED = 1;
     static final long KIND_COMMIT = 2;
     /** Room for a commit record: the ids of a transaction at its caps, and its queues' names. */
     private static final int MIN_RECORD_BYTES = 4 << 20;
@@ -70,11 +62,6 @@ final class TransactionLog implements AutoCloseable {
         return store.config().maxMessageBytes();
     }
 
-    /** Appends a staged publish of transaction {@code number}: headers and payload are regions of {@code source}. */
-    long stage(long number, ByteBuffer source, int headersOffset, int headersLength, int payloadOffset, int payloadLength) {
-        return log.append(number, KIND_STAGED, source, headersOffset, headersLength, payloadOffset, payloadLength);
-    }
-
     /** Appends the commit record of transaction {@code number}; it is committed once {@link #whenDurable} completes for the id. */
     long commit(long number, CommitRecord record) {
         return log.append(number, KIND_COMMIT, null, record.encode());
@@ -82,11 +69,6 @@ final class TransactionLog implements AutoCloseable {
 
     CompletableFuture<Long> whenDurable(long id) {
         return log.whenDurable(id);
-    }
-
-    /** A staged publish, or null if it is acknowledged. */
-    StoredMessage read(long id) {
-        return log.read(id);
     }
 
     /** The transaction no longer needs these records. */
@@ -99,19 +81,25 @@ final class TransactionLog implements AutoCloseable {
         return log.unackedMessages();
     }
 
-    /** A transaction a crash interrupted: its records, and its commit if that was written. */
+    /**
+     * A transaction whose records are still in the log: their ids, and its commit if that is readable
+     * (records without one are of an earlier broker's format, or damaged: the transaction is rolled back).
+     */
     record Interrupted(long number, List<Long> records, CommitRecord commit) {
     }
 
     /**
      * The transactions whose records are still unacknowledged, in log order of their first record.
      * A commit record that cannot be read is reported and its transaction taken as rolled back.
+     * Records of other kinds were written by the broker that staged publishes in the log (format 1):
+     * reported once, and returned with the rest, so that they are finished.
      */
     List<Interrupted> interrupted() {
         List<Long> ids = new ArrayList<>();
         log.forEachUnacked(ids::add);
         Map<Long, List<Long>> records = new LinkedHashMap<>();
         Map<Long, CommitRecord> commits = new LinkedHashMap<>();
+        long earlierFormat = 0;
         for (long id : ids) {
             StoredMessage m;
             try {
@@ -124,7 +112,9 @@ final class TransactionLog implements AutoCloseable {
                 continue;
             }
             records.computeIfAbsent(m.producerId(), n -> new ArrayList<>()).add(id);
-            if (m.producerSequence() == KIND_COMMIT) {
+            if (m.producerSequence() != KIND_COMMIT) {
+                earlierFormat++;
+            } else {
                 try {
                     commits.put(m.producerId(), CommitRecord.decode(m.payload()));
                 } catch (IllegalArgumentException e) {
@@ -132,6 +122,10 @@ final class TransactionLog implements AutoCloseable {
                             m.producerId(), id, e.getMessage());
                 }
             }
+        }
+        if (earlierFormat > 0) {
+            LOG.error("The transaction log holds {} staged publishes of an earlier broker, which this one does not apply; "
+                    + "their transactions are rolled back. Stop a broker cleanly before upgrading it.", earlierFormat);
         }
         List<Interrupted> result = new ArrayList<>();
         records.forEach((number, list) -> result.add(new Interrupted(number, list, commits.get(number))));

@@ -8,6 +8,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -15,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 /**
  * {@link Dispatcher} over a real store: three messages stored in a queue that has no consumer of its
@@ -26,6 +28,7 @@ class DispatcherTest {
     private QueueCore core;
     private BrokerQueue q;
     private IdSet tracked;
+    private IdSet pending;
     private DeliveryOrder order;
     private Dispatcher dispatcher;
     private final List<String> deadLettered = new ArrayList<>();
@@ -39,7 +42,8 @@ class DispatcherTest {
         producer.await(ConfirmFrame.class, 1, Duration.ofSeconds(30));
         QueueCore.onLoop(q, () -> {
             tracked = new IdSet();
-            order = new DeliveryOrder(q.store(), tracked, q.executor(), () -> { });
+            pending = new IdSet();
+            order = new DeliveryOrder(q.store(), tracked, pending, q.executor(), () -> { });
             order.openReader();
             dispatcher = new Dispatcher("q", order, tracked, new DeliveryFrames("q", q.store()),
                     (StoredMessage m, int deliveries, String reason) -> deadLettered.add(m.payloadLength() + " " + reason));
@@ -101,6 +105,66 @@ class DispatcherTest {
         assertEquals(List.of("1 delivered 1 times without an acknowledgement (max-deliveries 1)"), deadLettered);
         assertEquals(List.of(0L, 1L, 2L), payloads(a));
         assertEquals(1L, (long) QueueCore.onLoop(q, () -> consumer.credit), "the dead-lettered message took no credit");
+    }
+
+    @Test
+    void shouldPassAMessageATransactionStagedWithoutStoppingAndDeliverItOnceItsTransactionCommits() throws Exception {
+        long staged = QueueCore.onLoop(q, () -> {
+            long id = q.store().appendStaged(42, ByteBuffer.wrap(new byte[] {9}), 0, 0, 0, 1);
+            pending.add(id); // as QueueTransactions.stage marks it
+            order.appendedVisible(q.store().append(0, 0, null, ByteBuffer.wrap(new byte[] {3}))); // as a publish tells it
+            return id;
+        });
+        FakeConnection a = new FakeConnection("a");
+        ConsumerSession consumer = session(a, 1, 10);
+
+        assertEquals(4, dispatch(List.of(consumer), 10), "the pending message is passed, the one after it delivered");
+        assertEquals(List.of(0L, 1L, 2L, 3L), payloads(a));
+        QueueCore.onLoop(q, () -> {
+            pending.remove(staged);
+            order.madeVisible(staged); // its transaction committed
+            return null;
+        });
+        assertEquals(1, dispatch(List.of(consumer), 10));
+        assertEquals(List.of(0L, 1L, 2L, 3L, 9L), payloads(a), "due once visible, though the reader had passed it");
+        assertEquals(0, dispatch(List.of(consumer), 10), "delivered once");
+    }
+
+    @Test
+    void shouldDeliverAStagedMessageInStoreOrderIfItsTransactionCommittedBeforeTheReaderGotThere() throws Exception {
+        QueueCore.onLoop(q, () -> {
+            long id = q.store().appendStaged(42, ByteBuffer.wrap(new byte[] {9}), 0, 0, 0, 1);
+            order.appendedVisible(q.store().append(0, 0, null, ByteBuffer.wrap(new byte[] {3})));
+            order.madeVisible(id); // never pending when the reader reads it
+            return null;
+        });
+        FakeConnection a = new FakeConnection("a");
+        assertEquals(5, dispatch(List.of(session(a, 1, 10)), 10));
+        assertEquals(List.of(0L, 1L, 2L, 9L, 3L), payloads(a));
+    }
+
+    @Test
+    void shouldWaitAtPendingMessagesWithNothingVisibleAfterThemAndDeliverThemInStoreOrderOnceCommitted() throws Exception {
+        long[] staged = QueueCore.onLoop(q, () -> {
+            long[] ids = {q.store().appendStaged(42, ByteBuffer.wrap(new byte[] {9}), 0, 0, 0, 1),
+                          q.store().appendStaged(42, ByteBuffer.wrap(new byte[] {8}), 0, 0, 0, 1)};
+            pending.add(ids[0]);
+            pending.add(ids[1]);
+            return ids;
+        });
+        FakeConnection a = new FakeConnection("a");
+        ConsumerSession consumer = session(a, 1, 10);
+        assertEquals(3, dispatch(List.of(consumer), 10));
+        boolean due = QueueCore.onLoop(q, () -> {
+            for (long id : staged) {
+                pending.remove(id);
+                order.madeVisible(id);
+            }
+            return order.hasDue();
+        });
+        assertFalse(due, "the reader waited at them: nothing to read again by id");
+        assertEquals(2, dispatch(List.of(consumer), 10));
+        assertEquals(List.of(0L, 1L, 2L, 9L, 8L), payloads(a));
     }
 
     private ConsumerSession session(FakeConnection connection, int tag, long credit) {

@@ -402,7 +402,9 @@ public final class Reclaimer {
                 continue; // validated before a copy of it is written: AckLog.relocate would refuse it
             }
             int deliveries = Math.max(acks.deliveryCount(originalId), source.deliveryCount());
-            copyCodec.encode(RecordCodec.FLAG_RELOCATED | (source.flags() & RecordCodec.FLAG_FORWARDED), originalId, deliveries, source.producerId(),
+            // A copy keeps what the record is (forwarded, staged by a transaction), not only what it says.
+            int kept = source.flags() & (RecordCodec.FLAG_FORWARDED | RecordCodec.FLAG_TRANSACTIONAL);
+            copyCodec.encode(RecordCodec.FLAG_RELOCATED | kept, originalId, deliveries, source.producerId(),
                     source.producerSequence(), source.timestampMillis(),
                     ByteBuffer.wrap(source.array(), source.headersOffset(), source.headersLength()),
                     ByteBuffer.wrap(source.array(), source.payloadOffset(), source.payloadLength()));

@@ -28,7 +28,9 @@ import java.util.zip.CRC32C;
  *
  * Flags: bit 0 {@link #FLAG_RELOCATED} (a copy written by relocation), bit 1 {@link #FLAG_FORWARDED}
  * (a copy the broker forwarded from another queue, such as a dead letter: its producer identity is
- * the original publisher's, not a producer of this queue).
+ * the original publisher's, not a producer of this queue), bit 2 {@link #FLAG_TRANSACTIONAL} (a
+ * message a transaction staged: its producer id is the transaction's number, and it is not to be
+ * delivered unless that transaction committed; the broker decides, docs/transactions.md).
  *
  * Field offsets: crc 0, version 4, flags 5, headersLength 6, originalId 8, deliveryCount 16,
  * producerId 20, producerSequence 28, timestampMillis 36, payloadLength 44, headers 48.
@@ -41,6 +43,11 @@ public final class RecordCodec {
     public static final int HEADER_BYTES = 48;
     public static final int FLAG_RELOCATED = 1;
     public static final int FLAG_FORWARDED = 2;
+    public static final int FLAG_TRANSACTIONAL = 4;
+    /** Offsets inside a record, for a pass that reads a field without decoding the record. */
+    public static final int OFFSET_FLAGS_BYTE = 5;
+    public static final int OFFSET_ORIGINAL_ID_FIELD = 8;
+    public static final int OFFSET_PRODUCER_ID_FIELD = 20;
     public static final int MAX_HEADERS_BYTES = 0xFFFF;
 
     private static final int OFFSET_VERSION = 4;
@@ -152,6 +159,10 @@ public final class RecordCodec {
 
     public boolean forwarded() {
         return (flags() & FLAG_FORWARDED) != 0;
+    }
+
+    public boolean transactional() {
+        return (flags() & FLAG_TRANSACTIONAL) != 0;
     }
 
     public long originalId() {

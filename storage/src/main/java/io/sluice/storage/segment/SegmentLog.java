@@ -457,10 +457,10 @@ public final class SegmentLog implements AutoCloseable {
 
     /**
      * Headers plus payload of the records from {@code fromId} on that {@code acked} does not reject:
-     * one sequential pass reading each record's length only (a record's message bytes are its length
-     * less {@link RecordCodec#HEADER_BYTES}).
+     * one sequential pass reading each record's length (a record's message bytes are its length less
+     * {@link RecordCodec#HEADER_BYTES}) and flags; the records a transaction staged also go to {@code staged}.
      */
-    public long messageBytesFrom(long fromId, java.util.function.LongPredicate acked) {
+    public long messageBytesFrom(long fromId, java.util.function.LongPredicate acked, io.sluice.storage.StagedRecordVisitor staged) {
         if (fromId < 0) {
             return 0;
         }
@@ -475,10 +475,30 @@ public final class SegmentLog implements AutoCloseable {
                         return bytes;
                     }
                     if (!acked.test(dc.index())) {
-                        bytes += Math.max(0, dc.wire().bytes().readRemaining() - RecordCodec.HEADER_BYTES);
+                        Bytes<?> record = dc.wire().bytes();
+                        long length = record.readRemaining();
+                        int messageBytes = (int) Math.max(0, length - RecordCodec.HEADER_BYTES);
+                        bytes += messageBytes;
+                        if (length >= RecordCodec.HEADER_BYTES) {
+                            reportStaged(record, dc.index(), messageBytes, staged);
+                        }
                     }
                 }
             }
+        }
+    }
+
+    /**
+     * Tells {@code staged} of the record at the reading position if a transaction staged it. Reads two
+     * fields in place (Chronicle's bytes are little-endian, as {@link RecordCodec} writes); the checksum
+     * is not verified here: a damaged record is found by the reader that reaches it.
+     */
+    private static void reportStaged(Bytes<?> record, long index, int messageBytes, io.sluice.storage.StagedRecordVisitor staged) {
+        long start = record.readPosition();
+        int flags = record.readUnsignedByte(start + RecordCodec.OFFSET_FLAGS_BYTE);
+        if ((flags & RecordCodec.FLAG_TRANSACTIONAL) != 0) {
+            long id = (flags & RecordCodec.FLAG_RELOCATED) != 0 ? record.readLong(start + RecordCodec.OFFSET_ORIGINAL_ID_FIELD) : index;
+            staged.staged(id, record.readLong(start + RecordCodec.OFFSET_PRODUCER_ID_FIELD), messageBytes);
         }
     }
 

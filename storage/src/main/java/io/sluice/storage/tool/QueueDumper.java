@@ -92,6 +92,9 @@ final class QueueDumper {
         if (codec.relocated()) {
             b.append(String.format(" relocated from 0x%x", original));
         }
+        if (codec.transactional()) { // its producer id is the transaction's number; the broker delivers it only if that committed
+            b.append(" staged by a transaction");
+        }
         b.append(" producer ").append(codec.producerId()).append('/').append(codec.producerSequence());
         b.append(" headers ").append(codec.headersLength()).append(" B");
         b.append(" payload ").append(codec.payloadLength()).append(" B ");

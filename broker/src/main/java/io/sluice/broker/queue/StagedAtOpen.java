@@ -1,0 +1,42 @@
+package io.sluice.broker.queue;
+
+import io.sluice.storage.StagedRecordVisitor;
+
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The unacknowledged records transactions had staged in a queue, by transaction number, as the pass
+ * that opens the queue found them (rule T4 of {@link QueueTransactions}): what recovery resolves.
+ * Memory is the ids of those records, until recovery is over. Filled on the thread that opens the
+ * queue, then read on the queue's executor; not thread-safe.
+ */
+final class StagedAtOpen implements StagedRecordVisitor {
+    /** Receives one transaction's records. */
+    interface Visitor {
+        void transaction(long number, long[] ids, int count, long bytes);
+    }
+
+    private static final class Records {
+        long[] ids = new long[16];
+        int count;
+        long bytes;
+    }
+
+    private final Map<Long, Records> byTransaction = new LinkedHashMap<>();
+
+    @Override
+    public void staged(long id, long transaction, int bytes) {
+        Records r = byTransaction.computeIfAbsent(transaction, n -> new Records());
+        if (r.count == r.ids.length) {
+            r.ids = Arrays.copyOf(r.ids, r.count * 2);
+        }
+        r.ids[r.count++] = id;
+        r.bytes += bytes;
+    }
+
+    void forEach(Visitor visitor) {
+        byTransaction.forEach((number, r) -> visitor.transaction(number, r.ids, r.count, r.bytes));
+    }
+}

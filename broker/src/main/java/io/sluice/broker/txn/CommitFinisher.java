@@ -1,0 +1,130 @@
+package io.sluice.broker.txn;
+
+import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.sluice.broker.queue.BrokerQueue;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The commit records that must stay in the transaction log (rule X3 of {@link TransactionCoordinator}),
+ * and their finish once nothing depends on them. A commit record is what makes its staged messages
+ * visible across a restart: recovery discards a staged record whose transaction has no commit record
+ * in the log. So a record is finished only once every message it staged has been acknowledged in its
+ * queue (consumed, purged, dead-lettered, or its queue deleted), and those acknowledgements are durable.
+ *
+ * <p>Checked by a sweep every {@value #SWEEP_MS} ms rather than on each acknowledgement, so the
+ * queues' acknowledgement path does no work for it. A queue's part is done at once when the queue's
+ * oldest unacknowledged message is newer than the part's newest staged one (the usual case, with
+ * consumers keeping up); else its ids are looked at one by one, from where the last sweep stopped,
+ * so a sweep costs one look per commit still waiting.
+ *
+ * <p>Threads: the coordinator's thread only.
+ */
+final class CommitFinisher {
+    private static final Logger LOG = LoggerFactory.getLogger(CommitFinisher.class);
+    static final long SWEEP_MS = 100;
+
+    /** The messages a commit staged in one queue. */
+    record Target(BrokerQueue queue, long[] ids, long newest) {
+    }
+
+    /** One commit's log records, waiting for the staged messages of its target queues to be acknowledged. */
+    private static final class Waiting {
+        final long[] records;
+        final List<Target> targets;
+        /** Targets before this index are done. */
+        int done;
+        /** In the target at {@link #done}, the ids before this index are acknowledged. */
+        int acknowledged;
+
+        Waiting(long[] records, List<Target> targets) {
+            this.records = records;
+            this.targets = targets;
+        }
+    }
+
+    private final TransactionLog log;
+    private final EventExecutor executor;
+    private final List<Waiting> waiting = new ArrayList<>();
+    private ScheduledFuture<?> sweep;
+
+    CommitFinisher(TransactionLog log, EventExecutor executor) {
+        this.log = log;
+        this.executor = executor;
+    }
+
+    void start() {
+        sweep = executor.scheduleWithFixedDelay(this::sweep, SWEEP_MS, SWEEP_MS, TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * The log records {@code records} of a commit whose acknowledgements are durable: finished once
+     * the messages it staged in {@code targets} are acknowledged.
+     */
+    void add(long[] records, List<Target> targets) {
+        if (targets.isEmpty()) {
+            log.finished(records);
+        } else {
+            waiting.add(new Waiting(records, targets));
+        }
+    }
+
+    private void sweep() {
+        if (waiting.isEmpty()) {
+            return;
+        }
+        Map<BrokerQueue, Long> acknowledgedBelow = new IdentityHashMap<>(); // one look at each queue per sweep
+        waiting.removeIf(w -> {
+            while (w.done < w.targets.size()) {
+                Target t = w.targets.get(w.done);
+                long below = acknowledgedBelow.computeIfAbsent(t.queue(), q -> q.transactions().acknowledgedBelow());
+                if (t.newest() >= below) {
+                    while (w.acknowledged < t.ids().length && t.queue().transactions().isAcknowledged(t.ids()[w.acknowledged])) {
+                        w.acknowledged++;
+                    }
+                    if (w.acknowledged < t.ids().length) {
+                        return false;
+                    }
+                }
+                w.done++;
+                w.acknowledged = 0;
+            }
+            finish(w);
+            return true;
+        });
+    }
+
+    private void finish(Waiting w) {
+        List<CompletableFuture<Void>> durable = new ArrayList<>();
+        for (Target t : w.targets) {
+            durable.add(t.queue().transactions().whenAcksDurable().exceptionally(e -> null)); // a deleted queue's are gone with it
+        }
+        CompletableFuture.allOf(durable.toArray(CompletableFuture[]::new)).whenCompleteAsync((x, failed) -> {
+            try {
+                log.finished(w.records);
+            } catch (RuntimeException e) {
+                LOG.warn("Transaction log: a finished commit's record could not be acknowledged ({}); the next start "
+                        + "applies it again, which changes nothing.", e.toString());
+            }
+        }, executor);
+    }
+
+    /** Commits waiting for their staged messages to be acknowledged. */
+    int waiting() {
+        return waiting.size();
+    }
+
+    void close() {
+        if (sweep != null) {
+            sweep.cancel(false);
+        }
+    }
+}
