@@ -91,6 +91,18 @@ final class ClusterFixture {
         return brokers;
     }
 
+    /** Starts every node as a child JVM at once (one start-up takes seconds here), then waits for each to listen. */
+    Process[] startChildren() throws Exception {
+        Process[] processes = new Process[size];
+        for (int i = 0; i < size; i++) {
+            processes[i] = ChildJvm.start(log(i), Main.class, "--config", configs[i].toString());
+        }
+        for (int i = 0; i < size; i++) {
+            ChildJvm.awaitListening(processes[i], clientPorts[i], log(i));
+        }
+        return processes;
+    }
+
     /** Starts node {@code node} (0-based) as a child JVM writing to {@code node-N.log}; returns once it listens. */
     Process startChild(int node) throws Exception {
         Path log = dir.resolve("node-" + (node + 1) + ".log");

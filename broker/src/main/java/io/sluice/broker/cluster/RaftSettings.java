@@ -36,6 +36,12 @@ final class RaftSettings {
         RaftServerConfigKeys.Log.setUnsafeFlushEnabled(properties, false);
         // HDDS-9232: the appender's minimum wait between batches slows writes; 1 ms keeps batching.
         RaftServerConfigKeys.Log.Appender.setWaitTimeMin(properties, TimeDuration.valueOf(1, TimeUnit.MILLISECONDS));
+        // After a follower failed 10 appends in a row, Ratis's default waits 1 s and then 5 s between tries, and a
+        // reply that the follower's log is shorter counts as a failure: a node started a few seconds after the
+        // others stayed empty for minutes (ClusterFailoverTest), so that the leader's death then left no
+        // majority that would vote (Ratis refuses votes of empty logs once entries are committed, RATIS-1995).
+        // Tries every 100 ms, then every 500 ms, cost a down follower's leader next to nothing.
+        RaftServerConfigKeys.Log.Appender.setRetryPolicy(properties, "1ms,10, 100ms,50, 500ms,100000000");
         // Snapshots are markers without data (ShardStateMachine, rule R4): never sent to a follower.
         RaftServerConfigKeys.Log.Appender.setInstallSnapshotEnabled(properties, false);
         RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(properties, false);
