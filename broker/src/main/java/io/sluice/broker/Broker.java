@@ -19,6 +19,7 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import io.sluice.broker.admin.AdminServer;
 import io.sluice.broker.auth.Authenticator;
+import io.sluice.broker.cluster.ClusterNode;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.metrics.NetworkCounters;
 import io.sluice.broker.net.BrokerChannelInitializer;
@@ -59,6 +60,8 @@ public final class Broker implements AutoCloseable {
     private final EventLoopGroup workers;
     private final QueueManager queues;
     private final TransactionCoordinator transactions;
+    /** Null on a single broker (cluster.enabled false). */
+    private final ClusterNode cluster;
     private final ChannelGroup channels = new DefaultChannelGroup("sluice-connections", GlobalEventExecutor.INSTANCE);
     private final Channel serverChannel;
     private volatile boolean closed;
@@ -111,12 +114,17 @@ public final class Broker implements AutoCloseable {
         EventLoopGroup workerGroup = started.workers();
         QueueManager queueManager = null;
         TransactionCoordinator transactionCoordinator = null;
+        ClusterNode clusterNode = null;
         try {
             queueManager = new QueueManager(store, workerGroup, config.queues, config.broker.publishWindowMessages);
             queueManager.limitQueues(config.limits.maxQueues);
             // Before the listener binds: what a crash interrupted is rolled back or applied again first.
             transactionCoordinator = TransactionCoordinator.open(config.dataDirectory(), config.storeConfig(), forcer, queueManager,
                     config.transactions);
+            if (config.cluster.enabled) {
+                // Before the listener binds, as recovery: the node's Raft log is replayed into the queues first.
+                clusterNode = ClusterNode.start(config, queueManager, this::closeClientsNotLeader);
+            }
             Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
             this.channelInitializer = new BrokerChannelInitializer(config, new Authenticator(config.auth), queueManager, transactionCoordinator,
                     channels, network);
@@ -140,6 +148,9 @@ public final class Broker implements AutoCloseable {
             }
         } catch (Exception e) {
             started.close();
+            if (clusterNode != null) {
+                clusterNode.close();
+            }
             if (transactionCoordinator != null) {
                 transactionCoordinator.close();
             }
@@ -153,6 +164,7 @@ public final class Broker implements AutoCloseable {
         this.workers = workerGroup;
         this.queues = queueManager;
         this.transactions = transactionCoordinator;
+        this.cluster = clusterNode;
         this.listenAddress = (InetSocketAddress) serverChannel.localAddress();
         diskGuardTask = workers.next().scheduleAtFixedRate(this::checkDisk, 1, 1, TimeUnit.SECONDS);
         // RejectionLog rule L1: the summary of a flood comes even when the flood has stopped.
@@ -269,6 +281,19 @@ public final class Broker implements AutoCloseable {
         } catch (RuntimeException e) {
             LOG.warn("Disk guard check failed.", e);
         }
+    }
+
+    /**
+     * A cluster node that is not (or no longer) the leader sends its clients to the leader: CLOSE
+     * NOT_LEADER naming it (docs/protocol.md, "Clusters"), written before each connection closes.
+     */
+    private void closeClientsNotLeader(String reason) {
+        channels.writeAndFlush(new CloseFrame(ErrorCode.NOT_LEADER, reason)).addListener(written -> channels.close());
+    }
+
+    /** This broker as a cluster node, or null on a single broker. */
+    public ClusterNode cluster() {
+        return cluster;
     }
 
     /** The limits against hostile clients, with their refusal counters. */
@@ -412,6 +437,9 @@ public final class Broker implements AutoCloseable {
         channels.writeAndFlush(new CloseFrame(ErrorCode.NONE, "the broker is shutting down"));
         channels.close().awaitUninterruptibly(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), TimeUnit.MILLISECONDS);
         transactions.drain(1000);
+        if (cluster != null) {
+            cluster.close(); // before the event loops stop: the shard applies through the queues' executors
+        }
         shutdownGroups(acceptor, workers);
         transactions.close();
         queues.close();

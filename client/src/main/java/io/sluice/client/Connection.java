@@ -19,6 +19,7 @@ import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.client.internal.Backoff;
+import io.sluice.client.internal.BrokerAddresses;
 import io.sluice.client.internal.NetworkThreads;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ConfirmFrame;
@@ -77,6 +78,11 @@ import java.util.function.LongFunction;
  * subscribed again with their full credit; acks for messages of the old connection are dropped, because the
  * broker requeued those messages. Queues are not declared again. With reconnect off, or after
  * {@link #close()}, unconfirmed publishes fail with {@link ConnectionLostException}.
+ *
+ * <p>Clusters ({@link ConnectionOptions#bootstrap()}): the connection goes to the leader. A node that is not
+ * the leader refuses or closes with NOT_LEADER naming it, and the next attempt goes there; a lost connection
+ * goes on to the next node of the list ({@link BrokerAddresses}). The resend above is what makes a failover
+ * lose nothing: the new leader stores each unconfirmed message once, by its producerId and sequence.
  */
 public final class Connection implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Connection.class);
@@ -84,7 +90,10 @@ public final class Connection implements AutoCloseable {
     private static final int HANDSHAKE_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
     private final ConnectionOptions options;
-    private final String address;
+    /** Where the next attempt goes: one broker, or a cluster's nodes and the leader last named. */
+    private final BrokerAddresses addresses;
+    /** The broker of the current (or last) attempt, host:port, for messages. */
+    private volatile String address;
     private final EventLoopGroup group;
     private final EventLoop loop;
     private final Callbacks callbacks;
@@ -108,10 +117,15 @@ public final class Connection implements AutoCloseable {
 
     private volatile boolean closed;
     private volatile String brokerName = "";
+    /** On loop: the broker closed with NOT_LEADER, so {@link #addresses} moved on already; null if not. */
+    private Boolean closedNotLeaderNamingNewLeader;
 
     private Connection(ConnectionOptions options) {
         this.options = options;
-        this.address = options.host() + ":" + options.port();
+        this.addresses = new BrokerAddresses(options.bootstrap().isEmpty()
+                ? List.of(new BrokerAddresses.Address(options.host(), options.port()))
+                : options.bootstrap().stream().map(BrokerAddresses.Address::parse).toList());
+        this.address = addresses.current().toString();
         // Built first: a bad TLS file fails here, before any thread exists.
         this.tls = options.tls() ? io.sluice.client.internal.ClientTls.create(options.trustCertificates(), options.trustStore(),
                 options.trustStorePassword(), options.clientCertificate(), options.clientKey(), options.hostnameVerification()) : null;
@@ -141,10 +155,31 @@ public final class Connection implements AutoCloseable {
     public static Connection connect(ConnectionOptions options) {
         Connection connection = new Connection(options);
         try {
-            CompletableFuture<Void> handshake = new CompletableFuture<>();
-            connection.loop.execute(() -> connection.connectOnce(handshake));
-            await(handshake, options.connectTimeout().plusSeconds(1), "connect to " + connection.address);
-            return connection;
+            long deadline = System.nanoTime() + options.connectTimeout().toNanos();
+            for (int unreachable = 0; ; ) {
+                CompletableFuture<Void> handshake = new CompletableFuture<>();
+                connection.loop.execute(() -> connection.connectOnce(handshake));
+                try {
+                    await(handshake, options.connectTimeout().plusSeconds(1), "connect to " + connection.address);
+                    return connection;
+                } catch (SluiceException e) {
+                    // A cluster: a node that is not the leader names it; a node that cannot be reached is skipped,
+                    // once per address in the list. A single broker's first failure is thrown, as always.
+                    boolean notLeader = e.errorCode() == ErrorCode.NOT_LEADER;
+                    boolean skip = e instanceof ConnectionLostException && ++unreachable < connection.addresses.size();
+                    if (!(notLeader || skip) || System.nanoTime() - deadline > 0) {
+                        throw e;
+                    }
+                    if (!connection.addresses.moveOn(notLeader ? e.brokerMessage() : null) && notLeader) {
+                        Thread.sleep(connection.backoff.nextDelayMillis()); // an election runs: give it time
+                    }
+                    connection.address = connection.addresses.current().toString();
+                }
+            }
+        } catch (InterruptedException e) {
+            connection.close();
+            Thread.currentThread().interrupt();
+            throw new SluiceException("interrupted while connecting to " + connection.address, e);
         } catch (RuntimeException e) {
             connection.close();
             throw e;
@@ -540,16 +575,18 @@ public final class Connection implements AutoCloseable {
         }
         FrameDecoder decoder = new FrameDecoder(HANDSHAKE_MAX_FRAME_BYTES);
         FrameEncoder encoder = new FrameEncoder(HANDSHAKE_MAX_FRAME_BYTES);
+        BrokerAddresses.Address target = addresses.current();
+        address = target.toString();
         ChannelFuture connect = bootstrap.clone().handler(new io.netty.channel.ChannelInitializer<Channel>() {
             @Override
             protected void initChannel(Channel ch) {
                 if (tls != null) {
-                    ch.pipeline().addLast("tls", tls.newHandler(ch.alloc(), options.host(), options.port()));
+                    ch.pipeline().addLast("tls", tls.newHandler(ch.alloc(), target.host(), target.port()));
                 }
                 ch.pipeline().addLast("decoder", decoder).addLast("encoder", encoder)
                         .addLast("handler", new InboundHandler(handshake, decoder, encoder));
             }
-        }).connect(options.host(), options.port());
+        }).connect(target.host(), target.port());
         connect.addListener(result -> {
             if (!result.isSuccess()) {
                 handshake.completeExceptionally(new ConnectionLostException(
@@ -571,17 +608,24 @@ public final class Connection implements AutoCloseable {
     }
 
     private void scheduleReconnect() {
+        scheduleReconnect(false);
+    }
+
+    /** {@code newLeader}: a NOT_LEADER just named a leader not named before, tried after the first delay, not a grown one. */
+    private void scheduleReconnect(boolean newLeader) {
         if (closed || !options.reconnectPolicy().enabled()) {
             return;
         }
-        long delayMs = backoff.nextDelayMillis();
-        LOG.info("Reconnecting to {} in {} ms.", address, delayMs);
+        long delayMs = newLeader ? options.reconnectPolicy().initialDelay().toMillis() : backoff.nextDelayMillis();
+        LOG.info("Reconnecting to {} in {} ms.", addresses.current(), delayMs);
         loop.schedule(() -> {
             CompletableFuture<Void> handshake = new CompletableFuture<>();
             handshake.whenComplete((ignored, failure) -> {
                 if (failure != null) {
                     LOG.warn("Reconnecting to {} failed: {}", address, failure.getMessage());
-                    executeOnLoop(this::scheduleReconnect);
+                    boolean named = addresses.moveOn(failure instanceof SluiceException refused
+                            && refused.errorCode() == ErrorCode.NOT_LEADER ? refused.brokerMessage() : null);
+                    executeOnLoop(() -> scheduleReconnect(named));
                 }
             });
             connectOnce(handshake);
@@ -652,7 +696,12 @@ public final class Connection implements AutoCloseable {
         }
         if (retain) {
             LOG.warn("Lost the connection to {}; unconfirmed publishes will be resent after reconnecting.", address);
-            scheduleReconnect();
+            boolean newLeader = closedNotLeaderNamingNewLeader != null && closedNotLeaderNamingNewLeader;
+            if (closedNotLeaderNamingNewLeader == null) {
+                addresses.moveOn(null); // a cluster node that went away: try the next one
+            }
+            closedNotLeaderNamingNewLeader = null;
+            scheduleReconnect(newLeader);
         }
     }
 
@@ -702,6 +751,9 @@ public final class Connection implements AutoCloseable {
             transactions.abortedOnLoop(aborted);
         } else if (frame instanceof CloseFrame close) {
             LOG.warn("The broker at {} closed the connection: {} {}", address, close.errorCode(), close.reason());
+            if (close.errorCode() == ErrorCode.NOT_LEADER) {
+                closedNotLeaderNamingNewLeader = addresses.moveOn(close.reason()); // the reconnect goes where it says
+            }
             ch.close();
         } else if (!(frame instanceof HeartbeatFrame)) {
             LOG.warn("Ignored an unexpected {} frame from {}.", frame.type(), address);

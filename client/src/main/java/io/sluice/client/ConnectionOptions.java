@@ -31,6 +31,8 @@ public final class ConnectionOptions {
 
     private final String host;
     private final int port;
+    /** A cluster's nodes as host:port; empty for one broker at host:port. */
+    private final java.util.List<String> bootstrap;
     private final String user;
     private final String password;
     private final String clientName;
@@ -59,6 +61,7 @@ public final class ConnectionOptions {
         this.clientKey = builder.clientKey;
         this.host = builder.host;
         this.port = builder.port;
+        this.bootstrap = java.util.List.copyOf(builder.bootstrap);
         this.user = builder.user;
         this.password = builder.password;
         this.clientName = builder.clientName;
@@ -79,6 +82,16 @@ public final class ConnectionOptions {
 
     public int port() {
         return port;
+    }
+
+    /**
+     * The nodes of a cluster to connect to, as {@code host:port}, in the order tried; empty (the default)
+     * to connect to {@link #host()}:{@link #port()} alone. With a list, the connection goes to the leader:
+     * a node that is not the leader names it (CLOSE NOT_LEADER) and the client follows, at the first connect
+     * and after every loss (docs/protocol.md, "Clusters").
+     */
+    public java.util.List<String> bootstrap() {
+        return bootstrap;
     }
 
     public String user() {
@@ -158,6 +171,7 @@ public final class ConnectionOptions {
     public static final class Builder {
         private String host = "localhost";
         private int port = DEFAULT_PORT;
+        private java.util.List<String> bootstrap = java.util.List.of();
         private String user = "";
         private String password = "";
         private String clientName = "sluice-java";
@@ -214,6 +228,12 @@ public final class ConnectionOptions {
             return this;
         }
 
+        /** A cluster's nodes, {@code host:port} each; see {@link ConnectionOptions#bootstrap()}. */
+        public Builder bootstrap(java.util.List<String> hostsAndPorts) {
+            this.bootstrap = java.util.List.copyOf(hostsAndPorts);
+            return this;
+        }
+
         public Builder port(int port) {
             this.port = port;
             return this;
@@ -267,6 +287,13 @@ public final class ConnectionOptions {
         /** Checks every option and reports every invalid one in a single exception. */
         public ConnectionOptions build() {
             StringBuilder problems = new StringBuilder();
+            for (String address : bootstrap) {
+                try {
+                    io.sluice.client.internal.BrokerAddresses.Address.parse(address);
+                } catch (IllegalArgumentException e) {
+                    problems.append("; bootstrap: ").append(e.getMessage());
+                }
+            }
             if (port < 1 || port > 65535) {
                 problems.append("; port ").append(port).append(" is outside 1..65535");
             }

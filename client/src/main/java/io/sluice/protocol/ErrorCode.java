@@ -6,7 +6,7 @@ package io.sluice.protocol;
  * <p>Each entry has a stable numeric code (a {@code uint16} on the wire), a default text used when the
  * sender has nothing more specific to say, and whether retrying the same request later can succeed. Codes
  * are grouped by hundreds: 1xx framing and connection, 2xx security, 3xx queue management, 4xx publishing,
- * 5xx consuming, 6xx transactions, 9xx broker resources. A code is never renumbered or reused; new codes are appended.
+ * 5xx consuming, 6xx transactions, 7xx replication (a cluster of brokers), 9xx broker resources. A code is never renumbered or reused; new codes are appended.
  * Retired: 402 (PUBLISH_TIMEOUT: a publish timeout is the client's own) and 404
  * (PUBLISH_WINDOW_EXCEEDED: a client past its window finds the broker no longer reading), never sent.
  *
@@ -52,6 +52,11 @@ public enum ErrorCode {
     TRANSACTION_ABORTED(603, "the transaction was rolled back by the broker because one of its operations failed; "
             + "the reason says which", false),
     TRANSACTION_ID_IN_USE(604, "a transaction with this id is already open on this connection", false),
+
+    NOT_LEADER(700, "this cluster node is not the leader; connect to the leader the reason names "
+            + "(docs/protocol.md, \"Clusters\")", true),
+    NOT_REPLICATED(701, "this cluster node does not replicate this operation yet, so it refuses it rather than do it "
+            + "on one node only", false),
 
     RESOURCE_LIMIT(900, "a broker resource limit was reached (connections, subscriptions, memory, open files)", true),
     INTERNAL_ERROR(901, "the broker failed unexpectedly; the operator log has the details", true),

@@ -22,6 +22,57 @@ public final class BrokerConfig {
     public Limits limits = new Limits();
     public Metrics metrics = new Metrics();
     public Transactions transactions = new Transactions();
+    public Cluster cluster = new Cluster();
+
+    /**
+     * Replication on Apache Ratis (docs/replication.md): off by default, when the broker is a single node
+     * exactly as before. On, this broker is node {@code node-id} of the cluster {@code nodes} lists.
+     */
+    public static final class Cluster {
+        public boolean enabled;
+        /** This broker's entry in {@link #nodes}. */
+        @JsonProperty("node-id")
+        public int nodeId;
+        /** Every node of the cluster, this one included; the same list on every node. */
+        public List<Node> nodes = new ArrayList<>();
+        /**
+         * A follower that hears nothing from a leader for a random time in [min, max] starts an election.
+         * Ratis's own 150–300 ms elected spuriously on a loaded two-core machine (issue 20), hence 1–2 s.
+         */
+        @JsonProperty("election-timeout-min-ms")
+        public long electionTimeoutMinMs;
+        @JsonProperty("election-timeout-max-ms")
+        public long electionTimeoutMaxMs;
+        /**
+         * Log entries between two snapshot markers (docs/replication.md, rule R4): a restart replays at most
+         * about this many entries; each marker waits for every queue's store to be durable.
+         */
+        @JsonProperty("snapshot-every-entries")
+        public long snapshotEveryEntries;
+        /** The Raft log and its metadata; empty means {@code <broker.data-dir>/raft}. */
+        @JsonProperty("raft-dir")
+        public String raftDir;
+    }
+
+    /** One node of a cluster: its id, the host others reach it on, its Raft port and its client port. */
+    public static final class Node {
+        public int id;
+        public String host;
+        @JsonProperty("raft-port")
+        public int raftPort;
+        @JsonProperty("client-port")
+        public int clientPort;
+
+        public Node() {
+        }
+
+        public Node(int id, String host, int raftPort, int clientPort) {
+            this.id = id;
+            this.host = host;
+            this.raftPort = raftPort;
+            this.clientPort = clientPort;
+        }
+    }
 
     /** Local transactions (docs/transactions.md): their timeout and bounds. */
     public static final class Transactions {
@@ -218,7 +269,12 @@ public final class BrokerConfig {
         return Path.of(broker.dataDir);
     }
 
-    /** The storage settings, validated by {@link StoreConfig.Builder#build()}. */
+    /** Where this node keeps its Raft log: {@code cluster.raft-dir}, or {@code raft} in the data directory. */
+    public Path raftDirectory() {
+        return cluster.raftDir == null || cluster.raftDir.isBlank() ? dataDirectory().resolve("raft") : Path.of(cluster.raftDir);
+    }
+
+    /** The storage settings, validated by {@link StoreConfig.Builder#build()}; on a cluster node without relocation. */
     public StoreConfig storeConfig() {
         return StoreConfig.builder()
                 .durability(DurabilityMode.parse(storage.durability))
@@ -228,7 +284,10 @@ public final class BrokerConfig {
                 .reservedDiskBytes(storage.reservedDiskBytes)
                 .ackJournalBytes(storage.ackJournalBytes)
                 .relocateMaxLiveRatio(storage.relocateMaxLiveRatio)
-                .relocateMaxLiveMessages(storage.relocateMaxLiveMessages)
+                // A cluster node never relocates: a relocated copy takes a new slot in the segment being written, at a
+                // moment of this node's choosing, and every message appended after it would get an id the other
+                // nodes do not give it; replicated acks name ids (docs/replication.md, rule R2).
+                .relocateMaxLiveMessages(cluster.enabled ? 0 : storage.relocateMaxLiveMessages)
                 .relocateAfterMs(storage.relocateAfterMs)
                 .readAheadMessages(storage.readAheadMessages)
                 .build();
@@ -308,6 +367,7 @@ public final class BrokerConfig {
         if (metrics.enabled && metrics.port != 0 && metrics.port == broker.port) {
             problems.add("metrics.port " + metrics.port + " is the same as broker.port; give each its own port");
         }
+        ClusterConfigCheck.validate(this, problems);
         if (!problems.isEmpty()) {
             throw new ConfigException(problems);
         }

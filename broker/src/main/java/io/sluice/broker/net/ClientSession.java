@@ -22,6 +22,7 @@ import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.TxAbortedFrame;
 import io.sluice.protocol.TxAckFrame;
 import io.sluice.protocol.TxBeginFrame;
 import io.sluice.protocol.TxCommitFrame;
@@ -106,6 +107,9 @@ final class ClientSession {
             proxy.refuseAll(publish, ErrorCode.ACCESS_DENIED, Authorizer.denial(user, Action.PUBLISH, publish.queue()));
         } else if ((queue = queues.get(publish.queue())) == null) {
             proxy.refuseAll(publish, ErrorCode.UNKNOWN_QUEUE, "queue '" + publish.queue() + "' does not exist; declare it first");
+        } else if (queues.replication() != null) {
+            queues.replication().publish(queue, proxy, publish); // stored on every node once committed
+            handedOff = true;
         } else {
             queue.publish(proxy, publish);
             handedOff = true;
@@ -120,7 +124,9 @@ final class ClientSession {
     // ------------------------------------------------------------------ transactions
 
     void txBegin(TxBeginFrame begin) {
-        if (transactionsServed("TX_BEGIN")) {
+        if (queues.replication() != null) {
+            proxy.answer(new TxAbortedFrame(begin.txnId(), ErrorCode.NOT_REPLICATED, notReplicated("transactions")));
+        } else if (transactionsServed("TX_BEGIN")) {
             transactions.begin(begin.txnId(), begin.timeoutMs());
         }
     }
@@ -307,8 +313,10 @@ final class ClientSession {
             answerDeclare(declare, existing, null);
             return;
         }
-        // Checked against limits.max-queues on the declare thread, exactly, with the declares grouped with it.
-        gate.afterOffLoop(queues.declareGrouped(declare.queue(), declare.settings(), limits().limits().maxQueues), true,
+        // Checked against limits.max-queues on the declare thread, exactly, with the declares grouped with it;
+        // on a cluster node, on every node when the declare's entry is applied.
+        gate.afterOffLoop(queues.replication() != null ? queues.replication().declare(declare.queue(), declare.settings())
+                        : queues.declareGrouped(declare.queue(), declare.settings(), limits().limits().maxQueues), true,
                 (q, error) -> answerDeclare(declare, q, error));
     }
 
@@ -332,6 +340,10 @@ final class ClientSession {
         }
         long requestId = delete.requestId();
         String name = delete.queue();
+        if (queues.replication() != null) {
+            proxy.answerError(requestId, ErrorCode.NOT_REPLICATED, notReplicated("deleting a queue"));
+            return;
+        }
         gate.afterOffLoop(queues.onDeclareThread(() -> queues.delete(name)), false, (deleted, error) -> {
             if (error != null) {
                 failure.accept(ErrorCodes.unwrap(error));
@@ -345,6 +357,10 @@ final class ClientSession {
 
     void purge(PurgeQueueFrame purge) {
         if (!permit(purge.requestId(), Action.MANAGE, purge.queue())) {
+            return;
+        }
+        if (queues.replication() != null) {
+            proxy.answerError(purge.requestId(), ErrorCode.NOT_REPLICATED, notReplicated("purging a queue"));
             return;
         }
         BrokerQueue queue = queues.get(purge.queue());
@@ -370,6 +386,10 @@ final class ClientSession {
     void initProducer(ProducerInitFrame init) {
         long requestId = init.requestId();
         if (!permit(requestId, Action.PUBLISH, init.queue())) {
+            return;
+        }
+        if (queues.replication() != null) {
+            proxy.answerError(requestId, ErrorCode.NOT_REPLICATED, notReplicated("named producers"));
             return;
         }
         String problem = ProducerInitFrame.nameProblem(init.producerName());
@@ -403,6 +423,11 @@ final class ClientSession {
                 proxy.answer(new ProducerOkFrame(requestId, producerId, registered.epoch(), registered.lastSequence()));
             }
         });
+    }
+
+    /** The refusal of what a cluster node does not replicate yet (docs/replication.md, "Not built yet"). */
+    private static String notReplicated(String what) {
+        return "this broker is a cluster node, and a cluster does not replicate " + what + " yet; see docs/replication.md";
     }
 
     /** True if the user may; else answers ACCESS_DENIED (the connection stays usable) and returns false. */

@@ -107,6 +107,12 @@ final class HandshakeHandler extends ProtocolHandler {
                     LoginBackoff.REFUSAL_DELAY_MS, TimeUnit.MILLISECONDS);
             return;
         }
+        // A cluster node serves clients only while it is the leader: a follower names the leader (docs/protocol.md, "Clusters").
+        String notLeader = queues.replication() == null ? null : queues.replication().notLeader();
+        if (notLeader != null) {
+            fail(ctx, ErrorCode.NOT_LEADER, notLeader);
+            return;
+        }
         String refused = security.limits().openUserConnection(auth.user());
         if (refused != null) {
             security.rejectionLog().warn(LOG, "Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);

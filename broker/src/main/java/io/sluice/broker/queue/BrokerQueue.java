@@ -74,6 +74,10 @@ public final class BrokerQueue {
     /** Chooses consumers, takes from the order, builds the DELIVER frames (D1..D3). */
     private final Dispatcher dispatcher;
     private int ackBatchSize;
+    /** On a cluster node, while an ACK frame is applied: the ids it acknowledged, for {@link Replication#acked}. */
+    private PendingConfirms.StoredRanges replicatedAcks;
+    /** The one key under which {@link #replicatedAcks} collects ids (it groups ranges by producer id). */
+    private static final long ACK_RANGES_KEY = 0;
     /** The oldest store timestamp among the messages of the ACK frame being applied. */
     private long ackOldestAppendedMillis;
     private final InFlightDeliveries.Removed ackOne = this::ackOne;
@@ -158,16 +162,29 @@ public final class BrokerQueue {
 
     /** Stores every message of the frame, then confirms (now, or when durable). Releases the frame. */
     public void publish(ProducerLink connection, PublishFrame frame) {
+        publish(connection, frame, false);
+    }
+
+    /**
+     * A cluster node applies a committed PUBLISH entry (docs/replication.md): as {@link #publish}, but with
+     * no quota check, because every node must store what the log holds for the queues' message ids to stay
+     * the same everywhere (rule R2 there). The producer table still decides duplicates, the same on every node.
+     */
+    public void applyReplicated(ProducerLink connection, PublishFrame frame) {
+        publish(connection, frame, true);
+    }
+
+    private void publish(ProducerLink connection, PublishFrame frame, boolean replicated) {
         executor.execute(() -> {
             try {
-                publishNow(connection, frame);
+                publishNow(connection, frame, replicated);
             } finally {
                 frame.release();
             }
         });
     }
 
-    private void publishNow(ProducerLink connection, PublishFrame frame) {
+    private void publishNow(ProducerLink connection, PublishFrame frame, boolean replicated) {
         long receivedAtNanos = System.nanoTime();
         long nowMillis = producers.deduplicates() ? store.nowMillis() : 0; // the producer table's clock, read once per frame
         if (closed) {
@@ -208,7 +225,7 @@ public final class BrokerQueue {
                 publishRefused++;
                 continue;
             }
-            String refusal = backlog.refusal(messages, bytes, this::dropOldest);
+            String refusal = replicated ? null : backlog.refusal(messages, bytes, this::dropOldest);
             if (refusal != null) {
                 connection.refuse(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal);
                 refusedMessages++;
@@ -397,6 +414,8 @@ public final class BrokerQueue {
 
     /** Acknowledges the ids of the ranges that are outstanding on this session. */
     void ack(ConsumerSession session, AckFrame frame) {
+        Replication replication = manager.replication();
+        replicatedAcks = replication == null ? null : new PendingConfirms.StoredRanges();
         long acked = 0;
         ackOldestAppendedMillis = Long.MAX_VALUE;
         long settled = 0;
@@ -413,17 +432,54 @@ public final class BrokerQueue {
             }
         }
         session.account.settle(settled);
-        if (ackBatchSize > 0) {
-            store.ackAll(ackBatch, ackBatchSize); // one store lock per ACK frame, not per message
-            ackBatchSize = 0;
-        }
+        flushAckBatch();
         if (ackOldestAppendedMillis != Long.MAX_VALUE) { // one sample per ACK frame: its oldest message
             ackLatencyMillis.accept(Math.max(0, store.nowMillis() - ackOldestAppendedMillis));
+        }
+        if (replicatedAcks != null) {
+            List<IdRange> ids = replicatedAcks.build().get(ACK_RANGES_KEY);
+            replicatedAcks = null;
+            if (ids != null) {
+                replication.acked(this, ids);
+            }
         }
         if (acked > 0) {
             ackedMessages += acked;
             acknowledged(acked);
             scheduleDispatch();
+        }
+    }
+
+    /**
+     * A cluster node applies replicated acks (docs/replication.md): drops each message not yet acked here,
+     * except one out with a consumer of this node, which that consumer settles (an at-least-once redelivery
+     * at worst).
+     */
+    public void applyReplicatedAcks(List<IdRange> ranges) {
+        executor.execute(() -> {
+            long acked = 0;
+            for (IdRange range : ranges) {
+                for (long id = range.from(); id <= range.to(); id++) {
+                    if (!tracked.contains(id) && !store.isAcked(id)) {
+                        lateAck(id);
+                        acked++;
+                    }
+                }
+            }
+            flushAckBatch();
+            if (acked > 0) {
+                ackedMessages += acked;
+                acknowledged(acked);
+                scheduleDispatch();
+            }
+        });
+    }
+
+    /** One store lock per ACK frame, not per message. */
+    private void flushAckBatch() {
+        if (ackBatchSize > 0) {
+            store.ackAll(ackBatch, ackBatchSize);
+            ackBatchSize = 0;
         }
     }
 
@@ -434,6 +490,9 @@ public final class BrokerQueue {
             ackBatchSize = 0;
         }
         ackBatch[ackBatchSize++] = id;
+        if (replicatedAcks != null) {
+            replicatedAcks.stored(ACK_RANGES_KEY, id);
+        }
         backlog.removed(bytes);
         ackOldestAppendedMillis = Math.min(ackOldestAppendedMillis, appendedAtMillis);
         tracked.remove(id);

@@ -67,6 +67,8 @@ public final class QueueManager {
     private final Map<String, BrokerQueue> queues = new ConcurrentHashMap<>();
     private final Map<String, QueueSettings> declared = new ConcurrentHashMap<>();
     private final int publishAllowance;
+    /** Null on a single broker; set once, before any connection, on a cluster node (docs/replication.md). */
+    private volatile Replication replication;
     /**
      * Where connections create and delete queues: a new queue's directories, files, fsyncs and
      * mappings take 10–20 ms, which on an event loop would hold up every connection and queue on that
@@ -165,6 +167,19 @@ public final class QueueManager {
     }
 
     /** The queue, or null. */
+    /**
+     * Makes this broker a cluster node: from now on declares, publishes and acks go through
+     * {@code replication}. Set once at start-up, before the listener binds.
+     */
+    public void replication(Replication replication) {
+        this.replication = replication;
+    }
+
+    /** The cluster's replication, or null on a single broker. */
+    public Replication replication() {
+        return replication;
+    }
+
     public BrokerQueue get(String name) {
         return queues.get(name);
     }

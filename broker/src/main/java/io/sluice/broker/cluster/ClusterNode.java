@@ -1,0 +1,308 @@
+package io.sluice.broker.cluster;
+
+import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.error.BrokerException;
+import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.queue.ProducerLink;
+import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.queue.Replication;
+import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.Frame;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.LeaderHint;
+import io.sluice.protocol.PublishFrame;
+import io.sluice.protocol.QueueSettings;
+import org.apache.ratis.protocol.ClientId;
+import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftClientReply;
+import org.apache.ratis.protocol.RaftClientRequest;
+import org.apache.ratis.protocol.RaftGroup;
+import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.RaftPeer;
+import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.server.DivisionInfo;
+import org.apache.ratis.server.RaftServer;
+import org.apache.ratis.server.storage.RaftStorage;
+import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+
+/**
+ * This broker as a node of a cluster (docs/replication.md): the embedded Ratis server and its one data
+ * shard, a Raft group of every node that replicates the state changes of all queues. It is the
+ * {@link Replication} of the {@link QueueManager}: declares, PUBLISH frames and acks become log entries
+ * ({@link ShardEntry}), and every node applies the committed ones ({@link ShardStateMachine}).
+ *
+ * <p>Serving: a node serves clients only while it is the shard's leader, is ready (it committed an entry
+ * of its term, so every earlier entry is committed) and has applied what was committed when it became
+ * ready; otherwise {@link #notLeader} names the leader. When this node stops being the leader, or Raft
+ * refuses one of its submissions, it closes every client connection with NOT_LEADER (rule S1 of
+ * {@link Submissions}), and the clients resend to the new leader what it did not confirm.
+ *
+ * <p>More shards later: queues would map to shards through the metadata group (issue 20); every queue is
+ * in shard 0 now, the one group {@link #SHARD_GROUP}.
+ *
+ * <p>Threads: thread-safe. Connections' event loops submit; Ratis completes submissions on its own
+ * threads, which only release, log and close connections; the state machine applies on its thread.
+ */
+public final class ClusterNode implements Replication, AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(ClusterNode.class);
+    /** The one data shard's group: the same id on every node, derived from a fixed name. */
+    static final RaftGroupId SHARD_GROUP = RaftGroupId.valueOf(
+            UUID.nameUUIDFromBytes("sluice-shard-0".getBytes(StandardCharsets.UTF_8)));
+
+    private final int nodeId;
+    private final int maxFrameBytes;
+    private final RaftPeerId self;
+    /** Node id → its client listener's host:port, for NOT_LEADER hints. */
+    private final Map<String, String> clientAddresses = new TreeMap<>();
+    private final Map<String, Integer> nodeIds = new TreeMap<>();
+    private final Submissions submissions = new Submissions();
+    /** This process's client id at its own Raft server: with the call number, the key of Ratis's retry cache. */
+    private final ClientId clientId = ClientId.randomId();
+    private final Consumer<String> closeClients;
+    private final RaftServer server;
+    /**
+     * The commit index when this node last became a ready leader; it serves once it has applied that far.
+     * {@link Long#MAX_VALUE} while it is no ready leader.
+     */
+    private volatile long servingFromIndex = Long.MAX_VALUE;
+    private volatile boolean closed;
+
+    private ClusterNode(BrokerConfig config, QueueManager queues, Consumer<String> closeClients) throws IOException {
+        this.nodeId = config.cluster.nodeId;
+        this.maxFrameBytes = config.broker.maxFrameBytes;
+        this.closeClients = closeClients;
+        BrokerConfig.Node selfNode = null;
+        List<RaftPeer> peers = new ArrayList<>();
+        for (BrokerConfig.Node node : config.cluster.nodes) {
+            String peerId = peerId(node.id);
+            peers.add(RaftPeer.newBuilder().setId(peerId).setAddress(node.host + ":" + node.raftPort)
+                    .setClientAddress(node.host + ":" + node.clientPort).build());
+            clientAddresses.put(peerId, node.host + ":" + node.clientPort);
+            nodeIds.put(peerId, node.id);
+            if (node.id == nodeId) {
+                selfNode = node;
+            }
+        }
+        if (selfNode == null) {
+            throw new IllegalArgumentException("cluster.node-id " + nodeId + " is not among cluster.nodes"); // validate() said so
+        }
+        this.self = RaftPeerId.valueOf(peerId(nodeId));
+        ShardStateMachine stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId), queues, maxFrameBytes);
+        stateMachine.events(new ShardStateMachine.Events() {
+            @Override
+            public void leaderChanged(RaftPeerId leader) {
+                onLeaderChanged(leader);
+            }
+
+            @Override
+            public void leaderReady() {
+                onLeaderReady();
+            }
+        });
+        this.server = RaftServer.newBuilder()
+                .setServerId(self)
+                .setGroup(RaftGroup.valueOf(SHARD_GROUP, peers))
+                .setProperties(RaftSettings.of(config, selfNode))
+                .setStateMachine(stateMachine)
+                .setOption(RaftStorage.StartupOption.RECOVER)
+                .build();
+    }
+
+    /**
+     * Starts this node's Raft server (its log recovered, its committed entries applied to {@code queues}
+     * as they are learned) and makes it the queues' replication. {@code closeClients} closes every client
+     * connection with CLOSE NOT_LEADER and the reason given.
+     */
+    public static ClusterNode start(BrokerConfig config, QueueManager queues, Consumer<String> closeClients) throws IOException {
+        ClusterNode node = new ClusterNode(config, queues, closeClients);
+        queues.replication(node);
+        try {
+            node.server.start();
+        } catch (IOException | RuntimeException e) {
+            queues.replication(null);
+            node.close();
+            throw e;
+        }
+        LOG.info("Cluster node {} started: Raft on {}, {} nodes in the cluster, the Raft log in {}.", node.nodeId,
+                node.server.getPeer().getAddress(), config.cluster.nodes.size(), config.raftDirectory().toAbsolutePath());
+        return node;
+    }
+
+    private static String peerId(int nodeId) {
+        return "n" + nodeId;
+    }
+
+    // ------------------------------------------------------------------ serving
+
+    @Override
+    public String notLeader() {
+        DivisionInfo info = info();
+        if (info == null) {
+            return LeaderHint.format(null, "node " + nodeId + " is starting");
+        }
+        if (info.isLeader()) {
+            if (info.isLeaderReady() && servingFromIndex == Long.MAX_VALUE) {
+                onLeaderReady(); // in case the notification has not come yet
+            }
+            if (info.isLeaderReady() && info.getLastAppliedIndex() >= servingFromIndex) {
+                return null;
+            }
+            return LeaderHint.format(clientAddresses.get(self.toString()), "node " + nodeId
+                    + " was just elected leader and is still applying the log; connect again in a moment");
+        }
+        RaftPeerId leader = info.getLeaderId();
+        String address = leader == null || leader.equals(self) ? null : clientAddresses.get(leader.toString());
+        return LeaderHint.format(address, address == null
+                ? "node " + nodeId + " is a follower and knows no leader yet (an election is running)"
+                : "node " + nodeId + " is a follower; the leader is node " + nodeIds.get(leader.toString()));
+    }
+
+    /** The shard's division on this server, or null before it exists or after it closed. */
+    private DivisionInfo info() {
+        try {
+            return server.getDivision(SHARD_GROUP).getInfo();
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    private void onLeaderChanged(RaftPeerId leader) {
+        boolean wasServing = servingFromIndex != Long.MAX_VALUE;
+        servingFromIndex = Long.MAX_VALUE;
+        LOG.info("Cluster node {}: the shard's leader is now {}.", nodeId,
+                leader == null ? "unknown" : "node " + nodeIds.getOrDefault(leader.toString(), -1));
+        if (!self.equals(leader) || wasServing) {
+            // Clients of a node that is no longer the leader must go to the new one; none may stay half-served.
+            closeClients.accept(notLeader());
+        }
+    }
+
+    private synchronized void onLeaderReady() {
+        if (servingFromIndex != Long.MAX_VALUE) {
+            return; // told already (notLeader() asks too, in case the notification is late)
+        }
+        try {
+            long committed = server.getDivision(SHARD_GROUP).getRaftLog().getLastCommittedIndex();
+            servingFromIndex = committed;
+            LOG.info("Cluster node {} is the shard's leader; it serves clients once it has applied the log through index {}.",
+                    nodeId, committed);
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("Cluster node {} became the leader but could not read its commit index: {}", nodeId, e.toString());
+        }
+    }
+
+    // ------------------------------------------------------------------ replication
+
+    @Override
+    public void publish(BrokerQueue queue, ProducerLink link, PublishFrame frame) {
+        long call = submissions.nextCall();
+        byte[] entry;
+        try {
+            entry = ShardEntry.encode(nodeId, call, queue.name(), frame, maxFrameBytes);
+        } finally {
+            frame.release(); // the entry holds a copy; the leader applies that, as every node does
+        }
+        submissions.publish(call, link);
+        submit(call, entry, "a PUBLISH of " + link.describe());
+    }
+
+    @Override
+    public CompletableFuture<BrokerQueue> declare(String name, QueueSettings settings) {
+        CompletableFuture<BrokerQueue> answer = new CompletableFuture<>();
+        long call = submissions.nextCall();
+        submissions.declare(call, answer);
+        submit(call, entry(call, name, new DeclareQueueFrame(0, name, settings)), "a declare of queue '" + name + "'")
+                .thenAccept(refused -> {
+                    if (refused) {
+                        answer.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+                    }
+                });
+        return answer;
+    }
+
+    @Override
+    public void acked(BrokerQueue queue, List<IdRange> ids) {
+        long call = submissions.nextCall();
+        submit(call, entry(call, queue.name(), new AckFrame(0, ids)), "acks on queue '" + queue.name() + "'");
+    }
+
+    private byte[] entry(long call, String queue, Frame frame) {
+        return ShardEntry.encode(nodeId, call, queue, frame, maxFrameBytes);
+    }
+
+    /**
+     * Submits an entry to this node's Raft server; completes with true if Raft refused it while its
+     * submitter still waited (rule S1), after closing the clients so that they resend to the leader.
+     */
+    private CompletableFuture<Boolean> submit(long call, byte[] entry, String what) {
+        RaftClientRequest request = RaftClientRequest.newBuilder().setClientId(clientId).setServerId(self).setGroupId(SHARD_GROUP)
+                .setCallId(call).setMessage(Message.valueOf(UnsafeByteOperations.unsafeWrap(entry)))
+                .setType(RaftClientRequest.writeRequestType()).build();
+        CompletableFuture<RaftClientReply> reply;
+        try {
+            reply = server.submitClientRequestAsync(request);
+        } catch (IOException | RuntimeException e) {
+            reply = CompletableFuture.failedFuture(e);
+        }
+        return reply.handle((answer, failure) -> {
+            Throwable refusal = failure != null ? failure : answer.isSuccess() ? null : answer.getException();
+            if (refusal == null) {
+                return false;
+            }
+            boolean waited = submissions.forget(call);
+            if (!closed) {
+                LOG.warn("Cluster node {}: Raft did not commit {} ({}); its clients are sent to the leader to resend it.",
+                        nodeId, what, refusal.toString());
+                closeClients.accept(notLeader());
+            }
+            return waited;
+        });
+    }
+
+    /** The index of the last log entry this node applied, -1 before its shard exists (for tests, later metrics). */
+    public long appliedIndex() {
+        DivisionInfo info = info();
+        return info == null ? -1 : info.getLastAppliedIndex();
+    }
+
+    /** The index of the last log entry this node knows committed, -1 before its shard exists. */
+    public long commitIndex() {
+        try {
+            return server.getDivision(SHARD_GROUP).getRaftLog().getLastCommittedIndex();
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    /** Entries submitted here and not yet applied or refused (for tests and metrics). */
+    int waitingSubmissions() {
+        return submissions.size();
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            server.close();
+        } catch (IOException e) {
+            LOG.warn("Cluster node {}: closing the Raft server failed: {}", nodeId, e.toString());
+        }
+    }
+}

@@ -1,0 +1,61 @@
+package io.sluice.broker.cluster;
+
+import io.sluice.broker.config.BrokerConfig;
+import org.apache.ratis.conf.RaftProperties;
+import org.apache.ratis.grpc.GrpcConfigKeys;
+import org.apache.ratis.server.RaftServerConfigKeys;
+import org.apache.ratis.util.SizeInBytes;
+import org.apache.ratis.util.TimeDuration;
+
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The Ratis properties of a node, from the broker's configuration; every choice that differs from Ratis's
+ * default is here, with its reason.
+ */
+final class RaftSettings {
+    /** Room around the largest entry (one PUBLISH frame plus the entry header) in Ratis's buffers. */
+    private static final long ENTRY_HEADROOM_BYTES = 64 << 10;
+
+    private RaftSettings() {
+    }
+
+    static RaftProperties of(BrokerConfig config, BrokerConfig.Node self) {
+        RaftProperties properties = new RaftProperties();
+        RaftServerConfigKeys.setStorageDir(properties, List.of(config.raftDirectory().toFile()));
+        // Raft traffic is not authenticated (docs/replication.md): listen on the node's own address only, not on all.
+        GrpcConfigKeys.Server.setHost(properties, self.host);
+        GrpcConfigKeys.Server.setPort(properties, self.raftPort);
+        RaftServerConfigKeys.Rpc.setTimeoutMin(properties,
+                TimeDuration.valueOf(config.cluster.electionTimeoutMinMs, TimeUnit.MILLISECONDS));
+        RaftServerConfigKeys.Rpc.setTimeoutMax(properties,
+                TimeDuration.valueOf(config.cluster.electionTimeoutMaxMs, TimeUnit.MILLISECONDS));
+        // A confirm means "in the log on a majority of disks": each node forces its log before it answers
+        // an append. The default already, said here so that nobody turns it on for speed.
+        RaftServerConfigKeys.Log.setUnsafeFlushEnabled(properties, false);
+        // HDDS-9232: the appender's minimum wait between batches slows writes; 1 ms keeps batching.
+        RaftServerConfigKeys.Log.Appender.setWaitTimeMin(properties, TimeDuration.valueOf(1, TimeUnit.MILLISECONDS));
+        // After a follower failed 10 appends in a row, Ratis's default waits 1 s and then 5 s between tries, and a
+        // reply that the follower's log is shorter counts as a failure: a node started a few seconds after the
+        // others stayed empty for minutes (ClusterFailoverTest), so that the leader's death then left no
+        // majority that would vote (Ratis refuses votes of empty logs once entries are committed, RATIS-1995).
+        // Tries every 100 ms, then every 500 ms, cost a down follower's leader next to nothing.
+        RaftServerConfigKeys.Log.Appender.setRetryPolicy(properties, "1ms,10, 100ms,50, 500ms,100000000");
+        // Snapshots are markers without data (ShardStateMachine, rule R4): never sent to a follower.
+        RaftServerConfigKeys.Log.Appender.setInstallSnapshotEnabled(properties, false);
+        RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(properties, false);
+        RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(properties, true);
+        // A marker waits for every queue's store to be durable, so not too often; a restart replays what came after it.
+        RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(properties, config.cluster.snapshotEveryEntries);
+        // One entry is at most one PUBLISH frame: every buffer on its way must hold one.
+        long entryBytes = config.broker.maxFrameBytes + ENTRY_HEADROOM_BYTES;
+        long appenderBytes = Math.max(4L << 20, entryBytes);
+        RaftServerConfigKeys.Log.Appender.setBufferByteLimit(properties, SizeInBytes.valueOf(appenderBytes));
+        // Ratis requires the log's write buffer to hold what the appender may send at once, plus 8 bytes.
+        RaftServerConfigKeys.Log.setWriteBufferSize(properties, SizeInBytes.valueOf(Math.max(8L << 20, appenderBytes + ENTRY_HEADROOM_BYTES)));
+        RaftServerConfigKeys.Log.setSegmentSizeMax(properties, SizeInBytes.valueOf(Math.max(32L << 20, 2 * entryBytes)));
+        GrpcConfigKeys.setMessageSizeMax(properties, SizeInBytes.valueOf(Math.max(64L << 20, 2 * entryBytes)));
+        return properties;
+    }
+}

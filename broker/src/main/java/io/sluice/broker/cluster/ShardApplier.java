@@ -1,0 +1,111 @@
+package io.sluice.broker.cluster;
+
+import io.netty.util.ReferenceCountUtil;
+import io.sluice.broker.error.ErrorCodes;
+import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.queue.ProducerLink;
+import io.sluice.broker.queue.QueueManager;
+import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.PublishFrame;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
+
+/**
+ * Applies one committed {@link ShardEntry} to this node's queues, the same way on every node (rule R2 of
+ * docs/replication.md: same entries, same order, same outcome), and answers the client of an entry this
+ * node submitted ({@link Submissions}).
+ *
+ * <ul>
+ *   <li>DECLARE_QUEUE: {@link QueueManager#declare} on the calling thread, so the queue exists before the
+ *       next entry is applied; its failures (settings differ, name invalid, max-queues) are the same on
+ *       every node.</li>
+ *   <li>PUBLISH: {@link BrokerQueue#applyReplicated}: stored with no quota check, deduplicated by the
+ *       producer table; the submitting node's client gets its CONFIRM once its store has it durable.</li>
+ *   <li>ACK: {@link BrokerQueue#applyReplicatedAcks}.</li>
+ * </ul>
+ *
+ * Each returned future completes once the queue's executor has done the work (so a snapshot taken after it
+ * covers it). Threads: the shard's state machine thread.
+ */
+final class ShardApplier {
+    private static final Logger LOG = LoggerFactory.getLogger(ShardApplier.class);
+
+    private final QueueManager queues;
+    private final Submissions submissions;
+    private final int nodeId;
+
+    ShardApplier(QueueManager queues, Submissions submissions, int nodeId) {
+        this.queues = queues;
+        this.submissions = submissions;
+        this.nodeId = nodeId;
+    }
+
+    CompletableFuture<Void> apply(ShardEntry entry) {
+        boolean mine = entry.originNode() == nodeId;
+        if (entry.frame() instanceof PublishFrame publish) {
+            return publish(entry, publish, mine ? submissions.takePublish(entry.originCall()) : ReplicaLink.INSTANCE);
+        } else if (entry.frame() instanceof DeclareQueueFrame declare) {
+            declare(entry, declare, mine ? submissions.takeDeclare(entry.originCall()) : null);
+        } else if (entry.frame() instanceof AckFrame ack) {
+            BrokerQueue queue = queues.get(entry.queue());
+            if (queue != null) {
+                queue.applyReplicatedAcks(ack.messageIds());
+                return afterQueueWork(queue);
+            }
+        } else {
+            ReferenceCountUtil.release(entry.frame());
+            throw new IllegalArgumentException("a shard entry holds a " + entry.frame().type() + " frame, which is no state change");
+        }
+        return CompletableFuture.completedFuture(null);
+    }
+
+    private CompletableFuture<Void> publish(ShardEntry entry, PublishFrame publish, ProducerLink link) {
+        BrokerQueue queue = queues.get(entry.queue());
+        if (queue == null) {
+            // Only if the queue's declare failed here and not on the leader, or was never applied: nothing to store into.
+            LOG.error("Shard entry {} of node {} publishes {} messages to queue '{}', which does not exist on this node.",
+                    entry.originCall(), entry.originNode(), publish.messageCount(), entry.queue());
+            try {
+                link.refuseAll(publish, ErrorCode.UNKNOWN_QUEUE, "queue '" + entry.queue() + "' does not exist on this node");
+            } finally {
+                publish.release();
+            }
+            return CompletableFuture.completedFuture(null);
+        }
+        queue.applyReplicated(link, publish);
+        return afterQueueWork(queue);
+    }
+
+    private void declare(ShardEntry entry, DeclareQueueFrame declare, CompletableFuture<BrokerQueue> answer) {
+        try {
+            BrokerQueue queue = queues.declare(declare.queue(), declare.settings());
+            if (answer != null) {
+                answer.complete(queue);
+            }
+        } catch (RuntimeException e) {
+            if (answer != null) {
+                answer.completeExceptionally(e);
+            }
+            if (ErrorCodes.of(e) == ErrorCode.INTERNAL_ERROR) {
+                LOG.error("Shard entry {} of node {}: declaring queue '{}' failed on this node.", entry.originCall(),
+                        entry.originNode(), declare.queue(), e);
+            }
+        }
+    }
+
+    /** Completes once what was handed to the queue's executor so far has run (it runs tasks in order). */
+    private static CompletableFuture<Void> afterQueueWork(BrokerQueue queue) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        try {
+            queue.executor().execute(() -> done.complete(null));
+        } catch (RejectedExecutionException e) {
+            done.complete(null); // the broker is stopping: the queue's work stops with it
+        }
+        return done;
+    }
+}

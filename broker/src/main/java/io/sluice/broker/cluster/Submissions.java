@@ -1,0 +1,60 @@
+package io.sluice.broker.cluster;
+
+import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.queue.ProducerLink;
+
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The entries this node submitted and has not applied yet, by call number: who waits for each. When the
+ * node applies an entry it submitted, the waiting client gets its answer; an entry this node did not submit,
+ * or whose submission it gave up on, is applied for nobody ({@link ReplicaLink}).
+ *
+ * <p>Rule S1: a submission is forgotten when its entry is applied or when Raft refuses it, whichever comes
+ * first. If Raft refused it and the entry is committed after all (a leader change can do that), it is
+ * applied for nobody: its client, whose connection was closed, resends and the producer table deduplicates.
+ *
+ * <p>Threads: thread-safe; added on connections' event loops, taken on the Raft state machine's thread.
+ */
+final class Submissions {
+    private final AtomicLong calls = new AtomicLong();
+    private final Map<Long, Object> waiting = new ConcurrentHashMap<>();
+
+    /** A new call number, unique in this process (Raft's retry cache keys on it with this node's client id). */
+    long nextCall() {
+        return calls.incrementAndGet();
+    }
+
+    /** A PUBLISH entry's producer: confirms go to it once the entry is applied here. */
+    void publish(long call, ProducerLink link) {
+        waiting.put(call, link);
+    }
+
+    /** A declare entry's answer. */
+    void declare(long call, CompletableFuture<BrokerQueue> answer) {
+        waiting.put(call, answer);
+    }
+
+    /** Who waits for {@code call}'s PUBLISH, forgetting it; {@link ReplicaLink} if nobody. */
+    ProducerLink takePublish(long call) {
+        return waiting.remove(call) instanceof ProducerLink link ? link : ReplicaLink.INSTANCE;
+    }
+
+    /** Who waits for {@code call}'s declare, forgetting it; null if nobody. */
+    @SuppressWarnings("unchecked")
+    CompletableFuture<BrokerQueue> takeDeclare(long call) {
+        return waiting.remove(call) instanceof CompletableFuture<?> answer ? (CompletableFuture<BrokerQueue>) answer : null;
+    }
+
+    /** Rule S1: Raft refused the call; true if it was still waiting (not applied meanwhile). */
+    boolean forget(long call) {
+        return waiting.remove(call) != null;
+    }
+
+    int size() {
+        return waiting.size();
+    }
+}

@@ -1,0 +1,72 @@
+package io.sluice.broker.config;
+
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The checks of the {@code cluster} section, part of {@link BrokerConfig#validate()}'s one pass. With
+ * {@code cluster.enabled} false only the timeouts are checked, so a single node's configuration never
+ * fails on keys it does not use.
+ */
+final class ClusterConfigCheck {
+    private ClusterConfigCheck() {
+    }
+
+    static void validate(BrokerConfig config, List<String> problems) {
+        BrokerConfig.Cluster cluster = config.cluster;
+        if (cluster.electionTimeoutMinMs < 100 || cluster.electionTimeoutMinMs > 60_000) {
+            problems.add("cluster.election-timeout-min-ms " + cluster.electionTimeoutMinMs + " is outside 100..60000");
+        }
+        if (cluster.electionTimeoutMaxMs <= cluster.electionTimeoutMinMs || cluster.electionTimeoutMaxMs > 120_000) {
+            problems.add("cluster.election-timeout-max-ms " + cluster.electionTimeoutMaxMs + " must be above "
+                    + "cluster.election-timeout-min-ms " + cluster.electionTimeoutMinMs + " and at most 120000");
+        }
+        if (cluster.snapshotEveryEntries < 1 || cluster.snapshotEveryEntries > 100_000_000) {
+            problems.add("cluster.snapshot-every-entries " + cluster.snapshotEveryEntries + " is outside 1..100000000");
+        }
+        if (!cluster.enabled) {
+            return;
+        }
+        if (cluster.nodes.isEmpty()) {
+            problems.add("cluster.enabled is true but cluster.nodes is empty; list every node (id, host, raft-port, client-port)");
+            return;
+        }
+        Set<Integer> ids = new HashSet<>();
+        BrokerConfig.Node self = null;
+        for (int i = 0; i < cluster.nodes.size(); i++) {
+            BrokerConfig.Node node = cluster.nodes.get(i);
+            String key = "cluster.nodes[" + i + "]";
+            if (node.id < 1) {
+                problems.add(key + ".id " + node.id + " must be at least 1");
+            } else if (!ids.add(node.id)) {
+                problems.add(key + ".id " + node.id + " is used by another node too");
+            }
+            if (node.host == null || node.host.isBlank()) {
+                problems.add(key + ".host is empty");
+            }
+            if (node.raftPort < 1 || node.raftPort > 65535) {
+                problems.add(key + ".raft-port " + node.raftPort + " is outside 1..65535");
+            }
+            if (node.clientPort < 1 || node.clientPort > 65535) {
+                problems.add(key + ".client-port " + node.clientPort + " is outside 1..65535");
+            }
+            if (node.id == cluster.nodeId) {
+                self = node;
+            }
+        }
+        if (self == null) {
+            problems.add("cluster.node-id " + cluster.nodeId + " is not the id of any of cluster.nodes " + ids);
+        } else if (self.clientPort != config.broker.port) {
+            problems.add("cluster.nodes entry of node " + self.id + " has client-port " + self.clientPort
+                    + ", but this broker listens on broker.port " + config.broker.port + "; clients are sent to the port listed");
+        } else if (self.raftPort == config.broker.port || self.raftPort == config.metrics.port) {
+            problems.add("cluster.nodes entry of node " + self.id + " has raft-port " + self.raftPort
+                    + ", which broker.port or metrics.port already uses");
+        }
+        if (!config.queues.dedupEnabled) {
+            problems.add("cluster.enabled needs queues.dedup-enabled true: a restarted node replays its Raft log and "
+                    + "the producer tables keep that replay from storing a message twice");
+        }
+    }
+}

@@ -1,0 +1,41 @@
+package io.sluice.broker.queue;
+
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.PublishFrame;
+import io.sluice.protocol.QueueSettings;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * How the queues' state changes reach the other nodes of a cluster (docs/replication.md): a declare, a
+ * PUBLISH frame and the acknowledgements of an ACK frame become entries of a replicated log, and every
+ * node applies the committed entries to its own queues in log order. A single broker has none
+ * ({@link QueueManager#replication()} is null) and its queues change directly, as always.
+ *
+ * <p>Threads: every method may be called from any thread; {@link #acked} is called on the queue's executor.
+ */
+public interface Replication {
+    /**
+     * Null if this node serves clients now (it is the leader and has applied what was committed before it
+     * became one); else why not, as a NOT_LEADER reason ({@link io.sluice.protocol.LeaderHint}).
+     */
+    String notLeader();
+
+    /**
+     * Replicates the frame and, once its entry is committed, stores it in {@code queue} here with confirms
+     * going to {@code link}, as {@link BrokerQueue#publish} would; if the entry cannot be committed the
+     * messages are refused on {@code link}. Takes the frame over (releases it).
+     */
+    void publish(BrokerQueue queue, ProducerLink link, PublishFrame frame);
+
+    /** Replicates a declare of a new queue; completes as {@link QueueManager#declareGrouped} does, once applied here. */
+    CompletableFuture<BrokerQueue> declare(String name, QueueSettings settings);
+
+    /**
+     * The queue acknowledged these message ids here (a consumer's ACK, settled already on this node):
+     * replicated so that every node drops them. Best effort: an ack lost with the leader only means a
+     * redelivery after the failover (at-least-once). Called on the queue's executor.
+     */
+    void acked(BrokerQueue queue, List<IdRange> ids);
+}

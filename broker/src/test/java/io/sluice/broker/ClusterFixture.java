@@ -1,0 +1,137 @@
+package io.sluice.broker;
+
+import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.config.ConfigLoader;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A cluster of brokers on 127.0.0.1 for tests (docs/replication.md): free client and Raft ports, a data
+ * directory and a configuration file per node, written the way an operator would (the node list in YAML,
+ * which overrides cannot carry). Nodes run in this JVM ({@link #startInProcess}) or as child JVMs started
+ * with {@code --config} ({@link ClusterFailoverTest}).
+ */
+final class ClusterFixture {
+    final int size;
+    final int[] clientPorts;
+    final int[] raftPorts;
+    final int[] metricsPorts;
+    final Path[] configs;
+    final Path dir;
+
+    ClusterFixture(Path dir, int size) throws IOException {
+        this(dir, size, "");
+    }
+
+    /** {@code clusterKeys}: more lines of the {@code cluster} section, each indented by two spaces. */
+    ClusterFixture(Path dir, int size, String clusterKeys) throws IOException {
+        this.dir = dir;
+        this.size = size;
+        clientPorts = new int[size];
+        raftPorts = new int[size];
+        metricsPorts = new int[size];
+        configs = new Path[size];
+        for (int i = 0; i < size; i++) {
+            clientPorts[i] = ChildJvm.freePort();
+            raftPorts[i] = ChildJvm.freePort();
+            metricsPorts[i] = ChildJvm.freePort();
+        }
+        StringBuilder nodes = new StringBuilder();
+        for (int i = 0; i < size; i++) {
+            nodes.append("    - {id: ").append(i + 1).append(", host: 127.0.0.1, raft-port: ").append(raftPorts[i])
+                    .append(", client-port: ").append(clientPorts[i]).append("}\n");
+        }
+        for (int i = 0; i < size; i++) {
+            configs[i] = dir.resolve("node-" + (i + 1) + ".yaml");
+            Files.writeString(configs[i], "broker:\n"
+                    + "  name: node-" + (i + 1) + "\n"
+                    + "  port: " + clientPorts[i] + "\n"
+                    + "  data-dir: " + dir.resolve("node-" + (i + 1)) + "\n"
+                    + "metrics:\n"
+                    + "  port: " + metricsPorts[i] + "\n"
+                    + "storage:\n"
+                    + "  reserved-disk-bytes: 67108864\n"
+                    + "cluster:\n"
+                    + "  enabled: true\n"
+                    + "  node-id: " + (i + 1) + "\n"
+                    + clusterKeys
+                    + "  nodes:\n" + nodes);
+        }
+    }
+
+    /** host:port of every node's client listener, for {@code ConnectionOptions.bootstrap}. */
+    List<String> bootstrap() {
+        List<String> addresses = new ArrayList<>();
+        for (int port : clientPorts) {
+            addresses.add("127.0.0.1:" + port);
+        }
+        return addresses;
+    }
+
+    BrokerConfig config(int node) {
+        return new ConfigLoader().load(configs[node], Map.of());
+    }
+
+    /** Starts every node in this JVM, concurrently (each waits for no other, but a leader needs a majority). */
+    List<Broker> startInProcess() throws Exception {
+        List<java.util.concurrent.CompletableFuture<Broker>> starting = new ArrayList<>();
+        for (int i = 0; i < size; i++) {
+            BrokerConfig config = config(i);
+            starting.add(java.util.concurrent.CompletableFuture.supplyAsync(() -> Broker.start(config)));
+        }
+        List<Broker> brokers = new ArrayList<>();
+        for (java.util.concurrent.CompletableFuture<Broker> broker : starting) {
+            brokers.add(broker.get(60, java.util.concurrent.TimeUnit.SECONDS));
+        }
+        return brokers;
+    }
+
+    /** Starts every node as a child JVM at once (one start-up takes seconds here), then waits for each to listen. */
+    Process[] startChildren() throws Exception {
+        Process[] processes = new Process[size];
+        for (int i = 0; i < size; i++) {
+            processes[i] = ChildJvm.start(log(i), Main.class, "--config", configs[i].toString());
+        }
+        for (int i = 0; i < size; i++) {
+            ChildJvm.awaitListening(processes[i], clientPorts[i], log(i));
+        }
+        return processes;
+    }
+
+    /** Starts node {@code node} (0-based) as a child JVM writing to {@code node-N.log}; returns once it listens. */
+    Process startChild(int node) throws Exception {
+        Path log = dir.resolve("node-" + (node + 1) + ".log");
+        Process process = ChildJvm.start(log, Main.class, "--config", configs[node].toString());
+        ChildJvm.awaitListening(process, clientPorts[node], log);
+        return process;
+    }
+
+    /**
+     * The backlog (unacknowledged messages) of {@code queue} on node {@code node}, read from its admin API
+     * (which a follower serves too), or -1 if the node does not answer or has no such queue.
+     */
+    long backlog(int node, String queue) {
+        try {
+            java.net.http.HttpResponse<String> response = java.net.http.HttpClient.newHttpClient().send(
+                    java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + metricsPorts[node]
+                            + "/api/queues/" + queue)).timeout(java.time.Duration.ofSeconds(5)).build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            return response.statusCode() != 200 ? -1
+                    : new com.fasterxml.jackson.databind.ObjectMapper().readTree(response.body()).get("backlogMessages").asLong();
+        } catch (IOException e) {
+            return -1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return -1;
+        }
+    }
+
+    Path log(int node) {
+        return dir.resolve("node-" + (node + 1) + ".log");
+    }
+}

@@ -1,0 +1,140 @@
+package io.sluice.broker;
+
+import io.sluice.client.Connection;
+import io.sluice.client.ConnectionOptions;
+import io.sluice.client.Producer;
+import io.sluice.client.ProducerOptions;
+import io.sluice.client.SluiceException;
+import io.sluice.protocol.CloseFrame;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.ErrorFrame;
+import io.sluice.protocol.HelloFrame;
+import io.sluice.protocol.LeaderHint;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.storage.QueueStore;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Three cluster nodes in this JVM (docs/replication.md): a follower sends clients to the leader, and what
+ * the leader confirmed is stored on every node, under the same message ids, with acks replicated too.
+ * Short (about 10 s), so it stays in the default run; the kill -9 failover is {@link ClusterFailoverTest}.
+ */
+@Tag("cluster")
+@Timeout(120)
+class ClusterReplicationTest {
+    private static final String QUEUE = "replicated";
+
+    @TempDir
+    Path dir;
+    private final List<Broker> brokers = new ArrayList<>();
+
+    @AfterEach
+    void stop() {
+        for (Broker broker : brokers) {
+            broker.close();
+        }
+    }
+
+    private Broker awaitLeader() throws InterruptedException {
+        Broker[] leader = new Broker[1];
+        TestAwait.until("one node serving as the leader", Duration.ofSeconds(30), () -> {
+            for (Broker b : brokers) {
+                if (b.cluster().notLeader() == null) {
+                    leader[0] = b;
+                    return true;
+                }
+            }
+            return false;
+        });
+        return leader[0];
+    }
+
+    @Test
+    void shouldSendClientsToTheLeaderAndStoreWhatItConfirmedOnEveryNode() throws Exception {
+        // A snapshot marker every few entries, so that the restart below starts from one (rule R4).
+        ClusterFixture cluster = new ClusterFixture(dir, 3, "  snapshot-every-entries: 5\n");
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = awaitLeader();
+        Broker follower = brokers.stream().filter(b -> b != leader).findFirst().orElseThrow();
+
+        // A follower refuses HELLO with CLOSE NOT_LEADER naming the leader's client listener.
+        try (RawClient raw = new RawClient(follower.port())) {
+            raw.send(new HelloFrame(1, 1, "test", 1 << 20, 0, "", ""));
+            raw.expect(ErrorFrame.class);
+            CloseFrame close = raw.expect(CloseFrame.class);
+            assertEquals(ErrorCode.NOT_LEADER, close.errorCode());
+            assertEquals("127.0.0.1:" + leader.port(), LeaderHint.leaderAddress(close.reason()), close.reason());
+        }
+
+        // The client given only the follower's address follows the hint.
+        ConnectionOptions options = ConnectionOptions.builder().host("127.0.0.1").port(follower.port()).build();
+        int messages = 2_000;
+        try (Connection connection = Connection.connect(options)) {
+            assertEquals(leader.config().broker.name, connection.brokerName());
+            connection.declareQueue(QUEUE, QueueSettings.EMPTY);
+            Producer producer = connection.createProducer(QUEUE, ProducerOptions.DEFAULT);
+            List<CompletableFuture<Void>> confirms = new ArrayList<>();
+            for (int i = 0; i < messages; i++) {
+                confirms.add(producer.sendAsync(Payloads.of(i)));
+            }
+            CompletableFuture.allOf(confirms.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+            // Not replicated yet: refused on every node rather than done on one.
+            SluiceException purge = assertThrows(SluiceException.class, () -> connection.purgeQueue(QUEUE));
+            assertEquals(ErrorCode.NOT_REPLICATED, purge.errorCode());
+
+            // Every node holds every confirmed message, under the same ids (the log's order).
+            for (Broker b : brokers) {
+                TestAwait.until(b.config().broker.name + " storing " + messages + " messages", Duration.ofSeconds(30),
+                        () -> b.queues().get(QUEUE) != null && b.queues().get(QUEUE).store().unackedMessages() == messages);
+            }
+            QueueStore leaderStore = leader.queues().get(QUEUE).store();
+            for (Broker b : brokers) {
+                QueueStore store = b.queues().get(QUEUE).store();
+                assertEquals(leaderStore.writtenIndex(), store.writtenIndex(), b.config().broker.name);
+                long last = store.writtenIndex();
+                assertEquals(Payloads.sequence(leaderStore.read(last).payloadBytes()), Payloads.sequence(store.read(last).payloadBytes()));
+            }
+
+            // A follower restarted replays the log after its snapshot marker: nothing is stored twice.
+            int restarted = brokers.indexOf(follower);
+            long written = follower.queues().get(QUEUE).store().writtenIndex();
+            long committed = leader.cluster().commitIndex();
+            TestAwait.until("the follower applying through " + committed, Duration.ofSeconds(30),
+                    () -> follower.cluster().appliedIndex() >= committed);
+            follower.close();
+            try (java.util.stream.Stream<Path> files = java.nio.file.Files.walk(cluster.config(restarted).raftDirectory())) {
+                assertTrue(files.anyMatch(f -> f.getFileName().toString().matches("snapshot\\.\\d+_\\d+")),
+                        "a snapshot marker was taken");
+            }
+            brokers.set(restarted, Broker.start(cluster.config(restarted)));
+            Broker again = brokers.get(restarted);
+            TestAwait.until("the restarted follower applying the log through " + committed, Duration.ofSeconds(30),
+                    () -> again.cluster().appliedIndex() >= committed);
+            assertEquals(messages, again.queues().get(QUEUE).store().unackedMessages(), "stored once, across the replay");
+            assertEquals(written, again.queues().get(QUEUE).store().writtenIndex());
+
+            // Acks taken on the leader reach the followers, the restarted one included.
+            io.sluice.client.Consumer consumer = connection.subscribe(QUEUE, io.sluice.client.ConsumerOptions.DEFAULT, m -> m.ack());
+            for (Broker b : brokers) {
+                TestAwait.until(b.config().broker.name + " dropping every acked message", Duration.ofSeconds(30),
+                        () -> b.queues().get(QUEUE).store().unackedMessages() == 0);
+            }
+            consumer.close();
+        }
+    }
+}

@@ -1,0 +1,76 @@
+package io.sluice.broker.cluster;
+
+import io.netty.buffer.ByteBufAllocator;
+import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.PublishCursor;
+import io.sluice.protocol.PublishFrame;
+import io.sluice.protocol.PublishFrameBuilder;
+import io.sluice.protocol.QueueSettings;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class ShardEntryTest {
+    private static final int MAX_FRAME = 1 << 20;
+
+    @Test
+    void shouldRoundTripAPublishBatchWithItsOrigin() {
+        PublishFrameBuilder builder = new PublishFrameBuilder(ByteBufAllocator.DEFAULT, "orders");
+        for (int i = 1; i <= 100; i++) {
+            builder.add(42, i, List.of(), ("message " + i).getBytes(StandardCharsets.UTF_8));
+        }
+        PublishFrame publish = builder.build();
+        byte[] entry;
+        try {
+            entry = ShardEntry.encode(3, 77, "orders", publish, MAX_FRAME);
+        } finally {
+            publish.release();
+        }
+        ShardEntry decoded = ShardEntry.decode(entry, MAX_FRAME);
+        assertEquals(3, decoded.originNode());
+        assertEquals(77, decoded.originCall());
+        assertEquals("orders", decoded.queue());
+        PublishFrame frame = (PublishFrame) decoded.frame();
+        try {
+            assertEquals(100, frame.messageCount());
+            PublishCursor cursor = frame.cursor();
+            int seen = 0;
+            while (cursor.next()) {
+                seen++;
+                assertEquals(42, cursor.producerId());
+                assertEquals(seen, cursor.sequence());
+            }
+            assertEquals(100, seen);
+        } finally {
+            frame.release();
+        }
+    }
+
+    @Test
+    void shouldRoundTripADeclareAndAnAck() {
+        DeclareQueueFrame declare = new DeclareQueueFrame(0, "q", QueueSettings.EMPTY);
+        assertEquals(declare, ShardEntry.decode(ShardEntry.encode(1, 1, "q", declare, MAX_FRAME), MAX_FRAME).frame());
+        AckFrame ack = new AckFrame(0, List.of(new IdRange(5, 9), new IdRange(12, 12)));
+        ShardEntry decoded = ShardEntry.decode(ShardEntry.encode(2, 9, "q", ack, MAX_FRAME), MAX_FRAME);
+        assertEquals(ack, decoded.frame());
+        assertEquals("q", decoded.queue());
+    }
+
+    @Test
+    void shouldRejectAnotherVersionAndTrailingBytes() {
+        byte[] entry = ShardEntry.encode(1, 1, "q", new AckFrame(0, List.of(IdRange.single(1))), MAX_FRAME);
+        byte[] future = entry.clone();
+        future[0] = 2;
+        IllegalArgumentException version = assertThrows(IllegalArgumentException.class, () -> ShardEntry.decode(future, MAX_FRAME));
+        assertTrue(version.getMessage().contains("version 2"), version.getMessage());
+        byte[] longer = java.util.Arrays.copyOf(entry, entry.length + 1);
+        assertThrows(IllegalArgumentException.class, () -> ShardEntry.decode(longer, MAX_FRAME));
+    }
+}
