@@ -209,9 +209,12 @@ class TransactionTest {
         broker.answerCommits = false;
         Transaction transaction = connection.transaction();
         transaction.publish("invoices", bytes("unanswered"));
+        // Long enough for the TX_COMMIT to be written on a loaded machine: a deadline that passes before it is
+        // written is the other outcome ("nothing was committed"), tested below.
         SluiceTimeoutException timeout = assertThrows(SluiceTimeoutException.class,
-                () -> transaction.commit(Duration.ofMillis(200)));
-        assertTrue(timeout.getMessage().contains("deadline of 200 ms") && timeout.getMessage().contains("may or may not have committed"),
+                () -> transaction.commit(Duration.ofMillis(1500)));
+        TestWait.until(() -> broker.count(TxCommitFrame.class) == 1); // the commit was sent
+        assertTrue(timeout.getMessage().contains("deadline of 1500 ms") && timeout.getMessage().contains("may or may not have committed"),
                 timeout.getMessage());
         transaction.close();
         assertEquals(0, broker.count(TxRollbackFrame.class), "a commit in doubt is not rolled back");

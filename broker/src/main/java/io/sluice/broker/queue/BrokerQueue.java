@@ -70,17 +70,10 @@ public final class BrokerQueue {
     private long dropped;
     private long publishRefused;
     private boolean dispatchScheduled;
-    private final long[] ackBatch = new long[1024];
     /** Chooses consumers, takes from the order, builds the DELIVER frames (D1..D3). */
     private final Dispatcher dispatcher;
-    private int ackBatchSize;
-    /** On a cluster node, while an ACK frame is applied: the ids it acknowledged, for {@link Replication#acked}. */
-    private PendingConfirms.StoredRanges replicatedAcks;
-    /** The one key under which {@link #replicatedAcks} collects ids (it groups ranges by producer id). */
-    private static final long ACK_RANGES_KEY = 0;
-    /** The oldest store timestamp among the messages of the ACK frame being applied. */
-    private long ackOldestAppendedMillis;
-    private final InFlightDeliveries.Removed ackOne = this::ackOne;
+    /** The acknowledged deliveries of the ACK frame being applied. */
+    private final AckBatch acks;
     private ScheduledFuture<?> ackTimeoutTask;
     private final DeadLetterer deadLetterer;
     /** What of each producer is stored, to store a resend once (with deduplication off, only the transactions'). */
@@ -115,6 +108,7 @@ public final class BrokerQueue {
         this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store), this::deadLetter);
         StagedAtOpen staged = new StagedAtOpen();
         this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes(staged));
+        this.acks = new AckBatch(store, backlog, tracked);
         this.producers = manager.openProducers(name, store, executor);
         this.transactions = new QueueTransactions(this, store, backlog, tracked, order, pending, staged, producers,
                 new TransactionEffects());
@@ -415,12 +409,11 @@ public final class BrokerQueue {
     /** Acknowledges the ids of the ranges that are outstanding on this session. */
     void ack(ConsumerSession session, AckFrame frame) {
         Replication replication = manager.replication();
-        replicatedAcks = replication == null ? null : new PendingConfirms.StoredRanges();
+        acks.begin(replication != null);
         long acked = 0;
-        ackOldestAppendedMillis = Long.MAX_VALUE;
         long settled = 0;
         for (IdRange range : frame.messageIds()) {
-            int fromConsumer = session.inFlight.removeRange(range.from(), range.to(), ackOne);
+            int fromConsumer = session.inFlight.removeRange(range.from(), range.to(), acks);
             settled += fromConsumer;
             // A late ack finds the message already taken back, its credit unit returned to the consumer.
             int hit = fromConsumer + order.lateAcks(range.from(), range.to(), session, this::lateAck);
@@ -432,16 +425,13 @@ public final class BrokerQueue {
             }
         }
         session.account.settle(settled);
-        flushAckBatch();
-        if (ackOldestAppendedMillis != Long.MAX_VALUE) { // one sample per ACK frame: its oldest message
-            ackLatencyMillis.accept(Math.max(0, store.nowMillis() - ackOldestAppendedMillis));
+        acks.flush();
+        if (acks.oldestAppendedMillis() != Long.MAX_VALUE) { // one sample per ACK frame: its oldest message
+            ackLatencyMillis.accept(Math.max(0, store.nowMillis() - acks.oldestAppendedMillis()));
         }
-        if (replicatedAcks != null) {
-            List<IdRange> ids = replicatedAcks.build().get(ACK_RANGES_KEY);
-            replicatedAcks = null;
-            if (ids != null) {
-                replication.acked(this, ids);
-            }
+        List<IdRange> replicated = acks.replicatedRanges();
+        if (replicated != null) {
+            replication.acked(this, replicated);
         }
         if (acked > 0) {
             ackedMessages += acked;
@@ -466,36 +456,13 @@ public final class BrokerQueue {
                     }
                 }
             }
-            flushAckBatch();
+            acks.flush();
             if (acked > 0) {
                 ackedMessages += acked;
                 acknowledged(acked);
                 scheduleDispatch();
             }
         });
-    }
-
-    /** One store lock per ACK frame, not per message. */
-    private void flushAckBatch() {
-        if (ackBatchSize > 0) {
-            store.ackAll(ackBatch, ackBatchSize);
-            ackBatchSize = 0;
-        }
-    }
-
-    /** One acknowledged delivery of an ACK frame: batched for the store, taken off the backlog. */
-    private void ackOne(long id, int bytes, long appendedAtMillis) {
-        if (ackBatchSize == ackBatch.length) {
-            store.ackAll(ackBatch, ackBatchSize);
-            ackBatchSize = 0;
-        }
-        ackBatch[ackBatchSize++] = id;
-        if (replicatedAcks != null) {
-            replicatedAcks.stored(ACK_RANGES_KEY, id);
-        }
-        backlog.removed(bytes);
-        ackOldestAppendedMillis = Math.min(ackOldestAppendedMillis, appendedAtMillis);
-        tracked.remove(id);
     }
 
     /** After acks: feeds the slowed producers (C2) and re-evaluates the quota at once. */
@@ -512,7 +479,7 @@ public final class BrokerQueue {
     private void lateAck(long id) {
         StoredMessage m = readUnlessDamaged(id);
         if (m != null) {
-            ackOne(id, m.headersLength() + m.payloadLength(), m.timestampMillis());
+            acks.accept(id, m.headersLength() + m.payloadLength(), m.timestampMillis());
         } else {
             tracked.remove(id);
         }

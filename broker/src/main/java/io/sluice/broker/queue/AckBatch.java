@@ -1,0 +1,74 @@
+package io.sluice.broker.queue;
+
+import io.sluice.protocol.IdRange;
+import io.sluice.storage.QueueStore;
+
+import java.util.List;
+
+/**
+ * The acknowledged deliveries of one ACK frame (or of one replicated ack entry), as they are found:
+ * each taken off the backlog and the tracked set at once, batched for the store, which takes them
+ * with one lock per batch rather than one per message. On a cluster node it also collects the ids
+ * as ranges for the shard's log (docs/replication.md). Confined to the queue's executor.
+ */
+final class AckBatch implements InFlightDeliveries.Removed {
+    /** The one key under which {@link #replicated} collects ids (it groups ranges by producer id). */
+    private static final long RANGES_KEY = 0;
+
+    private final QueueStore store;
+    private final Backlog backlog;
+    private final IdSet tracked;
+    private final long[] ids = new long[1024];
+    private int size;
+    /** The oldest store timestamp among the messages acknowledged since {@link #begin}. */
+    private long oldestAppendedMillis = Long.MAX_VALUE;
+    private PendingConfirms.StoredRanges replicated;
+
+    AckBatch(QueueStore store, Backlog backlog, IdSet tracked) {
+        this.store = store;
+        this.backlog = backlog;
+        this.tracked = tracked;
+    }
+
+    /** A new frame's acks; {@code replicate}: collect their ids for {@link #replicatedRanges}. */
+    void begin(boolean replicate) {
+        oldestAppendedMillis = Long.MAX_VALUE;
+        replicated = replicate ? new PendingConfirms.StoredRanges() : null;
+    }
+
+    /** One acknowledged delivery. */
+    @Override
+    public void accept(long id, int bytes, long appendedAtMillis) {
+        if (size == ids.length) {
+            store.ackAll(ids, size);
+            size = 0;
+        }
+        ids[size++] = id;
+        if (replicated != null) {
+            replicated.stored(RANGES_KEY, id);
+        }
+        backlog.removed(bytes);
+        oldestAppendedMillis = Math.min(oldestAppendedMillis, appendedAtMillis);
+        tracked.remove(id);
+    }
+
+    /** Hands what is batched to the store. */
+    void flush() {
+        if (size > 0) {
+            store.ackAll(ids, size);
+            size = 0;
+        }
+    }
+
+    /** The oldest store timestamp acknowledged since {@link #begin}, or {@link Long#MAX_VALUE} if none. */
+    long oldestAppendedMillis() {
+        return oldestAppendedMillis;
+    }
+
+    /** The ids acknowledged since {@link #begin}, as ranges, if it was asked to collect them and there were any; else null. */
+    List<IdRange> replicatedRanges() {
+        List<IdRange> ranges = replicated == null ? null : replicated.build().get(RANGES_KEY);
+        replicated = null;
+        return ranges;
+    }
+}
