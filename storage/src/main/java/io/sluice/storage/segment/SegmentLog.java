@@ -146,12 +146,16 @@ public final class SegmentLog implements AutoCloseable {
                     .checkInterrupts(false)
                     .build();
             if (opened.metaStore().readOnly()) {
-                // Chronicle falls back to a read-only metadata file when it cannot open it for writing, as when
-                // the process is out of descriptors; the queue could then never append. Whether that was the
-                // cause is asked now, while the read-only queue still holds what it opened: once it is closed,
-                // the descriptors it held are free again and the question would be answered wrongly.
-                IllegalStateException readOnly = new IllegalStateException("Chronicle could open metadata.cq4t only read-only");
-                if (descriptorsExhaustedNow()) {
+                // Chronicle falls back to a read-only metadata file when it cannot open it for writing, and the
+                // queue could then never append. A file the process may write was refused for want of
+                // descriptors (probing for a free one would not tell: the failed open may have freed the one
+                // it took); one it may not write is a permissions problem, reported as such.
+                Path metadata = segmentDirectory.resolve(SingleChronicleQueue.QUEUE_METADATA_FILE);
+                boolean writable = (Files.notExists(metadata) || Files.isWritable(metadata)) && Files.isWritable(segmentDirectory);
+                IllegalStateException readOnly = new IllegalStateException(writable
+                        ? "Chronicle could open " + metadata + " only read-only"
+                        : metadata + " or its directory is not writable by this process");
+                if (writable) {
                     throw FileDescriptors.exhaustedError("queue '" + queueName + "' cannot open its segments in " + segmentDirectory,
                             readOnly);
                 }
