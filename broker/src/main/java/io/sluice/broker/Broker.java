@@ -450,7 +450,7 @@ public final class Broker implements AutoCloseable {
 
     /** Last producer checkpoints of the queues that changed since theirs, so the next start replays nothing; within the deadline. */
     private void checkpointProducers(long deadline) {
-        CompletableFuture<?>[] checkpoints = queues.all().stream().map(BrokerQueue::checkpointProducers)
+        CompletableFuture<?>[] checkpoints = queues.all().stream().map(q -> q.producerState().checkpoint())
                 .toArray(CompletableFuture[]::new);
         try {
             // At least a second of its own: the wait for pending confirms before may have used the whole deadline.

@@ -3,19 +3,15 @@ package io.sluice.client;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioSocketChannel;
-import io.netty.handler.timeout.IdleState;
-import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.client.internal.Backoff;
@@ -171,7 +167,10 @@ public final class Connection implements AutoCloseable {
                         throw e;
                     }
                     if (!connection.addresses.moveOn(notLeader ? e.brokerMessage() : null) && notLeader) {
-                        Thread.sleep(connection.backoff.nextDelayMillis()); // an election runs: give it time
+                        // An election runs: the caller's thread, blocked in this connect anyway, backs off before
+                        // asking again, never past the connect timeout.
+                        long leftMillis = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+                        Thread.sleep(Math.max(0, Math.min(connection.backoff.nextDelayMillis(), leftMillis)));
                     }
                     connection.address = connection.addresses.current().toString();
                 }
@@ -584,7 +583,7 @@ public final class Connection implements AutoCloseable {
                     ch.pipeline().addLast("tls", tls.newHandler(ch.alloc(), target.host(), target.port()));
                 }
                 ch.pipeline().addLast("decoder", decoder).addLast("encoder", encoder)
-                        .addLast("handler", new InboundHandler(handshake, decoder, encoder));
+                        .addLast("handler", new ConnectionInbound(Connection.this, handshake, decoder, encoder));
             }
         }).connect(target.host(), target.port());
         connect.addListener(result -> {
@@ -632,7 +631,7 @@ public final class Connection implements AutoCloseable {
         }, delayMs, TimeUnit.MILLISECONDS);
     }
 
-    private void onHelloOk(Channel ch, HelloOkFrame hello, FrameDecoder decoder, FrameEncoder encoder,
+    void onHelloOk(Channel ch, HelloOkFrame hello, FrameDecoder decoder, FrameEncoder encoder,
                            CompletableFuture<Void> handshake) {
         if (closed || handshake.isDone()) {
             ch.close();
@@ -673,7 +672,7 @@ public final class Connection implements AutoCloseable {
         handshake.complete(null);
     }
 
-    private void onChannelInactive(Channel ch, CompletableFuture<Void> handshake) {
+    void onChannelInactive(Channel ch, CompletableFuture<Void> handshake) {
         if (!handshake.isDone()) {
             handshake.completeExceptionally(new ConnectionLostException(
                     "connection to " + address + " closed during the handshake"));
@@ -705,7 +704,7 @@ public final class Connection implements AutoCloseable {
         }
     }
 
-    private void onFrame(Channel ch, Frame frame) {
+    void onFrame(Channel ch, Frame frame) {
         if (ch != channel) {
             return;
         }
@@ -757,63 +756,6 @@ public final class Connection implements AutoCloseable {
             ch.close();
         } else if (!(frame instanceof HeartbeatFrame)) {
             LOG.warn("Ignored an unexpected {} frame from {}.", frame.type(), address);
-        }
-    }
-
-    /** The last pipeline stage of one network connection; runs on the network thread. */
-    private final class InboundHandler extends SimpleChannelInboundHandler<Frame> {
-        private final CompletableFuture<Void> handshake;
-        private final FrameDecoder decoder;
-        private final FrameEncoder encoder;
-
-        InboundHandler(CompletableFuture<Void> handshake, FrameDecoder decoder, FrameEncoder encoder) {
-            super(Frame.class);
-            this.handshake = handshake;
-            this.decoder = decoder;
-            this.encoder = encoder;
-        }
-
-        @Override
-        protected void channelRead0(ChannelHandlerContext context, Frame frame) {
-            Channel ch = context.channel();
-            if (frame instanceof HelloOkFrame hello) {
-                onHelloOk(ch, hello, decoder, encoder, handshake);
-            } else if (!handshake.isDone() && frame instanceof CloseFrame close) {
-                ErrorCode code = close.errorCode();
-                handshake.completeExceptionally(new SluiceException(code, close.reason(),
-                        "the broker at " + address + " refused the handshake: " + code + ": " + close.reason()));
-                ch.close();
-            } else {
-                onFrame(ch, frame);
-            }
-        }
-
-        @Override
-        public void userEventTriggered(ChannelHandlerContext context, Object event) {
-            if (event instanceof IdleStateEvent idle) {
-                if (idle.state() == IdleState.WRITER_IDLE) {
-                    context.writeAndFlush(HeartbeatFrame.INSTANCE);
-                } else if (idle.state() == IdleState.READER_IDLE) {
-                    LOG.warn("No frame from {} within two heartbeat intervals; closing the connection.", address);
-                    context.close();
-                }
-            } else {
-                context.fireUserEventTriggered(event);
-            }
-        }
-
-        @Override
-        public void channelInactive(ChannelHandlerContext context) {
-            onChannelInactive(context.channel(), handshake);
-        }
-
-        @Override
-        public void exceptionCaught(ChannelHandlerContext context, Throwable cause) {
-            LOG.warn("The connection to {} failed and will be closed: {}", address, cause.getMessage());
-            // During the handshake (a TLS failure, typically) the caller learns the cause, not just "closed".
-            handshake.completeExceptionally(new ConnectionLostException(
-                    "could not connect to " + address + ": " + cause.getMessage(), cause));
-            context.close();
         }
     }
 }

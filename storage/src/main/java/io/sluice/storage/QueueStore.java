@@ -137,11 +137,6 @@ public final class QueueStore {
                 name, (System.nanoTime() - started) / 1_000_000, log.tallies().size(), acks.unackedCount(), log.writeSegment());
     }
 
-    static QueueStore open(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
-                           Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser) {
-        return open(name, directory, config, diskGuard, clock, wakeFlusher, readAhead, releaser, FileForcer.FSYNC, false);
-    }
-
     /** {@code afterUncleanStop}: the store was not closed cleanly, so recovery forces the segments first. */
     static QueueStore open(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                            Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer,

@@ -1,5 +1,6 @@
 package io.sluice.storage;
 
+import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.readahead.ReaderCursor;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.segment.FileReleaser;
@@ -94,7 +95,7 @@ class QueueStoreTest {
             Files.createDirectories(queueDir);
             try (FileReleaser releaser = new FileReleaser()) {
                 QueueStore q = QueueStore.open("wake", queueDir, StoreConfig.builder().durability(mode).build(),
-                        new DiskSpaceGuard(queueDir, 0), System::currentTimeMillis, wakes::incrementAndGet, null, releaser);
+                        new DiskSpaceGuard(queueDir, 0), System::currentTimeMillis, wakes::incrementAndGet, null, releaser, FileForcer.FSYNC, false);
                 try {
                     for (int i = 0; i < 100; i++) {
                         q.append(null, payload(i));

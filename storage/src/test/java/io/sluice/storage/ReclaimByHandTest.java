@@ -1,5 +1,6 @@
 package io.sluice.storage;
 
+import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.segment.FileReleaser;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -52,7 +53,7 @@ class ReclaimByHandTest {
                         .maxMessageBytes(64 << 10)
                         .durability(DurabilityMode.NEVER)
                         .build(),
-                new DiskSpaceGuard(dir, 0), System::currentTimeMillis, () -> { }, null, releaser);
+                new DiskSpaceGuard(dir, 0), System::currentTimeMillis, () -> { }, null, releaser, FileForcer.FSYNC, false);
     }
 
     @AfterEach

@@ -405,7 +405,7 @@ final class ClientSession {
         }
         long producerId = ProducerIds.forName(init.producerName());
         producerQueues.add(queue);
-        queue.registerProducer(proxy, producerId, init.epoch()).whenComplete((registered, failure) -> {
+        queue.producerState().register(proxy, producerId, init.epoch()).whenComplete((registered, failure) -> {
             if (failure != null) {
                 ErrorCode code = ErrorCodes.of(failure);
                 if (code == ErrorCode.INTERNAL_ERROR) {
@@ -454,7 +454,7 @@ final class ClientSession {
         }
         subscriptions.clear();
         for (BrokerQueue queue : producerQueues) {
-            queue.producerConnectionClosed(proxy);
+            queue.producerState().connectionClosed(proxy);
         }
         producerQueues.clear();
     }

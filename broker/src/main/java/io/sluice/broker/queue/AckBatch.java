@@ -4,6 +4,7 @@ import io.sluice.protocol.IdRange;
 import io.sluice.storage.QueueStore;
 
 import java.util.List;
+import java.util.function.LongConsumer;
 
 /**
  * The acknowledged deliveries of one ACK frame (or of one replicated ack entry), as they are found:
@@ -50,6 +51,26 @@ final class AckBatch implements InFlightDeliveries.Removed {
         backlog.removed(bytes);
         oldestAppendedMillis = Math.min(oldestAppendedMillis, appendedAtMillis);
         tracked.remove(id);
+    }
+
+    /**
+     * A cluster node's replicated acks (docs/replication.md): each message of {@code ranges} neither acked
+     * here nor out with a consumer of this node is acknowledged through {@code lateAck} (which reads its
+     * size and hands it back here); one out with a consumer is settled by that consumer (an at-least-once
+     * redelivery at worst). Returns how many were acknowledged; the batch is flushed.
+     */
+    long applyReplicated(List<IdRange> ranges, LongConsumer lateAck) {
+        long acked = 0;
+        for (IdRange range : ranges) {
+            for (long id = range.from(); id <= range.to(); id++) {
+                if (!tracked.contains(id) && !store.isAcked(id)) {
+                    lateAck.accept(id);
+                    acked++;
+                }
+            }
+        }
+        flush();
+        return acked;
     }
 
     /** Hands what is batched to the store. */

@@ -74,10 +74,13 @@ public final class BrokerQueue {
     private final Dispatcher dispatcher;
     /** The acknowledged deliveries of the ACK frame being applied. */
     private final AckBatch acks;
+    /** What the queue does after acks, requeues or commits made elsewhere (its transactions, a replicated ack). */
+    private final TransactionEffects transactionEffects = new TransactionEffects();
     private ScheduledFuture<?> ackTimeoutTask;
     private final DeadLetterer deadLetterer;
     /** What of each producer is stored, to store a resend once (with deduplication off, only the transactions'). */
     private final ProducerRegistry producers;
+    private final QueueProducerState producerState;
     private long deadLettered;
     private long deadLetterFailures;
     private long redelivered;
@@ -110,8 +113,9 @@ public final class BrokerQueue {
         this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes(staged));
         this.acks = new AckBatch(store, backlog, tracked);
         this.producers = manager.openProducers(name, store, executor);
+        this.producerState = new QueueProducerState(this, producers, executor);
         this.transactions = new QueueTransactions(this, store, backlog, tracked, order, pending, staged, producers,
-                new TransactionEffects());
+                transactionEffects);
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
             public void moved(StoredMessage original) {
@@ -271,35 +275,9 @@ public final class BrokerQueue {
         connection.flush();
     }
 
-    /**
-     * Registers an instance of the named producer {@code producerId} on {@code connection}
-     * ({@link ProducerRegistry#register}); completes with the epoch granted, -1 if fenced, or
-     * exceptionally if this queue keeps no producer state or its checkpoint failed.
-     */
-    public CompletableFuture<ProducerRegistry.Registered> registerProducer(ClientConnection connection, long producerId,
-                                                                          int requestedEpoch) {
-        return CompletableFuture.supplyAsync(() -> {
-            if (closed || !producers.deduplicates()) {
-                throw new BrokerException(closed ? ErrorCode.UNKNOWN_QUEUE : ErrorCode.INVALID_PRODUCER, closed
-                        ? "queue '" + name + "' was deleted"
-                        : "queue '" + name + "' keeps no producer state: deduplication is off on this broker (queues.dedup-enabled)");
-            }
-            return producers.register(connection, producerId, requestedEpoch);
-        }, executor).thenCompose(registered -> registered);
-    }
-
-    /** {@code connection}, on which named producers registered here, closed: they are no longer its, nor is it held. */
-    public void producerConnectionClosed(ClientConnection connection) {
-        if (executor.isShuttingDown()) {
-            return; // the broker stops: the queue goes, and what it holds with it
-        }
-        executor.execute(() -> producers.connectionClosed(connection));
-    }
-
-    /** At shutdown: a last producer checkpoint if anything changed since the last, so the next start replays nothing. */
-    public CompletableFuture<Void> checkpointProducers() {
-        return CompletableFuture.supplyAsync(() -> !producers.changedSinceCheckpoint()
-                ? CompletableFuture.<Void>completedFuture(null) : producers.checkpoint(), executor).thenCompose(done -> done);
+    /** The queue's producer state, for named producers and the shutdown's last checkpoint. */
+    public QueueProducerState producerState() {
+        return producerState;
     }
 
     /**
@@ -446,23 +424,7 @@ public final class BrokerQueue {
      * at worst).
      */
     public void applyReplicatedAcks(List<IdRange> ranges) {
-        executor.execute(() -> {
-            long acked = 0;
-            for (IdRange range : ranges) {
-                for (long id = range.from(); id <= range.to(); id++) {
-                    if (!tracked.contains(id) && !store.isAcked(id)) {
-                        lateAck(id);
-                        acked++;
-                    }
-                }
-            }
-            acks.flush();
-            if (acked > 0) {
-                ackedMessages += acked;
-                acknowledged(acked);
-                scheduleDispatch();
-            }
-        });
+        executor.execute(() -> transactionEffects.acked(acks.applyReplicated(ranges, this::lateAck)));
     }
 
     /** After acks: feeds the slowed producers (C2) and re-evaluates the quota at once. */
@@ -798,6 +760,9 @@ public final class BrokerQueue {
     private final class TransactionEffects implements QueueTransactions.Effects {
         @Override
         public void acked(long count) {
+            if (count == 0) {
+                return;
+            }
             ackedMessages += count;
             acknowledged(count);
             scheduleDispatch();

@@ -26,10 +26,10 @@ class ProducerOwnersTest {
             BrokerQueue q = core.queues.declare("q", QueueSettings.EMPTY);
             FakeConnection owner = new FakeConnection("owner");
             WeakReference<FakeConnection> held = new WeakReference<>(owner);
-            assertEquals(1, q.registerProducer(owner, 7, -1).get(10, TimeUnit.SECONDS).epoch());
-            assertEquals(2, q.registerProducer(owner, 8, -1).get(10, TimeUnit.SECONDS).epoch());
+            assertEquals(1, q.producerState().register(owner, 7, -1).get(10, TimeUnit.SECONDS).epoch());
+            assertEquals(2, q.producerState().register(owner, 8, -1).get(10, TimeUnit.SECONDS).epoch());
             owner.close();
-            q.producerConnectionClosed(owner); // as the connection's session does when its channel closes
+            q.producerState().connectionClosed(owner); // as the connection's session does when its channel closes
             owner = null;
             TestAwait.until("the queue let go of the closed connection", () -> {
                 System.gc();
@@ -37,7 +37,7 @@ class ProducerOwnersTest {
             });
 
             FakeConnection next = new FakeConnection("next");
-            assertEquals(1, q.registerProducer(next, 7, 1).get(10, TimeUnit.SECONDS).epoch(),
+            assertEquals(1, q.producerState().register(next, 7, 1).get(10, TimeUnit.SECONDS).epoch(),
                     "the newest instance resumes on another connection");
         }
     }

@@ -1,0 +1,55 @@
+package io.sluice.broker.queue;
+
+import io.netty.util.concurrent.EventExecutor;
+import io.sluice.broker.error.BrokerException;
+import io.sluice.protocol.ErrorCode;
+
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * What connections and the broker's shutdown ask of one queue's producer state (its
+ * {@link ProducerRegistry}): registering named producers, forgetting a closed connection's, a last
+ * checkpoint. Thread-safe: each call hands its work to the queue's executor, which owns the registry.
+ */
+public final class QueueProducerState {
+    private final BrokerQueue queue;
+    private final ProducerRegistry producers;
+    private final EventExecutor executor;
+
+    QueueProducerState(BrokerQueue queue, ProducerRegistry producers, EventExecutor executor) {
+        this.queue = queue;
+        this.producers = producers;
+        this.executor = executor;
+    }
+
+    /**
+     * Registers an instance of the named producer {@code producerId} on {@code connection}
+     * ({@link ProducerRegistry#register}); completes with the epoch granted, -1 if fenced, or
+     * exceptionally if the queue keeps no producer state or its checkpoint failed.
+     */
+    public CompletableFuture<ProducerRegistry.Registered> register(ClientConnection connection, long producerId, int requestedEpoch) {
+        return CompletableFuture.supplyAsync(() -> {
+            boolean closed = queue.isClosed();
+            if (closed || !producers.deduplicates()) {
+                throw new BrokerException(closed ? ErrorCode.UNKNOWN_QUEUE : ErrorCode.INVALID_PRODUCER, closed
+                        ? "queue '" + queue.name() + "' was deleted"
+                        : "queue '" + queue.name() + "' keeps no producer state: deduplication is off on this broker (queues.dedup-enabled)");
+            }
+            return producers.register(connection, producerId, requestedEpoch);
+        }, executor).thenCompose(registered -> registered);
+    }
+
+    /** {@code connection}, on which named producers registered here, closed: they are no longer its, nor is it held. */
+    public void connectionClosed(ClientConnection connection) {
+        if (executor.isShuttingDown()) {
+            return; // the broker stops: the queue goes, and what it holds with it
+        }
+        executor.execute(() -> producers.connectionClosed(connection));
+    }
+
+    /** At shutdown: a last producer checkpoint if anything changed since the last, so the next start replays nothing. */
+    public CompletableFuture<Void> checkpoint() {
+        return CompletableFuture.supplyAsync(() -> !producers.changedSinceCheckpoint()
+                ? CompletableFuture.<Void>completedFuture(null) : producers.checkpoint(), executor).thenCompose(done -> done);
+    }
+}
