@@ -37,24 +37,22 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Kills a broker child JVM (durability "always") with kill -9, from a thread of its own, while a producer
  * in this JVM publishes and a consumer receives and acks, three times, restarting it on the same data
  * directory each time; then consumes everything. Every confirmed message must come back at least once, no
- * message whose ack the broker had processed may return, and each restart must reach its first confirm
- * within {@link #RESTART_BOUND_MILLIS} (issue 14, item 2.4: a stale Chronicle lock made it 15 s).
+ * message whose ack the broker had processed may return, and no restart may wait out Chronicle's write
+ * lock left held by the killed broker (issue 14, item 2.4: that wait made a restart take 15 s). Each
+ * restart's time to its first confirm is printed, a figure for docs/performance.md, not asserted: on two
+ * shared cores a cold JVM's start is its CPU work divided by its share of them (the store's recovery took
+ * 7.4 s at a load average of 35 here), so a time bound would test the machine, not the broker.
  */
 @Tag("slow")
 class BrokerCrashTest {
     private static final String QUEUE = "crash";
     private static final int ROUNDS = 3;
     /**
-     * Restart to first confirm: the broker's own start (from the start of its command line, reading the
-     * configuration included, to listening, as it logs "started in N ms"; JVM start excluded) plus listening
-     * to the first confirm, as the client sees it. A
-     * correctness bound below the 15 s wait, not the target of under 1 s: on the two shared cores here a
-     * cold broker JVM spends seconds loading classes under load, reading its configuration included
-     * (figures in docs/performance.md).
+     * What Chronicle logs when it takes over a write lock once its timeout has passed (10 s) instead of at
+     * once: "Forced unlocking `chronicle.write.lock` ... which is now dead", or "Forced unlock for the lock
+     * file". The store releases a dead holder's lock as it opens, before Chronicle could wait for it.
      */
-    private static final long RESTART_BOUND_MILLIS = 12_000;
-    /** The store's recovery, as the broker logs it ("recovered N queues in M ms"): where a stale lock waited. */
-    private static final long RECOVERY_BOUND_MILLIS = 3_000;
+    private static final Pattern CHRONICLE_FORCED_UNLOCK = Pattern.compile("Forced unlock");
     private static final Pattern STARTED_IN = Pattern.compile("started in (\\d+) ms");
     private static final Pattern RECOVERED_IN = Pattern.compile("recovered \\d+ queues in (\\d+) ms");
 
@@ -93,8 +91,8 @@ class BrokerCrashTest {
     }
 
     /**
-     * After a restart: publishes one message, waits for its confirm and asserts the restart time, the
-     * broker's own start (from its log) plus listening to that confirm.
+     * After a restart: publishes one message, waits for its confirm, prints the restart time (the broker's own
+     * start from its log, plus listening to that confirm) and asserts that no lock of the dead broker was waited for.
      */
     private void firstConfirmAfterRestart(int round, long listeningAt, Producer producer) throws Exception {
         send(producer).get(30, TimeUnit.SECONDS);
@@ -106,18 +104,26 @@ class BrokerCrashTest {
         restartMillis.add(restart);
         System.out.printf("BrokerCrashTest: restart %d: broker start %d ms (store recovery %d ms) + listening to first confirm"
                 + " %d ms = %d ms%n", round, brokerStart, recovery, listeningToConfirm, restart);
-        assertTrue(recovery < RECOVERY_BOUND_MILLIS, "restart " + round + ": the store's recovery took " + recovery
-                + " ms; bound " + RECOVERY_BOUND_MILLIS + " ms");
-        assertTrue(restart < RESTART_BOUND_MILLIS, "restart " + round + " to the first confirm took " + restart
-                + " ms (broker start " + brokerStart + " ms, listening to confirm " + listeningToConfirm + " ms); bound "
-                + RESTART_BOUND_MILLIS + " ms");
+        List<String> forcedUnlocks = ChildJvm.lines(log).stream()
+                .filter(line -> CHRONICLE_FORCED_UNLOCK.matcher(line).find()).toList();
+        assertEquals(List.of(), forcedUnlocks, "restart " + round + " waited for the dead broker's Chronicle lock"
+                + " (store recovery " + recovery + " ms)");
     }
 
-    /** The number the first line of the broker's log matching {@code pattern} carries in its group 1. */
-    private static long logged(Path log, Pattern pattern) {
+    /**
+     * The number the first line of the broker's log matching {@code pattern} carries in its group 1, waiting for
+     * the line: the broker's main thread logs "started in" after it binds, so a client's first confirm can come
+     * before it (seen at a load average of 12).
+     */
+    private static long logged(Path log, Pattern pattern) throws InterruptedException {
+        TestAwait.until("a line matching '" + pattern + "' in the broker's log", Duration.ofSeconds(30),
+                () -> firstLogged(log, pattern) >= 0);
+        return firstLogged(log, pattern);
+    }
+
+    private static long firstLogged(Path log, Pattern pattern) {
         return ChildJvm.lines(log).stream().map(pattern::matcher).filter(Matcher::find)
-                .mapToLong(m -> Long.parseLong(m.group(1))).findFirst()
-                .orElseThrow(() -> new AssertionError("no line matching '" + pattern + "' in the broker's log: " + ChildJvm.tail(log)));
+                .mapToLong(m -> Long.parseLong(m.group(1))).findFirst().orElse(-1);
     }
 
     private Connection connect() {
