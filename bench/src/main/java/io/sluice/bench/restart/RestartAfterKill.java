@@ -219,18 +219,26 @@ public final class RestartAfterKill {
                 .reconnectPolicy(ReconnectPolicy.DISABLED).build());
     }
 
-    private static Matcher startedIn(Path log) {
-        try {
-            for (String line : Files.readAllLines(log)) {
-                Matcher m = STARTED_IN.matcher(line);
-                if (m.find()) {
-                    return m;
+    /**
+     * The broker's "started in" line, polled for under the deadline: the broker binds before it logs the line, so
+     * the first confirm can come first on a loaded machine.
+     */
+    private static Matcher startedIn(Path log) throws InterruptedException {
+        long deadline = System.nanoTime() + DEADLINE_NANOS;
+        while (System.nanoTime() < deadline) {
+            try {
+                for (String line : Files.readAllLines(log)) {
+                    Matcher m = STARTED_IN.matcher(line);
+                    if (m.find()) {
+                        return m;
+                    }
                 }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
             }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+            Thread.sleep(10);
         }
-        throw new IllegalStateException("no 'started in' line in " + log);
+        throw new IllegalStateException("no 'started in' line in " + log + " within 60 s");
     }
 
     /**
