@@ -11,10 +11,10 @@ data="${SLUICE_DATA_DIR:-/var/lib/sluice}"
 # glibc's malloc held to two arenas, as bin/sluice does (see there).
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 # The class archive the Dockerfile made at image build, if it did (docs/operations.md, "Start-up and the class
-# archive"); a JVM that cannot use it starts without it (-Xshare:auto).
+# archive"); a JVM that cannot use it starts without it (-Xshare:auto, the default).
 share=""
 if [ -f "$home/sluice-broker.jsa" ]; then
-  share="-Xshare:auto -XX:SharedArchiveFile=$home/sluice-broker.jsa"
+  share="-XX:SharedArchiveFile=$home/sluice-broker.jsa"
 fi
 case "${1:-}" in
   hash-password|verify|dump|admin|--help|-h|--version)
