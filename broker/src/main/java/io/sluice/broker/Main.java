@@ -48,7 +48,7 @@ public final class Main {
             return ClassArchiveTraining.run(out, err);
         }
         if (args.length > 0 && (args[0].equals("verify") || args[0].equals("dump"))) {
-            // Read by logback.xml when the first logger is made, which is after this line: logs to stderr, the report to stdout.
+            // Read by LogConfigurator when the first logger is made, which is after this line: logs to stderr, the report to stdout.
             System.setProperty("sluice.log.target", "System.err");
             return StorageTool.run(args, out, err);
         }
