@@ -41,7 +41,8 @@ final class BrokerFlags {
      * bin/sluice by {@code MainTest}.
      */
     static final Map<String, String> ENVIRONMENT = Map.of(
-            "SLUICE_JAVA_OPTS", "extra JVM options for bin/sluice, e.g. -Xmx2g (default: none)");
+            "SLUICE_JAVA_OPTS", "extra JVM options for bin/sluice, e.g. -Xmx2g (default: none)",
+            "SLUICE_CLASS_ARCHIVE_DELAY", "seconds after a start without a class archive before bin/sluice makes one (default: 60)");
 
     private BrokerFlags() {
     }

@@ -27,7 +27,7 @@ import java.util.stream.Stream;
 /**
  * {@code sluice class-archive-training}: the training run of the broker's class-data-sharing archive
  * (docs/operations.md, "Start-up and the class archive"). bin/sluice and the Dockerfile run it under
- * {@code -XX:ArchiveClassesAtExit}, so that the archive holds the classes a start loads on its way to
+ * {@code -XX:ArchiveClassesAtExit} (bin/sluice on Java 25 and later under {@code -XX:AOTCacheOutput}), so that the archive holds the classes a start loads on its way to
  * the first confirm: the configuration (Jackson and YAML), logging, Chronicle and its native libraries,
  * the store's recovery of a queue, the admin server, the event loops and the publish path.
  *

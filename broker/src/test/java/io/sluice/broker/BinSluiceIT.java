@@ -110,6 +110,7 @@ class BinSluiceIT {
                 .redirectErrorStream(true).redirectOutput(log.toFile());
         builder.environment().put("PATH", Path.of(System.getProperty("java.home"), "bin") + ":" + System.getenv("PATH"));
         builder.environment().remove("SLUICE_JAVA_OPTS");
+        builder.environment().put("SLUICE_CLASS_ARCHIVE_DELAY", "0"); // no minute's wait after each start here
         if (javaOptions != null) {
             builder.environment().put("SLUICE_JAVA_OPTS", javaOptions);
         }
