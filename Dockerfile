@@ -26,6 +26,12 @@ WORKDIR /opt/sluice
 COPY --from=build /src/broker/target/sluice-broker-0.1.0-SNAPSHOT.jar ./sluice-broker.jar
 COPY --from=build /src/broker/target/lib ./lib
 COPY docker/entrypoint.sh docker/healthcheck.sh ./
+# The class archive (docs/operations.md, "Start-up and the class archive"), made here by the image's own JVM from
+# the image's own jar, so that every container maps it from its first start and none runs a training of its own.
+# A training run that fails leaves no archive and does not fail the build: the broker then starts without one.
+RUN java -XX:ArchiveClassesAtExit=/opt/sluice/sluice-broker.jsa -jar /opt/sluice/sluice-broker.jar class-archive-training \
+        > /tmp/class-archive-training.log 2>&1 \
+    || { cat /tmp/class-archive-training.log; rm -f /opt/sluice/sluice-broker.jsa; }; rm -f /tmp/class-archive-training.log
 USER sluice
 VOLUME /var/lib/sluice
 # 7672: clients; 7673: /metrics, /health and the admin API (both need the users the entry point requires).

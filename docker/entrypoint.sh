@@ -10,9 +10,15 @@ config="${SLUICE_CONFIG:-/etc/sluice/sluice.yaml}"
 data="${SLUICE_DATA_DIR:-/var/lib/sluice}"
 # glibc's malloc held to two arenas, as bin/sluice does (see there).
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
+# The class archive the Dockerfile made at image build, if it did (docs/operations.md, "Start-up and the class
+# archive"); a JVM that cannot use it starts without it (-Xshare:auto, the default).
+share=""
+if [ -f "$home/sluice-broker.jsa" ]; then
+  share="-XX:SharedArchiveFile=$home/sluice-broker.jsa"
+fi
 case "${1:-}" in
   hash-password|verify|dump|admin|--help|-h|--version)
-    exec java -Xmx1g ${SLUICE_JAVA_OPTS:-} -jar "$jar" "$@" ;;
+    exec java -Xmx1g $share ${SLUICE_JAVA_OPTS:-} -jar "$jar" "$@" ;;
 esac
 if [ -f "$config" ]; then
   set -- --config "$config" "$@"
@@ -46,4 +52,4 @@ else
   exit 2
 fi
 # The heap is capped as bin/sluice caps it (see there); an -Xmx in SLUICE_JAVA_OPTS comes later and wins.
-exec java -Xmx1g ${SLUICE_JAVA_OPTS:-} -jar "$jar" --data-dir "$data" --listen 0.0.0.0 --set metrics.listen-address=0.0.0.0 "$@"
+exec java -Xmx1g $share ${SLUICE_JAVA_OPTS:-} -jar "$jar" --data-dir "$data" --listen 0.0.0.0 --set metrics.listen-address=0.0.0.0 "$@"

@@ -41,7 +41,8 @@ final class BrokerFlags {
      * bin/sluice by {@code MainTest}.
      */
     static final Map<String, String> ENVIRONMENT = Map.of(
-            "SLUICE_JAVA_OPTS", "extra JVM options for bin/sluice, e.g. -Xmx2g (default: none)");
+            "SLUICE_JAVA_OPTS", "extra JVM options for bin/sluice, e.g. -Xmx2g (default: none)",
+            "SLUICE_CLASS_ARCHIVE_DELAY", "seconds after a start without a class archive before bin/sluice makes one (default: 60)");
 
     private BrokerFlags() {
     }
@@ -69,6 +70,7 @@ final class BrokerFlags {
         line(text, "verify DATA_DIR", "check every segment and the ack state offline (exit 1 on damage)");
         line(text, "dump DATA_DIR QUEUE", "print a queue's messages and ack state [--limit N] [--from ID]");
         line(text, "admin COMMAND", "the admin API over HTTP; sluice admin --help lists its commands");
+        line(text, "class-archive-training", "run a throwaway broker to record the classes a start loads (bin/sluice runs it)");
         text.append("environment:\n");
         ENVIRONMENT.forEach((name, meaning) -> line(text, name, meaning));
         text.append("exit status: 0 stopped cleanly, 1 could not start, 2 bad arguments or configuration\n");

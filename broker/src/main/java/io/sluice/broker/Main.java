@@ -26,6 +26,7 @@ import java.util.concurrent.TimeUnit;
  * sluice verify DATA_DIR        checks every segment and the ack state offline (exit 1 on damage)
  * sluice dump DATA_DIR QUEUE    prints a queue's messages and ack state
  * sluice admin [--url URL] [--user U --password P] [--json] COMMAND   the admin API (see AdminCli)
+ * sluice class-archive-training the class archive's training run (ClassArchiveTraining; bin/sluice runs it)
  * </pre>
  */
 public final class Main {
@@ -43,8 +44,11 @@ public final class Main {
         if (args.length > 0 && args[0].equals("hash-password")) {
             return hashPassword(out, err);
         }
+        if (args.length > 0 && args[0].equals("class-archive-training")) {
+            return ClassArchiveTraining.run(out, err);
+        }
         if (args.length > 0 && (args[0].equals("verify") || args[0].equals("dump"))) {
-            // Read by logback.xml when the first logger is made, which is after this line: logs to stderr, the report to stdout.
+            // Read by LogConfigurator when the first logger is made, which is after this line: logs to stderr, the report to stdout.
             System.setProperty("sluice.log.target", "System.err");
             return StorageTool.run(args, out, err);
         }

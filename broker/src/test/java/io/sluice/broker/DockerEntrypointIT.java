@@ -119,6 +119,43 @@ class DockerEntrypointIT {
                 + ChildJvm.tail(dir.resolve("broker.log")));
     }
 
+    @Test
+    @Timeout(300)
+    void shouldStartFromTheClassArchiveTheDockerfileMakes() throws Exception {
+        // The Dockerfile's own training command, with the image's /opt/sluice where this test laid the image out.
+        java.util.regex.Matcher training = java.util.regex.Pattern.compile("RUN (java -XX:ArchiveClassesAtExit=\\S+ -jar \\S+ class-archive-training)")
+                .matcher(Files.readString(ROOT.resolve("Dockerfile")));
+        assertTrue(training.find(), "the Dockerfile trains the class archive");
+        List<String> command = new ArrayList<>(List.of(training.group(1).replace("/opt/sluice", home.toString()).split(" ")));
+        command.set(0, java());
+        assertTrue(command.contains("-XX:ArchiveClassesAtExit=" + home.resolve("sluice-broker.jsa")), command.toString());
+        Run trained = command(command, Map.of("TMPDIR", dir.toString()), 180);
+        assertEquals(0, trained.exitCode, trained.output);
+        assertTrue(Files.size(home.resolve("sluice-broker.jsa")) > 1 << 20, "the archive holds the broker's classes");
+
+        int port = ChildJvm.freePort();
+        Path classLoads = dir.resolve("class-load.log");
+        Map<String, String> env = new java.util.HashMap<>(users());
+        env.put("SLUICE_JAVA_OPTS", "-Xlog:class+load:file=" + classLoads);
+        Path log = dir.resolve("broker.log");
+        ProcessBuilder builder = new ProcessBuilder("sh", home.resolve("entrypoint.sh").toString(), "--listen", "127.0.0.1",
+                "--set", "metrics.listen-address=127.0.0.1", "--port", Integer.toString(port), "--metrics-port",
+                Integer.toString(ChildJvm.freePort()), "--set", "storage.reserved-disk-bytes=67108864")
+                .redirectErrorStream(true).redirectOutput(log.toFile());
+        builder.environment().putAll(environment(env));
+        Process broker = builder.start();
+        try {
+            ChildJvm.awaitOutput(broker, log, "the broker's 'listening' line", l -> l.contains("listening on /127.0.0.1:" + port));
+        } finally {
+            broker.destroy();
+            if (!broker.waitFor(30, TimeUnit.SECONDS)) {
+                ChildJvm.kill(broker);
+            }
+        }
+        assertTrue(Files.readAllLines(classLoads).stream().anyMatch(l -> l.contains(" io.sluice.broker.Broker source: shared objects file (top)")),
+                "the entry point starts the broker from the image's class archive");
+    }
+
     private Map<String, String> users() {
         return Map.of("SLUICE_USER", "app", "SLUICE_PASSWORD_HASH", PasswordHasher.hash("secret".toCharArray()));
     }
@@ -148,15 +185,19 @@ class DockerEntrypointIT {
     }
 
     private Run command(List<String> command, Map<String, String> env) throws Exception {
+        return command(command, env, 60);
+    }
+
+    private Run command(List<String> command, Map<String, String> env, int timeoutSeconds) throws Exception {
         Path output = Files.createTempFile(dir, "run", ".log");
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile());
         builder.environment().remove("SLUICE_USER");
         builder.environment().remove("SLUICE_PASSWORD_HASH");
         builder.environment().putAll(env);
         Process process = builder.start();
-        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+        if (!process.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
             ChildJvm.kill(process);
-            throw new AssertionError(command + " did not finish within 60 s:\n" + Files.readString(output));
+            throw new AssertionError(command + " did not finish within " + timeoutSeconds + " s:\n" + Files.readString(output));
         }
         return new Run(process.exitValue(), Files.readString(output));
     }

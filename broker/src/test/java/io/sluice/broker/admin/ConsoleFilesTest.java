@@ -55,7 +55,7 @@ class ConsoleFilesTest {
     @Test
     void shouldAnswer404ForAnyOtherPathAndNotReachOtherResources() throws Exception {
         fixture = new MetricsFixture(dir.resolve("data"), Map.of());
-        for (String path : new String[] {"/console/logback.xml", "/console/../logback.xml", "/console/%2e%2e/sluice.yaml",
+        for (String path : new String[] {"/console/sluice.yaml", "/console/../sluice.yaml", "/console/%2e%2e/sluice.yaml",
                 "/sluice.yaml", "/console/sub/index.html"}) {
             HttpResponse<String> r = get(path);
             assertEquals(404, r.statusCode(), path + ": " + r.body());
