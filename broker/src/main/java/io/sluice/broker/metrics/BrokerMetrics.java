@@ -40,7 +40,7 @@ import static io.sluice.broker.metrics.MetricNames.*;
  * The broker's Prometheus registry: JVM and process meters from the start, the broker's own once
  * {@link #bind} is called after recovery. The per-queue series are no Micrometer meters: one
  * {@link QueueMetricsCollector}, registered once, builds them at scrape time from each live queue's
- * {@link QueueMeters}, so a queue costs a few hundred bytes of figures and histograms, not about forty
+ * {@link QueueMeters}, so a queue costs under a kilobyte of figures and histograms, not about forty
  * meters. A queue's {@link QueueMeters} are created when it is declared and dropped when it is deleted
  * (the queue manager tells; its series vanish from the next scrape), and each {@link #scrape()}
  * also adds those of new queues, drops those of deleted ones and takes every queue's figures
@@ -235,7 +235,8 @@ public final class BrokerMetrics implements AutoCloseable {
     }
 
     /**
-     * How many series the exposition holds for queue {@code name} now, a histogram counting once
+     * How many series the exposition holds for queue {@code name} now, a histogram and its {@code _max}
+     * one each
      * (tests: a deleted queue's are gone without a scrape).
      */
     int seriesCountOf(String name) {
