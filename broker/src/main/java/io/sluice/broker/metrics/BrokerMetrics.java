@@ -1,5 +1,6 @@
 package io.sluice.broker.metrics;
 
+import io.micrometer.core.instrument.Clock;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.sluice.broker.txn.TransactionCoordinator;
@@ -24,8 +25,10 @@ import io.sluice.broker.queue.QueueSnapshot;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.storage.MessageStore;
 
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -35,9 +38,12 @@ import static io.sluice.broker.metrics.MetricNames.*;
 
 /**
  * The broker's Prometheus registry: JVM and process meters from the start, the broker's own once
- * {@link #bind} is called after recovery. Queue meters follow the queues: a queue's are registered
- * when it is declared and removed when it is deleted (the queue manager tells), and each {@link #scrape()}
- * also registers the meters of new queues, removes those of deleted ones and takes every queue's figures
+ * {@link #bind} is called after recovery. The per-queue series are no Micrometer meters: one
+ * {@link QueueMetricsCollector}, registered once, builds them at scrape time from each live queue's
+ * {@link QueueMeters}, so a queue costs under a kilobyte of figures and histograms, not about forty
+ * meters. A queue's {@link QueueMeters} are created when it is declared and dropped when it is deleted
+ * (the queue manager tells; its series vanish from the next scrape), and each {@link #scrape()}
+ * also adds those of new queues, drops those of deleted ones and takes every queue's figures
  * (one task on each queue's executor, waited for at most {@value #SNAPSHOT_WAIT_MS} ms in all; a
  * queue that does not answer in time keeps its previous figures). Nothing here runs on the publish
  * or delivery path. Thread-safe: scrapes are serialised.
@@ -50,6 +56,7 @@ public final class BrokerMetrics implements AutoCloseable {
     private final JvmGcMetrics gcMetrics = new JvmGcMetrics();
     /** Guarded by itself, held only to add or remove meters, never while waiting for a queue's executor. */
     private final Map<String, QueueMeters> queueMeters = new HashMap<>();
+    private final QueueMetricsCollector queueCollector = new QueueMetricsCollector(this::liveQueueMeters);
     private volatile QueueManager queues;
 
     /**
@@ -73,6 +80,7 @@ public final class BrokerMetrics implements AutoCloseable {
     public BrokerMetrics(LongSupplier epochMillisClock) {
         this.epochMillisClock = epochMillisClock;
         registry.config().meterFilter(PROMTOOL_CLEAN);
+        registry.getPrometheusRegistry().register(queueCollector);
         new JvmMemoryMetrics().bindTo(registry);
         gcMetrics.bindTo(registry);
         new JvmThreadMetrics().bindTo(registry);
@@ -159,7 +167,7 @@ public final class BrokerMetrics implements AutoCloseable {
             for (Iterator<Map.Entry<String, QueueMeters>> it = queueMeters.entrySet().iterator(); it.hasNext(); ) {
                 Map.Entry<String, QueueMeters> e = it.next();
                 if (live.get(e.getKey()) != e.getValue().queue) {
-                    e.getValue().remove(registry);
+                    e.getValue().detach();
                     it.remove();
                 }
             }
@@ -208,15 +216,39 @@ public final class BrokerMetrics implements AutoCloseable {
         synchronized (queueMeters) {
             QueueMeters m = queueMeters.get(q.name());
             if (m != null && m.queue == q) {
-                m.remove(registry);
+                m.detach();
                 queueMeters.remove(q.name());
             }
         }
     }
 
-    /** How many meters the registry holds for queue {@code name} (tests: a deleted queue's are gone). */
-    int meterCountOf(String name) {
-        return (int) registry.getMeters().stream().filter(m -> name.equals(m.getId().getTag(MetricNames.LABEL_QUEUE))).count();
+    /** The meters of the queues that exist now, for the collector. */
+    private List<QueueMeters> liveQueueMeters() {
+        synchronized (queueMeters) {
+            return new ArrayList<>(queueMeters.values());
+        }
+    }
+
+    /** How many Micrometer meters carry a queue label (tests: none, the collector exposes the queues). */
+    int queueMeterCount() {
+        return (int) registry.getMeters().stream().filter(m -> m.getId().getTag(MetricNames.LABEL_QUEUE) != null).count();
+    }
+
+    /**
+     * How many series the exposition holds for queue {@code name} now, a histogram and its {@code _max}
+     * one each
+     * (tests: a deleted queue's are gone without a scrape).
+     */
+    int seriesCountOf(String name) {
+        int count = 0;
+        for (io.prometheus.metrics.model.snapshots.MetricSnapshot family : queueCollector.collect()) {
+            for (io.prometheus.metrics.model.snapshots.DataPointSnapshot point : family.getDataPoints()) {
+                if (name.equals(point.getLabels().get(MetricNames.LABEL_QUEUE))) {
+                    count++;
+                }
+            }
+        }
+        return count;
     }
 
     /** The meters of this queue, registered now if need be (replacing those of a deleted queue of the same name). */
@@ -227,9 +259,9 @@ public final class BrokerMetrics implements AutoCloseable {
                 return m;
             }
             if (m != null) {
-                m.remove(registry);
+                m.detach();
             }
-            m = new QueueMeters(q, registry);
+            m = new QueueMeters(q, Clock.SYSTEM);
             queueMeters.put(q.name(), m);
             return m;
         }

@@ -3,6 +3,7 @@ package io.sluice.broker.queue;
 import io.sluice.protocol.IdRange;
 import io.sluice.storage.QueueStore;
 
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.LongConsumer;
 
@@ -19,7 +20,13 @@ final class AckBatch implements InFlightDeliveries.Removed {
     private final QueueStore store;
     private final Backlog backlog;
     private final IdSet tracked;
-    private final long[] ids = new long[1024];
+    /**
+     * The ids batched for the store: 16 at first, doubled when full up to {@value #MAX_BATCH}, then
+     * flushed. Most queues never ack more than a few ids per frame; at the full size from the start,
+     * this array alone was 8 KB of heap per queue (8 MB at 1,000 queues).
+     */
+    private long[] ids = new long[16];
+    private static final int MAX_BATCH = 1024;
     private int size;
     /** The oldest store timestamp among the messages acknowledged since {@link #begin}. */
     private long oldestAppendedMillis = Long.MAX_VALUE;
@@ -41,8 +48,12 @@ final class AckBatch implements InFlightDeliveries.Removed {
     @Override
     public void accept(long id, int bytes, long appendedAtMillis) {
         if (size == ids.length) {
-            store.ackAll(ids, size);
-            size = 0;
+            if (ids.length < MAX_BATCH) {
+                ids = Arrays.copyOf(ids, 2 * ids.length);
+            } else {
+                store.ackAll(ids, size);
+                size = 0;
+            }
         }
         ids[size++] = id;
         if (replicated != null) {

@@ -7,6 +7,7 @@ import io.sluice.storage.StoredMessage;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.Map;
@@ -29,9 +30,14 @@ final class DeliveryFrames {
     private final String queue;
     private final QueueStore store;
     private final Map<ConsumerSession, DeliverFrameBuilder> open = new IdentityHashMap<>();
-    /** Deliveries noted and not yet recorded in the store (D3). */
-    private final long[] ids = new long[1024];
-    private final int[] counts = new int[1024];
+    /**
+     * Deliveries noted and not yet recorded in the store (D3): 16 at first, doubled when full up to
+     * {@value #MAX_NOTED}, then recorded. At the full size from the start, the two arrays were 12 KB
+     * of heap per queue, most of it never used by a queue that delivers a few messages at a time.
+     */
+    private long[] ids = new long[16];
+    private int[] counts = new int[16];
+    private static final int MAX_NOTED = 1024;
     private int noted;
 
     DeliveryFrames(String queue, QueueStore store) {
@@ -93,7 +99,12 @@ final class DeliveryFrames {
 
     private void note(long id, int count) {
         if (noted == ids.length) {
-            record();
+            if (ids.length < MAX_NOTED) {
+                ids = Arrays.copyOf(ids, 2 * ids.length);
+                counts = Arrays.copyOf(counts, 2 * counts.length);
+            } else {
+                record();
+            }
         }
         ids[noted] = id;
         counts[noted] = count;

@@ -36,19 +36,19 @@ class QueueMetersLifetimeTest {
             QueueManager queues = new QueueManager(store, loop, config.queues, 1000);
             metrics.bind(queues, store, new DefaultChannelGroup(GlobalEventExecutor.INSTANCE), new NetworkCounters(), 0, () -> true);
             queues.declare("kept", QueueSettings.EMPTY);
-            int perQueue = metrics.meterCountOf("kept");
+            int perQueue = metrics.seriesCountOf("kept");
             assertTrue(perQueue > 0, "a queue has meters");
             for (int i = 0; i < 20; i++) {
                 queues.declare("churn-" + i, QueueSettings.EMPTY);
-                assertEquals(perQueue, metrics.meterCountOf("churn-" + i));
+                assertEquals(perQueue, metrics.seriesCountOf("churn-" + i));
                 assertTrue(queues.delete("churn-" + i));
-                assertEquals(0, metrics.meterCountOf("churn-" + i), "the meters of deleted queue churn-" + i);
+                assertEquals(0, metrics.seriesCountOf("churn-" + i), "the meters of deleted queue churn-" + i);
             }
-            assertEquals(perQueue, metrics.meterCountOf("kept"), "the live queue keeps its meters");
+            assertEquals(perQueue, metrics.seriesCountOf("kept"), "the live queue keeps its meters");
             assertTrue(queues.delete("kept"));
-            assertEquals(0, metrics.meterCountOf("kept"));
+            assertEquals(0, metrics.seriesCountOf("kept"));
             queues.declare("kept", QueueSettings.EMPTY); // a queue of the same name again gets meters of its own
-            assertEquals(perQueue, metrics.meterCountOf("kept"));
+            assertEquals(perQueue, metrics.seriesCountOf("kept"));
             queues.close();
         } finally {
             metrics.close();
