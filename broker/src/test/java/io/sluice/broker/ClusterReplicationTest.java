@@ -64,6 +64,37 @@ class ClusterReplicationTest {
         return leader[0];
     }
 
+    /**
+     * Rule S2: a HELLO that reaches a follower while the leader is gone waits for the election and is answered
+     * with the new leader (HELLO_OK if it is this node, else NOT_LEADER naming the other survivor), never with
+     * the dead leader's address or {@code leader=?} that would send the client round with its back-off.
+     */
+    @Test
+    void shouldAnswerAHelloDuringAnElectionWithTheNewLeader() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = awaitLeader();
+        List<Broker> survivors = brokers.stream().filter(b -> b != leader).toList();
+        leader.close();
+        Broker asked = survivors.get(0);
+        Broker other = survivors.get(1);
+        try (RawClient raw = new RawClient(asked.port())) {
+            raw.send(new HelloFrame(1, 1, "test", 1 << 20, 0, "", ""));
+            Object answer = raw.expect(Object.class);
+            if (answer instanceof ErrorFrame || answer instanceof CloseFrame) {
+                // The refusal of the HELLO (ERROR then CLOSE), or the CLOSE every client of a node gets when it learns a new leader.
+                CloseFrame close = answer instanceof CloseFrame c ? c : raw.expect(CloseFrame.class);
+                assertEquals(ErrorCode.NOT_LEADER, close.errorCode());
+                assertEquals("127.0.0.1:" + other.port(), LeaderHint.leaderAddress(close.reason()),
+                        close.reason() + "; the old leader was on port " + leader.port());
+                TestAwait.until("the node named serving", Duration.ofSeconds(10), () -> other.cluster().notLeader() == null);
+            } else {
+                assertTrue(answer instanceof io.sluice.protocol.HelloOkFrame, "HELLO_OK or NOT_LEADER, got " + answer);
+                assertEquals(null, asked.cluster().notLeader(), "the node that answered HELLO_OK serves");
+            }
+        }
+    }
+
     @Test
     void shouldSendClientsToTheLeaderAndStoreWhatItConfirmedOnEveryNode() throws Exception {
         // A snapshot marker every few entries, so that the restart below starts from one (rule R4).

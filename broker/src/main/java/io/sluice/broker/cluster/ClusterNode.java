@@ -14,6 +14,7 @@ import io.sluice.protocol.IdRange;
 import io.sluice.protocol.LeaderHint;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.QueueSettings;
+import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
 import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientReply;
@@ -37,6 +38,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
@@ -65,6 +67,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     private final int nodeId;
     private final int maxFrameBytes;
+    /**
+     * A follower that has heard nothing from its leader for this long no longer names it: Ratis itself then
+     * treats the leader as gone and grants votes against it (its minimum election timeout).
+     */
+    private final long leaderSilenceMs;
+    /**
+     * How long a HELLO may wait for a leader while an election runs (rule S2): three of the longest election
+     * timeouts, room for a detection that takes two and a round lost to a split vote.
+     */
+    private final long leaderWaitMs;
     private final RaftPeerId self;
     /** Node id → its client listener's host:port, for NOT_LEADER hints. */
     private final Map<String, String> clientAddresses = new TreeMap<>();
@@ -84,6 +96,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private ClusterNode(BrokerConfig config, QueueManager queues, Consumer<String> closeClients) throws IOException {
         this.nodeId = config.cluster.nodeId;
         this.maxFrameBytes = config.broker.maxFrameBytes;
+        this.leaderSilenceMs = config.cluster.electionTimeoutMinMs;
+        this.leaderWaitMs = 3 * config.cluster.electionTimeoutMaxMs;
         this.closeClients = closeClients;
         BrokerConfig.Node selfNode = null;
         List<RaftPeer> peers = new ArrayList<>();
@@ -166,9 +180,50 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         RaftPeerId leader = info.getLeaderId();
         String address = leader == null || leader.equals(self) ? null : clientAddresses.get(leader.toString());
-        return LeaderHint.format(address, address == null
-                ? "node " + nodeId + " is a follower and knows no leader yet (an election is running)"
-                : "node " + nodeId + " is a follower; the leader is node " + nodeIds.get(leader.toString()));
+        if (address == null) {
+            return LeaderHint.format(null, "node " + nodeId + " is a follower and knows no leader yet (an election is running)");
+        }
+        long silentMs = leaderSilenceMs(info);
+        if (silentMs >= leaderSilenceMs) {
+            // Rule S2: a leader that went silent is most likely dead; naming it would send clients to a closed port.
+            return LeaderHint.format(null, "node " + nodeId + " is a follower and has not heard from the leader, node "
+                    + nodeIds.get(leader.toString()) + ", for " + silentMs + " ms (an election is due)");
+        }
+        return LeaderHint.format(address, "node " + nodeId + " is a follower; the leader is node " + nodeIds.get(leader.toString()));
+    }
+
+    /** Milliseconds since this follower last heard from its leader; 0 if it is no follower. */
+    private static long leaderSilenceMs(DivisionInfo info) {
+        RoleInfoProto role = info.getRoleInfoProto();
+        return role.hasFollowerInfo() ? role.getFollowerInfo().getLeaderInfo().getLastRpcElapsedTimeMs() : 0;
+    }
+
+    /**
+     * Rule S2: true while this node cannot send a client asking at {@code askedAtNanos} to a node that is
+     * alive: an election runs, the leader went silent, this node was just elected and is still applying the
+     * log, or it is a follower that has not heard from its leader since the client asked (the leader may have
+     * died a moment ago: a client that lost it reconnects here within milliseconds, long before this node
+     * could tell). Under load the leader's appends arrive every few milliseconds; when idle, its heartbeat
+     * every half minimum election timeout.
+     */
+    @Override
+    public boolean awaitingLeader(long askedAtNanos) {
+        String reason = notLeader();
+        if (reason == null) {
+            return false;
+        }
+        String named = LeaderHint.leaderAddress(reason);
+        if (named == null || named.equals(clientAddresses.get(self.toString()))) {
+            return true;
+        }
+        DivisionInfo info = info();
+        long askedMsAgo = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - askedAtNanos);
+        return info == null || leaderSilenceMs(info) >= askedMsAgo;
+    }
+
+    @Override
+    public long leaderWaitMillis() {
+        return leaderWaitMs;
     }
 
     /** The shard's division on this server, or null before it exists or after it closed. */
@@ -286,6 +341,29 @@ public final class ClusterNode implements Replication, AutoCloseable {
         } catch (IOException | RuntimeException e) {
             return -1;
         }
+    }
+
+    /**
+     * What this node knows of the shard, for the admin API ({@code GET /api/cluster}): its id, its role, the
+     * leader's node id (0 if none is known), the current term (each election round raises it: the failover
+     * test counts elections with it), the commit and applied indexes, and whether it serves clients.
+     */
+    public Map<String, Object> status() {
+        Map<String, Object> status = new java.util.LinkedHashMap<>();
+        status.put("nodeId", nodeId);
+        DivisionInfo info = info();
+        if (info == null) {
+            status.put("role", "STARTING");
+            return status;
+        }
+        RaftPeerId leader = info.getLeaderId();
+        status.put("role", info.getCurrentRole().name());
+        status.put("leaderNodeId", leader == null ? 0 : nodeIds.getOrDefault(leader.toString(), 0));
+        status.put("term", info.getCurrentTerm());
+        status.put("commitIndex", commitIndex());
+        status.put("appliedIndex", info.getLastAppliedIndex());
+        status.put("serving", notLeader() == null);
+        return status;
     }
 
     /** Entries submitted here and not yet applied or refused (for tests and metrics). */

@@ -23,6 +23,17 @@ public interface Replication {
     String notLeader();
 
     /**
+     * True while this node cannot send a client that asked at {@code askedAtNanos} ({@link System#nanoTime})
+     * to a node known to be alive: an election runs, the leader went silent or has not been heard from since
+     * the client asked, or this node was just elected and is still applying the log. A HELLO then waits for
+     * a leader (rule S2 of docs/replication.md) rather than being refused at once.
+     */
+    boolean awaitingLeader(long askedAtNanos);
+
+    /** How long a HELLO waits for a leader while {@link #awaitingLeader} (rule S2); then it is refused with NOT_LEADER. */
+    long leaderWaitMillis();
+
+    /**
      * Replicates the frame and, once its entry is committed, stores it in {@code queue} here with confirms
      * going to {@code link}, as {@link BrokerQueue#publish} would; if the entry cannot be committed the
      * messages are refused on {@code link}. Takes the frame over (releases it).
