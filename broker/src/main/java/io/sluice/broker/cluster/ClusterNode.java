@@ -91,6 +91,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * {@link Long#MAX_VALUE} while it is no ready leader.
      */
     private volatile long servingFromIndex = Long.MAX_VALUE;
+    /**
+     * The leader (and term) this follower last found silent for {@link #leaderSilenceMs} (rule S2): not named
+     * again in that term, even though the silence ends when this node grants a candidate's (pre-)vote, which
+     * Ratis counts as hearing from the cluster; a new term, a new leader, or a commit index it moved (only
+     * the leader's appends move it: it was only slow) ends it.
+     */
+    private volatile SilentLeader silentLeader;
+
+    private record SilentLeader(RaftPeerId leader, long term, long commitIndex) {
+    }
     private volatile boolean closed;
 
     private ClusterNode(BrokerConfig config, QueueManager queues, Consumer<String> closeClients) throws IOException {
@@ -184,10 +194,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return LeaderHint.format(null, "node " + nodeId + " is a follower and knows no leader yet (an election is running)");
         }
         long silentMs = leaderSilenceMs(info);
+        SilentLeader silent = silentLeader;
         if (silentMs >= leaderSilenceMs) {
+            silent = new SilentLeader(leader, info.getCurrentTerm(), commitIndex());
+            silentLeader = silent;
+        }
+        if (silent != null && silent.leader().equals(leader) && silent.term() == info.getCurrentTerm()
+                && commitIndex() <= silent.commitIndex()) {
             // Rule S2: a leader that went silent is most likely dead; naming it would send clients to a closed port.
             return LeaderHint.format(null, "node " + nodeId + " is a follower and has not heard from the leader, node "
-                    + nodeIds.get(leader.toString()) + ", for " + silentMs + " ms (an election is due)");
+                    + nodeIds.get(leader.toString()) + ", for " + silentMs + " ms or more (an election is due)");
         }
         return LeaderHint.format(address, "node " + nodeId + " is a follower; the leader is node " + nodeIds.get(leader.toString()));
     }
