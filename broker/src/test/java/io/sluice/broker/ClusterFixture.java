@@ -116,18 +116,55 @@ final class ClusterFixture {
      * (which a follower serves too), or -1 if the node does not answer or has no such queue.
      */
     long backlog(int node, String queue) {
+        com.fasterxml.jackson.databind.JsonNode described = get(node, "/api/queues/" + queue);
+        return described == null ? -1 : described.get("backlogMessages").asLong();
+    }
+
+    /**
+     * The shard's current term on node {@code node}, from its admin API ({@code GET /api/cluster}), or -1 if
+     * it does not answer. Each election round raises it by one.
+     */
+    long term(int node) {
+        com.fasterxml.jackson.databind.JsonNode status = get(node, "/api/cluster");
+        return status == null || !status.has("term") ? -1 : status.get("term").asLong();
+    }
+
+    /**
+     * Polls until every node reports the same digest of {@code queue} (rule R6 of docs/replication.md: same log,
+     * same stored messages, under the same ids) and returns it; fails naming each node's digest if they still
+     * differ at the deadline, which a node that stored a message twice, under another id, or not at all would.
+     */
+    com.fasterxml.jackson.databind.JsonNode awaitSameDigest(String queue, java.time.Duration timeout) throws InterruptedException {
+        com.fasterxml.jackson.databind.JsonNode[] digests = new com.fasterxml.jackson.databind.JsonNode[size];
+        try {
+            TestAwait.until("every node reporting the same digest of queue '" + queue + "'", timeout, () -> {
+                for (int i = 0; i < size; i++) {
+                    digests[i] = get(i, "/api/queues/" + queue + "/digest");
+                    if (digests[i] == null || !digests[i].equals(digests[0])) {
+                        return false;
+                    }
+                }
+                return true;
+            });
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "; the nodes' digests: " + java.util.Arrays.toString(digests), e);
+        }
+        return digests[0];
+    }
+
+    /** The JSON answer of node {@code node}'s admin API at {@code path}, or null if it does not answer 200. */
+    com.fasterxml.jackson.databind.JsonNode get(int node, String path) {
         try {
             java.net.http.HttpResponse<String> response = java.net.http.HttpClient.newHttpClient().send(
-                    java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + metricsPorts[node]
-                            + "/api/queues/" + queue)).timeout(java.time.Duration.ofSeconds(5)).build(),
+                    java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + metricsPorts[node] + path))
+                            .timeout(java.time.Duration.ofSeconds(5)).build(),
                     java.net.http.HttpResponse.BodyHandlers.ofString());
-            return response.statusCode() != 200 ? -1
-                    : new com.fasterxml.jackson.databind.ObjectMapper().readTree(response.body()).get("backlogMessages").asLong();
+            return response.statusCode() != 200 ? null : new com.fasterxml.jackson.databind.ObjectMapper().readTree(response.body());
         } catch (IOException e) {
-            return -1;
+            return null;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return -1;
+            return null;
         }
     }
 

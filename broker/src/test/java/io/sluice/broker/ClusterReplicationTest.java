@@ -158,6 +158,8 @@ class ClusterReplicationTest {
                     () -> again.cluster().appliedIndex() >= committed);
             assertEquals(messages, again.queues().get(QUEUE).store().unackedMessages(), "stored once, across the replay");
             assertEquals(written, again.queues().get(QUEUE).store().writtenIndex());
+            // Rule R6: the same messages, ids, producers, sequences and payloads on every node, the restarted one included.
+            assertEquals(messages, cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(30)).get("messages").asLong());
 
             // Acks taken on the leader reach the followers, the restarted one included.
             io.sluice.client.Consumer consumer = connection.subscribe(QUEUE, io.sluice.client.ConsumerOptions.DEFAULT, m -> m.ack());
@@ -166,6 +168,7 @@ class ClusterReplicationTest {
                         () -> b.queues().get(QUEUE).store().unackedMessages() == 0);
             }
             consumer.close();
+            assertEquals(0, cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(30)).get("messages").asLong());
         }
     }
 }

@@ -23,6 +23,7 @@ import io.sluice.broker.error.ErrorCodes;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.BacklogStats;
+import io.sluice.storage.QueueDigest;
 import io.sluice.storage.StoredMessage;
 
 import org.slf4j.Logger;
@@ -57,6 +58,8 @@ import java.util.function.Supplier;
  * DELETE /api/connections/{id}     close one (after a CLOSE frame saying an administrator closed it)
  * GET    /api/consumers            subscriptions: queue, connection, credit, unacknowledged
  * GET    /api/producers            connection, queue and the flow state it was told
+ * GET    /api/queues/{name}/digest the digest of the messages it holds (to compare a cluster's nodes)
+ * GET    /api/cluster              a cluster node's role, leader, term, commit and applied index
  * </pre>
  * Errors are {@code {"error": code, "message": sentence}}: 400 bad JSON or setting, 401 credentials,
  * 403 permission, 404 unknown queue or path, 405 method, 409 queue exists with other settings.
@@ -323,6 +326,11 @@ final class AdminApi {
                     requireSingleNode("purging a queue");
                     return purge(name);
                 }
+                if (parts.size() == 4 && parts.get(3).equals("digest")) {
+                    requireMethod(method, "GET");
+                    permit(user, null, name);
+                    return digest(queue(name));
+                }
                 if (parts.size() != 3) {
                     break;
                 }
@@ -339,6 +347,12 @@ final class AdminApi {
                     case "PUT" -> declare(name, body);
                     default -> delete(name);
                 };
+            }
+            case "cluster" -> {
+                requireMethod(method, "GET");
+                if (parts.size() == 2) {
+                    return cluster();
+                }
             }
             case "connections" -> {
                 if (parts.size() == 3) {
@@ -360,7 +374,30 @@ final class AdminApi {
             }
         }
         throw new ApiException(404, "not_found", "no API at " + method + " " + rawPath
-                + "; see /api/queues, /api/connections, /api/consumers, /api/producers");
+                + "; see /api/queues, /api/connections, /api/consumers, /api/producers, /api/cluster");
+    }
+
+    /**
+     * The digest of the messages the queue holds on this node ({@link QueueDigest}): equal on every node of a
+     * cluster once they applied the same log (docs/replication.md, rule R6). Reads every unacknowledged message.
+     */
+    private Map<String, Object> digest(BrokerQueue q) {
+        QueueDigest digest = QueueDigest.of(q.store());
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("queue", q.name());
+        m.put("messages", digest.messages());
+        m.put("firstId", digest.firstId());
+        m.put("lastId", digest.lastId());
+        m.put("sha256", digest.sha256());
+        return m;
+    }
+
+    /** This node's view of its cluster (docs/replication.md, "Operations"); 404 on a single broker. */
+    private Map<String, Object> cluster() {
+        if (broker.cluster() == null) {
+            throw new ApiException(404, "not_a_cluster", "this broker is not a cluster node (cluster.enabled is false)");
+        }
+        return broker.cluster().status();
     }
 
     private static void requireMethod(String method, String wanted) {
