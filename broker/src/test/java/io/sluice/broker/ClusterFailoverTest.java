@@ -78,7 +78,7 @@ class ClusterFailoverTest {
         String timeouts = System.getProperty("sluice.cluster-failover.election-timeout-ms", "");
         ClusterFixture cluster = new ClusterFixture(dir, 3, timeouts.isEmpty() ? "" : "  election-timeout-min-ms: "
                 + timeouts.split(",")[0] + "\n  election-timeout-max-ms: " + timeouts.split(",")[1] + "\n");
-        System.arraycopy(cluster.startChildren(), 0, nodes, 0, 3);
+        cluster.startChildren(nodes);
         ConnectionOptions options = ConnectionOptions.builder().bootstrap(cluster.bootstrap())
                 .reconnectPolicy(new ReconnectPolicy(true, Duration.ofMillis(50), Duration.ofMillis(500), 2.0, 0.2))
                 .connectTimeout(Duration.ofSeconds(30)).requestTimeout(Duration.ofSeconds(30)).build();
@@ -130,7 +130,7 @@ class ClusterFailoverTest {
                         TestAwait.value("node " + (survivor + 1) + " answering its admin API", Duration.ofSeconds(30),
                                 () -> cluster.term(survivor), term -> term >= 0);
                         termAfterKill[0] = cluster.term(survivor);
-                        nodes[leader] = cluster.startChild(leader);
+                        cluster.startChild(leader, nodes);
                     } catch (Throwable t) {
                         killFailed.set(t);
                     }

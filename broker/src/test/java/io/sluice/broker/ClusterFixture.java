@@ -4,6 +4,7 @@ import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ConfigLoader;
 
 import java.io.IOException;
+import java.time.Duration;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -91,24 +92,28 @@ final class ClusterFixture {
         return brokers;
     }
 
-    /** Starts every node as a child JVM at once (one start-up takes seconds here), then waits for each to listen. */
-    Process[] startChildren() throws Exception {
-        Process[] processes = new Process[size];
+    /**
+     * Starts every node as a child JVM at once into {@code processes} (filled before waiting, so that the
+     * caller's clean-up kills them if the wait fails), then waits for each to listen: up to 90 s, as three
+     * JVMs starting Ratis at once on a loaded two-core machine took over 30 s.
+     */
+    void startChildren(Process[] processes) throws Exception {
         for (int i = 0; i < size; i++) {
             processes[i] = ChildJvm.start(log(i), Main.class, "--config", configs[i].toString());
         }
         for (int i = 0; i < size; i++) {
-            ChildJvm.awaitListening(processes[i], clientPorts[i], log(i));
+            ChildJvm.awaitListening(processes[i], clientPorts[i], log(i), Duration.ofSeconds(90));
         }
-        return processes;
     }
 
-    /** Starts node {@code node} (0-based) as a child JVM writing to {@code node-N.log}; returns once it listens. */
-    Process startChild(int node) throws Exception {
+    /**
+     * Starts node {@code node} (0-based) as a child JVM writing to {@code node-N.log} into {@code processes[node]}
+     * (before waiting, so that the caller's clean-up kills it if the wait fails); returns once it listens.
+     */
+    void startChild(int node, Process[] processes) throws Exception {
         Path log = dir.resolve("node-" + (node + 1) + ".log");
-        Process process = ChildJvm.start(log, Main.class, "--config", configs[node].toString());
-        ChildJvm.awaitListening(process, clientPorts[node], log);
-        return process;
+        processes[node] = ChildJvm.start(log, Main.class, "--config", configs[node].toString());
+        ChildJvm.awaitListening(processes[node], clientPorts[node], log, Duration.ofSeconds(90));
     }
 
     /**
