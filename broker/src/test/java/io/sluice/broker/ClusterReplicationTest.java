@@ -4,7 +4,6 @@ import io.sluice.client.Connection;
 import io.sluice.client.ConnectionOptions;
 import io.sluice.client.Producer;
 import io.sluice.client.ProducerOptions;
-import io.sluice.client.SluiceException;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
@@ -26,7 +25,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -124,9 +122,6 @@ class ClusterReplicationTest {
                 confirms.add(producer.sendAsync(Payloads.of(i)));
             }
             CompletableFuture.allOf(confirms.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
-            // Not replicated yet: refused on every node rather than done on one.
-            SluiceException purge = assertThrows(SluiceException.class, () -> connection.purgeQueue(QUEUE));
-            assertEquals(ErrorCode.NOT_REPLICATED, purge.errorCode());
 
             // Every node holds every confirmed message, under the same ids (the log's order).
             for (Broker b : brokers) {
@@ -170,5 +165,80 @@ class ClusterReplicationTest {
             consumer.close();
             assertEquals(0, cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(30)).get("messages").asLong());
         }
+    }
+
+    /**
+     * Rule R7: a purge removes on every node exactly what it removed on the leader, which keeps what its
+     * consumers hold; a delete deletes the queue on every node; both through the wire protocol and the admin
+     * API, which a follower refuses with 409 naming the leader.
+     */
+    @Test
+    void shouldPurgeAndDeleteOnEveryNode() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = awaitLeader();
+        int leaderIndex = brokers.indexOf(leader);
+        int followerIndex = (leaderIndex + 1) % 3;
+        ConnectionOptions options = ConnectionOptions.builder().bootstrap(cluster.bootstrap()).build();
+        try (Connection connection = Connection.connect(options)) {
+            connection.declareQueue(QUEUE, QueueSettings.EMPTY);
+            Producer producer = connection.createProducer(QUEUE, ProducerOptions.DEFAULT);
+            publish(producer, 0, 100);
+            // A consumer holds one message, unacked, while the queue is purged: that one stays, on every node.
+            java.util.concurrent.BlockingQueue<io.sluice.client.Message> held = new java.util.concurrent.LinkedBlockingQueue<>();
+            io.sluice.client.Consumer consumer = connection.subscribe(QUEUE, io.sluice.client.ConsumerOptions.DEFAULT.withCredit(1), held::add);
+            io.sluice.client.Message holding = held.poll(30, TimeUnit.SECONDS);
+            assertTrue(holding != null, "a delivery");
+            assertEquals(99, connection.purgeQueue(QUEUE), "purged: all but the one the consumer holds");
+            com.fasterxml.jackson.databind.JsonNode digest = cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(30));
+            assertEquals(1, digest.get("messages").asLong(), digest.toString());
+            assertEquals(holding.id(), digest.get("firstId").asLong());
+            consumer.close();
+
+            // The admin API: a follower refuses and names the leader; the leader purges on every node.
+            publish(producer, 100, 50);
+            java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+            java.net.http.HttpResponse<String> refused = http.send(post(cluster, followerIndex, "/api/queues/" + QUEUE + "/purge"),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertEquals(409, refused.statusCode(), refused.body());
+            assertTrue(refused.body().contains("not_leader") && refused.body().contains("127.0.0.1:" + leader.port()), refused.body());
+            java.net.http.HttpResponse<String> purged = http.send(post(cluster, leaderIndex, "/api/queues/" + QUEUE + "/purge"),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, purged.statusCode(), purged.body());
+            assertEquals(0, cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(30)).get("messages").asLong());
+
+            // A delete over the wire deletes the queue on every node; publishes after it find no queue.
+            publish(producer, 150, 10);
+            producer.close();
+            connection.deleteQueue(QUEUE);
+            for (Broker b : brokers) {
+                TestAwait.until(b.config().broker.name + " deleting the queue", Duration.ofSeconds(30), () -> b.queues().get(QUEUE) == null);
+            }
+            // Declared again and deleted through the admin API of the leader.
+            connection.declareQueue(QUEUE, QueueSettings.EMPTY);
+            for (Broker b : brokers) {
+                TestAwait.until(b.config().broker.name + " declaring the queue again", Duration.ofSeconds(30), () -> b.queues().get(QUEUE) != null);
+            }
+            java.net.http.HttpResponse<String> deleted = http.send(java.net.http.HttpRequest.newBuilder(
+                    java.net.URI.create("http://127.0.0.1:" + cluster.metricsPorts[leaderIndex] + "/api/queues/" + QUEUE)).DELETE().build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, deleted.statusCode(), deleted.body());
+            for (Broker b : brokers) {
+                TestAwait.until(b.config().broker.name + " deleting the queue again", Duration.ofSeconds(30), () -> b.queues().get(QUEUE) == null);
+            }
+        }
+    }
+
+    private static void publish(Producer producer, long from, int count) throws Exception {
+        List<CompletableFuture<Void>> confirms = new ArrayList<>();
+        for (long i = from; i < from + count; i++) {
+            confirms.add(producer.sendAsync(Payloads.of(i)));
+        }
+        CompletableFuture.allOf(confirms.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+    }
+
+    private static java.net.http.HttpRequest post(ClusterFixture cluster, int node, String path) {
+        return java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + cluster.metricsPorts[node] + path))
+                .POST(java.net.http.HttpRequest.BodyPublishers.noBody()).build();
     }
 }

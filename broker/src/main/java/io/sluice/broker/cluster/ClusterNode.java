@@ -8,6 +8,7 @@ import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.queue.Replication;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.Frame;
 import io.sluice.protocol.IdRange;
@@ -65,6 +66,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
     static final RaftGroupId SHARD_GROUP = RaftGroupId.valueOf(
             UUID.nameUUIDFromBytes("sluice-shard-0".getBytes(StandardCharsets.UTF_8)));
 
+    /** Ranges of message ids per ACK entry of a purge: 16 bytes each, 64 KiB an entry at most. */
+    private static final int PURGE_RANGES_PER_ENTRY = 4096;
+
     private final int nodeId;
     private final int maxFrameBytes;
     /**
@@ -72,6 +76,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * treats the leader as gone and grants votes against it (its minimum election timeout).
      */
     private final long leaderSilenceMs;
+    private final long electionTimeoutMaxMs;
     /**
      * How long a HELLO may wait for a leader while an election runs (rule S2): three of the longest election
      * timeouts, room for a detection that takes two and a round lost to a split vote.
@@ -94,12 +99,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /**
      * The leader (and term) this follower last found silent for {@link #leaderSilenceMs} (rule S2): not named
      * again in that term, even though the silence ends when this node grants a candidate's (pre-)vote, which
-     * Ratis counts as hearing from the cluster; a new term, a new leader, or a commit index it moved (only
-     * the leader's appends move it: it was only slow) ends it.
+     * Ratis counts as hearing from the cluster. A new term, a new leader, a commit index it moved (only the
+     * leader's appends move it), or a maximum election timeout since it was last found silent (time enough for
+     * the candidate it voted for to win; a leader that is alive after that was only slow) ends it.
      */
     private volatile SilentLeader silentLeader;
 
-    private record SilentLeader(RaftPeerId leader, long term, long commitIndex) {
+    private record SilentLeader(RaftPeerId leader, long term, long commitIndex, long foundAtNanos) {
     }
     private volatile boolean closed;
 
@@ -107,6 +113,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.nodeId = config.cluster.nodeId;
         this.maxFrameBytes = config.broker.maxFrameBytes;
         this.leaderSilenceMs = config.cluster.electionTimeoutMinMs;
+        this.electionTimeoutMaxMs = config.cluster.electionTimeoutMaxMs;
         this.leaderWaitMs = 3 * config.cluster.electionTimeoutMaxMs;
         this.closeClients = closeClients;
         BrokerConfig.Node selfNode = null;
@@ -196,11 +203,12 @@ public final class ClusterNode implements Replication, AutoCloseable {
         long silentMs = leaderSilenceMs(info);
         SilentLeader silent = silentLeader;
         if (silentMs >= leaderSilenceMs) {
-            silent = new SilentLeader(leader, info.getCurrentTerm(), commitIndex());
+            silent = new SilentLeader(leader, info.getCurrentTerm(), commitIndex(), System.nanoTime());
             silentLeader = silent;
         }
         if (silent != null && silent.leader().equals(leader) && silent.term() == info.getCurrentTerm()
-                && commitIndex() <= silent.commitIndex()) {
+                && commitIndex() <= silent.commitIndex()
+                && System.nanoTime() - silent.foundAtNanos() < TimeUnit.MILLISECONDS.toNanos(electionTimeoutMaxMs)) {
             // Rule S2: a leader that went silent is most likely dead; naming it would send clients to a closed port.
             return LeaderHint.format(null, "node " + nodeId + " is a follower and has not heard from the leader, node "
                     + nodeIds.get(leader.toString()) + ", for " + silentMs + " ms or more (an election is due)");
@@ -309,6 +317,40 @@ public final class ClusterNode implements Replication, AutoCloseable {
     public void acked(BrokerQueue queue, List<IdRange> ids) {
         long call = submissions.nextCall();
         submit(call, entry(call, queue.name(), new AckFrame(0, ids)), "acks on queue '" + queue.name() + "'");
+    }
+
+    @Override
+    public CompletableFuture<Boolean> delete(String name) {
+        CompletableFuture<Boolean> answer = new CompletableFuture<>();
+        long call = submissions.nextCall();
+        submissions.delete(call, answer);
+        submit(call, entry(call, name, new DeleteQueueFrame(0, name)), "a delete of queue '" + name + "'")
+                .thenAccept(refused -> {
+                    if (refused) {
+                        answer.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+                    }
+                });
+        return answer;
+    }
+
+    /** Rule R7: one ACK entry per {@link #PURGE_RANGES_PER_ENTRY} ranges, so that each stays far below a frame's limit. */
+    @Override
+    public CompletableFuture<Void> purged(BrokerQueue queue, List<IdRange> ids) {
+        List<CompletableFuture<Void>> entries = new ArrayList<>();
+        for (int from = 0; from < ids.size(); from += PURGE_RANGES_PER_ENTRY) {
+            List<IdRange> chunk = List.copyOf(ids.subList(from, Math.min(ids.size(), from + PURGE_RANGES_PER_ENTRY)));
+            CompletableFuture<Void> applied = new CompletableFuture<>();
+            long call = submissions.nextCall();
+            submissions.purged(call, applied);
+            submit(call, entry(call, queue.name(), new AckFrame(0, chunk)), "a purge of queue '" + queue.name() + "'")
+                    .thenAccept(refused -> {
+                        if (refused) {
+                            applied.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+                        }
+                    });
+            entries.add(applied);
+        }
+        return CompletableFuture.allOf(entries.toArray(CompletableFuture[]::new));
     }
 
     private byte[] entry(long call, String queue, Frame frame) {

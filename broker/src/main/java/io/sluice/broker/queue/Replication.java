@@ -49,4 +49,17 @@ public interface Replication {
      * redelivery after the failover (at-least-once). Called on the queue's executor.
      */
     void acked(BrokerQueue queue, List<IdRange> ids);
+
+    /**
+     * Replicates the delete of queue {@code name} (rule R7 of docs/replication.md); completes with whether it
+     * existed once the entry is applied here, when every node deletes it too.
+     */
+    CompletableFuture<Boolean> delete(String name);
+
+    /**
+     * A purge removed these message ids here (rule R7): replicated as acks, like {@link #acked}, but completes
+     * once the entry is committed and applied here, so that a purge answered OK is on a majority of disks.
+     * Called on the queue's executor.
+     */
+    CompletableFuture<Void> purged(BrokerQueue queue, List<IdRange> ids);
 }
