@@ -38,13 +38,13 @@ import java.util.concurrent.TimeUnit;
  * pipeline when the connection closes gives the counts back.
  */
 final class HandshakeHandler extends ProtocolHandler {
+    /** How often a HELLO waiting for a cluster's leader looks again (rule S2 of docs/replication.md). */
+    private static final long LEADER_RECHECK_MS = 20;
+
     private final BrokerConfig config;
     private final Authenticator authenticator;
     private final QueueManager queues;
     private final TransactionCoordinator transactions;
-    /** How often a HELLO waiting for a cluster's leader looks again (rule S2 of docs/replication.md). */
-    private static final long LEADER_RECHECK_MS = 20;
-
     private boolean countedConnection;
     private ScheduledFuture<?> handshakeTimeout;
     private long activeAtNanos = System.nanoTime();
