@@ -55,7 +55,11 @@ final class ChildJvm {
 
     /** Polls until the port accepts a TCP connection; fails early if the process died. */
     static void awaitListening(Process process, int port, Path output) throws InterruptedException {
-        TestAwait.until("a child JVM listening on port " + port, Duration.ofSeconds(30), () -> {
+        awaitListening(process, port, output, Duration.ofSeconds(30));
+    }
+
+    static void awaitListening(Process process, int port, Path output, Duration timeout) throws InterruptedException {
+        TestAwait.until("a child JVM listening on port " + port, timeout, () -> {
             if (!process.isAlive()) {
                 throw new AssertionError("the child JVM exited with " + process.exitValue() + ": " + tail(output));
             }

@@ -44,6 +44,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ClusterFailoverTest {
     private static final String QUEUE = "failover";
     private static final int PER_KILL = 20_000;
+    /** A payload's producer, in its high bits; its count of that producer's sends below. */
+    private static final int PRODUCER_SHIFT = 40;
 
     @TempDir
     Path dir;
@@ -72,23 +74,34 @@ class ClusterFailoverTest {
     }
 
     private void killLeaderRepeatedly(int kills) throws Exception {
-        ClusterFixture cluster = new ClusterFixture(dir, 3);
-        System.arraycopy(cluster.startChildren(), 0, nodes, 0, 3);
+        // -Dsluice.cluster-failover.election-timeout-ms=MIN,MAX compares election timeouts (docs/replication.md).
+        String timeouts = System.getProperty("sluice.cluster-failover.election-timeout-ms", "");
+        ClusterFixture cluster = new ClusterFixture(dir, 3, timeouts.isEmpty() ? "" : "  election-timeout-min-ms: "
+                + timeouts.split(",")[0] + "\n  election-timeout-max-ms: " + timeouts.split(",")[1] + "\n");
+        cluster.startChildren(nodes);
         ConnectionOptions options = ConnectionOptions.builder().bootstrap(cluster.bootstrap())
                 .reconnectPolicy(new ReconnectPolicy(true, Duration.ofMillis(50), Duration.ofMillis(500), 2.0, 0.2))
                 .connectTimeout(Duration.ofSeconds(30)).requestTimeout(Duration.ofSeconds(30)).build();
         Set<Long> confirmed = ConcurrentHashMap.newKeySet();
         List<Throwable> failures = new CopyOnWriteArrayList<>();
         List<Long> firstConfirmAfterKillMs = new ArrayList<>();
+        List<Long> electionRoundsPerKill = new ArrayList<>();
         Map<Long, Long> confirmedAtNanos = new ConcurrentHashMap<>();
         long sent = 0;
+        long termAtStart;
         try (Connection connection = Connection.connect(options)) {
             connection.declareQueue(QUEUE, QueueSettings.EMPTY);
-            Producer producer = connection.createProducer(QUEUE, ProducerOptions.DEFAULT);
+            termAtStart = cluster.term(nodeNamed(connection.brokerName()));
+            // Two producers, sending in turn: payload = producer << PRODUCER_SHIFT | that producer's count.
+            Producer[] producers = {connection.createProducer(QUEUE, ProducerOptions.DEFAULT),
+                    connection.createProducer(QUEUE, ProducerOptions.DEFAULT)};
+            long[] sentBy = new long[producers.length];
             for (int kill = 0; kill < kills; kill++) {
                 int killAt = confirmed.size() + PER_KILL / 4;
                 AtomicReference<Throwable> killFailed = new AtomicReference<>();
                 long[] killedAtNanos = new long[2]; // the kill, and the moment the process was gone
+                long[] termBeforeKill = {-1};
+                long[] termAfterKill = {-1};
                 Thread killer = new Thread(() -> {
                     try {
                         TestAwait.until("confirms to reach " + killAt, Duration.ofSeconds(60), () -> confirmed.size() >= killAt);
@@ -101,6 +114,7 @@ class ClusterFailoverTest {
                                     Duration.ofSeconds(60), () -> cluster.backlog(node, QUEUE), held -> held >= stored);
                         }
                         int leader = nodeNamed(connection.brokerName());
+                        termBeforeKill[0] = cluster.term(leader);
                         killedAtNanos[0] = System.nanoTime();
                         ChildJvm.kill(nodes[leader]);
                         killedAtNanos[1] = System.nanoTime();
@@ -112,7 +126,11 @@ class ClusterFailoverTest {
                         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
                         TestAwait.until("a confirm after the kill, or 30 s", Duration.ofSeconds(60),
                                 () -> System.nanoTime() > deadline || confirmedAtNanos.values().stream().anyMatch(t -> t > after));
-                        nodes[leader] = cluster.startChild(leader);
+                        int survivor = (leader + 1) % 3;
+                        TestAwait.value("node " + (survivor + 1) + " answering its admin API", Duration.ofSeconds(30),
+                                () -> cluster.term(survivor), term -> term >= 0);
+                        termAfterKill[0] = cluster.term(survivor);
+                        cluster.startChild(leader, nodes);
                     } catch (Throwable t) {
                         killFailed.set(t);
                     }
@@ -120,8 +138,9 @@ class ClusterFailoverTest {
                 killer.start();
                 List<CompletableFuture<Void>> futures = new ArrayList<>(PER_KILL);
                 for (int i = 0; i < PER_KILL; i++) {
-                    long payload = sent++;
-                    CompletableFuture<Void> f = producer.sendAsync(Payloads.of(payload));
+                    int by = (int) (sent++ % producers.length);
+                    long payload = (long) by << PRODUCER_SHIFT | sentBy[by]++;
+                    CompletableFuture<Void> f = producers[by].sendAsync(Payloads.of(payload));
                     f.whenComplete((ok, failure) -> {
                         if (failure == null) {
                             confirmedAtNanos.put(payload, System.nanoTime());
@@ -139,10 +158,19 @@ class ClusterFailoverTest {
                 CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new)).get(120, TimeUnit.SECONDS);
                 assertEquals(List.of(), failures, "every message is confirmed after the failover");
                 firstConfirmAfterKillMs.add(firstConfirmAfter(killedAtNanos[0], killedAtNanos[1], confirmedAtNanos));
+                // One round per kill is the election it needed; more are split votes, or spurious elections of a
+                // loaded machine between the kill and the first confirm after it.
+                electionRoundsPerKill.add(termAfterKill[0] - termBeforeKill[0]);
             }
-            producer.close();
+            for (Producer producer : producers) {
+                producer.close();
+            }
         }
-        Map<Long, Set<Long>> idsByPayload = consumeEverything(options);
+        // Rule R6: before anything is consumed, every node holds exactly the confirmed messages, under the same ids.
+        com.fasterxml.jackson.databind.JsonNode digest = cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(120));
+        assertEquals(confirmed.size(), digest.get("messages").asLong(), "messages every node holds: " + digest);
+        History history = consumeEverything(options);
+        Map<Long, Set<Long>> idsByPayload = history.idsByPayload();
         // Every node, the restarted ones included (which replayed their log), dropped every acked message: a copy
         // stored twice on one node, or under another id, would be left over there.
         for (int i = 0; i < 3; i++) {
@@ -150,16 +178,24 @@ class ClusterFailoverTest {
             TestAwait.value("node " + (node + 1) + "'s backlog of " + QUEUE, Duration.ofSeconds(60),
                     () -> cluster.backlog(node, QUEUE), left -> left == 0);
         }
+        long termAtEnd = -1;
+        for (int i = 0; i < 3; i++) {
+            termAtEnd = Math.max(termAtEnd, cluster.term(i));
+        }
+        System.out.printf("ClusterFailoverTest: %d election rounds (terms) for %d leader kills over the whole run%n",
+                termAtEnd - termAtStart, kills);
         Set<Long> missing = new HashSet<>(confirmed);
         missing.removeAll(idsByPayload.keySet());
         long storedTwice = idsByPayload.values().stream().mapToLong(ids -> ids.size() - 1).sum();
         System.out.printf("ClusterFailoverTest: %d leader kills; sent %d, confirmed %d, consumed %d payloads, stored twice %d, "
-                + "lost %d; first confirm after each kill (ms from kill -9): %s%n", kills, sent, confirmed.size(),
-                idsByPayload.size(), storedTwice, missing.size(), firstConfirmAfterKillMs);
+                + "lost %d; first confirm after each kill (ms from kill -9): %s; election rounds (terms) per kill: %s%n", kills,
+                sent, confirmed.size(), idsByPayload.size(), storedTwice, missing.size(), firstConfirmAfterKillMs, electionRoundsPerKill);
         assertEquals(Set.of(), missing, "confirmed messages lost");
         assertEquals(0, storedTwice, "messages stored more than once (consumed under two ids)");
         assertEquals(sent, confirmed.size());
         assertEquals(confirmed, idsByPayload.keySet(), "the queue holds exactly the confirmed messages");
+        assertEquals(List.of(), history.faults(), "each message consumed once, each producer's in the order it sent them");
+        assertEquals(0, cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(60)).get("messages").asLong(), "messages left on the nodes");
         for (long ms : firstConfirmAfterKillMs) {
             assertTrue(ms >= 0 && ms < 30_000, "the first confirm after a kill came " + ms + " ms after it (-1: none came)");
         }
@@ -180,17 +216,44 @@ class ClusterFailoverTest {
                 .mapToLong(t -> TimeUnit.NANOSECONDS.toMillis(t - killedAtNanos)).min().orElse(-1);
     }
 
-    /** Subscribes through the cluster and acks until the leader's queue is empty; every payload with the ids it came under. */
-    private static Map<Long, Set<Long>> consumeEverything(ConnectionOptions options) throws Exception {
+    /**
+     * What one consumer saw, acking each message as it came: every payload with the ids it came under, and
+     * the history's faults: a message delivered again after its ack, or a producer's message delivered before
+     * one that producer sent earlier.
+     */
+    private record History(Map<Long, Set<Long>> idsByPayload, List<String> faults) {
+    }
+
+    /** Subscribes through the cluster and acks until the leader's queue is empty. */
+    private static History consumeEverything(ConnectionOptions options) throws Exception {
         Map<Long, Set<Long>> idsByPayload = new ConcurrentHashMap<>();
+        List<String> faults = new CopyOnWriteArrayList<>();
+        Set<Long> ackedIds = ConcurrentHashMap.newKeySet();
+        Map<Long, Long> lastCountByProducer = new ConcurrentHashMap<>();
         try (Connection consuming = Connection.connect(options)) {
+            // One consumer: its handler runs for one message at a time, in delivery order.
             consuming.subscribe(QUEUE, ConsumerOptions.DEFAULT, m -> {
-                idsByPayload.computeIfAbsent(Payloads.sequence(m.payload()), p -> ConcurrentHashMap.newKeySet()).add(m.id());
+                long payload = Payloads.sequence(m.payload());
+                if (ackedIds.contains(m.id())) {
+                    faults.add("message " + m.id() + " (payload " + payload + ") delivered again after its ack");
+                }
+                boolean first = idsByPayload.computeIfAbsent(payload, p -> ConcurrentHashMap.newKeySet()).isEmpty();
+                idsByPayload.get(payload).add(m.id());
+                long producer = payload >>> PRODUCER_SHIFT;
+                long count = payload & ((1L << PRODUCER_SHIFT) - 1);
+                Long last = lastCountByProducer.get(producer);
+                if (first && last != null && count < last) {
+                    faults.add("producer " + producer + "'s message " + count + " (id " + m.id() + ") delivered after its message " + last);
+                }
+                if (first) {
+                    lastCountByProducer.merge(producer, count, Math::max);
+                }
                 m.ack();
+                ackedIds.add(m.id());
             });
             TestAwait.value("the queue on the leader empty (everything consumed and acked)", Duration.ofSeconds(120),
                     () -> consuming.declareQueue(QUEUE, QueueSettings.EMPTY), left -> left == 0);
         }
-        return idsByPayload;
+        return new History(idsByPayload, faults);
     }
 }

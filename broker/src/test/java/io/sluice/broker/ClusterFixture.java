@@ -4,6 +4,7 @@ import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ConfigLoader;
 
 import java.io.IOException;
+import java.time.Duration;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -91,24 +92,28 @@ final class ClusterFixture {
         return brokers;
     }
 
-    /** Starts every node as a child JVM at once (one start-up takes seconds here), then waits for each to listen. */
-    Process[] startChildren() throws Exception {
-        Process[] processes = new Process[size];
+    /**
+     * Starts every node as a child JVM at once into {@code processes} (filled before waiting, so that the
+     * caller's clean-up kills them if the wait fails), then waits for each to listen: up to 90 s, as three
+     * JVMs starting Ratis at once on a loaded two-core machine took over 30 s.
+     */
+    void startChildren(Process[] processes) throws Exception {
         for (int i = 0; i < size; i++) {
             processes[i] = ChildJvm.start(log(i), Main.class, "--config", configs[i].toString());
         }
         for (int i = 0; i < size; i++) {
-            ChildJvm.awaitListening(processes[i], clientPorts[i], log(i));
+            ChildJvm.awaitListening(processes[i], clientPorts[i], log(i), Duration.ofSeconds(90));
         }
-        return processes;
     }
 
-    /** Starts node {@code node} (0-based) as a child JVM writing to {@code node-N.log}; returns once it listens. */
-    Process startChild(int node) throws Exception {
+    /**
+     * Starts node {@code node} (0-based) as a child JVM writing to {@code node-N.log} into {@code processes[node]}
+     * (before waiting, so that the caller's clean-up kills it if the wait fails); returns once it listens.
+     */
+    void startChild(int node, Process[] processes) throws Exception {
         Path log = dir.resolve("node-" + (node + 1) + ".log");
-        Process process = ChildJvm.start(log, Main.class, "--config", configs[node].toString());
-        ChildJvm.awaitListening(process, clientPorts[node], log);
-        return process;
+        processes[node] = ChildJvm.start(log, Main.class, "--config", configs[node].toString());
+        ChildJvm.awaitListening(processes[node], clientPorts[node], log, Duration.ofSeconds(90));
     }
 
     /**
@@ -116,18 +121,55 @@ final class ClusterFixture {
      * (which a follower serves too), or -1 if the node does not answer or has no such queue.
      */
     long backlog(int node, String queue) {
+        com.fasterxml.jackson.databind.JsonNode described = get(node, "/api/queues/" + queue);
+        return described == null ? -1 : described.get("backlogMessages").asLong();
+    }
+
+    /**
+     * The shard's current term on node {@code node}, from its admin API ({@code GET /api/cluster}), or -1 if
+     * it does not answer. Each election round raises it by one.
+     */
+    long term(int node) {
+        com.fasterxml.jackson.databind.JsonNode status = get(node, "/api/cluster");
+        return status == null || !status.has("term") ? -1 : status.get("term").asLong();
+    }
+
+    /**
+     * Polls until every node reports the same digest of {@code queue} (rule R6 of docs/replication.md: same log,
+     * same stored messages, under the same ids) and returns it; fails naming each node's digest if they still
+     * differ at the deadline, which a node that stored a message twice, under another id, or not at all would.
+     */
+    com.fasterxml.jackson.databind.JsonNode awaitSameDigest(String queue, java.time.Duration timeout) throws InterruptedException {
+        com.fasterxml.jackson.databind.JsonNode[] digests = new com.fasterxml.jackson.databind.JsonNode[size];
+        try {
+            TestAwait.until("every node reporting the same digest of queue '" + queue + "'", timeout, () -> {
+                for (int i = 0; i < size; i++) {
+                    digests[i] = get(i, "/api/queues/" + queue + "/digest");
+                    if (digests[i] == null || !digests[i].equals(digests[0])) {
+                        return false;
+                    }
+                }
+                return true;
+            });
+        } catch (AssertionError e) {
+            throw new AssertionError(e.getMessage() + "; the nodes' digests: " + java.util.Arrays.toString(digests), e);
+        }
+        return digests[0];
+    }
+
+    /** The JSON answer of node {@code node}'s admin API at {@code path}, or null if it does not answer 200. */
+    com.fasterxml.jackson.databind.JsonNode get(int node, String path) {
         try {
             java.net.http.HttpResponse<String> response = java.net.http.HttpClient.newHttpClient().send(
-                    java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + metricsPorts[node]
-                            + "/api/queues/" + queue)).timeout(java.time.Duration.ofSeconds(5)).build(),
+                    java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + metricsPorts[node] + path))
+                            .timeout(java.time.Duration.ofSeconds(5)).build(),
                     java.net.http.HttpResponse.BodyHandlers.ofString());
-            return response.statusCode() != 200 ? -1
-                    : new com.fasterxml.jackson.databind.ObjectMapper().readTree(response.body()).get("backlogMessages").asLong();
+            return response.statusCode() != 200 ? null : new com.fasterxml.jackson.databind.ObjectMapper().readTree(response.body());
         } catch (IOException e) {
-            return -1;
+            return null;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return -1;
+            return null;
         }
     }
 

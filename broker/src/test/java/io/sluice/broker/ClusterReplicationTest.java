@@ -4,7 +4,6 @@ import io.sluice.client.Connection;
 import io.sluice.client.ConnectionOptions;
 import io.sluice.client.Producer;
 import io.sluice.client.ProducerOptions;
-import io.sluice.client.SluiceException;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
@@ -26,7 +25,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -64,6 +62,37 @@ class ClusterReplicationTest {
         return leader[0];
     }
 
+    /**
+     * Rule S2: a HELLO that reaches a follower while the leader is gone waits for the election and is answered
+     * with the new leader (HELLO_OK if it is this node, else NOT_LEADER naming the other survivor), never with
+     * the dead leader's address or {@code leader=?} that would send the client round with its back-off.
+     */
+    @Test
+    void shouldAnswerAHelloDuringAnElectionWithTheNewLeader() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = awaitLeader();
+        List<Broker> survivors = brokers.stream().filter(b -> b != leader).toList();
+        leader.close();
+        Broker asked = survivors.get(0);
+        Broker other = survivors.get(1);
+        try (RawClient raw = new RawClient(asked.port())) {
+            raw.send(new HelloFrame(1, 1, "test", 1 << 20, 0, "", ""));
+            Object answer = raw.expect(Object.class);
+            if (answer instanceof ErrorFrame || answer instanceof CloseFrame) {
+                // The refusal of the HELLO (ERROR then CLOSE), or the CLOSE every client of a node gets when it learns a new leader.
+                CloseFrame close = answer instanceof CloseFrame c ? c : raw.expect(CloseFrame.class);
+                assertEquals(ErrorCode.NOT_LEADER, close.errorCode());
+                assertEquals("127.0.0.1:" + other.port(), LeaderHint.leaderAddress(close.reason()),
+                        close.reason() + "; the old leader was on port " + leader.port());
+                TestAwait.until("the node named serving", Duration.ofSeconds(10), () -> other.cluster().notLeader() == null);
+            } else {
+                assertTrue(answer instanceof io.sluice.protocol.HelloOkFrame, "HELLO_OK or NOT_LEADER, got " + answer);
+                assertEquals(null, asked.cluster().notLeader(), "the node that answered HELLO_OK serves");
+            }
+        }
+    }
+
     @Test
     void shouldSendClientsToTheLeaderAndStoreWhatItConfirmedOnEveryNode() throws Exception {
         // A snapshot marker every few entries, so that the restart below starts from one (rule R4).
@@ -93,9 +122,6 @@ class ClusterReplicationTest {
                 confirms.add(producer.sendAsync(Payloads.of(i)));
             }
             CompletableFuture.allOf(confirms.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
-            // Not replicated yet: refused on every node rather than done on one.
-            SluiceException purge = assertThrows(SluiceException.class, () -> connection.purgeQueue(QUEUE));
-            assertEquals(ErrorCode.NOT_REPLICATED, purge.errorCode());
 
             // Every node holds every confirmed message, under the same ids (the log's order).
             for (Broker b : brokers) {
@@ -127,6 +153,8 @@ class ClusterReplicationTest {
                     () -> again.cluster().appliedIndex() >= committed);
             assertEquals(messages, again.queues().get(QUEUE).store().unackedMessages(), "stored once, across the replay");
             assertEquals(written, again.queues().get(QUEUE).store().writtenIndex());
+            // Rule R6: the same messages, ids, producers, sequences and payloads on every node, the restarted one included.
+            assertEquals(messages, cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(30)).get("messages").asLong());
 
             // Acks taken on the leader reach the followers, the restarted one included.
             io.sluice.client.Consumer consumer = connection.subscribe(QUEUE, io.sluice.client.ConsumerOptions.DEFAULT, m -> m.ack());
@@ -135,6 +163,82 @@ class ClusterReplicationTest {
                         () -> b.queues().get(QUEUE).store().unackedMessages() == 0);
             }
             consumer.close();
+            assertEquals(0, cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(30)).get("messages").asLong());
         }
+    }
+
+    /**
+     * Rule R7: a purge removes on every node exactly what it removed on the leader, which keeps what its
+     * consumers hold; a delete deletes the queue on every node; both through the wire protocol and the admin
+     * API, which a follower refuses with 409 naming the leader.
+     */
+    @Test
+    void shouldPurgeAndDeleteOnEveryNode() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = awaitLeader();
+        int leaderIndex = brokers.indexOf(leader);
+        int followerIndex = (leaderIndex + 1) % 3;
+        ConnectionOptions options = ConnectionOptions.builder().bootstrap(cluster.bootstrap()).build();
+        try (Connection connection = Connection.connect(options)) {
+            connection.declareQueue(QUEUE, QueueSettings.EMPTY);
+            Producer producer = connection.createProducer(QUEUE, ProducerOptions.DEFAULT);
+            publish(producer, 0, 100);
+            // A consumer holds one message, unacked, while the queue is purged: that one stays, on every node.
+            java.util.concurrent.BlockingQueue<io.sluice.client.Message> held = new java.util.concurrent.LinkedBlockingQueue<>();
+            io.sluice.client.Consumer consumer = connection.subscribe(QUEUE, io.sluice.client.ConsumerOptions.DEFAULT.withCredit(1), held::add);
+            io.sluice.client.Message holding = held.poll(30, TimeUnit.SECONDS);
+            assertTrue(holding != null, "a delivery");
+            assertEquals(99, connection.purgeQueue(QUEUE), "purged: all but the one the consumer holds");
+            com.fasterxml.jackson.databind.JsonNode digest = cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(30));
+            assertEquals(1, digest.get("messages").asLong(), digest.toString());
+            assertEquals(holding.id(), digest.get("firstId").asLong());
+            consumer.close();
+
+            // The admin API: a follower refuses and names the leader; the leader purges on every node.
+            publish(producer, 100, 50);
+            java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+            java.net.http.HttpResponse<String> refused = http.send(post(cluster, followerIndex, "/api/queues/" + QUEUE + "/purge"),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertEquals(409, refused.statusCode(), refused.body());
+            assertTrue(refused.body().contains("not_leader") && refused.body().contains("127.0.0.1:" + leader.port()), refused.body());
+            java.net.http.HttpResponse<String> purged = http.send(post(cluster, leaderIndex, "/api/queues/" + QUEUE + "/purge"),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, purged.statusCode(), purged.body());
+            assertEquals(0, cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(30)).get("messages").asLong());
+
+            // A delete over the wire deletes the queue on every node; publishes after it find no queue.
+            publish(producer, 150, 10);
+            producer.close();
+            connection.deleteQueue(QUEUE);
+            for (Broker b : brokers) {
+                TestAwait.until(b.config().broker.name + " deleting the queue", Duration.ofSeconds(30), () -> b.queues().get(QUEUE) == null);
+            }
+            // Declared again and deleted through the admin API of the leader.
+            connection.declareQueue(QUEUE, QueueSettings.EMPTY);
+            for (Broker b : brokers) {
+                TestAwait.until(b.config().broker.name + " declaring the queue again", Duration.ofSeconds(30), () -> b.queues().get(QUEUE) != null);
+            }
+            java.net.http.HttpResponse<String> deleted = http.send(java.net.http.HttpRequest.newBuilder(
+                    java.net.URI.create("http://127.0.0.1:" + cluster.metricsPorts[leaderIndex] + "/api/queues/" + QUEUE)).DELETE().build(),
+                    java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, deleted.statusCode(), deleted.body());
+            for (Broker b : brokers) {
+                TestAwait.until(b.config().broker.name + " deleting the queue again", Duration.ofSeconds(30), () -> b.queues().get(QUEUE) == null);
+            }
+        }
+    }
+
+    private static void publish(Producer producer, long from, int count) throws Exception {
+        List<CompletableFuture<Void>> confirms = new ArrayList<>();
+        for (long i = from; i < from + count; i++) {
+            confirms.add(producer.sendAsync(Payloads.of(i)));
+        }
+        CompletableFuture.allOf(confirms.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+    }
+
+    private static java.net.http.HttpRequest post(ClusterFixture cluster, int node, String path) {
+        return java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + cluster.metricsPorts[node] + path))
+                .POST(java.net.http.HttpRequest.BodyPublishers.noBody()).build();
     }
 }

@@ -610,12 +610,16 @@ public final class Connection implements AutoCloseable {
         scheduleReconnect(false);
     }
 
-    /** {@code newLeader}: a NOT_LEADER just named a leader not named before, tried after the first delay, not a grown one. */
+    /**
+     * {@code newLeader}: a NOT_LEADER just named a leader not named before, tried at once: a cluster node names
+     * a leader only once it has heard from it (docs/replication.md, rule S2), and every delay here is write
+     * unavailability after a failover.
+     */
     private void scheduleReconnect(boolean newLeader) {
         if (closed || !options.reconnectPolicy().enabled()) {
             return;
         }
-        long delayMs = newLeader ? options.reconnectPolicy().initialDelay().toMillis() : backoff.nextDelayMillis();
+        long delayMs = newLeader ? 0 : backoff.nextDelayMillis();
         LOG.info("Reconnecting to {} in {} ms.", addresses.current(), delayMs);
         loop.schedule(() -> {
             CompletableFuture<Void> handshake = new CompletableFuture<>();

@@ -17,12 +17,14 @@ import io.sluice.broker.metrics.ConnectionTraffic;
 import io.sluice.broker.net.ClientSessionAdapter;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueSnapshot;
+import io.sluice.broker.queue.Replication;
 import io.sluice.broker.security.LoginBackoff;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.broker.error.ErrorCodes;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.BacklogStats;
+import io.sluice.storage.QueueDigest;
 import io.sluice.storage.StoredMessage;
 
 import org.slf4j.Logger;
@@ -39,7 +41,10 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -57,6 +62,8 @@ import java.util.function.Supplier;
  * DELETE /api/connections/{id}     close one (after a CLOSE frame saying an administrator closed it)
  * GET    /api/consumers            subscriptions: queue, connection, credit, unacknowledged
  * GET    /api/producers            connection, queue and the flow state it was told
+ * GET    /api/queues/{name}/digest the digest of the messages it holds (to compare a cluster's nodes)
+ * GET    /api/cluster              a cluster node's role, leader, term, commit and applied index
  * </pre>
  * Errors are {@code {"error": code, "message": sentence}}: 400 bad JSON or setting, 401 credentials,
  * 403 permission, 404 unknown queue or path, 405 method, 409 queue exists with other settings.
@@ -91,6 +98,8 @@ final class AdminApi {
     /** Sent by the web console with each request; its 401s then carry no Basic challenge. */
     static final String CONSOLE_HEADER = "X-Sluice-Console";
     private static final long QUEUE_WAIT_MS = 5000;
+    /** How long a delete or purge on a cluster node waits to be committed and applied: through an election or two. */
+    private static final long REPLICATED_WAIT_MS = 15_000;
 
     private final Broker broker;
     private final BrokerConfig.Auth auth;
@@ -320,8 +329,12 @@ final class AdminApi {
                 if (parts.size() == 4 && parts.get(3).equals("purge")) {
                     requireMethod(method, "POST");
                     permit(user, Action.MANAGE, name);
-                    requireSingleNode("purging a queue");
                     return purge(name);
+                }
+                if (parts.size() == 4 && parts.get(3).equals("digest")) {
+                    requireMethod(method, "GET");
+                    permit(user, null, name);
+                    return digest(queue(name));
                 }
                 if (parts.size() != 3) {
                     break;
@@ -331,14 +344,20 @@ final class AdminApi {
                             + " is not supported; use GET, PUT or DELETE");
                 }
                 permit(user, method.equals("GET") ? null : Action.MANAGE, name);
-                if (!method.equals("GET")) {
-                    requireSingleNode(method.equals("PUT") ? "declaring a queue through the admin API" : "deleting a queue");
+                if (method.equals("PUT")) {
+                    requireSingleNode("declaring a queue through the admin API");
                 }
                 return switch (method) {
                     case "GET" -> describe(queue(name));
                     case "PUT" -> declare(name, body);
                     default -> delete(name);
                 };
+            }
+            case "cluster" -> {
+                requireMethod(method, "GET");
+                if (parts.size() == 2) {
+                    return cluster();
+                }
             }
             case "connections" -> {
                 if (parts.size() == 3) {
@@ -360,7 +379,30 @@ final class AdminApi {
             }
         }
         throw new ApiException(404, "not_found", "no API at " + method + " " + rawPath
-                + "; see /api/queues, /api/connections, /api/consumers, /api/producers");
+                + "; see /api/queues, /api/connections, /api/consumers, /api/producers, /api/cluster");
+    }
+
+    /**
+     * The digest of the messages the queue holds on this node ({@link QueueDigest}): equal on every node of a
+     * cluster once they applied the same log (docs/replication.md, rule R6). Reads every unacknowledged message.
+     */
+    private Map<String, Object> digest(BrokerQueue q) {
+        QueueDigest digest = QueueDigest.of(q.store());
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("queue", q.name());
+        m.put("messages", digest.messages());
+        m.put("firstId", digest.firstId());
+        m.put("lastId", digest.lastId());
+        m.put("sha256", digest.sha256());
+        return m;
+    }
+
+    /** This node's view of its cluster (docs/replication.md, "Operations"); 404 on a single broker. */
+    private Map<String, Object> cluster() {
+        if (broker.cluster() == null) {
+            throw new ApiException(404, "not_a_cluster", "this broker is not a cluster node (cluster.enabled is false)");
+        }
+        return broker.cluster().status();
     }
 
     private static void requireMethod(String method, String wanted) {
@@ -479,6 +521,29 @@ final class AdminApi {
         }
     }
 
+    /**
+     * Waits for a change submitted to the shard's log to be applied here; 503 if Raft took longer than
+     * {@link #REPLICATED_WAIT_MS} (an election running: the change may still be applied), the failure's own
+     * status (409 for NOT_LEADER) if it was refused.
+     */
+    private static <T> T awaitReplicated(CompletableFuture<T> change, String what) {
+        try {
+            return change.get(REPLICATED_WAIT_MS, TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            throw new ApiException(503, "not_committed", what + " was not committed within " + REPLICATED_WAIT_MS
+                    + " ms; it may still be applied, look again before repeating it");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new ApiException(503, "interrupted", what + " was interrupted while waiting for the cluster");
+        } catch (ExecutionException e) {
+            ErrorCode code = ErrorCodes.of(e);
+            if (code == ErrorCode.INTERNAL_ERROR) {
+                throw new IllegalStateException(what + " failed", e.getCause());
+            }
+            throw new ApiException(ErrorCodes.httpStatus(code), ErrorCodes.httpName(code), what + " failed: " + e.getCause().getMessage());
+        }
+    }
+
     private QueueSettings parseSettings(byte[] body) {
         if (body.length == 0) {
             return QueueSettings.EMPTY;
@@ -526,7 +591,27 @@ final class AdminApi {
         }
     }
 
+    /**
+     * On a cluster node the change goes through the shard's log (rule R7 of docs/replication.md), so only the
+     * leader takes it; a follower answers 409 {@code not_leader} naming the leader's client listener.
+     */
+    private Replication requireLeaderIfCluster() {
+        Replication replication = broker.queues().replication();
+        String notLeader = replication == null ? null : replication.notLeader();
+        if (notLeader != null) {
+            throw new ApiException(409, "not_leader", "this cluster node does not take changes now: " + notLeader);
+        }
+        return replication;
+    }
+
     private Map<String, Object> delete(String name) {
+        Replication replication = requireLeaderIfCluster();
+        if (replication != null) {
+            if (!awaitReplicated(replication.delete(name), "delete of queue '" + name + "'")) {
+                throw new ApiException(404, "unknown_queue", "queue '" + name + "' does not exist");
+            }
+            return Map.of("deleted", name);
+        }
         if (!onDeclareThread(() -> broker.queues().delete(name))) {
             throw new ApiException(404, "unknown_queue", "queue '" + name + "' does not exist");
         }
@@ -534,6 +619,11 @@ final class AdminApi {
     }
 
     private Map<String, Object> purge(String name) {
+        Replication replication = requireLeaderIfCluster();
+        if (replication != null) {
+            return Map.of("queue", name, "purgedMessages", awaitReplicated(queue(name).purgeReplicated(replication),
+                    "purge of queue '" + name + "'"));
+        }
         io.netty.util.concurrent.Future<Long> f = queue(name).purge();
         if (!f.awaitUninterruptibly(QUEUE_WAIT_MS, TimeUnit.MILLISECONDS) || !f.isSuccess()) {
             throw new ApiException(503, "queue_busy", "purge of queue '" + name + "' did not finish within " + QUEUE_WAIT_MS + " ms");

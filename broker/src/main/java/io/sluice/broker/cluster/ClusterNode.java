@@ -8,12 +8,14 @@ import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.queue.Replication;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.Frame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.LeaderHint;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.QueueSettings;
+import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
 import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientReply;
@@ -37,6 +39,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
@@ -63,8 +66,22 @@ public final class ClusterNode implements Replication, AutoCloseable {
     static final RaftGroupId SHARD_GROUP = RaftGroupId.valueOf(
             UUID.nameUUIDFromBytes("sluice-shard-0".getBytes(StandardCharsets.UTF_8)));
 
+    /** Ranges of message ids per ACK entry of a purge: 16 bytes each, 64 KiB an entry at most. */
+    private static final int PURGE_RANGES_PER_ENTRY = 4096;
+
     private final int nodeId;
     private final int maxFrameBytes;
+    /**
+     * A follower that has heard nothing from its leader for this long no longer names it: Ratis itself then
+     * treats the leader as gone and grants votes against it (its minimum election timeout).
+     */
+    private final long leaderSilenceMs;
+    private final long electionTimeoutMaxMs;
+    /**
+     * How long a HELLO may wait for a leader while an election runs (rule S2): three of the longest election
+     * timeouts, room for a detection that takes two and a round lost to a split vote.
+     */
+    private final long leaderWaitMs;
     private final RaftPeerId self;
     /** Node id → its client listener's host:port, for NOT_LEADER hints. */
     private final Map<String, String> clientAddresses = new TreeMap<>();
@@ -79,11 +96,25 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * {@link Long#MAX_VALUE} while it is no ready leader.
      */
     private volatile long servingFromIndex = Long.MAX_VALUE;
+    /**
+     * The leader (and term) this follower last found silent for {@link #leaderSilenceMs} (rule S2): not named
+     * again in that term, even though the silence ends when this node grants a candidate's (pre-)vote, which
+     * Ratis counts as hearing from the cluster. A new term, a new leader, a commit index it moved (only the
+     * leader's appends move it), or a maximum election timeout since it was last found silent (time enough for
+     * the candidate it voted for to win; a leader that is alive after that was only slow) ends it.
+     */
+    private volatile SilentLeader silentLeader;
+
+    private record SilentLeader(RaftPeerId leader, long term, long commitIndex, long foundAtNanos) {
+    }
     private volatile boolean closed;
 
     private ClusterNode(BrokerConfig config, QueueManager queues, Consumer<String> closeClients) throws IOException {
         this.nodeId = config.cluster.nodeId;
         this.maxFrameBytes = config.broker.maxFrameBytes;
+        this.leaderSilenceMs = config.cluster.electionTimeoutMinMs;
+        this.electionTimeoutMaxMs = config.cluster.electionTimeoutMaxMs;
+        this.leaderWaitMs = 3 * config.cluster.electionTimeoutMaxMs;
         this.closeClients = closeClients;
         BrokerConfig.Node selfNode = null;
         List<RaftPeer> peers = new ArrayList<>();
@@ -166,9 +197,57 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         RaftPeerId leader = info.getLeaderId();
         String address = leader == null || leader.equals(self) ? null : clientAddresses.get(leader.toString());
-        return LeaderHint.format(address, address == null
-                ? "node " + nodeId + " is a follower and knows no leader yet (an election is running)"
-                : "node " + nodeId + " is a follower; the leader is node " + nodeIds.get(leader.toString()));
+        if (address == null) {
+            return LeaderHint.format(null, "node " + nodeId + " is a follower and knows no leader yet (an election is running)");
+        }
+        long silentMs = leaderSilenceMs(info);
+        SilentLeader silent = silentLeader;
+        if (silentMs >= leaderSilenceMs) {
+            silent = new SilentLeader(leader, info.getCurrentTerm(), commitIndex(), System.nanoTime());
+            silentLeader = silent;
+        }
+        if (silent != null && silent.leader().equals(leader) && silent.term() == info.getCurrentTerm()
+                && commitIndex() <= silent.commitIndex()
+                && System.nanoTime() - silent.foundAtNanos() < TimeUnit.MILLISECONDS.toNanos(electionTimeoutMaxMs)) {
+            // Rule S2: a leader that went silent is most likely dead; naming it would send clients to a closed port.
+            return LeaderHint.format(null, "node " + nodeId + " is a follower and has not heard from the leader, node "
+                    + nodeIds.get(leader.toString()) + ", for " + silentMs + " ms or more (an election is due)");
+        }
+        return LeaderHint.format(address, "node " + nodeId + " is a follower; the leader is node " + nodeIds.get(leader.toString()));
+    }
+
+    /** Milliseconds since this follower last heard from its leader; 0 if it is no follower. */
+    private static long leaderSilenceMs(DivisionInfo info) {
+        RoleInfoProto role = info.getRoleInfoProto();
+        return role.hasFollowerInfo() ? role.getFollowerInfo().getLeaderInfo().getLastRpcElapsedTimeMs() : 0;
+    }
+
+    /**
+     * Rule S2: true while this node cannot send a client asking at {@code askedAtNanos} to a node that is
+     * alive: an election runs, the leader went silent, this node was just elected and is still applying the
+     * log, or it is a follower that has not heard from its leader since the client asked (the leader may have
+     * died a moment ago: a client that lost it reconnects here within milliseconds, long before this node
+     * could tell). Under load the leader's appends arrive every few milliseconds; when idle, its heartbeat
+     * every half minimum election timeout.
+     */
+    @Override
+    public boolean awaitingLeader(long askedAtNanos) {
+        String reason = notLeader();
+        if (reason == null) {
+            return false;
+        }
+        String named = LeaderHint.leaderAddress(reason);
+        if (named == null || named.equals(clientAddresses.get(self.toString()))) {
+            return true;
+        }
+        DivisionInfo info = info();
+        long askedMsAgo = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - askedAtNanos);
+        return info == null || leaderSilenceMs(info) >= askedMsAgo;
+    }
+
+    @Override
+    public long leaderWaitMillis() {
+        return leaderWaitMs;
     }
 
     /** The shard's division on this server, or null before it exists or after it closed. */
@@ -240,6 +319,40 @@ public final class ClusterNode implements Replication, AutoCloseable {
         submit(call, entry(call, queue.name(), new AckFrame(0, ids)), "acks on queue '" + queue.name() + "'");
     }
 
+    @Override
+    public CompletableFuture<Boolean> delete(String name) {
+        CompletableFuture<Boolean> answer = new CompletableFuture<>();
+        long call = submissions.nextCall();
+        submissions.delete(call, answer);
+        submit(call, entry(call, name, new DeleteQueueFrame(0, name)), "a delete of queue '" + name + "'")
+                .thenAccept(refused -> {
+                    if (refused) {
+                        answer.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+                    }
+                });
+        return answer;
+    }
+
+    /** Rule R7: one ACK entry per {@link #PURGE_RANGES_PER_ENTRY} ranges, so that each stays far below a frame's limit. */
+    @Override
+    public CompletableFuture<Void> purged(BrokerQueue queue, List<IdRange> ids) {
+        List<CompletableFuture<Void>> entries = new ArrayList<>();
+        for (int from = 0; from < ids.size(); from += PURGE_RANGES_PER_ENTRY) {
+            List<IdRange> chunk = List.copyOf(ids.subList(from, Math.min(ids.size(), from + PURGE_RANGES_PER_ENTRY)));
+            CompletableFuture<Void> applied = new CompletableFuture<>();
+            long call = submissions.nextCall();
+            submissions.purged(call, applied);
+            submit(call, entry(call, queue.name(), new AckFrame(0, chunk)), "a purge of queue '" + queue.name() + "'")
+                    .thenAccept(refused -> {
+                        if (refused) {
+                            applied.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+                        }
+                    });
+            entries.add(applied);
+        }
+        return CompletableFuture.allOf(entries.toArray(CompletableFuture[]::new));
+    }
+
     private byte[] entry(long call, String queue, Frame frame) {
         return ShardEntry.encode(nodeId, call, queue, frame, maxFrameBytes);
     }
@@ -286,6 +399,29 @@ public final class ClusterNode implements Replication, AutoCloseable {
         } catch (IOException | RuntimeException e) {
             return -1;
         }
+    }
+
+    /**
+     * What this node knows of the shard, for the admin API ({@code GET /api/cluster}): its id, its role, the
+     * leader's node id (0 if none is known), the current term (each election round raises it: the failover
+     * test counts elections with it), the commit and applied indexes, and whether it serves clients.
+     */
+    public Map<String, Object> status() {
+        Map<String, Object> status = new java.util.LinkedHashMap<>();
+        status.put("nodeId", nodeId);
+        DivisionInfo info = info();
+        if (info == null) {
+            status.put("role", "STARTING");
+            return status;
+        }
+        RaftPeerId leader = info.getLeaderId();
+        status.put("role", info.getCurrentRole().name());
+        status.put("leaderNodeId", leader == null ? 0 : nodeIds.getOrDefault(leader.toString(), 0));
+        status.put("term", info.getCurrentTerm());
+        status.put("commitIndex", commitIndex());
+        status.put("appliedIndex", info.getLastAppliedIndex());
+        status.put("serving", notLeader() == null);
+        return status;
     }
 
     /** Entries submitted here and not yet applied or refused (for tests and metrics). */

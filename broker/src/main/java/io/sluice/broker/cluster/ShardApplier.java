@@ -7,6 +7,7 @@ import io.sluice.broker.queue.ProducerLink;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.PublishFrame;
 import org.slf4j.Logger;
@@ -26,7 +27,9 @@ import java.util.concurrent.RejectedExecutionException;
  *       every node.</li>
  *   <li>PUBLISH: {@link BrokerQueue#applyReplicated}: stored with no quota check, deduplicated by the
  *       producer table; the submitting node's client gets its CONFIRM once its store has it durable.</li>
- *   <li>ACK: {@link BrokerQueue#applyReplicatedAcks}.</li>
+ *   <li>ACK: {@link BrokerQueue#applyReplicatedAcks}; a consumer's acks, or the ids a purge removed on the
+ *       leader (rule R7), whose submitter answers the purge once this is applied.</li>
+ *   <li>DELETE_QUEUE: {@link QueueManager#delete} on the declare thread, waited for (rule R7).</li>
  * </ul>
  *
  * Each returned future completes once the queue's executor has done the work (so a snapshot taken after it
@@ -52,11 +55,21 @@ final class ShardApplier {
         } else if (entry.frame() instanceof DeclareQueueFrame declare) {
             declare(entry, declare, mine ? submissions.takeDeclare(entry.originCall()) : null);
         } else if (entry.frame() instanceof AckFrame ack) {
+            CompletableFuture<Void> purged = mine ? submissions.takePurged(entry.originCall()) : null;
             BrokerQueue queue = queues.get(entry.queue());
             if (queue != null) {
                 queue.applyReplicatedAcks(ack.messageIds());
-                return afterQueueWork(queue);
+                CompletableFuture<Void> applied = afterQueueWork(queue);
+                if (purged != null) {
+                    applied.whenComplete((done, failure) -> purged.complete(null));
+                }
+                return applied;
             }
+            if (purged != null) {
+                purged.complete(null); // deleted since: nothing left to purge
+            }
+        } else if (entry.frame() instanceof DeleteQueueFrame) {
+            delete(entry, mine ? submissions.takeDelete(entry.originCall()) : null);
         } else {
             ReferenceCountUtil.release(entry.frame());
             throw new IllegalArgumentException("a shard entry holds a " + entry.frame().type() + " frame, which is no state change");
@@ -95,6 +108,25 @@ final class ShardApplier {
                 LOG.error("Shard entry {} of node {}: declaring queue '{}' failed on this node.", entry.originCall(),
                         entry.originNode(), declare.queue(), e);
             }
+        }
+    }
+
+    /**
+     * Rule R7: every node deletes the queue when it applies the entry, on the declare thread as a single
+     * broker does (the state machine thread waits, so the next entry sees the queue gone).
+     */
+    private void delete(ShardEntry entry, CompletableFuture<Boolean> answer) {
+        try {
+            boolean existed = queues.onDeclareThread(() -> queues.delete(entry.queue())).join();
+            if (answer != null) {
+                answer.complete(existed);
+            }
+        } catch (RuntimeException e) {
+            if (answer != null) {
+                answer.completeExceptionally(e);
+            }
+            LOG.error("Shard entry {} of node {}: deleting queue '{}' failed on this node.", entry.originCall(),
+                    entry.originNode(), entry.queue(), e);
         }
     }
 

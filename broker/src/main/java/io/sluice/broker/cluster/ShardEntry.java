@@ -23,8 +23,9 @@ import java.nio.charset.StandardCharsets;
  * +---------------+-------------------+------------------------+--------------+---------------------------+
  * </pre>
  *
- * The frame is a DECLARE_QUEUE (its requestId unused), a PUBLISH (many messages per entry: the client's
- * batch) or an ACK (consumerTag 0; its ranges name message ids of {@code queue}). Reusing the wire layout
+ * The frame is a DECLARE_QUEUE or DELETE_QUEUE (requestId unused), a PUBLISH (many messages per entry: the
+ * client's batch) or an ACK (consumerTag 0; its ranges name message ids of {@code queue}: a consumer's acks,
+ * or the ids a purge removed on the leader). Reusing the wire layout
  * means one codec, checked by the protocol's own tests and fuzzers, for both the network and the log.
  * {@code string} is {@code uint16 length} + UTF-8, as on the wire.
  */

@@ -38,6 +38,26 @@ final class Submissions {
         waiting.put(call, answer);
     }
 
+    /** A DELETE_QUEUE entry's answer: whether the queue existed. */
+    void delete(long call, CompletableFuture<Boolean> answer) {
+        waiting.put(call, new DeleteAnswer(answer));
+    }
+
+    /** An ACK entry of the ids a purge removed: completed once it is applied here. */
+    void purged(long call, CompletableFuture<Void> applied) {
+        waiting.put(call, new PurgeApplied(applied));
+    }
+
+    /** Who waits for {@code call}'s delete, forgetting it; null if nobody. */
+    CompletableFuture<Boolean> takeDelete(long call) {
+        return waiting.remove(call) instanceof DeleteAnswer answer ? answer.future() : null;
+    }
+
+    /** Who waits for {@code call}'s ACK entry of a purge, forgetting it; null if nobody (a consumer's acks). */
+    CompletableFuture<Void> takePurged(long call) {
+        return waiting.remove(call) instanceof PurgeApplied applied ? applied.future() : null;
+    }
+
     /** Who waits for {@code call}'s PUBLISH, forgetting it; {@link ReplicaLink} if nobody. */
     ProducerLink takePublish(long call) {
         return waiting.remove(call) instanceof ProducerLink link ? link : ReplicaLink.INSTANCE;
@@ -56,5 +76,12 @@ final class Submissions {
 
     int size() {
         return waiting.size();
+    }
+
+    /** Typed holders, so that a call's waiter is never mistaken for another kind's. */
+    private record DeleteAnswer(CompletableFuture<Boolean> future) {
+    }
+
+    private record PurgeApplied(CompletableFuture<Void> future) {
     }
 }

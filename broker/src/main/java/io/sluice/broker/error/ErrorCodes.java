@@ -59,7 +59,7 @@ public final class ErrorCodes {
     public static int httpStatus(ErrorCode code) {
         return switch (code) {
             case UNKNOWN_QUEUE -> 404;
-            case QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS, QUEUE_BEING_DELETED -> 409;
+            case QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS, QUEUE_BEING_DELETED, NOT_LEADER -> 409;
             case INVALID_QUEUE_NAME, INVALID_QUEUE_SETTING, MESSAGE_TOO_LARGE -> 400;
             case ACCESS_DENIED -> 403;
             case AUTHENTICATION_FAILED -> 401;

@@ -36,6 +36,7 @@ import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 
 /**
@@ -340,13 +341,15 @@ final class ClientSession {
         }
         long requestId = delete.requestId();
         String name = delete.queue();
-        if (queues.replication() != null) {
-            proxy.answerError(requestId, ErrorCode.NOT_REPLICATED, notReplicated("deleting a queue"));
-            return;
-        }
-        gate.afterOffLoop(queues.onDeclareThread(() -> queues.delete(name)), false, (deleted, error) -> {
-            if (error != null) {
-                failure.accept(ErrorCodes.unwrap(error));
+        // On a cluster node, every node deletes it when the entry is applied (rule R7 of docs/replication.md).
+        CompletableFuture<Boolean> deleting = queues.replication() != null ? queues.replication().delete(name)
+                : queues.onDeclareThread(() -> queues.delete(name));
+        gate.afterOffLoop(deleting, false, (deleted, error) -> {
+            Throwable e = ErrorCodes.unwrap(error);
+            if (e != null && ErrorCodes.of(e) == ErrorCode.NOT_LEADER) {
+                proxy.answerError(requestId, ErrorCode.NOT_LEADER, e.getMessage()); // the connection is being closed too (rule S1)
+            } else if (e != null) {
+                failure.accept(e);
             } else if (deleted) {
                 proxy.answerOk(requestId);
             } else {
@@ -359,16 +362,26 @@ final class ClientSession {
         if (!permit(purge.requestId(), Action.MANAGE, purge.queue())) {
             return;
         }
-        if (queues.replication() != null) {
-            proxy.answerError(purge.requestId(), ErrorCode.NOT_REPLICATED, notReplicated("purging a queue"));
-            return;
-        }
         BrokerQueue queue = queues.get(purge.queue());
         if (queue == null) {
             proxy.answerError(purge.requestId(), ErrorCode.UNKNOWN_QUEUE, "queue '" + purge.queue() + "' does not exist");
             return;
         }
         long requestId = purge.requestId();
+        if (queues.replication() != null) {
+            // Rule R7 of docs/replication.md: answered once the removed ids are committed and applied here.
+            gate.afterOffLoop(queue.purgeReplicated(queues.replication()), false, (removed, error) -> {
+                Throwable e = ErrorCodes.unwrap(error);
+                if (e == null) {
+                    proxy.answerOk(requestId, removed);
+                } else if (ErrorCodes.of(e) != ErrorCode.INTERNAL_ERROR) {
+                    proxy.answerError(requestId, ErrorCodes.of(e), "purge of '" + purge.queue() + "' failed: " + e.getMessage());
+                } else {
+                    failure.accept(e);
+                }
+            });
+            return;
+        }
         queue.purge().addListener(f -> {
             if (f.isSuccess()) {
                 proxy.answerOk(requestId, (Long) f.getNow());

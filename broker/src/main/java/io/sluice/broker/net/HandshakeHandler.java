@@ -22,6 +22,8 @@ import javax.naming.ldap.Rdn;
 import javax.net.ssl.SSLPeerUnverifiedException;
 import java.security.cert.Certificate;
 import java.security.cert.X509Certificate;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -36,12 +38,18 @@ import java.util.concurrent.TimeUnit;
  * pipeline when the connection closes gives the counts back.
  */
 final class HandshakeHandler extends ProtocolHandler {
+    /** How often a HELLO waiting for a cluster's leader looks again (rule S2 of docs/replication.md). */
+    private static final long LEADER_RECHECK_MS = 20;
+
     private final BrokerConfig config;
     private final Authenticator authenticator;
     private final QueueManager queues;
     private final TransactionCoordinator transactions;
     private boolean countedConnection;
     private ScheduledFuture<?> handshakeTimeout;
+    private long activeAtNanos = System.nanoTime();
+    /** Frames that came behind a HELLO waiting for a cluster's leader (rule S2); null while none waits. */
+    private List<Object> waitingForLeader;
 
     HandshakeHandler(BrokerConfig config, Authenticator authenticator, QueueManager queues, TransactionCoordinator transactions,
                      ConnectionSecurity security) {
@@ -67,6 +75,7 @@ final class HandshakeHandler extends ProtocolHandler {
             return;
         }
         countedConnection = true;
+        activeAtNanos = System.nanoTime();
         handshakeTimeout = ctx.executor().schedule(() -> {
             security.limits().countHandshakeTimeout();
             fail(ctx, ErrorCode.HANDSHAKE_REQUIRED, "no HELLO within broker.handshake-timeout-ms " + config.broker.handshakeTimeoutMs + " ms");
@@ -80,7 +89,10 @@ final class HandshakeHandler extends ProtocolHandler {
             if (!countedConnection) {
                 return; // refused at open: the CLOSE is on its way
             }
-            if (msg instanceof HelloFrame hello) {
+            if (waitingForLeader != null) {
+                // A client that pipelines frames behind its HELLO: they go to the session once it is admitted.
+                waitingForLeader.add(ReferenceCountUtil.retain(msg));
+            } else if (msg instanceof HelloFrame hello) {
                 handshake(ctx, hello);
             } else {
                 fail(ctx, ErrorCode.HANDSHAKE_REQUIRED, "the first frame must be HELLO, got " + ((Frame) msg).type());
@@ -107,12 +119,45 @@ final class HandshakeHandler extends ProtocolHandler {
                     LoginBackoff.REFUSAL_DELAY_MS, TimeUnit.MILLISECONDS);
             return;
         }
-        // A cluster node serves clients only while it is the leader: a follower names the leader (docs/protocol.md, "Clusters").
-        String notLeader = queues.replication() == null ? null : queues.replication().notLeader();
-        if (notLeader != null) {
-            fail(ctx, ErrorCode.NOT_LEADER, notLeader);
+        if (queues.replication() == null) {
+            admit(ctx, hello, auth);
+        } else {
+            long waitMs = Math.min(queues.replication().leaderWaitMillis(),
+                    config.broker.handshakeTimeoutMs - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - activeAtNanos) - LEADER_RECHECK_MS);
+            long askedAtNanos = System.nanoTime();
+            admitOnceLeader(ctx, hello, auth, askedAtNanos, askedAtNanos + TimeUnit.MILLISECONDS.toNanos(Math.max(0, waitMs)));
+        }
+    }
+
+    /**
+     * A cluster node serves clients only while it is the leader: a follower names the leader (docs/protocol.md,
+     * "Clusters"). While no node known to be alive can be named (an election runs, the leader has not been heard
+     * from since the HELLO came, or this node was just elected and is applying the log), the HELLO waits, checked
+     * every {@link #LEADER_RECHECK_MS}, until {@code deadlineNanos} (rule S2 of docs/replication.md): the client
+     * learns the new leader the moment this node does, instead of trying a dead one and polling with a back-off
+     * that has grown during the election.
+     */
+    private void admitOnceLeader(ChannelHandlerContext ctx, HelloFrame hello, Authenticator.Result auth, long askedAtNanos,
+                                 long deadlineNanos) {
+        if (!ctx.channel().isActive()) {
             return;
         }
+        String notLeader = queues.replication().notLeader();
+        if (notLeader == null) {
+            admit(ctx, hello, auth);
+        } else if (queues.replication().awaitingLeader(askedAtNanos) && System.nanoTime() - deadlineNanos < 0) {
+            if (waitingForLeader == null) {
+                waitingForLeader = new ArrayList<>();
+                ctx.channel().config().setAutoRead(false); // what it pipelines stays in the socket meanwhile
+            }
+            ctx.executor().schedule(() -> admitOnceLeader(ctx, hello, auth, askedAtNanos, deadlineNanos), LEADER_RECHECK_MS,
+                    TimeUnit.MILLISECONDS);
+        } else {
+            fail(ctx, ErrorCode.NOT_LEADER, notLeader);
+        }
+    }
+
+    private void admit(ChannelHandlerContext ctx, HelloFrame hello, Authenticator.Result auth) {
         String refused = security.limits().openUserConnection(auth.user());
         if (refused != null) {
             security.rejectionLog().warn(LOG, "Refusing a connection from {}: {}.", ctx.channel().remoteAddress(), refused);
@@ -133,6 +178,14 @@ final class HandshakeHandler extends ProtocolHandler {
         ctx.pipeline().replace(this, "connection", new ClientSessionAdapter(config, queues, transactions, security, hello.clientName(),
                 auth.user(), maxFrame));
         LOG.debug("Connection from {} opened by client '{}' (user '{}').", ctx.channel().remoteAddress(), hello.clientName(), auth.user());
+        if (waitingForLeader != null) {
+            List<Object> held = waitingForLeader;
+            waitingForLeader = null;
+            for (Object frame : held) {
+                ctx.fireChannelRead(frame); // this context still leads to the session adapter put in its place
+            }
+            ctx.channel().config().setAutoRead(true);
+        }
     }
 
     /** The subject CN of a verified TLS client certificate, or null (no TLS, no certificate, or no CN). */
@@ -159,6 +212,10 @@ final class HandshakeHandler extends ProtocolHandler {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
+        if (waitingForLeader != null) {
+            waitingForLeader.forEach(ReferenceCountUtil::release);
+            waitingForLeader = null;
+        }
         if (countedConnection) {
             countedConnection = false;
             security.limits().closeConnection();

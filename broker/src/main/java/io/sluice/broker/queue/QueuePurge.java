@@ -1,5 +1,6 @@
 package io.sluice.broker.queue;
 
+import io.sluice.protocol.IdRange;
 import io.sluice.storage.QueueStore;
 
 import java.util.ArrayList;
@@ -15,10 +16,11 @@ final class QueuePurge {
     /**
      * Acknowledges every stored message that is not out with a consumer, held by a transaction, nor
      * pending in one (T1, T2 of {@link QueueTransactions}), drops the redeliveries due, and sets the byte backlog to what
-     * is left; returns how many were removed.
+     * is left; returns how many were removed. {@code removedIds}, if not null, gets their ids as ranges of
+     * consecutive ids (a cluster replicates them, rule R7 of docs/replication.md).
      */
     static long removeWaiting(QueueStore store, List<ConsumerSession> consumers, IdSet tracked, DeliveryOrder order,
-                              QueueTransactions transactions, Backlog backlog) {
+                              QueueTransactions transactions, Backlog backlog, List<IdRange> removedIds) {
         List<Long> ids = new ArrayList<>();
         store.forEachUnacked(ids::add);
         Set<Long> outstanding = new HashSet<>();
@@ -33,6 +35,14 @@ final class QueuePurge {
                 store.ack(id);
                 tracked.remove(id);
                 removed++;
+                if (removedIds != null) {
+                    int last = removedIds.size() - 1;
+                    if (last >= 0 && removedIds.get(last).to() == id - 1) {
+                        removedIds.set(last, new IdRange(removedIds.get(last).from(), id));
+                    } else {
+                        removedIds.add(new IdRange(id, id));
+                    }
+                }
             }
         }
         order.clearDue();

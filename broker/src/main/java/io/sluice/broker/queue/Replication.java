@@ -23,6 +23,17 @@ public interface Replication {
     String notLeader();
 
     /**
+     * True while this node cannot send a client that asked at {@code askedAtNanos} ({@link System#nanoTime})
+     * to a node known to be alive: an election runs, the leader went silent or has not been heard from since
+     * the client asked, or this node was just elected and is still applying the log. A HELLO then waits for
+     * a leader (rule S2 of docs/replication.md) rather than being refused at once.
+     */
+    boolean awaitingLeader(long askedAtNanos);
+
+    /** How long a HELLO waits for a leader while {@link #awaitingLeader} (rule S2); then it is refused with NOT_LEADER. */
+    long leaderWaitMillis();
+
+    /**
      * Replicates the frame and, once its entry is committed, stores it in {@code queue} here with confirms
      * going to {@code link}, as {@link BrokerQueue#publish} would; if the entry cannot be committed the
      * messages are refused on {@code link}. Takes the frame over (releases it).
@@ -38,4 +49,17 @@ public interface Replication {
      * redelivery after the failover (at-least-once). Called on the queue's executor.
      */
     void acked(BrokerQueue queue, List<IdRange> ids);
+
+    /**
+     * Replicates the delete of queue {@code name} (rule R7 of docs/replication.md); completes with whether it
+     * existed once the entry is applied here, when every node deletes it too.
+     */
+    CompletableFuture<Boolean> delete(String name);
+
+    /**
+     * A purge removed these message ids here (rule R7): replicated as acks, like {@link #acked}, but completes
+     * once the entry is committed and applied here, so that a purge answered OK is on a majority of disks.
+     * Called on the queue's executor.
+     */
+    CompletableFuture<Void> purged(BrokerQueue queue, List<IdRange> ids);
 }

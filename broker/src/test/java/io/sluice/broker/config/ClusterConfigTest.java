@@ -26,8 +26,8 @@ class ClusterConfigTest {
         BrokerConfig c = new ConfigLoader().load(null, Map.of());
         assertFalse(c.cluster.enabled);
         assertTrue(c.cluster.nodes.isEmpty());
-        assertEquals(1000, c.cluster.electionTimeoutMinMs);
-        assertEquals(2000, c.cluster.electionTimeoutMaxMs);
+        assertEquals(750, c.cluster.electionTimeoutMinMs);
+        assertEquals(1500, c.cluster.electionTimeoutMaxMs);
         assertEquals(c.dataDirectory().resolve("raft"), c.raftDirectory());
     }
 
@@ -49,7 +49,7 @@ class ClusterConfigTest {
                 + "  election-timeout-min-ms: 3000\n" + NODES + "    - {id: 3, host: '', raft-port: 0, client-port: 9874}\n");
         ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(file, Map.of()));
         String message = e.getMessage();
-        assertTrue(message.contains("cluster.election-timeout-max-ms 2000 must be above cluster.election-timeout-min-ms 3000"), message);
+        assertTrue(message.contains("cluster.election-timeout-max-ms 1500 must be above cluster.election-timeout-min-ms 3000"), message);
         assertTrue(message.contains("cluster.nodes[3].id 3 is used by another node too"), message);
         assertTrue(message.contains("cluster.nodes[3].host is empty"), message);
         assertTrue(message.contains("cluster.nodes[3].raft-port 0 is outside 1..65535"), message);
