@@ -35,16 +35,19 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Local transactions, broker-wide (docs/transactions.md): has what transactions publish staged in
  * their target queues, pending there ({@link QueueTransactions}), holds what they acknowledge in
- * their queues, commits each with one record in the {@link TransactionLog}, applies the commit to the
+ * their queues, commits each with one record (in its one target queue, T5, else in the
+ * {@link TransactionLog}), applies the commit to the
  * queues, and rolls back what is not committed: on TX_ROLLBACK, a closed connection, a timeout, a
  * refused operation, and at a start for what a crash interrupted before the commit record was durable.
  *
  * <p>Rules:
  * <ul>
- *   <li>X1 A commit record is written only once every message it names is durable in its queue, and
- *       nothing a transaction publishes becomes visible before its commit record is durable. OK to
+ *   <li>X1 A commit record is never durable before the messages it names: in the log it is written
+ *       only once every one is durable in its queue; in their one target queue (T5 of
+ *       {@link QueueTransactions}) it is appended after them, and a queue's durable part is a prefix.
+ *       Nothing a transaction publishes becomes visible before its commit record is durable. OK to
  *       TX_COMMIT goes out once the record is durable and the commit was applied in every queue.</li>
- *   <li>X2 Commits are applied in the order their records became durable; applying one is in memory
+ *   <li>X2 Commits are applied in the order their records were written, each once durable; applying one is in memory
  *       only (its staged messages become visible, its held deliveries are acknowledged), since the
  *       messages are stored already.</li>
  *   <li>X3 A commit record is finished (acknowledged in the log) only once nothing depends on it:
@@ -215,7 +218,10 @@ public final class TransactionCoordinator implements AutoCloseable {
         return CompletableFuture.allOf(redone.toArray(CompletableFuture[]::new));
     }
 
-    /** Recovery: {@code commit}'s acknowledgements applied again; its record (in {@code recordQueue}, or the log if null) then waits to be finished. */
+    /**
+     * Recovery: {@code commit}'s acknowledgements applied again; its record (in {@code recordQueue}, or the
+     * log if null) then waits to be finished.
+     */
     private CompletableFuture<Void> redoAcknowledgements(CommitRecord commit, Runnable finishRecord, BrokerQueue recordQueue) {
         List<CompletableFuture<?>> acked = new ArrayList<>();
         List<BrokerQueue> sources = new ArrayList<>();
@@ -366,7 +372,10 @@ public final class TransactionCoordinator implements AutoCloseable {
         forget(t);
     }
 
-    /** Every staging and hold of the transaction is in: its commit record is built, and written once its staged messages are durable (X1). */
+    /**
+     * Every staging and hold of the transaction is in: its commit record is built, and written where X1
+     * allows: into its one target queue at once (T5), else into the log once its staged messages are durable.
+     */
     private void prepareCommit(Transaction t) {
         if (t.state == Transaction.State.ABORTED) {
             answerAborted(t, t.commitRequestId);
