@@ -19,17 +19,13 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -60,8 +56,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *       reused: the next is above every one of a commit record still there.</li>
  *   <li>X5 A queue that keeps commit records (T5) has its files deleted only once the acknowledgements
  *       those commits applied in other queues are durable (waiting at most
- *       {@value #DELETE_WAIT_MS} ms): the record going with its queue must not take a committed
- *       transaction's acknowledgements with it.</li>
+ *       {@value QueueCommitRecords#DELETE_WAIT_MS} ms, {@link QueueCommitRecords}): the record going with
+ *       its queue must not take a committed transaction's acknowledgements with it.</li>
  * </ul>
  *
  * <p>Threads: one thread, {@code sluice-transactions}, owns every transaction and the log. A
@@ -71,8 +67,6 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class TransactionCoordinator implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(TransactionCoordinator.class);
     private static final long[] NO_IDS = new long[0];
-    /** How long a queue's delete waits for the acknowledgements of the commits whose records it keeps (X5). */
-    static final long DELETE_WAIT_MS = 10_000;
 
     private final EventExecutor executor = new DefaultEventExecutor(new DefaultThreadFactory("sluice-transactions", true));
     private final TransactionLog log;
@@ -90,19 +84,8 @@ public final class TransactionCoordinator implements AutoCloseable {
     private volatile long timeouts;
     private volatile long aborts;
     private volatile long applyFailures;
-    /** Commit records kept in their target queue (T5) and not finished yet, for the log-records metric. */
-    private final AtomicLong queueCommitRecords = new AtomicLong();
-    /**
-     * Coordinator thread: per queue, its commit records (T5) whose acknowledgements in other queues may
-     * not be durable yet, and who waits for none to be left (a delete of the queue, rule X5).
-     */
-    private final Map<BrokerQueue, Unsettled> unsettled = new HashMap<>();
-
-    /** The commit records of one queue whose acknowledgements may not be durable yet. */
-    private static final class Unsettled {
-        int records;
-        final List<CompletableFuture<Void>> waiters = new ArrayList<>();
-    }
+    /** Commit records kept in their target queue (T5): the metric's count, and what a queue's delete waits for (X5). */
+    private final QueueCommitRecords inQueues = new QueueCommitRecords(executor);
 
     private TransactionCoordinator(TransactionLog log, QueueManager queues, BrokerConfig.Transactions limits) {
         this.log = log;
@@ -121,7 +104,7 @@ public final class TransactionCoordinator implements AutoCloseable {
                                               BrokerConfig.Transactions limits) {
         TransactionLog log = TransactionLog.open(dataDirectory, storage, forcer);
         TransactionCoordinator coordinator = new TransactionCoordinator(log, queues, limits);
-        queues.beforeFilesDeleted(coordinator::awaitSettled);
+        queues.beforeFilesDeleted(coordinator.inQueues::awaitSettled);
         try {
             CompletableFuture.supplyAsync(coordinator::recover, coordinator.executor).thenCompose(done -> done).join();
             coordinator.executor.execute(coordinator.finisher::start);
@@ -188,8 +171,7 @@ public final class TransactionCoordinator implements AutoCloseable {
                 }
                 committed.add(found.transaction());
                 numbers = Math.max(numbers, found.transaction() + 1);
-                queueCommitRecords.incrementAndGet();
-                unsettled(q);
+                inQueues.written(q);
                 redoInQueues.add(() -> redone.add(redoAcknowledgements(commit, finishInQueue(q, found.id()), q)));
             }
         }
@@ -244,7 +226,7 @@ public final class TransactionCoordinator implements AutoCloseable {
             if (failed != null) {
                 LOG.warn("A committed transaction's acknowledgements could not be applied again ({}); the next start tries again.",
                         failed.toString());
-                settled(recordQueue);
+                inQueues.settled(recordQueue);
             } else {
                 finishOnceDurable(finishRecord, recordQueue, sources, targets);
             }
@@ -436,8 +418,7 @@ public final class TransactionCoordinator implements AutoCloseable {
             } else {
                 t.commitRecordQueue = target;
                 t.commitRecordId = id;
-                queueCommitRecords.incrementAndGet();
-                unsettled(target);
+                inQueues.written(target);
                 awaitDurableCommit(t, target.transactions().whenCommitRecordDurable(id));
             }
         }, executor);
@@ -499,7 +480,7 @@ public final class TransactionCoordinator implements AutoCloseable {
      */
     private void inDoubt(Transaction t, Throwable failed) {
         committing.remove(t);
-        settled(t.commitRecordQueue);
+        inQueues.settled(t.commitRecordQueue);
         t.state = Transaction.State.FINISHED;
         LOG.error("{}: its commit record could not be made durable ({}); whether it is committed is decided at the next start.",
                 t.describe(), failed.toString());
@@ -543,7 +524,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenRunAsync(() -> {
             finishCommitted(t);
             if (!parts.stream().allMatch(CompletableFuture::join)) { // its record stays: the next start applies it again
-                settled(t.commitRecordQueue);
+                inQueues.settled(t.commitRecordQueue);
             } else {
                 List<CommitFinisher.Target> targets = new ArrayList<>();
                 t.staged.forEach((q, s) -> {
@@ -570,7 +551,7 @@ public final class TransactionCoordinator implements AutoCloseable {
             durable.add(q.transactions().whenAcksDurable());
         }
         CompletableFuture.allOf(durable.toArray(CompletableFuture[]::new)).whenCompleteAsync((x, failed) -> {
-            settled(recordQueue); // a failed source queue's acknowledgements are applied again at the next start, if ever
+            inQueues.settled(recordQueue); // a failed source queue's acknowledgements are applied again at the next start, if ever
             if (failed != null) {
                 LOG.warn("A committed transaction's acknowledgements could not be made durable ({}); the next start applies "
                         + "them again.", failed.toString());
@@ -579,47 +560,6 @@ public final class TransactionCoordinator implements AutoCloseable {
             CrashPoint.reached(CrashPoint.BEFORE_FINISH);
             finisher.add(finishRecord, targets);
         }, executor);
-    }
-
-    /** A commit record was written in {@code queue} (T5): its acknowledgements elsewhere are not durable yet (X5). */
-    private void unsettled(BrokerQueue queue) {
-        unsettled.computeIfAbsent(queue, q -> new Unsettled()).records++;
-    }
-
-    /** The acknowledgements of a commit whose record is in {@code queue} (null: in the log) are durable, or never will be (X5). */
-    private void settled(BrokerQueue queue) {
-        Unsettled u = queue == null ? null : unsettled.get(queue);
-        if (u != null && --u.records == 0) {
-            unsettled.remove(queue);
-            u.waiters.forEach(w -> w.complete(null));
-        }
-    }
-
-    /**
-     * X5, on the thread that deletes {@code queue}, once it is closed (no commit record is written there
-     * any more): returns once the acknowledgements of every commit whose record it keeps are durable, or
-     * after {@value #DELETE_WAIT_MS} ms.
-     */
-    private void awaitSettled(BrokerQueue queue) {
-        try {
-            CompletableFuture.supplyAsync(() -> {
-                Unsettled u = unsettled.get(queue);
-                if (u == null) {
-                    return CompletableFuture.<Void>completedFuture(null);
-                }
-                CompletableFuture<Void> waiter = new CompletableFuture<>();
-                u.waiters.add(waiter);
-                return waiter;
-            }, executor).thenCompose(waiter -> waiter).get(DELETE_WAIT_MS, TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            LOG.warn("Queue '{}' is deleted while the acknowledgements of transactions whose commit records it keeps are "
-                    + "still not durable after {} ms; a crash before they are would deliver those messages again.",
-                    queue.name(), DELETE_WAIT_MS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (ExecutionException | RuntimeException e) {
-            LOG.debug("Queue '{}': no wait for its transactions' acknowledgements ({}).", queue.name(), e.toString());
-        }
     }
 
     /** Finishes commit records of the log: acknowledged there. */
@@ -631,7 +571,7 @@ public final class TransactionCoordinator implements AutoCloseable {
     private Runnable finishInQueue(BrokerQueue queue, long id) {
         return () -> queue.transactions().finishCommitRecord(id).whenComplete((x, failed) -> {
             if (failed == null) {
-                queueCommitRecords.decrementAndGet();
+                inQueues.finished();
             } else {
                 LOG.warn("Queue '{}': a finished commit's record could not be acknowledged ({}); the next start applies it "
                         + "again, which changes nothing.", queue.name(), failed.toString());
@@ -753,7 +693,7 @@ public final class TransactionCoordinator implements AutoCloseable {
      * acknowledgements or staged messages are not yet all acknowledged and durable.
      */
     public long logRecords() {
-        return log.records() + queueCommitRecords.get();
+        return log.records() + inQueues.unfinished();
     }
 
     /** Parts of commits whose acknowledgements the queue could not store (the next start applies them again). */
