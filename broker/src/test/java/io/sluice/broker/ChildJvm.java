@@ -53,9 +53,12 @@ final class ChildJvm {
         }
     }
 
-    /** Polls until the port accepts a TCP connection; fails early if the process died. */
+    /**
+     * Polls until the port accepts a TCP connection, up to 90 s (a broker recovering on 2 shared cores at load
+     * average 30 took more than 30 s to listen); fails early if the process died.
+     */
     static void awaitListening(Process process, int port, Path output) throws InterruptedException {
-        awaitListening(process, port, output, Duration.ofSeconds(30));
+        awaitListening(process, port, output, Duration.ofSeconds(90));
     }
 
     static void awaitListening(Process process, int port, Path output, Duration timeout) throws InterruptedException {

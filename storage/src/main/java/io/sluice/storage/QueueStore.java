@@ -250,8 +250,19 @@ public final class QueueStore {
     /** A message transaction {@code transaction} staged, {@link StoredMessage#transactional()}, its number as producer id; as above. */
     public long appendStaged(long transaction, ByteBuffer source, int headersOffset, int headersLength, int payloadOffset,
                              int payloadLength) {
-        return append(RecordCodec.FLAG_TRANSACTIONAL, transaction, 0, source, headersOffset, headersLength, source, payloadOffset,
-                payloadLength, 0);
+        return append(RecordCodec.FLAG_TRANSACTIONAL, transaction, RecordCodec.STAGED_MESSAGE, source, headersOffset, headersLength,
+                source, payloadOffset, payloadLength, 0);
+    }
+
+    /**
+     * The commit record of transaction {@code transaction}, written after the messages it staged here
+     * (the broker's encoding, in the payload): staged too, so never delivered, with
+     * {@link StoredMessage#producerSequence()} {@link RecordCodec#STAGED_COMMIT_RECORD}. Being later in
+     * the same log, it is durable only once every message staged before it is. As above otherwise.
+     */
+    public long appendStagedCommitRecord(long transaction, ByteBuffer record) {
+        return append(RecordCodec.FLAG_TRANSACTIONAL, transaction, RecordCodec.STAGED_COMMIT_RECORD, NO_BYTES, 0, 0, record,
+                record.position(), record.remaining(), 0);
     }
 
     /**

@@ -7,8 +7,12 @@ package io.sluice.storage;
  */
 @FunctionalInterface
 public interface StagedRecordVisitor {
-    StagedRecordVisitor NONE = (id, transaction, bytes) -> { };
+    StagedRecordVisitor NONE = (id, transaction, commitRecord, bytes) -> { };
 
-    /** Record {@code id} (its original id if relocated), staged by transaction {@code transaction}, of {@code bytes} headers plus payload. */
-    void staged(long id, long transaction, int bytes);
+    /**
+     * Record {@code id} (its original id if relocated), staged by transaction {@code transaction}, of
+     * {@code bytes} headers plus payload; {@code commitRecord} if it is that transaction's commit record
+     * ({@link QueueStore#appendStagedCommitRecord}), else a message it published.
+     */
+    void staged(long id, long transaction, boolean commitRecord, int bytes);
 }

@@ -152,7 +152,7 @@ class ReclaimByHandTest {
         assertTrue(copy.transactional(), "a relocated copy is still pending for the broker: " + copy);
         assertEquals(77, copy.producerId());
         List<String> found = new ArrayList<>();
-        long bytes = queue.unackedMessageBytes((id, transaction, messageBytes) -> found.add(id + "/" + transaction + "/" + messageBytes));
+        long bytes = queue.unackedMessageBytes((id, transaction, commitRecord, messageBytes) -> found.add(id + "/" + transaction + "/" + messageBytes));
         assertEquals(List.of(staged + "/77/1000"), found);
         assertEquals(1000, bytes, "only the staged message is unacknowledged");
     }

@@ -91,6 +91,7 @@ public final class QueueManager {
     /** Told of each queue declared from now on (the metrics, so no latency sample is missed). */
     private volatile Consumer<BrokerQueue> declaredListener = q -> { };
     private volatile Consumer<BrokerQueue> deletedListener = q -> { };
+    private volatile Consumer<BrokerQueue> beforeFilesDeleted = q -> { };
     private volatile boolean closing;
     /** Queues between their removal and the end of their store's deletion; guarded by this object's lock. */
     private final Set<String> deleting = new HashSet<>();
@@ -164,6 +165,15 @@ public final class QueueManager {
     /** Sets who is told of each queue deleted from now on, once it is closed and its files are gone; it must not block. */
     public void onDeleted(Consumer<BrokerQueue> listener) {
         this.deletedListener = listener;
+    }
+
+    /**
+     * Sets what runs on the declare thread for each queue being deleted, once it is closed and before its
+     * files are deleted (the transactions' commit records it keeps, rule T5 of QueueTransactions); it may
+     * block briefly, and holds up declares and deletes meanwhile.
+     */
+    public void beforeFilesDeleted(Consumer<BrokerQueue> listener) {
+        this.beforeFilesDeleted = listener;
     }
 
     /** The queue, or null. */
@@ -470,6 +480,7 @@ public final class QueueManager {
             // Not under this object's lock: the queue's event loop may be waiting for it (a dead-letter
             // queue created there), and this waits for that loop.
             closeQueue(name, q);
+            beforeFilesDeleted.accept(q);
             synchronized (this) {
                 store.deleteQueue(name);
                 try {

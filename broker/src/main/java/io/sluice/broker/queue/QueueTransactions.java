@@ -5,6 +5,7 @@ import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
+import io.sluice.storage.MessageTooLargeException;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StorageException;
 import io.sluice.storage.StoredMessage;
@@ -12,6 +13,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -38,6 +40,14 @@ import java.util.function.Supplier;
  *   <li>T4 At a start, the records found staged ({@link StagedAtOpen}) stay pending until the
  *       coordinator says which transactions committed ({@link #recoverStaged}); the others' are
  *       discarded before any client is served.</li>
+ *   <li>T5 A transaction whose messages all went to this queue has its commit record written here,
+ *       after them ({@link #writeCommitRecord}): a staged record too, pending (never delivered, out of
+ *       the message count and the backlog's bytes, left by purge and drop-oldest; it counts as a message
+ *       in the store's, as the quota sees it) until the coordinator finishes it
+ *       ({@link #finishCommitRecord}). One force of this queue makes the messages and the record
+ *       durable, since the durable part of a queue is a prefix. At a start the commit records found
+ *       ({@link #commitRecordsFound}) stay pending whatever {@link #recoverStaged} decides for the
+ *       messages, unless their transaction is taken as rolled back (a damaged record).</li>
  * </ul>
  *
  * <p>Threads: every method runs on the queue's executor, but for those that say otherwise; the
@@ -148,6 +158,11 @@ public final class QueueTransactions {
             }
             stagedMessages += count;
             stagedBytes += bytes;
+        });
+        found.commitRecords().forEach((transaction, record) -> { // T5: pending until finished, no message's bytes
+            pending.add(record.id());
+            stagedMessages++;
+            backlog.removed(record.bytes());
         });
     }
 
@@ -298,6 +313,86 @@ public final class QueueTransactions {
     }
 
     /**
+     * T5: appends the commit record of transaction {@code transaction} ({@code record}, the coordinator's
+     * encoding) after the messages it staged here, pending. Completes with its id, or -1 if the queue was
+     * deleted or the record is larger than the queue takes (the coordinator writes it to its log then).
+     * Fails if the store refused it (a full disk, a failed queue).
+     */
+    public CompletableFuture<Long> writeCommitRecord(long transaction, ByteBuffer record) {
+        return on(() -> {
+            if (queue.isClosed()) {
+                return -1L;
+            }
+            stagedMessages++; // counted pending before the store counts it, as a staged message is
+            long id;
+            try {
+                id = store.appendStagedCommitRecord(transaction, record);
+            } catch (MessageTooLargeException e) {
+                stagedMessages--;
+                return -1L;
+            } catch (RuntimeException e) {
+                stagedMessages--;
+                throw e;
+            }
+            producers.appended(id);
+            pending.add(id);
+            return id;
+        });
+    }
+
+    /** A future completed once commit record {@code id} written here is durable; fails if the queue's storage failed. Any thread. */
+    public CompletableFuture<Long> whenCommitRecordDurable(long id) {
+        return store.whenDurable(id);
+    }
+
+    /**
+     * T5: the commit record {@code id} is no longer needed (X3 of the coordinator): acknowledged. A queue
+     * deleted meanwhile took it along.
+     */
+    public CompletableFuture<Void> finishCommitRecord(long id) {
+        return on(() -> {
+            if (queue.isClosed() || !pending.contains(id)) {
+                return null;
+            }
+            pending.remove(id);
+            order.discarded(id);
+            store.ack(id);
+            stagedMessages--;
+            effects.backlogChanged();
+            return null;
+        });
+    }
+
+    /** A commit record found at open (T5): its transaction, its id here and its payload. */
+    public record FoundCommitRecord(long transaction, long id, ByteBuffer payload) {
+    }
+
+    /**
+     * Recovery (T5): the commit records found at open, read back; an unreadable one is left out, so its
+     * transaction is taken as rolled back. Before {@link #recoverStaged}.
+     */
+    public CompletableFuture<List<FoundCommitRecord>> commitRecordsFound() {
+        return on(() -> {
+            List<FoundCommitRecord> result = new ArrayList<>();
+            if (found == null) {
+                return result;
+            }
+            found.commitRecords().forEach((transaction, at) -> {
+                try {
+                    StoredMessage m = store.read(at.id());
+                    if (m != null) {
+                        result.add(new FoundCommitRecord(transaction, at.id(), m.payload()));
+                    }
+                } catch (RuntimeException e) {
+                    LOG.error("Queue '{}': the commit record {} of transaction {} cannot be read ({}); the transaction is "
+                            + "taken as rolled back.", queue.name(), at.id(), transaction, e.getMessage());
+                }
+            });
+            return result;
+        });
+    }
+
+    /**
      * A future completed once record {@code lastId} (and so every staged record before it) is durable;
      * completed normally, too, if the queue was deleted meanwhile, since its part of a commit went with it.
      * Any thread.
@@ -427,6 +522,11 @@ public final class QueueTransactions {
                 } else {
                     discardNow(ids, count, bytes);
                     discarded[0] += count;
+                }
+            });
+            recovered.commitRecords().forEach((transaction, at) -> { // T5: a committed one stays pending until finished
+                if (!committed.test(transaction)) {
+                    discardNow(new long[] {at.id()}, 1, 0); // its bytes left the backlog at open
                 }
             });
             effects.visible(0);

@@ -8,7 +8,8 @@ import java.util.Map;
 
 /**
  * The unacknowledged records transactions had staged in a queue, by transaction number, as the pass
- * that opens the queue found them (rule T4 of {@link QueueTransactions}): what recovery resolves.
+ * that opens the queue found them (rule T4 of {@link QueueTransactions}): what recovery resolves. The
+ * commit records among them (T5) are kept apart: they tell recovery which transactions committed.
  * Memory is the ids of those records, until recovery is over. Filled on the thread that opens the
  * queue, then read on the queue's executor; not thread-safe.
  */
@@ -25,15 +26,30 @@ final class StagedAtOpen implements StagedRecordVisitor {
     }
 
     private final Map<Long, Records> byTransaction = new LinkedHashMap<>();
+    /** A commit record found: its id here and its bytes (headers plus payload). */
+    record CommitRecordAt(long id, int bytes) {
+    }
+
+    /** The commit records found (a transaction's, in its one target queue), by transaction number. */
+    private final Map<Long, CommitRecordAt> commitRecords = new LinkedHashMap<>();
 
     @Override
-    public void staged(long id, long transaction, int bytes) {
+    public void staged(long id, long transaction, boolean commitRecord, int bytes) {
+        if (commitRecord) {
+            commitRecords.put(transaction, new CommitRecordAt(id, bytes));
+            return;
+        }
         Records r = byTransaction.computeIfAbsent(transaction, n -> new Records());
         if (r.count == r.ids.length) {
             r.ids = Arrays.copyOf(r.ids, r.count * 2);
         }
         r.ids[r.count++] = id;
         r.bytes += bytes;
+    }
+
+    /** The commit records found, by transaction number: their ids in this queue. */
+    Map<Long, CommitRecordAt> commitRecords() {
+        return commitRecords;
     }
 
     void forEach(Visitor visitor) {

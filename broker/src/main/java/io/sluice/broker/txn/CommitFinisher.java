@@ -14,17 +14,19 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The commit records that must stay in the transaction log (rule X3 of {@link TransactionCoordinator}),
- * and their finish once nothing depends on them. A commit record is what makes its staged messages
- * visible across a restart: recovery discards a staged record whose transaction has no commit record
- * in the log. So a record is finished only once every message it staged has been acknowledged in its
- * queue (consumed, purged, dead-lettered, or its queue deleted), and those acknowledgements are durable.
+ * The commit records that must stay (rule X3 of {@link TransactionCoordinator}), in the transaction log
+ * or in the one target queue of their transaction (T5), and their finish once nothing depends on them.
+ * A commit record is what makes its staged messages visible across a restart: recovery discards a
+ * staged record whose transaction has no commit record. So a record is finished only once every
+ * message it staged has been acknowledged in its queue (consumed, purged, dead-lettered, or its queue
+ * deleted), and those acknowledgements are durable.
  *
  * <p>Checked by a sweep every {@value #SWEEP_MS} ms rather than on each acknowledgement, so the
  * queues' acknowledgement path does no work for it. A queue's part is done at once when the queue's
  * oldest unacknowledged message is newer than the part's newest staged one (the usual case, with
  * consumers keeping up); else its ids are looked at one by one, from where the last sweep stopped,
- * so a sweep costs one look per commit still waiting.
+ * so a sweep costs one look per commit still waiting. (A commit record kept in a queue is itself an
+ * unacknowledged message there, older than the commits after it: those take the look by id.)
  *
  * <p>Threads: the coordinator's thread only.
  */
@@ -36,28 +38,26 @@ final class CommitFinisher {
     record Target(BrokerQueue queue, long[] ids, long newest) {
     }
 
-    /** One commit's log records, waiting for the staged messages of its target queues to be acknowledged. */
+    /** One commit's record, waiting for the staged messages of its target queues to be acknowledged. */
     private static final class Waiting {
-        final long[] records;
+        final Runnable finishRecord;
         final List<Target> targets;
         /** Targets before this index are done. */
         int done;
         /** In the target at {@link #done}, the ids before this index are acknowledged. */
         int acknowledged;
 
-        Waiting(long[] records, List<Target> targets) {
-            this.records = records;
+        Waiting(Runnable finishRecord, List<Target> targets) {
+            this.finishRecord = finishRecord;
             this.targets = targets;
         }
     }
 
-    private final TransactionLog log;
     private final EventExecutor executor;
     private final List<Waiting> waiting = new ArrayList<>();
     private ScheduledFuture<?> sweep;
 
-    CommitFinisher(TransactionLog log, EventExecutor executor) {
-        this.log = log;
+    CommitFinisher(EventExecutor executor) {
         this.executor = executor;
     }
 
@@ -66,14 +66,15 @@ final class CommitFinisher {
     }
 
     /**
-     * The log records {@code records} of a commit whose acknowledgements are durable: finished once
-     * the messages it staged in {@code targets} are acknowledged.
+     * The record of a commit whose acknowledgements are durable, finished by {@code finishRecord} (an
+     * acknowledgement in the log, or in the target queue that holds it) once the messages it staged in
+     * {@code targets} are acknowledged.
      */
-    void add(long[] records, List<Target> targets) {
+    void add(Runnable finishRecord, List<Target> targets) {
         if (targets.isEmpty()) {
-            log.finished(records);
+            finishRecord.run();
         } else {
-            waiting.add(new Waiting(records, targets));
+            waiting.add(new Waiting(finishRecord, targets));
         }
     }
 
@@ -109,10 +110,10 @@ final class CommitFinisher {
         }
         CompletableFuture.allOf(durable.toArray(CompletableFuture[]::new)).whenCompleteAsync((x, failed) -> {
             try {
-                log.finished(w.records);
+                w.finishRecord.run();
             } catch (RuntimeException e) {
-                LOG.warn("Transaction log: a finished commit's record could not be acknowledged ({}); the next start "
-                        + "applies it again, which changes nothing.", e.toString());
+                LOG.warn("A finished commit's record could not be acknowledged ({}); the next start applies it again, "
+                        + "which changes nothing.", e.toString());
             }
         }, executor);
     }

@@ -7,7 +7,10 @@ package io.sluice.broker.txn;
  * costs one comparison with null.
  */
 final class CrashPoint {
-    /** A commit's staged messages are durable in their queues; its commit record is about to be written. */
+    /**
+     * A commit's staged messages are stored in their queues (durable, when the record goes to the log); its
+     * commit record is about to be written, in the log or in its one target queue (T5).
+     */
     static final String BEFORE_COMMIT_RECORD = "txn-before-commit-record";
     /** A commit record is durable and nothing of it is applied yet (its staged messages pending, its acks held). */
     static final String AFTER_COMMIT_RECORD = "txn-after-commit-record";

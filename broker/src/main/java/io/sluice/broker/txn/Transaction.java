@@ -81,7 +81,10 @@ final class Transaction {
     long bytes;
     ScheduledFuture<?> timeout;
     long commitRequestId;
+    /** Its commit record's id: in the log, or in {@link #commitRecordQueue} if it was written there (T5). */
     long commitRecordId = -1;
+    /** The one target queue its commit record was written in, or null if it is in the log. */
+    BrokerQueue commitRecordQueue;
     boolean durable;
 
     Transaction(ConnectionTransactions owner, TransactionLink link, long clientId, long number) {

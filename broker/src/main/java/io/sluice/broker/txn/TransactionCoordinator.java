@@ -15,6 +15,7 @@ import io.sluice.storage.durability.FileForcer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -30,25 +31,33 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Local transactions, broker-wide (docs/transactions.md): has what transactions publish staged in
  * their target queues, pending there ({@link QueueTransactions}), holds what they acknowledge in
- * their queues, commits each with one record in the {@link TransactionLog}, applies the commit to the
+ * their queues, commits each with one record (in its one target queue, T5, else in the
+ * {@link TransactionLog}), applies the commit to the
  * queues, and rolls back what is not committed: on TX_ROLLBACK, a closed connection, a timeout, a
  * refused operation, and at a start for what a crash interrupted before the commit record was durable.
  *
  * <p>Rules:
  * <ul>
- *   <li>X1 A commit record is written only once every message it names is durable in its queue, and
- *       nothing a transaction publishes becomes visible before its commit record is durable. OK to
+ *   <li>X1 A commit record is never durable before the messages it names: in the log it is written
+ *       only once every one is durable in its queue; in their one target queue (T5 of
+ *       {@link QueueTransactions}) it is appended after them, and a queue's durable part is a prefix.
+ *       Nothing a transaction publishes becomes visible before its commit record is durable. OK to
  *       TX_COMMIT goes out once the record is durable and the commit was applied in every queue.</li>
- *   <li>X2 Commits are applied in the order their records became durable; applying one is in memory
+ *   <li>X2 Commits are applied in the order their records were written, each once durable; applying one is in memory
  *       only (its staged messages become visible, its held deliveries are acknowledged), since the
  *       messages are stored already.</li>
  *   <li>X3 A commit record is finished (acknowledged in the log) only once nothing depends on it:
  *       the acknowledgements it applied are durable, and every message it staged is acknowledged in
  *       its queue with that durable too ({@link CommitFinisher}). Until then a restart needs it to
  *       tell its staged messages from an uncommitted transaction's (X4).</li>
- *   <li>X4 At a start, a staged message whose transaction has no commit record in the log is
- *       discarded, and each commit record's acknowledgements are applied again, before any client is
- *       served. Transaction numbers are never reused: the next is above every one in the log.</li>
+ *   <li>X4 At a start, a staged message whose transaction has no commit record (in the log, or in its
+ *       target queue: T5 of {@link QueueTransactions}) is discarded, and each commit record's
+ *       acknowledgements are applied again, before any client is served. Transaction numbers are never
+ *       reused: the next is above every one of a commit record still there.</li>
+ *   <li>X5 A queue that keeps commit records (T5) has its files deleted only once the acknowledgements
+ *       those commits applied in other queues are durable (waiting at most
+ *       {@value QueueCommitRecords#DELETE_WAIT_MS} ms, {@link QueueCommitRecords}): the record going with
+ *       its queue must not take a committed transaction's acknowledgements with it.</li>
  * </ul>
  *
  * <p>Threads: one thread, {@code sluice-transactions}, owns every transaction and the log. A
@@ -75,12 +84,14 @@ public final class TransactionCoordinator implements AutoCloseable {
     private volatile long timeouts;
     private volatile long aborts;
     private volatile long applyFailures;
+    /** Commit records kept in their target queue (T5): the metric's count, and what a queue's delete waits for (X5). */
+    private final QueueCommitRecords inQueues = new QueueCommitRecords(executor);
 
     private TransactionCoordinator(TransactionLog log, QueueManager queues, BrokerConfig.Transactions limits) {
         this.log = log;
         this.queues = queues;
         this.limits = limits;
-        this.finisher = new CommitFinisher(log, executor);
+        this.finisher = new CommitFinisher(executor);
         this.nextNumber = new AtomicLong(System.currentTimeMillis() << 16);
     }
 
@@ -93,6 +104,7 @@ public final class TransactionCoordinator implements AutoCloseable {
                                               BrokerConfig.Transactions limits) {
         TransactionLog log = TransactionLog.open(dataDirectory, storage, forcer);
         TransactionCoordinator coordinator = new TransactionCoordinator(log, queues, limits);
+        queues.beforeFilesDeleted(coordinator.inQueues::awaitSettled);
         try {
             CompletableFuture.supplyAsync(coordinator::recover, coordinator.executor).thenCompose(done -> done).join();
             coordinator.executor.execute(coordinator.finisher::start);
@@ -137,34 +149,65 @@ public final class TransactionCoordinator implements AutoCloseable {
                 rolledBack++;
             }
         }
+        // T5: the commit records kept in their transaction's one target queue. Asked of every queue at once,
+        // then read: one round trip to the queues' executors, not one per queue.
+        List<BrokerQueue> all = new ArrayList<>(queues.all());
+        List<CompletableFuture<List<QueueTransactions.FoundCommitRecord>>> asked = new ArrayList<>();
+        for (BrokerQueue q : all) {
+            asked.add(q.transactions().commitRecordsFound());
+        }
+        List<CompletableFuture<Void>> redone = new ArrayList<>();
+        List<Runnable> redoInQueues = new ArrayList<>();
+        for (int i = 0; i < all.size(); i++) {
+            BrokerQueue q = all.get(i);
+            for (QueueTransactions.FoundCommitRecord found : asked.get(i).join()) {
+                CommitRecord commit;
+                try {
+                    commit = CommitRecord.decode(found.payload());
+                } catch (IllegalArgumentException e) {
+                    LOG.error("Transaction {}: its commit record {} in queue '{}' is damaged ({}); the transaction is taken as "
+                            + "rolled back.", found.transaction(), found.id(), q.name(), e.getMessage());
+                    continue;
+                }
+                committed.add(found.transaction());
+                numbers = Math.max(numbers, found.transaction() + 1);
+                inQueues.written(q);
+                redoInQueues.add(() -> redone.add(redoAcknowledgements(commit, finishInQueue(q, found.id()), q)));
+            }
+        }
         nextNumber.set(numbers);
-        // Asked of every queue at once, then read: one round trip to the queues' executors, not one per queue.
         List<CompletableFuture<Long>> discards = new ArrayList<>();
-        for (BrokerQueue q : queues.all()) {
+        for (BrokerQueue q : all) {
             discards.add(q.transactions().recoverStaged(committed::contains));
         }
         long discarded = 0;
         for (CompletableFuture<Long> f : discards) {
             discarded += f.join();
         }
-        List<CompletableFuture<Void>> redone = new ArrayList<>();
         for (TransactionLog.Interrupted t : interrupted) {
             if (t.commit() != null) {
-                redone.add(redoAcknowledgements(t));
+                redone.add(redoAcknowledgements(t.commit(), finishInLog(t.records().stream().mapToLong(Long::longValue).toArray()),
+                        null));
             }
         }
-        if (!interrupted.isEmpty() || discarded > 0) {
-            LOG.info("Transaction log: {} committed transactions whose published messages may not all be consumed yet, "
-                    + "their acknowledgements applied again; {} staged messages of transactions that never committed "
-                    + "discarded ({} records rolled back).", redone.size(), discarded, rolledBack);
+        redoInQueues.forEach(Runnable::run);
+        if (!interrupted.isEmpty() || !redone.isEmpty() || discarded > 0) {
+            LOG.info("Transactions: {} committed transactions whose published messages may not all be consumed yet ({} of "
+                    + "them with their commit record in their target queue), their acknowledgements applied again; {} staged "
+                    + "messages of transactions that never committed discarded ({} log records rolled back).", redone.size(),
+                    redoInQueues.size(), discarded, rolledBack);
         }
         return CompletableFuture.allOf(redone.toArray(CompletableFuture[]::new));
     }
 
-    private CompletableFuture<Void> redoAcknowledgements(TransactionLog.Interrupted t) {
+    /**
+     * Recovery: {@code commit}'s acknowledgements applied again; its record (in {@code recordQueue}, or the
+     * log if null) then waits to be finished.
+     */
+    private CompletableFuture<Void> redoAcknowledgements(CommitRecord commit, Runnable finishRecord, BrokerQueue recordQueue) {
         List<CompletableFuture<?>> acked = new ArrayList<>();
         List<BrokerQueue> sources = new ArrayList<>();
-        for (CommitRecord.Part source : t.commit().sources()) {
+        for (CommitRecord.Part source : commit.sources()) {
             BrokerQueue q = queues.get(source.queue());
             if (q != null) { // a queue deleted since: its acknowledgements went with it
                 acked.add(q.transactions().ackRecovered(source.ids()));
@@ -172,20 +215,20 @@ public final class TransactionCoordinator implements AutoCloseable {
             }
         }
         List<CommitFinisher.Target> targets = new ArrayList<>();
-        for (CommitRecord.Part target : t.commit().targets()) {
+        for (CommitRecord.Part target : commit.targets()) {
             BrokerQueue q = queues.get(target.queue());
             if (q != null) {
                 targets.add(new CommitFinisher.Target(q, target.ids(), target.highestId()));
             }
         }
-        long[] records = t.records().stream().mapToLong(Long::longValue).toArray();
         return CompletableFuture.allOf(acked.toArray(CompletableFuture[]::new)).handleAsync((x, failed) -> {
             CrashPoint.reached(CrashPoint.RECOVERY_BEFORE_FINISH);
             if (failed != null) {
                 LOG.warn("A committed transaction's acknowledgements could not be applied again ({}); the next start tries again.",
                         failed.toString());
+                inQueues.settled(recordQueue);
             } else {
-                finishOnceDurable(records, sources, targets);
+                finishOnceDurable(finishRecord, recordQueue, sources, targets);
             }
             return null;
         }, executor);
@@ -311,7 +354,10 @@ public final class TransactionCoordinator implements AutoCloseable {
         forget(t);
     }
 
-    /** Every staging and hold of the transaction is in: its commit record is built, and written once its staged messages are durable (X1). */
+    /**
+     * Every staging and hold of the transaction is in: its commit record is built, and written where X1
+     * allows: into its one target queue at once (T5), else into the log once its staged messages are durable.
+     */
     private void prepareCommit(Transaction t) {
         if (t.state == Transaction.State.ABORTED) {
             answerAborted(t, t.commitRequestId);
@@ -319,11 +365,11 @@ public final class TransactionCoordinator implements AutoCloseable {
         }
         t.sealed = true;
         List<CommitRecord.Part> targets = new ArrayList<>();
-        List<CompletableFuture<Long>> stagedDurable = new ArrayList<>();
+        List<BrokerQueue> targetQueues = new ArrayList<>();
         t.staged.forEach((q, s) -> {
             if (s.count > 0) {
                 targets.add(new CommitRecord.Part(q.name(), s.ids()));
-                stagedDurable.add(q.transactions().whenStagedDurable(s.lastId));
+                targetQueues.add(q);
             }
         });
         List<CommitRecord.Part> sources = new ArrayList<>();
@@ -348,6 +394,42 @@ public final class TransactionCoordinator implements AutoCloseable {
                     + " bytes, over the transaction log's " + log.maxRecordBytes() + " (too many queues or messages)");
             return;
         }
+        if (targetQueues.size() == 1) {
+            writeCommitInQueue(t, record, targetQueues.get(0));
+        } else {
+            writeCommitInLog(t, record, targetQueues);
+        }
+    }
+
+    /**
+     * T5: the commit record of a transaction that published to one queue goes into that queue, after
+     * its staged messages, so one force of the queue makes both durable (X1 holds: the record cannot be
+     * durable before the messages it names). A queue deleted meanwhile, or a record too large for it,
+     * sends it to the log instead.
+     */
+    private void writeCommitInQueue(Transaction t, CommitRecord record, BrokerQueue target) {
+        CrashPoint.reached(CrashPoint.BEFORE_COMMIT_RECORD);
+        ByteBuffer encoded = record.encode();
+        target.transactions().writeCommitRecord(t.number, encoded).whenCompleteAsync((id, failed) -> {
+            if (failed != null) {
+                refuseCommit(t, ErrorCodes.of(failed), "queue '" + target.name() + "' refused its commit record: " + message(failed));
+            } else if (id < 0) {
+                writeCommitInLog(t, record, List.of(target));
+            } else {
+                t.commitRecordQueue = target;
+                t.commitRecordId = id;
+                inQueues.written(target);
+                awaitDurableCommit(t, target.transactions().whenCommitRecordDurable(id));
+            }
+        }, executor);
+    }
+
+    /** X1: the commit record goes to the log once the messages it names are durable in their queues. */
+    private void writeCommitInLog(Transaction t, CommitRecord record, List<BrokerQueue> targetQueues) {
+        List<CompletableFuture<Long>> stagedDurable = new ArrayList<>();
+        for (BrokerQueue q : targetQueues) {
+            stagedDurable.add(q.transactions().whenStagedDurable(t.staged.get(q).lastId));
+        }
         CompletableFuture.allOf(stagedDurable.toArray(CompletableFuture[]::new)).whenCompleteAsync((x, failed) -> {
             if (failed != null) {
                 refuseCommit(t, ErrorCodes.of(failed), "its published messages could not be made durable in their queues: "
@@ -366,8 +448,13 @@ public final class TransactionCoordinator implements AutoCloseable {
             refuseCommit(t, ErrorCodes.of(e), "the transaction log refused its commit record: " + message(e));
             return;
         }
+        awaitDurableCommit(t, log.whenDurable(t.commitRecordId));
+    }
+
+    /** The commit record is written: the transaction is committed once {@code durable} completes, and applied in write order (X2). */
+    private void awaitDurableCommit(Transaction t, CompletableFuture<Long> durable) {
         committing.add(t);
-        log.whenDurable(t.commitRecordId).whenCompleteAsync((id, failed) -> {
+        durable.whenCompleteAsync((id, failed) -> {
             if (failed != null) {
                 inDoubt(t, failed);
             } else {
@@ -393,6 +480,7 @@ public final class TransactionCoordinator implements AutoCloseable {
      */
     private void inDoubt(Transaction t, Throwable failed) {
         committing.remove(t);
+        inQueues.settled(t.commitRecordQueue);
         t.state = Transaction.State.FINISHED;
         LOG.error("{}: its commit record could not be made durable ({}); whether it is committed is decided at the next start.",
                 t.describe(), failed.toString());
@@ -435,36 +523,60 @@ public final class TransactionCoordinator implements AutoCloseable {
         }
         CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenRunAsync(() -> {
             finishCommitted(t);
-            if (parts.stream().allMatch(CompletableFuture::join)) { // else its record stays: the next start applies it again
+            if (!parts.stream().allMatch(CompletableFuture::join)) { // its record stays: the next start applies it again
+                inQueues.settled(t.commitRecordQueue);
+            } else {
                 List<CommitFinisher.Target> targets = new ArrayList<>();
                 t.staged.forEach((q, s) -> {
                     if (s.count > 0) {
                         targets.add(new CommitFinisher.Target(q, s.ids(), s.lastId));
                     }
                 });
-                finishOnceDurable(new long[] {t.commitRecordId}, new ArrayList<>(t.held.keySet()), targets);
+                Runnable finishRecord = t.commitRecordQueue == null ? finishInLog(new long[] {t.commitRecordId})
+                        : finishInQueue(t.commitRecordQueue, t.commitRecordId);
+                finishOnceDurable(finishRecord, t.commitRecordQueue, new ArrayList<>(t.held.keySet()), targets);
             }
         }, executor);
     }
 
     /**
-     * Once the acknowledgements a commit applied in {@code sources} are durable, its log records go to
-     * the {@link CommitFinisher}, which finishes them once its staged messages are acknowledged (X3).
+     * Once the acknowledgements a commit applied in {@code sources} are durable, its record goes to the
+     * {@link CommitFinisher}, which finishes it ({@code finishRecord}) once its staged messages are
+     * acknowledged (X3). A record kept in a queue ({@code recordQueue}; null for the log) is then settled (X5).
      */
-    private void finishOnceDurable(long[] records, List<BrokerQueue> sources, List<CommitFinisher.Target> targets) {
+    private void finishOnceDurable(Runnable finishRecord, BrokerQueue recordQueue, List<BrokerQueue> sources,
+                                   List<CommitFinisher.Target> targets) {
         List<CompletableFuture<Void>> durable = new ArrayList<>();
         for (BrokerQueue q : sources) {
             durable.add(q.transactions().whenAcksDurable());
         }
         CompletableFuture.allOf(durable.toArray(CompletableFuture[]::new)).whenCompleteAsync((x, failed) -> {
+            inQueues.settled(recordQueue); // a failed source queue's acknowledgements are applied again at the next start, if ever
             if (failed != null) {
                 LOG.warn("A committed transaction's acknowledgements could not be made durable ({}); the next start applies "
                         + "them again.", failed.toString());
                 return;
             }
             CrashPoint.reached(CrashPoint.BEFORE_FINISH);
-            finisher.add(records, targets);
+            finisher.add(finishRecord, targets);
         }, executor);
+    }
+
+    /** Finishes commit records of the log: acknowledged there. */
+    private Runnable finishInLog(long[] records) {
+        return () -> log.finished(records);
+    }
+
+    /** Finishes a commit record kept in {@code queue} (T5): acknowledged there. */
+    private Runnable finishInQueue(BrokerQueue queue, long id) {
+        return () -> queue.transactions().finishCommitRecord(id).whenComplete((x, failed) -> {
+            if (failed == null) {
+                inQueues.finished();
+            } else {
+                LOG.warn("Queue '{}': a finished commit's record could not be acknowledged ({}); the next start applies it "
+                        + "again, which changes nothing.", queue.name(), failed.toString());
+            }
+        });
     }
 
     private void finishCommitted(Transaction t) {
@@ -576,9 +688,12 @@ public final class TransactionCoordinator implements AutoCloseable {
         return aborts;
     }
 
-    /** Records of the log still needed (X3): commits whose acknowledgements or staged messages are not yet all acknowledged and durable. */
+    /**
+     * Commit records still needed (X3), in the log and in target queues (T5): commits whose
+     * acknowledgements or staged messages are not yet all acknowledged and durable.
+     */
     public long logRecords() {
-        return log.records();
+        return log.records() + inQueues.unfinished();
     }
 
     /** Parts of commits whose acknowledgements the queue could not store (the next start applies them again). */

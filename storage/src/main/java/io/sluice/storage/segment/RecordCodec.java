@@ -30,7 +30,10 @@ import java.util.zip.CRC32C;
  * (a copy the broker forwarded from another queue, such as a dead letter: its producer identity is
  * the original publisher's, not a producer of this queue), bit 2 {@link #FLAG_TRANSACTIONAL} (a
  * message a transaction staged: its producer id is the transaction's number, and it is not to be
- * delivered unless that transaction committed; the broker decides, docs/transactions.md).
+ * delivered unless that transaction committed; the broker decides, docs/transactions.md). A staged
+ * record's producerSequence says what the transaction wrote: {@link #STAGED_MESSAGE} (0) a message,
+ * {@link #STAGED_COMMIT_RECORD} (1) the transaction's commit record, written after its messages in
+ * their one target queue and never delivered.
  *
  * Field offsets: crc 0, version 4, flags 5, headersLength 6, originalId 8, deliveryCount 16,
  * producerId 20, producerSequence 28, timestampMillis 36, payloadLength 44, headers 48.
@@ -44,10 +47,15 @@ public final class RecordCodec {
     public static final int FLAG_RELOCATED = 1;
     public static final int FLAG_FORWARDED = 2;
     public static final int FLAG_TRANSACTIONAL = 4;
+    /** The producerSequence of a staged record that is a message. */
+    public static final long STAGED_MESSAGE = 0;
+    /** The producerSequence of a staged record that is its transaction's commit record. */
+    public static final long STAGED_COMMIT_RECORD = 1;
     /** Offsets inside a record, for a pass that reads a field without decoding the record. */
     public static final int OFFSET_FLAGS_BYTE = 5;
     public static final int OFFSET_ORIGINAL_ID_FIELD = 8;
     public static final int OFFSET_PRODUCER_ID_FIELD = 20;
+    public static final int OFFSET_PRODUCER_SEQUENCE_FIELD = 28;
     public static final int MAX_HEADERS_BYTES = 0xFFFF;
 
     private static final int OFFSET_VERSION = 4;

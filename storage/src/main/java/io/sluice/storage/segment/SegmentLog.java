@@ -493,7 +493,7 @@ public final class SegmentLog implements AutoCloseable {
     }
 
     /**
-     * Tells {@code staged} of the record at the reading position if a transaction staged it. Reads two
+     * Tells {@code staged} of the record at the reading position if a transaction staged it. Reads three
      * fields in place (Chronicle's bytes are little-endian, as {@link RecordCodec} writes); the checksum
      * is not verified here: a damaged record is found by the reader that reaches it.
      */
@@ -502,7 +502,9 @@ public final class SegmentLog implements AutoCloseable {
         int flags = record.readUnsignedByte(start + RecordCodec.OFFSET_FLAGS_BYTE);
         if ((flags & RecordCodec.FLAG_TRANSACTIONAL) != 0) {
             long id = (flags & RecordCodec.FLAG_RELOCATED) != 0 ? record.readLong(start + RecordCodec.OFFSET_ORIGINAL_ID_FIELD) : index;
-            staged.staged(id, record.readLong(start + RecordCodec.OFFSET_PRODUCER_ID_FIELD), messageBytes);
+            staged.staged(id, record.readLong(start + RecordCodec.OFFSET_PRODUCER_ID_FIELD),
+                    record.readLong(start + RecordCodec.OFFSET_PRODUCER_SEQUENCE_FIELD) == RecordCodec.STAGED_COMMIT_RECORD,
+                    messageBytes);
         }
     }
 

@@ -92,7 +92,9 @@ final class QueueDumper {
         if (codec.relocated()) {
             b.append(String.format(" relocated from 0x%x", original));
         }
-        if (codec.transactional()) { // its producer id is the transaction's number; the broker delivers it only if that committed
+        if (codec.transactional() && codec.producerSequence() == RecordCodec.STAGED_COMMIT_RECORD) {
+            b.append(" a transaction's commit record"); // never delivered; its transaction's messages staged here are committed
+        } else if (codec.transactional()) { // its producer id is the transaction's number; the broker delivers it only if that committed
             b.append(" staged by a transaction");
         }
         b.append(" producer ").append(codec.producerId()).append('/').append(codec.producerSequence());
