@@ -621,7 +621,7 @@ final class AdminApi {
     private Map<String, Object> purge(String name) {
         Replication replication = requireLeaderIfCluster();
         if (replication != null) {
-            return Map.of("queue", name, "purgedMessages", awaitReplicated(queue(name).purgeReplicated(replication),
+            return Map.of("queue", name, "purgedMessages", awaitReplicated(replication.purge(queue(name)),
                     "purge of queue '" + name + "'"));
         }
         io.netty.util.concurrent.Future<Long> f = queue(name).purge();

@@ -370,7 +370,7 @@ final class ClientSession {
         long requestId = purge.requestId();
         if (queues.replication() != null) {
             // Rule R7 of docs/replication.md: answered once the removed ids are committed and applied here.
-            gate.afterOffLoop(queue.purgeReplicated(queues.replication()), false, (removed, error) -> {
+            gate.afterOffLoop(queues.replication().purge(queue), false, (removed, error) -> {
                 Throwable e = ErrorCodes.unwrap(error);
                 if (e == null) {
                     proxy.answerOk(requestId, removed);

@@ -645,38 +645,20 @@ public final class BrokerQueue {
      * Completes with the number removed.
      */
     public io.netty.util.concurrent.Future<Long> purge() {
-        return executor.submit(() -> purgeHere(null));
+        return purge(null);
     }
 
     /**
-     * A cluster's purge (rule R7 of docs/replication.md): this node, the leader, purges as {@link #purge} does,
-     * then replicates the removed ids as acks; completes with the count once they are committed and applied.
+     * Purges as {@link #purge()} does and, unless {@code removedIds} is null, adds the removed ids to it before
+     * the future completes: a cluster replicates them ({@link Replication#purge}, rule R7 of docs/replication.md).
      */
-    public CompletableFuture<Long> purgeReplicated(Replication replication) {
-        CompletableFuture<Long> answer = new CompletableFuture<>();
-        executor.execute(() -> {
-            try {
-                List<IdRange> removedIds = new ArrayList<>();
-                long removed = purgeHere(removedIds);
-                replication.purged(this, removedIds).whenComplete((applied, failure) -> {
-                    if (failure != null) {
-                        answer.completeExceptionally(failure);
-                    } else {
-                        answer.complete(removed);
-                    }
-                });
-            } catch (RuntimeException e) {
-                answer.completeExceptionally(e);
-            }
+    io.netty.util.concurrent.Future<Long> purge(List<IdRange> removedIds) {
+        return executor.submit(() -> {
+            long removed = QueuePurge.removeWaiting(store, consumers, tracked, order, transactions, backlog, removedIds);
+            acknowledged(removed);
+            LOG.info("Queue '{}' purged: {} messages removed.", name, removed);
+            return removed;
         });
-        return answer;
-    }
-
-    private long purgeHere(List<IdRange> removedIds) {
-        long removed = QueuePurge.removeWaiting(store, consumers, tracked, order, transactions, backlog, removedIds);
-        acknowledged(removed);
-        LOG.info("Queue '{}' purged: {} messages removed.", name, removed);
-        return removed;
     }
 
     // ------------------------------------------------------------------ figures and lifecycle

@@ -4,6 +4,7 @@ import io.sluice.protocol.IdRange;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.QueueSettings;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
@@ -62,4 +63,34 @@ public interface Replication {
      * Called on the queue's executor.
      */
     CompletableFuture<Void> purged(BrokerQueue queue, List<IdRange> ids);
+
+    /**
+     * A cluster's purge (rule R7): this node, the leader, purges {@code queue} as a single broker does, then
+     * replicates the removed ids ({@link #purged}); completes with the number removed once they are committed
+     * and applied here. The ids are collected on the queue's executor, and {@link #purged} is called there too
+     * (the purge's future notifies its listeners on the executor that ran it).
+     */
+    default CompletableFuture<Long> purge(BrokerQueue queue) {
+        CompletableFuture<Long> answer = new CompletableFuture<>();
+        List<IdRange> removedIds = new ArrayList<>();
+        queue.purge(removedIds).addListener(purge -> {
+            if (!purge.isSuccess()) {
+                answer.completeExceptionally(purge.cause());
+                return;
+            }
+            long removed = (Long) purge.getNow();
+            try {
+                purged(queue, removedIds).whenComplete((applied, failure) -> {
+                    if (failure != null) {
+                        answer.completeExceptionally(failure);
+                    } else {
+                        answer.complete(removed);
+                    }
+                });
+            } catch (RuntimeException e) {
+                answer.completeExceptionally(e);
+            }
+        });
+        return answer;
+    }
 }
