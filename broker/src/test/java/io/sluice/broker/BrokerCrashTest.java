@@ -39,20 +39,24 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * directory each time; then consumes everything. Every confirmed message must come back at least once, no
  * message whose ack the broker had processed may return, and no restart may wait out Chronicle's write
  * lock left held by the killed broker (issue 14, item 2.4: that wait made a restart take 15 s). Each
- * restart's time to its first confirm is printed, a figure for docs/performance.md, not asserted: on two
+ * restart's time to its first confirm is printed, a figure for docs/performance.md; only its parts are
+ * checked, against the lock's timeout ({@link #CHRONICLE_LOCK_TIMEOUT_MILLIS}), not against a target: on two
  * shared cores a cold JVM's start is its CPU work divided by its share of them (the store's recovery took
- * 7.4 s at a load average of 35 here), so a time bound would test the machine, not the broker.
+ * 7.4 s at a load average of 35 here).
  */
 @Tag("slow")
 class BrokerCrashTest {
     private static final String QUEUE = "crash";
     private static final int ROUNDS = 3;
     /**
-     * What Chronicle logs when it takes over a write lock once its timeout has passed (10 s) instead of at
-     * once: "Forced unlocking `chronicle.write.lock` ... which is now dead", or "Forced unlock for the lock
-     * file". The store releases a dead holder's lock as it opens, before Chronicle could wait for it.
+     * Chronicle's write-lock timeout (its {@code timeoutMS}, 10 s by default): a start that waits out a lock
+     * the killed broker left held spends at least this long in the store's recovery or in its first append
+     * (15 s when issue 14 found it). The parts of a restart the broker's own work bounds, its recovery and
+     * listening to the first confirm, are each checked against it; its start as a whole is not, since a cold
+     * JVM's class loading on two shared cores took 11-16 s at a load average of 20. Chronicle's "Forced
+     * unlocking" line is no symptom: the store logs it too when it releases a dead holder's lock at open.
      */
-    private static final Pattern CHRONICLE_FORCED_UNLOCK = Pattern.compile("Forced unlock");
+    private static final long CHRONICLE_LOCK_TIMEOUT_MILLIS = 10_000;
     private static final Pattern STARTED_IN = Pattern.compile("started in (\\d+) ms");
     private static final Pattern RECOVERED_IN = Pattern.compile("recovered \\d+ queues in (\\d+) ms");
 
@@ -92,7 +96,7 @@ class BrokerCrashTest {
 
     /**
      * After a restart: publishes one message, waits for its confirm, prints the restart time (the broker's own
-     * start from its log, plus listening to that confirm) and asserts that no lock of the dead broker was waited for.
+     * start from its log, plus listening to that confirm) and checks that no lock of the dead broker was waited for.
      */
     private void firstConfirmAfterRestart(int round, long listeningAt, Producer producer) throws Exception {
         send(producer).get(30, TimeUnit.SECONDS);
@@ -104,10 +108,11 @@ class BrokerCrashTest {
         restartMillis.add(restart);
         System.out.printf("BrokerCrashTest: restart %d: broker start %d ms (store recovery %d ms) + listening to first confirm"
                 + " %d ms = %d ms%n", round, brokerStart, recovery, listeningToConfirm, restart);
-        List<String> forcedUnlocks = ChildJvm.lines(log).stream()
-                .filter(line -> CHRONICLE_FORCED_UNLOCK.matcher(line).find()).toList();
-        assertEquals(List.of(), forcedUnlocks, "restart " + round + " waited for the dead broker's Chronicle lock"
-                + " (store recovery " + recovery + " ms)");
+        assertTrue(recovery < CHRONICLE_LOCK_TIMEOUT_MILLIS, "restart " + round + ": the store's recovery took " + recovery
+                + " ms, as long as Chronicle's lock timeout: a lock of the dead broker was waited for");
+        assertTrue(listeningToConfirm < CHRONICLE_LOCK_TIMEOUT_MILLIS, "restart " + round + ": the first confirm came "
+                + listeningToConfirm + " ms after listening, as long as Chronicle's lock timeout: a lock of the dead broker"
+                + " was waited for in the first append");
     }
 
     /**
