@@ -24,6 +24,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -44,6 +45,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ClusterFailoverTest {
     private static final String QUEUE = "failover";
     private static final int PER_KILL = 20_000;
+    /** A round sends at least {@link #PER_KILL} and goes on until its kill is done, up to this many. */
+    private static final int MAX_PER_KILL = 5 * PER_KILL;
     /** A payload's producer, in its high bits; its count of that producer's sends below. */
     private static final int PRODUCER_SHIFT = 40;
 
@@ -102,6 +105,11 @@ class ClusterFailoverTest {
                 long[] killedAtNanos = new long[2]; // the kill, and the moment the process was gone
                 long[] termBeforeKill = {-1};
                 long[] termAfterKill = {-1};
+                // Set once the kill is done and a confirm came after it (or 30 s passed): the producers send until
+                // then, so that the kill lands while publishes are in flight even when the producers are faster
+                // than the wait for every node to hold what was confirmed (on an idle machine a round's 20,000
+                // were all confirmed before the kill, which then measured nothing).
+                AtomicBoolean roundDone = new AtomicBoolean();
                 Thread killer = new Thread(() -> {
                     try {
                         TestAwait.until("confirms to reach " + killAt, Duration.ofSeconds(60), () -> confirmed.size() >= killAt);
@@ -126,6 +134,7 @@ class ClusterFailoverTest {
                         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
                         TestAwait.until("a confirm after the kill, or 30 s", Duration.ofSeconds(60),
                                 () -> System.nanoTime() > deadline || confirmedAtNanos.values().stream().anyMatch(t -> t > after));
+                        roundDone.set(true);
                         int survivor = (leader + 1) % 3;
                         TestAwait.value("node " + (survivor + 1) + " answering its admin API", Duration.ofSeconds(30),
                                 () -> cluster.term(survivor), term -> term >= 0);
@@ -133,11 +142,13 @@ class ClusterFailoverTest {
                         cluster.startChild(leader, nodes);
                     } catch (Throwable t) {
                         killFailed.set(t);
+                    } finally {
+                        roundDone.set(true);
                     }
                 }, "cluster-failover-killer");
                 killer.start();
                 List<CompletableFuture<Void>> futures = new ArrayList<>(PER_KILL);
-                for (int i = 0; i < PER_KILL; i++) {
+                for (int i = 0; i < PER_KILL || (!roundDone.get() && i < MAX_PER_KILL); i++) {
                     int by = (int) (sent++ % producers.length);
                     long payload = (long) by << PRODUCER_SHIFT | sentBy[by]++;
                     CompletableFuture<Void> f = producers[by].sendAsync(Payloads.of(payload));
