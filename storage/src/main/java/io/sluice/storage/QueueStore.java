@@ -90,7 +90,7 @@ public final class QueueStore {
 
     private final ProducerCheckpointWrites producerCheckpoints;
     private long appendedMessages;
-    private long corruptRecords;
+    private final CorruptRecords corruptRecords;
     private volatile boolean closed;
 
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
@@ -118,7 +118,7 @@ public final class QueueStore {
         // The journal grows only within the disk guard's budget, so it never eats into the reserve that
         // checkpoints and relocation need; refused, it rotates instead (AckLog, "Growth, then rotation").
         ackLog.growthBudget(diskGuard::tryReserve, clock);
-        this.corruptRecords = recovered.corruptRecords();
+        this.corruptRecords = new CorruptRecords(name, segmentDirectory, ackLog, recovered.corruptRecords());
         this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
                 recovered.lastIndex());
         this.ackForces = new AckJournalForces(name, ackJournalFile, forcer, ackLog::force, durability, config.syncIntervalMs(),
@@ -126,7 +126,7 @@ public final class QueueStore {
         ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
                 config.relocateAfterMs() * 1_000_000L);
         this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, new OpenReaders(readers), this::writeRecordLocked,
-                this::discardCorruptLocked, Reclaimer.Forcing.of(durability::forceRange, ackForces::force,
+                corruptRecords::discardLocked, Reclaimer.Forcing.of(durability::forceRange, ackForces::force,
                         () -> durability.failure() != null), new RelocationIntent(directory), diskGuard,
                 config.relocationFloorBytes(), wakeFlusher);
         long producerStateCovers = ProducerCheckpoint.coveredThrough(directory);
@@ -549,8 +549,8 @@ public final class QueueStore {
             RecordCodec randomReadCodec = log.randomReadCodec();
             String problem = randomReadCodec.loaded(length);
             if (problem != null) {
-                discardCorruptLocked(physical, problem); // as a reader does: it can never be delivered
-                throw corrupt(physical, problem);
+                corruptRecords.discardLocked(physical, problem); // as a reader does: it can never be delivered
+                throw corruptRecords.exception(physical, problem);
             }
             StoredMessage message = new StoredMessage();
             fillLocked(message, randomReadCodec, physical);
@@ -575,7 +575,7 @@ public final class QueueStore {
                 return false;
             }
             if (problem != null) {
-                discardCorruptLocked(physical, problem);
+                corruptRecords.discardLocked(physical, problem);
                 return false;
             }
             if (codec.relocated()
@@ -606,20 +606,6 @@ public final class QueueStore {
 
     private void fillLocked(StoredMessage message, RecordCodec codec, long physical) {
         message.fill(codec, physical, acks.deliveryCount(codec.relocated() ? codec.originalId() : physical));
-    }
-
-    private void discardCorruptLocked(long index, String problem) {
-        CorruptRecordException e = corrupt(index, problem);
-        LOG.error("Queue '{}': {}. The record is skipped and will never be delivered.", name, e.getMessage());
-        corruptRecords++;
-        if (!acks.isAcked(index)) {
-            io(() -> ackLog.ack(index));
-        }
-    }
-
-    private CorruptRecordException corrupt(long index, String problem) {
-        int segment = SegmentRollCycle.INSTANCE.toCycle(index);
-        return new CorruptRecordException(SegmentFiles.file(segmentDirectory, segment), index, -1, problem);
     }
 
     // ---------------------------------------------------------------- figures
@@ -682,7 +668,7 @@ public final class QueueStore {
     public long corruptRecords() {
         lock.lock();
         try {
-            return corruptRecords;
+            return corruptRecords.countLocked();
         } finally {
             lock.unlock();
         }

@@ -1,0 +1,58 @@
+package io.sluice.storage;
+
+import io.sluice.storage.ack.AckLog;
+import io.sluice.storage.segment.SegmentFiles;
+import io.sluice.storage.segment.SegmentRollCycle;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+
+/**
+ * A queue's damaged records, once found by a reader, a read by id or reclaim: each is logged, acknowledged so
+ * that it is never delivered nor read again, and counted (the count starts with what recovery found).
+ *
+ * <p>Threads: every method runs under its {@link QueueStore}'s lock, which guards the count.
+ */
+final class CorruptRecords {
+    /** The store's logger: operators filter the queue's storage lines on it. */
+    private static final Logger LOG = LoggerFactory.getLogger(QueueStore.class);
+
+    private final String queueName;
+    private final Path segmentDirectory;
+    private final AckLog ackLog;
+    private long count;
+
+    CorruptRecords(String queueName, Path segmentDirectory, AckLog ackLog, long foundByRecovery) {
+        this.queueName = queueName;
+        this.segmentDirectory = segmentDirectory;
+        this.ackLog = ackLog;
+        this.count = foundByRecovery;
+    }
+
+    /** Record {@code index} failed its check ({@code problem}): logged, acknowledged unless it is, counted. */
+    void discardLocked(long index, String problem) {
+        CorruptRecordException e = exception(index, problem);
+        LOG.error("Queue '{}': {}. The record is skipped and will never be delivered.", queueName, e.getMessage());
+        count++;
+        if (!ackLog.state().isAcked(index)) {
+            try {
+                ackLog.ack(index);
+            } catch (IOException io) {
+                throw new UncheckedIOException("ack state of queue '" + queueName + "' failed: " + io.getMessage(), io);
+            }
+        }
+    }
+
+    /** What a read of damaged record {@code index} throws: its segment file, its index and the problem. */
+    CorruptRecordException exception(long index, String problem) {
+        int segment = SegmentRollCycle.INSTANCE.toCycle(index);
+        return new CorruptRecordException(SegmentFiles.file(segmentDirectory, segment), index, -1, problem);
+    }
+
+    long countLocked() {
+        return count;
+    }
+}
