@@ -8,10 +8,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.Arrays;
-import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * The DELIVER frames of one dispatch: one open frame per consumer, closed before a message that
@@ -30,6 +28,7 @@ final class DeliveryFrames {
     private final String queue;
     private final QueueStore store;
     private final Map<ConsumerSession, DeliverFrameBuilder> open = new IdentityHashMap<>();
+    private final FlushList<ConsumerLink> touchedLinks = new FlushList<>();
     /**
      * Deliveries noted and not yet recorded in the store (D3): 16 at first, doubled when full up to
      * {@value #MAX_NOTED}, then recorded. At the full size from the start, the two arrays were 12 KB
@@ -85,16 +84,16 @@ final class DeliveryFrames {
             LOG.error("Queue '{}': delivery counts could not be recorded; the deliveries wait for their ack timeout.", queue, e);
             return;
         }
-        Set<ConsumerLink> touched = Collections.newSetFromMap(new IdentityHashMap<>());
-        open.forEach((consumer, frame) -> {
-            consumer.connection.deliver(frame.build());
-            touched.add(consumer.connection);
-        });
+        FlushList<ConsumerLink> touched = touchedLinks.begin();
+        for (Map.Entry<ConsumerSession, DeliverFrameBuilder> e : open.entrySet()) {
+            e.getKey().connection.deliver(e.getValue().build());
+            touched.add(e.getKey().connection);
+        }
         open.clear();
         for (ConsumerSession c : consumers) {
             touched.add(c.connection);
         }
-        touched.forEach(ConsumerLink::flush);
+        touched.flushAll(ConsumerLink::flush);
     }
 
     private void note(long id, int count) {

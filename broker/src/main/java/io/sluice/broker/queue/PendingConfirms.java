@@ -5,12 +5,9 @@ import io.sluice.protocol.IdRange;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.LongConsumer;
 
 /**
@@ -30,12 +27,19 @@ import java.util.function.LongConsumer;
  */
 final class PendingConfirms {
     private final ArrayDeque<Entry> entries = new ArrayDeque<>();
+    private final FlushList<ProducerLink> touchedLinks = new FlushList<>();
     private long confirmedStored;
     private long confirmedResends;
 
-    /** The sequences of one PUBLISH frame that were stored, per producer, as ranges; built while storing it. */
+    /**
+     * The sequences of one PUBLISH frame that were stored, per producer, as ranges; built while storing it.
+     * Most frames hold one run of one producer's consecutive sequences, so the map and lists are made
+     * only when a second run closes: a frame of one run costs an immutable one-entry map.
+     */
     static final class StoredRanges {
-        private final Map<Long, List<IdRange>> ranges = new LinkedHashMap<>();
+        private Map<Long, List<IdRange>> ranges; // from the second closed run on
+        private long firstProducer;
+        private IdRange firstRange;
         private long runProducer;
         private long runFrom = -1;
         private long runTo = -1;
@@ -56,19 +60,32 @@ final class PendingConfirms {
             if (runFrom < 0) {
                 return;
             }
-            List<IdRange> list = ranges.computeIfAbsent(runProducer, p -> new ArrayList<>());
-            IdRange last = list.isEmpty() ? null : list.get(list.size() - 1);
-            if (last != null && last.to() + 1 == runFrom) {
-                list.set(list.size() - 1, new IdRange(last.from(), runTo));
+            if (firstRange == null) {
+                firstProducer = runProducer;
+                firstRange = new IdRange(runFrom, runTo);
             } else {
-                list.add(new IdRange(runFrom, runTo));
+                if (ranges == null) {
+                    ranges = new LinkedHashMap<>();
+                    ranges.computeIfAbsent(firstProducer, p -> new ArrayList<>()).add(firstRange);
+                }
+                List<IdRange> list = ranges.computeIfAbsent(runProducer, p -> new ArrayList<>());
+                IdRange last = list.isEmpty() ? null : list.get(list.size() - 1);
+                if (last != null && last.to() + 1 == runFrom) {
+                    list.set(list.size() - 1, new IdRange(last.from(), runTo));
+                } else {
+                    list.add(new IdRange(runFrom, runTo));
+                }
             }
             runFrom = -1;
         }
 
+        /** The ranges per producer, in the order their producers first stored; not to be modified. */
         Map<Long, List<IdRange>> build() {
             closeRun();
-            return ranges;
+            if (ranges != null) {
+                return ranges;
+            }
+            return firstRange == null ? Map.of() : Map.of(firstProducer, List.of(firstRange));
         }
     }
 
@@ -92,7 +109,7 @@ final class PendingConfirms {
      * frame. Flushes what it wrote.
      */
     void release(long durableId, Backlog backlog, LongConsumer latencyNanos) {
-        Set<ProducerLink> touched = Collections.newSetFromMap(new IdentityHashMap<>());
+        FlushList<ProducerLink> touched = touchedLinks.begin();
         long now = 0;
         while (!entries.isEmpty()) {
             Entry e = entries.peek();
@@ -110,7 +127,7 @@ final class PendingConfirms {
             e.connection.publishCredit(e.messages, e.bytes);
             touched.add(e.connection);
         }
-        touched.forEach(ProducerLink::flush);
+        touched.flushAll(ProducerLink::flush);
     }
 
     /** Stored messages confirmed so far ({@code sluice_queue_confirmed_messages_total}). */
@@ -128,14 +145,14 @@ final class PendingConfirms {
      * gets a PUBLISH_ERROR per range and its publish window back.
      */
     void refuseAll(ErrorCode code, String message) {
-        Set<ProducerLink> touched = Collections.newSetFromMap(new IdentityHashMap<>());
+        FlushList<ProducerLink> touched = touchedLinks.begin();
         while (!entries.isEmpty()) {
             Entry e = entries.poll();
             e.ranges.forEach((producer, ranges) -> ranges.forEach(range -> e.connection.refuse(producer, range, code, message)));
             e.connection.publishCredit(e.messages, e.bytes);
             touched.add(e.connection);
         }
-        touched.forEach(ProducerLink::flush);
+        touched.flushAll(ProducerLink::flush);
     }
 
     int size() {
