@@ -102,7 +102,9 @@ public final class BrokerChannelInitializer extends ChannelInitializer<SocketCha
             ch.pipeline().addLast(frameCounter);
         }
         if (heartbeat > 0) {
-            ch.pipeline().addLast(new IdleStateHandler(2L * heartbeat, heartbeat, 0, TimeUnit.MILLISECONDS));
+            // reader side: Netty's handler (no cost per frame); writer side: WriterIdleTimer (no promise per write)
+            ch.pipeline().addLast(new IdleStateHandler(2L * heartbeat, 0, 0, TimeUnit.MILLISECONDS))
+                    .addLast(new WriterIdleTimer(heartbeat));
         }
         ch.pipeline().addLast(new HandshakeHandler(config, authenticator, queues, transactions, security));
     }
