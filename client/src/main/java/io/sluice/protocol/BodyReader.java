@@ -1,6 +1,7 @@
 package io.sluice.protocol;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.util.ByteProcessor;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
@@ -20,6 +21,9 @@ import java.nio.charset.StandardCharsets;
  * field, the value and the limit. Not thread-safe; one instance reads one body once.
  */
 final class BodyReader {
+    /** Goes on while a byte is ASCII (0x00-0x7f); {@code forEachByte} answers -1 if every byte was. */
+    private static final ByteProcessor UNTIL_NON_ASCII = b -> b >= 0;
+
     private final FrameType type;
     private final ByteBuf body;
 
@@ -93,7 +97,15 @@ final class BodyReader {
         if (length == 0) {
             return "";
         }
-        ByteBuffer bytes = body.nioBuffer(body.readerIndex(), length);
+        int start = body.readerIndex();
+        if (body.forEachByte(start, length, UNTIL_NON_ASCII) < 0) {
+            // Only ASCII (every byte below 0x80), which is always valid UTF-8 and decodes byte for byte: queue
+            // names, as a rule, read on every PUBLISH without a decoder, a char buffer and an NIO view.
+            String value = body.toString(start, length, StandardCharsets.US_ASCII);
+            body.skipBytes(length);
+            return value;
+        }
+        ByteBuffer bytes = body.nioBuffer(start, length);
         try {
             String value = StandardCharsets.UTF_8.newDecoder()
                     .onMalformedInput(CodingErrorAction.REPORT)

@@ -21,6 +21,10 @@ import java.util.regex.Pattern;
  */
 public final class Authorizer {
     private record Grant(Pattern queues, Set<Action> actions, boolean everyQueue) {
+        /** A grant on {@code *} matches without a regular expression: every PUBLISH asks, so no matcher per frame. */
+        boolean covers(String queue) {
+            return everyQueue || queues.matcher(queue).matches();
+        }
     }
 
     private final Map<String, List<Grant>> grants = new HashMap<>();
@@ -68,7 +72,7 @@ public final class Authorizer {
     /** True if {@code user} ("" for anonymous) may do {@code action} on {@code queue}; counts refusals. */
     public boolean allowed(String user, Action action, String queue) {
         for (Grant g : grantsOf(user)) {
-            if (g.actions().contains(action) && g.queues().matcher(queue).matches()) {
+            if (g.actions().contains(action) && g.covers(queue)) {
                 return true;
             }
         }
@@ -82,7 +86,7 @@ public final class Authorizer {
      */
     public boolean maySee(String user, String queue) {
         for (Grant g : grantsOf(user)) {
-            if (!g.actions().isEmpty() && g.queues().matcher(queue).matches()) {
+            if (!g.actions().isEmpty() && g.covers(queue)) {
                 return true;
             }
         }
