@@ -17,6 +17,7 @@ import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.client.internal.Backoff;
 import io.sluice.client.internal.BrokerAddresses;
 import io.sluice.client.internal.NetworkThreads;
+import io.sluice.client.internal.WriterIdleTimer;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.DeclareQueueFrame;
@@ -648,8 +649,9 @@ public final class Connection implements AutoCloseable {
         }
         if (hello.heartbeatIntervalMs() > 0) {
             int interval = hello.heartbeatIntervalMs();
-            ch.pipeline().addBefore("handler", "idle",
-                    new IdleStateHandler(2L * interval, interval, 0, TimeUnit.MILLISECONDS));
+            // reader side: Netty's handler; writer side: WriterIdleTimer, which needs no promise per write
+            ch.pipeline().addBefore("handler", "idle", new IdleStateHandler(2L * interval, 0, 0, TimeUnit.MILLISECONDS));
+            ch.pipeline().addBefore("handler", "write-idle", new WriterIdleTimer(interval));
         }
         brokerName = hello.brokerName();
         publishWindowMessages = hello.publishWindowMessages();

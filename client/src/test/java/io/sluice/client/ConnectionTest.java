@@ -5,6 +5,7 @@ import io.sluice.protocol.CreditFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.FlowFrame;
 import io.sluice.protocol.FlowState;
+import io.sluice.protocol.HeartbeatFrame;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackAction;
@@ -231,6 +232,21 @@ class ConnectionTest {
         other.send(new byte[] {2}); // its CONFIRM comes after the SLOWED frame
         assertEquals(List.of("BLOCKED", "FREE"), flows);
         assertEquals(List.of(1L), List.copyOf(broker.publishedSequences), "only the other producer's message was sent");
+    }
+
+    @Test
+    void shouldSendHeartbeatsWhileIdleAndReconnectWhenTheBrokerStaysSilent() {
+        connection.close();
+        broker.heartbeatIntervalMs = 200;
+        connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
+                .requestTimeout(Duration.ofSeconds(5))
+                .reconnectPolicy(new ReconnectPolicy(true, Duration.ofMillis(20), Duration.ofMillis(200), 2.0, 0.2))
+                .build());
+        long hellosBefore = broker.count(HelloFrame.class);
+        // Idle: the client writes a HEARTBEAT every interval without a write; the fake broker answers none,
+        // so after two intervals of silence the client drops the connection and connects again.
+        TestWait.until(() -> broker.count(HeartbeatFrame.class) >= 2);
+        TestWait.until(() -> broker.count(HelloFrame.class) > hellosBefore);
     }
 
     @Test

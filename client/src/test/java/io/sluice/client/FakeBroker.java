@@ -66,6 +66,8 @@ final class FakeBroker implements AutoCloseable {
     volatile long failSequence = -1;
     /** The publish window HELLO_OK gives; the broker sends no PUBLISH_CREDIT by itself. */
     volatile int publishWindowMessages = 100_000;
+    /** The heartbeat interval HELLO_OK gives (0: none); the fake never sends a HEARTBEAT itself. */
+    volatile int heartbeatIntervalMs;
     /** Whether TX_COMMIT gets an answer at all. */
     volatile boolean answerCommits = true;
     /** When set, TX_COMMIT is answered by ERROR with this code and {@link #refusalMessage}. */
@@ -146,7 +148,7 @@ final class FakeBroker implements AutoCloseable {
             }
             received.add(frame);
             if (frame instanceof HelloFrame) {
-                context.writeAndFlush(new HelloOkFrame(1, MAX_FRAME_BYTES, 0, "fake", publishWindowMessages, 1L << 40));
+                context.writeAndFlush(new HelloOkFrame(1, MAX_FRAME_BYTES, heartbeatIntervalMs, "fake", publishWindowMessages, 1L << 40));
             } else if (frame instanceof DeclareQueueFrame declare) {
                 context.writeAndFlush(new OkFrame(declare.requestId(), 0));
             } else if (frame instanceof DeleteQueueFrame delete) {

@@ -5,6 +5,7 @@ import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.timeout.IdleStateHandler;
+import io.sluice.client.internal.WriterIdleTimer;
 import io.sluice.broker.auth.Authenticator;
 import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.config.BrokerConfig;

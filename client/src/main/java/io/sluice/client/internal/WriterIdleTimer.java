@@ -1,4 +1,4 @@
-package io.sluice.broker.net;
+package io.sluice.client.internal;
 
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
@@ -10,21 +10,21 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Fires {@link IdleStateEvent#WRITER_IDLE_STATE_EVENT} (then the non-first one while it stays idle) when
- * nothing was written to the connection for a heartbeat interval, so that an open connection sends a
- * HEARTBEAT. Netty's {@code IdleStateHandler} does the same but, to count only writes that completed,
+ * nothing was written to the connection for a heartbeat interval, so that the side that owns it (broker
+ * or client) sends a HEARTBEAT. Netty's {@code IdleStateHandler} does the same but, to count only writes that completed,
  * turns every write's void promise into a real one with a listener; that cost two objects per frame,
  * plus a promise per buffer in the frame encoder once the promise was no longer void. A heartbeat needs
  * only to know that frames are going out, so this counts a write when it is made.
  *
  * <p>Confined to the channel's event loop: {@link #write} and the timer run there.
  */
-final class WriterIdleTimer extends ChannelDuplexHandler {
+public final class WriterIdleTimer extends ChannelDuplexHandler {
     private final long intervalNanos;
     private long lastWriteNanos;
     private boolean firstIdle = true;
     private ScheduledFuture<?> timer;
 
-    WriterIdleTimer(long intervalMillis) {
+    public WriterIdleTimer(long intervalMillis) {
         if (intervalMillis <= 0) {
             throw new IllegalArgumentException("heartbeat interval must be positive: " + intervalMillis);
         }

@@ -1,4 +1,4 @@
-package io.sluice.broker.net;
+package io.sluice.client.internal;
 
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
