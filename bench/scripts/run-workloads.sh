@@ -31,7 +31,8 @@
 #             the jar, for an A/B)
 #   w2        one fresh broker, W2 (5 M messages); heap sampled every second with jcmd GC.heap_info,
 #             bytes on disk (du) of the data directory after the drain
-#   w1-app-cold   issue 18's application-shaped client (--client app: the client's defaults, callbacks on its
+#   w1-app-cold   (the app series start the broker with bin/sluice, its class archive made beforehand)
+#             issue 18's application-shaped client (--client app: the client's defaults, callbacks on its
 #             dispatch pool, sendAsync().whenComplete() per message, a handler recording under a lock), W1 of
 #             500,000 messages; 5 runs, each on a fresh broker and a fresh CLI JVM, no warm-up
 #   w1-app-rounds one fresh broker, then one CLI JVM running the same W1 four times against it (--runs 4), one
@@ -68,6 +69,21 @@ start_broker() { # name [--set k=v ...]
   local name=$1; shift
   rm -rf "$out/data-$name"
   java -Xmx1g ${SLUICE_JAVA_OPTS:-} -jar "$broker_jar" --data-dir "$out/data-$name" --port $port --set metrics.port=0 "$@" ${SLUICE_BROKER_ARGS:-} \
+      > "$out/broker-$name.log" 2>&1 &
+  broker_pid=$!
+  for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && return 0; sleep 0.1; done
+  echo "broker $name did not start; see $out/broker-$name.log" >&2; exit 1
+}
+
+# The application-shaped series start the broker as issue 18 measured it: with bin/sluice on its defaults, which
+# includes its class archive (docs/operations.md, "Start-up and the class archive"). The archive is made first,
+# once per build, by bin/sluice's own training in the foreground (SLUICE_CLASS_ARCHIVE_DELAY=foreground), so that
+# no measured start runs beside a training.
+start_broker_bin() { # name
+  local name=$1
+  SLUICE_CLASS_ARCHIVE_DELAY=foreground "$root/bin/sluice" --version > /dev/null  # trains only if missing or stale
+  rm -rf "$out/data-$name"
+  "$root/bin/sluice" --data-dir "$out/data-$name" --port $port --set metrics.port=0 ${SLUICE_BROKER_ARGS:-} \
       > "$out/broker-$name.log" 2>&1 &
   broker_pid=$!
   for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && return 0; sleep 0.1; done
@@ -134,12 +150,12 @@ for s in "${series[@]}"; do
       stop_broker ;;
     w1-app-cold)
       for i in 1 2 3 4 5; do
-        start_broker "w1-app-cold-$i"; perf_run "w1-app-cold-$i" --workload W1 --client app; stop_broker
+        start_broker_bin "w1-app-cold-$i"; perf_run "w1-app-cold-$i" --workload W1 --client app; stop_broker
       done ;;
     w1-app-rounds)
-      start_broker w1-app-rounds; perf_run w1-app-rounds --workload W1 --client app --runs 4; stop_broker ;;
+      start_broker_bin w1-app-rounds; perf_run w1-app-rounds --workload W1 --client app --runs 4; stop_broker ;;
     w2-app)
-      start_broker w2-app; perf_run w2-app --workload W2 --client app; stop_broker ;;
+      start_broker_bin w2-app; perf_run w2-app --workload W2 --client app; stop_broker ;;
     w1-tx)
       start_broker w1-tx
       perf_run w1-tx-broker-warmup --workload W1 --messages 1000000 > /dev/null

@@ -102,6 +102,27 @@ class BinSluiceIT {
         });
     }
 
+    @Test
+    void shouldTrainInTheForegroundWhenAskedSoThatTheStartAfterItUsesTheArchive() throws Exception {
+        Path archive = target.resolve("sluice-broker.jsa");
+        Path key = target.resolve("sluice-broker.jsa.key");
+        ProcessBuilder builder = new ProcessBuilder("bash", checkout.resolve("bin/sluice").toString(), "--version")
+                .redirectErrorStream(true).redirectOutput(dir.resolve("version.log").toFile());
+        builder.environment().put("PATH", Path.of(System.getProperty("java.home"), "bin") + ":" + System.getenv("PATH"));
+        builder.environment().remove("SLUICE_JAVA_OPTS");
+        builder.environment().put("SLUICE_CLASS_ARCHIVE_DELAY", "foreground");
+        Process version = builder.start();
+        assertTrue(version.waitFor(TRAINING_DEADLINE.toSeconds(), TimeUnit.SECONDS), "bin/sluice --version with a training first");
+        assertEquals(0, version.exitValue(), ChildJvm.tail(dir.resolve("version.log")));
+        // Already there when bin/sluice returns: no waiting for a background run.
+        assertTrue(Files.isRegularFile(key) && Files.size(archive) > 1 << 20, "the archive and its key, made before the start");
+
+        Path classLoads = dir.resolve("class-load.log");
+        startAndStop(dir.resolve("after.log"), "-Xlog:class+load:file=" + classLoads);
+        assertTrue(Files.readAllLines(classLoads).stream().anyMatch(l -> l.contains(" io.sluice.broker.Broker source: shared objects file (top)")),
+                "the next start maps the broker's classes from it");
+    }
+
     /** Runs bin/sluice until it logs that it listens, then stops it with SIGTERM and checks it stopped cleanly. */
     private void startAndStop(Path log, String javaOptions) throws Exception {
         int port = ChildJvm.freePort();
