@@ -65,6 +65,31 @@ final class ClusterFixture {
         }
     }
 
+    /** The node of {@code brokers} that serves as the leader, once one does (up to 30 s). */
+    static Broker awaitLeader(List<Broker> brokers) throws InterruptedException {
+        Broker[] leader = new Broker[1];
+        TestAwait.until("one node serving as the leader", Duration.ofSeconds(30), () -> {
+            for (Broker b : brokers) {
+                if (b.cluster().notLeader() == null) {
+                    leader[0] = b;
+                    return true;
+                }
+            }
+            return false;
+        });
+        return leader[0];
+    }
+
+    /** Publishes test payloads {@code from} .. {@code from + count - 1} and waits for every confirm (up to 60 s). */
+    static void publish(io.sluice.client.Producer producer, long from, int count) throws Exception {
+        List<java.util.concurrent.CompletableFuture<Void>> confirms = new ArrayList<>();
+        for (long i = from; i < from + count; i++) {
+            confirms.add(producer.sendAsync(Payloads.of(i)));
+        }
+        java.util.concurrent.CompletableFuture.allOf(confirms.toArray(java.util.concurrent.CompletableFuture[]::new))
+                .get(60, java.util.concurrent.TimeUnit.SECONDS);
+    }
+
     /** host:port of every node's client listener, for {@code ConnectionOptions.bootstrap}. */
     List<String> bootstrap() {
         List<String> addresses = new ArrayList<>();

@@ -49,17 +49,7 @@ class ClusterReplicationTest {
     }
 
     private Broker awaitLeader() throws InterruptedException {
-        Broker[] leader = new Broker[1];
-        TestAwait.until("one node serving as the leader", Duration.ofSeconds(30), () -> {
-            for (Broker b : brokers) {
-                if (b.cluster().notLeader() == null) {
-                    leader[0] = b;
-                    return true;
-                }
-            }
-            return false;
-        });
-        return leader[0];
+        return ClusterFixture.awaitLeader(brokers);
     }
 
     /**
@@ -230,11 +220,7 @@ class ClusterReplicationTest {
     }
 
     private static void publish(Producer producer, long from, int count) throws Exception {
-        List<CompletableFuture<Void>> confirms = new ArrayList<>();
-        for (long i = from; i < from + count; i++) {
-            confirms.add(producer.sendAsync(Payloads.of(i)));
-        }
-        CompletableFuture.allOf(confirms.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+        ClusterFixture.publish(producer, from, count);
     }
 
     private static java.net.http.HttpRequest post(ClusterFixture cluster, int node, String path) {

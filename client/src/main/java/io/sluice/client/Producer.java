@@ -406,6 +406,13 @@ public final class Producer implements AutoCloseable {
      * first resumes its epoch on the new connection, and sends once the broker has answered.
      */
     void onReconnectedOnLoop() {
+        // The broker reconnected to tells the queue's state when this producer first publishes there, unless it is
+        // FREE; a BLOCKED heard from the old connection would hold everything back for good, as no change follows.
+        flowState = io.sluice.protocol.FlowState.FREE;
+        if (blockedTimer != null) {
+            blockedTimer.cancel(false);
+            blockedTimer = null;
+        }
         unsent.clear();
         unsentBytes = 0;
         unsettled.forEach(pending -> {

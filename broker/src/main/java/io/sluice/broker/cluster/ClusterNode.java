@@ -15,6 +15,7 @@ import io.sluice.protocol.IdRange;
 import io.sluice.protocol.LeaderHint;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.QueueSettings;
+import io.sluice.storage.StoredMessage;
 import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
 import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
@@ -32,6 +33,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -76,6 +78,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * treats the leader as gone and grants votes against it (its minimum election timeout).
      */
     private final long leaderSilenceMs;
+    /** Rule R9: per queue, the bytes submitted and not yet applied that block its producers (cluster.max-uncommitted-bytes). */
+    private final long maxUncommittedBytes;
     private final long electionTimeoutMaxMs;
     /**
      * How long a HELLO may wait for a leader while an election runs (rule S2): three of the longest election
@@ -113,6 +117,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.nodeId = config.cluster.nodeId;
         this.maxFrameBytes = config.broker.maxFrameBytes;
         this.leaderSilenceMs = config.cluster.electionTimeoutMinMs;
+        this.maxUncommittedBytes = config.cluster.maxUncommittedBytes;
         this.electionTimeoutMaxMs = config.cluster.electionTimeoutMaxMs;
         this.leaderWaitMs = 3 * config.cluster.electionTimeoutMaxMs;
         this.closeClients = closeClients;
@@ -286,17 +291,29 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     // ------------------------------------------------------------------ replication
 
+    /**
+     * Rule R9: the queue checks its quota first, on its executor, and counts what it admitted as uncommitted until
+     * the entry is applied here or Raft refuses it.
+     */
     @Override
     public void publish(BrokerQueue queue, ProducerLink link, PublishFrame frame) {
-        long call = submissions.nextCall();
-        byte[] entry;
-        try {
-            entry = ShardEntry.encode(nodeId, call, queue.name(), frame, maxFrameBytes);
-        } finally {
-            frame.release(); // the entry holds a copy; the leader applies that, as every node does
-        }
-        submissions.publish(call, link);
-        submit(call, entry, "a PUBLISH of " + link.describe());
+        queue.admit(link, frame, maxUncommittedBytes, admitted -> {
+            long call = submissions.nextCall();
+            int messages = admitted.messageCount();
+            long bytes = messages == 0 ? 0 : Replication.bytes(admitted);
+            byte[] entry;
+            try {
+                entry = ShardEntry.encode(nodeId, call, queue.name(), admitted, maxFrameBytes);
+            } finally {
+                admitted.release(); // the entry holds a copy; the leader applies that, as every node does
+            }
+            submissions.publish(call, link);
+            submit(call, entry, "a PUBLISH of " + link.describe()).thenAccept(refused -> {
+                if (refused) {
+                    queue.uncommittedRefused(messages, bytes);
+                }
+            });
+        });
     }
 
     @Override
@@ -341,7 +358,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             List<IdRange> chunk = List.copyOf(ids.subList(from, Math.min(ids.size(), from + PURGE_RANGES_PER_ENTRY)));
             CompletableFuture<Void> applied = new CompletableFuture<>();
             long call = submissions.nextCall();
-            submissions.purged(call, applied);
+            submissions.applied(call, applied);
             submit(call, entry(call, queue.name(), new AckFrame(0, chunk)), "a purge of queue '" + queue.name() + "'")
                     .thenAccept(refused -> {
                         if (refused) {
@@ -351,6 +368,25 @@ public final class ClusterNode implements Replication, AutoCloseable {
             entries.add(applied);
         }
         return CompletableFuture.allOf(entries.toArray(CompletableFuture[]::new));
+    }
+
+    /** Rule R8: one entry per message, which holds the leader's copy; completes once it is applied here. */
+    @Override
+    public CompletableFuture<Void> deadLetter(BrokerQueue source, StoredMessage original, String deadLetterQueue, ByteBuffer headers) {
+        CompletableFuture<Void> applied = new CompletableFuture<>();
+        long call = submissions.nextCall();
+        byte[] copyHeaders = new byte[headers.remaining()];
+        headers.duplicate().get(copyHeaders);
+        byte[] entry = ShardEntry.encodeDeadLetter(nodeId, call, deadLetterQueue, new ShardEntry.DeadLetterCopy(source.name(),
+                original.id(), original.producerId(), original.producerSequence(), copyHeaders, original.payloadBytes()));
+        submissions.applied(call, applied);
+        submit(call, entry, "a dead-letter of message " + original.id() + " of queue '" + source.name() + "'")
+                .thenAccept(refused -> {
+                    if (refused) {
+                        applied.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+                    }
+                });
+        return applied;
     }
 
     private byte[] entry(long call, String queue, Frame frame) {

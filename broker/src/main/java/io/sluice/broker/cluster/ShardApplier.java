@@ -9,10 +9,14 @@ import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.DeclareQueueFrame;
 import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.IdRange;
 import io.sluice.protocol.PublishFrame;
+import io.sluice.protocol.QueueSettings;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.nio.ByteBuffer;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
 
@@ -30,6 +34,7 @@ import java.util.concurrent.RejectedExecutionException;
  *   <li>ACK: {@link BrokerQueue#applyReplicatedAcks}; a consumer's acks, or the ids a purge removed on the
  *       leader (rule R7), whose submitter answers the purge once this is applied.</li>
  *   <li>DELETE_QUEUE: {@link QueueManager#delete} on the declare thread, waited for (rule R7).</li>
+ *   <li>a dead-letter (rule R8): the leader's copy stored in the dead-letter queue, then the original acknowledged.</li>
  * </ul>
  *
  * Each returned future completes once the queue's executor has done the work (so a snapshot taken after it
@@ -51,11 +56,14 @@ final class ShardApplier {
     CompletableFuture<Void> apply(ShardEntry entry) {
         boolean mine = entry.originNode() == nodeId;
         if (entry.frame() instanceof PublishFrame publish) {
-            return publish(entry, publish, mine ? submissions.takePublish(entry.originCall()) : ReplicaLink.INSTANCE);
+            ProducerLink link = mine ? submissions.takePublish(entry.originCall()) : ReplicaLink.INSTANCE;
+            return publish(entry, publish, link);
         } else if (entry.frame() instanceof DeclareQueueFrame declare) {
             declare(entry, declare, mine ? submissions.takeDeclare(entry.originCall()) : null);
+        } else if (entry.deadLetter() != null) {
+            return deadLetter(entry, entry.deadLetter(), mine ? submissions.takeApplied(entry.originCall()) : null);
         } else if (entry.frame() instanceof AckFrame ack) {
-            CompletableFuture<Void> purged = mine ? submissions.takePurged(entry.originCall()) : null;
+            CompletableFuture<Void> purged = mine ? submissions.takeApplied(entry.originCall()) : null;
             BrokerQueue queue = queues.get(entry.queue());
             if (queue != null) {
                 queue.applyReplicatedAcks(ack.messageIds());
@@ -90,8 +98,58 @@ final class ShardApplier {
             }
             return CompletableFuture.completedFuture(null);
         }
-        queue.applyReplicated(link, publish);
+        queue.applyReplicated(link, publish, link != ReplicaLink.INSTANCE); // only what this node admitted counts here (R9)
         return afterQueueWork(queue);
+    }
+
+    /**
+     * Rule R8: the copy goes to the dead-letter queue's executor now, behind every earlier entry's publishes to it,
+     * so it gets the same id on every node; the dead-letter queue is declared first if it does not exist here,
+     * as a single broker declares it (on every node alike: this entry is where). The original is let go of once the
+     * copy is durable, so a node that finds it acknowledged when it replays the log after a crash knows the copy is
+     * stored and stores it no second time. A source deleted since has nothing left to move.
+     */
+    private CompletableFuture<Void> deadLetter(ShardEntry entry, ShardEntry.DeadLetterCopy copy, CompletableFuture<Void> answer) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        if (answer != null) {
+            done.whenComplete((applied, failure) -> {
+                if (failure != null) {
+                    answer.completeExceptionally(failure);
+                } else {
+                    answer.complete(null);
+                }
+            });
+        }
+        BrokerQueue source = queues.get(copy.source());
+        if (source == null || source.store().isAcked(copy.sourceId())) {
+            done.complete(null);
+            return done;
+        }
+        BrokerQueue deadLetters = queues.get(entry.queue());
+        try {
+            if (deadLetters == null) {
+                deadLetters = queues.declare(entry.queue(), QueueSettings.EMPTY);
+            }
+        } catch (RuntimeException e) {
+            LOG.error("Shard entry {} of node {}: declaring dead-letter queue '{}' failed on this node; message {} stays in '{}'.",
+                    entry.originCall(), entry.originNode(), entry.queue(), copy.sourceId(), copy.source(), e);
+            done.completeExceptionally(e);
+            return done;
+        }
+        String target = deadLetters.name();
+        deadLetters.applyForwarded(copy.producerId(), copy.producerSequence(), ByteBuffer.wrap(copy.headers()),
+                ByteBuffer.wrap(copy.payload())).whenComplete((id, failure) -> {
+                    if (failure != null) {
+                        LOG.error("Shard entry {} of node {}: storing the dead-letter copy of message {} of '{}' in '{}' failed on "
+                                + "this node; the message stays in '{}'.", entry.originCall(), entry.originNode(), copy.sourceId(),
+                                copy.source(), target, copy.source(), failure);
+                        done.completeExceptionally(failure);
+                        return;
+                    }
+                    source.applyReplicatedAcks(List.of(IdRange.single(copy.sourceId())));
+                    afterQueueWork(source).whenComplete((ignored, never) -> done.complete(null));
+                });
+        return done;
     }
 
     private void declare(ShardEntry entry, DeclareQueueFrame declare, CompletableFuture<BrokerQueue> answer) {

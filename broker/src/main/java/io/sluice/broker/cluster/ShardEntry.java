@@ -28,9 +28,56 @@ import java.nio.charset.StandardCharsets;
  * or the ids a purge removed on the leader). Reusing the wire layout
  * means one codec, checked by the protocol's own tests and fuzzers, for both the network and the log.
  * {@code string} is {@code uint16 length} + UTF-8, as on the wire.
+ *
+ * <p>Version 2 is a dead-letter (rule R8 of docs/replication.md), which no wire frame says: the leader's
+ * decision to move message {@code sourceId} of queue {@code source} to {@code queue}, its dead-letter queue, as
+ * the copy the leader built (its headers name the reason and the delivery count, which only the leader knows),
+ * so that every node stores the same bytes. {@code frame} is then null and {@code deadLetter} says it:
+ *
+ * <pre>
+ * | uint8 version (2) | int32 originNode | int64 originCall | string queue | string source | int64 sourceId
+ * | int64 producerId | int64 producerSequence | int32 headersLength | headers | int32 payloadLength | payload |
+ * </pre>
  */
-record ShardEntry(int originNode, long originCall, String queue, Frame frame) {
+record ShardEntry(int originNode, long originCall, String queue, Frame frame, DeadLetterCopy deadLetter) {
     static final int VERSION = 1;
+    static final int DEAD_LETTER_VERSION = 2;
+
+    ShardEntry(int originNode, long originCall, String queue, Frame frame) {
+        this(originNode, originCall, queue, frame, null);
+    }
+
+    /** A dead-letter's copy (rule R8): what every node stores in the dead-letter queue for message {@code sourceId} of {@code source}. */
+    record DeadLetterCopy(String source, long sourceId, long producerId, long producerSequence, byte[] headers, byte[] payload) {
+    }
+
+    /** Encodes a dead-letter entry (version 2) into a new array. */
+    static byte[] encodeDeadLetter(int originNode, long originCall, String deadLetterQueue, DeadLetterCopy copy) {
+        byte[] name = deadLetterQueue.getBytes(StandardCharsets.UTF_8);
+        byte[] source = copy.source().getBytes(StandardCharsets.UTF_8);
+        ByteBuf out = Unpooled.buffer(1 + 4 + 8 + 2 + name.length + 2 + source.length + 3 * 8 + 4 + copy.headers().length
+                + 4 + copy.payload().length);
+        out.writeByte(DEAD_LETTER_VERSION).writeInt(originNode).writeLong(originCall)
+                .writeShort(name.length).writeBytes(name).writeShort(source.length).writeBytes(source)
+                .writeLong(copy.sourceId()).writeLong(copy.producerId()).writeLong(copy.producerSequence())
+                .writeInt(copy.headers().length).writeBytes(copy.headers()).writeInt(copy.payload().length).writeBytes(copy.payload());
+        return ByteBufUtil.getBytes(out);
+    }
+
+    private static ShardEntry decodeDeadLetter(ByteBuf in, int node, long call, String queue) {
+        String source = in.readCharSequence(in.readUnsignedShort(), StandardCharsets.UTF_8).toString();
+        long sourceId = in.readLong();
+        long producerId = in.readLong();
+        long producerSequence = in.readLong();
+        byte[] headers = new byte[in.readInt()];
+        in.readBytes(headers);
+        byte[] payload = new byte[in.readInt()];
+        in.readBytes(payload);
+        if (in.isReadable()) {
+            throw new IllegalArgumentException("dead-letter shard entry has " + in.readableBytes() + " bytes after its payload");
+        }
+        return new ShardEntry(node, call, queue, null, new DeadLetterCopy(source, sourceId, producerId, producerSequence, headers, payload));
+    }
 
     /** Encodes into a new array (the Raft log keeps it); the caller still owns {@code frame}. */
     static byte[] encode(int originNode, long originCall, String queue, Frame frame, int maxFrameBytes) {
@@ -57,14 +104,17 @@ record ShardEntry(int originNode, long originCall, String queue, Frame frame) {
         ByteBuf in = Unpooled.wrappedBuffer(data);
         try {
             int version = in.readUnsignedByte();
-            if (version != VERSION) {
-                throw new IllegalArgumentException("shard entry version " + version + " is not " + VERSION
-                        + ", the only one this broker reads");
+            if (version != VERSION && version != DEAD_LETTER_VERSION) {
+                throw new IllegalArgumentException("shard entry version " + version + " is neither " + VERSION + " nor "
+                        + DEAD_LETTER_VERSION + ", the ones this broker reads");
             }
             int node = in.readInt();
             long call = in.readLong();
             int nameLength = in.readUnsignedShort();
             String queue = in.readCharSequence(nameLength, StandardCharsets.UTF_8).toString();
+            if (version == DEAD_LETTER_VERSION) {
+                return decodeDeadLetter(in, node, call, queue);
+            }
             Frame frame = FrameDecoder.decodeFrame(in, maxFrameBytes); // a PUBLISH retains its own slice of in
             if (frame == null || in.isReadable()) {
                 ReferenceCountUtil.release(frame);

@@ -43,9 +43,9 @@ final class Submissions {
         waiting.put(call, new DeleteAnswer(answer));
     }
 
-    /** An ACK entry of the ids a purge removed: completed once it is applied here. */
-    void purged(long call, CompletableFuture<Void> applied) {
-        waiting.put(call, new PurgeApplied(applied));
+    /** An ACK entry of the ids a purge removed (rule R7), or a dead-letter entry (R8): completed once it is applied here. */
+    void applied(long call, CompletableFuture<Void> applied) {
+        waiting.put(call, new Applied(applied));
     }
 
     /** Who waits for {@code call}'s delete, forgetting it; null if nobody. */
@@ -53,9 +53,9 @@ final class Submissions {
         return waiting.remove(call) instanceof DeleteAnswer answer ? answer.future() : null;
     }
 
-    /** Who waits for {@code call}'s ACK entry of a purge, forgetting it; null if nobody (a consumer's acks). */
-    CompletableFuture<Void> takePurged(long call) {
-        return waiting.remove(call) instanceof PurgeApplied applied ? applied.future() : null;
+    /** Who waits for {@code call}'s ACK entry of a purge or its dead-letter, forgetting it; null if nobody (a consumer's acks). */
+    CompletableFuture<Void> takeApplied(long call) {
+        return waiting.remove(call) instanceof Applied applied ? applied.future() : null;
     }
 
     /** Who waits for {@code call}'s PUBLISH, forgetting it; {@link ReplicaLink} if nobody. */
@@ -82,6 +82,6 @@ final class Submissions {
     private record DeleteAnswer(CompletableFuture<Boolean> future) {
     }
 
-    private record PurgeApplied(CompletableFuture<Void> future) {
+    private record Applied(CompletableFuture<Void> future) {
     }
 }

@@ -49,6 +49,13 @@ public final class BrokerConfig {
          */
         @JsonProperty("snapshot-every-entries")
         public long snapshotEveryEntries;
+        /**
+         * Per queue, the headers and payload the leader submitted to the log and has not applied yet at which its
+         * producers are told BLOCKED (docs/replication.md, rule R9): a slow majority slows producers instead of
+         * growing the leader's memory.
+         */
+        @JsonProperty("max-uncommitted-bytes")
+        public long maxUncommittedBytes;
         /** The Raft log and its metadata; empty means {@code <broker.data-dir>/raft}. */
         @JsonProperty("raft-dir")
         public String raftDir;

@@ -25,6 +25,9 @@ final class ClusterConfigCheck {
         if (cluster.snapshotEveryEntries < 1 || cluster.snapshotEveryEntries > 100_000_000) {
             problems.add("cluster.snapshot-every-entries " + cluster.snapshotEveryEntries + " is outside 1..100000000");
         }
+        if (cluster.maxUncommittedBytes < 1024) {
+            problems.add("cluster.max-uncommitted-bytes " + cluster.maxUncommittedBytes + " is below 1024");
+        }
         if (!cluster.enabled) {
             return;
         }

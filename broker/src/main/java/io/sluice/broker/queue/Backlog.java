@@ -3,6 +3,8 @@ package io.sluice.broker.queue;
 import io.sluice.broker.flow.FlowGate;
 import io.sluice.broker.flow.QuotaSettings;
 import io.sluice.protocol.FlowState;
+import io.sluice.protocol.PublishCursor;
+import io.sluice.protocol.PublishFrame;
 
 import java.util.function.BooleanSupplier;
 
@@ -12,7 +14,8 @@ import java.util.function.BooleanSupplier;
  * tokens and the time spent blocked. The only owner of each of these figures; confined to its
  * queue's executor.
  *
- * <p>Its queue tells it what changed (bytes added and removed, messages acknowledged) and asks it
+ * <p>Its queue tells it what changed (bytes added and removed, messages acknowledged, and on a cluster's
+ * leader what it submitted to the log and has not applied yet) and asks it
  * whether a message may be stored ({@link #refusal}) and whether a confirm may go out
  * ({@link #mayConfirm}); it reports each change of the state producers are told.
  */
@@ -24,6 +27,16 @@ final class Backlog {
     /** While slowed: messages acknowledged and not yet matched by a released confirm (C2). */
     private long slowTokens;
     private String diskBlockedReason;
+    /**
+     * Rule R9 of docs/replication.md: what this node, a cluster's leader, submitted to the log for this queue and
+     * has not applied yet (nor seen refused). It counts toward the quota like stored messages, and past
+     * {@code maxUncommittedBytes} it blocks producers by itself: a slow majority then slows producers rather than
+     * growing the leader's memory. Always 0 on a single broker.
+     */
+    private long uncommittedMessages;
+    private long uncommittedBytes;
+    private long maxUncommittedBytes;
+    private boolean uncommittedBlocked;
     /** BLOCKED time before the current stretch, and when that stretch began (meaningful while blocked). */
     private long blockedNanosBefore;
     private long blockedSinceNanos;
@@ -71,12 +84,17 @@ final class Backlog {
      *       oldest message not out with a consumer to make room, or answers false if there is none.</li>
      * </ul>
      */
-    String refusal(long messages, int messageBytes, BooleanSupplier dropOldest) {
+    String refusal(long storedMessages, int messageBytes, BooleanSupplier dropOldest) {
         QuotaSettings quota = gate.quota();
+        long messages = storedMessages + uncommittedMessages;
         boolean overHard = (quota.hardMessages() > 0 && messages >= quota.hardMessages())
-                || (quota.hardBytes() > 0 && bytes + messageBytes > quota.hardBytes());
+                || (quota.hardBytes() > 0 && bytes + uncommittedBytes + messageBytes > quota.hardBytes());
         if (diskBlockedReason != null) {
             return "queue '" + queue + "' is blocked: " + diskBlockedReason;
+        }
+        // A2 for the log's bound: what was in flight when the producers were told is still admitted, up to the window.
+        if (uncommittedBlocked && uncommittedMessages >= publishAllowance) {
+            return "queue '" + queue + "' is blocked: " + uncommittedReason() + "; wait for FLOW before publishing more";
         }
         if (!overHard) { // A1
             return null;
@@ -105,10 +123,65 @@ final class Backlog {
         if (messages == 0) {
             bytes = 0; // what the store discarded as damaged was never seen here
         }
-        if (gate.update(messages, bytes) && gate.state() == FlowState.FREE) {
+        if (gate.update(messages + uncommittedMessages, bytes + uncommittedBytes) && gate.state() == FlowState.FREE) {
             slowTokens = 0;
         }
+        if (maxUncommittedBytes > 0) { // blocked at the bound, free again below 90 % of it (the quotas' hysteresis)
+            uncommittedBlocked = uncommittedBlocked ? uncommittedBytes >= maxUncommittedBytes * 9 / 10
+                    : uncommittedBytes >= maxUncommittedBytes;
+        }
         return changed(before);
+    }
+
+    /** Rule R9: the leader submitted a message of {@code messageBytes} to the log; {@code maxBytes} is the cluster's bound. */
+    void submitted(long messageBytes, long maxBytes) {
+        maxUncommittedBytes = maxBytes;
+        uncommittedMessages++;
+        uncommittedBytes += messageBytes;
+    }
+
+    /** Rule R9: submitted messages were applied here (now stored, or refused as a single broker would) or Raft refused them. */
+    void uncommittedDone(long messages, long messageBytes) {
+        uncommittedMessages = Math.max(0, uncommittedMessages - messages);
+        uncommittedBytes = Math.max(0, uncommittedBytes - messageBytes);
+    }
+
+    /**
+     * Rule R9: the leader's quota check of a whole PUBLISH frame before it is submitted: null if every message may
+     * be stored, as {@link #refusal} says one by one (each then counts as uncommitted), else the first refusal,
+     * and none counts. One entry is stored whole or not at all, so a frame is admitted whole or refused whole.
+     */
+    String admit(long storedMessages, PublishFrame frame, long maxUncommitted, BooleanSupplier dropOldest) {
+        PublishCursor cursor = frame.cursor();
+        long messages = 0;
+        long messageBytes = 0;
+        while (cursor.next()) {
+            int size = cursor.headersLength() + cursor.payloadLength();
+            String refusal = refusal(storedMessages, size, dropOldest);
+            if (refusal != null) {
+                uncommittedDone(messages, messageBytes);
+                return refusal;
+            }
+            submitted(size, maxUncommitted);
+            messages++;
+            messageBytes += size;
+        }
+        return null;
+    }
+
+    /** Headers plus payload of the frame's messages: what {@link #admit} counted for it. */
+    static long bytes(PublishFrame frame) {
+        PublishCursor cursor = frame.cursor();
+        long total = 0;
+        while (cursor.next()) {
+            total += cursor.headersLength() + cursor.payloadLength();
+        }
+        return total;
+    }
+
+    private String uncommittedReason() {
+        return uncommittedBytes + " bytes submitted to the replicated log and not yet committed and applied reached the bound of "
+                + maxUncommittedBytes + " bytes (cluster.max-uncommitted-bytes: a majority of the nodes is slow)";
     }
 
     /** The broker-wide disk guard: blocks (reason) or unblocks (null); returns the new state if it changed. */
@@ -156,12 +229,12 @@ final class Backlog {
 
     /** The state producers were last told: the disk block overrides the quota. */
     FlowState state() {
-        return diskBlockedReason != null ? FlowState.BLOCKED : gate.state();
+        return diskBlockedReason != null || uncommittedBlocked ? FlowState.BLOCKED : gate.state();
     }
 
-    /** Why: the disk guard's reason, or the quota's. */
+    /** Why: the disk guard's reason, the log's bound (R9), or the quota's. */
     String reason() {
-        return diskBlockedReason != null ? diskBlockedReason : gate.reason();
+        return diskBlockedReason != null ? diskBlockedReason : uncommittedBlocked ? uncommittedReason() : gate.reason();
     }
 
     /** The quota's reason alone (for the drop-oldest dead-letter header). */

@@ -67,7 +67,8 @@ public final class BrokerQueue {
     private final QueuePublishers publishers;
     /** The byte backlog, the quota state, the disk block and the slowed producers' tokens: one owner. */
     private final Backlog backlog;
-    private long dropped;
+    private final DropOldest dropOldest;
+    private final LeaderAdmission admission;
     private long publishRefused;
     private boolean dispatchScheduled;
     /** Chooses consumers, takes from the order, builds the DELIVER frames (D1..D3). */
@@ -116,6 +117,8 @@ public final class BrokerQueue {
         this.producerState = new QueueProducerState(this, producers, executor);
         this.transactions = new QueueTransactions(this, store, backlog, tracked, order, pending, staged, producers,
                 transactionEffects);
+        this.admission = new LeaderAdmission(this, backlog, publishers, this::updateFlow);
+        this.dropOldest = new DropOldest(this, store, tracked, transactions, backlog, manager, this::deadLetter);
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
             public void moved(StoredMessage original) {
@@ -160,26 +163,41 @@ public final class BrokerQueue {
 
     /** Stores every message of the frame, then confirms (now, or when durable). Releases the frame. */
     public void publish(ProducerLink connection, PublishFrame frame) {
-        publish(connection, frame, false);
-    }
-
-    /**
-     * A cluster node applies a committed PUBLISH entry (docs/replication.md): as {@link #publish}, but with
-     * no quota check, because every node must store what the log holds for the queues' message ids to stay
-     * the same everywhere (rule R2 there). The producer table still decides duplicates, the same on every node.
-     */
-    public void applyReplicated(ProducerLink connection, PublishFrame frame) {
-        publish(connection, frame, true);
-    }
-
-    private void publish(ProducerLink connection, PublishFrame frame, boolean replicated) {
         executor.execute(() -> {
             try {
-                publishNow(connection, frame, replicated);
+                publishNow(connection, frame, false);
             } finally {
                 frame.release();
             }
         });
+    }
+
+    /**
+     * A cluster node applies a committed PUBLISH entry (docs/replication.md): as {@link #publish}, with no quota
+     * check, as every node must store what the log holds (R2; the leader checked before submitting, R9). The
+     * producer table still decides duplicates, the same on every node.
+     */
+    public void applyReplicated(ProducerLink connection, PublishFrame frame, boolean submittedHere) {
+        executor.execute(() -> {
+            try {
+                if (submittedHere) {
+                    backlog.uncommittedDone(frame.messageCount(), Backlog.bytes(frame));
+                }
+                publishNow(connection, frame, true);
+            } finally {
+                frame.release();
+            }
+        });
+    }
+
+    /** Rule R9 of docs/replication.md: the leader's quota check before it submits a PUBLISH ({@link LeaderAdmission}). */
+    public void admit(ProducerLink link, PublishFrame frame, long maxUncommittedBytes, java.util.function.Consumer<PublishFrame> submit) {
+        executor.execute(() -> admission.admit(link, frame, maxUncommittedBytes, submit));
+    }
+
+    /** Rule R9: Raft refused a frame {@link #admit} counted. Any thread. */
+    public void uncommittedRefused(long messages, long messageBytes) {
+        executor.execute(() -> admission.notCommitted(messages, messageBytes));
     }
 
     private void publishNow(ProducerLink connection, PublishFrame frame, boolean replicated) {
@@ -190,7 +208,7 @@ public final class BrokerQueue {
             return;
         }
         PublishCursor cursor = frame.cursor();
-        publishers.add(connection);
+        publishers.add(connection, backlog.state(), backlog.reason());
         PendingConfirms.StoredRanges stored = new PendingConfirms.StoredRanges();
         long lastId = -1;
         int storedMessages = 0;
@@ -280,35 +298,9 @@ public final class BrokerQueue {
         return producerState;
     }
 
-    /**
-     * Discards the oldest unacknowledged message not out with a consumer (dead-lettered if the queue
-     * says so). Every message this queue tracks is skipped at most once, so the walk is bounded by
-     * the deliveries outstanding, not by the backlog.
-     */
+    /** The {@code drop-oldest} policy's discard (replicated on a cluster, rule R9 of docs/replication.md). */
     boolean dropOldest() {
-        long id = store.oldestUnacked(x -> tracked.contains(x) || transactions.isPending(x), tracked.size() + transactions.pendingCount());
-        if (id < 0) {
-            return false;
-        }
-        StoredMessage m;
-        try {
-            m = store.read(id);
-        } catch (CorruptRecordException e) {
-            dropped++;
-            return true; // the store discarded the damaged record: room was made all the same
-        }
-        if (m == null) {
-            return false;
-        }
-        dropped++;
-        if (options.deadLetterDropped()) {
-            // Room is made for this publish at once; the message leaves once its copy is durable.
-            deadLetter(m, m.deliveryCount(), "dropped to make room: " + backlog.quotaReason());
-        } else {
-            store.ack(id);
-            backlog.removed(m.headersLength() + m.payloadLength());
-        }
-        return true;
+        return dropOldest.dropOne();
     }
 
     /**
@@ -606,6 +598,16 @@ public final class BrokerQueue {
      * with the reason it was refused.
      */
     CompletableFuture<Long> acceptForwarded(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
+        return forward(producerId, producerSequence, headers, payload, false);
+    }
+
+    /** A cluster node stores the leader's dead-letter copy (rule R8 of docs/replication.md): no quota check, as {@link #applyReplicated}. */
+    public CompletableFuture<Long> applyForwarded(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
+        return forward(producerId, producerSequence, headers, payload, true);
+    }
+
+    private CompletableFuture<Long> forward(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload,
+                                            boolean replicated) {
         CompletableFuture<Long> stored = new CompletableFuture<>();
         executor.execute(() -> {
             try {
@@ -613,7 +615,7 @@ public final class BrokerQueue {
                     throw new IllegalStateException("queue '" + name + "' was deleted");
                 }
                 int bytes = headers.remaining() + payload.remaining();
-                String refusal = backlog.refusal(store.unackedMessages(), bytes, this::dropOldest);
+                String refusal = replicated ? null : backlog.refusal(store.unackedMessages(), bytes, this::dropOldest);
                 if (refusal != null) {
                     publishRefused++;
                     throw new IllegalStateException(refusal);
@@ -674,11 +676,11 @@ public final class BrokerQueue {
     }
 
     public long dropped() {
-        return dropped;
+        return dropOldest.dropped();
     }
 
     public long publishRefused() {
-        return publishRefused;
+        return publishRefused + admission.refused();
     }
 
     public long deadLettered() {
@@ -722,7 +724,7 @@ public final class BrokerQueue {
 
     private QueueSnapshot.Counters countersNow() {
         return new QueueSnapshot.Counters(publishedMessages, pendingConfirms.confirmedStored(), deliveredMessages, redelivered,
-                ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropped, publishRefused,
+                ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropOldest.dropped(), publishRefused + admission.refused(),
                 pendingConfirms.confirmedResends(), producers.table().evictions(),
                 producers.table().expiries());
     }

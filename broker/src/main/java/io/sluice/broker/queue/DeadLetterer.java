@@ -63,9 +63,13 @@ final class DeadLetterer {
         String target = source.options().deadLetterQueue();
         ByteBuffer headers = headers(message, source.name(), reason, deliveries);
         ByteBuffer payload = ByteBuffer.wrap(message.array(), message.payloadOffset(), message.payloadLength());
-        manager.deadLetterQueue(target)
-                .thenCompose(dlq -> dlq.acceptForwarded(message.producerId(), message.producerSequence(), headers, payload))
-                .whenComplete((ignored, error) -> source.executor().execute(() -> {
+        Replication replication = manager.replication();
+        // A cluster replicates the leader's decision (rule R8 of docs/replication.md): a copy stored here alone would
+        // shift the ids of the dead-letter queue here, and acks by id would then name other messages elsewhere.
+        CompletableFuture<?> moved = replication != null ? replication.deadLetter(source, message, target, headers)
+                : manager.deadLetterQueue(target)
+                        .thenCompose(dlq -> dlq.acceptForwarded(message.producerId(), message.producerSequence(), headers, payload));
+        moved.whenComplete((ignored, error) -> source.executor().execute(() -> {
                     if (error == null) {
                         outcome.moved(message);
                     } else {

@@ -19,8 +19,16 @@ final class QueuePublishers {
         this.queue = queue;
     }
 
-    void add(ProducerLink link) {
-        links.add(link);
+    /**
+     * Adds a publisher; one new to the queue is told the state now unless it is FREE, since it heard no change of
+     * it: a client that reconnected while the queue was blocked (to this broker, or to a cluster's new leader)
+     * starts FREE and would otherwise send up to its window and then never hear the queue was blocked.
+     */
+    void add(ProducerLink link, FlowState state, String reason) {
+        if (links.add(link) && state != FlowState.FREE) {
+            link.flow(queue, state, reason);
+            link.flush();
+        }
     }
 
     /** Tells every publisher still connected that the queue is now {@code state}, for {@code reason}. */

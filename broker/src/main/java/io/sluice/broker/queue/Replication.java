@@ -3,7 +3,9 @@ package io.sluice.broker.queue;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.QueueSettings;
+import io.sluice.storage.StoredMessage;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -63,6 +65,20 @@ public interface Replication {
      * Called on the queue's executor.
      */
     CompletableFuture<Void> purged(BrokerQueue queue, List<IdRange> ids);
+
+    /**
+     * Rule R8 of docs/replication.md: this node, the leader, decided to move {@code original} of {@code source} to
+     * {@code deadLetterQueue} with these headers (the delivery count and the reason are the leader's alone).
+     * Replicated: every node stores the same copy in the dead-letter queue, in log order, so under the same id,
+     * and lets go of the original once the copy is durable. Completes once that is done here; exceptionally if
+     * the entry could not be committed (the leader lost its leadership).
+     */
+    CompletableFuture<Void> deadLetter(BrokerQueue source, StoredMessage original, String deadLetterQueue, ByteBuffer headers);
+
+    /** Headers plus payload of the frame's messages, as quotas count them (rule R9's uncommitted bytes). */
+    static long bytes(PublishFrame frame) {
+        return Backlog.bytes(frame);
+    }
 
     /**
      * A cluster's purge (rule R7): this node, the leader, purges {@code queue} as a single broker does, then

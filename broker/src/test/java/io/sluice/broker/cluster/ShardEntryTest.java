@@ -67,10 +67,31 @@ class ShardEntryTest {
     void shouldRejectAnotherVersionAndTrailingBytes() {
         byte[] entry = ShardEntry.encode(1, 1, "q", new AckFrame(0, List.of(IdRange.single(1))), MAX_FRAME);
         byte[] future = entry.clone();
-        future[0] = 2;
+        future[0] = 3;
         IllegalArgumentException version = assertThrows(IllegalArgumentException.class, () -> ShardEntry.decode(future, MAX_FRAME));
-        assertTrue(version.getMessage().contains("version 2"), version.getMessage());
+        assertTrue(version.getMessage().contains("version 3"), version.getMessage());
         byte[] longer = java.util.Arrays.copyOf(entry, entry.length + 1);
         assertThrows(IllegalArgumentException.class, () -> ShardEntry.decode(longer, MAX_FRAME));
+    }
+
+    /** Rule R8: a dead-letter entry carries the leader's copy byte for byte, and a damaged one is refused. */
+    @Test
+    void shouldRoundTripADeadLetter() {
+        ShardEntry.DeadLetterCopy copy = new ShardEntry.DeadLetterCopy("orders", 42L << 32 | 7, 11, 99,
+                new byte[] {1, 2, 3}, new byte[] {4, 5});
+        byte[] entry = ShardEntry.encodeDeadLetter(3, 5, "orders-dlq", copy);
+        ShardEntry decoded = ShardEntry.decode(entry, MAX_FRAME);
+        assertEquals(3, decoded.originNode());
+        assertEquals(5, decoded.originCall());
+        assertEquals("orders-dlq", decoded.queue());
+        assertEquals(null, decoded.frame());
+        assertEquals("orders", decoded.deadLetter().source());
+        assertEquals(42L << 32 | 7, decoded.deadLetter().sourceId());
+        assertEquals(11, decoded.deadLetter().producerId());
+        assertEquals(99, decoded.deadLetter().producerSequence());
+        assertTrue(java.util.Arrays.equals(copy.headers(), decoded.deadLetter().headers()));
+        assertTrue(java.util.Arrays.equals(copy.payload(), decoded.deadLetter().payload()));
+        assertThrows(IllegalArgumentException.class, () -> ShardEntry.decode(java.util.Arrays.copyOf(entry, entry.length - 1), MAX_FRAME));
+        assertThrows(IllegalArgumentException.class, () -> ShardEntry.decode(java.util.Arrays.copyOf(entry, entry.length + 1), MAX_FRAME));
     }
 }
