@@ -115,7 +115,7 @@ public final class BrokerQueue {
         this.producers = manager.openProducers(name, store, executor);
         this.producerState = new QueueProducerState(this, producers, executor);
         this.transactions = new QueueTransactions(this, store, backlog, tracked, order, pending, staged, producers,
-                transactionEffects);
+                pendingConfirms, publishers, transactionEffects);
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
             public void moved(StoredMessage original) {
@@ -768,12 +768,11 @@ public final class BrokerQueue {
     private final class TransactionEffects implements QueueTransactions.Effects {
         @Override
         public void acked(long count) {
-            if (count == 0) {
-                return;
+            if (count > 0) {
+                ackedMessages += count;
+                acknowledged(count);
+                scheduleDispatch();
             }
-            ackedMessages += count;
-            acknowledged(count);
-            scheduleDispatch();
         }
 
         @Override
@@ -792,6 +791,7 @@ public final class BrokerQueue {
         @Override
         public void backlogChanged() {
             updateFlow();
+            releaseConfirms(); // a rollback may have freed the queue; a TX_PUBLISH's window may go
         }
     }
 }
