@@ -65,6 +65,25 @@ class TransactionTest {
     }
 
     @Test
+    void shouldAskForTransactionsAndRefuseOneLocallyWhenTheBrokerDoesNotGrantThem() {
+        HelloFrame hello = broker.frames(HelloFrame.class).get(0);
+        assertEquals(HelloFrame.CAPABILITY_TRANSACTIONS, hello.capabilities(), "the client asks in every HELLO");
+
+        broker.servedCapabilities = 0; // a broker that predates the capability, or a cluster node
+        try (Connection old = connect()) {
+            UnsupportedOperationException refused = assertThrows(UnsupportedOperationException.class, old::transaction);
+            assertTrue(refused.getMessage().contains("does not serve transactions")
+                    && refused.getMessage().contains("TRANSACTIONS capability"), refused.getMessage());
+            assertThrows(UnsupportedOperationException.class, () -> old.transaction(Duration.ofSeconds(5)));
+            assertTrue(old.isConnected(), "nothing was sent that could cost the connection");
+        }
+        assertEquals(0, broker.count(TxBeginFrame.class), "no TX frame reaches a broker that did not grant them");
+        try (Transaction granted = connection.transaction()) {
+            assertNotNull(granted, "the first connection's HELLO_OK granted them");
+        }
+    }
+
+    @Test
     void shouldPipelineBeginAcksAndOneTxPublishPerQueueThenCommitWithARequestId() throws Exception {
         Consumer consumer = connection.subscribe("orders", ACKS_AT_COMMIT);
         List<Message> orders = receive(consumer, 1, 2, 3, 5);
