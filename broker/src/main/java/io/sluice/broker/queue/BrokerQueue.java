@@ -664,8 +664,8 @@ public final class BrokerQueue {
     // ------------------------------------------------------------------ figures and lifecycle
 
     /** Messages stored and not acknowledged, as clients see them: without the pending ones (T2). Any thread. */
-    public long messageCount() {
-        return store.unackedMessages() - transactions.stagedMessages();
+    public long messageCount() { // off the executor a staging under way is pending before it is stored: 0, not -1
+        return Math.max(0, store.unackedMessages() - transactions.stagedMessages());
     }
 
     /** Unacknowledged bytes (headers plus payload) as the broker counts them for byte quotas. */
