@@ -2,6 +2,7 @@ package io.sluice.broker;
 
 import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.OkFrame;
@@ -15,6 +16,7 @@ import io.sluice.protocol.TxCommitFrame;
 import io.sluice.protocol.TxPublishFrame;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -90,11 +92,17 @@ class TransactionCrashTest {
 
     /** Publishes orders {@code from..to-1} (payload "order-N"), confirmed. */
     private static void publishOrders(RawClient c, int from, int to) throws InterruptedException {
+        publish(c, "orders", from, to);
+    }
+
+    /** Publishes messages {@code from..to-1} to {@code queue} (payload its name without the last letter, "-N"), confirmed. */
+    private static void publish(RawClient c, String queue, int from, int to) throws InterruptedException {
+        String prefix = queue.substring(0, queue.length() - 1) + "-";
         for (int start = from; start < to; start += 100) {
-            PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), "orders");
+            PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), queue);
             int end = Math.min(to, start + 100);
             for (int i = start; i < end; i++) {
-                b.add(0, 0, List.of(), ("order-" + i).getBytes(StandardCharsets.UTF_8));
+                b.add(0, 0, List.of(), (prefix + i).getBytes(StandardCharsets.UTF_8));
             }
             c.send(b.build());
             int confirmed = 0;
@@ -256,10 +264,74 @@ class TransactionCrashTest {
     }
 
     /**
-     * A worker: takes up to 10 orders at a time and processes them in one transaction, until the
-     * connection is lost ({@code stopped}) or "orders" is empty. Returns the next transaction id.
+     * X5: the broker stops, as kill -9 would, inside the delete of "invoices", which keeps the commit records
+     * (T5) of the transactions that published there only, once the delete has waited for their
+     * acknowledgements in "orders" and before its files go; meanwhile a worker on another thread consumes
+     * orders and commits invoices. The delete was never answered, so the restart finds "invoices" whole:
+     * each order is still in "orders" or has exactly one invoice (the transaction in flight too, and those
+     * the closing queue refused), every commit answered OK is there, and "kept", which no transaction
+     * touches, holds each of its messages once. Then the rest of the orders is processed, each once.
      */
+    @Test
+    @Timeout(240)
+    void aStopInAQueueDeleteAfterItsWaitForTheTransactionsLeavesEveryTransactionWhole() throws Exception {
+        int total = 2_000;
+        startBroker("txn-queue-delete-after-x5");
+        try (RawClient c = RawClient.connected(port)) {
+            for (String q : List.of("orders", "invoices", "audit", "kept")) {
+                count(c, q);
+            }
+            publishOrders(c, 0, total);
+            publish(c, "kept", 0, 50);
+        }
+        Set<String> committed = ConcurrentHashMap.newKeySet();
+        AtomicReference<Throwable> workerFailed = new AtomicReference<>();
+        Process running = broker;
+        Thread worker = new Thread(() -> {
+            try {
+                work(committed, 1, () -> !running.isAlive(), false, true);
+            } catch (Throwable t) {
+                workerFailed.set(t);
+            }
+        }, "txn-x5-worker");
+        worker.start();
+        TestAwait.until("100 orders committed", Duration.ofSeconds(120), () -> committed.size() >= 100);
+        try (RawClient deleter = RawClient.connected(port)) {
+            deleter.send(new DeleteQueueFrame(5, "invoices"));
+            assertTrue(running.waitFor(60, TimeUnit.SECONDS), "the broker stopped in the delete, past its X5 wait");
+        }
+        worker.join(60_000);
+        if (workerFailed.get() != null) {
+            throw new AssertionError("the worker failed", workerFailed.get());
+        }
+        assertTrue(committed.size() < total, "the delete came while orders were still being processed");
+
+        startBroker(null);
+        try (RawClient c = RawClient.connected(port)) {
+            Set<String> processed = assertWhole(c, total, false);
+            assertTrue(processed.containsAll(committed), "every commit answered OK survived");
+            Map<String, Integer> kept = contents(c, "kept", 14);
+            assertEquals(50, kept.size(), "kept: " + kept.keySet());
+            assertTrue(kept.values().stream().allMatch(n -> n == 1), "kept, each once: " + kept);
+        }
+        work(committed, 1_000_000, () -> false, false, false); // the rest, on a broker that stops nowhere
+        try (RawClient c = RawClient.connected(port)) {
+            assertEquals(total, assertWhole(c, total, false).size(), "every order processed, each exactly once");
+        }
+    }
+
     private long work(Set<String> committed, long txn, java.util.function.BooleanSupplier stopped, boolean audited) throws Exception {
+        return work(committed, txn, stopped, audited, false);
+    }
+
+    /**
+     * A worker: takes up to 10 orders at a time and processes them in one transaction, until the
+     * connection is lost ({@code stopped}) or "orders" is empty. With {@code refusalsExpected}, a
+     * transaction the broker refuses (a target queue being deleted) is not committed, its orders come
+     * back, and the worker stops; else a refusal fails the test. Returns the next transaction id.
+     */
+    private long work(Set<String> committed, long txn, java.util.function.BooleanSupplier stopped, boolean audited,
+                      boolean refusalsExpected) throws Exception {
         try (RawClient c = RawClient.connected(port)) {
             c.send(new SubscribeFrame(2, 7, "orders", 10));
             c.expect(OkFrame.class);
@@ -274,7 +346,7 @@ class TransactionCrashTest {
                     return txn;
                 }
                 if (!(first instanceof RawClient.Delivery d)) {
-                    if (first instanceof ErrorFrame || first instanceof TxAbortedFrame) {
+                    if (!refusalsExpected && (first instanceof ErrorFrame || first instanceof TxAbortedFrame)) {
                         throw new AssertionError("unexpected " + first);
                     }
                     continue;
@@ -293,10 +365,15 @@ class TransactionCrashTest {
                     if (answer instanceof RawClient.Delivery early) {
                         c.received.add(early);
                     }
-                } while (answer instanceof RawClient.Delivery);
+                } while (answer instanceof RawClient.Delivery || (refusalsExpected && answer instanceof TxAbortedFrame));
                 if (answer instanceof OkFrame ok) {
                     committed.addAll(waiting.remove(ok.requestId()));
                     c.send(new io.sluice.protocol.CreditFrame(7, batch.size()));
+                } else if (refusalsExpected && answer instanceof ErrorFrame refused && refused.requestId() == request) {
+                    // Rolled back: its orders go back with a delivery count one higher. Retrying them in a loop
+                    // against a queue being deleted would take them to the dead-letter queue (maxDeliveries).
+                    waiting.remove(request);
+                    return txn;
                 } else if (answer == null || "closed".equals(answer)) {
                     return txn; // killed: the outcome of this one is decided by the restart
                 } else {

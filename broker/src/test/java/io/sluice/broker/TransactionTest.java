@@ -94,6 +94,32 @@ class TransactionTest {
     }
 
     @Test
+    void helloOkGrantsTransactionsToAClientThatAskedAndTxFramesAreServedEitherWay() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient asking = new RawClient(broker.port());
+             RawClient old = new RawClient(broker.port())) {
+            // HELLO by hand, flags 0x81: TRANSACTIONS and a capability this broker does not know.
+            io.netty.buffer.ByteBuf hello = asking.alloc().buffer();
+            hello.writeInt(0).writeByte(0x01).writeByte(0x81).writeShort(1).writeShort(1).writeShort(1).writeByte('t')
+                    .writeInt(0).writeInt(0).writeShort(0).writeShort(0);
+            hello.setInt(0, hello.readableBytes() - 4);
+            asking.sendRaw(hello);
+            io.sluice.protocol.HelloOkFrame granted = asking.expect(io.sluice.protocol.HelloOkFrame.class);
+            assertEquals(0x01, granted.capabilities(), "TRANSACTIONS granted, the unknown bit ignored rather than refused");
+            assertTrue(granted.grantsTransactions());
+
+            // A client that did not ask (one from before the capability) is granted nothing, and still served.
+            old.send(new io.sluice.protocol.HelloFrame(1, 1, "old", 1 << 20, 0, "", ""));
+            assertEquals(0, old.expect(io.sluice.protocol.HelloOkFrame.class).capabilities());
+            declare(old, "invoices");
+            old.send(new TxBeginFrame(1, 0));
+            txPublish(old, 1, "invoices", "i1");
+            old.send(new TxCommitFrame(9, 1));
+            assertEquals(9, old.expect(OkFrame.class).requestId());
+            assertEquals(1, count(old, "invoices"));
+        }
+    }
+
+    @Test
     void aCommitPublishesToSeveralQueuesAndAcknowledgesAtOnceAndNothingIsVisibleBefore() throws Exception {
         try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port());
              RawClient reader = RawClient.connected(broker.port())) {

@@ -114,6 +114,8 @@ public final class Connection implements AutoCloseable {
 
     private volatile boolean closed;
     private volatile String brokerName = "";
+    /** Whether the broker's last HELLO_OK granted transactions (docs/protocol.md, "Capabilities"). */
+    private volatile boolean transactionsGranted;
     /** On loop: the broker closed with NOT_LEADER, so {@link #addresses} moved on already; null if not. */
     private Boolean closedNotLeaderNamingNewLeader;
 
@@ -324,9 +326,15 @@ public final class Connection implements AutoCloseable {
         return consumer;
     }
 
-    /** A transaction with the broker's default timeout (docs/protocol.md, "Transactions"). */
+    /**
+     * A transaction with the broker's default timeout (docs/protocol.md, "Transactions").
+     *
+     * @throws UnsupportedOperationException if the broker did not grant transactions in its HELLO_OK (an
+     *                                       older broker, or a cluster node): no TX frame is sent
+     */
     public Transaction transaction() {
         checkOpen();
+        checkTransactionsGranted();
         return new Transaction(this, transactions.nextId(), 0);
     }
 
@@ -340,7 +348,17 @@ public final class Connection implements AutoCloseable {
                     + Integer.MAX_VALUE + " ms");
         }
         checkOpen();
+        checkTransactionsGranted();
         return new Transaction(this, transactions.nextId(), (int) Math.max(1, timeout.toMillis()));
+    }
+
+    /** A broker that does not serve transactions would close the connection on a TX frame it does not know. */
+    private void checkTransactionsGranted() {
+        if (!transactionsGranted) {
+            throw new UnsupportedOperationException("broker '" + brokerName + "' at " + address + " does not serve "
+                    + "transactions: its HELLO_OK did not grant the TRANSACTIONS capability (a broker that predates "
+                    + "transactions, or a cluster node, which does not replicate them)");
+        }
     }
 
     /**
@@ -596,7 +614,7 @@ public final class Connection implements AutoCloseable {
             Channel ch = connect.channel();
             ch.writeAndFlush(new HelloFrame(ProtocolVersion.MIN, ProtocolVersion.CURRENT, options.clientName(),
                     options.maxFrameBytes(), (int) options.heartbeat().toMillis(), options.user(),
-                    options.password()));
+                    options.password(), HelloFrame.CAPABILITY_TRANSACTIONS));
             long timeoutMs = options.connectTimeout().toMillis();
             loop.schedule(() -> {
                 if (handshake.completeExceptionally(new SluiceTimeoutException(
@@ -654,6 +672,7 @@ public final class Connection implements AutoCloseable {
             ch.pipeline().addBefore("handler", "write-idle", new WriterIdleTimer(interval));
         }
         brokerName = hello.brokerName();
+        transactionsGranted = hello.grantsTransactions();
         publishWindowMessages = hello.publishWindowMessages();
         publishWindowBytes = hello.publishWindowBytes();
         channel = ch;

@@ -78,8 +78,14 @@ public final class Transaction implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Transaction.class);
     /** Frame header, txnId, queue length and messageCount: a TX_PUBLISH's bytes besides queue and messages. */
     private static final int FRAME_OVERHEAD_BYTES = 6 + 8 + 2 + 4;
-    /** A blocking commit or rollback waits this much past its deadline for the network thread's verdict. */
-    private static final long VERDICT_GRACE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    /**
+     * A blocking commit or rollback waits this much past its deadline for the network thread's verdict. That
+     * thread always decides by the deadline (the request's timeout, the publish window's timer, a lost
+     * connection), but on a loaded machine it may run late by more than a scheduling slice: the caller takes
+     * its verdict ("may or may not have committed", "nothing was committed") rather than a guess of its own,
+     * and gives up only on a network thread that is stuck.
+     */
+    private static final long VERDICT_GRACE_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     private enum Phase {
         /** No operation has reached the network thread. */
@@ -288,7 +294,20 @@ public final class Transaction implements AutoCloseable {
     }
 
     private void awaitVerdict(CompletableFuture<Void> verdict, Duration deadline, String operation) {
-        Connection.await(verdict, deadline.plusNanos(VERDICT_GRACE_NANOS), operation + " of transaction " + txnId);
+        Duration wait = deadline.plusNanos(VERDICT_GRACE_NANOS);
+        try {
+            Connection.await(verdict, wait, operation + " of transaction " + txnId);
+        } catch (SluiceTimeoutException stuck) {
+            if (verdict.isDone()) { // decided just as the wait ended: that verdict, not a guess
+                Connection.await(verdict, wait, operation + " of transaction " + txnId);
+                return;
+            }
+            // The network thread may still write the TX_COMMIT: the outcome is as unknown as for a lost answer.
+            throw new SluiceTimeoutException(operation + " of transaction " + txnId + ": the client's network thread gave no "
+                    + "verdict within " + wait.toMillis() + " ms (the deadline of " + deadline.toMillis() + " ms and "
+                    + TimeUnit.NANOSECONDS.toMillis(VERDICT_GRACE_NANOS) + " ms more); it may or may not have "
+                    + (operation.equals("commit") ? "committed" : "been rolled back"));
+        }
     }
 
     // ---- on the network thread

@@ -146,8 +146,8 @@ public final class FrameDecoder extends ByteToMessageDecoder {
 
     private static Frame decodeBody(FrameType type, int flags, BodyReader reader) {
         return switch (type) {
-            case HELLO -> HelloFrame.decodeBody(reader);
-            case HELLO_OK -> HelloOkFrame.decodeBody(reader);
+            case HELLO -> HelloFrame.decodeBody(reader, flags);
+            case HELLO_OK -> HelloOkFrame.decodeBody(reader, flags);
             case HEARTBEAT -> HeartbeatFrame.INSTANCE;
             case CLOSE -> CloseFrame.decodeBody(reader);
             case DECLARE_QUEUE -> DeclareQueueFrame.decodeBody(reader, flags);

@@ -14,11 +14,14 @@ import static io.sluice.protocol.FrameDirection.CLIENT_TO_BROKER;
  * ignored. Version 1 defines no optional frame types.
  *
  * <p>Rule "flags": a flag bit not in {@link #definedFlags()} must be zero; a set unknown bit is
- * MALFORMED_FRAME.
+ * MALFORMED_FRAME. HELLO defines every bit: its flags are capabilities asked for, and a broker ignores
+ * those it does not know (docs/protocol.md, "Capabilities").
  */
 public enum FrameType {
-    HELLO(0x01, CLIENT_TO_BROKER, 0),
-    HELLO_OK(0x02, BROKER_TO_CLIENT, 0),
+    /** Every flag bit is a capability the client asks for; a broker ignores those it does not know. */
+    HELLO(0x01, CLIENT_TO_BROKER, HelloFrame.ALL_CAPABILITY_BITS),
+    /** The capabilities granted: only bits the client asked for, so only bits it knows. */
+    HELLO_OK(0x02, BROKER_TO_CLIENT, HelloFrame.CAPABILITY_TRANSACTIONS),
     HEARTBEAT(0x03, BOTH, 0),
     CLOSE(0x04, BOTH, 0),
 

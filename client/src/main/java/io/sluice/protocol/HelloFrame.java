@@ -12,10 +12,28 @@ import io.netty.buffer.ByteBuf;
  * </pre>
  * {@code maxFrameBytes} and {@code heartbeatIntervalMs} are wishes (&gt;= 0; 0 means "broker's default");
  * the broker answers with the values it chose in HELLO_OK.
+ *
+ * <p>Flags: the <em>capabilities</em> the client asks for, one bit each ({@link #CAPABILITY_TRANSACTIONS}).
+ * Every bit of HELLO's flags byte is defined, so a broker never refuses a HELLO for a bit it does not know:
+ * it grants, in HELLO_OK's flags, the bits it knows and serves on this connection, and ignores the rest.
  */
 public record HelloFrame(int minVersion, int maxVersion, String clientName, int maxFrameBytes,
-                         int heartbeatIntervalMs, String user, String password) implements Frame {
+                         int heartbeatIntervalMs, String user, String password, int capabilities) implements Frame {
+    /** Capability bit: the client may use transactions (TX_* frames, docs/protocol.md "Transactions"). */
+    public static final int CAPABILITY_TRANSACTIONS = 0x01;
+    /** Every bit of the flags byte: the capabilities a client may ask for, known to this codec or not. */
+    public static final int ALL_CAPABILITY_BITS = 0xFF;
+
+    /** A HELLO asking for no capability. */
+    public HelloFrame(int minVersion, int maxVersion, String clientName, int maxFrameBytes, int heartbeatIntervalMs,
+                      String user, String password) {
+        this(minVersion, maxVersion, clientName, maxFrameBytes, heartbeatIntervalMs, user, password, 0);
+    }
+
     public HelloFrame {
+        if ((capabilities & ~ALL_CAPABILITY_BITS) != 0) {
+            throw new IllegalArgumentException("capabilities " + capabilities + " do not fit the flags byte");
+        }
         WireFormat.checkUnsignedShort("minVersion", minVersion);
         WireFormat.checkUnsignedShort("maxVersion", maxVersion);
         WireFormat.checkString("clientName", clientName);
@@ -31,6 +49,11 @@ public record HelloFrame(int minVersion, int maxVersion, String clientName, int 
     }
 
     @Override
+    public int flags() {
+        return capabilities;
+    }
+
+    @Override
     public void encodeBody(ByteBuf out) {
         out.writeShort(minVersion);
         out.writeShort(maxVersion);
@@ -41,7 +64,7 @@ public record HelloFrame(int minVersion, int maxVersion, String clientName, int 
         WireFormat.writeString(out, password);
     }
 
-    static HelloFrame decodeBody(BodyReader reader) {
+    static HelloFrame decodeBody(BodyReader reader, int flags) {
         return new HelloFrame(
                 reader.readUnsignedShort("minVersion"),
                 reader.readUnsignedShort("maxVersion"),
@@ -49,13 +72,15 @@ public record HelloFrame(int minVersion, int maxVersion, String clientName, int 
                 reader.readNonNegativeInt("maxFrameBytes"),
                 reader.readNonNegativeInt("heartbeatIntervalMs"),
                 reader.readString("user"),
-                reader.readString("password"));
+                reader.readString("password"),
+                flags);
     }
 
     @Override
     public String toString() {
         return "HelloFrame[versions=" + minVersion + ".." + maxVersion + ", clientName=" + clientName
                 + ", maxFrameBytes=" + maxFrameBytes + ", heartbeatIntervalMs=" + heartbeatIntervalMs
-                + ", user=" + user + ", password=" + (password.isEmpty() ? "" : "***") + "]";
+                + ", user=" + user + ", password=" + (password.isEmpty() ? "" : "***") + ", capabilities="
+                + FrameType.hex(capabilities) + "]";
     }
 }

@@ -12,10 +12,22 @@ import io.netty.buffer.ByteBuf;
  * </pre>
  * The publish window is how many messages and payload bytes the client may have published but not yet
  * confirmed; PUBLISH_CREDIT widens it.
+ *
+ * <p>Flags: the capabilities the broker grants on this connection, only ever bits the client asked for in
+ * its HELLO (so a client never meets a bit it does not know): {@link HelloFrame#CAPABILITY_TRANSACTIONS}.
  */
 public record HelloOkFrame(int version, int maxFrameBytes, int heartbeatIntervalMs, String brokerName,
-                           int publishWindowMessages, long publishWindowBytes) implements Frame {
+                           int publishWindowMessages, long publishWindowBytes, int capabilities) implements Frame {
+    /** A HELLO_OK granting no capability. */
+    public HelloOkFrame(int version, int maxFrameBytes, int heartbeatIntervalMs, String brokerName, int publishWindowMessages,
+                        long publishWindowBytes) {
+        this(version, maxFrameBytes, heartbeatIntervalMs, brokerName, publishWindowMessages, publishWindowBytes, 0);
+    }
+
     public HelloOkFrame {
+        if ((capabilities & ~FrameType.HELLO_OK.definedFlags()) != 0) {
+            throw new IllegalArgumentException("capabilities " + FrameType.hex(capabilities) + " are not all defined for HELLO_OK");
+        }
         WireFormat.checkUnsignedShort("version", version);
         WireFormat.checkNonNegative("maxFrameBytes", maxFrameBytes);
         WireFormat.checkNonNegative("heartbeatIntervalMs", heartbeatIntervalMs);
@@ -30,6 +42,16 @@ public record HelloOkFrame(int version, int maxFrameBytes, int heartbeatInterval
     }
 
     @Override
+    public int flags() {
+        return capabilities;
+    }
+
+    /** Whether the broker serves transactions on this connection. */
+    public boolean grantsTransactions() {
+        return (capabilities & HelloFrame.CAPABILITY_TRANSACTIONS) != 0;
+    }
+
+    @Override
     public void encodeBody(ByteBuf out) {
         out.writeShort(version);
         out.writeInt(maxFrameBytes);
@@ -39,13 +61,14 @@ public record HelloOkFrame(int version, int maxFrameBytes, int heartbeatInterval
         out.writeLong(publishWindowBytes);
     }
 
-    static HelloOkFrame decodeBody(BodyReader reader) {
+    static HelloOkFrame decodeBody(BodyReader reader, int flags) {
         return new HelloOkFrame(
                 reader.readUnsignedShort("version"),
                 reader.readNonNegativeInt("maxFrameBytes"),
                 reader.readNonNegativeInt("heartbeatIntervalMs"),
                 reader.readString("brokerName"),
                 reader.readNonNegativeInt("publishWindowMessages"),
-                reader.readNonNegativeLong("publishWindowBytes"));
+                reader.readNonNegativeLong("publishWindowBytes"),
+                flags);
     }
 }

@@ -73,6 +73,8 @@ final class FakeBroker implements AutoCloseable {
     /** When set, TX_COMMIT is answered by ERROR with this code and {@link #refusalMessage}. */
     volatile ErrorCode refuseCommits;
     volatile String refusalMessage = "";
+    /** The capabilities HELLO_OK grants of those the HELLO asked for; 0 plays a broker that predates them. */
+    volatile int servedCapabilities = HelloFrame.CAPABILITY_TRANSACTIONS;
 
     /** A TX_PUBLISH as received: each message as {@code producerId/sequence payload [key=value, ...]}. */
     record TxPublished(long txnId, String queue, List<String> messages) {
@@ -147,8 +149,9 @@ final class FakeBroker implements AutoCloseable {
                 return;
             }
             received.add(frame);
-            if (frame instanceof HelloFrame) {
-                context.writeAndFlush(new HelloOkFrame(1, MAX_FRAME_BYTES, heartbeatIntervalMs, "fake", publishWindowMessages, 1L << 40));
+            if (frame instanceof HelloFrame hello) {
+                context.writeAndFlush(new HelloOkFrame(1, MAX_FRAME_BYTES, heartbeatIntervalMs, "fake", publishWindowMessages, 1L << 40,
+                        hello.capabilities() & servedCapabilities));
             } else if (frame instanceof DeclareQueueFrame declare) {
                 context.writeAndFlush(new OkFrame(declare.requestId(), 0));
             } else if (frame instanceof DeleteQueueFrame delete) {

@@ -65,6 +65,25 @@ class TransactionTest {
     }
 
     @Test
+    void shouldAskForTransactionsAndRefuseOneLocallyWhenTheBrokerDoesNotGrantThem() {
+        HelloFrame hello = broker.frames(HelloFrame.class).get(0);
+        assertEquals(HelloFrame.CAPABILITY_TRANSACTIONS, hello.capabilities(), "the client asks in every HELLO");
+
+        broker.servedCapabilities = 0; // a broker that predates the capability, or a cluster node
+        try (Connection old = connect()) {
+            UnsupportedOperationException refused = assertThrows(UnsupportedOperationException.class, old::transaction);
+            assertTrue(refused.getMessage().contains("does not serve transactions")
+                    && refused.getMessage().contains("TRANSACTIONS capability"), refused.getMessage());
+            assertThrows(UnsupportedOperationException.class, () -> old.transaction(Duration.ofSeconds(5)));
+            assertTrue(old.isConnected(), "nothing was sent that could cost the connection");
+        }
+        assertEquals(0, broker.count(TxBeginFrame.class), "no TX frame reaches a broker that did not grant them");
+        try (Transaction granted = connection.transaction()) {
+            assertNotNull(granted, "the first connection's HELLO_OK granted them");
+        }
+    }
+
+    @Test
     void shouldPipelineBeginAcksAndOneTxPublishPerQueueThenCommitWithARequestId() throws Exception {
         Consumer consumer = connection.subscribe("orders", ACKS_AT_COMMIT);
         List<Message> orders = receive(consumer, 1, 2, 3, 5);
@@ -218,6 +237,26 @@ class TransactionTest {
                 timeout.getMessage());
         transaction.close();
         assertEquals(0, broker.count(TxRollbackFrame.class), "a commit in doubt is not rolled back");
+    }
+
+    @Test
+    void shouldSayTheOutcomeIsUnknownWhenTheNetworkThreadDecidesLate() {
+        broker.answerCommits = false;
+        Transaction transaction = connection.transaction();
+        transaction.publish("invoices", bytes("unanswered"));
+        // A loaded machine: the network thread is busy from before the deadline until well after it, so its
+        // verdict (the request's timeout) comes late. The caller must still get that verdict, not a guess.
+        connection.scheduleOnLoop(() -> {
+            long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(800);
+            while (System.nanoTime() < until) {
+                Thread.onSpinWait(); // busy, as a starved thread is; not a wait for anything
+            }
+        }, TimeUnit.MILLISECONDS.toNanos(400));
+        SluiceTimeoutException timeout = assertThrows(SluiceTimeoutException.class,
+                () -> transaction.commit(Duration.ofMillis(500)));
+        assertTrue(timeout.getMessage().contains("deadline of 500 ms") && timeout.getMessage().contains("may or may not have committed"),
+                timeout.getMessage());
+        assertEquals(1, broker.count(TxCommitFrame.class), "the commit was sent before the network thread fell behind");
     }
 
     @Test

@@ -17,6 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class FrameDecoderTest {
     private static final int TYPE_PUBLISH = FrameType.PUBLISH.code();
@@ -81,6 +82,25 @@ class FrameDecoderTest {
                 Wire.frame(FrameType.DECLARE_QUEUE.code(), 0x03, body -> { }));
         assertRejected(ErrorCode.MALFORMED_FRAME, "OK flags 0x80 set bits outside the defined mask 0x01",
                 Wire.frame(FrameType.OK.code(), 0x80, body -> body.writeLong(1)));
+    }
+
+    @Test
+    void shouldTakeHellosFlagsAsCapabilitiesKnownOrNotAndHelloOksOnlyAsKnownOnes() {
+        byte[] hello = Wire.frame(FrameType.HELLO.code(), 0x81, body -> body.writeShort(1).writeShort(1)
+                .writeShort(1).writeByte('c').writeInt(0).writeInt(0).writeShort(0).writeShort(0));
+        assertEquals(List.of(new HelloFrame(1, 1, "c", 0, 0, "", "", 0x81)), Wire.decode(hello),
+                "a capability this codec does not know is no reason to refuse a HELLO");
+        assertEquals(Arrays.toString(hello), Arrays.toString(Wire.encode(new HelloFrame(1, 1, "c", 0, 0, "", "", 0x81))),
+                "encoded byte for byte: the capabilities in the flags byte");
+        assertEquals("00000015010100010001000174000000000000000000000000", io.netty.buffer.ByteBufUtil.hexDump(
+                Wire.encode(new HelloFrame(1, 1, "t", 0, 0, "", "", HelloFrame.CAPABILITY_TRANSACTIONS))),
+                "the example of docs/protocol.md, \"Capabilities\"");
+        byte[] helloOk = Wire.frame(FrameType.HELLO_OK.code(), 0x01, body -> body.writeShort(1).writeInt(1024).writeInt(0)
+                .writeShort(1).writeByte('b').writeInt(1).writeLong(1024));
+        assertEquals(List.of(new HelloOkFrame(1, 1024, 0, "b", 1, 1024, HelloFrame.CAPABILITY_TRANSACTIONS)), Wire.decode(helloOk));
+        assertTrue(((HelloOkFrame) Wire.decode(helloOk).get(0)).grantsTransactions());
+        assertRejected(ErrorCode.MALFORMED_FRAME, "HELLO_OK flags 0x02 set bits outside the defined mask 0x01",
+                Wire.frame(FrameType.HELLO_OK.code(), 0x02, body -> { }));
     }
 
     @Test

@@ -22,6 +22,8 @@ final class SampleFrames {
                 new HelloFrame(1, 1, "orders-service", 1 << 20, 5_000, "alice", "s3cret"),
                 new HelloFrame(1, 3, UNICODE, 0, 0, "", ""),
                 new HelloOkFrame(1, 8 << 20, 10_000, "sluice-1", 10_000, 64L << 20),
+                new HelloFrame(1, 1, "tx-client", 0, 0, "", "", HelloFrame.CAPABILITY_TRANSACTIONS | 0x80),
+                new HelloOkFrame(1, 1 << 20, 0, "sluice-2", 1, 1024, HelloFrame.CAPABILITY_TRANSACTIONS),
                 HeartbeatFrame.INSTANCE,
                 new CloseFrame(ErrorCode.NONE, ""),
                 new CloseFrame(ErrorCode.HEARTBEAT_TIMEOUT, "no frame for 20000 ms, limit 20000 ms"),

@@ -171,7 +171,8 @@ final class HandshakeHandler extends ProtocolHandler {
         ctx.pipeline().get(FrameDecoder.class).maxFrameBytes(config.broker.maxFrameBytes);
         ctx.pipeline().get(FrameEncoder.class).maxFrameBytes(maxFrame);
         ctx.writeAndFlush(new HelloOkFrame(ProtocolVersion.CURRENT, maxFrame, config.broker.heartbeatIntervalMs,
-                config.broker.name, config.broker.publishWindowMessages, config.broker.publishWindowBytes));
+                config.broker.name, config.broker.publishWindowMessages, config.broker.publishWindowBytes,
+                hello.capabilities() & served()));
         // Frames the decoder still holds from this read go to the session adapter: the replace is
         // done before this call returns.
         countedConnection = false; // the session adapter owns both counts from here on
@@ -186,6 +187,16 @@ final class HandshakeHandler extends ProtocolHandler {
             }
             ctx.channel().config().setAutoRead(true);
         }
+    }
+
+    /**
+     * The capabilities this listener serves, of which HELLO_OK grants those the client asked for (docs/protocol.md,
+     * "Capabilities"): transactions, unless the listener has none or this is a cluster node, which refuses TX_BEGIN
+     * (NOT_REPLICATED). A client that did not ask may still send TX frames: version 1 clients before the capability
+     * bit did, and are served as before.
+     */
+    private int served() {
+        return transactions != null && queues.replication() == null ? HelloFrame.CAPABILITY_TRANSACTIONS : 0;
     }
 
     /** The subject CN of a verified TLS client certificate, or null (no TLS, no certificate, or no CN). */

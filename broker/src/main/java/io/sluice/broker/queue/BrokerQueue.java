@@ -116,7 +116,7 @@ public final class BrokerQueue {
         this.producers = manager.openProducers(name, store, executor);
         this.producerState = new QueueProducerState(this, producers, executor);
         this.transactions = new QueueTransactions(this, store, backlog, tracked, order, pending, staged, producers,
-                transactionEffects);
+                pendingConfirms, publishers, transactionEffects);
         this.admission = new LeaderAdmission(this, backlog, publishers, this::updateFlow);
         this.dropOldest = new DropOldest(this, store, tracked, transactions, backlog, manager, this::deadLetter);
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
@@ -666,8 +666,8 @@ public final class BrokerQueue {
     // ------------------------------------------------------------------ figures and lifecycle
 
     /** Messages stored and not acknowledged, as clients see them: without the pending ones (T2). Any thread. */
-    public long messageCount() {
-        return store.unackedMessages() - transactions.stagedMessages();
+    public long messageCount() { // off the executor a staging under way is pending before it is stored: 0, not -1
+        return Math.max(0, store.unackedMessages() - transactions.stagedMessages());
     }
 
     /** Unacknowledged bytes (headers plus payload) as the broker counts them for byte quotas. */
@@ -770,12 +770,11 @@ public final class BrokerQueue {
     private final class TransactionEffects implements QueueTransactions.Effects {
         @Override
         public void acked(long count) {
-            if (count == 0) {
-                return;
+            if (count > 0) {
+                ackedMessages += count;
+                acknowledged(count);
+                scheduleDispatch();
             }
-            ackedMessages += count;
-            acknowledged(count);
-            scheduleDispatch();
         }
 
         @Override
@@ -794,6 +793,7 @@ public final class BrokerQueue {
         @Override
         public void backlogChanged() {
             updateFlow();
+            releaseConfirms(); // a rollback may have freed the queue; a TX_PUBLISH's window may go
         }
     }
 }

@@ -22,6 +22,10 @@ import java.util.function.LongConsumer;
  * recognised (P1) added nothing to the backlog, so it spends no token: a frame of resends alone goes
  * as soon as the frames before it went.
  *
+ * <p>A TX_PUBLISH's messages are not confirmed (their commit is), but their publish window comes
+ * back through here too ({@link #addWindow}), in arrival order with the PUBLISH frames: so C2 paces a
+ * transactional publisher as it paces a plain one (docs/flow-control.md, "Transactions").
+ *
  * <p>Counts what it released: the stored messages confirmed, and apart from them the resends
  * confirmed without being stored, so a message is counted once, as one or the other.
  */
@@ -89,7 +93,10 @@ final class PendingConfirms {
         }
     }
 
-    /** {@code messages} of one frame to confirm, {@code resends} of them not stored (P1); {@code bytes} their payloads. */
+    /**
+     * {@code messages} of one frame to confirm, {@code resends} of them not stored (P1); {@code bytes} their payloads.
+     * {@code ranges} null: a TX_PUBLISH's window alone, nothing to confirm or count.
+     */
     private record Entry(long lastId, ProducerLink connection, Map<Long, List<IdRange>> ranges,
                          int messages, int resends, long bytes, long receivedAtNanos) {
     }
@@ -101,6 +108,15 @@ final class PendingConfirms {
     void add(long lastId, ProducerLink connection, Map<Long, List<IdRange>> ranges, int messages, int resends, long bytes,
              long receivedAtNanos) {
         entries.add(new Entry(lastId, connection, ranges, messages, resends, bytes, receivedAtNanos));
+    }
+
+    /**
+     * One TX_PUBLISH frame of {@code messages} ({@code bytes} of payload), {@code staged} of them stored: its
+     * publish window goes back once the backlog lets that many go (C2), with no CONFIRM. Not C1: a staged
+     * message is confirmed by its commit, which waits for its durability.
+     */
+    void addWindow(ProducerLink connection, int messages, int staged, long bytes) {
+        entries.add(new Entry(-1, connection, null, messages, messages - staged, bytes, 0));
     }
 
     /**
@@ -117,13 +133,15 @@ final class PendingConfirms {
                 break;
             }
             entries.poll();
-            if (now == 0) {
-                now = System.nanoTime();
+            if (e.ranges != null) {
+                if (now == 0) {
+                    now = System.nanoTime();
+                }
+                latencyNanos.accept(now - e.receivedAtNanos);
+                confirmedStored += e.messages - e.resends;
+                confirmedResends += e.resends;
+                e.ranges.forEach(e.connection::confirm);
             }
-            latencyNanos.accept(now - e.receivedAtNanos);
-            confirmedStored += e.messages - e.resends;
-            confirmedResends += e.resends;
-            e.ranges.forEach(e.connection::confirm);
             e.connection.publishCredit(e.messages, e.bytes);
             touched.add(e.connection);
         }
@@ -148,7 +166,9 @@ final class PendingConfirms {
         FlushList<ProducerLink> touched = touchedLinks.begin();
         while (!entries.isEmpty()) {
             Entry e = entries.poll();
-            e.ranges.forEach((producer, ranges) -> ranges.forEach(range -> e.connection.refuse(producer, range, code, message)));
+            if (e.ranges != null) { // null: a TX_PUBLISH's window; its commit meets the failure and answers it
+                e.ranges.forEach((producer, ranges) -> ranges.forEach(range -> e.connection.refuse(producer, range, code, message)));
+            }
             e.connection.publishCredit(e.messages, e.bytes);
             touched.add(e.connection);
         }

@@ -33,7 +33,9 @@ import java.util.function.Supplier;
  *   <li>T2 A staged message is stored at TX_PUBLISH, admitted by the quota as a publish would be,
  *       and counts in the queue's backlog (messages and bytes) from then on. Until its transaction
  *       commits it is <em>pending</em>: the reader skips it without stopping ({@link DeliveryOrder}),
- *       and neither drop-oldest nor purge takes it; it is not in the message count clients see.</li>
+ *       and neither drop-oldest nor purge takes it; it is not in the message count clients see. Its
+ *       TX_PUBLISH's window goes back as a publish's confirm would (paced while slowed), and its
+ *       connection is told the queue's FLOW changes.</li>
  *   <li>T3 A commit makes its pending messages visible here, in memory only: the commit record in
  *       the transaction log is what makes them visible across a restart. A rollback acknowledges
  *       (discards) them.</li>
@@ -67,7 +69,7 @@ public final class QueueTransactions {
         /** Pending messages became visible: count them as published, re-evaluate the quota and dispatch. */
         void visible(int count);
 
-        /** The backlog changed: re-evaluate the quota. */
+        /** The backlog changed: re-evaluate the quota and release what it lets go. */
         void backlogChanged();
     }
 
@@ -129,6 +131,8 @@ public final class QueueTransactions {
     private final DeliveryOrder order;
     private final ProducerRegistry producers;
     private final Effects effects;
+    private final PendingConfirms confirms;
+    private final QueuePublishers publishers;
     /** Ids of the pending messages (T2), shared with the {@link DeliveryOrder}, which skips them. */
     private final IdSet pending;
     /** Pending messages: in the store's unacknowledged count but not visible. Written on the executor, read anywhere. */
@@ -142,7 +146,8 @@ public final class QueueTransactions {
     private StagedAtOpen found;
 
     QueueTransactions(BrokerQueue queue, QueueStore store, Backlog backlog, IdSet tracked, DeliveryOrder order, IdSet pending,
-                      StagedAtOpen found, ProducerRegistry producers, Effects effects) {
+                      StagedAtOpen found, ProducerRegistry producers, PendingConfirms confirms, QueuePublishers publishers,
+                      Effects effects) {
         this.queue = queue;
         this.store = store;
         this.backlog = backlog;
@@ -152,6 +157,8 @@ public final class QueueTransactions {
         this.found = found;
         this.producers = producers;
         this.effects = effects;
+        this.confirms = confirms;
+        this.publishers = publishers;
         found.forEach((transaction, ids, count, bytes) -> {
             for (int i = 0; i < count; i++) {
                 pending.add(ids[i]);
@@ -252,14 +259,35 @@ public final class QueueTransactions {
      * staging there ({@link Staging#refusal()}); what was appended before it is in the result, for
      * the rollback to discard.
      */
-    public CompletableFuture<Staging> stage(long transaction, PublishFrame frame) {
+    public CompletableFuture<Staging> stage(long transaction, PublishFrame frame, ProducerLink link, long payloadBytes) {
         return on(() -> {
+            int messages = frame.messageCount();
+            Staging staging;
             try {
-                return stageNow(transaction, frame);
+                if (!queue.isClosed()) {
+                    publishers.add(link); // told the queue's FLOW changes, as a plain publisher is
+                }
+                staging = stageNow(transaction, frame);
             } finally {
                 frame.release();
             }
+            giveWindowBack(link, messages, staging.count(), payloadBytes);
+            return staging;
         });
+    }
+
+    /**
+     * The frame's publish window goes back as a PUBLISH's does once confirmed: at once while the queue is free,
+     * at the consumers' pace while it is slowed (C2 of {@link PendingConfirms}), behind the publishes before it.
+     */
+    private void giveWindowBack(ProducerLink link, int messages, int staged, long payloadBytes) {
+        if (queue.isClosed()) { // its confirms were refused at the delete: nothing would release it
+            link.publishCredit(messages, payloadBytes);
+            link.flush();
+            return;
+        }
+        confirms.addWindow(link, messages, staged, payloadBytes);
+        effects.backlogChanged();
     }
 
     private Staging stageNow(long transaction, PublishFrame frame) {

@@ -56,9 +56,9 @@ public final class ConnectionTransactions {
 
     /**
      * TX_PUBLISH to {@code queue}, which the session found and may write: the frame goes straight to
-     * the queue, which stages its messages there and releases it; the coordinator learns of it in frame
-     * order and gives the window back. An unknown transaction is an ERROR to no request; the frame is
-     * released and its window given back here.
+     * the queue, which stages its messages there, releases it and gives its window back as its flow
+     * control allows; the coordinator learns of it in frame order. An unknown transaction is an ERROR
+     * to no request; the frame is released and its window given back here.
      */
     public void publish(long txnId, BrokerQueue queue, PublishFrame frame, long payloadBytes) {
         Transaction t = find(txnId, "TX_PUBLISH");
@@ -67,9 +67,8 @@ public final class ConnectionTransactions {
             frame.release();
             return;
         }
-        int count = frame.messageCount();
-        CompletableFuture<QueueTransactions.Staging> staging = queue.transactions().stage(t.number, frame);
-        coordinator.executor().execute(() -> coordinator.staging(t, queue, staging, count, payloadBytes));
+        CompletableFuture<QueueTransactions.Staging> staging = queue.transactions().stage(t.number, frame, link, payloadBytes);
+        coordinator.executor().execute(() -> coordinator.staging(t, queue, staging));
     }
 
     /**

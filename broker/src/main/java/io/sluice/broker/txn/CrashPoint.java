@@ -21,6 +21,12 @@ final class CrashPoint {
     /** Recovery discarded what never committed and applied a commit's acknowledgements again; its record is not finished. */
     static final String RECOVERY_BEFORE_FINISH = "txn-recovery-before-finish";
 
+    /**
+     * A queue's delete has closed it and waited for the acknowledgements of the commits whose records it keeps
+     * (X5); its files, with those records, are about to be deleted.
+     */
+    static final String QUEUE_DELETE_AFTER_X5 = "txn-queue-delete-after-x5";
+
     private static final String CHOSEN = System.getProperty("sluice.crash-point");
 
     private CrashPoint() {

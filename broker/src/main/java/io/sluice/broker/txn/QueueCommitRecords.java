@@ -95,5 +95,6 @@ final class QueueCommitRecords {
         } catch (ExecutionException | RuntimeException e) {
             LOG.debug("Queue '{}': no wait for its transactions' acknowledgements ({}).", queue.name(), e.toString());
         }
+        CrashPoint.reached(CrashPoint.QUEUE_DELETE_AFTER_X5);
     }
 }

@@ -251,20 +251,17 @@ public final class TransactionCoordinator implements AutoCloseable {
      * TX_PUBLISH: the queue stages the frame's messages ({@code staging}, under way on its executor).
      * Part of the transaction if it is open now, in frame order: a commit that follows waits for it.
      */
-    void staging(Transaction t, BrokerQueue queue, CompletableFuture<QueueTransactions.Staging> staging, int count,
-                 long payloadBytes) {
+    void staging(Transaction t, BrokerQueue queue, CompletableFuture<QueueTransactions.Staging> staging) {
         boolean partOfIt = t.takesOperations();
         boolean afterCommit = t.state == Transaction.State.COMMITTING;
-        CompletableFuture<Void> done = staging.thenAcceptAsync(s -> staged(t, queue, s, count, payloadBytes, partOfIt, afterCommit),
-                executor);
+        CompletableFuture<Void> done = staging.thenAcceptAsync(s -> staged(t, queue, s, partOfIt, afterCommit), executor);
         if (partOfIt) {
             t.pending.add(done);
         }
     }
 
-    private void staged(Transaction t, BrokerQueue queue, QueueTransactions.Staging s, int count, long payloadBytes,
-                        boolean partOfIt, boolean afterCommit) {
-        t.link.publishCredit(count, payloadBytes);
+    /** The frame's publish window is the queue's to give back (its flow control paces it), not this. */
+    private void staged(Transaction t, BrokerQueue queue, QueueTransactions.Staging s, boolean partOfIt, boolean afterCommit) {
         if (!partOfIt || t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
             queue.transactions().discard(s);
             if (afterCommit) {

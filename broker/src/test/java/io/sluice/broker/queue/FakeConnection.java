@@ -32,6 +32,9 @@ final class FakeConnection extends FrameLink {
     private long publishCreditMessages;
     private volatile boolean active = true;
     private volatile boolean writable = true;
+    /** Run on the writing thread once this many deliveries were written (see {@link #onDeliveries}); null when done. */
+    private Runnable atDeliveries;
+    private int atDeliveriesCount;
 
     FakeConnection(String id) {
         this.id = id;
@@ -57,7 +60,22 @@ final class FakeConnection extends FrameLink {
         } else {
             written.add(frame);
         }
+        if (atDeliveries != null && deliveries().size() >= atDeliveriesCount) {
+            Runnable action = atDeliveries;
+            atDeliveries = null;
+            action.run();
+        }
         notifyAll();
+    }
+
+    /**
+     * Runs {@code action} on the thread that writes the {@code count}-th delivery (the queue's event loop,
+     * inside the dispatch that sends it), so what the test does then comes before any timer of the queue
+     * due later, however late the test's own thread would run on a loaded machine.
+     */
+    synchronized void onDeliveries(int count, Runnable action) {
+        atDeliveriesCount = count;
+        atDeliveries = action;
     }
 
     @Override

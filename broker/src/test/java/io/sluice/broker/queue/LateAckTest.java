@@ -28,9 +28,12 @@ class LateAckTest {
             FakeConnection producer = new FakeConnection("producer");
             FakeConnection consumer = new FakeConnection("consumer");
             core.publish(q, producer, 1, 0, new byte[10], new byte[10], new byte[10]);
+            // The consumer is slow from its third delivery on: nothing can go out again for now. Set in the
+            // dispatch itself, not after this thread saw the deliveries, which on a loaded machine could be
+            // after the 100 ms ack timeout took them back and sent them again.
+            consumer.onDeliveries(3, () -> consumer.writable(false));
             Subscription sub = Subscription.open(q, consumer, TAG, 3, QueueCore.unbounded());
             List<FakeConnection.Delivery> delivered = consumer.await(FakeConnection.Delivery.class, 3, Duration.ofSeconds(30));
-            consumer.writable(false); // the consumer is slow: nothing can go out again for now
             awaitTakenBack(q, 3);
 
             sub.ack(QueueCore.ackRange(TAG, delivered.get(0).id(), delivered.get(2).id()));
@@ -52,13 +55,15 @@ class LateAckTest {
             FakeConnection producer = new FakeConnection("producer");
             FakeConnection consumer = new FakeConnection("consumer");
             core.publish(q, producer, 1, 0, new byte[10]);
-            Subscription sub = Subscription.open(q, consumer, TAG, 1, QueueCore.unbounded());
-            consumer.await(FakeConnection.Delivery.class, 1, Duration.ofSeconds(30));
+            Subscription sub = Subscription.open(q, consumer, TAG, 0, QueueCore.unbounded());
+            // The ack of the second delivery is queued in the dispatch that sends it, so it comes before the
+            // next ack timeout 100 ms later, however late this thread would run on a loaded machine.
+            consumer.onDeliveries(2, () -> sub.ack(QueueCore.ack(TAG, consumer.deliveries().get(1).id())));
+            sub.credit(1);
             List<FakeConnection.Delivery> both = consumer.await(FakeConnection.Delivery.class, 2, Duration.ofSeconds(30));
             assertEquals(both.get(0).id(), both.get(1).id());
             assertEquals(2, both.get(1).deliveryCount());
-            sub.ack(QueueCore.ack(TAG, both.get(1).id()));
-            assertEquals(0L, (long) QueueCore.onLoop(q, q.store()::unackedMessages));
+            QueueCore.awaitOnLoop(q, q.store()::unackedMessages, 0L);
             assertEquals(1L, (long) QueueCore.onLoop(q, q::redelivered), "taken back once, delivered again once: one redelivery");
         }
     }
@@ -71,10 +76,10 @@ class LateAckTest {
             FakeConnection first = new FakeConnection("first");
             FakeConnection other = new FakeConnection("other");
             core.publish(q, producer, 1, 0, new byte[10]);
+            first.onDeliveries(1, () -> first.writable(false)); // slow from its delivery on, as in the first case
             Subscription.open(q, first, TAG, 1, QueueCore.unbounded());
             Subscription stranger = Subscription.open(q, other, TAG + 1, 0, QueueCore.unbounded()); // no credit: gets nothing
             long id = first.await(FakeConnection.Delivery.class, 1, Duration.ofSeconds(30)).get(0).id();
-            first.writable(false);
             awaitTakenBack(q, 1);
 
             stranger.ack(QueueCore.ack(TAG + 1, id));
