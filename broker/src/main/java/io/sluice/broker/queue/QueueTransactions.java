@@ -265,7 +265,7 @@ public final class QueueTransactions {
             Staging staging;
             try {
                 if (!queue.isClosed()) {
-                    publishers.add(link); // told the queue's FLOW changes, as a plain publisher is
+                    publishers.add(link, backlog.state(), backlog.reason()); // told the queue's FLOW changes, as a plain publisher is
                 }
                 staging = stageNow(transaction, frame);
             } finally {
