@@ -110,6 +110,8 @@ class TransactionFlowControlTest {
             assertEquals("r", flow.queue());
 
             other.send(plain(other, "r", 1, 4).build()); // in flight when it was blocked: stored
+            // A new publisher is told the queue's state first when it is not FREE (docs/flow-control.md).
+            assertEquals(FlowState.BLOCKED, other.expect(FlowFrame.class).state());
             other.expect(ConfirmFrame.class);
             other.send(plain(other, "r", 5, 1).build());
             PublishErrorFrame plainRefusal = other.expect(PublishErrorFrame.class);
