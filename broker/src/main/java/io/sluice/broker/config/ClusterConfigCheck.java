@@ -25,6 +25,9 @@ final class ClusterConfigCheck {
         if (cluster.snapshotEveryEntries < 1 || cluster.snapshotEveryEntries > 100_000_000) {
             problems.add("cluster.snapshot-every-entries " + cluster.snapshotEveryEntries + " is outside 1..100000000");
         }
+        if (cluster.logSegmentBytes < 1 << 20 || cluster.logSegmentBytes > 1L << 30) {
+            problems.add("cluster.log-segment-bytes " + cluster.logSegmentBytes + " is outside 1048576..1073741824");
+        }
         if (!cluster.enabled) {
             return;
         }
@@ -50,6 +53,10 @@ final class ClusterConfigCheck {
             }
             if (node.clientPort < 1 || node.clientPort > 65535) {
                 problems.add(key + ".client-port " + node.clientPort + " is outside 1..65535");
+            }
+            if (node.snapshotPort < 0 || node.snapshotPort > 65535
+                    || node.snapshotPort != 0 && (node.snapshotPort == node.raftPort || node.snapshotPort == node.clientPort)) {
+                problems.add(key + ".snapshot-port " + node.snapshotPort + " is outside 0..65535 or is the node's raft-port or client-port");
             }
             if (node.id == cluster.nodeId) {
                 self = node;
