@@ -62,6 +62,10 @@ final class ShardSnapshots {
      * copied as of one index; each queue stands still only for its own copy (MessageStore.snapshotTo).
      */
     Snapshot take(TermIndex last) throws IOException {
+        Path done = directory.resolve(name(last));
+        if (Files.exists(done)) {
+            return new Snapshot(last, done); // taken before a crash: the same entries, the same state
+        }
         Path temporary = directory.resolve(name(last) + TEMPORARY);
         if (Files.exists(temporary)) {
             Directories.deleteRecursively(temporary);
@@ -79,7 +83,6 @@ final class ShardSnapshots {
         SnapshotFiles.force(settings);
         SnapshotFiles.force(temporary.resolve(TERM_INDEX_FILE));
         AtomicFiles.fsyncDirectory(temporary);
-        Path done = directory.resolve(name(last));
         Files.move(temporary, done, StandardCopyOption.ATOMIC_MOVE);
         AtomicFiles.fsyncDirectory(directory);
         LOG.info("Snapshot of {} queues through index {} (term {}) written to {} in {} ms.", copied.size(), last.getIndex(),

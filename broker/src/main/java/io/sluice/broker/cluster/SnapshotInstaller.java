@@ -56,7 +56,8 @@ final class SnapshotInstaller {
     private final Path install;
     private final Path temporary;
     private final QueueManager queues;
-    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(10)).build();
     private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "sluice-snapshot-install");
         t.setDaemon(true);
