@@ -178,7 +178,12 @@ final class ShardStateMachine extends BaseStateMachine {
             throw new IOException("the queues' stores are not durable through index " + last.getIndex() + ": " + e, e);
         }
         if (snapshots != null) {
-            snapshots.take(last);
+            try {
+                snapshots.take(last);
+            } catch (RuntimeException e) {
+                // Ratis's updater catches only an IOException here: anything else would stop the shard on this node.
+                throw new IOException("the snapshot through index " + last.getIndex() + " failed: " + e, e);
+            }
         }
         writeMarker(last);
         return last.getIndex();

@@ -30,23 +30,26 @@ public final class SnapshotFiles {
      * ({@link #force}). The caller must keep every file of the queue still meanwhile (the queue's lock).
      */
     public static void copyQueue(Path queueDirectory, Path target, int writeSegment) throws IOException {
-        List<Path> files;
-        try (Stream<Path> walk = Files.walk(queueDirectory)) {
-            files = walk.filter(Files::isRegularFile).toList();
-        }
         Files.createDirectories(target);
-        for (Path file : files) {
-            String name = file.getFileName().toString();
+        List<Path> entries;
+        // Files.list reads no attributes: a .tmp renamed or a .deleting unlinked meanwhile (their threads take no
+        // queue lock) is skipped by its name below, never touched, where Files.walk would fail on it.
+        try (Stream<Path> list = Files.list(queueDirectory)) {
+            entries = list.sorted().toList();
+        }
+        for (Path entry : entries) {
+            String name = entry.getFileName().toString();
             if (name.endsWith(".tmp") || name.endsWith(SegmentFiles.DELETING_SUFFIX)) {
                 continue;
             }
-            Path copy = target.resolve(queueDirectory.relativize(file).toString());
-            Files.createDirectories(copy.getParent());
+            Path copy = target.resolve(name);
             int segment = SegmentFiles.segmentOf(name);
-            if (segment >= 0 && segment < writeSegment) {
-                Files.createLink(copy, file);
+            if (Files.isDirectory(entry)) {
+                copyQueue(entry, copy, writeSegment);
+            } else if (segment >= 0 && segment < writeSegment) {
+                Files.createLink(copy, entry);
             } else {
-                Files.copy(file, copy);
+                Files.copy(entry, copy);
             }
         }
     }
