@@ -110,4 +110,13 @@ final class ChildJvm {
             throw new AssertionError("child JVM " + process.pid() + " did not die within 20 s");
         }
     }
+
+    /** Kills every process of {@code processes} still alive (a test's clean-up). */
+    static void killAll(Process[] processes) throws InterruptedException {
+        for (Process p : processes) {
+            if (p != null && p.isAlive()) {
+                kill(p);
+            }
+        }
+    }
 }

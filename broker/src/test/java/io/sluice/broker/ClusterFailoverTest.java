@@ -56,11 +56,7 @@ class ClusterFailoverTest {
 
     @AfterEach
     void killAll() throws InterruptedException {
-        for (Process p : nodes) {
-            if (p != null && p.isAlive()) {
-                ChildJvm.kill(p);
-            }
-        }
+        ChildJvm.killAll(nodes);
     }
 
     @Test

@@ -22,6 +22,7 @@ final class ClusterFixture {
     final int[] clientPorts;
     final int[] raftPorts;
     final int[] metricsPorts;
+    final int[] snapshotPorts;
     final Path[] configs;
     final Path dir;
 
@@ -31,21 +32,28 @@ final class ClusterFixture {
 
     /** {@code clusterKeys}: more lines of the {@code cluster} section, each indented by two spaces. */
     ClusterFixture(Path dir, int size, String clusterKeys) throws IOException {
+        this(dir, size, clusterKeys, "", "");
+    }
+
+    /** More lines of the {@code cluster}, {@code broker} and {@code storage} sections, each indented by two spaces. */
+    ClusterFixture(Path dir, int size, String clusterKeys, String brokerKeys, String storageKeys) throws IOException {
         this.dir = dir;
         this.size = size;
         clientPorts = new int[size];
         raftPorts = new int[size];
         metricsPorts = new int[size];
+        snapshotPorts = new int[size];
         configs = new Path[size];
         for (int i = 0; i < size; i++) {
             clientPorts[i] = ChildJvm.freePort();
             raftPorts[i] = ChildJvm.freePort();
             metricsPorts[i] = ChildJvm.freePort();
+            snapshotPorts[i] = ChildJvm.freePort();
         }
         StringBuilder nodes = new StringBuilder();
         for (int i = 0; i < size; i++) {
             nodes.append("    - {id: ").append(i + 1).append(", host: 127.0.0.1, raft-port: ").append(raftPorts[i])
-                    .append(", client-port: ").append(clientPorts[i]).append("}\n");
+                    .append(", client-port: ").append(clientPorts[i]).append(", snapshot-port: ").append(snapshotPorts[i]).append("}\n");
         }
         for (int i = 0; i < size; i++) {
             configs[i] = dir.resolve("node-" + (i + 1) + ".yaml");
@@ -53,10 +61,12 @@ final class ClusterFixture {
                     + "  name: node-" + (i + 1) + "\n"
                     + "  port: " + clientPorts[i] + "\n"
                     + "  data-dir: " + dir.resolve("node-" + (i + 1)) + "\n"
+                    + brokerKeys
                     + "metrics:\n"
                     + "  port: " + metricsPorts[i] + "\n"
                     + "storage:\n"
                     + "  reserved-disk-bytes: 67108864\n"
+                    + storageKeys
                     + "cluster:\n"
                     + "  enabled: true\n"
                     + "  node-id: " + (i + 1) + "\n"

@@ -9,6 +9,8 @@ import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.LeaderHint;
+import io.sluice.protocol.PublishErrorFrame;
+import io.sluice.protocol.PublishFrameBuilder;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.QueueStore;
 import org.junit.jupiter.api.AfterEach;
@@ -85,7 +87,7 @@ class ClusterReplicationTest {
 
     @Test
     void shouldSendClientsToTheLeaderAndStoreWhatItConfirmedOnEveryNode() throws Exception {
-        // A snapshot marker every few entries, so that the restart below starts from one (rule R4).
+        // A snapshot every few entries, so that the restart below starts from one (rule R4).
         ClusterFixture cluster = new ClusterFixture(dir, 3, "  snapshot-every-entries: 5\n");
         brokers.addAll(cluster.startInProcess());
         Broker leader = awaitLeader();
@@ -106,6 +108,13 @@ class ClusterReplicationTest {
         try (Connection connection = Connection.connect(options)) {
             assertEquals(leader.config().broker.name, connection.brokerName());
             connection.declareQueue(QUEUE, QueueSettings.EMPTY);
+            // Rule R4: a message without a producer identity is refused, since a replay after a restart would store it twice.
+            try (RawClient raw = RawClient.connected(leader.port())) {
+                PublishFrameBuilder anonymous = new PublishFrameBuilder(raw.alloc(), QUEUE);
+                anonymous.add(0, 1, List.of(), Payloads.of(-1));
+                raw.send(anonymous.build());
+                assertEquals(ErrorCode.NOT_REPLICATED.code(), raw.expect(PublishErrorFrame.class).code());
+            }
             Producer producer = connection.createProducer(QUEUE, ProducerOptions.DEFAULT);
             List<CompletableFuture<Void>> confirms = new ArrayList<>();
             for (int i = 0; i < messages; i++) {

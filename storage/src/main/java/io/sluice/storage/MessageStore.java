@@ -2,10 +2,12 @@ package io.sluice.storage;
 
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.durability.FileForcer;
+import io.sluice.storage.files.AtomicFiles;
 import io.sluice.storage.files.FileDescriptors;
 import io.sluice.storage.durability.StorageFlusher;
 import io.sluice.storage.readahead.ReadAhead;
 import io.sluice.storage.segment.FileReleaser;
+import io.sluice.storage.snapshot.SnapshotFiles;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -372,6 +374,52 @@ public final class MessageStore implements AutoCloseable {
             throw new UncheckedIOException("cannot delete queue directory " + dir, e);
         }
         releaser.deleteTree(doomed);
+    }
+
+    /**
+     * Writes a snapshot of every queue into {@code target}, which must not exist (docs/storage.md,
+     * "Snapshots"): {@code <target>/queues/<name>}, each queue copied under its own lock
+     * ({@link QueueStore#copyTo}: sealed segments linked, the rest copied), then every file and directory
+     * of it forced. {@code target} is then a data directory that {@link #open} recovers like any other.
+     * Each queue is an image of itself at its copy; a caller that needs one instant for all queues keeps
+     * them from changing between the copies (the cluster's state machine applies nothing meanwhile).
+     * Returns the names of the queues copied.
+     */
+    public List<String> snapshotTo(Path target) throws IOException {
+        ensureOpen();
+        Path copies = target.resolve("queues");
+        Files.createDirectories(copies);
+        List<String> names = listQueues();
+        for (String name : names) {
+            queue(name).copyTo(copies.resolve(name));
+        }
+        SnapshotFiles.force(target);
+        return names;
+    }
+
+    /**
+     * Moves a queue directory made elsewhere (a queue of a snapshot, {@link #snapshotTo}, on the same file
+     * system) into this store as queue {@code name}, which must not exist, and opens it through recovery like
+     * any queue at start-up. The move is one rename, made durable by forcing the directory of queues: after a
+     * crash the queue is there whole or not at all.
+     */
+    public QueueStore installQueue(String name, Path from) {
+        ensureOpen();
+        QueueNames.validate(name);
+        if (queues.containsKey(name) || inCreation.containsKey(name)) {
+            throw new StorageException("queue '" + name + "' exists; delete it before installing another under its name");
+        }
+        Path dir = queuesDirectory.resolve(name);
+        try {
+            Files.move(from, dir, StandardCopyOption.ATOMIC_MOVE);
+            AtomicFiles.fsyncDirectory(queuesDirectory);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot move " + from + " into the store as queue '" + name + "'", e);
+        }
+        QueueStore q = openQueue(name, dir);
+        queues.put(name, q);
+        checkFileLimit();
+        return q;
     }
 
     /**

@@ -22,6 +22,7 @@ import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentLog;
 import io.sluice.storage.segment.SegmentRollCycle;
+import io.sluice.storage.snapshot.SnapshotFiles;
 import net.openhft.chronicle.queue.ExcerptTailer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -330,6 +331,17 @@ public final class QueueStore {
     /** The highest id that is durable under the store's policy; every id at or below it is too. */
     public long durableIndex() {
         return durability.durableIndex();
+    }
+
+    /** Copies the queue's files into {@code target} ({@link SnapshotFiles#copyQueue}) under the lock, so nothing changes them meanwhile. */
+    public void copyTo(Path target) throws IOException {
+        lock.lock();
+        try {
+            ensureOpen();
+            SnapshotFiles.copyQueue(directory, target, log.writeSegment());
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** The highest id appended. */

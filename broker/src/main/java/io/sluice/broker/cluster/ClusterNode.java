@@ -95,6 +95,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final ClientId clientId = ClientId.randomId();
     private final Consumer<String> closeClients;
     private final RaftServer server;
+    /** Serves this node's snapshots to followers that fell behind (rule R4), or null if snapshots are markers only. */
+    private final SnapshotServer snapshotServer;
     /**
      * The commit index when this node last became a ready leader; it serves once it has applied that far.
      * {@link Long#MAX_VALUE} while it is no ready leader.
@@ -137,7 +139,23 @@ public final class ClusterNode implements Replication, AutoCloseable {
             throw new IllegalArgumentException("cluster.node-id " + nodeId + " is not among cluster.nodes"); // validate() said so
         }
         this.self = RaftPeerId.valueOf(peerId(nodeId));
-        ShardStateMachine stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId), queues, maxFrameBytes);
+        Map<String, String> snapshotAddresses = new TreeMap<>();
+        for (BrokerConfig.Node node : config.cluster.nodes) {
+            if (node.snapshotPort > 0) {
+                snapshotAddresses.put(peerId(node.id), node.host + ":" + node.snapshotPort);
+            }
+        }
+        ShardSnapshots snapshots = null;
+        SnapshotInstaller installer = null;
+        if (RaftSettings.servesSnapshots(config)) {
+            snapshots = new ShardSnapshots(config.dataDirectory().resolve("snapshots"), queues);
+            installer = new SnapshotInstaller(config.dataDirectory(), queues);
+            this.snapshotServer = new SnapshotServer(selfNode.host, selfNode.snapshotPort, snapshots);
+        } else {
+            this.snapshotServer = null;
+        }
+        ShardStateMachine stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId), queues, maxFrameBytes,
+                snapshots, installer, snapshotAddresses);
         stateMachine.events(new ShardStateMachine.Events() {
             @Override
             public void leaderChanged(RaftPeerId leader) {
@@ -437,6 +455,15 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
     }
 
+    /** The index of the first entry still in this node's Raft log (what is below it was purged after a snapshot), -1 if unknown. */
+    long logStartIndex() {
+        try {
+            return server.getDivision(SHARD_GROUP).getRaftLog().getStartIndex();
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
     /**
      * What this node knows of the shard, for the admin API ({@code GET /api/cluster}): its id, its role, the
      * leader's node id (0 if none is known), the current term (each election round raises it: the failover
@@ -456,6 +483,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         status.put("term", info.getCurrentTerm());
         status.put("commitIndex", commitIndex());
         status.put("appliedIndex", info.getLastAppliedIndex());
+        status.put("logStartIndex", logStartIndex());
         status.put("serving", notLeader() == null);
         return status;
     }
@@ -475,6 +503,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
             server.close();
         } catch (IOException e) {
             LOG.warn("Cluster node {}: closing the Raft server failed: {}", nodeId, e.toString());
+        }
+        if (snapshotServer != null) {
+            snapshotServer.close();
         }
     }
 }

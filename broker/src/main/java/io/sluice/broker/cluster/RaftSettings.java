@@ -42,20 +42,33 @@ final class RaftSettings {
         // majority that would vote (Ratis refuses votes of empty logs once entries are committed, RATIS-1995).
         // Tries every 100 ms, then every 500 ms, cost a down follower's leader next to nothing.
         RaftServerConfigKeys.Log.Appender.setRetryPolicy(properties, "1ms,10, 100ms,50, 500ms,100000000");
-        // Snapshots are markers without data (ShardStateMachine, rule R4): never sent to a follower.
+        // Rule R4: a follower behind the purged log fetches the leader's snapshot itself when Ratis notifies it
+        // (ShardStateMachine.notifyInstallSnapshotFromLeader); Ratis's own chunked install stays off (docs/replication.md).
         RaftServerConfigKeys.Log.Appender.setInstallSnapshotEnabled(properties, false);
-        RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(properties, false);
+        // With a snapshot server on every node the log is purged up to the latest snapshot, so that it stays bounded
+        // while a follower is away; otherwise snapshots are markers only and the log is kept for every follower.
+        RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(properties, servesSnapshots(config));
+        RaftServerConfigKeys.Log.setPurgeGap(properties, (int) Math.min(1024, config.cluster.snapshotEveryEntries));
         RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(properties, true);
-        // A marker waits for every queue's store to be durable, so not too often; a restart replays what came after it.
+        // A snapshot waits for every queue's store to be durable and copies what is still being written, so not too often;
+        // a restart replays what came after it.
         RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(properties, config.cluster.snapshotEveryEntries);
+        // Markers of older snapshots (their data directories are ShardSnapshots' to delete).
+        RaftServerConfigKeys.Snapshot.setRetentionFileNum(properties, 2);
         // One entry is at most one PUBLISH frame: every buffer on its way must hold one.
         long entryBytes = config.broker.maxFrameBytes + ENTRY_HEADROOM_BYTES;
         long appenderBytes = Math.max(4L << 20, entryBytes);
         RaftServerConfigKeys.Log.Appender.setBufferByteLimit(properties, SizeInBytes.valueOf(appenderBytes));
         // Ratis requires the log's write buffer to hold what the appender may send at once, plus 8 bytes.
         RaftServerConfigKeys.Log.setWriteBufferSize(properties, SizeInBytes.valueOf(Math.max(8L << 20, appenderBytes + ENTRY_HEADROOM_BYTES)));
-        RaftServerConfigKeys.Log.setSegmentSizeMax(properties, SizeInBytes.valueOf(Math.max(32L << 20, 2 * entryBytes)));
+        // The log is purged whole closed segments at a time: their size is the purge's granularity.
+        RaftServerConfigKeys.Log.setSegmentSizeMax(properties, SizeInBytes.valueOf(Math.max(config.cluster.logSegmentBytes, 2 * entryBytes)));
         GrpcConfigKeys.setMessageSizeMax(properties, SizeInBytes.valueOf(Math.max(64L << 20, 2 * entryBytes)));
         return properties;
+    }
+
+    /** Every node has a snapshot-port: snapshots hold the queues' data and a follower can install one (rule R4). */
+    static boolean servesSnapshots(BrokerConfig config) {
+        return !config.cluster.nodes.isEmpty() && config.cluster.nodes.stream().allMatch(node -> node.snapshotPort > 0);
     }
 }

@@ -4,6 +4,7 @@ import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueManager;
 import org.apache.ratis.io.MD5Hash;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
+import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftGroupMemberId;
@@ -16,6 +17,7 @@ import org.apache.ratis.statemachine.TransactionContext;
 import org.apache.ratis.statemachine.impl.BaseStateMachine;
 import org.apache.ratis.statemachine.impl.SimpleStateMachineStorage;
 import org.apache.ratis.statemachine.impl.SingleFileSnapshotInfo;
+import org.apache.ratis.util.LifeCycle;
 import org.apache.ratis.util.MD5FileUtil;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,6 +26,7 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -33,12 +36,14 @@ import java.util.concurrent.TimeoutException;
  * The Raft state machine of one data shard: applies each committed {@link ShardEntry} to this node's
  * queues ({@link ShardApplier}), in log order, on every node.
  *
- * <p>Snapshots (rule R4 of docs/replication.md): the queues' own stores are the state, so a snapshot is a
- * marker file naming the last applied term and index, written only once every store is durable through
- * what was applied; a restart replays the log after it, and the producer tables keep entries applied and
- * stored before the crash from being stored twice. The marker holds no data, so it cannot be sent to a
- * follower: {@link RaftSettings} turns snapshot installation off and the log is purged only below every
- * follower's commit index.
+ * <p>Snapshots (rule R4 of docs/replication.md): the queues' own stores are the state. A snapshot at applied
+ * index N waits for every store to be durable through what was applied, then (when snapshots are served,
+ * {@link ShardSnapshots}) copies every queue and its settings as of N, and last writes a marker file naming N
+ * in Ratis's state machine directory. A restart replays the log after the marker into the node's own stores;
+ * replaying an entry the stores already hold changes nothing (rule R4 lists why for each kind). A follower
+ * behind the leader's purged log is told so by Ratis (notify mode, {@link #notifyInstallSnapshotFromLeader}):
+ * it fetches the leader's snapshot ({@link SnapshotInstaller}), and Ratis then pauses this state machine and
+ * calls {@link #reinitialize}, which swaps the snapshot's queues in and writes its marker.
  *
  * <p>Threads: Ratis calls {@link #applyTransaction} and {@link #takeSnapshot} on its one state machine
  * updater thread of the group, and the leader events on its server threads; the latter only hand over to
@@ -61,12 +66,21 @@ final class ShardStateMachine extends BaseStateMachine {
     private final ShardApplier applier;
     private final QueueManager queues;
     private final int maxFrameBytes;
+    /** This node's snapshots of its queues, or null when snapshots are markers only (a node without a snapshot-port). */
+    private final ShardSnapshots snapshots;
+    private final SnapshotInstaller installer;
+    /** Peer id to the host:port of its {@link SnapshotServer}. */
+    private final Map<String, String> snapshotAddresses;
     private volatile Events events;
 
-    ShardStateMachine(ShardApplier applier, QueueManager queues, int maxFrameBytes) {
+    ShardStateMachine(ShardApplier applier, QueueManager queues, int maxFrameBytes, ShardSnapshots snapshots,
+                      SnapshotInstaller installer, Map<String, String> snapshotAddresses) {
         this.applier = applier;
         this.queues = queues;
         this.maxFrameBytes = maxFrameBytes;
+        this.snapshots = snapshots;
+        this.installer = installer;
+        this.snapshotAddresses = snapshotAddresses;
     }
 
     void events(Events events) {
@@ -77,11 +91,43 @@ final class ShardStateMachine extends BaseStateMachine {
     public void initialize(RaftServer server, RaftGroupId groupId, RaftStorage raftStorage) throws IOException {
         super.initialize(server, groupId, raftStorage);
         storage.init(raftStorage);
-        reinitialize();
+        load();
+        getLifeCycle().transition(LifeCycle.State.STARTING);
+        getLifeCycle().transition(LifeCycle.State.RUNNING);
     }
 
+    /** Ratis pauses the state machine before it reloads it after a snapshot install ({@link #reinitialize}). */
+    @Override
+    public void pause() {
+        if (getLifeCycleState() == LifeCycle.State.RUNNING) {
+            getLifeCycle().transition(LifeCycle.State.PAUSING);
+            getLifeCycle().transition(LifeCycle.State.PAUSED);
+        }
+    }
+
+    /** After a snapshot install, on the state machine thread: swaps the fetched snapshot in, then runs again. */
     @Override
     public void reinitialize() throws IOException {
+        load();
+        if (getLifeCycleState() == LifeCycle.State.PAUSED) {
+            getLifeCycle().transition(LifeCycle.State.STARTING);
+            getLifeCycle().transition(LifeCycle.State.RUNNING);
+        }
+    }
+
+    /**
+     * Finishes a snapshot install that was fetched (or interrupted by a crash after its fetch), then takes the
+     * applied index from the newest marker.
+     */
+    private void load() throws IOException {
+        if (installer != null && installer.pending() != null) {
+            TermIndex installed = installer.swapIn();
+            // A snapshot of its own at once (links, and copies of what is not sealed): a follower that falls behind
+            // this node, should it lead next, is not left waiting for the next snapshot to catch up from.
+            snapshots.take(installed);
+            writeMarker(installed);
+            installer.finish();
+        }
         SingleFileSnapshotInfo snapshot = storage.loadLatestSnapshot();
         if (snapshot != null) {
             TermIndex last = snapshot.getTermIndex();
@@ -131,12 +177,52 @@ final class ShardStateMachine extends BaseStateMachine {
         } catch (ExecutionException | TimeoutException e) {
             throw new IOException("the queues' stores are not durable through index " + last.getIndex() + ": " + e, e);
         }
+        if (snapshots != null) {
+            try {
+                snapshots.take(last);
+            } catch (RuntimeException e) {
+                // Ratis's updater catches only an IOException here: anything else would stop the shard on this node.
+                throw new IOException("the snapshot through index " + last.getIndex() + " failed: " + e, e);
+            }
+        }
+        writeMarker(last);
+        return last.getIndex();
+    }
+
+    /** The marker naming {@code last}: the queues' stores hold every entry through it (rule R4). */
+    private void writeMarker(TermIndex last) throws IOException {
         File marker = storage.getSnapshotFile(last.getTerm(), last.getIndex());
         Files.writeString(marker.toPath(), "Sluice shard " + getGroupId() + ": the queues' stores hold every entry through term "
                 + last.getTerm() + " index " + last.getIndex() + ".\n", StandardCharsets.UTF_8);
         MD5Hash md5 = MD5FileUtil.computeAndSaveMd5ForFile(marker);
         storage.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(marker.toPath(), md5), last));
-        return last.getIndex();
+    }
+
+    /**
+     * Ratis, on a follower whose log ends before the leader's first entry: fetch the leader's snapshot holding
+     * at least the entry before that one. Completes with the snapshot's last entry once it is the pending
+     * install; Ratis then pauses this state machine and reloads it ({@link #reinitialize}). Null: none to be had
+     * yet (the leader has no snapshot server, or no snapshot that far).
+     */
+    @Override
+    public CompletableFuture<TermIndex> notifyInstallSnapshotFromLeader(RoleInfoProto roleInfo, TermIndex firstTermIndexInLog) {
+        RaftPeerId leader = RaftPeerId.valueOf(roleInfo.getFollowerInfo().getLeaderInfo().getId().getId());
+        String address = snapshotAddresses.get(leader.toString());
+        if (installer == null || address == null) {
+            LOG.error("Shard {}: the leader {} has purged its log up to index {}, which this node has not applied, and this node "
+                    + "cannot fetch a snapshot (snapshot-port missing); it cannot catch up.", getGroupId(), leader, firstTermIndexInLog);
+            return CompletableFuture.completedFuture(null);
+        }
+        LOG.info("Shard {}: the leader's log starts at {}, after this node's; fetching the leader's snapshot from {}.", getGroupId(),
+                firstTermIndexInLog, address);
+        return installer.fetch(address, firstTermIndexInLog.getIndex() - 1);
+    }
+
+    @Override
+    public void close() {
+        if (installer != null) {
+            installer.close();
+        }
     }
 
     @Override

@@ -44,8 +44,8 @@ public final class BrokerConfig {
         @JsonProperty("election-timeout-max-ms")
         public long electionTimeoutMaxMs;
         /**
-         * Log entries between two snapshot markers (docs/replication.md, rule R4): a restart replays at most
-         * about this many entries; each marker waits for every queue's store to be durable.
+         * Log entries between two snapshots (docs/replication.md, rule R4): a restart replays at most about this
+         * many entries; each snapshot waits for every queue's store to be durable and copies what is not sealed.
          */
         @JsonProperty("snapshot-every-entries")
         public long snapshotEveryEntries;
@@ -56,6 +56,13 @@ public final class BrokerConfig {
          */
         @JsonProperty("max-uncommitted-bytes")
         public long maxUncommittedBytes;
+        /**
+         * Size of a Raft log segment file. The log is purged a whole closed segment at a time, so this is the
+         * granularity of the purge after a snapshot (docs/replication.md, rule R4); raised to hold two of the
+         * largest entries.
+         */
+        @JsonProperty("log-segment-bytes")
+        public long logSegmentBytes;
         /** The Raft log and its metadata; empty means {@code <broker.data-dir>/raft}. */
         @JsonProperty("raft-dir")
         public String raftDir;
@@ -69,6 +76,13 @@ public final class BrokerConfig {
         public int raftPort;
         @JsonProperty("client-port")
         public int clientPort;
+        /**
+         * Where this node serves its latest snapshot to a follower that fell behind the purged log
+         * (docs/replication.md, rule R4); 0: it serves none, and while any node has none the log is purged only
+         * below every node's commit index.
+         */
+        @JsonProperty("snapshot-port")
+        public int snapshotPort;
 
         public Node() {
         }

@@ -28,6 +28,9 @@ final class ClusterConfigCheck {
         if (cluster.maxUncommittedBytes < 1024) {
             problems.add("cluster.max-uncommitted-bytes " + cluster.maxUncommittedBytes + " is below 1024");
         }
+        if (cluster.logSegmentBytes < 1 << 20 || cluster.logSegmentBytes > 1L << 30) {
+            problems.add("cluster.log-segment-bytes " + cluster.logSegmentBytes + " is outside 1048576..1073741824");
+        }
         if (!cluster.enabled) {
             return;
         }
@@ -53,6 +56,10 @@ final class ClusterConfigCheck {
             }
             if (node.clientPort < 1 || node.clientPort > 65535) {
                 problems.add(key + ".client-port " + node.clientPort + " is outside 1..65535");
+            }
+            if (node.snapshotPort < 0 || node.snapshotPort > 65535
+                    || node.snapshotPort != 0 && (node.snapshotPort == node.raftPort || node.snapshotPort == node.clientPort)) {
+                problems.add(key + ".snapshot-port " + node.snapshotPort + " is outside 0..65535 or is the node's raft-port or client-port");
             }
             if (node.id == cluster.nodeId) {
                 self = node;

@@ -108,6 +108,9 @@ final class ClientSession {
             proxy.refuseAll(publish, ErrorCode.ACCESS_DENIED, Authorizer.denial(user, Action.PUBLISH, publish.queue()));
         } else if ((queue = queues.get(publish.queue())) == null) {
             proxy.refuseAll(publish, ErrorCode.UNKNOWN_QUEUE, "queue '" + publish.queue() + "' does not exist; declare it first");
+        } else if (queues.replication() != null && withoutProducerIdentity(publish)) {
+            proxy.refuseAll(publish, ErrorCode.NOT_REPLICATED, notReplicated("messages without a producer id and sequence "
+                    + "(a restarted node replays its log, and only those keep a replay from storing a message twice)"));
         } else if (queues.replication() != null) {
             queues.replication().publish(queue, proxy, publish); // stored on every node once committed
             handedOff = true;
@@ -120,6 +123,20 @@ final class ClientSession {
                     proxy.describe(), window.messagesOut(), window.bytesOut());
         }
         return handedOff;
+    }
+
+    /**
+     * True if a message of the frame has producer id 0 or sequence 0, which the producer table does not track:
+     * replayed after a restart (docs/replication.md, rule R4) it would be stored twice, so a cluster refuses it.
+     */
+    private static boolean withoutProducerIdentity(PublishFrame publish) {
+        PublishCursor cursor = publish.cursor();
+        while (cursor.next()) {
+            if (cursor.producerId() == 0 || cursor.sequence() < 1) {
+                return true;
+            }
+        }
+        return false;
     }
 
     // ------------------------------------------------------------------ transactions

@@ -465,6 +465,43 @@ public final class QueueManager {
         }
     }
 
+    /** The store every queue is in (a cluster node's snapshots copy it). */
+    public MessageStore store() {
+        return store;
+    }
+
+    /** Where each declared queue's settings are kept, as {@code <name>.json}. */
+    public Path settingsDirectory() {
+        return settingsDirectory;
+    }
+
+    /**
+     * Installs a queue made elsewhere (a cluster snapshot's, docs/replication.md rule R4), which must not
+     * exist here: its settings file, if any, moved into place and forced first (settings before stores, as a
+     * declare), then its directory moved into the store and opened through recovery. On the declare thread.
+     */
+    public BrokerQueue adopt(String name, Path queueDirectory, Path settingsFile) {
+        try {
+            if (Files.exists(settingsFile)) {
+                Files.move(settingsFile, settingsDirectory.resolve(name + ".json"), StandardCopyOption.ATOMIC_MOVE,
+                        StandardCopyOption.REPLACE_EXISTING);
+                forceSettingsDirectory();
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot install the settings of queue '" + name + "' from " + settingsFile, e);
+        }
+        synchronized (this) {
+            QueueStore queueStore = store.installQueue(name, queueDirectory);
+            QueueSettings settings = loadSettings(name);
+            declared.put(name, settings);
+            BrokerQueue queue = newQueue(name, queueStore, settings);
+            queues.put(name, queue);
+            declaredListener.accept(queue);
+            LOG.info("Queue '{}' installed from a snapshot with settings {}.", name, settings.asMap());
+            return queue;
+        }
+    }
+
     /** Deletes a queue and its messages. Returns false if there was none. */
     public boolean delete(String name) {
         BrokerQueue q;

@@ -1,0 +1,173 @@
+package io.sluice.broker.cluster;
+
+import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.queue.QueueManager;
+import io.sluice.storage.Directories;
+import io.sluice.storage.files.AtomicFiles;
+import io.sluice.storage.snapshot.SnapshotFiles;
+import org.apache.ratis.server.protocol.TermIndex;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.stream.Stream;
+
+/**
+ * Installs the leader's snapshot on a follower that fell behind the leader's purged log (rule R4 of
+ * docs/replication.md), in two steps that a crash can interrupt anywhere:
+ *
+ * <ol>
+ *   <li>{@link #fetch}, on its own thread while the node goes on applying: the snapshot is read from the
+ *       leader's {@link SnapshotServer} into {@code <data>/snapshot-install.tmp}, every file and directory
+ *       forced, and the directory renamed to {@code <data>/snapshot-install} (the data directory forced). That
+ *       rename decides the install: before it the node's old state stands (the temporary directory is deleted
+ *       by the next fetch), after it the new one will.</li>
+ *   <li>{@link #swapIn}, on the state machine thread, which applies nothing meanwhile (Ratis reloads the
+ *       paused state machine): every queue of the node is deleted, the directory of queues forced, and the
+ *       mark {@code old-queues-deleted} made in the install directory; then each of the snapshot's queues is
+ *       moved into the store by one rename and opened through normal recovery. The caller then writes the
+ *       snapshot marker and calls {@link #finish}. Each step is done again or skipped by the next
+ *       {@link #swapIn} (the next start's, if a crash came first): a queue is deleted only before the mark,
+ *       and moved whole or not at all.</li>
+ * </ol>
+ */
+final class SnapshotInstaller {
+    private static final Logger LOG = LoggerFactory.getLogger(SnapshotInstaller.class);
+    static final String INSTALL = "snapshot-install";
+    static final String OLD_QUEUES_DELETED = "old-queues-deleted";
+
+    private final Path dataDirectory;
+    private final Path install;
+    private final Path temporary;
+    private final QueueManager queues;
+    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(10)).build();
+    private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "sluice-snapshot-install");
+        t.setDaemon(true);
+        return t;
+    });
+
+    SnapshotInstaller(Path dataDirectory, QueueManager queues) {
+        this.dataDirectory = dataDirectory;
+        this.install = dataDirectory.resolve(INSTALL);
+        this.temporary = dataDirectory.resolve(INSTALL + ".tmp");
+        this.queues = queues;
+    }
+
+    /**
+     * Fetches the newest snapshot holding at least entry {@code minIndex} from the snapshot server at
+     * {@code address} (host:port) and makes it the pending install; completes with the last entry it holds,
+     * or null if that server has none yet (Ratis then answers SNAPSHOT_UNAVAILABLE and the leader asks again).
+     */
+    CompletableFuture<TermIndex> fetch(String address, long minIndex) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                TermIndex waiting = pending();
+                if (waiting != null && waiting.getIndex() >= minIndex) {
+                    return waiting; // fetched before, not swapped in yet
+                }
+                return download(address, minIndex);
+            } catch (IOException e) {
+                throw new UncheckedIOException("fetching the snapshot from " + address + " failed", e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new CompletionException(e);
+            }
+        }, thread);
+    }
+
+    private TermIndex download(String address, long minIndex) throws IOException, InterruptedException {
+        if (Files.exists(temporary)) {
+            Directories.deleteRecursively(temporary);
+        }
+        long started = System.nanoTime();
+        HttpResponse<InputStream> response = http.send(HttpRequest.newBuilder(URI.create("http://" + address + "/snapshot?min-index="
+                + minIndex)).GET().build(), HttpResponse.BodyHandlers.ofInputStream());
+        TermIndex termIndex;
+        try (InputStream body = response.body()) {
+            if (response.statusCode() == 404) {
+                LOG.info("The snapshot server at {} has no snapshot holding entry {} yet.", address, minIndex);
+                return null;
+            }
+            if (response.statusCode() != 200) {
+                throw new IOException("the snapshot server at " + address + " answered HTTP " + response.statusCode());
+            }
+            termIndex = SnapshotStream.read(body, temporary);
+        }
+        if (termIndex.getIndex() < minIndex) {
+            throw new IOException("the snapshot server at " + address + " sent a snapshot through index " + termIndex.getIndex()
+                    + ", below " + minIndex);
+        }
+        SnapshotFiles.force(temporary);
+        if (Files.exists(install)) {
+            Directories.deleteRecursively(install); // an older one, never swapped in (the swap would have removed it)
+        }
+        Files.move(temporary, install, StandardCopyOption.ATOMIC_MOVE);
+        AtomicFiles.fsyncDirectory(dataDirectory);
+        LOG.info("Fetched the snapshot through index {} (term {}) from {} in {} ms; it replaces this node's queues next.",
+                termIndex.getIndex(), termIndex.getTerm(), address, (System.nanoTime() - started) / 1_000_000);
+        return termIndex;
+    }
+
+    /** The fetched snapshot waiting to be swapped in (or whose swap a crash interrupted), or null. */
+    TermIndex pending() throws IOException {
+        return Files.isDirectory(install) ? ShardSnapshots.readTermIndex(install) : null;
+    }
+
+    /** Replaces every queue of this node with the pending snapshot's; returns the last entry it holds. See the class. */
+    TermIndex swapIn() throws IOException {
+        TermIndex termIndex = pending();
+        long started = System.nanoTime();
+        Path mark = install.resolve(OLD_QUEUES_DELETED);
+        if (!Files.exists(mark)) {
+            List<String> old = new ArrayList<>(queues.all().stream().map(BrokerQueue::name).toList());
+            for (String name : old) {
+                queues.onDeclareThread(() -> queues.delete(name)).join();
+            }
+            AtomicFiles.fsyncDirectory(queues.store().dataDirectory().resolve("queues"));
+            Files.createFile(mark);
+            AtomicFiles.fsyncDirectory(install);
+            LOG.info("Snapshot install: deleted this node's {} queues.", old.size());
+        }
+        List<Path> copies;
+        Path queueCopies = install.resolve("queues");
+        try (Stream<Path> list = Files.exists(queueCopies) ? Files.list(queueCopies) : Stream.empty()) {
+            copies = list.filter(Files::isDirectory).sorted().toList();
+        }
+        for (Path copy : copies) {
+            String name = copy.getFileName().toString();
+            Path settings = install.resolve(ShardSnapshots.SETTINGS).resolve(name + ".json");
+            queues.onDeclareThread(() -> queues.adopt(name, copy, settings)).join();
+        }
+        LOG.info("Snapshot install: {} queues through index {} (term {}) in place in {} ms.", copies.size(), termIndex.getIndex(),
+                termIndex.getTerm(), (System.nanoTime() - started) / 1_000_000);
+        return termIndex;
+    }
+
+    /** Once the snapshot's marker is written: the install directory is done with. */
+    void finish() throws IOException {
+        Directories.deleteRecursively(install);
+        AtomicFiles.fsyncDirectory(dataDirectory);
+    }
+
+    void close() {
+        thread.shutdownNow();
+    }
+}

@@ -1,0 +1,68 @@
+package io.sluice.broker.cluster;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+
+/**
+ * Serves this node's newest snapshot ({@link ShardSnapshots}) to a follower installing it
+ * ({@link SnapshotInstaller}): {@code GET /snapshot?min-index=N} answers the snapshot as a
+ * {@link SnapshotStream}, or 404 if this node has none holding entry N. On the node's own address, like Raft,
+ * and like Raft unauthenticated (docs/replication.md). One transfer at a time, on its own thread: a follower
+ * catching up costs the leader one reader of its disk, never a broker or Raft thread.
+ */
+final class SnapshotServer implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(SnapshotServer.class);
+
+    private final HttpServer server;
+    private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "sluice-snapshot-server");
+        t.setDaemon(true);
+        return t;
+    });
+    private final ShardSnapshots snapshots;
+
+    SnapshotServer(String host, int port, ShardSnapshots snapshots) throws IOException {
+        this.snapshots = snapshots;
+        server = HttpServer.create(new InetSocketAddress(host, port), 0);
+        server.createContext("/snapshot", this::serve);
+        server.setExecutor(thread);
+        server.start();
+    }
+
+    private void serve(HttpExchange exchange) throws IOException {
+        try (exchange) {
+            long minIndex = 0;
+            String query = exchange.getRequestURI().getQuery();
+            if (query != null && query.startsWith("min-index=")) {
+                minIndex = Long.parseLong(query.substring("min-index=".length()));
+            }
+            ShardSnapshots.Snapshot latest = snapshots.latest();
+            if (latest == null || latest.termIndex().getIndex() < minIndex) {
+                exchange.sendResponseHeaders(404, -1);
+                return;
+            }
+            LOG.info("Sending the snapshot through index {} to {}.", latest.termIndex().getIndex(), exchange.getRemoteAddress());
+            exchange.getResponseHeaders().set("Content-Type", "application/octet-stream");
+            exchange.sendResponseHeaders(200, 0);
+            try (OutputStream body = exchange.getResponseBody()) {
+                SnapshotStream.write(latest, body);
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("Sending a snapshot to {} failed: {}", exchange.getRemoteAddress(), e.toString());
+        }
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+        thread.shutdownNow();
+    }
+}

@@ -1,0 +1,157 @@
+package io.sluice.broker.cluster;
+
+import io.netty.channel.DefaultEventLoopGroup;
+import io.netty.channel.EventLoopGroup;
+import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.config.ConfigLoader;
+import io.sluice.broker.queue.QueueManager;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.storage.MessageStore;
+import io.sluice.storage.QueueDigest;
+import io.sluice.storage.QueueStore;
+import org.apache.ratis.server.protocol.TermIndex;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Rule R4 of docs/replication.md at the level of one node's files: a snapshot taken on one node ("leader"),
+ * served by its {@link SnapshotServer} and fetched by another ("follower"), replaces the follower's queues,
+ * settings included; and a follower that crashed after the fetch, or in the middle of the swap, finishes it
+ * when it starts again, ending with the snapshot's queues and none of its old ones.
+ */
+class SnapshotInstallTest {
+    private static final TermIndex AT = TermIndex.valueOf(3, 42);
+    private static final QueueSettings SETTINGS = QueueSettings.builder().set(QueueSettings.MAX_DELIVERIES, 7).build();
+
+    @TempDir
+    Path dir;
+    private final EventLoopGroup loop = new DefaultEventLoopGroup(1);
+    private final BrokerConfig config = new ConfigLoader().load(null, Map.of());
+
+    @AfterEach
+    void stopLoop() {
+        loop.shutdownGracefully(0, 0, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    /** A node's store and queues, opened (recovered) from its data directory. */
+    private final class Node implements AutoCloseable {
+        final Path data;
+        final MessageStore store;
+        final QueueManager queues;
+
+        Node(String name) {
+            data = dir.resolve(name);
+            store = MessageStore.open(data, config.storeConfig());
+            queues = new QueueManager(store, loop, config.queues, 1000);
+        }
+
+        void fill(String queue, QueueSettings settings, int messages, int ackEvery) {
+            QueueStore q = queues.declare(queue, settings).store();
+            for (int i = 1; i <= messages; i++) {
+                long id = q.append(9, i, ByteBuffer.allocate(0), ByteBuffer.wrap((queue + i).getBytes()));
+                if (ackEvery > 0 && i % ackEvery == 0) {
+                    q.ack(id);
+                }
+            }
+        }
+
+        Map<String, QueueDigest> digests() {
+            Map<String, QueueDigest> digests = new TreeMap<>();
+            queues.all().forEach(q -> digests.put(q.name(), QueueDigest.of(q.store())));
+            return digests;
+        }
+
+        @Override
+        public void close() {
+            queues.close();
+            store.close();
+        }
+    }
+
+    @Test
+    void shouldReplaceAFollowersQueuesWithTheLeadersSnapshotAndFinishASwapACrashInterrupted() throws Exception {
+        Map<String, QueueDigest> leaderDigests;
+        ShardSnapshots.Snapshot taken;
+        Node leader = new Node("leader");
+        int port;
+        try (ServerSocket free = new ServerSocket(0)) {
+            port = free.getLocalPort();
+        }
+        SnapshotServer server;
+        try {
+            leader.fill("orders", SETTINGS, 300, 3);
+            leader.fill("audit", QueueSettings.EMPTY, 50, 0);
+            leaderDigests = leader.digests();
+            ShardSnapshots snapshots = new ShardSnapshots(leader.data.resolve("snapshots"), leader.queues);
+            taken = snapshots.take(AT);
+            assertEquals(AT, snapshots.latest().termIndex());
+            server = new SnapshotServer("127.0.0.1", port, snapshots);
+            leader.fill("orders", QueueSettings.EMPTY, 10, 0); // after the snapshot: not in it
+        } finally {
+            leader.close();
+        }
+        assertTrue(Files.isDirectory(taken.directory().resolve("queues/orders/segments")));
+
+        try {
+            // The follower had queues of its own, one under a name the snapshot holds too.
+            Node follower = new Node("follower");
+            follower.fill("orders", QueueSettings.EMPTY, 5, 0);
+            follower.fill("stale", QueueSettings.EMPTY, 5, 0);
+            SnapshotInstaller installer = new SnapshotInstaller(follower.data, follower.queues);
+            assertNull(installer.fetch("127.0.0.1:" + port, AT.getIndex() + 1).get(60, TimeUnit.SECONDS),
+                    "no snapshot that far: none fetched");
+            assertEquals(AT, installer.fetch("127.0.0.1:" + port, AT.getIndex()).get(60, TimeUnit.SECONDS));
+            assertEquals(AT, installer.pending());
+            installer.close();
+            // A crash after the fetch: the old queues are still what the node opens.
+            follower.close();
+            follower = new Node("follower");
+            assertEquals(List.of("orders", "stale"), follower.queues.all().stream().map(q -> q.name()).sorted().toList());
+
+            // A crash in the middle of the swap: the old queues deleted and one of the snapshot's moved in.
+            installer = new SnapshotInstaller(follower.data, follower.queues);
+            for (String name : List.of("orders", "stale")) {
+                follower.queues.delete(name);
+            }
+            Path install = follower.data.resolve(SnapshotInstaller.INSTALL);
+            Files.createFile(install.resolve(SnapshotInstaller.OLD_QUEUES_DELETED));
+            Files.move(install.resolve("queues/audit"), follower.data.resolve("queues/audit"));
+            follower.close();
+            follower = new Node("follower");
+            installer = new SnapshotInstaller(follower.data, follower.queues);
+            assertEquals(AT, installer.swapIn());
+            installer.finish();
+            assertFalse(Files.exists(install));
+            assertEquals(leaderDigests, follower.digests(), "the leader's queues as of the snapshot, and only those");
+            Node installed = follower;
+            assertDoesNotThrow(() -> installed.queues.existing("orders", SETTINGS), "the snapshot's settings came with the queue");
+            assertThrows(RuntimeException.class, () -> installed.queues.existing("orders",
+                    QueueSettings.builder().set(QueueSettings.MAX_DELIVERIES, 8).build()));
+            follower.close();
+
+            // And through a restart, recovered from the installed files.
+            follower = new Node("follower");
+            assertEquals(leaderDigests, follower.digests());
+            follower.close();
+        } finally {
+            server.close();
+        }
+    }
+}
