@@ -34,7 +34,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongConsumer;
 import java.util.function.LongPredicate;
@@ -74,7 +73,6 @@ public final class QueueStore {
     private final DiskSpaceGuard diskGuard;
     private final LongSupplier clock;
     private final Runnable wakeFlusher;
-    private final ReadAhead readAhead;
     private final Path ackJournalFile;
 
     /** Guards the segment log, the ack state, the readers' skip sets and the counters below. */
@@ -87,7 +85,7 @@ public final class QueueStore {
     private final AckJournalForces ackForces;
     private final Reclaimer reclaimer;
     private final SegmentSyncer syncer;
-    private final CopyOnWriteArrayList<QueueReader> readers = new CopyOnWriteArrayList<>();
+    private final OpenReaders readers;
 
     private final ProducerCheckpointWrites producerCheckpoints;
     private long appendedMessages;
@@ -97,7 +95,7 @@ public final class QueueStore {
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                        Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer, AckLog createdAcks,
                        boolean afterUncleanStop) {
-        this.readAhead = readAhead;
+        this.readers = new OpenReaders(readAhead);
         this.ackJournalFile = directory.resolve("acks").resolve(AckFiles.JOURNAL);
         this.name = name;
         this.directory = directory;
@@ -126,7 +124,7 @@ public final class QueueStore {
                 wakeFlusher);
         ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
                 config.relocateAfterMs() * 1_000_000L);
-        this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, new OpenReaders(readers), this::writeRecordLocked,
+        this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, readers, this::writeRecordLocked,
                 corruptRecords::discardLocked, Reclaimer.Forcing.of(durability::forceRange, ackForces::force,
                         () -> durability.failure() != null), new RelocationIntent(directory), diskGuard,
                 config.relocationFloorBytes(), wakeFlusher);
@@ -512,12 +510,9 @@ public final class QueueStore {
                     : atFirst ? SegmentRollCycle.INSTANCE.toCycle(first)
                     : Math.max(0, log.firstSegment());
             QueueReader reader = new QueueReader(this, tailer, segment);
-            readers.add(reader);
-            if (readAhead != null && config.readAheadMessages() > 0) {
-                long start = first >= 0 ? first : log.lastIndex() + 1;
-                readAhead.register(reader, new ReaderCursor(reader.followed(), log, durability::writtenIndex, this::segmentMessages,
-                        start, config.readAheadMessages()));
-            }
+            readers.opened(reader, !readers.readsAhead() || config.readAheadMessages() <= 0 ? null
+                    : new ReaderCursor(reader.followed(), log, durability::writtenIndex, this::segmentMessages,
+                            first >= 0 ? first : log.lastIndex() + 1, config.readAheadMessages()));
             return reader;
         } finally {
             lock.unlock();
@@ -525,10 +520,7 @@ public final class QueueStore {
     }
 
     void readerClosed(QueueReader reader) {
-        readers.remove(reader);
-        if (readAhead != null) {
-            readAhead.unregister(reader);
-        }
+        readers.closed(reader);
         reclaimer.wanted();
     }
 
@@ -775,9 +767,7 @@ public final class QueueStore {
             durability.close();
             ackForces.close();
             closed = true;
-            for (QueueReader r : readers) {
-                r.close();
-            }
+            readers.closeAll();
             log.close();
             ackLog.checkpoint();
             checkpointed = true;
