@@ -53,11 +53,7 @@ class ClusterRollingRestartTest {
 
     @AfterEach
     void killAll() throws InterruptedException {
-        for (Process p : nodes) {
-            if (p != null && p.isAlive()) {
-                ChildJvm.kill(p);
-            }
-        }
+        ChildJvm.killAll(nodes);
     }
 
     @Test
