@@ -38,6 +38,12 @@
 #   w1-app-rounds one fresh broker, then one CLI JVM running the same W1 four times against it (--runs 4), one
 #             result per round (the rounds after the first show the client JVM warming up)
 #   w2-app    one fresh broker, W2 with --client app: 1,000,000 messages published, confirmed, then drained
+#   w1-cluster  issue 20's comparison: one broker and a three-node cluster (docs/replication.md) started side by
+#             side on their defaults, each warmed by a 1 M-message W1 run (not reported), then 5 rounds
+#             (CLUSTER_ROUNDS=n for more) of W1 --warmup-messages 500000 on the single broker (w1-cluster-single-i)
+#             and through the cluster's bootstrap list (w1-cluster-3-i), interleaved; a cluster run's
+#             broker_cpu_s is the three nodes' together. Ports: the single broker on SLUICE_PERF_PORT, the
+#             nodes' clients on SLUICE_PERF_PORT+11..13, Raft +21..23, snapshots +31..33, metrics +41..43
 #   w1-tx     one broker warmed by a 1 M-message W1 run and a 1 M-message transactional W1 run (not reported),
 #             then 5 rounds (TX_ROUNDS=n for more) of three runs, each with --warmup-messages 500000: plain W1
 #             (w1-tx-plain-i), W1 --transactional (batches of 100, 4 commits in flight per consumer: w1-tx-i),
@@ -90,19 +96,53 @@ start_broker_bin() { # name
   echo "broker $name did not start; see $out/broker-$name.log" >&2; exit 1
 }
 
+# A three-node cluster (docs/replication.md) on this machine, each node a broker JVM started as start_broker
+# starts one, with its own configuration and data directory under OUT_DIR/NAME; sets cluster_pids and bootstrap.
+start_cluster() { # name
+  local name=$1 n nodes="" pid
+  rm -rf "${out:?}/$name"; mkdir -p "$out/$name"
+  for n in 1 2 3; do
+    nodes+="    - {id: $n, host: 127.0.0.1, raft-port: $((port + 20 + n)), client-port: $((port + 10 + n)), snapshot-port: $((port + 30 + n))}"$'\n'
+  done
+  cluster_pids=""; bootstrap=""
+  for n in 1 2 3; do
+    printf 'broker:\n  name: node-%s\n  port: %s\n  data-dir: %s\nmetrics:\n  port: %s\ncluster:\n  enabled: true\n  node-id: %s\n  nodes:\n%s' \
+        "$n" $((port + 10 + n)) "$out/$name/node-$n" $((port + 40 + n)) "$n" "$nodes" > "$out/$name/node-$n.yaml"
+    java -Xmx1g ${SLUICE_JAVA_OPTS:-} -jar "$broker_jar" --config "$out/$name/node-$n.yaml" > "$out/$name/node-$n.log" 2>&1 &
+    cluster_pids+="$! "; bootstrap+="${bootstrap:+,}127.0.0.1:$((port + 10 + n))"
+  done
+  for n in 1 2 3; do
+    for _ in $(seq 600); do (echo > /dev/tcp/127.0.0.1/$((port + 10 + n))) 2>/dev/null && break; sleep 0.1; done
+  done
+  for pid in $cluster_pids; do kill -0 "$pid" 2>/dev/null || { echo "a node of $name did not start; see $out/$name" >&2; exit 1; }; done
+}
+
+stop_cluster() {
+  local pid
+  # shellcheck disable=SC2086
+  kill $cluster_pids 2>/dev/null || true
+  for pid in $cluster_pids; do wait "$pid" 2>/dev/null || true; done
+}
+
 stop_broker() {
   kill "$broker_pid"; wait "$broker_pid" 2>/dev/null || true
 }
 
-cpu_seconds() { awk '{printf "%.2f", ($14+$15)/100}' /proc/$1/stat; }
+cpu_seconds() { # pid... : their user and system CPU together
+  local pid total=0
+  for pid in "$@"; do total=$(awk -v t="$total" '{printf "%.2f", t + ($14+$15)/100}' "/proc/$pid/stat"); done
+  echo "$total"
+}
 
 perf_run() { # label args...
   local label=$1; shift
-  local before; before=$(cpu_seconds "$broker_pid")
+  # shellcheck disable=SC2086 # cpu_pids is words: the nodes of a cluster run
+  local before; before=$(cpu_seconds ${cpu_pids:-$broker_pid})
   # shellcheck disable=SC2086 # SLUICE_PERF_ARGS is words
   java ${SLUICE_PERF_JAVA_OPTS:-} -cp "$bench_jar" io.sluice.bench.perf.PerfMain --json --quiet --port $port "$@" ${SLUICE_PERF_ARGS:-} \
       > "$out/$label.json" 2> "$out/$label.err"
-  local after; after=$(cpu_seconds "$broker_pid")
+  # shellcheck disable=SC2086
+  local after; after=$(cpu_seconds ${cpu_pids:-$broker_pid})
   local rss; rss=$(awk '/VmHWM/ {print $2}' /proc/$broker_pid/status)
   python3 - "$out/$label.json" "$label" "$before" "$after" "$rss" <<'PY'
 import json, sys
@@ -156,6 +196,16 @@ for s in "${series[@]}"; do
       start_broker_bin w1-app-rounds; perf_run w1-app-rounds --workload W1 --client app --runs 4; stop_broker ;;
     w2-app)
       start_broker_bin w2-app; perf_run w2-app --workload W2 --client app; stop_broker ;;
+    w1-cluster)
+      start_broker w1-cluster-single; single_pid=$broker_pid
+      start_cluster w1-cluster-3
+      perf_run w1-cluster-single-warmup --workload W1 --messages 1000000 > /dev/null
+      broker_pid=${cluster_pids%% *} cpu_pids=$cluster_pids perf_run w1-cluster-3-warmup --workload W1 --messages 1000000 --bootstrap "$bootstrap" > /dev/null
+      for i in $(seq "${CLUSTER_ROUNDS:-5}"); do
+        perf_run "w1-cluster-single-$i" --workload W1 --warmup-messages 500000
+        broker_pid=${cluster_pids%% *} cpu_pids=$cluster_pids perf_run "w1-cluster-3-$i" --workload W1 --warmup-messages 500000 --bootstrap "$bootstrap"
+      done
+      stop_cluster; broker_pid=$single_pid; stop_broker ;;
     w1-tx)
       start_broker w1-tx
       perf_run w1-tx-broker-warmup --workload W1 --messages 1000000 > /dev/null

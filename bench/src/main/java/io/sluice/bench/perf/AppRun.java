@@ -1,7 +1,6 @@
 package io.sluice.bench.perf;
 
 import io.sluice.client.Connection;
-import io.sluice.client.ConnectionOptions;
 import io.sluice.client.Consumer;
 import io.sluice.client.ConsumerOptions;
 import io.sluice.client.Message;
@@ -117,7 +116,7 @@ final class AppRun {
     }
 
     private Connection connect(String role) {
-        Connection connection = Connection.connect(ConnectionOptions.builder().host(options.host).port(options.port)
+        Connection connection = Connection.connect(options.connectionOptions()
                 .clientName("sluice-perf-app-" + role).callbacksOnNetworkThread(options.callbacksOnNetworkThread)
                 .build());
         connections.add(connection);

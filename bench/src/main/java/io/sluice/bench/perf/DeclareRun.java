@@ -1,7 +1,6 @@
 package io.sluice.bench.perf;
 
 import io.sluice.client.Connection;
-import io.sluice.client.ConnectionOptions;
 import io.sluice.client.SluiceException;
 import io.sluice.protocol.QueueSettings;
 import org.HdrHistogram.Histogram;
@@ -74,7 +73,7 @@ final class DeclareRun {
         List<Connection> connections = new ArrayList<>();
         try {
             for (int i = 0; i < options.connections; i++) {
-                connections.add(Connection.connect(ConnectionOptions.builder().host(options.host).port(options.port)
+                connections.add(Connection.connect(options.connectionOptions()
                         .maxFrameBytes(options.maxFrameBytes).clientName("sluice-perf-declare-" + i).build()));
             }
             CountDownLatch start = new CountDownLatch(1);

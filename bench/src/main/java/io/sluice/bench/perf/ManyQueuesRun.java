@@ -1,7 +1,6 @@
 package io.sluice.bench.perf;
 
 import io.sluice.client.Connection;
-import io.sluice.client.ConnectionOptions;
 import io.sluice.client.Consumer;
 import io.sluice.client.ConsumerOptions;
 import io.sluice.client.Producer;
@@ -150,7 +149,7 @@ final class ManyQueuesRun {
     private List<Connection> connectAll(String role) {
         List<Connection> list = new ArrayList<>();
         for (int i = 0; i < options.connections; i++) {
-            Connection connection = Connection.connect(ConnectionOptions.builder().host(options.host).port(options.port)
+            Connection connection = Connection.connect(options.connectionOptions()
                     .maxFrameBytes(options.maxFrameBytes).clientName("sluice-perf-mq-" + role + "-" + i)
                     .callbacksOnNetworkThread(true).build());
             connections.add(connection);

@@ -14,6 +14,8 @@ final class PerfOptions {
             "usage: sluice-perf [options]",
             "  --host H                 broker address (127.0.0.1)",
             "  --port N                 broker port (7672)",
+            "  --bootstrap H:P,H:P,...  a cluster's nodes (docs/replication.md): every connection asks them for the",
+            "                           leader and follows it after a failover; --host and --port are then unused",
             "  --workload W1|W2|W3|MQ|DECLARE  BENCH.md defaults, or MQ: many queues, each with one producer and",
             "                           one consumer at --rate msg/s for --duration (1000 queues, 10 msg/s, 600 s;",
             "                           reports broker RSS over time and disk per queue), or DECLARE: declare",
@@ -80,6 +82,8 @@ final class PerfOptions {
 
     String host = "127.0.0.1";
     int port = ConnectionOptions.DEFAULT_PORT;
+    /** {@code --bootstrap}: a cluster's client addresses; empty for one broker at {@link #host}:{@link #port}. */
+    java.util.List<String> bootstrap = java.util.List.of();
     String workload = "custom";
     int producers = 1;
     int consumers = 1;
@@ -210,10 +214,31 @@ final class PerfOptions {
         }
     }
 
+    /** {@code host:port} items, comma-separated; the client checks each address when it connects. */
+    private static java.util.List<String> bootstrapList(String flag, String value) {
+        java.util.List<String> nodes = new java.util.ArrayList<>();
+        for (String item : value.split(",")) {
+            String node = item.trim();
+            int colon = node.lastIndexOf(':');
+            if (colon <= 0 || colon == node.length() - 1) {
+                throw new IllegalArgumentException(flag + " wants host:port items separated by commas; '" + node + "' is not one");
+            }
+            number(flag, node.substring(colon + 1), 1, 65_535);
+            nodes.add(node);
+        }
+        return java.util.List.copyOf(nodes);
+    }
+
+    /** Where every connection of the run goes: one broker, or a cluster's bootstrap list. */
+    ConnectionOptions.Builder connectionOptions() {
+        return ConnectionOptions.builder().host(host).port(port).bootstrap(bootstrap);
+    }
+
     private void set(String flag, String value) {
         switch (flag) {
             case "--host" -> host = value;
             case "--port" -> port = (int) number(flag, value, 1, 65_535);
+            case "--bootstrap" -> bootstrap = bootstrapList(flag, value);
             case "--producers" -> producers = (int) number(flag, value, 1, Payload.MAX_PRODUCERS);
             case "--consumers" -> consumers = (int) number(flag, value, 0, 10_000);
             case "--queues" -> queues = (int) number(flag, value, 1, 10_000);

@@ -1,7 +1,6 @@
 package io.sluice.bench.perf;
 
 import io.sluice.client.Connection;
-import io.sluice.client.ConnectionOptions;
 import io.sluice.client.Consumer;
 import io.sluice.client.ConsumerOptions;
 import io.sluice.client.Message;
@@ -153,7 +152,7 @@ final class PerfRun {
     }
 
     private Connection connect(String role, boolean callbacksOnNetworkThread) {
-        Connection connection = Connection.connect(ConnectionOptions.builder().host(options.host).port(options.port)
+        Connection connection = Connection.connect(options.connectionOptions()
                 .maxFrameBytes(options.maxFrameBytes).clientName("sluice-perf-" + role)
                 .callbacksOnNetworkThread(callbacksOnNetworkThread).build());
         connections.add(connection);

@@ -98,4 +98,20 @@ class PerfOptionsTest {
         assertThrows(IllegalArgumentException.class,
                 () -> PerfOptions.parse(new String[] {"--workload", "W1", "--transactional", "--tx-batch", "0"}));
     }
+
+    @Test
+    void shouldSendEveryConnectionToTheClustersBootstrapListWhenGivenOne() {
+        PerfOptions options = PerfOptions.parse(new String[] {"--workload", "W1", "--bootstrap", "127.0.0.1:7681, 127.0.0.1:7682,localhost:7683"});
+
+        assertEquals(java.util.List.of("127.0.0.1:7681", "127.0.0.1:7682", "localhost:7683"), options.bootstrap);
+        assertEquals(options.bootstrap, options.connectionOptions().build().bootstrap());
+        assertEquals(java.util.List.of(), PerfOptions.parse(new String[] {"--workload", "W1"}).connectionOptions().build().bootstrap());
+    }
+
+    @Test
+    void shouldRefuseABootstrapItemWithoutAPortNamingTheItem() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> PerfOptions.parse(new String[] {"--bootstrap", "127.0.0.1:7681,node-2"}));
+        assertTrue(e.getMessage().contains("'node-2'") && e.getMessage().contains("--bootstrap"), e.getMessage());
+    }
 }
