@@ -7,7 +7,13 @@ import io.sluice.client.ConsumerOptions;
 import io.sluice.client.Message;
 import io.sluice.client.Producer;
 import io.sluice.client.ProducerOptions;
+import io.sluice.protocol.ConfirmFrame;
+import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.FlowState;
+import io.sluice.protocol.OkFrame;
+import io.sluice.protocol.PublishErrorFrame;
+import io.sluice.protocol.PublishFrameBuilder;
 import io.sluice.protocol.QueueSettings;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
@@ -102,6 +108,63 @@ class ClusterFlowControlTest {
                     "resumed after the drain: " + told);
             assertEquals(0, cluster.awaitSameDigest("w", Duration.ofSeconds(30)).get("messages").asLong());
         }
+    }
+
+    /**
+     * A resend of a message the queue holds is confirmed, as a single broker confirms it, even while the quota
+     * refuses new messages: refused with QUEUE_BLOCKED, its producer would take a stored message for one refused.
+     */
+    @Test
+    void shouldConfirmAResendOfAStoredMessageWhileTheQuotaRefusesNewOnes() throws Exception {
+        ClusterFixture cluster = start("");
+        Broker leader = ClusterFixture.awaitLeader(brokers);
+        long producer = 0x5EED_0020L;
+        try (RawClient raw = RawClient.connected(leader.port())) {
+            raw.send(new DeclareQueueFrame(1, "resend", QueueSettings.builder()
+                    .set(QueueSettings.QUOTA_HARD_MESSAGES, 5)
+                    .set(QueueSettings.OVERFLOW_POLICY, QueueSettings.OVERFLOW_REJECT).build()));
+            raw.expect(OkFrame.class);
+            publish(raw, "resend", producer, 1, 2, 3, 4, 5);
+            assertEquals(java.util.Map.of(1L, "confirmed", 2L, "confirmed", 3L, "confirmed", 4L, "confirmed", 5L, "confirmed"),
+                    outcomes(raw, 5));
+
+            publish(raw, "resend", producer, 3); // a resend, the queue at its hard quota
+            assertEquals(java.util.Map.of(3L, "confirmed"), outcomes(raw, 1));
+            publish(raw, "resend", producer, 6); // a new message: refused
+            assertEquals(java.util.Map.of(6L, "QUEUE_BLOCKED"), outcomes(raw, 1));
+            publish(raw, "resend", producer, 4, 7); // one frame, a resend and a new message
+            assertEquals(java.util.Map.of(4L, "confirmed", 7L, "QUEUE_BLOCKED"), outcomes(raw, 2));
+        }
+        assertEquals(5, cluster.awaitSameDigest("resend", Duration.ofSeconds(30)).get("messages").asLong(),
+                "every node holds the five messages once");
+    }
+
+    private static void publish(RawClient raw, String queue, long producer, long... sequences) {
+        PublishFrameBuilder frame = new PublishFrameBuilder(raw.alloc(), queue);
+        for (long sequence : sequences) {
+            frame.add(producer, sequence, List.of(), Payloads.of((int) sequence));
+        }
+        raw.send(frame.build());
+    }
+
+    /** What became of the next {@code count} sequences answered: "confirmed" or the refusal's code; FLOW frames skipped. */
+    private static java.util.Map<Long, String> outcomes(RawClient raw, int count) throws InterruptedException {
+        java.util.Map<Long, String> outcomes = new java.util.TreeMap<>();
+        while (outcomes.size() < count) {
+            Object frame = raw.expect(Object.class);
+            if (frame instanceof ConfirmFrame confirm) {
+                confirm.sequences().forEach(r -> {
+                    for (long s = r.from(); s <= r.to(); s++) {
+                        outcomes.put(s, "confirmed");
+                    }
+                });
+            } else if (frame instanceof PublishErrorFrame error) {
+                for (long s = error.sequences().from(); s <= error.sequences().to(); s++) {
+                    outcomes.put(s, ErrorCode.fromCode(error.code()).name());
+                }
+            }
+        }
+        return outcomes;
     }
 
     @Test

@@ -117,7 +117,8 @@ public final class BrokerQueue {
         this.producerState = new QueueProducerState(this, producers, executor);
         this.transactions = new QueueTransactions(this, store, backlog, tracked, order, pending, staged, producers,
                 pendingConfirms, publishers, transactionEffects);
-        this.admission = new LeaderAdmission(this, backlog, publishers, this::updateFlow);
+        this.admission = new LeaderAdmission(this, backlog, publishers, producers, pendingConfirms, this::updateFlow,
+                this::releaseConfirms);
         this.dropOldest = new DropOldest(this, store, tracked, transactions, backlog, manager, this::deadLetter);
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override

@@ -1,7 +1,10 @@
 package io.sluice.broker.queue;
 
 import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
+import io.sluice.storage.dedup.ProducerTable;
 
 import java.util.function.Consumer;
 
@@ -12,20 +15,32 @@ import java.util.function.Consumer;
  * was admitted counts as uncommitted in the {@link Backlog} until its entry is applied here or Raft refuses it,
  * so it feeds the same SLOWED and BLOCKED states, and past {@code cluster.max-uncommitted-bytes} blocks by itself.
  *
+ * <p>A frame the quota refuses is answered message by message, as a single broker answers: a resend of a message
+ * the producer table holds is confirmed again once what is written here is durable (its entry was committed and
+ * applied, so it is on a majority), the others are refused. Refused whole, a resend would tell its producer that a
+ * stored message was not stored.
+ *
  * <p>Threads: the queue's executor.
  */
 final class LeaderAdmission {
     private final BrokerQueue queue;
     private final Backlog backlog;
     private final QueuePublishers publishers;
+    private final ProducerRegistry producers;
+    private final PendingConfirms pendingConfirms;
     private final Runnable updateFlow;
+    private final Runnable releaseConfirms;
     private long refused;
 
-    LeaderAdmission(BrokerQueue queue, Backlog backlog, QueuePublishers publishers, Runnable updateFlow) {
+    LeaderAdmission(BrokerQueue queue, Backlog backlog, QueuePublishers publishers, ProducerRegistry producers,
+                    PendingConfirms pendingConfirms, Runnable updateFlow, Runnable releaseConfirms) {
         this.queue = queue;
         this.backlog = backlog;
         this.publishers = publishers;
+        this.producers = producers;
+        this.pendingConfirms = pendingConfirms;
         this.updateFlow = updateFlow;
+        this.releaseConfirms = releaseConfirms;
     }
 
     /**
@@ -38,9 +53,12 @@ final class LeaderAdmission {
         String refusal = deleted ? "queue '" + queue.name() + "' was deleted before the message was stored"
                 : backlog.admit(queue.store().unackedMessages(), frame, maxUncommittedBytes, queue::dropOldest);
         if (refusal != null) {
-            refused += deleted ? 0 : frame.messageCount();
             try {
-                link.refuseAll(frame, deleted ? ErrorCode.UNKNOWN_QUEUE : ErrorCode.QUEUE_BLOCKED, refusal);
+                if (deleted) {
+                    link.refuseAll(frame, ErrorCode.UNKNOWN_QUEUE, refusal);
+                } else {
+                    refuseNewConfirmResent(link, frame, refusal);
+                }
             } finally {
                 frame.release();
             }
@@ -48,6 +66,47 @@ final class LeaderAdmission {
         }
         updateFlow.run();
         submit.accept(frame);
+    }
+
+    /** The quota refused the frame: resends of stored messages are confirmed again, every other message refused. */
+    private void refuseNewConfirmResent(ProducerLink link, PublishFrame frame, String refusal) {
+        long receivedAtNanos = System.nanoTime();
+        long nowMillis = producers.deduplicates() ? queue.store().nowMillis() : 0;
+        PendingConfirms.StoredRanges resent = new PendingConfirms.StoredRanges();
+        int resends = 0;
+        long resentBytes = 0;
+        int refusedMessages = 0;
+        long refusedBytes = 0;
+        PublishCursor cursor = frame.cursor();
+        while (cursor.next()) {
+            long producerId = cursor.producerId();
+            long sequence = cursor.sequence();
+            ProducerTable.Verdict verdict = producers.check(link, producerId, sequence, nowMillis);
+            if (verdict == ProducerTable.Verdict.DUPLICATE) {
+                resent.stored(producerId, sequence);
+                resends++;
+                resentBytes += cursor.payloadLength();
+            } else if (verdict == ProducerTable.Verdict.NEW) {
+                link.refuse(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal);
+                refusedMessages++;
+                refusedBytes += cursor.payloadLength();
+            } else { // as a single broker answers it, whatever the quota
+                link.refuse(producerId, IdRange.single(sequence),
+                        verdict == ProducerTable.Verdict.FENCED ? ErrorCode.PRODUCER_FENCED : ErrorCode.SEQUENCE_OUT_OF_WINDOW,
+                        producers.refusal(verdict, producerId, sequence));
+                refusedMessages++;
+                refusedBytes += cursor.payloadLength();
+            }
+        }
+        refused += refusedMessages;
+        if (refusedMessages > 0) {
+            link.publishCredit(refusedMessages, refusedBytes);
+        }
+        if (resends > 0) {
+            pendingConfirms.add(queue.store().writtenIndex(), link, resent.build(), resends, resends, resentBytes, receivedAtNanos);
+            releaseConfirms.run();
+        }
+        link.flush();
     }
 
     /** Raft refused a frame {@link #admit} counted: it is no longer uncommitted. */
