@@ -3,11 +3,14 @@ package io.sluice.broker.cluster;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.error.BrokerException;
 import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.queue.ClientConnection;
+import io.sluice.broker.queue.ProducerRegistry;
 import io.sluice.broker.queue.ProducerLink;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.queue.Replication;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.ProducerInitFrame;
 import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.Frame;
@@ -315,13 +318,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     @Override
     public void publish(BrokerQueue queue, ProducerLink link, PublishFrame frame) {
-        queue.admit(link, frame, maxUncommittedBytes, admitted -> {
+        queue.admit(link, frame, maxUncommittedBytes, (admitted, epochs) -> {
             long call = submissions.nextCall();
             int messages = admitted.messageCount();
             long bytes = messages == 0 ? 0 : Replication.bytes(admitted);
             byte[] entry;
             try {
-                entry = ShardEntry.encode(nodeId, call, queue.name(), admitted, maxFrameBytes);
+                entry = ShardEntry.encode(nodeId, call, queue.name(), admitted, epochs, maxFrameBytes);
             } finally {
                 admitted.release(); // the entry holds a copy; the leader applies that, as every node does
             }
@@ -332,6 +335,22 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 }
             });
         });
+    }
+
+    @Override
+    public CompletableFuture<ProducerRegistry.Registered> registerProducer(BrokerQueue queue, ClientConnection connection,
+                                                                           String producerName, long producerId, int requestedEpoch) {
+        CompletableFuture<ProducerRegistry.Registered> answer = new CompletableFuture<>();
+        long call = submissions.nextCall();
+        submissions.registration(call, connection, answer);
+        submit(call, entry(call, queue.name(), new ProducerInitFrame(0, queue.name(), producerName, requestedEpoch)),
+                "a registration of producer '" + producerName + "' on queue '" + queue.name() + "'")
+                .thenAccept(refused -> {
+                    if (refused) {
+                        answer.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+                    }
+                });
+        return answer;
     }
 
     @Override

@@ -4,12 +4,15 @@ import io.netty.util.ReferenceCountUtil;
 import io.sluice.broker.error.ErrorCodes;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.ProducerLink;
+import io.sluice.broker.queue.ProducerRegistry;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.DeclareQueueFrame;
 import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.IdRange;
+import io.sluice.protocol.ProducerIds;
+import io.sluice.protocol.ProducerInitFrame;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.QueueSettings;
 import org.slf4j.Logger;
@@ -76,6 +79,8 @@ final class ShardApplier {
             if (purged != null) {
                 purged.complete(null); // deleted since: nothing left to purge
             }
+        } else if (entry.frame() instanceof ProducerInitFrame init) {
+            return register(entry, init, mine ? submissions.takeRegistration(entry.originCall()) : null);
         } else if (entry.frame() instanceof DeleteQueueFrame) {
             delete(entry, mine ? submissions.takeDelete(entry.originCall()) : null);
         } else {
@@ -98,7 +103,8 @@ final class ShardApplier {
             }
             return CompletableFuture.completedFuture(null);
         }
-        queue.applyReplicated(link, publish, link != ReplicaLink.INSTANCE); // only what this node admitted counts here (R9)
+        // Only what this node admitted counts here (R9); the leader's epochs decide fencing (R10).
+        queue.applyReplicated(link, publish, link != ReplicaLink.INSTANCE, entry.epochs());
         return afterQueueWork(queue);
     }
 
@@ -150,6 +156,35 @@ final class ShardApplier {
                     afterQueueWork(source).whenComplete((ignored, never) -> done.complete(null));
                 });
         return done;
+    }
+
+    /**
+     * Rule R10: every node registers the named producer in log order, so grants the same epoch; the submitter's
+     * registration is its client's connection (it owns the producer's publishes there), every other node's the
+     * replicated log, which no client's connection is, so a node that leads next fences the producer's publishes
+     * until its instance registers there again (the client does on reconnecting, resuming its epoch).
+     */
+    private CompletableFuture<Void> register(ShardEntry entry, ProducerInitFrame init, Submissions.Registration waiting) {
+        BrokerQueue queue = queues.get(entry.queue());
+        if (queue == null) {
+            if (waiting != null) {
+                waiting.answer().completeExceptionally(new io.sluice.broker.error.BrokerException(ErrorCode.UNKNOWN_QUEUE,
+                        "queue '" + entry.queue() + "' does not exist; declare it first"));
+            }
+            return CompletableFuture.completedFuture(null);
+        }
+        CompletableFuture<ProducerRegistry.Registered> registered = queue.producerState().register(
+                waiting == null ? ReplicaLink.INSTANCE : waiting.connection(), ProducerIds.forName(init.producerName()), init.epoch());
+        if (waiting != null) {
+            registered.whenComplete((answer, failure) -> {
+                if (failure != null) {
+                    waiting.answer().completeExceptionally(failure);
+                } else {
+                    waiting.answer().complete(answer);
+                }
+            });
+        }
+        return afterQueueWork(queue);
     }
 
     private void declare(ShardEntry entry, DeclareQueueFrame declare, CompletableFuture<BrokerQueue> answer) {

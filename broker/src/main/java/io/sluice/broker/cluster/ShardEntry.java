@@ -5,6 +5,7 @@ import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.util.ReferenceCountUtil;
+import io.sluice.broker.queue.ProducerEpochs;
 import io.sluice.protocol.Frame;
 import io.sluice.protocol.FrameDecoder;
 import io.sluice.protocol.FrameEncoder;
@@ -38,13 +39,24 @@ import java.nio.charset.StandardCharsets;
  * | uint8 version (2) | int32 originNode | int64 originCall | string queue | string source | int64 sourceId
  * | int64 producerId | int64 producerSequence | int32 headersLength | headers | int32 payloadLength | payload |
  * </pre>
+ *
+ * <p>Version 3 is a PUBLISH of named producers (rule R10): version 1's layout with, before the frame, the epochs the
+ * leader resolved for them when it admitted the frame ({@link ProducerEpochs}), so that every node fences alike:
+ *
+ * <pre>
+ * | uint8 version (3) | int32 originNode | int64 originCall | string queue | uint16 count
+ * | count x (int64 producerId, int32 epoch) | frame (a PUBLISH) |
+ * </pre>
+ *
+ * A frame of unnamed producers only is written as version 1, as before.
  */
-record ShardEntry(int originNode, long originCall, String queue, Frame frame, DeadLetterCopy deadLetter) {
+record ShardEntry(int originNode, long originCall, String queue, Frame frame, DeadLetterCopy deadLetter, ProducerEpochs epochs) {
     static final int VERSION = 1;
     static final int DEAD_LETTER_VERSION = 2;
+    static final int NAMED_PUBLISH_VERSION = 3;
 
     ShardEntry(int originNode, long originCall, String queue, Frame frame) {
-        this(originNode, originCall, queue, frame, null);
+        this(originNode, originCall, queue, frame, null, ProducerEpochs.NONE);
     }
 
     /** A dead-letter's copy (rule R8): what every node stores in the dead-letter queue for message {@code sourceId} of {@code source}. */
@@ -76,18 +88,32 @@ record ShardEntry(int originNode, long originCall, String queue, Frame frame, De
         if (in.isReadable()) {
             throw new IllegalArgumentException("dead-letter shard entry has " + in.readableBytes() + " bytes after its payload");
         }
-        return new ShardEntry(node, call, queue, null, new DeadLetterCopy(source, sourceId, producerId, producerSequence, headers, payload));
+        return new ShardEntry(node, call, queue, null, new DeadLetterCopy(source, sourceId, producerId, producerSequence, headers, payload),
+                ProducerEpochs.NONE);
     }
 
     /** Encodes into a new array (the Raft log keeps it); the caller still owns {@code frame}. */
     static byte[] encode(int originNode, long originCall, String queue, Frame frame, int maxFrameBytes) {
+        return encode(originNode, originCall, queue, frame, ProducerEpochs.NONE, maxFrameBytes);
+    }
+
+    /** As above; a PUBLISH with named producers' {@code epochs} is written as version 3. */
+    static byte[] encode(int originNode, long originCall, String queue, Frame frame, ProducerEpochs epochs, int maxFrameBytes) {
         ByteBuf encoded = FrameEncoder.encode(UnpooledByteBufAllocator.DEFAULT, frame, maxFrameBytes);
         try {
             byte[] name = queue.getBytes(StandardCharsets.UTF_8);
-            byte[] out = new byte[1 + Integer.BYTES + Long.BYTES + Short.BYTES + name.length + encoded.readableBytes()];
+            int epochBytes = epochs.size() == 0 ? 0 : Short.BYTES + epochs.size() * (Long.BYTES + Integer.BYTES);
+            byte[] out = new byte[1 + Integer.BYTES + Long.BYTES + Short.BYTES + name.length + epochBytes + encoded.readableBytes()];
             ByteBuf header = Unpooled.wrappedBuffer(out);
             header.writerIndex(0);
-            header.writeByte(VERSION).writeInt(originNode).writeLong(originCall).writeShort(name.length).writeBytes(name);
+            header.writeByte(epochBytes == 0 ? VERSION : NAMED_PUBLISH_VERSION).writeInt(originNode).writeLong(originCall)
+                    .writeShort(name.length).writeBytes(name);
+            if (epochBytes > 0) {
+                header.writeShort(epochs.size());
+                for (int i = 0; i < epochs.size(); i++) {
+                    header.writeLong(epochs.producerId(i)).writeInt(epochs.epoch(i));
+                }
+            }
             encoded.readBytes(out, header.writerIndex(), encoded.readableBytes());
             return out;
         } finally {
@@ -104,9 +130,9 @@ record ShardEntry(int originNode, long originCall, String queue, Frame frame, De
         ByteBuf in = Unpooled.wrappedBuffer(data);
         try {
             int version = in.readUnsignedByte();
-            if (version != VERSION && version != DEAD_LETTER_VERSION) {
-                throw new IllegalArgumentException("shard entry version " + version + " is neither " + VERSION + " nor "
-                        + DEAD_LETTER_VERSION + ", the ones this broker reads");
+            if (version != VERSION && version != DEAD_LETTER_VERSION && version != NAMED_PUBLISH_VERSION) {
+                throw new IllegalArgumentException("shard entry version " + version + " is not " + VERSION + ", "
+                        + DEAD_LETTER_VERSION + " or " + NAMED_PUBLISH_VERSION + ", the ones this broker reads");
             }
             int node = in.readInt();
             long call = in.readLong();
@@ -115,13 +141,25 @@ record ShardEntry(int originNode, long originCall, String queue, Frame frame, De
             if (version == DEAD_LETTER_VERSION) {
                 return decodeDeadLetter(in, node, call, queue);
             }
+            ProducerEpochs epochs = ProducerEpochs.NONE;
+            if (version == NAMED_PUBLISH_VERSION) {
+                int count = in.readUnsignedShort();
+                long[] ids = new long[count];
+                int[] values = new int[count];
+                for (int i = 0; i < count; i++) {
+                    ids[i] = in.readLong();
+                    values[i] = in.readInt();
+                }
+                epochs = new ProducerEpochs(ids, values);
+            }
             Frame frame = FrameDecoder.decodeFrame(in, maxFrameBytes); // a PUBLISH retains its own slice of in
-            if (frame == null || in.isReadable()) {
+            if (frame == null || in.isReadable() || version == NAMED_PUBLISH_VERSION && !(frame instanceof io.sluice.protocol.PublishFrame)) {
                 ReferenceCountUtil.release(frame);
                 throw new IllegalArgumentException("shard entry of " + data.length + " bytes (first bytes "
-                        + ByteBufUtil.hexDump(data, 0, Math.min(16, data.length)) + ") does not end with exactly one frame");
+                        + ByteBufUtil.hexDump(data, 0, Math.min(16, data.length)) + ") does not end with exactly one frame"
+                        + (version == NAMED_PUBLISH_VERSION ? ", a PUBLISH" : ""));
             }
-            return new ShardEntry(node, call, queue, frame);
+            return new ShardEntry(node, call, queue, frame, null, epochs);
         } catch (IndexOutOfBoundsException | io.sluice.protocol.ProtocolException e) {
             throw new IllegalArgumentException("shard entry of " + data.length + " bytes is damaged: " + e.getMessage(), e);
         } finally {

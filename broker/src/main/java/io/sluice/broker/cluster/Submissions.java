@@ -1,6 +1,8 @@
 package io.sluice.broker.cluster;
 
 import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.queue.ClientConnection;
+import io.sluice.broker.queue.ProducerRegistry;
 import io.sluice.broker.queue.ProducerLink;
 
 import java.util.Map;
@@ -48,6 +50,16 @@ final class Submissions {
         waiting.put(call, new Applied(applied));
     }
 
+    /** A PRODUCER_INIT entry's registration (rule R10): the connection it registers on, and its answer. */
+    void registration(long call, ClientConnection connection, CompletableFuture<ProducerRegistry.Registered> answer) {
+        waiting.put(call, new Registration(connection, answer));
+    }
+
+    /** Who waits for {@code call}'s registration, forgetting it; null if nobody. */
+    Registration takeRegistration(long call) {
+        return waiting.remove(call) instanceof Registration registration ? registration : null;
+    }
+
     /** Who waits for {@code call}'s delete, forgetting it; null if nobody. */
     CompletableFuture<Boolean> takeDelete(long call) {
         return waiting.remove(call) instanceof DeleteAnswer answer ? answer.future() : null;
@@ -83,5 +95,9 @@ final class Submissions {
     }
 
     private record Applied(CompletableFuture<Void> future) {
+    }
+
+    /** A named producer's registration waiting for its entry: the connection it registers, and who gets the answer. */
+    record Registration(ClientConnection connection, CompletableFuture<ProducerRegistry.Registered> answer) {
     }
 }

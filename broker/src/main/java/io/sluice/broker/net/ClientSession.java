@@ -418,10 +418,6 @@ final class ClientSession {
         if (!permit(requestId, Action.PUBLISH, init.queue())) {
             return;
         }
-        if (queues.replication() != null) {
-            proxy.answerError(requestId, ErrorCode.NOT_REPLICATED, notReplicated("named producers"));
-            return;
-        }
         String problem = ProducerInitFrame.nameProblem(init.producerName());
         if (problem != null) {
             proxy.answerError(requestId, ErrorCode.INVALID_PRODUCER, problem + "; a producer name is 1 to "
@@ -435,7 +431,10 @@ final class ClientSession {
         }
         long producerId = ProducerIds.forName(init.producerName());
         producerQueues.add(queue);
-        queue.producerState().register(proxy, producerId, init.epoch()).whenComplete((registered, failure) -> {
+        CompletableFuture<io.sluice.broker.queue.ProducerRegistry.Registered> registration = queues.replication() == null
+                ? queue.producerState().register(proxy, producerId, init.epoch())
+                : queues.replication().registerProducer(queue, proxy, init.producerName(), producerId, init.epoch()); // R10
+        registration.whenComplete((registered, failure) -> {
             if (failure != null) {
                 ErrorCode code = ErrorCodes.of(failure);
                 if (code == ErrorCode.INTERNAL_ERROR) {

@@ -178,21 +178,24 @@ public final class BrokerQueue {
      * check, as every node must store what the log holds (R2; the leader checked before submitting, R9). The
      * producer table still decides duplicates, the same on every node.
      */
-    public void applyReplicated(ProducerLink connection, PublishFrame frame, boolean submittedHere) {
+    public void applyReplicated(ProducerLink connection, PublishFrame frame, boolean submittedHere, ProducerEpochs epochs) {
         executor.execute(() -> {
             try {
                 if (submittedHere) {
                     backlog.uncommittedDone(frame.messageCount(), Backlog.bytes(frame));
                 }
+                producers.applying(epochs); // rule R10: the leader's epochs decide fencing, on every node alike
                 publishNow(connection, frame, true);
             } finally {
+                producers.applying(null);
                 frame.release();
             }
         });
     }
 
     /** Rule R9 of docs/replication.md: the leader's quota check before it submits a PUBLISH ({@link LeaderAdmission}). */
-    public void admit(ProducerLink link, PublishFrame frame, long maxUncommittedBytes, java.util.function.Consumer<PublishFrame> submit) {
+    public void admit(ProducerLink link, PublishFrame frame, long maxUncommittedBytes,
+                      java.util.function.BiConsumer<PublishFrame, ProducerEpochs> submit) {
         executor.execute(() -> admission.admit(link, frame, maxUncommittedBytes, submit));
     }
 

@@ -6,7 +6,7 @@ import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.storage.dedup.ProducerTable;
 
-import java.util.function.Consumer;
+import java.util.function.BiConsumer;
 
 /**
  * Rule R9 of docs/replication.md: on a cluster's leader, a queue's quota is checked before a PUBLISH is submitted
@@ -44,10 +44,11 @@ final class LeaderAdmission {
     }
 
     /**
-     * Hands the frame to {@code submit} if every message of it may be stored, counted as uncommitted; else refuses
-     * it whole on {@code link} (one entry is stored whole or not at all) and releases it.
+     * Hands the frame to {@code submit} if every message of it may be stored, counted as uncommitted, with the epochs
+     * {@code link} holds for its named producers (rule R10); else refuses its messages on {@code link} (one entry is
+     * stored whole or not at all) and releases it.
      */
-    void admit(ProducerLink link, PublishFrame frame, long maxUncommittedBytes, Consumer<PublishFrame> submit) {
+    void admit(ProducerLink link, PublishFrame frame, long maxUncommittedBytes, BiConsumer<PublishFrame, ProducerEpochs> submit) {
         publishers.add(link, backlog.state(), backlog.reason()); // told BLOCKED now if it is, even if refused below
         boolean deleted = queue.isClosed();
         String refusal = deleted ? "queue '" + queue.name() + "' was deleted before the message was stored"
@@ -65,7 +66,7 @@ final class LeaderAdmission {
             return;
         }
         updateFlow.run();
-        submit.accept(frame);
+        submit.accept(frame, producers.resolveEpochs(link, frame));
     }
 
     /** The quota refused the frame: resends of stored messages are confirmed again, every other message refused. */

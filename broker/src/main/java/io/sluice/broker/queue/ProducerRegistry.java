@@ -88,6 +88,12 @@ public final class ProducerRegistry {
     private ClientConnection resolvedConnection;
     private long resolvedProducer;
     private int resolvedEpoch;
+    /**
+     * Queue thread: while a cluster node applies a PUBLISH entry ({@link #applying}), the epochs its leader
+     * resolved when it admitted the frame, which decide fencing instead of this node's connections (rule R10 of
+     * docs/replication.md); null otherwise.
+     */
+    private ProducerEpochs entryEpochs;
 
     /** The connection a named producer's newest instance registered on, and the epoch it holds. */
     private record Owner(ClientConnection connection, int epoch) {
@@ -181,6 +187,9 @@ public final class ProducerRegistry {
      * (the table's epoch then fences every publish, if it knows the producer).
      */
     private int epochOf(ClientConnection connection, long producerId) {
+        if (entryEpochs != null) {
+            return entryEpochs.epochOf(producerId);
+        }
         if (owners.isEmpty()) {
             return 0;
         }
@@ -192,6 +201,46 @@ public final class ProducerRegistry {
         resolvedProducer = producerId;
         resolvedConnection = connection;
         return resolvedEpoch;
+    }
+
+    /**
+     * On a cluster's leader, at admission: the epoch {@code connection} holds for each named producer of the frame
+     * (one the table knows with an epoch, or one registered here), so that every node applying the frame's entry
+     * fences its messages alike ({@link #applying}); {@link ProducerEpochs#NONE} for a frame of unnamed producers.
+     */
+    ProducerEpochs resolveEpochs(ClientConnection connection, io.sluice.protocol.PublishFrame frame) {
+        if (!deduplicates || owners.isEmpty() && table.highestEpochGranted() == 0) {
+            return ProducerEpochs.NONE; // no producer of this queue ever registered: none is named
+        }
+        long[] ids = new long[4];
+        int[] epochs = new int[4];
+        int named = 0;
+        io.sluice.protocol.PublishCursor cursor = frame.cursor();
+        next:
+        while (cursor.next()) {
+            long producerId = cursor.producerId();
+            for (int i = 0; i < named; i++) {
+                if (ids[i] == producerId) {
+                    continue next;
+                }
+            }
+            if (!owners.containsKey(producerId) && table.epoch(producerId) == 0) {
+                continue; // unnamed: epoch 0 on every node
+            }
+            if (named == ids.length) {
+                ids = java.util.Arrays.copyOf(ids, named * 2);
+                epochs = java.util.Arrays.copyOf(epochs, named * 2);
+            }
+            ids[named] = producerId;
+            epochs[named++] = epochOf(connection, producerId);
+        }
+        return named == 0 ? ProducerEpochs.NONE
+                : new ProducerEpochs(java.util.Arrays.copyOf(ids, named), java.util.Arrays.copyOf(epochs, named));
+    }
+
+    /** A cluster node applies a PUBLISH entry admitted with {@code epochs} (null once it is applied): see {@link #resolveEpochs}. */
+    void applying(ProducerEpochs epochs) {
+        entryEpochs = epochs;
     }
 
     private void ownersChanged() {

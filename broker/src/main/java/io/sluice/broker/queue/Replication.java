@@ -75,6 +75,15 @@ public interface Replication {
      */
     CompletableFuture<Void> deadLetter(BrokerQueue source, StoredMessage original, String deadLetterQueue, ByteBuffer headers);
 
+    /**
+     * Rule R10 of docs/replication.md: replicates the registration of an instance of the named producer
+     * {@code producerName} ({@code producerId}) with {@code queue}, so that every node grants the same epoch in log
+     * order; completes as {@link QueueProducerState#register} does once the entry is applied here, with the
+     * registration's connection {@code connection}; exceptionally (NOT_LEADER) if it could not be committed.
+     */
+    CompletableFuture<ProducerRegistry.Registered> registerProducer(BrokerQueue queue, ClientConnection connection,
+                                                                    String producerName, long producerId, int requestedEpoch);
+
     /** Headers plus payload of the frame's messages, as quotas count them (rule R9's uncommitted bytes). */
     static long bytes(PublishFrame frame) {
         return Backlog.bytes(frame);

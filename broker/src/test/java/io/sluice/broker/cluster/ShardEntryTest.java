@@ -53,6 +53,44 @@ class ShardEntryTest {
         }
     }
 
+    /** Rule R10: a PUBLISH of named producers carries the epochs the leader resolved; one of unnamed ones stays version 1. */
+    @Test
+    void shouldCarryTheLeadersEpochsOfNamedProducers() {
+        PublishFrameBuilder builder = new PublishFrameBuilder(ByteBufAllocator.DEFAULT, "orders");
+        builder.add(42, 1, List.of(), new byte[] {1});
+        builder.add(43, 1, List.of(), new byte[] {2});
+        PublishFrame publish = builder.build();
+        io.sluice.broker.queue.ProducerEpochs epochs = new io.sluice.broker.queue.ProducerEpochs(new long[] {42, 43}, new int[] {2, -1});
+        byte[] named;
+        byte[] unnamed;
+        try {
+            named = ShardEntry.encode(1, 5, "orders", publish, epochs, MAX_FRAME);
+            unnamed = ShardEntry.encode(1, 6, "orders", publish, io.sluice.broker.queue.ProducerEpochs.NONE, MAX_FRAME);
+        } finally {
+            publish.release();
+        }
+        assertEquals(ShardEntry.NAMED_PUBLISH_VERSION, named[0]);
+        assertEquals(ShardEntry.VERSION, unnamed[0]);
+        ShardEntry decoded = ShardEntry.decode(named, MAX_FRAME);
+        try {
+            assertEquals(epochs, decoded.epochs());
+            assertEquals(2, decoded.epochs().epochOf(42));
+            assertEquals(-1, decoded.epochs().epochOf(43));
+            assertEquals(0, decoded.epochs().epochOf(44), "a producer not listed publishes at epoch 0");
+            assertEquals(2, ((PublishFrame) decoded.frame()).messageCount());
+        } finally {
+            ((PublishFrame) decoded.frame()).release();
+        }
+        ShardEntry plain = ShardEntry.decode(unnamed, MAX_FRAME);
+        assertEquals(io.sluice.broker.queue.ProducerEpochs.NONE, plain.epochs());
+        ((PublishFrame) plain.frame()).release();
+
+        byte[] ackWithEpochs = ShardEntry.encode(1, 7, "q", new AckFrame(0, List.of(IdRange.single(1))), MAX_FRAME);
+        ackWithEpochs[0] = ShardEntry.NAMED_PUBLISH_VERSION;
+        assertThrows(IllegalArgumentException.class, () -> ShardEntry.decode(ackWithEpochs, MAX_FRAME),
+                "version 3 holds a PUBLISH and nothing else");
+    }
+
     @Test
     void shouldRoundTripADeclareAndAnAck() {
         DeclareQueueFrame declare = new DeclareQueueFrame(0, "q", QueueSettings.EMPTY);
@@ -67,9 +105,9 @@ class ShardEntryTest {
     void shouldRejectAnotherVersionAndTrailingBytes() {
         byte[] entry = ShardEntry.encode(1, 1, "q", new AckFrame(0, List.of(IdRange.single(1))), MAX_FRAME);
         byte[] future = entry.clone();
-        future[0] = 3;
+        future[0] = 99;
         IllegalArgumentException version = assertThrows(IllegalArgumentException.class, () -> ShardEntry.decode(future, MAX_FRAME));
-        assertTrue(version.getMessage().contains("version 3"), version.getMessage());
+        assertTrue(version.getMessage().contains("version 99"), version.getMessage());
         byte[] longer = java.util.Arrays.copyOf(entry, entry.length + 1);
         assertThrows(IllegalArgumentException.class, () -> ShardEntry.decode(longer, MAX_FRAME));
     }
