@@ -93,6 +93,8 @@ class ClusterPartitionTest {
                     () -> cluster.get(leader, "/api/cluster"), s -> s != null && !"LEADER".equals(s.get("role").asText()));
             System.out.printf("ClusterPartitionTest: node %d stepped down after %d ms: %s%n", leader + 1,
                     TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - cutAt), stepped);
+            // Its admin API must not name it the leader any more (an operator reads it to find the leader).
+            assertNotEquals(leader + 1, stepped.get("leaderNodeId").asInt(), "the leader node " + (leader + 1) + " names: " + stepped);
             int newLeader = awaitServing(cluster, majority);
             TestAwait.until("the producers' connection on the majority's leader, node " + (newLeader + 1), Duration.ofSeconds(60),
                     () -> nodeNamed(connection.brokerName()) == newLeader);
