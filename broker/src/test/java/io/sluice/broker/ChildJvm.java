@@ -25,8 +25,16 @@ final class ChildJvm {
 
     /** As {@link #start(Path, Class, String...)}, with {@code jvmFlags} after this JVM's own (e.g. a {@code -D} of the test's). */
     static Process start(Path output, List<String> jvmFlags, Class<?> mainClass, String... args) throws IOException {
+        return start(output, List.of(), jvmFlags, mainClass, args);
+    }
+
+    /**
+     * As {@link #start(Path, List, Class, String...)}, the java command run by {@code prefix} (e.g. {@code ip netns exec NS},
+     * which execs it: the process is the JVM itself, so that a kill kills the JVM).
+     */
+    static Process start(Path output, List<String> prefix, List<String> jvmFlags, Class<?> mainClass, String... args) throws IOException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<String> command = new ArrayList<>();
+        List<String> command = new ArrayList<>(prefix);
         command.add(java);
         for (String flag : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
             if (!flag.startsWith("-agentlib:jdwp") && !flag.startsWith("-javaagent")) {
@@ -62,11 +70,15 @@ final class ChildJvm {
     }
 
     static void awaitListening(Process process, int port, Path output, Duration timeout) throws InterruptedException {
-        TestAwait.until("a child JVM listening on port " + port, timeout, () -> {
+        awaitListening(process, "127.0.0.1", port, output, timeout);
+    }
+
+    static void awaitListening(Process process, String host, int port, Path output, Duration timeout) throws InterruptedException {
+        TestAwait.until("a child JVM listening on " + host + ":" + port, timeout, () -> {
             if (!process.isAlive()) {
                 throw new AssertionError("the child JVM exited with " + process.exitValue() + ": " + tail(output));
             }
-            try (Socket ignored = new Socket("127.0.0.1", port)) {
+            try (Socket ignored = new Socket(host, port)) {
                 return true;
             } catch (IOException e) {
                 return false;

@@ -2,7 +2,6 @@ package io.sluice.broker;
 
 import io.sluice.client.Connection;
 import io.sluice.client.ConnectionOptions;
-import io.sluice.client.ConsumerOptions;
 import io.sluice.client.Producer;
 import io.sluice.client.ProducerOptions;
 import io.sluice.client.ReconnectPolicy;
@@ -47,8 +46,6 @@ class ClusterFailoverTest {
     private static final int PER_KILL = 20_000;
     /** A round sends at least {@link #PER_KILL} and goes on until its kill is done, up to this many. */
     private static final int MAX_PER_KILL = 5 * PER_KILL;
-    /** A payload's producer, in its high bits; its count of that producer's sends below. */
-    private static final int PRODUCER_SHIFT = 40;
 
     @TempDir
     Path dir;
@@ -91,7 +88,7 @@ class ClusterFailoverTest {
         try (Connection connection = Connection.connect(options)) {
             connection.declareQueue(QUEUE, QueueSettings.EMPTY);
             termAtStart = cluster.term(nodeNamed(connection.brokerName()));
-            // Two producers, sending in turn: payload = producer << PRODUCER_SHIFT | that producer's count.
+            // Two producers, sending in turn: payloads of ConsumedHistory.payload(producer, that producer's count).
             Producer[] producers = {connection.createProducer(QUEUE, ProducerOptions.DEFAULT),
                     connection.createProducer(QUEUE, ProducerOptions.DEFAULT)};
             long[] sentBy = new long[producers.length];
@@ -146,7 +143,7 @@ class ClusterFailoverTest {
                 List<CompletableFuture<Void>> futures = new ArrayList<>(PER_KILL);
                 for (int i = 0; i < PER_KILL || (!roundDone.get() && i < MAX_PER_KILL); i++) {
                     int by = (int) (sent++ % producers.length);
-                    long payload = (long) by << PRODUCER_SHIFT | sentBy[by]++;
+                    long payload = ConsumedHistory.payload(by, sentBy[by]++);
                     CompletableFuture<Void> f = producers[by].sendAsync(Payloads.of(payload));
                     f.whenComplete((ok, failure) -> {
                         if (failure == null) {
@@ -176,7 +173,7 @@ class ClusterFailoverTest {
         // Rule R6: before anything is consumed, every node holds exactly the confirmed messages, under the same ids.
         com.fasterxml.jackson.databind.JsonNode digest = cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(120));
         assertEquals(confirmed.size(), digest.get("messages").asLong(), "messages every node holds: " + digest);
-        History history = consumeEverything(options);
+        ConsumedHistory history = ConsumedHistory.consumeEverything(options, QUEUE);
         Map<Long, Set<Long>> idsByPayload = history.idsByPayload();
         // Every node, the restarted ones included (which replayed their log), dropped every acked message: a copy
         // stored twice on one node, or under another id, would be left over there.
@@ -193,7 +190,7 @@ class ClusterFailoverTest {
                 termAtEnd - termAtStart, kills);
         Set<Long> missing = new HashSet<>(confirmed);
         missing.removeAll(idsByPayload.keySet());
-        long storedTwice = idsByPayload.values().stream().mapToLong(ids -> ids.size() - 1).sum();
+        long storedTwice = history.storedTwice();
         System.out.printf("ClusterFailoverTest: %d leader kills; sent %d, confirmed %d, consumed %d payloads, stored twice %d, "
                 + "lost %d; first confirm after each kill (ms from kill -9): %s; election rounds (terms) per kill: %s%n", kills,
                 sent, confirmed.size(), idsByPayload.size(), storedTwice, missing.size(), firstConfirmAfterKillMs, electionRoundsPerKill);
@@ -221,46 +218,5 @@ class ClusterFailoverTest {
         long after = goneAtNanos + TimeUnit.MILLISECONDS.toNanos(50);
         return confirmedAtNanos.values().stream().filter(t -> t > after)
                 .mapToLong(t -> TimeUnit.NANOSECONDS.toMillis(t - killedAtNanos)).min().orElse(-1);
-    }
-
-    /**
-     * What one consumer saw, acking each message as it came: every payload with the ids it came under, and
-     * the history's faults: a message delivered again after its ack, or a producer's message delivered before
-     * one that producer sent earlier.
-     */
-    private record History(Map<Long, Set<Long>> idsByPayload, List<String> faults) {
-    }
-
-    /** Subscribes through the cluster and acks until the leader's queue is empty. */
-    private static History consumeEverything(ConnectionOptions options) throws Exception {
-        Map<Long, Set<Long>> idsByPayload = new ConcurrentHashMap<>();
-        List<String> faults = new CopyOnWriteArrayList<>();
-        Set<Long> ackedIds = ConcurrentHashMap.newKeySet();
-        Map<Long, Long> lastCountByProducer = new ConcurrentHashMap<>();
-        try (Connection consuming = Connection.connect(options)) {
-            // One consumer: its handler runs for one message at a time, in delivery order.
-            consuming.subscribe(QUEUE, ConsumerOptions.DEFAULT, m -> {
-                long payload = Payloads.sequence(m.payload());
-                if (ackedIds.contains(m.id())) {
-                    faults.add("message " + m.id() + " (payload " + payload + ") delivered again after its ack");
-                }
-                boolean first = idsByPayload.computeIfAbsent(payload, p -> ConcurrentHashMap.newKeySet()).isEmpty();
-                idsByPayload.get(payload).add(m.id());
-                long producer = payload >>> PRODUCER_SHIFT;
-                long count = payload & ((1L << PRODUCER_SHIFT) - 1);
-                Long last = lastCountByProducer.get(producer);
-                if (first && last != null && count < last) {
-                    faults.add("producer " + producer + "'s message " + count + " (id " + m.id() + ") delivered after its message " + last);
-                }
-                if (first) {
-                    lastCountByProducer.merge(producer, count, Math::max);
-                }
-                m.ack();
-                ackedIds.add(m.id());
-            });
-            TestAwait.value("the queue on the leader empty (everything consumed and acked)", Duration.ofSeconds(120),
-                    () -> consuming.declareQueue(QUEUE, QueueSettings.EMPTY), left -> left == 0);
-        }
-        return new History(idsByPayload, faults);
     }
 }

@@ -12,10 +12,12 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A cluster of brokers on 127.0.0.1 for tests (docs/replication.md): free client and Raft ports, a data
+ * A cluster of brokers for tests (docs/replication.md): free client and Raft ports, a data
  * directory and a configuration file per node, written the way an operator would (the node list in YAML,
  * which overrides cannot carry). Nodes run in this JVM ({@link #startInProcess}) or as child JVMs started
- * with {@code --config} ({@link ClusterFailoverTest}).
+ * with {@code --config} ({@link ClusterFailoverTest}). Every node is on 127.0.0.1, or, given a {@link NodeNetwork},
+ * each child JVM runs in its node's network namespace and listens on its node's address there
+ * ({@link ClusterPartitionTest}).
  */
 final class ClusterFixture {
     final int size;
@@ -25,6 +27,10 @@ final class ClusterFixture {
     final int[] snapshotPorts;
     final Path[] configs;
     final Path dir;
+    /** Every node's address: 127.0.0.1, or its namespace's. */
+    final String[] hosts;
+    /** The namespaces the child JVMs run in, or null: all on 127.0.0.1 in this namespace. */
+    private final NodeNetwork network;
 
     ClusterFixture(Path dir, int size) throws IOException {
         this(dir, size, "");
@@ -37,8 +43,26 @@ final class ClusterFixture {
 
     /** More lines of the {@code cluster}, {@code broker} and {@code storage} sections, each indented by two spaces. */
     ClusterFixture(Path dir, int size, String clusterKeys, String brokerKeys, String storageKeys) throws IOException {
+        this(dir, size, null, clusterKeys, brokerKeys, storageKeys);
+    }
+
+    /**
+     * Nodes in {@code network}'s namespaces, one each, listening (clients, admin API, Raft, snapshots) on their
+     * node's address, anonymous clients allowed there (the addresses are the test's own bridge).
+     */
+    ClusterFixture(Path dir, NodeNetwork network, int size, String clusterKeys, String brokerKeys, String storageKeys) throws IOException {
+        this(dir, size, network, clusterKeys, brokerKeys, storageKeys);
+    }
+
+    private ClusterFixture(Path dir, int size, NodeNetwork network, String clusterKeys, String brokerKeys, String storageKeys)
+            throws IOException {
         this.dir = dir;
         this.size = size;
+        this.network = network;
+        hosts = new String[size];
+        for (int i = 0; i < size; i++) {
+            hosts[i] = network == null ? "127.0.0.1" : network.host(i);
+        }
         clientPorts = new int[size];
         raftPorts = new int[size];
         metricsPorts = new int[size];
@@ -52,7 +76,7 @@ final class ClusterFixture {
         }
         StringBuilder nodes = new StringBuilder();
         for (int i = 0; i < size; i++) {
-            nodes.append("    - {id: ").append(i + 1).append(", host: 127.0.0.1, raft-port: ").append(raftPorts[i])
+            nodes.append("    - {id: ").append(i + 1).append(", host: ").append(hosts[i]).append(", raft-port: ").append(raftPorts[i])
                     .append(", client-port: ").append(clientPorts[i]).append(", snapshot-port: ").append(snapshotPorts[i]).append("}\n");
         }
         for (int i = 0; i < size; i++) {
@@ -62,8 +86,11 @@ final class ClusterFixture {
                     + "  port: " + clientPorts[i] + "\n"
                     + "  data-dir: " + dir.resolve("node-" + (i + 1)) + "\n"
                     + brokerKeys
+                    + (network == null ? "" : "  listen-address: " + hosts[i] + "\n"
+                            + "auth:\n  allow-anonymous-remote: true\n")
                     + "metrics:\n"
                     + "  port: " + metricsPorts[i] + "\n"
+                    + (network == null ? "" : "  listen-address: " + hosts[i] + "\n  allow-anonymous-remote: true\n")
                     + "storage:\n"
                     + "  reserved-disk-bytes: 67108864\n"
                     + storageKeys
@@ -103,8 +130,8 @@ final class ClusterFixture {
     /** host:port of every node's client listener, for {@code ConnectionOptions.bootstrap}. */
     List<String> bootstrap() {
         List<String> addresses = new ArrayList<>();
-        for (int port : clientPorts) {
-            addresses.add("127.0.0.1:" + port);
+        for (int i = 0; i < size; i++) {
+            addresses.add(hosts[i] + ":" + clientPorts[i]);
         }
         return addresses;
     }
@@ -134,10 +161,10 @@ final class ClusterFixture {
      */
     void startChildren(Process[] processes) throws Exception {
         for (int i = 0; i < size; i++) {
-            processes[i] = ChildJvm.start(log(i), Main.class, "--config", configs[i].toString());
+            processes[i] = startChildJvm(i);
         }
         for (int i = 0; i < size; i++) {
-            ChildJvm.awaitListening(processes[i], clientPorts[i], log(i), Duration.ofSeconds(90));
+            ChildJvm.awaitListening(processes[i], hosts[i], clientPorts[i], log(i), Duration.ofSeconds(90));
         }
     }
 
@@ -146,9 +173,13 @@ final class ClusterFixture {
      * (before waiting, so that the caller's clean-up kills it if the wait fails); returns once it listens.
      */
     void startChild(int node, Process[] processes) throws Exception {
-        Path log = dir.resolve("node-" + (node + 1) + ".log");
-        processes[node] = ChildJvm.start(log, Main.class, "--config", configs[node].toString());
-        ChildJvm.awaitListening(processes[node], clientPorts[node], log, Duration.ofSeconds(90));
+        processes[node] = startChildJvm(node);
+        ChildJvm.awaitListening(processes[node], hosts[node], clientPorts[node], log(node), Duration.ofSeconds(90));
+    }
+
+    private Process startChildJvm(int node) throws IOException {
+        return ChildJvm.start(log(node), network == null ? List.of() : network.commandPrefix(node), List.of(), Main.class,
+                "--config", configs[node].toString());
     }
 
     /**
@@ -175,11 +206,20 @@ final class ClusterFixture {
      * differ at the deadline, which a node that stored a message twice, under another id, or not at all would.
      */
     com.fasterxml.jackson.databind.JsonNode awaitSameDigest(String queue, java.time.Duration timeout) throws InterruptedException {
-        com.fasterxml.jackson.databind.JsonNode[] digests = new com.fasterxml.jackson.databind.JsonNode[size];
+        int[] every = new int[size];
+        java.util.Arrays.setAll(every, i -> i);
+        return awaitSameDigest(queue, timeout, every);
+    }
+
+    /** As {@link #awaitSameDigest(String, Duration)}, on {@code nodes} (0-based) only: the side of a partition. */
+    com.fasterxml.jackson.databind.JsonNode awaitSameDigest(String queue, java.time.Duration timeout, int... nodes)
+            throws InterruptedException {
+        com.fasterxml.jackson.databind.JsonNode[] digests = new com.fasterxml.jackson.databind.JsonNode[nodes.length];
         try {
-            TestAwait.until("every node reporting the same digest of queue '" + queue + "'", timeout, () -> {
-                for (int i = 0; i < size; i++) {
-                    digests[i] = get(i, "/api/queues/" + queue + "/digest");
+            TestAwait.until("nodes " + java.util.Arrays.toString(nodes) + " (0-based) reporting the same digest of queue '" + queue + "'",
+                    timeout, () -> {
+                for (int i = 0; i < nodes.length; i++) {
+                    digests[i] = get(nodes[i], "/api/queues/" + queue + "/digest");
                     if (digests[i] == null || !digests[i].equals(digests[0])) {
                         return false;
                     }
@@ -196,7 +236,7 @@ final class ClusterFixture {
     com.fasterxml.jackson.databind.JsonNode get(int node, String path) {
         try {
             java.net.http.HttpResponse<String> response = java.net.http.HttpClient.newHttpClient().send(
-                    java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + metricsPorts[node] + path))
+                    java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://" + hosts[node] + ":" + metricsPorts[node] + path))
                             .timeout(java.time.Duration.ofSeconds(5)).build(),
                     java.net.http.HttpResponse.BodyHandlers.ofString());
             return response.statusCode() != 200 ? null : new com.fasterxml.jackson.databind.ObjectMapper().readTree(response.body());

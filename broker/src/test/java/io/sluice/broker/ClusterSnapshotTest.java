@@ -89,7 +89,7 @@ class ClusterSnapshotTest {
                 assertTrue(round++ < 40, "the leader has not purged its log past index " + behindApplied + " after " + confirmed.size()
                         + " messages: " + cluster.get(leader, "/api/cluster"));
                 publish(producer, 500, next, confirmed);
-                consumeSome(connection, 150, acked);
+                consumeSome(connection, QUEUE, 150, acked);
             }
             System.out.printf("ClusterSnapshotTest: leader log starts at %s with %d confirmed, %d acked%n",
                     cluster.get(leader, "/api/cluster").get("logStartIndex"), confirmed.size(), acked.size());
@@ -135,7 +135,8 @@ class ClusterSnapshotTest {
         }
     }
 
-    private static void publish(Producer producer, int count, long[] next, Set<Long> confirmed) throws Exception {
+    /** Publishes {@code count} 1 KiB messages carrying sequences from {@code next[0]} on, recording those confirmed. */
+    static void publish(Producer producer, int count, long[] next, Set<Long> confirmed) throws Exception {
         List<CompletableFuture<Void>> sends = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
             long sequence = next[0]++;
@@ -147,9 +148,9 @@ class ClusterSnapshotTest {
     }
 
     /** Subscribes, acks {@code count} messages (recording them once the ack is sent) and unsubscribes. */
-    private static void consumeSome(Connection connection, int count, Set<Long> acked) throws Exception {
+    static void consumeSome(Connection connection, String queue, int count, Set<Long> acked) throws Exception {
         Set<Long> seen = ConcurrentHashMap.newKeySet();
-        Consumer consumer = connection.subscribe(QUEUE, ConsumerOptions.DEFAULT, m -> {
+        Consumer consumer = connection.subscribe(queue, ConsumerOptions.DEFAULT, m -> {
             long sequence = ByteBuffer.wrap(m.payload()).getLong();
             if (seen.size() < count && seen.add(sequence)) {
                 m.ack();

@@ -497,6 +497,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return status;
         }
         RaftPeerId leader = info.getLeaderId();
+        if (self.equals(leader) && !info.isLeader()) {
+            // A leader that stepped down (it heard no majority: a partition) keeps itself as Ratis's leader id until it
+            // times out as a follower; it is not the leader, and an operator reading this looks for the leader here.
+            leader = null;
+        }
         status.put("role", info.getCurrentRole().name());
         status.put("leaderNodeId", leader == null ? 0 : nodeIds.getOrDefault(leader.toString(), 0));
         status.put("term", info.getCurrentTerm());
