@@ -149,7 +149,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
         SnapshotInstaller installer = null;
         if (RaftSettings.servesSnapshots(config)) {
             snapshots = new ShardSnapshots(config.dataDirectory().resolve("snapshots"), queues);
-            installer = new SnapshotInstaller(config.dataDirectory(), queues);
+            installer = new SnapshotInstaller(config.dataDirectory(), queues, new SnapshotInstaller.Timeouts(
+                    (int) config.cluster.snapshotConnectTimeoutMs, (int) config.cluster.snapshotReadTimeoutMs));
             this.snapshotServer = new SnapshotServer(selfNode.host, selfNode.snapshotPort, snapshots);
         } else {
             this.snapshotServer = null;

@@ -12,18 +12,15 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.net.HttpURLConnection;
+import java.net.SocketTimeoutException;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.stream.Stream;
@@ -46,6 +43,13 @@ import java.util.stream.Stream;
  *       {@link #swapIn} (the next start's, if a crash came first): a queue is deleted only before the mark,
  *       and moved whole or not at all.</li>
  * </ol>
+ *
+ * <p>A fetch that fails for any reason (the leader closed the connection, sent a damaged file, or went silent
+ * for {@link Timeouts#readMs}: a partition in the middle of a transfer) deletes its temporary directory and
+ * fails; the node's queues are untouched, and Ratis asks again with its next notification.
+ *
+ * <p>Threads: {@link #fetch} runs on this installer's own thread; {@link #swapIn} and {@link #finish} on the
+ * state machine thread, never while a fetch of the same install runs (Ratis reloads only after the fetch).
  */
 final class SnapshotInstaller {
     private static final Logger LOG = LoggerFactory.getLogger(SnapshotInstaller.class);
@@ -56,19 +60,30 @@ final class SnapshotInstaller {
     private final Path install;
     private final Path temporary;
     private final QueueManager queues;
-    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(10)).build();
+    private final Timeouts timeouts;
     private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "sluice-snapshot-install");
         t.setDaemon(true);
         return t;
     });
 
-    SnapshotInstaller(Path dataDirectory, QueueManager queues) {
+    /**
+     * How long a fetch waits to connect ({@code cluster.snapshot-connect-timeout-ms}) and for each read of the
+     * stream ({@code cluster.snapshot-read-timeout-ms}): a slow transfer that keeps sending goes on; one whose
+     * leader went silent is given up after the read timeout.
+     */
+    record Timeouts(int connectMs, int readMs) {
+    }
+
+    SnapshotInstaller(Path dataDirectory, QueueManager queues, Timeouts timeouts) throws IOException {
         this.dataDirectory = dataDirectory;
         this.install = dataDirectory.resolve(INSTALL);
         this.temporary = dataDirectory.resolve(INSTALL + ".tmp");
         this.queues = queues;
+        this.timeouts = timeouts;
+        if (Files.exists(temporary)) {
+            Directories.deleteRecursively(temporary); // a fetch a crash interrupted: never decided, never used
+        }
     }
 
     /**
@@ -85,31 +100,60 @@ final class SnapshotInstaller {
                 }
                 return download(address, minIndex);
             } catch (IOException e) {
-                throw new UncheckedIOException("fetching the snapshot from " + address + " failed", e);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new CompletionException(e);
+                deleteTemporary();
+                throw new UncheckedIOException("fetching the snapshot from " + address + " failed: " + e.getMessage()
+                        + "; this node keeps its queues and fetches again at the leader's next notification", e);
+            } catch (RuntimeException e) {
+                deleteTemporary();
+                throw e;
             }
         }, thread);
     }
 
-    private TermIndex download(String address, long minIndex) throws IOException, InterruptedException {
+    private void deleteTemporary() {
+        try {
+            if (Files.exists(temporary)) {
+                Directories.deleteRecursively(temporary);
+            }
+        } catch (RuntimeException e) {
+            LOG.warn("Could not delete the partial snapshot {} (the next fetch deletes it): {}", temporary, e.toString());
+        }
+    }
+
+    private TermIndex download(String address, long minIndex) throws IOException {
         if (Files.exists(temporary)) {
             Directories.deleteRecursively(temporary);
         }
         long started = System.nanoTime();
-        HttpResponse<InputStream> response = http.send(HttpRequest.newBuilder(URI.create("http://" + address + "/snapshot?min-index="
-                + minIndex)).GET().build(), HttpResponse.BodyHandlers.ofInputStream());
+        HttpURLConnection connection = (HttpURLConnection) URI.create("http://" + address + "/snapshot?min-index=" + minIndex)
+                .toURL().openConnection();
         TermIndex termIndex;
-        try (InputStream body = response.body()) {
-            if (response.statusCode() == 404) {
+        try {
+            connection.setConnectTimeout(timeouts.connectMs());
+            connection.setReadTimeout(timeouts.readMs());
+            connection.setUseCaches(false);
+            try {
+                connection.connect();
+            } catch (SocketTimeoutException e) {
+                throw new IOException("the snapshot server at " + address + " did not accept a connection within "
+                        + timeouts.connectMs() + " ms (cluster.snapshot-connect-timeout-ms)", e);
+            }
+            int status = connection.getResponseCode();
+            if (status == 404) {
                 LOG.info("The snapshot server at {} has no snapshot holding entry {} yet.", address, minIndex);
                 return null;
             }
-            if (response.statusCode() != 200) {
-                throw new IOException("the snapshot server at " + address + " answered HTTP " + response.statusCode());
+            if (status != 200) {
+                throw new IOException("the snapshot server at " + address + " answered HTTP " + status);
             }
-            termIndex = SnapshotStream.read(body, temporary);
+            try (InputStream body = connection.getInputStream()) {
+                termIndex = SnapshotStream.read(body, temporary);
+            }
+        } catch (SocketTimeoutException e) {
+            throw new IOException("the snapshot server at " + address + " sent nothing for " + timeouts.readMs()
+                    + " ms (cluster.snapshot-read-timeout-ms); the transfer is abandoned", e);
+        } finally {
+            connection.disconnect();
         }
         if (termIndex.getIndex() < minIndex) {
             throw new IOException("the snapshot server at " + address + " sent a snapshot through index " + termIndex.getIndex()

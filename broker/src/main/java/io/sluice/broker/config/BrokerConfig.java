@@ -63,6 +63,15 @@ public final class BrokerConfig {
          */
         @JsonProperty("log-segment-bytes")
         public long logSegmentBytes;
+        /**
+         * A follower fetching the leader's snapshot (docs/replication.md, rule R4) gives up when the leader sends
+         * nothing for this long (a partition in the middle of a transfer) and fetches again at the next notification.
+         */
+        @JsonProperty("snapshot-read-timeout-ms")
+        public long snapshotReadTimeoutMs;
+        /** A follower gives up connecting to the leader's snapshot port after this long. */
+        @JsonProperty("snapshot-connect-timeout-ms")
+        public long snapshotConnectTimeoutMs;
         /** The Raft log and its metadata; empty means {@code <broker.data-dir>/raft}. */
         @JsonProperty("raft-dir")
         public String raftDir;

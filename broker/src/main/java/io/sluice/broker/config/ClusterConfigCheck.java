@@ -31,6 +31,12 @@ final class ClusterConfigCheck {
         if (cluster.logSegmentBytes < 1 << 20 || cluster.logSegmentBytes > 1L << 30) {
             problems.add("cluster.log-segment-bytes " + cluster.logSegmentBytes + " is outside 1048576..1073741824");
         }
+        if (cluster.snapshotReadTimeoutMs < 100 || cluster.snapshotReadTimeoutMs > 3_600_000) {
+            problems.add("cluster.snapshot-read-timeout-ms " + cluster.snapshotReadTimeoutMs + " is outside 100..3600000");
+        }
+        if (cluster.snapshotConnectTimeoutMs < 100 || cluster.snapshotConnectTimeoutMs > 600_000) {
+            problems.add("cluster.snapshot-connect-timeout-ms " + cluster.snapshotConnectTimeoutMs + " is outside 100..600000");
+        }
         if (!cluster.enabled) {
             return;
         }

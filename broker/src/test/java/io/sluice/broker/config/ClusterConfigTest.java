@@ -29,6 +29,8 @@ class ClusterConfigTest {
         assertEquals(750, c.cluster.electionTimeoutMinMs);
         assertEquals(1500, c.cluster.electionTimeoutMaxMs);
         assertEquals(c.dataDirectory().resolve("raft"), c.raftDirectory());
+        assertEquals(30_000, c.cluster.snapshotReadTimeoutMs);
+        assertEquals(10_000, c.cluster.snapshotConnectTimeoutMs);
     }
 
     @Test
@@ -46,7 +48,7 @@ class ClusterConfigTest {
     void shouldReportEveryClusterProblemTogether() throws Exception {
         Path file = dir.resolve("bad.yaml");
         Files.writeString(file, "broker:\n  port: 7000\nqueues:\n  dedup-enabled: false\ncluster:\n  enabled: true\n  node-id: 2\n"
-                + "  election-timeout-min-ms: 3000\n" + NODES + "    - {id: 3, host: '', raft-port: 0, client-port: 9874}\n");
+                + "  election-timeout-min-ms: 3000\n  snapshot-read-timeout-ms: 0\n  snapshot-connect-timeout-ms: 99\n" + NODES + "    - {id: 3, host: '', raft-port: 0, client-port: 9874}\n");
         ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(file, Map.of()));
         String message = e.getMessage();
         assertTrue(message.contains("cluster.election-timeout-max-ms 1500 must be above cluster.election-timeout-min-ms 3000"), message);
@@ -55,6 +57,8 @@ class ClusterConfigTest {
         assertTrue(message.contains("cluster.nodes[3].raft-port 0 is outside 1..65535"), message);
         assertTrue(message.contains("has client-port 9872, but this broker listens on broker.port 7000"), message);
         assertTrue(message.contains("cluster.enabled needs queues.dedup-enabled true"), message);
+        assertTrue(message.contains("cluster.snapshot-read-timeout-ms 0 is outside 100..3600000"), message);
+        assertTrue(message.contains("cluster.snapshot-connect-timeout-ms 99 is outside 100..600000"), message);
     }
 
     @Test
