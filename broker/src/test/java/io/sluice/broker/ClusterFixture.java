@@ -50,6 +50,10 @@ final class ClusterFixture {
             metricsPorts[i] = ChildJvm.freePort();
             snapshotPorts[i] = ChildJvm.freePort();
         }
+        // The cluster's shared secret (docs/security.md, "The snapshot port"): one file, readable by its owner alone.
+        Path secret = dir.resolve("cluster-secret");
+        Files.writeString(secret, java.util.UUID.randomUUID() + "-" + java.util.UUID.randomUUID() + "\n");
+        Files.setPosixFilePermissions(secret, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
         StringBuilder nodes = new StringBuilder();
         for (int i = 0; i < size; i++) {
             nodes.append("    - {id: ").append(i + 1).append(", host: 127.0.0.1, raft-port: ").append(raftPorts[i])
@@ -70,6 +74,7 @@ final class ClusterFixture {
                     + "cluster:\n"
                     + "  enabled: true\n"
                     + "  node-id: " + (i + 1) + "\n"
+                    + "  secret-file: " + secret + "\n"
                     + clusterKeys
                     + "  nodes:\n" + nodes);
         }

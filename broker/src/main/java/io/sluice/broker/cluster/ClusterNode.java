@@ -1,6 +1,7 @@
 package io.sluice.broker.cluster;
 
 import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.config.ClusterSecretFile;
 import io.sluice.broker.error.BrokerException;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.ProducerLink;
@@ -149,9 +150,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
         SnapshotInstaller installer = null;
         if (RaftSettings.servesSnapshots(config)) {
             snapshots = new ShardSnapshots(config.dataDirectory().resolve("snapshots"), queues);
+            SnapshotAuth auth = snapshotAuth(config);
             installer = new SnapshotInstaller(config.dataDirectory(), queues, new SnapshotInstaller.Timeouts(
-                    (int) config.cluster.snapshotConnectTimeoutMs, (int) config.cluster.snapshotReadTimeoutMs));
-            this.snapshotServer = new SnapshotServer(selfNode.host, selfNode.snapshotPort, snapshots);
+                    (int) config.cluster.snapshotConnectTimeoutMs, (int) config.cluster.snapshotReadTimeoutMs), auth);
+            this.snapshotServer = new SnapshotServer(selfNode.host, selfNode.snapshotPort, snapshots, auth);
         } else {
             this.snapshotServer = null;
         }
@@ -195,6 +197,17 @@ public final class ClusterNode implements Replication, AutoCloseable {
         LOG.info("Cluster node {} started: Raft on {}, {} nodes in the cluster, the Raft log in {}.", node.nodeId,
                 node.server.getPeer().getAddress(), config.cluster.nodes.size(), config.raftDirectory().toAbsolutePath());
         return node;
+    }
+
+    /** cluster.snapshot-auth; the configuration check made sure that {@code secret} comes with a good secret file. */
+    private static SnapshotAuth snapshotAuth(BrokerConfig config) {
+        if ("none".equals(config.cluster.snapshotAuth)) {
+            LOG.warn("SECURITY: cluster.snapshot-auth is none: anyone who reaches snapshot-port {} can download every queue's "
+                    + "messages. Set cluster.snapshot-auth: secret and cluster.secret-file unless only the nodes reach it.",
+                    config.cluster.nodes.stream().filter(n -> n.id == config.cluster.nodeId).findFirst().map(n -> n.snapshotPort).orElse(0));
+            return SnapshotAuth.none();
+        }
+        return SnapshotAuth.withSecret(ClusterSecretFile.read(config.cluster.secretFile));
     }
 
     private static String peerId(int nodeId) {

@@ -61,6 +61,7 @@ final class SnapshotInstaller {
     private final Path temporary;
     private final QueueManager queues;
     private final Timeouts timeouts;
+    private final SnapshotAuth auth;
     private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "sluice-snapshot-install");
         t.setDaemon(true);
@@ -75,12 +76,13 @@ final class SnapshotInstaller {
     record Timeouts(int connectMs, int readMs) {
     }
 
-    SnapshotInstaller(Path dataDirectory, QueueManager queues, Timeouts timeouts) throws IOException {
+    SnapshotInstaller(Path dataDirectory, QueueManager queues, Timeouts timeouts, SnapshotAuth auth) throws IOException {
         this.dataDirectory = dataDirectory;
         this.install = dataDirectory.resolve(INSTALL);
         this.temporary = dataDirectory.resolve(INSTALL + ".tmp");
         this.queues = queues;
         this.timeouts = timeouts;
+        this.auth = auth;
         if (Files.exists(temporary)) {
             Directories.deleteRecursively(temporary); // a fetch a crash interrupted: never decided, never used
         }
@@ -125,23 +127,27 @@ final class SnapshotInstaller {
             Directories.deleteRecursively(temporary);
         }
         long started = System.nanoTime();
-        HttpURLConnection connection = (HttpURLConnection) URI.create("http://" + address + "/snapshot?min-index=" + minIndex)
-                .toURL().openConnection();
+        String path = "/snapshot?min-index=" + minIndex;
+        HttpURLConnection connection = open(address, path, null);
         TermIndex termIndex;
         try {
-            connection.setConnectTimeout(timeouts.connectMs());
-            connection.setReadTimeout(timeouts.readMs());
-            connection.setUseCaches(false);
-            try {
-                connection.connect();
-            } catch (SocketTimeoutException e) {
-                throw new IOException("the snapshot server at " + address + " did not accept a connection within "
-                        + timeouts.connectMs() + " ms (cluster.snapshot-connect-timeout-ms)", e);
-            }
             int status = connection.getResponseCode();
+            if (status == 401 && auth.required()) {
+                // The challenge: ask again with the proof of the secret for its nonce (SnapshotAuth).
+                String authorization = auth.authorization(connection.getHeaderField("WWW-Authenticate"), "GET " + path);
+                drain(connection);
+                if (authorization != null) {
+                    connection = open(address, path, authorization);
+                    status = connection.getResponseCode();
+                }
+            }
             if (status == 404) {
                 LOG.info("The snapshot server at {} has no snapshot holding entry {} yet.", address, minIndex);
                 return null;
+            }
+            if (status == 401) {
+                throw new IOException("the snapshot server at " + address + " refused this node (HTTP 401: " + errorSentence(connection)
+                        + "); every node's cluster.secret-file must hold the same secret");
             }
             if (status != 200) {
                 throw new IOException("the snapshot server at " + address + " answered HTTP " + status);
@@ -168,6 +174,45 @@ final class SnapshotInstaller {
         LOG.info("Fetched the snapshot through index {} (term {}) from {} in {} ms; it replaces this node's queues next.",
                 termIndex.getIndex(), termIndex.getTerm(), address, (System.nanoTime() - started) / 1_000_000);
         return termIndex;
+    }
+
+    /** A request for {@code path}, connected (within the connect timeout); each read of its answer waits up to the read timeout. */
+    private HttpURLConnection open(String address, String path, String authorization) throws IOException {
+        HttpURLConnection connection = (HttpURLConnection) URI.create("http://" + address + path).toURL().openConnection();
+        connection.setConnectTimeout(timeouts.connectMs());
+        connection.setReadTimeout(timeouts.readMs());
+        connection.setUseCaches(false);
+        if (authorization != null) {
+            connection.setRequestProperty("Authorization", authorization);
+        }
+        try {
+            connection.connect();
+        } catch (SocketTimeoutException e) {
+            throw new IOException("the snapshot server at " + address + " did not accept a connection within "
+                    + timeouts.connectMs() + " ms (cluster.snapshot-connect-timeout-ms)", e);
+        }
+        return connection;
+    }
+
+    /** The first line of an error answer's body (the server's sentence), at most 300 characters. */
+    private static String errorSentence(HttpURLConnection connection) throws IOException {
+        try (InputStream error = connection.getErrorStream()) {
+            if (error == null) {
+                return "no reason given";
+            }
+            String text = new String(error.readNBytes(300), java.nio.charset.StandardCharsets.UTF_8).strip();
+            int newline = text.indexOf('\n');
+            return newline < 0 ? text : text.substring(0, newline);
+        }
+    }
+
+    /** Reads the rest of a refused answer so that the connection can be reused. */
+    private static void drain(HttpURLConnection connection) throws IOException {
+        try (InputStream error = connection.getErrorStream()) {
+            if (error != null) {
+                error.readNBytes(4096);
+            }
+        }
     }
 
     /** The fetched snapshot waiting to be swapped in (or whose swap a crash interrupted), or null. */

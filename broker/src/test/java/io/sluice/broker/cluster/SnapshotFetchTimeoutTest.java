@@ -87,7 +87,8 @@ class SnapshotFetchTimeoutTest {
             stalling.start();
             String address = "127.0.0.1:" + server.getLocalPort();
 
-            SnapshotInstaller installer = new SnapshotInstaller(data, queues, new SnapshotInstaller.Timeouts(READ_TIMEOUT_MS, READ_TIMEOUT_MS));
+            SnapshotInstaller installer = new SnapshotInstaller(data, queues, new SnapshotInstaller.Timeouts(READ_TIMEOUT_MS, READ_TIMEOUT_MS),
+                    SnapshotAuth.none());
             long started = System.nanoTime();
             ExecutionException failed = assertThrows(ExecutionException.class,
                     () -> installer.fetch(address, 42).get(30, TimeUnit.SECONDS));

@@ -68,4 +68,44 @@ class ClusterConfigTest {
         ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(file, Map.of()));
         assertTrue(e.getMessage().contains("cluster.node-id 7 is not the id of any of cluster.nodes [1, 2, 3]"), e.getMessage());
     }
+
+    private static final String SERVING_NODES = "  nodes:\n"
+            + "    - {id: 1, host: 127.0.0.1, raft-port: 9861, client-port: 9871, snapshot-port: 9881}\n"
+            + "    - {id: 2, host: 127.0.0.1, raft-port: 9862, client-port: 9872, snapshot-port: 9882}\n";
+
+    private String problems(String clusterKeys) throws Exception {
+        Path file = dir.resolve("node.yaml");
+        Files.writeString(file, "broker:\n  port: 9871\ncluster:\n  enabled: true\n  node-id: 1\n" + clusterKeys + SERVING_NODES);
+        try {
+            new ConfigLoader().load(file, Map.of());
+            return null;
+        } catch (ConfigException e) {
+            return e.getMessage();
+        }
+    }
+
+    @Test
+    void shouldRefuseSnapshotPortsWithoutASecretUnlessAuthIsNoneKnowingly() throws Exception {
+        String missing = problems("");
+        assertTrue(missing != null && missing.contains("cluster.secret-file is empty, but the nodes serve snapshots (snapshot-port)")
+                && missing.contains("cluster.snapshot-auth: none"), missing);
+        assertEquals(null, problems("  snapshot-auth: none\n"), "none is accepted, knowingly");
+        String unknown = problems("  snapshot-auth: maybe\n");
+        assertTrue(unknown != null && unknown.contains("cluster.snapshot-auth 'maybe' is not one of secret, none"), unknown);
+
+        Path secret = dir.resolve("secret");
+        Files.writeString(secret, "short\n");
+        java.nio.file.Files.setPosixFilePermissions(secret, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        String shortSecret = problems("  secret-file: " + secret + "\n");
+        assertTrue(shortSecret != null && shortSecret.contains("holds fewer than 32 characters") && shortSecret.contains("/dev/urandom"),
+                shortSecret);
+        Files.writeString(secret, "0123456789abcdef0123456789abcdef0123\n");
+        assertEquals(null, problems("  secret-file: " + secret + "\n"));
+        java.nio.file.Files.setPosixFilePermissions(secret, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        String readable = problems("  secret-file: " + secret + "\n");
+        assertTrue(readable != null && readable.contains("may be read or changed by users other than its owner (mode rw-r--r--)")
+                && readable.contains("chmod 600"), readable);
+        String absent = problems("  secret-file: " + dir.resolve("nowhere") + "\n");
+        assertTrue(absent != null && absent.contains("is not a readable file"), absent);
+    }
 }
