@@ -28,7 +28,10 @@ import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.server.DivisionInfo;
 import org.apache.ratis.server.RaftServer;
+import org.apache.ratis.server.protocol.TermIndex;
+import org.apache.ratis.server.raftlog.RaftLog;
 import org.apache.ratis.server.storage.RaftStorage;
+import org.apache.ratis.statemachine.SnapshotInfo;
 import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -42,7 +45,9 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 
 /**
@@ -189,6 +194,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         queues.replication(node);
         try {
             node.server.start();
+            node.dropLogBelowInstalledSnapshot();
         } catch (IOException | RuntimeException e) {
             queues.replication(null);
             node.close();
@@ -208,6 +214,35 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return SnapshotAuth.none();
         }
         return SnapshotAuth.withSecret(ClusterSecretFile.read(config.cluster.secretFile));
+    }
+
+    /**
+     * Rule R4, a crash inside a snapshot install: when this start finished an install that a crash interrupted
+     * (ShardStateMachine's load, before Ratis opened its log), the queues hold the entries through the snapshot's
+     * N while the Raft log still ends at this node's old last entry, below N. Ratis's log then purges its closed
+     * segments only and keeps the open one, so the leader's entry N + 1 would not follow it ("gap between
+     * entries") and this node would never catch up. What Ratis does after an install it drove itself is done
+     * here: the log is reset to start after N. Nothing of it is lost: every entry through N is in the queues.
+     */
+    private void dropLogBelowInstalledSnapshot() throws IOException {
+        RaftServer.Division division = server.getDivision(SHARD_GROUP);
+        SnapshotInfo snapshot = division.getStateMachine().getLatestSnapshot();
+        RaftLog log = division.getRaftLog();
+        TermIndex last = log.getLastEntryTermIndex();
+        if (snapshot == null || last == null || last.getIndex() >= snapshot.getIndex()) {
+            return;
+        }
+        LOG.info("Cluster node {}: the queues hold every entry through index {} (an installed snapshot) and the Raft log ends at {};"
+                + " the log now starts after the snapshot.", nodeId, snapshot.getIndex(), last.getIndex());
+        try {
+            log.onSnapshotInstalled(snapshot.getIndex()).get(60, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while resetting the Raft log after the installed snapshot", e);
+        } catch (ExecutionException | TimeoutException e) {
+            throw new IOException("resetting the Raft log to start after the installed snapshot at index " + snapshot.getIndex()
+                    + " failed: " + e, e);
+        }
     }
 
     private static String peerId(int nodeId) {

@@ -2,6 +2,7 @@ package io.sluice.broker.cluster;
 
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.txn.CrashPoint;
 import io.sluice.storage.Directories;
 import io.sluice.storage.files.AtomicFiles;
 import io.sluice.storage.snapshot.SnapshotFiles;
@@ -34,7 +35,7 @@ import java.util.stream.Stream;
  *       leader's {@link SnapshotServer} into {@code <data>/snapshot-install.tmp}, every file and directory
  *       forced, and the directory renamed to {@code <data>/snapshot-install} (the data directory forced). That
  *       rename decides the install: before it the node's old state stands (the temporary directory is deleted
- *       by the next fetch), after it the new one will.</li>
+ *       by the fetch that fails, or when the node starts), after it the new one will.</li>
  *   <li>{@link #swapIn}, on the state machine thread, which applies nothing meanwhile (Ratis reloads the
  *       paused state machine): every queue of the node is deleted, the directory of queues forced, and the
  *       mark {@code old-queues-deleted} made in the install directory; then each of the snapshot's queues is
@@ -55,6 +56,13 @@ final class SnapshotInstaller {
     private static final Logger LOG = LoggerFactory.getLogger(SnapshotInstaller.class);
     static final String INSTALL = "snapshot-install";
     static final String OLD_QUEUES_DELETED = "old-queues-deleted";
+
+    /** Crash points ({@link CrashPoint}): the fetch has written the first file of the stream into the temporary directory. */
+    static final String CRASH_WHILE_FETCHING = "snapshot-while-fetching";
+    /** The fetched snapshot is renamed into place (the install is decided); the swap has not started. */
+    static final String CRASH_FETCHED_BEFORE_SWAP = "snapshot-fetched-before-swap";
+    /** The swap deleted this node's queues and made its mark; none of the snapshot's queues is moved in yet. */
+    static final String CRASH_OLD_QUEUES_DELETED = "snapshot-old-queues-deleted";
 
     private final Path dataDirectory;
     private final Path install;
@@ -171,6 +179,7 @@ final class SnapshotInstaller {
         }
         Files.move(temporary, install, StandardCopyOption.ATOMIC_MOVE);
         AtomicFiles.fsyncDirectory(dataDirectory);
+        CrashPoint.reached(CRASH_FETCHED_BEFORE_SWAP);
         LOG.info("Fetched the snapshot through index {} (term {}) from {} in {} ms; it replaces this node's queues next.",
                 termIndex.getIndex(), termIndex.getTerm(), address, (System.nanoTime() - started) / 1_000_000);
         return termIndex;
@@ -234,6 +243,7 @@ final class SnapshotInstaller {
             Files.createFile(mark);
             AtomicFiles.fsyncDirectory(install);
             LOG.info("Snapshot install: deleted this node's {} queues.", old.size());
+            CrashPoint.reached(CRASH_OLD_QUEUES_DELETED);
         }
         List<Path> copies;
         Path queueCopies = install.resolve("queues");
