@@ -72,6 +72,43 @@ class SnapshotFetchTimeoutTest {
         assertFetchTimesOut(new byte[0]);
     }
 
+    /**
+     * A server whose accept queue is full (it never accepts; Linux then drops further SYNs) stands for a leader
+     * that does not answer a connection: the fetch gives up after the connect timeout, naming its key.
+     */
+    @Test
+    @Timeout(60)
+    void shouldGiveUpConnectingToAServerThatAcceptsNothing() throws Exception {
+        Path data = dir.resolve("connecting");
+        MessageStore store = MessageStore.open(data, config.storeConfig());
+        QueueManager queues = new QueueManager(store, loop, config.queues, 1000);
+        try (ServerSocket full = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            String address = "127.0.0.1:" + full.getLocalPort();
+            for (int i = 0; i < 3; i++) {
+                Socket filler = new Socket();
+                stalled.add(filler);
+                try {
+                    filler.connect(full.getLocalSocketAddress(), 500);
+                } catch (IOException e) {
+                    break; // the queue is full already
+                }
+            }
+            SnapshotInstaller installer = new SnapshotInstaller(data, queues, new SnapshotInstaller.Timeouts(READ_TIMEOUT_MS, 60_000),
+                    SnapshotAuth.none());
+            long started = System.nanoTime();
+            ExecutionException failed = assertThrows(ExecutionException.class, () -> installer.fetch(address, 42).get(30, TimeUnit.SECONDS));
+            long tookMs = (System.nanoTime() - started) / 1_000_000;
+            String message = failed.getCause().getMessage();
+            assertTrue(message.contains(address) && message.contains("cluster.snapshot-connect-timeout-ms"), message);
+            assertTrue(tookMs < 10_000, "gave up after " + tookMs + " ms, with a connect timeout of " + READ_TIMEOUT_MS + " ms");
+            assertFalse(Files.exists(data.resolve(SnapshotInstaller.INSTALL + ".tmp")));
+            installer.close();
+        } finally {
+            queues.close();
+            store.close();
+        }
+    }
+
     private void assertFetchTimesOut(byte[] body) throws Exception {
         Path data = dir.resolve("follower");
         MessageStore store = MessageStore.open(data, config.storeConfig());
