@@ -74,6 +74,10 @@ final class ClusterFixture {
             metricsPorts[i] = ChildJvm.freePort();
             snapshotPorts[i] = ChildJvm.freePort();
         }
+        // The cluster's shared secret (docs/security.md, "The snapshot port"): one file, readable by its owner alone.
+        Path secret = dir.resolve("cluster-secret");
+        Files.writeString(secret, java.util.UUID.randomUUID() + "-" + java.util.UUID.randomUUID() + "\n");
+        Files.setPosixFilePermissions(secret, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
         StringBuilder nodes = new StringBuilder();
         for (int i = 0; i < size; i++) {
             nodes.append("    - {id: ").append(i + 1).append(", host: ").append(hosts[i]).append(", raft-port: ").append(raftPorts[i])
@@ -97,9 +101,43 @@ final class ClusterFixture {
                     + "cluster:\n"
                     + "  enabled: true\n"
                     + "  node-id: " + (i + 1) + "\n"
+                    + "  secret-file: " + secret + "\n"
                     + clusterKeys
                     + "  nodes:\n" + nodes);
         }
+    }
+
+    /**
+     * Three nodes that snapshot every 100 entries, with 1 MiB Raft log segments (so that the leader purges its log
+     * past a follower that is down soon) and room for 64 KiB messages: the snapshot tests' cluster (rule R4).
+     */
+    static ClusterFixture snapshotting(Path dir) throws IOException {
+        return new ClusterFixture(dir, 3, "  snapshot-every-entries: 100\n  log-segment-bytes: 1048576\n",
+                "  max-frame-bytes: 1048576\n", "  max-message-bytes: 65536\n");
+    }
+
+    /** Options for a client of this cluster that follows the leader through kills: quick reconnects, patient requests. */
+    io.sluice.client.ConnectionOptions reconnectingOptions() {
+        return io.sluice.client.ConnectionOptions.builder().bootstrap(bootstrap())
+                .reconnectPolicy(new io.sluice.client.ReconnectPolicy(true, Duration.ofMillis(50), Duration.ofMillis(500), 2.0, 0.2))
+                .connectTimeout(Duration.ofSeconds(60)).requestTimeout(Duration.ofSeconds(60)).build();
+    }
+
+    /**
+     * Publishes {@code count} payloads of {@code payloadBytes}, each starting with the next number of {@code next},
+     * adds each confirmed number to {@code confirmed}, and waits for every confirm (up to 120 s).
+     */
+    static void publishNumbered(io.sluice.client.Producer producer, int count, int payloadBytes, long[] next,
+                                java.util.Set<Long> confirmed) throws Exception {
+        List<java.util.concurrent.CompletableFuture<Void>> sends = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            long sequence = next[0]++;
+            byte[] payload = new byte[payloadBytes];
+            java.nio.ByteBuffer.wrap(payload).putLong(sequence);
+            sends.add(producer.sendAsync(payload).thenRun(() -> confirmed.add(sequence)));
+        }
+        java.util.concurrent.CompletableFuture.allOf(sends.toArray(java.util.concurrent.CompletableFuture[]::new))
+                .get(120, java.util.concurrent.TimeUnit.SECONDS);
     }
 
     /** The node of {@code brokers} that serves as the leader, once one does (up to 30 s). */

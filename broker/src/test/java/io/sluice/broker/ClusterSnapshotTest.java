@@ -7,7 +7,6 @@ import io.sluice.client.Consumer;
 import io.sluice.client.ConsumerOptions;
 import io.sluice.client.Producer;
 import io.sluice.client.ProducerOptions;
-import io.sluice.client.ReconnectPolicy;
 import io.sluice.protocol.QueueSettings;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
@@ -23,9 +22,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -58,12 +55,9 @@ class ClusterSnapshotTest {
     @Test
     @Timeout(420)
     void shouldCatchUpAFollowerBehindThePurgedLogBySnapshotAndLetItServe() throws Exception {
-        ClusterFixture cluster = new ClusterFixture(dir, 3, "  snapshot-every-entries: 100\n  log-segment-bytes: 1048576\n",
-                "  max-frame-bytes: 1048576\n", "  max-message-bytes: 65536\n");
+        ClusterFixture cluster = ClusterFixture.snapshotting(dir);
         cluster.startChildren(nodes);
-        ConnectionOptions options = ConnectionOptions.builder().bootstrap(cluster.bootstrap())
-                .reconnectPolicy(new ReconnectPolicy(true, Duration.ofMillis(50), Duration.ofMillis(500), 2.0, 0.2))
-                .connectTimeout(Duration.ofSeconds(60)).requestTimeout(Duration.ofSeconds(60)).build();
+        ConnectionOptions options = cluster.reconnectingOptions();
         Set<Long> confirmed = ConcurrentHashMap.newKeySet();
         Set<Long> acked = ConcurrentHashMap.newKeySet();
         long[] next = {0};
@@ -137,14 +131,7 @@ class ClusterSnapshotTest {
 
     /** Publishes {@code count} 1 KiB messages carrying sequences from {@code next[0]} on, recording those confirmed. */
     static void publish(Producer producer, int count, long[] next, Set<Long> confirmed) throws Exception {
-        List<CompletableFuture<Void>> sends = new ArrayList<>(count);
-        for (int i = 0; i < count; i++) {
-            long sequence = next[0]++;
-            byte[] payload = new byte[PAYLOAD_BYTES];
-            ByteBuffer.wrap(payload).putLong(sequence);
-            sends.add(producer.sendAsync(payload).thenRun(() -> confirmed.add(sequence)));
-        }
-        CompletableFuture.allOf(sends.toArray(CompletableFuture[]::new)).get(120, TimeUnit.SECONDS);
+        ClusterFixture.publishNumbered(producer, count, PAYLOAD_BYTES, next, confirmed);
     }
 
     /** Subscribes, acks {@code count} messages (recording them once the ack is sent) and unsubscribes. */

@@ -1,6 +1,7 @@
 package io.sluice.broker.cluster;
 
 import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.config.ClusterSecretFile;
 import io.sluice.broker.error.BrokerException;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.ClientConnection;
@@ -30,7 +31,10 @@ import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.server.DivisionInfo;
 import org.apache.ratis.server.RaftServer;
+import org.apache.ratis.server.protocol.TermIndex;
+import org.apache.ratis.server.raftlog.RaftLog;
 import org.apache.ratis.server.storage.RaftStorage;
+import org.apache.ratis.statemachine.SnapshotInfo;
 import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,7 +48,9 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 
 /**
@@ -152,8 +158,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
         SnapshotInstaller installer = null;
         if (RaftSettings.servesSnapshots(config)) {
             snapshots = new ShardSnapshots(config.dataDirectory().resolve("snapshots"), queues);
-            installer = new SnapshotInstaller(config.dataDirectory(), queues);
-            this.snapshotServer = new SnapshotServer(selfNode.host, selfNode.snapshotPort, snapshots);
+            SnapshotAuth auth = snapshotAuth(config);
+            installer = new SnapshotInstaller(config.dataDirectory(), queues, new SnapshotInstaller.Timeouts(
+                    (int) config.cluster.snapshotConnectTimeoutMs, (int) config.cluster.snapshotReadTimeoutMs), auth);
+            this.snapshotServer = new SnapshotServer(selfNode.host, selfNode.snapshotPort, snapshots, auth);
         } else {
             this.snapshotServer = null;
         }
@@ -189,6 +197,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         queues.replication(node);
         try {
             node.server.start();
+            node.dropLogBelowInstalledSnapshot();
         } catch (IOException | RuntimeException e) {
             queues.replication(null);
             node.close();
@@ -197,6 +206,46 @@ public final class ClusterNode implements Replication, AutoCloseable {
         LOG.info("Cluster node {} started: Raft on {}, {} nodes in the cluster, the Raft log in {}.", node.nodeId,
                 node.server.getPeer().getAddress(), config.cluster.nodes.size(), config.raftDirectory().toAbsolutePath());
         return node;
+    }
+
+    /** cluster.snapshot-auth; the configuration check made sure that {@code secret} comes with a good secret file. */
+    private static SnapshotAuth snapshotAuth(BrokerConfig config) {
+        if ("none".equals(config.cluster.snapshotAuth)) {
+            LOG.warn("SECURITY: cluster.snapshot-auth is none: anyone who reaches snapshot-port {} can download every queue's "
+                    + "messages. Set cluster.snapshot-auth: secret and cluster.secret-file unless only the nodes reach it.",
+                    config.cluster.nodes.stream().filter(n -> n.id == config.cluster.nodeId).findFirst().map(n -> n.snapshotPort).orElse(0));
+            return SnapshotAuth.none();
+        }
+        return SnapshotAuth.withSecret(ClusterSecretFile.read(config.cluster.secretFile));
+    }
+
+    /**
+     * Rule R4, a crash inside a snapshot install: when this start finished an install that a crash interrupted
+     * (ShardStateMachine's load, before Ratis opened its log), the queues hold the entries through the snapshot's
+     * N while the Raft log still ends at this node's old last entry, below N. Ratis's log then purges its closed
+     * segments only and keeps the open one, so the leader's entry N + 1 would not follow it ("gap between
+     * entries") and this node would never catch up. What Ratis does after an install it drove itself is done
+     * here: the log is reset to start after N. Nothing of it is lost: every entry through N is in the queues.
+     */
+    private void dropLogBelowInstalledSnapshot() throws IOException {
+        RaftServer.Division division = server.getDivision(SHARD_GROUP);
+        SnapshotInfo snapshot = division.getStateMachine().getLatestSnapshot();
+        RaftLog log = division.getRaftLog();
+        TermIndex last = log.getLastEntryTermIndex();
+        if (snapshot == null || last == null || last.getIndex() >= snapshot.getIndex()) {
+            return;
+        }
+        LOG.info("Cluster node {}: the queues hold every entry through index {} (an installed snapshot) and the Raft log ends at {};"
+                + " the log now starts after the snapshot.", nodeId, snapshot.getIndex(), last.getIndex());
+        try {
+            log.onSnapshotInstalled(snapshot.getIndex()).get(60, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while resetting the Raft log after the installed snapshot", e);
+        } catch (ExecutionException | TimeoutException e) {
+            throw new IOException("resetting the Raft log to start after the installed snapshot at index " + snapshot.getIndex()
+                    + " failed: " + e, e);
+        }
     }
 
     private static String peerId(int nodeId) {

@@ -2,6 +2,7 @@ package io.sluice.broker.cluster;
 
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.txn.CrashPoint;
 import io.sluice.storage.Directories;
 import io.sluice.storage.files.AtomicFiles;
 import io.sluice.storage.snapshot.SnapshotFiles;
@@ -12,18 +13,15 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.net.HttpURLConnection;
+import java.net.SocketTimeoutException;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.stream.Stream;
@@ -37,7 +35,7 @@ import java.util.stream.Stream;
  *       leader's {@link SnapshotServer} into {@code <data>/snapshot-install.tmp}, every file and directory
  *       forced, and the directory renamed to {@code <data>/snapshot-install} (the data directory forced). That
  *       rename decides the install: before it the node's old state stands (the temporary directory is deleted
- *       by the next fetch), after it the new one will.</li>
+ *       by the fetch that fails, or when the node starts), after it the new one will.</li>
  *   <li>{@link #swapIn}, on the state machine thread, which applies nothing meanwhile (Ratis reloads the
  *       paused state machine): every queue of the node is deleted, the directory of queues forced, and the
  *       mark {@code old-queues-deleted} made in the install directory; then each of the snapshot's queues is
@@ -46,29 +44,56 @@ import java.util.stream.Stream;
  *       {@link #swapIn} (the next start's, if a crash came first): a queue is deleted only before the mark,
  *       and moved whole or not at all.</li>
  * </ol>
+ *
+ * <p>A fetch that fails for any reason (the leader closed the connection, sent a damaged file, or went silent
+ * for {@link Timeouts#readMs}: a partition in the middle of a transfer) deletes its temporary directory and
+ * fails; the node's queues are untouched, and Ratis asks again with its next notification.
+ *
+ * <p>Threads: {@link #fetch} runs on this installer's own thread; {@link #swapIn} and {@link #finish} on the
+ * state machine thread, never while a fetch of the same install runs (Ratis reloads only after the fetch).
  */
 final class SnapshotInstaller {
     private static final Logger LOG = LoggerFactory.getLogger(SnapshotInstaller.class);
     static final String INSTALL = "snapshot-install";
     static final String OLD_QUEUES_DELETED = "old-queues-deleted";
 
+    /** Crash points ({@link CrashPoint}): the fetch has written the first file of the stream into the temporary directory. */
+    static final String CRASH_WHILE_FETCHING = "snapshot-while-fetching";
+    /** The fetched snapshot is renamed into place (the install is decided); the swap has not started. */
+    static final String CRASH_FETCHED_BEFORE_SWAP = "snapshot-fetched-before-swap";
+    /** The swap deleted this node's queues and made its mark; none of the snapshot's queues is moved in yet. */
+    static final String CRASH_OLD_QUEUES_DELETED = "snapshot-old-queues-deleted";
+
     private final Path dataDirectory;
     private final Path install;
     private final Path temporary;
     private final QueueManager queues;
-    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(10)).build();
+    private final Timeouts timeouts;
+    private final SnapshotAuth auth;
     private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "sluice-snapshot-install");
         t.setDaemon(true);
         return t;
     });
 
-    SnapshotInstaller(Path dataDirectory, QueueManager queues) {
+    /**
+     * How long a fetch waits to connect ({@code cluster.snapshot-connect-timeout-ms}) and for each read of the
+     * stream ({@code cluster.snapshot-read-timeout-ms}): a slow transfer that keeps sending goes on; one whose
+     * leader went silent is given up after the read timeout.
+     */
+    record Timeouts(int connectMs, int readMs) {
+    }
+
+    SnapshotInstaller(Path dataDirectory, QueueManager queues, Timeouts timeouts, SnapshotAuth auth) throws IOException {
         this.dataDirectory = dataDirectory;
         this.install = dataDirectory.resolve(INSTALL);
         this.temporary = dataDirectory.resolve(INSTALL + ".tmp");
         this.queues = queues;
+        this.timeouts = timeouts;
+        this.auth = auth;
+        if (Files.exists(temporary)) {
+            Directories.deleteRecursively(temporary); // a fetch a crash interrupted: never decided, never used
+        }
     }
 
     /**
@@ -85,31 +110,64 @@ final class SnapshotInstaller {
                 }
                 return download(address, minIndex);
             } catch (IOException e) {
-                throw new UncheckedIOException("fetching the snapshot from " + address + " failed", e);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new CompletionException(e);
+                deleteTemporary();
+                throw new UncheckedIOException("fetching the snapshot from " + address + " failed: " + e.getMessage()
+                        + "; this node keeps its queues and fetches again at the leader's next notification", e);
+            } catch (RuntimeException e) {
+                deleteTemporary();
+                throw e;
             }
         }, thread);
     }
 
-    private TermIndex download(String address, long minIndex) throws IOException, InterruptedException {
+    private void deleteTemporary() {
+        try {
+            if (Files.exists(temporary)) {
+                Directories.deleteRecursively(temporary);
+            }
+        } catch (RuntimeException e) {
+            LOG.warn("Could not delete the partial snapshot {} (the next fetch deletes it): {}", temporary, e.toString());
+        }
+    }
+
+    private TermIndex download(String address, long minIndex) throws IOException {
         if (Files.exists(temporary)) {
             Directories.deleteRecursively(temporary);
         }
         long started = System.nanoTime();
-        HttpResponse<InputStream> response = http.send(HttpRequest.newBuilder(URI.create("http://" + address + "/snapshot?min-index="
-                + minIndex)).GET().build(), HttpResponse.BodyHandlers.ofInputStream());
+        String path = "/snapshot?min-index=" + minIndex;
+        HttpURLConnection connection = open(address, path, null);
         TermIndex termIndex;
-        try (InputStream body = response.body()) {
-            if (response.statusCode() == 404) {
+        try {
+            int status = connection.getResponseCode();
+            if (status == 401 && auth.required()) {
+                // The challenge: ask again with the proof of the secret for its nonce (SnapshotAuth).
+                String authorization = auth.authorization(connection.getHeaderField("WWW-Authenticate"), "GET " + path);
+                drain(connection);
+                if (authorization != null) {
+                    connection = open(address, path, authorization);
+                    status = connection.getResponseCode();
+                }
+            }
+            if (status == 404) {
                 LOG.info("The snapshot server at {} has no snapshot holding entry {} yet.", address, minIndex);
                 return null;
             }
-            if (response.statusCode() != 200) {
-                throw new IOException("the snapshot server at " + address + " answered HTTP " + response.statusCode());
+            if (status == 401) {
+                throw new IOException("the snapshot server at " + address + " refused this node (HTTP 401: " + errorSentence(connection)
+                        + "); every node's cluster.secret-file must hold the same secret");
             }
-            termIndex = SnapshotStream.read(body, temporary);
+            if (status != 200) {
+                throw new IOException("the snapshot server at " + address + " answered HTTP " + status);
+            }
+            try (InputStream body = connection.getInputStream()) {
+                termIndex = SnapshotStream.read(body, temporary);
+            }
+        } catch (SocketTimeoutException e) {
+            throw new IOException("the snapshot server at " + address + " sent nothing for " + timeouts.readMs()
+                    + " ms (cluster.snapshot-read-timeout-ms); the transfer is abandoned", e);
+        } finally {
+            connection.disconnect();
         }
         if (termIndex.getIndex() < minIndex) {
             throw new IOException("the snapshot server at " + address + " sent a snapshot through index " + termIndex.getIndex()
@@ -121,9 +179,49 @@ final class SnapshotInstaller {
         }
         Files.move(temporary, install, StandardCopyOption.ATOMIC_MOVE);
         AtomicFiles.fsyncDirectory(dataDirectory);
+        CrashPoint.reached(CRASH_FETCHED_BEFORE_SWAP);
         LOG.info("Fetched the snapshot through index {} (term {}) from {} in {} ms; it replaces this node's queues next.",
                 termIndex.getIndex(), termIndex.getTerm(), address, (System.nanoTime() - started) / 1_000_000);
         return termIndex;
+    }
+
+    /** A request for {@code path}, connected (within the connect timeout); each read of its answer waits up to the read timeout. */
+    private HttpURLConnection open(String address, String path, String authorization) throws IOException {
+        HttpURLConnection connection = (HttpURLConnection) URI.create("http://" + address + path).toURL().openConnection();
+        connection.setConnectTimeout(timeouts.connectMs());
+        connection.setReadTimeout(timeouts.readMs());
+        connection.setUseCaches(false);
+        if (authorization != null) {
+            connection.setRequestProperty("Authorization", authorization);
+        }
+        try {
+            connection.connect();
+        } catch (SocketTimeoutException e) {
+            throw new IOException("the snapshot server at " + address + " did not accept a connection within "
+                    + timeouts.connectMs() + " ms (cluster.snapshot-connect-timeout-ms)", e);
+        }
+        return connection;
+    }
+
+    /** The first line of an error answer's body (the server's sentence), at most 300 characters. */
+    private static String errorSentence(HttpURLConnection connection) throws IOException {
+        try (InputStream error = connection.getErrorStream()) {
+            if (error == null) {
+                return "no reason given";
+            }
+            String text = new String(error.readNBytes(300), java.nio.charset.StandardCharsets.UTF_8).strip();
+            int newline = text.indexOf('\n');
+            return newline < 0 ? text : text.substring(0, newline);
+        }
+    }
+
+    /** Reads the rest of a refused answer so that the connection can be reused. */
+    private static void drain(HttpURLConnection connection) throws IOException {
+        try (InputStream error = connection.getErrorStream()) {
+            if (error != null) {
+                error.readNBytes(4096);
+            }
+        }
     }
 
     /** The fetched snapshot waiting to be swapped in (or whose swap a crash interrupted), or null. */
@@ -145,6 +243,7 @@ final class SnapshotInstaller {
             Files.createFile(mark);
             AtomicFiles.fsyncDirectory(install);
             LOG.info("Snapshot install: deleted this node's {} queues.", old.size());
+            CrashPoint.reached(CRASH_OLD_QUEUES_DELETED);
         }
         List<Path> copies;
         Path queueCopies = install.resolve("queues");

@@ -8,15 +8,17 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
 /**
  * Serves this node's newest snapshot ({@link ShardSnapshots}) to a follower installing it
  * ({@link SnapshotInstaller}): {@code GET /snapshot?min-index=N} answers the snapshot as a
- * {@link SnapshotStream}, or 404 if this node has none holding entry N. On the node's own address, like Raft,
- * and like Raft unauthenticated (docs/replication.md). One transfer at a time, on its own thread: a follower
- * catching up costs the leader one reader of its disk, never a broker or Raft thread.
+ * {@link SnapshotStream}, or 404 if this node has none holding entry N. Only to a node that proves it holds the
+ * cluster secret ({@link SnapshotAuth}): any other request gets 401, a challenge and a sentence, and not a byte of
+ * a queue. On the node's own address. One transfer at a time, on its own thread: a follower catching up costs the
+ * leader one reader of its disk, never a broker or Raft thread.
  */
 final class SnapshotServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SnapshotServer.class);
@@ -28,9 +30,11 @@ final class SnapshotServer implements AutoCloseable {
         return t;
     });
     private final ShardSnapshots snapshots;
+    private final SnapshotAuth auth;
 
-    SnapshotServer(String host, int port, ShardSnapshots snapshots) throws IOException {
+    SnapshotServer(String host, int port, ShardSnapshots snapshots, SnapshotAuth auth) throws IOException {
         this.snapshots = snapshots;
+        this.auth = auth;
         server = HttpServer.create(new InetSocketAddress(host, port), 0);
         server.createContext("/snapshot", this::serve);
         server.setExecutor(thread);
@@ -39,6 +43,11 @@ final class SnapshotServer implements AutoCloseable {
 
     private void serve(HttpExchange exchange) throws IOException {
         try (exchange) {
+            String requestLine = exchange.getRequestMethod() + " " + exchange.getRequestURI();
+            if (!auth.verify(exchange.getRequestHeaders().getFirst("Authorization"), requestLine)) {
+                refuse(exchange);
+                return;
+            }
             long minIndex = 0;
             String query = exchange.getRequestURI().getQuery();
             if (query != null && query.startsWith("min-index=")) {
@@ -57,6 +66,24 @@ final class SnapshotServer implements AutoCloseable {
             }
         } catch (IOException | RuntimeException e) {
             LOG.warn("Sending a snapshot to {} failed: {}", exchange.getRemoteAddress(), e.toString());
+        }
+    }
+
+    private void refuse(HttpExchange exchange) throws IOException {
+        boolean tried = exchange.getRequestHeaders().containsKey("Authorization");
+        if (tried) {
+            LOG.warn("Refused a snapshot request from {}: its proof of the cluster secret is wrong or its nonce is spent or expired.",
+                    exchange.getRemoteAddress());
+        }
+        byte[] sentence = ((tried ? "the proof of the cluster secret is wrong, or its nonce is spent or expired: "
+                + "every node's cluster.secret-file must hold the same secret"
+                : "the snapshot port serves only a node that proves it holds the cluster secret (cluster.secret-file); "
+                + "answer the challenge in WWW-Authenticate") + "\n").getBytes(StandardCharsets.UTF_8);
+        exchange.getResponseHeaders().set("WWW-Authenticate", auth.challenge());
+        exchange.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
+        exchange.sendResponseHeaders(401, sentence.length);
+        try (OutputStream body = exchange.getResponseBody()) {
+            body.write(sentence);
         }
     }
 

@@ -1,5 +1,6 @@
 package io.sluice.broker.cluster;
 
+import io.sluice.broker.txn.CrashPoint;
 import org.apache.ratis.server.protocol.TermIndex;
 
 import java.io.DataInputStream;
@@ -100,6 +101,7 @@ final class SnapshotStream {
             if (in.readLong() != crc.getValue()) {
                 throw new IOException("snapshot file " + relative + " arrived damaged (CRC32C differs)");
             }
+            CrashPoint.reached(SnapshotInstaller.CRASH_WHILE_FETCHING);
         }
         return termIndex;
     }

@@ -63,6 +63,25 @@ public final class BrokerConfig {
          */
         @JsonProperty("log-segment-bytes")
         public long logSegmentBytes;
+        /**
+         * A follower fetching the leader's snapshot (docs/replication.md, rule R4) gives up when the leader sends
+         * nothing for this long (a partition in the middle of a transfer) and fetches again at the next notification.
+         */
+        @JsonProperty("snapshot-read-timeout-ms")
+        public long snapshotReadTimeoutMs;
+        /** A follower gives up connecting to the leader's snapshot port after this long. */
+        @JsonProperty("snapshot-connect-timeout-ms")
+        public long snapshotConnectTimeoutMs;
+        /**
+         * Who may fetch a snapshot from a node's snapshot-port (docs/security.md, "The snapshot port"): {@code secret},
+         * a node that proves it holds the secret of {@link #secretFile}; or {@code none}, anyone who reaches the port
+         * (logged as a SECURITY warning at every start).
+         */
+        @JsonProperty("snapshot-auth")
+        public String snapshotAuth;
+        /** The file holding the cluster's shared secret, the same on every node, readable by the broker's user alone. */
+        @JsonProperty("secret-file")
+        public String secretFile;
         /** The Raft log and its metadata; empty means {@code <broker.data-dir>/raft}. */
         @JsonProperty("raft-dir")
         public String raftDir;

@@ -31,6 +31,12 @@ final class ClusterConfigCheck {
         if (cluster.logSegmentBytes < 1 << 20 || cluster.logSegmentBytes > 1L << 30) {
             problems.add("cluster.log-segment-bytes " + cluster.logSegmentBytes + " is outside 1048576..1073741824");
         }
+        if (cluster.snapshotReadTimeoutMs < 100 || cluster.snapshotReadTimeoutMs > 3_600_000) {
+            problems.add("cluster.snapshot-read-timeout-ms " + cluster.snapshotReadTimeoutMs + " is outside 100..3600000");
+        }
+        if (cluster.snapshotConnectTimeoutMs < 100 || cluster.snapshotConnectTimeoutMs > 600_000) {
+            problems.add("cluster.snapshot-connect-timeout-ms " + cluster.snapshotConnectTimeoutMs + " is outside 100..600000");
+        }
         if (!cluster.enabled) {
             return;
         }
@@ -74,9 +80,35 @@ final class ClusterConfigCheck {
             problems.add("cluster.nodes entry of node " + self.id + " has raft-port " + self.raftPort
                     + ", which broker.port or metrics.port already uses");
         }
+        checkSnapshotAuth(cluster, problems);
         if (!config.queues.dedupEnabled) {
             problems.add("cluster.enabled needs queues.dedup-enabled true: a restarted node replays its Raft log and "
                     + "the producer tables keep that replay from storing a message twice");
+        }
+    }
+
+    /**
+     * Safe by default, as the listeners are (docs/security.md): a node serving snapshots needs the cluster secret,
+     * unless the operator opts out with {@code cluster.snapshot-auth: none} knowingly.
+     */
+    private static void checkSnapshotAuth(BrokerConfig.Cluster cluster, List<String> problems) {
+        String auth = cluster.snapshotAuth == null ? "" : cluster.snapshotAuth;
+        if (!auth.equals("secret") && !auth.equals("none")) {
+            problems.add("cluster.snapshot-auth '" + auth + "' is not one of secret, none");
+            return;
+        }
+        boolean servesSnapshots = cluster.nodes.stream().anyMatch(node -> node.snapshotPort > 0);
+        boolean hasFile = cluster.secretFile != null && !cluster.secretFile.isBlank();
+        if (auth.equals("secret") && servesSnapshots && !hasFile) {
+            problems.add("cluster.secret-file is empty, but the nodes serve snapshots (snapshot-port) and cluster.snapshot-auth is "
+                    + "secret: without a secret anyone who reaches a snapshot port could download every queue's messages. "
+                    + "Set cluster.secret-file (see docs/security.md, \"The snapshot port\"), or cluster.snapshot-auth: none "
+                    + "on a network only the nodes reach");
+        } else if (auth.equals("secret") && hasFile) {
+            String problem = ClusterSecretFile.problem("cluster.secret-file", cluster.secretFile);
+            if (problem != null) {
+                problems.add(problem);
+            }
         }
     }
 }

@@ -1,12 +1,13 @@
 package io.sluice.broker.txn;
 
 /**
- * Named points of a commit where a crash test stops the broker as kill -9 would
+ * Named points where a crash test stops the broker as kill -9 would: the points of a commit here, and those
+ * of a cluster's snapshot install ({@code cluster.SnapshotInstaller}), which calls {@link #reached} too
  * ({@link Runtime#halt}: no shutdown hook, no flush, only what is already in the page cache stays).
  * The system property {@code sluice.crash-point} names the point; unset, as in production, a point
  * costs one comparison with null.
  */
-final class CrashPoint {
+public final class CrashPoint {
     /**
      * A commit's staged messages are stored in their queues (durable, when the record goes to the log); its
      * commit record is about to be written, in the log or in its one target queue (T5).
@@ -32,7 +33,7 @@ final class CrashPoint {
     private CrashPoint() {
     }
 
-    static void reached(String point) {
+    public static void reached(String point) {
         if (CHOSEN != null && CHOSEN.equals(point)) {
             System.err.println("sluice.crash-point " + point + " reached: halting");
             Runtime.getRuntime().halt(137);

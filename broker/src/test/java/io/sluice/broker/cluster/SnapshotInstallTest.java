@@ -38,6 +38,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class SnapshotInstallTest {
     private static final TermIndex AT = TermIndex.valueOf(3, 42);
+    private static final SnapshotInstaller.Timeouts TIMEOUTS = new SnapshotInstaller.Timeouts(10_000, 30_000);
+    private static final SnapshotAuth AUTH = SnapshotAuth.withSecret("a cluster secret of this test, 32 bytes or more".getBytes());
     private static final QueueSettings SETTINGS = QueueSettings.builder().set(QueueSettings.MAX_DELIVERIES, 7).build();
 
     @TempDir
@@ -102,7 +104,7 @@ class SnapshotInstallTest {
             ShardSnapshots snapshots = new ShardSnapshots(leader.data.resolve("snapshots"), leader.queues);
             taken = snapshots.take(AT);
             assertEquals(AT, snapshots.latest().termIndex());
-            server = new SnapshotServer("127.0.0.1", port, snapshots);
+            server = new SnapshotServer("127.0.0.1", port, snapshots, AUTH);
             leader.fill("orders", QueueSettings.EMPTY, 10, 0); // after the snapshot: not in it
         } finally {
             leader.close();
@@ -114,7 +116,7 @@ class SnapshotInstallTest {
             Node follower = new Node("follower");
             follower.fill("orders", QueueSettings.EMPTY, 5, 0);
             follower.fill("stale", QueueSettings.EMPTY, 5, 0);
-            SnapshotInstaller installer = new SnapshotInstaller(follower.data, follower.queues);
+            SnapshotInstaller installer = new SnapshotInstaller(follower.data, follower.queues, TIMEOUTS, AUTH);
             assertNull(installer.fetch("127.0.0.1:" + port, AT.getIndex() + 1).get(60, TimeUnit.SECONDS),
                     "no snapshot that far: none fetched");
             assertEquals(AT, installer.fetch("127.0.0.1:" + port, AT.getIndex()).get(60, TimeUnit.SECONDS));
@@ -126,7 +128,7 @@ class SnapshotInstallTest {
             assertEquals(List.of("orders", "stale"), follower.queues.all().stream().map(q -> q.name()).sorted().toList());
 
             // A crash in the middle of the swap: the old queues deleted and one of the snapshot's moved in.
-            installer = new SnapshotInstaller(follower.data, follower.queues);
+            installer = new SnapshotInstaller(follower.data, follower.queues, TIMEOUTS, AUTH);
             for (String name : List.of("orders", "stale")) {
                 follower.queues.delete(name);
             }
@@ -135,7 +137,7 @@ class SnapshotInstallTest {
             Files.move(install.resolve("queues/audit"), follower.data.resolve("queues/audit"));
             follower.close();
             follower = new Node("follower");
-            installer = new SnapshotInstaller(follower.data, follower.queues);
+            installer = new SnapshotInstaller(follower.data, follower.queues, TIMEOUTS, AUTH);
             assertEquals(AT, installer.swapIn());
             installer.finish();
             assertFalse(Files.exists(install));
