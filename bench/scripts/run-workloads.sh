@@ -105,9 +105,10 @@ start_cluster() { # name
     nodes+="    - {id: $n, host: 127.0.0.1, raft-port: $((port + 20 + n)), client-port: $((port + 10 + n)), snapshot-port: $((port + 30 + n))}"$'\n'
   done
   cluster_pids=""; bootstrap=""
+  (umask 077 && head -c 32 /dev/urandom | base64 > "$out/$name/cluster-secret") # the snapshot ports' shared secret
   for n in 1 2 3; do
-    printf 'broker:\n  name: node-%s\n  port: %s\n  data-dir: %s\nmetrics:\n  port: %s\ncluster:\n  enabled: true\n  node-id: %s\n  nodes:\n%s' \
-        "$n" $((port + 10 + n)) "$out/$name/node-$n" $((port + 40 + n)) "$n" "$nodes" > "$out/$name/node-$n.yaml"
+    printf 'broker:\n  name: node-%s\n  port: %s\n  data-dir: %s\nmetrics:\n  port: %s\ncluster:\n  enabled: true\n  node-id: %s\n  secret-file: %s\n  nodes:\n%s' \
+        "$n" $((port + 10 + n)) "$out/$name/node-$n" $((port + 40 + n)) "$n" "$out/$name/cluster-secret" "$nodes" > "$out/$name/node-$n.yaml"
     java -Xmx1g ${SLUICE_JAVA_OPTS:-} -jar "$broker_jar" --config "$out/$name/node-$n.yaml" > "$out/$name/node-$n.log" 2>&1 &
     cluster_pids+="$! "; bootstrap+="${bootstrap:+,}127.0.0.1:$((port + 10 + n))"
   done
