@@ -115,8 +115,13 @@ final class ClusterFixture {
 
     /** Starts every node in this JVM, concurrently (each waits for no other, but a leader needs a majority). */
     List<Broker> startInProcess() throws Exception {
+        return startInProcess(size);
+    }
+
+    /** Starts the first {@code count} nodes in this JVM, as {@link #startInProcess()} starts them all. */
+    List<Broker> startInProcess(int count) throws Exception {
         List<java.util.concurrent.CompletableFuture<Broker>> starting = new ArrayList<>();
-        for (int i = 0; i < size; i++) {
+        for (int i = 0; i < count; i++) {
             BrokerConfig config = config(i);
             starting.add(java.util.concurrent.CompletableFuture.supplyAsync(() -> Broker.start(config)));
         }
@@ -146,8 +151,13 @@ final class ClusterFixture {
      * (before waiting, so that the caller's clean-up kills it if the wait fails); returns once it listens.
      */
     void startChild(int node, Process[] processes) throws Exception {
+        startChild(node, processes, List.of());
+    }
+
+    /** As {@link #startChild(int, Process[])}, with {@code jvmFlags} (e.g. {@code -Dsluice.crash-point=...}). */
+    void startChild(int node, Process[] processes, List<String> jvmFlags) throws Exception {
         Path log = dir.resolve("node-" + (node + 1) + ".log");
-        processes[node] = ChildJvm.start(log, Main.class, "--config", configs[node].toString());
+        processes[node] = ChildJvm.start(log, jvmFlags, Main.class, "--config", configs[node].toString());
         ChildJvm.awaitListening(processes[node], clientPorts[node], log, Duration.ofSeconds(90));
     }
 

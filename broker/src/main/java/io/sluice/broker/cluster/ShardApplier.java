@@ -5,6 +5,7 @@ import io.sluice.broker.error.ErrorCodes;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.ProducerLink;
 import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.txn.CrashPoint;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.DeclareQueueFrame;
 import io.sluice.protocol.DeleteQueueFrame;
@@ -53,7 +54,8 @@ final class ShardApplier {
         this.nodeId = nodeId;
     }
 
-    CompletableFuture<Void> apply(ShardEntry entry) {
+    /** Applies the entry at {@code index} of the log (a dead-letter's copy is stored under it, rule R8). */
+    CompletableFuture<Void> apply(ShardEntry entry, long index) {
         boolean mine = entry.originNode() == nodeId;
         if (entry.frame() instanceof PublishFrame publish) {
             ProducerLink link = mine ? submissions.takePublish(entry.originCall()) : ReplicaLink.INSTANCE;
@@ -61,7 +63,7 @@ final class ShardApplier {
         } else if (entry.frame() instanceof DeclareQueueFrame declare) {
             declare(entry, declare, mine ? submissions.takeDeclare(entry.originCall()) : null);
         } else if (entry.deadLetter() != null) {
-            return deadLetter(entry, entry.deadLetter(), mine ? submissions.takeApplied(entry.originCall()) : null);
+            return deadLetter(entry, index, entry.deadLetter(), mine ? submissions.takeApplied(entry.originCall()) : null);
         } else if (entry.frame() instanceof AckFrame ack) {
             CompletableFuture<Void> purged = mine ? submissions.takeApplied(entry.originCall()) : null;
             BrokerQueue queue = queues.get(entry.queue());
@@ -105,11 +107,13 @@ final class ShardApplier {
     /**
      * Rule R8: the copy goes to the dead-letter queue's executor now, behind every earlier entry's publishes to it,
      * so it gets the same id on every node; the dead-letter queue is declared first if it does not exist here,
-     * as a single broker declares it (on every node alike: this entry is where). The original is let go of once the
-     * copy is durable, so a node that finds it acknowledged when it replays the log after a crash knows the copy is
-     * stored and stores it no second time. A source deleted since has nothing left to move.
+     * as a single broker declares it (on every node alike: this entry is where). The copy is stored under the entry's
+     * log index ({@link BrokerQueue#applyForwarded}), so a node replaying the log after a crash between the copy and
+     * the original's ack finds it in the dead-letter queue's producer table and only acknowledges the original; one
+     * that finds the original acknowledged knows the copy is stored. A source deleted since has nothing left to move.
      */
-    private CompletableFuture<Void> deadLetter(ShardEntry entry, ShardEntry.DeadLetterCopy copy, CompletableFuture<Void> answer) {
+    private CompletableFuture<Void> deadLetter(ShardEntry entry, long index, ShardEntry.DeadLetterCopy copy,
+                                               CompletableFuture<Void> answer) {
         CompletableFuture<Void> done = new CompletableFuture<>();
         if (answer != null) {
             done.whenComplete((applied, failure) -> {
@@ -121,11 +125,14 @@ final class ShardApplier {
             });
         }
         BrokerQueue source = queues.get(copy.source());
+        BrokerQueue deadLetters = queues.get(entry.queue());
         if (source == null || source.store().isAcked(copy.sourceId())) {
+            if (answer != null && deadLetters != null) { // the leader counted the copy as uncommitted (R9)
+                deadLetters.uncommittedRefused(1, copy.headers().length + copy.payload().length);
+            }
             done.complete(null);
             return done;
         }
-        BrokerQueue deadLetters = queues.get(entry.queue());
         try {
             if (deadLetters == null) {
                 deadLetters = queues.declare(entry.queue(), QueueSettings.EMPTY);
@@ -137,8 +144,8 @@ final class ShardApplier {
             return done;
         }
         String target = deadLetters.name();
-        deadLetters.applyForwarded(copy.producerId(), copy.producerSequence(), ByteBuffer.wrap(copy.headers()),
-                ByteBuffer.wrap(copy.payload())).whenComplete((id, failure) -> {
+        deadLetters.applyForwarded(index, ByteBuffer.wrap(copy.headers()), ByteBuffer.wrap(copy.payload()), answer != null)
+                .whenComplete((id, failure) -> {
                     if (failure != null) {
                         LOG.error("Shard entry {} of node {}: storing the dead-letter copy of message {} of '{}' in '{}' failed on "
                                 + "this node; the message stays in '{}'.", entry.originCall(), entry.originNode(), copy.sourceId(),
@@ -146,6 +153,7 @@ final class ShardApplier {
                         done.completeExceptionally(failure);
                         return;
                     }
+                    CrashPoint.reached(CrashPoint.CLUSTER_DEAD_LETTER_COPY_DURABLE);
                     source.applyReplicatedAcks(List.of(IdRange.single(copy.sourceId())));
                     afterQueueWork(source).whenComplete((ignored, never) -> done.complete(null));
                 });

@@ -38,6 +38,10 @@ import java.nio.charset.StandardCharsets;
  * | uint8 version (2) | int32 originNode | int64 originCall | string queue | string source | int64 sourceId
  * | int64 producerId | int64 producerSequence | int32 headersLength | headers | int32 payloadLength | payload |
  * </pre>
+ *
+ * {@code producerId} and {@code producerSequence} are the original's; every node stores the copy under the entry's
+ * own identity instead (the producer reserved for replicated dead-letters and the entry's log index), so that a
+ * replay stores it once ({@link io.sluice.broker.queue.BrokerQueue#applyForwarded}).
  */
 record ShardEntry(int originNode, long originCall, String queue, Frame frame, DeadLetterCopy deadLetter) {
     static final int VERSION = 1;

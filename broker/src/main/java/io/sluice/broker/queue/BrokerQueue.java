@@ -69,6 +69,7 @@ public final class BrokerQueue {
     private final Backlog backlog;
     private final DropOldest dropOldest;
     private final LeaderAdmission admission;
+    private final ForwardedCopies forwarded;
     private long publishRefused;
     private boolean dispatchScheduled;
     /** Chooses consumers, takes from the order, builds the DELIVER frames (D1..D3). */
@@ -118,6 +119,12 @@ public final class BrokerQueue {
         this.transactions = new QueueTransactions(this, store, backlog, tracked, order, pending, staged, producers,
                 pendingConfirms, publishers, transactionEffects);
         this.admission = new LeaderAdmission(this, backlog, publishers, this::updateFlow);
+        this.forwarded = new ForwardedCopies(this, store, order, producers, backlog, bytes -> {
+            publishedMessages++;
+            backlog.added(bytes);
+            updateFlow();
+            scheduleDispatch();
+        });
         this.dropOldest = new DropOldest(this, store, tracked, transactions, backlog, manager, this::deadLetter);
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
@@ -193,6 +200,16 @@ public final class BrokerQueue {
     /** Rule R9 of docs/replication.md: the leader's quota check before it submits a PUBLISH ({@link LeaderAdmission}). */
     public void admit(ProducerLink link, PublishFrame frame, long maxUncommittedBytes, java.util.function.Consumer<PublishFrame> submit) {
         executor.execute(() -> admission.admit(link, frame, maxUncommittedBytes, submit));
+    }
+
+    /** Rules R8 and R9: the leader's quota check of a dead-letter copy ({@link LeaderAdmission#admitCopy}); fails with the refusal. */
+    public CompletableFuture<Void> admitCopy(int messageBytes, long maxUncommittedBytes) {
+        return CompletableFuture.supplyAsync(() -> admission.admitCopy(messageBytes, maxUncommittedBytes), executor)
+                .thenAccept(refusal -> {
+                    if (refusal != null) {
+                        throw new IllegalStateException(refusal);
+                    }
+                });
     }
 
     /** Rule R9: Raft refused a frame {@link #admit} counted. Any thread. */
@@ -598,47 +615,18 @@ public final class BrokerQueue {
      * with the reason it was refused.
      */
     CompletableFuture<Long> acceptForwarded(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
-        return forward(producerId, producerSequence, headers, payload, false);
+        return forwarded.forward(producerId, producerSequence, headers, payload, false);
     }
 
-    /** A cluster node stores the leader's dead-letter copy (rule R8 of docs/replication.md): no quota check, as {@link #applyReplicated}. */
-    public CompletableFuture<Long> applyForwarded(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
-        return forward(producerId, producerSequence, headers, payload, true);
-    }
-
-    private CompletableFuture<Long> forward(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload,
-                                            boolean replicated) {
-        CompletableFuture<Long> stored = new CompletableFuture<>();
-        executor.execute(() -> {
-            try {
-                if (closed) {
-                    throw new IllegalStateException("queue '" + name + "' was deleted");
-                }
-                int bytes = headers.remaining() + payload.remaining();
-                String refusal = replicated ? null : backlog.refusal(store.unackedMessages(), bytes, this::dropOldest);
-                if (refusal != null) {
-                    publishRefused++;
-                    throw new IllegalStateException(refusal);
-                }
-                long id = store.appendForwarded(producerId, producerSequence, headers, payload);
-                order.appendedVisible(id);
-                producers.appended(id);
-                publishedMessages++;
-                backlog.added(bytes);
-                updateFlow();
-                scheduleDispatch();
-                store.whenDurable(id).whenComplete((durable, error) -> {
-                    if (error != null) {
-                        stored.completeExceptionally(error);
-                    } else {
-                        stored.complete(id);
-                    }
-                });
-            } catch (RuntimeException e) {
-                stored.completeExceptionally(e);
-            }
-        });
-        return stored;
+    /**
+     * A cluster node stores the leader's dead-letter copy of the log's entry {@code logIndex} (rule R8 of
+     * docs/replication.md): no quota check, as {@link #applyReplicated}; stored under the entry's identity
+     * ({@link ProducerTable#DEAD_LETTER_COPIES_PRODUCER_ID}, the index), and not again if this queue holds it already
+     * (a replay after a crash before the original's ack): then it completes with -1. {@code submittedHere}: this
+     * node admitted the copy ({@link #admitCopy}), which is no longer uncommitted.
+     */
+    public CompletableFuture<Long> applyForwarded(long logIndex, ByteBuffer headers, ByteBuffer payload, boolean submittedHere) {
+        return forwarded.forward(ProducerTable.DEAD_LETTER_COPIES_PRODUCER_ID, logIndex, headers, payload, submittedHere);
     }
 
     /**
@@ -680,7 +668,7 @@ public final class BrokerQueue {
     }
 
     public long publishRefused() {
-        return publishRefused + admission.refused();
+        return publishRefused + admission.refused() + forwarded.refused();
     }
 
     public long deadLettered() {
@@ -724,7 +712,7 @@ public final class BrokerQueue {
 
     private QueueSnapshot.Counters countersNow() {
         return new QueueSnapshot.Counters(publishedMessages, pendingConfirms.confirmedStored(), deliveredMessages, redelivered,
-                ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropOldest.dropped(), publishRefused + admission.refused(),
+                ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropOldest.dropped(), publishRefused(),
                 pendingConfirms.confirmedResends(), producers.table().evictions(),
                 producers.table().expiries());
     }

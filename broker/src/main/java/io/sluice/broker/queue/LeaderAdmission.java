@@ -50,6 +50,26 @@ final class LeaderAdmission {
         submit.accept(frame);
     }
 
+    /**
+     * Rule R8 with the quota of R9: the leader checks this queue's quota for a dead-letter copy of {@code messageBytes}
+     * before it submits the dead-letter, as a single broker checks it before storing the copy (the same refusals,
+     * and drop-oldest's drops, replicated as acks). Null if admitted, counted as uncommitted until the entry is
+     * applied here or Raft refuses it; else the reason, which fails the move (the original stays in its source).
+     */
+    String admitCopy(int messageBytes, long maxUncommittedBytes) {
+        if (queue.isClosed()) {
+            return "queue '" + queue.name() + "' was deleted";
+        }
+        String refusal = backlog.refusal(queue.store().unackedMessages(), messageBytes, queue::dropOldest);
+        if (refusal != null) {
+            refused++;
+            return refusal;
+        }
+        backlog.submitted(messageBytes, maxUncommittedBytes);
+        updateFlow.run();
+        return null;
+    }
+
     /** Raft refused a frame {@link #admit} counted: it is no longer uncommitted. */
     void notCommitted(long messages, long messageBytes) {
         backlog.uncommittedDone(messages, messageBytes);

@@ -1,12 +1,12 @@
 package io.sluice.broker.txn;
 
 /**
- * Named points of a commit where a crash test stops the broker as kill -9 would
+ * Named points of a commit (and of a cluster node's apply) where a crash test stops the broker as kill -9 would
  * ({@link Runtime#halt}: no shutdown hook, no flush, only what is already in the page cache stays).
  * The system property {@code sluice.crash-point} names the point; unset, as in production, a point
  * costs one comparison with null.
  */
-final class CrashPoint {
+public final class CrashPoint {
     /**
      * A commit's staged messages are stored in their queues (durable, when the record goes to the log); its
      * commit record is about to be written, in the log or in its one target queue (T5).
@@ -27,12 +27,18 @@ final class CrashPoint {
      */
     static final String QUEUE_DELETE_AFTER_X5 = "txn-queue-delete-after-x5";
 
+    /**
+     * A cluster node stored a dead-letter copy (rule R8 of docs/replication.md) and it is durable; the original is not
+     * yet acknowledged in its source, so the node replays the entry when it starts again.
+     */
+    public static final String CLUSTER_DEAD_LETTER_COPY_DURABLE = "cluster-dead-letter-copy-durable";
+
     private static final String CHOSEN = System.getProperty("sluice.crash-point");
 
     private CrashPoint() {
     }
 
-    static void reached(String point) {
+    public static void reached(String point) {
         if (CHOSEN != null && CHOSEN.equals(point)) {
             System.err.println("sluice.crash-point " + point + " reached: halting");
             Runtime.getRuntime().halt(137);
