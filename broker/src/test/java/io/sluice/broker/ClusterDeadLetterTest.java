@@ -26,6 +26,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -122,11 +124,7 @@ class ClusterDeadLetterTest {
                 assertEquals(16, seen, "the dead-letter queue's 10 direct messages and 6 copies delivered");
             }
             assertEquals(deadLettered, copiesAcked, "the copies are those dead-lettered");
-            long committed = leader.cluster().commitIndex();
-            for (Broker b : brokers) {
-                TestAwait.until(b.config().broker.name + " applying through " + committed, Duration.ofSeconds(30),
-                        () -> b.cluster().appliedIndex() >= committed);
-            }
+            ClusterFixture.awaitApplied(brokers, leader);
         }
 
         // The leader goes; the new one must deliver exactly the ten direct messages, and nothing of the source.
@@ -251,6 +249,56 @@ class ClusterDeadLetterTest {
             assertEquals(2, cluster.awaitSameDigest(SOURCE, Duration.ofSeconds(30)).get("messages").asLong());
         } finally {
             ChildJvm.killAll(processes);
+        }
+    }
+
+    /**
+     * Rule R10 of docs/replication.md: the leader replicates its deliveries, so after a failover the new leader delivers
+     * an unsettled message with the delivery count it had (redelivered) and dead-letters it at maxDeliveries counted
+     * across the failover. Before R10 the new leader delivered it as new (count 1), and a poison message could be
+     * delivered maxDeliveries more times per failover.
+     */
+    @Test
+    void shouldDeliverWithTheReplicatedCountAfterAFailoverAndDeadLetterAtMaxDeliveries() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = ClusterFixture.awaitLeader(brokers);
+        try (Connection connection = Connection.connect(ConnectionOptions.builder().bootstrap(cluster.bootstrap())
+                .requestTimeout(Duration.ofSeconds(30)).build())) {
+            connection.declareQueue(DLQ, QueueSettings.EMPTY);
+            connection.declareQueue(SOURCE, QueueSettings.builder().maxDeliveries(3).deadLetterQueue(DLQ).build());
+            ClusterFixture.publish(connection.createProducer(SOURCE, ProducerOptions.DEFAULT), 0, 1);
+            try (Consumer consumer = connection.subscribe(SOURCE, ConsumerOptions.DEFAULT.withCredit(1))) {
+                for (int delivery = 1; delivery <= 2; delivery++) { // delivered twice on the old leader, requeued each time
+                    Message m = consumer.receive(Duration.ofSeconds(10));
+                    assertNotNull(m, "delivery " + delivery + " on the old leader");
+                    assertEquals(delivery, m.deliveryCount());
+                    m.nack(NackAction.REQUEUE);
+                }
+            }
+            ClusterFixture.awaitApplied(brokers, leader); // the deliveries are replicated best effort: let every node apply them
+        }
+
+        leader.close();
+        brokers.remove(leader);
+        Broker next = ClusterFixture.awaitLeader(brokers);
+        try (Connection connection = Connection.connect(ConnectionOptions.builder()
+                .bootstrap(List.of("127.0.0.1:" + brokers.get(0).port(), "127.0.0.1:" + brokers.get(1).port()))
+                .requestTimeout(Duration.ofSeconds(30)).build())) {
+            assertEquals(next.config().broker.name, connection.brokerName());
+            try (Consumer consumer = connection.subscribe(SOURCE, ConsumerOptions.DEFAULT.withCredit(1))) {
+                Message m = consumer.receive(Duration.ofSeconds(10));
+                assertNotNull(m, "the message delivered by the new leader");
+                assertEquals(3, m.deliveryCount(), "the delivery count across the failover (above 1: redelivered)");
+                m.nack(NackAction.REQUEUE); // a fourth delivery would exceed maxDeliveries 3: dead-lettered instead
+                assertNull(consumer.receive(Duration.ofSeconds(3)), "no fourth delivery");
+            }
+            TestAwait.until("the new leader dead-lettering the message", Duration.ofSeconds(30),
+                    () -> next.queues().get(SOURCE).deadLettered() == 1);
+        }
+        for (Broker b : brokers) {
+            TestAwait.until(b.config().broker.name + " holding the copy alone", Duration.ofSeconds(30),
+                    () -> b.queues().get(DLQ).messageCount() == 1 && b.queues().get(SOURCE).messageCount() == 0);
         }
     }
 

@@ -90,6 +90,15 @@ final class ClusterFixture {
         return leader[0];
     }
 
+    /** Waits until every node of {@code brokers} has applied the log as far as {@code leader} has committed it (up to 30 s each). */
+    static void awaitApplied(List<Broker> brokers, Broker leader) throws InterruptedException {
+        long committed = leader.cluster().commitIndex();
+        for (Broker b : brokers) {
+            TestAwait.until(b.config().broker.name + " applying through " + committed, Duration.ofSeconds(30),
+                    () -> b.cluster().appliedIndex() >= committed);
+        }
+    }
+
     /** Publishes test payloads {@code from} .. {@code from + count - 1} and waits for every confirm (up to 60 s). */
     static void publish(io.sluice.client.Producer producer, long from, int count) throws Exception {
         List<java.util.concurrent.CompletableFuture<Void>> confirms = new ArrayList<>();

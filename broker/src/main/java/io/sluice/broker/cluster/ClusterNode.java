@@ -357,6 +357,17 @@ public final class ClusterNode implements Replication, AutoCloseable {
         submit(call, entry(call, queue.name(), new AckFrame(0, ids)), "acks on queue '" + queue.name() + "'");
     }
 
+    /** Rule R10: one entry per dispatch's deliveries (at most {@link ShardEntry#MAX_DELIVERIES} each), not waited for. */
+    @Override
+    public void delivered(BrokerQueue queue, long[] ids, int[] counts, int n) {
+        for (int from = 0; from < n; from += ShardEntry.MAX_DELIVERIES) {
+            int size = Math.min(ShardEntry.MAX_DELIVERIES, n - from);
+            long call = submissions.nextCall();
+            submit(call, ShardEntry.encodeDeliveries(nodeId, call, queue.name(), java.util.Arrays.copyOfRange(ids, from, from + size),
+                    java.util.Arrays.copyOfRange(counts, from, from + size), size), "deliveries on queue '" + queue.name() + "'");
+        }
+    }
+
     @Override
     public CompletableFuture<Boolean> delete(String name) {
         CompletableFuture<Boolean> answer = new CompletableFuture<>();

@@ -36,6 +36,7 @@ import java.util.concurrent.RejectedExecutionException;
  *       leader (rule R7), whose submitter answers the purge once this is applied.</li>
  *   <li>DELETE_QUEUE: {@link QueueManager#delete} on the declare thread, waited for (rule R7).</li>
  *   <li>a dead-letter (rule R8): the leader's copy stored in the dead-letter queue, then the original acknowledged.</li>
+ *   <li>deliveries (rule R10): the leader's delivery counts recorded in the queue's store, where they are higher.</li>
  * </ul>
  *
  * Each returned future completes once the queue's executor has done the work (so a snapshot taken after it
@@ -64,6 +65,13 @@ final class ShardApplier {
             declare(entry, declare, mine ? submissions.takeDeclare(entry.originCall()) : null);
         } else if (entry.deadLetter() != null) {
             return deadLetter(entry, index, entry.deadLetter(), mine ? submissions.takeApplied(entry.originCall()) : null);
+        } else if (entry.deliveries() != null) {
+            // On the leader that delivered them, a no-op (recorded already); after its restart, what its journal lost.
+            BrokerQueue queue = queues.get(entry.queue());
+            if (queue != null) {
+                queue.applyReplicatedDeliveries(entry.deliveries().ids(), entry.deliveries().counts());
+                return afterQueueWork(queue);
+            }
         } else if (entry.frame() instanceof AckFrame ack) {
             CompletableFuture<Void> purged = mine ? submissions.takeApplied(entry.originCall()) : null;
             BrokerQueue queue = queues.get(entry.queue());

@@ -110,7 +110,12 @@ public final class BrokerQueue {
         this.publishers = new QueuePublishers(name);
         IdSet pending = new IdSet();
         this.order = new DeliveryOrder(store, tracked, pending, executor, this::scheduleDispatch);
-        this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store), this::deadLetter);
+        this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store, (ids, counts, n) -> {
+            Replication replication = manager.replication(); // rule R10 of docs/replication.md: replicated, best effort
+            if (replication != null) {
+                replication.delivered(this, ids, counts, n);
+            }
+        }), this::deadLetter);
         StagedAtOpen staged = new StagedAtOpen();
         this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes(staged));
         this.acks = new AckBatch(store, backlog, tracked);
@@ -195,6 +200,11 @@ public final class BrokerQueue {
                 frame.release();
             }
         });
+    }
+
+    /** Rule R10 of docs/replication.md: the leader delivered {@code ids[i]} for the {@code counts[i]}-th time. */
+    public void applyReplicatedDeliveries(long[] ids, int[] counts) {
+        executor.execute(() -> acks.recordReplicatedDeliveries(ids, counts));
     }
 
     /** Rule R9 of docs/replication.md: the leader's quota check before it submits a PUBLISH ({@link LeaderAdmission}). */

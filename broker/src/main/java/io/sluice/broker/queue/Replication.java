@@ -75,6 +75,14 @@ public interface Replication {
      */
     CompletableFuture<Void> deadLetter(BrokerQueue source, StoredMessage original, String deadLetterQueue, ByteBuffer headers);
 
+    /**
+     * Rule R10 of docs/replication.md: this node, the leader, delivered {@code ids[i]} of {@code queue} for the
+     * {@code counts[i]}-th time (the first {@code n}; the arrays are reused once this returns), recorded here already.
+     * Replicated best effort, never waited for: a delivery lost with the leader is only counted lower after the
+     * failover. Called on the queue's executor.
+     */
+    void delivered(BrokerQueue queue, long[] ids, int[] counts, int n);
+
     /** Headers plus payload of the frame's messages, as quotas count them (rule R9's uncommitted bytes). */
     static long bytes(PublishFrame frame) {
         return Backlog.bytes(frame);
