@@ -302,6 +302,43 @@ class ClusterDeadLetterTest {
         }
     }
 
+    /** Rule R10: the replicated delivery counts are in every node's store, so they survive a restart of the whole cluster. */
+    @Test
+    void shouldKeepTheReplicatedDeliveryCountsAcrossARestartOfEveryNode() throws Exception {
+        long id = -1;
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = ClusterFixture.awaitLeader(brokers);
+        try (Connection connection = Connection.connect(ConnectionOptions.builder().bootstrap(cluster.bootstrap()).build())) {
+            connection.declareQueue(SOURCE, QueueSettings.EMPTY);
+            ClusterFixture.publish(connection.createProducer(SOURCE, ProducerOptions.DEFAULT), 0, 1);
+            try (Consumer consumer = connection.subscribe(SOURCE, ConsumerOptions.DEFAULT.withCredit(1))) {
+                for (int delivery = 1; delivery <= 2; delivery++) {
+                    Message m = consumer.receive(Duration.ofSeconds(10));
+                    assertNotNull(m, "delivery " + delivery);
+                    id = m.id();
+                    m.nack(NackAction.REQUEUE);
+                }
+            }
+            ClusterFixture.awaitApplied(brokers, leader);
+        }
+        for (Broker b : brokers) {
+            b.close();
+        }
+        brokers.clear();
+        brokers.addAll(cluster.startInProcess());
+        for (Broker b : brokers) { // before anything is delivered again: what each node's own store kept
+            assertEquals(2, b.queues().get(SOURCE).store().deliveryCount(id), b.config().broker.name + "'s count of message " + id);
+        }
+        ClusterFixture.awaitLeader(brokers);
+        try (Connection connection = Connection.connect(ConnectionOptions.builder().bootstrap(cluster.bootstrap()).build());
+             Consumer consumer = connection.subscribe(SOURCE, ConsumerOptions.DEFAULT.withCredit(1))) {
+            Message m = consumer.receive(Duration.ofSeconds(30));
+            assertNotNull(m, "the message after the restart");
+            assertEquals(3, m.deliveryCount(), "delivered twice before the restart, whichever node leads now");
+        }
+    }
+
     /** Every message the queue delivers within a quiet second, acked; their payloads' numbers. */
     private static Set<Long> drain(Connection connection, String queue) throws Exception {
         Set<Long> got = new TreeSet<>();
