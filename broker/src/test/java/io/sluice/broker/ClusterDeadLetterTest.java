@@ -1,5 +1,6 @@
 package io.sluice.broker;
 
+import io.sluice.broker.txn.CrashPoint;
 import io.sluice.client.Connection;
 import io.sluice.client.ConnectionOptions;
 import io.sluice.client.Consumer;
@@ -25,6 +26,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -121,11 +124,7 @@ class ClusterDeadLetterTest {
                 assertEquals(16, seen, "the dead-letter queue's 10 direct messages and 6 copies delivered");
             }
             assertEquals(deadLettered, copiesAcked, "the copies are those dead-lettered");
-            long committed = leader.cluster().commitIndex();
-            for (Broker b : brokers) {
-                TestAwait.until(b.config().broker.name + " applying through " + committed, Duration.ofSeconds(30),
-                        () -> b.cluster().appliedIndex() >= committed);
-            }
+            ClusterFixture.awaitApplied(brokers, leader);
         }
 
         // The leader goes; the new one must deliver exactly the ten direct messages, and nothing of the source.
@@ -158,7 +157,7 @@ class ClusterDeadLetterTest {
     void shouldDeclareAMissingDeadLetterQueueOnEveryNode() throws Exception {
         ClusterFixture cluster = new ClusterFixture(dir, 3);
         brokers.addAll(cluster.startInProcess());
-        ClusterFixture.awaitLeader(brokers);
+        Broker leader = ClusterFixture.awaitLeader(brokers);
         try (Connection connection = Connection.connect(ConnectionOptions.builder().bootstrap(cluster.bootstrap()).build())) {
             connection.declareQueue(SOURCE, QueueSettings.builder().deadLetterQueue("never-declared").build());
             ClusterFixture.publish(connection.createProducer(SOURCE, ProducerOptions.DEFAULT), 0, 3);
@@ -168,10 +167,175 @@ class ClusterDeadLetterTest {
                     assertTrue(m != null, "delivery " + i);
                     m.nack(NackAction.REJECT_TO_DEAD_LETTER);
                 }
+                // The leader declares the queue (through the log) before the first copy: wait for the copies.
+                TestAwait.until("the leader moving the three", Duration.ofSeconds(30),
+                        () -> leader.queues().get(SOURCE).deadLettered() == 3);
                 com.fasterxml.jackson.databind.JsonNode digest = cluster.awaitSameDigest("never-declared", Duration.ofSeconds(30));
                 assertEquals(3, digest.get("messages").asLong(), digest.toString());
                 assertEquals(0, cluster.awaitSameDigest(SOURCE, Duration.ofSeconds(30)).get("messages").asLong());
             }
+        }
+    }
+
+    /**
+     * The dead-letter queue's own quota holds on a cluster as on a single broker (docs/flow-control.md): the leader
+     * checks it before it submits the dead-letter (rule R8), and a copy it refuses leaves the original in its source,
+     * on every node. On main the six copies went into a dead-letter queue whose hard quota is three.
+     */
+    @Test
+    void shouldRefuseDeadLetterCopiesPastTheDeadLetterQueuesQuotaOnEveryNode() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = ClusterFixture.awaitLeader(brokers);
+        try (Connection connection = Connection.connect(ConnectionOptions.builder().bootstrap(cluster.bootstrap())
+                .requestTimeout(Duration.ofSeconds(30)).build())) {
+            connection.declareQueue(DLQ, QueueSettings.builder().set(QueueSettings.QUOTA_HARD_MESSAGES, 3)
+                    .set(QueueSettings.OVERFLOW_POLICY, QueueSettings.OVERFLOW_REJECT).build());
+            connection.declareQueue(SOURCE, QueueSettings.builder().deadLetterQueue(DLQ).build());
+            ClusterFixture.publish(connection.createProducer(SOURCE, ProducerOptions.DEFAULT), 0, 6);
+            try (Consumer consumer = connection.subscribe(SOURCE, ConsumerOptions.DEFAULT.withCredit(6))) {
+                for (int i = 0; i < 6; i++) {
+                    Message m = consumer.receive(Duration.ofSeconds(10));
+                    assertTrue(m != null, "delivery " + i);
+                    m.nack(NackAction.REJECT_TO_DEAD_LETTER);
+                }
+                TestAwait.until("the leader settling the six moves", Duration.ofSeconds(30), () -> {
+                    var source = leader.queues().get(SOURCE);
+                    return source.deadLettered() + source.deadLetterFailures() >= 6;
+                });
+            }
+            assertEquals(3, leader.queues().get(SOURCE).deadLettered(), "copies the dead-letter queue's quota let in");
+            assertEquals(3, leader.queues().get(DLQ).publishRefused(), "copies refused by the dead-letter queue's quota");
+        }
+        assertEquals(3, cluster.awaitSameDigest(DLQ, Duration.ofSeconds(30)).get("messages").asLong(),
+                "the dead-letter queue holds its hard quota on every node");
+        assertEquals(3, cluster.awaitSameDigest(SOURCE, Duration.ofSeconds(30)).get("messages").asLong(),
+                "the refused originals stay in the source on every node");
+    }
+
+    /**
+     * Rule R8's replay: a node that crashes once a dead-letter copy is durable and before the original's ack (the crash
+     * point halts a child JVM there, as kill -9 would) replays the entry when it starts again; it must not store the
+     * copy a second time, which would shift the dead-letter queue's later ids on that node alone (its digest shows it).
+     */
+    @Test
+    void shouldStoreADeadLetterCopyOnceOnANodeThatCrashedBeforeTheOriginalsAck() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        Process[] processes = new Process[3];
+        try {
+            brokers.addAll(cluster.startInProcess(2)); // a leader among the first two, which the crash point spares
+            ClusterFixture.awaitLeader(brokers);
+            cluster.startChild(2, processes, List.of("-Dsluice.crash-point=" + CrashPoint.CLUSTER_DEAD_LETTER_COPY_DURABLE));
+            try (Connection connection = Connection.connect(ConnectionOptions.builder().bootstrap(cluster.bootstrap())
+                    .requestTimeout(Duration.ofSeconds(30)).build())) {
+                connection.declareQueue(DLQ, QueueSettings.EMPTY);
+                connection.declareQueue(SOURCE, QueueSettings.builder().deadLetterQueue(DLQ).build());
+                Producer toDlq = connection.createProducer(DLQ, ProducerOptions.DEFAULT);
+                ClusterFixture.publish(toDlq, DIRECT, 5);
+                ClusterFixture.publish(connection.createProducer(SOURCE, ProducerOptions.DEFAULT), 0, 3);
+                try (Consumer consumer = connection.subscribe(SOURCE, ConsumerOptions.DEFAULT.withCredit(1))) {
+                    Message m = consumer.receive(Duration.ofSeconds(10));
+                    assertTrue(m != null, "a delivery of the source");
+                    m.nack(NackAction.REJECT_TO_DEAD_LETTER);
+                    assertTrue(processes[2].waitFor(60, TimeUnit.SECONDS), "node 3 halted at the crash point; its log: "
+                            + ChildJvm.tail(cluster.log(2)));
+                    assertEquals(137, processes[2].exitValue(), ChildJvm.tail(cluster.log(2)));
+                }
+                ClusterFixture.publish(toDlq, DIRECT + 5, 5); // after the copy: their ids would shift on node 3
+            }
+            cluster.startChild(2, processes); // replays the log, the dead-letter among it
+            assertEquals(11, cluster.awaitSameDigest(DLQ, Duration.ofSeconds(60)).get("messages").asLong(),
+                    "ten direct messages and one copy on every node");
+            assertEquals(2, cluster.awaitSameDigest(SOURCE, Duration.ofSeconds(30)).get("messages").asLong());
+        } finally {
+            ChildJvm.killAll(processes);
+        }
+    }
+
+    /**
+     * Rule R10 of docs/replication.md: the leader replicates its deliveries, so after a failover the new leader delivers
+     * an unsettled message with the delivery count it had (redelivered) and dead-letters it at maxDeliveries counted
+     * across the failover. Before R10 the new leader delivered it as new (count 1), and a poison message could be
+     * delivered maxDeliveries more times per failover.
+     */
+    @Test
+    void shouldDeliverWithTheReplicatedCountAfterAFailoverAndDeadLetterAtMaxDeliveries() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = ClusterFixture.awaitLeader(brokers);
+        try (Connection connection = Connection.connect(ConnectionOptions.builder().bootstrap(cluster.bootstrap())
+                .requestTimeout(Duration.ofSeconds(30)).build())) {
+            connection.declareQueue(DLQ, QueueSettings.EMPTY);
+            connection.declareQueue(SOURCE, QueueSettings.builder().maxDeliveries(3).deadLetterQueue(DLQ).build());
+            ClusterFixture.publish(connection.createProducer(SOURCE, ProducerOptions.DEFAULT), 0, 1);
+            try (Consumer consumer = connection.subscribe(SOURCE, ConsumerOptions.DEFAULT.withCredit(1))) {
+                for (int delivery = 1; delivery <= 2; delivery++) { // delivered twice on the old leader, requeued each time
+                    Message m = consumer.receive(Duration.ofSeconds(10));
+                    assertNotNull(m, "delivery " + delivery + " on the old leader");
+                    assertEquals(delivery, m.deliveryCount());
+                    m.nack(NackAction.REQUEUE);
+                }
+            }
+            ClusterFixture.awaitApplied(brokers, leader); // the deliveries are replicated best effort: let every node apply them
+        }
+
+        leader.close();
+        brokers.remove(leader);
+        Broker next = ClusterFixture.awaitLeader(brokers);
+        try (Connection connection = Connection.connect(ConnectionOptions.builder()
+                .bootstrap(List.of("127.0.0.1:" + brokers.get(0).port(), "127.0.0.1:" + brokers.get(1).port()))
+                .requestTimeout(Duration.ofSeconds(30)).build())) {
+            assertEquals(next.config().broker.name, connection.brokerName());
+            try (Consumer consumer = connection.subscribe(SOURCE, ConsumerOptions.DEFAULT.withCredit(1))) {
+                Message m = consumer.receive(Duration.ofSeconds(10));
+                assertNotNull(m, "the message delivered by the new leader");
+                assertEquals(3, m.deliveryCount(), "the delivery count across the failover (above 1: redelivered)");
+                m.nack(NackAction.REQUEUE); // a fourth delivery would exceed maxDeliveries 3: dead-lettered instead
+                assertNull(consumer.receive(Duration.ofSeconds(3)), "no fourth delivery");
+            }
+            TestAwait.until("the new leader dead-lettering the message", Duration.ofSeconds(30),
+                    () -> next.queues().get(SOURCE).deadLettered() == 1);
+        }
+        for (Broker b : brokers) {
+            TestAwait.until(b.config().broker.name + " holding the copy alone", Duration.ofSeconds(30),
+                    () -> b.queues().get(DLQ).messageCount() == 1 && b.queues().get(SOURCE).messageCount() == 0);
+        }
+    }
+
+    /** Rule R10: the replicated delivery counts are in every node's store, so they survive a restart of the whole cluster. */
+    @Test
+    void shouldKeepTheReplicatedDeliveryCountsAcrossARestartOfEveryNode() throws Exception {
+        long id = -1;
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = ClusterFixture.awaitLeader(brokers);
+        try (Connection connection = Connection.connect(ConnectionOptions.builder().bootstrap(cluster.bootstrap()).build())) {
+            connection.declareQueue(SOURCE, QueueSettings.EMPTY);
+            ClusterFixture.publish(connection.createProducer(SOURCE, ProducerOptions.DEFAULT), 0, 1);
+            try (Consumer consumer = connection.subscribe(SOURCE, ConsumerOptions.DEFAULT.withCredit(1))) {
+                for (int delivery = 1; delivery <= 2; delivery++) {
+                    Message m = consumer.receive(Duration.ofSeconds(10));
+                    assertNotNull(m, "delivery " + delivery);
+                    id = m.id();
+                    m.nack(NackAction.REQUEUE);
+                }
+            }
+            ClusterFixture.awaitApplied(brokers, leader);
+        }
+        for (Broker b : brokers) {
+            b.close();
+        }
+        brokers.clear();
+        brokers.addAll(cluster.startInProcess());
+        for (Broker b : brokers) { // before anything is delivered again: what each node's own store kept
+            assertEquals(2, b.queues().get(SOURCE).store().deliveryCount(id), b.config().broker.name + "'s count of message " + id);
+        }
+        ClusterFixture.awaitLeader(brokers);
+        try (Connection connection = Connection.connect(ConnectionOptions.builder().bootstrap(cluster.bootstrap()).build());
+             Consumer consumer = connection.subscribe(SOURCE, ConsumerOptions.DEFAULT.withCredit(1))) {
+            Message m = consumer.receive(Duration.ofSeconds(30));
+            assertNotNull(m, "the message after the restart");
+            assertEquals(3, m.deliveryCount(), "delivered twice before the restart, whichever node leads now");
         }
     }
 

@@ -155,6 +155,15 @@ final class ClusterFixture {
         return leader[0];
     }
 
+    /** Waits until every node of {@code brokers} has applied the log as far as {@code leader} has committed it (up to 30 s each). */
+    static void awaitApplied(List<Broker> brokers, Broker leader) throws InterruptedException {
+        long committed = leader.cluster().commitIndex();
+        for (Broker b : brokers) {
+            TestAwait.until(b.config().broker.name + " applying through " + committed, Duration.ofSeconds(30),
+                    () -> b.cluster().appliedIndex() >= committed);
+        }
+    }
+
     /** Publishes test payloads {@code from} .. {@code from + count - 1} and waits for every confirm (up to 60 s). */
     static void publish(io.sluice.client.Producer producer, long from, int count) throws Exception {
         List<java.util.concurrent.CompletableFuture<Void>> confirms = new ArrayList<>();
@@ -180,8 +189,13 @@ final class ClusterFixture {
 
     /** Starts every node in this JVM, concurrently (each waits for no other, but a leader needs a majority). */
     List<Broker> startInProcess() throws Exception {
+        return startInProcess(size);
+    }
+
+    /** Starts the first {@code count} nodes in this JVM, as {@link #startInProcess()} starts them all. */
+    List<Broker> startInProcess(int count) throws Exception {
         List<java.util.concurrent.CompletableFuture<Broker>> starting = new ArrayList<>();
-        for (int i = 0; i < size; i++) {
+        for (int i = 0; i < count; i++) {
             BrokerConfig config = config(i);
             starting.add(java.util.concurrent.CompletableFuture.supplyAsync(() -> Broker.start(config)));
         }
@@ -199,7 +213,7 @@ final class ClusterFixture {
      */
     void startChildren(Process[] processes) throws Exception {
         for (int i = 0; i < size; i++) {
-            processes[i] = startChildJvm(i);
+            processes[i] = startChildJvm(i, List.of());
         }
         for (int i = 0; i < size; i++) {
             ChildJvm.awaitListening(processes[i], hosts[i], clientPorts[i], log(i), Duration.ofSeconds(90));
@@ -211,12 +225,17 @@ final class ClusterFixture {
      * (before waiting, so that the caller's clean-up kills it if the wait fails); returns once it listens.
      */
     void startChild(int node, Process[] processes) throws Exception {
-        processes[node] = startChildJvm(node);
+        startChild(node, processes, List.of());
+    }
+
+    /** As {@link #startChild(int, Process[])}, with {@code jvmFlags} (e.g. {@code -Dsluice.crash-point=...}). */
+    void startChild(int node, Process[] processes, List<String> jvmFlags) throws Exception {
+        processes[node] = startChildJvm(node, jvmFlags);
         ChildJvm.awaitListening(processes[node], hosts[node], clientPorts[node], log(node), Duration.ofSeconds(90));
     }
 
-    private Process startChildJvm(int node) throws IOException {
-        return ChildJvm.start(log(node), network == null ? List.of() : network.commandPrefix(node), List.of(), Main.class,
+    private Process startChildJvm(int node, List<String> jvmFlags) throws IOException {
+        return ChildJvm.start(log(node), network == null ? List.of() : network.commandPrefix(node), jvmFlags, Main.class,
                 "--config", configs[node].toString());
     }
 

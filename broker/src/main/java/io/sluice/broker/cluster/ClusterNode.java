@@ -103,6 +103,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /** This process's client id at its own Raft server: with the call number, the key of Ratis's retry cache. */
     private final ClientId clientId = ClientId.randomId();
     private final Consumer<String> closeClients;
+    /** This node's queues: the leader checks a dead-letter queue's quota before it submits a copy (R8). */
+    private final QueueManager queues;
     private final RaftServer server;
     /** Serves this node's snapshots to followers that fell behind (rule R4), or null if snapshots are markers only. */
     private final SnapshotServer snapshotServer;
@@ -132,6 +134,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.electionTimeoutMaxMs = config.cluster.electionTimeoutMaxMs;
         this.leaderWaitMs = 3 * config.cluster.electionTimeoutMaxMs;
         this.closeClients = closeClients;
+        this.queues = queues;
         BrokerConfig.Node selfNode = null;
         List<RaftPeer> peers = new ArrayList<>();
         for (BrokerConfig.Node node : config.cluster.nodes) {
@@ -422,6 +425,17 @@ public final class ClusterNode implements Replication, AutoCloseable {
         submit(call, entry(call, queue.name(), new AckFrame(0, ids)), "acks on queue '" + queue.name() + "'");
     }
 
+    /** Rule R10: one entry per dispatch's deliveries (at most {@link ShardEntry#MAX_DELIVERIES} each), not waited for. */
+    @Override
+    public void delivered(BrokerQueue queue, long[] ids, int[] counts, int n) {
+        for (int from = 0; from < n; from += ShardEntry.MAX_DELIVERIES) {
+            int size = Math.min(ShardEntry.MAX_DELIVERIES, n - from);
+            long call = submissions.nextCall();
+            submit(call, ShardEntry.encodeDeliveries(nodeId, call, queue.name(), java.util.Arrays.copyOfRange(ids, from, from + size),
+                    java.util.Arrays.copyOfRange(counts, from, from + size), size), "deliveries on queue '" + queue.name() + "'");
+        }
+    }
+
     @Override
     public CompletableFuture<Boolean> delete(String name) {
         CompletableFuture<Boolean> answer = new CompletableFuture<>();
@@ -456,23 +470,36 @@ public final class ClusterNode implements Replication, AutoCloseable {
         return CompletableFuture.allOf(entries.toArray(CompletableFuture[]::new));
     }
 
-    /** Rule R8: one entry per message, which holds the leader's copy; completes once it is applied here. */
+    /**
+     * Rule R8: one entry per message, which holds the leader's copy; completes once it is applied here. The dead-letter
+     * queue's quota is checked first, as a single broker checks it (R9): a refusal fails the move, so the original
+     * stays in its source on every node. A dead-letter queue that does not exist is declared first, through the log,
+     * so that its quota (the broker's defaults) is checked too.
+     */
     @Override
     public CompletableFuture<Void> deadLetter(BrokerQueue source, StoredMessage original, String deadLetterQueue, ByteBuffer headers) {
-        CompletableFuture<Void> applied = new CompletableFuture<>();
-        long call = submissions.nextCall();
         byte[] copyHeaders = new byte[headers.remaining()];
         headers.duplicate().get(copyHeaders);
-        byte[] entry = ShardEntry.encodeDeadLetter(nodeId, call, deadLetterQueue, new ShardEntry.DeadLetterCopy(source.name(),
-                original.id(), original.producerId(), original.producerSequence(), copyHeaders, original.payloadBytes()));
-        submissions.applied(call, applied);
-        submit(call, entry, "a dead-letter of message " + original.id() + " of queue '" + source.name() + "'")
-                .thenAccept(refused -> {
-                    if (refused) {
-                        applied.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
-                    }
-                });
-        return applied;
+        ShardEntry.DeadLetterCopy copy = new ShardEntry.DeadLetterCopy(source.name(), original.id(), original.producerId(),
+                original.producerSequence(), copyHeaders, original.payloadBytes());
+        int bytes = copyHeaders.length + copy.payload().length;
+        BrokerQueue existing = queues.get(deadLetterQueue);
+        CompletableFuture<BrokerQueue> target = existing != null ? CompletableFuture.completedFuture(existing)
+                : declare(deadLetterQueue, QueueSettings.EMPTY);
+        return target.thenCompose(dlq -> dlq.admitCopy(bytes, maxUncommittedBytes).thenCompose(admitted -> {
+            CompletableFuture<Void> applied = new CompletableFuture<>();
+            long call = submissions.nextCall();
+            submissions.applied(call, applied);
+            submit(call, ShardEntry.encodeDeadLetter(nodeId, call, deadLetterQueue, copy),
+                    "a dead-letter of message " + original.id() + " of queue '" + source.name() + "'")
+                    .thenAccept(refused -> {
+                        if (refused) {
+                            dlq.uncommittedRefused(1, bytes);
+                            applied.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+                        }
+                    });
+            return applied;
+        }));
     }
 
     private byte[] entry(long call, String queue, Frame frame) {

@@ -6,6 +6,7 @@ import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.ProducerLink;
 import io.sluice.broker.queue.ProducerRegistry;
 import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.txn.CrashPoint;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.DeclareQueueFrame;
 import io.sluice.protocol.DeleteQueueFrame;
@@ -38,6 +39,7 @@ import java.util.concurrent.RejectedExecutionException;
  *       leader (rule R7), whose submitter answers the purge once this is applied.</li>
  *   <li>DELETE_QUEUE: {@link QueueManager#delete} on the declare thread, waited for (rule R7).</li>
  *   <li>a dead-letter (rule R8): the leader's copy stored in the dead-letter queue, then the original acknowledged.</li>
+ *   <li>deliveries (rule R10): the leader's delivery counts recorded in the queue's store, where they are higher.</li>
  * </ul>
  *
  * Each returned future completes once the queue's executor has done the work (so a snapshot taken after it
@@ -56,7 +58,8 @@ final class ShardApplier {
         this.nodeId = nodeId;
     }
 
-    CompletableFuture<Void> apply(ShardEntry entry) {
+    /** Applies the entry at {@code index} of the log (a dead-letter's copy is stored under it, rule R8). */
+    CompletableFuture<Void> apply(ShardEntry entry, long index) {
         boolean mine = entry.originNode() == nodeId;
         if (entry.frame() instanceof PublishFrame publish) {
             ProducerLink link = mine ? submissions.takePublish(entry.originCall()) : ReplicaLink.INSTANCE;
@@ -64,7 +67,14 @@ final class ShardApplier {
         } else if (entry.frame() instanceof DeclareQueueFrame declare) {
             declare(entry, declare, mine ? submissions.takeDeclare(entry.originCall()) : null);
         } else if (entry.deadLetter() != null) {
-            return deadLetter(entry, entry.deadLetter(), mine ? submissions.takeApplied(entry.originCall()) : null);
+            return deadLetter(entry, index, entry.deadLetter(), mine ? submissions.takeApplied(entry.originCall()) : null);
+        } else if (entry.deliveries() != null) {
+            // On the leader that delivered them, a no-op (recorded already); after its restart, what its journal lost.
+            BrokerQueue queue = queues.get(entry.queue());
+            if (queue != null) {
+                queue.applyReplicatedDeliveries(entry.deliveries().ids(), entry.deliveries().counts());
+                return afterQueueWork(queue);
+            }
         } else if (entry.frame() instanceof AckFrame ack) {
             CompletableFuture<Void> purged = mine ? submissions.takeApplied(entry.originCall()) : null;
             BrokerQueue queue = queues.get(entry.queue());
@@ -103,7 +113,7 @@ final class ShardApplier {
             }
             return CompletableFuture.completedFuture(null);
         }
-        // Only what this node admitted counts here (R9); the leader's epochs decide fencing (R10).
+        // Only what this node admitted counts here (R9); the leader's epochs decide fencing (R11).
         queue.applyReplicated(link, publish, link != ReplicaLink.INSTANCE, entry.epochs());
         return afterQueueWork(queue);
     }
@@ -111,11 +121,13 @@ final class ShardApplier {
     /**
      * Rule R8: the copy goes to the dead-letter queue's executor now, behind every earlier entry's publishes to it,
      * so it gets the same id on every node; the dead-letter queue is declared first if it does not exist here,
-     * as a single broker declares it (on every node alike: this entry is where). The original is let go of once the
-     * copy is durable, so a node that finds it acknowledged when it replays the log after a crash knows the copy is
-     * stored and stores it no second time. A source deleted since has nothing left to move.
+     * as a single broker declares it (on every node alike: this entry is where). The copy is stored under the entry's
+     * log index ({@link BrokerQueue#applyForwarded}), so a node replaying the log after a crash between the copy and
+     * the original's ack finds it in the dead-letter queue's producer table and only acknowledges the original; one
+     * that finds the original acknowledged knows the copy is stored. A source deleted since has nothing left to move.
      */
-    private CompletableFuture<Void> deadLetter(ShardEntry entry, ShardEntry.DeadLetterCopy copy, CompletableFuture<Void> answer) {
+    private CompletableFuture<Void> deadLetter(ShardEntry entry, long index, ShardEntry.DeadLetterCopy copy,
+                                               CompletableFuture<Void> answer) {
         CompletableFuture<Void> done = new CompletableFuture<>();
         if (answer != null) {
             done.whenComplete((applied, failure) -> {
@@ -127,11 +139,14 @@ final class ShardApplier {
             });
         }
         BrokerQueue source = queues.get(copy.source());
+        BrokerQueue deadLetters = queues.get(entry.queue());
         if (source == null || source.store().isAcked(copy.sourceId())) {
+            if (answer != null && deadLetters != null) { // the leader counted the copy as uncommitted (R9)
+                deadLetters.uncommittedRefused(1, copy.headers().length + copy.payload().length);
+            }
             done.complete(null);
             return done;
         }
-        BrokerQueue deadLetters = queues.get(entry.queue());
         try {
             if (deadLetters == null) {
                 deadLetters = queues.declare(entry.queue(), QueueSettings.EMPTY);
@@ -143,8 +158,8 @@ final class ShardApplier {
             return done;
         }
         String target = deadLetters.name();
-        deadLetters.applyForwarded(copy.producerId(), copy.producerSequence(), ByteBuffer.wrap(copy.headers()),
-                ByteBuffer.wrap(copy.payload())).whenComplete((id, failure) -> {
+        deadLetters.applyForwarded(index, ByteBuffer.wrap(copy.headers()), ByteBuffer.wrap(copy.payload()), answer != null)
+                .whenComplete((id, failure) -> {
                     if (failure != null) {
                         LOG.error("Shard entry {} of node {}: storing the dead-letter copy of message {} of '{}' in '{}' failed on "
                                 + "this node; the message stays in '{}'.", entry.originCall(), entry.originNode(), copy.sourceId(),
@@ -152,6 +167,7 @@ final class ShardApplier {
                         done.completeExceptionally(failure);
                         return;
                     }
+                    CrashPoint.reached(CrashPoint.CLUSTER_DEAD_LETTER_COPY_DURABLE);
                     source.applyReplicatedAcks(List.of(IdRange.single(copy.sourceId())));
                     afterQueueWork(source).whenComplete((ignored, never) -> done.complete(null));
                 });
@@ -159,7 +175,7 @@ final class ShardApplier {
     }
 
     /**
-     * Rule R10: every node registers the named producer in log order, so grants the same epoch; the submitter's
+     * Rule R11: every node registers the named producer in log order, so grants the same epoch; the submitter's
      * registration is its client's connection (it owns the producer's publishes there), every other node's the
      * replicated log, which no client's connection is, so a node that leads next fences the producer's publishes
      * until its instance registers there again (the client does on reconnecting, resuming its epoch).

@@ -40,23 +40,71 @@ import java.nio.charset.StandardCharsets;
  * | int64 producerId | int64 producerSequence | int32 headersLength | headers | int32 payloadLength | payload |
  * </pre>
  *
- * <p>Version 3 is a PUBLISH of named producers (rule R10): version 1's layout with, before the frame, the epochs the
+ * {@code producerId} and {@code producerSequence} are the original's; every node stores the copy under the entry's
+ * own identity instead (the producer reserved for replicated dead-letters and the entry's log index), so that a
+ * replay stores it once ({@link io.sluice.broker.queue.BrokerQueue#applyForwarded}).
+ *
+ * <p>Version 3 is the deliveries of one dispatch on the leader (rule R10), so that every node keeps the delivery
+ * counts a new leader delivers with: message {@code ids[i]} of {@code queue} was delivered for the {@code counts[i]}-th
+ * time. {@code frame} is then null and {@code deliveries} says it:
+ *
+ * <pre>
+ * | uint8 version (3) | int32 originNode | int64 originCall | string queue | int32 n | n x (int64 id, int32 count) |
+ * </pre>
+ *
+ * <p>Version 4 is a PUBLISH of named producers (rule R11): version 1's layout with, before the frame, the epochs the
  * leader resolved for them when it admitted the frame ({@link ProducerEpochs}), so that every node fences alike:
  *
  * <pre>
- * | uint8 version (3) | int32 originNode | int64 originCall | string queue | uint16 count
+ * | uint8 version (4) | int32 originNode | int64 originCall | string queue | uint16 count
  * | count x (int64 producerId, int32 epoch) | frame (a PUBLISH) |
  * </pre>
  *
- * A frame of unnamed producers only is written as version 1, as before.
+ * A frame of unnamed producers only is written as version 1, as before. A broker reads all four versions; one that
+ * predates a version skips its entries (logged), as it skips any entry it cannot apply.
  */
-record ShardEntry(int originNode, long originCall, String queue, Frame frame, DeadLetterCopy deadLetter, ProducerEpochs epochs) {
+record ShardEntry(int originNode, long originCall, String queue, Frame frame, DeadLetterCopy deadLetter, Deliveries deliveries,
+                  ProducerEpochs epochs) {
     static final int VERSION = 1;
     static final int DEAD_LETTER_VERSION = 2;
-    static final int NAMED_PUBLISH_VERSION = 3;
+    static final int DELIVERED_VERSION = 3;
+    static final int NAMED_PUBLISH_VERSION = 4;
+    /** Deliveries per entry at most: 12 bytes each. */
+    static final int MAX_DELIVERIES = 4096;
 
     ShardEntry(int originNode, long originCall, String queue, Frame frame) {
-        this(originNode, originCall, queue, frame, null, ProducerEpochs.NONE);
+        this(originNode, originCall, queue, frame, null, null, ProducerEpochs.NONE);
+    }
+
+    /** Deliveries of one dispatch on the leader (rule R10): {@code ids[i]} delivered for the {@code counts[i]}-th time. */
+    record Deliveries(long[] ids, int[] counts) {
+    }
+
+    /** Encodes a deliveries entry (version 3) of the first {@code n} of {@code ids} and {@code counts} into a new array. */
+    static byte[] encodeDeliveries(int originNode, long originCall, String queue, long[] ids, int[] counts, int n) {
+        byte[] name = queue.getBytes(StandardCharsets.UTF_8);
+        ByteBuf out = Unpooled.buffer(1 + 4 + 8 + 2 + name.length + 4 + n * 12);
+        out.writeByte(DELIVERED_VERSION).writeInt(originNode).writeLong(originCall).writeShort(name.length).writeBytes(name)
+                .writeInt(n);
+        for (int i = 0; i < n; i++) {
+            out.writeLong(ids[i]).writeInt(counts[i]);
+        }
+        return ByteBufUtil.getBytes(out);
+    }
+
+    private static ShardEntry decodeDeliveries(ByteBuf in, int node, long call, String queue) {
+        int n = in.readInt();
+        if (n < 0 || n > MAX_DELIVERIES || in.readableBytes() != n * 12L) {
+            throw new IllegalArgumentException("deliveries shard entry of " + n + " deliveries has " + in.readableBytes()
+                    + " bytes for them (12 each, at most " + MAX_DELIVERIES + ")");
+        }
+        long[] ids = new long[n];
+        int[] counts = new int[n];
+        for (int i = 0; i < n; i++) {
+            ids[i] = in.readLong();
+            counts[i] = in.readInt();
+        }
+        return new ShardEntry(node, call, queue, null, null, new Deliveries(ids, counts), ProducerEpochs.NONE);
     }
 
     /** A dead-letter's copy (rule R8): what every node stores in the dead-letter queue for message {@code sourceId} of {@code source}. */
@@ -89,7 +137,7 @@ record ShardEntry(int originNode, long originCall, String queue, Frame frame, De
             throw new IllegalArgumentException("dead-letter shard entry has " + in.readableBytes() + " bytes after its payload");
         }
         return new ShardEntry(node, call, queue, null, new DeadLetterCopy(source, sourceId, producerId, producerSequence, headers, payload),
-                ProducerEpochs.NONE);
+                null, ProducerEpochs.NONE);
     }
 
     /** Encodes into a new array (the Raft log keeps it); the caller still owns {@code frame}. */
@@ -130,9 +178,9 @@ record ShardEntry(int originNode, long originCall, String queue, Frame frame, De
         ByteBuf in = Unpooled.wrappedBuffer(data);
         try {
             int version = in.readUnsignedByte();
-            if (version != VERSION && version != DEAD_LETTER_VERSION && version != NAMED_PUBLISH_VERSION) {
-                throw new IllegalArgumentException("shard entry version " + version + " is not " + VERSION + ", "
-                        + DEAD_LETTER_VERSION + " or " + NAMED_PUBLISH_VERSION + ", the ones this broker reads");
+            if (version < VERSION || version > NAMED_PUBLISH_VERSION) {
+                throw new IllegalArgumentException("shard entry version " + version + " is not one of " + VERSION + " to "
+                        + NAMED_PUBLISH_VERSION + ", the ones this broker reads");
             }
             int node = in.readInt();
             long call = in.readLong();
@@ -140,6 +188,9 @@ record ShardEntry(int originNode, long originCall, String queue, Frame frame, De
             String queue = in.readCharSequence(nameLength, StandardCharsets.UTF_8).toString();
             if (version == DEAD_LETTER_VERSION) {
                 return decodeDeadLetter(in, node, call, queue);
+            }
+            if (version == DELIVERED_VERSION) {
+                return decodeDeliveries(in, node, call, queue);
             }
             ProducerEpochs epochs = ProducerEpochs.NONE;
             if (version == NAMED_PUBLISH_VERSION) {
@@ -159,7 +210,7 @@ record ShardEntry(int originNode, long originCall, String queue, Frame frame, De
                         + ByteBufUtil.hexDump(data, 0, Math.min(16, data.length)) + ") does not end with exactly one frame"
                         + (version == NAMED_PUBLISH_VERSION ? ", a PUBLISH" : ""));
             }
-            return new ShardEntry(node, call, queue, frame, null, epochs);
+            return new ShardEntry(node, call, queue, frame, null, null, epochs);
         } catch (IndexOutOfBoundsException | io.sluice.protocol.ProtocolException e) {
             throw new IllegalArgumentException("shard entry of " + data.length + " bytes is damaged: " + e.getMessage(), e);
         } finally {

@@ -149,7 +149,8 @@ final class ShardStateMachine extends BaseStateMachine {
         CompletableFuture<Void> applied;
         try {
             // A copy: the entry's buffer is Ratis's, and the queues read it later, on their own threads.
-            applied = applier.apply(ShardEntry.decode(entry.getStateMachineLogEntry().getLogData().toByteArray(), maxFrameBytes));
+            applied = applier.apply(ShardEntry.decode(entry.getStateMachineLogEntry().getLogData().toByteArray(), maxFrameBytes),
+                    entry.getIndex());
         } catch (RuntimeException e) {
             // Every node meets the same entry, so every node skips it alike; it never stops the shard.
             LOG.error("Shard {}: skipping log entry {} that this broker cannot apply: {}", getGroupId(), termIndex, e.getMessage());

@@ -50,7 +50,7 @@ final class Submissions {
         waiting.put(call, new Applied(applied));
     }
 
-    /** A PRODUCER_INIT entry's registration (rule R10): the connection it registers on, and its answer. */
+    /** A PRODUCER_INIT entry's registration (rule R11): the connection it registers on, and its answer. */
     void registration(long call, ClientConnection connection, CompletableFuture<ProducerRegistry.Registered> answer) {
         waiting.put(call, new Registration(connection, answer));
     }

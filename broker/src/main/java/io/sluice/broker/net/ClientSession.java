@@ -433,7 +433,7 @@ final class ClientSession {
         producerQueues.add(queue);
         CompletableFuture<io.sluice.broker.queue.ProducerRegistry.Registered> registration = queues.replication() == null
                 ? queue.producerState().register(proxy, producerId, init.epoch())
-                : queues.replication().registerProducer(queue, proxy, init.producerName(), producerId, init.epoch()); // R10
+                : queues.replication().registerProducer(queue, proxy, init.producerName(), producerId, init.epoch()); // R11
         registration.whenComplete((registered, failure) -> {
             if (failure != null) {
                 ErrorCode code = ErrorCodes.of(failure);

@@ -84,6 +84,24 @@ final class AckBatch implements InFlightDeliveries.Removed {
         return acked;
     }
 
+    /**
+     * Rule R10 of docs/replication.md: a cluster node records the leader's deliveries, so that it delivers with their
+     * counts if it leads next. A count only ever grows: one at or below what this node recorded (it led before and
+     * delivered more) changes nothing; acknowledged ids are skipped by the store.
+     */
+    void recordReplicatedDeliveries(long[] deliveredIds, int[] counts) {
+        long[] higher = new long[deliveredIds.length];
+        int[] higherCounts = new int[counts.length];
+        int n = 0;
+        for (int i = 0; i < deliveredIds.length; i++) {
+            if (!store.isAcked(deliveredIds[i]) && counts[i] > store.deliveryCount(deliveredIds[i])) {
+                higher[n] = deliveredIds[i];
+                higherCounts[n++] = counts[i];
+            }
+        }
+        store.recordDeliveries(higher, higherCounts, n);
+    }
+
     /** Hands what is batched to the store. */
     void flush() {
         if (size > 0) {

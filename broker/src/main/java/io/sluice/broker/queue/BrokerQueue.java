@@ -69,6 +69,7 @@ public final class BrokerQueue {
     private final Backlog backlog;
     private final DropOldest dropOldest;
     private final LeaderAdmission admission;
+    private final ForwardedCopies forwarded;
     private long publishRefused;
     private boolean dispatchScheduled;
     /** Chooses consumers, takes from the order, builds the DELIVER frames (D1..D3). */
@@ -109,7 +110,12 @@ public final class BrokerQueue {
         this.publishers = new QueuePublishers(name);
         IdSet pending = new IdSet();
         this.order = new DeliveryOrder(store, tracked, pending, executor, this::scheduleDispatch);
-        this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store), this::deadLetter);
+        this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store, (ids, counts, n) -> {
+            Replication replication = manager.replication(); // rule R10 of docs/replication.md: replicated, best effort
+            if (replication != null) {
+                replication.delivered(this, ids, counts, n);
+            }
+        }), this::deadLetter);
         StagedAtOpen staged = new StagedAtOpen();
         this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes(staged));
         this.acks = new AckBatch(store, backlog, tracked);
@@ -119,6 +125,12 @@ public final class BrokerQueue {
                 pendingConfirms, publishers, transactionEffects);
         this.admission = new LeaderAdmission(this, backlog, publishers, producers, pendingConfirms, this::updateFlow,
                 this::releaseConfirms);
+        this.forwarded = new ForwardedCopies(this, store, order, producers, backlog, bytes -> {
+            publishedMessages++;
+            backlog.added(bytes);
+            updateFlow();
+            scheduleDispatch();
+        });
         this.dropOldest = new DropOldest(this, store, tracked, transactions, backlog, manager, this::deadLetter);
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
@@ -184,7 +196,7 @@ public final class BrokerQueue {
                 if (submittedHere) {
                     backlog.uncommittedDone(frame.messageCount(), Backlog.bytes(frame));
                 }
-                producers.applying(epochs); // rule R10: the leader's epochs decide fencing, on every node alike
+                producers.applying(epochs); // rule R11: the leader's epochs decide fencing, on every node alike
                 publishNow(connection, frame, true);
             } finally {
                 producers.applying(null);
@@ -193,10 +205,25 @@ public final class BrokerQueue {
         });
     }
 
+    /** Rule R10 of docs/replication.md: the leader delivered {@code ids[i]} for the {@code counts[i]}-th time. */
+    public void applyReplicatedDeliveries(long[] ids, int[] counts) {
+        executor.execute(() -> acks.recordReplicatedDeliveries(ids, counts));
+    }
+
     /** Rule R9 of docs/replication.md: the leader's quota check before it submits a PUBLISH ({@link LeaderAdmission}). */
     public void admit(ProducerLink link, PublishFrame frame, long maxUncommittedBytes,
                       java.util.function.BiConsumer<PublishFrame, ProducerEpochs> submit) {
         executor.execute(() -> admission.admit(link, frame, maxUncommittedBytes, submit));
+    }
+
+    /** Rules R8 and R9: the leader's quota check of a dead-letter copy ({@link LeaderAdmission#admitCopy}); fails with the refusal. */
+    public CompletableFuture<Void> admitCopy(int messageBytes, long maxUncommittedBytes) {
+        return CompletableFuture.supplyAsync(() -> admission.admitCopy(messageBytes, maxUncommittedBytes), executor)
+                .thenAccept(refusal -> {
+                    if (refusal != null) {
+                        throw new IllegalStateException(refusal);
+                    }
+                });
     }
 
     /** Rule R9: Raft refused a frame {@link #admit} counted. Any thread. */
@@ -602,47 +629,18 @@ public final class BrokerQueue {
      * with the reason it was refused.
      */
     CompletableFuture<Long> acceptForwarded(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
-        return forward(producerId, producerSequence, headers, payload, false);
+        return forwarded.forward(producerId, producerSequence, headers, payload, false);
     }
 
-    /** A cluster node stores the leader's dead-letter copy (rule R8 of docs/replication.md): no quota check, as {@link #applyReplicated}. */
-    public CompletableFuture<Long> applyForwarded(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
-        return forward(producerId, producerSequence, headers, payload, true);
-    }
-
-    private CompletableFuture<Long> forward(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload,
-                                            boolean replicated) {
-        CompletableFuture<Long> stored = new CompletableFuture<>();
-        executor.execute(() -> {
-            try {
-                if (closed) {
-                    throw new IllegalStateException("queue '" + name + "' was deleted");
-                }
-                int bytes = headers.remaining() + payload.remaining();
-                String refusal = replicated ? null : backlog.refusal(store.unackedMessages(), bytes, this::dropOldest);
-                if (refusal != null) {
-                    publishRefused++;
-                    throw new IllegalStateException(refusal);
-                }
-                long id = store.appendForwarded(producerId, producerSequence, headers, payload);
-                order.appendedVisible(id);
-                producers.appended(id);
-                publishedMessages++;
-                backlog.added(bytes);
-                updateFlow();
-                scheduleDispatch();
-                store.whenDurable(id).whenComplete((durable, error) -> {
-                    if (error != null) {
-                        stored.completeExceptionally(error);
-                    } else {
-                        stored.complete(id);
-                    }
-                });
-            } catch (RuntimeException e) {
-                stored.completeExceptionally(e);
-            }
-        });
-        return stored;
+    /**
+     * A cluster node stores the leader's dead-letter copy of the log's entry {@code logIndex} (rule R8 of
+     * docs/replication.md): no quota check, as {@link #applyReplicated}; stored under the entry's identity
+     * ({@link ProducerTable#DEAD_LETTER_COPIES_PRODUCER_ID}, the index), and not again if this queue holds it already
+     * (a replay after a crash before the original's ack): then it completes with -1. {@code submittedHere}: this
+     * node admitted the copy ({@link #admitCopy}), which is no longer uncommitted.
+     */
+    public CompletableFuture<Long> applyForwarded(long logIndex, ByteBuffer headers, ByteBuffer payload, boolean submittedHere) {
+        return forwarded.forward(ProducerTable.DEAD_LETTER_COPIES_PRODUCER_ID, logIndex, headers, payload, submittedHere);
     }
 
     /**
@@ -684,7 +682,7 @@ public final class BrokerQueue {
     }
 
     public long publishRefused() {
-        return publishRefused + admission.refused();
+        return publishRefused + admission.refused() + forwarded.refused();
     }
 
     public long deadLettered() {
@@ -728,7 +726,7 @@ public final class BrokerQueue {
 
     private QueueSnapshot.Counters countersNow() {
         return new QueueSnapshot.Counters(publishedMessages, pendingConfirms.confirmedStored(), deliveredMessages, redelivered,
-                ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropOldest.dropped(), publishRefused + admission.refused(),
+                ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropOldest.dropped(), publishRefused(),
                 pendingConfirms.confirmedResends(), producers.table().evictions(),
                 producers.table().expiries());
     }

@@ -39,9 +39,21 @@ final class DeliveryFrames {
     private static final int MAX_NOTED = 1024;
     private int noted;
 
+    /** Told of the deliveries each time they are recorded in the store, on the queue's executor (the arrays are reused after). */
+    interface Recorded {
+        void recorded(long[] ids, int[] counts, int n);
+    }
+
+    private final Recorded recorded;
+
     DeliveryFrames(String queue, QueueStore store) {
+        this(queue, store, (ids, counts, n) -> { });
+    }
+
+    DeliveryFrames(String queue, QueueStore store, Recorded recorded) {
         this.queue = queue;
         this.store = store;
+        this.recorded = recorded;
     }
 
     /** Adds delivery number {@code count} of {@code message} to {@code consumer}'s frame. */
@@ -114,6 +126,7 @@ final class DeliveryFrames {
     private void record() {
         if (noted > 0) {
             store.recordDeliveries(ids, counts, noted);
+            recorded.recorded(ids, counts, noted);
             noted = 0;
         }
     }

@@ -45,7 +45,7 @@ final class LeaderAdmission {
 
     /**
      * Hands the frame to {@code submit} if every message of it may be stored, counted as uncommitted, with the epochs
-     * {@code link} holds for its named producers (rule R10); else refuses its messages on {@code link} (one entry is
+     * {@code link} holds for its named producers (rule R11); else refuses its messages on {@code link} (one entry is
      * stored whole or not at all) and releases it.
      */
     void admit(ProducerLink link, PublishFrame frame, long maxUncommittedBytes, BiConsumer<PublishFrame, ProducerEpochs> submit) {
@@ -108,6 +108,26 @@ final class LeaderAdmission {
             releaseConfirms.run();
         }
         link.flush();
+    }
+
+    /**
+     * Rule R8 with the quota of R9: the leader checks this queue's quota for a dead-letter copy of {@code messageBytes}
+     * before it submits the dead-letter, as a single broker checks it before storing the copy (the same refusals,
+     * and drop-oldest's drops, replicated as acks). Null if admitted, counted as uncommitted until the entry is
+     * applied here or Raft refuses it; else the reason, which fails the move (the original stays in its source).
+     */
+    String admitCopy(int messageBytes, long maxUncommittedBytes) {
+        if (queue.isClosed()) {
+            return "queue '" + queue.name() + "' was deleted";
+        }
+        String refusal = backlog.refusal(queue.store().unackedMessages(), messageBytes, queue::dropOldest);
+        if (refusal != null) {
+            refused++;
+            return refusal;
+        }
+        backlog.submitted(messageBytes, maxUncommittedBytes);
+        updateFlow.run();
+        return null;
     }
 
     /** Raft refused a frame {@link #admit} counted: it is no longer uncommitted. */

@@ -4,7 +4,7 @@ import java.util.Arrays;
 
 /**
  * The epochs a cluster's leader resolved for the named producers of one PUBLISH frame when it admitted it
- * (docs/replication.md, rule R10), carried in the frame's log entry so that every node fences the same
+ * (docs/replication.md, rule R11), carried in the frame's log entry so that every node fences the same
  * messages when it applies the entry, whatever connections it has: a producer not listed publishes at epoch
  * 0 (an unnamed producer, or a named one no connection of the leader's holds, which its epoch then fences);
  * -1 marks one whose newer instance registered on another connection.

@@ -90,7 +90,7 @@ public final class ProducerRegistry {
     private int resolvedEpoch;
     /**
      * Queue thread: while a cluster node applies a PUBLISH entry ({@link #applying}), the epochs its leader
-     * resolved when it admitted the frame, which decide fencing instead of this node's connections (rule R10 of
+     * resolved when it admitted the frame, which decide fencing instead of this node's connections (rule R11 of
      * docs/replication.md); null otherwise.
      */
     private ProducerEpochs entryEpochs;
@@ -150,6 +150,8 @@ public final class ProducerRegistry {
                     && record.producerId() != ProducerTable.TRANSACTIONS_PRODUCER_ID) {
                 table.stored(record.producerId(), 0, record.producerSequence(), record.timestampMillis());
                 replayed[0]++;
+            } else if (record.forwarded() && record.producerId() == ProducerTable.DEAD_LETTER_COPIES_PRODUCER_ID) {
+                table.stored(record.producerId(), 0, record.producerSequence(), record.timestampMillis()); // R8's copies
             }
         });
         table.expire(store.nowMillis());
@@ -171,8 +173,8 @@ public final class ProducerRegistry {
      * at {@code nowMillis} on the store's clock.
      */
     ProducerTable.Verdict check(ClientConnection connection, long producerId, long sequence, long nowMillis) {
-        if (producerId == ProducerTable.TRANSACTIONS_PRODUCER_ID) {
-            return ProducerTable.Verdict.FENCED; // the coordinator's, never a client's
+        if (ProducerTable.isBrokers(producerId)) {
+            return ProducerTable.Verdict.FENCED; // the transaction coordinator's or the replicated dead-letters', never a client's
         }
         if (!deduplicates) {
             return ProducerTable.Verdict.NEW;
@@ -255,9 +257,9 @@ public final class ProducerRegistry {
 
     /** The sentence of a PUBLISH_ERROR for a publish {@link #check} refused. */
     String refusal(ProducerTable.Verdict verdict, long producerId, long sequence) {
-        if (producerId == ProducerTable.TRANSACTIONS_PRODUCER_ID) {
-            return "producer id " + producerId + " is reserved for the broker's transactions; sequence " + sequence
-                    + " was not stored on queue '" + queue + "'";
+        if (ProducerTable.isBrokers(producerId)) {
+            return "producer id " + producerId + " is reserved for the broker's transactions and replicated dead-letters; sequence "
+                    + sequence + " was not stored on queue '" + queue + "'";
         }
         if (verdict == ProducerTable.Verdict.FENCED) {
             return "producer " + producerId + " is fenced on queue '" + queue + "': a newer instance registered under its name "
@@ -282,6 +284,22 @@ public final class ProducerRegistry {
             table.stored(producerId, Math.max(0, epochOf(connection, producerId)), sequence, nowMillis);
             changed = true;
         }
+        recorded(id);
+    }
+
+    /**
+     * Rule R8 of docs/replication.md: whether the dead-letter copy of the replicated log's entry {@code logIndex} is
+     * stored in this queue already (a node replaying its log after a crash between the copy and the original's ack).
+     * Exact: copies are stored in log order, and the table never forgets their producer.
+     */
+    boolean holdsDeadLetterCopy(long logIndex) {
+        return table.lastStoredSequence(ProducerTable.DEAD_LETTER_COPIES_PRODUCER_ID) >= logIndex;
+    }
+
+    /** The dead-letter copy of the log's entry {@code logIndex} was appended as record {@code id}. */
+    void deadLetterCopyStored(long logIndex, long id, long nowMillis) {
+        table.stored(ProducerTable.DEAD_LETTER_COPIES_PRODUCER_ID, 0, logIndex, nowMillis);
+        changed = true;
         recorded(id);
     }
 

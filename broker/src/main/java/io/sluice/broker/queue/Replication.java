@@ -76,13 +76,21 @@ public interface Replication {
     CompletableFuture<Void> deadLetter(BrokerQueue source, StoredMessage original, String deadLetterQueue, ByteBuffer headers);
 
     /**
-     * Rule R10 of docs/replication.md: replicates the registration of an instance of the named producer
+     * Rule R11 of docs/replication.md: replicates the registration of an instance of the named producer
      * {@code producerName} ({@code producerId}) with {@code queue}, so that every node grants the same epoch in log
      * order; completes as {@link QueueProducerState#register} does once the entry is applied here, with the
      * registration's connection {@code connection}; exceptionally (NOT_LEADER) if it could not be committed.
      */
     CompletableFuture<ProducerRegistry.Registered> registerProducer(BrokerQueue queue, ClientConnection connection,
                                                                     String producerName, long producerId, int requestedEpoch);
+
+    /**
+     * Rule R10 of docs/replication.md: this node, the leader, delivered {@code ids[i]} of {@code queue} for the
+     * {@code counts[i]}-th time (the first {@code n}; the arrays are reused once this returns), recorded here already.
+     * Replicated best effort, never waited for: a delivery lost with the leader is only counted lower after the
+     * failover. Called on the queue's executor.
+     */
+    void delivered(BrokerQueue queue, long[] ids, int[] counts, int n);
 
     /** Headers plus payload of the frame's messages, as quotas count them (rule R9's uncommitted bytes). */
     static long bytes(PublishFrame frame) {

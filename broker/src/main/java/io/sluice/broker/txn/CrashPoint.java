@@ -1,8 +1,9 @@
 package io.sluice.broker.txn;
 
 /**
- * Named points where a crash test stops the broker as kill -9 would: the points of a commit here, and those
- * of a cluster's snapshot install ({@code cluster.SnapshotInstaller}), which calls {@link #reached} too
+ * Named points where a crash test stops the broker as kill -9 would: the points of a commit here, those of a
+ * cluster's snapshot install ({@code cluster.SnapshotInstaller}), which calls {@link #reached} too, and of a cluster
+ * node's apply
  * ({@link Runtime#halt}: no shutdown hook, no flush, only what is already in the page cache stays).
  * The system property {@code sluice.crash-point} names the point; unset, as in production, a point
  * costs one comparison with null.
@@ -27,6 +28,12 @@ public final class CrashPoint {
      * (X5); its files, with those records, are about to be deleted.
      */
     static final String QUEUE_DELETE_AFTER_X5 = "txn-queue-delete-after-x5";
+
+    /**
+     * A cluster node stored a dead-letter copy (rule R8 of docs/replication.md) and it is durable; the original is not
+     * yet acknowledged in its source, so the node replays the entry when it starts again.
+     */
+    public static final String CLUSTER_DEAD_LETTER_COPY_DURABLE = "cluster-dead-letter-copy-durable";
 
     private static final String CHOSEN = System.getProperty("sluice.crash-point");
 

@@ -112,6 +112,24 @@ class ShardEntryTest {
         assertThrows(IllegalArgumentException.class, () -> ShardEntry.decode(longer, MAX_FRAME));
     }
 
+    /** Rule R10: a deliveries entry carries the leader's ids and counts, and one whose count disagrees with its length is refused. */
+    @Test
+    void shouldRoundTripDeliveries() {
+        long[] ids = {1L << 32 | 5, 1L << 32 | 6, 2L << 32, 99};
+        int[] counts = {1, 1, 3, 7};
+        byte[] entry = ShardEntry.encodeDeliveries(2, 8, "orders", ids, counts, 3);
+        ShardEntry decoded = ShardEntry.decode(entry, MAX_FRAME);
+        assertEquals("orders", decoded.queue());
+        assertEquals(2, decoded.originNode());
+        assertEquals(8, decoded.originCall());
+        assertTrue(decoded.frame() == null && decoded.deadLetter() == null);
+        assertTrue(java.util.Arrays.equals(java.util.Arrays.copyOf(ids, 3), decoded.deliveries().ids()));
+        assertTrue(java.util.Arrays.equals(java.util.Arrays.copyOf(counts, 3), decoded.deliveries().counts()));
+        byte[] shorter = java.util.Arrays.copyOf(entry, entry.length - 1);
+        IllegalArgumentException damaged = assertThrows(IllegalArgumentException.class, () -> ShardEntry.decode(shorter, MAX_FRAME));
+        assertTrue(damaged.getMessage().contains("3 deliveries"), damaged.getMessage());
+    }
+
     /** Rule R8: a dead-letter entry carries the leader's copy byte for byte, and a damaged one is refused. */
     @Test
     void shouldRoundTripADeadLetter() {

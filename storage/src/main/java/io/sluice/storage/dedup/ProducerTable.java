@@ -47,6 +47,20 @@ public final class ProducerTable {
      */
     public static final long TRANSACTIONS_PRODUCER_ID = Long.MIN_VALUE;
 
+    /**
+     * The producer id under which a cluster node stores the leader's dead-letter copies in a dead-letter queue, with
+     * the replicated log's index of the dead-letter as the sequence (rule R8 of docs/replication.md; no client may
+     * publish under it). Copies are applied in log order, so, as for {@link #TRANSACTIONS_PRODUCER_ID}, the table
+     * keeps only the highest index, and it is never evicted nor expired: a node replaying its log decides by it,
+     * exactly, whether a copy is already stored.
+     */
+    public static final long DEAD_LETTER_COPIES_PRODUCER_ID = Long.MIN_VALUE + 1;
+
+    /** True for the broker's own producers, whose sequences come in order and which are never evicted nor expired. */
+    public static boolean isBrokers(long producerId) {
+        return producerId == TRANSACTIONS_PRODUCER_ID || producerId == DEAD_LETTER_COPIES_PRODUCER_ID;
+    }
+
     /** What to do with a publish. */
     public enum Verdict { NEW, DUPLICATE, FENCED, OUT_OF_WINDOW }
 
@@ -157,7 +171,7 @@ public final class ProducerTable {
         Producer p = findOrAdd(producerId, epoch, nowMillis);
         p.epoch = Math.max(p.epoch, epoch);
         p.lastSeenMillis = Math.max(p.lastSeenMillis, nowMillis);
-        if (producerId == TRANSACTIONS_PRODUCER_ID) {
+        if (isBrokers(producerId)) {
             p.highest = Math.max(p.highest, sequence); // applied in order: below the highest, everything is stored
             return;
         }
@@ -257,7 +271,7 @@ public final class ProducerTable {
         Iterator<Producer> oldestFirst = producers.values().iterator();
         while (oldestFirst.hasNext()) {
             Producer p = oldestFirst.next();
-            if (p.id == TRANSACTIONS_PRODUCER_ID) {
+            if (isBrokers(p.id)) {
                 continue;
             }
             if (nowMillis - p.lastSeenMillis < idleExpiryMillis) {
@@ -322,14 +336,14 @@ public final class ProducerTable {
         expire(nowMillis);
         if (producers.size() >= maxProducers) {
             Iterator<Map.Entry<Long, Producer>> eldest = producers.entrySet().iterator();
-            Producer evicted = eldest.next().getValue();
-            if (evicted.id == TRANSACTIONS_PRODUCER_ID && eldest.hasNext()) {
-                evicted = eldest.next().getValue();
-            }
-            if (evicted.id != TRANSACTIONS_PRODUCER_ID) {
-                forget(evicted);
-                eldest.remove();
-                evictions++;
+            while (eldest.hasNext()) { // the least recently seen of the clients' producers
+                Producer evicted = eldest.next().getValue();
+                if (!isBrokers(evicted.id)) {
+                    forget(evicted);
+                    eldest.remove();
+                    evictions++;
+                    break;
+                }
             }
         }
         p = new Producer(producerId, epoch, nowMillis);

@@ -178,4 +178,23 @@ class ProducerTableTest {
         assertEquals(500, table.lastStoredSequence(coordinator));
         assertEquals(1, table.tracked());
     }
+
+    /** Rule R8 of docs/replication.md: a replicated dead-letter queue decides by its copies' producer whether a replayed copy is stored. */
+    @Test
+    void theDeadLetterCopiesProducerIsNeverEvictedNorExpiredAndKeepsNoGaps() {
+        long copies = ProducerTable.DEAD_LETTER_COPIES_PRODUCER_ID;
+        long coordinator = ProducerTable.TRANSACTIONS_PRODUCER_ID;
+        table.stored(coordinator, 0, 7, 0);
+        table.stored(copies, 0, 12, 0);
+        table.stored(copies, 0, 40, 0); // log indexes: the entries between were other changes
+        assertArrayEquals(new long[0], table.snapshot().get(1).gapRanges(), "no gaps for the copies");
+        store(1, 1);
+        store(2, 1); // the cap is 3: the clients' producer 1 is evicted, neither of the broker's
+        assertEquals(40, table.lastStoredSequence(copies));
+        assertEquals(7, table.lastStoredSequence(coordinator));
+        assertEquals(1, table.evictions());
+        table.expire(10_000);
+        assertEquals(40, table.lastStoredSequence(copies));
+        assertEquals(2, table.tracked());
+    }
 }
