@@ -74,12 +74,13 @@ public final class Broker implements AutoCloseable {
     private final InetSocketAddress listenAddress;
     private final long recoveryNanos;
 
-    private Broker(BrokerConfig config, FileForcer forcer, long startedNanos) {
+    private Broker(BrokerConfig config, FileForcer forcer, StartupPhases phases) {
         this.config = config;
         String dataDirectoryProblem = DataDirectoryAccess.problem(config.dataDirectory());
         if (dataDirectoryProblem != null) {
             throw new StartupException(dataDirectoryProblem);
         }
+        phases.end("checking the data directory");
         // Rule "the listener's parts start while the store recovers": the admin server and the event loops
         // take nothing from the store, so a thread of their own builds them (loading their classes, the
         // native transport and the buffer allocator) while this one opens the store. The listener binds
@@ -100,9 +101,11 @@ public final class Broker implements AutoCloseable {
         }
         this.store = opened;
         this.recoveryNanos = System.nanoTime() - storeStarted;
+        phases.end("the store's recovery");
         ListenerParts started;
         try {
             started = parts.join();
+            phases.end("waiting for the admin server and event loops");
         } catch (CompletionException e) {
             store.close();
             throw e.getCause() instanceof StartupException startup ? startup
@@ -118,12 +121,15 @@ public final class Broker implements AutoCloseable {
         try {
             queueManager = new QueueManager(store, workerGroup, config.queues, config.broker.publishWindowMessages);
             queueManager.limitQueues(config.limits.maxQueues);
+            phases.end("queues");
             // Before the listener binds: what a crash interrupted is rolled back or applied again first.
             transactionCoordinator = TransactionCoordinator.open(config.dataDirectory(), config.storeConfig(), forcer, queueManager,
                     config.transactions);
+            phases.end("the transaction log's recovery");
             if (config.cluster.enabled) {
                 // Before the listener binds, as recovery: the node's Raft log is replayed into the queues first.
                 clusterNode = ClusterNode.start(config, queueManager, this::closeClientsNotLeader);
+                phases.end("the cluster node");
             }
             Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
             this.channelInitializer = new BrokerChannelInitializer(config, new Authenticator(config.auth), queueManager, transactionCoordinator,
@@ -141,6 +147,7 @@ public final class Broker implements AutoCloseable {
             try {
                 this.serverChannel = bootstrap.bind(new InetSocketAddress(config.broker.listenAddress, config.broker.port))
                         .syncUninterruptibly().channel();
+                phases.end("binding");
             } catch (Exception e) {
                 // Netty rethrows the bind's checked IOException (epoll: NativeIoException) undeclared, hence Exception.
                 throw new StartupException(ListenFailure.describe(config.broker.listenAddress, config.broker.port,
@@ -172,11 +179,12 @@ public final class Broker implements AutoCloseable {
         if (admin != null) {
             admin.attach(this);
         }
+        long startedMillis = phases.elapsedMillis();
         LOG.info("Sluice broker '{}' listening on {} ({} transport), data in {} ({} queues, durability {}), started in {} ms"
-                        + " (the store's recovery {} ms).",
+                        + " (the store's recovery {} ms); phases: {}.",
                 config.broker.name, listenAddress, epoll ? "epoll" : "nio",
                 config.dataDirectory().toAbsolutePath(), store.listQueues().size(), config.storeConfig().durability().configName(),
-                (System.nanoTime() - startedNanos) / 1_000_000, recoveryNanos / 1_000_000);
+                startedMillis, recoveryNanos / 1_000_000, phases.describe());
     }
 
     /**
@@ -240,7 +248,7 @@ public final class Broker implements AutoCloseable {
     }
 
     public static Broker start(BrokerConfig config) {
-        return new Broker(config, FileForcer.FSYNC, System.nanoTime());
+        return new Broker(config, FileForcer.FSYNC, new StartupPhases(System.nanoTime()));
     }
 
     /**
@@ -249,12 +257,17 @@ public final class Broker implements AutoCloseable {
      * the "started in" it logs counts from then.
      */
     public static Broker start(BrokerConfig config, long startedNanos) {
-        return new Broker(config, FileForcer.FSYNC, startedNanos);
+        return new Broker(config, FileForcer.FSYNC, new StartupPhases(startedNanos));
+    }
+
+    /** As {@link #start(BrokerConfig, long)}, continuing the phases the command line began (its "started in" line lists them). */
+    static Broker start(BrokerConfig config, StartupPhases phases) {
+        return new Broker(config, FileForcer.FSYNC, phases);
     }
 
     /** As {@link #start(BrokerConfig)}, with the store forcing files through {@code forcer}: tests inject disk failures. */
     static Broker start(BrokerConfig config, FileForcer forcer) {
-        return new Broker(config, forcer, System.nanoTime());
+        return new Broker(config, forcer, new StartupPhases(System.nanoTime()));
     }
 
     /**

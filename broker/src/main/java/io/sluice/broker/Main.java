@@ -70,7 +70,7 @@ public final class Main {
     }
 
     private static int runBroker(String[] args, PrintStream out, PrintStream err) {
-        long startedNanos = System.nanoTime();
+        StartupPhases phases = new StartupPhases(System.nanoTime());
         Path configFile = null;
         boolean checkOnly = false;
         Map<String, String> overrides = new LinkedHashMap<>();
@@ -134,15 +134,17 @@ public final class Main {
                     + ", data in " + config.broker.dataDir + ")");
             return 0;
         }
+        phases.end("configuration");
         try {
             signals.join();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return 1;
         }
+        phases.end("waiting for Chronicle's set-up");
         Broker broker;
         try {
-            broker = Broker.start(config, startedNanos);
+            broker = Broker.start(config, phases);
         } catch (StartupException e) {
             err.println("sluice: cannot start: " + e.getMessage());
             return 1;
