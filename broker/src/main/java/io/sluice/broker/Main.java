@@ -6,6 +6,7 @@ import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ConfigException;
 import io.sluice.broker.config.ConfigLoader;
 import io.sluice.storage.ChronicleSignals;
+import io.sluice.storage.DeferredPosix;
 import io.sluice.storage.tool.StorageTool;
 
 import java.io.Console;
@@ -30,6 +31,8 @@ import java.util.concurrent.TimeUnit;
  * </pre>
  */
 public final class Main {
+    /** How long after listening Chronicle's POSIX binding loads: after the first publishes of a restart, not beside them. */
+    private static final long POSIX_LOAD_DELAY_MILLIS = 5_000;
     private Main() {
     }
 
@@ -150,6 +153,7 @@ public final class Main {
             return 1;
         }
         ChronicleSignals.exitOnTerminationSignals();
+        DeferredPosix.loadInBackground(POSIX_LOAD_DELAY_MILLIS);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             err.println("sluice: stopping (signal received)");
