@@ -21,10 +21,11 @@ import net.openhft.posix.internal.noop.NoOpPosixAPI;
  * initialises, which loads JNR, generates its call stubs with ASM and extracts jffi's native library: the largest part
  * of Chronicle's set-up, which the store's open waits for (docs/performance.md, "Restart after kill -9"), for calls
  * the broker makes only after it is serving (the store's periodic madvise) or that need no binding on Linux
- * (Chronicle's msync with {@code MS_ASYNC} when it releases a mapping, see {@link #msync(long, long, int)}). {@link #install()} puts this in Chronicle's holder before {@code Jvm} initialises, so that
- * {@code posix()} returns it; {@link #loadInBackground} then loads the binding off the start's path, a few seconds
- * after the broker is listening, and what can wait for it checks {@link #ready()} instead of meeting the load on a
- * serving thread (the flusher's dropping of written pages, {@code ResidentPages}).
+ * (Chronicle's msync with {@code MS_ASYNC} when it releases a mapping, see {@link #msync(long, long, int)}).
+ * {@link #install()} puts this in Chronicle's holder before {@code Jvm} initialises, so that {@code posix()} returns
+ * it; {@link #loadInBackground} then loads the binding off the start's path, a few seconds after the broker is
+ * listening, and what can wait for it checks {@link #ready()} instead of meeting the load on a serving thread (the
+ * flusher's dropping of written pages, {@code ResidentPages}).
  *
  * <p>Every method delegates to the binding {@code PosixAPIHolder.loadPosixApi} would have made (JNR, and on failure
  * Chronicle's no-op API, which names the reason), loaded once, under this object's lock, by whichever thread calls
