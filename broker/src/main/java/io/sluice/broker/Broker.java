@@ -26,6 +26,7 @@ import io.sluice.broker.net.BrokerChannelInitializer;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.txn.TransactionCoordinator;
+import io.sluice.broker.txn.TransactionLog;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.storage.MessageStore;
@@ -49,7 +50,8 @@ import java.util.concurrent.TimeoutException;
  *
  * <p>Threads: one acceptor thread, {@code availableProcessors} event-loop threads serving both
  * connections and queues (each queue is bound to one loop), and the storage flusher; during start-up,
- * {@code sluice-start} builds the admin server and the event loops while the store recovers.
+ * {@code sluice-start} builds the admin server and the event loops, and {@code sluice-start-transactions} opens the
+ * transaction log's store, while the queues' store recovers.
  */
 public final class Broker implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Broker.class);
@@ -74,36 +76,42 @@ public final class Broker implements AutoCloseable {
     private final InetSocketAddress listenAddress;
     private final long recoveryNanos;
 
-    private Broker(BrokerConfig config, FileForcer forcer, long startedNanos) {
+    private Broker(BrokerConfig config, FileForcer forcer, StartupPhases phases) {
         this.config = config;
         String dataDirectoryProblem = DataDirectoryAccess.problem(config.dataDirectory());
         if (dataDirectoryProblem != null) {
             throw new StartupException(dataDirectoryProblem);
         }
+        phases.end("checking the data directory");
         // Rule "the listener's parts start while the store recovers": the admin server and the event loops
         // take nothing from the store, so a thread of their own builds them (loading their classes, the
         // native transport and the buffer allocator) while this one opens the store. The listener binds
         // only once the store is open, so no client is served before recovery has finished.
         CompletableFuture<ListenerParts> parts = onStartThread("sluice-start", () -> ListenerParts.start(config));
+        // Rule "the transaction log opens while the queues' store recovers": a store of its own, which the queues'
+        // store does not read, so its open (Chronicle's, and the check of its last segment) need not wait. Its
+        // transactions are recovered into the queues below, once they exist, still before the listener binds.
+        CompletableFuture<TransactionLog> transactionLog = onStartThread("sluice-start-transactions",
+                () -> TransactionLog.open(config.dataDirectory(), config.storeConfig(), forcer));
         this.network = config.metrics.enabled ? new NetworkCounters() : null;
         long storeStarted = System.nanoTime();
         MessageStore opened;
         try {
             opened = MessageStore.open(config.dataDirectory(), config.storeConfig(), forcer);
         } catch (RuntimeException e) {
-            try {
-                parts.join().close();
-            } catch (CompletionException alsoFailed) {
-                e.addSuppressed(alsoFailed.getCause());
-            }
+            closeStarted(parts, ListenerParts::close, e);
+            closeStarted(transactionLog, TransactionLog::close, e);
             throw new StartupException(describeStoreFailure(e), e);
         }
         this.store = opened;
         this.recoveryNanos = System.nanoTime() - storeStarted;
+        phases.end("the store's recovery");
         ListenerParts started;
         try {
             started = parts.join();
+            phases.end("waiting for the admin server and event loops");
         } catch (CompletionException e) {
+            closeStarted(transactionLog, TransactionLog::close, e);
             store.close();
             throw e.getCause() instanceof StartupException startup ? startup
                     : new StartupException(String.valueOf(e.getCause().getMessage()), e.getCause());
@@ -118,12 +126,16 @@ public final class Broker implements AutoCloseable {
         try {
             queueManager = new QueueManager(store, workerGroup, config.queues, config.broker.publishWindowMessages);
             queueManager.limitQueues(config.limits.maxQueues);
+            phases.end("queues");
             // Before the listener binds: what a crash interrupted is rolled back or applied again first.
-            transactionCoordinator = TransactionCoordinator.open(config.dataDirectory(), config.storeConfig(), forcer, queueManager,
-                    config.transactions);
+            TransactionLog openedLog = joinStarted(transactionLog);
+            phases.end("waiting for the transaction log's open");
+            transactionCoordinator = TransactionCoordinator.open(openedLog, queueManager, config.transactions);
+            phases.end("the transactions' recovery");
             if (config.cluster.enabled) {
                 // Before the listener binds, as recovery: the node's Raft log is replayed into the queues first.
                 clusterNode = ClusterNode.start(config, queueManager, this::closeClientsNotLeader);
+                phases.end("the cluster node");
             }
             Class<? extends ServerChannel> channelType = epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
             this.channelInitializer = new BrokerChannelInitializer(config, new Authenticator(config.auth), queueManager, transactionCoordinator,
@@ -141,6 +153,7 @@ public final class Broker implements AutoCloseable {
             try {
                 this.serverChannel = bootstrap.bind(new InetSocketAddress(config.broker.listenAddress, config.broker.port))
                         .syncUninterruptibly().channel();
+                phases.end("binding");
             } catch (Exception e) {
                 // Netty rethrows the bind's checked IOException (epoll: NativeIoException) undeclared, hence Exception.
                 throw new StartupException(ListenFailure.describe(config.broker.listenAddress, config.broker.port,
@@ -153,6 +166,8 @@ public final class Broker implements AutoCloseable {
             }
             if (transactionCoordinator != null) {
                 transactionCoordinator.close();
+            } else {
+                closeStarted(transactionLog, TransactionLog::close, e);
             }
             if (queueManager != null) {
                 queueManager.close();
@@ -172,11 +187,12 @@ public final class Broker implements AutoCloseable {
         if (admin != null) {
             admin.attach(this);
         }
+        long startedMillis = phases.elapsedMillis();
         LOG.info("Sluice broker '{}' listening on {} ({} transport), data in {} ({} queues, durability {}), started in {} ms"
-                        + " (the store's recovery {} ms).",
+                        + " (the store's recovery {} ms); phases: {}.",
                 config.broker.name, listenAddress, epoll ? "epoll" : "nio",
                 config.dataDirectory().toAbsolutePath(), store.listQueues().size(), config.storeConfig().durability().configName(),
-                (System.nanoTime() - startedNanos) / 1_000_000, recoveryNanos / 1_000_000);
+                startedMillis, recoveryNanos / 1_000_000, phases.describe());
     }
 
     /**
@@ -229,6 +245,35 @@ public final class Broker implements AutoCloseable {
         return result;
     }
 
+    /** What a start-up thread made, or its failure as it was thrown there (not wrapped). */
+    private static <T> T joinStarted(CompletableFuture<T> starting) {
+        try {
+            return starting.join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException failure) {
+                throw failure;
+            }
+            if (e.getCause() instanceof Error failure) {
+                throw failure;
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * After {@code failure} of the start: waits for what a start-up thread is making and closes it, or adds its own
+     * failure to {@code failure}'s suppressed ones. Closing twice is harmless for what it is used on.
+     */
+    private static <T> void closeStarted(CompletableFuture<T> starting, java.util.function.Consumer<T> close, Exception failure) {
+        try {
+            close.accept(starting.join());
+        } catch (CompletionException alsoFailed) {
+            if (alsoFailed.getCause() != failure) {
+                failure.addSuppressed(alsoFailed.getCause());
+            }
+        }
+    }
+
     /** The store's own message, with the operating system's reason it carries as its cause. */
     private static String describeStoreFailure(RuntimeException e) {
         String message = String.valueOf(e.getMessage());
@@ -240,7 +285,7 @@ public final class Broker implements AutoCloseable {
     }
 
     public static Broker start(BrokerConfig config) {
-        return new Broker(config, FileForcer.FSYNC, System.nanoTime());
+        return new Broker(config, FileForcer.FSYNC, new StartupPhases(System.nanoTime()));
     }
 
     /**
@@ -249,12 +294,17 @@ public final class Broker implements AutoCloseable {
      * the "started in" it logs counts from then.
      */
     public static Broker start(BrokerConfig config, long startedNanos) {
-        return new Broker(config, FileForcer.FSYNC, startedNanos);
+        return new Broker(config, FileForcer.FSYNC, new StartupPhases(startedNanos));
+    }
+
+    /** As {@link #start(BrokerConfig, long)}, continuing the phases the command line began (its "started in" line lists them). */
+    static Broker start(BrokerConfig config, StartupPhases phases) {
+        return new Broker(config, FileForcer.FSYNC, phases);
     }
 
     /** As {@link #start(BrokerConfig)}, with the store forcing files through {@code forcer}: tests inject disk failures. */
     static Broker start(BrokerConfig config, FileForcer forcer) {
-        return new Broker(config, forcer, System.nanoTime());
+        return new Broker(config, forcer, new StartupPhases(System.nanoTime()));
     }
 
     /**

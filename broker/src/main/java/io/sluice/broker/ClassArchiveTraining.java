@@ -12,6 +12,7 @@ import io.sluice.client.ProducerOptions;
 import io.sluice.client.ReconnectPolicy;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.ChronicleSignals;
+import io.sluice.storage.DeferredPosix;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -60,6 +61,7 @@ final class ClassArchiveTraining {
             try (Broker broker = Broker.start(config, startedNanos)) {
                 publishAndConsume(broker.port(), MESSAGES);
             }
+            DeferredPosix.load(); // which a broker loads in the background once it is listening
             try (Broker broker = Broker.start(config, System.nanoTime())) {
                 publishAndConsume(broker.port(), 1);
             }

@@ -6,6 +6,7 @@ import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ConfigException;
 import io.sluice.broker.config.ConfigLoader;
 import io.sluice.storage.ChronicleSignals;
+import io.sluice.storage.DeferredPosix;
 import io.sluice.storage.tool.StorageTool;
 
 import java.io.Console;
@@ -30,6 +31,8 @@ import java.util.concurrent.TimeUnit;
  * </pre>
  */
 public final class Main {
+    /** How long after listening Chronicle's POSIX binding loads: after the first publishes of a restart, not beside them. */
+    private static final long POSIX_LOAD_DELAY_MILLIS = 5_000;
     private Main() {
     }
 
@@ -70,7 +73,7 @@ public final class Main {
     }
 
     private static int runBroker(String[] args, PrintStream out, PrintStream err) {
-        long startedNanos = System.nanoTime();
+        StartupPhases phases = new StartupPhases(System.nanoTime());
         Path configFile = null;
         boolean checkOnly = false;
         Map<String, String> overrides = new LinkedHashMap<>();
@@ -134,20 +137,23 @@ public final class Main {
                     + ", data in " + config.broker.dataDir + ")");
             return 0;
         }
+        phases.end("configuration");
         try {
             signals.join();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return 1;
         }
+        phases.end("waiting for Chronicle's set-up");
         Broker broker;
         try {
-            broker = Broker.start(config, startedNanos);
+            broker = Broker.start(config, phases);
         } catch (StartupException e) {
             err.println("sluice: cannot start: " + e.getMessage());
             return 1;
         }
         ChronicleSignals.exitOnTerminationSignals();
+        DeferredPosix.loadInBackground(POSIX_LOAD_DELAY_MILLIS);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             err.println("sluice: stopping (signal received)");

@@ -14,12 +14,14 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * An in-JVM broker that fails to start closes what it opened (the HTTP port, the store and its lock,
@@ -46,6 +48,47 @@ class BrokerStartupFailureTest {
             assertEquals(metricsPort, again.getLocalPort(), "the metrics port is free again");
         }
         MessageStore.open(dir, new ConfigLoader().load(null, Map.of("storage.reserved-disk-bytes", "67108864")).storeConfig()).close();
+    }
+
+    /** The transaction log's store opens on a start-up thread while the queues' store recovers: a failure of either closes both. */
+    @Test
+    void shouldCloseTheTransactionLogsStoreWhenTheQueuesStoreCannotOpen() throws Exception {
+        assertAFileInPlaceOfFailsTheStartAndLeavesUnlocked("queues", dir.resolve("transactions"));
+    }
+
+    @Test
+    void shouldCloseTheQueuesStoreWhenTheTransactionLogCannotOpen() throws Exception {
+        assertAFileInPlaceOfFailsTheStartAndLeavesUnlocked("transactions", dir);
+    }
+
+    /**
+     * With a file where the directory {@code blocked} goes the start fails naming it, frees the metrics port, and leaves
+     * the other store ({@code otherStore}), which it opened meanwhile, closed: its lock released.
+     */
+    private void assertAFileInPlaceOfFailsTheStartAndLeavesUnlocked(String blocked, Path otherStore) throws Exception {
+        Files.writeString(dir.resolve(blocked), "a file where a directory goes");
+        int metricsPort = ChildJvm.freePort();
+
+        StartupException e = assertThrows(StartupException.class, () -> Broker.start(config(metricsPort)));
+
+        assertTrue(e.getMessage().contains(blocked), e.getMessage());
+        assertMetricsPortFree(metricsPort);
+        MessageStore.open(otherStore, storeConfig()).close();
+    }
+
+    private io.sluice.broker.config.BrokerConfig config(int metricsPort) {
+        return new ConfigLoader().load(null, Map.of("broker.data-dir", dir.toString(), "broker.port", "0",
+                "metrics.port", Integer.toString(metricsPort), "storage.reserved-disk-bytes", "67108864"));
+    }
+
+    private static io.sluice.storage.StoreConfig storeConfig() {
+        return new ConfigLoader().load(null, Map.of("storage.reserved-disk-bytes", "67108864")).storeConfig();
+    }
+
+    private static void assertMetricsPortFree(int metricsPort) throws IOException {
+        try (ServerSocket again = new ServerSocket(metricsPort, 1, InetAddress.getLoopbackAddress())) {
+            assertEquals(metricsPort, again.getLocalPort(), "the metrics port is free again");
+        }
     }
 
     @Test

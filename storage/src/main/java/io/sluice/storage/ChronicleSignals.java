@@ -12,7 +12,8 @@ import sun.misc.Signal;
  *
  * <p>Call {@link #exitOnTerminationSignals()} before the store opens (so Chronicle's chain, set up
  * then, includes the handler) and again once it is open (so the JVM-level handler is the last one
- * installed, after every native library has loaded).
+ * installed, after every native library has loaded). The first call also defers Chronicle's POSIX binding to its
+ * first use ({@link DeferredPosix}).
  */
 public final class ChronicleSignals {
     private static boolean chained;
@@ -23,6 +24,8 @@ public final class ChronicleSignals {
     public static synchronized void exitOnTerminationSignals() {
         if (!chained) {
             chained = true;
+            // The first use of Chronicle's Jvm class, which loads the POSIX binding unless it is deferred first.
+            DeferredPosix.install();
             Jvm.addSignalHandler(signal -> exitFor(signal));
         }
         for (String name : new String[] {"TERM", "INT"}) {

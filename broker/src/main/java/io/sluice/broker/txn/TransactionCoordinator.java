@@ -10,13 +10,10 @@ import io.sluice.broker.queue.HeldAcks;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.queue.QueueTransactions;
 import io.sluice.protocol.ErrorCode;
-import io.sluice.storage.StoreConfig;
-import io.sluice.storage.durability.FileForcer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.nio.ByteBuffer;
-import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -96,13 +93,11 @@ public final class TransactionCoordinator implements AutoCloseable {
     }
 
     /**
-     * Opens the transaction log under {@code dataDirectory} and recovers (X4): the staged messages of a
-     * transaction without a commit record are discarded, and a commit's acknowledgements applied again.
-     * Returns once that is done, before any client is served.
+     * Recovers the transactions in {@code log} (X4, opened by {@link TransactionLog#open}): the staged messages of a
+     * transaction without a commit record are discarded, and a commit's acknowledgements applied again. Returns once
+     * that is done, before any client is served. The coordinator owns the log from here, and closes it if recovery fails.
      */
-    public static TransactionCoordinator open(Path dataDirectory, StoreConfig storage, FileForcer forcer, QueueManager queues,
-                                              BrokerConfig.Transactions limits) {
-        TransactionLog log = TransactionLog.open(dataDirectory, storage, forcer);
+    public static TransactionCoordinator open(TransactionLog log, QueueManager queues, BrokerConfig.Transactions limits) {
         TransactionCoordinator coordinator = new TransactionCoordinator(log, queues, limits);
         queues.beforeFilesDeleted(coordinator.inQueues::awaitSettled);
         try {

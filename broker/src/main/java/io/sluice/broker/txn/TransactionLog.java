@@ -27,7 +27,7 @@ import java.util.concurrent.CompletableFuture;
  * <p>Threads: the coordinator's thread appends, reads and acknowledges; the store's flusher reports
  * durability.
  */
-final class TransactionLog implements AutoCloseable {
+public final class TransactionLog implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(TransactionLog.class);
     static final String DIRECTORY = "transactions";
     static final String LOG_NAME = "log";
@@ -43,8 +43,13 @@ final class TransactionLog implements AutoCloseable {
         this.log = log;
     }
 
-    /** Opens (creating if need be) the log under {@code dataDirectory}, with the queues' storage settings but room for a commit record. */
-    static TransactionLog open(Path dataDirectory, StoreConfig queues, FileForcer forcer) {
+    /**
+     * Opens (creating if need be) the log under {@code dataDirectory}, with the queues' storage settings but room for a
+     * commit record. Its store is independent of the queues' (a directory, a lock and files of its own), so a broker opens
+     * it on a start-up thread while the queues' store recovers; {@link TransactionCoordinator#open} then recovers the
+     * transactions in it.
+     */
+    public static TransactionLog open(Path dataDirectory, StoreConfig queues, FileForcer forcer) {
         int recordBytes = (int) Math.min(queues.segmentBytes() / 4, Math.max(queues.maxMessageBytes() + 1024L, MIN_RECORD_BYTES));
         StoreConfig config = queues.toBuilder().maxMessageBytes(recordBytes).build();
         MessageStore store = MessageStore.open(dataDirectory.resolve(DIRECTORY), config, forcer);

@@ -1,5 +1,6 @@
 package io.sluice.storage.memory;
 
+import io.sluice.storage.DeferredPosix;
 import net.openhft.posix.MAdviseFlag;
 import net.openhft.posix.PosixAPI;
 import org.slf4j.Logger;
@@ -38,10 +39,16 @@ public final class ResidentPages {
 
     /**
      * Drops the whole pages within {@code [address, address + length)} (the range is shrunk to page
-     * boundaries) from this process's mappings. Returns false if nothing was dropped.
+     * boundaries) from this process's mappings. Returns false if nothing was dropped, which it also is just after a
+     * start, until Chronicle's POSIX binding has loaded in the background ({@link DeferredPosix#ready()}).
      */
     public static boolean drop(long address, long length) {
         if (!ENABLED || address == 0) {
+            return false;
+        }
+        if (!DeferredPosix.ready()) {
+            // Just after a start, before the binding has loaded in the background: the pages stay resident until a
+            // later pass rather than the flusher loading the binding under a queue's lock.
             return false;
         }
         long start = (address + PAGE_BYTES - 1) & -PAGE_BYTES;
