@@ -15,8 +15,11 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * The broker's command line.
@@ -33,6 +36,8 @@ import java.util.concurrent.TimeUnit;
 public final class Main {
     /** How long after listening Chronicle's POSIX binding loads: after the first publishes of a restart, not beside them. */
     private static final long POSIX_LOAD_DELAY_MILLIS = 5_000;
+    /** How long a SIGTERM during the start waits for the start to end before the process stops without closing. */
+    private static final long START_WAIT_AT_SHUTDOWN_SECONDS = 120;
     private Main() {
     }
 
@@ -145,25 +150,45 @@ public final class Main {
             return 1;
         }
         phases.end("waiting for Chronicle's set-up");
-        Broker broker;
-        try {
-            broker = Broker.start(config, phases);
-        } catch (StartupException e) {
-            err.println("sluice: cannot start: " + e.getMessage());
-            return 1;
-        }
-        ChronicleSignals.exitOnTerminationSignals();
-        DeferredPosix.loadInBackground(POSIX_LOAD_DELAY_MILLIS);
+        // The hook is in place before the start, so that a SIGTERM while the broker starts (its store may be open, its
+        // listener already accepting) waits for the start to end and closes the broker, rather than ending the process
+        // with the store open; registered after it, the hook could also meet a shutdown already begun and fail the start.
+        CompletableFuture<Broker> started = new CompletableFuture<>();
         CountDownLatch stopped = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        Thread hook = new Thread(() -> {
             err.println("sluice: stopping (signal received)");
             try {
-                broker.close();
+                Broker running = started.get(START_WAIT_AT_SHUTDOWN_SECONDS, TimeUnit.SECONDS);
+                if (running != null) {
+                    running.close();
+                }
+            } catch (TimeoutException e) {
+                err.println("sluice: the start did not end within " + START_WAIT_AT_SHUTDOWN_SECONDS
+                        + " s of the signal; stopping without closing the store (the next start recovers it)");
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (ExecutionException e) {
+                // the start failed and said so; nothing to close
             } finally {
                 err.println("sluice: stopped");
                 stopped.countDown();
             }
-        }, "sluice-shutdown"));
+        }, "sluice-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+            started.complete(Broker.start(config, phases));
+        } catch (StartupException e) {
+            err.println("sluice: cannot start: " + e.getMessage());
+            started.complete(null);
+            removeHook(hook);
+            return 1;
+        } catch (RuntimeException | Error e) {
+            started.completeExceptionally(e);
+            removeHook(hook);
+            throw e;
+        }
+        ChronicleSignals.exitOnTerminationSignals();
+        DeferredPosix.loadInBackground(POSIX_LOAD_DELAY_MILLIS);
         try {
             // Chronicle can install its own SIGTERM/SIGINT handlers again after start-up (observed:
             // a broker that ignored kill -TERM), so the main thread puts ours back every second.
@@ -174,6 +199,15 @@ public final class Main {
             Thread.currentThread().interrupt();
         }
         return 0;
+    }
+
+    /** A start that failed needs no hook; if a shutdown has begun meanwhile, the hook finds nothing to close. */
+    private static void removeHook(Thread hook) {
+        try {
+            Runtime.getRuntime().removeShutdownHook(hook);
+        } catch (IllegalStateException shutdownBegun) {
+            // the hook runs, and finds the start ended without a broker
+        }
     }
 
     private static String require(String flag, String value) {

@@ -55,4 +55,31 @@ class SignalShutdownTest {
             }
         }
     }
+
+    /**
+     * A SIGTERM that comes while the broker starts (here once its store has recovered, while it builds the rest and
+     * binds) is handled as one after the start: the start ends, the broker closes cleanly. The hook used to be
+     * registered only after the start, so such a signal ended the process with the store open, and one that came
+     * just as the hook was added made the start fail ("Shutdown in progress"; bin/sluice's test saw it).
+     */
+    @Test
+    void shouldShutDownCleanlyOnASigtermDuringTheStart() throws Exception {
+        int port = ChildJvm.freePort();
+        Path log = dir.resolve("broker.log");
+        Process broker = ChildJvm.start(log, Main.class, "--data-dir", dir.resolve("data").toString(),
+                "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=67108864", "--set", "metrics.port=0");
+        try {
+            ChildJvm.awaitOutput(broker, log, "the store's recovery line", l -> l.contains("MessageStore - Store ") && l.contains(" recovered "));
+            broker.destroy(); // SIGTERM on Linux, before the broker listens
+            assertTrue(broker.waitFor(60, TimeUnit.SECONDS), "the broker stops on SIGTERM; its log:\n" + ChildJvm.tail(log));
+            String output = String.join("\n", ChildJvm.lines(log));
+            assertTrue(output.contains("Shut down cleanly"), "the broker started, then closed through its hook:\n" + ChildJvm.tail(log));
+            assertTrue(output.contains("sluice: stopped"), ChildJvm.tail(log));
+            assertEquals(143, broker.exitValue(), "exit status of a process ended by SIGTERM:\n" + ChildJvm.tail(log));
+        } finally {
+            if (broker.isAlive()) {
+                ChildJvm.kill(broker);
+            }
+        }
+    }
 }
