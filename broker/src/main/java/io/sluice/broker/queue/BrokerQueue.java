@@ -196,10 +196,9 @@ public final class BrokerQueue {
                 if (submittedHere) {
                     backlog.uncommittedDone(frame.messageCount(), Backlog.bytes(frame));
                 }
-                producers.applying(epochs); // rule R11: the leader's epochs decide fencing, on every node alike
-                publishNow(connection, frame, true);
+                // Rule R11: the leader's epochs decide fencing, on every node alike.
+                producers.withEntryEpochs(epochs, () -> publishNow(connection, frame, true));
             } finally {
-                producers.applying(null);
                 frame.release();
             }
         });

@@ -89,7 +89,7 @@ public final class ProducerRegistry {
     private long resolvedProducer;
     private int resolvedEpoch;
     /**
-     * Queue thread: while a cluster node applies a PUBLISH entry ({@link #applying}), the epochs its leader
+     * Queue thread: while a cluster node applies a PUBLISH entry ({@link #withEntryEpochs}), the epochs its leader
      * resolved when it admitted the frame, which decide fencing instead of this node's connections (rule R11 of
      * docs/replication.md); null otherwise.
      */
@@ -208,7 +208,7 @@ public final class ProducerRegistry {
     /**
      * On a cluster's leader, at admission: the epoch {@code connection} holds for each named producer of the frame
      * (one the table knows with an epoch, or one registered here), so that every node applying the frame's entry
-     * fences its messages alike ({@link #applying}); {@link ProducerEpochs#NONE} for a frame of unnamed producers.
+     * fences its messages alike ({@link #withEntryEpochs}); {@link ProducerEpochs#NONE} for a frame of unnamed producers.
      */
     ProducerEpochs resolveEpochs(ClientConnection connection, io.sluice.protocol.PublishFrame frame) {
         if (!deduplicates || owners.isEmpty() && table.highestEpochGranted() == 0) {
@@ -240,9 +240,14 @@ public final class ProducerRegistry {
                 : new ProducerEpochs(java.util.Arrays.copyOf(ids, named), java.util.Arrays.copyOf(epochs, named));
     }
 
-    /** A cluster node applies a PUBLISH entry admitted with {@code epochs} (null once it is applied): see {@link #resolveEpochs}. */
-    void applying(ProducerEpochs epochs) {
+    /** A cluster node applies a PUBLISH entry admitted with {@code epochs} ({@link #resolveEpochs}) by running {@code apply}. */
+    void withEntryEpochs(ProducerEpochs epochs, Runnable apply) {
         entryEpochs = epochs;
+        try {
+            apply.run();
+        } finally {
+            entryEpochs = null;
+        }
     }
 
     private void ownersChanged() {
