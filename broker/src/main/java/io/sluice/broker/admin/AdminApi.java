@@ -63,7 +63,8 @@ import java.util.function.Supplier;
  * GET    /api/consumers            subscriptions: queue, connection, credit, unacknowledged
  * GET    /api/producers            connection, queue and the flow state it was told
  * GET    /api/queues/{name}/digest the digest of the messages it holds (to compare a cluster's nodes)
- * GET    /api/cluster              a cluster node's role, leader, term, commit and applied index
+ * GET    /api/cluster              a cluster node's role, leader, term, indexes, counters and followers
+ * POST   /api/cluster/leader       hand the shard's leadership to a node; body {"nodeId": N} ({@link ClusterAdmin})
  * </pre>
  * Errors are {@code {"error": code, "message": sentence}}: 400 bad JSON or setting, 401 credentials,
  * 403 permission, 404 unknown queue or path, 405 method, 409 queue exists with other settings.
@@ -111,6 +112,7 @@ final class AdminApi {
     private final ScheduledExecutorService delayedAnswers;
 
     private final QueueRates rates;
+    private final ClusterAdmin clusterAdmin;
 
     AdminApi(Broker broker, ScheduledExecutorService delayedAnswers, QueueRates rates) {
         this.broker = broker;
@@ -119,6 +121,7 @@ final class AdminApi {
         this.auth = broker.config().auth;
         this.authenticator = new Authenticator(auth);
         this.authorizer = broker.authorizer();
+        this.clusterAdmin = new ClusterAdmin(broker::cluster, authorizer, json);
     }
 
     /**
@@ -354,9 +357,13 @@ final class AdminApi {
                 };
             }
             case "cluster" -> {
-                requireMethod(method, "GET");
                 if (parts.size() == 2) {
-                    return cluster();
+                    requireMethod(method, "GET");
+                    return clusterAdmin.status();
+                }
+                if (parts.size() == 3 && parts.get(2).equals("leader")) {
+                    requireMethod(method, "POST");
+                    return clusterAdmin.transferLeader(user, body);
                 }
             }
             case "connections" -> {
@@ -379,7 +386,7 @@ final class AdminApi {
             }
         }
         throw new ApiException(404, "not_found", "no API at " + method + " " + rawPath
-                + "; see /api/queues, /api/connections, /api/consumers, /api/producers, /api/cluster");
+                + "; see /api/queues, /api/connections, /api/consumers, /api/producers, /api/cluster, /api/cluster/leader");
     }
 
     /**
@@ -395,14 +402,6 @@ final class AdminApi {
         m.put("lastId", digest.lastId());
         m.put("sha256", digest.sha256());
         return m;
-    }
-
-    /** This node's view of its cluster (docs/replication.md, "Operations"); 404 on a single broker. */
-    private Map<String, Object> cluster() {
-        if (broker.cluster() == null) {
-            throw new ApiException(404, "not_a_cluster", "this broker is not a cluster node (cluster.enabled is false)");
-        }
-        return broker.cluster().status();
     }
 
     private static void requireMethod(String method, String wanted) {

@@ -30,7 +30,8 @@ import java.util.function.Function;
  * <pre>
  * sluice admin [--url http://127.0.0.1:7673] [--user U --password P] [--json] COMMAND
  *   queues | queue NAME | declare NAME [key=value ...] | delete NAME | purge NAME
- *   connections | consumers | producers
+ *   connections | consumers | producers | close-connection ID
+ *   cluster | transfer-leader NODE_ID
  * </pre>
  * Prints tables by default, the API's JSON with {@code --json}. Exit status: 0 done, 1 the broker
  * refused or could not be reached, 2 bad arguments.
@@ -39,7 +40,7 @@ public final class AdminCli {
     public static final String DEFAULT_URL = "http://127.0.0.1:7673";
     public static final String USAGE = "usage: sluice admin [--url " + DEFAULT_URL + "] [--user U [--password-file FILE]] [--json]"
             + " queues|queue NAME|declare NAME [key=value ...]|delete NAME|purge NAME|connections|consumers|producers"
-            + "|close-connection ID\n  with --user and no password flag the password is asked on the terminal;"
+            + "|close-connection ID|cluster|transfer-leader NODE_ID\n  with --user and no password flag the password is asked on the terminal;"
             + " --password P also works but shows it to every user of ps";
 
     private final ObjectMapper json = new ObjectMapper();
@@ -114,7 +115,7 @@ public final class AdminCli {
         String command = words.get(0);
         Request request;
         switch (command) {
-            case "queues", "connections", "consumers", "producers" -> {
+            case "queues", "connections", "consumers", "producers", "cluster" -> {
                 if (words.size() != 1) {
                     return usage(command + " takes no argument, got " + words.subList(1, words.size()));
                 }
@@ -126,6 +127,12 @@ public final class AdminCli {
                             + " arguments");
                 }
                 request = new Request("DELETE", "/api/connections/" + encode(words.get(1)), null);
+            }
+            case "transfer-leader" -> {
+                if (words.size() != 2 || !words.get(1).matches("[0-9]{1,9}")) {
+                    return usage("transfer-leader takes one node id (a number of cluster.nodes), got " + words.subList(1, words.size()));
+                }
+                request = new Request("POST", "/api/cluster/leader", "{\"nodeId\": " + Integer.parseInt(words.get(1)) + "}");
             }
             case "queue", "delete", "purge" -> {
                 if (words.size() != 2) {
@@ -237,6 +244,20 @@ public final class AdminCli {
             case "producers" -> table(body, Column.of("QUEUE", "queue"), Column.of("CONNECTION", "connection"),
                     Column.of("FLOW", "flowState"));
             case "close-connection" -> out.println("closed connection " + body.path("closed").asText());
+            case "cluster" -> {
+                body.fields().forEachRemaining(e -> {
+                    if (e.getValue().isValueNode()) {
+                        out.printf("%-17s %s%n", e.getKey(), e.getValue().asText());
+                    }
+                });
+                if (body.path("followers").size() > 0) {
+                    out.println();
+                    table(body.path("followers"), Column.of("FOLLOWER", "nodeId"), Column.of("MATCH INDEX", "matchIndex"),
+                            Column.of("NEXT INDEX", "nextIndex"), Column.of("LAG ENTRIES", "lagEntries"),
+                            Column.of("LAST RESPONSE ms", "lastResponseMs"));
+                }
+            }
+            case "transfer-leader" -> out.println("node " + body.path("leaderNodeId").asText() + " leads the shard now");
             case "queue", "declare" -> {
                 body.fields().forEachRemaining(e -> out.printf("%-16s %s%n", e.getKey(),
                         e.getValue().isValueNode() ? e.getValue().asText() : e.getValue().toString()));

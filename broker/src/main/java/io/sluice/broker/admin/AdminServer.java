@@ -117,6 +117,9 @@ public final class AdminServer implements AutoCloseable {
                 running.recoveryNanos(), running::isReady);
         metrics.bindSecurity(running.limits(), running.authorizer(), running.loginBackoff());
         metrics.bindTransactions(running.transactions());
+        if (running.cluster() != null) {
+            metrics.bindCluster(running.cluster());
+        }
         QueueRates rates = new QueueRates(System::nanoTime);
         scheduler.scheduleAtFixedRate(() -> rates.sample(running.queues().all()), 0, QueueRates.INTERVAL_MS, TimeUnit.MILLISECONDS);
         this.api = new AdminApi(running, scheduler, rates);

@@ -74,8 +74,8 @@ import java.util.function.Consumer;
 public final class ClusterNode implements Replication, AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ClusterNode.class);
     /** The one data shard's group: the same id on every node, derived from a fixed name. */
-    static final RaftGroupId SHARD_GROUP = RaftGroupId.valueOf(
-            UUID.nameUUIDFromBytes("sluice-shard-0".getBytes(StandardCharsets.UTF_8)));
+    static final String SHARD_NAME = "sluice-shard-0";
+    static final RaftGroupId SHARD_GROUP = RaftGroupId.valueOf(UUID.nameUUIDFromBytes(SHARD_NAME.getBytes(StandardCharsets.UTF_8)));
 
     /** Ranges of message ids per ACK entry of a purge: 16 bytes each, 64 KiB an entry at most. */
     private static final int PURGE_RANGES_PER_ENTRY = 4096;
@@ -100,12 +100,15 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final Map<String, String> clientAddresses = new TreeMap<>();
     private final Map<String, Integer> nodeIds = new TreeMap<>();
     private final Submissions submissions = new Submissions();
+    private final ShardCounters counters = new ShardCounters();
     /** This process's client id at its own Raft server: with the call number, the key of Ratis's retry cache. */
     private final ClientId clientId = ClientId.randomId();
     private final Consumer<String> closeClients;
     /** This node's queues: the leader checks a dead-letter queue's quota before it submits a copy (R8). */
     private final QueueManager queues;
     private final RaftServer server;
+    /** What this node's Raft server knows of the shard: its indexes, term, role, its followers. */
+    private final ShardDivision division;
     /** Serves this node's snapshots to followers that fell behind (rule R4), or null if snapshots are markers only. */
     private final SnapshotServer snapshotServer;
     /**
@@ -169,7 +172,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             this.snapshotServer = null;
         }
         ShardStateMachine stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId), queues, maxFrameBytes,
-                snapshots, installer, snapshotAddresses);
+                snapshots, installer, snapshotAddresses, counters);
         stateMachine.events(new ShardStateMachine.Events() {
             @Override
             public void leaderChanged(RaftPeerId leader) {
@@ -188,6 +191,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 .setStateMachine(stateMachine)
                 .setOption(RaftStorage.StartupOption.RECOVER)
                 .build();
+        this.division = new ShardDivision(server, SHARD_GROUP, nodeIds);
     }
 
     /**
@@ -259,7 +263,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     @Override
     public String notLeader() {
-        DivisionInfo info = info();
+        DivisionInfo info = division.info();
         if (info == null) {
             return LeaderHint.format(null, "node " + nodeId + " is starting");
         }
@@ -318,7 +322,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         if (named == null || named.equals(clientAddresses.get(self.toString()))) {
             return true;
         }
-        DivisionInfo info = info();
+        DivisionInfo info = division.info();
         long askedMsAgo = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - askedAtNanos);
         return info == null || leaderSilenceMs(info) >= askedMsAgo;
     }
@@ -328,16 +332,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
         return leaderWaitMs;
     }
 
-    /** The shard's division on this server, or null before it exists or after it closed. */
-    private DivisionInfo info() {
-        try {
-            return server.getDivision(SHARD_GROUP).getInfo();
-        } catch (IOException | RuntimeException e) {
-            return null;
-        }
-    }
-
     private void onLeaderChanged(RaftPeerId leader) {
+        counters.leaderChanged();
         boolean wasServing = servingFromIndex != Long.MAX_VALUE;
         servingFromIndex = Long.MAX_VALUE;
         LOG.info("Cluster node {}: the shard's leader is now {}.", nodeId,
@@ -515,6 +511,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 .setCallId(call).setMessage(Message.valueOf(UnsafeByteOperations.unsafeWrap(entry)))
                 .setType(RaftClientRequest.writeRequestType()).build();
         CompletableFuture<RaftClientReply> reply;
+        counters.submitted(entry.length);
         try {
             reply = server.submitClientRequestAsync(request);
         } catch (IOException | RuntimeException e) {
@@ -535,39 +532,47 @@ public final class ClusterNode implements Replication, AutoCloseable {
         });
     }
 
-    /** The index of the last log entry this node applied, -1 before its shard exists (for tests, later metrics). */
+    /** The index of the last log entry this node applied, -1 before its shard exists. */
     public long appliedIndex() {
-        DivisionInfo info = info();
-        return info == null ? -1 : info.getLastAppliedIndex();
+        return division.appliedIndex();
     }
 
     /** The index of the last log entry this node knows committed, -1 before its shard exists. */
     public long commitIndex() {
-        try {
-            return server.getDivision(SHARD_GROUP).getRaftLog().getLastCommittedIndex();
-        } catch (IOException | RuntimeException e) {
-            return -1;
-        }
+        return division.commitIndex();
     }
 
-    /** The index of the first entry still in this node's Raft log (what is below it was purged after a snapshot), -1 if unknown. */
-    long logStartIndex() {
-        try {
-            return server.getDivision(SHARD_GROUP).getRaftLog().getStartIndex();
-        } catch (IOException | RuntimeException e) {
-            return -1;
-        }
+    /** The index of the last entry in this node's Raft log (committed or not), -1 if unknown. */
+    public long lastLogIndex() {
+        return division.lastLogIndex();
+    }
+
+    /** The shard's current term on this node, -1 before its shard exists. */
+    public long term() {
+        return division.term();
+    }
+
+    /** How far each follower is, while this node is the shard's leader; empty on any other node. */
+    public List<FollowerProgress> followers() {
+        return division.followers();
+    }
+
+    /** The follower {@code node}'s progress, while this node leads the shard; empty otherwise. */
+    public java.util.Optional<FollowerProgress> follower(int node) {
+        return followers().stream().filter(f -> f.nodeId() == node).findFirst();
     }
 
     /**
      * What this node knows of the shard, for the admin API ({@code GET /api/cluster}): its id, its role, the
      * leader's node id (0 if none is known), the current term (each election round raises it: the failover
-     * test counts elections with it), the commit and applied indexes, and whether it serves clients.
+     * test counts elections with it), the last, commit and applied indexes, whether it serves clients, its
+     * counters ({@link ShardCounters}), and on the leader how far each follower is ({@link #followers}).
      */
     public Map<String, Object> status() {
         Map<String, Object> status = new java.util.LinkedHashMap<>();
         status.put("nodeId", nodeId);
-        DivisionInfo info = info();
+        status.put("shard", SHARD_NAME);
+        DivisionInfo info = division.info();
         if (info == null) {
             status.put("role", "STARTING");
             return status;
@@ -581,11 +586,97 @@ public final class ClusterNode implements Replication, AutoCloseable {
         status.put("role", info.getCurrentRole().name());
         status.put("leaderNodeId", leader == null ? 0 : nodeIds.getOrDefault(leader.toString(), 0));
         status.put("term", info.getCurrentTerm());
+        status.put("lastLogIndex", lastLogIndex());
         status.put("commitIndex", commitIndex());
         status.put("appliedIndex", info.getLastAppliedIndex());
-        status.put("logStartIndex", logStartIndex());
+        status.put("logStartIndex", division.logStartIndex());
         status.put("serving", notLeader() == null);
+        status.put("leaderChanges", counters.leaderChanges());
+        status.put("appliedEntries", counters.appliedEntries());
+        status.put("appliedBytes", counters.appliedBytes());
+        status.put("submittedEntries", counters.submittedEntries());
+        status.put("submittedBytes", counters.submittedBytes());
+        List<Map<String, Object>> followers = new ArrayList<>();
+        for (FollowerProgress f : followers()) {
+            Map<String, Object> m = new java.util.LinkedHashMap<>();
+            m.put("nodeId", f.nodeId());
+            m.put("matchIndex", f.matchIndex());
+            m.put("nextIndex", f.nextIndex());
+            m.put("lagEntries", f.lagEntries());
+            m.put("lastResponseMs", f.lastResponseMs());
+            followers.add(m);
+        }
+        status.put("followers", followers);
         return status;
+    }
+
+    /** The shard's name, as the metrics label it. */
+    public String shardName() {
+        return SHARD_NAME;
+    }
+
+    public int nodeId() {
+        return nodeId;
+    }
+
+    /** This shard's counters on this node. */
+    public ShardCounters counters() {
+        return counters;
+    }
+
+    /** Every node of the cluster by id, this one included (its configuration's {@code cluster.nodes}). */
+    public List<Integer> nodeIds() {
+        return List.copyOf(new java.util.TreeSet<>(nodeIds.values()));
+    }
+
+    /**
+     * Hands the shard's leadership to node {@code target} (an operator moving the leader off a node before its
+     * maintenance): Ratis brings the target's log up to date, then has it start an election at once, which it
+     * wins; this node's clients are then sent to it (NOT_LEADER) and resend what was not confirmed. Only the
+     * leader can do it. Completes once the target leads, exceptionally with a {@link BrokerException} if it
+     * does not within {@code timeoutMs} ({@link LeadershipNotTransferred}: the leader stays, or an election picks
+     * one), if this node is not the leader ({@link BrokerException} NOT_LEADER, naming it), or if {@code target} is
+     * no node of the cluster ({@link IllegalArgumentException}).
+     */
+    public CompletableFuture<Void> transferLeadership(int target, long timeoutMs) {
+        if (!nodeIds.containsValue(target)) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("node " + target
+                    + " is not a node of this cluster; its nodes are " + nodeIds()));
+        }
+        DivisionInfo info = division.info();
+        if (info == null || !info.isLeader()) {
+            return CompletableFuture.failedFuture(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+        }
+        if (target == nodeId) {
+            return CompletableFuture.completedFuture(null); // the leader already
+        }
+        org.apache.ratis.protocol.TransferLeadershipRequest request = new org.apache.ratis.protocol.TransferLeadershipRequest(
+                clientId, self, SHARD_GROUP, submissions.nextCall(), RaftPeerId.valueOf(peerId(target)), timeoutMs);
+        CompletableFuture<RaftClientReply> reply;
+        try {
+            reply = server.transferLeadershipAsync(request);
+        } catch (IOException | RuntimeException e) {
+            reply = CompletableFuture.failedFuture(e);
+        }
+        return reply.handle((answer, failure) -> {
+            Throwable refusal = failure != null ? failure : answer.isSuccess() ? null : answer.getException();
+            if (refusal == null) {
+                LOG.info("Cluster node {} handed the shard's leadership to node {}.", nodeId, target);
+                return null;
+            }
+            if (refusal instanceof org.apache.ratis.protocol.exceptions.NotLeaderException) {
+                throw new BrokerException(ErrorCode.NOT_LEADER, notLeader());
+            }
+            throw new LeadershipNotTransferred("node " + target + " did not take the shard's leadership from node "
+                    + nodeId + " within " + timeoutMs + " ms: " + refusal.getMessage());
+        });
+    }
+
+    /** A leadership transfer that did not happen in time; the reason says what Ratis answered. */
+    public static final class LeadershipNotTransferred extends RuntimeException {
+        LeadershipNotTransferred(String message) {
+            super(message);
+        }
     }
 
     /** Entries submitted here and not yet applied or refused (for tests and metrics). */

@@ -72,10 +72,12 @@ final class ShardStateMachine extends BaseStateMachine {
     /** Peer id to the host:port of its {@link SnapshotServer}. */
     private final Map<String, String> snapshotAddresses;
     private volatile Events events;
+    private final ShardCounters counters;
 
     ShardStateMachine(ShardApplier applier, QueueManager queues, int maxFrameBytes, ShardSnapshots snapshots,
-                      SnapshotInstaller installer, Map<String, String> snapshotAddresses) {
+                      SnapshotInstaller installer, Map<String, String> snapshotAddresses, ShardCounters counters) {
         this.applier = applier;
+        this.counters = counters;
         this.queues = queues;
         this.maxFrameBytes = maxFrameBytes;
         this.snapshots = snapshots;
@@ -149,8 +151,9 @@ final class ShardStateMachine extends BaseStateMachine {
         CompletableFuture<Void> applied;
         try {
             // A copy: the entry's buffer is Ratis's, and the queues read it later, on their own threads.
-            applied = applier.apply(ShardEntry.decode(entry.getStateMachineLogEntry().getLogData().toByteArray(), maxFrameBytes),
-                    entry.getIndex());
+            byte[] data = entry.getStateMachineLogEntry().getLogData().toByteArray();
+            counters.applied(data.length);
+            applied = applier.apply(ShardEntry.decode(data, maxFrameBytes), entry.getIndex());
         } catch (RuntimeException e) {
             // Every node meets the same entry, so every node skips it alike; it never stops the shard.
             LOG.error("Shard {}: skipping log entry {} that this broker cannot apply: {}", getGroupId(), termIndex, e.getMessage());

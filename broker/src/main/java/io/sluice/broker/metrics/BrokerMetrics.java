@@ -211,6 +211,50 @@ public final class BrokerMetrics implements AutoCloseable {
                 .description("Attempts to store committed publishes that failed and are retried").register(registry);
     }
 
+    /**
+     * A cluster node's meters of its shard (docs/replication.md, "Operating a cluster"); each reads the node when
+     * scraped. The follower meters exist for every other node of the cluster and are NaN unless this node leads.
+     */
+    public void bindCluster(io.sluice.broker.cluster.ClusterNode node) {
+        String shard = node.shardName();
+        Gauge.builder(CLUSTER_LEADER, node, n -> n.notLeader() == null ? 1 : 0).tag(LABEL_SHARD, shard)
+                .description("1 while this node is the shard's leader and serves its clients").strongReference(true).register(registry);
+        Gauge.builder(CLUSTER_TERM, node, n -> n.term()).tag(LABEL_SHARD, shard)
+                .description("The shard's current Raft term").strongReference(true).register(registry);
+        Gauge.builder(CLUSTER_LAST_LOG_INDEX, node, n -> n.lastLogIndex()).tag(LABEL_SHARD, shard)
+                .description("Index of the last entry in this node's Raft log").strongReference(true).register(registry);
+        Gauge.builder(CLUSTER_COMMIT_INDEX, node, n -> n.commitIndex()).tag(LABEL_SHARD, shard)
+                .description("Index of the last entry this node knows committed").strongReference(true).register(registry);
+        Gauge.builder(CLUSTER_APPLIED_INDEX, node, n -> n.appliedIndex()).tag(LABEL_SHARD, shard)
+                .description("Index of the last entry this node applied to its queues").strongReference(true).register(registry);
+        Gauge.builder(CLUSTER_APPLY_LAG_ENTRIES, node, n -> Math.max(0, n.commitIndex() - n.appliedIndex())).tag(LABEL_SHARD, shard)
+                .description("Committed entries this node has not applied yet").strongReference(true).register(registry);
+        io.sluice.broker.cluster.ShardCounters counters = node.counters();
+        FunctionCounter.builder(CLUSTER_LEADER_CHANGES, counters, c -> c.leaderChanges()).tag(LABEL_SHARD, shard)
+                .description("Leader changes this node heard of").register(registry);
+        FunctionCounter.builder(CLUSTER_SUBMITTED_BYTES, counters, c -> c.submittedBytes()).tag(LABEL_SHARD, shard)
+                .description("Bytes of the entries this node submitted to the shard's log as its leader").register(registry);
+        FunctionCounter.builder(CLUSTER_APPLIED_BYTES, counters, c -> c.appliedBytes()).tag(LABEL_SHARD, shard)
+                .description("Bytes of the committed entries this node applied: the replication traffic its store took").register(registry);
+        FunctionCounter.builder(CLUSTER_APPLIED_ENTRIES, counters, c -> c.appliedEntries()).tag(LABEL_SHARD, shard)
+                .description("Committed entries this node applied").register(registry);
+        for (int other : node.nodeIds()) {
+            if (other == node.nodeId()) {
+                continue;
+            }
+            Gauge.builder(CLUSTER_FOLLOWER_LAG_ENTRIES, node, n -> n.follower(other)
+                            .map(f -> (double) f.lagEntries()).orElse(Double.NaN))
+                    .tags(LABEL_SHARD, shard, LABEL_NODE, Integer.toString(other))
+                    .description("On the leader: entries of its log this follower is not known to hold (NaN on other nodes)")
+                    .strongReference(true).register(registry);
+            Gauge.builder(CLUSTER_FOLLOWER_LAST_RESPONSE_SECONDS, node, n -> n.follower(other)
+                            .map(f -> f.lastResponseMs() / 1000.0).orElse(Double.NaN))
+                    .tags(LABEL_SHARD, shard, LABEL_NODE, Integer.toString(other))
+                    .description("On the leader: seconds since this follower last answered (NaN on other nodes)")
+                    .strongReference(true).register(registry);
+        }
+    }
+
     /** Removes the meters of deleted queue {@code q}, unless they already belong to a queue declared again under its name. */
     private void removeMetersOf(BrokerQueue q) {
         synchronized (queueMeters) {

@@ -105,7 +105,33 @@ public final class MetricNames {
     /** Records of the transaction log still needed: open transactions' staged publishes and commits not yet durable in their queues. */
     public static final String TRANSACTIONS_LOG_RECORDS = "sluice_transactions_log_records";
 
-    /** All of the above, for the test that scrapes the endpoint. */
+    // A cluster node's (docs/replication.md, "Operating a cluster"), by {@link #LABEL_SHARD}; the follower ones on the leader
+    // only, by {@link #LABEL_NODE} (one per node of the cluster).
+    public static final String LABEL_SHARD = "shard";
+    public static final String LABEL_NODE = "node";
+    /** 1 while this node is the shard's leader and serves its clients, else 0. */
+    public static final String CLUSTER_LEADER = "sluice_cluster_leader";
+    public static final String CLUSTER_TERM = "sluice_cluster_term";
+    public static final String CLUSTER_LAST_LOG_INDEX = "sluice_cluster_last_log_index";
+    public static final String CLUSTER_COMMIT_INDEX = "sluice_cluster_commit_index";
+    public static final String CLUSTER_APPLIED_INDEX = "sluice_cluster_applied_index";
+    /** Committed entries this node has not applied yet. */
+    public static final String CLUSTER_APPLY_LAG_ENTRIES = "sluice_cluster_apply_lag_entries";
+    public static final String CLUSTER_LEADER_CHANGES = "sluice_cluster_leader_changes_total";
+    public static final String CLUSTER_SUBMITTED_BYTES = "sluice_cluster_submitted_bytes_total";
+    public static final String CLUSTER_APPLIED_BYTES = "sluice_cluster_applied_bytes_total";
+    public static final String CLUSTER_APPLIED_ENTRIES = "sluice_cluster_applied_entries_total";
+    /** On the leader, per follower: entries of the leader's log the follower is not known to hold; NaN elsewhere. */
+    public static final String CLUSTER_FOLLOWER_LAG_ENTRIES = "sluice_cluster_follower_lag_entries";
+    /** On the leader, per follower: seconds since the follower last answered; NaN elsewhere. */
+    public static final String CLUSTER_FOLLOWER_LAST_RESPONSE_SECONDS = "sluice_cluster_follower_last_response_seconds";
+
+    /** A cluster node's, besides {@link #ALL}. */
+    public static final List<String> CLUSTER = List.of(CLUSTER_LEADER, CLUSTER_TERM, CLUSTER_LAST_LOG_INDEX, CLUSTER_COMMIT_INDEX,
+            CLUSTER_APPLIED_INDEX, CLUSTER_APPLY_LAG_ENTRIES, CLUSTER_LEADER_CHANGES, CLUSTER_SUBMITTED_BYTES, CLUSTER_APPLIED_BYTES,
+            CLUSTER_APPLIED_ENTRIES, CLUSTER_FOLLOWER_LAG_ENTRIES, CLUSTER_FOLLOWER_LAST_RESPONSE_SECONDS);
+
+    /** All of the above but {@link #CLUSTER}, for the test that scrapes the endpoint. */
     public static final List<String> ALL = List.of(
             QUEUE_INFO, QUEUE_BACKLOG_MESSAGES, QUEUE_BACKLOG_BYTES, QUEUE_READY_MESSAGES, QUEUE_UNACKED_MESSAGES,
             QUEUE_CONSUMERS, QUEUE_PRODUCERS, QUEUE_PRODUCERS_BLOCKED, QUEUE_FLOW_STATE, QUEUE_PINNED_BYTES,
