@@ -2,14 +2,11 @@ package io.sluice.broker.admin;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
-import com.sun.net.httpserver.HttpsConfigurator;
-import com.sun.net.httpserver.HttpsParameters;
 import com.sun.net.httpserver.HttpsServer;
 import io.sluice.broker.security.ListenerExposure;
 import io.sluice.broker.security.TlsContexts;
 
 import javax.net.ssl.SSLContext;
-import javax.net.ssl.SSLParameters;
 import io.sluice.broker.Broker;
 import io.sluice.broker.ListenFailure;
 import io.sluice.broker.StartupException;
@@ -75,14 +72,7 @@ public final class AdminServer implements AutoCloseable {
             if (config.metrics.tls) {
                 HttpsServer https = HttpsServer.create(address, 64);
                 SSLContext context = TlsContexts.httpServer(config.tls);
-                https.setHttpsConfigurator(new HttpsConfigurator(context) {
-                    @Override
-                    public void configure(HttpsParameters params) {
-                        SSLParameters parameters = context.getDefaultSSLParameters();
-                        parameters.setProtocols(TlsContexts.PROTOCOLS);
-                        params.setSSLParameters(parameters);
-                    }
-                });
+                https.setHttpsConfigurator(TlsContexts.httpsConfigurator(context, false));
                 server = https;
             } else {
                 server = HttpServer.create(address, 64);

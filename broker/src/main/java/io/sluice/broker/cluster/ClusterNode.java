@@ -160,14 +160,17 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 snapshotAddresses.put(peerId(node.id), node.host + ":" + node.snapshotPort);
             }
         }
+        NodeTls tls = NodeTls.of(config.cluster.tls);
         ShardSnapshots snapshots = null;
         SnapshotInstaller installer = null;
         if (RaftSettings.servesSnapshots(config)) {
             snapshots = new ShardSnapshots(config.dataDirectory().resolve("snapshots"), queues);
             SnapshotAuth auth = snapshotAuth(config);
             installer = new SnapshotInstaller(config.dataDirectory(), queues, new SnapshotInstaller.Timeouts(
-                    (int) config.cluster.snapshotConnectTimeoutMs, (int) config.cluster.snapshotReadTimeoutMs), auth);
-            this.snapshotServer = new SnapshotServer(selfNode.host, selfNode.snapshotPort, snapshots, auth);
+                    (int) config.cluster.snapshotConnectTimeoutMs, (int) config.cluster.snapshotReadTimeoutMs), auth,
+                    tls == null ? null : tls.clientContext());
+            this.snapshotServer = new SnapshotServer(selfNode.host, selfNode.snapshotPort, snapshots, auth,
+                    tls == null ? null : tls.serverContext());
         } else {
             this.snapshotServer = null;
         }
@@ -184,7 +187,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 onLeaderReady();
             }
         });
-        this.server = RaftServer.newBuilder()
+        RaftServer.Builder builder = RaftServer.newBuilder();
+        if (tls != null) {
+            builder.setParameters(tls.raftParameters());
+        }
+        this.server = builder
                 .setServerId(self)
                 .setGroup(RaftGroup.valueOf(SHARD_GROUP, peers))
                 .setProperties(RaftSettings.of(config, selfNode))
@@ -210,8 +217,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
             node.close();
             throw e;
         }
-        LOG.info("Cluster node {} started: Raft on {}, {} nodes in the cluster, the Raft log in {}.", node.nodeId,
-                node.server.getPeer().getAddress(), config.cluster.nodes.size(), config.raftDirectory().toAbsolutePath());
+        LOG.info("Cluster node {} started: Raft on {} ({}), {} nodes in the cluster, the Raft log in {}.", node.nodeId,
+                node.server.getPeer().getAddress(), config.cluster.tls.enabled ? "mutual TLS"
+                        : "plain: whoever reaches it can append to the log, see cluster.tls", config.cluster.nodes.size(),
+                config.raftDirectory().toAbsolutePath());
         return node;
     }
 

@@ -24,7 +24,7 @@ final class RaftSettings {
     static RaftProperties of(BrokerConfig config, BrokerConfig.Node self) {
         RaftProperties properties = new RaftProperties();
         RaftServerConfigKeys.setStorageDir(properties, List.of(config.raftDirectory().toFile()));
-        // Raft traffic is not authenticated (docs/replication.md): listen on the node's own address only, not on all.
+        // Without cluster.tls Raft traffic is not authenticated (docs/security.md): listen on the node's own address only, not on all.
         GrpcConfigKeys.Server.setHost(properties, self.host);
         GrpcConfigKeys.Server.setPort(properties, self.raftPort);
         RaftServerConfigKeys.Rpc.setTimeoutMin(properties,

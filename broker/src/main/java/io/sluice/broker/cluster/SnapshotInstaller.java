@@ -13,6 +13,8 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import javax.net.ssl.HttpsURLConnection;
+import javax.net.ssl.SSLContext;
 import java.net.HttpURLConnection;
 import java.net.SocketTimeoutException;
 import java.net.URI;
@@ -70,6 +72,8 @@ final class SnapshotInstaller {
     private final QueueManager queues;
     private final Timeouts timeouts;
     private final SnapshotAuth auth;
+    /** Null: plain HTTP. */
+    private final SSLContext tls;
     private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "sluice-snapshot-install");
         t.setDaemon(true);
@@ -85,6 +89,12 @@ final class SnapshotInstaller {
     }
 
     SnapshotInstaller(Path dataDirectory, QueueManager queues, Timeouts timeouts, SnapshotAuth auth) throws IOException {
+        this(dataDirectory, queues, timeouts, auth, null);
+    }
+
+    /** With {@code tls} (not null, {@link NodeTls#clientContext}): fetches over HTTPS, presenting this node's certificate. */
+    SnapshotInstaller(Path dataDirectory, QueueManager queues, Timeouts timeouts, SnapshotAuth auth, SSLContext tls) throws IOException {
+        this.tls = tls;
         this.dataDirectory = dataDirectory;
         this.install = dataDirectory.resolve(INSTALL);
         this.temporary = dataDirectory.resolve(INSTALL + ".tmp");
@@ -187,7 +197,11 @@ final class SnapshotInstaller {
 
     /** A request for {@code path}, connected (within the connect timeout); each read of its answer waits up to the read timeout. */
     private HttpURLConnection open(String address, String path, String authorization) throws IOException {
-        HttpURLConnection connection = (HttpURLConnection) URI.create("http://" + address + path).toURL().openConnection();
+        HttpURLConnection connection = (HttpURLConnection) URI.create((tls == null ? "http://" : "https://") + address + path)
+                .toURL().openConnection();
+        if (connection instanceof HttpsURLConnection https) {
+            https.setSSLSocketFactory(tls.getSocketFactory()); // the default hostname check stays: the certificate names the host
+        }
         connection.setConnectTimeout(timeouts.connectMs());
         connection.setReadTimeout(timeouts.readMs());
         connection.setUseCaches(false);

@@ -2,9 +2,12 @@ package io.sluice.broker.cluster;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsServer;
+import io.sluice.broker.security.TlsContexts;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import javax.net.ssl.SSLContext;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -33,9 +36,24 @@ final class SnapshotServer implements AutoCloseable {
     private final SnapshotAuth auth;
 
     SnapshotServer(String host, int port, ShardSnapshots snapshots, SnapshotAuth auth) throws IOException {
+        this(host, port, snapshots, auth, null);
+    }
+
+    /**
+     * With {@code tls} (not null, {@link NodeTls#serverContext}): HTTPS, and a client without a certificate the
+     * cluster's CA signed gets no TLS session, before the secret's challenge is even reached.
+     */
+    SnapshotServer(String host, int port, ShardSnapshots snapshots, SnapshotAuth auth, SSLContext tls) throws IOException {
         this.snapshots = snapshots;
         this.auth = auth;
-        server = HttpServer.create(new InetSocketAddress(host, port), 0);
+        InetSocketAddress address = new InetSocketAddress(host, port);
+        if (tls == null) {
+            server = HttpServer.create(address, 0);
+        } else {
+            HttpsServer https = HttpsServer.create(address, 0);
+            https.setHttpsConfigurator(TlsContexts.httpsConfigurator(tls, true));
+            server = https;
+        }
         server.createContext("/snapshot", this::serve);
         server.setExecutor(thread);
         server.start();

@@ -85,6 +85,23 @@ public final class BrokerConfig {
         /** The Raft log and its metadata; empty means {@code <broker.data-dir>/raft}. */
         @JsonProperty("raft-dir")
         public String raftDir;
+        /** Mutual TLS between the nodes, on the Raft and snapshot ports (docs/security.md, "Between the nodes"). */
+        public ClusterTls tls = new ClusterTls();
+    }
+
+    /**
+     * TLS between a cluster's nodes: each node presents its certificate, signed by the cluster's CA, and accepts
+     * only peers whose certificate that CA signed; a client checks that the certificate names the host it dialled.
+     */
+    public static final class ClusterTls {
+        public boolean enabled;
+        /** PEM certificate chain of this node; it must name the node's {@code host} (a DNS or IP subject alternative name). */
+        public String certificate;
+        /** PEM PKCS#8 private key of this node, unencrypted. */
+        @JsonProperty("private-key")
+        public String privateKey;
+        /** PEM of the CA (or CAs) that sign the nodes' certificates: a peer must present a certificate it signed. */
+        public String ca;
     }
 
     /** One node of a cluster: its id, the host others reach it on, its Raft port and its client port. */

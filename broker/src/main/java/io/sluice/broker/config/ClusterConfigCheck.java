@@ -81,9 +81,25 @@ final class ClusterConfigCheck {
                     + ", which broker.port or metrics.port already uses");
         }
         checkSnapshotAuth(cluster, problems);
+        checkTls(cluster.tls, problems);
         if (!config.queues.dedupEnabled) {
             problems.add("cluster.enabled needs queues.dedup-enabled true: a restarted node replays its Raft log and "
                     + "the producer tables keep that replay from storing a message twice");
+        }
+    }
+
+    /** With {@code cluster.tls.enabled}, its three files must be set and readable. */
+    private static void checkTls(BrokerConfig.ClusterTls tls, List<String> problems) {
+        if (!tls.enabled) {
+            return;
+        }
+        for (String[] file : new String[][] {{"certificate", tls.certificate}, {"private-key", tls.privateKey}, {"ca", tls.ca}}) {
+            if (file[1] == null || file[1].isBlank()) {
+                problems.add("cluster.tls.enabled is true but cluster.tls." + file[0] + " is empty; set certificate, private-key "
+                        + "and ca (docs/security.md, \"Between the nodes\")");
+            } else if (!java.nio.file.Files.isReadable(java.nio.file.Path.of(file[1]))) {
+                problems.add("cluster.tls." + file[0] + " " + file[1] + " does not exist or cannot be read");
+            }
         }
     }
 

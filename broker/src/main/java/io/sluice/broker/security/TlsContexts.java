@@ -39,6 +39,22 @@ public final class TlsContexts {
         }
     }
 
+    /**
+     * The HTTPS settings of a JDK {@code HttpsServer} on {@code context}: {@link #PROTOCOLS} only, and a client
+     * certificate required when {@code needClientAuth}.
+     */
+    public static com.sun.net.httpserver.HttpsConfigurator httpsConfigurator(SSLContext context, boolean needClientAuth) {
+        return new com.sun.net.httpserver.HttpsConfigurator(context) {
+            @Override
+            public void configure(com.sun.net.httpserver.HttpsParameters params) {
+                javax.net.ssl.SSLParameters parameters = context.getDefaultSSLParameters();
+                parameters.setProtocols(PROTOCOLS);
+                parameters.setNeedClientAuth(needClientAuth);
+                params.setSSLParameters(parameters);
+            }
+        };
+    }
+
     /** Null when TLS is off; throws IllegalStateException naming the file when a PEM cannot be used. */
     public static SslContext server(BrokerConfig.Tls tls) {
         if (!tls.enabled) {

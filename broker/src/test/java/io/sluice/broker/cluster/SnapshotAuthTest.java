@@ -50,7 +50,13 @@ class SnapshotAuthTest {
 
     @BeforeEach
     void serveASnapshot() throws Exception {
-        Path data = dir.resolve("leader");
+        int port = freePort();
+        server = new SnapshotServer("127.0.0.1", port, payrollSnapshot(dir.resolve("leader"), loop, config, AT), SnapshotAuth.withSecret(SECRET));
+        address = "127.0.0.1:" + port;
+    }
+
+    /** A snapshot at {@code at} of a node in {@code data} holding queue "payroll" with 50 messages (salaries). */
+    static ShardSnapshots payrollSnapshot(Path data, EventLoopGroup loop, BrokerConfig config, TermIndex at) throws Exception {
         MessageStore store = MessageStore.open(data, config.storeConfig());
         QueueManager queues = new QueueManager(store, loop, config.queues, 1000);
         try {
@@ -59,10 +65,8 @@ class SnapshotAuthTest {
                 q.append(9, i, ByteBuffer.allocate(0), ByteBuffer.wrap(("salary of employee " + i).getBytes(StandardCharsets.UTF_8)));
             }
             ShardSnapshots snapshots = new ShardSnapshots(data.resolve("snapshots"), queues);
-            snapshots.take(AT);
-            int port = freePort();
-            server = new SnapshotServer("127.0.0.1", port, snapshots, SnapshotAuth.withSecret(SECRET));
-            address = "127.0.0.1:" + port;
+            snapshots.take(at);
+            return snapshots;
         } finally {
             queues.close();
             store.close();

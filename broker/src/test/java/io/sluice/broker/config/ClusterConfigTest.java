@@ -108,4 +108,17 @@ class ClusterConfigTest {
         String absent = problems("  secret-file: " + dir.resolve("nowhere") + "\n");
         assertTrue(absent != null && absent.contains("is not a readable file"), absent);
     }
+
+    @Test
+    void shouldRefuseTlsBetweenTheNodesWithoutItsThreeFiles() throws Exception {
+        String none = problems("  snapshot-auth: none\n  tls:\n    enabled: true\n");
+        assertTrue(none != null && none.contains("cluster.tls.enabled is true but cluster.tls.certificate is empty")
+                && none.contains("cluster.tls.private-key is empty") && none.contains("cluster.tls.ca is empty"), none);
+        Path pem = Files.writeString(dir.resolve("node.pem"), "not checked here\n");
+        String absent = problems("  snapshot-auth: none\n  tls:\n    enabled: true\n    certificate: " + pem + "\n    private-key: " + pem
+                + "\n    ca: " + dir.resolve("nowhere.pem") + "\n");
+        assertTrue(absent != null && absent.contains("cluster.tls.ca " + dir.resolve("nowhere.pem") + " does not exist or cannot be read")
+                && !absent.contains("cluster.tls.certificate"), absent);
+        assertEquals(null, problems("  snapshot-auth: none\n  tls:\n    enabled: false\n"), "off needs no file");
+    }
 }

@@ -17,11 +17,11 @@ import java.util.concurrent.TimeUnit;
  * SANs, validity and start date chosen by the test), exported as PEM; private keys are written as
  * PKCS#8 PEM from the PKCS12 store in plain Java (no openssl needed).
  */
-final class TestCertificates {
+public final class TestCertificates {
     private static final String PASSWORD = "changeit";
     private final Path dir;
 
-    TestCertificates(Path dir) {
+    public TestCertificates(Path dir) {
         this.dir = dir;
     }
 
@@ -45,7 +45,7 @@ final class TestCertificates {
     }
 
     /** A self-signed CA; returns its PEM certificate. */
-    Path ca(String name) throws Exception {
+    public Path ca(String name) throws Exception {
         genkey(name, "CN=" + name, "-ext", "bc:c");
         keytool("-exportcert", "-rfc", "-alias", name, "-keystore", name + ".p12", "-storepass", PASSWORD, "-file", name + ".pem");
         return dir.resolve(name + ".pem");
@@ -54,7 +54,7 @@ final class TestCertificates {
     /**
      * A leaf signed by {@code ca}; {@code startDate} like "-10d" or null; returns {chain PEM, key PEM}.
      */
-    Path[] leaf(String ca, String name, String cn, String san, int validityDays, String startDate) throws Exception {
+    public Path[] leaf(String ca, String name, String cn, String san, int validityDays, String startDate) throws Exception {
         genkey(name, "CN=" + cn);
         keytool("-certreq", "-alias", name, "-keystore", name + ".p12", "-storepass", PASSWORD, "-file", name + ".csr");
         List<String> args = new ArrayList<>(List.of("-gencert", "-rfc", "-alias", ca, "-keystore", ca + ".p12", "-storepass", PASSWORD,
