@@ -351,6 +351,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
             // Clients of a node that is no longer the leader must go to the new one; none may stay half-served.
             closeClients.accept(notLeader());
         }
+        if (wasServing) {
+            queues.all().forEach(BrokerQueue::leadershipLost); // rule R5: the acks it settled may never commit
+        }
     }
 
     private synchronized void onLeaderReady() {
@@ -536,6 +539,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 LOG.warn("Cluster node {}: Raft did not commit {} ({}); its clients are sent to the leader to resend it.",
                         nodeId, what, refusal.toString());
                 closeClients.accept(notLeader());
+                queues.all().forEach(BrokerQueue::leadershipLost); // rule R5, as when the leader changes
             }
             return waited;
         });

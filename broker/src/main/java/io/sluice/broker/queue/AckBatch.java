@@ -31,6 +31,13 @@ final class AckBatch implements InFlightDeliveries.Removed {
     /** The oldest store timestamp among the messages acknowledged since {@link #begin}. */
     private long oldestAppendedMillis = Long.MAX_VALUE;
     private PendingConfirms.StoredRanges replicated;
+    /**
+     * Rule R5 of docs/replication.md, on a cluster leader: ids a consumer acknowledged here whose ACK entry this
+     * node has not applied yet. They are off the backlog and their consumer's books at once, but stay tracked
+     * (nothing delivers or purges them again) and unacknowledged in the store until the entry is applied, as on
+     * every other node; if this node stops leading first, {@link #unapplied} gives them back.
+     */
+    private final IdSet awaitingApply = new IdSet();
 
     AckBatch(QueueStore store, Backlog backlog, IdSet tracked) {
         this.store = store;
@@ -47,6 +54,18 @@ final class AckBatch implements InFlightDeliveries.Removed {
     /** One acknowledged delivery. */
     @Override
     public void accept(long id, int bytes, long appendedAtMillis) {
+        backlog.removed(bytes);
+        oldestAppendedMillis = Math.min(oldestAppendedMillis, appendedAtMillis);
+        if (replicated != null) {
+            replicated.stored(RANGES_KEY, id);
+            awaitingApply.add(id); // stored when its entry is applied here (R5)
+            return;
+        }
+        batch(id);
+        tracked.remove(id);
+    }
+
+    private void batch(long id) {
         if (size == ids.length) {
             if (ids.length < MAX_BATCH) {
                 ids = Arrays.copyOf(ids, 2 * ids.length);
@@ -56,12 +75,6 @@ final class AckBatch implements InFlightDeliveries.Removed {
             }
         }
         ids[size++] = id;
-        if (replicated != null) {
-            replicated.stored(RANGES_KEY, id);
-        }
-        backlog.removed(bytes);
-        oldestAppendedMillis = Math.min(oldestAppendedMillis, appendedAtMillis);
-        tracked.remove(id);
     }
 
     /**
@@ -74,7 +87,11 @@ final class AckBatch implements InFlightDeliveries.Removed {
         long acked = 0;
         for (IdRange range : ranges) {
             for (long id = range.from(); id <= range.to(); id++) {
-                if (!tracked.contains(id) && !store.isAcked(id)) {
+                if (awaitingApply.size() > 0 && awaitingApply.contains(id)) {
+                    awaitingApply.remove(id); // settled here already (R5): only the store's ack was waiting for this entry
+                    tracked.remove(id);
+                    batch(id);
+                } else if (!tracked.contains(id) && !store.isAcked(id)) {
                     lateAck.accept(id);
                     acked++;
                 }
@@ -100,6 +117,15 @@ final class AckBatch implements InFlightDeliveries.Removed {
             }
         }
         store.recordDeliveries(higher, higherCounts, n);
+    }
+
+    /**
+     * Rule R5: this node stopped leading, so the acks it settled and has not applied may never commit. Returns their
+     * ids (still tracked, unacknowledged in the store): the queue makes them due again, and if their entry does
+     * commit after all, applying it acknowledges them then.
+     */
+    long[] unapplied() {
+        return awaitingApply.size() == 0 ? new long[0] : awaitingApply.drain();
     }
 
     /** Hands what is batched to the store. */

@@ -449,6 +449,31 @@ public final class BrokerQueue {
         executor.execute(() -> transactionEffects.acked(acks.applyReplicated(ranges, this::lateAck)));
     }
 
+    /**
+     * Rule R5 of docs/replication.md: this node stopped leading, so the acks its consumers sent and it has not applied
+     * may never commit. Their messages are due again (with their delivery counts), as the new leader delivers them;
+     * if their entry commits after all, applying it acknowledges them.
+     */
+    public void leadershipLost() {
+        executor.execute(() -> {
+            long[] ids = acks.unapplied();
+            for (int i = ids.length - 1; i >= 0; i--) {
+                StoredMessage m = store.isAcked(ids[i]) ? null : readUnlessDamaged(ids[i]);
+                if (m == null) {
+                    tracked.remove(ids[i]);
+                    continue;
+                }
+                backlog.added(m.headersLength() + m.payloadLength());
+                order.dueFirst(ids[i]);
+            }
+            if (ids.length > 0) {
+                redelivered += ids.length;
+                updateFlow();
+                scheduleDispatch();
+            }
+        });
+    }
+
     /** After acks: feeds the slowed producers (C2) and re-evaluates the quota at once. */
     private void acknowledged(long count) {
         backlog.acknowledged(count);

@@ -24,4 +24,15 @@ final class IdSet {
     int size() {
         return ids.size();
     }
+
+    /** Every id of the set, which is then empty. */
+    long[] drain() {
+        long[] all = new long[ids.size()];
+        int n = 0;
+        for (long key : ids.keySet()) {
+            all[n++] = SpreadIds.unspread(key);
+        }
+        ids.clear();
+        return all;
+    }
 }
