@@ -1,47 +1,32 @@
 package io.sluice.client;
 
-import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
-import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.timeout.IdleStateHandler;
 import io.netty.util.concurrent.ScheduledFuture;
-import io.sluice.client.internal.Backoff;
 import io.sluice.client.internal.BrokerAddresses;
+import io.sluice.client.internal.ClientTls;
 import io.sluice.client.internal.NetworkThreads;
 import io.sluice.client.internal.WriterIdleTimer;
 import io.sluice.protocol.CloseFrame;
-import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.DeclareQueueFrame;
 import io.sluice.protocol.DeleteQueueFrame;
-import io.sluice.protocol.DeliverFrame;
 import io.sluice.protocol.ErrorCode;
-import io.sluice.protocol.ErrorFrame;
-import io.sluice.protocol.FlowFrame;
 import io.sluice.protocol.Frame;
 import io.sluice.protocol.FrameDecoder;
 import io.sluice.protocol.FrameEncoder;
-import io.sluice.protocol.HeartbeatFrame;
-import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.HelloOkFrame;
 import io.sluice.protocol.OkFrame;
-import io.sluice.protocol.ProtocolVersion;
 import io.sluice.protocol.ProducerInitFrame;
 import io.sluice.protocol.ProducerOkFrame;
-import io.sluice.protocol.PublishCreditFrame;
-import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
-import io.sluice.protocol.TxAbortedFrame;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -52,7 +37,6 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.LongFunction;
@@ -84,63 +68,50 @@ import java.util.function.LongFunction;
 public final class Connection implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Connection.class);
     /** The frame limit before HELLO_OK tells the negotiated one. */
-    private static final int HANDSHAKE_MAX_FRAME_BYTES = 16 * 1024 * 1024;
+    static final int HANDSHAKE_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
     private final ConnectionOptions options;
-    /** Where the next attempt goes: one broker, or a cluster's nodes and the leader last named. */
-    private final BrokerAddresses addresses;
-    /** The broker of the current (or last) attempt, host:port, for messages. */
-    private volatile String address;
     private final EventLoopGroup group;
     private final EventLoop loop;
     private final Callbacks callbacks;
-    private final Bootstrap bootstrap;
-    private final Backoff backoff;
-    /** Null for plaintext. */
-    private final io.sluice.client.internal.ClientTls tls;
+    /** Where each attempt goes, the network connections they open, the reconnect after a loss. */
+    private final ConnectionAttempts attempts;
 
     // Owned by the network thread.
     private Channel channel;
     private int session;
     private int maxFrameBytes = HANDSHAKE_MAX_FRAME_BYTES;
-    private long publishWindowMessages;
-    private long publishWindowBytes;
+    private final ClientPublishWindow publishWindow = new ClientPublishWindow();
     private int nextConsumerTag = 1;
     /** Requests waiting for their answer; on the network thread. */
     private final PendingRequests requests;
     private final Map<Long, Producer> producers = new HashMap<>();
     private final Map<Integer, Consumer> consumers = new HashMap<>();
     private final OpenTransactions transactions = new OpenTransactions();
+    /** Hands each frame after the handshake to what waits for it. */
+    private final FrameDispatch frames;
 
     private volatile boolean closed;
     private volatile String brokerName = "";
     /** Whether the broker's last HELLO_OK granted transactions (docs/protocol.md, "Capabilities"). */
     private volatile boolean transactionsGranted;
-    /** On loop: the broker closed with NOT_LEADER, so {@link #addresses} moved on already; null if not. */
-    private Boolean closedNotLeaderNamingNewLeader;
 
     private Connection(ConnectionOptions options) {
         this.options = options;
-        this.addresses = new BrokerAddresses(options.bootstrap().isEmpty()
+        BrokerAddresses addresses = new BrokerAddresses(options.bootstrap().isEmpty()
                 ? List.of(new BrokerAddresses.Address(options.host(), options.port()))
                 : options.bootstrap().stream().map(BrokerAddresses.Address::parse).toList());
-        this.address = addresses.current().toString();
         // Built first: a bad TLS file fails here, before any thread exists.
-        this.tls = options.tls() ? io.sluice.client.internal.ClientTls.create(options.trustCertificates(), options.trustStore(),
+        ClientTls tls = options.tls() ? ClientTls.create(options.trustCertificates(), options.trustStore(),
                 options.trustStorePassword(), options.clientCertificate(), options.clientKey(), options.hostnameVerification()) : null;
         boolean epoll = Epoll.isAvailable();
         this.group = new MultiThreadIoEventLoopGroup(1, new NetworkThreads(),
                 epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
         this.loop = group.next();
-        this.callbacks = new Callbacks(options.callbacksOnNetworkThread(), loop, address);
+        this.callbacks = new Callbacks(options.callbacksOnNetworkThread(), loop, addresses.current().toString());
         this.requests = new PendingRequests(loop, callbacks::complete);
-        ReconnectPolicy policy = options.reconnectPolicy();
-        this.backoff = new Backoff(policy.initialDelay().toMillis(), policy.maxDelay().toMillis(),
-                policy.multiplier(), policy.jitter(), () -> ThreadLocalRandom.current().nextDouble());
-        this.bootstrap = new Bootstrap().group(loop).channel(epoll ? EpollSocketChannel.class : NioSocketChannel.class)
-                .option(ChannelOption.TCP_NODELAY, true)
-                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE,
-                        options.connectTimeout().toMillis()));
+        this.attempts = new ConnectionAttempts(this, options, loop, addresses, tls, epoll);
+        this.frames = new FrameDispatch(requests, producers, consumers, transactions, publishWindow, attempts);
     }
 
     /**
@@ -154,34 +125,12 @@ public final class Connection implements AutoCloseable {
     public static Connection connect(ConnectionOptions options) {
         Connection connection = new Connection(options);
         try {
-            long deadline = System.nanoTime() + options.connectTimeout().toNanos();
-            for (int unreachable = 0; ; ) {
-                CompletableFuture<Void> handshake = new CompletableFuture<>();
-                connection.loop.execute(() -> connection.connectOnce(handshake));
-                try {
-                    await(handshake, options.connectTimeout().plusSeconds(1), "connect to " + connection.address);
-                    return connection;
-                } catch (SluiceException e) {
-                    // A cluster: a node that is not the leader names it; a node that cannot be reached is skipped,
-                    // once per address in the list. A single broker's first failure is thrown, as always.
-                    boolean notLeader = e.errorCode() == ErrorCode.NOT_LEADER;
-                    boolean skip = e instanceof ConnectionLostException && ++unreachable < connection.addresses.size();
-                    if (!(notLeader || skip) || System.nanoTime() - deadline > 0) {
-                        throw e;
-                    }
-                    if (!connection.addresses.moveOn(notLeader ? e.brokerMessage() : null) && notLeader) {
-                        // An election runs: the caller's thread, blocked in this connect anyway, backs off before
-                        // asking again, never past the connect timeout.
-                        long leftMillis = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-                        Thread.sleep(Math.max(0, Math.min(connection.backoff.nextDelayMillis(), leftMillis)));
-                    }
-                    connection.address = connection.addresses.current().toString();
-                }
-            }
+            connection.attempts.connectFirst();
+            return connection;
         } catch (InterruptedException e) {
             connection.close();
             Thread.currentThread().interrupt();
-            throw new SluiceException("interrupted while connecting to " + connection.address, e);
+            throw new SluiceException("interrupted while connecting to " + connection.address(), e);
         } catch (RuntimeException e) {
             connection.close();
             throw e;
@@ -355,7 +304,7 @@ public final class Connection implements AutoCloseable {
     /** A broker that does not serve transactions would close the connection on a TX frame it does not know. */
     private void checkTransactionsGranted() {
         if (!transactionsGranted) {
-            throw new UnsupportedOperationException("broker '" + brokerName + "' at " + address + " does not serve "
+            throw new UnsupportedOperationException("broker '" + brokerName + "' at " + address() + " does not serve "
                     + "transactions: its HELLO_OK did not grant the TRANSACTIONS capability (a broker that predates "
                     + "transactions, or a cluster node, which does not replicate them)");
         }
@@ -377,7 +326,7 @@ public final class Connection implements AutoCloseable {
         try {
             loop.execute(() -> {
                 ConnectionLostException lost = new ConnectionLostException(
-                        "connection to " + address + " was closed by the application");
+                        "connection to " + address() + " was closed by the application");
                 transactions.connectionLostOnLoop(lost);
                 requests.failAll(lost);
                 for (Producer producer : List.copyOf(producers.values())) {
@@ -398,7 +347,7 @@ public final class Connection implements AutoCloseable {
             });
             done.get(2, TimeUnit.SECONDS);
         } catch (RejectedExecutionException | ExecutionException | TimeoutException e) {
-            LOG.debug("Closing the connection to {} did not finish cleanly: {}", address, e.toString());
+            LOG.debug("Closing the connection to {} did not finish cleanly: {}", address(), e.toString());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -427,7 +376,7 @@ public final class Connection implements AutoCloseable {
 
     /** What work refused because the connection is closed fails with. */
     ConnectionLostException closedException() {
-        return new ConnectionLostException("connection to " + address + " is closed");
+        return new ConnectionLostException("connection to " + address() + " is closed");
     }
 
     /** The network thread as an executor; it throws {@link RejectedExecutionException} once closed. */
@@ -443,7 +392,7 @@ public final class Connection implements AutoCloseable {
         try {
             loop.execute(task);
         } catch (RejectedExecutionException e) {
-            LOG.debug("Dropped a task after the connection to {} closed.", address);
+            LOG.debug("Dropped a task after the connection to {} closed.", address());
         }
     }
 
@@ -464,7 +413,7 @@ public final class Connection implements AutoCloseable {
      */
     void checkMayBlock(String what) {
         if (NetworkThreads.isCurrent()) {
-            throw new IllegalStateException(what + " (connection to " + address + ") blocks, and was called on"
+            throw new IllegalStateException(what + " (connection to " + address() + ") blocks, and was called on"
                     + " a network thread of the client (from a callback, with callbacksOnNetworkThread on), which"
                     + " must not wait; use the asynchronous form or a thread of your own");
         }
@@ -477,7 +426,7 @@ public final class Connection implements AutoCloseable {
 
     /** The broker's host:port, for messages. */
     String address() {
-        return address;
+        return attempts.address();
     }
 
     /** On loop. */
@@ -487,7 +436,7 @@ public final class Connection implements AutoCloseable {
 
     /** On loop: registers a request whose frame the caller writes; see {@link PendingRequests#add}. */
     long addRequestOnLoop(String description, CompletableFuture<Frame> future, long timeoutMs) {
-        return requests.add(description, future, timeoutMs, address);
+        return requests.add(description, future, timeoutMs, address());
     }
 
     /** On loop: the handshaken channel, or {@code null} while disconnected. */
@@ -507,12 +456,7 @@ public final class Connection implements AutoCloseable {
 
     /** On loop: takes one message of {@code payloadBytes} from the publish window if it fits. */
     boolean tryTakePublishWindow(int payloadBytes) {
-        if (publishWindowMessages < 1 || publishWindowBytes < payloadBytes) {
-            return false;
-        }
-        publishWindowMessages--;
-        publishWindowBytes -= payloadBytes;
-        return true;
+        return publishWindow.tryTake(payloadBytes);
     }
 
     void removeProducer(long producerId) {
@@ -545,11 +489,11 @@ public final class Connection implements AutoCloseable {
             Channel current = channel;
             if (current == null) {
                 result.completeExceptionally(new ConnectionLostException(description + " failed: not connected to "
-                        + address + (closed ? "" : "; reconnecting")));
+                        + address() + (closed ? "" : "; reconnecting")));
                 return;
             }
             long requestId = requests.add(description, (CompletableFuture<Frame>) result,
-                    options.requestTimeout().toMillis(), address);
+                    options.requestTimeout().toMillis(), address());
             current.writeAndFlush(frameFactory.apply(requestId));
         }, result);
         return result;
@@ -586,74 +530,6 @@ public final class Connection implements AutoCloseable {
 
     // ---- connecting, on loop
 
-    private void connectOnce(CompletableFuture<Void> handshake) {
-        if (closed) {
-            handshake.completeExceptionally(closedException());
-            return;
-        }
-        FrameDecoder decoder = new FrameDecoder(HANDSHAKE_MAX_FRAME_BYTES);
-        FrameEncoder encoder = new FrameEncoder(HANDSHAKE_MAX_FRAME_BYTES);
-        BrokerAddresses.Address target = addresses.current();
-        address = target.toString();
-        ChannelFuture connect = bootstrap.clone().handler(new io.netty.channel.ChannelInitializer<Channel>() {
-            @Override
-            protected void initChannel(Channel ch) {
-                if (tls != null) {
-                    ch.pipeline().addLast("tls", tls.newHandler(ch.alloc(), target.host(), target.port()));
-                }
-                ch.pipeline().addLast("decoder", decoder).addLast("encoder", encoder)
-                        .addLast("handler", new ConnectionInbound(Connection.this, handshake, decoder, encoder));
-            }
-        }).connect(target.host(), target.port());
-        connect.addListener(result -> {
-            if (!result.isSuccess()) {
-                handshake.completeExceptionally(new ConnectionLostException(
-                        "could not connect to " + address + ": " + result.cause().getMessage(), result.cause()));
-                return;
-            }
-            Channel ch = connect.channel();
-            ch.writeAndFlush(new HelloFrame(ProtocolVersion.MIN, ProtocolVersion.CURRENT, options.clientName(),
-                    options.maxFrameBytes(), (int) options.heartbeat().toMillis(), options.user(),
-                    options.password(), HelloFrame.CAPABILITY_TRANSACTIONS));
-            long timeoutMs = options.connectTimeout().toMillis();
-            loop.schedule(() -> {
-                if (handshake.completeExceptionally(new SluiceTimeoutException(
-                        "no HELLO_OK from " + address + " within " + timeoutMs + " ms"))) {
-                    ch.close();
-                }
-            }, timeoutMs, TimeUnit.MILLISECONDS);
-        });
-    }
-
-    private void scheduleReconnect() {
-        scheduleReconnect(false);
-    }
-
-    /**
-     * {@code newLeader}: a NOT_LEADER just named a leader not named before, tried at once: a cluster node names
-     * a leader only once it has heard from it (docs/replication.md, rule S2), and every delay here is write
-     * unavailability after a failover.
-     */
-    private void scheduleReconnect(boolean newLeader) {
-        if (closed || !options.reconnectPolicy().enabled()) {
-            return;
-        }
-        long delayMs = newLeader ? 0 : backoff.nextDelayMillis();
-        LOG.info("Reconnecting to {} in {} ms.", addresses.current(), delayMs);
-        loop.schedule(() -> {
-            CompletableFuture<Void> handshake = new CompletableFuture<>();
-            handshake.whenComplete((ignored, failure) -> {
-                if (failure != null) {
-                    LOG.warn("Reconnecting to {} failed: {}", address, failure.getMessage());
-                    boolean named = addresses.moveOn(failure instanceof SluiceException refused
-                            && refused.errorCode() == ErrorCode.NOT_LEADER ? refused.brokerMessage() : null);
-                    executeOnLoop(() -> scheduleReconnect(named));
-                }
-            });
-            connectOnce(handshake);
-        }, delayMs, TimeUnit.MILLISECONDS);
-    }
-
     void onHelloOk(Channel ch, HelloOkFrame hello, FrameDecoder decoder, FrameEncoder encoder,
                            CompletableFuture<Void> handshake) {
         if (closed || handshake.isDone()) {
@@ -673,14 +549,13 @@ public final class Connection implements AutoCloseable {
         }
         brokerName = hello.brokerName();
         transactionsGranted = hello.grantsTransactions();
-        publishWindowMessages = hello.publishWindowMessages();
-        publishWindowBytes = hello.publishWindowBytes();
+        publishWindow.granted(hello.publishWindowMessages(), hello.publishWindowBytes());
         channel = ch;
         session++;
-        backoff.reset();
+        attempts.handshaken();
         if (session > 1) {
             LOG.info("Reconnected to {} ({}); resubscribing {} consumers and resending unconfirmed publishes.",
-                    address, brokerName, consumers.size());
+                    address(), brokerName, consumers.size());
         }
         for (Consumer consumer : List.copyOf(consumers.values())) {
             consumer.onReconnectedOnLoop();
@@ -700,13 +575,13 @@ public final class Connection implements AutoCloseable {
     void onChannelInactive(Channel ch, CompletableFuture<Void> handshake) {
         if (!handshake.isDone()) {
             handshake.completeExceptionally(new ConnectionLostException(
-                    "connection to " + address + " closed during the handshake"));
+                    "connection to " + address() + " closed during the handshake"));
         }
         if (ch != channel) {
             return;
         }
         channel = null;
-        ConnectionLostException lost = new ConnectionLostException("connection to " + address + " was lost");
+        ConnectionLostException lost = new ConnectionLostException("connection to " + address() + " was lost");
         transactions.connectionLostOnLoop(lost); // first: a commit in flight is in doubt, not merely refused
         requests.failAll(lost);
         boolean retain = options.reconnectPolicy().enabled() && !closed;
@@ -719,68 +594,14 @@ public final class Connection implements AutoCloseable {
             consumer.onConnectionLostOnLoop();
         }
         if (retain) {
-            LOG.warn("Lost the connection to {}; unconfirmed publishes will be resent after reconnecting.", address);
-            boolean newLeader = closedNotLeaderNamingNewLeader != null && closedNotLeaderNamingNewLeader;
-            if (closedNotLeaderNamingNewLeader == null) {
-                addresses.moveOn(null); // a cluster node that went away: try the next one
-            }
-            closedNotLeaderNamingNewLeader = null;
-            scheduleReconnect(newLeader);
+            LOG.warn("Lost the connection to {}; unconfirmed publishes will be resent after reconnecting.", address());
+            attempts.reconnectAfterLoss();
         }
     }
 
     void onFrame(Channel ch, Frame frame) {
-        if (ch != channel) {
-            return;
-        }
-        if (frame instanceof OkFrame ok) {
-            requests.answered(ok.requestId(), ok);
-        } else if (frame instanceof ProducerOkFrame ok) {
-            requests.answered(ok.requestId(), ok);
-        } else if (frame instanceof ErrorFrame error) {
-            if (!requests.refused(error)) {
-                LOG.warn("The broker at {} reported an error: {} {}", address, error.errorCode(), error.message());
-            }
-        } else if (frame instanceof ConfirmFrame confirm) {
-            Producer producer = producers.get(confirm.producerId());
-            if (producer != null) {
-                producer.onConfirmOnLoop(confirm.sequences());
-            }
-        } else if (frame instanceof PublishErrorFrame error) {
-            Producer producer = producers.get(error.producerId());
-            if (producer != null) {
-                producer.onPublishErrorOnLoop(error);
-            }
-        } else if (frame instanceof DeliverFrame deliver) {
-            Consumer consumer = consumers.get(deliver.consumerTag());
-            if (consumer != null) {
-                consumer.onDeliverOnLoop(deliver);
-            } else {
-                LOG.debug("Dropped a delivery for unknown consumer tag {}.", deliver.consumerTag());
-            }
-        } else if (frame instanceof FlowFrame flow) {
-            for (Producer producer : producers.values()) {
-                if (producer.queue().equals(flow.queue())) {
-                    producer.onFlowOnLoop(flow);
-                }
-            }
-        } else if (frame instanceof PublishCreditFrame credit) {
-            publishWindowMessages += credit.messages();
-            publishWindowBytes += credit.bytes();
-            for (Producer producer : List.copyOf(producers.values())) {
-                producer.flushOnLoop();
-            }
-            transactions.windowWidenedOnLoop();
-        } else if (frame instanceof TxAbortedFrame aborted) {
-            transactions.abortedOnLoop(aborted);
-        } else if (frame instanceof CloseFrame close) {
-            LOG.warn("The broker at {} closed the connection: {} {}", address, close.errorCode(), close.reason());
-            if (close.errorCode() == ErrorCode.NOT_LEADER) {
-                closedNotLeaderNamingNewLeader = addresses.moveOn(close.reason()); // the reconnect goes where it says
-            }
-            ch.close();
-        } else if (!(frame instanceof HeartbeatFrame)) {
-            LOG.warn("Ignored an unexpected {} frame from {}.", frame.type(), address);
+        if (ch == channel) {
+            frames.onFrame(ch, frame);
         }
     }
 }

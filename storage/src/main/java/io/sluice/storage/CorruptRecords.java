@@ -7,7 +7,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 
 /**
@@ -41,7 +40,7 @@ final class CorruptRecords {
             try {
                 ackLog.ack(index);
             } catch (IOException io) {
-                throw new UncheckedIOException("ack state of queue '" + queueName + "' failed: " + io.getMessage(), io);
+                throw AckUpdates.failure(queueName, io);
             }
         }
     }

@@ -13,13 +13,10 @@ import io.sluice.storage.readahead.ReadAhead;
 import io.sluice.storage.readahead.ReaderCursor;
 import io.sluice.storage.reclaim.ReclaimPolicy;
 import io.sluice.storage.reclaim.Reclaimer;
-import io.sluice.storage.reclaim.RelocatedCopies;
 import io.sluice.storage.reclaim.RelocationIntent;
 import io.sluice.storage.recovery.QueueRecovery;
 import io.sluice.storage.segment.FileReleaser;
-import io.sluice.storage.segment.MappedFileFaultException;
 import io.sluice.storage.segment.RecordCodec;
-import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentLog;
 import io.sluice.storage.segment.SegmentRollCycle;
 import io.sluice.storage.snapshot.SnapshotFiles;
@@ -28,7 +25,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -48,7 +44,10 @@ import java.util.function.LongSupplier;
  *   <li>{@link Durability}: written and durable positions, group commit, pending futures;</li>
  *   <li>{@link Reclaimer}: deleting acknowledged segments and relocating stragglers;</li>
  *   <li>{@link ReaderCursor}: the read-ahead of each lagging reader;</li>
- *   <li>{@link QueueRecovery}: what opening the queue recovered.</li>
+ *   <li>{@link QueueRecovery}: what opening the queue recovered;</li>
+ *   <li>{@link RecordAppender}: checking, encoding and writing each record (a relocated copy's too);</li>
+ *   <li>{@link RecordReads}: turning records into messages, by id and for readers;</li>
+ *   <li>{@link AckUpdates}: writing acks and delivery counts, and asking reclaim for a pass.</li>
  * </ul>
  *
  * <p>Threads: every public method is thread-safe. Appends, acks and reads by id serialise on one
@@ -70,14 +69,14 @@ public final class QueueStore {
     private final Path directory;
     private final Path segmentDirectory;
     private final StoreConfig config;
-    private final DiskSpaceGuard diskGuard;
     private final LongSupplier clock;
-    private final Runnable wakeFlusher;
     private final Path ackJournalFile;
 
-    /** Guards the segment log, the ack state, the readers' skip sets and the counters below. */
+    /**
+     * Guards the segment log, the ack state, the readers' skip sets and the counters (the appender's, the
+     * corrupt records'); the parts' methods named {@code ...Locked} run under it.
+     */
     private final ReentrantLock lock = new ReentrantLock();
-    private final RecordCodec appendCodec = new RecordCodec();
     private final SegmentLog log;
     private final AckLog ackLog;
     private final AckStateReader acks;
@@ -88,8 +87,10 @@ public final class QueueStore {
     private final OpenReaders readers;
 
     private final ProducerCheckpointWrites producerCheckpoints;
-    private long appendedMessages;
     private final CorruptRecords corruptRecords;
+    private final RecordAppender appender;
+    private final RecordReads reads;
+    private final AckUpdates ackUpdates;
     private volatile boolean closed;
 
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
@@ -101,9 +102,7 @@ public final class QueueStore {
         this.directory = directory;
         this.segmentDirectory = directory.resolve("segments");
         this.config = config;
-        this.diskGuard = diskGuard;
         this.clock = clock;
-        this.wakeFlusher = wakeFlusher;
         this.producerCheckpoints = new ProducerCheckpointWrites(name, directory);
         long started = System.nanoTime();
         this.syncer = new SegmentSyncer(segmentDirectory, releaser, forcer);
@@ -122,12 +121,15 @@ public final class QueueStore {
                 recovered.lastIndex());
         this.ackForces = new AckJournalForces(name, ackJournalFile, forcer, ackLog::force, durability, config.syncIntervalMs(),
                 wakeFlusher);
+        this.appender = new RecordAppender(name, config, diskGuard, clock, wakeFlusher, log, ackLog, durability);
+        this.reads = new RecordReads(name, segmentDirectory, log, ackLog, durability, corruptRecords);
         ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
                 config.relocateAfterMs() * 1_000_000L);
-        this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, readers, this::writeRecordLocked,
+        this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, readers, appender::writeLocked,
                 corruptRecords::discardLocked, Reclaimer.Forcing.of(durability::forceRange, ackForces::force,
                         () -> durability.failure() != null), new RelocationIntent(directory), diskGuard,
                 config.relocationFloorBytes(), wakeFlusher);
+        this.ackUpdates = new AckUpdates(name, log, ackLog, reclaimer);
         long producerStateCovers = ProducerCheckpoint.coveredThrough(directory);
         if (producerStateCovers != ProducerCheckpoint.ABSENT) {
             producerStateCoveredThrough(producerStateCovers);
@@ -278,46 +280,17 @@ public final class QueueStore {
 
     private long append(int flags, long producerId, long producerSequence, ByteBuffer headers, int headersOffset, int headersLength,
                         ByteBuffer payload, int payloadOffset, int payloadLength, int headroom) {
-        int size = headersLength + payloadLength;
-        if (size > config.maxMessageBytes() + headroom) {
-            throw new MessageTooLargeException("message of " + size + " bytes (headers plus payload) for queue '" + name
-                    + "' exceeds maxMessageBytes " + config.maxMessageBytes()
-                    + (headroom > 0 ? " plus the " + headroom + " bytes allowed for headers the broker adds" : ""));
-        }
+        appender.checkSize(headersLength + payloadLength, headroom);
         long index;
         lock.lock();
         try {
             ensureOpen();
-            StorageFailedException failed = durability.failure();
-            if (failed != null) {
-                throw new StorageFailedException("queue '" + name + "' refuses the append: " + failed.getMessage(), failed);
-            }
-            diskGuard.reserve(size + RecordCodec.HEADER_BYTES + 8L);
-            appendCodec.encodeParts(flags, -1, 0, producerId, producerSequence, clock.getAsLong(),
-                    headers, headersOffset, headersLength, payload, payloadOffset, payloadLength);
-            index = writeRecordLocked(appendCodec);
-            appendedMessages++;
+            index = appender.appendLocked(flags, producerId, producerSequence, headers, headersOffset, headersLength,
+                    payload, payloadOffset, payloadLength);
         } finally {
             lock.unlock();
         }
-        if (config.durability() == DurabilityMode.ALWAYS) {
-            // Only `always` waits for the flusher: it starts the next group commit now. In the other modes
-            // it has nothing to do per append (`interval` syncs on its own clock), and waking it parked,
-            // a futex syscall, was 32 % of an append under `never` (async-profiler on the JMH append).
-            wakeFlusher.run();
-        }
-        return index;
-    }
-
-    private long writeRecordLocked(RecordCodec codec) {
-        long index;
-        try {
-            index = log.append(codec);
-        } catch (MappedFileFaultException e) {
-            throw durability.fail("writing a segment", e); // the thread that met the fault lives on; the queue fails safe
-        }
-        ackLog.segmentGrew(SegmentRollCycle.INSTANCE.toCycle(index), SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1);
-        durability.appended(index);
+        appender.appended();
         return index;
     }
 
@@ -389,12 +362,7 @@ public final class QueueStore {
         lock.lock();
         try {
             ensureOpen();
-            long physical = acks.physicalId(id);
-            AckResult result = io(() -> ackLog.ack(id));
-            if (result == AckResult.NEWLY_ACKED) {
-                noteAcked(physical);
-            }
-            return result;
+            return ackUpdates.ackLocked(id);
         } finally {
             lock.unlock();
         }
@@ -405,20 +373,9 @@ public final class QueueStore {
         lock.lock();
         try {
             ensureOpen();
-            long newly = io(() -> ackLog.ackRange(fromId, toIdInclusive));
-            if (newly > 0) {
-                reclaimer.wanted();
-            }
-            return newly;
+            return ackUpdates.ackRangeLocked(fromId, toIdInclusive);
         } finally {
             lock.unlock();
-        }
-    }
-
-    private void noteAcked(long physicalId) {
-        int segment = SegmentRollCycle.INSTANCE.toCycle(physicalId);
-        if (segment < log.writeSegment() && acks.unackedCount(segment) == 0) {
-            reclaimer.wanted();
         }
     }
 
@@ -427,7 +384,7 @@ public final class QueueStore {
         lock.lock();
         try {
             ensureOpen();
-            io(() -> ackLog.recordDelivery(id, count));
+            ackUpdates.recordDeliveryLocked(id, count);
         } finally {
             lock.unlock();
         }
@@ -441,9 +398,7 @@ public final class QueueStore {
         lock.lock();
         try {
             ensureOpen();
-            ackLog.recordDeliveries(ids, counts, count);
-        } catch (IOException e) {
-            throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
+            ackUpdates.recordDeliveriesLocked(ids, counts, count);
         } finally {
             lock.unlock();
         }
@@ -535,30 +490,7 @@ public final class QueueStore {
         lock.lock();
         try {
             ensureOpen();
-            long physical = acks.physicalId(id);
-            if (acks.isAcked(physical)) {
-                return null;
-            }
-            int length;
-            try {
-                length = log.read(physical);
-            } catch (InternalError e) {
-                MappedFileFaultException fault = new MappedFileFaultException("a read of queue '" + name + "'",
-                        SegmentFiles.file(segmentDirectory, SegmentRollCycle.INSTANCE.toCycle(physical)), e);
-                throw durability.fail("reading a segment", fault);
-            }
-            if (length < 0) {
-                return null;
-            }
-            RecordCodec randomReadCodec = log.randomReadCodec();
-            String problem = randomReadCodec.loaded(length);
-            if (problem != null) {
-                corruptRecords.discardLocked(physical, problem); // as a reader does: it can never be delivered
-                throw corruptRecords.exception(physical, problem);
-            }
-            StoredMessage message = new StoredMessage();
-            fillLocked(message, randomReadCodec, physical);
-            return message.copy();
+            return reads.readLocked(id);
         } finally {
             lock.unlock();
         }
@@ -572,22 +504,7 @@ public final class QueueStore {
     boolean fillIfUnacked(QueueReader reader, StoredMessage message, RecordCodec codec, long physical, String problem) {
         lock.lock();
         try {
-            if (!reader.copiesToSkip.isEmpty() && reader.copiesToSkip.remove(physical)) {
-                return false;
-            }
-            if (acks.isSlotAcked(physical)) {
-                return false;
-            }
-            if (problem != null) {
-                corruptRecords.discardLocked(physical, problem);
-                return false;
-            }
-            if (codec.relocated()
-                    && io(() -> RelocatedCopies.resolve(name, ackLog, physical, codec.originalId())) == RelocatedCopies.Outcome.DISCARDED) {
-                return false;
-            }
-            fillLocked(message, codec, physical);
-            return true;
+            return reads.fillIfUnackedLocked(reader, message, codec, physical, problem);
         } finally {
             lock.unlock();
         }
@@ -595,21 +512,13 @@ public final class QueueStore {
 
     /** Acknowledges {@code count} ids from {@code ids} under one lock; returns how many were newly acknowledged. */
     public int ackAll(long[] ids, int count) {
-        int newly = 0;
         lock.lock();
         try {
             ensureOpen();
-            newly = ackLog.ackAll(ids, count, this::noteAcked);
-        } catch (IOException e) {
-            throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
+            return ackUpdates.ackAllLocked(ids, count);
         } finally {
             lock.unlock();
         }
-        return newly;
-    }
-
-    private void fillLocked(StoredMessage message, RecordCodec codec, long physical) {
-        message.fill(codec, physical, acks.deliveryCount(codec.relocated() ? codec.originalId() : physical));
     }
 
     // ---------------------------------------------------------------- figures
@@ -618,7 +527,7 @@ public final class QueueStore {
     public BacklogStats stats() {
         lock.lock();
         try {
-            return BacklogStats.of(log.tallies(), acks, appendedMessages, reclaimer);
+            return BacklogStats.of(log.tallies(), acks, appender.appendedMessagesLocked(), reclaimer);
         } finally {
             lock.unlock();
         }
@@ -779,18 +688,5 @@ public final class QueueStore {
         }
         durability.notifyClosed();
         ackForces.closed(checkpointed);
-    }
-
-    /** An I/O step of the ack state; a failure there means the queue's storage has failed. */
-    private interface IoStep<T> {
-        T run() throws IOException;
-    }
-
-    private <T> T io(IoStep<T> step) {
-        try {
-            return step.run();
-        } catch (IOException e) {
-            throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
-        }
     }
 }

@@ -2,18 +2,14 @@ package io.sluice.broker.queue;
 
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
-import io.sluice.broker.error.BrokerException;
-import io.sluice.broker.error.ErrorCodes;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.FlowState;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackFrame;
-import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.storage.CorruptRecordException;
 import io.sluice.storage.QueueStore;
-import io.sluice.storage.StorageFailedException;
 import io.sluice.storage.StoredMessage;
 import io.sluice.storage.dedup.ProducerTable;
 import org.slf4j.Logger;
@@ -27,10 +23,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
 
 /**
- * A queue as the broker serves it, and the owner of its state: publishes into its {@link QueueStore},
- * confirms once stored, delivers to competing consumers within their credit (the {@link Dispatcher}
- * chooses and builds, this class says when), tracks each delivery until it is acknowledged, and
- * redelivers or dead-letters what is not.
+ * A queue as the broker serves it, and the owner of its state: publishes into its {@link QueueStore} and
+ * confirms once stored (its {@link PublishPath} does both), delivers to competing consumers within their
+ * credit (the {@link Dispatcher} chooses and builds, this class says when), tracks each delivery until it
+ * is acknowledged, and redelivers or dead-letters what is not.
  *
  * <p>Threads: all state is confined to one executor (a Netty event loop chosen when the queue is
  * opened); connections hand frames over with one task per frame, not per message. The storage
@@ -68,9 +64,8 @@ public final class BrokerQueue {
     /** The byte backlog, the quota state, the disk block and the slowed producers' tokens: one owner. */
     private final Backlog backlog;
     private final DropOldest dropOldest;
-    private final LeaderAdmission admission;
-    private final ForwardedCopies forwarded;
-    private long publishRefused;
+    /** Stores PUBLISH frames and forwarded copies, releases confirms, tells publishers of flow changes. */
+    private final PublishPath publishPath;
     private boolean dispatchScheduled;
     /** Chooses consumers, takes from the order, builds the DELIVER frames (D1..D3). */
     private final Dispatcher dispatcher;
@@ -91,10 +86,8 @@ public final class BrokerQueue {
     private long deliveredMessages;
     private long ackedMessages;
     private long nackedMessages;
-    /** Latency recorders set by the metrics (no-ops without them); called on the executor, once per frame. */
-    private volatile LongConsumer confirmLatencyNanos = NO_RECORDER;
-    private volatile LongConsumer ackLatencyMillis = NO_RECORDER;
-    private static final LongConsumer NO_RECORDER = value -> { };
+    /** Set by the metrics (a no-op without them); called on the executor, once per ACK frame. */
+    private volatile LongConsumer ackLatencyMillis = value -> { };
     /** Written on the executor; read elsewhere too (QueueTransactions' thread-safe methods). */
     private volatile boolean closed;
     /** The transactions' held deliveries and pending messages here. */
@@ -121,16 +114,9 @@ public final class BrokerQueue {
         this.acks = new AckBatch(store, backlog, tracked);
         this.producers = manager.openProducers(name, store, executor);
         this.producerState = new QueueProducerState(this, producers, executor);
+        this.publishPath = new PublishPath(this, store, order, backlog, producers, publishers, pendingConfirms, this::published);
         this.transactions = new QueueTransactions(this, store, backlog, tracked, order, pending, staged, producers,
                 pendingConfirms, publishers, transactionEffects);
-        this.admission = new LeaderAdmission(this, backlog, publishers, producers, pendingConfirms, this::updateFlow,
-                this::releaseConfirms);
-        this.forwarded = new ForwardedCopies(this, store, order, producers, backlog, bytes -> {
-            publishedMessages++;
-            backlog.added(bytes);
-            updateFlow();
-            scheduleDispatch();
-        });
         this.dropOldest = new DropOldest(this, store, tracked, transactions, backlog, manager, this::deadLetter);
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
@@ -145,7 +131,7 @@ public final class BrokerQueue {
         });
         store.durabilityListener(durable -> {
             if (!executor.isShuttingDown()) {
-                executor.execute(this::releaseConfirms);
+                executor.execute(publishPath::releaseConfirms);
             }
         });
         long period = Math.max(50, Math.min(options.ackTimeoutMs() / 4, 1000));
@@ -176,13 +162,7 @@ public final class BrokerQueue {
 
     /** Stores every message of the frame, then confirms (now, or when durable). Releases the frame. */
     public void publish(ProducerLink connection, PublishFrame frame) {
-        executor.execute(() -> {
-            try {
-                publishNow(connection, frame, false);
-            } finally {
-                frame.release();
-            }
-        });
+        publishPath.publish(connection, frame);
     }
 
     /**
@@ -191,17 +171,7 @@ public final class BrokerQueue {
      * producer table still decides duplicates, the same on every node.
      */
     public void applyReplicated(ProducerLink connection, PublishFrame frame, boolean submittedHere, ProducerEpochs epochs) {
-        executor.execute(() -> {
-            try {
-                if (submittedHere) {
-                    backlog.uncommittedDone(frame.messageCount(), Backlog.bytes(frame));
-                }
-                // Rule R11: the leader's epochs decide fencing, on every node alike.
-                producers.withEntryEpochs(epochs, () -> publishNow(connection, frame, true));
-            } finally {
-                frame.release();
-            }
-        });
+        publishPath.applyReplicated(connection, frame, submittedHere, epochs);
     }
 
     /** Rule R10 of docs/replication.md: the leader delivered {@code ids[i]} for the {@code counts[i]}-th time. */
@@ -212,115 +182,17 @@ public final class BrokerQueue {
     /** Rule R9 of docs/replication.md: the leader's quota check before it submits a PUBLISH ({@link LeaderAdmission}). */
     public void admit(ProducerLink link, PublishFrame frame, long maxUncommittedBytes,
                       java.util.function.BiConsumer<PublishFrame, ProducerEpochs> submit) {
-        executor.execute(() -> admission.admit(link, frame, maxUncommittedBytes, submit));
+        publishPath.admit(link, frame, maxUncommittedBytes, submit);
     }
 
     /** Rules R8 and R9: the leader's quota check of a dead-letter copy ({@link LeaderAdmission#admitCopy}); fails with the refusal. */
     public CompletableFuture<Void> admitCopy(int messageBytes, long maxUncommittedBytes) {
-        return CompletableFuture.supplyAsync(() -> admission.admitCopy(messageBytes, maxUncommittedBytes), executor)
-                .thenAccept(refusal -> {
-                    if (refusal != null) {
-                        throw new IllegalStateException(refusal);
-                    }
-                });
+        return publishPath.admitCopy(messageBytes, maxUncommittedBytes);
     }
 
     /** Rule R9: Raft refused a frame {@link #admit} counted. Any thread. */
     public void uncommittedRefused(long messages, long messageBytes) {
-        executor.execute(() -> admission.notCommitted(messages, messageBytes));
-    }
-
-    private void publishNow(ProducerLink connection, PublishFrame frame, boolean replicated) {
-        long receivedAtNanos = System.nanoTime();
-        long nowMillis = producers.deduplicates() ? store.nowMillis() : 0; // the producer table's clock, read once per frame
-        if (closed) {
-            connection.refuseAll(frame, ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was stored");
-            return;
-        }
-        PublishCursor cursor = frame.cursor();
-        publishers.add(connection, backlog.state(), backlog.reason());
-        PendingConfirms.StoredRanges stored = new PendingConfirms.StoredRanges();
-        long lastId = -1;
-        int storedMessages = 0;
-        long storedBytes = 0;
-        int refusedMessages = 0;
-        long refusedBytes = 0;
-        long messages = store.unackedMessages();
-        ByteBuffer frameBytes = null;
-        int duplicates = 0;
-        long duplicateBytes = 0;
-        while (cursor.next()) {
-            long producerId = cursor.producerId();
-            long sequence = cursor.sequence();
-            int payloadLength = cursor.payloadLength();
-            int bytes = cursor.headersLength() + payloadLength;
-            ProducerTable.Verdict verdict = producers.check(connection, producerId, sequence, nowMillis);
-            if (verdict == ProducerTable.Verdict.DUPLICATE) {
-                // Stored before: confirmed again once everything written so far is durable (it is among it).
-                stored.stored(producerId, sequence);
-                duplicates++;
-                duplicateBytes += payloadLength;
-                continue;
-            }
-            if (verdict != ProducerTable.Verdict.NEW) {
-                connection.refuse(producerId, IdRange.single(sequence),
-                        verdict == ProducerTable.Verdict.FENCED ? ErrorCode.PRODUCER_FENCED : ErrorCode.SEQUENCE_OUT_OF_WINDOW,
-                        producers.refusal(verdict, producerId, sequence));
-                refusedMessages++;
-                refusedBytes += payloadLength;
-                publishRefused++;
-                continue;
-            }
-            String refusal = replicated ? null : backlog.refusal(messages, bytes, this::dropOldest);
-            if (refusal != null) {
-                connection.refuse(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal);
-                refusedMessages++;
-                refusedBytes += payloadLength;
-                publishRefused++;
-                continue;
-            }
-            try {
-                if (frameBytes == null) {
-                    frameBytes = cursor.nioBuffer();
-                }
-                lastId = store.append(producerId, sequence, frameBytes, cursor.headersOffset(), cursor.headersLength(),
-                        cursor.payloadOffset(), payloadLength);
-                producers.stored(connection, producerId, sequence, lastId, nowMillis);
-                stored.stored(producerId, sequence);
-                storedMessages++;
-                storedBytes += payloadLength;
-                backlog.added(bytes);
-                messages++;
-                continue;
-            } catch (RuntimeException e) {
-                ErrorCode code = ErrorCodes.of(e);
-                String message = e.getMessage();
-                if (code == ErrorCode.INTERNAL_ERROR) {
-                    LOG.error("Queue '{}': storing a message from {} failed.", name, connection.describe(), e);
-                    message = "the broker could not store the message; see the broker log";
-                }
-                connection.refuse(producerId, IdRange.single(sequence), code, message);
-            }
-            refusedMessages++;
-            refusedBytes += payloadLength;
-        }
-        if (refusedMessages > 0) {
-            connection.publishCredit(refusedMessages, refusedBytes);
-        }
-        if (storedMessages > 0) {
-            order.appendedVisible(lastId);
-            publishedMessages += storedMessages;
-            pendingConfirms.add(lastId, connection, stored.build(), storedMessages + duplicates, duplicates,
-                    storedBytes + duplicateBytes, receivedAtNanos);
-            updateFlow();
-            releaseConfirms();
-            scheduleDispatch();
-        } else if (duplicates > 0) {
-            pendingConfirms.add(store.writtenIndex(), connection, stored.build(), duplicates, duplicates, duplicateBytes,
-                    receivedAtNanos);
-            releaseConfirms();
-        }
-        connection.flush();
+        publishPath.notCommitted(messages, messageBytes);
     }
 
     /** The queue's producer state, for named producers and the shutdown's last checkpoint. */
@@ -333,37 +205,9 @@ public final class BrokerQueue {
         return dropOldest.dropOne();
     }
 
-    /**
-     * Releases the confirms whose messages are durable, as far as the backlog lets them (C1, C2 of
-     * {@link PendingConfirms}). If the store failed (docs/storage.md, rule "a failed force is final"),
-     * nothing still waiting will ever be durable: each producer is told now.
-     */
-    private void releaseConfirms() {
-        pendingConfirms.release(store.durableIndex(), backlog, confirmLatencyNanos);
-        StorageFailedException failed = store.failure();
-        if (failed != null) {
-            pendingConfirms.refuseAll(ErrorCode.STORAGE_FAILED, failed.getMessage());
-        }
-    }
-
-    /** Re-evaluates the quota after a publish or an ack batch, and tells producers of a change. */
-    private void updateFlow() {
-        FlowState now = backlog.update(store.unackedMessages()); // pending messages are stored: they count (T2)
-        if (now != null) {
-            LOG.info("Queue '{}' is now {}: {}.", name, now, backlog.reason());
-            publishers.tell(now, backlog.reason());
-        }
-    }
-
     /** Broker-wide disk guard: blocks (reason) or unblocks (null) every producer of this queue. */
     public void diskBlocked(String reason) {
-        executor.execute(() -> {
-            FlowState now = backlog.diskBlocked(reason);
-            if (now != null) {
-                LOG.info("Queue '{}' is now {}: {}.", name, now, reason == null ? "disk space is back" : reason);
-                publishers.tell(now, reason == null ? "free disk space is above the reserve again" : backlog.reason());
-            }
-        });
+        publishPath.diskBlocked(reason);
     }
 
     /** The flow state producers were last told. */
@@ -376,8 +220,7 @@ public final class BrokerQueue {
      * NOT_CONFIRMED_SHUTDOWN, so its producer knows to publish it again (it may be stored twice).
      */
     public void refuseUnconfirmedAtShutdown() {
-        executor.execute(() -> pendingConfirms.refuseAll(ErrorCode.NOT_CONFIRMED_SHUTDOWN,
-                "the broker is shutting down and did not confirm the message on queue '" + name + "'; publish it again"));
+        publishPath.refuseUnconfirmedAtShutdown();
     }
 
     /** Publishes still waiting for their sync; for graceful shutdown. */
@@ -477,8 +320,14 @@ public final class BrokerQueue {
     /** After acks: feeds the slowed producers (C2) and re-evaluates the quota at once. */
     private void acknowledged(long count) {
         backlog.acknowledged(count);
-        updateFlow();
-        releaseConfirms();
+        publishPath.updateFlow();
+        publishPath.releaseConfirms();
+    }
+
+    /** Messages stored and visible (a publish, a forwarded copy, a commit): counted, and dispatched. */
+    private void published(int count) {
+        publishedMessages += count;
+        scheduleDispatch();
     }
 
     /**
@@ -653,7 +502,7 @@ public final class BrokerQueue {
      * with the reason it was refused.
      */
     CompletableFuture<Long> acceptForwarded(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
-        return forwarded.forward(producerId, producerSequence, headers, payload, false);
+        return publishPath.forward(producerId, producerSequence, headers, payload, false);
     }
 
     /**
@@ -664,7 +513,7 @@ public final class BrokerQueue {
      * node admitted the copy ({@link #admitCopy}), which is no longer uncommitted.
      */
     public CompletableFuture<Long> applyForwarded(long logIndex, ByteBuffer headers, ByteBuffer payload, boolean submittedHere) {
-        return forwarded.forward(ProducerTable.DEAD_LETTER_COPIES_PRODUCER_ID, logIndex, headers, payload, submittedHere);
+        return publishPath.forward(ProducerTable.DEAD_LETTER_COPIES_PRODUCER_ID, logIndex, headers, payload, submittedHere);
     }
 
     /**
@@ -706,7 +555,7 @@ public final class BrokerQueue {
     }
 
     public long publishRefused() {
-        return publishRefused + admission.refused() + forwarded.refused();
+        return publishPath.refused();
     }
 
     public long deadLettered() {
@@ -768,7 +617,7 @@ public final class BrokerQueue {
      * ACK frame, for its oldest message) go. Called by the metrics; the recorders run on the executor.
      */
     public void recordLatencies(LongConsumer confirmNanos, LongConsumer ackMillis) {
-        this.confirmLatencyNanos = confirmNanos;
+        publishPath.recordConfirmLatency(confirmNanos);
         this.ackLatencyMillis = ackMillis;
     }
 
@@ -811,15 +660,14 @@ public final class BrokerQueue {
 
         @Override
         public void visible(int count) {
-            publishedMessages += count;
-            updateFlow();
-            scheduleDispatch();
+            publishPath.updateFlow();
+            published(count);
         }
 
         @Override
         public void backlogChanged() {
-            updateFlow();
-            releaseConfirms(); // a rollback may have freed the queue; a TX_PUBLISH's window may go
+            publishPath.updateFlow();
+            publishPath.releaseConfirms(); // a rollback may have freed the queue; a TX_PUBLISH's window may go
         }
     }
 }

@@ -1,0 +1,105 @@
+package io.sluice.client;
+
+import io.netty.channel.Channel;
+import io.sluice.protocol.CloseFrame;
+import io.sluice.protocol.ConfirmFrame;
+import io.sluice.protocol.DeliverFrame;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.ErrorFrame;
+import io.sluice.protocol.FlowFrame;
+import io.sluice.protocol.Frame;
+import io.sluice.protocol.HeartbeatFrame;
+import io.sluice.protocol.OkFrame;
+import io.sluice.protocol.ProducerOkFrame;
+import io.sluice.protocol.PublishCreditFrame;
+import io.sluice.protocol.PublishErrorFrame;
+import io.sluice.protocol.TxAbortedFrame;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Hands each frame a {@link Connection}'s broker sends after the handshake to what waits for it: OK, PRODUCER_OK and
+ * ERROR to their {@link PendingRequests}, CONFIRM and PUBLISH_ERROR to their {@link Producer}, DELIVER to its
+ * {@link Consumer}, FLOW to the queue's producers, PUBLISH_CREDIT to the {@link ClientPublishWindow} (then every
+ * producer and transaction may send), TX_ABORTED to the {@link OpenTransactions}. A CLOSE closes the channel, after
+ * a NOT_LEADER towards the leader it names ({@link ConnectionAttempts#closedNotLeader}).
+ *
+ * <p>Threads: the connection's network thread, which owns everything here. The producer and consumer maps are the
+ * connection's, which adds and removes their entries; this class only looks them up.
+ */
+final class FrameDispatch {
+    /** The connection's logger: applications filter the client's connection lines on it. */
+    private static final Logger LOG = LoggerFactory.getLogger(Connection.class);
+
+    private final PendingRequests requests;
+    private final Map<Long, Producer> producers;
+    private final Map<Integer, Consumer> consumers;
+    private final OpenTransactions transactions;
+    private final ClientPublishWindow publishWindow;
+    private final ConnectionAttempts attempts;
+
+    FrameDispatch(PendingRequests requests, Map<Long, Producer> producers, Map<Integer, Consumer> consumers,
+                  OpenTransactions transactions, ClientPublishWindow publishWindow, ConnectionAttempts attempts) {
+        this.requests = requests;
+        this.producers = producers;
+        this.consumers = consumers;
+        this.transactions = transactions;
+        this.publishWindow = publishWindow;
+        this.attempts = attempts;
+    }
+
+    /** A frame that came on {@code ch}, the connection's current channel. */
+    void onFrame(Channel ch, Frame frame) {
+        if (frame instanceof OkFrame ok) {
+            requests.answered(ok.requestId(), ok);
+        } else if (frame instanceof ProducerOkFrame ok) {
+            requests.answered(ok.requestId(), ok);
+        } else if (frame instanceof ErrorFrame error) {
+            if (!requests.refused(error)) {
+                LOG.warn("The broker at {} reported an error: {} {}", attempts.address(), error.errorCode(), error.message());
+            }
+        } else if (frame instanceof ConfirmFrame confirm) {
+            Producer producer = producers.get(confirm.producerId());
+            if (producer != null) {
+                producer.onConfirmOnLoop(confirm.sequences());
+            }
+        } else if (frame instanceof PublishErrorFrame error) {
+            Producer producer = producers.get(error.producerId());
+            if (producer != null) {
+                producer.onPublishErrorOnLoop(error);
+            }
+        } else if (frame instanceof DeliverFrame deliver) {
+            Consumer consumer = consumers.get(deliver.consumerTag());
+            if (consumer != null) {
+                consumer.onDeliverOnLoop(deliver);
+            } else {
+                LOG.debug("Dropped a delivery for unknown consumer tag {}.", deliver.consumerTag());
+            }
+        } else if (frame instanceof FlowFrame flow) {
+            for (Producer producer : producers.values()) {
+                if (producer.queue().equals(flow.queue())) {
+                    producer.onFlowOnLoop(flow);
+                }
+            }
+        } else if (frame instanceof PublishCreditFrame credit) {
+            publishWindow.credited(credit.messages(), credit.bytes());
+            for (Producer producer : List.copyOf(producers.values())) {
+                producer.flushOnLoop();
+            }
+            transactions.windowWidenedOnLoop();
+        } else if (frame instanceof TxAbortedFrame aborted) {
+            transactions.abortedOnLoop(aborted);
+        } else if (frame instanceof CloseFrame close) {
+            LOG.warn("The broker at {} closed the connection: {} {}", attempts.address(), close.errorCode(), close.reason());
+            if (close.errorCode() == ErrorCode.NOT_LEADER) {
+                attempts.closedNotLeader(close.reason()); // the reconnect goes where it says
+            }
+            ch.close();
+        } else if (!(frame instanceof HeartbeatFrame)) {
+            LOG.warn("Ignored an unexpected {} frame from {}.", frame.type(), attempts.address());
+        }
+    }
+}

@@ -1,0 +1,99 @@
+package io.sluice.storage;
+
+import io.sluice.storage.ack.AckLog;
+import io.sluice.storage.ack.AckResult;
+import io.sluice.storage.ack.AckStateReader;
+import io.sluice.storage.reclaim.Reclaimer;
+import io.sluice.storage.segment.SegmentLog;
+import io.sluice.storage.segment.SegmentRollCycle;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+
+/**
+ * Writes one queue's acks and delivery counts into its {@link AckLog}. An I/O failure there means the queue's
+ * storage has failed: it is thrown as an {@link UncheckedIOException} ({@link #failure}). An ack that leaves a
+ * sealed segment with nothing unacknowledged, or a range ack that acknowledged anything, asks the {@link Reclaimer}
+ * for a pass.
+ *
+ * <p>Threads: every method but {@link #failure} runs under the {@link QueueStore}'s lock, which guards the log and
+ * the ack state.
+ */
+final class AckUpdates {
+    private final String name;
+    private final SegmentLog log;
+    private final AckLog ackLog;
+    private final AckStateReader acks;
+    private final Reclaimer reclaimer;
+
+    AckUpdates(String name, SegmentLog log, AckLog ackLog, Reclaimer reclaimer) {
+        this.name = name;
+        this.log = log;
+        this.ackLog = ackLog;
+        this.acks = ackLog.state();
+        this.reclaimer = reclaimer;
+    }
+
+    /** What a failed I/O step of queue {@code queueName}'s ack state throws. */
+    static UncheckedIOException failure(String queueName, IOException e) {
+        return new UncheckedIOException("ack state of queue '" + queueName + "' failed: " + e.getMessage(), e);
+    }
+
+    /** See {@link QueueStore#ack}. */
+    AckResult ackLocked(long id) {
+        long physical = acks.physicalId(id);
+        AckResult result = io(() -> ackLog.ack(id));
+        if (result == AckResult.NEWLY_ACKED) {
+            acknowledged(physical);
+        }
+        return result;
+    }
+
+    /** See {@link QueueStore#ackRange}. */
+    long ackRangeLocked(long fromId, long toIdInclusive) {
+        long newly = io(() -> ackLog.ackRange(fromId, toIdInclusive));
+        if (newly > 0) {
+            reclaimer.wanted();
+        }
+        return newly;
+    }
+
+    /** See {@link QueueStore#ackAll}. */
+    int ackAllLocked(long[] ids, int count) {
+        return io(() -> ackLog.ackAll(ids, count, this::acknowledged));
+    }
+
+    /** See {@link QueueStore#recordDelivery}. */
+    void recordDeliveryLocked(long id, int count) {
+        io(() -> ackLog.recordDelivery(id, count));
+    }
+
+    /** See {@link QueueStore#recordDeliveries}. */
+    void recordDeliveriesLocked(long[] ids, int[] counts, int count) {
+        io(() -> {
+            ackLog.recordDeliveries(ids, counts, count);
+            return null;
+        });
+    }
+
+    /** The record at {@code physicalId} was newly acknowledged: reclaim is wanted if its sealed segment is now all acknowledged. */
+    private void acknowledged(long physicalId) {
+        int segment = SegmentRollCycle.INSTANCE.toCycle(physicalId);
+        if (segment < log.writeSegment() && acks.unackedCount(segment) == 0) {
+            reclaimer.wanted();
+        }
+    }
+
+    /** An I/O step of the ack state. */
+    private interface IoStep<T> {
+        T run() throws IOException;
+    }
+
+    private <T> T io(IoStep<T> step) {
+        try {
+            return step.run();
+        } catch (IOException e) {
+            throw failure(name, e);
+        }
+    }
+}

@@ -1,0 +1,98 @@
+package io.sluice.storage;
+
+import io.sluice.storage.ack.AckLog;
+import io.sluice.storage.durability.Durability;
+import io.sluice.storage.segment.MappedFileFaultException;
+import io.sluice.storage.segment.RecordCodec;
+import io.sluice.storage.segment.SegmentLog;
+import io.sluice.storage.segment.SegmentRollCycle;
+
+import java.nio.ByteBuffer;
+import java.util.function.LongSupplier;
+
+/**
+ * Writes one queue's records into its {@link SegmentLog}: checks a message's size against {@code max-message-bytes}
+ * (plus the headroom a forwarded copy may take), refuses once the queue's storage failed, reserves the record's disk
+ * space with the {@link DiskSpaceGuard}, encodes it and writes it, then tells the ack state its segment grew and
+ * {@link Durability} the written index. Relocation writes its copies through {@link #writeLocked} too. Counts the
+ * messages appended since the store opened.
+ *
+ * <p>Threads: the appending caller. {@link #appendLocked}, {@link #writeLocked} and {@link #appendedMessagesLocked}
+ * run under the {@link QueueStore}'s lock, which guards the codec and the count; {@link #checkSize} and
+ * {@link #appended} run outside it.
+ */
+final class RecordAppender {
+    private final String name;
+    private final StoreConfig config;
+    private final DiskSpaceGuard diskGuard;
+    private final LongSupplier clock;
+    private final Runnable wakeFlusher;
+    private final SegmentLog log;
+    private final AckLog ackLog;
+    private final Durability durability;
+    private final RecordCodec appendCodec = new RecordCodec();
+    private long appendedMessages;
+
+    RecordAppender(String name, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock, Runnable wakeFlusher,
+                   SegmentLog log, AckLog ackLog, Durability durability) {
+        this.name = name;
+        this.config = config;
+        this.diskGuard = diskGuard;
+        this.clock = clock;
+        this.wakeFlusher = wakeFlusher;
+        this.log = log;
+        this.ackLog = ackLog;
+        this.durability = durability;
+    }
+
+    /** Refuses a message whose headers plus payload ({@code size}) exceed the maximum plus {@code headroom}. */
+    void checkSize(int size, int headroom) {
+        if (size > config.maxMessageBytes() + headroom) {
+            throw new MessageTooLargeException("message of " + size + " bytes (headers plus payload) for queue '" + name
+                    + "' exceeds maxMessageBytes " + config.maxMessageBytes()
+                    + (headroom > 0 ? " plus the " + headroom + " bytes allowed for headers the broker adds" : ""));
+        }
+    }
+
+    /** Appends one message (the store is open) and returns its id; see {@link QueueStore#append(long, long, ByteBuffer, ByteBuffer)}. */
+    long appendLocked(int flags, long producerId, long producerSequence, ByteBuffer headers, int headersOffset, int headersLength,
+                      ByteBuffer payload, int payloadOffset, int payloadLength) {
+        StorageFailedException failed = durability.failure();
+        if (failed != null) {
+            throw new StorageFailedException("queue '" + name + "' refuses the append: " + failed.getMessage(), failed);
+        }
+        diskGuard.reserve(headersLength + payloadLength + RecordCodec.HEADER_BYTES + 8L);
+        appendCodec.encodeParts(flags, -1, 0, producerId, producerSequence, clock.getAsLong(),
+                headers, headersOffset, headersLength, payload, payloadOffset, payloadLength);
+        long index = writeLocked(appendCodec);
+        appendedMessages++;
+        return index;
+    }
+
+    /** After an append, outside the lock. */
+    void appended() {
+        if (config.durability() == DurabilityMode.ALWAYS) {
+            // Only `always` waits for the flusher: it starts the next group commit now. In the other modes
+            // it has nothing to do per append (`interval` syncs on its own clock), and waking it parked,
+            // a futex syscall, was a large share of an append under `never` (profiled on the JMH append).
+            wakeFlusher.run();
+        }
+    }
+
+    /** Writes an encoded record: an append's, or a relocated copy's. A fault of the mapping fails the queue. */
+    long writeLocked(RecordCodec codec) {
+        long index;
+        try {
+            index = log.append(codec);
+        } catch (MappedFileFaultException e) {
+            throw durability.fail("writing a segment", e); // the thread that met the fault lives on; the queue fails safe
+        }
+        ackLog.segmentGrew(SegmentRollCycle.INSTANCE.toCycle(index), SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1);
+        durability.appended(index);
+        return index;
+    }
+
+    long appendedMessagesLocked() {
+        return appendedMessages;
+    }
+}
