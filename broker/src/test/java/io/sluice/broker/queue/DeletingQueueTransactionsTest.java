@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -46,6 +47,9 @@ class DeletingQueueTransactionsTest {
                     "the commit's acknowledgement is stored: a crash before the files go must not bring the message back");
             assertTrue(!orders.transactions().isAcknowledged(other),
                     "a message nobody acknowledged is not taken as acknowledged while the queue's files are there");
+            assertTrue(core.queues.delete("orders"));
+            assertTrue(orders.transactions().isAcknowledged(other), "once the files are gone, nothing of the queue is left");
+            assertEquals(Long.MAX_VALUE, orders.transactions().acknowledgedBelow());
         }
     }
 }
