@@ -520,6 +520,7 @@ public final class QueueManager {
             beforeFilesDeleted.accept(q);
             synchronized (this) {
                 store.deleteQueue(name);
+                q.transactions().filesDeleted(); // only now may a commit record naming its messages be finished (T6)
                 try {
                     Files.deleteIfExists(settingsDirectory.resolve(name + ".json"));
                 } catch (IOException e) {

@@ -50,6 +50,11 @@ import java.util.function.Supplier;
  *       durable, since the durable part of a queue is a prefix. At a start the commit records found
  *       ({@link #commitRecordsFound}) stay pending whatever {@link #recoverStaged} decides for the
  *       messages, unless their transaction is taken as rolled back (a damaged record).</li>
+ *   <li>T6 Closed for a delete is not gone: the files stay until the delete's wait (X5 of the coordinator) is
+ *       over, and a crash meanwhile brings the queue back whole. So the messages here count as acknowledged
+ *       for finishing a commit record ({@link #acknowledgedBelow}, {@link #isAcknowledged}) only once the
+ *       files are deleted ({@link #filesDeleted}), and a commit applied after the close still stores its
+ *       acknowledgements here ({@link #commit}).</li>
  * </ul>
  *
  * <p>Threads: every method runs on the queue's executor, but for those that say otherwise; the
@@ -144,6 +149,12 @@ public final class QueueTransactions {
     private long heldBytes;
     /** Staged records found at open, until recovery resolved them (T4); null after. */
     private StagedAtOpen found;
+    /**
+     * Set by the delete once the queue's files are gone (T6). Closed is not gone: a delete closes the queue, waits
+     * (X5 of the coordinator) and only then deletes its files, and a crash in between brings the queue back whole.
+     * Written on the deleting thread, read anywhere.
+     */
+    private volatile boolean filesDeleted;
 
     QueueTransactions(BrokerQueue queue, QueueStore store, Backlog backlog, IdSet tracked, DeliveryOrder order, IdSet pending,
                       StagedAtOpen found, ProducerRegistry producers, PendingConfirms confirms, QueuePublishers publishers,
@@ -442,6 +453,13 @@ public final class QueueTransactions {
     public CompletableFuture<Void> commit(long[] staged, int count, long stagedBytes, List<HeldAcks> acks) {
         return on(() -> {
             if (queue.isClosed()) {
+                // T6: closed for its delete, its files still there. Nothing is delivered any more, but a crash now
+                // brings the queue back, and this commit's record may be finished by then (its published messages
+                // consumed): so its acknowledgements are stored, or its messages would come back beside what it
+                // published. Its staged messages need nothing: their record stays until the files are gone.
+                if (!filesDeleted) {
+                    commitHeld(acks, false);
+                }
                 return null;
             }
             int visible = 0;
@@ -458,12 +476,13 @@ public final class QueueTransactions {
             if (visible > 0) {
                 effects.visible(visible);
             }
-            commitHeld(acks);
+            commitHeld(acks, true);
             return null;
         });
     }
 
-    private void commitHeld(List<HeldAcks> list) {
+    /** The held deliveries of {@code list} acknowledged in the store; {@code serving}: the queue is open, told of it. */
+    private void commitHeld(List<HeldAcks> list, boolean serving) {
         int total = 0;
         for (HeldAcks acks : list) {
             total += acks.count();
@@ -487,7 +506,9 @@ public final class QueueTransactions {
         }
         if (count > 0) {
             store.ackAll(ids, count); // one store lock per queue and commit
-            effects.acked(count);
+            if (serving) {
+                effects.acked(count);
+            }
         }
     }
 
@@ -564,31 +585,39 @@ public final class QueueTransactions {
 
     /**
      * An id below which every message here is acknowledged: the oldest unacknowledged message's, or
-     * {@link Long#MAX_VALUE} if there is none or the queue is deleted. What a commit record waits for
-     * before it is finished (X3). Any thread (the store is thread-safe).
+     * {@link Long#MAX_VALUE} if there is none or the queue's files are deleted (T6). What a commit record
+     * waits for before it is finished (X3). Any thread (the store is thread-safe).
      */
     public long acknowledgedBelow() {
-        if (queue.isClosed()) {
+        if (filesDeleted) {
             return Long.MAX_VALUE;
         }
         try {
             long oldest = store.oldestUnacked(x -> false, 0);
             return oldest < 0 ? Long.MAX_VALUE : oldest;
-        } catch (StorageException e) {
-            return queue.isClosed() ? Long.MAX_VALUE : Long.MIN_VALUE;
+        } catch (StorageException e) { // closed by the delete just now, or failed: asked again at the next sweep
+            return filesDeleted ? Long.MAX_VALUE : Long.MIN_VALUE;
         }
     }
 
-    /** True if message {@code id} is acknowledged here, or the queue is deleted. Any thread. */
+    /** True if message {@code id} is acknowledged here, or the queue's files are deleted (T6). Any thread. */
     public boolean isAcknowledged(long id) {
-        if (queue.isClosed()) {
+        if (filesDeleted) {
             return true;
         }
         try {
             return store.isAcked(id);
         } catch (StorageException e) {
-            return queue.isClosed();
+            return filesDeleted;
         }
+    }
+
+    /**
+     * T6: the delete has removed the queue's files; what they held is gone across a restart too. Called on the
+     * deleting thread once the store's delete returned.
+     */
+    void filesDeleted() {
+        filesDeleted = true;
     }
 
     /**

@@ -18,8 +18,8 @@ import java.util.concurrent.TimeUnit;
  * or in the one target queue of their transaction (T5), and their finish once nothing depends on them.
  * A commit record is what makes its staged messages visible across a restart: recovery discards a
  * staged record whose transaction has no commit record. So a record is finished only once every
- * message it staged has been acknowledged in its queue (consumed, purged, dead-lettered, or its queue
- * deleted), and those acknowledgements are durable.
+ * message it staged has been acknowledged in its queue (consumed, purged, dead-lettered, or its queue's
+ * files deleted: closed for a delete is not enough, T6 of QueueTransactions), and those acknowledgements are durable.
  *
  * <p>Checked by a sweep every {@value #SWEEP_MS} ms rather than on each acknowledgement, so the
  * queues' acknowledgement path does no work for it. A queue's part is done at once when the queue's

@@ -84,6 +84,8 @@ final class QueueCommitRecords {
                 }
                 CompletableFuture<Void> waiter = new CompletableFuture<>();
                 u.waiters.add(waiter);
+                LOG.info("Queue '{}' is closed for its delete; its files go once the acknowledgements of the {} transactions whose "
+                        + "commit records it keeps are durable (at most {} ms).", queue.name(), u.records, DELETE_WAIT_MS);
                 return waiter;
             }, coordinator).thenCompose(waiter -> waiter).get(DELETE_WAIT_MS, TimeUnit.MILLISECONDS);
         } catch (TimeoutException e) {
