@@ -311,7 +311,7 @@ public final class BrokerQueue {
             }
             if (ids.length > 0) {
                 redelivered += ids.length;
-                updateFlow();
+                publishPath.updateFlow();
                 scheduleDispatch();
             }
         });
