@@ -89,6 +89,28 @@ class ClientBrokerEndToEndTest {
         return broker.store().queue(queue).unackedMessages();
     }
 
+    /**
+     * Acks made before {@code Connection.close()} reach the broker, though the consumer was never closed and
+     * its acks were still batched (a long flush delay): closing the connection writes them before the CLOSE.
+     * On main they were dropped, and every acked message was delivered again to the next consumer.
+     */
+    @Test
+    void shouldWriteTheAcksBatchedBeforeTheConnectionCloses() throws Exception {
+        startBroker(Map.of());
+        Connection connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
+                .reconnectPolicy(ReconnectPolicy.DISABLED).build());
+        connection.declareQueue("closing", QueueSettings.EMPTY);
+        publishConfirmed(connection.createProducer("closing", ProducerOptions.DEFAULT), 0, 50);
+        Consumer consumer = connection.subscribe("closing", new ConsumerOptions(100, 128, java.time.Duration.ofSeconds(30)));
+        for (int i = 0; i < 50; i++) {
+            Message m = consumer.receive(java.time.Duration.ofSeconds(10));
+            assertTrue(m != null, "only " + i + " delivered");
+            m.ack();
+        }
+        connection.close();
+        TestAwait.until("the broker forgetting the acked messages", java.time.Duration.ofSeconds(10), () -> unacked("closing") == 0);
+    }
+
     @Test
     void shouldDeliverEveryConfirmedMessageInPublishOrderAndForgetThemOnceAcked() throws Exception {
         startBroker(Map.of());

@@ -31,6 +31,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -321,6 +322,7 @@ public final class Connection implements AutoCloseable {
             return;
         }
         checkMayBlock("Connection.close");
+        writeSettlementsBeforeClosing();
         closed = true;
         CompletableFuture<Void> done = new CompletableFuture<>();
         try {
@@ -353,6 +355,27 @@ public final class Connection implements AutoCloseable {
         }
         group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         callbacks.shutdown();
+    }
+
+    /**
+     * The acks the application made before close() may still be batched in their consumers (up to the ack flush
+     * delay): each consumer writes them first, waited for up to a second, so that the broker does not deliver those
+     * messages again.
+     */
+    private void writeSettlementsBeforeClosing() {
+        CompletableFuture<List<Consumer>> open = new CompletableFuture<>();
+        try {
+            loop.execute(() -> open.complete(List.copyOf(consumers.values())));
+            List<CompletableFuture<Void>> written = new ArrayList<>();
+            for (Consumer consumer : open.get(1, TimeUnit.SECONDS)) {
+                written.add(consumer.writeSettlements());
+            }
+            CompletableFuture.allOf(written.toArray(CompletableFuture[]::new)).get(1, TimeUnit.SECONDS);
+        } catch (RejectedExecutionException | ExecutionException | TimeoutException e) {
+            LOG.debug("Writing the acks batched before closing the connection to {} did not finish: {}", address(), e.toString());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     // ---- package-private services for Producer and Consumer; "on loop" methods run on the network thread

@@ -245,6 +245,16 @@ public final class Consumer implements AutoCloseable {
         }
     }
 
+    /**
+     * For {@link Connection#close()}: completes once the acks and nacks settled before this call are written and
+     * flushed (they are batched up to the ack flush delay), so that closing the connection does not drop them.
+     */
+    CompletableFuture<Void> writeSettlements() {
+        CompletableFuture<Void> written = new CompletableFuture<>();
+        settlements.submit(new FlushMarker(written));
+        return written;
+    }
+
     /** On loop: writes the pending acks, and any credit due, and flushes the channel. */
     private void flushAcksOnLoop() {
         if (writeAcksOnLoop()) {
@@ -295,6 +305,9 @@ public final class Consumer implements AutoCloseable {
                 ackOnLoop(message);
             } else if (settlement instanceof Nack nack) {
                 nackOnLoop(nack);
+            } else if (settlement instanceof FlushMarker marker) {
+                flushAcksOnLoop();
+                marker.written().complete(null);
             } else if (settlement instanceof CloseMarker marker) {
                 flushAcksOnLoop();
                 // A transaction's acks of this consumer still batched go out too: after the UNSUBSCRIBE the
@@ -318,11 +331,17 @@ public final class Consumer implements AutoCloseable {
             // The connection is closed: the broker requeues unsettled messages, so acks and nacks are moot.
             if (settlement instanceof CloseMarker marker) {
                 marker.acksWritten().complete(null);
+            } else if (settlement instanceof FlushMarker marker) {
+                marker.written().complete(null);
             }
         }
     }
 
     private record Nack(Message message, NackAction action, long delayMs) {
+    }
+
+    /** Queued by {@link #writeSettlements()}; completes once the acks settled before it are written and flushed. */
+    private record FlushMarker(CompletableFuture<Void> written) {
     }
 
     /** Queued by {@link #close()}; completes once the acks settled before it are written. */
