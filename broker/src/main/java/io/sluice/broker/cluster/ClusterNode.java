@@ -79,6 +79,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /** Ranges of message ids per ACK entry of a purge: 16 bytes each, 64 KiB an entry at most. */
     private static final int PURGE_RANGES_PER_ENTRY = 4096;
+    /**
+     * A batch of entries holds at most this much (and never more than one PUBLISH frame may, so that Ratis's buffers,
+     * sized for one frame, hold it: RaftSettings): the top of the 64–256 KiB the issue measured as the sweet spot.
+     */
+    private static final int BATCH_CAP_BYTES = 256 << 10;
+    /** While a submission is in flight, waiting entries go as soon as this much waits, so that a busy node keeps several in flight. */
+    private static final int BATCH_SEND_BYTES = 64 << 10;
 
     private final int nodeId;
     private final int maxFrameBytes;
@@ -101,6 +108,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final Map<String, Integer> nodeIds = new TreeMap<>();
     private final Submissions submissions = new Submissions();
     private final ShardCounters counters = new ShardCounters();
+    /** Every entry this node submits goes through it, in order (one Raft entry for several while one is in flight). */
+    private final EntryCoalescer coalescer;
     /** This process's client id at its own Raft server: with the call number, the key of Ratis's retry cache. */
     private final ClientId clientId = ClientId.randomId();
     private final Consumer<String> closeClients;
@@ -132,6 +141,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private ClusterNode(BrokerConfig config, QueueManager queues, Consumer<String> closeClients) throws IOException {
         this.nodeId = config.cluster.nodeId;
         this.maxFrameBytes = config.broker.maxFrameBytes;
+        int batchCap = Math.min(BATCH_CAP_BYTES, maxFrameBytes);
+        this.coalescer = new EntryCoalescer(this::send, batchCap, Math.min(BATCH_SEND_BYTES, batchCap));
         this.leaderSilenceMs = config.cluster.electionTimeoutMinMs;
         this.maxUncommittedBytes = config.cluster.maxUncommittedBytes;
         this.electionTimeoutMaxMs = config.cluster.electionTimeoutMaxMs;
@@ -174,7 +185,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         } else {
             this.snapshotServer = null;
         }
-        ShardStateMachine stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId), queues, maxFrameBytes,
+        ShardStateMachine stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId, maxFrameBytes), queues,
                 snapshots, installer, snapshotAddresses, counters);
         stateMachine.events(new ShardStateMachine.Events() {
             @Override
@@ -515,12 +526,21 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     /**
-     * Submits an entry to this node's Raft server; completes with true if Raft refused it while its
-     * submitter still waited (rule S1), after closing the clients so that they resend to the leader.
+     * Submits an entry to this node's Raft server, coalesced with others that wait ({@link EntryCoalescer});
+     * completes with true if Raft refused it while its submitter still waited (rule S1).
      */
     private CompletableFuture<Boolean> submit(long call, byte[] entry, String what) {
+        return coalescer.add(entry, what).thenApply(refusal -> refusal != null && submissions.forget(call));
+    }
+
+    /**
+     * Sends one Raft entry (a shard entry, or a batch of them); completes with Raft's refusal, or null once it is
+     * committed and applied here. A refusal closes the clients so that they resend to the leader (rule S1). Each
+     * request has a call number of its own, the key of Ratis's retry cache with this node's client id.
+     */
+    private CompletableFuture<Throwable> send(byte[] entry, String what) {
         RaftClientRequest request = RaftClientRequest.newBuilder().setClientId(clientId).setServerId(self).setGroupId(SHARD_GROUP)
-                .setCallId(call).setMessage(Message.valueOf(UnsafeByteOperations.unsafeWrap(entry)))
+                .setCallId(submissions.nextCall()).setMessage(Message.valueOf(UnsafeByteOperations.unsafeWrap(entry)))
                 .setType(RaftClientRequest.writeRequestType()).build();
         CompletableFuture<RaftClientReply> reply;
         counters.submitted(entry.length);
@@ -531,17 +551,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         return reply.handle((answer, failure) -> {
             Throwable refusal = failure != null ? failure : answer.isSuccess() ? null : answer.getException();
-            if (refusal == null) {
-                return false;
-            }
-            boolean waited = submissions.forget(call);
-            if (!closed) {
+            if (refusal != null && !closed) {
                 LOG.warn("Cluster node {}: Raft did not commit {} ({}); its clients are sent to the leader to resend it.",
                         nodeId, what, refusal.toString());
                 closeClients.accept(notLeader());
                 queues.all().forEach(BrokerQueue::leadershipLost); // rule R5, as when the leader changes
             }
-            return waited;
+            return refusal;
         });
     }
 

@@ -15,7 +15,10 @@ import java.util.concurrent.TimeUnit;
  * default is here, with its reason.
  */
 final class RaftSettings {
-    /** Room around the largest entry (one PUBLISH frame plus the entry header) in Ratis's buffers. */
+    /**
+     * Room around the largest entry in Ratis's buffers: one PUBLISH frame plus the entry header, or a batch of at most
+     * max-frame-bytes of entries plus its lengths (EntryBatch, EntryCoalescer).
+     */
     private static final long ENTRY_HEADROOM_BYTES = 64 << 10;
 
     private RaftSettings() {
@@ -55,7 +58,7 @@ final class RaftSettings {
         RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(properties, config.cluster.snapshotEveryEntries);
         // Markers of older snapshots (their data directories are ShardSnapshots' to delete).
         RaftServerConfigKeys.Snapshot.setRetentionFileNum(properties, 2);
-        // One entry is at most one PUBLISH frame: every buffer on its way must hold one.
+        // One entry is at most one PUBLISH frame, or a batch no larger (ENTRY_HEADROOM_BYTES): every buffer on its way must hold one.
         long entryBytes = config.broker.maxFrameBytes + ENTRY_HEADROOM_BYTES;
         long appenderBytes = Math.max(4L << 20, entryBytes);
         RaftServerConfigKeys.Log.Appender.setBufferByteLimit(properties, SizeInBytes.valueOf(appenderBytes));

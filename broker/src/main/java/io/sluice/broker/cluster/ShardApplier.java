@@ -51,11 +51,45 @@ final class ShardApplier {
     private final QueueManager queues;
     private final Submissions submissions;
     private final int nodeId;
+    private final int maxFrameBytes;
 
-    ShardApplier(QueueManager queues, Submissions submissions, int nodeId) {
+    ShardApplier(QueueManager queues, Submissions submissions, int nodeId, int maxFrameBytes) {
         this.queues = queues;
         this.submissions = submissions;
         this.nodeId = nodeId;
+        this.maxFrameBytes = maxFrameBytes;
+    }
+
+    /**
+     * Applies the log entry at {@code index}: one shard entry, or a batch of them ({@link EntryBatch}) in their order,
+     * each as if it were an entry of its own (rule R2). An entry this broker cannot read is skipped and logged; every
+     * node meets the same entry, so every node skips it alike, and it never stops the shard.
+     */
+    CompletableFuture<Void> applyLogEntry(byte[] data, long index) {
+        if (!EntryBatch.isBatch(data)) {
+            return applyEncoded(data, index);
+        }
+        List<byte[]> entries;
+        try {
+            entries = EntryBatch.decode(data);
+        } catch (RuntimeException e) {
+            LOG.error("Skipping log entry {}, a batch this broker cannot read: {}", index, e.getMessage());
+            return CompletableFuture.completedFuture(null);
+        }
+        CompletableFuture<?>[] applied = new CompletableFuture<?>[entries.size()];
+        for (int i = 0; i < applied.length; i++) {
+            applied[i] = applyEncoded(entries.get(i), index);
+        }
+        return CompletableFuture.allOf(applied);
+    }
+
+    private CompletableFuture<Void> applyEncoded(byte[] data, long index) {
+        try {
+            return apply(ShardEntry.decode(data, maxFrameBytes), index);
+        } catch (RuntimeException e) {
+            LOG.error("Skipping a shard entry of log entry {} that this broker cannot apply: {}", index, e.getMessage());
+            return CompletableFuture.completedFuture(null);
+        }
     }
 
     /** Applies the entry at {@code index} of the log (a dead-letter's copy is stored under it, rule R8). */

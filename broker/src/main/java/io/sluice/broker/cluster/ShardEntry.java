@@ -61,7 +61,8 @@ import java.nio.charset.StandardCharsets;
  * </pre>
  *
  * A frame of unnamed producers only is written as version 1, as before. A broker reads all four versions; one that
- * predates a version skips its entries (logged), as it skips any entry it cannot apply.
+ * predates a version skips its entries (logged), as it skips any entry it cannot apply. Version 5 is no shard entry
+ * but a Raft entry holding several ({@link EntryBatch}).
  */
 record ShardEntry(int originNode, long originCall, String queue, Frame frame, DeadLetterCopy deadLetter, Deliveries deliveries,
                   ProducerEpochs epochs) {

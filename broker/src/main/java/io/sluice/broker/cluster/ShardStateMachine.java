@@ -33,8 +33,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * The Raft state machine of one data shard: applies each committed {@link ShardEntry} to this node's
- * queues ({@link ShardApplier}), in log order, on every node.
+ * The Raft state machine of one data shard: applies each committed {@link ShardEntry} (or {@link EntryBatch} of
+ * them) to this node's queues ({@link ShardApplier}), in log order, on every node.
  *
  * <p>Snapshots (rule R4 of docs/replication.md): the queues' own stores are the state. A snapshot at applied
  * index N waits for every store to be durable through what was applied, then (when snapshots are served,
@@ -65,7 +65,6 @@ final class ShardStateMachine extends BaseStateMachine {
     private final SimpleStateMachineStorage storage = new SimpleStateMachineStorage();
     private final ShardApplier applier;
     private final QueueManager queues;
-    private final int maxFrameBytes;
     /** This node's snapshots of its queues, or null when snapshots are markers only (a node without a snapshot-port). */
     private final ShardSnapshots snapshots;
     private final SnapshotInstaller installer;
@@ -74,12 +73,11 @@ final class ShardStateMachine extends BaseStateMachine {
     private volatile Events events;
     private final ShardCounters counters;
 
-    ShardStateMachine(ShardApplier applier, QueueManager queues, int maxFrameBytes, ShardSnapshots snapshots,
+    ShardStateMachine(ShardApplier applier, QueueManager queues, ShardSnapshots snapshots,
                       SnapshotInstaller installer, Map<String, String> snapshotAddresses, ShardCounters counters) {
         this.applier = applier;
         this.counters = counters;
         this.queues = queues;
-        this.maxFrameBytes = maxFrameBytes;
         this.snapshots = snapshots;
         this.installer = installer;
         this.snapshotAddresses = snapshotAddresses;
@@ -148,17 +146,10 @@ final class ShardStateMachine extends BaseStateMachine {
     public CompletableFuture<Message> applyTransaction(TransactionContext transaction) {
         LogEntryProto entry = transaction.getLogEntry();
         TermIndex termIndex = TermIndex.valueOf(entry);
-        CompletableFuture<Void> applied;
-        try {
-            // A copy: the entry's buffer is Ratis's, and the queues read it later, on their own threads.
-            byte[] data = entry.getStateMachineLogEntry().getLogData().toByteArray();
-            counters.applied(data.length);
-            applied = applier.apply(ShardEntry.decode(data, maxFrameBytes), entry.getIndex());
-        } catch (RuntimeException e) {
-            // Every node meets the same entry, so every node skips it alike; it never stops the shard.
-            LOG.error("Shard {}: skipping log entry {} that this broker cannot apply: {}", getGroupId(), termIndex, e.getMessage());
-            applied = CompletableFuture.completedFuture(null);
-        }
+        // A copy: the entry's buffer is Ratis's, and the queues read it later, on their own threads.
+        byte[] data = entry.getStateMachineLogEntry().getLogData().toByteArray();
+        counters.applied(data.length);
+        CompletableFuture<Void> applied = applier.applyLogEntry(data, termIndex.getIndex());
         updateLastAppliedTermIndex(termIndex);
         return applied.thenApply(done -> Message.EMPTY);
     }
