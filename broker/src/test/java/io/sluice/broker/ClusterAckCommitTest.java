@@ -102,7 +102,7 @@ class ClusterAckCommitTest {
         restarted.add(old);
         ClusterFixture.awaitApplied(restarted, newLeader);
 
-        assertEquals(total, cluster.awaitSameDigest("q", Duration.ofSeconds(30)).get("messages").asLong(),
+        assertEquals(total, cluster.awaitDigest("q", total, Duration.ofSeconds(30)).get("messages").asLong(),
                 "every node keeps the messages whose acks never committed");
         Set<Integer> again = new TreeSet<>();
         try (Connection c = Connection.connect(cluster.reconnectingOptions())) {

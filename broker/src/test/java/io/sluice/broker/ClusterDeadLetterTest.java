@@ -148,8 +148,8 @@ class ClusterDeadLetterTest {
         // holds what the others hold (rule R6): both queues empty, every node at the same ids.
         int back = cluster.clientPorts[0] == leader.port() ? 0 : cluster.clientPorts[1] == leader.port() ? 1 : 2;
         brokers.add(Broker.start(cluster.config(back)));
-        assertEquals(0, cluster.awaitSameDigest(DLQ, Duration.ofSeconds(60)).get("messages").asLong());
-        assertEquals(0, cluster.awaitSameDigest(SOURCE, Duration.ofSeconds(30)).get("messages").asLong());
+        assertEquals(0, cluster.awaitDigest(DLQ, 0, Duration.ofSeconds(60)).get("messages").asLong());
+        assertEquals(0, cluster.awaitDigest(SOURCE, 0, Duration.ofSeconds(30)).get("messages").asLong());
     }
 
     /** Rule R8: a dead-letter queue that does not exist yet is declared by the entry, on every node alike. */
@@ -172,7 +172,7 @@ class ClusterDeadLetterTest {
                         () -> leader.queues().get(SOURCE).deadLettered() == 3);
                 com.fasterxml.jackson.databind.JsonNode digest = cluster.awaitSameDigest("never-declared", Duration.ofSeconds(30));
                 assertEquals(3, digest.get("messages").asLong(), digest.toString());
-                assertEquals(0, cluster.awaitSameDigest(SOURCE, Duration.ofSeconds(30)).get("messages").asLong());
+                assertEquals(0, cluster.awaitDigest(SOURCE, 0, Duration.ofSeconds(30)).get("messages").asLong());
             }
         }
     }
@@ -207,9 +207,9 @@ class ClusterDeadLetterTest {
             assertEquals(3, leader.queues().get(SOURCE).deadLettered(), "copies the dead-letter queue's quota let in");
             assertEquals(3, leader.queues().get(DLQ).publishRefused(), "copies refused by the dead-letter queue's quota");
         }
-        assertEquals(3, cluster.awaitSameDigest(DLQ, Duration.ofSeconds(30)).get("messages").asLong(),
+        assertEquals(3, cluster.awaitDigest(DLQ, 3, Duration.ofSeconds(30)).get("messages").asLong(),
                 "the dead-letter queue holds its hard quota on every node");
-        assertEquals(3, cluster.awaitSameDigest(SOURCE, Duration.ofSeconds(30)).get("messages").asLong(),
+        assertEquals(3, cluster.awaitDigest(SOURCE, 3, Duration.ofSeconds(30)).get("messages").asLong(),
                 "the refused originals stay in the source on every node");
     }
 
@@ -244,9 +244,9 @@ class ClusterDeadLetterTest {
                 ClusterFixture.publish(toDlq, DIRECT + 5, 5); // after the copy: their ids would shift on node 3
             }
             cluster.startChild(2, processes); // replays the log, the dead-letter among it
-            assertEquals(11, cluster.awaitSameDigest(DLQ, Duration.ofSeconds(60)).get("messages").asLong(),
+            assertEquals(11, cluster.awaitDigest(DLQ, 11, Duration.ofSeconds(60)).get("messages").asLong(),
                     "ten direct messages and one copy on every node");
-            assertEquals(2, cluster.awaitSameDigest(SOURCE, Duration.ofSeconds(30)).get("messages").asLong());
+            assertEquals(2, cluster.awaitDigest(SOURCE, 2, Duration.ofSeconds(30)).get("messages").asLong());
         } finally {
             ChildJvm.killAll(processes);
         }

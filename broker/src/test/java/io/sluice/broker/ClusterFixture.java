@@ -268,8 +268,25 @@ final class ClusterFixture {
         return awaitSameDigest(queue, timeout, every);
     }
 
+    /**
+     * As {@link #awaitSameDigest(String, Duration)}, until the digest the nodes agree on holds {@code messages}: the
+     * nodes agree at every applied index, so a test that expects a count after acks or publishes still being applied
+     * (a leader stores acks when it applies them too, rule R5) waits for that count, not for the first agreement.
+     */
+    com.fasterxml.jackson.databind.JsonNode awaitDigest(String queue, long messages, java.time.Duration timeout) throws InterruptedException {
+        int[] every = new int[size];
+        java.util.Arrays.setAll(every, i -> i);
+        return awaitSameDigest(queue, timeout, messages, every);
+    }
+
     /** As {@link #awaitSameDigest(String, Duration)}, on {@code nodes} (0-based) only: the side of a partition. */
     com.fasterxml.jackson.databind.JsonNode awaitSameDigest(String queue, java.time.Duration timeout, int... nodes)
+            throws InterruptedException {
+        return awaitSameDigest(queue, timeout, -1, nodes);
+    }
+
+    /** As {@link #awaitSameDigest(String, Duration, int...)}; with {@code messages} at least 0, until they agree on that count. */
+    com.fasterxml.jackson.databind.JsonNode awaitSameDigest(String queue, java.time.Duration timeout, long messages, int... nodes)
             throws InterruptedException {
         com.fasterxml.jackson.databind.JsonNode[] digests = new com.fasterxml.jackson.databind.JsonNode[nodes.length];
         try {
@@ -277,7 +294,8 @@ final class ClusterFixture {
                     timeout, () -> {
                 for (int i = 0; i < nodes.length; i++) {
                     digests[i] = get(nodes[i], "/api/queues/" + queue + "/digest");
-                    if (digests[i] == null || !digests[i].equals(digests[0])) {
+                    if (digests[i] == null || !digests[i].equals(digests[0])
+                            || messages >= 0 && digests[i].get("messages").asLong() != messages) {
                         return false;
                     }
                 }

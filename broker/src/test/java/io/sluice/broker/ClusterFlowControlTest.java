@@ -106,7 +106,7 @@ class ClusterFlowControlTest {
             List<FlowState> states = told.stream().map(Told::state).toList();
             assertTrue(states.subList(states.indexOf(FlowState.BLOCKED), states.size()).contains(FlowState.FREE),
                     "resumed after the drain: " + told);
-            assertEquals(0, cluster.awaitSameDigest("w", Duration.ofSeconds(30)).get("messages").asLong());
+            assertEquals(0, cluster.awaitDigest("w", 0, Duration.ofSeconds(30)).get("messages").asLong());
         }
     }
 
@@ -135,7 +135,7 @@ class ClusterFlowControlTest {
             publish(raw, "resend", producer, 4, 7); // one frame, a resend and a new message
             assertEquals(java.util.Map.of(4L, "confirmed", 7L, "QUEUE_BLOCKED"), outcomes(raw, 2));
         }
-        assertEquals(5, cluster.awaitSameDigest("resend", Duration.ofSeconds(30)).get("messages").asLong(),
+        assertEquals(5, cluster.awaitDigest("resend", 5, Duration.ofSeconds(30)).get("messages").asLong(),
                 "every node holds the five messages once");
     }
 
@@ -178,7 +178,7 @@ class ClusterFlowControlTest {
             Producer p = c.createProducer("r", new ProducerOptions(1, 256, 1 << 20, null));
             assertEquals(20, FlowControlTest.sendCountingRejections(p, 30, Payloads::of));
             assertEquals(20, leader.queues().get("r").publishRefused());
-            assertEquals(10, cluster.awaitSameDigest("r", Duration.ofSeconds(30)).get("messages").asLong());
+            assertEquals(10, cluster.awaitDigest("r", 10, Duration.ofSeconds(30)).get("messages").asLong());
         }
     }
 
@@ -208,7 +208,7 @@ class ClusterFlowControlTest {
                 }
             }
             assertEquals(List.of(20L, 21L, 22L, 23L, 24L, 25L, 26L, 27L, 28L, 29L), kept, "the newest ten are kept");
-            assertEquals(0, cluster.awaitSameDigest("d", Duration.ofSeconds(30)).get("messages").asLong());
+            assertEquals(0, cluster.awaitDigest("d", 0, Duration.ofSeconds(30)).get("messages").asLong());
         }
     }
 
@@ -246,7 +246,7 @@ class ClusterFlowControlTest {
                 brokers.set(i, Broker.start(cluster.config(i)));
             }
             CompletableFuture.allOf(sent.toArray(new CompletableFuture[0])).get(120, TimeUnit.SECONDS);
-            assertEquals(400, cluster.awaitSameDigest("u", Duration.ofSeconds(60)).get("messages").asLong());
+            assertEquals(400, cluster.awaitDigest("u", 400, Duration.ofSeconds(60)).get("messages").asLong());
         }
     }
 

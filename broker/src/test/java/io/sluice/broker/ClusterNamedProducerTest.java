@@ -73,7 +73,7 @@ class ClusterNamedProducerTest {
             replacement.send(Payloads.of(3));
             SluiceException fenced = failure(old, 99);
             assertEquals(ErrorCode.PRODUCER_FENCED, fenced.errorCode(), fenced.getMessage());
-            assertEquals(4, cluster.awaitSameDigest("orders", Duration.ofSeconds(30)).get("messages").asLong(),
+            assertEquals(4, cluster.awaitDigest("orders", 4, Duration.ofSeconds(30)).get("messages").asLong(),
                     "every node stored the four messages and not the fenced one");
 
             // The leader goes; the replacement's client reconnects to the new leader and resumes its epoch there.

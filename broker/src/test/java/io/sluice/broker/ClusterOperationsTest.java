@@ -190,7 +190,7 @@ class ClusterOperationsTest {
         assertEquals(total, confirmed.size());
 
         // Every number confirmed is stored once, on every node.
-        assertEquals(total, cluster.awaitSameDigest("moved", Duration.ofSeconds(30)).get("messages").asLong());
+        assertEquals(total, cluster.awaitDigest("moved", total, Duration.ofSeconds(30)).get("messages").asLong());
         Map<Long, Integer> received = new TreeMap<>();
         try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
             var consumer = c.subscribe("moved", ConsumerOptions.DEFAULT);

@@ -115,7 +115,7 @@ class ClusterPartitionTest {
                     () -> cluster.get(leader, "/api/cluster"), s -> s != null && "FOLLOWER".equals(s.get("role").asText())
                             && s.get("leaderNodeId").asInt() == newLeader + 1);
             assertTrue(rejoined.get("term").asLong() > termBefore, "a new term: " + rejoined);
-            assertEquals(traffic.confirmed.size(), cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(120)).get("messages").asLong(),
+            assertEquals(traffic.confirmed.size(), cluster.awaitDigest(QUEUE, traffic.confirmed.size(), Duration.ofSeconds(120)).get("messages").asLong(),
                     "messages every node holds after healing");
         });
     }
@@ -210,7 +210,7 @@ class ClusterPartitionTest {
             System.out.println("ClusterPartitionTest: healed");
             traffic.awaitConfirmed(traffic.confirmed.size() + 500);
             traffic.stop();
-            assertEquals(traffic.confirmed.size(), cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(120)).get("messages").asLong(),
+            assertEquals(traffic.confirmed.size(), cluster.awaitDigest(QUEUE, traffic.confirmed.size(), Duration.ofSeconds(120)).get("messages").asLong(),
                     "messages every node holds after healing");
             // The cut follower's pre-votes reached only the other follower, which refused them while it heard the leader:
             // no term was raised, the leader never changed, and the producers stayed on it.

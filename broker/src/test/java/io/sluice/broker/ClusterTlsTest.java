@@ -68,7 +68,7 @@ class ClusterTlsTest {
                 producer.close();
             }
         }
-        assertEquals(300, cluster.awaitSameDigest("kept", Duration.ofSeconds(30)).get("messages").asLong());
+        assertEquals(300, cluster.awaitDigest("kept", 300, Duration.ofSeconds(30)).get("messages").asLong());
 
         List<String> raft = new ArrayList<>();
         for (int port : cluster.raftPorts) {
@@ -77,7 +77,7 @@ class ClusterTlsTest {
         assertFalse(RogueRaftPeer.deleteQueue(raft, "kept", null, 2_000), "plain gRPC reached the log");
         assertFalse(RogueRaftPeer.deleteQueue(raft, "kept", new GrpcTlsConfig(rogue[1].toFile(), rogue[0].toFile(), ca.toFile(), true),
                 2_000), "a certificate of another CA reached the log");
-        assertEquals(300, cluster.awaitSameDigest("kept", Duration.ofSeconds(30)).get("messages").asLong(),
+        assertEquals(300, cluster.awaitDigest("kept", 300, Duration.ofSeconds(30)).get("messages").asLong(),
                 "every node keeps the queue and its messages");
 
         // The control: the same entry with a certificate of the cluster's CA is committed and applied on every node.
@@ -88,6 +88,6 @@ class ClusterTlsTest {
             TestAwait.until("node " + (i + 1) + " applying the control's delete", Duration.ofSeconds(30),
                     () -> cluster.get(n, "/api/queues/control") == null);
         }
-        assertEquals(300, cluster.awaitSameDigest("kept", Duration.ofSeconds(30)).get("messages").asLong());
+        assertEquals(300, cluster.awaitDigest("kept", 300, Duration.ofSeconds(30)).get("messages").asLong());
     }
 }
