@@ -168,9 +168,16 @@ class ClusterPartitionTest {
             System.out.println("ClusterPartitionTest: healed");
             JsonNode digest = cluster.awaitSameDigest(QUEUE, Duration.ofSeconds(120));
             assertEquals(confirmed.size() - acked.size(), digest.get("messages").asLong(), "every node's unacked messages: " + digest);
-            String log = Files.readString(cluster.log(behind));
-            assertTrue(log.contains("Snapshot install:") && log.contains("in place"), "node " + (behind + 1)
-                    + " caught up by installing the leader's snapshot (its log)");
+            // The install logs "in place" just after its queues are visible: the digest can agree a moment before.
+            TestAwait.until("node " + (behind + 1) + " logging that it caught up by installing the leader's snapshot",
+                    Duration.ofSeconds(10), () -> {
+                        try {
+                            String log = Files.readString(cluster.log(behind));
+                            return log.contains("Snapshot install:") && log.contains("in place");
+                        } catch (java.io.IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    });
             assertEquals(leader, nodeNamed(connection.brokerName()), "the producers stayed on the leader");
             for (int node = 0; node < 3; node++) {
                 JsonNode status = cluster.get(node, "/api/cluster");
