@@ -318,6 +318,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
         return LeaderHint.format(address, "node " + nodeId + " is a follower; the leader is node " + nodeIds.get(leader.toString()));
     }
 
+    /**
+     * True while this node leads the shard and serves its clients: what {@link #notLeader} answers null for, read
+     * without its side effects (it records a silent leader, which changes the hints HELLO gets), so that a metrics
+     * scrape changes nothing.
+     */
+    public boolean serving() {
+        DivisionInfo info = division.info();
+        return info != null && info.isLeader() && info.isLeaderReady() && info.getLastAppliedIndex() >= servingFromIndex;
+    }
+
     /** Milliseconds since this follower last heard from its leader; 0 if it is no follower. */
     private static long leaderSilenceMs(DivisionInfo info) {
         RoleInfoProto role = info.getRoleInfoProto();

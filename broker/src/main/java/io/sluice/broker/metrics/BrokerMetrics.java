@@ -217,7 +217,7 @@ public final class BrokerMetrics implements AutoCloseable {
      */
     public void bindCluster(io.sluice.broker.cluster.ClusterNode node) {
         String shard = node.shardName();
-        Gauge.builder(CLUSTER_LEADER, node, n -> n.notLeader() == null ? 1 : 0).tag(LABEL_SHARD, shard)
+        Gauge.builder(CLUSTER_LEADER, node, n -> n.serving() ? 1 : 0).tag(LABEL_SHARD, shard)
                 .description("1 while this node is the shard's leader and serves its clients").strongReference(true).register(registry);
         Gauge.builder(CLUSTER_TERM, node, n -> n.term()).tag(LABEL_SHARD, shard)
                 .description("The shard's current Raft term").strongReference(true).register(registry);
