@@ -12,7 +12,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -20,9 +22,15 @@ import org.slf4j.LoggerFactory;
 /**
  * Append-only, memory-mapped journal of ack-state changes since the last checkpoint. Not thread-safe:
  * the queue's lock guards every call except {@link #force()}, which the storage flusher calls without
- * that lock so that an msync does not hold up appends, acks and dispatch. {@link #force()},
- * {@link #grow} (which replaces the mapping) and {@link #close()} (which unmaps it) exclude each other
- * on {@link #mappingLock}, so a force never touches a mapping that was unmapped.
+ * that lock so that an msync does not hold up appends, acks and dispatch.
+ *
+ * <p>Rule "nothing under the queue's lock waits for an msync": a force holds {@link #mappingLock} for as
+ * long as the msync takes, so the calls made under the queue's lock never wait for that lock.
+ * {@link #grow} and {@link #close()} swap the mapping out at once and hand the old one to
+ * {@link #unmapWhenFree}, which unmaps it now if the lock is free, else leaves it to the lock's holder
+ * (whoever releases the lock unmaps what was retired meanwhile); {@link #dropWrittenPages()} only tries
+ * the lock and skips a turn when a force has it. So a force never touches a mapping that was unmapped,
+ * and an ack never waits for a force.
  *
  * <p><b>Durability.</b> {@code append*} copies the record into a {@code READ_WRITE} file mapping, i.e.
  * straight into the page cache, with no system call. Once an append returns, a process crash (even
@@ -76,7 +84,7 @@ import org.slf4j.LoggerFactory;
  *       back to <i>s</i> to give them back. Crash: the file is somewhere between <i>s</i> and
  *       <i>2s</i> long, its records all in <i>[0, s)</i> and zeros (or a hole) after them; replay
  *       stops at the zero byte after the last record or at the end of the file, so nothing is lost.</li>
- *   <li>map <i>[0, 2s)</i>, swap it in and unmap the old mapping, under {@link #mappingLock}. Crash:
+ *   <li>map <i>[0, 2s)</i>, swap it in and unmap the old mapping once no force uses it. Crash:
  *       nothing on disk changes here.</li>
  * </ol>
  * No fsync: records appended past <i>s</i> become durable, as all records do, at the next
@@ -151,9 +159,11 @@ public final class AckJournal implements Closeable {
     private final ByteBuffer scratchBuffer = ByteBuffer.wrap(scratch);
     private final CRC32C crc = new CRC32C();
     private final ByteBuffer generationScratch = ByteBuffer.allocate(Long.BYTES); // big-endian, as in the header
-    /** Held by {@link #force()}, {@link #grow} and {@link #close()}: the flusher forces without the queue's lock. */
-    private final Object mappingLock = new Object();
-    /** Written under both the queue's lock and {@link #mappingLock}; volatile for the force's unlocked checks. */
+    /** Held while a mapping is used without the queue's lock: by {@link #force()} and {@link #dropWrittenPages()}. */
+    private final ReentrantLock mappingLock = new ReentrantLock();
+    /** Mappings swapped out while {@link #mappingLock} was held, unmapped by its holder on release. */
+    private final ConcurrentLinkedQueue<MappedByteBuffer> retired = new ConcurrentLinkedQueue<>();
+    /** Written under the queue's lock; volatile for the force, which reads it under {@link #mappingLock} only. */
     private volatile MappedByteBuffer mapped;
     private int position = HEADER_BYTES;
     /** The position at the last {@link #dropWrittenPages()}; under the queue's lock. */
@@ -365,13 +375,38 @@ public final class AckJournal implements Closeable {
             }
         }
         MappedByteBuffer bigger = map(file, newSize);
-        MappedByteBuffer old;
-        synchronized (mappingLock) {
-            old = mapped;
-            mapped = bigger;
-            sizeBytes = newSize;
+        MappedByteBuffer old = mapped;
+        mapped = bigger;
+        sizeBytes = newSize;
+        unmapWhenFree(old);
+    }
+
+    /**
+     * Unmaps {@code buffer}, swapped out by the caller, once no force or page drop uses it: now if
+     * {@link #mappingLock} is free, else when its holder releases it ({@link #releaseMapping()}). Never
+     * waits. A holder that released the lock before this call's failed try sees the buffer queued.
+     */
+    private void unmapWhenFree(MappedByteBuffer buffer) {
+        retired.add(buffer);
+        unmapRetired();
+    }
+
+    private void unmapRetired() {
+        while (!retired.isEmpty() && mappingLock.tryLock()) {
+            try {
+                MappedByteBuffer buffer;
+                while ((buffer = retired.poll()) != null) {
+                    MappedBufferUnmapper.unmap(buffer);
+                }
+            } finally {
+                mappingLock.unlock();
+            }
         }
-        MappedBufferUnmapper.unmap(old);
+    }
+
+    private void releaseMapping() {
+        mappingLock.unlock();
+        unmapRetired();
     }
 
     public void appendAckRange(long fromId, long toIdInclusive) {
@@ -424,14 +459,19 @@ public final class AckJournal implements Closeable {
      * first, and a checkpoint is durable by itself).
      */
     public long force() {
-        synchronized (mappingLock) {
+        mappingLock.lock();
+        try {
             // Read before the msync: every record counted here had its bytes stored in the mapping first.
+            // A record stored in a mapping grown out of since is covered too: an msync writes back the file's
+            // dirty pages in its range, whichever mapping dirtied them.
             long covered = recordsAppended.get();
             MappedByteBuffer buffer = mapped;
             if (buffer != null) {
                 buffer.force();
             }
             return covered;
+        } finally {
+            releaseMapping();
         }
     }
 
@@ -451,12 +491,17 @@ public final class AckJournal implements Closeable {
         if (end == droppedAtPosition) {
             return;
         }
-        droppedAtPosition = end;
-        synchronized (mappingLock) {
+        if (!mappingLock.tryLock()) {
+            return; // a force has the mapping: drop them at the next turn rather than wait for its msync
+        }
+        try {
+            droppedAtPosition = end;
             MappedByteBuffer buffer = mapped;
             if (buffer != null) {
                 ResidentPages.drop(ResidentPages.address(buffer), Math.min(end, buffer.capacity()));
             }
+        } finally {
+            releaseMapping();
         }
     }
 
@@ -485,12 +530,10 @@ public final class AckJournal implements Closeable {
     /** Releases the mapping without forcing it: the page cache still writes it back (see class javadoc). */
     @Override
     public void close() {
-        synchronized (mappingLock) {
-            MappedByteBuffer buffer = mapped;
-            if (buffer != null) {
-                mapped = null; // no use after unmap: that would crash the JVM
-                MappedBufferUnmapper.unmap(buffer);
-            }
+        MappedByteBuffer buffer = mapped;
+        if (buffer != null) {
+            mapped = null; // no use after unmap: that would crash the JVM
+            unmapWhenFree(buffer);
         }
     }
 
