@@ -433,12 +433,13 @@ public final class QueueTransactions {
 
     /**
      * A future completed once record {@code lastId} (and so every staged record before it) is durable;
-     * completed normally, too, if the queue was deleted meanwhile, since its part of a commit went with it.
-     * Any thread.
+     * completed normally, too, if the queue's files were deleted meanwhile, since its part of a commit went
+     * with them. A queue only closed for its delete is not gone (T6): its storage's failure fails the future,
+     * or a crash before the files go would bring the queue back without the commit's messages. Any thread.
      */
     public CompletableFuture<Long> whenStagedDurable(long lastId) {
         return store.whenDurable(lastId).handle((id, failed) -> {
-            if (failed != null && !queue.isClosed()) {
+            if (failed != null && !filesDeleted) {
                 throw failed instanceof CompletionException c ? c : new CompletionException(failed);
             }
             return lastId;

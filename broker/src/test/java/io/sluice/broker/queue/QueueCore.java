@@ -9,6 +9,7 @@ import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.PublishFrameBuilder;
 import io.sluice.storage.MessageStore;
+import io.sluice.storage.durability.FileForcer;
 
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -30,11 +31,16 @@ public final class QueueCore implements AutoCloseable {
 
     /** {@code overrides}: configuration keys as on the command line, e.g. {@code storage.segment-bytes}. */
     public QueueCore(Path dir, Map<String, String> overrides) {
+        this(dir, overrides, FileForcer.FSYNC);
+    }
+
+    /** As above, forcing segment files with {@code forcer}: the point to inject a failing force. */
+    public QueueCore(Path dir, Map<String, String> overrides, FileForcer forcer) {
         Map<String, String> all = new HashMap<>();
         all.put("storage.reserved-disk-bytes", Long.toString(64L << 20));
         all.putAll(overrides);
         config = new ConfigLoader().load(null, all);
-        store = MessageStore.open(dir, config.storeConfig());
+        store = MessageStore.open(dir, config.storeConfig(), forcer);
         queues = new QueueManager(store, loop, config.queues, config.broker.publishWindowMessages);
     }
 
