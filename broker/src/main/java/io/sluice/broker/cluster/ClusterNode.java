@@ -1,7 +1,6 @@
 package io.sluice.broker.cluster;
 
 import io.sluice.broker.config.BrokerConfig;
-import io.sluice.broker.config.ClusterSecretFile;
 import io.sluice.broker.error.BrokerException;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.ClientConnection;
@@ -243,7 +242,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                     config.cluster.nodes.stream().filter(n -> n.id == config.cluster.nodeId).findFirst().map(n -> n.snapshotPort).orElse(0));
             return SnapshotAuth.none();
         }
-        return SnapshotAuth.withSecret(ClusterSecretFile.read(config.cluster.secretFile));
+        return SnapshotAuth.fromFile(config.cluster.secretFile);
     }
 
     /**

@@ -1,5 +1,10 @@
 package io.sluice.broker.cluster;
 
+import io.sluice.broker.config.ClusterSecretFile;
+import io.sluice.broker.config.ClusterSecretFile.ClusterSecrets;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import java.nio.charset.StandardCharsets;
@@ -10,6 +15,7 @@ import java.util.Base64;
 import java.util.HexFormat;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -22,14 +28,21 @@ import java.util.regex.Pattern;
  * is bound to the request line, so a proof overheard on the network answers no other request. With
  * {@code cluster.snapshot-auth: none} ({@link #none()}) every request is served.
  *
+ * <p>Rotation ({@link #fromFile}): the secret file is read again at every use, a secret per line; a node proves
+ * the first line and accepts a proof of any line, so an operator adds the new secret to every node's file,
+ * then puts it first on each, then removes the old one, without a restart. A file that became unusable
+ * (unreadable, a line too short, readable by others) is not taken: the last good secrets stay, with a WARN.
+ *
  * <p>What it does not do: the answer (the snapshot) is neither encrypted nor authenticated, so someone who can
  * read or change the traffic between the nodes can read the messages or feed a follower a forged snapshot; TLS
  * on the snapshot port is not built (docs/replication.md, "Not built yet").
  *
  * <p>Threads: the server's thread issues and checks nonces ({@link #challenge}, {@link #verify}, synchronized);
- * a follower's installer thread computes proofs ({@link #authorization}), which touches no state.
+ * a follower's installer thread computes proofs ({@link #authorization}); both read the secrets through
+ * {@link #secrets()}, synchronized (the last good secrets read from the file).
  */
 final class SnapshotAuth {
+    private static final Logger LOG = LoggerFactory.getLogger(SnapshotAuth.class);
     static final String SCHEME = "Sluice-HMAC-SHA256";
     private static final long NONCE_TTL_NANOS = 30_000_000_000L;
     /** Nonces issued and not used yet, at most this many (the oldest is forgotten first): a flood of requests costs no memory. */
@@ -37,29 +50,60 @@ final class SnapshotAuth {
     private static final Pattern NONCE = Pattern.compile("nonce=\"([A-Za-z0-9_-]{16,128})\"");
     private static final Pattern PROOF = Pattern.compile("proof=\"([0-9a-f]{64})\"");
 
-    /** The shared secret, or null when requests are not checked. */
-    private final byte[] secret;
+    /** The secret file read at every use, or null for fixed secrets ({@link #withSecret}) or none. */
+    private final String secretFile;
+    /** The secrets last read (or given), or null when requests are not checked; guarded by {@code this}. */
+    private ClusterSecrets secrets;
+    /** The last problem of the secret file that was logged, so that it is logged once; guarded by {@code this}. */
+    private String loggedProblem;
     private final SecureRandom random = new SecureRandom();
     /** Nonce to the time it was issued (System.nanoTime), oldest first. */
     private final Map<String, Long> issued = new LinkedHashMap<>();
 
-    private SnapshotAuth(byte[] secret) {
-        this.secret = secret;
+    private SnapshotAuth(String secretFile, ClusterSecrets secrets) {
+        this.secretFile = secretFile;
+        this.secrets = secrets;
     }
 
     static SnapshotAuth none() {
-        return new SnapshotAuth(null);
+        return new SnapshotAuth(null, null);
     }
 
+    /** A single secret that never changes (tests). */
     static SnapshotAuth withSecret(byte[] secret) {
         if (secret == null || secret.length == 0) {
             throw new IllegalArgumentException("an empty cluster secret");
         }
-        return new SnapshotAuth(secret.clone());
+        return new SnapshotAuth(null, new ClusterSecrets(secret.clone(), List.of(secret.clone())));
     }
 
-    boolean required() {
-        return secret != null;
+    /**
+     * The secrets of {@code cluster.secret-file}, read again at every use (rotation, above).
+     *
+     * @throws IllegalArgumentException if the file is not usable now (the configuration check's sentence)
+     */
+    static SnapshotAuth fromFile(String path) {
+        return new SnapshotAuth(path, ClusterSecretFile.load(path));
+    }
+
+    synchronized boolean required() {
+        return secrets != null;
+    }
+
+    /** The secrets now: read again from the file, or the last good ones if it is not usable (logged once per problem). */
+    private synchronized ClusterSecrets secrets() {
+        if (secretFile != null) {
+            try {
+                secrets = ClusterSecretFile.load(secretFile);
+                loggedProblem = null;
+            } catch (RuntimeException e) {
+                if (!e.getMessage().equals(loggedProblem)) {
+                    loggedProblem = e.getMessage();
+                    LOG.warn("The cluster secret file cannot be used now ({}); this node keeps the secrets it read last.", loggedProblem);
+                }
+            }
+        }
+        return secrets;
     }
 
     /** A fresh nonce for a {@code WWW-Authenticate} header: {@code Sluice-HMAC-SHA256 nonce="..."}. */
@@ -81,7 +125,8 @@ final class SnapshotAuth {
      * {@code requestLine} with a nonce this server issued, unused and not expired; the nonce is spent either way.
      */
     synchronized boolean verify(String authorization, String requestLine) {
-        if (secret == null) {
+        ClusterSecrets now = secrets();
+        if (now == null) {
             return true;
         }
         if (authorization == null || !authorization.startsWith(SCHEME + " ")) {
@@ -96,8 +141,12 @@ final class SnapshotAuth {
         if (issuedAt == null || System.nanoTime() - issuedAt > NONCE_TTL_NANOS) {
             return false;
         }
-        return MessageDigest.isEqual(proof(nonce.group(1), requestLine).getBytes(StandardCharsets.US_ASCII),
-                proof.group(1).getBytes(StandardCharsets.US_ASCII));
+        byte[] offered = proof.group(1).getBytes(StandardCharsets.US_ASCII);
+        boolean proven = false;
+        for (byte[] secret : now.accepted()) { // every one checked, whichever matches: no timing tells which
+            proven |= MessageDigest.isEqual(proof(secret, nonce.group(1), requestLine).getBytes(StandardCharsets.US_ASCII), offered);
+        }
+        return proven;
     }
 
     /**
@@ -105,17 +154,18 @@ final class SnapshotAuth {
      * or null if the challenge is not this scheme's (or this node has no secret).
      */
     String authorization(String wwwAuthenticate, String requestLine) {
-        if (secret == null || wwwAuthenticate == null || !wwwAuthenticate.startsWith(SCHEME + " ")) {
+        ClusterSecrets now = secrets();
+        if (now == null || wwwAuthenticate == null || !wwwAuthenticate.startsWith(SCHEME + " ")) {
             return null;
         }
         Matcher nonce = NONCE.matcher(wwwAuthenticate);
         if (!nonce.find()) {
             return null;
         }
-        return SCHEME + " nonce=\"" + nonce.group(1) + "\", proof=\"" + proof(nonce.group(1), requestLine) + "\"";
+        return SCHEME + " nonce=\"" + nonce.group(1) + "\", proof=\"" + proof(now.proving(), nonce.group(1), requestLine) + "\"";
     }
 
-    private String proof(String nonce, String requestLine) {
+    private static String proof(byte[] secret, String nonce, String requestLine) {
         try {
             Mac mac = Mac.getInstance("HmacSHA256");
             mac.init(new SecretKeySpec(secret, "HmacSHA256"));

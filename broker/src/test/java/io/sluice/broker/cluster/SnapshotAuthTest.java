@@ -129,6 +129,66 @@ class SnapshotAuthTest {
         }
     }
 
+    @Test
+    void shouldRotateTheClusterSecretWithoutARestartAcceptingEveryLineAndProvingWithTheFirst() throws Exception {
+        String old = "the cluster's old secret, 32+ bytes long";
+        String fresh = "the cluster's new secret, 32+ bytes long too";
+        Path leaderSecret = secretFile("leader-secret", old);
+        Path followerSecret = secretFile("follower-secret", old);
+        server.close();
+        int port = freePort();
+        server = new SnapshotServer("127.0.0.1", port, payrollSnapshot(dir.resolve("rotating"), loop, config, AT),
+                SnapshotAuth.fromFile(leaderSecret.toString()));
+        address = "127.0.0.1:" + port;
+        SnapshotAuth follower = SnapshotAuth.fromFile(followerSecret.toString());
+        assertEquals(AT, fetchInto("before", follower), "both hold the old secret");
+
+        // Step 1, on every node: the new secret is accepted too. Step 2: each proves with it.
+        write(leaderSecret, old + "\n" + fresh + "\n");
+        write(followerSecret, fresh + "\n" + old + "\n");
+        assertEquals(AT, fetchInto("during", follower),
+                "the follower proves the new secret, which the leader accepts from its file's second line, read again");
+
+        // Step 3: the old secret is gone from the leader; a node still proving it is refused.
+        write(leaderSecret, fresh + "\n");
+        assertEquals(AT, fetchInto("after", follower));
+        ExecutionException refused = assertThrows(ExecutionException.class,
+                () -> fetchInto("stale", SnapshotAuth.withSecret(old.getBytes(StandardCharsets.UTF_8))));
+        assertTrue(refused.getCause().getMessage().contains("401"), refused.getCause().getMessage());
+
+        // A file made unusable meanwhile (a secret too short) is not taken: the last good secrets stay.
+        write(leaderSecret, "short\n");
+        assertEquals(AT, fetchInto("broken-file", follower));
+    }
+
+    /** Fetches the snapshot into a new follower directory {@code name}, proving with {@code auth}. */
+    private TermIndex fetchInto(String name, SnapshotAuth auth) throws Exception {
+        Path follower = Files.createDirectories(dir.resolve(name));
+        MessageStore store = MessageStore.open(follower, config.storeConfig());
+        QueueManager queues = new QueueManager(store, loop, config.queues, 1000);
+        SnapshotInstaller installer = new SnapshotInstaller(follower, queues, TIMEOUTS, auth);
+        try {
+            return installer.fetch(address, AT.getIndex()).get(60, TimeUnit.SECONDS);
+        } finally {
+            installer.close();
+            queues.close();
+            store.close();
+        }
+    }
+
+    private Path secretFile(String name, String secret) throws Exception {
+        Path file = dir.resolve(name);
+        write(file, secret + "\n");
+        return file;
+    }
+
+    private static void write(Path file, String content) throws Exception {
+        Path temporary = file.resolveSibling(file.getFileName() + ".tmp");
+        Files.writeString(temporary, content);
+        Files.setPosixFilePermissions(temporary, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        Files.move(temporary, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+    }
+
     private HttpURLConnection open(String authorization) throws Exception {
         HttpURLConnection connection = (HttpURLConnection) URI.create("http://" + address + "/snapshot?min-index=" + AT.getIndex())
                 .toURL().openConnection();

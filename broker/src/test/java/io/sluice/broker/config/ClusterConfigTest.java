@@ -105,6 +105,12 @@ class ClusterConfigTest {
         String readable = problems("  secret-file: " + secret + "\n");
         assertTrue(readable != null && readable.contains("may be read or changed by users other than its owner (mode rw-r--r--)")
                 && readable.contains("chmod 600"), readable);
+        java.nio.file.Files.setPosixFilePermissions(secret, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        Files.writeString(secret, "0123456789abcdef0123456789abcdef0123\n\nthe next secret, rotated in: 32+ characters\n");
+        assertEquals(null, problems("  secret-file: " + secret + "\n"), "one secret per line, blank lines ignored (rotation)");
+        Files.writeString(secret, "0123456789abcdef0123456789abcdef0123\nshort\n");
+        String shortLine = problems("  secret-file: " + secret + "\n");
+        assertTrue(shortLine != null && shortLine.contains("line 2 holds fewer than 32 characters"), shortLine);
         String absent = problems("  secret-file: " + dir.resolve("nowhere") + "\n");
         assertTrue(absent != null && absent.contains("is not a readable file"), absent);
     }
