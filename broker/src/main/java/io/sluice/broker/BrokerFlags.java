@@ -70,6 +70,7 @@ final class BrokerFlags {
         line(text, "verify DATA_DIR", "check every segment and the ack state offline (exit 1 on damage)");
         line(text, "dump DATA_DIR QUEUE", "print a queue's messages and ack state [--limit N] [--from ID]");
         line(text, "admin COMMAND", "the admin API over HTTP; sluice admin --help lists its commands");
+        line(text, "certs ca|node DIR ...", "make a cluster's TLS CA, or a node's certificate and key (sluice certs for usage)");
         line(text, "class-archive-training", "run a throwaway broker to record the classes a start loads (bin/sluice runs it)");
         text.append("environment:\n");
         ENVIRONMENT.forEach((name, meaning) -> line(text, name, meaning));

@@ -5,6 +5,7 @@ import io.sluice.broker.auth.PasswordHasher;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ConfigException;
 import io.sluice.broker.config.ConfigLoader;
+import io.sluice.broker.security.CertificatesCli;
 import io.sluice.storage.ChronicleSignals;
 import io.sluice.storage.DeferredPosix;
 import io.sluice.storage.tool.StorageTool;
@@ -30,6 +31,7 @@ import java.util.concurrent.TimeoutException;
  * sluice verify DATA_DIR        checks every segment and the ack state offline (exit 1 on damage)
  * sluice dump DATA_DIR QUEUE    prints a queue's messages and ack state
  * sluice admin [--url URL] [--user U --password P] [--json] COMMAND   the admin API (see AdminCli)
+ * sluice certs ca|node DIR ...  the certificates of a cluster's mutual TLS (CertificatesCli)
  * sluice class-archive-training the class archive's training run (ClassArchiveTraining; bin/sluice runs it)
  * </pre>
  */
@@ -48,6 +50,9 @@ public final class Main {
     static int run(String[] args, PrintStream out, PrintStream err) {
         if (args.length > 0 && args[0].equals("admin")) {
             return AdminCli.run(Arrays.copyOfRange(args, 1, args.length), out, err);
+        }
+        if (args.length > 0 && args[0].equals("certs")) {
+            return CertificatesCli.run(Arrays.copyOfRange(args, 1, args.length), out, err);
         }
         if (args.length > 0 && args[0].equals("hash-password")) {
             return hashPassword(out, err);

@@ -5,6 +5,7 @@ import io.netty.channel.EventLoopGroup;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ConfigLoader;
 import io.sluice.broker.queue.QueueManager;
+import io.sluice.broker.security.CertificatesCli;
 import io.sluice.broker.security.TestCertificates;
 import io.sluice.storage.MessageStore;
 import org.apache.ratis.server.protocol.TermIndex;
@@ -15,6 +16,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -102,5 +104,53 @@ class SnapshotTlsTest {
             queues.close();
             store.close();
         }
+    }
+
+    @Test
+    void theCertificatesOfSluiceCertsServeTheClustersTlsAndNoOthers() throws Exception {
+        Path certs = dir.resolve("certs");
+        Path elsewhere = dir.resolve("another-cluster");
+        assertEquals(1, certs("node", elsewhere.toString(), "node-9", "127.0.0.1"), "no CA yet: refused, saying so");
+        assertEquals(0, certs("ca", certs.toString()));
+        assertEquals(0, certs("node", certs.toString(), "node-1", "127.0.0.1,localhost"));
+        assertEquals(0, certs("node", certs.toString(), "node-2", "127.0.0.1"));
+        assertEquals(0, certs("ca", elsewhere.toString()));
+        assertEquals(0, certs("node", elsewhere.toString(), "node-2", "127.0.0.1"));
+        assertEquals(1, certs("node", certs.toString(), "../escape", "127.0.0.1"), "a name that is no file name");
+        assertEquals(2, certs("node", certs.toString(), "node-3"), "no host");
+        for (String privateFile : new String[] {"ca.p12", "ca.password", "node-1.key", "node-2.key"}) {
+            assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(certs.resolve(privateFile))), privateFile);
+        }
+        assertFalse(Files.exists(certs.resolve("node-1.p12")), "the node's store, with a password nobody keeps, is gone");
+
+        int port = SnapshotAuthTest.freePort();
+        server = new SnapshotServer("127.0.0.1", port, SnapshotAuthTest.payrollSnapshot(dir.resolve("leader"), loop, config, AT),
+                SnapshotAuth.withSecret(SECRET), NodeTls.of(tls(made(certs, "node-1"), certs.resolve("ca.pem"))).serverContext());
+        String address = "127.0.0.1:" + port;
+        Path follower = Files.createDirectories(dir.resolve("follower"));
+        MessageStore store = MessageStore.open(follower, config.storeConfig());
+        QueueManager queues = new QueueManager(store, loop, config.queues, 1000);
+        try {
+            SnapshotInstaller stranger = new SnapshotInstaller(follower, queues, TIMEOUTS, SnapshotAuth.withSecret(SECRET),
+                    NodeTls.of(tls(made(elsewhere, "node-2"), certs.resolve("ca.pem"))).clientContext());
+            assertThrows(ExecutionException.class, () -> stranger.fetch(address, AT.getIndex()).get(60, TimeUnit.SECONDS),
+                    "a node of another cluster's CA");
+            stranger.close();
+            SnapshotInstaller member = new SnapshotInstaller(follower, queues, TIMEOUTS, SnapshotAuth.withSecret(SECRET),
+                    NodeTls.of(tls(made(certs, "node-2"), certs.resolve("ca.pem"))).clientContext());
+            assertEquals(AT, member.fetch(address, AT.getIndex()).get(60, TimeUnit.SECONDS));
+            member.close();
+        } finally {
+            queues.close();
+            store.close();
+        }
+    }
+
+    private static int certs(String... args) {
+        return CertificatesCli.run(args, System.out, System.err);
+    }
+
+    private static Path[] made(Path certs, String node) {
+        return new Path[] {certs.resolve(node + ".pem"), certs.resolve(node + ".key")};
     }
 }

@@ -1,21 +1,16 @@
 package io.sluice.broker.security;
 
 import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.Key;
-import java.security.KeyStore;
 import java.util.ArrayList;
-import java.util.Base64;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Certificates made in the test with the JDK's {@code keytool}: a CA, leaf certificates it signs (with
  * SANs, validity and start date chosen by the test), exported as PEM; private keys are written as
- * PKCS#8 PEM from the PKCS12 store in plain Java (no openssl needed).
+ * PKCS#8 PEM from the PKCS12 store in plain Java (no openssl needed), as {@link ClusterCertificates} does for
+ * operators; this one also makes expired, misnamed and client certificates, and several CAs in one directory.
  */
 public final class TestCertificates {
     private static final String PASSWORD = "changeit";
@@ -25,15 +20,8 @@ public final class TestCertificates {
         this.dir = dir;
     }
 
-    private void keytool(String... args) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("java.home"), "bin", "keytool").toString());
-        command.addAll(List.of(args));
-        Process p = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true).start();
-        String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new IllegalStateException("keytool " + command + " failed: " + output);
-        }
+    private void keytool(String... args) throws IOException {
+        ClusterCertificates.keytool(dir, args);
     }
 
     private void genkey(String name, String dname, String... extra) throws Exception {
@@ -73,14 +61,8 @@ public final class TestCertificates {
     }
 
     private Path privateKeyPem(String name) throws Exception {
-        KeyStore store = KeyStore.getInstance("PKCS12");
-        try (InputStream in = Files.newInputStream(dir.resolve(name + ".p12"))) {
-            store.load(in, PASSWORD.toCharArray());
-        }
-        Key key = store.getKey(name, PASSWORD.toCharArray());
-        String body = Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII)).encodeToString(key.getEncoded());
         Path out = dir.resolve(name + "-key.pem");
-        Files.writeString(out, "-----BEGIN PRIVATE KEY-----\n" + body + "\n-----END PRIVATE KEY-----\n");
+        ClusterCertificates.privateKeyPem(dir.resolve(name + ".p12"), name, PASSWORD, out);
         return out;
     }
 }
