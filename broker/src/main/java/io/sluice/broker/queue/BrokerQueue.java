@@ -295,10 +295,12 @@ public final class BrokerQueue {
     /**
      * Rule R5 of docs/replication.md: this node stopped leading, so the acks its consumers sent and it has not applied
      * may never commit. Their messages are due again (with their delivery counts), as the new leader delivers them;
-     * if their entry commits after all, applying it acknowledges them.
+     * if their entry commits after all, applying it acknowledges them. Resends waiting for messages it submitted are
+     * answered now ({@link InFlightPublishes}).
      */
     public void leadershipLost() {
         executor.execute(() -> {
+            publishPath.leadershipLost();
             long[] ids = acks.unapplied();
             for (int i = ids.length - 1; i >= 0; i--) {
                 StoredMessage m = store.isAcked(ids[i]) ? null : readUnlessDamaged(ids[i]);

@@ -17,8 +17,9 @@ import java.util.function.BiConsumer;
  *
  * <p>A frame the quota refuses is answered message by message, as a single broker answers: a resend of a message
  * the producer table holds is confirmed again once what is written here is durable (its entry was committed and
- * applied, so it is on a majority), the others are refused. Refused whole, a resend would tell its producer that a
- * stored message was not stored.
+ * applied, so it is on a majority), a resend of a message submitted and not applied yet waits for it
+ * ({@link InFlightPublishes}), the others are refused. Refused whole, or refused while its original is in the log, a
+ * resend would tell its producer that a stored message was not stored.
  *
  * <p>Threads: the queue's executor.
  */
@@ -30,6 +31,7 @@ final class LeaderAdmission {
     private final PendingConfirms pendingConfirms;
     private final Runnable updateFlow;
     private final Runnable releaseConfirms;
+    private final InFlightPublishes inFlight = new InFlightPublishes();
     private long refused;
 
     LeaderAdmission(BrokerQueue queue, Backlog backlog, QueuePublishers publishers, ProducerRegistry producers,
@@ -66,7 +68,13 @@ final class LeaderAdmission {
             return;
         }
         updateFlow.run();
+        inFlight.submitted(frame);
         submit.accept(frame, producers.resolveEpochs(link, frame));
+    }
+
+    /** A PUBLISH entry was applied here, after its messages were stored: resends waiting for them are answered. */
+    void applied(PublishFrame frame) {
+        inFlight.applied(frame, this::answerWaiting);
     }
 
     /** The quota refused the frame: resends of stored messages are confirmed again, every other message refused. */
@@ -87,14 +95,11 @@ final class LeaderAdmission {
                 resent.stored(producerId, sequence);
                 resends++;
                 resentBytes += cursor.payloadLength();
-            } else if (verdict == ProducerTable.Verdict.NEW) {
-                link.refuse(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal);
-                refusedMessages++;
-                refusedBytes += cursor.payloadLength();
-            } else { // as a single broker answers it, whatever the quota
-                link.refuse(producerId, IdRange.single(sequence),
-                        verdict == ProducerTable.Verdict.FENCED ? ErrorCode.PRODUCER_FENCED : ErrorCode.SEQUENCE_OUT_OF_WINDOW,
-                        producers.refusal(verdict, producerId, sequence));
+            } else if (verdict == ProducerTable.Verdict.NEW
+                    && inFlight.await(new InFlightPublishes.Waiting(link, producerId, sequence, cursor.payloadLength(), refusal))) {
+                continue; // answered once its original's entry is applied or refused
+            } else {
+                refuse(link, producerId, sequence, verdict, refusal);
                 refusedMessages++;
                 refusedBytes += cursor.payloadLength();
             }
@@ -106,6 +111,34 @@ final class LeaderAdmission {
         if (resends > 0) {
             pendingConfirms.add(queue.store().writtenIndex(), link, resent.build(), resends, resends, resentBytes, receivedAtNanos);
             releaseConfirms.run();
+        }
+        link.flush();
+    }
+
+    /** A new message refused by the quota; any other verdict as a single broker answers it, whatever the quota. */
+    private void refuse(ProducerLink link, long producerId, long sequence, ProducerTable.Verdict verdict, String refusal) {
+        if (verdict == ProducerTable.Verdict.NEW) {
+            link.refuse(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal);
+        } else {
+            link.refuse(producerId, IdRange.single(sequence),
+                    verdict == ProducerTable.Verdict.FENCED ? ErrorCode.PRODUCER_FENCED : ErrorCode.SEQUENCE_OUT_OF_WINDOW,
+                    producers.refusal(verdict, producerId, sequence));
+        }
+    }
+
+    /** A resend that waited for its original: confirmed if the producer table holds it now, else refused. */
+    private void answerWaiting(InFlightPublishes.Waiting resend) {
+        ProducerLink link = resend.link();
+        long nowMillis = producers.deduplicates() ? queue.store().nowMillis() : 0;
+        ProducerTable.Verdict verdict = producers.check(link, resend.producerId(), resend.sequence(), nowMillis);
+        if (verdict == ProducerTable.Verdict.DUPLICATE) {
+            PendingConfirms.StoredRanges stored = new PendingConfirms.StoredRanges();
+            stored.stored(resend.producerId(), resend.sequence());
+            pendingConfirms.add(queue.store().writtenIndex(), link, stored.build(), 1, 1, resend.payloadBytes(), System.nanoTime());
+            releaseConfirms.run();
+        } else {
+            refuse(link, resend.producerId(), resend.sequence(), verdict, resend.refusal());
+            link.publishCredit(1, resend.payloadBytes());
         }
         link.flush();
     }
@@ -130,10 +163,16 @@ final class LeaderAdmission {
         return null;
     }
 
-    /** Raft refused a frame {@link #admit} counted: it is no longer uncommitted. */
+    /** Raft refused a frame {@link #admit} counted: it is no longer uncommitted, nor is anything submitted after it. */
     void notCommitted(long messages, long messageBytes) {
         backlog.uncommittedDone(messages, messageBytes);
         updateFlow.run();
+        nothingInFlight();
+    }
+
+    /** This node's submissions were refused or it lost its leadership: the resends waiting are answered now. */
+    void nothingInFlight() {
+        inFlight.clear(this::answerWaiting);
     }
 
     /** Messages refused by the quota before they were submitted. */

@@ -96,6 +96,7 @@ final class PublishPath {
                 }
                 // Rule R11: the leader's epochs decide fencing, on every node alike.
                 producers.withEntryEpochs(epochs, () -> publishNow(connection, frame, true));
+                admission.applied(frame);
             } finally {
                 frame.release();
             }
@@ -126,6 +127,11 @@ final class PublishPath {
     /** Rule R9: Raft refused a frame {@link #admit} counted. */
     void notCommitted(long messages, long messageBytes) {
         queue.executor().execute(() -> admission.notCommitted(messages, messageBytes));
+    }
+
+    /** This node lost its leadership: what it submitted is no longer its to answer for ({@link InFlightPublishes}). On the executor. */
+    void leadershipLost() {
+        admission.nothingInFlight();
     }
 
     private void publishNow(ProducerLink connection, PublishFrame frame, boolean replicated) {
