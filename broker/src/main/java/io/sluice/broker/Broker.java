@@ -36,6 +36,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
@@ -43,6 +45,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A running broker: the store, the queues and the listener. {@link #start(BrokerConfig)} recovers the
@@ -464,24 +467,15 @@ public final class Broker implements AutoCloseable {
         serverChannel.close().awaitUninterruptibly(1, TimeUnit.SECONDS);
         diskGuardTask.cancel(false);
         rejectionLogTask.cancel(false);
-        for (BrokerQueue q : queues.all()) {
-            while (System.nanoTime() < deadline) {
-                int pending = q.executor().submit(q::pendingConfirms).syncUninterruptibly().getNow();
-                if (pending == 0) {
-                    break;
-                }
-                Thread.onSpinWait();
-                try {
-                    Thread.sleep(1);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    break;
-                }
-            }
-        }
+        awaitPendingConfirms(deadline);
+        List<io.netty.util.concurrent.Future<?>> refused = new ArrayList<>();
         for (BrokerQueue q : queues.all()) {
             q.refuseUnconfirmedAtShutdown();
-            q.executor().submit(() -> null).awaitUninterruptibly(1, TimeUnit.SECONDS); // written before the CLOSE
+            refused.add(q.executor().submit(() -> null)); // the refusals written before the CLOSE
+        }
+        long refusalsDeadline = Math.max(deadline, System.nanoTime() + TimeUnit.SECONDS.toNanos(1));
+        for (io.netty.util.concurrent.Future<?> f : refused) {
+            f.awaitUninterruptibly(Math.max(0, TimeUnit.NANOSECONDS.toMillis(refusalsDeadline - System.nanoTime())), TimeUnit.MILLISECONDS);
         }
         checkpointProducers(deadline);
         channels.writeAndFlush(new CloseFrame(ErrorCode.NONE, "the broker is shutting down"));
@@ -496,6 +490,38 @@ public final class Broker implements AutoCloseable {
         store.close();
         closeAdmin();
         LOG.info("Shut down cleanly.");
+    }
+
+    /**
+     * Gives publishes waiting for their sync time until {@code deadline} to be confirmed: asks every queue at once how
+     * many wait, again while any has some, each answer awaited no later than the deadline, so one queue whose executor
+     * does not answer holds the others' confirms back no more than the timeout says.
+     */
+    private void awaitPendingConfirms(long deadline) {
+        List<BrokerQueue> waiting = new ArrayList<>(queues.all());
+        while (!waiting.isEmpty() && System.nanoTime() < deadline) {
+            List<io.netty.util.concurrent.Future<Integer>> counts = new ArrayList<>(waiting.size());
+            for (BrokerQueue q : waiting) {
+                counts.add(q.executor().submit(q::pendingConfirms));
+            }
+            List<BrokerQueue> still = new ArrayList<>();
+            for (int i = 0; i < counts.size(); i++) {
+                io.netty.util.concurrent.Future<Integer> count = counts.get(i);
+                boolean answered = count.awaitUninterruptibly(Math.max(0, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())),
+                        TimeUnit.MILLISECONDS);
+                if (!answered || !count.isSuccess() || count.getNow() > 0) {
+                    still.add(waiting.get(i));
+                }
+            }
+            waiting = still;
+            if (!waiting.isEmpty()) {
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+            }
+        }
+        if (!waiting.isEmpty()) {
+            LOG.info("Shutting down with publishes still unconfirmed in {} queue(s) after broker.shutdown-timeout-ms; they are "
+                    + "refused with NOT_CONFIRMED_SHUTDOWN and their producers resend them after the restart.", waiting.size());
+        }
     }
 
     /** Last producer checkpoints of the queues that changed since theirs, so the next start replays nothing; within the deadline. */

@@ -161,4 +161,44 @@ class GracefulShutdownTest {
             closer.join(20_000);
         }
     }
+
+    /**
+     * broker.shutdown-timeout-ms bounds the shutdown's waits for the queues: one queue whose executor does not answer
+     * (a task stuck on it) must not hold the shutdown past the timeout and the event loops' own bounded stop, nor stop
+     * the other queues' confirms from being settled. A supervisor kills a stop that overruns its own timeout.
+     */
+    @Test
+    void aQueueWhoseExecutorDoesNotAnswerDoesNotHoldTheShutdownPastItsTimeout() throws Exception {
+        broker = Broker.start(new ConfigLoader().load(null, Map.of("broker.data-dir", dir.resolve("data").toString(),
+                "broker.port", "0", "metrics.port", "0", "storage.reserved-disk-bytes", "67108864",
+                "broker.shutdown-timeout-ms", "500")));
+        connection = connect();
+        connection.declareQueue("stuck", QueueSettings.EMPTY);
+        java.util.concurrent.CountDownLatch stuck = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        broker.queues().get("stuck").executor().execute(() -> {
+            stuck.countDown();
+            try {
+                release.await(120, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        org.junit.jupiter.api.Assertions.assertTrue(stuck.await(10, TimeUnit.SECONDS));
+        Broker closing = broker;
+        broker = null;
+        Thread closer = new Thread(closing::close, "shutdown-test-closer");
+        long started = System.nanoTime();
+        closer.start();
+        try {
+            closer.join(60_000);
+            long tookMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+            org.junit.jupiter.api.Assertions.assertFalse(closer.isAlive(),
+                    "the shutdown still waits for the stuck queue after 60 s, though its timeout is 500 ms");
+            org.junit.jupiter.api.Assertions.assertTrue(tookMillis < 30_000, "the shutdown took " + tookMillis + " ms");
+        } finally {
+            release.countDown();
+            closer.join(20_000);
+        }
+    }
 }
