@@ -1,0 +1,141 @@
+package io.sluice.broker;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.sluice.client.Connection;
+import io.sluice.client.ConnectionOptions;
+import io.sluice.client.Consumer;
+import io.sluice.client.ConsumerOptions;
+import io.sluice.client.Message;
+import io.sluice.client.Producer;
+import io.sluice.client.ProducerOptions;
+import io.sluice.protocol.CloseFrame;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.ErrorFrame;
+import io.sluice.protocol.PurgeQueueFrame;
+import io.sluice.protocol.QueueSettings;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import java.util.stream.LongStream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+
+/**
+ * Rule R7 of docs/replication.md: a cluster leader's purge changes no store before its entries are applied, as R5 does
+ * for acks. A purge on a leader cut off from both followers never commits: the client gets NOT_LEADER and the old
+ * leader's store keeps every message (its digest is the followers'), and so does every node once it is back; every
+ * message is then delivered. (A purge that commits: {@code ClusterReplicationTest}; the hold itself, what is delivered
+ * while it lasts and after it is given back: {@code queue.ClusterPurgeHoldTest}.)
+ */
+@Tag("cluster")
+@Timeout(180)
+class ClusterPurgeCommitTest {
+    private static final int TOTAL = 100;
+    /** Messages a consumer holds (delivered, not acknowledged) while the queue is purged: a purge leaves them. */
+    private static final int HELD = 10;
+
+    @TempDir
+    Path dir;
+    private final List<Broker> running = new ArrayList<>();
+
+    @AfterEach
+    void stop() {
+        for (Broker broker : running) {
+            broker.close();
+        }
+    }
+
+    @Test
+    void aPurgeTheLeaderCouldNotCommitLeavesEveryStoreWhole() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        List<Broker> brokers = cluster.startInProcess();
+        running.addAll(brokers);
+        Broker leader = ClusterFixture.awaitLeader(brokers);
+        int leaderIndex = brokers.indexOf(leader);
+        publishTotal(cluster);
+        ClusterFixture.awaitApplied(brokers, leader);
+        JsonNode before = cluster.awaitDigest("q", TOTAL, Duration.ofSeconds(30));
+
+        List<String> leaderOnly = List.of("127.0.0.1:" + cluster.clientPorts[leaderIndex]);
+        try (Connection c = Connection.connect(ConnectionOptions.builder().bootstrap(leaderOnly)
+                .requestTimeout(Duration.ofSeconds(60)).build())) {
+            Consumer consumer = c.subscribe("q", new ConsumerOptions(HELD, 128, Duration.ofMillis(1)));
+            for (int i = 0; i < HELD; i++) {
+                assertNotNull(consumer.receive(Duration.ofSeconds(30)), "only " + i + " delivered");
+            }
+            ClusterFixture.awaitApplied(brokers, leader); // the deliveries' entries (R10) are on every node
+            try (RawClient raw = RawClient.connected(cluster.clientPorts[leaderIndex])) {
+                ClusterFixture.closeAllBut(brokers, leaderIndex, running);
+                raw.send(new PurgeQueueFrame(2, "q"));
+                assertEquals(List.of(ErrorCode.NOT_LEADER), refusals(raw), "what the purge's client is told");
+            }
+        }
+        // The old leader's store is untouched: it holds what the followers hold (on main it had removed the 90).
+        assertEquals(before, cluster.get(leaderIndex, "/api/queues/q/digest"), "the cut-off leader's store after its purge failed");
+        leader.close();
+        running.remove(leader);
+
+        // The followers elect a leader of their own; the old leader comes back as a follower.
+        cluster.restartFollowersThenOldLeader(leaderIndex, running);
+        assertEquals(before, cluster.awaitDigest("q", TOTAL, Duration.ofSeconds(30)), "every node keeps every message");
+        assertEquals(sequences(0, TOTAL), consumeAll(cluster, TOTAL), "every message is delivered after the failed purge");
+        cluster.awaitDigest("q", 0, Duration.ofSeconds(30));
+    }
+
+    /**
+     * The codes of the ERROR and CLOSE frames {@code raw} gets until its connection closes, each once: a purge the
+     * leader could not commit is answered NOT_LEADER, and its connection closed with NOT_LEADER (rule S1).
+     */
+    private static List<ErrorCode> refusals(RawClient raw) throws InterruptedException {
+        Set<ErrorCode> codes = new java.util.LinkedHashSet<>();
+        while (true) {
+            Object frame = raw.received.poll(60, java.util.concurrent.TimeUnit.SECONDS);
+            assertNotNull(frame, "no answer and no close within 60 s; so far " + codes);
+            if (frame instanceof ErrorFrame error) {
+                codes.add(error.errorCode());
+            } else if (frame instanceof CloseFrame close) {
+                codes.add(close.errorCode());
+            } else if ("closed".equals(frame)) {
+                return List.copyOf(codes);
+            }
+        }
+    }
+
+    private static void publishTotal(ClusterFixture cluster) throws Exception {
+        try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
+            c.declareQueue("q", QueueSettings.EMPTY);
+            Producer producer = c.createProducer("q", ProducerOptions.DEFAULT);
+            ClusterFixture.publish(producer, 0, TOTAL);
+        }
+    }
+
+    /** Consumes {@code count} messages from whichever node leads, acking each; returns their payloads' sequences. */
+    private static Set<Long> consumeAll(ClusterFixture cluster, int count) throws Exception {
+        Set<Long> received = new TreeSet<>();
+        try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
+            Consumer consumer = c.subscribe("q", new ConsumerOptions(count, 128, Duration.ofMillis(1)));
+            while (received.size() < count) {
+                Message m = consumer.receive(Duration.ofSeconds(30));
+                assertNotNull(m, "only " + received.size() + " delivered");
+                received.add(Payloads.sequence(m.payload()));
+                m.ack();
+            }
+        }
+        return received;
+    }
+
+    private static Set<Long> sequences(long from, long to) {
+        return LongStream.range(from, to).boxed().collect(Collectors.toCollection(TreeSet::new));
+    }
+}
