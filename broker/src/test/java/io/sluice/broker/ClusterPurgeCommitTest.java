@@ -36,8 +36,9 @@ import static org.junit.jupiter.api.Assertions.assertSame;
  * Rule R7 of docs/replication.md: a cluster leader's purge changes no store before its entries are applied, as R5 does
  * for acks. A purge on a leader cut off from both followers never commits: the client gets NOT_LEADER and the old
  * leader's store keeps every message (its digest is the followers'), and so does every node once it is back; every
- * message is then delivered. (A purge that commits: {@code ClusterReplicationTest}; the hold itself, what is delivered
- * while it lasts and after it is given back: {@code queue.ClusterPurgeHoldTest}.)
+ * message is then delivered. If that leader's entries commit after all, every node removes the same ids. (A purge that
+ * commits at once: {@code ClusterReplicationTest}; the hold itself, what is delivered while it lasts and after it is
+ * given back: {@code queue.ClusterPurgeHoldTest}.)
  */
 @Tag("cluster")
 @Timeout(180)
