@@ -72,12 +72,7 @@ class ClusterAckCommitTest {
                 held.add(m);
             }
             ClusterFixture.awaitApplied(brokers, leader); // the deliveries' entries (R10) are on every node
-            for (int i = 0; i < 3; i++) {
-                if (i != leaderIndex) {
-                    brokers.get(i).close();
-                    running.remove(brokers.get(i));
-                }
-            }
+            ClusterFixture.closeAllBut(brokers, leaderIndex, running);
             held.forEach(Message::ack);
             TestAwait.until("the cut-off leader settling the acks", Duration.ofSeconds(30), () -> {
                 com.fasterxml.jackson.databind.JsonNode q = cluster.get(leaderIndex, "/api/queues/q");
@@ -88,19 +83,7 @@ class ClusterAckCommitTest {
         running.remove(leader);
 
         // The followers elect a leader of their own; the old leader comes back as a follower.
-        List<Broker> restarted = new ArrayList<>();
-        for (int i = 0; i < 3; i++) {
-            if (i != leaderIndex) {
-                Broker b = Broker.start(cluster.config(i));
-                running.add(b);
-                restarted.add(b);
-            }
-        }
-        Broker newLeader = ClusterFixture.awaitLeader(restarted);
-        Broker old = Broker.start(cluster.config(leaderIndex));
-        running.add(old);
-        restarted.add(old);
-        ClusterFixture.awaitApplied(restarted, newLeader);
+        List<Broker> restarted = cluster.restartFollowersThenOldLeader(leaderIndex, running);
 
         assertEquals(total, cluster.awaitDigest("q", total, Duration.ofSeconds(30)).get("messages").asLong(),
                 "every node keeps the messages whose acks never committed");

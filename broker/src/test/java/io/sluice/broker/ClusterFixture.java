@@ -164,6 +164,38 @@ final class ClusterFixture {
         }
     }
 
+    /** Closes every node of {@code brokers} but {@code keep} (0-based) and takes it off {@code running}: a leader cut off from its followers. */
+    static void closeAllBut(List<Broker> brokers, int keep, List<Broker> running) {
+        for (int i = 0; i < brokers.size(); i++) {
+            if (i != keep) {
+                brokers.get(i).close();
+                running.remove(brokers.get(i));
+            }
+        }
+    }
+
+    /**
+     * With every node closed: starts every node but {@code oldLeader} (0-based), waits for them to elect a leader of
+     * their own, then starts {@code oldLeader}, which can only follow it, and waits until every node has applied what
+     * that leader committed. Adds each node started to {@code running}; returns them, {@code oldLeader} last.
+     */
+    List<Broker> restartFollowersThenOldLeader(int oldLeader, List<Broker> running) throws InterruptedException {
+        List<Broker> restarted = new ArrayList<>();
+        for (int i = 0; i < size; i++) {
+            if (i != oldLeader) {
+                Broker b = Broker.start(config(i));
+                running.add(b);
+                restarted.add(b);
+            }
+        }
+        Broker newLeader = awaitLeader(restarted);
+        Broker old = Broker.start(config(oldLeader));
+        running.add(old);
+        restarted.add(old);
+        awaitApplied(restarted, newLeader);
+        return restarted;
+    }
+
     /** Publishes test payloads {@code from} .. {@code from + count - 1} and waits for every confirm (up to 60 s). */
     static void publish(io.sluice.client.Producer producer, long from, int count) throws Exception {
         List<java.util.concurrent.CompletableFuture<Void>> confirms = new ArrayList<>();

@@ -204,6 +204,8 @@ class ClusterReplicationTest {
             java.net.http.HttpResponse<String> purged = http.send(post(cluster, leaderIndex, "/api/queues/" + QUEUE + "/purge"),
                     java.net.http.HttpResponse.BodyHandlers.ofString());
             assertEquals(200, purged.statusCode(), purged.body());
+            assertEquals(51, new com.fasterxml.jackson.databind.ObjectMapper().readTree(purged.body()).get("purgedMessages").asLong(),
+                    "the 50 published since and the one the closed consumer held: " + purged.body());
             assertEquals(0, cluster.awaitDigest(QUEUE, 0, Duration.ofSeconds(30)).get("messages").asLong());
 
             // A delete over the wire deletes the queue on every node; publishes after it find no queue.

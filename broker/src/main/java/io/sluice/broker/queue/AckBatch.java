@@ -128,6 +128,11 @@ final class AckBatch implements InFlightDeliveries.Removed {
         return awaitingApply.size() == 0 ? new long[0] : awaitingApply.drain();
     }
 
+    /** True if a consumer acknowledged {@code id} here and its ACK entry is not applied yet (R5): it is on its way out. */
+    boolean awaitingApply(long id) {
+        return awaitingApply.size() > 0 && awaitingApply.contains(id);
+    }
+
     /** Hands what is batched to the store. */
     void flush() {
         if (size > 0) {

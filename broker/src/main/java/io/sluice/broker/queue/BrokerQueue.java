@@ -71,6 +71,8 @@ public final class BrokerQueue {
     private final Dispatcher dispatcher;
     /** The acknowledged deliveries of the ACK frame being applied. */
     private final AckBatch acks;
+    /** On a cluster leader, what its purges picked and it has not applied yet (rule R7 of docs/replication.md). */
+    private final PurgeHold purgeHold = new PurgeHold();
     /** What the queue does after acks, requeues or commits made elsewhere (its transactions, a replicated ack). */
     private final TransactionEffects transactionEffects = new TransactionEffects();
     private ScheduledFuture<?> ackTimeoutTask;
@@ -102,7 +104,7 @@ public final class BrokerQueue {
         this.options = options;
         this.publishers = new QueuePublishers(name);
         IdSet pending = new IdSet();
-        this.order = new DeliveryOrder(store, tracked, pending, executor, this::scheduleDispatch);
+        this.order = new DeliveryOrder(store, tracked, pending, purgeHold.ids(), executor, this::scheduleDispatch);
         this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store, (ids, counts, n) -> {
             Replication replication = manager.replication(); // rule R10 of docs/replication.md: replicated, best effort
             if (replication != null) {
@@ -289,7 +291,11 @@ public final class BrokerQueue {
      * at worst).
      */
     public void applyReplicatedAcks(List<IdRange> ranges) {
-        executor.execute(() -> transactionEffects.acked(acks.applyReplicated(ranges, this::lateAck)));
+        executor.execute(() -> {
+            // A purge's ids this node holds are untracked, so they are acknowledged here as on every node; then released.
+            transactionEffects.acked(acks.applyReplicated(ranges, this::lateAck));
+            purgeHold.applied(ranges);
+        });
     }
 
     /**
@@ -316,7 +322,27 @@ public final class BrokerQueue {
                 publishPath.updateFlow();
                 scheduleDispatch();
             }
+            purgeGivenBack(purgeHold.giveBackAll()); // rule R7: the purges' entries may never commit either
         });
+    }
+
+    /**
+     * Rule R7 of docs/replication.md: the entries of a purge that held {@code ranges} were not committed (Raft refused
+     * them, or this node lost its leadership): whatever of them is still held is deliverable again here.
+     */
+    public void purgeNotCommitted(List<IdRange> ranges) {
+        executor.execute(() -> purgeGivenBack(purgeHold.giveBack(ranges)));
+    }
+
+    /** {@code ids} (ascending) are no longer held by a purge: back where the order finds them, in id order. */
+    private void purgeGivenBack(long[] ids) {
+        for (int i = ids.length - 1; i >= 0; i--) {
+            order.purgeGivenBack(ids[i]);
+        }
+        if (ids.length > 0) {
+            LOG.info("Queue '{}': a purge of {} messages was not committed; they stay in the queue.", name, ids.length);
+            scheduleDispatch();
+        }
     }
 
     /** After acks: feeds the slowed producers (C2) and re-evaluates the quota at once. */
@@ -524,20 +550,23 @@ public final class BrokerQueue {
      * Completes with the number removed.
      */
     public io.netty.util.concurrent.Future<Long> purge() {
-        return purge(null);
-    }
-
-    /**
-     * Purges as {@link #purge()} does and, unless {@code removedIds} is null, adds the removed ids to it before
-     * the future completes: a cluster replicates them ({@link Replication#purge}, rule R7 of docs/replication.md).
-     */
-    io.netty.util.concurrent.Future<Long> purge(List<IdRange> removedIds) {
         return executor.submit(() -> {
-            long removed = QueuePurge.removeWaiting(store, consumers, tracked, order, transactions, backlog, removedIds);
+            long removed = QueuePurge.removeWaiting(store, consumers, tracked, order, transactions, backlog);
             acknowledged(removed);
             LOG.info("Queue '{}' purged: {} messages removed.", name, removed);
             return removed;
         });
+    }
+
+    /**
+     * A cluster leader's purge (rule R7 of docs/replication.md, {@link Replication#purge}): picks what {@link #purge()}
+     * would remove and holds it out of dispatch, changing nothing in the store; completes with the ids as ranges. Each
+     * is acknowledged when the ACK entry naming it is applied here ({@link #applyReplicatedAcks}), as on every node, or
+     * given back ({@link #purgeNotCommitted}, {@link #leadershipLost}).
+     */
+    io.netty.util.concurrent.Future<List<IdRange>> holdForPurge() {
+        return executor.submit(() -> QueuePurge.holdWaiting(store, consumers, tracked, order, transactions,
+                id -> purgeHold.holds(id) || acks.awaitingApply(id) || order.deadLettering(id), purgeHold));
     }
 
     // ------------------------------------------------------------------ figures and lifecycle

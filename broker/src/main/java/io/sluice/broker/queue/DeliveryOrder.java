@@ -17,7 +17,8 @@ import java.util.function.LongConsumer;
 /**
  * What a queue delivers next: the redeliveries due now first, in order (D2, D4), then the store in
  * store order through the queue's reader, skipping the messages on their way to the dead-letter
- * queue and those a transaction staged and has not committed (T2 of {@link QueueTransactions}): the
+ * queue, those a cluster leader's purge holds ({@link PurgeHold}) and those a transaction staged and has not
+ * committed (T2 of {@link QueueTransactions}): the
  * reader passes them, so an open transaction never stalls the queue, and one that commits later
  * has them due then, after the redeliveries. Also remembers which consumer each message taken back by the ack timeout came from, so
  * that only that consumer's late ack counts (D5). The only owner of the ready list, the reader and
@@ -41,6 +42,8 @@ final class DeliveryOrder {
     private final IdSet deadLettering = new IdSet();
     /** The pending messages, {@link QueueTransactions}'; read here only. */
     private final IdSet pending;
+    /** What a cluster leader's purge holds until its entries are applied (rule R7, {@link PurgeHold}'s); read here only. */
+    private final IdSet purgeHeld;
     /** Pending messages the reader has passed: due once their transaction commits. */
     private final IdSet passedPending = new IdSet();
     /**
@@ -60,10 +63,11 @@ final class DeliveryOrder {
     private boolean closed;
 
     /** {@code dispatch} asks the queue for a dispatch; it runs on {@code executor}, the queue's. */
-    DeliveryOrder(QueueStore store, IdSet tracked, IdSet pending, EventExecutor executor, Runnable dispatch) {
+    DeliveryOrder(QueueStore store, IdSet tracked, IdSet pending, IdSet purgeHeld, EventExecutor executor, Runnable dispatch) {
         this.store = store;
         this.tracked = tracked;
         this.pending = pending;
+        this.purgeHeld = purgeHeld;
         this.visibleThrough = store.writtenIndex(); // what a start finds pending is resolved before any reader opens
         this.executor = executor;
         this.dispatch = dispatch;
@@ -172,6 +176,28 @@ final class DeliveryOrder {
         takenBackFrom.clear();
     }
 
+    /** A cluster leader's purge holds this message (rule R7): not due any more, whatever made it due. */
+    void notDue(long id) {
+        ready.remove(id);
+        takenBackFrom.remove(SpreadIds.spread(id));
+    }
+
+    /**
+     * A purge's hold on this message ended without its entry being applied (rule R7): deliverable again. The reader
+     * passed it while it was held if it is behind the reader, so it is due now; ahead of the reader, the reader
+     * returns it. Not tracked, so that if the entry commits after all, applying it acknowledges the message.
+     */
+    void purgeGivenBack(long id) {
+        if (reader != null && id < reader.position()) {
+            ready.addFirst(id);
+        }
+    }
+
+    /** True while the message is on its way to the dead-letter queue. */
+    boolean deadLettering(long id) {
+        return deadLettering.size() > 0 && deadLettering.contains(id);
+    }
+
     /** A message was appended visible (not staged by a transaction). */
     void appendedVisible(long id) {
         visibleThrough = Math.max(visibleThrough, id);
@@ -205,6 +231,9 @@ final class DeliveryOrder {
     StoredMessage next() {
         for (long id = ready.pollFirst(); id >= 0; id = ready.pollFirst()) {
             takenBackFrom.remove(SpreadIds.spread(id));
+            if (purgeHeld.size() > 0 && purgeHeld.contains(id)) {
+                continue; // made due while a purge holds it: given back (or removed) when the hold ends
+            }
             StoredMessage m;
             try {
                 m = store.read(id);
@@ -231,8 +260,8 @@ final class DeliveryOrder {
             while (reader.position() <= visibleThrough && (next = reader.next()) != null) {
                 if (next.transactional() && pending.contains(next.id())) {
                     passedPending.add(next.id());
-                } else if (deadLettering.size() == 0 || !deadLettering.contains(next.id())) { // no lookup unless a move is under way
-                    return next;
+                } else if (!deadLettering(next.id()) && (purgeHeld.size() == 0 || !purgeHeld.contains(next.id()))) {
+                    return next; // no lookup unless a move or a purge is under way
                 }
             }
         } catch (StorageFilesExhaustedException e) {

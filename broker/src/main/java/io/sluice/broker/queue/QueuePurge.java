@@ -7,6 +7,8 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.LongConsumer;
+import java.util.function.LongPredicate;
 
 /** A purge of one queue (PURGE_QUEUE, the admin API), on the queue's executor. Stateless. */
 final class QueuePurge {
@@ -14,37 +16,16 @@ final class QueuePurge {
     }
 
     /**
-     * Acknowledges every stored message that is not out with a consumer, held by a transaction, nor
-     * pending in one (T1, T2 of {@link QueueTransactions}), drops the redeliveries due, and sets the byte backlog to what
-     * is left; returns how many were removed. {@code removedIds}, if not null, gets their ids as ranges of
-     * consecutive ids (a cluster replicates them, rule R7 of docs/replication.md).
+     * A single broker's purge: acknowledges every stored message that is not out with a consumer, held by a
+     * transaction, nor pending in one (T1, T2 of {@link QueueTransactions}), drops the redeliveries due, and sets the
+     * byte backlog to what is left; returns how many were removed.
      */
     static long removeWaiting(QueueStore store, List<ConsumerSession> consumers, IdSet tracked, DeliveryOrder order,
-                              QueueTransactions transactions, Backlog backlog, List<IdRange> removedIds) {
-        List<Long> ids = new ArrayList<>();
-        store.forEachUnacked(ids::add);
-        Set<Long> outstanding = new HashSet<>();
-        for (ConsumerSession c : consumers) {
-            for (long id : c.inFlight.ids()) {
-                outstanding.add(id);
-            }
-        }
-        long removed = 0;
-        for (long id : ids) {
-            if (!outstanding.contains(id) && !transactions.isHeld(id) && !transactions.isPending(id)) {
-                store.ack(id);
-                tracked.remove(id);
-                removed++;
-                if (removedIds != null) {
-                    int last = removedIds.size() - 1;
-                    if (last >= 0 && removedIds.get(last).to() == id - 1) {
-                        removedIds.set(last, new IdRange(removedIds.get(last).from(), id));
-                    } else {
-                        removedIds.add(new IdRange(id, id));
-                    }
-                }
-            }
-        }
+                              QueueTransactions transactions, Backlog backlog) {
+        long removed = forEachWaiting(store, consumers, transactions, id -> false, id -> {
+            store.ack(id);
+            tracked.remove(id);
+        });
         order.clearDue();
         // What is left is out with the consumers, whose deliveries know their size, or the transactions'.
         long left = transactions.reservedBytes();
@@ -53,5 +34,50 @@ final class QueuePurge {
         }
         backlog.resetBytes(left);
         return removed;
+    }
+
+    /**
+     * A cluster leader's purge (rule R7 of docs/replication.md): picks what {@link #removeWaiting} would remove, except
+     * what is already on its way out by an entry of its own ({@code leaving}: held by an earlier purge, acknowledged by a
+     * consumer and not applied yet, being dead-lettered), and holds it in {@code hold} instead of acknowledging it: out
+     * of the tracked set and the ready list, untouched in the store and the backlog until the entries are applied.
+     * Returns the ids picked as ranges of consecutive ids, for the ACK entries.
+     */
+    static List<IdRange> holdWaiting(QueueStore store, List<ConsumerSession> consumers, IdSet tracked, DeliveryOrder order,
+                                     QueueTransactions transactions, LongPredicate leaving, PurgeHold hold) {
+        List<IdRange> picked = new ArrayList<>();
+        forEachWaiting(store, consumers, transactions, leaving, id -> {
+            tracked.remove(id); // so that a requeue's timer does not make it due while held
+            order.notDue(id);
+            hold.hold(id);
+            int last = picked.size() - 1;
+            if (last >= 0 && picked.get(last).to() == id - 1) {
+                picked.set(last, new IdRange(picked.get(last).from(), id));
+            } else {
+                picked.add(new IdRange(id, id));
+            }
+        });
+        return picked;
+    }
+
+    /** Hands {@code action} each stored message, in id order, that is neither out with a consumer, a transaction's, nor {@code skip}ped; returns how many. */
+    private static long forEachWaiting(QueueStore store, List<ConsumerSession> consumers, QueueTransactions transactions,
+                                       LongPredicate skip, LongConsumer action) {
+        List<Long> ids = new ArrayList<>();
+        store.forEachUnacked(ids::add);
+        Set<Long> outstanding = new HashSet<>();
+        for (ConsumerSession c : consumers) {
+            for (long id : c.inFlight.ids()) {
+                outstanding.add(id);
+            }
+        }
+        long count = 0;
+        for (long id : ids) {
+            if (!outstanding.contains(id) && !transactions.isHeld(id) && !transactions.isPending(id) && !skip.test(id)) {
+                action.accept(id);
+                count++;
+            }
+        }
+        return count;
     }
 }

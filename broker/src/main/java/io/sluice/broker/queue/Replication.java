@@ -6,7 +6,6 @@ import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.StoredMessage;
 
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
@@ -60,9 +59,9 @@ public interface Replication {
     CompletableFuture<Boolean> delete(String name);
 
     /**
-     * A purge removed these message ids here (rule R7): replicated as acks, like {@link #acked}, but completes
-     * once the entry is committed and applied here, so that a purge answered OK is on a majority of disks.
-     * Called on the queue's executor.
+     * A purge picked these message ids here and holds them (rule R7, {@link #purge}): replicated as acks, like
+     * {@link #acked}, but completes once the entries are committed and applied here, so that a purge answered OK is on
+     * a majority of disks; exceptionally (NOT_LEADER) if they could not be committed. Called on the queue's executor.
      */
     CompletableFuture<Void> purged(BrokerQueue queue, List<IdRange> ids);
 
@@ -98,31 +97,41 @@ public interface Replication {
     }
 
     /**
-     * A cluster's purge (rule R7): this node, the leader, purges {@code queue} as a single broker does, then
-     * replicates the removed ids ({@link #purged}); completes with the number removed once they are committed
-     * and applied here. The ids are collected on the queue's executor, and {@link #purged} is called there too
-     * (the purge's future notifies its listeners on the executor that ran it).
+     * A cluster's purge (rule R7 of docs/replication.md): this node, the leader, picks what a single broker's purge would
+     * remove and holds it out of dispatch ({@link BrokerQueue#holdForPurge}), replicates the ids ({@link #purged}), and
+     * completes with their number once they are committed and applied here, when this node's store drops them as every
+     * node's does. If they are not committed, what is still held is given back ({@link BrokerQueue#purgeNotCommitted})
+     * and the answer fails (NOT_LEADER). The ids are picked on the queue's executor, and {@link #purged} is called there
+     * too (the hold's future notifies its listeners on the executor that ran it).
      */
     default CompletableFuture<Long> purge(BrokerQueue queue) {
         CompletableFuture<Long> answer = new CompletableFuture<>();
-        List<IdRange> removedIds = new ArrayList<>();
-        queue.purge(removedIds).addListener(purge -> {
-            if (!purge.isSuccess()) {
-                answer.completeExceptionally(purge.cause());
+        queue.holdForPurge().addListener(hold -> {
+            if (!hold.isSuccess()) {
+                answer.completeExceptionally(hold.cause());
                 return;
             }
-            long removed = (Long) purge.getNow();
-            try {
-                purged(queue, removedIds).whenComplete((applied, failure) -> {
-                    if (failure != null) {
-                        answer.completeExceptionally(failure);
-                    } else {
-                        answer.complete(removed);
-                    }
-                });
-            } catch (RuntimeException e) {
-                answer.completeExceptionally(e);
+            @SuppressWarnings("unchecked")
+            List<IdRange> held = (List<IdRange>) hold.getNow();
+            long count = 0;
+            for (IdRange range : held) {
+                count += range.to() - range.from() + 1;
             }
+            long purged = count;
+            CompletableFuture<Void> applied;
+            try {
+                applied = held.isEmpty() ? CompletableFuture.completedFuture(null) : purged(queue, held);
+            } catch (RuntimeException e) {
+                applied = CompletableFuture.failedFuture(e);
+            }
+            applied.whenComplete((done, failure) -> {
+                if (failure != null) {
+                    queue.purgeNotCommitted(held);
+                    answer.completeExceptionally(failure);
+                } else {
+                    answer.complete(purged);
+                }
+            });
         });
         return answer;
     }
