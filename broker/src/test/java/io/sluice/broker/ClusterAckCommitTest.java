@@ -112,4 +112,51 @@ class ClusterAckCommitTest {
             });
         }
     }
+
+    /**
+     * A leader deposed while its consumer holds messages (the leadership moved, the node stays up) hands them back
+     * to its ready list; as a follower it must store the new leader's acks of them when it applies their entry, as
+     * the other follower does, or its store keeps messages every other node acknowledged.
+     */
+    @Test
+    void aDeposedLeaderStoresTheNewLeadersAcksOfTheMessagesItsConsumerHeld() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        List<Broker> brokers = cluster.startInProcess();
+        running.addAll(brokers);
+        Broker leader = ClusterFixture.awaitLeader(brokers);
+        int leaderIndex = brokers.indexOf(leader);
+        int targetIndex = (leaderIndex + 1) % 3;
+        int total = 20;
+        try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
+            c.declareQueue("held", QueueSettings.EMPTY);
+            Producer producer = c.createProducer("held", ProducerOptions.DEFAULT);
+            ClusterFixture.publish(producer, 0, total);
+            Consumer consumer = c.subscribe("held", new ConsumerOptions(total, 128, Duration.ofMillis(1)));
+            Set<Integer> first = new TreeSet<>();
+            while (first.size() < total) {
+                Message m = consumer.receive(Duration.ofSeconds(30));
+                assertNotNull(m, "only " + first.size() + " delivered");
+                first.add((int) Payloads.sequence(m.payload()));
+            }
+            // Held, not acked; the operator moves the leadership; the client follows it and is delivered them again.
+            java.net.http.HttpResponse<String> moved = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+                            java.net.URI.create("http://127.0.0.1:" + cluster.metricsPorts[leaderIndex] + "/api/cluster/leader"))
+                    .POST(java.net.http.HttpRequest.BodyPublishers.ofString("{\"nodeId\": " + (targetIndex + 1) + "}"))
+                    .timeout(Duration.ofSeconds(30)).build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+            assertEquals(200, moved.statusCode(), moved.body());
+            Set<Integer> again = new TreeSet<>();
+            while (again.size() < total) {
+                Message m = consumer.receive(Duration.ofSeconds(30));
+                assertNotNull(m, "only " + again.size() + " delivered again by the new leader");
+                again.add((int) Payloads.sequence(m.payload()));
+                m.ack();
+            }
+            TestAwait.until("the new leader settling the acks", Duration.ofSeconds(30), () -> {
+                com.fasterxml.jackson.databind.JsonNode q = cluster.get(targetIndex, "/api/queues/held");
+                return q != null && q.get("unackedMessages").asLong() == 0;
+            });
+        }
+        assertEquals(0, cluster.awaitDigest("held", 0, Duration.ofSeconds(30)).get("messages").asLong(),
+                "every node, the deposed leader too, stores the acks");
+    }
 }

@@ -6,6 +6,7 @@ import io.sluice.storage.QueueStore;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.LongConsumer;
+import java.util.function.LongPredicate;
 
 /**
  * The acknowledged deliveries of one ACK frame (or of one replicated ack entry), as they are found:
@@ -79,11 +80,13 @@ final class AckBatch implements InFlightDeliveries.Removed {
 
     /**
      * A cluster node's replicated acks (docs/replication.md): each message of {@code ranges} neither acked
-     * here nor out with a consumer of this node is acknowledged through {@code lateAck} (which reads its
-     * size and hands it back here); one out with a consumer is settled by that consumer (an at-least-once
-     * redelivery at worst). Returns how many were acknowledged; the batch is flushed.
+     * here nor out with a consumer of this node ({@code outWithConsumer}) is acknowledged through {@code lateAck}
+     * (which reads its size and hands it back here), a tracked one too: one due again, or waiting out a requeue
+     * delay, here (a leader deposed while its consumers held it gave it back to its ready list) is acknowledged as
+     * on every other node, and passed over when its turn comes. One out with a consumer is settled by that consumer
+     * (an at-least-once redelivery at worst). Returns how many were acknowledged; the batch is flushed.
      */
-    long applyReplicated(List<IdRange> ranges, LongConsumer lateAck) {
+    long applyReplicated(List<IdRange> ranges, LongConsumer lateAck, LongPredicate outWithConsumer) {
         long acked = 0;
         for (IdRange range : ranges) {
             for (long id = range.from(); id <= range.to(); id++) {
@@ -91,7 +94,7 @@ final class AckBatch implements InFlightDeliveries.Removed {
                     awaitingApply.remove(id); // settled here already (R5): only the store's ack was waiting for this entry
                     tracked.remove(id);
                     batch(id);
-                } else if (!tracked.contains(id) && !store.isAcked(id)) {
+                } else if (!store.isAcked(id) && (!tracked.contains(id) || !outWithConsumer.test(id))) {
                     lateAck.accept(id);
                     acked++;
                 }

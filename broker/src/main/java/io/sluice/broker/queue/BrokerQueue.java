@@ -293,7 +293,7 @@ public final class BrokerQueue {
     public void applyReplicatedAcks(List<IdRange> ranges) {
         executor.execute(() -> {
             // A purge's ids this node holds are untracked, so they are acknowledged here as on every node; then released.
-            transactionEffects.acked(acks.applyReplicated(ranges, this::lateAck));
+            transactionEffects.acked(acks.applyReplicated(ranges, this::lateAck, this::outWithConsumer));
             purgeHold.applied(ranges);
         });
     }
@@ -362,6 +362,16 @@ public final class BrokerQueue {
      * An ack of a message taken back after its ack timeout and not yet redelivered still counts: it
      * is batched for the store with the others of its frame.
      */
+    /** True if a consumer of this node holds delivery {@code id} now. */
+    private boolean outWithConsumer(long id) {
+        for (ConsumerSession session : consumers) {
+            if (session.inFlight.contains(id)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private void lateAck(long id) {
         StoredMessage m = readUnlessDamaged(id);
         if (m != null) {

@@ -61,6 +61,21 @@ final class InFlightDeliveries {
         this.appendedAtMillis[slot] = appendedAtMillis;
     }
 
+    /** True if delivery {@code id} is held here. */
+    boolean contains(long id) {
+        if (size == 0) {
+            return false;
+        }
+        int slot = slotOf(id);
+        while (ids[slot] != id) {
+            if (ids[slot] == FREE) {
+                return false;
+            }
+            slot = (slot + 1) & mask;
+        }
+        return true;
+    }
+
     int size() {
         return size;
     }
