@@ -115,6 +115,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /** This node's queues: the leader checks a dead-letter queue's quota before it submits a copy (R8). */
     private final QueueManager queues;
     private final RaftServer server;
+    /** Applies the committed entries; it knows whether this node stopped applying them (rule R12). */
+    private final ShardStateMachine stateMachine;
     /** What this node's Raft server knows of the shard: its indexes, term, role, its followers. */
     private final ShardDivision division;
     /** Serves this node's snapshots to followers that fell behind (rule R4), or null if snapshots are markers only. */
@@ -184,7 +186,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         } else {
             this.snapshotServer = null;
         }
-        ShardStateMachine stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId, maxFrameBytes), queues,
+        this.stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId, maxFrameBytes, EntryLevels.SUPPORTED), queues,
                 snapshots, installer, snapshotAddresses, counters);
         stateMachine.events(new ShardStateMachine.Events() {
             @Override
@@ -283,8 +285,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     @Override
     public String notLeader() {
         DivisionInfo info = division.info();
-        if (info == null) {
-            return LeaderHint.format(null, "node " + nodeId + " is starting");
+        if (info == null || stateMachine.halted() != null) {
+            return LeaderHint.format(null, "node " + nodeId + (info == null ? " is starting" : " stopped applying the log (rule R12)"));
         }
         if (info.isLeader()) {
             if (info.isLeaderReady() && servingFromIndex == Long.MAX_VALUE) {
@@ -611,8 +613,12 @@ public final class ClusterNode implements Replication, AutoCloseable {
         status.put("nodeId", nodeId);
         status.put("shard", SHARD_NAME);
         DivisionInfo info = division.info();
-        if (info == null) {
-            status.put("role", "STARTING");
+        String halted = stateMachine.halted();
+        if (info == null || halted != null) {
+            status.put("role", halted != null ? "HALTED" : "STARTING"); // HALTED: rule R12, the reason follows
+            if (halted != null) {
+                status.put("halted", halted);
+            }
             return status;
         }
         RaftPeerId leader = info.getLeaderId();

@@ -52,8 +52,11 @@ final class ShardApplier {
     private final Submissions submissions;
     private final int nodeId;
     private final int maxFrameBytes;
+    /** The entry level this node supports ({@link EntryLevels}): an entry above it stops the applier. */
+    private final int supportedLevel;
 
-    ShardApplier(QueueManager queues, Submissions submissions, int nodeId, int maxFrameBytes) {
+    ShardApplier(QueueManager queues, Submissions submissions, int nodeId, int maxFrameBytes, int supportedLevel) {
+        this.supportedLevel = supportedLevel;
         this.queues = queues;
         this.submissions = submissions;
         this.nodeId = nodeId;
@@ -62,10 +65,13 @@ final class ShardApplier {
 
     /**
      * Applies the log entry at {@code index}: one shard entry, or a batch of them ({@link EntryBatch}) in their order,
-     * each as if it were an entry of its own (rule R2). An entry this broker cannot read is skipped and logged; every
-     * node meets the same entry, so every node skips it alike, and it never stops the shard.
+     * each as if it were an entry of its own (rule R2). A damaged entry of a known version is skipped and logged: every
+     * node meets the same bytes, so every node skips it alike. An entry of a level this node does not support is not
+     * skipped, since the nodes that support it apply it (rule R12): nothing of the log entry is applied and
+     * {@link EntryLevels.EntryTooNew} is thrown, which stops the state machine.
      */
     CompletableFuture<Void> applyLogEntry(byte[] data, long index) {
+        EntryLevels.check(data, index, supportedLevel);
         if (!EntryBatch.isBatch(data)) {
             return applyEncoded(data, index);
         }
