@@ -53,13 +53,16 @@ final class EntryBatch {
         return out.array();
     }
 
-    /** Whether {@code entry} may be put in a batch: any shard entry but a dead-letter (or a batch). */
+    /**
+     * Whether {@code entry} may be put in a batch: any shard entry but a dead-letter, a level entry (it takes effect at a
+     * log entry of its own) or a batch.
+     */
     static boolean batchable(byte[] entry) {
         if (entry.length == 0) {
             return false;
         }
         int version = entry[0] & 0xff;
-        return version != ShardEntry.DEAD_LETTER_VERSION && version != VERSION;
+        return version != ShardEntry.DEAD_LETTER_VERSION && version != VERSION && version != EntryLevels.LEVEL_ENTRY_VERSION;
     }
 
     /** The entries of a batch, or none if it is damaged (every node skips a damaged batch alike). */

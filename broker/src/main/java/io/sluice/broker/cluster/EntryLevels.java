@@ -1,5 +1,7 @@
 package io.sluice.broker.cluster;
 
+import java.nio.ByteBuffer;
+
 /**
  * Entry format levels (docs/replication.md, rule R12): which log entry formats a broker reads, and which the leader may
  * write. Each {@link ShardEntry} version needs the level of the same number:
@@ -12,6 +14,13 @@ package io.sluice.broker.cluster;
  * level 5  batches of entries (EntryBatch, version 5)
  * </pre>
  *
+ * The cluster's level is itself replicated: a level entry (version {@value #LEVEL_ENTRY_VERSION}, which any level may
+ * carry) finalizes it, and the leader writes only formats at or below it ({@link FinalizedEntryLevel}):
+ *
+ * <pre>
+ * | uint8 version (6) | int32 originNode | int64 originCall | uint8 level |
+ * </pre>
+ *
  * A broker supports every level up to {@link #SUPPORTED}. A node that meets an entry needing a level above that (or of a
  * version it does not know at all: a newer broker's) must not skip it, as brokers before levels did: every other node
  * applies it, so skipping it would leave this node's queues different from theirs. {@link EntryTooNew} says so, and the
@@ -22,6 +31,14 @@ package io.sluice.broker.cluster;
 final class EntryLevels {
     /** The newest level a broker of this version reads and writes. */
     static final int NEWEST = 5;
+    /**
+     * The level of a cluster whose log holds no level entry but does hold others: its brokers predate levels, and they
+     * wrote every format through batches, so the leader goes on writing them.
+     */
+    static final int BEFORE_LEVELS = 5;
+    /** The version of a level entry: it changes no queue, so brokers before levels skip it harmlessly. */
+    static final int LEVEL_ENTRY_VERSION = 6;
+    private static final int LEVEL_ENTRY_BYTES = 1 + Integer.BYTES + Long.BYTES + 1;
     /**
      * The level this broker supports: {@link #NEWEST}, or lower with the test knob {@code -Dsluice.cluster.max-entry-level=N}
      * (1 to {@value #NEWEST}), which makes a node behave as a broker of an older version would (tests of a rolling upgrade).
@@ -49,7 +66,36 @@ final class EntryLevels {
 
     /** The level a Raft entry whose first byte is {@code version} needs; {@link Integer#MAX_VALUE} for a version this broker does not know. */
     static int required(int version) {
+        if (version == LEVEL_ENTRY_VERSION) {
+            return 1;
+        }
         return version >= ShardEntry.VERSION && version <= EntryBatch.VERSION ? version : Integer.MAX_VALUE;
+    }
+
+    /** A level entry: node {@code originNode}'s call {@code originCall} finalizes entry level {@code level}. */
+    record LevelEntry(int originNode, long originCall, int level) {
+    }
+
+    static boolean isLevelEntry(byte[] data) {
+        return data.length > 0 && (data[0] & 0xff) == LEVEL_ENTRY_VERSION;
+    }
+
+    static byte[] encodeLevelEntry(int originNode, long originCall, int level) {
+        if (level < 1 || level > 255) {
+            throw new IllegalArgumentException("entry level " + level + " does not fit a level entry (1 to 255)");
+        }
+        return ByteBuffer.allocate(LEVEL_ENTRY_BYTES).put((byte) LEVEL_ENTRY_VERSION).putInt(originNode).putLong(originCall)
+                .put((byte) level).array();
+    }
+
+    /** @throws IllegalArgumentException a damaged level entry (every node skips it alike) */
+    static LevelEntry decodeLevelEntry(byte[] data) {
+        if (data.length != LEVEL_ENTRY_BYTES || !isLevelEntry(data) || data[LEVEL_ENTRY_BYTES - 1] == 0) {
+            throw new IllegalArgumentException("a level entry of " + data.length + " bytes is damaged (" + LEVEL_ENTRY_BYTES
+                    + " bytes, a level of at least 1)");
+        }
+        ByteBuffer in = ByteBuffer.wrap(data, 1, LEVEL_ENTRY_BYTES - 1);
+        return new LevelEntry(in.getInt(), in.getLong(), in.get() & 0xff);
     }
 
     /**
@@ -81,11 +127,20 @@ final class EntryLevels {
         private final int version;
 
         EntryTooNew(long index, int version, int supported) {
-            super("log entry " + index + " holds a shard entry of format version " + version + ", which needs entry level "
-                    + (required(version) == Integer.MAX_VALUE ? "above " + NEWEST + " (a newer broker's)" : required(version))
-                    + "; this broker supports entry levels up to " + supported + ". This node stops applying the log rather than "
-                    + "skip it and hold different queues from the other nodes: upgrade this node's broker and start it again, "
-                    + "and it catches up from the log");
+            this("log entry " + index + " holds a shard entry of format version " + version + ", which needs entry level "
+                    + (required(version) == Integer.MAX_VALUE ? "above " + NEWEST + " (a newer broker's)" : required(version)),
+                    version, supported);
+        }
+
+        /** A level entry at {@code index} finalizing {@code level}. */
+        static EntryTooNew finalizing(long index, int level, int supported) {
+            return new EntryTooNew("log entry " + index + " finalizes entry level " + level, LEVEL_ENTRY_VERSION, supported);
+        }
+
+        private EntryTooNew(String what, int version, int supported) {
+            super(what + "; this broker supports entry levels up to " + supported + ". This node stops applying the log rather "
+                    + "than skip it and hold different queues from the other nodes: upgrade this node's broker and start it "
+                    + "again, and it catches up from the log");
             this.version = version;
         }
 

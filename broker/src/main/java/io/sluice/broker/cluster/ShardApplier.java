@@ -52,15 +52,20 @@ final class ShardApplier {
     private final Submissions submissions;
     private final int nodeId;
     private final int maxFrameBytes;
-    /** The entry level this node supports ({@link EntryLevels}): an entry above it stops the applier. */
-    private final int supportedLevel;
+    /** The cluster's entry level, which level entries raise; an entry above what this node supports stops the applier. */
+    private final FinalizedEntryLevel level;
 
-    ShardApplier(QueueManager queues, Submissions submissions, int nodeId, int maxFrameBytes, int supportedLevel) {
-        this.supportedLevel = supportedLevel;
+    ShardApplier(QueueManager queues, Submissions submissions, int nodeId, int maxFrameBytes, FinalizedEntryLevel level) {
+        this.level = level;
         this.queues = queues;
         this.submissions = submissions;
         this.nodeId = nodeId;
         this.maxFrameBytes = maxFrameBytes;
+    }
+
+    /** The entry level this node's broker supports. */
+    int supportedLevel() {
+        return level.supported();
     }
 
     /**
@@ -71,7 +76,10 @@ final class ShardApplier {
      * {@link EntryLevels.EntryTooNew} is thrown, which stops the state machine.
      */
     CompletableFuture<Void> applyLogEntry(byte[] data, long index) {
-        EntryLevels.check(data, index, supportedLevel);
+        EntryLevels.check(data, index, level.supported());
+        if (EntryLevels.isLevelEntry(data)) {
+            return applyLevel(data, index);
+        }
         if (!EntryBatch.isBatch(data)) {
             return applyEncoded(data, index);
         }
@@ -87,6 +95,28 @@ final class ShardApplier {
             applied[i] = applyEncoded(entries.get(i), index);
         }
         return CompletableFuture.allOf(applied);
+    }
+
+    /**
+     * Rule R12: the cluster's entry level rises (or stays: a level entry below it changes nothing); one this node does
+     * not support stops it ({@link FinalizedEntryLevel#apply}). The submitter's caller learns it is applied.
+     */
+    private CompletableFuture<Void> applyLevel(byte[] data, long index) {
+        EntryLevels.LevelEntry entry;
+        try {
+            entry = EntryLevels.decodeLevelEntry(data);
+        } catch (IllegalArgumentException e) {
+            LOG.error("Skipping log entry {}, a level entry this broker cannot read: {}", index, e.getMessage());
+            return CompletableFuture.completedFuture(null);
+        }
+        level.apply(entry.level(), index);
+        LOG.info("Shard entry {} of node {} (log entry {}) finalizes entry level {}; this node's is now {}.", entry.originCall(),
+                entry.originNode(), index, entry.level(), level.finalized());
+        CompletableFuture<Void> answer = entry.originNode() == nodeId ? submissions.takeApplied(entry.originCall()) : null;
+        if (answer != null) {
+            answer.complete(null);
+        }
+        return CompletableFuture.completedFuture(null);
     }
 
     private CompletableFuture<Void> applyEncoded(byte[] data, long index) {

@@ -72,6 +72,19 @@ final class ShardStateMachine extends BaseStateMachine {
     private final Map<String, String> snapshotAddresses;
     private volatile Events events;
     private final ShardCounters counters;
+    /**
+     * Rule R12: a leader raising the entry level asks each node, over Raft, the level its broker supports
+     * ({@link EntryLevelControl#QUERY}); nothing else is asked.
+     */
+    @Override
+    public CompletableFuture<Message> query(Message request) {
+        if (request.getContent().toString(StandardCharsets.UTF_8).equals(EntryLevelControl.QUERY)) {
+            return CompletableFuture.completedFuture(Message.valueOf(Integer.toString(applier.supportedLevel())));
+        }
+        return CompletableFuture.failedFuture(new IllegalArgumentException("a shard answers no query but "
+                + EntryLevelControl.QUERY));
+    }
+
     /** Why this node stopped applying the log (rule R12), or null while it applies it. Written once by the updater thread. */
     private volatile String halted;
 
@@ -153,7 +166,7 @@ final class ShardStateMachine extends BaseStateMachine {
         CompletableFuture<Void> applied;
         try {
             applied = applier.applyLogEntry(data, termIndex.getIndex());
-        } catch (EntryLevels.EntryTooNew e) {
+        } catch (EntryLevels.EntryTooNew | java.io.UncheckedIOException e) { // the latter: the level's file could not be written
             // Rule R12: thrown out of applyTransaction, Ratis's updater stops (its EXCEPTION state) and closes this node's
             // division before it counts the entry applied, so nothing after it is applied and no snapshot covers it.
             halted = e.getMessage();

@@ -50,7 +50,7 @@ abstract class ShardApplierFixture {
 
     /** An applier of node 1 supporting entry levels up to {@code supportedLevel}. */
     ShardApplier applier(int supportedLevel) {
-        return new ShardApplier(queues, new Submissions(), 1, MAX_FRAME, supportedLevel);
+        return new ShardApplier(queues, new Submissions(), 1, MAX_FRAME, new FinalizedEntryLevel(supportedLevel, null));
     }
 
     static byte[] declare(long call) {

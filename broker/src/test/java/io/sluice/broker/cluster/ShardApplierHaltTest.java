@@ -64,4 +64,13 @@ class ShardApplierHaltTest extends ShardApplierFixture {
         applier.applyLogEntry(declare(1), 6).join();
         assertTrue(queues.get("orders") != null);
     }
+
+    @Test
+    void shouldRaiseTheLevelWithALevelEntryAndStopAtOneAboveWhatItSupports() {
+        ShardApplier applier = applier(4);
+        applier.applyLogEntry(EntryLevels.encodeLevelEntry(OTHER_NODE, 1, 4), 3).join();
+        EntryLevels.EntryTooNew halt = assertThrows(EntryLevels.EntryTooNew.class,
+                () -> applier.applyLogEntry(EntryLevels.encodeLevelEntry(OTHER_NODE, 2, 5), 4));
+        assertEquals(EntryLevels.LEVEL_ENTRY_VERSION, halt.version());
+    }
 }
