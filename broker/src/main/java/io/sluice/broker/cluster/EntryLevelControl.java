@@ -37,8 +37,8 @@ import java.util.function.IntFunction;
  * supports), that each supports it.
  *
  * <p>Threads: {@link #finalizeIfNew} on Ratis's threads (leader ready) or a connection's; {@link #raise} on the admin
- * API's; {@link #supportedByNode} on any. The client that asks the peers is made once, on first use, under this object's
- * lock; its replies complete on Ratis's client threads.
+ * API's; {@link #supportedByNode} on any. Each round of questions has a client of its own and a thread per peer
+ * ({@link #askEveryNode}).
  */
 final class EntryLevelControl implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(EntryLevelControl.class);
@@ -57,9 +57,13 @@ final class EntryLevelControl implements AutoCloseable {
     /** "node 3" for peer n3. */
     private final Function<RaftPeerId, String> describe;
     private final Parameters tls;
-    private RaftClient asker;
-    /** The members {@link #asker} was made for. */
-    private RaftGroup askerGroup;
+    /** Threads that wait for the peers' answers, one per peer asked at once; idle ones end after a minute. */
+    private final java.util.concurrent.ExecutorService askers = new java.util.concurrent.ThreadPoolExecutor(0, 16, 60,
+            TimeUnit.SECONDS, new java.util.concurrent.SynchronousQueue<>(), runnable -> {
+                Thread thread = new Thread(runnable, "sluice-entry-level-ask");
+                thread.setDaemon(true);
+                return thread;
+            });
     /** When the members were last asked (for the status, which asks again at most every {@link #STATUS_ASK_EVERY_MS}). */
     private volatile long lastAskedNanos = System.nanoTime() - TimeUnit.DAYS.toNanos(1);
     /** The last answers, peer to level (0: did not answer), for the status. */
@@ -170,7 +174,12 @@ final class EntryLevelControl implements AutoCloseable {
         return all;
     }
 
-    /** Asks every other member of the shard (its current configuration, listeners included) the level it supports. */
+    /**
+     * Asks every other member of the shard (its current configuration, listeners included) the level it supports, each
+     * on a thread of its own with a blocking call (Ratis's ordered asynchronous calls fail every call of a client once one
+     * fails, and a peer that is down must not hide the others' answers), through a client made for this round only (one
+     * kept would hold a closed connection to a peer that restarted). Never fails: a peer that does not answer is 0.
+     */
     CompletableFuture<Map<String, Integer>> askEveryNode() {
         List<RaftPeer> peers;
         RaftClient client;
@@ -178,28 +187,52 @@ final class EntryLevelControl implements AutoCloseable {
             peers = new ArrayList<>(server.getDivision(group).getRaftConf().getAllPeers());
             client = asker(peers);
         } catch (IOException | RuntimeException e) {
-            return CompletableFuture.failedFuture(e);
+            LOG.warn("Could not ask the shard's nodes which entry level they support: {}", e.toString());
+            return CompletableFuture.completedFuture(Map.of());
         }
         Map<String, CompletableFuture<Integer>> asked = new TreeMap<>();
         for (RaftPeer peer : peers) {
             if (peer.getId().equals(self)) {
                 continue;
             }
-            CompletableFuture<RaftClientReply> reply;
+            String node = describe.apply(peer.getId());
+            CompletableFuture<Integer> answer;
             try {
-                reply = client.async().sendStaleRead(Message.valueOf(QUERY), 0, peer.getId());
-            } catch (RuntimeException e) {
-                reply = CompletableFuture.failedFuture(e);
+                answer = CompletableFuture.supplyAsync(() -> ask(client, peer.getId(), node), askers);
+            } catch (java.util.concurrent.RejectedExecutionException e) { // stopping, or too many rounds at once
+                answer = CompletableFuture.completedFuture(0);
             }
-            asked.put(describe.apply(peer.getId()), reply.orTimeout(ASK_TIMEOUT_MS, TimeUnit.MILLISECONDS)
-                    .handle((answer, failure) -> failure != null || !answer.isSuccess() ? 0 : parse(answer)));
+            asked.put(node, answer.completeOnTimeout(0, ASK_TIMEOUT_MS + 1_000, TimeUnit.MILLISECONDS));
         }
         return CompletableFuture.allOf(asked.values().toArray(CompletableFuture[]::new)).thenApply(done -> {
+            closeQuietly(client);
             Map<String, Integer> answers = new TreeMap<>();
             asked.forEach((node, answer) -> answers.put(node, answer.join()));
             lastAnswers = answers;
             return answers;
         });
+    }
+
+    /** The level {@code peer} supports, or 0 if it does not answer in time (logged with the reason). */
+    private static int ask(RaftClient client, RaftPeerId peer, String node) {
+        try {
+            RaftClientReply answer = client.io().sendStaleRead(Message.valueOf(QUERY), 0, peer);
+            if (answer.isSuccess()) {
+                return parse(answer);
+            }
+            LOG.info("{} did not say which entry level it supports: {}", node, answer.getException());
+        } catch (IOException | RuntimeException e) {
+            LOG.info("{} did not say which entry level it supports: {}", node, e.toString());
+        }
+        return 0;
+    }
+
+    private static void closeQuietly(RaftClient client) {
+        try {
+            client.close();
+        } catch (IOException e) {
+            LOG.warn("Closing the client that asked the nodes their entry levels failed: {}", e.toString());
+        }
     }
 
     private static int parse(RaftClientReply answer) {
@@ -211,47 +244,26 @@ final class EntryLevelControl implements AutoCloseable {
     }
 
     /**
-     * The client that asks the peers, to their Raft ports (not the clients' ports, which their peers' client addresses
-     * name for NOT_LEADER hints); made again when the shard's members changed. It never retries: an answer missing is
-     * an answer.
+     * A client that asks the peers, to their Raft ports (not the clients' ports, which their peers' client addresses
+     * name for NOT_LEADER hints). It never retries: an answer missing is an answer.
      */
-    private synchronized RaftClient asker(List<RaftPeer> peers) throws IOException {
+    private RaftClient asker(List<RaftPeer> peers) {
         List<RaftPeer> raftPorts = new ArrayList<>();
         for (RaftPeer peer : peers) {
             raftPorts.add(RaftPeer.newBuilder().setId(peer.getId()).setAddress(peer.getAddress()).build());
         }
-        RaftGroup wanted = RaftGroup.valueOf(group, raftPorts);
-        if (asker != null && sameMembers(wanted)) {
-            return asker;
-        }
-        if (asker != null) {
-            asker.close();
-        }
         RaftProperties properties = new RaftProperties();
         RaftClientConfigKeys.Rpc.setRequestTimeout(properties, TimeDuration.valueOf(ASK_TIMEOUT_MS, TimeUnit.MILLISECONDS));
-        RaftClient.Builder builder = RaftClient.newBuilder().setClientId(ClientId.randomId()).setRaftGroup(wanted)
+        RaftClient.Builder builder = RaftClient.newBuilder().setClientId(ClientId.randomId()).setRaftGroup(RaftGroup.valueOf(group, raftPorts))
                 .setProperties(properties).setRetryPolicy(RetryPolicies.noRetry());
         if (tls != null) {
             builder.setParameters(tls);
         }
-        asker = builder.build();
-        askerGroup = wanted;
-        return asker;
-    }
-
-    private boolean sameMembers(RaftGroup wanted) {
-        return askerGroup != null && new java.util.HashSet<>(askerGroup.getPeers()).equals(new java.util.HashSet<>(wanted.getPeers()));
+        return builder.build();
     }
 
     @Override
-    public synchronized void close() {
-        if (asker != null) {
-            try {
-                asker.close();
-            } catch (IOException e) {
-                LOG.warn("Closing the client that asks the nodes their entry levels failed: {}", e.toString());
-            }
-            asker = null;
-        }
+    public void close() {
+        askers.shutdownNow();
     }
 }
