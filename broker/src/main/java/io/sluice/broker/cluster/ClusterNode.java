@@ -182,7 +182,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         ShardSnapshots snapshots = null;
         SnapshotInstaller installer = null;
         if (RaftSettings.servesSnapshots(config)) {
-            snapshots = new ShardSnapshots(config.dataDirectory().resolve("snapshots"), queues);
+            snapshots = new ShardSnapshots(config.dataDirectory().resolve("snapshots"), queues, entryLevel::finalized);
             SnapshotAuth auth = snapshotAuth(config);
             installer = new SnapshotInstaller(config.dataDirectory(), queues, new SnapshotInstaller.Timeouts(
                     (int) config.cluster.snapshotConnectTimeoutMs, (int) config.cluster.snapshotReadTimeoutMs), auth,

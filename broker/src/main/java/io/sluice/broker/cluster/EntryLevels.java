@@ -137,6 +137,12 @@ final class EntryLevels {
             return new EntryTooNew("log entry " + index + " finalizes entry level " + level, LEVEL_ENTRY_VERSION, supported);
         }
 
+        /** At start: this node's data says the cluster finalized {@code level}, kept in {@code file}. */
+        static EntryTooNew atStart(java.nio.file.Path file, int level, int supported) {
+            return new EntryTooNew("this node's data (" + file + ") says the cluster finalized entry level " + level,
+                    LEVEL_ENTRY_VERSION, supported);
+        }
+
         private EntryTooNew(String what, int version, int supported) {
             super(what + "; this broker supports entry levels up to " + supported + ". This node stops applying the log rather "
                     + "than skip it and hold different queues from the other nodes: upgrade this node's broker and start it "

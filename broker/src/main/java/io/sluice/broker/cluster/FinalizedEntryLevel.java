@@ -28,14 +28,23 @@ final class FinalizedEntryLevel {
     /** 0 while no level entry was applied here. */
     private volatile int finalized;
 
-    /** {@code file} null: kept in memory only (tests). */
+    /**
+     * {@code file} null: kept in memory only (tests).
+     *
+     * @throws EntryLevels.EntryTooNew if the file holds a level above {@code supported}: this node applied it, with a newer
+     *                                 broker, and a broker that cannot read its entries must not start on its data
+     */
     FinalizedEntryLevel(int supported, Path file) {
         this.supported = supported;
         this.file = file;
         this.finalized = file == null ? 0 : read(file);
+        if (finalized > supported) {
+            throw EntryLevels.EntryTooNew.atStart(file, finalized, supported);
+        }
     }
 
-    private static int read(Path file) {
+    /** The level {@code file} holds, 0 if there is none. */
+    static int read(Path file) {
         try {
             if (!Files.exists(file)) {
                 return 0;

@@ -63,6 +63,17 @@ final class ShardApplier {
         this.maxFrameBytes = maxFrameBytes;
     }
 
+    /**
+     * Rule R12: the level of a snapshot installed through {@code index} (0: none), as if its level entry were applied.
+     *
+     * @throws EntryLevels.EntryTooNew if this node's broker does not support it
+     */
+    void installedLevel(int installed, long index) {
+        if (installed > 0) {
+            level.apply(installed, index);
+        }
+    }
+
     /** The entry level this node's broker supports. */
     int supportedLevel() {
         return level.supported();

@@ -82,4 +82,13 @@ class EntryLevelsTest {
                 halt.getMessage());
         assertEquals(4, new FinalizedEntryLevel(4, file).finalized());
     }
+
+    @Test
+    void shouldRefuseToStartABrokerOnDataOfALevelItDoesNotSupport() {
+        Path file = dir.resolve(FinalizedEntryLevel.FILE);
+        new FinalizedEntryLevel(5, file).apply(5, 20);
+        EntryLevels.EntryTooNew refused = assertThrows(EntryLevels.EntryTooNew.class, () -> new FinalizedEntryLevel(4, file));
+        assertTrue(refused.getMessage().contains("finalized entry level 5") && refused.getMessage().contains("upgrade"),
+                refused.getMessage());
+    }
 }
