@@ -339,6 +339,22 @@ final class ClusterFixture {
         return digests[0];
     }
 
+    /** The node of {@code candidates} (0-based) that serves clients, once one does (up to {@code timeout}). */
+    int awaitServing(Duration timeout, int... candidates) throws InterruptedException {
+        int[] serving = {-1};
+        TestAwait.until("one of nodes " + java.util.Arrays.toString(candidates) + " (0-based) serving", timeout, () -> {
+            for (int node : candidates) {
+                com.fasterxml.jackson.databind.JsonNode status = get(node, "/api/cluster");
+                if (status != null && status.path("serving").asBoolean()) {
+                    serving[0] = node;
+                    return true;
+                }
+            }
+            return false;
+        });
+        return serving[0];
+    }
+
     /** The JSON answer of node {@code node}'s admin API at {@code path}, or null if it does not answer 200. */
     com.fasterxml.jackson.databind.JsonNode get(int node, String path) {
         try {

@@ -261,18 +261,7 @@ class ClusterPartitionTest {
 
     /** The node of {@code candidates} that serves clients, once one does (up to 60 s). */
     private static int awaitServing(ClusterFixture cluster, int... candidates) throws Exception {
-        int[] serving = {-1};
-        TestAwait.until("one of nodes " + java.util.Arrays.toString(candidates) + " (0-based) serving", Duration.ofSeconds(60), () -> {
-            for (int node : candidates) {
-                JsonNode status = cluster.get(node, "/api/cluster");
-                if (status != null && status.get("serving").asBoolean()) {
-                    serving[0] = node;
-                    return true;
-                }
-            }
-            return false;
-        });
-        return serving[0];
+        return cluster.awaitServing(Duration.ofSeconds(60), candidates);
     }
 
     private void assertConsumedExactly(ConnectionOptions options, Set<Long> expected) throws Exception {

@@ -65,6 +65,7 @@ import java.util.function.Supplier;
  * GET    /api/queues/{name}/digest the digest of the messages it holds (to compare a cluster's nodes)
  * GET    /api/cluster              a cluster node's role, leader, term, indexes, counters and followers
  * POST   /api/cluster/leader       hand the shard's leadership to a node; body {"nodeId": N} ({@link ClusterAdmin})
+ * POST   /api/cluster/feature-level  raise the cluster's entry level; body {"level": N} ({@link ClusterAdmin})
  * </pre>
  * Errors are {@code {"error": code, "message": sentence}}: 400 bad JSON or setting, 401 credentials,
  * 403 permission, 404 unknown queue or path, 405 method, 409 queue exists with other settings.
@@ -365,6 +366,10 @@ final class AdminApi {
                     requireMethod(method, "POST");
                     return clusterAdmin.transferLeader(user, body);
                 }
+                if (parts.size() == 3 && parts.get(2).equals("feature-level")) {
+                    requireMethod(method, "POST");
+                    return clusterAdmin.raiseEntryLevel(user, body);
+                }
             }
             case "connections" -> {
                 if (parts.size() == 3) {
@@ -386,7 +391,8 @@ final class AdminApi {
             }
         }
         throw new ApiException(404, "not_found", "no API at " + method + " " + rawPath
-                + "; see /api/queues, /api/connections, /api/consumers, /api/producers, /api/cluster, /api/cluster/leader");
+                + "; see /api/queues, /api/connections, /api/consumers, /api/producers, /api/cluster, /api/cluster/leader, "
+                + "/api/cluster/feature-level");
     }
 
     /**

@@ -31,7 +31,7 @@ import java.util.function.Function;
  * sluice admin [--url http://127.0.0.1:7673] [--user U --password P] [--json] COMMAND
  *   queues | queue NAME | declare NAME [key=value ...] | delete NAME | purge NAME
  *   connections | consumers | producers | close-connection ID
- *   cluster | transfer-leader NODE_ID
+ *   cluster | transfer-leader NODE_ID | feature-level LEVEL
  * </pre>
  * Prints tables by default, the API's JSON with {@code --json}. Exit status: 0 done, 1 the broker
  * refused or could not be reached, 2 bad arguments.
@@ -40,7 +40,7 @@ public final class AdminCli {
     public static final String DEFAULT_URL = "http://127.0.0.1:7673";
     public static final String USAGE = "usage: sluice admin [--url " + DEFAULT_URL + "] [--user U [--password-file FILE]] [--json]"
             + " queues|queue NAME|declare NAME [key=value ...]|delete NAME|purge NAME|connections|consumers|producers"
-            + "|close-connection ID|cluster|transfer-leader NODE_ID\n  with --user and no password flag the password is asked on the terminal;"
+            + "|close-connection ID|cluster|transfer-leader NODE_ID|feature-level LEVEL\n  with --user and no password flag the password is asked on the terminal;"
             + " --password P also works but shows it to every user of ps";
 
     private final ObjectMapper json = new ObjectMapper();
@@ -133,6 +133,12 @@ public final class AdminCli {
                     return usage("transfer-leader takes one node id (a number of cluster.nodes), got " + words.subList(1, words.size()));
                 }
                 request = new Request("POST", "/api/cluster/leader", "{\"nodeId\": " + Integer.parseInt(words.get(1)) + "}");
+            }
+            case "feature-level" -> {
+                if (words.size() != 2 || !words.get(1).matches("[0-9]{1,9}")) {
+                    return usage("feature-level takes one entry level (a number), got " + words.subList(1, words.size()));
+                }
+                request = new Request("POST", "/api/cluster/feature-level", "{\"level\": " + Integer.parseInt(words.get(1)) + "}");
             }
             case "queue", "delete", "purge" -> {
                 if (words.size() != 2) {
@@ -248,6 +254,8 @@ public final class AdminCli {
                 body.fields().forEachRemaining(e -> {
                     if (e.getValue().isValueNode()) {
                         out.printf("%-17s %s%n", e.getKey(), e.getValue().asText());
+                    } else if (e.getKey().equals("supportedEntryLevels")) { // node → the entry level its broker supports
+                        out.printf("%-17s %s%n", e.getKey(), e.getValue());
                     }
                 });
                 if (body.path("followers").size() > 0) {
@@ -258,6 +266,7 @@ public final class AdminCli {
                 }
             }
             case "transfer-leader" -> out.println("node " + body.path("leaderNodeId").asText() + " leads the shard now");
+            case "feature-level" -> out.println("the cluster's entry level is " + body.path("entryLevel").asText());
             case "queue", "declare" -> {
                 body.fields().forEachRemaining(e -> out.printf("%-16s %s%n", e.getKey(),
                         e.getValue().isValueNode() ? e.getValue().asText() : e.getValue().toString()));

@@ -5,13 +5,16 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.sluice.broker.auth.Action;
 import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.cluster.ClusterNode;
+import io.sluice.broker.cluster.EntryLevelRefused;
 import io.sluice.broker.error.BrokerException;
 
 import java.io.IOException;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -19,11 +22,14 @@ import java.util.function.Supplier;
  * <pre>
  * GET  /api/cluster          this node's view of its shard: role, leader, term, indexes, counters, followers
  * POST /api/cluster/leader   hand the shard's leadership to a node; body {"nodeId": N}; on the leader only
+ * POST /api/cluster/feature-level   raise the cluster's entry level (rule R12); body {"level": N}; on the leader only
  * </pre>
- * Both answer 404 {@code not_a_cluster} on a single broker. Moving the leader needs manage on every
- * queue ({@code "*"}): it sends every client of the shard to another node.
+ * All answer 404 {@code not_a_cluster} on a single broker. Moving the leader and raising the level need manage on every
+ * queue ({@code "*"}): the one sends every client of the shard to another node, the other changes what every node must read.
  */
 final class ClusterAdmin {
+    /** How long raising the entry level may take: asking every node (3 s each at most, at once), then a commit. */
+    static final long RAISE_TIMEOUT_MS = 15_000;
     /** How long a leadership transfer may take: the target catching up, then its election. */
     static final long TRANSFER_TIMEOUT_MS = 10_000;
 
@@ -44,51 +50,109 @@ final class ClusterAdmin {
     /** POST /api/cluster/leader: waits until the target leads (up to {@link #TRANSFER_TIMEOUT_MS}). */
     Map<String, Object> transferLeader(String user, byte[] body) {
         ClusterNode cluster = cluster();
-        if (!authorizer.allowedOnEveryQueue(user, Action.MANAGE)) {
-            authorizer.countDenial();
-            throw new AdminApi.ApiException(403, "access_denied", Authorizer.who(user)
-                    + " may not move the cluster's leader (that needs manage on every queue, \"*\")");
-        }
-        int target = targetNode(body);
-        try {
-            cluster.transferLeadership(target, TRANSFER_TIMEOUT_MS).get(TRANSFER_TIMEOUT_MS + 5_000, TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AdminApi.ApiException(503, "interrupted", "the leadership transfer to node " + target + " was interrupted");
-        } catch (TimeoutException e) {
-            throw new AdminApi.ApiException(503, "transfer_failed", "node " + target + " did not take the shard's leadership within "
-                    + TRANSFER_TIMEOUT_MS + " ms; GET /api/cluster shows who leads now");
-        } catch (ExecutionException e) {
-            Throwable cause = e.getCause() instanceof java.util.concurrent.CompletionException c && c.getCause() != null
-                    ? c.getCause() : e.getCause();
-            if (cause instanceof IllegalArgumentException) {
-                throw new AdminApi.ApiException(400, "unknown_node", cause.getMessage());
-            }
-            if (cause instanceof BrokerException refused) {
-                throw new AdminApi.ApiException(409, "not_leader", "only the shard's leader hands its leadership over: "
-                        + refused.getMessage());
-            }
-            if (cause instanceof ClusterNode.LeadershipNotTransferred) {
-                throw new AdminApi.ApiException(503, "transfer_failed", cause.getMessage());
-            }
-            throw new IllegalStateException("the leadership transfer to node " + target + " failed", cause);
-        }
+        requireManageEverything(user, "move the cluster's leader");
+        int target = intField(body, "nodeId", "the body must be a JSON object naming the new leader, "
+                + "{\"nodeId\": N}, with N a node id of cluster.nodes");
+        await(cluster.transferLeadership(target, TRANSFER_TIMEOUT_MS), TRANSFER_TIMEOUT_MS + 5_000,
+                "the leadership transfer to node " + target,
+                new AdminApi.ApiException(503, "transfer_failed", "node " + target + " did not take the shard's leadership within "
+                        + TRANSFER_TIMEOUT_MS + " ms; GET /api/cluster shows who leads now"),
+                cause -> {
+                    if (cause instanceof IllegalArgumentException) {
+                        return new AdminApi.ApiException(400, "unknown_node", cause.getMessage());
+                    }
+                    if (cause instanceof BrokerException refused) {
+                        return new AdminApi.ApiException(409, "not_leader", "only the shard's leader hands its leadership over: "
+                                + refused.getMessage());
+                    }
+                    if (cause instanceof ClusterNode.LeadershipNotTransferred) {
+                        return new AdminApi.ApiException(503, "transfer_failed", cause.getMessage());
+                    }
+                    return null;
+                });
         return Map.of("leaderNodeId", target);
     }
 
-    private int targetNode(byte[] body) {
+    /**
+     * POST /api/cluster/feature-level (rule R12 of docs/replication.md): waits until the level's entry is applied on the
+     * leader. 400 for a level the leader's broker does not support or below the finalized one, 409 naming the nodes that
+     * do not support it (or did not answer), 409 {@code not_leader} off the leader.
+     */
+    Map<String, Object> raiseEntryLevel(String user, byte[] body) {
+        ClusterNode cluster = cluster();
+        requireManageEverything(user, "raise the cluster's entry level");
+        String usage = "the body must be a JSON object naming the entry level, {\"level\": N}, with N from 1 to the newest "
+                + "level every node's broker supports (GET /api/cluster lists them)";
+        int level = intField(body, "level", usage);
+        if (level < 1) {
+            throw new AdminApi.ApiException(400, "bad_request", usage + "; got " + level);
+        }
+        int finalized = await(cluster.raiseEntryLevel(level), RAISE_TIMEOUT_MS, "raising the entry level to " + level,
+                new AdminApi.ApiException(503, "not_committed", "entry level " + level + " was not committed within "
+                        + RAISE_TIMEOUT_MS + " ms; it may still be: GET /api/cluster shows the level"),
+                cause -> {
+                    if (cause instanceof EntryLevelRefused refused) {
+                        return new AdminApi.ApiException(refused.reason() == EntryLevelRefused.Reason.NODES_BEHIND ? 409 : 400,
+                                switch (refused.reason()) {
+                                    case NODES_BEHIND -> "nodes_behind";
+                                    case DOWNGRADE -> "downgrade";
+                                    case UNSUPPORTED_HERE -> "unsupported_level";
+                                }, refused.getMessage());
+                    }
+                    if (cause instanceof BrokerException notLeader) {
+                        return new AdminApi.ApiException(409, "not_leader", "only the shard's leader raises the entry level: "
+                                + notLeader.getMessage());
+                    }
+                    return null;
+                });
+        return Map.of("entryLevel", finalized);
+    }
+
+    /**
+     * The value of {@code future} within {@code timeoutMs}; {@code onTimeout} if it takes longer, 503 if interrupted, and
+     * for a failure what {@code onFailure} makes of its cause (null: an unexpected failure, an internal error).
+     */
+    private static <T> T await(CompletableFuture<T> future, long timeoutMs, String what, AdminApi.ApiException onTimeout,
+                               Function<Throwable, AdminApi.ApiException> onFailure) {
+        try {
+            return future.get(timeoutMs, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AdminApi.ApiException(503, "interrupted", what + " was interrupted");
+        } catch (TimeoutException e) {
+            throw onTimeout;
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause() instanceof java.util.concurrent.CompletionException c && c.getCause() != null
+                    ? c.getCause() : e.getCause();
+            AdminApi.ApiException answer = onFailure.apply(cause);
+            if (answer != null) {
+                throw answer;
+            }
+            throw new IllegalStateException(what + " failed", cause);
+        }
+    }
+
+    private void requireManageEverything(String user, String what) {
+        if (!authorizer.allowedOnEveryQueue(user, Action.MANAGE)) {
+            authorizer.countDenial();
+            throw new AdminApi.ApiException(403, "access_denied", Authorizer.who(user)
+                    + " may not " + what + " (that needs manage on every queue, \"*\")");
+        }
+    }
+
+    /** The integer {@code field} of the body's JSON object; 400 with {@code usage} if there is none. */
+    private int intField(byte[] body, String field, String usage) {
         JsonNode root;
         try {
             root = body.length == 0 ? null : json.readTree(body);
         } catch (IOException e) {
             throw new AdminApi.ApiException(400, "bad_json", "the body is not valid JSON: " + e.getMessage());
         }
-        JsonNode id = root == null ? null : root.get("nodeId");
-        if (id == null || !id.isIntegralNumber() || !id.canConvertToInt()) {
-            throw new AdminApi.ApiException(400, "bad_request", "the body must be a JSON object naming the new leader, "
-                    + "{\"nodeId\": N}, with N a node id of cluster.nodes");
+        JsonNode value = root == null ? null : root.get(field);
+        if (value == null || !value.isIntegralNumber() || !value.canConvertToInt()) {
+            throw new AdminApi.ApiException(400, "bad_request", usage);
         }
-        return id.intValue();
+        return value.intValue();
     }
 
     private ClusterNode cluster() {

@@ -115,6 +115,12 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /** This node's queues: the leader checks a dead-letter queue's quota before it submits a copy (R8). */
     private final QueueManager queues;
     private final RaftServer server;
+    /** Rule R12: the cluster's entry level as applied here, which bounds the formats this node writes as the leader. */
+    private final FinalizedEntryLevel entryLevel;
+    /** Rule R12: finalizes a new cluster's level, and raises it once every node supports the new one. */
+    private final EntryLevelControl entryLevels;
+    /** Applies the committed entries; it knows whether this node stopped applying them (rule R12). */
+    private final ShardStateMachine stateMachine;
     /** What this node's Raft server knows of the shard: its indexes, term, role, its followers. */
     private final ShardDivision division;
     /** Serves this node's snapshots to followers that fell behind (rule R4), or null if snapshots are markers only. */
@@ -140,8 +146,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private ClusterNode(BrokerConfig config, QueueManager queues, Consumer<String> closeClients) throws IOException {
         this.nodeId = config.cluster.nodeId;
         this.maxFrameBytes = config.broker.maxFrameBytes;
+        this.entryLevel = new FinalizedEntryLevel(EntryLevels.SUPPORTED, config.dataDirectory().resolve(FinalizedEntryLevel.FILE));
         int batchCap = Math.min(BATCH_CAP_BYTES, maxFrameBytes);
-        this.coalescer = new EntryCoalescer(this::send, batchCap, Math.min(BATCH_SEND_BYTES, batchCap));
+        this.coalescer = new EntryCoalescer(this::send, batchCap, Math.min(BATCH_SEND_BYTES, batchCap),
+                () -> entryLevel.allows(EntryBatch.VERSION));
         this.leaderSilenceMs = config.cluster.electionTimeoutMinMs;
         this.maxUncommittedBytes = config.cluster.maxUncommittedBytes;
         this.electionTimeoutMaxMs = config.cluster.electionTimeoutMaxMs;
@@ -174,7 +182,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         ShardSnapshots snapshots = null;
         SnapshotInstaller installer = null;
         if (RaftSettings.servesSnapshots(config)) {
-            snapshots = new ShardSnapshots(config.dataDirectory().resolve("snapshots"), queues);
+            snapshots = new ShardSnapshots(config.dataDirectory().resolve("snapshots"), queues, entryLevel::finalized);
             SnapshotAuth auth = snapshotAuth(config);
             installer = new SnapshotInstaller(config.dataDirectory(), queues, new SnapshotInstaller.Timeouts(
                     (int) config.cluster.snapshotConnectTimeoutMs, (int) config.cluster.snapshotReadTimeoutMs), auth,
@@ -184,7 +192,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         } else {
             this.snapshotServer = null;
         }
-        ShardStateMachine stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId, maxFrameBytes), queues,
+        this.stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId, maxFrameBytes, entryLevel), queues,
                 snapshots, installer, snapshotAddresses, counters);
         stateMachine.events(new ShardStateMachine.Events() {
             @Override
@@ -209,6 +217,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 .setOption(RaftStorage.StartupOption.RECOVER)
                 .build();
         this.division = new ShardDivision(server, SHARD_GROUP, nodeIds);
+        this.entryLevels = new EntryLevelControl(entryLevel, server, SHARD_GROUP, self, this::submitLevel,
+                peer -> "node " + nodeIds.getOrDefault(peer.toString(), 0), tls == null ? null : tls.raftParameters());
     }
 
     /**
@@ -283,8 +293,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     @Override
     public String notLeader() {
         DivisionInfo info = division.info();
-        if (info == null) {
-            return LeaderHint.format(null, "node " + nodeId + " is starting");
+        if (info == null || stateMachine.halted() != null) {
+            return LeaderHint.format(null, "node " + nodeId + (info == null ? " is starting" : " stopped applying the log (rule R12)"));
         }
         if (info.isLeader()) {
             if (info.isLeaderReady() && servingFromIndex == Long.MAX_VALUE) {
@@ -383,6 +393,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         try {
             long committed = server.getDivision(SHARD_GROUP).getRaftLog().getLastCommittedIndex();
             servingFromIndex = committed;
+            entryLevels.finalizeIfNew();
             LOG.info("Cluster node {} is the shard's leader; it serves clients once it has applied the log through index {}.",
                     nodeId, committed);
         } catch (IOException | RuntimeException e) {
@@ -404,7 +415,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
             long bytes = messages == 0 ? 0 : Replication.bytes(admitted);
             byte[] entry;
             try {
-                entry = ShardEntry.encode(nodeId, call, queue.name(), admitted, epochs, maxFrameBytes);
+                // Below entry level 4 (R12) the epochs stay out, as before R11: followers then fence by their own view.
+                entry = ShardEntry.encode(nodeId, call, queue.name(), admitted,
+                        entryLevel.allows(ShardEntry.NAMED_PUBLISH_VERSION) ? epochs : io.sluice.broker.queue.ProducerEpochs.NONE, maxFrameBytes);
             } finally {
                 admitted.release(); // the entry holds a copy; the leader applies that, as every node does
             }
@@ -456,6 +469,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /** Rule R10: one entry per dispatch's deliveries (at most {@link ShardEntry#MAX_DELIVERIES} each), not waited for. */
     @Override
     public void delivered(BrokerQueue queue, long[] ids, int[] counts, int n) {
+        if (!entryLevel.allows(ShardEntry.DELIVERED_VERSION)) {
+            return; // below entry level 3 (R12): the counts stay the leader's own, as before R10
+        }
         for (int from = 0; from < n; from += ShardEntry.MAX_DELIVERIES) {
             int size = Math.min(ShardEntry.MAX_DELIVERIES, n - from);
             long call = submissions.nextCall();
@@ -506,6 +522,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     @Override
     public CompletableFuture<Void> deadLetter(BrokerQueue source, StoredMessage original, String deadLetterQueue, ByteBuffer headers) {
+        if (!entryLevel.allows(ShardEntry.DEAD_LETTER_VERSION)) { // R12: no older form of it keeps the nodes alike
+            return CompletableFuture.failedFuture(new IllegalStateException("dead-lettering needs entry level "
+                    + ShardEntry.DEAD_LETTER_VERSION + " and the cluster's is " + entryLevel.writable()
+                    + "; the message stays in its queue (POST /api/cluster/feature-level raises the level)"));
+        }
         byte[] copyHeaders = new byte[headers.remaining()];
         headers.duplicate().get(copyHeaders);
         ShardEntry.DeadLetterCopy copy = new ShardEntry.DeadLetterCopy(source.name(), original.id(), original.producerId(),
@@ -528,6 +549,19 @@ public final class ClusterNode implements Replication, AutoCloseable {
                     });
             return applied;
         }));
+    }
+
+    /** Rule R12: a level entry; completes once it is applied here, exceptionally if Raft refused it. */
+    private CompletableFuture<Void> submitLevel(int level) {
+        CompletableFuture<Void> applied = new CompletableFuture<>();
+        long call = submissions.nextCall();
+        submissions.applied(call, applied);
+        submit(call, EntryLevels.encodeLevelEntry(nodeId, call, level), "entry level " + level).thenAccept(refused -> {
+            if (refused) {
+                applied.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+            }
+        });
+        return applied;
     }
 
     private byte[] entry(long call, String queue, Frame frame) {
@@ -610,9 +644,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
         Map<String, Object> status = new java.util.LinkedHashMap<>();
         status.put("nodeId", nodeId);
         status.put("shard", SHARD_NAME);
+        status.put("entryLevel", entryLevel.writable()); // rule R12
+        status.put("entryLevelFinalized", entryLevel.finalized() != 0);
+        status.put("supportedEntryLevels", entryLevels.supportedByNode());
         DivisionInfo info = division.info();
-        if (info == null) {
-            status.put("role", "STARTING");
+        String halted = stateMachine.halted();
+        if (info == null || halted != null) {
+            status.put("role", halted != null ? "HALTED" : "STARTING"); // HALTED: rule R12, the reason follows
+            if (halted != null) {
+                status.put("halted", halted);
+            }
             return status;
         }
         RaftPeerId leader = info.getLeaderId();
@@ -710,6 +751,20 @@ public final class ClusterNode implements Replication, AutoCloseable {
         });
     }
 
+    /**
+     * Rule R12: raises the cluster's entry level to {@code level} (POST /api/cluster/feature-level); only the leader can.
+     * Completes with the level once its entry is applied here; exceptionally with {@link EntryLevelRefused} (this broker
+     * does not support it, it is below the current one, or a node does not support it or did not answer) or, off the
+     * leader, a {@link BrokerException} NOT_LEADER naming it.
+     */
+    public CompletableFuture<Integer> raiseEntryLevel(int level) {
+        DivisionInfo info = division.info();
+        if (info == null || !info.isLeader()) {
+            return CompletableFuture.failedFuture(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+        }
+        return entryLevels.raise(level);
+    }
+
     /** A leadership transfer that did not happen in time; the reason says what Ratis answered. */
     public static final class LeadershipNotTransferred extends RuntimeException {
         LeadershipNotTransferred(String message) {
@@ -728,6 +783,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return;
         }
         closed = true;
+        entryLevels.close();
         try {
             server.close();
         } catch (IOException e) {

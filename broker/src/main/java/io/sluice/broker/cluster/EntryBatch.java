@@ -15,7 +15,7 @@ import java.util.List;
  * Every node applies the entries inside in their order, each as if it were an entry of its own (rule R2 of
  * docs/replication.md), so batching changes neither ids nor outcomes. A dead-letter (version 2) never travels in a
  * batch: its copy's identity is its entry's log index (rule R8), which two of them in one batch would share. A
- * broker that predates version 5 skips batches as it skips any entry it cannot read.
+ * batch needs entry level 5 ({@link EntryLevels}).
  */
 final class EntryBatch {
     static final int VERSION = 5;
@@ -53,13 +53,25 @@ final class EntryBatch {
         return out.array();
     }
 
-    /** Whether {@code entry} may be put in a batch: any shard entry but a dead-letter (or a batch). */
+    /**
+     * Whether {@code entry} may be put in a batch: any shard entry but a dead-letter, a level entry (it takes effect at a
+     * log entry of its own) or a batch.
+     */
     static boolean batchable(byte[] entry) {
         if (entry.length == 0) {
             return false;
         }
         int version = entry[0] & 0xff;
-        return version != ShardEntry.DEAD_LETTER_VERSION && version != VERSION;
+        return version != ShardEntry.DEAD_LETTER_VERSION && version != VERSION && version != EntryLevels.LEVEL_ENTRY_VERSION;
+    }
+
+    /** The entries of a batch, or none if it is damaged (every node skips a damaged batch alike). */
+    static List<byte[]> entriesOrEmpty(byte[] data) {
+        try {
+            return decode(data);
+        } catch (IllegalArgumentException e) {
+            return List.of();
+        }
     }
 
     /**

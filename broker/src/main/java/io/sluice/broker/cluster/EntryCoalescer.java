@@ -4,6 +4,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.BooleanSupplier;
 
 /**
  * Coalesces the entries this node submits into fewer Raft entries ({@link EntryBatch}), without a timer: an entry
@@ -12,7 +13,9 @@ import java.util.concurrent.CompletableFuture;
  * keeps several submissions in flight, as it did with one entry each). A Raft entry holds at most {@code capBytes}
  * of entries (an entry larger than that, and a dead-letter, goes alone, as it is), so every buffer sized for one
  * PUBLISH frame holds a batch ({@link RaftSettings}). Entries are sent in the order they were added, which keeps
- * each producer's order (its frames are added in order by its queue's executor) and Raft's log order.
+ * each producer's order (its frames are added in order by its queue's executor) and Raft's log order. While the
+ * cluster's entry level is below {@value EntryBatch#VERSION} (rule R12: a node that does not read batches is still in
+ * the cluster), nothing is batched: each entry is sent at once as a Raft entry of its own, as before batches.
  *
  * <p>Threads: {@link #add} on any thread (connections' event loops, queues' executors); replies on whichever thread
  * completes them (Ratis's, or the queue's executor whose work ended an apply).
@@ -32,18 +35,25 @@ final class EntryCoalescer {
     private final Sender sender;
     private final int capBytes;
     private final int sendBytes;
+    /** Whether batches may be written now: the cluster's entry level allows them (read at each send). */
+    private final BooleanSupplier batching;
     private final ArrayDeque<Pending> pending = new ArrayDeque<>();
     private long pendingBytes;
     private int inFlight;
     private boolean draining;
 
     EntryCoalescer(Sender sender, int capBytes, int sendBytes) {
+        this(sender, capBytes, sendBytes, () -> true);
+    }
+
+    EntryCoalescer(Sender sender, int capBytes, int sendBytes, BooleanSupplier batching) {
         if (sendBytes > capBytes) {
             throw new IllegalArgumentException("sendBytes " + sendBytes + " > capBytes " + capBytes);
         }
         this.sender = sender;
         this.capBytes = capBytes;
         this.sendBytes = sendBytes;
+        this.batching = batching;
     }
 
     /** Submits {@code entry}; completes as its Raft entry's submission does (with the refusal, or null). */
@@ -84,7 +94,15 @@ final class EntryCoalescer {
 
     /** The next Raft entry's entries, or null if none is due: nothing waits, or one is in flight and few bytes wait. */
     private List<Pending> next() {
-        if (pending.isEmpty() || inFlight > 0 && pendingBytes < sendBytes) {
+        if (pending.isEmpty()) {
+            return null;
+        }
+        if (!batching.getAsBoolean()) {
+            Pending head = pending.poll();
+            pendingBytes -= head.entry().length;
+            return List.of(head);
+        }
+        if (inFlight > 0 && pendingBytes < sendBytes) {
             return null;
         }
         List<Pending> batch = new ArrayList<>();

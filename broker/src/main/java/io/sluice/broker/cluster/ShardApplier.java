@@ -52,8 +52,11 @@ final class ShardApplier {
     private final Submissions submissions;
     private final int nodeId;
     private final int maxFrameBytes;
+    /** The cluster's entry level, which level entries raise; an entry above what this node supports stops the applier. */
+    private final FinalizedEntryLevel level;
 
-    ShardApplier(QueueManager queues, Submissions submissions, int nodeId, int maxFrameBytes) {
+    ShardApplier(QueueManager queues, Submissions submissions, int nodeId, int maxFrameBytes, FinalizedEntryLevel level) {
+        this.level = level;
         this.queues = queues;
         this.submissions = submissions;
         this.nodeId = nodeId;
@@ -61,11 +64,33 @@ final class ShardApplier {
     }
 
     /**
+     * Rule R12: the level of a snapshot installed through {@code index} (0: none), as if its level entry were applied.
+     *
+     * @throws EntryLevels.EntryTooNew if this node's broker does not support it
+     */
+    void installedLevel(int installed, long index) {
+        if (installed > 0) {
+            level.apply(installed, index);
+        }
+    }
+
+    /** The entry level this node's broker supports. */
+    int supportedLevel() {
+        return level.supported();
+    }
+
+    /**
      * Applies the log entry at {@code index}: one shard entry, or a batch of them ({@link EntryBatch}) in their order,
-     * each as if it were an entry of its own (rule R2). An entry this broker cannot read is skipped and logged; every
-     * node meets the same entry, so every node skips it alike, and it never stops the shard.
+     * each as if it were an entry of its own (rule R2). A damaged entry of a known version is skipped and logged: every
+     * node meets the same bytes, so every node skips it alike. An entry of a level this node does not support is not
+     * skipped, since the nodes that support it apply it (rule R12): nothing of the log entry is applied and
+     * {@link EntryLevels.EntryTooNew} is thrown, which stops the state machine.
      */
     CompletableFuture<Void> applyLogEntry(byte[] data, long index) {
+        EntryLevels.check(data, index, level.supported());
+        if (EntryLevels.isLevelEntry(data)) {
+            return applyLevel(data, index);
+        }
         if (!EntryBatch.isBatch(data)) {
             return applyEncoded(data, index);
         }
@@ -81,6 +106,28 @@ final class ShardApplier {
             applied[i] = applyEncoded(entries.get(i), index);
         }
         return CompletableFuture.allOf(applied);
+    }
+
+    /**
+     * Rule R12: the cluster's entry level rises (or stays: a level entry below it changes nothing); one this node does
+     * not support stops it ({@link FinalizedEntryLevel#apply}). The submitter's caller learns it is applied.
+     */
+    private CompletableFuture<Void> applyLevel(byte[] data, long index) {
+        EntryLevels.LevelEntry entry;
+        try {
+            entry = EntryLevels.decodeLevelEntry(data);
+        } catch (IllegalArgumentException e) {
+            LOG.error("Skipping log entry {}, a level entry this broker cannot read: {}", index, e.getMessage());
+            return CompletableFuture.completedFuture(null);
+        }
+        level.apply(entry.level(), index);
+        LOG.info("Shard entry {} of node {} (log entry {}) finalizes entry level {}; this node's is now {}.", entry.originCall(),
+                entry.originNode(), index, entry.level(), level.finalized());
+        CompletableFuture<Void> answer = entry.originNode() == nodeId ? submissions.takeApplied(entry.originCall()) : null;
+        if (answer != null) {
+            answer.complete(null);
+        }
+        return CompletableFuture.completedFuture(null);
     }
 
     private CompletableFuture<Void> applyEncoded(byte[] data, long index) {

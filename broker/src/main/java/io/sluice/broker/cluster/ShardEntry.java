@@ -60,9 +60,10 @@ import java.nio.charset.StandardCharsets;
  * | count x (int64 producerId, int32 epoch) | frame (a PUBLISH) |
  * </pre>
  *
- * A frame of unnamed producers only is written as version 1, as before. A broker reads all four versions; one that
- * predates a version skips its entries (logged), as it skips any entry it cannot apply. Version 5 is no shard entry
- * but a Raft entry holding several ({@link EntryBatch}).
+ * A frame of unnamed producers only is written as version 1, as before. A broker reads all four versions. Version 5 is
+ * no shard entry but a Raft entry holding several ({@link EntryBatch}). Each version needs the entry level of its number
+ * ({@link EntryLevels}): a broker that meets a version above the level it supports stops applying the log rather than
+ * skip it (brokers before levels skipped it, and diverged).
  */
 record ShardEntry(int originNode, long originCall, String queue, Frame frame, DeadLetterCopy deadLetter, Deliveries deliveries,
                   ProducerEpochs epochs) {

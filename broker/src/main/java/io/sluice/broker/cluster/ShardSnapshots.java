@@ -16,6 +16,7 @@ import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.function.IntSupplier;
 import java.util.stream.Stream;
 
 /**
@@ -26,6 +27,7 @@ import java.util.stream.Stream;
  * snapshots/&lt;term&gt;_&lt;index&gt;/queues/&lt;name&gt;/...   each queue's files ({@code MessageStore.snapshotTo})
  * snapshots/&lt;term&gt;_&lt;index&gt;/queue-settings/      the queues' settings files
  * snapshots/&lt;term&gt;_&lt;index&gt;/term-index           "term index": the last entry the snapshot holds
+ * snapshots/&lt;term&gt;_&lt;index&gt;/entry-level          the cluster's entry level as of that entry, if one was finalized (R12)
  * </pre>
  *
  * A snapshot is written under {@code .tmp}, forced, and renamed into place: a directory without the suffix is
@@ -46,10 +48,17 @@ final class ShardSnapshots {
 
     private final Path directory;
     private final QueueManager queues;
+    /** The finalized entry level as applied (0: none), read on the state machine thread with the snapshot's index. */
+    private final IntSupplier entryLevel;
 
     ShardSnapshots(Path directory, QueueManager queues) throws IOException {
+        this(directory, queues, () -> 0);
+    }
+
+    ShardSnapshots(Path directory, QueueManager queues, IntSupplier entryLevel) throws IOException {
         this.directory = directory;
         this.queues = queues;
+        this.entryLevel = entryLevel;
         Files.createDirectories(directory);
         for (Path unfinished : list(p -> p.getFileName().toString().endsWith(TEMPORARY))) {
             Directories.deleteRecursively(unfinished); // a snapshot a crash interrupted
@@ -82,6 +91,11 @@ final class ShardSnapshots {
         Files.writeString(temporary.resolve(TERM_INDEX_FILE), last.getTerm() + " " + last.getIndex() + "\n", StandardCharsets.UTF_8);
         SnapshotFiles.force(settings);
         SnapshotFiles.force(temporary.resolve(TERM_INDEX_FILE));
+        int level = entryLevel.getAsInt();
+        if (level > 0) { // a follower that installs this learns the level with it (R12), the level entry may be purged
+            Files.writeString(temporary.resolve(FinalizedEntryLevel.FILE), level + "\n", StandardCharsets.UTF_8);
+            SnapshotFiles.force(temporary.resolve(FinalizedEntryLevel.FILE));
+        }
         AtomicFiles.fsyncDirectory(temporary);
         Files.move(temporary, done, StandardCopyOption.ATOMIC_MOVE);
         AtomicFiles.fsyncDirectory(directory);

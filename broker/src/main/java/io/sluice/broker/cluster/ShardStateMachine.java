@@ -72,6 +72,21 @@ final class ShardStateMachine extends BaseStateMachine {
     private final Map<String, String> snapshotAddresses;
     private volatile Events events;
     private final ShardCounters counters;
+    /**
+     * Rule R12: a leader raising the entry level asks each node, over Raft, the level its broker supports
+     * ({@link EntryLevelControl#QUERY}); nothing else is asked.
+     */
+    @Override
+    public CompletableFuture<Message> query(Message request) {
+        if (request.getContent().toString(StandardCharsets.UTF_8).equals(EntryLevelControl.QUERY)) {
+            return CompletableFuture.completedFuture(Message.valueOf(Integer.toString(applier.supportedLevel())));
+        }
+        return CompletableFuture.failedFuture(new IllegalArgumentException("a shard answers no query but "
+                + EntryLevelControl.QUERY));
+    }
+
+    /** Why this node stopped applying the log (rule R12), or null while it applies it. Written once by the updater thread. */
+    private volatile String halted;
 
     ShardStateMachine(ShardApplier applier, QueueManager queues, ShardSnapshots snapshots,
                       SnapshotInstaller installer, Map<String, String> snapshotAddresses, ShardCounters counters) {
@@ -121,7 +136,9 @@ final class ShardStateMachine extends BaseStateMachine {
      */
     private void load() throws IOException {
         if (installer != null && installer.pending() != null) {
+            int installedLevel = installer.pendingEntryLevel();
             TermIndex installed = installer.swapIn();
+            applier.installedLevel(installedLevel, installed.getIndex());
             // A snapshot of its own at once (links, and copies of what is not sealed): a follower that falls behind
             // this node, should it lead next, is not left waiting for the next snapshot to catch up from.
             snapshots.take(installed);
@@ -148,8 +165,17 @@ final class ShardStateMachine extends BaseStateMachine {
         TermIndex termIndex = TermIndex.valueOf(entry);
         // A copy: the entry's buffer is Ratis's, and the queues read it later, on their own threads.
         byte[] data = entry.getStateMachineLogEntry().getLogData().toByteArray();
+        CompletableFuture<Void> applied;
+        try {
+            applied = applier.applyLogEntry(data, termIndex.getIndex());
+        } catch (EntryLevels.EntryTooNew | java.io.UncheckedIOException e) { // the latter: the level's file could not be written
+            // Rule R12: thrown out of applyTransaction, Ratis's updater stops (its EXCEPTION state) and closes this node's
+            // division before it counts the entry applied, so nothing after it is applied and no snapshot covers it.
+            halted = e.getMessage();
+            LOG.error("Shard {}: {}.", getGroupId(), e.getMessage());
+            throw e;
+        }
         counters.applied(data.length);
-        CompletableFuture<Void> applied = applier.applyLogEntry(data, termIndex.getIndex());
         updateLastAppliedTermIndex(termIndex);
         return applied.thenApply(done -> Message.EMPTY);
     }
@@ -211,6 +237,11 @@ final class ShardStateMachine extends BaseStateMachine {
         LOG.info("Shard {}: the leader's log starts at {}, after this node's; fetching the leader's snapshot from {}.", getGroupId(),
                 firstTermIndexInLog, address);
         return installer.fetch(address, firstTermIndexInLog.getIndex() - 1);
+    }
+
+    /** Why this node stopped applying the log (an entry of a level it does not support, rule R12), or null. */
+    String halted() {
+        return halted;
     }
 
     @Override

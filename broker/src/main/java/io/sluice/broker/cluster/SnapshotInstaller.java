@@ -244,6 +244,11 @@ final class SnapshotInstaller {
     }
 
     /** Replaces every queue of this node with the pending snapshot's; returns the last entry it holds. See the class. */
+    /** The entry level the pending install's snapshot holds (rule R12), 0 if none. */
+    int pendingEntryLevel() {
+        return FinalizedEntryLevel.read(install.resolve(FinalizedEntryLevel.FILE));
+    }
+
     TermIndex swapIn() throws IOException {
         TermIndex termIndex = pending();
         long started = System.nanoTime();

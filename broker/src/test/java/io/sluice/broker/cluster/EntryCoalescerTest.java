@@ -155,4 +155,31 @@ class EntryCoalescerTest {
         assertSame(notLeader, b.join());
         assertEquals(0, coalescer.inFlight());
     }
+
+    @Test
+    void shouldSendEachEntryAloneAndAtOnceWhileTheEntryLevelIsBelowBatches() {
+        java.util.concurrent.atomic.AtomicBoolean batches = new java.util.concurrent.atomic.AtomicBoolean(false);
+        EntryCoalescer coalescer = new EntryCoalescer(raft, CAP, SEND, batches::get);
+        for (int tag = 1; tag <= 4; tag++) {
+            coalescer.add(entry(tag, 50), "entry " + tag);
+        }
+        assertEquals(4, raft.sent.size(), "every entry is submitted at once, none waits for a reply");
+        for (int i = 0; i < 4; i++) {
+            assertFalse(EntryBatch.isBatch(raft.sent.get(i)), "a node below level 5 cannot read a batch");
+            assertEquals(i + 1, raft.sent.get(i)[1], "in the order added");
+        }
+        assertEquals(4, coalescer.inFlight());
+        batches.set(true); // the level was raised to 5: what waits from now on is coalesced again
+        coalescer.add(entry(5, 50), "entry 5");
+        coalescer.add(entry(6, 50), "entry 6");
+        assertEquals(4, raft.sent.size(), "entries wait while others are in flight");
+        for (int i = 0; i < 3; i++) {
+            raft.replies.get(i).complete(null);
+        }
+        assertEquals(4, raft.sent.size(), "one is still in flight");
+        raft.replies.get(3).complete(null);
+        assertEquals(5, raft.sent.size());
+        assertTrue(EntryBatch.isBatch(raft.sent.get(4)));
+        assertEquals(2, raft.entriesOf(4).size());
+    }
 }

@@ -101,7 +101,7 @@ class SnapshotInstallTest {
             leader.fill("orders", SETTINGS, 300, 3);
             leader.fill("audit", QueueSettings.EMPTY, 50, 0);
             leaderDigests = leader.digests();
-            ShardSnapshots snapshots = new ShardSnapshots(leader.data.resolve("snapshots"), leader.queues);
+            ShardSnapshots snapshots = new ShardSnapshots(leader.data.resolve("snapshots"), leader.queues, () -> 4);
             taken = snapshots.take(AT);
             assertEquals(AT, snapshots.latest().termIndex());
             server = new SnapshotServer("127.0.0.1", port, snapshots, AUTH);
@@ -121,6 +121,7 @@ class SnapshotInstallTest {
                     "no snapshot that far: none fetched");
             assertEquals(AT, installer.fetch("127.0.0.1:" + port, AT.getIndex()).get(60, TimeUnit.SECONDS));
             assertEquals(AT, installer.pending());
+            assertEquals(4, installer.pendingEntryLevel(), "the leader's entry level travels with its snapshot (R12)");
             installer.close();
             // A crash after the fetch: the old queues are still what the node opens.
             follower.close();
