@@ -145,6 +145,8 @@ class ClusterMembershipTest {
             }
             TestAwait.until("the leader following node 4", Duration.ofSeconds(30), () -> followerIds(cluster.get(leader, "/api/cluster"))
                     .contains(4));
+            TestAwait.until("the leader's metrics having node 4's follower series", Duration.ofSeconds(30),
+                    () -> followerSeries(cluster, leader, 4));
             assertTrue(ChildJvm.lines(cluster.log(3)).stream().anyMatch(l -> l.contains("fetching the leader's snapshot")),
                     "node 4 caught up through the leader's snapshot: " + ChildJvm.tail(cluster.log(3)));
 
@@ -163,6 +165,7 @@ class ClusterMembershipTest {
             awaitConfirmed(confirmed, failed, before + 300);
             TestAwait.until("the leader no longer following node " + (removed + 1), Duration.ofSeconds(30),
                     () -> !followerIds(cluster.get(leader, "/api/cluster")).contains(removed + 1));
+            assertFalse(followerSeries(cluster, leader, removed + 1), "the removed node's follower series are gone");
             TestAwait.until("the removed node not serving", Duration.ofSeconds(30), () -> {
                 JsonNode status = cluster.get(removed, "/api/cluster");
                 return status != null && !status.path("serving").asBoolean(true) && !status.path("member").asBoolean(true);
@@ -239,6 +242,17 @@ class ClusterMembershipTest {
             }
         }
         return ids;
+    }
+
+    /** Whether node {@code node}'s metrics have a {@code sluice_cluster_follower_lag_entries} series of member {@code id}. */
+    private boolean followerSeries(ClusterFixture cluster, int node, int id) {
+        String scrape;
+        try {
+            scrape = send(cluster, node, "GET", "/metrics", "").body();
+        } catch (Exception e) {
+            throw new AssertionError("node " + (node + 1) + "'s metrics did not answer", e);
+        }
+        return scrape.lines().anyMatch(l -> l.startsWith("sluice_cluster_follower_lag_entries{") && l.contains("node=\"" + id + "\""));
     }
 
     private HttpResponse<String> send(ClusterFixture cluster, int node, String method, String path, String body) throws Exception {
