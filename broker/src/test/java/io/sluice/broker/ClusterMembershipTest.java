@@ -46,8 +46,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * founders and a fourth started with {@code cluster.join: true}. While a producer publishes numbered messages, node 4
  * is added ({@code POST /api/cluster/nodes}, after the refusals) once the leader has purged its log after a snapshot,
  * so that node 4 catches up through a snapshot fetch (rule R4), then to the others' digest; then a follower
- * among the founders is removed ({@code sluice admin remove-node}) and the rest keep confirming; node 4 restarted
- * knows the membership from the Raft log, not from its configuration (which lists the removed node). At the end every
+ * among the founders is removed ({@code sluice admin remove-node}) and the rest keep confirming; node 4 and the other
+ * following founder, restarted, know the membership from the Raft log, not from their configurations (which list the
+ * removed node; the founder's lacks node 4). At the end every
  * confirmed number is delivered once and the remaining members' digests agree.
  */
 @Tag("cluster")
@@ -171,21 +172,10 @@ class ClusterMembershipTest {
                 return status != null && !status.path("serving").asBoolean(true) && !status.path("member").asBoolean(true);
             });
 
-            // Node 4 restarted (SIGTERM) knows the membership from the log: its configuration lists all four.
-            nodes[3].destroy();
-            assertTrue(nodes[3].waitFor(60, TimeUnit.SECONDS), "node 4 stopped");
-            cluster.startChild(3, nodes);
-            TestAwait.until("node 4 restarted listing the members " + remaining, Duration.ofSeconds(60),
-                    () -> memberIds(cluster.get(3, "/api/cluster")).equals(remaining));
-            TestAwait.until("node 4 naming the leader", Duration.ofSeconds(60),
-                    () -> cluster.get(3, "/api/cluster").path("leaderNodeId").asInt() == leader + 1);
-            // A client given node 4 alone is sent to the leader: node 4's NOT_LEADER hint comes from the members in its log.
-            try (Connection viaNode4 = Connection.connect(io.sluice.client.ConnectionOptions.builder()
-                    .bootstrap(List.of("127.0.0.1:" + cluster.clientPorts[3]))
-                    .reconnectPolicy(new io.sluice.client.ReconnectPolicy(true, Duration.ofMillis(50), Duration.ofMillis(500), 2.0, 0.2))
-                    .connectTimeout(Duration.ofSeconds(30)).build())) {
-                assertEquals("node-" + (leader + 1), viaNode4.brokerName());
-            }
+            // Restarted (SIGTERM), node 4 (whose configuration lists all four) and the founder still following (whose
+            // configuration lists nodes 1-3) know the members from their logs, and send clients to the leader.
+            restartKnowingTheMembers(cluster, 3, remaining, leader);
+            restartKnowingTheMembers(cluster, 3 - leader - removed, remaining, leader);
             before = confirmed.size();
             awaitConfirmed(confirmed, failed, before + 300);
 
@@ -208,6 +198,28 @@ class ClusterMembershipTest {
             assertEquals(new TreeSet<>(confirmed), received.keySet());
             assertTrue(received.values().stream().allMatch(n -> n == 1), "each once");
             assertFalse(confirmed.isEmpty());
+        }
+    }
+
+    /**
+     * Stops node {@code node} with SIGTERM and starts it again with its configuration; then it must list {@code members}
+     * (from its log), name the leader, and send a client given its address alone to the leader (NOT_LEADER naming the
+     * leader's client address, from the members in its log).
+     */
+    private void restartKnowingTheMembers(ClusterFixture cluster, int node, List<Integer> members, int leader) throws Exception {
+        String name = "node " + (node + 1);
+        nodes[node].destroy();
+        assertTrue(nodes[node].waitFor(60, TimeUnit.SECONDS), name + " stopped");
+        cluster.startChild(node, nodes);
+        TestAwait.until(name + " restarted listing the members " + members, Duration.ofSeconds(60),
+                () -> memberIds(cluster.get(node, "/api/cluster")).equals(members));
+        TestAwait.until(name + " naming the leader", Duration.ofSeconds(60),
+                () -> cluster.get(node, "/api/cluster").path("leaderNodeId").asInt() == leader + 1);
+        try (Connection viaNode = Connection.connect(io.sluice.client.ConnectionOptions.builder()
+                .bootstrap(List.of("127.0.0.1:" + cluster.clientPorts[node]))
+                .reconnectPolicy(new io.sluice.client.ReconnectPolicy(true, Duration.ofMillis(50), Duration.ofMillis(500), 2.0, 0.2))
+                .connectTimeout(Duration.ofSeconds(30)).build())) {
+            assertEquals("node-" + (leader + 1), viaNode.brokerName(), "where " + name + " sent the client");
         }
     }
 
