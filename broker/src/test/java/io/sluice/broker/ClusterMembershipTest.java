@@ -131,6 +131,7 @@ class ClusterMembershipTest {
             HttpResponse<String> added = send(cluster, leader, "POST", "/api/cluster/nodes", node4);
             assertEquals(200, added.statusCode(), added.body());
             assertEquals(List.of(1, 2, 3, 4), memberIds(JSON.readTree(added.body())));
+            assertFalse(cluster.get(leader, "/api/cluster").path("membershipChanging").asBoolean(true), "the change is over");
             int before = confirmed.size();
             awaitConfirmed(confirmed, failed, before + 300);
             publishing.lock();
@@ -215,12 +216,23 @@ class ClusterMembershipTest {
                 () -> memberIds(cluster.get(node, "/api/cluster")).equals(members));
         TestAwait.until(name + " naming the leader", Duration.ofSeconds(60),
                 () -> cluster.get(node, "/api/cluster").path("leaderNodeId").asInt() == leader + 1);
-        try (Connection viaNode = Connection.connect(io.sluice.client.ConnectionOptions.builder()
-                .bootstrap(List.of("127.0.0.1:" + cluster.clientPorts[node]))
-                .reconnectPolicy(new io.sluice.client.ReconnectPolicy(true, Duration.ofMillis(50), Duration.ofMillis(500), 2.0, 0.2))
-                .connectTimeout(Duration.ofSeconds(30)).build())) {
-            assertEquals("node-" + (leader + 1), viaNode.brokerName(), "where " + name + " sent the client");
-        }
+        String[] reached = {null};
+        TestAwait.until("a client given " + name + "'s address alone connecting", Duration.ofSeconds(60), () -> {
+            try (Connection viaNode = Connection.connect(io.sluice.client.ConnectionOptions.builder()
+                    .bootstrap(List.of("127.0.0.1:" + cluster.clientPorts[node]))
+                    .reconnectPolicy(new io.sluice.client.ReconnectPolicy(true, Duration.ofMillis(50), Duration.ofMillis(500), 2.0, 0.2))
+                    .connectTimeout(Duration.ofSeconds(30)).build())) {
+                reached[0] = viaNode.brokerName();
+                return true;
+            } catch (io.sluice.client.ConnectionLostException e) {
+                // A follower that just restarted closes every client connection when Ratis tells it of its leader, which
+                // may come just after its status names the leader: a connection in its handshake then is lost. Not a hint.
+                return false;
+            } catch (Exception e) {
+                throw new AssertionError("a client given " + name + "'s address alone did not connect", e);
+            }
+        });
+        assertEquals("node-" + (leader + 1), reached[0], "where " + name + " sent the client");
     }
 
     private static void awaitConfirmed(Set<Long> confirmed, AtomicReference<Throwable> failed, int count) throws InterruptedException {

@@ -628,7 +628,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
         DivisionInfo info = division.info();
         status.put("member", !notAMember(info));
         status.put("members", MembershipChanges.describe(view.current().values()));
-        status.put("membershipChanging", view.changing());
+        String asked = membershipChanges.pending();
+        status.put("membershipChanging", view.changing() || asked != null);
+        if (asked != null) {
+            status.put("membershipChange", asked); // e.g. "add node 4", while Ratis catches it up
+        }
         if (info == null) {
             status.put("role", started ? "REMOVED" : "STARTING");
             status.put("serving", false);

@@ -40,6 +40,11 @@ public final class MembershipChanges {
     private final ClientId clientId;
     private final LongSupplier nextCall;
     private final ClusterMembers members;
+    /**
+     * The change asked of Ratis on this node and not answered yet ("add node 4"), or null: Ratis's configuration shows a
+     * change only once the joint configuration is in the log, not while it catches a new node up, which can be long.
+     */
+    private final java.util.concurrent.atomic.AtomicReference<String> pending = new java.util.concurrent.atomic.AtomicReference<>();
 
     MembershipChanges(RaftServer server, RaftGroupId group, RaftPeerId self, ClientId clientId, LongSupplier nextCall,
                       ClusterMembers members) {
@@ -153,6 +158,7 @@ public final class MembershipChanges {
 
     private CompletableFuture<Void> change(SetConfigurationRequest.Arguments arguments, String what, long timeoutMs) {
         SetConfigurationRequest request = new SetConfigurationRequest(clientId, self, group, nextCall.getAsLong(), arguments);
+        pending.set(what);
         CompletableFuture<RaftClientReply> reply;
         try {
             reply = server.setConfigurationAsync(request);
@@ -161,6 +167,7 @@ public final class MembershipChanges {
         }
         LOG.info("Asked the shard to {}: {}.", what, arguments);
         return reply.orTimeout(timeoutMs, TimeUnit.MILLISECONDS).handle((answer, failure) -> {
+            pending.compareAndSet(what, null); // after a timeout Ratis may still be at it, but this node no longer knows
             Throwable refusal = failure != null ? failure : answer.isSuccess() ? null : answer.getException();
             if (refusal == null) {
                 LOG.info("The shard's configuration is now {}.", members.current().keySet());
@@ -181,6 +188,11 @@ public final class MembershipChanges {
             }
             throw new NotChanged("the shard did not " + what + ": " + refusal.getMessage());
         });
+    }
+
+    /** The change this node asked of Ratis and has no answer to yet, or null. */
+    String pending() {
+        return pending.get();
     }
 
     /** The members now, as the admin API lists them. */
