@@ -36,7 +36,14 @@ final class ClusterMembers {
     private final RaftGroupId group;
     /** {@code cluster.nodes} of this node's configuration, by id. */
     private final Map<Integer, ClusterMember> configured = new TreeMap<>();
-    private volatile View lastSeen = new View(Map.of(), Map.of());
+    /**
+     * The last configuration read and its view, one object so that both change together: Ratis replaces its configuration
+     * whole on a change, so the same object reads the same, and is not read again.
+     */
+    private record Seen(RaftConfiguration conf, View view) {
+    }
+
+    private volatile Seen lastSeen = new Seen(null, new View(Map.of(), Map.of()));
 
     ClusterMembers(RaftServer server, RaftGroupId group, List<BrokerConfig.Node> configured) {
         this.server = server;
@@ -52,13 +59,14 @@ final class ClusterMembers {
         try {
             conf = server.getDivision(group).getRaftConf();
         } catch (IOException | RuntimeException e) {
-            return lastSeen;
+            return lastSeen.view();
         }
-        if (conf == null) {
-            return lastSeen;
+        Seen seen = lastSeen;
+        if (conf == null || conf == seen.conf()) {
+            return seen.view();
         }
         View view = new View(members(conf.getCurrentPeers()), members(conf.getPreviousPeers()));
-        lastSeen = view;
+        lastSeen = new Seen(conf, view); // a thread storing an older one meanwhile only costs a read more
         return view;
     }
 
