@@ -65,7 +65,7 @@ final class ClusterMembers {
         if (conf == null || conf == seen.conf()) {
             return seen.view();
         }
-        View view = new View(members(conf.getCurrentPeers()), members(conf.getPreviousPeers()));
+        View view = new View(members(conf.getCurrentPeers(), configured), members(conf.getPreviousPeers(), configured));
         lastSeen = new Seen(conf, view); // a thread storing an older one meanwhile only costs a read more
         return view;
     }
@@ -84,7 +84,10 @@ final class ClusterMembers {
      * {@code cluster.nodes} does, or null if neither knows it.
      */
     ClusterMember member(int id) {
-        View view = view();
+        return member(view(), configured, id);
+    }
+
+    static ClusterMember member(View view, Map<Integer, ClusterMember> configured, int id) {
         ClusterMember m = view.current().get(id);
         if (m == null) {
             m = view.previous().get(id);
@@ -104,7 +107,8 @@ final class ClusterMembers {
         return m == null ? null : m.snapshotAddress();
     }
 
-    private Map<Integer, ClusterMember> members(Collection<RaftPeer> peers) {
+    /** The members {@code peers} describe, by id, a snapshot port missing taken from {@code configured}. */
+    static Map<Integer, ClusterMember> members(Collection<RaftPeer> peers, Map<Integer, ClusterMember> configured) {
         Map<Integer, ClusterMember> members = new TreeMap<>();
         for (RaftPeer peer : peers) {
             ClusterMember m = ClusterMember.fromPeer(peer);

@@ -4,8 +4,10 @@ import org.apache.ratis.protocol.RaftPeer;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -79,6 +81,24 @@ class ClusterMemberTest {
         assertRefused("unknown_node", "[1, 2, 3]", () -> MembershipChanges.checkRemove(three, 9, 1));
         assertRefused("is_leader", "transfer-leader", () -> MembershipChanges.checkRemove(three, 1, 1));
         assertRefused("last_node", "last", () -> MembershipChanges.checkRemove(List.of(TWO), 2, 1));
+    }
+
+    @Test
+    void theMembersComeFromThePeersAndTheConfiguredListOnlyFillsInWhatTheyLack() {
+        ClusterMember oldPeerOfTwo = new ClusterMember(2, "10.0.0.2", 7001, 7002, 0); // written before snapshot ports were carried
+        Map<Integer, ClusterMember> configured = Map.of(1, new ClusterMember(1, "old-host", 1, 2, 3), 2, TWO);
+        Map<Integer, ClusterMember> members = ClusterMembers.members(List.of(ONE.toPeer(), oldPeerOfTwo.toPeer(),
+                RaftPeer.newBuilder().setId("listener-x").setAddress("h:1").build()), configured);
+        assertEquals(List.of(1, 2), List.copyOf(members.keySet()), "ordered by id; a peer Sluice did not put there is left out");
+        assertEquals(ONE, members.get(1), "the log's addresses win over cluster.nodes");
+        assertEquals(TWO, members.get(2), "the snapshot port a peer lacks comes from cluster.nodes");
+
+        ClusterMembers.View removing = new ClusterMembers.View(Map.of(1, ONE), Map.of(1, ONE, 3, THREE));
+        assertTrue(removing.changing());
+        assertEquals(THREE, ClusterMembers.member(removing, configured, 3), "a member of the configuration being left");
+        assertEquals(TWO, ClusterMembers.member(removing, configured, 2), "a node the configuration does not name: cluster.nodes");
+        assertNull(ClusterMembers.member(removing, configured, 9));
+        assertFalse(new ClusterMembers.View(Map.of(1, ONE), Map.of()).changing());
     }
 
     private static void assertRefused(String code, String named, Runnable check) {
