@@ -54,8 +54,27 @@ final class ClusterFixture {
         this(dir, size, network, clusterKeys, brokerKeys, storageKeys);
     }
 
+    /**
+     * {@code founders} nodes that form the cluster, and {@code joining} more whose configurations list every node and
+     * say {@code join: true} (docs/replication.md, "Adding a node"): they start with no membership and wait to be added.
+     * The founders' {@code cluster.nodes} lists the founders only, as an existing cluster's configuration would.
+     */
+    static ClusterFixture withJoining(Path dir, int founders, int joining) throws IOException {
+        return new ClusterFixture(dir, founders + joining, founders, null, "", "", "");
+    }
+
+    /** As {@link #withJoining}, with the snapshot tests' settings of {@link #snapshotting}: a node added late must fetch a snapshot. */
+    static ClusterFixture snapshottingWithJoining(Path dir, int founders, int joining) throws IOException {
+        return new ClusterFixture(dir, founders + joining, founders, null, SNAPSHOTTING_CLUSTER, SNAPSHOTTING_BROKER, SNAPSHOTTING_STORAGE);
+    }
+
     private ClusterFixture(Path dir, int size, NodeNetwork network, String clusterKeys, String brokerKeys, String storageKeys)
             throws IOException {
+        this(dir, size, size, network, clusterKeys, brokerKeys, storageKeys);
+    }
+
+    private ClusterFixture(Path dir, int size, int founders, NodeNetwork network, String clusterKeys, String brokerKeys,
+                           String storageKeys) throws IOException {
         this.dir = dir;
         this.size = size;
         this.network = network;
@@ -79,11 +98,19 @@ final class ClusterFixture {
         Files.writeString(secret, java.util.UUID.randomUUID() + "-" + java.util.UUID.randomUUID() + "\n");
         Files.setPosixFilePermissions(secret, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
         StringBuilder nodes = new StringBuilder();
+        StringBuilder founding = new StringBuilder();
         for (int i = 0; i < size; i++) {
+            if (i == founders) {
+                founding.append(nodes);
+            }
             nodes.append("    - {id: ").append(i + 1).append(", host: ").append(hosts[i]).append(", raft-port: ").append(raftPorts[i])
                     .append(", client-port: ").append(clientPorts[i]).append(", snapshot-port: ").append(snapshotPorts[i]).append("}\n");
         }
+        if (founders == size) {
+            founding.append(nodes);
+        }
         for (int i = 0; i < size; i++) {
+            boolean joins = i >= founders;
             configs[i] = dir.resolve("node-" + (i + 1) + ".yaml");
             Files.writeString(configs[i], "broker:\n"
                     + "  name: node-" + (i + 1) + "\n"
@@ -103,7 +130,8 @@ final class ClusterFixture {
                     + "  node-id: " + (i + 1) + "\n"
                     + "  secret-file: " + secret + "\n"
                     + clusterKeys
-                    + "  nodes:\n" + nodes);
+                    + (joins ? "  join: true\n" : "")
+                    + "  nodes:\n" + (joins ? nodes : founding));
         }
     }
 
@@ -112,9 +140,12 @@ final class ClusterFixture {
      * past a follower that is down soon) and room for 64 KiB messages: the snapshot tests' cluster (rule R4).
      */
     static ClusterFixture snapshotting(Path dir) throws IOException {
-        return new ClusterFixture(dir, 3, "  snapshot-every-entries: 100\n  log-segment-bytes: 1048576\n",
-                "  max-frame-bytes: 1048576\n", "  max-message-bytes: 65536\n");
+        return new ClusterFixture(dir, 3, SNAPSHOTTING_CLUSTER, SNAPSHOTTING_BROKER, SNAPSHOTTING_STORAGE);
     }
+
+    private static final String SNAPSHOTTING_CLUSTER = "  snapshot-every-entries: 100\n  log-segment-bytes: 1048576\n";
+    private static final String SNAPSHOTTING_BROKER = "  max-frame-bytes: 1048576\n";
+    private static final String SNAPSHOTTING_STORAGE = "  max-message-bytes: 65536\n";
 
     /** Options for a client of this cluster that follows the leader through kills: quick reconnects, patient requests. */
     io.sluice.client.ConnectionOptions reconnectingOptions() {
@@ -153,6 +184,11 @@ final class ClusterFixture {
             return false;
         });
         return leader[0];
+    }
+
+    /** The node of {@code candidates} (0-based) whose admin API says it serves clients, once one does (up to 60 s). */
+    int awaitServing(int... candidates) throws InterruptedException {
+        return awaitServing(Duration.ofSeconds(60), candidates);
     }
 
     /** Waits until every node of {@code brokers} has applied the log as far as {@code leader} has committed it (up to 30 s each). */

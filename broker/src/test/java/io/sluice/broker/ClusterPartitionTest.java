@@ -95,7 +95,7 @@ class ClusterPartitionTest {
                     TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - cutAt), stepped);
             // Its admin API must not name it the leader any more (an operator reads it to find the leader).
             assertNotEquals(leader + 1, stepped.get("leaderNodeId").asInt(), "the leader node " + (leader + 1) + " names: " + stepped);
-            int newLeader = awaitServing(cluster, majority);
+            int newLeader = cluster.awaitServing(majority);
             TestAwait.until("the producers' connection on the majority's leader, node " + (newLeader + 1), Duration.ofSeconds(60),
                     () -> nodeNamed(connection.brokerName()) == newLeader);
             traffic.awaitConfirmed(traffic.confirmed.size() + 1_000);
@@ -257,11 +257,6 @@ class ClusterPartitionTest {
             }
         }
         assertConsumedExactly(options, confirmed);
-    }
-
-    /** The node of {@code candidates} that serves clients, once one does (up to 60 s). */
-    private static int awaitServing(ClusterFixture cluster, int... candidates) throws Exception {
-        return cluster.awaitServing(Duration.ofSeconds(60), candidates);
     }
 
     private void assertConsumedExactly(ConnectionOptions options, Set<Long> expected) throws Exception {

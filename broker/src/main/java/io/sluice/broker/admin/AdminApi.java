@@ -66,6 +66,8 @@ import java.util.function.Supplier;
  * GET    /api/cluster              a cluster node's role, leader, term, indexes, counters and followers
  * POST   /api/cluster/leader       hand the shard's leadership to a node; body {"nodeId": N} ({@link ClusterAdmin})
  * POST   /api/cluster/feature-level  raise the cluster's entry level; body {"level": N} ({@link ClusterAdmin})
+ * POST   /api/cluster/nodes        add a node to the cluster; body {"id", "host", "raftPort", "clientPort", "snapshotPort"}
+ * DELETE /api/cluster/nodes/{id}   remove a node from the cluster
  * </pre>
  * Errors are {@code {"error": code, "message": sentence}}: 400 bad JSON or setting, 401 credentials,
  * 403 permission, 404 unknown queue or path, 405 method, 409 queue exists with other settings.
@@ -370,6 +372,14 @@ final class AdminApi {
                     requireMethod(method, "POST");
                     return clusterAdmin.raiseEntryLevel(user, body);
                 }
+                if (parts.size() == 3 && parts.get(2).equals("nodes")) {
+                    requireMethod(method, "POST");
+                    return clusterAdmin.addNode(user, body);
+                }
+                if (parts.size() == 4 && parts.get(2).equals("nodes")) {
+                    requireMethod(method, "DELETE");
+                    return clusterAdmin.removeNode(user, parts.get(3));
+                }
             }
             case "connections" -> {
                 if (parts.size() == 3) {
@@ -392,7 +402,7 @@ final class AdminApi {
         }
         throw new ApiException(404, "not_found", "no API at " + method + " " + rawPath
                 + "; see /api/queues, /api/connections, /api/consumers, /api/producers, /api/cluster, /api/cluster/leader, "
-                + "/api/cluster/feature-level");
+                + "/api/cluster/feature-level, /api/cluster/nodes");
     }
 
     /**

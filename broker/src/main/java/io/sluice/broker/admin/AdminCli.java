@@ -31,7 +31,7 @@ import java.util.function.Function;
  * sluice admin [--url http://127.0.0.1:7673] [--user U --password P] [--json] COMMAND
  *   queues | queue NAME | declare NAME [key=value ...] | delete NAME | purge NAME
  *   connections | consumers | producers | close-connection ID
- *   cluster | transfer-leader NODE_ID | feature-level LEVEL
+ *   cluster | transfer-leader NODE_ID | feature-level LEVEL | add-node ID HOST RAFT_PORT CLIENT_PORT [SNAPSHOT_PORT] | remove-node ID
  * </pre>
  * Prints tables by default, the API's JSON with {@code --json}. Exit status: 0 done, 1 the broker
  * refused or could not be reached, 2 bad arguments.
@@ -40,7 +40,7 @@ public final class AdminCli {
     public static final String DEFAULT_URL = "http://127.0.0.1:7673";
     public static final String USAGE = "usage: sluice admin [--url " + DEFAULT_URL + "] [--user U [--password-file FILE]] [--json]"
             + " queues|queue NAME|declare NAME [key=value ...]|delete NAME|purge NAME|connections|consumers|producers"
-            + "|close-connection ID|cluster|transfer-leader NODE_ID|feature-level LEVEL\n  with --user and no password flag the password is asked on the terminal;"
+            + "|close-connection ID|cluster|transfer-leader NODE_ID|feature-level LEVEL|add-node ID HOST RAFT_PORT CLIENT_PORT [SNAPSHOT_PORT]|remove-node ID\n  with --user and no password flag the password is asked on the terminal;"
             + " --password P also works but shows it to every user of ps";
 
     private final ObjectMapper json = new ObjectMapper();
@@ -139,6 +139,26 @@ public final class AdminCli {
                     return usage("feature-level takes one entry level (a number), got " + words.subList(1, words.size()));
                 }
                 request = new Request("POST", "/api/cluster/feature-level", "{\"level\": " + Integer.parseInt(words.get(1)) + "}");
+            }
+            case "add-node" -> {
+                // The API checks the ports' range; here only that each is a number, so that the JSON is well formed.
+                if (words.size() < 5 || words.size() > 6 || !words.get(1).matches("[0-9]{1,9}")
+                        || !words.subList(3, words.size()).stream().allMatch(w -> w.matches("[0-9]{1,9}"))) {
+                    return usage("add-node takes ID HOST RAFT_PORT CLIENT_PORT [SNAPSHOT_PORT], numbers but the host, got "
+                            + words.subList(1, words.size()));
+                }
+                ObjectNode node = json.createObjectNode().put("id", Integer.parseInt(words.get(1))).put("host", words.get(2))
+                        .put("raftPort", Integer.parseInt(words.get(3))).put("clientPort", Integer.parseInt(words.get(4)));
+                if (words.size() == 6) {
+                    node.put("snapshotPort", Integer.parseInt(words.get(5)));
+                }
+                request = new Request("POST", "/api/cluster/nodes", node.toString());
+            }
+            case "remove-node" -> {
+                if (words.size() != 2 || !words.get(1).matches("[0-9]{1,9}")) {
+                    return usage("remove-node takes one node id (a member's number), got " + words.subList(1, words.size()));
+                }
+                request = new Request("DELETE", "/api/cluster/nodes/" + Integer.parseInt(words.get(1)), null);
             }
             case "queue", "delete", "purge" -> {
                 if (words.size() != 2) {
@@ -258,6 +278,11 @@ public final class AdminCli {
                         out.printf("%-17s %s%n", e.getKey(), e.getValue());
                     }
                 });
+                if (body.path("members").size() > 0) {
+                    out.println();
+                    table(body.path("members"), Column.of("MEMBER", "nodeId"), Column.of("HOST", "host"), Column.of("RAFT PORT", "raftPort"),
+                            Column.of("CLIENT PORT", "clientPort"), Column.of("SNAPSHOT PORT", "snapshotPort"));
+                }
                 if (body.path("followers").size() > 0) {
                     out.println();
                     table(body.path("followers"), Column.of("FOLLOWER", "nodeId"), Column.of("MATCH INDEX", "matchIndex"),
@@ -267,6 +292,12 @@ public final class AdminCli {
             }
             case "transfer-leader" -> out.println("node " + body.path("leaderNodeId").asText() + " leads the shard now");
             case "feature-level" -> out.println("the cluster's entry level is " + body.path("entryLevel").asText());
+            case "add-node", "remove-node" -> {
+                List<String> ids = new ArrayList<>();
+                body.path("members").forEach(m -> ids.add(m.path("nodeId").asText()));
+                out.println((command.equals("add-node") ? "added node " + body.path("added").asText()
+                        : "removed node " + body.path("removed").asText()) + "; the members are now " + String.join(", ", ids));
+            }
             case "queue", "declare" -> {
                 body.fields().forEachRemaining(e -> out.printf("%-16s %s%n", e.getKey(),
                         e.getValue().isValueNode() ? e.getValue().asText() : e.getValue().toString()));

@@ -4,11 +4,14 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.sluice.broker.auth.Action;
 import io.sluice.broker.auth.Authorizer;
+import io.sluice.broker.cluster.ClusterMember;
 import io.sluice.broker.cluster.ClusterNode;
 import io.sluice.broker.cluster.EntryLevelRefused;
+import io.sluice.broker.cluster.MembershipChanges;
 import io.sluice.broker.error.BrokerException;
 
 import java.io.IOException;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -23,15 +26,23 @@ import java.util.function.Supplier;
  * GET  /api/cluster          this node's view of its shard: role, leader, term, indexes, counters, followers
  * POST /api/cluster/leader   hand the shard's leadership to a node; body {"nodeId": N}; on the leader only
  * POST /api/cluster/feature-level   raise the cluster's entry level (rule R12); body {"level": N}; on the leader only
+ * POST /api/cluster/nodes    add a node; body {"id", "host", "raftPort", "clientPort", "snapshotPort"}; on the leader only
+ * DELETE /api/cluster/nodes/N remove node N (not the leader itself); on the leader only
  * </pre>
- * All answer 404 {@code not_a_cluster} on a single broker. Moving the leader and raising the level need manage on every
- * queue ({@code "*"}): the one sends every client of the shard to another node, the other changes what every node must read.
+ * All answer 404 {@code not_a_cluster} on a single broker. Moving the leader, raising the level and changing the members
+ * need manage on every queue ({@code "*"}): they send clients to other nodes, change what every node must read, or
+ * change who holds every queue.
  */
 final class ClusterAdmin {
     /** How long raising the entry level may take: asking every node (3 s each at most, at once), then a commit. */
     static final long RAISE_TIMEOUT_MS = 15_000;
     /** How long a leadership transfer may take: the target catching up, then its election. */
     static final long TRANSFER_TIMEOUT_MS = 10_000;
+    /**
+     * How long adding or removing a node may take before the request answers 503: an added node catches up first (by
+     * entries, or by fetching a snapshot of every queue), then two configurations are committed.
+     */
+    static final long MEMBERSHIP_TIMEOUT_MS = 120_000;
 
     private final Supplier<ClusterNode> node;
     private final Authorizer authorizer;
@@ -108,6 +119,83 @@ final class ClusterAdmin {
         return Map.of("entryLevel", finalized);
     }
 
+    /** POST /api/cluster/nodes: waits until the configuration with the new node is committed (up to {@link #MEMBERSHIP_TIMEOUT_MS}). */
+    Map<String, Object> addNode(String user, byte[] body) {
+        ClusterNode cluster = cluster();
+        requireManageEverything(user, "add a node to the cluster");
+        ClusterMember added = newMember(body);
+        awaitChange(cluster.addNode(added, MEMBERSHIP_TIMEOUT_MS), "adding node " + added.id());
+        return Map.of("added", added.id(), "members", cluster.status().get("members"));
+    }
+
+    /** DELETE /api/cluster/nodes/{id}: waits until the configuration without it is committed. */
+    Map<String, Object> removeNode(String user, String idText) {
+        ClusterNode cluster = cluster();
+        requireManageEverything(user, "remove a node from the cluster");
+        int id;
+        try {
+            id = Integer.parseInt(idText);
+        } catch (NumberFormatException e) {
+            throw new AdminApi.ApiException(400, "bad_request", "'" + idText + "' is not a node id; DELETE /api/cluster/nodes/N takes a number");
+        }
+        awaitChange(cluster.removeNode(id, MEMBERSHIP_TIMEOUT_MS), "removing node " + id);
+        return Map.of("removed", id, "members", cluster.status().get("members"));
+    }
+
+    private void awaitChange(CompletableFuture<Void> change, String what) {
+        await(change, MEMBERSHIP_TIMEOUT_MS + 5_000, what,
+                new AdminApi.ApiException(503, "change_failed", what + " was not committed within " + MEMBERSHIP_TIMEOUT_MS
+                        + " ms; it may still complete: GET /api/cluster shows the members and whether a change is in progress"),
+                cause -> {
+                    if (cause instanceof MembershipChanges.Refused refused) {
+                        int status = switch (refused.code()) {
+                            case "unknown_node" -> 404;
+                            case "snapshot_port_required" -> 400;
+                            default -> 409; // duplicate_node, duplicate_address, is_leader, last_node, change_in_progress
+                        };
+                        return new AdminApi.ApiException(status, refused.code(), refused.getMessage());
+                    }
+                    if (cause instanceof BrokerException refused) {
+                        return new AdminApi.ApiException(409, "not_leader", "only the shard's leader changes its members: "
+                                + refused.getMessage());
+                    }
+                    if (cause instanceof MembershipChanges.NotChanged) {
+                        return new AdminApi.ApiException(503, "change_failed", cause.getMessage());
+                    }
+                    return null;
+                });
+    }
+
+    /** The body of POST /api/cluster/nodes: every field but snapshotPort required, each a number but the host. */
+    private ClusterMember newMember(byte[] body) {
+        JsonNode root = readJson(body);
+        String shape = "the body must be a JSON object {\"id\": N, \"host\": \"H\", \"raftPort\": P, \"clientPort\": P, "
+                + "\"snapshotPort\": P} (snapshotPort 0 or absent when the cluster serves no snapshots)";
+        if (root == null || !root.isObject()) {
+            throw new AdminApi.ApiException(400, "bad_request", shape);
+        }
+        for (String field : List.of("id", "raftPort", "clientPort", "snapshotPort")) {
+            JsonNode v = root.get(field);
+            if (v == null && field.equals("snapshotPort")) {
+                continue;
+            }
+            if (v == null || !v.isIntegralNumber() || !v.canConvertToInt()) {
+                throw new AdminApi.ApiException(400, "bad_request", (v == null ? "'" + field + "' is missing" : "'" + field
+                        + "' is not a whole number") + "; " + shape);
+            }
+        }
+        JsonNode host = root.get("host");
+        if (host == null || !host.isTextual()) {
+            throw new AdminApi.ApiException(400, "bad_request", "'host' is missing or not a string; " + shape);
+        }
+        try {
+            return new ClusterMember(root.get("id").intValue(), host.textValue(), root.get("raftPort").intValue(),
+                    root.get("clientPort").intValue(), root.path("snapshotPort").asInt(0));
+        } catch (IllegalArgumentException e) {
+            throw new AdminApi.ApiException(400, "bad_request", e.getMessage());
+        }
+    }
+
     /**
      * The value of {@code future} within {@code timeoutMs}; {@code onTimeout} if it takes longer, 503 if interrupted, and
      * for a failure what {@code onFailure} makes of its cause (null: an unexpected failure, an internal error).
@@ -140,14 +228,17 @@ final class ClusterAdmin {
         }
     }
 
-    /** The integer {@code field} of the body's JSON object; 400 with {@code usage} if there is none. */
-    private int intField(byte[] body, String field, String usage) {
-        JsonNode root;
+    private JsonNode readJson(byte[] body) {
         try {
-            root = body.length == 0 ? null : json.readTree(body);
+            return body.length == 0 ? null : json.readTree(body);
         } catch (IOException e) {
             throw new AdminApi.ApiException(400, "bad_json", "the body is not valid JSON: " + e.getMessage());
         }
+    }
+
+    /** The integer {@code field} of the body's JSON object; 400 with {@code usage} if there is none. */
+    private int intField(byte[] body, String field, String usage) {
+        JsonNode root = readJson(body);
         JsonNode value = root == null ? null : root.get(field);
         if (value == null || !value.isIntegralNumber() || !value.canConvertToInt()) {
             throw new AdminApi.ApiException(400, "bad_request", usage);

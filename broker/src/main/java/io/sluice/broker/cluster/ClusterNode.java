@@ -44,7 +44,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -102,9 +101,12 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     private final long leaderWaitMs;
     private final RaftPeerId self;
-    /** Node id → its client listener's host:port, for NOT_LEADER hints. */
-    private final Map<String, String> clientAddresses = new TreeMap<>();
-    private final Map<String, Integer> nodeIds = new TreeMap<>();
+    /** The shard's members from the Raft configuration: NOT_LEADER hints, snapshot addresses, the admin API's list. */
+    private final ClusterMembers members;
+    /** Adding and removing members, on the leader. */
+    private final MembershipChanges membershipChanges;
+    /** Whether the Raft server started: a shard that is gone afterwards was shut down (this node was removed). */
+    private volatile boolean started;
     private final Submissions submissions = new Submissions();
     private final ShardCounters counters = new ShardCounters();
     /** Every entry this node submits goes through it, in order (one Raft entry for several while one is in flight). */
@@ -159,11 +161,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         BrokerConfig.Node selfNode = null;
         List<RaftPeer> peers = new ArrayList<>();
         for (BrokerConfig.Node node : config.cluster.nodes) {
-            String peerId = peerId(node.id);
-            peers.add(RaftPeer.newBuilder().setId(peerId).setAddress(node.host + ":" + node.raftPort)
-                    .setClientAddress(node.host + ":" + node.clientPort).build());
-            clientAddresses.put(peerId, node.host + ":" + node.clientPort);
-            nodeIds.put(peerId, node.id);
+            peers.add(ClusterMember.of(node).toPeer());
             if (node.id == nodeId) {
                 selfNode = node;
             }
@@ -171,13 +169,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         if (selfNode == null) {
             throw new IllegalArgumentException("cluster.node-id " + nodeId + " is not among cluster.nodes"); // validate() said so
         }
-        this.self = RaftPeerId.valueOf(peerId(nodeId));
-        Map<String, String> snapshotAddresses = new TreeMap<>();
-        for (BrokerConfig.Node node : config.cluster.nodes) {
-            if (node.snapshotPort > 0) {
-                snapshotAddresses.put(peerId(node.id), node.host + ":" + node.snapshotPort);
-            }
-        }
+        this.self = RaftPeerId.valueOf(ClusterMember.peerId(nodeId));
         NodeTls tls = NodeTls.of(config.cluster.tls);
         ShardSnapshots snapshots = null;
         SnapshotInstaller installer = null;
@@ -192,8 +184,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
         } else {
             this.snapshotServer = null;
         }
+        ClusterMembers[] membersOnceBuilt = new ClusterMembers[1]; // the state machine is built before the server it reads
         this.stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId, maxFrameBytes, entryLevel), queues,
-                snapshots, installer, snapshotAddresses, counters);
+                snapshots, installer, peer -> membersOnceBuilt[0].snapshotAddress(peer), counters);
         stateMachine.events(new ShardStateMachine.Events() {
             @Override
             public void leaderChanged(RaftPeerId leader) {
@@ -209,16 +202,22 @@ public final class ClusterNode implements Replication, AutoCloseable {
         if (tls != null) {
             builder.setParameters(tls.raftParameters());
         }
+        // A node that joins starts with no members (Ratis starts it in its "initializing" state: no election, it waits
+        // for the leader's appends); every other start names cluster.nodes, which Ratis uses only while its log and
+        // metadata hold no configuration: once they do (any start after the first), the configuration there wins.
         this.server = builder
                 .setServerId(self)
-                .setGroup(RaftGroup.valueOf(SHARD_GROUP, peers))
+                .setGroup(config.cluster.join ? RaftGroup.valueOf(SHARD_GROUP, List.of()) : RaftGroup.valueOf(SHARD_GROUP, peers))
                 .setProperties(RaftSettings.of(config, selfNode))
                 .setStateMachine(stateMachine)
                 .setOption(RaftStorage.StartupOption.RECOVER)
                 .build();
-        this.division = new ShardDivision(server, SHARD_GROUP, nodeIds);
+        this.division = new ShardDivision(server, SHARD_GROUP);
+        this.members = new ClusterMembers(server, SHARD_GROUP, config.cluster.nodes);
+        membersOnceBuilt[0] = members;
+        this.membershipChanges = new MembershipChanges(server, SHARD_GROUP, self, clientId, submissions::nextCall, members);
         this.entryLevels = new EntryLevelControl(entryLevel, server, SHARD_GROUP, self, this::submitLevel,
-                peer -> "node " + nodeIds.getOrDefault(peer.toString(), 0), tls == null ? null : tls.raftParameters());
+                peer -> "node " + ClusterMember.nodeIdOf(peer.toString()), tls == null ? null : tls.raftParameters());
     }
 
     /**
@@ -231,16 +230,17 @@ public final class ClusterNode implements Replication, AutoCloseable {
         queues.replication(node);
         try {
             node.server.start();
+            node.started = true;
             node.dropLogBelowInstalledSnapshot();
         } catch (IOException | RuntimeException e) {
             queues.replication(null);
             node.close();
             throw e;
         }
-        LOG.info("Cluster node {} started: Raft on {} ({}), {} nodes in the cluster, the Raft log in {}.", node.nodeId,
+        LOG.info("Cluster node {} started: Raft on {} ({}), the members {}{}, the Raft log in {}.", node.nodeId,
                 node.server.getPeer().getAddress(), config.cluster.tls.enabled ? "mutual TLS"
-                        : "plain: whoever reaches it can append to the log, see cluster.tls", config.cluster.nodes.size(),
-                config.raftDirectory().toAbsolutePath());
+                        : "plain: whoever reaches it can append to the log, see cluster.tls", node.members.current().keySet(),
+                config.cluster.join ? " (cluster.join: it waits to be added)" : "", config.raftDirectory().toAbsolutePath());
         return node;
     }
 
@@ -284,17 +284,23 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
     }
 
-    private static String peerId(int nodeId) {
-        return "n" + nodeId;
-    }
-
     // ------------------------------------------------------------------ serving
 
     @Override
     public String notLeader() {
         DivisionInfo info = division.info();
-        if (info == null || stateMachine.halted() != null) {
-            return LeaderHint.format(null, "node " + nodeId + (info == null ? " is starting" : " stopped applying the log (rule R12)"));
+        if (stateMachine.halted() != null) {
+            return LeaderHint.format(null, "node " + nodeId + " stopped applying the log (rule R12)");
+        }
+        if (notAMember(info)) {
+            // Removed (Ratis shut its shard down), or joining and not added yet: never a leader, so no HELLO waits here.
+            RaftPeerId leader = info == null ? null : info.getLeaderId();
+            return LeaderHint.format(leader == null || leader.equals(self) ? null : members.clientAddress(leader), "node " + nodeId
+                    + " is not a member of the cluster (it was removed, or waits to be added); its members are "
+                    + members.current().keySet());
+        }
+        if (info == null) {
+            return LeaderHint.format(null, "node " + nodeId + " is starting");
         }
         if (info.isLeader()) {
             if (info.isLeaderReady() && servingFromIndex == Long.MAX_VALUE) {
@@ -303,11 +309,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
             if (info.isLeaderReady() && info.getLastAppliedIndex() >= servingFromIndex) {
                 return null;
             }
-            return LeaderHint.format(clientAddresses.get(self.toString()), "node " + nodeId
+            return LeaderHint.format(members.clientAddress(self), "node " + nodeId
                     + " was just elected leader and is still applying the log; connect again in a moment");
         }
         RaftPeerId leader = info.getLeaderId();
-        String address = leader == null || leader.equals(self) ? null : clientAddresses.get(leader.toString());
+        String address = leader == null || leader.equals(self) ? null : members.clientAddress(leader);
         if (address == null) {
             return LeaderHint.format(null, "node " + nodeId + " is a follower and knows no leader yet (an election is running)");
         }
@@ -322,9 +328,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 && System.nanoTime() - silent.foundAtNanos() < TimeUnit.MILLISECONDS.toNanos(electionTimeoutMaxMs)) {
             // Rule S2: a leader that went silent is most likely dead; naming it would send clients to a closed port.
             return LeaderHint.format(null, "node " + nodeId + " is a follower and has not heard from the leader, node "
-                    + nodeIds.get(leader.toString()) + ", for " + silentMs + " ms or more (an election is due)");
+                    + ClusterMember.nodeIdOf(leader.toString()) + ", for " + silentMs + " ms or more (an election is due)");
         }
-        return LeaderHint.format(address, "node " + nodeId + " is a follower; the leader is node " + nodeIds.get(leader.toString()));
+        return LeaderHint.format(address, "node " + nodeId + " is a follower; the leader is node " + ClusterMember.nodeIdOf(leader.toString()));
     }
 
     /**
@@ -335,6 +341,14 @@ public final class ClusterNode implements Replication, AutoCloseable {
     public boolean serving() {
         DivisionInfo info = division.info();
         return info != null && info.isLeader() && info.isLeaderReady() && info.getLastAppliedIndex() >= servingFromIndex;
+    }
+
+    /**
+     * True once this node is out of the shard: its configuration does not name it (a node that joins, before it is added;
+     * one removed, until Ratis shuts its shard down), or Ratis shut the shard down after it started (removed).
+     */
+    private boolean notAMember(DivisionInfo info) {
+        return info == null ? started && !closed : !members.isMember(nodeId);
     }
 
     /** Milliseconds since this follower last heard from its leader; 0 if it is no follower. */
@@ -357,11 +371,14 @@ public final class ClusterNode implements Replication, AutoCloseable {
         if (reason == null) {
             return false;
         }
+        DivisionInfo info = division.info();
+        if (notAMember(info)) {
+            return false; // not a member: it will name no leader by waiting
+        }
         String named = LeaderHint.leaderAddress(reason);
-        if (named == null || named.equals(clientAddresses.get(self.toString()))) {
+        if (named == null || named.equals(members.clientAddress(self))) {
             return true;
         }
-        DivisionInfo info = division.info();
         long askedMsAgo = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - askedAtNanos);
         return info == null || leaderSilenceMs(info) >= askedMsAgo;
     }
@@ -376,7 +393,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         boolean wasServing = servingFromIndex != Long.MAX_VALUE;
         servingFromIndex = Long.MAX_VALUE;
         LOG.info("Cluster node {}: the shard's leader is now {}.", nodeId,
-                leader == null ? "unknown" : "node " + nodeIds.getOrDefault(leader.toString(), -1));
+                leader == null ? "unknown" : "node " + ClusterMember.nodeIdOf(leader.toString()));
         if (!self.equals(leader) || wasServing) {
             // Clients of a node that is no longer the leader must go to the new one; none may stay half-served.
             closeClients.accept(notLeader());
@@ -647,13 +664,22 @@ public final class ClusterNode implements Replication, AutoCloseable {
         status.put("entryLevel", entryLevel.writable()); // rule R12
         status.put("entryLevelFinalized", entryLevel.finalized() != 0);
         status.put("supportedEntryLevels", entryLevels.supportedByNode());
+        ClusterMembers.View view = members.view();
         DivisionInfo info = division.info();
         String halted = stateMachine.halted();
+        status.put("member", halted != null || !notAMember(info));
+        status.put("members", MembershipChanges.describe(view.current().values()));
+        String asked = membershipChanges.pending();
+        status.put("membershipChanging", view.changing() || asked != null);
+        if (asked != null) {
+            status.put("membershipChange", asked); // e.g. "add node 4", while Ratis catches it up
+        }
         if (info == null || halted != null) {
-            status.put("role", halted != null ? "HALTED" : "STARTING"); // HALTED: rule R12, the reason follows
+            status.put("role", halted != null ? "HALTED" : started ? "REMOVED" : "STARTING"); // HALTED: rule R12, the reason follows
             if (halted != null) {
                 status.put("halted", halted);
             }
+            status.put("serving", false);
             return status;
         }
         RaftPeerId leader = info.getLeaderId();
@@ -663,7 +689,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             leader = null;
         }
         status.put("role", info.getCurrentRole().name());
-        status.put("leaderNodeId", leader == null ? 0 : nodeIds.getOrDefault(leader.toString(), 0));
+        status.put("leaderNodeId", leader == null ? 0 : ClusterMember.nodeIdOf(leader.toString()));
         status.put("term", info.getCurrentTerm());
         status.put("lastLogIndex", lastLogIndex());
         status.put("commitIndex", commitIndex());
@@ -703,9 +729,41 @@ public final class ClusterNode implements Replication, AutoCloseable {
         return counters;
     }
 
-    /** Every node of the cluster by id, this one included (its configuration's {@code cluster.nodes}). */
+    /** Every member of the cluster by id, this one included, as the Raft configuration says now. */
     public List<Integer> nodeIds() {
-        return List.copyOf(new java.util.TreeSet<>(nodeIds.values()));
+        return List.copyOf(members.current().keySet());
+    }
+
+    /**
+     * Adds {@code added} to the cluster (docs/replication.md, "Adding and removing a node"); only the leader can. Completes
+     * once the configuration with it is committed; exceptionally with {@link MembershipChanges.Refused} (why, as a code),
+     * {@link MembershipChanges.NotChanged} (not in {@code timeoutMs}), or a {@link BrokerException} NOT_LEADER naming it.
+     */
+    public CompletableFuture<Void> addNode(ClusterMember added, long timeoutMs) {
+        return changeMembers(() -> {
+            MembershipChanges.checkAdd(members.current().values(), added, snapshotServer != null);
+            return membershipChanges.add(added, timeoutMs);
+        });
+    }
+
+    /** Removes node {@code id} from the cluster, as {@link #addNode} adds one; the leader refuses to remove itself. */
+    public CompletableFuture<Void> removeNode(int id, long timeoutMs) {
+        return changeMembers(() -> {
+            MembershipChanges.checkRemove(members.current().values(), id, nodeId);
+            return membershipChanges.remove(id, timeoutMs);
+        });
+    }
+
+    private CompletableFuture<Void> changeMembers(java.util.function.Supplier<CompletableFuture<Void>> change) {
+        DivisionInfo info = division.info();
+        if (info == null || !info.isLeader()) {
+            return CompletableFuture.failedFuture(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+        }
+        try {
+            return change.get();
+        } catch (MembershipChanges.Refused e) {
+            return CompletableFuture.failedFuture(e);
+        }
     }
 
     /**
@@ -718,7 +776,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * no node of the cluster ({@link IllegalArgumentException}).
      */
     public CompletableFuture<Void> transferLeadership(int target, long timeoutMs) {
-        if (!nodeIds.containsValue(target)) {
+        if (!members.isMember(target)) {
             return CompletableFuture.failedFuture(new IllegalArgumentException("node " + target
                     + " is not a node of this cluster; its nodes are " + nodeIds()));
         }
@@ -730,7 +788,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return CompletableFuture.completedFuture(null); // the leader already
         }
         org.apache.ratis.protocol.TransferLeadershipRequest request = new org.apache.ratis.protocol.TransferLeadershipRequest(
-                clientId, self, SHARD_GROUP, submissions.nextCall(), RaftPeerId.valueOf(peerId(target)), timeoutMs);
+                clientId, self, SHARD_GROUP, submissions.nextCall(), RaftPeerId.valueOf(ClusterMember.peerId(target)), timeoutMs);
         CompletableFuture<RaftClientReply> reply;
         try {
             reply = server.transferLeadershipAsync(request);

@@ -10,7 +10,6 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Map;
 
 /**
  * What this node's Raft server knows of one shard's group (its <em>division</em>, in Ratis's words): its
@@ -24,13 +23,10 @@ import java.util.Map;
 final class ShardDivision {
     private final RaftServer server;
     private final RaftGroupId group;
-    /** Ratis peer id ("n1") to node id. */
-    private final Map<String, Integer> nodeIds;
 
-    ShardDivision(RaftServer server, RaftGroupId group, Map<String, Integer> nodeIds) {
+    ShardDivision(RaftServer server, RaftGroupId group) {
         this.server = server;
         this.group = group;
-        this.nodeIds = nodeIds;
     }
 
     /** The division's state, or null before it exists or after it closed. */
@@ -99,7 +95,7 @@ final class ShardDivision {
         List<FollowerProgress> followers = new ArrayList<>(peers.size());
         for (int i = 0; i < peers.size(); i++) {
             String peer = peers.get(i).getId().getId().toStringUtf8();
-            followers.add(new FollowerProgress(nodeIds.getOrDefault(peer, 0), match[i], next[i], Math.max(0, last - match[i]),
+            followers.add(new FollowerProgress(ClusterMember.nodeIdOf(peer), match[i], next[i], Math.max(0, last - match[i]),
                     peers.get(i).getLastRpcElapsedTimeMs()));
         }
         followers.sort(Comparator.comparingInt(FollowerProgress::nodeId));

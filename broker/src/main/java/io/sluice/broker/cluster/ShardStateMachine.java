@@ -26,7 +26,7 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.util.Map;
+import java.util.function.Function;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -68,8 +68,8 @@ final class ShardStateMachine extends BaseStateMachine {
     /** This node's snapshots of its queues, or null when snapshots are markers only (a node without a snapshot-port). */
     private final ShardSnapshots snapshots;
     private final SnapshotInstaller installer;
-    /** Peer id to the host:port of its {@link SnapshotServer}. */
-    private final Map<String, String> snapshotAddresses;
+    /** A peer's {@link SnapshotServer} host:port, from the shard's members ({@link ClusterMembers}); null if unknown. */
+    private final Function<RaftPeerId, String> snapshotAddresses;
     private volatile Events events;
     private final ShardCounters counters;
     /**
@@ -89,7 +89,7 @@ final class ShardStateMachine extends BaseStateMachine {
     private volatile String halted;
 
     ShardStateMachine(ShardApplier applier, QueueManager queues, ShardSnapshots snapshots,
-                      SnapshotInstaller installer, Map<String, String> snapshotAddresses, ShardCounters counters) {
+                      SnapshotInstaller installer, Function<RaftPeerId, String> snapshotAddresses, ShardCounters counters) {
         this.applier = applier;
         this.counters = counters;
         this.queues = queues;
@@ -228,7 +228,7 @@ final class ShardStateMachine extends BaseStateMachine {
     @Override
     public CompletableFuture<TermIndex> notifyInstallSnapshotFromLeader(RoleInfoProto roleInfo, TermIndex firstTermIndexInLog) {
         RaftPeerId leader = RaftPeerId.valueOf(roleInfo.getFollowerInfo().getLeaderInfo().getId().getId());
-        String address = snapshotAddresses.get(leader.toString());
+        String address = snapshotAddresses.apply(leader);
         if (installer == null || address == null) {
             LOG.error("Shard {}: the leader {} has purged its log up to index {}, which this node has not applied, and this node "
                     + "cannot fetch a snapshot (snapshot-port missing); it cannot catch up.", getGroupId(), leader, firstTermIndexInLog);

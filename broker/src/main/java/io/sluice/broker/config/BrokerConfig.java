@@ -33,8 +33,17 @@ public final class BrokerConfig {
         /** This broker's entry in {@link #nodes}. */
         @JsonProperty("node-id")
         public int nodeId;
-        /** Every node of the cluster, this one included; the same list on every node. */
+        /**
+         * The nodes of the cluster's first start, this one included. Once the cluster runs, its members are those of
+         * the Raft configuration in the log (docs/replication.md, "Adding and removing a node"); this list then only
+         * fills in addresses the log lacks.
+         */
         public List<Node> nodes = new ArrayList<>();
+        /**
+         * This node joins a running cluster: it starts with no membership, starts no election, and waits for the
+         * leader to add it ({@code POST /api/cluster/nodes}); {@link #nodes} names it and the current members.
+         */
+        public boolean join;
         /**
          * A follower that hears nothing from a leader for a random time in [min, max] starts an election.
          * Ratis's own 150–300 ms elected spuriously on a loaded two-core machine (issue 20), hence 1–2 s.

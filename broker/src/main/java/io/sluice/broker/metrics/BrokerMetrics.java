@@ -58,6 +58,10 @@ public final class BrokerMetrics implements AutoCloseable {
     private final Map<String, QueueMeters> queueMeters = new HashMap<>();
     private final QueueMetricsCollector queueCollector = new QueueMetricsCollector(this::liveQueueMeters);
     private volatile QueueManager queues;
+    /** The cluster node whose follower meters follow its members, or null on a single broker. */
+    private volatile io.sluice.broker.cluster.ClusterNode clusterNode;
+    /** The follower meters by node id, as the members were at the last scrape; changed under this object's lock. */
+    private final Map<Integer, List<Meter>> followerMeters = new HashMap<>();
 
     /**
      * Keeps {@code promtool check metrics} clean: Micrometer's {@code process.cpu.time} comes out as
@@ -150,7 +154,49 @@ public final class BrokerMetrics implements AutoCloseable {
     /** The Prometheus text exposition, with every queue's figures taken now. */
     public synchronized String scrape() {
         refreshQueues();
+        refreshFollowers();
         return registry.scrape();
+    }
+
+    /**
+     * The follower meters follow the shard's members (docs/replication.md, "Adding and removing a node"): a node added
+     * since the last scrape gets its series, a node removed loses them.
+     */
+    private synchronized void refreshFollowers() {
+        io.sluice.broker.cluster.ClusterNode node = clusterNode;
+        if (node == null) {
+            return;
+        }
+        java.util.Set<Integer> others = new java.util.TreeSet<>(node.nodeIds());
+        others.remove(node.nodeId());
+        if (others.isEmpty() && !followerMeters.isEmpty()) {
+            return; // the shard is not running here (closing, or this node was removed): keep the last series seen
+        }
+        followerMeters.entrySet().removeIf(e -> {
+            if (others.contains(e.getKey())) {
+                return false;
+            }
+            e.getValue().forEach(registry::remove);
+            return true;
+        });
+        for (int other : others) {
+            followerMeters.computeIfAbsent(other, id -> followerMetersOf(node, id));
+        }
+    }
+
+    private List<Meter> followerMetersOf(io.sluice.broker.cluster.ClusterNode node, int other) {
+        String shard = node.shardName();
+        return List.of(
+                Gauge.builder(CLUSTER_FOLLOWER_LAG_ENTRIES, node, n -> n.follower(other)
+                                .map(f -> (double) f.lagEntries()).orElse(Double.NaN))
+                        .tags(LABEL_SHARD, shard, LABEL_NODE, Integer.toString(other))
+                        .description("On the leader: entries of its log this follower is not known to hold (NaN on other nodes)")
+                        .strongReference(true).register(registry),
+                Gauge.builder(CLUSTER_FOLLOWER_LAST_RESPONSE_SECONDS, node, n -> n.follower(other)
+                                .map(f -> f.lastResponseMs() / 1000.0).orElse(Double.NaN))
+                        .tags(LABEL_SHARD, shard, LABEL_NODE, Integer.toString(other))
+                        .description("On the leader: seconds since this follower last answered (NaN on other nodes)")
+                        .strongReference(true).register(registry));
     }
 
     private void refreshQueues() {
@@ -213,7 +259,8 @@ public final class BrokerMetrics implements AutoCloseable {
 
     /**
      * A cluster node's meters of its shard (docs/replication.md, "Operating a cluster"); each reads the node when
-     * scraped. The follower meters exist for every other node of the cluster and are NaN unless this node leads.
+     * scraped. The follower meters exist for every other member of the cluster (as of the last scrape) and are NaN
+     * unless this node leads.
      */
     public void bindCluster(io.sluice.broker.cluster.ClusterNode node) {
         String shard = node.shardName();
@@ -238,21 +285,8 @@ public final class BrokerMetrics implements AutoCloseable {
                 .description("Bytes of the committed entries this node applied: the replication traffic its store took").register(registry);
         FunctionCounter.builder(CLUSTER_APPLIED_ENTRIES, counters, c -> c.appliedEntries()).tag(LABEL_SHARD, shard)
                 .description("Committed entries this node applied").register(registry);
-        for (int other : node.nodeIds()) {
-            if (other == node.nodeId()) {
-                continue;
-            }
-            Gauge.builder(CLUSTER_FOLLOWER_LAG_ENTRIES, node, n -> n.follower(other)
-                            .map(f -> (double) f.lagEntries()).orElse(Double.NaN))
-                    .tags(LABEL_SHARD, shard, LABEL_NODE, Integer.toString(other))
-                    .description("On the leader: entries of its log this follower is not known to hold (NaN on other nodes)")
-                    .strongReference(true).register(registry);
-            Gauge.builder(CLUSTER_FOLLOWER_LAST_RESPONSE_SECONDS, node, n -> n.follower(other)
-                            .map(f -> f.lastResponseMs() / 1000.0).orElse(Double.NaN))
-                    .tags(LABEL_SHARD, shard, LABEL_NODE, Integer.toString(other))
-                    .description("On the leader: seconds since this follower last answered (NaN on other nodes)")
-                    .strongReference(true).register(registry);
-        }
+        clusterNode = node;
+        refreshFollowers(); // each scrape then follows the members
     }
 
     /** Removes the meters of deleted queue {@code q}, unless they already belong to a queue declared again under its name. */

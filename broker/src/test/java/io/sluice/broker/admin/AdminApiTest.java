@@ -141,6 +141,10 @@ class AdminApiTest {
         assertError(call("PUT", "/api/queues/q", "{\"maxDeliveries\": 3}", null), 409, "queue_exists_with_different_settings");
         assertError(call("GET", "/api/nothing", null, null), 404, "not_found");
         assertError(call("POST", "/api/queues", null, null), 405, "method_not_allowed");
+        // The members of a cluster: a single broker has none to change.
+        assertError(call("POST", "/api/cluster/nodes", "{\"id\": 4}", null), 404, "not_a_cluster");
+        assertError(call("DELETE", "/api/cluster/nodes/2", null, null), 404, "not_a_cluster");
+        assertError(call("GET", "/api/cluster/nodes", null, null), 405, "method_not_allowed");
     }
 
     @Test

@@ -163,6 +163,13 @@ class AdminCliTest {
         assertTrue(err().contains("unknown command 'frobnicate'") && err().contains("usage:"), err());
         assertEquals(2, run("--url", url, "queue"));
         assertEquals(2, run("--url", url, "declare", "q", "novalue"));
+        assertEquals(2, run("--url", url, "add-node", "4", "10.0.0.4", "7691"));
+        assertTrue(err().contains("add-node takes ID HOST RAFT_PORT CLIENT_PORT [SNAPSHOT_PORT]"), err());
+        assertEquals(2, run("--url", url, "add-node", "4", "10.0.0.4", "7691", "port"));
+        assertEquals(2, run("--url", url, "remove-node", "x"));
+        assertTrue(err().contains("remove-node takes one node id"), err());
+        assertEquals(1, run("--url", url, "remove-node", "2"));
+        assertTrue(err().contains("not_a_cluster"), err());
         assertEquals(2, run("--user", "u", "queues"));
         assertEquals(2, run());
         int closedPort;
