@@ -35,7 +35,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * log, HALTED, holding what it held (not skipping ahead), while the others go on; upgraded once more it catches up and
  * every digest agrees.
  */
-@Tag("cluster")
+@Tag("cluster-loop")
 @Timeout(420)
 class ClusterEntryLevelTest {
     private static final String QUEUE = "levels";

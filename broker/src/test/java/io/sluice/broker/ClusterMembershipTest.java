@@ -51,7 +51,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * removed node; the founder's lacks node 4). At the end every
  * confirmed number is delivered once and the remaining members' digests agree.
  */
-@Tag("cluster")
+@Tag("cluster-loop")
 @Timeout(300)
 class ClusterMembershipTest {
     private static final String QUEUE = "members";

@@ -7,6 +7,7 @@ import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.cluster.ClusterMember;
 import io.sluice.broker.cluster.ClusterNode;
 import io.sluice.broker.cluster.EntryLevelRefused;
+import io.sluice.broker.cluster.LeadershipTransfer;
 import io.sluice.broker.cluster.MembershipChanges;
 import io.sluice.broker.error.BrokerException;
 
@@ -76,7 +77,7 @@ final class ClusterAdmin {
                         return new AdminApi.ApiException(409, "not_leader", "only the shard's leader hands its leadership over: "
                                 + refused.getMessage());
                     }
-                    if (cause instanceof ClusterNode.LeadershipNotTransferred) {
+                    if (cause instanceof LeadershipTransfer.LeadershipNotTransferred) {
                         return new AdminApi.ApiException(503, "transfer_failed", cause.getMessage());
                     }
                     return null;

@@ -113,6 +113,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final EntryCoalescer coalescer;
     /** This process's client id at its own Raft server: with the call number, the key of Ratis's retry cache. */
     private final ClientId clientId = ClientId.randomId();
+    private final LeadershipTransfer leadershipTransfer;
     private final Consumer<String> closeClients;
     /** This node's queues: the leader checks a dead-letter queue's quota before it submits a copy (R8). */
     private final QueueManager queues;
@@ -216,6 +217,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.members = new ClusterMembers(server, SHARD_GROUP, config.cluster.nodes);
         membersOnceBuilt[0] = members;
         this.membershipChanges = new MembershipChanges(server, SHARD_GROUP, self, clientId, submissions::nextCall, members);
+        this.leadershipTransfer = new LeadershipTransfer(server, SHARD_GROUP, self, nodeId, clientId, submissions::nextCall, this::notLeader);
         this.entryLevels = new EntryLevelControl(entryLevel, server, SHARD_GROUP, self, this::submitLevel,
                 peer -> "node " + ClusterMember.nodeIdOf(peer.toString()), tls == null ? null : tls.raftParameters());
     }
@@ -771,7 +773,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * maintenance): Ratis brings the target's log up to date, then has it start an election at once, which it
      * wins; this node's clients are then sent to it (NOT_LEADER) and resend what was not confirmed. Only the
      * leader can do it. Completes once the target leads, exceptionally with a {@link BrokerException} if it
-     * does not within {@code timeoutMs} ({@link LeadershipNotTransferred}: the leader stays, or an election picks
+     * does not within {@code timeoutMs} ({@link LeadershipTransfer.LeadershipNotTransferred}: the leader stays, or an election picks
      * one), if this node is not the leader ({@link BrokerException} NOT_LEADER, naming it), or if {@code target} is
      * no node of the cluster ({@link IllegalArgumentException}).
      */
@@ -787,26 +789,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         if (target == nodeId) {
             return CompletableFuture.completedFuture(null); // the leader already
         }
-        org.apache.ratis.protocol.TransferLeadershipRequest request = new org.apache.ratis.protocol.TransferLeadershipRequest(
-                clientId, self, SHARD_GROUP, submissions.nextCall(), RaftPeerId.valueOf(ClusterMember.peerId(target)), timeoutMs);
-        CompletableFuture<RaftClientReply> reply;
-        try {
-            reply = server.transferLeadershipAsync(request);
-        } catch (IOException | RuntimeException e) {
-            reply = CompletableFuture.failedFuture(e);
-        }
-        return reply.handle((answer, failure) -> {
-            Throwable refusal = failure != null ? failure : answer.isSuccess() ? null : answer.getException();
-            if (refusal == null) {
-                LOG.info("Cluster node {} handed the shard's leadership to node {}.", nodeId, target);
-                return null;
-            }
-            if (refusal instanceof org.apache.ratis.protocol.exceptions.NotLeaderException) {
-                throw new BrokerException(ErrorCode.NOT_LEADER, notLeader());
-            }
-            throw new LeadershipNotTransferred("node " + target + " did not take the shard's leadership from node "
-                    + nodeId + " within " + timeoutMs + " ms: " + refusal.getMessage());
-        });
+        return leadershipTransfer.to(target, timeoutMs);
     }
 
     /**
@@ -821,13 +804,6 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return CompletableFuture.failedFuture(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
         }
         return entryLevels.raise(level);
-    }
-
-    /** A leadership transfer that did not happen in time; the reason says what Ratis answered. */
-    public static final class LeadershipNotTransferred extends RuntimeException {
-        LeadershipNotTransferred(String message) {
-            super(message);
-        }
     }
 
     /** Entries submitted here and not yet applied or refused (for tests and metrics). */
