@@ -239,8 +239,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
             node.close();
             throw e;
         }
+        // The address the Raft server binds (RaftSettings: this node's host); Ratis's own peer reads 0.0.0.0.
         LOG.info("Cluster node {} started: Raft on {} ({}), the members {}{}, the Raft log in {}.", node.nodeId,
-                node.server.getPeer().getAddress(), config.cluster.tls.enabled ? "mutual TLS"
+                config.cluster.nodes.stream().filter(n -> n.id == config.cluster.nodeId).map(n -> n.host + ":" + n.raftPort)
+                        .findFirst().orElse("?"), config.cluster.tls.enabled ? "mutual TLS"
                         : "plain: whoever reaches it can append to the log, see cluster.tls", node.members.current().keySet(),
                 config.cluster.join ? " (cluster.join: it waits to be added)" : "", config.raftDirectory().toAbsolutePath());
         return node;
