@@ -135,15 +135,14 @@ final class ShardStateMachine extends BaseStateMachine {
      * applied index from the newest marker.
      */
     private void load() throws IOException {
-        if (installer != null && installer.pending() != null) {
-            int installedLevel = installer.pendingEntryLevel();
-            TermIndex installed = installer.swapIn();
-            applier.installedLevel(installedLevel, installed.getIndex());
-            // A snapshot of its own at once (links, and copies of what is not sealed): a follower that falls behind
-            // this node, should it lead next, is not left waiting for the next snapshot to catch up from.
-            snapshots.take(installed);
-            writeMarker(installed);
-            installer.finish();
+        if (installer != null) {
+            installer.installPending((installed, installedLevel) -> {
+                applier.installedLevel(installedLevel, installed.getIndex());
+                // A snapshot of its own at once (links, and copies of what is not sealed): a follower that falls behind
+                // this node, should it lead next, is not left waiting for the next snapshot to catch up from.
+                snapshots.take(installed);
+                writeMarker(installed);
+            });
         }
         SingleFileSnapshotInfo snapshot = storage.loadLatestSnapshot();
         if (snapshot != null) {

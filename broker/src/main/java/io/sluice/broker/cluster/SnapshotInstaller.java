@@ -74,6 +74,13 @@ final class SnapshotInstaller {
     private final SnapshotAuth auth;
     /** Null: plain HTTP. */
     private final SSLContext tls;
+    /**
+     * Held while the pending install is swapped in and finished ({@link #installPending}), and while a fetch puts its
+     * snapshot in place: a fetch that completes during a swap (the leader purged further meanwhile and notified again)
+     * waits, and its snapshot is the next pending install, rather than being deleted by the swap's finish, which left
+     * Ratis taking the newer snapshot as installed over the older one's queues (the entries between them never applied).
+     */
+    private final Object installLock = new Object();
     private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "sluice-snapshot-install");
         t.setDaemon(true);
@@ -184,11 +191,13 @@ final class SnapshotInstaller {
                     + ", below " + minIndex);
         }
         SnapshotFiles.force(temporary);
-        if (Files.exists(install)) {
-            Directories.deleteRecursively(install); // an older one, never swapped in (the swap would have removed it)
+        synchronized (installLock) { // not while the pending install is swapped in: its finish would delete this one
+            if (Files.exists(install)) {
+                Directories.deleteRecursively(install); // an older one, never swapped in (the swap would have removed it)
+            }
+            Files.move(temporary, install, StandardCopyOption.ATOMIC_MOVE);
+            AtomicFiles.fsyncDirectory(dataDirectory);
         }
-        Files.move(temporary, install, StandardCopyOption.ATOMIC_MOVE);
-        AtomicFiles.fsyncDirectory(dataDirectory);
         CrashPoint.reached(CRASH_FETCHED_BEFORE_SWAP);
         LOG.info("Fetched the snapshot through index {} (term {}) from {} in {} ms; it replaces this node's queues next.",
                 termIndex.getIndex(), termIndex.getTerm(), address, (System.nanoTime() - started) / 1_000_000);
@@ -277,6 +286,28 @@ final class SnapshotInstaller {
         LOG.info("Snapshot install: {} queues through index {} (term {}) in place in {} ms.", copies.size(), termIndex.getIndex(),
                 termIndex.getTerm(), (System.nanoTime() - started) / 1_000_000);
         return termIndex;
+    }
+
+    /** The steps of an install once its snapshot is swapped in: the node's own snapshot of it and its marker. */
+    interface AfterSwap {
+        void installed(TermIndex installed, int entryLevel) throws IOException;
+    }
+
+    /**
+     * Swaps the pending install in (if there is one), runs {@code after}, then removes the install directory, all
+     * under {@link #installLock}, so that no fetch replaces the install meanwhile. Returns what was installed, or null.
+     */
+    TermIndex installPending(AfterSwap after) throws IOException {
+        synchronized (installLock) {
+            if (pending() == null) {
+                return null;
+            }
+            int level = pendingEntryLevel();
+            TermIndex installed = swapIn();
+            after.installed(installed, level);
+            finish();
+            return installed;
+        }
     }
 
     /** Once the snapshot's marker is written: the install directory is done with. */

@@ -157,4 +157,61 @@ class SnapshotInstallTest {
             server.close();
         }
     }
+
+    /**
+     * Rule R4, two notifications in a row: the leader purged further while this node swapped in the snapshot it
+     * fetched first, so a second fetch completes during that swap. Its snapshot must stay the pending install, to be
+     * swapped in next; before, the first swap's end deleted it, and Ratis took the newer snapshot as installed over the
+     * older one's queues, the entries between the two never applied on this node (seen as a node 20,000 messages
+     * short in ClusterMembershipTest).
+     */
+    @Test
+    void aSnapshotFetchedWhileAnotherIsSwappedInIsTheNextPendingInstall() throws Exception {
+        TermIndex first = TermIndex.valueOf(3, 42);
+        TermIndex second = TermIndex.valueOf(3, 84);
+        int port = SnapshotAuthTest.freePort();
+        Node leader = new Node("leader");
+        SnapshotServer server;
+        ShardSnapshots snapshots;
+        try {
+            leader.fill("orders", QueueSettings.EMPTY, 100, 0);
+            snapshots = new ShardSnapshots(leader.data.resolve("snapshots"), leader.queues, () -> 4);
+            snapshots.take(first);
+            server = new SnapshotServer("127.0.0.1", port, snapshots, AUTH);
+        } catch (RuntimeException e) {
+            leader.close();
+            throw e;
+        }
+        Node follower = new Node("follower");
+        SnapshotInstaller installer = new SnapshotInstaller(follower.data, follower.queues, TIMEOUTS, AUTH);
+        try {
+            assertEquals(first, installer.fetch("127.0.0.1:" + port, first.getIndex()).get(60, TimeUnit.SECONDS));
+            leader.fill("orders", QueueSettings.EMPTY, 50, 0);
+            snapshots.take(second);
+            java.util.concurrent.atomic.AtomicReference<java.util.concurrent.CompletableFuture<TermIndex>> secondFetch =
+                    new java.util.concurrent.atomic.AtomicReference<>();
+            TermIndex installed = installer.installPending((at, level) -> {
+                // In the middle of the swap: the next notification's fetch runs to its end, as far as it may.
+                java.util.concurrent.CompletableFuture<TermIndex> fetch = installer.fetch("127.0.0.1:" + port, second.getIndex());
+                secondFetch.set(fetch);
+                try {
+                    fetch.get(5, TimeUnit.SECONDS);
+                } catch (java.util.concurrent.TimeoutException expected) {
+                    // it waits for this swap to end before it puts its snapshot in place
+                } catch (Exception e) {
+                    throw new java.io.IOException(e);
+                }
+            });
+            assertEquals(first, installed);
+            assertEquals(second, secondFetch.get().get(60, TimeUnit.SECONDS));
+            assertEquals(second, installer.pending(), "the second snapshot is the next install, not deleted by the first's end");
+            assertEquals(second, installer.installPending((at, level) -> { }));
+            assertEquals(150, QueueDigest.of(follower.queues.get("orders").store()).messages());
+        } finally {
+            installer.close();
+            follower.close();
+            server.close();
+            leader.close();
+        }
+    }
 }
