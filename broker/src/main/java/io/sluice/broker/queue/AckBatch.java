@@ -80,13 +80,14 @@ final class AckBatch implements InFlightDeliveries.Removed {
 
     /**
      * A cluster node's replicated acks (docs/replication.md): each message of {@code ranges} neither acked
-     * here nor out with a consumer of this node ({@code outWithConsumer}) is acknowledged through {@code lateAck}
+     * here nor this node's to settle ({@code settledHere}: out with a consumer of this node, or being moved to its
+     * dead-letter queue) is acknowledged through {@code lateAck}
      * (which reads its size and hands it back here), a tracked one too: one due again, or waiting out a requeue
      * delay, here (a leader deposed while its consumers held it gave it back to its ready list) is acknowledged as
      * on every other node, and passed over when its turn comes. One out with a consumer is settled by that consumer
      * (an at-least-once redelivery at worst). Returns how many were acknowledged; the batch is flushed.
      */
-    long applyReplicated(List<IdRange> ranges, LongConsumer lateAck, LongPredicate outWithConsumer) {
+    long applyReplicated(List<IdRange> ranges, LongConsumer lateAck, LongPredicate settledHere) {
         long acked = 0;
         for (IdRange range : ranges) {
             for (long id = range.from(); id <= range.to(); id++) {
@@ -94,7 +95,7 @@ final class AckBatch implements InFlightDeliveries.Removed {
                     awaitingApply.remove(id); // settled here already (R5): only the store's ack was waiting for this entry
                     tracked.remove(id);
                     batch(id);
-                } else if (!store.isAcked(id) && (!tracked.contains(id) || !outWithConsumer.test(id))) {
+                } else if (!store.isAcked(id) && (!tracked.contains(id) || !settledHere.test(id))) {
                     lateAck.accept(id);
                     acked++;
                 }

@@ -293,7 +293,7 @@ public final class BrokerQueue {
     public void applyReplicatedAcks(List<IdRange> ranges) {
         executor.execute(() -> {
             // A purge's ids this node holds are untracked, so they are acknowledged here as on every node; then released.
-            transactionEffects.acked(acks.applyReplicated(ranges, this::lateAck, this::outWithConsumer));
+            transactionEffects.acked(acks.applyReplicated(ranges, this::lateAck, this::settledHere));
             purgeHold.applied(ranges);
         });
     }
@@ -362,8 +362,14 @@ public final class BrokerQueue {
      * An ack of a message taken back after its ack timeout and not yet redelivered still counts: it
      * is batched for the store with the others of its frame.
      */
-    /** True if a consumer of this node holds delivery {@code id} now. */
-    private boolean outWithConsumer(long id) {
+    /**
+     * True if delivery {@code id} is this node's to settle: a consumer of this node holds it, or its dead-letterer moves
+     * it (the move's own entry acknowledges it, R8).
+     */
+    private boolean settledHere(long id) {
+        if (order.deadLettering(id)) {
+            return true;
+        }
         for (ConsumerSession session : consumers) {
             if (session.inFlight.contains(id)) {
                 return true;
