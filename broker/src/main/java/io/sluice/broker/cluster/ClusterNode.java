@@ -30,10 +30,7 @@ import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.server.DivisionInfo;
 import org.apache.ratis.server.RaftServer;
-import org.apache.ratis.server.protocol.TermIndex;
-import org.apache.ratis.server.raftlog.RaftLog;
 import org.apache.ratis.server.storage.RaftStorage;
-import org.apache.ratis.statemachine.SnapshotInfo;
 import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -46,9 +43,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 
 /**
@@ -176,7 +171,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         SnapshotInstaller installer = null;
         if (RaftSettings.servesSnapshots(config)) {
             snapshots = new ShardSnapshots(config.dataDirectory().resolve("snapshots"), queues, entryLevel::finalized);
-            SnapshotAuth auth = snapshotAuth(config);
+            SnapshotAuth auth = SnapshotAuth.forConfig(config);
             installer = new SnapshotInstaller(config.dataDirectory(), queues, new SnapshotInstaller.Timeouts(
                     (int) config.cluster.snapshotConnectTimeoutMs, (int) config.cluster.snapshotReadTimeoutMs), auth,
                     tls == null ? null : tls.clientContext());
@@ -233,7 +228,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         try {
             node.server.start();
             node.started = true;
-            node.dropLogBelowInstalledSnapshot();
+            node.division.dropLogBelowInstalledSnapshot(node.nodeId);
         } catch (IOException | RuntimeException e) {
             queues.replication(null);
             node.close();
@@ -246,46 +241,6 @@ public final class ClusterNode implements Replication, AutoCloseable {
                         : "plain: whoever reaches it can append to the log, see cluster.tls", node.members.current().keySet(),
                 config.cluster.join ? " (cluster.join: it waits to be added)" : "", config.raftDirectory().toAbsolutePath());
         return node;
-    }
-
-    /** cluster.snapshot-auth; the configuration check made sure that {@code secret} comes with a good secret file. */
-    private static SnapshotAuth snapshotAuth(BrokerConfig config) {
-        if ("none".equals(config.cluster.snapshotAuth)) {
-            LOG.warn("SECURITY: cluster.snapshot-auth is none: anyone who reaches snapshot-port {} can download every queue's "
-                    + "messages. Set cluster.snapshot-auth: secret and cluster.secret-file unless only the nodes reach it.",
-                    config.cluster.nodes.stream().filter(n -> n.id == config.cluster.nodeId).findFirst().map(n -> n.snapshotPort).orElse(0));
-            return SnapshotAuth.none();
-        }
-        return SnapshotAuth.fromFile(config.cluster.secretFile);
-    }
-
-    /**
-     * Rule R4, a crash inside a snapshot install: when this start finished an install that a crash interrupted
-     * (ShardStateMachine's load, before Ratis opened its log), the queues hold the entries through the snapshot's
-     * N while the Raft log still ends at this node's old last entry, below N. Ratis's log then purges its closed
-     * segments only and keeps the open one, so the leader's entry N + 1 would not follow it ("gap between
-     * entries") and this node would never catch up. What Ratis does after an install it drove itself is done
-     * here: the log is reset to start after N. Nothing of it is lost: every entry through N is in the queues.
-     */
-    private void dropLogBelowInstalledSnapshot() throws IOException {
-        RaftServer.Division division = server.getDivision(SHARD_GROUP);
-        SnapshotInfo snapshot = division.getStateMachine().getLatestSnapshot();
-        RaftLog log = division.getRaftLog();
-        TermIndex last = log.getLastEntryTermIndex();
-        if (snapshot == null || last == null || last.getIndex() >= snapshot.getIndex()) {
-            return;
-        }
-        LOG.info("Cluster node {}: the queues hold every entry through index {} (an installed snapshot) and the Raft log ends at {};"
-                + " the log now starts after the snapshot.", nodeId, snapshot.getIndex(), last.getIndex());
-        try {
-            log.onSnapshotInstalled(snapshot.getIndex()).get(60, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted while resetting the Raft log after the installed snapshot", e);
-        } catch (ExecutionException | TimeoutException e) {
-            throw new IOException("resetting the Raft log to start after the installed snapshot at index " + snapshot.getIndex()
-                    + " failed: " + e, e);
-        }
     }
 
     // ------------------------------------------------------------------ serving
@@ -705,17 +660,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         status.put("appliedBytes", counters.appliedBytes());
         status.put("submittedEntries", counters.submittedEntries());
         status.put("submittedBytes", counters.submittedBytes());
-        List<Map<String, Object>> followers = new ArrayList<>();
-        for (FollowerProgress f : followers()) {
-            Map<String, Object> m = new java.util.LinkedHashMap<>();
-            m.put("nodeId", f.nodeId());
-            m.put("matchIndex", f.matchIndex());
-            m.put("nextIndex", f.nextIndex());
-            m.put("lagEntries", f.lagEntries());
-            m.put("lastResponseMs", f.lastResponseMs());
-            followers.add(m);
-        }
-        status.put("followers", followers);
+        status.put("followers", followers().stream().map(FollowerProgress::toMap).toList());
         return status;
     }
 
@@ -759,9 +704,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     private CompletableFuture<Void> changeMembers(java.util.function.Supplier<CompletableFuture<Void>> change) {
-        DivisionInfo info = division.info();
-        if (info == null || !info.isLeader()) {
-            return CompletableFuture.failedFuture(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+        if (!leads()) {
+            return notLeaderFailure();
         }
         try {
             return change.get();
@@ -784,9 +728,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return CompletableFuture.failedFuture(new IllegalArgumentException("node " + target
                     + " is not a node of this cluster; its nodes are " + nodeIds()));
         }
-        DivisionInfo info = division.info();
-        if (info == null || !info.isLeader()) {
-            return CompletableFuture.failedFuture(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+        if (!leads()) {
+            return notLeaderFailure();
         }
         if (target == nodeId) {
             return CompletableFuture.completedFuture(null); // the leader already
@@ -801,11 +744,20 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * leader, a {@link BrokerException} NOT_LEADER naming it.
      */
     public CompletableFuture<Integer> raiseEntryLevel(int level) {
-        DivisionInfo info = division.info();
-        if (info == null || !info.isLeader()) {
-            return CompletableFuture.failedFuture(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+        if (!leads()) {
+            return notLeaderFailure();
         }
         return entryLevels.raise(level);
+    }
+
+    private boolean leads() {
+        DivisionInfo info = division.info();
+        return info != null && info.isLeader();
+    }
+
+    /** The failure of an operator's request off the leader: NOT_LEADER, naming the leader. */
+    private <T> CompletableFuture<T> notLeaderFailure() {
+        return CompletableFuture.failedFuture(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
     }
 
     /** Entries submitted here and not yet applied or refused (for tests and metrics). */

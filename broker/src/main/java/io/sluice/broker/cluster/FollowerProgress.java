@@ -6,4 +6,15 @@ package io.sluice.broker.cluster;
  * and how long ago it last answered.
  */
 public record FollowerProgress(int nodeId, long matchIndex, long nextIndex, long lagEntries, long lastResponseMs) {
+
+    /** The row {@code GET /api/cluster} shows for this follower. */
+    java.util.Map<String, Object> toMap() {
+        java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
+        m.put("nodeId", nodeId);
+        m.put("matchIndex", matchIndex);
+        m.put("nextIndex", nextIndex);
+        m.put("lagEntries", lagEntries);
+        m.put("lastResponseMs", lastResponseMs);
+        return m;
+    }
 }

@@ -6,10 +6,18 @@ import org.apache.ratis.server.DivisionInfo;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.protocol.TermIndex;
 
+import org.apache.ratis.server.raftlog.RaftLog;
+import org.apache.ratis.statemachine.SnapshotInfo;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * What this node's Raft server knows of one shard's group (its <em>division</em>, in Ratis's words): its
@@ -21,12 +29,42 @@ import java.util.List;
  * may see different moments).
  */
 final class ShardDivision {
+    private static final Logger LOG = LoggerFactory.getLogger(ShardDivision.class);
     private final RaftServer server;
     private final RaftGroupId group;
 
     ShardDivision(RaftServer server, RaftGroupId group) {
         this.server = server;
         this.group = group;
+    }
+
+    /**
+     * Rule R4, a crash inside a snapshot install: when this start finished an install that a crash interrupted
+     * (ShardStateMachine's load, before Ratis opened its log), the queues hold the entries through the snapshot's
+     * N while the Raft log still ends at this node's old last entry, below N. Ratis's log then purges its closed
+     * segments only and keeps the open one, so the leader's entry N + 1 would not follow it ("gap between
+     * entries") and this node would never catch up. What Ratis does after an install it drove itself is done
+     * here: the log is reset to start after N. Nothing of it is lost: every entry through N is in the queues.
+     */
+    void dropLogBelowInstalledSnapshot(int nodeId) throws IOException {
+        RaftServer.Division division = server.getDivision(group);
+        SnapshotInfo snapshot = division.getStateMachine().getLatestSnapshot();
+        RaftLog log = division.getRaftLog();
+        TermIndex last = log.getLastEntryTermIndex();
+        if (snapshot == null || last == null || last.getIndex() >= snapshot.getIndex()) {
+            return;
+        }
+        LOG.info("Cluster node {}: the queues hold every entry through index {} (an installed snapshot) and the Raft log ends at {};"
+                + " the log now starts after the snapshot.", nodeId, snapshot.getIndex(), last.getIndex());
+        try {
+            log.onSnapshotInstalled(snapshot.getIndex()).get(60, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while resetting the Raft log after the installed snapshot", e);
+        } catch (ExecutionException | TimeoutException e) {
+            throw new IOException("resetting the Raft log to start after the installed snapshot at index " + snapshot.getIndex()
+                    + " failed: " + e, e);
+        }
     }
 
     /** The division's state, or null before it exists or after it closed. */

@@ -1,5 +1,6 @@
 package io.sluice.broker.cluster;
 
+import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ClusterSecretFile;
 import io.sluice.broker.config.ClusterSecretFile.ClusterSecrets;
 import org.slf4j.Logger;
@@ -84,6 +85,17 @@ final class SnapshotAuth {
      */
     static SnapshotAuth fromFile(String path) {
         return new SnapshotAuth(path, ClusterSecretFile.load(path));
+    }
+
+    /** {@code cluster.snapshot-auth} of {@code config}; the configuration check made sure that {@code secret} comes with a good secret file. */
+    static SnapshotAuth forConfig(BrokerConfig config) {
+        if ("none".equals(config.cluster.snapshotAuth)) {
+            LOG.warn("SECURITY: cluster.snapshot-auth is none: anyone who reaches snapshot-port {} can download every queue's "
+                    + "messages. Set cluster.snapshot-auth: secret and cluster.secret-file unless only the nodes reach it.",
+                    config.cluster.nodes.stream().filter(n -> n.id == config.cluster.nodeId).findFirst().map(n -> n.snapshotPort).orElse(0));
+            return none();
+        }
+        return fromFile(config.cluster.secretFile);
     }
 
     synchronized boolean required() {
