@@ -31,22 +31,30 @@ final class InFlightPublishes {
     private record Key(long producerId, long sequence) {
     }
 
-    /** Key to the resends waiting for it (an empty list while none waits). */
+    /** While no resend waits for a message: shared, so that a submitted message costs no list of its own. */
+    private static final List<Waiting> NONE_WAITING = List.of();
+
+    /** Key to the resends waiting for it ({@link #NONE_WAITING} while none waits). */
     private final Map<Key, List<Waiting>> submitted = new HashMap<>();
 
     /** The leader admitted {@code frame} and submits it now. */
     void submitted(PublishFrame frame) {
         PublishCursor cursor = frame.cursor();
         while (cursor.next()) {
-            submitted.putIfAbsent(new Key(cursor.producerId(), cursor.sequence()), new ArrayList<>(0));
+            submitted.putIfAbsent(new Key(cursor.producerId(), cursor.sequence()), NONE_WAITING);
         }
     }
 
     /** True, and the resend waits, if this message is submitted and not applied yet; false if it is not in flight. */
     boolean await(Waiting resend) {
-        List<Waiting> waiting = submitted.get(new Key(resend.producerId(), resend.sequence()));
+        Key key = new Key(resend.producerId(), resend.sequence());
+        List<Waiting> waiting = submitted.get(key);
         if (waiting == null) {
             return false;
+        }
+        if (waiting == NONE_WAITING) {
+            waiting = new ArrayList<>(1);
+            submitted.put(key, waiting);
         }
         waiting.add(resend);
         return true;
