@@ -52,4 +52,5 @@ else
   exit 2
 fi
 # The heap is capped as bin/sluice caps it (see there); an -Xmx in SLUICE_JAVA_OPTS comes later and wins.
-exec java -Xmx1g $share ${SLUICE_JAVA_OPTS:-} -jar "$jar" --data-dir "$data" --listen 0.0.0.0 --set metrics.listen-address=0.0.0.0 "$@"
+# ExitOnOutOfMemoryError as bin/sluice: the container's restart policy starts a broker that ran out of heap again.
+exec java -Xmx1g -XX:+ExitOnOutOfMemoryError $share ${SLUICE_JAVA_OPTS:-} -jar "$jar" --data-dir "$data" --listen 0.0.0.0 --set metrics.listen-address=0.0.0.0 "$@"

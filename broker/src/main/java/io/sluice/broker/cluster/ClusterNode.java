@@ -181,7 +181,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
             this.snapshotServer = null;
         }
         ClusterMembers[] membersOnceBuilt = new ClusterMembers[1]; // the state machine is built before the server it reads
-        this.stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId, maxFrameBytes, entryLevel), queues,
+        this.stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId, maxFrameBytes, entryLevel),
+                ApplyBudget.forHeap(Runtime.getRuntime().maxMemory(), maxFrameBytes + RaftSettings.ENTRY_HEADROOM_BYTES), queues,
                 snapshots, installer, peer -> membersOnceBuilt[0].snapshotAddress(peer), counters);
         stateMachine.events(new ShardStateMachine.Events() {
             @Override
@@ -658,6 +659,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         status.put("leaderChanges", counters.leaderChanges());
         status.put("appliedEntries", counters.appliedEntries());
         status.put("appliedBytes", counters.appliedBytes());
+        status.put("applyingBytes", stateMachine.applyingBytes());
         status.put("submittedEntries", counters.submittedEntries());
         status.put("submittedBytes", counters.submittedBytes());
         status.put("followers", followers().stream().map(FollowerProgress::toMap).toList());

@@ -19,7 +19,7 @@ final class RaftSettings {
      * Room around the largest entry in Ratis's buffers: one PUBLISH frame plus the entry header, or a batch of at most
      * max-frame-bytes of entries plus its lengths (EntryBatch, EntryCoalescer).
      */
-    private static final long ENTRY_HEADROOM_BYTES = 64 << 10;
+    static final long ENTRY_HEADROOM_BYTES = 64 << 10;
 
     private RaftSettings() {
     }
@@ -67,7 +67,25 @@ final class RaftSettings {
         // The log is purged whole closed segments at a time: their size is the purge's granularity.
         RaftServerConfigKeys.Log.setSegmentSizeMax(properties, SizeInBytes.valueOf(Math.max(config.cluster.logSegmentBytes, 2 * entryBytes)));
         GrpcConfigKeys.setMessageSizeMax(properties, SizeInBytes.valueOf(Math.max(64L << 20, 2 * entryBytes)));
+        // Ratis holds log entries on the heap in two places whose defaults ignore the heap's size: the segment cache
+        // (200 MB) and the log worker's queue of appends not yet written (64 MB). A follower resumed after a stop, taking
+        // the entries it missed as fast as the leader sends them, filled a 256 MiB heap with them and its Raft server
+        // closed on OutOfMemoryError (ClusterSlowFollowerTest). Both are sized from the heap instead (docs/replication.md,
+        // "Memory"); entries evicted from the cache are read again from the log's files when needed.
+        long heapBytes = Runtime.getRuntime().maxMemory();
+        RaftServerConfigKeys.Log.setSegmentCacheSizeMax(properties, SizeInBytes.valueOf(logCacheBytes(heapBytes, appenderBytes)));
+        RaftServerConfigKeys.Log.setQueueByteLimit(properties, SizeInBytes.valueOf(logQueueBytes(heapBytes, appenderBytes)));
         return properties;
+    }
+
+    /** Ratis's segment cache: an eighth of the heap, at least what one append to a follower carries, at most Ratis's default. */
+    static long logCacheBytes(long heapBytes, long appenderBytes) {
+        return Math.max(appenderBytes, Math.min(200L << 20, heapBytes / 8));
+    }
+
+    /** Ratis's queue of appends not yet written: a sixteenth of the heap, at least two of the largest appends, at most Ratis's default. */
+    static long logQueueBytes(long heapBytes, long appenderBytes) {
+        return Math.max(2 * appenderBytes, Math.min(64L << 20, heapBytes / 16));
     }
 
     /** Every node has a snapshot-port: snapshots hold the queues' data and a follower can install one (rule R4). */

@@ -64,6 +64,7 @@ final class ShardStateMachine extends BaseStateMachine {
 
     private final SimpleStateMachineStorage storage = new SimpleStateMachineStorage();
     private final ShardApplier applier;
+    private final ApplyBudget applyBudget;
     private final QueueManager queues;
     /** This node's snapshots of its queues, or null when snapshots are markers only (a node without a snapshot-port). */
     private final ShardSnapshots snapshots;
@@ -88,9 +89,10 @@ final class ShardStateMachine extends BaseStateMachine {
     /** Why this node stopped applying the log (rule R12), or null while it applies it. Written once by the updater thread. */
     private volatile String halted;
 
-    ShardStateMachine(ShardApplier applier, QueueManager queues, ShardSnapshots snapshots,
+    ShardStateMachine(ShardApplier applier, ApplyBudget applyBudget, QueueManager queues, ShardSnapshots snapshots,
                       SnapshotInstaller installer, Function<RaftPeerId, String> snapshotAddresses, ShardCounters counters) {
         this.applier = applier;
+        this.applyBudget = applyBudget;
         this.counters = counters;
         this.queues = queues;
         this.snapshots = snapshots;
@@ -162,21 +164,39 @@ final class ShardStateMachine extends BaseStateMachine {
     public CompletableFuture<Message> applyTransaction(TransactionContext transaction) {
         LogEntryProto entry = transaction.getLogEntry();
         TermIndex termIndex = TermIndex.valueOf(entry);
-        // A copy: the entry's buffer is Ratis's, and the queues read it later, on their own threads.
-        byte[] data = entry.getStateMachineLogEntry().getLogData().toByteArray();
+        int size = entry.getStateMachineLogEntry().getLogData().size();
+        try {
+            applyBudget.acquire(size);
+        } catch (InterruptedException e) {
+            // Ratis stops its updater (the division closes) by interrupting it: nothing of this entry was applied.
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted before applying log entry " + termIndex.getIndex(), e);
+        }
         CompletableFuture<Void> applied;
         try {
+            // A copy: the entry's buffer is Ratis's, and the queues read it later, on their own threads.
+            byte[] data = entry.getStateMachineLogEntry().getLogData().toByteArray();
             applied = applier.applyLogEntry(data, termIndex.getIndex());
         } catch (EntryLevels.EntryTooNew | java.io.UncheckedIOException e) { // the latter: the level's file could not be written
             // Rule R12: thrown out of applyTransaction, Ratis's updater stops (its EXCEPTION state) and closes this node's
             // division before it counts the entry applied, so nothing after it is applied and no snapshot covers it.
+            applyBudget.release(size);
             halted = e.getMessage();
             LOG.error("Shard {}: {}.", getGroupId(), e.getMessage());
             throw e;
+        } catch (RuntimeException | Error e) {
+            applyBudget.release(size);
+            throw e;
         }
-        counters.applied(data.length);
+        applied.whenComplete((done, failure) -> applyBudget.release(size));
+        counters.applied(size);
         updateLastAppliedTermIndex(termIndex);
         return applied.thenApply(done -> Message.EMPTY);
+    }
+
+    /** Bytes of log entries handed to the queues and not applied by them yet, for the status page and its test. */
+    long applyingBytes() {
+        return applyBudget.inFlightBytes();
     }
 
     /** Rule R4: the marker is written once every store is durable through what was applied. */
