@@ -46,6 +46,7 @@ class ClusterDropOldestCommitTest {
     /** Messages a consumer on the leader holds (delivered, not acknowledged): a drop passes them. */
     private static final int HELD = 2;
     private static final long PRODUCER = 0x5EED_0009L;
+    private static final String DLQ = "d-dlq";
 
     @TempDir
     Path dir;
@@ -63,7 +64,22 @@ class ClusterDropOldestCommitTest {
 
     @Test
     void aDropTheLeaderCouldNotCommitLeavesEveryStoreWhole() throws Exception {
-        JsonNode before = dropOnCutOffLeader();
+        aDropTheLeaderCouldNotCommitLeavesEveryStoreWhole(false);
+    }
+
+    /**
+     * The same with the queue dead-lettering what it drops (R8): the move's entry never commits either, and the old
+     * leader's source keeps the message (the original leaves its source only when that entry is applied, so this held
+     * on main already) and its dead-letter queue stays empty, as on every node.
+     */
+    @Test
+    void aDeadLetteredDropTheLeaderCouldNotCommitLeavesEveryStoreWhole() throws Exception {
+        aDropTheLeaderCouldNotCommitLeavesEveryStoreWhole(true);
+        assertEquals(0, cluster.awaitDigest(DLQ, 0, Duration.ofSeconds(30)).get("messages").asLong());
+    }
+
+    private void aDropTheLeaderCouldNotCommitLeavesEveryStoreWhole(boolean deadLetter) throws Exception {
+        JsonNode before = dropOnCutOffLeader(deadLetter);
         Broker leader = brokers.get(leaderIndex);
         leader.close();
         running.remove(leader);
@@ -86,7 +102,7 @@ class ClusterDropOldestCommitTest {
      */
     @Test
     void aDropCommittedAfterItsLeaderGaveItBackDropsTheSameMessageOnEveryNode() throws Exception {
-        dropOnCutOffLeader();
+        dropOnCutOffLeader(false);
         cluster.rejoinBehindOldLeader(brokers.get(leaderIndex), leaderIndex, running);
         cluster.awaitServing(leaderIndex);
         try (RawClient raw = RawClient.connected(cluster.clientPorts[leaderIndex])) {
@@ -101,18 +117,18 @@ class ClusterDropOldestCommitTest {
     }
 
     /**
-     * Starts three nodes, publishes {@link #TOTAL} messages to a queue of that hard quota with the policy drop-oldest,
-     * has a consumer on the leader hold the first {@link #HELD}, closes both followers and publishes one more message on
+     * Starts three nodes, publishes {@link #TOTAL} messages to a queue of that hard quota with the policy drop-oldest
+     * (dead-lettering what it drops to {@link #DLQ} if {@code deadLetter}), has a consumer on the leader hold the first {@link #HELD}, closes both followers and publishes one more message on
      * the leader over the wire: the leader drops the oldest message not out with the consumer, and neither entry commits
      * (the connection is closed, rule S1). The leader's store must still hold every id it held (on main it had
      * acknowledged the dropped one). Returns the digest every node had before.
      */
-    private JsonNode dropOnCutOffLeader() throws Exception {
+    private JsonNode dropOnCutOffLeader(boolean deadLetter) throws Exception {
         cluster = new ClusterFixture(dir, 3);
         brokers = cluster.startInProcess();
         running.addAll(brokers);
         leaderIndex = brokers.indexOf(ClusterFixture.awaitLeader(brokers));
-        publishTotal(cluster);
+        publishTotal(cluster, deadLetter);
         Broker leader = brokers.get(leaderIndex);
         ClusterFixture.awaitApplied(brokers, leader);
         JsonNode before = cluster.awaitDigest("d", TOTAL, Duration.ofSeconds(30));
@@ -180,11 +196,16 @@ class ClusterDropOldestCommitTest {
         }).get(30, TimeUnit.SECONDS);
     }
 
-    private static void publishTotal(ClusterFixture cluster) throws Exception {
+    private static void publishTotal(ClusterFixture cluster, boolean deadLetter) throws Exception {
         try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
-            c.declareQueue("d", QueueSettings.builder()
+            QueueSettings.Builder settings = QueueSettings.builder()
                     .set(QueueSettings.QUOTA_HARD_MESSAGES, TOTAL)
-                    .set(QueueSettings.OVERFLOW_POLICY, "drop-oldest").build());
+                    .set(QueueSettings.OVERFLOW_POLICY, "drop-oldest");
+            if (deadLetter) {
+                c.declareQueue(DLQ, QueueSettings.EMPTY); // declared before: the move's own entry is what cannot commit
+                settings.deadLetterQueue(DLQ).set("deadLetterDropped", true);
+            }
+            c.declareQueue("d", settings.build());
             Producer producer = c.createProducer("d", ProducerOptions.DEFAULT);
             ClusterFixture.publish(producer, 0, TOTAL);
         }
