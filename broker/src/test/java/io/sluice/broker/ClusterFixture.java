@@ -232,6 +232,19 @@ final class ClusterFixture {
         return restarted;
     }
 
+    /**
+     * With only {@code oldLeader} (node {@code oldLeaderIndex}, 0-based) up, its log longer than the others' (entries it
+     * could not commit while cut off): starts the next node, checks that only the old leader can win the election, then
+     * starts the last node. Adds both to {@code running}.
+     */
+    void rejoinBehindOldLeader(Broker oldLeader, int oldLeaderIndex, List<Broker> running) throws InterruptedException {
+        Broker follower = Broker.start(config((oldLeaderIndex + 1) % size));
+        running.add(follower);
+        org.junit.jupiter.api.Assertions.assertSame(oldLeader, awaitLeader(List.of(oldLeader, follower)),
+                "only the node with the longer log can lead");
+        running.add(Broker.start(config((oldLeaderIndex + 2) % size)));
+    }
+
     /** Publishes test payloads {@code from} .. {@code from + count - 1} and waits for every confirm (up to 60 s). */
     static void publish(io.sluice.client.Producer producer, long from, int count) throws Exception {
         List<java.util.concurrent.CompletableFuture<Void>> confirms = new ArrayList<>();
@@ -240,6 +253,29 @@ final class ClusterFixture {
         }
         java.util.concurrent.CompletableFuture.allOf(confirms.toArray(java.util.concurrent.CompletableFuture[]::new))
                 .get(60, java.util.concurrent.TimeUnit.SECONDS);
+    }
+
+    /**
+     * Consumes {@code count} messages of {@code queue} from whichever node leads, acking each; returns the sequences of
+     * their test payloads ({@link Payloads}).
+     */
+    java.util.Set<Long> consumeAll(String queue, int count) throws Exception {
+        java.util.Set<Long> received = new java.util.TreeSet<>();
+        try (io.sluice.client.Connection c = io.sluice.client.Connection.connect(reconnectingOptions())) {
+            io.sluice.client.Consumer consumer = c.subscribe(queue, new io.sluice.client.ConsumerOptions(count, 128, Duration.ofMillis(1)));
+            while (received.size() < count) {
+                io.sluice.client.Message m = consumer.receive(Duration.ofSeconds(30));
+                org.junit.jupiter.api.Assertions.assertNotNull(m, "only " + received.size() + " delivered");
+                received.add(Payloads.sequence(m.payload()));
+                m.ack();
+            }
+        }
+        return received;
+    }
+
+    /** The sequences {@code from} .. {@code to - 1}, in order. */
+    static java.util.TreeSet<Long> sequences(long from, long to) {
+        return java.util.stream.LongStream.range(from, to).boxed().collect(java.util.stream.Collectors.toCollection(java.util.TreeSet::new));
     }
 
     /** host:port of every node's client listener, for {@code ConnectionOptions.bootstrap}. */

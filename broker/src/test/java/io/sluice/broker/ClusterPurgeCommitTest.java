@@ -5,7 +5,6 @@ import io.sluice.client.Connection;
 import io.sluice.client.ConnectionOptions;
 import io.sluice.client.Consumer;
 import io.sluice.client.ConsumerOptions;
-import io.sluice.client.Message;
 import io.sluice.client.Producer;
 import io.sluice.client.ProducerOptions;
 import io.sluice.protocol.CloseFrame;
@@ -24,13 +23,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import java.util.TreeSet;
-import java.util.stream.Collectors;
-import java.util.stream.LongStream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertSame;
 
 /**
  * Rule R7 of docs/replication.md: a cluster leader's purge changes no store before its entries are applied, as R5 does
@@ -72,7 +67,8 @@ class ClusterPurgeCommitTest {
         // The followers elect a leader of their own; the old leader comes back as a follower.
         cluster.restartFollowersThenOldLeader(leaderIndex, running);
         assertEquals(before, cluster.awaitDigest("q", TOTAL, Duration.ofSeconds(30)), "every node keeps every message");
-        assertEquals(sequences(0, TOTAL), consumeAll(cluster, TOTAL), "every message is delivered after the failed purge");
+        assertEquals(ClusterFixture.sequences(0, TOTAL), cluster.consumeAll("q", TOTAL),
+                "every message is delivered after the failed purge");
         cluster.awaitDigest("q", 0, Duration.ofSeconds(30));
     }
 
@@ -91,12 +87,9 @@ class ClusterPurgeCommitTest {
         int leaderIndex = brokers.indexOf(leader);
         purgeOnCutOffLeader(cluster, brokers, leaderIndex);
 
-        Broker follower = Broker.start(cluster.config((leaderIndex + 1) % 3));
-        running.add(follower);
-        assertSame(leader, ClusterFixture.awaitLeader(List.of(leader, follower)), "only the node with the longer log can lead");
-        running.add(Broker.start(cluster.config((leaderIndex + 2) % 3)));
+        cluster.rejoinBehindOldLeader(leader, leaderIndex, running);
         cluster.awaitDigest("q", HELD, Duration.ofSeconds(30));
-        assertEquals(sequences(0, HELD), consumeAll(cluster, HELD), "what the consumer held, and nothing purged");
+        assertEquals(ClusterFixture.sequences(0, HELD), cluster.consumeAll("q", HELD), "what the consumer held, and nothing purged");
         cluster.awaitDigest("q", 0, Duration.ofSeconds(30));
     }
 
@@ -151,24 +144,5 @@ class ClusterPurgeCommitTest {
             Producer producer = c.createProducer("q", ProducerOptions.DEFAULT);
             ClusterFixture.publish(producer, 0, TOTAL);
         }
-    }
-
-    /** Consumes {@code count} messages from whichever node leads, acking each; returns their payloads' sequences. */
-    private static Set<Long> consumeAll(ClusterFixture cluster, int count) throws Exception {
-        Set<Long> received = new TreeSet<>();
-        try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
-            Consumer consumer = c.subscribe("q", new ConsumerOptions(count, 128, Duration.ofMillis(1)));
-            while (received.size() < count) {
-                Message m = consumer.receive(Duration.ofSeconds(30));
-                assertNotNull(m, "only " + received.size() + " delivered");
-                received.add(Payloads.sequence(m.payload()));
-                m.ack();
-            }
-        }
-        return received;
-    }
-
-    private static Set<Long> sequences(long from, long to) {
-        return LongStream.range(from, to).boxed().collect(Collectors.toCollection(TreeSet::new));
     }
 }

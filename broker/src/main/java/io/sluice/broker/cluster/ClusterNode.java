@@ -477,18 +477,28 @@ public final class ClusterNode implements Replication, AutoCloseable {
         List<CompletableFuture<Void>> entries = new ArrayList<>();
         for (int from = 0; from < ids.size(); from += PURGE_RANGES_PER_ENTRY) {
             List<IdRange> chunk = List.copyOf(ids.subList(from, Math.min(ids.size(), from + PURGE_RANGES_PER_ENTRY)));
-            CompletableFuture<Void> applied = new CompletableFuture<>();
-            long call = submissions.nextCall();
-            submissions.applied(call, applied);
-            submit(call, entry(call, queue.name(), new AckFrame(0, chunk)), "a purge of queue '" + queue.name() + "'")
-                    .thenAccept(refused -> {
-                        if (refused) {
-                            applied.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
-                        }
-                    });
-            entries.add(applied);
+            entries.add(ackEntry(queue, chunk, "a purge of queue '" + queue.name() + "'"));
         }
         return CompletableFuture.allOf(entries.toArray(CompletableFuture[]::new));
+    }
+
+    /** Rule R9: a drop-oldest drop is one ACK entry. */
+    @Override
+    public CompletableFuture<Void> dropped(BrokerQueue queue, long id) {
+        return ackEntry(queue, List.of(IdRange.single(id)), "a drop-oldest drop of message " + id + " of queue '" + queue.name() + "'");
+    }
+
+    /** An ACK entry of the leader's own decision (R7, R9); completes once it is applied here, exceptionally if Raft refused it. */
+    private CompletableFuture<Void> ackEntry(BrokerQueue queue, List<IdRange> ids, String what) {
+        CompletableFuture<Void> applied = new CompletableFuture<>();
+        long call = submissions.nextCall();
+        submissions.applied(call, applied);
+        submit(call, entry(call, queue.name(), new AckFrame(0, ids)), what).thenAccept(refused -> {
+            if (refused) {
+                applied.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+            }
+        });
+        return applied;
     }
 
     /**

@@ -157,18 +157,19 @@ final class ShardApplier {
                 return afterQueueWork(queue);
             }
         } else if (entry.frame() instanceof AckFrame ack) {
-            CompletableFuture<Void> purged = mine ? submissions.takeApplied(entry.originCall()) : null;
+            // A purge (R7) or a drop (R9) of this node waits for its entry; a consumer's acks have no one waiting.
+            CompletableFuture<Void> waiting = mine ? submissions.takeApplied(entry.originCall()) : null;
             BrokerQueue queue = queues.get(entry.queue());
             if (queue != null) {
                 queue.applyReplicatedAcks(ack.messageIds());
                 CompletableFuture<Void> applied = afterQueueWork(queue);
-                if (purged != null) {
-                    applied.whenComplete((done, failure) -> purged.complete(null));
+                if (waiting != null) {
+                    applied.whenComplete((done, failure) -> waiting.complete(null));
                 }
                 return applied;
             }
-            if (purged != null) {
-                purged.complete(null); // deleted since: nothing left to purge
+            if (waiting != null) {
+                waiting.complete(null); // deleted since: nothing left to purge or drop
             }
         } else if (entry.frame() instanceof ProducerInitFrame init) {
             return register(entry, init, mine ? submissions.takeRegistration(entry.originCall()) : null);

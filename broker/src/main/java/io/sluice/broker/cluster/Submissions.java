@@ -45,7 +45,7 @@ final class Submissions {
         waiting.put(call, new DeleteAnswer(answer));
     }
 
-    /** An ACK entry of the ids a purge removed (rule R7), or a dead-letter entry (R8): completed once it is applied here. */
+    /** An ACK entry of the ids a purge removed (rule R7) or of a drop (R9), or a dead-letter entry (R8): completed once it is applied here. */
     void applied(long call, CompletableFuture<Void> applied) {
         waiting.put(call, new Applied(applied));
     }
@@ -65,7 +65,7 @@ final class Submissions {
         return waiting.remove(call) instanceof DeleteAnswer answer ? answer.future() : null;
     }
 
-    /** Who waits for {@code call}'s ACK entry of a purge or its dead-letter, forgetting it; null if nobody (a consumer's acks). */
+    /** Who waits for {@code call}'s ACK entry of a purge or a drop, or its dead-letter, forgetting it; null if nobody (a consumer's acks). */
     CompletableFuture<Void> takeApplied(long call) {
         return waiting.remove(call) instanceof Applied applied ? applied.future() : null;
     }

@@ -37,6 +37,13 @@ final class Backlog {
     private long uncommittedBytes;
     private long maxUncommittedBytes;
     private boolean uncommittedBlocked;
+    /**
+     * Rule R9: {@code drop-oldest} drops this node, a cluster's leader, chose and has not applied yet ({@link LeaderHold}).
+     * They are still stored but count as gone, as they are on a single broker at once: their bytes left {@link #bytes}
+     * when they were chosen, and they are taken off the stored messages here, so the publish each made room for is
+     * admitted against the backlog it leaves, and nothing is dropped twice for it. Always 0 on a single broker.
+     */
+    private long heldDrops;
     /** BLOCKED time before the current stretch, and when that stretch began (meaningful while blocked). */
     private long blockedNanosBefore;
     private long blockedSinceNanos;
@@ -67,6 +74,23 @@ final class Backlog {
         bytes = Math.max(0, bytes - messageBytes);
     }
 
+    /** Rule R9: a drop of {@code messageBytes} was chosen, to be applied later: off the backlog now ({@link #heldDrops}). */
+    void dropHeld(long messageBytes) {
+        heldDrops++;
+        removed(messageBytes);
+    }
+
+    /** Rule R9: {@code count} held drops were applied: they are no longer stored, so no longer taken off. */
+    void dropsApplied(int count) {
+        heldDrops = Math.max(0, heldDrops - count);
+    }
+
+    /** Rule R9: a held drop of {@code messageBytes} was not committed: the message counts again. */
+    void dropGivenBack(long messageBytes) {
+        heldDrops = Math.max(0, heldDrops - 1);
+        added(messageBytes);
+    }
+
     /** After a purge: only what is still out with the consumers is left. */
     void resetBytes(long messageBytes) {
         bytes = messageBytes;
@@ -86,7 +110,7 @@ final class Backlog {
      */
     String refusal(long storedMessages, int messageBytes, BooleanSupplier dropOldest) {
         QuotaSettings quota = gate.quota();
-        long messages = storedMessages + uncommittedMessages;
+        long messages = storedMessages - heldDrops + uncommittedMessages;
         boolean overHard = (quota.hardMessages() > 0 && messages >= quota.hardMessages())
                 || (quota.hardBytes() > 0 && bytes + uncommittedBytes + messageBytes > quota.hardBytes());
         if (diskBlockedReason != null) {
@@ -123,7 +147,7 @@ final class Backlog {
         if (messages == 0) {
             bytes = 0; // what the store discarded as damaged was never seen here
         }
-        if (gate.update(messages + uncommittedMessages, bytes + uncommittedBytes) && gate.state() == FlowState.FREE) {
+        if (gate.update(messages - heldDrops + uncommittedMessages, bytes + uncommittedBytes) && gate.state() == FlowState.FREE) {
             slowTokens = 0;
         }
         if (maxUncommittedBytes > 0) { // blocked at the bound, free again below 90 % of it (the quotas' hysteresis)

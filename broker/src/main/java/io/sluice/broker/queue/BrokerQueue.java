@@ -71,8 +71,8 @@ public final class BrokerQueue {
     private final Dispatcher dispatcher;
     /** The acknowledged deliveries of the ACK frame being applied. */
     private final AckBatch acks;
-    /** On a cluster leader, what its purges picked and it has not applied yet (rule R7 of docs/replication.md). */
-    private final PurgeHold purgeHold = new PurgeHold();
+    /** On a cluster leader, what its purges picked and drop-oldest dropped and it has not applied yet (rules R7, R9). */
+    private final LeaderHold leaderHold = new LeaderHold();
     /** What the queue does after acks, requeues or commits made elsewhere (its transactions, a replicated ack). */
     private final TransactionEffects transactionEffects = new TransactionEffects();
     private ScheduledFuture<?> ackTimeoutTask;
@@ -104,7 +104,7 @@ public final class BrokerQueue {
         this.options = options;
         this.publishers = new QueuePublishers(name);
         IdSet pending = new IdSet();
-        this.order = new DeliveryOrder(store, tracked, pending, purgeHold.ids(), executor, this::scheduleDispatch);
+        this.order = new DeliveryOrder(store, tracked, pending, leaderHold.ids(), executor, this::scheduleDispatch);
         this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store, (ids, counts, n) -> {
             Replication replication = manager.replication(); // rule R10 of docs/replication.md: replicated, best effort
             if (replication != null) {
@@ -119,7 +119,7 @@ public final class BrokerQueue {
         this.publishPath = new PublishPath(this, store, order, backlog, producers, publishers, pendingConfirms, this::published);
         this.transactions = new QueueTransactions(this, store, backlog, tracked, order, pending, staged, producers,
                 pendingConfirms, publishers, transactionEffects);
-        this.dropOldest = new DropOldest(this, store, tracked, transactions, backlog, manager, this::deadLetter);
+        this.dropOldest = new DropOldest(this, store, tracked, transactions, backlog, manager, this::deadLetter, order, leaderHold);
         this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
             @Override
             public void moved(StoredMessage original) {
@@ -202,7 +202,7 @@ public final class BrokerQueue {
         return producerState;
     }
 
-    /** The {@code drop-oldest} policy's discard (replicated on a cluster, rule R9 of docs/replication.md). */
+    /** The {@code drop-oldest} policy's discard (replicated on a cluster and held until applied, rule R9 of docs/replication.md). */
     boolean dropOldest() {
         return dropOldest.dropOne();
     }
@@ -292,9 +292,15 @@ public final class BrokerQueue {
      */
     public void applyReplicatedAcks(List<IdRange> ranges) {
         executor.execute(() -> {
-            // A purge's ids this node holds are untracked, so they are acknowledged here as on every node; then released.
+            // A drop this node holds (R9) is off the backlog since it was chosen: only the store's ack waited for this entry.
+            long[] drops = leaderHold.applied(ranges);
+            if (drops.length > 0) {
+                store.ackAll(drops, drops.length);
+                backlog.dropsApplied(drops.length);
+                dropOldest.dropsApplied(drops.length);
+            }
+            // A purge's ids this node held are untracked, so they are acknowledged here as on every node (R7).
             transactionEffects.acked(acks.applyReplicated(ranges, this::lateAck, this::settledHere));
-            purgeHold.applied(ranges);
         });
     }
 
@@ -322,7 +328,9 @@ public final class BrokerQueue {
                 publishPath.updateFlow();
                 scheduleDispatch();
             }
-            purgeGivenBack(purgeHold.giveBackAll()); // rule R7: the purges' entries may never commit either
+            LeaderHold.GivenBack held = leaderHold.giveBackAll(); // rules R7, R9: the purges' and drops' entries may never commit either
+            purgeGivenBack(held.purged());
+            dropsGivenBack(held.dropped());
         });
     }
 
@@ -331,16 +339,51 @@ public final class BrokerQueue {
      * them, or this node lost its leadership): whatever of them is still held is deliverable again here.
      */
     public void purgeNotCommitted(List<IdRange> ranges) {
-        executor.execute(() -> purgeGivenBack(purgeHold.giveBack(ranges)));
+        executor.execute(() -> purgeGivenBack(leaderHold.giveBack(ranges)));
     }
 
     /** {@code ids} (ascending) are no longer held by a purge: back where the order finds them, in id order. */
     private void purgeGivenBack(long[] ids) {
         for (int i = ids.length - 1; i >= 0; i--) {
-            order.purgeGivenBack(ids[i]);
+            order.givenBack(ids[i]);
         }
         if (ids.length > 0) {
             LOG.info("Queue '{}': a purge of {} messages was not committed; they stay in the queue.", name, ids.length);
+            scheduleDispatch();
+        }
+    }
+
+    /**
+     * Rule R9 of docs/replication.md: the ACK entry of a {@code drop-oldest} drop of {@code id} was not committed (Raft
+     * refused it, or this node lost its leadership): if it is still held, the message is deliverable here again. Any thread.
+     */
+    void dropNotCommitted(long id) {
+        executor.execute(() -> {
+            if (leaderHold.giveBackDrop(id)) {
+                dropsGivenBack(new long[] {id});
+            }
+        });
+    }
+
+    /**
+     * {@code ids} (ascending) are no longer held as drops: back in the backlog and where the order finds them, untracked
+     * as a purge's, so that an entry that commits after all drops them when applied, as on every node.
+     */
+    private void dropsGivenBack(long[] ids) {
+        int back = 0;
+        for (int i = ids.length - 1; i >= 0; i--) {
+            StoredMessage m = store.isAcked(ids[i]) ? null : readUnlessDamaged(ids[i]);
+            if (m == null) {
+                backlog.dropsApplied(1); // gone from the store meanwhile: nothing to count again
+                continue;
+            }
+            backlog.dropGivenBack(m.headersLength() + m.payloadLength());
+            order.givenBack(ids[i]);
+            back++;
+        }
+        if (back > 0) {
+            LOG.info("Queue '{}': {} drop-oldest drops were not committed; those messages stay in the queue.", name, back);
+            publishPath.updateFlow();
             scheduleDispatch();
         }
     }
@@ -582,7 +625,7 @@ public final class BrokerQueue {
      */
     io.netty.util.concurrent.Future<List<IdRange>> holdForPurge() {
         return executor.submit(() -> QueuePurge.holdWaiting(store, consumers, tracked, order, transactions,
-                id -> purgeHold.holds(id) || acks.awaitingApply(id) || order.deadLettering(id), purgeHold));
+                id -> leaderHold.holds(id) || acks.awaitingApply(id) || order.deadLettering(id), leaderHold));
     }
 
     // ------------------------------------------------------------------ figures and lifecycle

@@ -17,7 +17,7 @@ import java.util.function.LongConsumer;
 /**
  * What a queue delivers next: the redeliveries due now first, in order (D2, D4), then the store in
  * store order through the queue's reader, skipping the messages on their way to the dead-letter
- * queue, those a cluster leader's purge holds ({@link PurgeHold}) and those a transaction staged and has not
+ * queue, those a cluster leader's purge or drop holds ({@link LeaderHold}) and those a transaction staged and has not
  * committed (T2 of {@link QueueTransactions}): the
  * reader passes them, so an open transaction never stalls the queue, and one that commits later
  * has them due then, after the redeliveries. Also remembers which consumer each message taken back by the ack timeout came from, so
@@ -42,8 +42,8 @@ final class DeliveryOrder {
     private final IdSet deadLettering = new IdSet();
     /** The pending messages, {@link QueueTransactions}'; read here only. */
     private final IdSet pending;
-    /** What a cluster leader's purge holds until its entries are applied (rule R7, {@link PurgeHold}'s); read here only. */
-    private final IdSet purgeHeld;
+    /** What a cluster leader's purges and drops hold until their entries are applied (rules R7, R9, {@link LeaderHold}'s); read here only. */
+    private final IdSet leaderHeld;
     /** Pending messages the reader has passed: due once their transaction commits. */
     private final IdSet passedPending = new IdSet();
     /**
@@ -63,11 +63,11 @@ final class DeliveryOrder {
     private boolean closed;
 
     /** {@code dispatch} asks the queue for a dispatch; it runs on {@code executor}, the queue's. */
-    DeliveryOrder(QueueStore store, IdSet tracked, IdSet pending, IdSet purgeHeld, EventExecutor executor, Runnable dispatch) {
+    DeliveryOrder(QueueStore store, IdSet tracked, IdSet pending, IdSet leaderHeld, EventExecutor executor, Runnable dispatch) {
         this.store = store;
         this.tracked = tracked;
         this.pending = pending;
-        this.purgeHeld = purgeHeld;
+        this.leaderHeld = leaderHeld;
         this.visibleThrough = store.writtenIndex(); // what a start finds pending is resolved before any reader opens
         this.executor = executor;
         this.dispatch = dispatch;
@@ -176,18 +176,18 @@ final class DeliveryOrder {
         takenBackFrom.clear();
     }
 
-    /** A cluster leader's purge holds this message (rule R7): not due any more, whatever made it due. */
+    /** A cluster leader's purge or drop holds this message (rules R7, R9): not due any more, whatever made it due. */
     void notDue(long id) {
         ready.remove(id);
         takenBackFrom.remove(SpreadIds.spread(id));
     }
 
     /**
-     * A purge's hold on this message ended without its entry being applied (rule R7): deliverable again. The reader
+     * A purge's or a drop's hold on this message ended without its entry being applied (rules R7, R9): deliverable again. The reader
      * passed it while it was held if it is behind the reader, so it is due now; ahead of the reader, the reader
      * returns it. Not tracked, so that if the entry commits after all, applying it acknowledges the message.
      */
-    void purgeGivenBack(long id) {
+    void givenBack(long id) {
         if (reader != null && id < reader.position()) {
             ready.addFirst(id);
         }
@@ -231,8 +231,8 @@ final class DeliveryOrder {
     StoredMessage next() {
         for (long id = ready.pollFirst(); id >= 0; id = ready.pollFirst()) {
             takenBackFrom.remove(SpreadIds.spread(id));
-            if (purgeHeld.size() > 0 && purgeHeld.contains(id)) {
-                continue; // made due while a purge holds it: given back (or removed) when the hold ends
+            if (leaderHeld.size() > 0 && leaderHeld.contains(id)) {
+                continue; // made due while a purge or a drop holds it: given back (or removed) when the hold ends
             }
             StoredMessage m;
             try {
@@ -260,8 +260,8 @@ final class DeliveryOrder {
             while (reader.position() <= visibleThrough && (next = reader.next()) != null) {
                 if (next.transactional() && pending.contains(next.id())) {
                     passedPending.add(next.id());
-                } else if (!deadLettering(next.id()) && (purgeHeld.size() == 0 || !purgeHeld.contains(next.id()))) {
-                    return next; // no lookup unless a move or a purge is under way
+                } else if (!deadLettering(next.id()) && (leaderHeld.size() == 0 || !leaderHeld.contains(next.id()))) {
+                    return next; // no lookup unless a move, a purge or a drop is under way
                 }
             }
         } catch (StorageFilesExhaustedException e) {

@@ -1,18 +1,21 @@
 package io.sluice.broker.queue;
 
-import io.sluice.protocol.IdRange;
 import io.sluice.storage.CorruptRecordException;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoredMessage;
 
-import java.util.List;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * The {@code drop-oldest} overflow policy of one queue (docs/flow-control.md): discards the oldest
  * unacknowledged message not out with a consumer, or dead-letters it if the queue says so. On a cluster the
  * leader decides alone (which message is out with a consumer is its own state), so the drop is replicated as an
  * ack of that id, submitted before the PUBLISH that made room for itself, and a dead-letter goes through rule R8;
- * followers drop exactly what the leader dropped (docs/replication.md, rule R9).
+ * followers drop exactly what the leader dropped (docs/replication.md, rule R9). The leader acknowledges the
+ * message in its store only when it applies that entry, as every node does: until then the drop is held
+ * ({@link LeaderHold}), off the backlog and out of dispatch, and if the entry is not committed it is given back
+ * ({@link BrokerQueue#dropNotCommitted}, {@link BrokerQueue#leadershipLost}), so a drop the leader could not commit
+ * leaves its store as the others'.
  *
  * <p>Threads: the queue's executor.
  */
@@ -29,10 +32,12 @@ final class DropOldest {
     private final Backlog backlog;
     private final QueueManager manager;
     private final DeadLetter deadLetter;
+    private final DeliveryOrder order;
+    private final LeaderHold hold;
     private long dropped;
 
     DropOldest(BrokerQueue queue, QueueStore store, IdSet tracked, QueueTransactions transactions, Backlog backlog,
-               QueueManager manager, DeadLetter deadLetter) {
+               QueueManager manager, DeadLetter deadLetter, DeliveryOrder order, LeaderHold hold) {
         this.queue = queue;
         this.store = store;
         this.tracked = tracked;
@@ -40,15 +45,18 @@ final class DropOldest {
         this.backlog = backlog;
         this.manager = manager;
         this.deadLetter = deadLetter;
+        this.order = order;
+        this.hold = hold;
     }
 
     /**
-     * Discards the oldest unacknowledged message not out with a consumer; false if there is none. Every message
-     * the queue tracks is skipped at most once, so the walk is bounded by the deliveries outstanding, not by the
-     * backlog.
+     * Discards the oldest unacknowledged message not out with a consumer; false if there is none. A message a cluster
+     * leader holds (an earlier drop or a purge not applied yet) is on its way out already, so it is passed too. Every
+     * message skipped is tracked, pending or held, each at most once, so the walk is bounded by those, not by the backlog.
      */
     boolean dropOne() {
-        long id = store.oldestUnacked(x -> tracked.contains(x) || transactions.isPending(x), tracked.size() + transactions.pendingCount());
+        long id = store.oldestUnacked(x -> tracked.contains(x) || transactions.isPending(x) || hold.holds(x),
+                tracked.size() + transactions.pendingCount() + hold.size());
         if (id < 0) {
             return false;
         }
@@ -62,19 +70,39 @@ final class DropOldest {
         if (m == null) {
             return false;
         }
-        dropped++;
+        Replication replication = manager.replication();
         if (queue.options().deadLetterDropped()) {
             // Room is made for this publish at once; the message leaves once its copy is durable.
+            dropped++;
             deadLetter.deadLetter(m, m.deliveryCount(), "dropped to make room: " + backlog.quotaReason());
-        } else {
+        } else if (replication == null) {
+            dropped++;
             store.ack(id);
             backlog.removed(m.headersLength() + m.payloadLength());
-            Replication replication = manager.replication();
-            if (replication != null) {
-                replication.acked(queue, List.of(IdRange.single(id)));
+        } else {
+            // Rule R9: the store drops it when the entry is applied here (counted then, so a drop given back never is);
+            // until then it is held, off the backlog.
+            hold.holdDrop(id);
+            order.notDue(id);
+            backlog.dropHeld(m.headersLength() + m.payloadLength());
+            CompletableFuture<Void> applied;
+            try {
+                applied = replication.dropped(queue, id);
+            } catch (RuntimeException e) {
+                applied = CompletableFuture.failedFuture(e);
             }
+            applied.whenComplete((done, failure) -> {
+                if (failure != null) {
+                    queue.dropNotCommitted(id);
+                }
+            });
         }
         return true;
+    }
+
+    /** Rule R9: {@code count} held drops were applied here, as on every node: they are dropped now. */
+    void dropsApplied(int count) {
+        dropped += count;
     }
 
     /** Messages dropped since the queue opened. */

@@ -38,13 +38,13 @@ final class QueuePurge {
 
     /**
      * A cluster leader's purge (rule R7 of docs/replication.md): picks what {@link #removeWaiting} would remove, except
-     * what is already on its way out by an entry of its own ({@code leaving}: held by an earlier purge, acknowledged by a
-     * consumer and not applied yet, being dead-lettered), and holds it in {@code hold} instead of acknowledging it: out
-     * of the tracked set and the ready list, untouched in the store and the backlog until the entries are applied.
+     * what is already on its way out by an entry of its own ({@code leaving}: held by an earlier purge or a drop,
+     * acknowledged by a consumer and not applied yet, being dead-lettered), and holds it in {@code hold} instead of
+     * acknowledging it: out of the tracked set and the ready list, untouched in the store and the backlog until the entries are applied.
      * Returns the ids picked as ranges of consecutive ids, for the ACK entries.
      */
     static List<IdRange> holdWaiting(QueueStore store, List<ConsumerSession> consumers, IdSet tracked, DeliveryOrder order,
-                                     QueueTransactions transactions, LongPredicate leaving, PurgeHold hold) {
+                                     QueueTransactions transactions, LongPredicate leaving, LeaderHold hold) {
         List<IdRange> picked = new ArrayList<>();
         forEachWaiting(store, consumers, transactions, leaving, id -> {
             tracked.remove(id); // so that a requeue's timer does not make it due while held

@@ -66,6 +66,15 @@ public interface Replication {
     CompletableFuture<Void> purged(BrokerQueue queue, List<IdRange> ids);
 
     /**
+     * Rule R9 of docs/replication.md: {@code drop-oldest} dropped message {@code id} of {@code queue} here and holds it
+     * ({@link LeaderHold}): replicated as an ACK entry, like {@link #acked}, submitted before the PUBLISH it made room
+     * for, but completes once the entry is committed and applied here, when this node's store drops the message as every
+     * node's does; exceptionally (NOT_LEADER) if it could not be committed, and the queue gives the message back. Called
+     * on the queue's executor.
+     */
+    CompletableFuture<Void> dropped(BrokerQueue queue, long id);
+
+    /**
      * Rule R8 of docs/replication.md: this node, the leader, decided to move {@code original} of {@code source} to
      * {@code deadLetterQueue} with these headers (the delivery count and the reason are the leader's alone).
      * Replicated: every node stores the same copy in the dead-letter queue, in log order, so under the same id,

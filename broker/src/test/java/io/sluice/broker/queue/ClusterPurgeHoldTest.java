@@ -3,22 +3,17 @@ package io.sluice.broker.queue;
 import io.sluice.broker.error.BrokerException;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.IdRange;
-import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.QueueSettings;
-import io.sluice.storage.StoredMessage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.LongStream;
 
@@ -46,8 +41,8 @@ class ClusterPurgeHoldTest {
         try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never"))) {
             Setup s = setUp(core);
             CompletableFuture<Long> answer = new CompletableFuture<>();
-            Submitted purge = purgeOnLeader(core, s.queue, answer);
-            assertEquals(s.notOut, ids(purge.ids), "the purge picks what is not out with the consumer");
+            LogStub.Submitted purge = purgeOnLeader(core, s.queue, answer);
+            assertEquals(s.notOut, ids(purge.ids()), "the purge picks what is not out with the consumer");
             s.subscription.credit(STORED);
             QueueCore.onLoop(s.queue, () -> null); // the dispatch the credit asked for has run
             assertEquals(OUT, s.consumer.deliveries().size(), "nothing held is delivered while the purge's entry is in flight");
@@ -56,7 +51,7 @@ class ClusterPurgeHoldTest {
 
             // This node stops leading (ClusterNode: leadershipLost on every queue), then Raft refuses the entry.
             s.queue.leadershipLost();
-            purge.applied.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, "node 1 is a follower"));
+            purge.applied().completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, "node 1 is a follower"));
             ExecutionException failed = assertThrows(ExecutionException.class, () -> answer.get(30, TimeUnit.SECONDS));
             assertEquals(ErrorCode.NOT_LEADER, assertInstanceOf(BrokerException.class, failed.getCause()).code());
 
@@ -74,10 +69,10 @@ class ClusterPurgeHoldTest {
         try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never"))) {
             Setup s = setUp(core);
             CompletableFuture<Long> answer = new CompletableFuture<>();
-            Submitted purge = purgeOnLeader(core, s.queue, answer);
+            LogStub.Submitted purge = purgeOnLeader(core, s.queue, answer);
             assertEquals((long) STORED, (long) QueueCore.onLoop(s.queue, s.queue.store()::unackedMessages));
-            s.queue.applyReplicatedAcks(purge.ids); // the entry is applied here, as on every node (ShardApplier)
-            QueueCore.onLoop(s.queue, () -> purge.applied.complete(null));
+            s.queue.applyReplicatedAcks(purge.ids()); // the entry is applied here, as on every node (ShardApplier)
+            QueueCore.onLoop(s.queue, () -> purge.applied().complete(null));
             assertEquals((long) (STORED - OUT), (long) answer.get(30, TimeUnit.SECONDS));
             assertEquals((long) OUT, (long) QueueCore.onLoop(s.queue, s.queue.store()::unackedMessages));
 
@@ -115,7 +110,7 @@ class ClusterPurgeHoldTest {
      * Makes {@code core} a cluster's leader whose log is {@link LogStub} and purges {@code queue} there; the purge's
      * answer goes to {@code answer}. Returns its entries as submitted, not applied yet.
      */
-    private static Submitted purgeOnLeader(QueueCore core, BrokerQueue queue, CompletableFuture<Long> answer) throws Exception {
+    private static LogStub.Submitted purgeOnLeader(QueueCore core, BrokerQueue queue, CompletableFuture<Long> answer) throws Exception {
         LogStub log = new LogStub();
         core.queues.replication(log);
         log.purge(queue).whenComplete((count, failure) -> {
@@ -125,77 +120,12 @@ class ClusterPurgeHoldTest {
                 answer.complete(count);
             }
         });
-        Submitted purge = log.purges.poll(30, TimeUnit.SECONDS);
+        LogStub.Submitted purge = log.purges.poll(30, TimeUnit.SECONDS);
         assertNotNull(purge, "the purge submitted no entry");
         return purge;
     }
 
     private static List<Long> ids(List<IdRange> ranges) {
         return ranges.stream().flatMapToLong(r -> LongStream.rangeClosed(r.from(), r.to())).boxed().toList();
-    }
-
-    /** A purge's entries as submitted: their ids, and the future the log completes once they are applied (or refused). */
-    private record Submitted(List<IdRange> ids, CompletableFuture<Void> applied) {
-    }
-
-    /** The replicated log, played by the test: it records what a purge submits and answers nothing by itself. */
-    private static final class LogStub implements Replication {
-        final BlockingQueue<Submitted> purges = new LinkedBlockingQueue<>();
-
-        @Override
-        public CompletableFuture<Void> purged(BrokerQueue queue, List<IdRange> ids) {
-            CompletableFuture<Void> applied = new CompletableFuture<>();
-            purges.add(new Submitted(List.copyOf(ids), applied));
-            return applied;
-        }
-
-        @Override
-        public String notLeader() {
-            return null;
-        }
-
-        @Override
-        public boolean awaitingLeader(long askedAtNanos) {
-            return false;
-        }
-
-        @Override
-        public long leaderWaitMillis() {
-            return 0;
-        }
-
-        @Override
-        public void publish(BrokerQueue queue, ProducerLink link, PublishFrame frame) {
-            throw new UnsupportedOperationException("no publish in this test");
-        }
-
-        @Override
-        public CompletableFuture<BrokerQueue> declare(String name, QueueSettings settings) {
-            throw new UnsupportedOperationException("no declare in this test");
-        }
-
-        @Override
-        public void acked(BrokerQueue queue, List<IdRange> ids) {
-        }
-
-        @Override
-        public CompletableFuture<Boolean> delete(String name) {
-            throw new UnsupportedOperationException("no delete in this test");
-        }
-
-        @Override
-        public CompletableFuture<Void> deadLetter(BrokerQueue source, StoredMessage original, String deadLetterQueue, ByteBuffer headers) {
-            throw new UnsupportedOperationException("no dead-letter in this test");
-        }
-
-        @Override
-        public CompletableFuture<ProducerRegistry.Registered> registerProducer(BrokerQueue queue, ClientConnection connection,
-                                                                               String producerName, long producerId, int requestedEpoch) {
-            throw new UnsupportedOperationException("no named producer in this test");
-        }
-
-        @Override
-        public void delivered(BrokerQueue queue, long[] ids, int[] counts, int n) {
-        }
     }
 }
