@@ -156,6 +156,8 @@ class FlowControlTest {
             Producer p = c.createProducer("r", new ProducerOptions(1, 256, 1 << 20, null));
             assertEquals(20, sendCountingRejections(p, 30, FlowControlTest::payload));
             assertEquals(10, backlog("r"));
+            // Counted on the queue's thread as the refusal is sent: wait for it rather than race it (19 was read once).
+            TestAwait.until("20 refusals counted", () -> broker.queues().get("r").publishRefused() == 20);
             assertEquals(20, broker.queues().get("r").publishRefused());
         }
     }

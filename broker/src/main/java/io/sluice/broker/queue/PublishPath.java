@@ -49,7 +49,7 @@ final class PublishPath {
     /** Tells the queue that many messages were stored and are visible (its counter, its dispatch). */
     private final IntConsumer published;
     /** Messages refused here: by the producer table or the quota (executor). */
-    private long refused;
+    private volatile long refused; // written by the queue's executor only; read by metrics and tests
     /** Set by the metrics (a no-op without them); called on the executor, once per frame when its confirm is released. */
     private volatile LongConsumer confirmLatencyNanos = NO_RECORDER;
 
@@ -166,21 +166,22 @@ final class PublishPath {
                 duplicateBytes += payloadLength;
                 continue;
             }
+            // Counted before the refusal goes out: whoever reads the counter after the client heard of it sees it.
             if (verdict != ProducerTable.Verdict.NEW) {
-                connection.refuse(producerId, IdRange.single(sequence),
-                        verdict == ProducerTable.Verdict.FENCED ? ErrorCode.PRODUCER_FENCED : ErrorCode.SEQUENCE_OUT_OF_WINDOW,
-                        producers.refusal(verdict, producerId, sequence));
                 refusedMessages++;
                 refusedBytes += payloadLength;
                 refused++;
+                connection.refuse(producerId, IdRange.single(sequence),
+                        verdict == ProducerTable.Verdict.FENCED ? ErrorCode.PRODUCER_FENCED : ErrorCode.SEQUENCE_OUT_OF_WINDOW,
+                        producers.refusal(verdict, producerId, sequence));
                 continue;
             }
             String refusal = replicated ? null : backlog.refusal(messages, bytes, queue::dropOldest);
             if (refusal != null) {
-                connection.refuse(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal);
                 refusedMessages++;
                 refusedBytes += payloadLength;
                 refused++;
+                connection.refuse(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal);
                 continue;
             }
             try {
