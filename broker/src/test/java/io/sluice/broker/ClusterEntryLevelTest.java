@@ -73,7 +73,7 @@ class ClusterEntryLevelTest {
             assertEquals(4, cluster.get(leader, "/api/cluster").get("entryLevel").asInt());
 
             assertRefused(raise(cluster, leader, "{\"level\": 5}"), 409, "nodes_behind", "node 3 supports entry levels up to 4");
-            assertRefused(raise(cluster, leader, "{\"level\": 6}"), 400, "unsupported_level", "above");
+            assertRefused(raise(cluster, leader, "{\"level\": 7}"), 400, "unsupported_level", "above");
             assertRefused(raise(cluster, leader, "{\"level\": 3}"), 400, "downgrade", "below");
             assertRefused(raise(cluster, leader, "{\"lvl\": 5}"), 400, "bad_request", "{\"level\": N}");
             assertRefused(raise(cluster, leader, "not json"), 400, "bad_json", "JSON");
@@ -144,9 +144,9 @@ class ClusterEntryLevelTest {
     /** Node {@code node} restarted as a broker of the newest level, once the leader has moved off it (as an operator would). */
     private void upgrade(ClusterFixture cluster, int node) throws Exception {
         restart(cluster, node, List.of());
-        TestAwait.until("node " + (node + 1) + " supporting entry level 5", PATIENCE, () -> {
+        TestAwait.until("node " + (node + 1) + " supporting entry level 6", PATIENCE, () -> {
             JsonNode status = cluster.get(node, "/api/cluster");
-            return status != null && status.get("supportedEntryLevels").path("node " + (node + 1)).asInt() == 5;
+            return status != null && status.get("supportedEntryLevels").path("node " + (node + 1)).asInt() == 6;
         });
     }
 

@@ -117,6 +117,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final FinalizedEntryLevel entryLevel;
     /** Rule R12: finalizes a new cluster's level, and raises it once every node supports the new one. */
     private final EntryLevelControl entryLevels;
+    /** Rule R13: a transaction's commit as one entry. */
+    private final ClusterTransactions transactions;
     /** Applies the committed entries; it knows whether this node stopped applying them (rule R12). */
     private final ShardStateMachine stateMachine;
     /** What this node's Raft server knows of the shard: its indexes, term, role, its followers. */
@@ -215,6 +217,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.leadershipTransfer = new LeadershipTransfer(server, SHARD_GROUP, self, nodeId, clientId, submissions::nextCall, this::notLeader);
         this.entryLevels = new EntryLevelControl(entryLevel, server, SHARD_GROUP, self, this::submitLevel,
                 peer -> "node " + ClusterMember.nodeIdOf(peer.toString()), tls == null ? null : tls.raftParameters());
+        this.transactions = new ClusterTransactions(nodeId, maxFrameBytes, entryLevel, submissions, this::submit, this::notLeader);
     }
 
     /**
@@ -404,6 +407,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 }
             });
         });
+    }
+
+    @Override
+    public String transactionsRefused() {
+        return transactions.refused();
+    }
+
+    @Override
+    public CompletableFuture<Void> commitTransaction(long number, List<TransactionPart> parts) {
+        return transactions.commit(number, parts);
     }
 
     @Override
