@@ -130,6 +130,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * {@link Long#MAX_VALUE} while it is no ready leader.
      */
     private volatile long servingFromIndex = Long.MAX_VALUE;
+    /** Rule R12: a new cluster's level entry, applied before its leader serves (so its first HELLO_OK sees the level). */
+    private volatile CompletableFuture<Void> levelFinalized = CompletableFuture.completedFuture(null);
     /**
      * The leader (and term) this follower last found silent for {@link #leaderSilenceMs} (rule S2): not named
      * again in that term, even though the silence ends when this node grants a candidate's (pre-)vote, which
@@ -268,7 +270,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             if (info.isLeaderReady() && servingFromIndex == Long.MAX_VALUE) {
                 onLeaderReady(); // in case the notification has not come yet
             }
-            if (info.isLeaderReady() && info.getLastAppliedIndex() >= servingFromIndex) {
+            if (serving()) {
                 return null;
             }
             return LeaderHint.format(members.clientAddress(self), "node " + nodeId
@@ -302,7 +304,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     public boolean serving() {
         DivisionInfo info = division.info();
-        return info != null && info.isLeader() && info.isLeaderReady() && info.getLastAppliedIndex() >= servingFromIndex;
+        return info != null && info.isLeader() && info.isLeaderReady() && info.getLastAppliedIndex() >= servingFromIndex
+                && levelFinalized.isDone();
     }
 
     /**
@@ -372,7 +375,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         try {
             long committed = server.getDivision(SHARD_GROUP).getRaftLog().getLastCommittedIndex();
             servingFromIndex = committed;
-            entryLevels.finalizeIfNew();
+            levelFinalized = entryLevels.finalizeIfNew();
             LOG.info("Cluster node {} is the shard's leader; it serves clients once it has applied the log through index {}.",
                     nodeId, committed);
         } catch (IOException | RuntimeException e) {
