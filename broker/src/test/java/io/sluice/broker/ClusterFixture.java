@@ -242,6 +242,24 @@ final class ClusterFixture {
                 .get(60, java.util.concurrent.TimeUnit.SECONDS);
     }
 
+    /**
+     * Consumes {@code count} messages of {@code queue} from whichever node leads, acking each; returns their payloads'
+     * sequences ({@link Payloads}).
+     */
+    java.util.Set<Long> consumeAll(String queue, int count) throws Exception {
+        java.util.Set<Long> received = new java.util.TreeSet<>();
+        try (io.sluice.client.Connection c = io.sluice.client.Connection.connect(reconnectingOptions())) {
+            io.sluice.client.Consumer consumer = c.subscribe(queue, new io.sluice.client.ConsumerOptions(count, 128, Duration.ofMillis(1)));
+            while (received.size() < count) {
+                io.sluice.client.Message m = consumer.receive(Duration.ofSeconds(30));
+                org.junit.jupiter.api.Assertions.assertNotNull(m, "only " + received.size() + " delivered");
+                received.add(Payloads.sequence(m.payload()));
+                m.ack();
+            }
+        }
+        return received;
+    }
+
     /** host:port of every node's client listener, for {@code ConnectionOptions.bootstrap}. */
     List<String> bootstrap() {
         List<String> addresses = new ArrayList<>();

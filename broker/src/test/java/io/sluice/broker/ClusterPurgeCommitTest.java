@@ -5,7 +5,6 @@ import io.sluice.client.Connection;
 import io.sluice.client.ConnectionOptions;
 import io.sluice.client.Consumer;
 import io.sluice.client.ConsumerOptions;
-import io.sluice.client.Message;
 import io.sluice.client.Producer;
 import io.sluice.client.ProducerOptions;
 import io.sluice.protocol.CloseFrame;
@@ -72,7 +71,7 @@ class ClusterPurgeCommitTest {
         // The followers elect a leader of their own; the old leader comes back as a follower.
         cluster.restartFollowersThenOldLeader(leaderIndex, running);
         assertEquals(before, cluster.awaitDigest("q", TOTAL, Duration.ofSeconds(30)), "every node keeps every message");
-        assertEquals(sequences(0, TOTAL), consumeAll(cluster, TOTAL), "every message is delivered after the failed purge");
+        assertEquals(sequences(0, TOTAL), cluster.consumeAll("q", TOTAL), "every message is delivered after the failed purge");
         cluster.awaitDigest("q", 0, Duration.ofSeconds(30));
     }
 
@@ -96,7 +95,7 @@ class ClusterPurgeCommitTest {
         assertSame(leader, ClusterFixture.awaitLeader(List.of(leader, follower)), "only the node with the longer log can lead");
         running.add(Broker.start(cluster.config((leaderIndex + 2) % 3)));
         cluster.awaitDigest("q", HELD, Duration.ofSeconds(30));
-        assertEquals(sequences(0, HELD), consumeAll(cluster, HELD), "what the consumer held, and nothing purged");
+        assertEquals(sequences(0, HELD), cluster.consumeAll("q", HELD), "what the consumer held, and nothing purged");
         cluster.awaitDigest("q", 0, Duration.ofSeconds(30));
     }
 
@@ -151,21 +150,6 @@ class ClusterPurgeCommitTest {
             Producer producer = c.createProducer("q", ProducerOptions.DEFAULT);
             ClusterFixture.publish(producer, 0, TOTAL);
         }
-    }
-
-    /** Consumes {@code count} messages from whichever node leads, acking each; returns their payloads' sequences. */
-    private static Set<Long> consumeAll(ClusterFixture cluster, int count) throws Exception {
-        Set<Long> received = new TreeSet<>();
-        try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
-            Consumer consumer = c.subscribe("q", new ConsumerOptions(count, 128, Duration.ofMillis(1)));
-            while (received.size() < count) {
-                Message m = consumer.receive(Duration.ofSeconds(30));
-                assertNotNull(m, "only " + received.size() + " delivered");
-                received.add(Payloads.sequence(m.payload()));
-                m.ack();
-            }
-        }
-        return received;
     }
 
     private static Set<Long> sequences(long from, long to) {
