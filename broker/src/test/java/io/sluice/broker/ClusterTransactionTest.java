@@ -51,7 +51,7 @@ class ClusterTransactionTest {
 
     /**
      * A transaction acknowledges a delivery of "a" and publishes to "b" and "c": committed, every node holds exactly that
-     * (digests agree on the counts, and consuming from the leader finds exactly the published payloads). A second one
+     * (digests agree on the counts, and consuming from the leader finds exactly the published payloads and headers). A second one
      * that acknowledges the other delivery and publishes to "b" is rolled back: nothing of it is stored anywhere, and the
      * held message is delivered again with a delivery count one higher.
      */
@@ -71,7 +71,7 @@ class ClusterTransactionTest {
 
             Transaction commit = c.transaction();
             commit.ack(first);
-            commit.publish("b", Payloads.of(100));
+            commit.publish("b", Payloads.of(100), java.util.Map.of("invoice-for", "0"));
             commit.publish("c", Payloads.of(200));
             commit.publish("c", Payloads.of(201));
             commit.commit();
@@ -89,8 +89,12 @@ class ClusterTransactionTest {
             again.ack();
             cluster.awaitDigest("a", 0, PATIENCE);
             cluster.awaitDigest("b", 1, PATIENCE);
+
+            Message invoice = receive(c.subscribe("b", new ConsumerOptions(1, 128, Duration.ofMillis(1))));
+            assertEquals(100, Payloads.sequence(invoice.payload()));
+            assertEquals(java.util.Optional.of("0"), invoice.header("invoice-for"), "the headers travel in the entry");
+            invoice.ack();
         }
-        assertEquals(Set.of(100L), cluster.consumeAll("b", 1));
         assertEquals(Set.of(200L, 201L), cluster.consumeAll("c", 2));
         cluster.awaitDigest("b", 0, PATIENCE);
         cluster.awaitDigest("c", 0, PATIENCE);
