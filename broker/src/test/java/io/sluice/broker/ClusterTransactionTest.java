@@ -101,6 +101,66 @@ class ClusterTransactionTest {
     }
 
     /**
+     * Nothing of an open transaction is stored when it ends without a commit: its connection closed, or the leadership
+     * moved (the leader closes its clients). Each time the delivery it acknowledged comes again, counted once more, and
+     * every node holds nothing of what it published.
+     */
+    @Test
+    void aTransactionEndedByItsConnectionOrALeaderChangeIsNowhere() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        List<Broker> brokers = cluster.startInProcess();
+        running.addAll(brokers);
+        int leaderIndex = brokers.indexOf(ClusterFixture.awaitLeader(brokers));
+        try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
+            c.declareQueue("a", QueueSettings.EMPTY);
+            c.declareQueue("b", QueueSettings.EMPTY);
+            ClusterFixture.publish(c.createProducer("a", ProducerOptions.DEFAULT), 0, 1);
+        }
+        int count;
+        try (Connection closing = Connection.connect(cluster.reconnectingOptions())) {
+            Message m = receive(closing.subscribe("a", new ConsumerOptions(1, 128, Duration.ofMillis(1))));
+            count = m.deliveryCount();
+            Transaction tx = closing.transaction();
+            for (int i = 0; i < 300; i++) { // the client writes a TX_PUBLISH of the first 256 before the commit
+                tx.publish("b", Payloads.of(100 + i));
+            }
+            tx.ack(m); // written after that TX_PUBLISH: once the leader holds it, the TX_PUBLISH was taken too
+            awaitHeld(cluster, leaderIndex);
+            assertEquals(0, cluster.awaitDigest("b", 0, PATIENCE).get("messages").asLong(),
+                    "nothing is stored before the commit (a single broker stores it pending)");
+        }
+        try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
+            Consumer consumer = c.subscribe("a", new ConsumerOptions(1, 128, Duration.ofMillis(1)));
+            Message again = receive(consumer);
+            assertEquals(count + 1, again.deliveryCount(), "given back when its transaction's connection closed");
+            Transaction tx = c.transaction();
+            tx.ack(again);
+            tx.publish("b", Payloads.of(101));
+            awaitHeld(cluster, leaderIndex);
+            int target = (leaderIndex + 1) % 3;
+            cluster.moveLeader(leaderIndex, target);
+            assertThrows(ConnectionLostException.class, tx::commit, "the leader closed the connection of the open transaction");
+            Message third = receive(consumer); // the client follows the new leader and subscribes there again
+            assertEquals(count + 2, third.deliveryCount(), "given back when the leadership moved");
+            TestAwait.until("the deposed leader ending the transaction", PATIENCE,
+                    () -> brokers.get(leaderIndex).transactions().open() == 0);
+            cluster.awaitDigest("a", 1, PATIENCE);
+            cluster.awaitDigest("b", 0, PATIENCE);
+            third.ack();
+        }
+        cluster.awaitDigest("a", 0, PATIENCE);
+        cluster.awaitDigest("b", 0, PATIENCE);
+    }
+
+    /** Waits until the leader's queue "a" has no message out with a consumer: a TX_ACK took it off its consumer. */
+    private static void awaitHeld(ClusterFixture cluster, int leader) throws InterruptedException {
+        TestAwait.until("the leader holding the acknowledged delivery", PATIENCE, () -> {
+            JsonNode q = cluster.get(leader, "/api/queues/a");
+            return q != null && q.get("unackedMessages").asLong() == 0;
+        });
+    }
+
+    /**
      * The leader cut off from both followers cannot commit the transaction's entry: the commit is never answered OK (nor
      * "rolled back": its entry may still commit), its connection is closed, and the old leader's stores keep none of it.
      * The followers elect a leader of their own and the old leader comes back as a follower: every node holds the message
