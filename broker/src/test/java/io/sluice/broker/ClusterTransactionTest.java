@@ -101,12 +101,12 @@ class ClusterTransactionTest {
     }
 
     /**
-     * Nothing of an open transaction is stored when it ends without a commit: its connection closed, or the leadership
-     * moved (the leader closes its clients). Each time the delivery it acknowledged comes again, counted once more, and
+     * Nothing of an open transaction is stored when it ends without a commit: its connection closed, the leadership
+     * moved (the leader closes its clients), or it timed out. Each time the delivery it acknowledged comes again, counted once more, and
      * every node holds nothing of what it published.
      */
     @Test
-    void aTransactionEndedByItsConnectionOrALeaderChangeIsNowhere() throws Exception {
+    void aTransactionEndedWithoutACommitIsNowhere() throws Exception {
         ClusterFixture cluster = new ClusterFixture(dir, 3);
         List<Broker> brokers = cluster.startInProcess();
         running.addAll(brokers);
@@ -146,7 +146,14 @@ class ClusterTransactionTest {
                     () -> brokers.get(leaderIndex).transactions().open() == 0);
             cluster.awaitDigest("a", 1, PATIENCE);
             cluster.awaitDigest("b", 0, PATIENCE);
-            third.ack();
+
+            Transaction timingOut = c.transaction(Duration.ofMillis(500)); // the broker rolls it back after 500 ms
+            timingOut.ack(third);
+            timingOut.publish("b", Payloads.of(102));
+            Message fourth = receive(consumer);
+            assertEquals(count + 3, fourth.deliveryCount(), "given back when its transaction timed out");
+            assertThrows(io.sluice.client.SluiceException.class, timingOut::commit, "TX_ABORTED: timed out");
+            fourth.ack();
         }
         cluster.awaitDigest("a", 0, PATIENCE);
         cluster.awaitDigest("b", 0, PATIENCE);
