@@ -57,6 +57,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *       its queue must not take a committed transaction's acknowledgements with it.</li>
  * </ul>
  *
+ * <p>On a cluster node (docs/replication.md, rule R13) nothing is staged and no commit record written: a transaction's
+ * messages are collected in memory and its commit is one replicated entry ({@link ReplicatedCommits}); holds, caps,
+ * timeouts and rollbacks are the same.
+ *
  * <p>Threads: one thread, {@code sluice-transactions}, owns every transaction and the log. A
  * connection's loop hands it work through {@link ConnectionTransactions}, and hands a TX_PUBLISH's
  * frame straight to the target queue's executor; queues' work comes back here.
