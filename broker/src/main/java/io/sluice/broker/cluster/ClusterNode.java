@@ -117,6 +117,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final FinalizedEntryLevel entryLevel;
     /** Rule R12: finalizes a new cluster's level, and raises it once every node supports the new one. */
     private final EntryLevelControl entryLevels;
+    /** Rule R13: a transaction's commit as one entry. */
+    private final ClusterTransactions transactions;
     /** Applies the committed entries; it knows whether this node stopped applying them (rule R12). */
     private final ShardStateMachine stateMachine;
     /** What this node's Raft server knows of the shard: its indexes, term, role, its followers. */
@@ -128,6 +130,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * {@link Long#MAX_VALUE} while it is no ready leader.
      */
     private volatile long servingFromIndex = Long.MAX_VALUE;
+    /** Rule R12: a new cluster's level entry, applied before its leader serves (so its first HELLO_OK sees the level). */
+    private volatile CompletableFuture<Void> levelFinalized = CompletableFuture.completedFuture(null);
     /**
      * The leader (and term) this follower last found silent for {@link #leaderSilenceMs} (rule S2): not named
      * again in that term, even though the silence ends when this node grants a candidate's (pre-)vote, which
@@ -216,6 +220,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.leadershipTransfer = new LeadershipTransfer(server, SHARD_GROUP, self, nodeId, clientId, submissions::nextCall, this::notLeader);
         this.entryLevels = new EntryLevelControl(entryLevel, server, SHARD_GROUP, self, this::submitLevel,
                 peer -> "node " + ClusterMember.nodeIdOf(peer.toString()), tls == null ? null : tls.raftParameters());
+        this.transactions = new ClusterTransactions(nodeId, maxFrameBytes, entryLevel, submissions, this::submit, this::notLeader);
     }
 
     /**
@@ -266,7 +271,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             if (info.isLeaderReady() && servingFromIndex == Long.MAX_VALUE) {
                 onLeaderReady(); // in case the notification has not come yet
             }
-            if (info.isLeaderReady() && info.getLastAppliedIndex() >= servingFromIndex) {
+            if (serving()) {
                 return null;
             }
             return LeaderHint.format(members.clientAddress(self), "node " + nodeId
@@ -300,7 +305,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     public boolean serving() {
         DivisionInfo info = division.info();
-        return info != null && info.isLeader() && info.isLeaderReady() && info.getLastAppliedIndex() >= servingFromIndex;
+        return info != null && info.isLeader() && info.isLeaderReady() && info.getLastAppliedIndex() >= servingFromIndex
+                && levelFinalized.isDone();
     }
 
     /**
@@ -370,7 +376,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         try {
             long committed = server.getDivision(SHARD_GROUP).getRaftLog().getLastCommittedIndex();
             servingFromIndex = committed;
-            entryLevels.finalizeIfNew();
+            levelFinalized = entryLevels.finalizeIfNew();
             LOG.info("Cluster node {} is the shard's leader; it serves clients once it has applied the log through index {}.",
                     nodeId, committed);
         } catch (IOException | RuntimeException e) {
@@ -405,6 +411,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 }
             });
         });
+    }
+
+    @Override
+    public String transactionsRefused() {
+        return transactions.refused();
+    }
+
+    @Override
+    public CompletableFuture<Void> commitTransaction(long number, List<TransactionPart> parts) {
+        return transactions.commit(number, parts);
     }
 
     @Override
