@@ -530,11 +530,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
                     + ShardEntry.DEAD_LETTER_VERSION + " and the cluster's is " + entryLevel.writable()
                     + "; the message stays in its queue (POST /api/cluster/feature-level raises the level)"));
         }
-        byte[] copyHeaders = new byte[headers.remaining()];
-        headers.duplicate().get(copyHeaders);
-        ShardEntry.DeadLetterCopy copy = new ShardEntry.DeadLetterCopy(source.name(), original.id(), original.producerId(),
-                original.producerSequence(), copyHeaders, original.payloadBytes());
-        int bytes = copyHeaders.length + copy.payload().length;
+        ShardEntry.DeadLetterCopy copy = ShardEntry.DeadLetterCopy.of(source.name(), original, headers);
+        int bytes = copy.headers().length + copy.payload().length;
         BrokerQueue existing = queues.get(deadLetterQueue);
         CompletableFuture<BrokerQueue> target = existing != null ? CompletableFuture.completedFuture(existing)
                 : declare(deadLetterQueue, QueueSettings.EMPTY);
@@ -647,19 +644,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
         Map<String, Object> status = new java.util.LinkedHashMap<>();
         status.put("nodeId", nodeId);
         status.put("shard", SHARD_NAME);
-        status.put("entryLevel", entryLevel.writable()); // rule R12
-        status.put("entryLevelFinalized", entryLevel.finalized() != 0);
-        status.put("supportedEntryLevels", entryLevels.supportedByNode());
-        ClusterMembers.View view = members.view();
+        entryLevels.describe(status); // rule R12
         DivisionInfo info = division.info();
         String halted = stateMachine.halted();
         status.put("member", halted != null || !notAMember(info));
-        status.put("members", MembershipChanges.describe(view.current().values()));
-        String asked = membershipChanges.pending();
-        status.put("membershipChanging", view.changing() || asked != null);
-        if (asked != null) {
-            status.put("membershipChange", asked); // e.g. "add node 4", while Ratis catches it up
-        }
+        membershipChanges.describe(status, members.view());
         if (info == null || halted != null) {
             status.put("role", halted != null ? "HALTED" : started ? "REMOVED" : "STARTING"); // HALTED: rule R12, the reason follows
             if (halted != null) {
@@ -682,12 +671,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
         status.put("appliedIndex", info.getLastAppliedIndex());
         status.put("logStartIndex", division.logStartIndex());
         status.put("serving", notLeader() == null);
-        status.put("leaderChanges", counters.leaderChanges());
-        status.put("appliedEntries", counters.appliedEntries());
-        status.put("appliedBytes", counters.appliedBytes());
+        counters.describe(status);
         status.put("applyingBytes", stateMachine.applyingBytes());
-        status.put("submittedEntries", counters.submittedEntries());
-        status.put("submittedBytes", counters.submittedBytes());
         status.put("followers", followers().stream().map(FollowerProgress::toMap).toList());
         return status;
     }

@@ -164,6 +164,13 @@ final class EntryLevelControl implements AutoCloseable {
      * Each member's supported level as last asked (0: it did not answer), this node's own included, by description; asks
      * again in the background if the answers are older than {@link #STATUS_ASK_EVERY_MS}, so the status never waits.
      */
+    /** Adds the level this node writes at, whether a level entry finalized it, and what every node supports to a node's status. */
+    void describe(Map<String, Object> status) {
+        status.put("entryLevel", level.writable());
+        status.put("entryLevelFinalized", level.finalized() != 0);
+        status.put("supportedEntryLevels", supportedByNode());
+    }
+
     Map<String, Integer> supportedByNode() {
         long now = System.nanoTime();
         long last = lastAskedNanos;
