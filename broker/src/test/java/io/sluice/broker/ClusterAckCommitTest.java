@@ -139,11 +139,7 @@ class ClusterAckCommitTest {
                 first.add((int) Payloads.sequence(m.payload()));
             }
             // Held, not acked; the operator moves the leadership; the client follows it and is delivered them again.
-            java.net.http.HttpResponse<String> moved = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
-                            java.net.URI.create("http://127.0.0.1:" + cluster.metricsPorts[leaderIndex] + "/api/cluster/leader"))
-                    .POST(java.net.http.HttpRequest.BodyPublishers.ofString("{\"nodeId\": " + (targetIndex + 1) + "}"))
-                    .timeout(Duration.ofSeconds(30)).build(), java.net.http.HttpResponse.BodyHandlers.ofString());
-            assertEquals(200, moved.statusCode(), moved.body());
+            cluster.moveLeader(leaderIndex, targetIndex);
             Set<Integer> again = new TreeSet<>();
             while (again.size() < total) {
                 Message m = consumer.receive(Duration.ofSeconds(30));

@@ -73,7 +73,7 @@ class ClusterEntryLevelTest {
             assertEquals(4, cluster.get(leader, "/api/cluster").get("entryLevel").asInt());
 
             assertRefused(raise(cluster, leader, "{\"level\": 5}"), 409, "nodes_behind", "node 3 supports entry levels up to 4");
-            assertRefused(raise(cluster, leader, "{\"level\": 6}"), 400, "unsupported_level", "above");
+            assertRefused(raise(cluster, leader, "{\"level\": 7}"), 400, "unsupported_level", "above");
             assertRefused(raise(cluster, leader, "{\"level\": 3}"), 400, "downgrade", "below");
             assertRefused(raise(cluster, leader, "{\"lvl\": 5}"), 400, "bad_request", "{\"level\": N}");
             assertRefused(raise(cluster, leader, "not json"), 400, "bad_json", "JSON");
@@ -88,6 +88,28 @@ class ClusterEntryLevelTest {
             awaitEntryLevel(cluster, 5, 0, 1, 2);
             ClusterFixture.publish(producer, 400, 400);
             JsonNode upgraded = cluster.awaitDigest(QUEUE, 800, PATIENCE);
+
+            // Rule R13: below level 6 the leader serves no transaction (TX_BEGIN refused, the capability not granted);
+            // raised to 6, a transaction commits on every node.
+            try (RawClient raw = RawClient.connected(cluster.clientPorts[leader])) {
+                raw.send(new io.sluice.protocol.TxBeginFrame(1, 0));
+                io.sluice.protocol.TxAbortedFrame refused = raw.expect(io.sluice.protocol.TxAbortedFrame.class);
+                assertEquals(io.sluice.protocol.ErrorCode.NOT_REPLICATED.code(), refused.code(), refused.message());
+                assertTrue(refused.message().contains("/api/cluster/feature-level"), refused.message());
+            }
+            try (Connection before = Connection.connect(cluster.reconnectingOptions())) {
+                org.junit.jupiter.api.Assertions.assertThrows(UnsupportedOperationException.class, before::transaction);
+            }
+            HttpResponse<String> six = raise(cluster, leader, "{\"level\": 6}");
+            assertEquals(200, six.statusCode(), six.body());
+            awaitEntryLevel(cluster, 6, 0, 1, 2);
+            try (Connection after = Connection.connect(cluster.reconnectingOptions())) {
+                after.declareQueue("tx", QueueSettings.EMPTY);
+                io.sluice.client.Transaction tx = after.transaction();
+                tx.publish("tx", Payloads.of(1));
+                tx.commit();
+            }
+            cluster.awaitDigest("tx", 1, PATIENCE);
 
             // A follower restored from a backup taken before the level entry, with an old broker: killed (its last snapshot
             // marker is from its clean stop before the raise), its level file gone, started at level 4. It replays its
@@ -112,6 +134,7 @@ class ClusterEntryLevelTest {
 
             restart(cluster, old, List.of());
             cluster.awaitDigest(QUEUE, 1000, PATIENCE);
+            cluster.awaitDigest("tx", 1, PATIENCE); // it replayed the transaction's entry too
         }
     }
 
@@ -144,9 +167,9 @@ class ClusterEntryLevelTest {
     /** Node {@code node} restarted as a broker of the newest level, once the leader has moved off it (as an operator would). */
     private void upgrade(ClusterFixture cluster, int node) throws Exception {
         restart(cluster, node, List.of());
-        TestAwait.until("node " + (node + 1) + " supporting entry level 5", PATIENCE, () -> {
+        TestAwait.until("node " + (node + 1) + " supporting entry level 6", PATIENCE, () -> {
             JsonNode status = cluster.get(node, "/api/cluster");
-            return status != null && status.get("supportedEntryLevels").path("node " + (node + 1)).asInt() == 5;
+            return status != null && status.get("supportedEntryLevels").path("node " + (node + 1)).asInt() == 6;
         });
     }
 

@@ -278,6 +278,15 @@ final class ClusterFixture {
         return java.util.stream.LongStream.range(from, to).boxed().collect(java.util.stream.Collectors.toCollection(java.util.TreeSet::new));
     }
 
+    /** Asks node {@code leader} (0-based) to hand the leadership to node {@code target} (0-based), as an operator would. */
+    void moveLeader(int leader, int target) throws Exception {
+        java.net.http.HttpResponse<String> moved = java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(
+                        java.net.URI.create("http://" + hosts[leader] + ":" + metricsPorts[leader] + "/api/cluster/leader"))
+                .POST(java.net.http.HttpRequest.BodyPublishers.ofString("{\"nodeId\": " + (target + 1) + "}"))
+                .timeout(Duration.ofSeconds(30)).build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+        org.junit.jupiter.api.Assertions.assertEquals(200, moved.statusCode(), moved.body());
+    }
+
     /** host:port of every node's client listener, for {@code ConnectionOptions.bootstrap}. */
     List<String> bootstrap() {
         List<String> addresses = new ArrayList<>();

@@ -280,7 +280,7 @@ public final class Connection implements AutoCloseable {
      * A transaction with the broker's default timeout (docs/protocol.md, "Transactions").
      *
      * @throws UnsupportedOperationException if the broker did not grant transactions in its HELLO_OK (an
-     *                                       older broker, or a cluster node): no TX frame is sent
+     *                                       older broker, or a cluster node below entry level 6): no TX frame is sent
      */
     public Transaction transaction() {
         checkOpen();
@@ -307,7 +307,7 @@ public final class Connection implements AutoCloseable {
         if (!transactionsGranted) {
             throw new UnsupportedOperationException("broker '" + brokerName + "' at " + address() + " does not serve "
                     + "transactions: its HELLO_OK did not grant the TRANSACTIONS capability (a broker that predates "
-                    + "transactions, or a cluster node, which does not replicate them)");
+                    + "transactions, or a cluster node whose entry level is below 6, which replicated transactions need)");
         }
     }
 

@@ -117,6 +117,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final FinalizedEntryLevel entryLevel;
     /** Rule R12: finalizes a new cluster's level, and raises it once every node supports the new one. */
     private final EntryLevelControl entryLevels;
+    /** Rule R13: a transaction's commit as one entry. */
+    private final ClusterTransactions transactions;
     /** Applies the committed entries; it knows whether this node stopped applying them (rule R12). */
     private final ShardStateMachine stateMachine;
     /** What this node's Raft server knows of the shard: its indexes, term, role, its followers. */
@@ -128,6 +130,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * {@link Long#MAX_VALUE} while it is no ready leader.
      */
     private volatile long servingFromIndex = Long.MAX_VALUE;
+    /** Rule R12: a new cluster's level entry, applied before its leader serves (so its first HELLO_OK sees the level). */
+    private volatile CompletableFuture<Void> levelFinalized = CompletableFuture.completedFuture(null);
     /**
      * The leader (and term) this follower last found silent for {@link #leaderSilenceMs} (rule S2): not named
      * again in that term, even though the silence ends when this node grants a candidate's (pre-)vote, which
@@ -216,6 +220,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.leadershipTransfer = new LeadershipTransfer(server, SHARD_GROUP, self, nodeId, clientId, submissions::nextCall, this::notLeader);
         this.entryLevels = new EntryLevelControl(entryLevel, server, SHARD_GROUP, self, this::submitLevel,
                 peer -> "node " + ClusterMember.nodeIdOf(peer.toString()), tls == null ? null : tls.raftParameters());
+        this.transactions = new ClusterTransactions(nodeId, maxFrameBytes, entryLevel, submissions, this::submit, this::notLeader);
     }
 
     /**
@@ -266,7 +271,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             if (info.isLeaderReady() && servingFromIndex == Long.MAX_VALUE) {
                 onLeaderReady(); // in case the notification has not come yet
             }
-            if (info.isLeaderReady() && info.getLastAppliedIndex() >= servingFromIndex) {
+            if (serving()) {
                 return null;
             }
             return LeaderHint.format(members.clientAddress(self), "node " + nodeId
@@ -300,7 +305,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     public boolean serving() {
         DivisionInfo info = division.info();
-        return info != null && info.isLeader() && info.isLeaderReady() && info.getLastAppliedIndex() >= servingFromIndex;
+        return info != null && info.isLeader() && info.isLeaderReady() && info.getLastAppliedIndex() >= servingFromIndex
+                && levelFinalized.isDone();
     }
 
     /**
@@ -370,7 +376,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         try {
             long committed = server.getDivision(SHARD_GROUP).getRaftLog().getLastCommittedIndex();
             servingFromIndex = committed;
-            entryLevels.finalizeIfNew();
+            levelFinalized = entryLevels.finalizeIfNew();
             LOG.info("Cluster node {} is the shard's leader; it serves clients once it has applied the log through index {}.",
                     nodeId, committed);
         } catch (IOException | RuntimeException e) {
@@ -405,6 +411,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 }
             });
         });
+    }
+
+    @Override
+    public String transactionsRefused() {
+        return transactions.refused();
+    }
+
+    @Override
+    public CompletableFuture<Void> commitTransaction(long number, List<TransactionPart> parts) {
+        return transactions.commit(number, parts);
     }
 
     @Override
@@ -514,11 +530,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
                     + ShardEntry.DEAD_LETTER_VERSION + " and the cluster's is " + entryLevel.writable()
                     + "; the message stays in its queue (POST /api/cluster/feature-level raises the level)"));
         }
-        byte[] copyHeaders = new byte[headers.remaining()];
-        headers.duplicate().get(copyHeaders);
-        ShardEntry.DeadLetterCopy copy = new ShardEntry.DeadLetterCopy(source.name(), original.id(), original.producerId(),
-                original.producerSequence(), copyHeaders, original.payloadBytes());
-        int bytes = copyHeaders.length + copy.payload().length;
+        ShardEntry.DeadLetterCopy copy = ShardEntry.DeadLetterCopy.of(source.name(), original, headers);
+        int bytes = copy.headers().length + copy.payload().length;
         BrokerQueue existing = queues.get(deadLetterQueue);
         CompletableFuture<BrokerQueue> target = existing != null ? CompletableFuture.completedFuture(existing)
                 : declare(deadLetterQueue, QueueSettings.EMPTY);
@@ -631,19 +644,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
         Map<String, Object> status = new java.util.LinkedHashMap<>();
         status.put("nodeId", nodeId);
         status.put("shard", SHARD_NAME);
-        status.put("entryLevel", entryLevel.writable()); // rule R12
-        status.put("entryLevelFinalized", entryLevel.finalized() != 0);
-        status.put("supportedEntryLevels", entryLevels.supportedByNode());
-        ClusterMembers.View view = members.view();
+        entryLevels.describe(status); // rule R12
         DivisionInfo info = division.info();
         String halted = stateMachine.halted();
         status.put("member", halted != null || !notAMember(info));
-        status.put("members", MembershipChanges.describe(view.current().values()));
-        String asked = membershipChanges.pending();
-        status.put("membershipChanging", view.changing() || asked != null);
-        if (asked != null) {
-            status.put("membershipChange", asked); // e.g. "add node 4", while Ratis catches it up
-        }
+        membershipChanges.describe(status, members.view());
         if (info == null || halted != null) {
             status.put("role", halted != null ? "HALTED" : started ? "REMOVED" : "STARTING"); // HALTED: rule R12, the reason follows
             if (halted != null) {
@@ -666,12 +671,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
         status.put("appliedIndex", info.getLastAppliedIndex());
         status.put("logStartIndex", division.logStartIndex());
         status.put("serving", notLeader() == null);
-        status.put("leaderChanges", counters.leaderChanges());
-        status.put("appliedEntries", counters.appliedEntries());
-        status.put("appliedBytes", counters.appliedBytes());
+        counters.describe(status);
         status.put("applyingBytes", stateMachine.applyingBytes());
-        status.put("submittedEntries", counters.submittedEntries());
-        status.put("submittedBytes", counters.submittedBytes());
         status.put("followers", followers().stream().map(FollowerProgress::toMap).toList());
         return status;
     }

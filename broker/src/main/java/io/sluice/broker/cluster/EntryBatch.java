@@ -62,7 +62,8 @@ final class EntryBatch {
             return false;
         }
         int version = entry[0] & 0xff;
-        return version != ShardEntry.DEAD_LETTER_VERSION && version != VERSION && version != EntryLevels.LEVEL_ENTRY_VERSION;
+        return version != ShardEntry.DEAD_LETTER_VERSION && version != VERSION && version != EntryLevels.LEVEL_ENTRY_VERSION
+                && version != TransactionEntry.VERSION; // R13: its messages' identity is its own log index
     }
 
     /** The entries of a batch, or none if it is damaged (every node skips a damaged batch alike). */

@@ -84,36 +84,38 @@ final class EntryLevelControl implements AutoCloseable {
      * On a leader that just became ready: if no level was ever finalized and the committed log holds no state change at
      * all, the cluster is brand new, nothing older can have written to it, and the newest level this broker supports is
      * finalized. A cluster of brokers that predate levels (its log holds entries and no level entry) stays at
-     * {@link EntryLevels#BEFORE_LEVELS} until an operator raises it.
+     * {@link EntryLevels#BEFORE_LEVELS} until an operator raises it. Completes once the level entry is applied here (or
+     * refused), at once if none is submitted: the leader serves only then, so that its first clients see the level.
      */
-    void finalizeIfNew() {
+    CompletableFuture<Void> finalizeIfNew() {
+        CompletableFuture<Void> none = CompletableFuture.completedFuture(null);
         if (level.finalized() != 0) {
-            return;
+            return none;
         }
         try {
             RaftServer.Division division = server.getDivision(group);
             if (division.getStateMachine().getLatestSnapshot() != null) {
-                return;
+                return none;
             }
             RaftLog log = division.getRaftLog();
             long committed = log.getLastCommittedIndex();
             if (log.getStartIndex() > 0) {
-                return; // purged after a snapshot: entries were there
+                return none; // purged after a snapshot: entries were there
             }
             for (long i = 0; i <= committed; i++) {
                 LogEntryProto entry = log.get(i);
                 if (entry == null || entry.hasStateMachineLogEntry()) {
-                    return;
+                    return none;
                 }
             }
         } catch (IOException | RuntimeException e) {
             LOG.warn("Could not tell whether the shard's log is empty, so no entry level is finalized now: {}", e.toString());
-            return;
+            return none;
         }
         int newest = level.supported();
         LOG.info("The shard's log holds no entry yet: a new cluster, whose entry level is finalized at {}, the newest this broker "
                 + "supports.", newest);
-        submitLevel.apply(newest).whenComplete((applied, failure) -> {
+        return submitLevel.apply(newest).whenComplete((applied, failure) -> {
             if (failure != null) {
                 LOG.warn("Finalizing entry level {} of the new cluster was not committed ({}); the next leader tries again.", newest,
                         failure.toString());
@@ -162,6 +164,13 @@ final class EntryLevelControl implements AutoCloseable {
      * Each member's supported level as last asked (0: it did not answer), this node's own included, by description; asks
      * again in the background if the answers are older than {@link #STATUS_ASK_EVERY_MS}, so the status never waits.
      */
+    /** Adds the level this node writes at, whether a level entry finalized it, and what every node supports to a node's status. */
+    void describe(Map<String, Object> status) {
+        status.put("entryLevel", level.writable());
+        status.put("entryLevelFinalized", level.finalized() != 0);
+        status.put("supportedEntryLevels", supportedByNode());
+    }
+
     Map<String, Integer> supportedByNode() {
         long now = System.nanoTime();
         long last = lastAskedNanos;

@@ -12,6 +12,7 @@ import java.nio.ByteBuffer;
  * level 3  deliveries (version 3, rule R10)
  * level 4  publishes with the producers' epochs (version 4, rule R11)
  * level 5  batches of entries (EntryBatch, version 5)
+ * level 6  transactions (TransactionEntry, version 7, rule R13)
  * </pre>
  *
  * The cluster's level is itself replicated: a level entry (version {@value #LEVEL_ENTRY_VERSION}, which any level may
@@ -30,7 +31,7 @@ import java.nio.ByteBuffer;
  */
 final class EntryLevels {
     /** The newest level a broker of this version reads and writes. */
-    static final int NEWEST = 5;
+    static final int NEWEST = 6;
     /**
      * The level of a cluster whose log holds no level entry but does hold others: its brokers predate levels, and they
      * wrote every format through batches, so the leader goes on writing them.
@@ -68,6 +69,9 @@ final class EntryLevels {
     static int required(int version) {
         if (version == LEVEL_ENTRY_VERSION) {
             return 1;
+        }
+        if (version == TransactionEntry.VERSION) {
+            return TransactionEntry.LEVEL;
         }
         return version >= ShardEntry.VERSION && version <= EntryBatch.VERSION ? version : Integer.MAX_VALUE;
     }

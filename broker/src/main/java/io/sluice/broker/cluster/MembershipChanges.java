@@ -196,6 +196,20 @@ public final class MembershipChanges {
     }
 
     /** The members now, as the admin API lists them. */
+    /**
+     * Adds the members and any change in progress to a node's status: {@code membershipChanging} while Ratis holds the
+     * joint configuration or, on the leader, a change asked for is not answered yet, named in {@code membershipChange}
+     * (e.g. "add node 4", while Ratis catches it up).
+     */
+    void describe(Map<String, Object> status, ClusterMembers.View view) {
+        status.put("members", describe(view.current().values()));
+        String asked = pending();
+        status.put("membershipChanging", view.changing() || asked != null);
+        if (asked != null) {
+            status.put("membershipChange", asked);
+        }
+    }
+
     static List<Map<String, Object>> describe(Collection<ClusterMember> members) {
         List<Map<String, Object>> list = new ArrayList<>();
         for (ClusterMember m : members) {

@@ -131,12 +131,65 @@ final class ShardApplier {
     }
 
     private CompletableFuture<Void> applyEncoded(byte[] data, long index) {
+        if (TransactionEntry.is(data)) {
+            return applyTransaction(data, index);
+        }
         try {
             return apply(ShardEntry.decode(data, maxFrameBytes), index);
         } catch (RuntimeException e) {
             LOG.error("Skipping a shard entry of log entry {} that this broker cannot apply: {}", index, e.getMessage());
             return CompletableFuture.completedFuture(null);
         }
+    }
+
+    /**
+     * Rule R13: a committed transaction, as a whole. Each queue's messages are stored under the entry's log index and
+     * their place in it ({@link TransactionEntry#firstSequence}), each once, so a replay stores none twice; its acks are
+     * applied as replicated acks (rule R5: on the leader, the ids its transaction held are acknowledged as on every node).
+     * A queue deleted since takes its part with it. The submitter's answer completes once every part's work is done and
+     * the messages are durable here (what a CONFIRM means), exceptionally if a store refused them.
+     */
+    private CompletableFuture<Void> applyTransaction(byte[] data, long index) {
+        TransactionEntry.Decoded entry;
+        try {
+            entry = TransactionEntry.decode(data);
+        } catch (IllegalArgumentException e) {
+            LOG.error("Skipping log entry {}, a transaction this broker cannot read: {}", index, e.getMessage());
+            return CompletableFuture.completedFuture(null);
+        }
+        CompletableFuture<Void> answer = entry.originNode() == nodeId ? submissions.takeApplied(entry.originCall()) : null;
+        java.util.Map<String, Integer> placed = new java.util.HashMap<>();
+        List<CompletableFuture<Void>> work = new java.util.ArrayList<>();
+        List<CompletableFuture<Void>> durable = new java.util.ArrayList<>();
+        for (io.sluice.broker.queue.Replication.TransactionPart part : entry.parts()) {
+            BrokerQueue queue = queues.get(part.queue());
+            if (queue == null) {
+                LOG.warn("Transaction {} of node {} (log entry {}): queue '{}' does not exist on this node; its part went with it.",
+                        entry.transaction(), entry.originNode(), index, part.queue());
+                continue;
+            }
+            if (!part.headers().isEmpty()) {
+                int before = placed.merge(part.queue(), part.headers().size(), Integer::sum) - part.headers().size();
+                durable.add(queue.applyTransactionMessages(TransactionEntry.firstSequence(index, before), part.headers(),
+                        part.payloads()));
+            }
+            if (!part.acks().isEmpty()) {
+                queue.applyReplicatedAcks(part.acks());
+            }
+            work.add(afterQueueWork(queue));
+        }
+        CompletableFuture<Void> done = CompletableFuture.allOf(work.toArray(CompletableFuture[]::new));
+        if (answer != null) {
+            durable.add(done);
+            CompletableFuture.allOf(durable.toArray(CompletableFuture[]::new)).whenComplete((x, failure) -> {
+                if (failure != null) {
+                    answer.completeExceptionally(failure);
+                } else {
+                    answer.complete(null);
+                }
+            });
+        }
+        return done;
     }
 
     /** Applies the entry at {@code index} of the log (a dead-letter's copy is stored under it, rule R8). */

@@ -33,6 +33,15 @@ public final class ShardCounters {
     }
 
     /** Leader changes this node heard of, its own elections included. */
+    /** Adds the counters to a node's status ({@code GET /api/cluster}). */
+    void describe(java.util.Map<String, Object> status) {
+        status.put("leaderChanges", leaderChanges());
+        status.put("appliedEntries", appliedEntries());
+        status.put("appliedBytes", appliedBytes());
+        status.put("submittedEntries", submittedEntries());
+        status.put("submittedBytes", submittedBytes());
+    }
+
     public long leaderChanges() {
         return leaderChanges.sum();
     }

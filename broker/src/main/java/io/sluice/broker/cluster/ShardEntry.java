@@ -111,6 +111,13 @@ record ShardEntry(int originNode, long originCall, String queue, Frame frame, De
 
     /** A dead-letter's copy (rule R8): what every node stores in the dead-letter queue for message {@code sourceId} of {@code source}. */
     record DeadLetterCopy(String source, long sourceId, long producerId, long producerSequence, byte[] headers, byte[] payload) {
+        /** The copy of {@code original} of queue {@code source} with {@code headers} (the dead-letter's), copied out of their buffers. */
+        static DeadLetterCopy of(String source, io.sluice.storage.StoredMessage original, java.nio.ByteBuffer headers) {
+            byte[] copyHeaders = new byte[headers.remaining()];
+            headers.duplicate().get(copyHeaders);
+            return new DeadLetterCopy(source, original.id(), original.producerId(), original.producerSequence(), copyHeaders,
+                    original.payloadBytes());
+        }
     }
 
     /** Encodes a dead-letter entry (version 2) into a new array. */

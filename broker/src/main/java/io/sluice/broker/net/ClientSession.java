@@ -142,8 +142,9 @@ final class ClientSession {
     // ------------------------------------------------------------------ transactions
 
     void txBegin(TxBeginFrame begin) {
-        if (queues.replication() != null) {
-            proxy.answer(new TxAbortedFrame(begin.txnId(), ErrorCode.NOT_REPLICATED, notReplicated("transactions")));
+        String refused = queues.replication() == null ? null : queues.replication().transactionsRefused();
+        if (refused != null) { // rule R13 of docs/replication.md: a cluster below the entry level its transactions need
+            proxy.answer(new TxAbortedFrame(begin.txnId(), ErrorCode.NOT_REPLICATED, refused));
         } else if (transactionsServed("TX_BEGIN")) {
             transactions.begin(begin.txnId(), begin.timeoutMs());
         }

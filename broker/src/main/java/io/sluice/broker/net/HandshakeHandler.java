@@ -191,12 +191,14 @@ final class HandshakeHandler extends ProtocolHandler {
 
     /**
      * The capabilities this listener serves, of which HELLO_OK grants those the client asked for (docs/protocol.md,
-     * "Capabilities"): transactions, unless the listener has none or this is a cluster node, which refuses TX_BEGIN
-     * (NOT_REPLICATED). A client that did not ask may still send TX frames: version 1 clients before the capability
-     * bit did, and are served as before.
+     * "Capabilities"): transactions, unless the listener has none or this is a cluster node whose entry level is below
+     * the one replicated transactions need (rule R13 of docs/replication.md), which refuses TX_BEGIN (NOT_REPLICATED).
+     * A client that did not ask may still send TX frames: version 1 clients before the capability bit did, and are
+     * served as before.
      */
     private int served() {
-        return transactions != null && queues.replication() == null ? HelloFrame.CAPABILITY_TRANSACTIONS : 0;
+        return transactions != null && (queues.replication() == null || queues.replication().transactionsRefused() == null)
+                ? HelloFrame.CAPABILITY_TRANSACTIONS : 0;
     }
 
     /** The subject CN of a verified TLS client certificate, or null (no TLS, no certificate, or no CN). */

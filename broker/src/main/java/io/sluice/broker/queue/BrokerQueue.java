@@ -424,6 +424,8 @@ public final class BrokerQueue {
     private void lateAck(long id) {
         StoredMessage m = readUnlessDamaged(id);
         if (m != null) {
+            // Rule R13: a committed transaction's entry acknowledges what that transaction held here (T1), as on every node.
+            transactions.ackedByLog(id, m.headersLength() + m.payloadLength());
             acks.accept(id, m.headersLength() + m.payloadLength(), m.timestampMillis());
         } else {
             tracked.remove(id);
@@ -601,6 +603,15 @@ public final class BrokerQueue {
      */
     public CompletableFuture<Long> applyForwarded(long logIndex, ByteBuffer headers, ByteBuffer payload, boolean submittedHere) {
         return publishPath.forward(ProducerTable.DEAD_LETTER_COPIES_PRODUCER_ID, logIndex, headers, payload, submittedHere);
+    }
+
+    /**
+     * A cluster node stores what a committed transaction published here (rule R13 of docs/replication.md): no quota
+     * check, as {@link #applyReplicated}; under {@link ProducerTable#CLUSTER_TRANSACTIONS_PRODUCER_ID} with sequences from
+     * {@code firstSequence}, each once (a replay stores none twice). Completes once they are durable here.
+     */
+    public CompletableFuture<Void> applyTransactionMessages(long firstSequence, List<byte[]> headers, List<byte[]> payloads) {
+        return publishPath.forwardTransaction(firstSequence, headers, payloads);
     }
 
     /**

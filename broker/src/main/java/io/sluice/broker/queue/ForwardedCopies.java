@@ -4,6 +4,7 @@ import io.sluice.storage.QueueStore;
 import io.sluice.storage.dedup.ProducerTable;
 
 import java.nio.ByteBuffer;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.IntConsumer;
 
@@ -71,18 +72,61 @@ final class ForwardedCopies {
                     producers.appended(id);
                 }
                 appended.accept(bytes);
-                store.whenDurable(id).whenComplete((durable, error) -> {
-                    if (error != null) {
-                        stored.completeExceptionally(error);
-                    } else {
-                        stored.complete(id);
-                    }
-                });
+                completeWhenDurable(id, stored, id);
             } catch (RuntimeException e) {
                 stored.completeExceptionally(e);
             }
         });
         return stored;
+    }
+
+    /**
+     * Rule R13 of docs/replication.md: a committed transaction's messages for this queue ({@code headers[i]},
+     * {@code payloads[i]}), stored with no quota check under {@link ProducerTable#CLUSTER_TRANSACTIONS_PRODUCER_ID} with
+     * sequences {@code firstSequence + i}, each only if this queue does not hold it already (a node replaying its log).
+     * Completes once the last one stored is durable (at once if none was), or exceptionally if the store refused one.
+     */
+    CompletableFuture<Void> forwardTransaction(long firstSequence, List<byte[]> headers, List<byte[]> payloads) {
+        CompletableFuture<Void> stored = new CompletableFuture<>();
+        queue.executor().execute(() -> {
+            try {
+                if (queue.isClosed()) {
+                    throw new IllegalStateException("queue '" + queue.name() + "' was deleted");
+                }
+                long lastId = -1;
+                for (int i = 0; i < headers.size(); i++) {
+                    long sequence = firstSequence + i;
+                    if (producers.holdsTransactionMessage(sequence)) {
+                        continue;
+                    }
+                    long id = store.appendForwarded(ProducerTable.CLUSTER_TRANSACTIONS_PRODUCER_ID, sequence,
+                            ByteBuffer.wrap(headers.get(i)), ByteBuffer.wrap(payloads.get(i)));
+                    order.appendedVisible(id);
+                    producers.transactionMessageStored(sequence, id, store.nowMillis());
+                    appended.accept(headers.get(i).length + payloads.get(i).length);
+                    lastId = id;
+                }
+                if (lastId < 0) {
+                    stored.complete(null);
+                } else {
+                    completeWhenDurable(lastId, stored, null);
+                }
+            } catch (RuntimeException e) {
+                stored.completeExceptionally(e);
+            }
+        });
+        return stored;
+    }
+
+    /** Completes {@code out} with {@code value} once record {@code id} is durable, or with the store's failure. */
+    private <T> void completeWhenDurable(long id, CompletableFuture<T> out, T value) {
+        store.whenDurable(id).whenComplete((durable, error) -> {
+            if (error != null) {
+                out.completeExceptionally(error);
+            } else {
+                out.complete(value);
+            }
+        });
     }
 
     /** Copies refused by this queue's quota since it opened. */

@@ -150,8 +150,9 @@ public final class ProducerRegistry {
                     && record.producerId() != ProducerTable.TRANSACTIONS_PRODUCER_ID) {
                 table.stored(record.producerId(), 0, record.producerSequence(), record.timestampMillis());
                 replayed[0]++;
-            } else if (record.forwarded() && record.producerId() == ProducerTable.DEAD_LETTER_COPIES_PRODUCER_ID) {
-                table.stored(record.producerId(), 0, record.producerSequence(), record.timestampMillis()); // R8's copies
+            } else if (record.forwarded() && (record.producerId() == ProducerTable.DEAD_LETTER_COPIES_PRODUCER_ID
+                    || record.producerId() == ProducerTable.CLUSTER_TRANSACTIONS_PRODUCER_ID)) {
+                table.stored(record.producerId(), 0, record.producerSequence(), record.timestampMillis()); // R8's copies, R13's messages
             }
         });
         table.expire(store.nowMillis());
@@ -299,6 +300,22 @@ public final class ProducerRegistry {
      */
     boolean holdsDeadLetterCopy(long logIndex) {
         return table.lastStoredSequence(ProducerTable.DEAD_LETTER_COPIES_PRODUCER_ID) >= logIndex;
+    }
+
+    /**
+     * Rule R13 of docs/replication.md: whether a committed transaction's message of sequence {@code sequence}
+     * ({@link ProducerTable#CLUSTER_TRANSACTIONS_PRODUCER_ID}) is stored in this queue already (a node replaying its log).
+     * Exact, as {@link #holdsDeadLetterCopy}: they are stored in increasing order, and the table never forgets their producer.
+     */
+    boolean holdsTransactionMessage(long sequence) {
+        return table.lastStoredSequence(ProducerTable.CLUSTER_TRANSACTIONS_PRODUCER_ID) >= sequence;
+    }
+
+    /** A committed transaction's message of {@code sequence} was appended as record {@code id} (R13). */
+    void transactionMessageStored(long sequence, long id, long nowMillis) {
+        table.stored(ProducerTable.CLUSTER_TRANSACTIONS_PRODUCER_ID, 0, sequence, nowMillis);
+        changed = true;
+        recorded(id);
     }
 
     /** The dead-letter copy of the log's entry {@code logIndex} was appended as record {@code id}. */

@@ -118,6 +118,11 @@ final class PublishPath {
                 });
     }
 
+    /** Stores a committed transaction's messages on a cluster node ({@link ForwardedCopies#forwardTransaction}). Any thread. */
+    CompletableFuture<Void> forwardTransaction(long firstSequence, java.util.List<byte[]> headers, java.util.List<byte[]> payloads) {
+        return forwarded.forwardTransaction(firstSequence, headers, payloads);
+    }
+
     /** Stores a copy another queue forwards here ({@link ForwardedCopies#forward}). Any thread. */
     CompletableFuture<Long> forward(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload,
                                     boolean submittedHere) {

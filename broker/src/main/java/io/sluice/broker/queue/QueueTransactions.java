@@ -215,6 +215,18 @@ public final class QueueTransactions {
         });
     }
 
+    /**
+     * A cluster node applies a replicated acknowledgement of {@code id} (rule R13 of docs/replication.md: a committed
+     * transaction's entry, on the leader whose transaction held it): no longer held; the caller acknowledges it. On the
+     * executor.
+     */
+    void ackedByLog(long id, int bytes) {
+        if (held.size() > 0 && held.contains(id)) {
+            held.remove(id);
+            heldBytes -= bytes;
+        }
+    }
+
     /** Rollback: what {@code acks} holds goes back to the front of the queue, in id order; its next delivery counts one more. */
     public CompletableFuture<Void> release(HeldAcks acks) {
         return on(() -> {

@@ -100,6 +100,35 @@ public interface Replication {
      */
     void delivered(BrokerQueue queue, long[] ids, int[] counts, int n);
 
+    /**
+     * One queue's part of a transaction committed on a cluster (rule R13 of docs/replication.md): the messages it
+     * publishes there ({@code headers[i]} in the wire's encoded form, {@code payloads[i]}) and the ids it acknowledges
+     * there.
+     */
+    record TransactionPart(String queue, List<byte[]> headers, List<byte[]> payloads, List<IdRange> acks) {
+    }
+
+    /**
+     * Rule R13 of docs/replication.md: null if this node may commit transactions now; else why not (the cluster's entry
+     * level is below the one their entries need), as the sentence of a NOT_REPLICATED refusal.
+     */
+    default String transactionsRefused() {
+        return "this cluster node does not replicate transactions";
+    }
+
+    /**
+     * Rule R13 of docs/replication.md: replicates the whole effect of transaction {@code number} as one entry, which Raft
+     * commits or not as a whole; every node stores its messages and acknowledges its ids when it applies the entry.
+     * Completes once it is applied here and its messages are durable here (what a CONFIRM means); exceptionally with a
+     * {@link io.sluice.broker.error.BrokerException} TRANSACTION_LIMIT (it would not fit one entry: nothing was submitted)
+     * or NOT_REPLICATED (the entry level does not allow it: nothing was submitted), or NOT_LEADER (Raft did not commit it
+     * while this node waited: it may still be committed by the next leader, so its outcome is unknown).
+     */
+    default CompletableFuture<Void> commitTransaction(long number, List<TransactionPart> parts) {
+        return CompletableFuture.failedFuture(new io.sluice.broker.error.BrokerException(
+                io.sluice.protocol.ErrorCode.NOT_REPLICATED, transactionsRefused()));
+    }
+
     /** Headers plus payload of the frame's messages, as quotas count them (rule R9's uncommitted bytes). */
     static long bytes(PublishFrame frame) {
         return Backlog.bytes(frame);

@@ -67,6 +67,18 @@ public final class ConnectionTransactions {
             frame.release();
             return;
         }
+        if (coordinator.replicated()) {
+            // A cluster stores nothing before the commit's entry (R13): the messages are copied, the window comes back now.
+            ReplicatedCommits.Messages messages;
+            try {
+                messages = ReplicatedCommits.copy(queue, frame);
+            } finally {
+                frame.release();
+            }
+            link.publishCredit(messages.count(), payloadBytes);
+            coordinator.executor().execute(() -> coordinator.collected(t, messages));
+            return;
+        }
         CompletableFuture<QueueTransactions.Staging> staging = queue.transactions().stage(t.number, frame, link, payloadBytes);
         coordinator.executor().execute(() -> coordinator.staging(t, queue, staging));
     }

@@ -76,6 +76,8 @@ final class Transaction {
     final List<CompletableFuture<?>> pending = new ArrayList<>();
     final Map<BrokerQueue, Staged> staged = new LinkedHashMap<>();
     final Map<BrokerQueue, List<HeldAcks>> held = new LinkedHashMap<>();
+    /** On a cluster node: what it publishes, by queue, kept in memory until the commit's entry ({@link ReplicatedCommits}). */
+    final Map<BrokerQueue, List<ReplicatedCommits.Messages>> collected = new LinkedHashMap<>();
     /** Messages published plus acknowledged, and bytes published, for the caps. */
     int messages;
     long bytes;

@@ -57,6 +57,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *       its queue must not take a committed transaction's acknowledgements with it.</li>
  * </ul>
  *
+ * <p>On a cluster node (docs/replication.md, rule R13) nothing is staged and no commit record written: a transaction's
+ * messages are collected in memory and its commit is one replicated entry ({@link ReplicatedCommits}); holds, caps,
+ * timeouts and rollbacks are the same.
+ *
  * <p>Threads: one thread, {@code sluice-transactions}, owns every transaction and the log. A
  * connection's loop hands it work through {@link ConnectionTransactions}, and hands a TX_PUBLISH's
  * frame straight to the target queue's executor; queues' work comes back here.
@@ -117,6 +121,11 @@ public final class TransactionCoordinator implements AutoCloseable {
 
     EventExecutor executor() {
         return executor;
+    }
+
+    /** True on a cluster node, whose transactions commit as one replicated entry (R13, {@link ReplicatedCommits}). */
+    boolean replicated() {
+        return queues.replication() != null;
     }
 
     long newNumber() {
@@ -276,6 +285,57 @@ public final class TransactionCoordinator implements AutoCloseable {
         }
     }
 
+    /** TX_PUBLISH on a cluster node: the messages, copied, are part of the transaction if it is open (R13). */
+    void collected(Transaction t, ReplicatedCommits.Messages m) {
+        if (!t.takesOperations()) {
+            if (t.state == Transaction.State.COMMITTING) {
+                t.link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a TX_PUBLISH after "
+                        + "its TX_COMMIT is not part of it and was not stored");
+            }
+            return;
+        }
+        String over = overCaps(t, m.count(), m.bytes());
+        t.collected.computeIfAbsent(m.queue(), q -> new ArrayList<>()).add(m);
+        t.messages += m.count();
+        t.bytes += m.bytes();
+        if (m.refusal() != null) {
+            abort(t, ErrorCode.TRANSACTION_ABORTED, refused("TX_PUBLISH to queue '" + m.queue().name() + "'",
+                    ErrorCode.QUEUE_BLOCKED, m.refusal()));
+        } else if (over != null) {
+            abort(t, ErrorCode.TRANSACTION_LIMIT, over);
+        }
+    }
+
+    /**
+     * R13: the transaction's whole effect goes into one replicated entry. OK once it is applied here; refused before the
+     * log (too large, the entry level), rolled back; not committed while this node waited, unknown: not answered (the
+     * connection is closed with NOT_LEADER, rule S1) and what it held given back, acknowledged if the entry commits after all.
+     */
+    private void commitReplicated(Transaction t) {
+        if (t.collected.isEmpty() && t.held.isEmpty()) {
+            finishCommitted(t); // nothing to replicate
+            return;
+        }
+        queues.replication().commitTransaction(t.number, ReplicatedCommits.parts(t)).whenCompleteAsync((x, failed) -> {
+            if (failed == null) {
+                finishCommitted(t);
+            } else if (ReplicatedCommits.notSubmitted(failed)) {
+                refuseCommit(t, ErrorCodes.of(failed), message(failed));
+            } else if (ReplicatedCommits.outcomeUnknown(failed)) {
+                ReplicatedCommits.logUnknown(t, failed);
+                t.state = Transaction.State.FINISHED;
+                undo(t);
+                forget(t);
+            } else { // committed in the log, applied on every node; this one could not make its messages durable
+                LOG.error("{}: committed, but this node could not store its messages ({}).", t.describe(), failed.toString());
+                t.state = Transaction.State.FINISHED;
+                t.link.answerError(t.commitRequestId, ErrorCode.STORAGE_FAILED, t.describe() + " is committed in the "
+                        + "replicated log, but this node could not make its messages durable: " + message(failed));
+                forget(t);
+            }
+        }, executor);
+    }
+
     /** TX_ACK: the queue took these deliveries off their consumer and holds them (T1); the transaction keeps them. */
     void held(Transaction t, HeldAcks acks) {
         if (t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
@@ -356,6 +416,10 @@ public final class TransactionCoordinator implements AutoCloseable {
             return;
         }
         t.sealed = true;
+        if (replicated()) {
+            commitReplicated(t);
+            return;
+        }
         List<CommitRecord.Part> targets = new ArrayList<>();
         List<BrokerQueue> targetQueues = new ArrayList<>();
         t.staged.forEach((q, s) -> {
@@ -619,6 +683,7 @@ public final class TransactionCoordinator implements AutoCloseable {
             steps.add(s.queue.transactions().discard(s.ids, s.count, s.bytes));
         }
         t.staged.clear();
+        t.collected.clear(); // a cluster's: never stored
         for (List<HeldAcks> list : t.held.values()) {
             for (HeldAcks h : list) {
                 steps.add(h.queue().transactions().release(h));

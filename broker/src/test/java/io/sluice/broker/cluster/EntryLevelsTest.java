@@ -16,14 +16,16 @@ class EntryLevelsTest {
     Path dir;
 
     @Test
-    void shouldMapEachEntryVersionToTheLevelOfItsNumber() {
+    void shouldMapEachEntryVersionToItsLevel() {
         assertEquals(1, EntryLevels.required(ShardEntry.VERSION));
         assertEquals(2, EntryLevels.required(ShardEntry.DEAD_LETTER_VERSION));
         assertEquals(3, EntryLevels.required(ShardEntry.DELIVERED_VERSION));
         assertEquals(4, EntryLevels.required(ShardEntry.NAMED_PUBLISH_VERSION));
         assertEquals(5, EntryLevels.required(EntryBatch.VERSION));
         assertEquals(1, EntryLevels.required(EntryLevels.LEVEL_ENTRY_VERSION), "a level entry may be written at any level");
-        assertEquals(Integer.MAX_VALUE, EntryLevels.required(7));
+        // Version 6 is the level entry's, so transactions (version 7) are level 6, the next level (rule R13).
+        assertEquals(6, EntryLevels.required(TransactionEntry.VERSION));
+        assertEquals(Integer.MAX_VALUE, EntryLevels.required(8));
         assertEquals(Integer.MAX_VALUE, EntryLevels.required(0));
     }
 

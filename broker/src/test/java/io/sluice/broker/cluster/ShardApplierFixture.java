@@ -48,6 +48,13 @@ abstract class ShardApplierFixture {
         loop.shutdownGracefully(0, 0, TimeUnit.SECONDS).syncUninterruptibly();
     }
 
+    /** Closes the queues and their store and opens them again from disk, as a restart of the node does. */
+    void reopenQueues() {
+        queues.close();
+        store.close();
+        openQueues();
+    }
+
     /** An applier of node 1 supporting entry levels up to {@code supportedLevel}. */
     ShardApplier applier(int supportedLevel) {
         return new ShardApplier(queues, new Submissions(), 1, MAX_FRAME, new FinalizedEntryLevel(supportedLevel, null));

@@ -56,9 +56,18 @@ public final class ProducerTable {
      */
     public static final long DEAD_LETTER_COPIES_PRODUCER_ID = Long.MIN_VALUE + 1;
 
+    /**
+     * The producer id under which a cluster node stores what a committed transaction published (docs/transactions.md,
+     * "On a cluster"; no client may publish under it), with a sequence made of the transaction's log index and the
+     * message's place in it. Applied in log order like {@link #DEAD_LETTER_COPIES_PRODUCER_ID}, never evicted nor
+     * expired: a node replaying its log decides by it, exactly, which of a transaction's messages are already stored.
+     */
+    public static final long CLUSTER_TRANSACTIONS_PRODUCER_ID = Long.MIN_VALUE + 2;
+
     /** True for the broker's own producers, whose sequences come in order and which are never evicted nor expired. */
     public static boolean isBrokers(long producerId) {
-        return producerId == TRANSACTIONS_PRODUCER_ID || producerId == DEAD_LETTER_COPIES_PRODUCER_ID;
+        return producerId == TRANSACTIONS_PRODUCER_ID || producerId == DEAD_LETTER_COPIES_PRODUCER_ID
+                || producerId == CLUSTER_TRANSACTIONS_PRODUCER_ID;
     }
 
     /** What to do with a publish. */

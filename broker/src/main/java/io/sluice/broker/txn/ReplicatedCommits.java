@@ -1,0 +1,122 @@
+package io.sluice.broker.txn;
+
+import io.sluice.broker.error.BrokerException;
+import io.sluice.broker.error.ErrorCodes;
+import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.queue.HeldAcks;
+import io.sluice.broker.queue.Replication;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.FlowState;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.PublishCursor;
+import io.sluice.protocol.PublishFrame;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Transactions on a cluster node (docs/transactions.md, "On a cluster"; rule R13 of docs/replication.md). Nothing a
+ * transaction does is stored before its commit: its TX_PUBLISH messages are kept in memory on the leader (bounded by
+ * {@code transactions.max-bytes} and {@code max-messages}), its TX_ACKs hold their deliveries as on a single broker (T1),
+ * and TX_COMMIT replicates the whole of it as one log entry, which Raft commits or not as a whole. OK goes out once the
+ * entry is applied here, its messages durable. A commit whose entry Raft did not commit while this node waited has an
+ * unknown outcome (a next leader may still commit it): it is not answered, and the connection is closed with NOT_LEADER
+ * (rule S1), as for a CONFIRM that never came; what it held is given back here, and acknowledged if the entry commits.
+ *
+ * <p>Threads: {@link #copy} on the connection's event loop; the rest on the coordinator's thread.
+ */
+final class ReplicatedCommits {
+    private static final Logger LOG = LoggerFactory.getLogger(ReplicatedCommits.class);
+
+    private ReplicatedCommits() {
+    }
+
+    /** One TX_PUBLISH's messages, copied out of its frame: nothing is stored before the commit. */
+    record Messages(BrokerQueue queue, List<byte[]> headers, List<byte[]> payloads, long bytes, String refusal) {
+        int count() {
+            return headers.size();
+        }
+    }
+
+    /**
+     * Copies the frame's messages (the frame is the caller's to release). A queue blocked by its quota refuses them, as
+     * a single broker's staging does (T2): {@code refusal} then says why.
+     */
+    static Messages copy(BrokerQueue queue, PublishFrame frame) {
+        List<byte[]> headers = new ArrayList<>(frame.messageCount());
+        List<byte[]> payloads = new ArrayList<>(frame.messageCount());
+        long bytes = 0;
+        PublishCursor cursor = frame.cursor();
+        while (cursor.next()) {
+            byte[] h = new byte[cursor.headersLength()];
+            cursor.encodedHeaders().getBytes(0, h);
+            byte[] p = new byte[cursor.payloadLength()];
+            cursor.payload().getBytes(0, p);
+            headers.add(h);
+            payloads.add(p);
+            bytes += h.length + p.length;
+        }
+        String refusal = queue.flowState() == FlowState.BLOCKED ? "queue '" + queue.name() + "' is blocked by its quota" : null;
+        return new Messages(queue, headers, payloads, bytes, refusal);
+    }
+
+    /** The transaction's parts, one per queue it publishes to or acknowledges in, in the order it first touched them. */
+    static List<Replication.TransactionPart> parts(Transaction t) {
+        List<Replication.TransactionPart> parts = new ArrayList<>();
+        for (Map.Entry<BrokerQueue, List<Messages>> e : t.collected.entrySet()) {
+            List<byte[]> headers = new ArrayList<>();
+            List<byte[]> payloads = new ArrayList<>();
+            for (Messages m : e.getValue()) {
+                headers.addAll(m.headers());
+                payloads.addAll(m.payloads());
+            }
+            parts.add(new Replication.TransactionPart(e.getKey().name(), headers, payloads, ranges(t.held.get(e.getKey()))));
+        }
+        t.held.forEach((q, held) -> {
+            if (!t.collected.containsKey(q)) {
+                parts.add(new Replication.TransactionPart(q.name(), List.of(), List.of(), ranges(held)));
+            }
+        });
+        return parts;
+    }
+
+    /** The held ids as ascending ranges. */
+    static List<IdRange> ranges(List<HeldAcks> held) {
+        if (held == null) {
+            return List.of();
+        }
+        long[] ids = held.stream().flatMapToLong(h -> Arrays.stream(h.ids())).sorted().distinct().toArray();
+        List<IdRange> ranges = new ArrayList<>();
+        for (int i = 0; i < ids.length; ) {
+            int j = i;
+            while (j + 1 < ids.length && ids[j + 1] == ids[j] + 1) {
+                j++;
+            }
+            ranges.add(new IdRange(ids[i], ids[j]));
+            i = j + 1;
+        }
+        return ranges;
+    }
+
+    /** Whether a failed commit's entry may still be committed: then the client must not be told it was rolled back. */
+    static boolean outcomeUnknown(Throwable failure) {
+        Throwable cause = ErrorCodes.unwrap(failure);
+        return cause instanceof BrokerException b && b.code() == ErrorCode.NOT_LEADER;
+    }
+
+    /** Whether nothing of a failed commit was submitted (refused before the log: too large, or the entry level). */
+    static boolean notSubmitted(Throwable failure) {
+        ErrorCode code = ErrorCodes.of(failure);
+        return code == ErrorCode.TRANSACTION_LIMIT || code == ErrorCode.NOT_REPLICATED;
+    }
+
+    static void logUnknown(Transaction t, Throwable failure) {
+        LOG.info("{}: its commit's log entry was not committed while this node led ({}); it may still be committed by the "
+                + "next leader, so its client is not told it was rolled back: its connection is closed (NOT_LEADER), as for a "
+                + "CONFIRM that never came. What it held is given back here.", t.describe(), ErrorCodes.unwrap(failure).toString());
+    }
+}
