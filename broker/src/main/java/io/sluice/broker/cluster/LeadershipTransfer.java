@@ -14,6 +14,7 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
@@ -25,6 +26,7 @@ import java.util.function.Supplier;
  */
 public final class LeadershipTransfer {
     private static final Logger LOG = LoggerFactory.getLogger(LeadershipTransfer.class);
+    private static final long RETRY_PAUSE_MS = 100;
 
     private final RaftServer server;
     private final RaftGroupId group;
@@ -50,10 +52,20 @@ public final class LeadershipTransfer {
      * Completes once node {@code target} leads; exceptionally with {@link LeadershipNotTransferred} if it does not
      * within {@code timeoutMs} (the leader stays, or an election picks one), or a {@link BrokerException} NOT_LEADER if
      * this node is not the leader any more.
+     *
+     * <p>A transfer that Ratis gives up while this node leads again is asked again, as long as time is left: Ratis tells
+     * the target to run for leader as soon as its log matches the leader's, and an entry the leader appends in between
+     * (Ratis's own commit-index entry, or a client's) leaves the target's log shorter than the others', which then refuse
+     * it their votes; the leader is re-elected and Ratis answers DIFFERENT_LEADER (seen in ClusterOperationsTest).
      */
     CompletableFuture<Void> to(int target, long timeoutMs) {
+        return attempt(target, timeoutMs, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs), 1);
+    }
+
+    private CompletableFuture<Void> attempt(int target, long timeoutMs, long deadlineNanos, int attempt) {
+        long leftMs = Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()));
         TransferLeadershipRequest request = new TransferLeadershipRequest(clientId, self, group, nextCall.getAsLong(),
-                RaftPeerId.valueOf(ClusterMember.peerId(target)), timeoutMs);
+                RaftPeerId.valueOf(ClusterMember.peerId(target)), leftMs);
         CompletableFuture<RaftClientReply> reply;
         try {
             reply = server.transferLeadershipAsync(request);
@@ -64,14 +76,30 @@ public final class LeadershipTransfer {
             Throwable refusal = failure != null ? failure : answer.isSuccess() ? null : answer.getException();
             if (refusal == null) {
                 LOG.info("Cluster node {} handed the shard's leadership to node {}.", nodeId, target);
-                return null;
+                return CompletableFuture.<Void>completedFuture(null);
             }
             if (refusal instanceof NotLeaderException) {
                 throw new BrokerException(ErrorCode.NOT_LEADER, notLeader.get());
             }
+            if (System.nanoTime() < deadlineNanos && leads()) {
+                LOG.info("Cluster node {}: handing the leadership to node {} failed ({}); node {} leads again and asks again "
+                        + "(attempt {}).", nodeId, target, refusal.getMessage(), nodeId, attempt + 1);
+                // A pause, so that a refusal that comes at once (whatever it is) does not spin until the deadline.
+                return CompletableFuture.runAsync(() -> { }, CompletableFuture.delayedExecutor(RETRY_PAUSE_MS, TimeUnit.MILLISECONDS))
+                        .thenCompose(paused -> attempt(target, timeoutMs, deadlineNanos, attempt + 1));
+            }
             throw new LeadershipNotTransferred("node " + target + " did not take the shard's leadership from node "
-                    + nodeId + " within " + timeoutMs + " ms: " + refusal.getMessage());
-        });
+                    + nodeId + " within " + timeoutMs + " ms (" + attempt + (attempt == 1 ? " attempt" : " attempts") + "): "
+                    + refusal.getMessage());
+        }).thenCompose(next -> next);
+    }
+
+    private boolean leads() {
+        try {
+            return server.getDivision(group).getInfo().isLeader();
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     /** A leadership transfer that did not happen in time; the reason says what Ratis answered. */
