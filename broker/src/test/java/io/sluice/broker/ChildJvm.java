@@ -61,8 +61,12 @@ final class ChildJvm {
      * same twice in this JVM.
      */
     static int freePort() {
+        // The suite runs in two JVMs at once (broker/pom.xml's forkCount): each takes its own half of the range, so that
+        // a port one of them checked and has not bound yet is never handed out by the other.
+        int fork = Integer.getInteger("surefire.forkNumber", 1);
+        int base = 20_000 + (fork % 2) * 6_000;
         for (int attempt = 0; attempt < 1000; attempt++) {
-            int port = 20_000 + java.util.concurrent.ThreadLocalRandom.current().nextInt(12_000);
+            int port = base + java.util.concurrent.ThreadLocalRandom.current().nextInt(6_000);
             if (!HANDED_OUT.add(port)) {
                 continue;
             }
@@ -74,7 +78,7 @@ final class ChildJvm {
                 // in use by another process: try another
             }
         }
-        throw new UncheckedIOException(new IOException("no free port in 20000..31999 after 1000 attempts"));
+        throw new UncheckedIOException(new IOException("no free port in " + base + ".." + (base + 5_999) + " after 1000 attempts"));
     }
 
     private static final java.util.Set<Integer> HANDED_OUT = java.util.concurrent.ConcurrentHashMap.newKeySet();
