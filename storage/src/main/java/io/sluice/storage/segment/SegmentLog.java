@@ -576,13 +576,37 @@ public final class SegmentLog implements AutoCloseable {
     public void countSegments(SegmentCounter counted) {
         SingleChronicleQueue chronicle = chronicle();
         NavigableSet<Long> cycles = chronicle.listCyclesBetween(chronicle.firstCycle(), chronicle.lastCycle());
+        long last = cycles.isEmpty() ? -1 : cycles.last();
         try (ExcerptTailer counter = chronicle.createTailer()) {
             for (long cycleLong : cycles) {
                 int cycle = (int) cycleLong;
                 long count = counter.excerptsInCycle(cycle);
-                tallies.put(cycle, new SegmentTally(count, fileBytes(cycle)));
+                // The last segment is the one appends may continue: its bytes decide where it is sealed, and so every
+                // later id, which must not depend on whether the store was opened again in between (on a cluster every
+                // node gives a message the same id, docs/replication.md R6). So they are counted as append counts them,
+                // record by record; the others by their file, for reclaim's figures.
+                long bytes = cycleLong == last && count > 0 ? recordBytes(cycle) : fileBytes(cycle);
+                tallies.put(cycle, new SegmentTally(count, bytes));
                 if (count > 0) {
                     counted.segment(cycle, count);
+                }
+            }
+        }
+    }
+
+    /** The bytes {@link #append} counts for the records of {@code segment}: each record's length plus Chronicle's 4-byte header. */
+    private long recordBytes(int segment) {
+        long bytes = 0;
+        try (ExcerptTailer tailer = newTailer()) {
+            if (!tailer.moveToIndex(SegmentRollCycle.INSTANCE.toIndex(segment, 0))) {
+                return 0;
+            }
+            while (true) {
+                try (DocumentContext dc = tailer.readingDocument()) {
+                    if (!dc.isPresent() || SegmentRollCycle.INSTANCE.toCycle(dc.index()) != segment) {
+                        return bytes;
+                    }
+                    bytes += dc.wire().bytes().readRemaining() + 4;
                 }
             }
         }
