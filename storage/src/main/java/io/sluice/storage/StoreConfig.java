@@ -25,6 +25,10 @@ import java.util.List;
  * @param readAheadMessages    how far (in messages) the read-ahead thread touches a reader's coming
  *                             records, so that a consumer catching up on a cold backlog finds them in
  *                             the page cache instead of faulting on the broker's event loop (0 disables)
+ * @param exactRollPoint       at open, count the write segment's bytes record by record, as an append counts them, so
+ *                             that it is sealed where it would have been had the store kept running (one pass over
+ *                             at most one segment): a cluster node needs it, since every node must give a message the
+ *                             same id; a broker of its own does not (its relocation moves ids anyway)
  */
 public record StoreConfig(
         DurabilityMode durability,
@@ -36,7 +40,8 @@ public record StoreConfig(
         double relocateMaxLiveRatio,
         int relocateMaxLiveMessages,
         long relocateAfterMs,
-        int readAheadMessages) {
+        int readAheadMessages,
+        boolean exactRollPoint) {
 
     public static final long MIN_SEGMENT_BYTES = 1L << 20;
     public static final long MAX_SEGMENT_BYTES = 1L << 30;
@@ -85,7 +90,8 @@ public record StoreConfig(
                 .relocateMaxLiveRatio(relocateMaxLiveRatio)
                 .relocateMaxLiveMessages(relocateMaxLiveMessages)
                 .relocateAfterMs(relocateAfterMs)
-                .readAheadMessages(readAheadMessages);
+                .readAheadMessages(readAheadMessages)
+                .exactRollPoint(exactRollPoint);
     }
 
     /** A mutable builder with the defaults a broker runs with. */
@@ -100,6 +106,12 @@ public record StoreConfig(
         private int relocateMaxLiveMessages = 10_000;
         private long relocateAfterMs = 1000;
         private int readAheadMessages = 50_000;
+        private boolean exactRollPoint = true;
+
+        public Builder exactRollPoint(boolean value) {
+            this.exactRollPoint = value;
+            return this;
+        }
 
         public Builder durability(DurabilityMode value) {
             this.durability = value;
@@ -194,7 +206,7 @@ public record StoreConfig(
                 throw new IllegalArgumentException("invalid storage configuration: " + String.join("; ", problems));
             }
             return new StoreConfig(durability, syncIntervalMs, segmentBytes, maxMessageBytes, reservedDiskBytes,
-                    ackJournalBytes, relocateMaxLiveRatio, relocateMaxLiveMessages, relocateAfterMs, readAheadMessages);
+                    ackJournalBytes, relocateMaxLiveRatio, relocateMaxLiveMessages, relocateAfterMs, readAheadMessages, exactRollPoint);
         }
     }
 }

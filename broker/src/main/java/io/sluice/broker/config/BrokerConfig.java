@@ -356,6 +356,9 @@ public final class BrokerConfig {
                 .relocateMaxLiveMessages(cluster.enabled ? 0 : storage.relocateMaxLiveMessages)
                 .relocateAfterMs(storage.relocateAfterMs)
                 .readAheadMessages(storage.readAheadMessages)
+                // Only a cluster needs a segment sealed at the same record after a restart (docs/storage.md); a broker of
+                // its own skips the pass over its write segment at open.
+                .exactRollPoint(cluster.enabled)
                 .build();
     }
 

@@ -29,6 +29,7 @@ class ClusterConfigTest {
         assertEquals(750, c.cluster.electionTimeoutMinMs);
         assertEquals(1500, c.cluster.electionTimeoutMaxMs);
         assertEquals(c.dataDirectory().resolve("raft"), c.raftDirectory());
+        assertFalse(c.storeConfig().exactRollPoint(), "a broker of its own skips the count of its write segment at open");
         assertEquals(30_000, c.cluster.snapshotReadTimeoutMs);
         assertEquals(10_000, c.cluster.snapshotConnectTimeoutMs);
     }
@@ -39,6 +40,7 @@ class ClusterConfigTest {
         Files.writeString(file, "broker:\n  port: 9872\ncluster:\n  enabled: true\n  node-id: 2\n" + NODES);
         BrokerConfig c = new ConfigLoader().load(file, Map.of());
         assertTrue(c.cluster.enabled);
+        assertTrue(c.storeConfig().exactRollPoint(), "a cluster node seals its segments where the others do (rule R6)");
         assertEquals(3, c.cluster.nodes.size());
         assertEquals(9862, c.cluster.nodes.get(1).raftPort);
         assertEquals(9873, c.cluster.nodes.get(2).clientPort);

@@ -143,7 +143,7 @@ public final class QueueRecovery {
             skipReclaimedSegments(log, ackLog.state(), lastSegment);
             return new Recovered(log, ackLog, -1, 0);
         }
-        log.countSegments(ackLog::segmentGrew);
+        log.countSegments(ackLog::segmentGrew, config.exactRollPoint());
         RelocationIntent intent = new RelocationIntent(directory);
         long scanFrom = scanStart(log, intent, lastSegment);
         if (afterUncleanStop) {

@@ -573,7 +573,7 @@ public final class SegmentLog implements AutoCloseable {
      * Fills the tallies from Chronicle's index of each segment file, without reading records, and
      * calls {@code counted} with each non-empty segment and its record count. For recovery.
      */
-    public void countSegments(SegmentCounter counted) {
+    public void countSegments(SegmentCounter counted, boolean exactRollPoint) {
         SingleChronicleQueue chronicle = chronicle();
         NavigableSet<Long> cycles = chronicle.listCyclesBetween(chronicle.firstCycle(), chronicle.lastCycle());
         long last = cycles.isEmpty() ? -1 : cycles.last();
@@ -582,10 +582,10 @@ public final class SegmentLog implements AutoCloseable {
                 int cycle = (int) cycleLong;
                 long count = counter.excerptsInCycle(cycle);
                 // The last segment is the one appends may continue: its bytes decide where it is sealed, and so every
-                // later id, which must not depend on whether the store was opened again in between (on a cluster every
+                // later id, which on a cluster must not depend on whether the store was opened again in between (every
                 // node gives a message the same id, docs/replication.md R6). So they are counted as append counts them,
-                // record by record; the others by their file, for reclaim's figures.
-                long bytes = cycleLong == last && count > 0 ? recordBytes(cycle) : fileBytes(cycle);
+                // record by record (StoreConfig.exactRollPoint); the others by their file, for reclaim's figures.
+                long bytes = exactRollPoint && cycleLong == last && count > 0 ? recordBytes(cycle) : fileBytes(cycle);
                 tallies.put(cycle, new SegmentTally(count, bytes));
                 if (count > 0) {
                     counted.segment(cycle, count);
