@@ -438,12 +438,22 @@ final class ClusterFixture {
 
     /** The JSON answer of node {@code node}'s admin API at {@code path}, or null if it does not answer 200. */
     com.fasterxml.jackson.databind.JsonNode get(int node, String path) {
+        String body = text(node, path);
+        try {
+            return body == null ? null : new com.fasterxml.jackson.databind.ObjectMapper().readTree(body);
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    /** The body of node {@code node}'s admin API answer at {@code path} (e.g. {@code /metrics}), or null if it does not answer 200. */
+    String text(int node, String path) {
         try {
             java.net.http.HttpResponse<String> response = java.net.http.HttpClient.newHttpClient().send(
                     java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://" + hosts[node] + ":" + metricsPorts[node] + path))
                             .timeout(java.time.Duration.ofSeconds(5)).build(),
                     java.net.http.HttpResponse.BodyHandlers.ofString());
-            return response.statusCode() != 200 ? null : new com.fasterxml.jackson.databind.ObjectMapper().readTree(response.body());
+            return response.statusCode() != 200 ? null : response.body();
         } catch (IOException e) {
             return null;
         } catch (InterruptedException e) {
