@@ -15,11 +15,9 @@ import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.Frame;
 import io.sluice.protocol.IdRange;
-import io.sluice.protocol.LeaderHint;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.StoredMessage;
-import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
 import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientReply;
@@ -43,7 +41,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
@@ -54,7 +51,7 @@ import java.util.function.Consumer;
  *
  * <p>Serving: a node serves clients only while it is the shard's leader, is ready (it committed an entry
  * of its term, so every earlier entry is committed) and has applied what was committed when it became
- * ready; otherwise {@link #notLeader} names the leader. When this node stops being the leader, or Raft
+ * ready; otherwise {@link #notLeader} names the leader ({@link LeaderServing}). When this node stops being the leader, or Raft
  * refuses one of its submissions, it closes every client connection with NOT_LEADER (rule S1 of
  * {@link Submissions}), and the clients resend to the new leader what it did not confirm.
  *
@@ -82,14 +79,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     private final int nodeId;
     private final int maxFrameBytes;
-    /**
-     * A follower that has heard nothing from its leader for this long no longer names it: Ratis itself then
-     * treats the leader as gone and grants votes against it (its minimum election timeout).
-     */
-    private final long leaderSilenceMs;
     /** Rule R9: per queue, the bytes submitted and not yet applied that block its producers (cluster.max-uncommitted-bytes). */
     private final long maxUncommittedBytes;
-    private final long electionTimeoutMaxMs;
     /**
      * How long a HELLO may wait for a leader while an election runs (rule S2): three of the longest election
      * timeouts, room for a detection that takes two and a round lost to a split vote.
@@ -125,24 +116,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final ShardDivision division;
     /** Serves this node's snapshots to followers that fell behind (rule R4), or null if snapshots are markers only. */
     private final SnapshotServer snapshotServer;
-    /**
-     * The commit index when this node last became a ready leader; it serves once it has applied that far.
-     * {@link Long#MAX_VALUE} while it is no ready leader.
-     */
-    private volatile long servingFromIndex = Long.MAX_VALUE;
-    /** Rule R12: a new cluster's level entry, applied before its leader serves (so its first HELLO_OK sees the level). */
-    private volatile CompletableFuture<Void> levelFinalized = CompletableFuture.completedFuture(null);
-    /**
-     * The leader (and term) this follower last found silent for {@link #leaderSilenceMs} (rule S2): not named
-     * again in that term, even though the silence ends when this node grants a candidate's (pre-)vote, which
-     * Ratis counts as hearing from the cluster. A new term, a new leader, a commit index it moved (only the
-     * leader's appends move it), or a maximum election timeout since it was last found silent (time enough for
-     * the candidate it voted for to win; a leader that is alive after that was only slow) ends it.
-     */
-    private volatile SilentLeader silentLeader;
-
-    private record SilentLeader(RaftPeerId leader, long term, long commitIndex, long foundAtNanos) {
-    }
+    /** Whether this node serves clients, and the NOT_LEADER answer when it does not (rules S1, S2). */
+    private final LeaderServing serving;
     private volatile boolean closed;
 
     private ClusterNode(BrokerConfig config, QueueManager queues, Consumer<String> closeClients) throws IOException {
@@ -152,9 +127,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         int batchCap = Math.min(BATCH_CAP_BYTES, maxFrameBytes);
         this.coalescer = new EntryCoalescer(this::send, batchCap, Math.min(BATCH_SEND_BYTES, batchCap),
                 () -> entryLevel.allows(EntryBatch.VERSION));
-        this.leaderSilenceMs = config.cluster.electionTimeoutMinMs;
         this.maxUncommittedBytes = config.cluster.maxUncommittedBytes;
-        this.electionTimeoutMaxMs = config.cluster.electionTimeoutMaxMs;
         this.leaderWaitMs = 3 * config.cluster.electionTimeoutMaxMs;
         this.closeClients = closeClients;
         this.queues = queues;
@@ -196,7 +169,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
             @Override
             public void leaderReady() {
-                onLeaderReady();
+                serving.leaderReady();
             }
         });
         RaftServer.Builder builder = RaftServer.newBuilder();
@@ -221,6 +194,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.entryLevels = new EntryLevelControl(entryLevel, server, SHARD_GROUP, self, this::submitLevel,
                 peer -> "node " + ClusterMember.nodeIdOf(peer.toString()), tls == null ? null : tls.raftParameters());
         this.transactions = new ClusterTransactions(nodeId, maxFrameBytes, entryLevel, submissions, this::submit, this::notLeader);
+        this.serving = new LeaderServing(nodeId, self, division, members, stateMachine::halted, () -> started && !closed,
+                entryLevels::finalizeIfNew, config.cluster.electionTimeoutMinMs, config.cluster.electionTimeoutMaxMs);
     }
 
     /**
@@ -253,100 +228,17 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     @Override
     public String notLeader() {
-        DivisionInfo info = division.info();
-        if (stateMachine.halted() != null) {
-            return LeaderHint.format(null, "node " + nodeId + " stopped applying the log (rule R12)");
-        }
-        if (notAMember(info)) {
-            // Removed (Ratis shut its shard down), or joining and not added yet: never a leader, so no HELLO waits here.
-            RaftPeerId leader = info == null ? null : info.getLeaderId();
-            return LeaderHint.format(leader == null || leader.equals(self) ? null : members.clientAddress(leader), "node " + nodeId
-                    + " is not a member of the cluster (it was removed, or waits to be added); its members are "
-                    + members.current().keySet());
-        }
-        if (info == null) {
-            return LeaderHint.format(null, "node " + nodeId + " is starting");
-        }
-        if (info.isLeader()) {
-            if (info.isLeaderReady() && servingFromIndex == Long.MAX_VALUE) {
-                onLeaderReady(); // in case the notification has not come yet
-            }
-            if (serving()) {
-                return null;
-            }
-            return LeaderHint.format(members.clientAddress(self), "node " + nodeId
-                    + " was just elected leader and is still applying the log; connect again in a moment");
-        }
-        RaftPeerId leader = info.getLeaderId();
-        String address = leader == null || leader.equals(self) ? null : members.clientAddress(leader);
-        if (address == null) {
-            return LeaderHint.format(null, "node " + nodeId + " is a follower and knows no leader yet (an election is running)");
-        }
-        long silentMs = leaderSilenceMs(info);
-        SilentLeader silent = silentLeader;
-        if (silentMs >= leaderSilenceMs) {
-            silent = new SilentLeader(leader, info.getCurrentTerm(), commitIndex(), System.nanoTime());
-            silentLeader = silent;
-        }
-        if (silent != null && silent.leader().equals(leader) && silent.term() == info.getCurrentTerm()
-                && commitIndex() <= silent.commitIndex()
-                && System.nanoTime() - silent.foundAtNanos() < TimeUnit.MILLISECONDS.toNanos(electionTimeoutMaxMs)) {
-            // Rule S2: a leader that went silent is most likely dead; naming it would send clients to a closed port.
-            return LeaderHint.format(null, "node " + nodeId + " is a follower and has not heard from the leader, node "
-                    + ClusterMember.nodeIdOf(leader.toString()) + ", for " + silentMs + " ms or more (an election is due)");
-        }
-        return LeaderHint.format(address, "node " + nodeId + " is a follower; the leader is node " + ClusterMember.nodeIdOf(leader.toString()));
+        return serving.notLeader();
     }
 
-    /**
-     * True while this node leads the shard and serves its clients: what {@link #notLeader} answers null for, read
-     * without its side effects (it records a silent leader, which changes the hints HELLO gets), so that a metrics
-     * scrape changes nothing.
-     */
+    /** True while this node leads the shard and serves its clients, read without {@link #notLeader}'s side effects (metrics). */
     public boolean serving() {
-        DivisionInfo info = division.info();
-        return info != null && info.isLeader() && info.isLeaderReady() && info.getLastAppliedIndex() >= servingFromIndex
-                && levelFinalized.isDone();
+        return serving.serving();
     }
 
-    /**
-     * True once this node is out of the shard: its configuration does not name it (a node that joins, before it is added;
-     * one removed, until Ratis shuts its shard down), or Ratis shut the shard down after it started (removed).
-     */
-    private boolean notAMember(DivisionInfo info) {
-        return info == null ? started && !closed : !members.isMember(nodeId);
-    }
-
-    /** Milliseconds since this follower last heard from its leader; 0 if it is no follower. */
-    private static long leaderSilenceMs(DivisionInfo info) {
-        RoleInfoProto role = info.getRoleInfoProto();
-        return role.hasFollowerInfo() ? role.getFollowerInfo().getLeaderInfo().getLastRpcElapsedTimeMs() : 0;
-    }
-
-    /**
-     * Rule S2: true while this node cannot send a client asking at {@code askedAtNanos} to a node that is
-     * alive: an election runs, the leader went silent, this node was just elected and is still applying the
-     * log, or it is a follower that has not heard from its leader since the client asked (the leader may have
-     * died a moment ago: a client that lost it reconnects here within milliseconds, long before this node
-     * could tell). Under load the leader's appends arrive every few milliseconds; when idle, its heartbeat
-     * every half minimum election timeout.
-     */
     @Override
     public boolean awaitingLeader(long askedAtNanos) {
-        String reason = notLeader();
-        if (reason == null) {
-            return false;
-        }
-        DivisionInfo info = division.info();
-        if (notAMember(info)) {
-            return false; // not a member: it will name no leader by waiting
-        }
-        String named = LeaderHint.leaderAddress(reason);
-        if (named == null || named.equals(members.clientAddress(self))) {
-            return true;
-        }
-        long askedMsAgo = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - askedAtNanos);
-        return info == null || leaderSilenceMs(info) >= askedMsAgo;
+        return serving.awaitingLeader(askedAtNanos);
     }
 
     @Override
@@ -356,8 +248,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     private void onLeaderChanged(RaftPeerId leader) {
         counters.leaderChanged();
-        boolean wasServing = servingFromIndex != Long.MAX_VALUE;
-        servingFromIndex = Long.MAX_VALUE;
+        boolean wasServing = serving.leaderChanged();
         LOG.info("Cluster node {}: the shard's leader is now {}.", nodeId,
                 leader == null ? "unknown" : "node " + ClusterMember.nodeIdOf(leader.toString()));
         if (!self.equals(leader) || wasServing) {
@@ -366,21 +257,6 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         if (wasServing) {
             queues.all().forEach(BrokerQueue::leadershipLost); // rule R5: the acks it settled may never commit
-        }
-    }
-
-    private synchronized void onLeaderReady() {
-        if (servingFromIndex != Long.MAX_VALUE) {
-            return; // told already (notLeader() asks too, in case the notification is late)
-        }
-        try {
-            long committed = server.getDivision(SHARD_GROUP).getRaftLog().getLastCommittedIndex();
-            servingFromIndex = committed;
-            levelFinalized = entryLevels.finalizeIfNew();
-            LOG.info("Cluster node {} is the shard's leader; it serves clients once it has applied the log through index {}.",
-                    nodeId, committed);
-        } catch (IOException | RuntimeException e) {
-            LOG.warn("Cluster node {} became the leader but could not read its commit index: {}", nodeId, e.toString());
         }
     }
 
@@ -647,7 +523,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         entryLevels.describe(status); // rule R12
         DivisionInfo info = division.info();
         String halted = stateMachine.halted();
-        status.put("member", halted != null || !notAMember(info));
+        status.put("member", halted != null || !serving.notAMember(info));
         membershipChanges.describe(status, members.view());
         if (info == null || halted != null) {
             status.put("role", halted != null ? "HALTED" : started ? "REMOVED" : "STARTING"); // HALTED: rule R12, the reason follows
