@@ -90,7 +90,7 @@ public final class LeadershipTransfer {
             }
             throw new LeadershipNotTransferred("node " + target + " did not take the shard's leadership from node "
                     + nodeId + " within " + timeoutMs + " ms (" + attempt + (attempt == 1 ? " attempt" : " attempts") + "): "
-                    + refusal.getMessage());
+                    + refusal.getMessage() + (leads() ? "; node " + nodeId + " still leads" : "; now " + notLeader.get()));
         }).thenCompose(next -> next);
     }
 
