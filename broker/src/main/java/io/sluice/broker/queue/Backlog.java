@@ -80,6 +80,11 @@ final class Backlog {
         removed(messageBytes);
     }
 
+    /** Rule R9: the drops chosen and not applied yet, still stored but counted as gone. */
+    long heldDrops() {
+        return heldDrops;
+    }
+
     /** Rule R9: {@code count} held drops were applied: they are no longer stored, so no longer taken off. */
     void dropsApplied(int count) {
         heldDrops = Math.max(0, heldDrops - count);

@@ -687,7 +687,9 @@ public final class BrokerQueue {
                 inFlight += c.inFlight.size();
             }
             List<String> producers = publishers.ids();
-            return new QueueSnapshot(name, messageCount(), backlog.bytes(), inFlight, backlog.state(),
+            // Rule R9: a drop this leader chose counts as gone while its entry is in flight, as on a single broker.
+            long backlogMessages = Math.max(0, messageCount() - backlog.heldDrops());
+            return new QueueSnapshot(name, backlogMessages, backlog.bytes(), inFlight, backlog.state(),
                     backlog.reason(), consumerFigures, producers, countersNow(),
                     oldestReadyTimestampMillis(), backlog.blockedNanos(), this.producers.table().tracked());
         });

@@ -46,6 +46,8 @@ class ClusterDropOldestHoldTest {
             assertEquals(s.ids, storedIds(s.queue), "the leader's store is untouched until the entries are applied");
             assertEquals((long) STORED - 2, (long) QueueCore.onLoop(s.queue, s.queue::backlogBytes),
                     "the drops are off the backlog (one byte each)");
+            assertEquals((long) STORED - 2, s.queue.snapshot().get(30, TimeUnit.SECONDS).backlogMessages(),
+                    "and off the message count the admin API and the metrics report, as on a single broker");
 
             s.subscription.credit(STORED);
             s.consumer.await(FakeConnection.Delivery.class, 3, Duration.ofSeconds(30));
@@ -65,6 +67,7 @@ class ClusterDropOldestHoldTest {
                     "both messages are delivered again, each once");
             assertEquals(s.ids, storedIds(s.queue));
             assertEquals((long) STORED, (long) QueueCore.onLoop(s.queue, s.queue::backlogBytes), "back in the backlog");
+            assertEquals((long) STORED, s.queue.snapshot().get(30, TimeUnit.SECONDS).backlogMessages(), "and counted again");
             assertEquals(0L, (long) QueueCore.onLoop(s.queue, s.queue::dropped), "nothing was dropped");
         }
     }
@@ -91,6 +94,8 @@ class ClusterDropOldestHoldTest {
             assertEquals(1L, (long) QueueCore.onLoop(s.queue, s.queue::dropped));
             assertEquals((long) STORED - 3, (long) QueueCore.onLoop(s.queue, s.queue::backlogBytes),
                     "applying the drop took nothing more off the backlog");
+            assertEquals((long) STORED - 3, s.queue.snapshot().get(30, TimeUnit.SECONDS).backlogMessages(),
+                    "nor off the message count: the other held drop is not counted either");
 
             s.queue.leadershipLost(); // the second drop is given back; the applied one is not
             drops.get(1).applied().completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, "node 1 is a follower"));
