@@ -108,8 +108,7 @@ class ClusterTransactionTest {
     @Test
     void aTransactionEndedWithoutACommitIsNowhere() throws Exception {
         ClusterFixture cluster = new ClusterFixture(dir, 3);
-        List<Broker> brokers = cluster.startInProcess();
-        running.addAll(brokers);
+        List<Broker> brokers = start(cluster);
         int leaderIndex = brokers.indexOf(ClusterFixture.awaitLeader(brokers));
         try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
             c.declareQueue("a", QueueSettings.EMPTY);
@@ -159,12 +158,66 @@ class ClusterTransactionTest {
         cluster.awaitDigest("b", 0, PATIENCE);
     }
 
-    /** Waits until the leader's queue "a" has no message out with a consumer: a TX_ACK took it off its consumer. */
-    private static void awaitHeld(ClusterFixture cluster, int leader) throws InterruptedException {
+    /**
+     * Rules R9 and R13: an open transaction's messages, kept in the leader's memory until the commit, count toward their
+     * queue's quota from TX_PUBLISH, as a single broker's staged messages do (T2), and stop counting when it ends: rolled
+     * back, they are gone; committed, they count once, as stored messages. A queue with a hard quota of 300 and the policy
+     * reject, a transaction of 260 (the client writes a TX_PUBLISH of the first 256 at once, the rest with the commit):
+     * with it open, 44 of 50 plain publishes are admitted (on main all 50 were, and its commit took the queue to 310).
+     */
+    @Test
+    void anOpenTransactionsMessagesCountTowardTheQuotaUntilItEnds() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        List<Broker> brokers = start(cluster);
+        int leaderIndex = brokers.indexOf(ClusterFixture.awaitLeader(brokers));
+        try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
+            c.declareQueue("a", QueueSettings.EMPTY);
+            c.declareQueue("q", QueueSettings.builder().set(QueueSettings.QUOTA_HARD_MESSAGES, 300)
+                    .set(QueueSettings.OVERFLOW_POLICY, QueueSettings.OVERFLOW_REJECT).build());
+            ClusterFixture.publish(c.createProducer("a", ProducerOptions.DEFAULT), 0, 2);
+            Consumer consumer = c.subscribe("a", new ConsumerOptions(2, 128, Duration.ofMillis(1)));
+            Producer plain = c.createProducer("q", new ProducerOptions(1, 256, 1 << 20, null));
+
+            Transaction open = c.transaction();
+            for (int i = 0; i < 260; i++) {
+                open.publish("q", Payloads.of(1000 + i));
+            }
+            open.ack(receive(consumer)); // written after the TX_PUBLISH: once the leader holds it, the TX_PUBLISH was admitted
+            awaitUnacked(cluster, leaderIndex, 1);
+            assertEquals(6, FlowControlTest.sendCountingRejections(plain, 50, Payloads::of),
+                    "256 in the open transaction and 44 plain messages reach the hard quota of 300");
+
+            open.rollback();
+            assertEquals(0, FlowControlTest.sendCountingRejections(plain, 256, i -> Payloads.of(100 + i)),
+                    "rolled back, its messages count no more: 44 stored and 256 more reach 300");
+            cluster.awaitDigest("q", 300, PATIENCE);
+            assertEquals(300, cluster.consumeAll("q", 300).size());
+            cluster.awaitDigest("q", 0, PATIENCE);
+
+            Transaction committed = c.transaction();
+            for (int i = 0; i < 260; i++) {
+                committed.publish("q", Payloads.of(2000 + i));
+            }
+            committed.ack(receive(consumer));
+            committed.commit();
+            cluster.awaitDigest("q", 260, PATIENCE);
+            assertEquals(10, FlowControlTest.sendCountingRejections(plain, 50, i -> Payloads.of(400 + i)),
+                    "committed, its 260 count once, as stored: 40 more reach 300");
+        }
+        cluster.awaitDigest("q", 300, PATIENCE);
+    }
+
+    /** Waits until the leader's queue "a" has {@code unacked} messages out with a consumer: a TX_ACK took the others off. */
+    private static void awaitUnacked(ClusterFixture cluster, int leader, long unacked) throws InterruptedException {
         TestAwait.until("the leader holding the acknowledged delivery", PATIENCE, () -> {
             JsonNode q = cluster.get(leader, "/api/queues/a");
-            return q != null && q.get("unackedMessages").asLong() == 0;
+            return q != null && q.get("unackedMessages").asLong() == unacked;
         });
+    }
+
+    /** Waits until the leader's queue "a" has no message out with a consumer: a TX_ACK took it off its consumer. */
+    private static void awaitHeld(ClusterFixture cluster, int leader) throws InterruptedException {
+        awaitUnacked(cluster, leader, 0);
     }
 
     /**
@@ -176,8 +229,7 @@ class ClusterTransactionTest {
     @Test
     void aCommitTheLeaderCouldNotCommitIsNowhere() throws Exception {
         ClusterFixture cluster = new ClusterFixture(dir, 3);
-        List<Broker> brokers = cluster.startInProcess();
-        running.addAll(brokers);
+        List<Broker> brokers = start(cluster);
         Broker leader = ClusterFixture.awaitLeader(brokers);
         int leaderIndex = brokers.indexOf(leader);
         JsonNode before = commitOnCutOffLeader(cluster, brokers, leaderIndex);
@@ -200,8 +252,7 @@ class ClusterTransactionTest {
     @Test
     void aCommitWhoseEntryCommitsAfterAllIsWholeOnEveryNode() throws Exception {
         ClusterFixture cluster = new ClusterFixture(dir, 3);
-        List<Broker> brokers = cluster.startInProcess();
-        running.addAll(brokers);
+        List<Broker> brokers = start(cluster);
         Broker leader = ClusterFixture.awaitLeader(brokers);
         int leaderIndex = brokers.indexOf(leader);
         commitOnCutOffLeader(cluster, brokers, leaderIndex);
@@ -250,6 +301,13 @@ class ClusterTransactionTest {
         assertEquals(before, cluster.get(leaderIndex, "/api/queues/a/digest"), "the cut-off leader acknowledged nothing");
         assertEquals(emptyB, cluster.get(leaderIndex, "/api/queues/b/digest"), "the cut-off leader stored nothing");
         return before;
+    }
+
+    /** Starts the cluster's nodes in this JVM, stopped after the test; returns them in node order. */
+    private List<Broker> start(ClusterFixture cluster) throws Exception {
+        List<Broker> brokers = cluster.startInProcess();
+        running.addAll(brokers);
+        return brokers;
     }
 
     private static Message receive(Consumer consumer) throws InterruptedException {

@@ -290,6 +290,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     @Override
+    public long maxUncommittedBytes() {
+        return maxUncommittedBytes;
+    }
+
+    @Override
     public String transactionsRefused() {
         return transactions.refused();
     }

@@ -198,6 +198,24 @@ final class Backlog {
         return null;
     }
 
+    /**
+     * As {@link #admit} for messages of {@code sizes} bytes (headers plus payload) that are not in a frame: a cluster
+     * transaction's TX_PUBLISH (rule R13), admitted whole, each counted as uncommitted, or refused whole.
+     */
+    String admit(long storedMessages, int[] sizes, long maxUncommitted, BooleanSupplier dropOldest) {
+        long messageBytes = 0;
+        for (int i = 0; i < sizes.length; i++) {
+            String refusal = refusal(storedMessages, sizes[i], dropOldest);
+            if (refusal != null) {
+                uncommittedDone(i, messageBytes);
+                return refusal;
+            }
+            submitted(sizes[i], maxUncommitted);
+            messageBytes += sizes[i];
+        }
+        return null;
+    }
+
     /** Headers plus payload of the frame's messages: what {@link #admit} counted for it. */
     static long bytes(PublishFrame frame) {
         PublishCursor cursor = frame.cursor();

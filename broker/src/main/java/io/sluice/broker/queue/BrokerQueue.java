@@ -192,6 +192,20 @@ public final class BrokerQueue {
         return publishPath.admitCopy(messageBytes, maxUncommittedBytes);
     }
 
+    /**
+     * Rules R9 and R13: the leader's quota check of a cluster transaction's TX_PUBLISH of messages of {@code sizes} bytes
+     * (headers plus payload); completes with null if admitted (counted as uncommitted until {@link #transactionEnded}),
+     * else the refusal. Any thread.
+     */
+    public CompletableFuture<String> admitTransactional(int[] sizes, long maxUncommittedBytes) {
+        return publishPath.admitTransactional(sizes, maxUncommittedBytes);
+    }
+
+    /** Rule R13: the transaction {@link #admitTransactional} admitted messages for ended (committed, rolled back or refused). Any thread. */
+    public void transactionEnded(long messages, long messageBytes) {
+        publishPath.transactionEnded(messages, messageBytes);
+    }
+
     /** Rule R9: Raft refused a frame {@link #admit} counted. Any thread. */
     public void uncommittedRefused(long messages, long messageBytes) {
         publishPath.notCommitted(messages, messageBytes);

@@ -163,6 +163,35 @@ final class LeaderAdmission {
         return null;
     }
 
+    /**
+     * Rule R13 with the quota of R9: a cluster transaction's TX_PUBLISH of messages of {@code sizes} bytes, which
+     * stay in the leader's memory until the transaction commits. Checked against the quota as a single broker checks
+     * a staged message (T2 of docs/transactions.md: the same refusals, and drop-oldest's drops), then counted as
+     * uncommitted, so that they feed the queue's flow state and {@code cluster.max-uncommitted-bytes} until the
+     * transaction ends ({@link #transactionEnded}). Null if admitted; else the reason, and nothing is counted.
+     */
+    String admitTransactional(int[] sizes, long maxUncommittedBytes) {
+        if (queue.isClosed()) {
+            return "queue '" + queue.name() + "' was deleted";
+        }
+        String refusal = backlog.admit(queue.store().unackedMessages(), sizes, maxUncommittedBytes, queue::dropOldest);
+        if (refusal != null) {
+            refused += sizes.length;
+            return refusal;
+        }
+        updateFlow.run();
+        return null;
+    }
+
+    /**
+     * The transaction that {@link #admitTransactional} counted messages for ended: committed (its messages are stored
+     * now, and count there), rolled back, or refused. They are no longer uncommitted.
+     */
+    void transactionEnded(long messages, long messageBytes) {
+        backlog.uncommittedDone(messages, messageBytes);
+        updateFlow.run();
+    }
+
     /** Raft refused a frame {@link #admit} counted: it is no longer uncommitted, nor is anything submitted after it. */
     void notCommitted(long messages, long messageBytes) {
         backlog.uncommittedDone(messages, messageBytes);

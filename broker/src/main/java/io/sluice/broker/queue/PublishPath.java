@@ -29,6 +29,7 @@ import java.util.function.LongConsumer;
  * its acks, purges, dead-letters and transactions too.
  *
  * <p>Threads: the queue's executor. {@link #publish}, {@link #applyReplicated}, {@link #admit}, {@link #admitCopy},
+ * {@link #admitTransactional}, {@link #transactionEnded},
  * {@link #forward}, {@link #notCommitted}, {@link #diskBlocked} and {@link #refuseUnconfirmedAtShutdown} may be called from any thread
  * and hand their work to it; {@link #recordConfirmLatency} sets a volatile field read there.
  */
@@ -116,6 +117,19 @@ final class PublishPath {
                         throw new IllegalStateException(refusal);
                     }
                 });
+    }
+
+    /**
+     * Rule R13: the leader's quota check of a cluster transaction's TX_PUBLISH ({@link LeaderAdmission#admitTransactional});
+     * completes with null if admitted, else the refusal. Any thread.
+     */
+    CompletableFuture<String> admitTransactional(int[] sizes, long maxUncommittedBytes) {
+        return CompletableFuture.supplyAsync(() -> admission.admitTransactional(sizes, maxUncommittedBytes), queue.executor());
+    }
+
+    /** Rule R13: what {@link #admitTransactional} counted is no longer uncommitted ({@link LeaderAdmission#transactionEnded}). Any thread. */
+    void transactionEnded(long messages, long messageBytes) {
+        queue.executor().execute(() -> admission.transactionEnded(messages, messageBytes));
     }
 
     /** Stores a committed transaction's messages on a cluster node ({@link ForwardedCopies#forwardTransaction}). Any thread. */

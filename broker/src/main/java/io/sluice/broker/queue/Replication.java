@@ -129,6 +129,14 @@ public interface Replication {
                 io.sluice.protocol.ErrorCode.NOT_REPLICATED, transactionsRefused()));
     }
 
+    /**
+     * Rule R9 of docs/replication.md: the bytes submitted and not yet applied past which a queue's producers are blocked
+     * ({@code cluster.max-uncommitted-bytes}); 0 for no such bound.
+     */
+    default long maxUncommittedBytes() {
+        return 0;
+    }
+
     /** Headers plus payload of the frame's messages, as quotas count them (rule R9's uncommitted bytes). */
     static long bytes(PublishFrame frame) {
         return Backlog.bytes(frame);

@@ -68,7 +68,8 @@ public final class ConnectionTransactions {
             return;
         }
         if (coordinator.replicated()) {
-            // A cluster stores nothing before the commit's entry (R13): the messages are copied, the window comes back now.
+            // A cluster stores nothing before the commit's entry (R13): the messages are copied, the window comes back now,
+            // and the queue's quota counts them until the transaction ends (R9).
             ReplicatedCommits.Messages messages;
             try {
                 messages = ReplicatedCommits.copy(queue, frame);
@@ -76,7 +77,8 @@ public final class ConnectionTransactions {
                 frame.release();
             }
             link.publishCredit(messages.count(), payloadBytes);
-            coordinator.executor().execute(() -> coordinator.collected(t, messages));
+            CompletableFuture<ReplicatedCommits.Messages> admitted = ReplicatedCommits.admit(messages, coordinator.maxUncommittedBytes());
+            coordinator.executor().execute(() -> coordinator.collecting(t, admitted));
             return;
         }
         CompletableFuture<QueueTransactions.Staging> staging = queue.transactions().stage(t.number, frame, link, payloadBytes);

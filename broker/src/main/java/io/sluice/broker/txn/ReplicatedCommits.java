@@ -6,7 +6,6 @@ import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.HeldAcks;
 import io.sluice.broker.queue.Replication;
 import io.sluice.protocol.ErrorCode;
-import io.sluice.protocol.FlowState;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
@@ -17,6 +16,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * Transactions on a cluster node (docs/transactions.md, "On a cluster"; rule R13 of docs/replication.md). Nothing a
@@ -35,17 +35,55 @@ final class ReplicatedCommits {
     private ReplicatedCommits() {
     }
 
-    /** One TX_PUBLISH's messages, copied out of its frame: nothing is stored before the commit. */
+    /**
+     * One TX_PUBLISH's messages, copied out of its frame: nothing is stored before the commit. {@code refusal} is null
+     * if the queue's quota admitted them ({@link #admit}): they then count as uncommitted in the queue until the
+     * transaction ends ({@link #ended}); else it says why they were refused, and they count nowhere.
+     */
     record Messages(BrokerQueue queue, List<byte[]> headers, List<byte[]> payloads, long bytes, String refusal) {
         int count() {
             return headers.size();
         }
+
+        /** Headers plus payload of each message, as quotas count them. */
+        int[] sizes() {
+            int[] sizes = new int[headers.size()];
+            for (int i = 0; i < sizes.length; i++) {
+                sizes[i] = headers.get(i).length + payloads.get(i).length;
+            }
+            return sizes;
+        }
+
+        Messages refusedBecause(String why) {
+            return new Messages(queue, headers, payloads, bytes, why);
+        }
     }
 
     /**
-     * Copies the frame's messages (the frame is the caller's to release). A queue blocked by its quota refuses them, as
-     * a single broker's staging does (T2): {@code refusal} then says why.
+     * Rules R9 and R13: the queue's quota checks the messages as a single broker's staging does (T2: the same refusals
+     * and reasons, drop-oldest's drops), and counts them as uncommitted until the transaction ends, so that an open
+     * transaction's messages feed the queue's flow state and {@code cluster.max-uncommitted-bytes}. Completes with the
+     * messages, {@code refusal} set if refused.
      */
+    static CompletableFuture<Messages> admit(Messages messages, long maxUncommittedBytes) {
+        CompletableFuture<String> refusal;
+        try {
+            refusal = messages.queue().admitTransactional(messages.sizes(), maxUncommittedBytes);
+        } catch (RuntimeException e) { // the queue's executor is shut down: the queue was deleted
+            refusal = CompletableFuture.failedFuture(e);
+        }
+        return refusal.handle((why, failed) -> failed == null ? why == null ? messages : messages.refusedBecause(why)
+                : messages.refusedBecause("queue '" + messages.queue().name() + "' was deleted"));
+    }
+
+    /** The transaction ended (committed, rolled back or refused): admitted messages no longer count as uncommitted. */
+    static void ended(Messages messages) {
+        if (messages.refusal() == null) {
+            messages.queue().transactionEnded(messages.count(), messages.bytes());
+        }
+    }
+
+    /** Copies the frame's messages (the frame is the caller's to release); {@link #admit} checks them against the quota. */
     static Messages copy(BrokerQueue queue, PublishFrame frame) {
         List<byte[]> headers = new ArrayList<>(frame.messageCount());
         List<byte[]> payloads = new ArrayList<>(frame.messageCount());
@@ -60,8 +98,7 @@ final class ReplicatedCommits {
             payloads.add(p);
             bytes += h.length + p.length;
         }
-        String refusal = queue.flowState() == FlowState.BLOCKED ? "queue '" + queue.name() + "' is blocked by its quota" : null;
-        return new Messages(queue, headers, payloads, bytes, refusal);
+        return new Messages(queue, headers, payloads, bytes, null);
     }
 
     /** The transaction's parts, one per queue it publishes to or acknowledges in, in the order it first touched them. */

@@ -9,6 +9,7 @@ import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.HeldAcks;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.queue.QueueTransactions;
+import io.sluice.broker.queue.Replication;
 import io.sluice.protocol.ErrorCode;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -285,25 +286,52 @@ public final class TransactionCoordinator implements AutoCloseable {
         }
     }
 
-    /** TX_PUBLISH on a cluster node: the messages, copied, are part of the transaction if it is open (R13). */
-    void collected(Transaction t, ReplicatedCommits.Messages m) {
-        if (!t.takesOperations()) {
-            if (t.state == Transaction.State.COMMITTING) {
+    /**
+     * TX_PUBLISH on a cluster node: the messages, copied, are checked by the queue's quota ({@code admitted}, under way on
+     * its executor). Part of the transaction if it is open now, in frame order: a commit that follows waits for it (R13).
+     */
+    void collecting(Transaction t, CompletableFuture<ReplicatedCommits.Messages> admitted) {
+        boolean partOfIt = t.takesOperations();
+        boolean afterCommit = t.state == Transaction.State.COMMITTING;
+        CompletableFuture<Void> done = admitted.thenAcceptAsync(m -> collected(t, m, partOfIt, afterCommit), executor);
+        if (partOfIt) {
+            t.pending.add(done);
+        }
+    }
+
+    private void collected(Transaction t, ReplicatedCommits.Messages m, boolean partOfIt, boolean afterCommit) {
+        if (!partOfIt || t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
+            ReplicatedCommits.ended(m);
+            if (afterCommit) {
                 t.link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a TX_PUBLISH after "
                         + "its TX_COMMIT is not part of it and was not stored");
             }
+            return;
+        }
+        if (m.refusal() != null) { // nothing of it is counted anywhere
+            abort(t, ErrorCode.TRANSACTION_ABORTED, refused("TX_PUBLISH to queue '" + m.queue().name() + "'",
+                    ErrorCode.QUEUE_BLOCKED, m.refusal()));
             return;
         }
         String over = overCaps(t, m.count(), m.bytes());
         t.collected.computeIfAbsent(m.queue(), q -> new ArrayList<>()).add(m);
         t.messages += m.count();
         t.bytes += m.bytes();
-        if (m.refusal() != null) {
-            abort(t, ErrorCode.TRANSACTION_ABORTED, refused("TX_PUBLISH to queue '" + m.queue().name() + "'",
-                    ErrorCode.QUEUE_BLOCKED, m.refusal()));
-        } else if (over != null) {
+        if (over != null) {
             abort(t, ErrorCode.TRANSACTION_LIMIT, over);
         }
+    }
+
+    /** R9, R13: the transaction's collected messages no longer count as uncommitted in their queues (stored now, or never). */
+    private static void collectedEnded(Transaction t) {
+        t.collected.values().forEach(list -> list.forEach(ReplicatedCommits::ended));
+        t.collected.clear();
+    }
+
+    /** Rule R9's bound on a cluster node, which a transaction's messages count toward until it ends; 0 on a single broker. */
+    long maxUncommittedBytes() {
+        Replication replication = queues.replication();
+        return replication == null ? 0 : replication.maxUncommittedBytes();
     }
 
     /**
@@ -318,6 +346,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         }
         queues.replication().commitTransaction(t.number, ReplicatedCommits.parts(t)).whenCompleteAsync((x, failed) -> {
             if (failed == null) {
+                collectedEnded(t); // stored now: the store counts them
                 finishCommitted(t);
             } else if (ReplicatedCommits.notSubmitted(failed)) {
                 refuseCommit(t, ErrorCodes.of(failed), message(failed));
@@ -328,6 +357,7 @@ public final class TransactionCoordinator implements AutoCloseable {
                 forget(t);
             } else { // committed in the log, applied on every node; this one could not make its messages durable
                 LOG.error("{}: committed, but this node could not store its messages ({}).", t.describe(), failed.toString());
+                collectedEnded(t);
                 t.state = Transaction.State.FINISHED;
                 t.link.answerError(t.commitRequestId, ErrorCode.STORAGE_FAILED, t.describe() + " is committed in the "
                         + "replicated log, but this node could not make its messages durable: " + message(failed));
@@ -683,7 +713,7 @@ public final class TransactionCoordinator implements AutoCloseable {
             steps.add(s.queue.transactions().discard(s.ids, s.count, s.bytes));
         }
         t.staged.clear();
-        t.collected.clear(); // a cluster's: never stored
+        collectedEnded(t); // a cluster's: never stored
         for (List<HeldAcks> list : t.held.values()) {
             for (HeldAcks h : list) {
                 steps.add(h.queue().transactions().release(h));
