@@ -55,6 +55,29 @@ class ClusterReplicationTest {
     }
 
     /**
+     * One Raft entry per submission. Ratis's default appends an entry of its own (log metadata: the commit index) after
+     * every commit, which doubled the entries every node writes, forces and replicates, and one appended during a
+     * leadership transfer lost the target its election (RaftSettings). 50 publishes one at a time: 50 entries (on main
+     * about 100).
+     */
+    @Test
+    void shouldWriteOneLogEntryPerSubmission() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = awaitLeader();
+        try (Connection c = Connection.connect(ConnectionOptions.builder().bootstrap(cluster.bootstrap()).build())) {
+            c.declareQueue(QUEUE, QueueSettings.EMPTY);
+            Producer producer = c.createProducer(QUEUE, new ProducerOptions(1, 256, 1 << 20, null));
+            producer.send(Payloads.of(0), Duration.ofSeconds(10));
+            long before = leader.cluster().lastLogIndex();
+            for (int i = 1; i <= 50; i++) {
+                producer.send(Payloads.of(i), Duration.ofSeconds(10));
+            }
+            assertEquals(50, leader.cluster().lastLogIndex() - before, "one entry per confirmed publish, none of Ratis's own");
+        }
+    }
+
+    /**
      * Rule S2: a HELLO that reaches a follower while the leader is gone waits for the election and is answered
      * with the new leader (HELLO_OK if it is this node, else NOT_LEADER naming the other survivor), never with
      * the dead leader's address or {@code leader=?} that would send the client round with its back-off.

@@ -55,8 +55,9 @@ public final class LeadershipTransfer {
      *
      * <p>A transfer that Ratis gives up while this node leads again is asked again, as long as time is left: Ratis tells
      * the target to run for leader as soon as its log matches the leader's, and an entry the leader appends in between
-     * (Ratis's own commit-index entry, or a client's) leaves the target's log shorter than the others', which then refuse
-     * it their votes; the leader is re-elected and Ratis answers DIFFERENT_LEADER (seen in ClusterOperationsTest).
+     * leaves the target's log shorter than the others', which then refuse it their votes; the leader is re-elected and
+     * Ratis answers DIFFERENT_LEADER (seen in ClusterOperationsTest, when Ratis still appended a commit-index entry after
+     * every commit; RaftSettings turns those off, which removed the usual cause, and a third node could win then).
      */
     CompletableFuture<Void> to(int target, long timeoutMs) {
         return attempt(target, timeoutMs, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs), 1);
