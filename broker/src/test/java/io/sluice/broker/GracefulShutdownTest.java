@@ -123,11 +123,9 @@ class GracefulShutdownTest {
         assertEquals(Set.of(), lost, "confirmed messages missing after the restart");
     }
 
-    /** Issue 15: NOT_CONFIRMED_SHUTDOWN is sent where it belongs, to publishes still unconfirmed when shutdown gives up. */
-    @Test
-    void aPublishStillUnconfirmedWhenTheShutdownTimeoutEndsFailsWithNotConfirmedShutdown() throws Exception {
-        java.util.concurrent.CountDownLatch syncHeld = new java.util.concurrent.CountDownLatch(1);
-        io.sluice.storage.durability.FileForcer slowDisk = (channel, file) -> {
+    /** A disk whose forces of queue "slow-sync"'s segments wait until {@code syncHeld} is counted down. */
+    private static io.sluice.storage.durability.FileForcer slowDisk(java.util.concurrent.CountDownLatch syncHeld) {
+        return (channel, file) -> {
             if (file.toString().contains("slow-sync") && file.toString().endsWith(".cq4")) {
                 try {
                     syncHeld.await(); // the queue's segment sync takes as long as the test says
@@ -137,10 +135,19 @@ class GracefulShutdownTest {
             }
             channel.force(false);
         };
-        broker = Broker.start(new ConfigLoader().load(null, Map.of("broker.data-dir", dir.resolve("data").toString(),
-                "broker.port", "0", "metrics.port", "0", "storage.reserved-disk-bytes", "67108864", "storage.durability", "always",
-                "broker.shutdown-timeout-ms", "100")), slowDisk);
-        connection = connect();
+    }
+
+    private Map<String, String> shutdownSettings(int port) {
+        return Map.of("broker.data-dir", dir.resolve("data").toString(), "broker.port", String.valueOf(port), "metrics.port", "0",
+                "storage.reserved-disk-bytes", "67108864", "storage.durability", "always", "broker.shutdown-timeout-ms", "100");
+    }
+
+    /** A publish to "slow-sync" stored and not yet forced, and the thread closing the broker meanwhile. */
+    private record HeldPublish(CompletableFuture<Void> unconfirmed, Thread closer) {
+    }
+
+    /** Publishes one message to "slow-sync" (whose forces {@link #slowDisk} holds), waits until it is stored, then closes the broker. */
+    private HeldPublish publishOneThenClose() throws Exception {
         connection.declareQueue("slow-sync", QueueSettings.EMPTY);
         Producer producer = connection.createProducer("slow-sync", ProducerOptions.DEFAULT);
         CompletableFuture<Void> unconfirmed = producer.sendAsync(Payloads.of(1));
@@ -150,6 +157,18 @@ class GracefulShutdownTest {
         broker = null;
         Thread closer = new Thread(closing::close, "shutdown-test-closer");
         closer.start();
+        return new HeldPublish(unconfirmed, closer);
+    }
+
+    /** Issue 15: NOT_CONFIRMED_SHUTDOWN is sent where it belongs, to publishes still unconfirmed when shutdown gives up. */
+    @Test
+    void aPublishStillUnconfirmedWhenTheShutdownTimeoutEndsFailsWithNotConfirmedShutdown() throws Exception {
+        java.util.concurrent.CountDownLatch syncHeld = new java.util.concurrent.CountDownLatch(1);
+        broker = Broker.start(new ConfigLoader().load(null, shutdownSettings(0)), slowDisk(syncHeld));
+        connection = connect();
+        HeldPublish held = publishOneThenClose();
+        CompletableFuture<Void> unconfirmed = held.unconfirmed();
+        Thread closer = held.closer();
         try {
             ExecutionException failure = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
                     () -> unconfirmed.get(20, TimeUnit.SECONDS));
@@ -160,6 +179,36 @@ class GracefulShutdownTest {
             syncHeld.countDown();
             closer.join(20_000);
         }
+    }
+
+    /**
+     * NOT_CONFIRMED_SHUTDOWN on a client connection that reconnects: the client keeps the publish unconfirmed and sends it
+     * again once it reconnects, here to the broker restarted on the same port, whose producer table confirms it without
+     * storing it twice. A rolling restart under load then fails no publish (ClusterRollingRestartTest failed with it:
+     * the Java client used to fail the publish and leave the resend to the application).
+     */
+    @Test
+    void aReconnectingProducerSendsAPublishRefusedAtShutdownAgainToTheRestartedBroker() throws Exception {
+        int port = ChildJvm.freePort();
+        java.util.concurrent.CountDownLatch syncHeld = new java.util.concurrent.CountDownLatch(1);
+        broker = Broker.start(new ConfigLoader().load(null, shutdownSettings(port)), slowDisk(syncHeld));
+        connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(port)
+                .reconnectPolicy(new ReconnectPolicy(true, Duration.ofMillis(50), Duration.ofMillis(200), 2.0, 0.2)).build());
+        HeldPublish held = publishOneThenClose();
+        CompletableFuture<Void> unconfirmed = held.unconfirmed();
+        Thread closer = held.closer();
+        try {
+            // The refusal comes before the CLOSE: once the connection is down, the client has it.
+            TestAwait.until("the broker closing the connection", () -> !connection.isConnected());
+            org.junit.jupiter.api.Assertions.assertFalse(unconfirmed.isDone(), "the refused publish waits to be sent again");
+        } finally {
+            syncHeld.countDown();
+            closer.join(20_000);
+        }
+        broker = Broker.start(new ConfigLoader().load(null, shutdownSettings(port)));
+        unconfirmed.get(30, TimeUnit.SECONDS);
+        org.junit.jupiter.api.Assertions.assertEquals(1L, (long) connection.declareQueue("slow-sync", QueueSettings.EMPTY),
+                "stored once: the resend of the message forced at the shutdown is confirmed, not stored again");
     }
 
     /**

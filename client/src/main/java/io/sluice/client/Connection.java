@@ -143,6 +143,11 @@ public final class Connection implements AutoCloseable {
         return brokerName;
     }
 
+    /** Whether unconfirmed publishes are kept and sent again when the network connection is lost (reconnecting, not closed). */
+    boolean resendsAfterLoss() {
+        return options.reconnectPolicy().enabled() && !closed;
+    }
+
     /** Whether a handshaken network connection is up right now. */
     public boolean isConnected() {
         return channel != null && channel.isActive();
@@ -607,7 +612,7 @@ public final class Connection implements AutoCloseable {
         ConnectionLostException lost = new ConnectionLostException("connection to " + address() + " was lost");
         transactions.connectionLostOnLoop(lost); // first: a commit in flight is in doubt, not merely refused
         requests.failAll(lost);
-        boolean retain = options.reconnectPolicy().enabled() && !closed;
+        boolean retain = resendsAfterLoss();
         for (Producer producer : List.copyOf(producers.values())) {
             if (!retain) {
                 producer.failAll(lost);

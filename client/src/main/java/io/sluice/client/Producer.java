@@ -349,8 +349,16 @@ public final class Producer implements AutoCloseable {
         removeIfDone();
     }
 
-    /** On loop. */
+    /**
+     * On loop. A refusal fails its messages' futures, except NOT_CONFIRMED_SHUTDOWN on a connection that reconnects:
+     * the broker is stopping and closes the connection next, so they stay unsettled and are sent again after
+     * reconnecting (to the broker restarted, or a cluster's new leader), whose producer table confirms any that was
+     * stored after all, as for any publish unconfirmed when a connection drops. Without reconnecting they fail with it.
+     */
     void onPublishErrorOnLoop(PublishErrorFrame error) {
+        if (error.errorCode() == io.sluice.protocol.ErrorCode.NOT_CONFIRMED_SHUTDOWN && connection.resendsAfterLoss()) {
+            return;
+        }
         unsettled.removeRange(error.sequences().from(), error.sequences().to(), pending ->
                 fail(pending, new SluiceException(error.errorCode(),
                         error.message(), "publish to queue " + queue + " by producer " + producerId + " sequence "
