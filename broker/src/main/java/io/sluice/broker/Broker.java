@@ -452,7 +452,8 @@ public final class Broker implements AutoCloseable {
     }
 
     /**
-     * Graceful shutdown: stop accepting, give publishes waiting for their sync time to be confirmed
+     * Graceful shutdown: a cluster leader hands its leadership over first ({@link ClusterNode#handOverLeadershipBeforeStop});
+     * then stop accepting, give publishes waiting for their sync time to be confirmed
      * (up to {@code broker.shutdown-timeout-ms}), refuse those still waiting with NOT_CONFIRMED_SHUTDOWN,
      * tell clients, then force and close the store.
      */
@@ -462,6 +463,10 @@ public final class Broker implements AutoCloseable {
             return;
         }
         closed = true;
+        if (cluster != null) {
+            // A leader stopping hands its leadership over first: its clients reconnect to a leader, not to an election.
+            cluster.handOverLeadershipBeforeStop(Math.min(config.broker.shutdownTimeoutMs, 2L * config.cluster.electionTimeoutMaxMs));
+        }
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.broker.shutdownTimeoutMs);
         LOG.info("Shutting down: no longer accepting connections.");
         serverChannel.close().awaitUninterruptibly(1, TimeUnit.SECONDS);

@@ -55,6 +55,24 @@ class ClusterReplicationTest {
     }
 
     /**
+     * A leader stopped gracefully (SIGTERM runs {@link Broker#close}) hands its leadership to a follower first: when its
+     * stop returns another node already leads, where before none did until the followers' election timeout had passed
+     * and an election was won. Its clients reconnect to a leader, not into an election.
+     */
+    @Test
+    void shouldHandTheLeadershipOverWhenTheLeaderStopsGracefully() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = awaitLeader();
+        List<Broker> others = brokers.stream().filter(b -> b != leader).toList();
+        TestAwait.until("the leader hearing from both followers", Duration.ofSeconds(30),
+                () -> leader.cluster().followers().stream().filter(f -> f.lastResponseMs() < 500).count() == 2);
+        leader.close();
+        List<Object> roles = others.stream().map(b -> b.cluster().status().get("role")).toList();
+        assertTrue(roles.contains("LEADER"), "a node leads once the old leader's stop returned: " + roles);
+    }
+
+    /**
      * One Raft entry per submission. Ratis's default appends an entry of its own (log metadata: the commit index) after
      * every commit, which doubled the entries every node writes, forces and replicates, and one appended during a
      * leadership transfer lost the target its election (RaftSettings). 50 publishes one at a time: 50 entries (on main

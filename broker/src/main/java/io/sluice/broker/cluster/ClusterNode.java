@@ -41,6 +41,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
@@ -86,6 +87,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * timeouts, room for a detection that takes two and a round lost to a split vote.
      */
     private final long leaderWaitMs;
+    /** A follower that answered the leader within this long (the minimum election timeout) is alive enough to take over. */
+    private final long leaderAnswerMs;
     private final RaftPeerId self;
     /** The shard's members from the Raft configuration: NOT_LEADER hints, snapshot addresses, the admin API's list. */
     private final ClusterMembers members;
@@ -129,6 +132,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 () -> entryLevel.allows(EntryBatch.VERSION));
         this.maxUncommittedBytes = config.cluster.maxUncommittedBytes;
         this.leaderWaitMs = 3 * config.cluster.electionTimeoutMaxMs;
+        this.leaderAnswerMs = config.cluster.electionTimeoutMinMs;
         this.closeClients = closeClients;
         this.queues = queues;
         BrokerConfig.Node selfNode = null;
@@ -629,6 +633,37 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return CompletableFuture.completedFuture(null); // the leader already
         }
         return leadershipTransfer.to(target, timeoutMs);
+    }
+
+    /**
+     * Before a graceful stop (docs/replication.md, "Stopping a node"): if this node leads, it hands the leadership to the
+     * follower furthest along among those that answered within the minimum election timeout, and returns once that node
+     * leads (its clients are sent there with NOT_LEADER and resend what was not confirmed). Otherwise the shard would have
+     * no leader from the stop until the followers' election timeout, plus an election. Waits at most {@code timeoutMs};
+     * if no follower answers, or the transfer fails, the stop goes on as before and the others elect a leader.
+     */
+    public void handOverLeadershipBeforeStop(long timeoutMs) {
+        if (!leads()) {
+            return;
+        }
+        java.util.Optional<FollowerProgress> target = followers().stream()
+                .filter(f -> f.lastResponseMs() < leaderAnswerMs)
+                .max(java.util.Comparator.comparingLong(FollowerProgress::matchIndex));
+        if (target.isEmpty()) {
+            LOG.info("Cluster node {} stops as the leader: no follower answered within {} ms to hand the leadership to.",
+                    nodeId, leaderAnswerMs);
+            return;
+        }
+        int to = target.get().nodeId();
+        try {
+            transferLeadership(to, timeoutMs).get(timeoutMs + 1_000, TimeUnit.MILLISECONDS);
+            LOG.info("Cluster node {} handed the shard's leadership to node {} before stopping.", nodeId, to);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            LOG.warn("Cluster node {} could not hand the leadership to node {} before stopping ({}); the others elect a leader "
+                    + "after their election timeout.", nodeId, to, e.getCause() != null ? e.getCause().getMessage() : e.toString());
+        }
     }
 
     /**
