@@ -252,15 +252,16 @@ public final class TransactionCoordinator implements AutoCloseable {
     }
 
     /**
-     * TX_PUBLISH: the queue stages the frame's messages ({@code staging}, under way on its executor).
-     * Part of the transaction if it is open now, in frame order: a commit that follows waits for it.
+     * TX_PUBLISH, on the connection's loop: the queue stages the frame's messages ({@code staging}, under way on
+     * its executor), and this thread takes the result once it is there. Part of the transaction unless the frame
+     * came after its TX_COMMIT (or it is rolled back by then: {@link #staged} looks): a commit that follows
+     * waits for it.
      */
     void staging(Transaction t, BrokerQueue queue, CompletableFuture<QueueTransactions.Staging> staging) {
-        boolean partOfIt = t.takesOperations();
-        boolean afterCommit = t.state == Transaction.State.COMMITTING;
-        CompletableFuture<Void> done = staging.thenAcceptAsync(s -> staged(t, queue, s, partOfIt, afterCommit), executor);
-        if (partOfIt) {
-            t.pending.add(done);
+        boolean afterCommit = t.commitReceived;
+        CompletableFuture<Void> done = staging.thenAcceptAsync(s -> staged(t, queue, s, !afterCommit, afterCommit), executor);
+        if (!afterCommit) {
+            t.started.add(done);
         }
     }
 
@@ -268,7 +269,7 @@ public final class TransactionCoordinator implements AutoCloseable {
     private void staged(Transaction t, BrokerQueue queue, QueueTransactions.Staging s, boolean partOfIt, boolean afterCommit) {
         if (!partOfIt || t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
             queue.transactions().discard(s);
-            if (afterCommit) {
+            if (afterCommit && t.abortCode == null) {
                 t.link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a TX_PUBLISH after "
                         + "its TX_COMMIT is not part of it and was not stored");
             }
@@ -394,8 +395,15 @@ public final class TransactionCoordinator implements AutoCloseable {
         t.state = Transaction.State.COMMITTING;
         t.commitRequestId = requestId;
         t.timeout.cancel(false);
-        CompletableFuture.allOf(t.pending.toArray(CompletableFuture[]::new))
-                .whenCompleteAsync((done, failed) -> prepareCommit(t), executor);
+        for (CompletableFuture<?> operation; (operation = t.started.poll()) != null; ) {
+            t.pending.add(operation);
+        }
+        CompletableFuture<Void> operations = CompletableFuture.allOf(t.pending.toArray(CompletableFuture[]::new));
+        if (operations.isDone()) {
+            prepareCommit(t); // on this thread already: no further turn of it
+        } else {
+            operations.whenCompleteAsync((done, failed) -> prepareCommit(t), executor);
+        }
     }
 
     private void answerAborted(Transaction t, long requestId) {
