@@ -92,10 +92,21 @@ public final class Message {
         return consumer;
     }
 
-    /** Marks the message settled, once: by {@link #ack()}, {@link #nack} or a {@link Transaction}. */
+    /** Marks the message settled, once: by {@link #ack()} or {@link #nack}. */
     void markSettled(String operation) {
         if (!SETTLED.compareAndSet(this, 0, 1)) {
             throw new IllegalStateException("cannot " + operation + " message " + id + ": it was already settled");
+        }
+    }
+
+    /**
+     * Marks the message settled, once, by an ack in transaction {@code txnId}. The sentence is built only for a
+     * refusal, not for each of the messages a forwarding consumer acks this way.
+     */
+    void markSettledInTransaction(long txnId) {
+        if (!SETTLED.compareAndSet(this, 0, 1)) {
+            throw new IllegalStateException("cannot ack in transaction " + txnId + " message " + id
+                    + ": it was already settled");
         }
     }
 

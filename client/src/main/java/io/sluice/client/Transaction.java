@@ -107,6 +107,11 @@ public final class Transaction implements AutoCloseable {
     private final Object submitLock = new Object();
     /** Which of commit, rollback and close ended the transaction; null while it is open. */
     private String endedBy;
+    /**
+     * The queue of the latest {@link #publish}, measured: a transaction usually publishes to one queue, and
+     * encoding its name for each message was an allocation per message. Any thread; the record is immutable.
+     */
+    private volatile QueueName lastQueue;
     /** Why the transaction failed; written on the network thread, read by callers. */
     private volatile SluiceException failure;
 
@@ -161,11 +166,12 @@ public final class Transaction implements AutoCloseable {
         Objects.requireNonNull(queue, "queue");
         Objects.requireNonNull(payload, "payload");
         List<MessageHeader> copy = OutgoingHeaders.copyOf(Objects.requireNonNull(headers, "headers"));
-        int queueBytes = queue.getBytes(StandardCharsets.UTF_8).length;
-        if (queueBytes > 0xFFFF) {
-            throw new IllegalArgumentException("queue name is " + queueBytes + " UTF-8 bytes, above the limit of 65535");
+        QueueName name = lastQueue;
+        if (name == null || !name.queue().equals(queue)) {
+            name = QueueName.of(queue);
+            lastQueue = name;
         }
-        Publish publish = new Publish(queue, queueBytes, copy, payload, OutgoingHeaders.encodedMessageBytes(copy, payload));
+        Publish publish = new Publish(queue, name.utf8Bytes(), copy, payload, OutgoingHeaders.encodedMessageBytes(copy, payload));
         synchronized (submitLock) {
             checkUsable("publish");
             operations.submit(publish);
@@ -188,7 +194,7 @@ public final class Transaction implements AutoCloseable {
         }
         synchronized (submitLock) {
             checkUsable("ack");
-            message.markSettled("ack in transaction " + txnId);
+            message.markSettledInTransaction(txnId);
             operations.submit(message);
         }
     }
@@ -671,6 +677,17 @@ public final class Transaction implements AutoCloseable {
     }
 
     private record Publish(String queue, int queueBytes, List<MessageHeader> headers, byte[] payload, int encodedBytes) {
+    }
+
+    /** A queue name and its UTF-8 length, checked against the wire's limit. */
+    private record QueueName(String queue, int utf8Bytes) {
+        static QueueName of(String queue) {
+            int bytes = queue.getBytes(StandardCharsets.UTF_8).length;
+            if (bytes > 0xFFFF) {
+                throw new IllegalArgumentException("queue name is " + bytes + " UTF-8 bytes, above the limit of 65535");
+            }
+            return new QueueName(queue, bytes);
+        }
     }
 
     private record Finish(boolean commit, CompletableFuture<Void> result, long deadlineNanos, long deadlineMs) {

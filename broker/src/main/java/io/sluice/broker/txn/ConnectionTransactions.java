@@ -14,7 +14,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * One connection's transactions, by the id its client chose: what its TX_ frames do before the
  * coordinator takes over. The session checks permissions and finds queues and subscriptions; this
  * class finds the transaction, keeps {@code transactions.max-open-per-connection}, and hands the
- * work to the coordinator's thread in frame order.
+ * work to the coordinator's thread in frame order. A TX_PUBLISH or TX_ACK goes to its queue from here
+ * and reaches the coordinator's thread once, when the queue is done; the transaction notes it in frame
+ * order ({@code Transaction.started}), so a TX_COMMIT after it waits for it.
  *
  * <p>Threads: the connection's event loop calls every method; the coordinator removes a transaction
  * once it is finished, hence the concurrent map.
@@ -57,7 +59,8 @@ public final class ConnectionTransactions {
     /**
      * TX_PUBLISH to {@code queue}, which the session found and may write: the frame goes straight to
      * the queue, which stages its messages there, releases it and gives its window back as its flow
-     * control allows; the coordinator learns of it in frame order. An unknown transaction is an ERROR
+     * control allows; the transaction notes it in frame order, and the coordinator takes the staging once it
+     * is done. An unknown transaction is an ERROR
      * to no request; the frame is released and its window given back here.
      */
     public void publish(long txnId, BrokerQueue queue, PublishFrame frame, long payloadBytes) {
@@ -82,7 +85,7 @@ public final class ConnectionTransactions {
             return;
         }
         CompletableFuture<QueueTransactions.Staging> staging = queue.transactions().stage(t.number, frame, link, payloadBytes);
-        coordinator.executor().execute(() -> coordinator.staging(t, queue, staging));
+        coordinator.staging(t, queue, staging);
     }
 
     /**
@@ -108,7 +111,7 @@ public final class ConnectionTransactions {
             hold.thenAccept(h -> h.queue().transactions().release(h));
             return;
         }
-        coordinator.executor().execute(() -> t.pending.add(hold.thenAcceptAsync(h -> coordinator.held(t, h), coordinator.executor())));
+        t.started.add(hold.thenAcceptAsync(h -> coordinator.held(t, h), coordinator.executor()));
     }
 
     public void commit(long requestId, long txnId) {
@@ -117,6 +120,7 @@ public final class ConnectionTransactions {
             link.answerError(requestId, ErrorCode.UNKNOWN_TRANSACTION, unknown(txnId, "TX_COMMIT"));
             return;
         }
+        t.commitReceived = true;
         coordinator.executor().execute(() -> coordinator.commit(t, requestId));
     }
 

@@ -11,7 +11,9 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * One transaction of a connection: what it staged, what it holds, and where it is in its life.
@@ -24,7 +26,8 @@ import java.util.concurrent.CompletableFuture;
  *                                               `--TX_COMMIT (answered with the reason), TX_ROLLBACK--> FINISHED
  * </pre>
  *
- * <p>Threads: everything is the coordinator thread's but the identity, set at construction.
+ * <p>Threads: everything is the coordinator thread's but the identity, set at construction, {@link #started}
+ * and {@link #commitReceived}.
  */
 final class Transaction {
     enum State { OPEN, COMMITTING, ABORTED, FINISHED }
@@ -74,6 +77,14 @@ final class Transaction {
     boolean sealed;
     /** Stagings and holds still in flight; a commit waits for them. */
     final List<CompletableFuture<?>> pending = new ArrayList<>();
+    /**
+     * Stagings and holds the connection's loop started, in frame order, each of which reaches the coordinator's
+     * thread once, when it completes; the commit moves them into {@link #pending} first. Filled on the loop,
+     * drained on the coordinator's thread: the loop adds before it hands over the TX_COMMIT.
+     */
+    final Queue<CompletableFuture<?>> started = new ConcurrentLinkedQueue<>();
+    /** The connection's loop has passed this transaction's TX_COMMIT: a TX_PUBLISH after it is not part of it. Loop only. */
+    boolean commitReceived;
     final Map<BrokerQueue, Staged> staged = new LinkedHashMap<>();
     final Map<BrokerQueue, List<HeldAcks>> held = new LinkedHashMap<>();
     /** On a cluster node: what it publishes, by queue, kept in memory until the commit's entry ({@link ReplicatedCommits}). */

@@ -25,6 +25,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Local transactions, broker-wide (docs/transactions.md): has what transactions publish staged in
@@ -81,11 +82,13 @@ public final class TransactionCoordinator implements AutoCloseable {
     private final ArrayDeque<Transaction> committing = new ArrayDeque<>();
     /** Open and committing transactions, for the metrics; written on the coordinator thread. */
     private final Set<Transaction> live = ConcurrentHashMap.newKeySet();
-    private volatile long commits;
+    /** Counted on the thread that answers the commit (rule "answer from the last part"). */
+    private final LongAdder commits = new LongAdder();
     private volatile long rollbacks;
     private volatile long timeouts;
     private volatile long aborts;
-    private volatile long applyFailures;
+    /** Counted on the queues' executors, where their parts of a commit are applied. */
+    private final LongAdder applyFailures = new LongAdder();
     /** Commit records kept in their target queue (T5): the metric's count, and what a queue's delete waits for (X5). */
     private final QueueCommitRecords inQueues = new QueueCommitRecords(executor);
 
@@ -253,15 +256,16 @@ public final class TransactionCoordinator implements AutoCloseable {
     }
 
     /**
-     * TX_PUBLISH: the queue stages the frame's messages ({@code staging}, under way on its executor).
-     * Part of the transaction if it is open now, in frame order: a commit that follows waits for it.
+     * TX_PUBLISH, on the connection's loop: the queue stages the frame's messages ({@code staging}, under way on
+     * its executor), and this thread takes the result once it is there. Part of the transaction unless the frame
+     * came after its TX_COMMIT (or it is rolled back by then: {@link #staged} looks): a commit that follows
+     * waits for it.
      */
     void staging(Transaction t, BrokerQueue queue, CompletableFuture<QueueTransactions.Staging> staging) {
-        boolean partOfIt = t.takesOperations();
-        boolean afterCommit = t.state == Transaction.State.COMMITTING;
-        CompletableFuture<Void> done = staging.thenAcceptAsync(s -> staged(t, queue, s, partOfIt, afterCommit), executor);
-        if (partOfIt) {
-            t.pending.add(done);
+        boolean afterCommit = t.commitReceived;
+        CompletableFuture<Void> done = staging.thenAcceptAsync(s -> staged(t, queue, s, !afterCommit, afterCommit), executor);
+        if (!afterCommit) {
+            t.started.add(done);
         }
     }
 
@@ -269,7 +273,7 @@ public final class TransactionCoordinator implements AutoCloseable {
     private void staged(Transaction t, BrokerQueue queue, QueueTransactions.Staging s, boolean partOfIt, boolean afterCommit) {
         if (!partOfIt || t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
             queue.transactions().discard(s);
-            if (afterCommit) {
+            if (afterCommit && t.abortCode == null) {
                 t.link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a TX_PUBLISH after "
                         + "its TX_COMMIT is not part of it and was not stored");
             }
@@ -424,8 +428,15 @@ public final class TransactionCoordinator implements AutoCloseable {
         t.state = Transaction.State.COMMITTING;
         t.commitRequestId = requestId;
         t.timeout.cancel(false);
-        CompletableFuture.allOf(t.pending.toArray(CompletableFuture[]::new))
-                .whenCompleteAsync((done, failed) -> prepareCommit(t), executor);
+        for (CompletableFuture<?> operation; (operation = t.started.poll()) != null; ) {
+            t.pending.add(operation);
+        }
+        CompletableFuture<Void> operations = CompletableFuture.allOf(t.pending.toArray(CompletableFuture[]::new));
+        if (operations.isDone()) {
+            prepareCommit(t); // on this thread already: no further turn of it
+        } else {
+            operations.whenCompleteAsync((done, failed) -> prepareCommit(t), executor);
+        }
     }
 
     private void answerAborted(Transaction t, long requestId) {
@@ -492,22 +503,38 @@ public final class TransactionCoordinator implements AutoCloseable {
      * its staged messages, so one force of the queue makes both durable (X1 holds: the record cannot be
      * durable before the messages it names). A queue deleted meanwhile, or a record too large for it,
      * sends it to the log instead.
+     *
+     * <p>Rule "write, then wait, in the queue": the queue's executor, once it has written the record, asks for
+     * its durability itself, and this thread hears of the commit once, when the record is durable (or refused).
+     * So the record is counted for X5 and queued for X2 here, before it is written: a delete of the queue that
+     * comes before the write finds it counted, and a queue writes the records it is given in that order.
      */
     private void writeCommitInQueue(Transaction t, CommitRecord record, BrokerQueue target) {
         CrashPoint.reached(CrashPoint.BEFORE_COMMIT_RECORD);
         ByteBuffer encoded = record.encode();
-        target.transactions().writeCommitRecord(t.number, encoded).whenCompleteAsync((id, failed) -> {
-            if (failed != null) {
-                refuseCommit(t, ErrorCodes.of(failed), "queue '" + target.name() + "' refused its commit record: " + message(failed));
-            } else if (id < 0) {
-                writeCommitInLog(t, record, List.of(target));
-            } else {
-                t.commitRecordQueue = target;
-                t.commitRecordId = id;
-                inQueues.written(target);
-                awaitDurableCommit(t, target.transactions().whenCommitRecordDurable(id));
-            }
-        }, executor);
+        inQueues.written(target);
+        t.commitRecordQueue = target;
+        committing.add(t);
+        CompletableFuture<Long> written = target.transactions().writeCommitRecord(t.number, encoded);
+        written.thenCompose(id -> id < 0 ? CompletableFuture.completedFuture(id) : target.transactions().whenCommitRecordDurable(id))
+                .whenCompleteAsync((x, failed) -> {
+                    if (written.isCompletedExceptionally() || written.join() < 0) {
+                        committing.remove(t); // never written: no longer a record here, nor one to wait for
+                        t.commitRecordQueue = null;
+                        inQueues.settled(target);
+                        inQueues.finished();
+                        if (written.isCompletedExceptionally()) {
+                            refuseCommit(t, ErrorCodes.of(failed), "queue '" + target.name() + "' refused its commit record: "
+                                    + message(failed));
+                        } else {
+                            writeCommitInLog(t, record, List.of(target));
+                        }
+                        applyDurableCommits();
+                    } else {
+                        t.commitRecordId = written.join();
+                        recordDurable(t, failed);
+                    }
+                }, executor);
     }
 
     /** X1: the commit record goes to the log once the messages it names are durable in their queues. */
@@ -540,14 +567,17 @@ public final class TransactionCoordinator implements AutoCloseable {
     /** The commit record is written: the transaction is committed once {@code durable} completes, and applied in write order (X2). */
     private void awaitDurableCommit(Transaction t, CompletableFuture<Long> durable) {
         committing.add(t);
-        durable.whenCompleteAsync((id, failed) -> {
-            if (failed != null) {
-                inDoubt(t, failed);
-            } else {
-                t.durable = true;
-            }
-            applyDurableCommits();
-        }, executor);
+        durable.whenCompleteAsync((id, failed) -> recordDurable(t, failed), executor);
+    }
+
+    /** The commit record of {@code t}, in {@link #committing}, is durable, or {@code failed} to be; then applies what is due (X2). */
+    private void recordDurable(Transaction t, Throwable failed) {
+        if (failed != null) {
+            inDoubt(t, failed);
+        } else {
+            t.durable = true;
+        }
+        applyDurableCommits();
     }
 
     private void refuseCommit(Transaction t, ErrorCode code, String why) {
@@ -587,6 +617,11 @@ public final class TransactionCoordinator implements AutoCloseable {
      * Applies a durable commit (X2): one task per queue it touches, which makes its staged messages
      * there visible and acknowledges what it holds there. Answers OK once every part was applied;
      * then its record waits to be finished (X3).
+     *
+     * <p>Rule "answer from the last part": the OK goes out from the executor of the queue that applied the
+     * commit's last part, not after a further turn of the coordinator's thread; the commit is counted and
+     * forgotten by its connection first, so the client never sees its OK before its metrics or before it may
+     * reuse the id. What is left (finishing the record) follows on the coordinator's thread.
      */
     private void apply(Transaction t) {
         Set<BrokerQueue> touched = new LinkedHashSet<>(t.staged.keySet());
@@ -597,18 +632,19 @@ public final class TransactionCoordinator implements AutoCloseable {
             CompletableFuture<Void> part = s == null
                     ? q.transactions().commit(NO_IDS, 0, 0, t.held.getOrDefault(q, List.of()))
                     : q.transactions().commit(s.ids, s.count, s.bytes, t.held.getOrDefault(q, List.of()));
-            parts.add(part.handleAsync((x, failed) -> {
+            parts.add(part.handle((x, failed) -> { // on the queue's executor
                 if (failed != null) {
-                    applyFailures++;
+                    applyFailures.increment();
                     LOG.warn("Queue '{}': a committed transaction's acknowledgements could not be stored ({}); the next start "
                             + "applies them again.", q.name(), message(failed));
                 }
                 CrashPoint.reached(CrashPoint.AFTER_A_QUEUE_APPLIED);
                 return failed == null;
-            }, executor));
+            }));
         }
-        CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).thenRunAsync(() -> {
-            finishCommitted(t);
+        CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).whenComplete((x, never) -> answerCommitted(t))
+                .whenCompleteAsync((x, never) -> {
+            t.state = Transaction.State.FINISHED;
             if (!parts.stream().allMatch(CompletableFuture::join)) { // its record stays: the next start applies it again
                 inQueues.settled(t.commitRecordQueue);
             } else {
@@ -667,9 +703,19 @@ public final class TransactionCoordinator implements AutoCloseable {
 
     private void finishCommitted(Transaction t) {
         t.state = Transaction.State.FINISHED;
-        commits++;
+        answerCommitted(t);
+    }
+
+    /**
+     * OK to the commit of {@code t}: counted, no longer open or committing, forgotten by its connection, then
+     * answered. On the coordinator's thread, or where its last part was applied (rule "answer from the last part"
+     * of {@link #apply}); everything it touches is thread-safe.
+     */
+    private void answerCommitted(Transaction t) {
+        commits.increment();
+        live.remove(t);
+        t.owner.forget(t);
         t.link.answerOk(t.commitRequestId);
-        forget(t);
     }
 
     void rollback(Transaction t, long requestId) {
@@ -758,7 +804,7 @@ public final class TransactionCoordinator implements AutoCloseable {
     }
 
     public long commits() {
-        return commits;
+        return commits.sum();
     }
 
     /** Rolled back by the client or by its connection closing. */
@@ -785,7 +831,7 @@ public final class TransactionCoordinator implements AutoCloseable {
 
     /** Parts of commits whose acknowledgements the queue could not store (the next start applies them again). */
     public long applyFailures() {
-        return applyFailures;
+        return applyFailures.sum();
     }
 
     /**
