@@ -81,7 +81,7 @@ public final class ConnectionTransactions {
             }
             link.publishCredit(messages.count(), payloadBytes);
             CompletableFuture<ReplicatedCommits.Messages> admitted = ReplicatedCommits.admit(messages, coordinator.maxUncommittedBytes());
-            coordinator.executor().execute(() -> coordinator.collecting(t, admitted));
+            coordinator.collecting(t, admitted);
             return;
         }
         CompletableFuture<QueueTransactions.Staging> staging = queue.transactions().stage(t.number, frame, link, payloadBytes);

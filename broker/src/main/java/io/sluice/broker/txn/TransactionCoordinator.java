@@ -291,22 +291,22 @@ public final class TransactionCoordinator implements AutoCloseable {
     }
 
     /**
-     * TX_PUBLISH on a cluster node: the messages, copied, are checked by the queue's quota ({@code admitted}, under way on
-     * its executor). Part of the transaction if it is open now, in frame order: a commit that follows waits for it (R13).
+     * TX_PUBLISH on a cluster node, on the connection's loop: the messages, copied, are checked by the queue's quota
+     * ({@code admitted}, under way on its executor), and this thread takes the result once it is there. Part of the
+     * transaction unless the frame came after its TX_COMMIT, as {@link #staging}: a commit that follows waits for it (R13).
      */
     void collecting(Transaction t, CompletableFuture<ReplicatedCommits.Messages> admitted) {
-        boolean partOfIt = t.takesOperations();
-        boolean afterCommit = t.state == Transaction.State.COMMITTING;
-        CompletableFuture<Void> done = admitted.thenAcceptAsync(m -> collected(t, m, partOfIt, afterCommit), executor);
-        if (partOfIt) {
-            t.pending.add(done);
+        boolean afterCommit = t.commitReceived;
+        CompletableFuture<Void> done = admitted.thenAcceptAsync(m -> collected(t, m, !afterCommit, afterCommit), executor);
+        if (!afterCommit) {
+            t.started.add(done);
         }
     }
 
     private void collected(Transaction t, ReplicatedCommits.Messages m, boolean partOfIt, boolean afterCommit) {
         if (!partOfIt || t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
             ReplicatedCommits.ended(m);
-            if (afterCommit) {
+            if (afterCommit && t.abortCode == null) {
                 t.link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a TX_PUBLISH after "
                         + "its TX_COMMIT is not part of it and was not stored");
             }
