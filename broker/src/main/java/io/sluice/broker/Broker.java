@@ -468,7 +468,10 @@ public final class Broker implements AutoCloseable {
             cluster.handOverLeadershipBeforeStop(Math.min(config.broker.shutdownTimeoutMs, 2L * config.cluster.electionTimeoutMaxMs));
         }
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.broker.shutdownTimeoutMs);
-        LOG.info("Shutting down: no longer accepting connections.");
+        LOG.info("Shutting down: no longer accepting connections, nor reading from the open ones.");
+        // Rule H3 (InboundGate): what the clients send from now on is not read; they send it again after reconnecting.
+        // The publishes already read are then all the shutdown waits for, however fast a client sends.
+        channels.forEach(ch -> ch.pipeline().fireUserEventTriggered(io.sluice.broker.net.StopReading.INSTANCE));
         serverChannel.close().awaitUninterruptibly(1, TimeUnit.SECONDS);
         diskGuardTask.cancel(false);
         rejectionLogTask.cancel(false);

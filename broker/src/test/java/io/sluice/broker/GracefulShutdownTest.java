@@ -143,7 +143,7 @@ class GracefulShutdownTest {
     }
 
     /** A publish to "slow-sync" stored and not yet forced, and the thread closing the broker meanwhile. */
-    private record HeldPublish(CompletableFuture<Void> unconfirmed, Thread closer) {
+    private record HeldPublish(Producer producer, CompletableFuture<Void> unconfirmed, Thread closer) {
     }
 
     /** Publishes one message to "slow-sync" (whose forces {@link #slowDisk} holds), waits until it is stored, then closes the broker. */
@@ -157,7 +157,7 @@ class GracefulShutdownTest {
         broker = null;
         Thread closer = new Thread(closing::close, "shutdown-test-closer");
         closer.start();
-        return new HeldPublish(unconfirmed, closer);
+        return new HeldPublish(producer, unconfirmed, closer);
     }
 
     /** Issue 15: NOT_CONFIRMED_SHUTDOWN is sent where it belongs, to publishes still unconfirmed when shutdown gives up. */
@@ -178,6 +178,49 @@ class GracefulShutdownTest {
         } finally {
             syncHeld.countDown();
             closer.join(20_000);
+        }
+    }
+
+    /**
+     * Rule H3 of InboundGate: a stopping broker stops reading from its clients, so that it waits only for the publishes
+     * it had read, however fast a client sends. Message 1 is stored with its force held, so the stop waits out its
+     * timeout and refuses it; message 2, sent once the stop began (the broker no longer accepts connections), must not
+     * be read: after a restart the queue holds message 1 only. On the old main the broker kept reading and stored both.
+     */
+    @Test
+    void aPublishSentAfterTheStopBeganIsNotRead() throws Exception {
+        int port = ChildJvm.freePort();
+        java.util.concurrent.CountDownLatch syncHeld = new java.util.concurrent.CountDownLatch(1);
+        Map<String, String> settings = new java.util.HashMap<>(shutdownSettings(port));
+        settings.put("broker.shutdown-timeout-ms", "2000");
+        broker = Broker.start(new ConfigLoader().load(null, settings), slowDisk(syncHeld));
+        connection = connect();
+        HeldPublish held = publishOneThenClose();
+        try {
+            TestAwait.until("the stopping broker refusing connections", () -> !accepts(port));
+            CompletableFuture<Void> late = held.producer().sendAsync(Payloads.of(2));
+            // The stop's own timeout ends with message 1 refused: by then a broker that still read had stored message 2.
+            ExecutionException refused = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+                    () -> held.unconfirmed().get(20, TimeUnit.SECONDS));
+            assertEquals(io.sluice.protocol.ErrorCode.NOT_CONFIRMED_SHUTDOWN, ((SluiceException) refused.getCause()).errorCode());
+            org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, () -> late.get(20, TimeUnit.SECONDS),
+                    "never read, never confirmed: the connection closes under it");
+        } finally {
+            syncHeld.countDown();
+            held.closer().join(20_000);
+        }
+        broker = Broker.start(new ConfigLoader().load(null, shutdownSettings(port)));
+        connection.close();
+        connection = connect();
+        assertEquals(1L, (long) connection.declareQueue("slow-sync", QueueSettings.EMPTY),
+                "only the message read before the stop began is stored");
+    }
+
+    private static boolean accepts(int port) {
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", port)) {
+            return true;
+        } catch (java.io.IOException e) {
+            return false;
         }
     }
 

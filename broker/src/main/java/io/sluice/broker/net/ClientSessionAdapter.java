@@ -166,6 +166,15 @@ public final class ClientSessionAdapter extends ProtocolHandler {
     }
 
     @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+        if (evt == StopReading.INSTANCE) {
+            gate.stopReading();
+            return;
+        }
+        super.userEventTriggered(ctx, evt);
+    }
+
+    @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         limits().closeConnection();
         limits().closeUserConnection(user);

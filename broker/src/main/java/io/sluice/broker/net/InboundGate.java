@@ -23,6 +23,9 @@ import java.util.function.Consumer;
  *       decoded.</li>
  *   <li>H2 a client past its {@link PublishWindow}: reading is paused until enough window is given
  *       back (docs/flow-control.md, "Producer credit").</li>
+ *   <li>H3 the broker is stopping ({@link StopReading}): reading stops for good, so that the publishes
+ *       already read can be confirmed before the stop's timeout, however fast the client sends;
+ *       what it sent later is not read, not confirmed, and sent again after it reconnects.</li>
  * </ul>
  * Confined to the connection's event loop.
  */
@@ -38,6 +41,7 @@ final class InboundGate {
     private int offLoopInFlight;
     private int declaresInFlight;
     private boolean pausedForWindow;
+    private boolean stopped;
 
     InboundGate(ChannelHandlerContext ctx, Consumer<Object> reader, Consumer<Throwable> failure) {
         this.ctx = ctx;
@@ -132,8 +136,14 @@ final class InboundGate {
         }
     }
 
+    /** The broker is stopping (H3): no more reads on this connection. */
+    void stopReading() {
+        stopped = true;
+        ctx.channel().config().setAutoRead(false);
+    }
+
     private void resumeIfFree() {
-        if (held == null && !pausedForWindow && ctx.channel().isActive()) {
+        if (held == null && !pausedForWindow && !stopped && ctx.channel().isActive()) {
             ctx.channel().config().setAutoRead(true);
             ctx.read();
         }
