@@ -13,6 +13,7 @@ import io.sluice.client.ReconnectPolicy;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.ChronicleSignals;
 import io.sluice.storage.DeferredPosix;
+import io.sluice.storage.RecoveryClasses;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -55,6 +56,7 @@ final class ClassArchiveTraining {
         }
         try {
             ChronicleSignals.exitOnTerminationSignals();
+            RecoveryClasses.initialise(); // as a broker's start does: the archive then holds every class of the list
             BrokerConfig config = new ConfigLoader().load(null, Map.of("broker.data-dir", data.toString(),
                     "broker.listen-address", "127.0.0.1", "broker.port", "0", "metrics.listen-address", "127.0.0.1",
                     "metrics.port", "0"));

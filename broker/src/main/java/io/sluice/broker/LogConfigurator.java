@@ -17,8 +17,8 @@ import ch.qos.logback.core.spi.ContextAwareBase;
  *
  * <p>What it sets: one console appender (stdout, or stderr when the system property
  * {@code sluice.log.target} is {@code System.err}, as the offline tools set it so that their report alone
- * goes to stdout), lines as {@link #PATTERN}, level INFO, and WARN for Chronicle ({@code net.openhft}),
- * Netty and Ratis (Ratis logs every election and segment roll at INFO; the cluster package says what an
+ * goes to stdout), lines as {@link #PATTERN}, level INFO, and WARN for Chronicle ({@code net.openhft};
+ * ERROR for its affinity library, {@link #AFFINITY_LOGGER}), Netty and Ratis (Ratis logs every election and segment roll at INFO; the cluster package says what an
  * operator needs in its own words, docs/replication.md).
  *
  * <p>An operator's own file wins: with {@code -Dlogback.configurationFile=FILE}, or a {@code logback-test.xml}
@@ -29,6 +29,12 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
     /** ISO-8601 time with the offset, level, thread, the logger's simple name and the message. */
     static final String PATTERN = "%d{yyyy-MM-dd'T'HH:mm:ss.SSSXXX} %-5level [%thread] %logger{0} - %msg%n";
     static final String TARGET_PROPERTY = "sluice.log.target";
+    /**
+     * Chronicle's thread-affinity library, which says at WARN on every start that it has no JNA: the build leaves JNA
+     * out on purpose (the root pom: it cost the start a native library's extraction and a child process), and the
+     * broker pins no threads.
+     */
+    static final String AFFINITY_LOGGER = "net.openhft.affinity.Affinity";
     private static final String CONFIGURATION_FILE_PROPERTY = "logback.configurationFile";
     private static final String TEST_FILE = "logback-test.xml";
 
@@ -58,6 +64,7 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
         console.setEncoder(encoder);
         console.start();
         context.getLogger("net.openhft").setLevel(Level.WARN);
+        context.getLogger(AFFINITY_LOGGER).setLevel(Level.ERROR);
         context.getLogger("io.netty").setLevel(Level.WARN);
         context.getLogger("org.apache.ratis").setLevel(Level.WARN);
         Logger root = context.getLogger(Logger.ROOT_LOGGER_NAME);

@@ -8,6 +8,7 @@ import io.sluice.broker.config.ConfigLoader;
 import io.sluice.broker.security.CertificatesCli;
 import io.sluice.storage.ChronicleSignals;
 import io.sluice.storage.DeferredPosix;
+import io.sluice.storage.RecoveryClasses;
 import io.sluice.storage.tool.StorageTool;
 
 import java.io.Console;
@@ -128,10 +129,14 @@ public final class Main {
         }
         // Before the store opens Chronicle, so that a signal at any moment exits through the hooks; on a thread
         // of its own, because loading Chronicle and the native libraries under it takes as long as reading the
-        // configuration does.
+        // configuration does. Then, still while the configuration is read, the classes the store's recovery
+        // initialises first (RecoveryClasses): the store opens only once this thread has ended.
         Thread signals = null;
         if (!checkOnly) {
-            signals = new Thread(ChronicleSignals::exitOnTerminationSignals, "sluice-start-signals");
+            signals = new Thread(() -> {
+                ChronicleSignals.exitOnTerminationSignals();
+                RecoveryClasses.initialise();
+            }, "sluice-start-signals");
             signals.setDaemon(true);
             signals.start();
         }

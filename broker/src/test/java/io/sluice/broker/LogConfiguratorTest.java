@@ -16,7 +16,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The logging set up in code says what the former logback.xml said: the line format, stdout (stderr for the
- * offline tools), INFO, WARN for Chronicle, Netty and Ratis; and a logback file of the operator's (here the
+ * offline tools), INFO, WARN for Chronicle (ERROR for its affinity library, which says at every start that it has no
+ * JNA), Netty and Ratis; and a logback file of the operator's (here the
  * tests' logback-test.xml) is left to logback.
  */
 class LogConfiguratorTest {
@@ -43,12 +44,15 @@ class LogConfiguratorTest {
         context.getLogger("io.netty.channel.Y").info("nor this");
         context.getLogger("org.apache.ratis.server.Z").info("nor this");
         context.getLogger("org.apache.ratis.server.Z").warn("but this");
+        context.getLogger(LogConfigurator.AFFINITY_LOGGER).warn("Linux JNA-based affinity not usable due to JNA not being available!");
+        context.getLogger(LogConfigurator.AFFINITY_LOGGER).error("and this");
         context.stop();
         String[] lines = out.toString(StandardCharsets.UTF_8).split("\n");
-        assertEquals(2, lines.length, out.toString(StandardCharsets.UTF_8));
+        assertEquals(3, lines.length, out.toString(StandardCharsets.UTF_8));
         assertTrue(lines[0].matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}(Z|[+-]\\d\\d:\\d\\d) INFO  \\[" + Thread.currentThread().getName()
                 + "] Broker - Sluice broker 'a' listening\\."), lines[0]);
         assertTrue(lines[1].endsWith(" WARN  [" + Thread.currentThread().getName() + "] Z - but this"), lines[1]);
+        assertTrue(lines[2].endsWith(" ERROR [" + Thread.currentThread().getName() + "] Affinity - and this"), lines[2]);
     }
 
     @Test

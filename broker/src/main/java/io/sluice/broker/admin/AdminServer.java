@@ -55,6 +55,8 @@ public final class AdminServer implements AutoCloseable {
         return t;
     });
     private final BrokerMetrics metrics;
+    /** How long after the broker is listening the JVM's and the process's meters are bound (BrokerMetrics.bindJvmMeters). */
+    private static final long JVM_METERS_DELAY_MS = 5_000;
     private volatile Broker broker;
     private volatile AdminApi api;
 
@@ -112,6 +114,8 @@ public final class AdminServer implements AutoCloseable {
         }
         QueueRates rates = new QueueRates(System::nanoTime);
         scheduler.scheduleAtFixedRate(() -> rates.sample(running.queues().all()), 0, QueueRates.INTERVAL_MS, TimeUnit.MILLISECONDS);
+        // After a restart's first publishes rather than beside them; a scrape before then binds them itself.
+        scheduler.schedule(metrics::bindJvmMeters, JVM_METERS_DELAY_MS, TimeUnit.MILLISECONDS);
         this.api = new AdminApi(running, scheduler, rates);
         this.broker = running;
     }

@@ -37,8 +37,8 @@ import java.util.function.LongSupplier;
 import static io.sluice.broker.metrics.MetricNames.*;
 
 /**
- * The broker's Prometheus registry: JVM and process meters from the start, the broker's own once
- * {@link #bind} is called after recovery. The per-queue series are no Micrometer meters: one
+ * The broker's Prometheus registry: JVM and process meters from {@link #bindJvmMeters()} (a few seconds after the
+ * start, or the first scrape), the broker's own once {@link #bind} is called after recovery. The per-queue series are no Micrometer meters: one
  * {@link QueueMetricsCollector}, registered once, builds them at scrape time from each live queue's
  * {@link QueueMeters}, so a queue costs under a kilobyte of figures and histograms, not about forty
  * meters. A queue's {@link QueueMeters} are created when it is declared and dropped when it is deleted
@@ -54,6 +54,8 @@ public final class BrokerMetrics implements AutoCloseable {
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final LongSupplier epochMillisClock;
     private final JvmGcMetrics gcMetrics = new JvmGcMetrics();
+    /** Whether {@link #bindJvmMeters()} has run; guarded by this object's lock. */
+    private boolean jvmMetersBound;
     /** Guarded by itself, held only to add or remove meters, never while waiting for a queue's executor. */
     private final Map<String, QueueMeters> queueMeters = new HashMap<>();
     private final QueueMetricsCollector queueCollector = new QueueMetricsCollector(this::liveQueueMeters);
@@ -85,14 +87,28 @@ public final class BrokerMetrics implements AutoCloseable {
         this.epochMillisClock = epochMillisClock;
         registry.config().meterFilter(PROMTOOL_CLEAN);
         registry.getPrometheusRegistry().register(queueCollector);
+        Gauge.builder(NETTY_DIRECT_MEMORY_USED_BYTES, () -> PooledByteBufAllocator.DEFAULT.metric().usedDirectMemory())
+                .description("Direct memory held by Netty's pooled allocator").register(registry);
+    }
+
+    /**
+     * Adds the JVM's and the process's meters (memory, collections, threads, CPU, uptime, file descriptors), once:
+     * {@link io.sluice.broker.admin.AdminServer} calls it a few seconds after the broker is listening, and every
+     * {@link #scrape()} before it reads the registry. Not at construction, on the start's path: Micrometer reads them
+     * through the JVM's management beans, about 45 ms of CPU in a cold JVM, which on two cores a restart's first
+     * confirm waited for (docs/performance.md, "Restart after kill -9"). Collections before the call are not counted.
+     */
+    public synchronized void bindJvmMeters() {
+        if (jvmMetersBound) {
+            return;
+        }
+        jvmMetersBound = true;
         new JvmMemoryMetrics().bindTo(registry);
         gcMetrics.bindTo(registry);
         new JvmThreadMetrics().bindTo(registry);
         new ProcessorMetrics().bindTo(registry);
         new UptimeMetrics().bindTo(registry);
         new FileDescriptorMetrics().bindTo(registry);
-        Gauge.builder(NETTY_DIRECT_MEMORY_USED_BYTES, () -> PooledByteBufAllocator.DEFAULT.metric().usedDirectMemory())
-                .description("Direct memory held by Netty's pooled allocator").register(registry);
     }
 
     /**
@@ -153,6 +169,7 @@ public final class BrokerMetrics implements AutoCloseable {
 
     /** The Prometheus text exposition, with every queue's figures taken now. */
     public synchronized String scrape() {
+        bindJvmMeters();
         refreshQueues();
         refreshFollowers();
         return registry.scrape();
@@ -308,6 +325,11 @@ public final class BrokerMetrics implements AutoCloseable {
     }
 
     /** How many Micrometer meters carry a queue label (tests: none, the collector exposes the queues). */
+    /** Whether the registry holds a meter named {@code name} (Micrometer's dotted name). */
+    boolean hasMeter(String name) {
+        return registry.find(name).meter() != null;
+    }
+
     int queueMeterCount() {
         return (int) registry.getMeters().stream().filter(m -> m.getId().getTag(MetricNames.LABEL_QUEUE) != null).count();
     }
@@ -347,6 +369,9 @@ public final class BrokerMetrics implements AutoCloseable {
 
     @Override
     public void close() {
+        synchronized (this) {
+            jvmMetersBound = true; // a bind still to come adds nothing to a closed registry
+        }
         gcMetrics.close();
         registry.close();
     }
