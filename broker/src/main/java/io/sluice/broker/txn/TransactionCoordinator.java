@@ -17,7 +17,6 @@ import org.slf4j.LoggerFactory;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -91,12 +90,15 @@ public final class TransactionCoordinator implements AutoCloseable {
     private final LongAdder applyFailures = new LongAdder();
     /** Commit records kept in their target queue (T5): the metric's count, and what a queue's delete waits for (X5). */
     private final QueueCommitRecords inQueues = new QueueCommitRecords(executor);
+    /** What becomes of a commit's record once it is applied (X3, X5). */
+    private final CommitRecordFinishing records;
 
     private TransactionCoordinator(TransactionLog log, QueueManager queues, BrokerConfig.Transactions limits) {
         this.log = log;
         this.queues = queues;
         this.limits = limits;
         this.finisher = new CommitFinisher(executor);
+        this.records = new CommitRecordFinishing(log, finisher, inQueues, executor);
         this.nextNumber = new AtomicLong(System.currentTimeMillis() << 16);
     }
 
@@ -109,7 +111,9 @@ public final class TransactionCoordinator implements AutoCloseable {
         TransactionCoordinator coordinator = new TransactionCoordinator(log, queues, limits);
         queues.beforeFilesDeleted(coordinator.inQueues::awaitSettled);
         try {
-            CompletableFuture.supplyAsync(coordinator::recover, coordinator.executor).thenCompose(done -> done).join();
+            TransactionRecovery recovery = new TransactionRecovery(log, queues, coordinator.inQueues, coordinator.records,
+                    coordinator.nextNumber, coordinator.executor);
+            CompletableFuture.supplyAsync(recovery::recover, coordinator.executor).thenCompose(done -> done).join();
             coordinator.executor.execute(coordinator.finisher::start);
         } catch (RuntimeException e) {
             coordinator.close();
@@ -134,112 +138,6 @@ public final class TransactionCoordinator implements AutoCloseable {
 
     long newNumber() {
         return nextNumber.getAndIncrement();
-    }
-
-    // ------------------------------------------------------------------ recovery
-
-    /**
-     * X4: the staged records of every transaction without a commit record are discarded, in every
-     * queue at once; each commit found has its acknowledgements applied again (an acknowledged message
-     * stays so), and then waits to be finished as a live one does.
-     */
-    private CompletableFuture<Void> recover() {
-        List<TransactionLog.Interrupted> interrupted = log.interrupted();
-        Set<Long> committed = new HashSet<>();
-        long numbers = nextNumber.get();
-        int rolledBack = 0;
-        for (TransactionLog.Interrupted t : interrupted) {
-            numbers = Math.max(numbers, t.number() + 1);
-            if (t.commit() != null) {
-                committed.add(t.number());
-            } else {
-                log.finished(t.records().stream().mapToLong(Long::longValue).toArray());
-                rolledBack++;
-            }
-        }
-        // T5: the commit records kept in their transaction's one target queue. Asked of every queue at once,
-        // then read: one round trip to the queues' executors, not one per queue.
-        List<BrokerQueue> all = new ArrayList<>(queues.all());
-        List<CompletableFuture<List<QueueTransactions.FoundCommitRecord>>> asked = new ArrayList<>();
-        for (BrokerQueue q : all) {
-            asked.add(q.transactions().commitRecordsFound());
-        }
-        List<CompletableFuture<Void>> redone = new ArrayList<>();
-        List<Runnable> redoInQueues = new ArrayList<>();
-        for (int i = 0; i < all.size(); i++) {
-            BrokerQueue q = all.get(i);
-            for (QueueTransactions.FoundCommitRecord found : asked.get(i).join()) {
-                CommitRecord commit;
-                try {
-                    commit = CommitRecord.decode(found.payload());
-                } catch (IllegalArgumentException e) {
-                    LOG.error("Transaction {}: its commit record {} in queue '{}' is damaged ({}); the transaction is taken as "
-                            + "rolled back.", found.transaction(), found.id(), q.name(), e.getMessage());
-                    continue;
-                }
-                committed.add(found.transaction());
-                numbers = Math.max(numbers, found.transaction() + 1);
-                inQueues.written(q);
-                redoInQueues.add(() -> redone.add(redoAcknowledgements(commit, finishInQueue(q, found.id()), q)));
-            }
-        }
-        nextNumber.set(numbers);
-        List<CompletableFuture<Long>> discards = new ArrayList<>();
-        for (BrokerQueue q : all) {
-            discards.add(q.transactions().recoverStaged(committed::contains));
-        }
-        long discarded = 0;
-        for (CompletableFuture<Long> f : discards) {
-            discarded += f.join();
-        }
-        for (TransactionLog.Interrupted t : interrupted) {
-            if (t.commit() != null) {
-                redone.add(redoAcknowledgements(t.commit(), finishInLog(t.records().stream().mapToLong(Long::longValue).toArray()),
-                        null));
-            }
-        }
-        redoInQueues.forEach(Runnable::run);
-        if (!interrupted.isEmpty() || !redone.isEmpty() || discarded > 0) {
-            LOG.info("Transactions: {} committed transactions whose published messages may not all be consumed yet ({} of "
-                    + "them with their commit record in their target queue), their acknowledgements applied again; {} staged "
-                    + "messages of transactions that never committed discarded ({} log records rolled back).", redone.size(),
-                    redoInQueues.size(), discarded, rolledBack);
-        }
-        return CompletableFuture.allOf(redone.toArray(CompletableFuture[]::new));
-    }
-
-    /**
-     * Recovery: {@code commit}'s acknowledgements applied again; its record (in {@code recordQueue}, or the
-     * log if null) then waits to be finished.
-     */
-    private CompletableFuture<Void> redoAcknowledgements(CommitRecord commit, Runnable finishRecord, BrokerQueue recordQueue) {
-        List<CompletableFuture<?>> acked = new ArrayList<>();
-        List<BrokerQueue> sources = new ArrayList<>();
-        for (CommitRecord.Part source : commit.sources()) {
-            BrokerQueue q = queues.get(source.queue());
-            if (q != null) { // a queue deleted since: its acknowledgements went with it
-                acked.add(q.transactions().ackRecovered(source.ids()));
-                sources.add(q);
-            }
-        }
-        List<CommitFinisher.Target> targets = new ArrayList<>();
-        for (CommitRecord.Part target : commit.targets()) {
-            BrokerQueue q = queues.get(target.queue());
-            if (q != null) {
-                targets.add(new CommitFinisher.Target(q, target.ids(), target.highestId()));
-            }
-        }
-        return CompletableFuture.allOf(acked.toArray(CompletableFuture[]::new)).handleAsync((x, failed) -> {
-            CrashPoint.reached(CrashPoint.RECOVERY_BEFORE_FINISH);
-            if (failed != null) {
-                LOG.warn("A committed transaction's acknowledgements could not be applied again ({}); the next start tries again.",
-                        failed.toString());
-                inQueues.settled(recordQueue);
-            } else {
-                finishOnceDurable(finishRecord, recordQueue, sources, targets);
-            }
-            return null;
-        }, executor);
     }
 
     // ------------------------------------------------------------------ operations (coordinator thread)
@@ -654,51 +552,11 @@ public final class TransactionCoordinator implements AutoCloseable {
                         targets.add(new CommitFinisher.Target(q, s.ids(), s.lastId));
                     }
                 });
-                Runnable finishRecord = t.commitRecordQueue == null ? finishInLog(new long[] {t.commitRecordId})
-                        : finishInQueue(t.commitRecordQueue, t.commitRecordId);
-                finishOnceDurable(finishRecord, t.commitRecordQueue, new ArrayList<>(t.held.keySet()), targets);
+                Runnable finishRecord = t.commitRecordQueue == null ? records.inLog(new long[] {t.commitRecordId})
+                        : records.inQueue(t.commitRecordQueue, t.commitRecordId);
+                records.finishOnceDurable(finishRecord, t.commitRecordQueue, new ArrayList<>(t.held.keySet()), targets);
             }
         }, executor);
-    }
-
-    /**
-     * Once the acknowledgements a commit applied in {@code sources} are durable, its record goes to the
-     * {@link CommitFinisher}, which finishes it ({@code finishRecord}) once its staged messages are
-     * acknowledged (X3). A record kept in a queue ({@code recordQueue}; null for the log) is then settled (X5).
-     */
-    private void finishOnceDurable(Runnable finishRecord, BrokerQueue recordQueue, List<BrokerQueue> sources,
-                                   List<CommitFinisher.Target> targets) {
-        List<CompletableFuture<Void>> durable = new ArrayList<>();
-        for (BrokerQueue q : sources) {
-            durable.add(q.transactions().whenAcksDurable());
-        }
-        CompletableFuture.allOf(durable.toArray(CompletableFuture[]::new)).whenCompleteAsync((x, failed) -> {
-            inQueues.settled(recordQueue); // a failed source queue's acknowledgements are applied again at the next start, if ever
-            if (failed != null) {
-                LOG.warn("A committed transaction's acknowledgements could not be made durable ({}); the next start applies "
-                        + "them again.", failed.toString());
-                return;
-            }
-            CrashPoint.reached(CrashPoint.BEFORE_FINISH);
-            finisher.add(finishRecord, targets);
-        }, executor);
-    }
-
-    /** Finishes commit records of the log: acknowledged there. */
-    private Runnable finishInLog(long[] records) {
-        return () -> log.finished(records);
-    }
-
-    /** Finishes a commit record kept in {@code queue} (T5): acknowledged there. */
-    private Runnable finishInQueue(BrokerQueue queue, long id) {
-        return () -> queue.transactions().finishCommitRecord(id).whenComplete((x, failed) -> {
-            if (failed == null) {
-                inQueues.finished();
-            } else {
-                LOG.warn("Queue '{}': a finished commit's record could not be acknowledged ({}); the next start applies it "
-                        + "again, which changes nothing.", queue.name(), failed.toString());
-            }
-        });
     }
 
     private void finishCommitted(Transaction t) {
