@@ -324,12 +324,12 @@ public final class BrokerMetrics implements AutoCloseable {
         }
     }
 
-    /** How many Micrometer meters carry a queue label (tests: none, the collector exposes the queues). */
     /** Whether the registry holds a meter named {@code name} (Micrometer's dotted name). */
     boolean hasMeter(String name) {
         return registry.find(name).meter() != null;
     }
 
+    /** How many Micrometer meters carry a queue label (tests: none, the collector exposes the queues). */
     int queueMeterCount() {
         return (int) registry.getMeters().stream().filter(m -> m.getId().getTag(MetricNames.LABEL_QUEUE) != null).count();
     }
