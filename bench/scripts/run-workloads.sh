@@ -49,6 +49,10 @@
 #             (w1-tx-plain-i), W1 --transactional (batches of 100, 4 commits in flight per consumer: w1-tx-i),
 #             and W1 --transactional --tx-in-flight 1 (w1-tx-serial-i); interleaved, so the ratio of each
 #             transactional run to plain W1 is taken in the same minutes
+#   w1-dedup  issue 16's A/B: two brokers side by side, deduplication on (SLUICE_PERF_PORT) and off (port + 1), each
+#             warmed by a 3 M-message W1 run (not reported), then DEDUP_PAIRS pairs (default 12) of W1
+#             --warmup-messages 500000 in the order on, off, off, on, ... (w1-dedup-on-i, w1-dedup-off-i), so each
+#             pair is taken in the same minute; bench/scripts/paired-ratio.py OUT_DIR/results.jsonl on off summarises
 #   The app series report, besides the rates and percentiles, max_all_us and the worst one-second window
 #   (worst_second_*; defined in docs/performance.md, "Application-shaped runs").
 # SLUICE_PERF_ARGS is added to every perf run's arguments, after the series' own, so it overrides them (a smoke
@@ -207,6 +211,24 @@ for s in "${series[@]}"; do
         broker_pid=${cluster_pids%% *} cpu_pids=$cluster_pids perf_run "w1-cluster-3-$i" --workload W1 --warmup-messages 500000 --bootstrap "$bootstrap"
       done
       stop_cluster; broker_pid=$single_pid; stop_broker ;;
+    w1-dedup)
+      base_port=$port
+      start_broker w1-dedup-on --set queues.dedup-enabled=true; on_pid=$broker_pid
+      port=$((base_port + 1)); start_broker w1-dedup-off --set queues.dedup-enabled=false; off_pid=$broker_pid
+      port=$base_port broker_pid=$on_pid perf_run w1-dedup-on-warmup --workload W1 --messages 3000000 > /dev/null
+      port=$((base_port + 1)) broker_pid=$off_pid perf_run w1-dedup-off-warmup --workload W1 --messages 3000000 > /dev/null
+      for i in $(seq "${DEDUP_PAIRS:-12}"); do
+        order="on off"; [ $((i % 2)) -eq 0 ] && order="off on"
+        for arm in $order; do
+          if [ "$arm" = on ]; then
+            port=$base_port broker_pid=$on_pid perf_run "w1-dedup-on-$i" --workload W1 --warmup-messages 500000
+          else
+            port=$((base_port + 1)) broker_pid=$off_pid perf_run "w1-dedup-off-$i" --workload W1 --warmup-messages 500000
+          fi
+        done
+      done
+      port=$base_port
+      broker_pid=$off_pid; stop_broker; broker_pid=$on_pid; stop_broker ;;
     w1-tx)
       start_broker w1-tx
       perf_run w1-tx-broker-warmup --workload W1 --messages 1000000 > /dev/null
