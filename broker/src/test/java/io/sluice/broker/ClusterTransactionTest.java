@@ -59,7 +59,7 @@ class ClusterTransactionTest {
     void aCommitIsOnEveryNodeAndARollbackNowhere() throws Exception {
         ClusterFixture cluster = new ClusterFixture(dir, 3);
         running.addAll(cluster.startInProcess());
-        ClusterFixture.awaitLeader(running);
+        Broker leader = ClusterFixture.awaitLeader(running);
         try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
             for (String q : List.of("a", "b", "c")) {
                 c.declareQueue(q, QueueSettings.EMPTY);
@@ -78,6 +78,8 @@ class ClusterTransactionTest {
             cluster.awaitDigest("a", 1, PATIENCE); // the second, still out with the consumer
             cluster.awaitDigest("b", 1, PATIENCE);
             cluster.awaitDigest("c", 2, PATIENCE);
+            assertEquals(1, leader.transactions().commits(), "the leader counts the commit (sluice_transactions_committed_total)");
+            assertEquals(0, leader.transactions().logRecords(), "a cluster writes no commit record: the log entry is the commit");
 
             Transaction rollback = c.transaction();
             rollback.ack(second);
