@@ -17,6 +17,9 @@ import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueBuilder;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueStore;
 import net.openhft.chronicle.wire.DocumentContext;
 import net.openhft.chronicle.wire.Wire;
+import net.openhft.chronicle.wire.WriteAfterEOFException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -43,6 +46,8 @@ import java.util.function.IntConsumer;
  * {@link #newTailer()}, which Chronicle allows from any thread (the read-ahead thread uses it).
  */
 public final class SegmentLog implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(SegmentLog.class);
+
     /** Mapping chunk of a segment file: Chronicle maps this much (plus a quarter) at a time. */
     private static final long CHRONICLE_BLOCK_BYTES = 16L << 20;
     /** The first page of a segment or metadata file, which stays mapped (see {@link #dropWrittenPages()}). */
@@ -245,7 +250,7 @@ public final class SegmentLog implements AutoCloseable {
             sealWriteSegment();
         }
         try {
-            write(codec, length);
+            writeOrMovePastSeal(codec, length);
         } catch (EntryRefused refused) {
             if (refused.refusal() instanceof StorageFilesExhaustedException exhausted) {
                 backOff(exhausted); // every later append would try the same opens, each one refused
@@ -310,6 +315,26 @@ public final class SegmentLog implements AutoCloseable {
         lastRefusal = refusal;
         refuseUntilNanos = System.nanoTime() + REFUSAL_BACKOFF_NANOS;
         return refusal;
+    }
+
+    /**
+     * Rule "a sealed segment stays sealed": a writer killed in the middle of a roll had Chronicle write the end-of-file
+     * marker into the segment it left and died before the next one's first record, so an opened store finds that
+     * segment last, with no ack state past it, and appends there; Chronicle refuses every write after the marker. The
+     * append goes on in the next segment, as the killed writer's would have (its first append after the marker is the
+     * one that rolled, so ids stay those of a writer that was never killed).
+     */
+    private void writeOrMovePastSeal(RecordCodec codec, int length) {
+        try {
+            write(codec, length);
+        } catch (WriteAfterEOFException sealed) {
+            int segment = segmentClock.segment();
+            LOG.warn("Queue '{}': segment {} was sealed by a writer stopped in the middle of a roll; appends go on in the "
+                    + "next segment.", queueName, SegmentFiles.file(segmentDirectory, segment).getFileName());
+            replaceAppender();
+            sealWriteSegment();
+            write(codec, length);
+        }
     }
 
     private void write(RecordCodec codec, int length) {
