@@ -23,6 +23,7 @@ import io.sluice.broker.cluster.ClusterNode;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.metrics.NetworkCounters;
 import io.sluice.broker.net.BrokerChannelInitializer;
+import io.sluice.broker.net.StopReading;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.broker.txn.TransactionCoordinator;
@@ -471,7 +472,7 @@ public final class Broker implements AutoCloseable {
         LOG.info("Shutting down: no longer accepting connections, nor reading from the open ones.");
         // Rule H3 (InboundGate): what the clients send from now on is not read; they send it again after reconnecting.
         // The publishes already read are then all the shutdown waits for, however fast a client sends.
-        channels.forEach(ch -> ch.pipeline().fireUserEventTriggered(io.sluice.broker.net.StopReading.INSTANCE));
+        channels.forEach(ch -> ch.pipeline().fireUserEventTriggered(StopReading.INSTANCE));
         serverChannel.close().awaitUninterruptibly(1, TimeUnit.SECONDS);
         diskGuardTask.cancel(false);
         rejectionLogTask.cancel(false);

@@ -18,8 +18,8 @@ import ch.qos.logback.core.spi.ContextAwareBase;
  * <p>What it sets: one console appender (stdout, or stderr when the system property
  * {@code sluice.log.target} is {@code System.err}, as the offline tools set it so that their report alone
  * goes to stdout), lines as {@link #PATTERN}, level INFO, and WARN for Chronicle ({@code net.openhft};
- * ERROR for its affinity library, {@link #AFFINITY_LOGGER}), Netty and Ratis (Ratis logs every election and segment roll at INFO; the cluster package says what an
- * operator needs in its own words, docs/replication.md).
+ * ERROR for its affinity library, {@link #AFFINITY_LOGGER}), Netty and Ratis (Ratis logs every election and
+ * segment roll at INFO; the cluster package says what an operator needs in its own words, docs/replication.md).
  *
  * <p>An operator's own file wins: with {@code -Dlogback.configurationFile=FILE}, or a {@code logback-test.xml}
  * on the classpath (the tests'), this configures nothing and logback reads that file as usual

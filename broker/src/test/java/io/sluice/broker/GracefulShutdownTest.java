@@ -10,19 +10,26 @@ import io.sluice.client.Producer;
 import io.sluice.client.ProducerOptions;
 import io.sluice.client.ReconnectPolicy;
 import io.sluice.client.SluiceException;
+import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.QueueSettings;
+import io.sluice.storage.QueueStore;
+import io.sluice.storage.durability.FileForcer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
+import java.net.Socket;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -30,6 +37,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Closes the broker while publishes are in flight: every future settles, and every confirmed message survives. */
@@ -124,7 +133,7 @@ class GracefulShutdownTest {
     }
 
     /** A disk whose forces of queue "slow-sync"'s segments wait until {@code syncHeld} is counted down. */
-    private static io.sluice.storage.durability.FileForcer slowDisk(java.util.concurrent.CountDownLatch syncHeld) {
+    private static FileForcer slowDisk(CountDownLatch syncHeld) {
         return (channel, file) -> {
             if (file.toString().contains("slow-sync") && file.toString().endsWith(".cq4")) {
                 try {
@@ -151,7 +160,7 @@ class GracefulShutdownTest {
         connection.declareQueue("slow-sync", QueueSettings.EMPTY);
         Producer producer = connection.createProducer("slow-sync", ProducerOptions.DEFAULT);
         CompletableFuture<Void> unconfirmed = producer.sendAsync(Payloads.of(1));
-        io.sluice.storage.QueueStore store = broker.queues().get("slow-sync").store();
+        QueueStore store = broker.queues().get("slow-sync").store();
         TestAwait.until("the message stored", () -> store.unackedMessages() == 1);
         Broker closing = broker;
         broker = null;
@@ -163,17 +172,17 @@ class GracefulShutdownTest {
     /** Issue 15: NOT_CONFIRMED_SHUTDOWN is sent where it belongs, to publishes still unconfirmed when shutdown gives up. */
     @Test
     void aPublishStillUnconfirmedWhenTheShutdownTimeoutEndsFailsWithNotConfirmedShutdown() throws Exception {
-        java.util.concurrent.CountDownLatch syncHeld = new java.util.concurrent.CountDownLatch(1);
+        CountDownLatch syncHeld = new CountDownLatch(1);
         broker = Broker.start(new ConfigLoader().load(null, shutdownSettings(0)), slowDisk(syncHeld));
         connection = connect();
         HeldPublish held = publishOneThenClose();
         CompletableFuture<Void> unconfirmed = held.unconfirmed();
         Thread closer = held.closer();
         try {
-            ExecutionException failure = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+            ExecutionException failure = assertThrows(ExecutionException.class,
                     () -> unconfirmed.get(20, TimeUnit.SECONDS));
             SluiceException cause = (SluiceException) failure.getCause();
-            org.junit.jupiter.api.Assertions.assertEquals(io.sluice.protocol.ErrorCode.NOT_CONFIRMED_SHUTDOWN, cause.errorCode(),
+            assertEquals(ErrorCode.NOT_CONFIRMED_SHUTDOWN, cause.errorCode(),
                     cause.getMessage());
         } finally {
             syncHeld.countDown();
@@ -190,8 +199,8 @@ class GracefulShutdownTest {
     @Test
     void aPublishSentAfterTheStopBeganIsNotRead() throws Exception {
         int port = ChildJvm.freePort();
-        java.util.concurrent.CountDownLatch syncHeld = new java.util.concurrent.CountDownLatch(1);
-        Map<String, String> settings = new java.util.HashMap<>(shutdownSettings(port));
+        CountDownLatch syncHeld = new CountDownLatch(1);
+        Map<String, String> settings = new HashMap<>(shutdownSettings(port));
         settings.put("broker.shutdown-timeout-ms", "2000");
         broker = Broker.start(new ConfigLoader().load(null, settings), slowDisk(syncHeld));
         connection = connect();
@@ -200,10 +209,10 @@ class GracefulShutdownTest {
             TestAwait.until("the stopping broker refusing connections", () -> !accepts(port));
             CompletableFuture<Void> late = held.producer().sendAsync(Payloads.of(2));
             // The stop's own timeout ends with message 1 refused: by then a broker that still read had stored message 2.
-            ExecutionException refused = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
+            ExecutionException refused = assertThrows(ExecutionException.class,
                     () -> held.unconfirmed().get(20, TimeUnit.SECONDS));
-            assertEquals(io.sluice.protocol.ErrorCode.NOT_CONFIRMED_SHUTDOWN, ((SluiceException) refused.getCause()).errorCode());
-            org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, () -> late.get(20, TimeUnit.SECONDS),
+            assertEquals(ErrorCode.NOT_CONFIRMED_SHUTDOWN, ((SluiceException) refused.getCause()).errorCode());
+            assertThrows(ExecutionException.class, () -> late.get(20, TimeUnit.SECONDS),
                     "never read, never confirmed: the connection closes under it");
         } finally {
             syncHeld.countDown();
@@ -217,9 +226,9 @@ class GracefulShutdownTest {
     }
 
     private static boolean accepts(int port) {
-        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", port)) {
+        try (Socket socket = new Socket("127.0.0.1", port)) {
             return true;
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             return false;
         }
     }
@@ -233,7 +242,7 @@ class GracefulShutdownTest {
     @Test
     void aReconnectingProducerSendsAPublishRefusedAtShutdownAgainToTheRestartedBroker() throws Exception {
         int port = ChildJvm.freePort();
-        java.util.concurrent.CountDownLatch syncHeld = new java.util.concurrent.CountDownLatch(1);
+        CountDownLatch syncHeld = new CountDownLatch(1);
         broker = Broker.start(new ConfigLoader().load(null, shutdownSettings(port)), slowDisk(syncHeld));
         connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(port)
                 .reconnectPolicy(new ReconnectPolicy(true, Duration.ofMillis(50), Duration.ofMillis(200), 2.0, 0.2)).build());
@@ -243,14 +252,14 @@ class GracefulShutdownTest {
         try {
             // The refusal comes before the CLOSE: once the connection is down, the client has it.
             TestAwait.until("the broker closing the connection", () -> !connection.isConnected());
-            org.junit.jupiter.api.Assertions.assertFalse(unconfirmed.isDone(), "the refused publish waits to be sent again");
+            assertFalse(unconfirmed.isDone(), "the refused publish waits to be sent again");
         } finally {
             syncHeld.countDown();
             closer.join(20_000);
         }
         broker = Broker.start(new ConfigLoader().load(null, shutdownSettings(port)));
         unconfirmed.get(30, TimeUnit.SECONDS);
-        org.junit.jupiter.api.Assertions.assertEquals(1L, (long) connection.declareQueue("slow-sync", QueueSettings.EMPTY),
+        assertEquals(1L, (long) connection.declareQueue("slow-sync", QueueSettings.EMPTY),
                 "stored once: the resend of the message forced at the shutdown is confirmed, not stored again");
     }
 
@@ -266,8 +275,8 @@ class GracefulShutdownTest {
                 "broker.shutdown-timeout-ms", "500")));
         connection = connect();
         connection.declareQueue("stuck", QueueSettings.EMPTY);
-        java.util.concurrent.CountDownLatch stuck = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        CountDownLatch stuck = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
         broker.queues().get("stuck").executor().execute(() -> {
             stuck.countDown();
             try {
@@ -276,7 +285,7 @@ class GracefulShutdownTest {
                 Thread.currentThread().interrupt();
             }
         });
-        org.junit.jupiter.api.Assertions.assertTrue(stuck.await(10, TimeUnit.SECONDS));
+        assertTrue(stuck.await(10, TimeUnit.SECONDS));
         Broker closing = broker;
         broker = null;
         Thread closer = new Thread(closing::close, "shutdown-test-closer");
@@ -285,9 +294,9 @@ class GracefulShutdownTest {
         try {
             closer.join(60_000);
             long tookMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
-            org.junit.jupiter.api.Assertions.assertFalse(closer.isAlive(),
+            assertFalse(closer.isAlive(),
                     "the shutdown still waits for the stuck queue after 60 s, though its timeout is 500 ms");
-            org.junit.jupiter.api.Assertions.assertTrue(tookMillis < 30_000, "the shutdown took " + tookMillis + " ms");
+            assertTrue(tookMillis < 30_000, "the shutdown took " + tookMillis + " ms");
         } finally {
             release.countDown();
             closer.join(20_000);
