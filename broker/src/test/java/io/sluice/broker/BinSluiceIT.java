@@ -125,9 +125,9 @@ class BinSluiceIT {
 
     /** Runs bin/sluice until it logs that it listens, then stops it with SIGTERM and checks it stopped cleanly. */
     private void startAndStop(Path log, String javaOptions) throws Exception {
-        int port = ChildJvm.freePort();
+        int port = TestPorts.free();
         ProcessBuilder builder = new ProcessBuilder("bash", checkout.resolve("bin/sluice").toString(), "--data-dir",
-                dir.resolve("data").toString(), "--port", Integer.toString(port), "--metrics-port", Integer.toString(ChildJvm.freePort()))
+                dir.resolve("data").toString(), "--port", Integer.toString(port), "--metrics-port", Integer.toString(TestPorts.free()))
                 .redirectErrorStream(true).redirectOutput(log.toFile());
         builder.environment().put("PATH", Path.of(System.getProperty("java.home"), "bin") + ":" + System.getenv("PATH"));
         builder.environment().remove("SLUICE_JAVA_OPTS");

@@ -85,7 +85,7 @@ class BrokerCrashTest {
 
     /** Starts the broker and returns the moment it was seen listening. */
     private long startBroker(int round) throws Exception {
-        port = ChildJvm.freePort();
+        port = TestPorts.free();
         Path log = dir.resolve("broker-" + round + ".log");
         broker = ChildJvm.start(log, Main.class, "--data-dir", dir.resolve("data").toString(),
                 "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=67108864", "--set", "metrics.port=0",

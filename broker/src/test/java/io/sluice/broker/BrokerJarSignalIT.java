@@ -76,7 +76,7 @@ class BrokerJarSignalIT {
     private static Broker startJar(Path data, Path log) throws Exception {
         Path jar = Path.of(System.getProperty("sluice.test.brokerJar"));
         assertTrue(Files.isRegularFile(jar), "the packaged broker " + jar + " exists (run with mvn verify)");
-        int port = ChildJvm.freePort();
+        int port = TestPorts.free();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         Process process = new ProcessBuilder(List.of(java, "-jar", jar.toString(), "--data-dir", data.toString(),
                 "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=67108864", "--set", "metrics.port=0"))

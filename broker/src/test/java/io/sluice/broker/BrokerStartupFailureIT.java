@@ -48,7 +48,7 @@ class BrokerStartupFailureIT {
     @Test
     void shouldExitWithOneLineWhenTheListenAddressIsNotOnThisMachine() throws Exception {
         // 192.0.2.1 is TEST-NET-1 (RFC 5737): never assigned to a host, so binding to it fails.
-        Failure f = startExpectingFailure(List.of("--listen", "192.0.2.1", "--port", Integer.toString(ChildJvm.freePort()),
+        Failure f = startExpectingFailure(List.of("--listen", "192.0.2.1", "--port", Integer.toString(TestPorts.free()),
                 "--set", "auth.allow-anonymous-remote=true"));
         assertEquals(1, f.exitCode, f.output());
         assertTrue(f.errorLine().startsWith("sluice: cannot start: cannot listen on 192.0.2.1:"), f.output());
@@ -59,7 +59,7 @@ class BrokerStartupFailureIT {
     void shouldExitWithOneLineWhenTheMetricsPortIsInUse() throws Exception {
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             int port = taken.getLocalPort();
-            Failure f = startExpectingFailure(List.of(), List.of("--port", Integer.toString(ChildJvm.freePort())), port, false);
+            Failure f = startExpectingFailure(List.of(), List.of("--port", Integer.toString(TestPorts.free())), port, false);
             assertEquals(1, f.exitCode, f.output());
             assertEquals("sluice: cannot start: cannot listen on 127.0.0.1:" + port
                     + " (metrics.port): the address is already in use by another process", f.errorLine(), f.output());
@@ -70,7 +70,7 @@ class BrokerStartupFailureIT {
     void shouldExitWithOneLineWhenTheDataDirectoryIsAFile() throws Exception {
         Path file = dir.resolve("not-a-dir");
         Files.writeString(file, "x");
-        Failure f = startExpectingFailure(List.of("--port", Integer.toString(ChildJvm.freePort()),
+        Failure f = startExpectingFailure(List.of("--port", Integer.toString(TestPorts.free()),
                 "--data-dir", file.toString()));
         assertEquals(1, f.exitCode, f.output());
         assertEquals("sluice: cannot start: data directory " + file + " is a file, not a directory", f.errorLine(), f.output());
@@ -83,8 +83,8 @@ class BrokerStartupFailureIT {
         // The read-only tmpfs exists only in the child's own mount namespace: it goes when the child does.
         List<String> prefix = List.of("unshare", "-m", "sh", "-c", "mount -t tmpfs -o ro tmpfs \"$0\" && exec \"$@\"",
                 mountPoint.toString());
-        Failure f = startExpectingFailure(prefix, List.of("--port", Integer.toString(ChildJvm.freePort()),
-                "--data-dir", mountPoint.resolve("data").toString()), ChildJvm.freePort(), true);
+        Failure f = startExpectingFailure(prefix, List.of("--port", Integer.toString(TestPorts.free()),
+                "--data-dir", mountPoint.resolve("data").toString()), TestPorts.free(), true);
         assertEquals(1, f.exitCode, f.output());
         assertEquals("sluice: cannot start: data directory " + mountPoint.resolve("data") + " cannot be created: "
                 + mountPoint + " is on a read-only file system", f.errorLine(), f.output());
@@ -99,8 +99,8 @@ class BrokerStartupFailureIT {
         Path parent = Files.createDirectory(dir.resolve("root-owned"));
         Files.setPosixFilePermissions(parent, PosixFilePermissions.fromString("rwxr-xr-x"));
         List<String> prefix = List.of("/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups");
-        Failure f = startExpectingFailure(prefix, List.of("--port", Integer.toString(ChildJvm.freePort()),
-                "--data-dir", parent.resolve("data").toString()), ChildJvm.freePort(), true);
+        Failure f = startExpectingFailure(prefix, List.of("--port", Integer.toString(TestPorts.free()),
+                "--data-dir", parent.resolve("data").toString()), TestPorts.free(), true);
         assertEquals(1, f.exitCode, f.output());
         assertTrue(f.errorLine().startsWith("sluice: cannot start: data directory " + parent.resolve("data")
                 + " cannot be created: permission denied for user "), f.output());
@@ -135,7 +135,7 @@ class BrokerStartupFailureIT {
     }
 
     private Failure startExpectingFailure(List<String> args) throws Exception {
-        return startExpectingFailure(List.of(), args, ChildJvm.freePort(), true);
+        return startExpectingFailure(List.of(), args, TestPorts.free(), true);
     }
 
     /**

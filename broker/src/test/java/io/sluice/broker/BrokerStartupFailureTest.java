@@ -34,7 +34,7 @@ class BrokerStartupFailureTest {
 
     @Test
     void shouldCloseTheHttpPortAndTheStoreWhenTheClientPortIsInUse() throws Exception {
-        int metricsPort = ChildJvm.freePort();
+        int metricsPort = TestPorts.free();
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             StartupException e = assertThrows(StartupException.class, () -> Broker.start(new ConfigLoader().load(null, Map.of(
                     "broker.data-dir", dir.toString(), "broker.port", Integer.toString(taken.getLocalPort()),
@@ -67,7 +67,7 @@ class BrokerStartupFailureTest {
      */
     private void assertAFileInPlaceOfFailsTheStartAndLeavesUnlocked(String blocked, Path otherStore) throws Exception {
         Files.writeString(dir.resolve(blocked), "a file where a directory goes");
-        int metricsPort = ChildJvm.freePort();
+        int metricsPort = TestPorts.free();
 
         StartupException e = assertThrows(StartupException.class, () -> Broker.start(config(metricsPort)));
 

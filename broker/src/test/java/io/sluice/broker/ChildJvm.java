@@ -3,7 +3,6 @@ package io.sluice.broker;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -51,37 +50,6 @@ final class ChildJvm {
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(output.toFile()))
                 .start();
     }
-
-    /** A port that was free a moment ago. */
-    /**
-     * A port free now, for a server a test starts later. Taken below Linux's ephemeral range (32768 and up), where
-     * the kernel never puts the local end of an outgoing connection: a port the kernel handed out for
-     * {@code bind(0)} could be taken by a Raft client's connection before the node meant to listen on it starts
-     * ("Address already in use"). Random, so that test JVMs running side by side rarely try the same, and never the
-     * same twice in this JVM.
-     */
-    static int freePort() {
-        // The suite runs in two JVMs at once (broker/pom.xml's forkCount): each takes its own half of the range, so that
-        // a port one of them checked and has not bound yet is never handed out by the other.
-        int fork = Integer.getInteger("surefire.forkNumber", 1);
-        int base = 20_000 + (fork % 2) * 6_000;
-        for (int attempt = 0; attempt < 1000; attempt++) {
-            int port = base + java.util.concurrent.ThreadLocalRandom.current().nextInt(6_000);
-            if (!HANDED_OUT.add(port)) {
-                continue;
-            }
-            try (ServerSocket socket = new ServerSocket()) {
-                socket.setReuseAddress(false);
-                socket.bind(new java.net.InetSocketAddress("0.0.0.0", port));
-                return port;
-            } catch (IOException taken) {
-                // in use by another process: try another
-            }
-        }
-        throw new UncheckedIOException(new IOException("no free port in " + base + ".." + (base + 5_999) + " after 1000 attempts"));
-    }
-
-    private static final java.util.Set<Integer> HANDED_OUT = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     /**
      * Polls until the port accepts a TCP connection, up to 90 s (a broker recovering on 2 shared cores at load

@@ -88,10 +88,10 @@ final class ClusterFixture {
         snapshotPorts = new int[size];
         configs = new Path[size];
         for (int i = 0; i < size; i++) {
-            clientPorts[i] = ChildJvm.freePort();
-            raftPorts[i] = ChildJvm.freePort();
-            metricsPorts[i] = ChildJvm.freePort();
-            snapshotPorts[i] = ChildJvm.freePort();
+            clientPorts[i] = TestPorts.free();
+            raftPorts[i] = TestPorts.free();
+            metricsPorts[i] = TestPorts.free();
+            snapshotPorts[i] = TestPorts.free();
         }
         // The cluster's shared secret (docs/security.md, "The snapshot port"): one file, readable by its owner alone.
         Path secret = dir.resolve("cluster-secret");

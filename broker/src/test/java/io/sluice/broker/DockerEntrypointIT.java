@@ -88,8 +88,8 @@ class DockerEntrypointIT {
 
     @Test
     void shouldStartAndBeHealthyOnceReady() throws Exception {
-        int port = ChildJvm.freePort();
-        int metricsPort = ChildJvm.freePort();
+        int port = TestPorts.free();
+        int metricsPort = TestPorts.free();
         Path healthcheck = home.resolve("healthcheck.sh");
         assertEquals(1, command(List.of("bash", healthcheck.toString(), Integer.toString(metricsPort)), Map.of()).exitCode,
                 "unhealthy while nothing listens");
@@ -133,14 +133,14 @@ class DockerEntrypointIT {
         assertEquals(0, trained.exitCode, trained.output);
         assertTrue(Files.size(home.resolve("sluice-broker.jsa")) > 1 << 20, "the archive holds the broker's classes");
 
-        int port = ChildJvm.freePort();
+        int port = TestPorts.free();
         Path classLoads = dir.resolve("class-load.log");
         Map<String, String> env = new java.util.HashMap<>(users());
         env.put("SLUICE_JAVA_OPTS", "-Xlog:class+load:file=" + classLoads);
         Path log = dir.resolve("broker.log");
         ProcessBuilder builder = new ProcessBuilder("sh", home.resolve("entrypoint.sh").toString(), "--listen", "127.0.0.1",
                 "--set", "metrics.listen-address=127.0.0.1", "--port", Integer.toString(port), "--metrics-port",
-                Integer.toString(ChildJvm.freePort()), "--set", "storage.reserved-disk-bytes=67108864")
+                Integer.toString(TestPorts.free()), "--set", "storage.reserved-disk-bytes=67108864")
                 .redirectErrorStream(true).redirectOutput(log.toFile());
         builder.environment().putAll(environment(env));
         Process broker = builder.start();

@@ -198,7 +198,7 @@ class GracefulShutdownTest {
      */
     @Test
     void aPublishSentAfterTheStopBeganIsNotRead() throws Exception {
-        int port = ChildJvm.freePort();
+        int port = TestPorts.free();
         CountDownLatch syncHeld = new CountDownLatch(1);
         Map<String, String> settings = new HashMap<>(shutdownSettings(port));
         settings.put("broker.shutdown-timeout-ms", "2000");
@@ -241,7 +241,7 @@ class GracefulShutdownTest {
      */
     @Test
     void aReconnectingProducerSendsAPublishRefusedAtShutdownAgainToTheRestartedBroker() throws Exception {
-        int port = ChildJvm.freePort();
+        int port = TestPorts.free();
         CountDownLatch syncHeld = new CountDownLatch(1);
         broker = Broker.start(new ConfigLoader().load(null, shutdownSettings(port)), slowDisk(syncHeld));
         connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(port)

@@ -47,7 +47,7 @@ class IdempotentPublishCrashTest {
     @TempDir
     Path dir;
     private Process broker;
-    private final int port = ChildJvm.freePort();
+    private final int port = TestPorts.free();
     private int starts;
 
     @AfterEach

@@ -29,7 +29,7 @@ class SignalShutdownTest {
 
     @Test
     void shouldShutDownGracefullyOnSigterm() throws Exception {
-        int port = ChildJvm.freePort();
+        int port = TestPorts.free();
         Path log = dir.resolve("broker.log");
         Process broker = ChildJvm.start(log, Main.class, "--data-dir", dir.resolve("data").toString(),
                 "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=67108864", "--set", "metrics.port=0");
@@ -64,7 +64,7 @@ class SignalShutdownTest {
      */
     @Test
     void shouldShutDownCleanlyOnASigtermDuringTheStart() throws Exception {
-        int port = ChildJvm.freePort();
+        int port = TestPorts.free();
         Path log = dir.resolve("broker.log");
         Process broker = ChildJvm.start(log, Main.class, "--data-dir", dir.resolve("data").toString(),
                 "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=67108864", "--set", "metrics.port=0");

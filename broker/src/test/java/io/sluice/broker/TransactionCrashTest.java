@@ -68,7 +68,7 @@ class TransactionCrashTest {
     private Process broker;
     /** The output of the broker started last. */
     private Path log;
-    private final int port = ChildJvm.freePort();
+    private final int port = TestPorts.free();
     private int starts;
 
     @AfterEach

@@ -2,6 +2,7 @@ package io.sluice.broker.cluster;
 
 import io.netty.channel.DefaultEventLoopGroup;
 import io.netty.channel.EventLoopGroup;
+import io.sluice.broker.TestPorts;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ConfigLoader;
 import io.sluice.broker.queue.QueueManager;
@@ -50,7 +51,7 @@ class SnapshotAuthTest {
 
     @BeforeEach
     void serveASnapshot() throws Exception {
-        int port = freePort();
+        int port = TestPorts.free();
         server = new SnapshotServer("127.0.0.1", port, payrollSnapshot(dir.resolve("leader"), loop, config, AT), SnapshotAuth.withSecret(SECRET));
         address = "127.0.0.1:" + port;
     }
@@ -136,7 +137,7 @@ class SnapshotAuthTest {
         Path leaderSecret = secretFile("leader-secret", old);
         Path followerSecret = secretFile("follower-secret", old);
         server.close();
-        int port = freePort();
+        int port = TestPorts.free();
         server = new SnapshotServer("127.0.0.1", port, payrollSnapshot(dir.resolve("rotating"), loop, config, AT),
                 SnapshotAuth.fromFile(leaderSecret.toString()));
         address = "127.0.0.1:" + port;
@@ -206,12 +207,6 @@ class SnapshotAuthTest {
         }
         try (in) {
             return new String(in.readAllBytes(), StandardCharsets.ISO_8859_1);
-        }
-    }
-
-    static int freePort() throws Exception {
-        try (java.net.ServerSocket socket = new java.net.ServerSocket(0)) {
-            return socket.getLocalPort();
         }
     }
 }

@@ -2,6 +2,7 @@ package io.sluice.broker.cluster;
 
 import io.netty.channel.DefaultEventLoopGroup;
 import io.netty.channel.EventLoopGroup;
+import io.sluice.broker.TestPorts;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ConfigLoader;
 import io.sluice.broker.queue.QueueManager;
@@ -14,7 +15,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -92,10 +92,7 @@ class SnapshotInstallTest {
         Map<String, QueueDigest> leaderDigests;
         ShardSnapshots.Snapshot taken;
         Node leader = new Node("leader");
-        int port;
-        try (ServerSocket free = new ServerSocket(0)) {
-            port = free.getLocalPort();
-        }
+        int port = TestPorts.free();
         SnapshotServer server;
         try {
             leader.fill("orders", SETTINGS, 300, 3);
@@ -169,7 +166,7 @@ class SnapshotInstallTest {
     void aSnapshotFetchedWhileAnotherIsSwappedInIsTheNextPendingInstall() throws Exception {
         TermIndex first = TermIndex.valueOf(3, 42);
         TermIndex second = TermIndex.valueOf(3, 84);
-        int port = SnapshotAuthTest.freePort();
+        int port = TestPorts.free();
         Node leader = new Node("leader");
         SnapshotServer server;
         ShardSnapshots snapshots;

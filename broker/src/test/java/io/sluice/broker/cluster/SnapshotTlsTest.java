@@ -2,6 +2,7 @@ package io.sluice.broker.cluster;
 
 import io.netty.channel.DefaultEventLoopGroup;
 import io.netty.channel.EventLoopGroup;
+import io.sluice.broker.TestPorts;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ConfigLoader;
 import io.sluice.broker.queue.QueueManager;
@@ -66,7 +67,7 @@ class SnapshotTlsTest {
         Path otherCa = certificates.ca("other-ca");
         Path[] rogue = certificates.leaf("other-ca", "rogue", "sluice-node", "IP:127.0.0.1", 30, null);
 
-        int port = SnapshotAuthTest.freePort();
+        int port = TestPorts.free();
         server = new SnapshotServer("127.0.0.1", port, SnapshotAuthTest.payrollSnapshot(dir.resolve("leader"), loop, config, AT),
                 SnapshotAuth.withSecret(SECRET), NodeTls.of(tls(node, ca)).serverContext());
         String address = "127.0.0.1:" + port;
@@ -120,7 +121,7 @@ class SnapshotTlsTest {
         }
         assertFalse(Files.exists(certs.resolve("node-1.p12")), "the node's store, with a password nobody keeps, is gone");
 
-        int port = SnapshotAuthTest.freePort();
+        int port = TestPorts.free();
         server = new SnapshotServer("127.0.0.1", port, SnapshotAuthTest.payrollSnapshot(dir.resolve("leader"), loop, config, AT),
                 SnapshotAuth.withSecret(SECRET), NodeTls.of(tls(made(certs, "node-1"), certs.resolve("ca.pem"))).serverContext());
         String address = "127.0.0.1:" + port;

@@ -2,6 +2,7 @@ package io.sluice.broker.metrics;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.sluice.broker.TestPorts;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
@@ -9,7 +10,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
@@ -62,10 +62,7 @@ class PrometheusScrapeTest {
         fixture = new MetricsFixture(dir.resolve("data"), Map.of());
         fixture.publishAndAck("scraped", 7, 2);
 
-        int webPort;
-        try (ServerSocket s = new ServerSocket(0)) {
-            webPort = s.getLocalPort();
-        }
+        int webPort = TestPorts.free();
         Path config = dir.resolve("prometheus.yml");
         Files.writeString(config, "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
                 + "scrape_configs:\n  - job_name: sluice\n    static_configs:\n"
