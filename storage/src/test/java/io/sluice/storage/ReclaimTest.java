@@ -10,7 +10,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 
 import static io.sluice.storage.Await.until;
@@ -97,7 +96,6 @@ class ReclaimTest {
         QueueStore q = openQueue();
         int total = 30_000;
         AtomicBoolean failed = new AtomicBoolean();
-        AtomicLong maxSegments = new AtomicLong();
         java.util.concurrent.atomic.AtomicReference<Throwable> appendFailed = new java.util.concurrent.atomic.AtomicReference<>();
         Thread producer = new Thread(() -> {
             try {
@@ -133,22 +131,30 @@ class ReclaimTest {
                 received++;
                 q.ack(m.id());
                 if (received % 100 == 0) {
-                    // Disk follows the backlog: segments beyond those the unacked bytes need.
-                    BacklogStats stats = q.stats();
-                    long needed = (stats.unackedBytes() + StoreConfig.MIN_SEGMENT_BYTES - 1) / StoreConfig.MIN_SEGMENT_BYTES;
-                    maxSegments.accumulateAndGet(stats.segments() - needed, Math::max);
+                    // Disk follows the backlog: the files on disk exceed what the unacked bytes need by a few
+                    // segments at most (the one being written, one partly acked, one a reclaim pass has yet to
+                    // reach). How far reclaim lags at one moment depends on how the flusher thread is scheduled
+                    // (on a loaded 2-core machine it fell 13 segments behind), so a reader finding more stops
+                    // reading until reclaim has caught up: with reclaim broken, it never does.
+                    long excess = segmentsBeyondTheBacklog(q);
+                    if (excess > 5) {
+                        until("disk to follow the backlog: " + excess + " segments more than the unacknowledged bytes "
+                                + "need, segments " + q.segmentNumbers(), () -> segmentsBeyondTheBacklog(q) <= 5);
+                    }
                 }
             }
         }
         producer.join();
         assertFalse(failed.get(), "messages came back in order, none missing");
         until("sealed segments reclaimed", () -> q.segmentNumbers().size() == 1);
-        // About 30 segments are written. At any moment the files on disk exceed what the unacked
-        // bytes need by at most a few: the segment being written, one partly acked, and the reclaim
-        // lag of the flusher thread on a loaded 2-core machine.
-        assertTrue(maxSegments.get() <= 5, "disk follows the backlog: up to " + maxSegments.get()
-                + " segments more than the unacknowledged bytes need");
         assertEquals(total, q.stats().appendedMessages());
+    }
+
+    /** Segments on disk beyond those the unacknowledged bytes need. */
+    private static long segmentsBeyondTheBacklog(QueueStore q) {
+        BacklogStats stats = q.stats();
+        long needed = (stats.unackedBytes() + StoreConfig.MIN_SEGMENT_BYTES - 1) / StoreConfig.MIN_SEGMENT_BYTES;
+        return stats.segments() - needed;
     }
 
     @Test
