@@ -71,7 +71,7 @@ class ClusterAckCommitTest {
                 assertNotNull(m, "only " + held.size() + " delivered");
                 held.add(m);
             }
-            ClusterFixture.awaitApplied(brokers, leader); // the deliveries' entries (R10) are on every node
+            ClusterFixture.awaitDeliveriesReplicated(brokers, leader, "q", held.stream().map(Message::id).toList()); // R10's entries
             ClusterFixture.closeAllBut(brokers, leaderIndex, running);
             held.forEach(Message::ack);
             TestAwait.until("the cut-off leader settling the acks", Duration.ofSeconds(30), () -> {

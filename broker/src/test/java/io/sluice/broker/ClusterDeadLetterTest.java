@@ -278,7 +278,8 @@ class ClusterDeadLetterTest {
                     m.nack(NackAction.REQUEUE);
                 }
             }
-            awaitDeliveryCount(brokers, id, 2); // the deliveries are replicated best effort: let every node apply them
+            assertEquals(2, leader.queues().get(SOURCE).store().deliveryCount(id));
+            ClusterFixture.awaitDeliveriesReplicated(brokers, leader, SOURCE, List.of(id)); // best effort: let every node apply them
         }
 
         leader.close();
@@ -304,25 +305,13 @@ class ClusterDeadLetterTest {
         }
     }
 
-    /**
-     * Waits until every node's store counts {@code deliveries} deliveries of message {@code id} of {@link #SOURCE}. R10's
-     * entry for a dispatch is submitted after the delivery it records, so a commit index read once the client has the
-     * message may not cover it yet (a loaded CI machine closed the nodes before the second delivery's entry was in).
-     */
-    private static void awaitDeliveryCount(List<Broker> brokers, long id, int deliveries) throws InterruptedException {
-        for (Broker b : brokers) {
-            TestAwait.until(b.config().broker.name + " counting " + deliveries + " deliveries of message " + id,
-                    Duration.ofSeconds(30), () -> b.queues().get(SOURCE).store().deliveryCount(id) == deliveries);
-        }
-    }
-
     /** Rule R10: the replicated delivery counts are in every node's store, so they survive a restart of the whole cluster. */
     @Test
     void shouldKeepTheReplicatedDeliveryCountsAcrossARestartOfEveryNode() throws Exception {
         long id = -1;
         ClusterFixture cluster = new ClusterFixture(dir, 3);
         brokers.addAll(cluster.startInProcess());
-        ClusterFixture.awaitLeader(brokers);
+        Broker leader = ClusterFixture.awaitLeader(brokers);
         try (Connection connection = Connection.connect(ConnectionOptions.builder().bootstrap(cluster.bootstrap()).build())) {
             connection.declareQueue(SOURCE, QueueSettings.EMPTY);
             ClusterFixture.publish(connection.createProducer(SOURCE, ProducerOptions.DEFAULT), 0, 1);
@@ -334,7 +323,8 @@ class ClusterDeadLetterTest {
                     m.nack(NackAction.REQUEUE);
                 }
             }
-            awaitDeliveryCount(brokers, id, 2);
+            assertEquals(2, leader.queues().get(SOURCE).store().deliveryCount(id));
+            ClusterFixture.awaitDeliveriesReplicated(brokers, leader, SOURCE, List.of(id));
         }
         for (Broker b : brokers) {
             b.close();

@@ -191,6 +191,23 @@ final class ClusterFixture {
         return awaitServing(Duration.ofSeconds(60), candidates);
     }
 
+    /**
+     * Waits until every node of {@code brokers} counts as many deliveries of each of {@code ids} in {@code queue} as
+     * {@code leader} does (up to 30 s each). Rule R10 submits a dispatch's deliveries entry after the deliveries and
+     * does not wait for it, so {@link #awaitApplied} called once a client has its messages may read a commit index
+     * that does not cover that entry yet.
+     */
+    static void awaitDeliveriesReplicated(List<Broker> brokers, Broker leader, String queue, List<Long> ids)
+            throws InterruptedException {
+        for (long id : ids) {
+            int count = leader.queues().get(queue).store().deliveryCount(id);
+            for (Broker b : brokers) {
+                TestAwait.until(b.config().broker.name + " counting " + count + " deliveries of message " + id + " in '" + queue + "'",
+                        Duration.ofSeconds(30), () -> b.queues().get(queue).store().deliveryCount(id) >= count);
+            }
+        }
+    }
+
     /** Waits until every node of {@code brokers} has applied the log as far as {@code leader} has committed it (up to 30 s each). */
     static void awaitApplied(List<Broker> brokers, Broker leader) throws InterruptedException {
         long committed = leader.cluster().commitIndex();

@@ -5,6 +5,7 @@ import io.sluice.client.Connection;
 import io.sluice.client.ConnectionOptions;
 import io.sluice.client.Consumer;
 import io.sluice.client.ConsumerOptions;
+import io.sluice.client.Message;
 import io.sluice.client.Producer;
 import io.sluice.client.ProducerOptions;
 import io.sluice.protocol.CloseFrame;
@@ -105,10 +106,13 @@ class ClusterPurgeCommitTest {
         List<String> leaderOnly = List.of("127.0.0.1:" + cluster.clientPorts[leaderIndex]);
         try (Connection c = Connection.connect(ConnectionOptions.builder().bootstrap(leaderOnly).build())) {
             Consumer consumer = c.subscribe("q", new ConsumerOptions(HELD, 128, Duration.ofMillis(1)));
+            List<Long> delivered = new ArrayList<>();
             for (int i = 0; i < HELD; i++) {
-                assertNotNull(consumer.receive(Duration.ofSeconds(30)), "only " + i + " delivered");
+                Message m = consumer.receive(Duration.ofSeconds(30));
+                assertNotNull(m, "only " + i + " delivered");
+                delivered.add(m.id());
             }
-            ClusterFixture.awaitApplied(brokers, brokers.get(leaderIndex)); // the deliveries' entries (R10) are on every node
+            ClusterFixture.awaitDeliveriesReplicated(brokers, brokers.get(leaderIndex), "q", delivered); // R10's entries on every node
             try (RawClient raw = RawClient.connected(cluster.clientPorts[leaderIndex])) {
                 ClusterFixture.closeAllBut(brokers, leaderIndex, running);
                 raw.send(new PurgeQueueFrame(2, "q"));

@@ -289,7 +289,7 @@ class ClusterTransactionTest {
                 .requestTimeout(Duration.ofSeconds(60)).build())) {
             Consumer consumer = c.subscribe("a", new ConsumerOptions(1, 128, Duration.ofMillis(1)));
             Message m = receive(consumer);
-            ClusterFixture.awaitApplied(brokers, brokers.get(leaderIndex)); // the delivery's entry (R10) is on every node
+            ClusterFixture.awaitDeliveriesReplicated(brokers, brokers.get(leaderIndex), "a", List.of(m.id())); // R10's entry on every node
             Transaction tx = c.transaction();
             tx.ack(m);
             tx.publish("b", Payloads.of(100));
