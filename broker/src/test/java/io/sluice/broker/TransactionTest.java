@@ -119,6 +119,40 @@ class TransactionTest {
         }
     }
 
+    /**
+     * Rule "force what is awaited" (docs/storage.md): a transaction's staged messages wait for no one, so the group commit
+     * does not force them on their own; its commit record (T5), appended after them in the same queue, is awaited, and one
+     * force makes both durable. On main the flusher forced the staged messages as soon as they were written, then the
+     * queue again for the record: two forces per one-queue commit, and a commit waiting behind a force of its own messages.
+     */
+    @Test
+    void aOneQueueCommitsStagedMessagesAreForcedOnceWithItsCommitRecord() throws Exception {
+        // A sync interval far longer than the test, so that appends no one waits for are never forced on the clock.
+        try (Broker broker = TestBrokers.start(dir, Map.of("storage.sync-interval-ms", "60000"));
+             RawClient c = RawClient.connected(broker.port())) {
+            declare(c, "invoices");
+            declare(c, "barrier");
+            // A plain publish first: a queue's first segment also gets a producer checkpoint, which waits for a force.
+            publish(c, "invoices", "i0");
+            io.sluice.storage.QueueStore invoices = broker.queues().get("invoices").store();
+            long forcesBefore = invoices.syncCount();
+            c.send(new TxBeginFrame(1, 0));
+            txPublish(c, 1, "invoices", "i1", "i2", "i3");
+            TestAwait.value("the staged messages written", java.time.Duration.ofSeconds(10), invoices::writtenIndex, id -> id >= 3);
+            // Three confirms one after the other: the flusher finished a whole pass over every queue after the staging.
+            publish(c, "barrier", "b1");
+            publish(c, "barrier", "b2");
+            publish(c, "barrier", "b3");
+            assertEquals(forcesBefore, invoices.syncCount(), "staged messages no one waits for are not forced on their own");
+
+            c.send(new TxCommitFrame(9, 1));
+            assertEquals(9, c.expect(OkFrame.class).requestId());
+            assertEquals(forcesBefore + 1, invoices.syncCount(), "one force for the staged messages and their commit record");
+            assertTrue(invoices.durableIndex() >= 4, "the commit record and everything before it are durable before the OK");
+            assertEquals(4, count(c, "invoices"));
+        }
+    }
+
     @Test
     void aCommitPublishesToSeveralQueuesAndAcknowledgesAtOnceAndNothingIsVisibleBefore() throws Exception {
         try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port());

@@ -121,7 +121,7 @@ public final class QueueStore {
                 recovered.lastIndex());
         this.ackForces = new AckJournalForces(name, ackJournalFile, forcer, ackLog::force, durability, config.syncIntervalMs(),
                 wakeFlusher);
-        this.appender = new RecordAppender(name, config, diskGuard, clock, wakeFlusher, log, ackLog, durability);
+        this.appender = new RecordAppender(name, config, diskGuard, clock, log, ackLog, durability);
         this.reads = new RecordReads(name, segmentDirectory, log, ackLog, durability, corruptRecords);
         ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
                 config.relocateAfterMs() * 1_000_000L);
@@ -290,7 +290,6 @@ public final class QueueStore {
         } finally {
             lock.unlock();
         }
-        appender.appended();
         return index;
     }
 
@@ -327,6 +326,15 @@ public final class QueueStore {
      */
     public void durabilityListener(LongConsumer listener) {
         durability.listener(listener);
+    }
+
+    /**
+     * Someone waits for {@code id} to be durable, through the {@link #durabilityListener}: the flusher forces through it
+     * (rule "force what is awaited", docs/storage.md). An append alone is forced only with the next demanded force, or
+     * a sync interval later. {@link #whenDurable} demands by itself.
+     */
+    public void demandDurable(long id) {
+        durability.demand(id);
     }
 
     /** A future completed (with the id) once {@code id} is durable. */

@@ -18,29 +18,28 @@ import java.util.function.LongSupplier;
  * messages appended since the store opened.
  *
  * <p>Threads: the appending caller. {@link #appendLocked}, {@link #writeLocked} and {@link #appendedMessagesLocked}
- * run under the {@link QueueStore}'s lock, which guards the codec and the count; {@link #checkSize} and
- * {@link #appended} run outside it.
+ * run under the {@link QueueStore}'s lock, which guards the codec and the count; {@link #checkSize} runs outside it.
+ * An append does not wake the flusher: whoever waits for the message's durability demands it (rule "force what is
+ * awaited" of {@link Durability}).
  */
 final class RecordAppender {
     private final String name;
     private final StoreConfig config;
     private final DiskSpaceGuard diskGuard;
     private final LongSupplier clock;
-    private final Runnable wakeFlusher;
     private final SegmentLog log;
     private final AckLog ackLog;
     private final Durability durability;
     private final RecordCodec appendCodec = new RecordCodec();
     private long appendedMessages;
 
-    RecordAppender(String name, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock, Runnable wakeFlusher,
-                   SegmentLog log, AckLog ackLog, Durability durability) {
+    RecordAppender(String name, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock, SegmentLog log, AckLog ackLog,
+                   Durability durability) {
         this.name = name;
         this.config = config;
         this.diskGuard = diskGuard;
         this.clock = clock;
-        this.wakeFlusher = wakeFlusher;
-        this.log = log;
+                this.log = log;
         this.ackLog = ackLog;
         this.durability = durability;
     }
@@ -67,16 +66,6 @@ final class RecordAppender {
         long index = writeLocked(appendCodec);
         appendedMessages++;
         return index;
-    }
-
-    /** After an append, outside the lock. */
-    void appended() {
-        if (config.durability() == DurabilityMode.ALWAYS) {
-            // Only `always` waits for the flusher: it starts the next group commit now. In the other modes
-            // it has nothing to do per append (`interval` syncs on its own clock), and waking it parked,
-            // a futex syscall, was a large share of an append under `never` (profiled on the JMH append).
-            wakeFlusher.run();
-        }
     }
 
     /** Writes an encoded record: an append's, or a relocated copy's. A fault of the mapping fails the queue. */

@@ -58,7 +58,7 @@ public final class BrokerQueue {
     private final IdSet tracked = new IdSet();
     /** Redeliveries due now, then the store through its reader (D2, D4, D5). */
     private final DeliveryOrder order;
-    private final PendingConfirms pendingConfirms = new PendingConfirms();
+    private final PendingConfirms pendingConfirms;
     /** Connections that published here: told of flow state changes. */
     private final QueuePublishers publishers;
     /** The byte backlog, the quota state, the disk block and the slowed producers' tokens: one owner. */
@@ -99,6 +99,7 @@ public final class BrokerQueue {
                 int publishAllowance) {
         this.name = name;
         this.store = store;
+        this.pendingConfirms = new PendingConfirms(store::demandDurable);
         this.executor = executor;
         this.manager = manager;
         this.options = options;

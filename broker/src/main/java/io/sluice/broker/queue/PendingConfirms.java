@@ -30,10 +30,17 @@ import java.util.function.LongConsumer;
  * confirmed without being stored, so a message is counted once, as one or the other.
  */
 final class PendingConfirms {
+    /** Tells the store that a confirm waits for this id (its rule "force what is awaited"): without it, no force comes. */
+    private final LongConsumer demandDurable;
     private final ArrayDeque<Entry> entries = new ArrayDeque<>();
     private final FlushList<ProducerLink> touchedLinks = new FlushList<>();
     private long confirmedStored;
     private long confirmedResends;
+
+    /** {@code demandDurable}: the queue's store's {@code demandDurable}. */
+    PendingConfirms(LongConsumer demandDurable) {
+        this.demandDurable = demandDurable;
+    }
 
     /**
      * The sequences of one PUBLISH frame that were stored, per producer, as ranges; built while storing it.
@@ -108,6 +115,7 @@ final class PendingConfirms {
     void add(long lastId, ProducerLink connection, Map<Long, List<IdRange>> ranges, int messages, int resends, long bytes,
              long receivedAtNanos) {
         entries.add(new Entry(lastId, connection, ranges, messages, resends, bytes, receivedAtNanos));
+        demandDurable.accept(lastId);
     }
 
     /**

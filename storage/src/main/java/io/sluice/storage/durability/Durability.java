@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.PriorityQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 
@@ -26,9 +27,17 @@ import java.util.function.LongConsumer;
  * and later future fails with it, and the queue refuses appends until a restart reads the files
  * back. A segment leaves the list of those to force only after a force that included it succeeded.
  *
+ * <p>Rule "force what is awaited" (under {@link DurabilityMode#ALWAYS}): the flusher forces a queue when someone waits
+ * for an id not durable yet ({@link #demand}, which {@link #whenDurable} calls too), not for every append. An append
+ * no one waits for (a transaction's staged message, confirmed later by its commit; a follower's replicated copy)
+ * becomes durable with the next force that someone waits for, or at the latest {@code syncIntervalMs} after the
+ * flusher first saw it unforced. So the group commit forces a transaction's staged messages once, with its commit
+ * record, instead of once on their own and again with the record. Nothing a confirm depends on waits longer:
+ * every confirm demands its id.
+ *
  * <p>Threads: {@link #appended}, {@link #sealed} run on appending threads under the queue's lock;
- * {@link #flush} runs on the storage flusher only; {@link #whenDurable} on any thread. The positions
- * are volatile; the list of sealed segments and the pending futures have their own monitors, held
+ * {@link #flush} runs on the storage flusher only; {@link #whenDurable} and {@link #demand} on any thread. The
+ * positions are volatile; the list of sealed segments and the pending futures have their own monitors, held
  * only to copy or change them, never across a force.
  */
 public final class Durability {
@@ -42,6 +51,11 @@ public final class Durability {
 
     private volatile long writtenIndex;
     private volatile long durableIndex;
+    /** The highest id someone waits to see durable (rule "force what is awaited"); only grows. */
+    private final AtomicLong demandedIndex = new AtomicLong(-1);
+    /** Whether the flusher has seen appends beyond the durable index that no one waited for, and since when. Flusher only. */
+    private boolean unawaitedSeen;
+    private long unawaitedSinceNanos;
     private volatile LongConsumer listener;
     private volatile Consumer<StorageFailedException> failureListener;
     /** Segments sealed since the last successful force, which the next force must include. */
@@ -123,13 +137,32 @@ public final class Durability {
         synchronized (pendingFutures) {
             pendingFutures.add(new PendingDurable(id, future));
         }
-        wakeFlusher.run();
+        demand(id);
         if (durableIndex >= id) {
             completePendingFutures(durableIndex);
         } else if (failure != null) {
             failPendingFutures();
         }
         return future;
+    }
+
+    /**
+     * Someone waits for {@code id} to be durable (a confirm, a commit, a copy's move): under {@code always} the flusher
+     * forces through it on its next turn, and is woken for it (rule "force what is awaited"). Cheap when {@code id} is
+     * durable already or demanded already. Any thread.
+     */
+    public void demand(long id) {
+        if (mode != DurabilityMode.ALWAYS || id <= durableIndex) {
+            return;
+        }
+        long demanded = demandedIndex.get();
+        while (id > demanded) {
+            if (demandedIndex.compareAndSet(demanded, id)) {
+                wakeFlusher.run();
+                return;
+            }
+            demanded = demandedIndex.get();
+        }
     }
 
     /** Why the queue's storage failed, or null. */
@@ -196,8 +229,9 @@ public final class Durability {
         switch (mode) {
             case ALWAYS -> {
                 long target = writtenIndex;
-                if (target > durableIndex) {
+                if (target > durableIndex && (demandedIndex.get() > durableIndex || unawaitedDue(nowNanos))) {
                     forceThrough(target);
+                    unawaitedSeen = false;
                     durableIndex = target;
                     notifyDurable(target);
                     return true;
@@ -225,6 +259,19 @@ public final class Durability {
             default -> throw new IllegalStateException("unknown durability " + mode);
         }
         return false;
+    }
+
+    /**
+     * Rule "force what is awaited": appends no one waits for are forced anyway once they have waited a sync interval,
+     * so that they too reach the disk in bounded time, as under {@code interval}.
+     */
+    private boolean unawaitedDue(long nowNanos) {
+        if (!unawaitedSeen) {
+            unawaitedSeen = true;
+            unawaitedSinceNanos = nowNanos;
+            return false;
+        }
+        return nowNanos - unawaitedSinceNanos >= syncIntervalNanos;
     }
 
     /**

@@ -1,0 +1,101 @@
+package io.sluice.storage.durability;
+
+import io.sluice.storage.DurabilityMode;
+import io.sluice.storage.segment.FileReleaser;
+import io.sluice.storage.segment.SegmentFiles;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Rule "force what is awaited" of {@link Durability}, driven by hand (no flusher thread, the clock the test's): under
+ * {@code always} a turn of the flusher forces a queue only when someone waits for an id not durable yet, or when appends
+ * no one waits for have waited a sync interval. On main every turn forced whatever was written.
+ */
+class DurabilityDemandTest {
+    private static final long SYNC_INTERVAL_MS = 1_000;
+
+    @TempDir
+    Path dir;
+    private final FileReleaser releaser = new FileReleaser();
+    private final AtomicInteger wakeUps = new AtomicInteger();
+    private SegmentSyncer syncer;
+    private Durability durability;
+
+    @BeforeEach
+    void open() throws Exception {
+        Path segments = Files.createDirectories(dir.resolve("queues/q/segments"));
+        Files.createFile(SegmentFiles.file(segments, 0));
+        syncer = new SegmentSyncer(segments, releaser, FileForcer.FSYNC);
+        durability = new Durability("q", DurabilityMode.ALWAYS, SYNC_INTERVAL_MS, syncer, wakeUps::incrementAndGet, -1);
+    }
+
+    @AfterEach
+    void close() throws Exception {
+        syncer.close();
+        releaser.close();
+    }
+
+    @Test
+    void anAppendNoOneWaitsForIsForcedWithTheNextAwaitedOne() {
+        long t0 = 1_000_000_000L;
+        durability.appended(0);
+        durability.appended(1);
+        assertFalse(durability.flush(t0), "no one waits: no force");
+        assertFalse(durability.flush(t0 + TimeUnit.MILLISECONDS.toNanos(SYNC_INTERVAL_MS) - 1), "not yet a sync interval");
+        assertEquals(0, syncer.syncs());
+        assertEquals(-1, durability.durableIndex());
+        assertEquals(0, wakeUps.get(), "an append wakes no one");
+
+        durability.appended(2);
+        durability.demand(2);
+        assertEquals(1, wakeUps.get(), "a demand wakes the flusher");
+        durability.demand(1);
+        assertEquals(1, wakeUps.get(), "a lower demand adds nothing");
+        assertTrue(durability.flush(t0 + 1));
+        assertEquals(1, syncer.syncs(), "one force for the awaited append and the two before it");
+        assertEquals(2, durability.durableIndex());
+
+        durability.demand(2);
+        assertEquals(1, wakeUps.get(), "a demand of a durable id wakes no one");
+        assertFalse(durability.flush(t0 + 2), "nothing written since");
+        assertEquals(1, syncer.syncs());
+    }
+
+    @Test
+    void anAppendNoOneWaitsForIsForcedASyncIntervalAfterTheFlusherFirstSawIt() {
+        long t0 = 5_000_000_000L;
+        durability.appended(0);
+        assertFalse(durability.flush(t0));
+        assertFalse(durability.flush(t0 + TimeUnit.MILLISECONDS.toNanos(SYNC_INTERVAL_MS) / 2));
+        assertTrue(durability.flush(t0 + TimeUnit.MILLISECONDS.toNanos(SYNC_INTERVAL_MS)), "forced once it waited an interval");
+        assertEquals(1, syncer.syncs());
+        assertEquals(0, durability.durableIndex());
+
+        durability.appended(1); // the interval starts again from the flusher's next sighting, not from the last force
+        assertFalse(durability.flush(t0 + TimeUnit.MILLISECONDS.toNanos(SYNC_INTERVAL_MS) + 1));
+        assertEquals(1, syncer.syncs());
+    }
+
+    @Test
+    void whenDurableDemandsItsId() throws Exception {
+        durability.appended(0);
+        CompletableFuture<Long> durable = durability.whenDurable(0);
+        assertEquals(1, wakeUps.get());
+        assertFalse(durable.isDone());
+        assertTrue(durability.flush(System.nanoTime()));
+        assertEquals(0L, durable.get(1, TimeUnit.SECONDS));
+        assertEquals(1, syncer.syncs());
+    }
+}
