@@ -30,8 +30,8 @@ import java.util.function.LongConsumer;
  * <p>Rule "force what is awaited" (under {@link DurabilityMode#ALWAYS}): the flusher forces a queue when someone waits
  * for an id not durable yet ({@link #demand}, which {@link #whenDurable} calls too), not for every append. An append
  * no one waits for (a transaction's staged message, confirmed later by its commit; a follower's replicated copy)
- * becomes durable with the next force that someone waits for, or at the latest {@code syncIntervalMs} after the
- * flusher first saw it unforced. So the group commit forces a transaction's staged messages once, with its commit
+ * becomes durable with the next force that someone waits for, when its segment is sealed, or at the latest
+ * {@code syncIntervalMs} after the flusher first saw it unforced. So the group commit forces a transaction's staged messages once, with its commit
  * record, instead of once on their own and again with the record. Nothing a confirm depends on waits longer:
  * every confirm demands its id.
  *
@@ -53,6 +53,8 @@ public final class Durability {
     private volatile long durableIndex;
     /** The highest id someone waits to see durable (rule "force what is awaited"); only grows. */
     private final AtomicLong demandedIndex = new AtomicLong(-1);
+    /** A segment was sealed since the flusher last started a force under {@code always}: it forces on its next turn. */
+    private volatile boolean sealedSinceForce;
     /** Whether the flusher has seen appends beyond the durable index that no one waited for, and since when. Flusher only. */
     private boolean unawaitedSeen;
     private long unawaitedSinceNanos;
@@ -104,10 +106,19 @@ public final class Durability {
         }
     }
 
-    /** {@code segment} was sealed by a roll: the next force must include it. Under the queue's lock. */
+    /**
+     * {@code segment} was sealed by a roll: the next force must include it. Under {@code always} that force comes on the
+     * flusher's next turn even if no one waits (rule "force what is awaited" makes this exception): until a sealed
+     * segment is forced its channel stays open and a reclaim pass cannot delete its file, so with only unawaited
+     * appends (a follower's copies) acknowledged segments would stay on disk for a sync interval. Under the queue's lock.
+     */
     public void sealed(int segment) {
         synchronized (sealedUnforced) {
             sealedUnforced.add(segment);
+        }
+        if (mode == DurabilityMode.ALWAYS) {
+            sealedSinceForce = true;
+            wakeFlusher.run();
         }
     }
 
@@ -229,7 +240,8 @@ public final class Durability {
         switch (mode) {
             case ALWAYS -> {
                 long target = writtenIndex;
-                if (target > durableIndex && (demandedIndex.get() > durableIndex || unawaitedDue(nowNanos))) {
+                if (target > durableIndex && (demandedIndex.get() > durableIndex || sealedSinceForce || unawaitedDue(nowNanos))) {
+                    sealedSinceForce = false; // before the force copies the list of sealed segments: a later seal sets it again
                     forceThrough(target);
                     unawaitedSeen = false;
                     durableIndex = target;
