@@ -125,19 +125,53 @@ final class ChildWriter implements AutoCloseable {
     }
 
     private boolean reported(String word) throws IOException {
-        return Files.exists(stdoutFile) && Files.readString(stdoutFile, StandardCharsets.US_ASCII).contains(word);
+        // ISO-8859-1 decodes any byte: a thread dump or a fatal error's header on stdout is not the protocol's ASCII.
+        return Files.exists(stdoutFile) && Files.readString(stdoutFile, StandardCharsets.ISO_8859_1).contains(word);
     }
 
-    /** Polls the child's stdout until it holds a line containing {@code word}; fails if the child dies first. */
+    /**
+     * Polls the child's stdout until it holds a line containing {@code word}; fails if the child dies first or
+     * does not report within 30 s, with what it left behind ({@link #notReported}).
+     */
     void awaitReport(String word) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        long started = System.nanoTime();
         while (!reported(word)) {
-            if (System.nanoTime() > deadline || !writer.isAlive()) {
-                writer.destroyForcibly();
-                throw new AssertionError("the child did not report '" + word.trim() + "' within 30 s; its stderr:\n" + stderr());
+            boolean alive = writer.isAlive();
+            if (!alive || System.nanoTime() - started > TimeUnit.SECONDS.toNanos(30)) {
+                throw new AssertionError(notReported(word, alive, started));
             }
             Thread.sleep(5);
         }
+    }
+
+    /**
+     * Why {@link #awaitReport} failed, then kills the child. One alive at the deadline is first asked for a thread dump
+     * (SIGQUIT: the JVM writes it to its stdout), so that a hang says where it hangs; a dead one's exit status tells a
+     * kill (137) from a crash, whose header a JVM also writes to stdout. So both outputs are quoted: a CI run that
+     * failed here showed only an empty stderr, and its cause could not be found.
+     */
+    private String notReported(String word, boolean alive, long started) throws Exception {
+        String state;
+        if (alive) {
+            state = "still running after " + TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started) + " s (its threads"
+                    + " are in its stdout)";
+            new ProcessBuilder("sh", "-c", "kill -QUIT \"$0\"", Long.toString(pid())).inheritIO().start().waitFor(10, TimeUnit.SECONDS);
+            long dumpDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!reported("JNI global refs") && System.nanoTime() < dumpDeadline) { // the line that ends a dump
+                Thread.sleep(50);
+            }
+            writer.destroyForcibly();
+        } else {
+            state = "dead, found " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) + " ms into the wait";
+            try {
+                state += ", exit status " + exitValue();
+            } catch (IOException | RuntimeException unknown) {
+                state += ", exit status unknown (" + unknown + ")";
+            }
+        }
+        return "the child (pid " + pid() + ") did not report '" + word.trim() + "': " + state
+                + ".\nIts stdout (" + stdoutFile + "):\n" + tail(stdoutFile, 1000)
+                + "\nIts stderr (" + stderrFile + "):\n" + tail(stderrFile, 100);
     }
 
     /**
@@ -226,8 +260,12 @@ final class ChildWriter implements AutoCloseable {
         return (status & 0x7f) != 0 ? 128 + (status & 0x7f) : status >> 8;
     }
 
-    String stderr() throws IOException {
-        List<String> lines = Files.readAllLines(stderrFile);
-        return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+    /** The last {@code max} lines of {@code file}; empty if it does not exist. */
+    private static String tail(Path file, int max) throws IOException {
+        if (!Files.exists(file)) {
+            return "";
+        }
+        List<String> lines = Files.readAllLines(file, StandardCharsets.ISO_8859_1);
+        return String.join("\n", lines.subList(Math.max(0, lines.size() - max), lines.size()));
     }
 }
