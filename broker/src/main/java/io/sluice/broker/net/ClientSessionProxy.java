@@ -1,6 +1,7 @@
 package io.sluice.broker.net;
 
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.ReferenceCountUtil;
 import io.sluice.broker.queue.ConsumerLink;
 import io.sluice.broker.queue.FrameLink;
@@ -62,6 +63,11 @@ final class ClientSessionProxy extends FrameLink implements TransactionLink {
         if (ctx.executor().inEventLoop()) {
             ctx.flush();
         }
+    }
+
+    @Override
+    public EventExecutor loop() {
+        return ctx.executor();
     }
 
     @Override

@@ -11,6 +11,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -54,11 +55,17 @@ final class CommitFinisher {
     }
 
     private final EventExecutor executor;
+    /** Where what follows a durable acknowledgement runs: the coordinator's thread, at its next turn (no wake-up of its own). */
+    private final Executor later;
+    /** Run at the start of every sweep: the coordinator's deferred work, which the sweep bounds in time. */
+    private final Runnable beforeSweep;
     private final List<Waiting> waiting = new ArrayList<>();
     private ScheduledFuture<?> sweep;
 
-    CommitFinisher(EventExecutor executor) {
+    CommitFinisher(EventExecutor executor, Executor later, Runnable beforeSweep) {
         this.executor = executor;
+        this.later = later;
+        this.beforeSweep = beforeSweep;
     }
 
     void start() {
@@ -79,6 +86,7 @@ final class CommitFinisher {
     }
 
     private void sweep() {
+        beforeSweep.run();
         if (waiting.isEmpty()) {
             return;
         }
@@ -115,7 +123,7 @@ final class CommitFinisher {
                 LOG.warn("A finished commit's record could not be acknowledged ({}); the next start applies it again, "
                         + "which changes nothing.", e.toString());
             }
-        }, executor);
+        }, later);
     }
 
     /** Commits waiting for their staged messages to be acknowledged. */

@@ -1,6 +1,5 @@
 package io.sluice.broker.txn;
 
-import io.netty.util.concurrent.EventExecutor;
 import io.sluice.broker.queue.BrokerQueue;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -8,13 +7,15 @@ import org.slf4j.LoggerFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 
 /**
  * What becomes of a commit's record once its commit is applied, live or at recovery (docs/transactions.md, X3 and X5):
  * once the acknowledgements it applied are durable, the {@link CommitFinisher} finishes it when its staged messages are
  * acknowledged, in the transaction log or in the queue that keeps it (T5), and a record kept in a queue is settled.
  *
- * <p>Threads: the coordinator's thread ({@code executor}); what it hands to queues comes back there.
+ * <p>Threads: the coordinator's thread; what it hands to queues comes back there ({@code executor}), at that
+ * thread's next turn: nothing here is on a commit's path, so it wakes nobody.
  */
 final class CommitRecordFinishing {
     private static final Logger LOG = LoggerFactory.getLogger(TransactionCoordinator.class); // the category operators know these lines by
@@ -22,9 +23,10 @@ final class CommitRecordFinishing {
     private final TransactionLog log;
     private final CommitFinisher finisher;
     private final QueueCommitRecords inQueues;
-    private final EventExecutor executor;
+    /** The coordinator's thread: at its next turn, without a wake-up of its own (rule "finishing rides along"). */
+    private final Executor executor;
 
-    CommitRecordFinishing(TransactionLog log, CommitFinisher finisher, QueueCommitRecords inQueues, EventExecutor executor) {
+    CommitRecordFinishing(TransactionLog log, CommitFinisher finisher, QueueCommitRecords inQueues, Executor executor) {
         this.log = log;
         this.finisher = finisher;
         this.inQueues = inQueues;

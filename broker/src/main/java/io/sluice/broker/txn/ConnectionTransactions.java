@@ -14,9 +14,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * One connection's transactions, by the id its client chose: what its TX_ frames do before the
  * coordinator takes over. The session checks permissions and finds queues and subscriptions; this
  * class finds the transaction, keeps {@code transactions.max-open-per-connection}, and hands the
- * work to the coordinator's thread in frame order. A TX_PUBLISH or TX_ACK goes to its queue from here
- * and reaches the coordinator's thread once, when the queue is done; the transaction notes it in frame
- * order ({@code Transaction.started}), so a TX_COMMIT after it waits for it.
+ * work to the coordinator's thread in frame order. TX_BEGIN is done here (its timeout is kept on this loop).
+ * A TX_PUBLISH or TX_ACK goes to its queue from here; the transaction notes it in frame order
+ * ({@code Transaction.started}), so a TX_COMMIT after it waits for it, and the coordinator's thread takes its
+ * result in when it needs it (rule "taken in when needed" of {@code Transaction.started}).
  *
  * <p>Threads: the connection's event loop calls every method; the coordinator removes a transaction
  * once it is finished, hence the concurrent map.
@@ -53,7 +54,7 @@ public final class ConnectionTransactions {
         long timeout = timeoutMs > 0 ? Math.min(timeoutMs, coordinator.limits.timeoutMs) : coordinator.limits.timeoutMs;
         Transaction t = new Transaction(this, link, txnId, coordinator.newNumber());
         open.put(txnId, t);
-        coordinator.executor().execute(() -> coordinator.begin(t, timeout));
+        coordinator.begin(t, timeout); // here, on the loop: TX_BEGIN brings the coordinator's thread round no more
     }
 
     /**
@@ -111,7 +112,7 @@ public final class ConnectionTransactions {
             hold.thenAccept(h -> h.queue().transactions().release(h));
             return;
         }
-        t.started.add(hold.thenAcceptAsync(h -> coordinator.held(t, h), coordinator.executor()));
+        coordinator.holding(t, hold);
     }
 
     public void commit(long requestId, long txnId) {

@@ -14,6 +14,8 @@ import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 
 /**
  * One transaction of a connection: what it staged, what it holds, and where it is in its life.
@@ -26,8 +28,9 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  *                                               `--TX_COMMIT (answered with the reason), TX_ROLLBACK--> FINISHED
  * </pre>
  *
- * <p>Threads: everything is the coordinator thread's but the identity, set at construction, {@link #started}
- * and {@link #commitReceived}.
+ * <p>Threads: everything is the coordinator thread's but the identity, set at construction, {@link #started},
+ * the counts behind {@link #countOver}, {@link #timeout} (set on the connection's loop at TX_BEGIN, before the
+ * coordinator's thread sees the transaction) and {@link #commitReceived}.
  */
 final class Transaction {
     enum State { OPEN, COMMITTING, ABORTED, FINISHED }
@@ -75,14 +78,28 @@ final class Transaction {
     String abortReason;
     /** The commit record was built: a hold or staging that completes now is not part of it and is undone. */
     boolean sealed;
-    /** Stagings and holds still in flight; a commit waits for them. */
+    /**
+     * Set on the coordinator's thread before a rollback (of any cause) takes in {@link #started}: an operation the
+     * loop adds after that, for a transaction it still finds open, is taken in (undone) as soon as it completes.
+     */
+    volatile boolean undone;
+    /** Stagings and holds still in flight at the commit, each taken in once it completes; a commit waits for them. */
     final List<CompletableFuture<?>> pending = new ArrayList<>();
     /**
-     * Stagings and holds the connection's loop started, in frame order, each of which reaches the coordinator's
-     * thread once, when it completes; the commit moves them into {@link #pending} first. Filled on the loop,
-     * drained on the coordinator's thread: the loop adds before it hands over the TX_COMMIT.
+     * Stagings and holds the connection's loop started, in frame order, not yet taken in. Rule "taken in when
+     * needed": one that completes does not bring the coordinator's thread round; that thread takes it in
+     * ({@link Operation#takeIn}) at the commit, at the rollback (or whatever else ends the transaction), or at
+     * once if it was refused or put the transaction over a cap ({@link #counted}). Filled on the loop, drained on
+     * the coordinator's thread: the loop adds before it hands over the TX_COMMIT.
      */
-    final Queue<CompletableFuture<?>> started = new ConcurrentLinkedQueue<>();
+    final Queue<Operation> started = new ConcurrentLinkedQueue<>();
+    /**
+     * Messages published plus acknowledged and bytes published, as the queues' executors count them when a
+     * staging or hold completes (any thread): what tells them to bring the coordinator round for a cap at once.
+     * The caps themselves are checked on the coordinator's thread against {@link #messages} and {@link #bytes}.
+     */
+    private final AtomicLong countedMessages = new AtomicLong();
+    private final AtomicLong countedBytes = new AtomicLong();
     /** The connection's loop has passed this transaction's TX_COMMIT: a TX_PUBLISH after it is not part of it. Loop only. */
     boolean commitReceived;
     final Map<BrokerQueue, Staged> staged = new LinkedHashMap<>();
@@ -92,7 +109,7 @@ final class Transaction {
     /** Messages published plus acknowledged, and bytes published, for the caps. */
     int messages;
     long bytes;
-    ScheduledFuture<?> timeout;
+    volatile ScheduledFuture<?> timeout;
     long commitRequestId;
     /** Its commit record's id: in the log, or in {@link #commitRecordQueue} if it was written there (T5). */
     long commitRecordId = -1;
@@ -107,11 +124,47 @@ final class Transaction {
         this.number = number;
     }
 
+    /** Any thread: counts a completed staging or hold; true if the transaction is now over one of its caps. */
+    boolean countOver(long messages, long bytes, long maxMessages, long maxBytes) {
+        long m = countedMessages.addAndGet(messages);
+        long b = bytes == 0 ? countedBytes.get() : countedBytes.addAndGet(bytes);
+        return m > maxMessages || b > maxBytes;
+    }
+
     boolean takesOperations() {
         return state == State.OPEN;
     }
 
     String describe() {
         return "transaction " + clientId + " of " + link.describe();
+    }
+
+    /**
+     * A TX_PUBLISH or TX_ACK under way in its queue ({@link #result}), and what taking its result into the
+     * transaction does ({@link #takeIn}, on the coordinator's thread, once: a second call does nothing).
+     */
+    static final class Operation {
+        final CompletableFuture<?> result;
+        private final Function<Object, CompletableFuture<Void>> taker;
+        private boolean taken;
+
+        /** {@code taker} returns what it undid at once (the transaction is sealed or ended), or null. */
+        Operation(CompletableFuture<?> result, Function<Object, CompletableFuture<Void>> taker) {
+            this.result = result;
+            this.taker = taker;
+        }
+
+        /**
+         * Coordinator thread: takes the result in, and returns what that undid at once, or null. An operation that
+         * failed outright adds nothing (as before).
+         */
+        CompletableFuture<Void> takeIn() {
+            if (taken || result.isCompletedExceptionally()) {
+                taken = true;
+                return null;
+            }
+            taken = true;
+            return taker.apply(result.join());
+        }
     }
 }

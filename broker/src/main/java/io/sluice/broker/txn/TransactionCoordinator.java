@@ -17,6 +17,7 @@ import org.slf4j.LoggerFactory;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -92,13 +93,20 @@ public final class TransactionCoordinator implements AutoCloseable {
     private final QueueCommitRecords inQueues = new QueueCommitRecords(executor);
     /** What becomes of a commit's record once it is applied (X3, X5). */
     private final CommitRecordFinishing records;
+    /**
+     * Rule "finishing rides along": work for this thread that no commit waits for (what follows a commit's apply, and
+     * a commit record's finish once acknowledgements are durable) is queued here from any thread without waking it,
+     * and run at this thread's next turn: a commit, a durable commit record, or the finisher's sweep, at most
+     * {@value CommitFinisher#SWEEP_MS} ms away.
+     */
+    private final java.util.Queue<Runnable> deferred = new java.util.concurrent.ConcurrentLinkedQueue<>();
 
     private TransactionCoordinator(TransactionLog log, QueueManager queues, BrokerConfig.Transactions limits) {
         this.log = log;
         this.queues = queues;
         this.limits = limits;
-        this.finisher = new CommitFinisher(executor);
-        this.records = new CommitRecordFinishing(log, finisher, inQueues, executor);
+        this.finisher = new CommitFinisher(executor, deferred::add, this::runDeferred);
+        this.records = new CommitRecordFinishing(log, finisher, inQueues, deferred::add);
         this.nextNumber = new AtomicLong(System.currentTimeMillis() << 16);
     }
 
@@ -142,40 +150,108 @@ public final class TransactionCoordinator implements AutoCloseable {
 
     // ------------------------------------------------------------------ operations (coordinator thread)
 
+    /**
+     * TX_BEGIN, on the connection's loop (no turn of this thread): the transaction counts as open, and its timeout
+     * is kept on that loop, which hands the rollback to this thread when it fires. Cancelling it from here later
+     * does not wake the loop (Netty removes a cancelled task from another thread lazily).
+     */
     void begin(Transaction t, long timeoutMs) {
         live.add(t);
-        t.timeout = executor.schedule(() -> {
+        t.timeout = t.link.loop().schedule(() -> executor.execute(() -> {
             if (t.takesOperations()) {
                 timeouts++;
                 abort(t, ErrorCode.TRANSACTION_TIMED_OUT, t.describe() + " was open longer than its timeout of "
                         + timeoutMs + " ms and was rolled back");
             }
-        }, timeoutMs, TimeUnit.MILLISECONDS);
+        }), timeoutMs, TimeUnit.MILLISECONDS);
     }
 
     /**
      * TX_PUBLISH, on the connection's loop: the queue stages the frame's messages ({@code staging}, under way on
-     * its executor), and this thread takes the result once it is there. Part of the transaction unless the frame
-     * came after its TX_COMMIT (or it is rolled back by then: {@link #staged} looks): a commit that follows
-     * waits for it.
+     * its executor). Part of the transaction unless the frame came after its TX_COMMIT (or it is rolled back by
+     * then: {@link #staged} looks): a commit that follows waits for it, and this thread takes the result in when
+     * it needs it (rule "taken in when needed" of {@code Transaction.started}): at once only if the queue refused
+     * a message, the transaction went over a cap, or it was rolled back meanwhile ({@code Transaction.undone}).
      */
     void staging(Transaction t, BrokerQueue queue, CompletableFuture<QueueTransactions.Staging> staging) {
-        boolean afterCommit = t.commitReceived;
-        CompletableFuture<Void> done = staging.thenAcceptAsync(s -> staged(t, queue, s, !afterCommit, afterCommit), executor);
-        if (!afterCommit) {
-            t.started.add(done);
+        if (t.commitReceived) {
+            staging.thenAcceptAsync(s -> staged(t, queue, s, false, true), executor);
+            return;
+        }
+        t.started.add(new Transaction.Operation(staging, s -> staged(t, queue, (QueueTransactions.Staging) s, true, false)));
+        staging.whenComplete((s, failed) -> { // on the queue's executor
+            if (failed != null || t.undone || s.refusal() != null
+                    || t.countOver(s.count(), s.bytes(), limits.maxMessages, limits.maxBytes)) {
+                executor.execute(() -> takeInDone(t));
+            }
+        });
+    }
+
+    /**
+     * TX_ACK, on the connection's loop: the queue takes the deliveries off their consumer ({@code hold}, under way on
+     * its executor). As {@link #staging}: taken in when needed, at once only for a problem or a cap. One that comes
+     * after the TX_COMMIT is taken in when it completes, as before: part of the commit if its record is not built yet,
+     * else released.
+     */
+    void holding(Transaction t, CompletableFuture<HeldAcks> hold) {
+        if (t.commitReceived) {
+            hold.thenAcceptAsync(h -> held(t, h), executor);
+            return;
+        }
+        t.started.add(new Transaction.Operation(hold, h -> held(t, (HeldAcks) h)));
+        hold.whenComplete((h, failed) -> { // on the queue's executor
+            if (failed != null || t.undone || h.problem() != null || t.countOver(h.count(), 0, limits.maxMessages, limits.maxBytes)) {
+                executor.execute(() -> takeInDone(t));
+            }
+        });
+    }
+
+    /** Coordinator thread: takes in every operation of {@code t} that has completed (rule "taken in when needed"). */
+    private void takeInDone(Transaction t) {
+        for (Iterator<Transaction.Operation> it = t.started.iterator(); it.hasNext(); ) {
+            Transaction.Operation op = it.next();
+            if (op.result.isDone()) {
+                it.remove();
+                op.takeIn(); // may abort t, which takes in the rest itself; takeIn runs once
+            }
         }
     }
 
+    /**
+     * Coordinator thread: takes in every operation of {@code t} still in {@link Transaction#started}: a completed one now,
+     * the others as they complete, on this thread. Returns those others' take-ins; what a completed one undid at once
+     * (discarded or released: {@code t} is sealed) goes to {@code undone}, if given.
+     */
+    private List<CompletableFuture<?>> takeInAll(Transaction t, List<CompletableFuture<Void>> undone) {
+        List<CompletableFuture<?>> later = new ArrayList<>();
+        for (Transaction.Operation op; (op = t.started.poll()) != null; ) {
+            if (op.result.isDone()) {
+                CompletableFuture<Void> step = op.takeIn();
+                if (step != null && undone != null) {
+                    undone.add(step);
+                }
+            } else {
+                Transaction.Operation o = op;
+                later.add(op.result.handleAsync((x, failed) -> {
+                    o.takeIn();
+                    return null;
+                }, executor));
+            }
+        }
+        return later;
+    }
+
     /** The frame's publish window is the queue's to give back (its flow control paces it), not this. */
-    private void staged(Transaction t, BrokerQueue queue, QueueTransactions.Staging s, boolean partOfIt, boolean afterCommit) {
+    /** Returns the discard of what {@code s} staged if it is no part of {@code t} (any more), else null. */
+    private CompletableFuture<Void> staged(Transaction t, BrokerQueue queue, QueueTransactions.Staging s, boolean partOfIt,
+                                           boolean afterCommit) {
         if (!partOfIt || t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
-            queue.transactions().discard(s);
+            CompletableFuture<Void> discarded = queue.transactions().discard(s);
             if (afterCommit && t.abortCode == null) {
                 t.link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a TX_PUBLISH after "
                         + "its TX_COMMIT is not part of it and was not stored");
             }
-            return;
+            return discarded;
         }
         String over = overCaps(t, s.count(), s.bytes());
         t.staged.computeIfAbsent(queue, Transaction.Staged::new).add(s); // a rollback discards them
@@ -186,6 +262,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         } else if (over != null) {
             abort(t, ErrorCode.TRANSACTION_LIMIT, over);
         }
+        return null;
     }
 
     /**
@@ -197,7 +274,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         boolean afterCommit = t.commitReceived;
         CompletableFuture<Void> done = admitted.thenAcceptAsync(m -> collected(t, m, !afterCommit, afterCommit), executor);
         if (!afterCommit) {
-            t.started.add(done);
+            t.started.add(new Transaction.Operation(done, x -> null)); // taken in as it completes, on this thread
         }
     }
 
@@ -269,10 +346,10 @@ public final class TransactionCoordinator implements AutoCloseable {
     }
 
     /** TX_ACK: the queue took these deliveries off their consumer and holds them (T1); the transaction keeps them. */
-    void held(Transaction t, HeldAcks acks) {
+    /** Returns the release of what {@code acks} holds if it is no part of {@code t} (any more), else null. */
+    CompletableFuture<Void> held(Transaction t, HeldAcks acks) {
         if (t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
-            acks.queue().transactions().release(acks);
-            return;
+            return acks.queue().transactions().release(acks);
         }
         t.held.computeIfAbsent(acks.queue(), q -> new ArrayList<>()).add(acks);
         t.messages += acks.count();
@@ -282,6 +359,7 @@ public final class TransactionCoordinator implements AutoCloseable {
             abort(t, ErrorCode.TRANSACTION_LIMIT, t.describe() + " would hold " + t.messages + " messages, over "
                     + "transactions.max-messages " + limits.maxMessages);
         }
+        return null;
     }
 
     private String overCaps(Transaction t, int messages, long bytes) {
@@ -313,7 +391,19 @@ public final class TransactionCoordinator implements AutoCloseable {
         LOG.debug("{} rolled back by the broker: {}", t.describe(), reason);
     }
 
+    /** Coordinator thread: runs what was deferred to it (rule "finishing rides along"). */
+    private void runDeferred() {
+        for (Runnable work; (work = deferred.poll()) != null; ) {
+            try {
+                work.run();
+            } catch (RuntimeException e) {
+                LOG.warn("Finishing a commit failed ({}); its record stays until the next start applies it again.", e.toString());
+            }
+        }
+    }
+
     void commit(Transaction t, long requestId) {
+        runDeferred();
         if (t.state == Transaction.State.ABORTED) {
             answerAborted(t, requestId);
             return;
@@ -326,9 +416,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         t.state = Transaction.State.COMMITTING;
         t.commitRequestId = requestId;
         t.timeout.cancel(false);
-        for (CompletableFuture<?> operation; (operation = t.started.poll()) != null; ) {
-            t.pending.add(operation);
-        }
+        t.pending.addAll(takeInAll(t, null)); // a refusal among them aborts t: prepareCommit answers with it
         CompletableFuture<Void> operations = CompletableFuture.allOf(t.pending.toArray(CompletableFuture[]::new));
         if (operations.isDone()) {
             prepareCommit(t); // on this thread already: no further turn of it
@@ -369,14 +457,19 @@ public final class TransactionCoordinator implements AutoCloseable {
         });
         List<CommitRecord.Part> sources = new ArrayList<>();
         t.held.forEach((q, list) -> {
-            List<Long> ids = new ArrayList<>();
+            int total = 0;
             for (HeldAcks h : list) {
-                for (int i = 0; i < h.count(); i++) {
-                    ids.add(h.id(i));
-                }
+                total += h.count();
             }
-            if (!ids.isEmpty()) {
-                sources.add(new CommitRecord.Part(q.name(), ids.stream().mapToLong(Long::longValue).toArray()));
+            if (total > 0) {
+                long[] ids = new long[total];
+                int n = 0;
+                for (HeldAcks h : list) {
+                    for (int i = 0; i < h.count(); i++) {
+                        ids[n++] = h.id(i);
+                    }
+                }
+                sources.add(new CommitRecord.Part(q.name(), ids));
             }
         });
         if (targets.isEmpty() && sources.isEmpty()) {
@@ -476,6 +569,7 @@ public final class TransactionCoordinator implements AutoCloseable {
             t.durable = true;
         }
         applyDurableCommits();
+        runDeferred();
     }
 
     private void refuseCommit(Transaction t, ErrorCode code, String why) {
@@ -541,7 +635,7 @@ public final class TransactionCoordinator implements AutoCloseable {
             }));
         }
         CompletableFuture.allOf(parts.toArray(CompletableFuture[]::new)).whenComplete((x, never) -> answerCommitted(t))
-                .whenCompleteAsync((x, never) -> {
+                .whenCompleteAsync((x, never) -> { // no commit waits for this: rule "finishing rides along"
             t.state = Transaction.State.FINISHED;
             if (!parts.stream().allMatch(CompletableFuture::join)) { // its record stays: the next start applies it again
                 inQueues.settled(t.commitRecordQueue);
@@ -556,7 +650,7 @@ public final class TransactionCoordinator implements AutoCloseable {
                         : records.inQueue(t.commitRecordQueue, t.commitRecordId);
                 records.finishOnceDurable(finishRecord, t.commitRecordQueue, new ArrayList<>(t.held.keySet()), targets);
             }
-        }, executor);
+        }, deferred::add);
     }
 
     private void finishCommitted(Transaction t) {
@@ -613,6 +707,8 @@ public final class TransactionCoordinator implements AutoCloseable {
             t.timeout.cancel(false);
         }
         t.sealed = true;
+        t.undone = true; // before the take-in: one the loop adds after it sees this when it completes
+        takeInAll(t, steps); // sealed: what they staged is discarded and what they hold released, now or as they complete
         for (Transaction.Staged s : t.staged.values()) {
             steps.add(s.queue.transactions().discard(s.ids, s.count, s.bytes));
         }
@@ -698,7 +794,10 @@ public final class TransactionCoordinator implements AutoCloseable {
      * still take work. Waits up to {@code timeoutMs}.
      */
     public void drain(long timeoutMs) {
-        executor.submit(() -> null).awaitUninterruptibly(timeoutMs, TimeUnit.MILLISECONDS);
+        executor.submit(() -> {
+            runDeferred();
+            return null;
+        }).awaitUninterruptibly(timeoutMs, TimeUnit.MILLISECONDS);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.sluice.broker.txn;
 
+import io.netty.util.concurrent.EventExecutor;
 import io.sluice.broker.queue.ProducerLink;
 import io.sluice.protocol.ErrorCode;
 
@@ -17,4 +18,7 @@ public interface TransactionLink extends ProducerLink {
 
     /** ERROR to request {@code requestId} (0: to no request). */
     void answerError(long requestId, ErrorCode code, String message);
+
+    /** The connection's event loop, where its frames are read: a transaction's timeout is kept there. */
+    EventExecutor loop();
 }

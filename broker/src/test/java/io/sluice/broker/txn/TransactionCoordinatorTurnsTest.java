@@ -1,0 +1,119 @@
+package io.sluice.broker.txn;
+
+import io.netty.util.concurrent.SingleThreadEventExecutor;
+import io.sluice.broker.Broker;
+import io.sluice.broker.config.ConfigLoader;
+import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.broker.queue.QueueSnapshot;
+import io.sluice.client.Connection;
+import io.sluice.client.ConnectionOptions;
+import io.sluice.client.Consumer;
+import io.sluice.client.ConsumerOptions;
+import io.sluice.client.Message;
+import io.sluice.client.Transaction;
+import io.sluice.protocol.QueueSettings;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * How often a transaction brings the coordinator's thread round (docs/transactions.md, "Crossings"): TX_BEGIN is done
+ * on the connection's loop, and a TX_PUBLISH or TX_ACK that its queue completed without a refusal and within the caps
+ * is taken in by the commit (rule "taken in when needed"), so neither queues a task for that thread. The thread is
+ * held by the test meanwhile, and its queue of tasks looked at.
+ */
+class TransactionCoordinatorTurnsTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void beginPublishAndAckQueueNoTaskForTheCoordinatorOnlyTheCommitDoes() throws Exception {
+        Map<String, String> settings = Map.of("broker.data-dir", dir.toString(), "broker.port", "0", "metrics.port", "0",
+                "storage.reserved-disk-bytes", "67108864");
+        try (Broker broker = Broker.start(new ConfigLoader().load(null, settings));
+             Connection connection = Connection.connect(ConnectionOptions.builder().port(broker.port())
+                     .requestTimeout(Duration.ofSeconds(10)).build())) {
+            connection.declareQueue("orders", QueueSettings.EMPTY);
+            connection.declareQueue("invoices", QueueSettings.EMPTY);
+            connection.createProducer("orders", io.sluice.client.ProducerOptions.DEFAULT).send(bytes("o1"));
+            // Acks of 1: the TX_ACK is written at once, not at the commit.
+            Consumer orders = connection.subscribe("orders", new ConsumerOptions(10, 1, Duration.ofMillis(1)));
+            Message order = orders.receive(Duration.ofSeconds(5));
+            assertNotNull(order);
+
+            SingleThreadEventExecutor coordinator = (SingleThreadEventExecutor) broker.transactions().executor();
+            CountDownLatch holding = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            coordinator.execute(() -> {
+                holding.countDown();
+                try {
+                    release.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            assertTrue(holding.await(5, TimeUnit.SECONDS));
+            try {
+                Transaction transaction = connection.transaction();
+                transaction.ack(order);
+                int published = io.sluice.client.ProducerOptions.DEFAULT.maxBatchMessages(); // a full batch: written at once
+                for (int i = 0; i < published; i++) {
+                    transaction.publish("invoices", bytes("i" + i));
+                }
+                BrokerQueue invoices = broker.queues().get("invoices");
+                BrokerQueue ordersQueue = broker.queues().get("orders");
+                await(() -> invoices.store().unackedMessages() == published, "the TX_PUBLISH staged in 'invoices'");
+                await(() -> consumerUnacked(ordersQueue) == 0, "the TX_ACK took the order off its consumer");
+                assertEquals(0, coordinator.pendingTasks(), "TX_BEGIN, TX_PUBLISH and TX_ACK, done in their queues, queued "
+                        + "tasks for the coordinator's thread");
+
+                CompletableFuture<Void> committed = transaction.commitAsync();
+                await(() -> coordinator.pendingTasks() == 1, "the TX_COMMIT reached the coordinator");
+                assertFalse(committed.isDone());
+                release.countDown();
+                committed.get(10, TimeUnit.SECONDS);
+                assertEquals(published, connection.declareQueue("invoices", QueueSettings.EMPTY));
+                assertEquals(0, connection.declareQueue("orders", QueueSettings.EMPTY));
+            } finally {
+                release.countDown();
+            }
+        }
+    }
+
+    private static int consumerUnacked(BrokerQueue queue) {
+        try {
+            QueueSnapshot snapshot = queue.snapshot().get(5, TimeUnit.SECONDS);
+            return snapshot.consumers().stream().mapToInt(QueueSnapshot.ConsumerFigures::unackedMessages).sum();
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                fail("not within 10 s: " + what);
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}
