@@ -42,7 +42,10 @@ import java.util.concurrent.atomic.LongAdder;
  *       {@link QueueTransactions}) it is appended after them, and a queue's durable part is a prefix.
  *       Nothing a transaction publishes becomes visible before its commit record is durable. OK to
  *       TX_COMMIT goes out once the record is durable and the commit was applied in every queue.</li>
- *   <li>X2 Commits are applied in the order their records were written, each once durable; applying one is in memory
+ *   <li>X2 Commits are applied in the order their records were written, each once durable: those in the log in the
+ *       log's order, on this thread; those kept in a queue (T5) in that queue's order, from where the queue reports
+ *       them durable (rule "applied where durable" of {@link #writeCommitInQueue}). Two commits never share a staged
+ *       message or a held delivery, so nothing orders a log's commits against a queue's. Applying one is in memory
  *       only (its staged messages become visible, its held deliveries are acknowledged), since the
  *       messages are stored already.</li>
  *   <li>X3 A commit record is finished (acknowledged in the log) only once nothing depends on it:
@@ -496,36 +499,47 @@ public final class TransactionCoordinator implements AutoCloseable {
      * sends it to the log instead.
      *
      * <p>Rule "write, then wait, in the queue": the queue's executor, once it has written the record, asks for
-     * its durability itself, and this thread hears of the commit once, when the record is durable (or refused).
-     * So the record is counted for X5 and queued for X2 here, before it is written: a delete of the queue that
+     * its durability itself. The record is counted for X5 here, before it is written: a delete of the queue that
      * comes before the write finds it counted, and a queue writes the records it is given in that order.
+     *
+     * <p>Rule "applied where durable" (X2 for a record in a queue): once the record is durable the commit is applied
+     * from where that is reported (the flusher, or the queue's executor if it already was), not after a turn of this
+     * thread. The queue reports durability in record order, so its commits are applied in the order their records
+     * were written; this thread hears of it only if the record was refused or could not be forced.
      */
     private void writeCommitInQueue(Transaction t, CommitRecord record, BrokerQueue target) {
         CrashPoint.reached(CrashPoint.BEFORE_COMMIT_RECORD);
         ByteBuffer encoded = record.encode();
         inQueues.written(target);
         t.commitRecordQueue = target;
-        committing.add(t);
         CompletableFuture<Long> written = target.transactions().writeCommitRecord(t.number, encoded);
         written.thenCompose(id -> id < 0 ? CompletableFuture.completedFuture(id) : target.transactions().whenCommitRecordDurable(id))
-                .whenCompleteAsync((x, failed) -> {
-                    if (written.isCompletedExceptionally() || written.join() < 0) {
-                        committing.remove(t); // never written: no longer a record here, nor one to wait for
-                        t.commitRecordQueue = null;
-                        inQueues.settled(target);
-                        inQueues.finished();
-                        if (written.isCompletedExceptionally()) {
-                            refuseCommit(t, ErrorCodes.of(failed), "queue '" + target.name() + "' refused its commit record: "
-                                    + message(failed));
-                        } else {
-                            writeCommitInLog(t, record, List.of(target));
-                        }
-                        applyDurableCommits();
-                    } else {
+                .whenComplete((x, failed) -> {
+                    if (failed == null && written.join() >= 0) { // durable: applied from here (rule "applied where durable")
                         t.commitRecordId = written.join();
-                        recordDurable(t, failed);
+                        t.durable = true;
+                        CrashPoint.reached(CrashPoint.AFTER_COMMIT_RECORD);
+                        apply(t);
+                        return;
                     }
-                }, executor);
+                    executor.execute(() -> {
+                        if (written.isCompletedExceptionally() || written.join() < 0) {
+                            t.commitRecordQueue = null; // never written: no longer a record here, nor one to wait for
+                            inQueues.settled(target);
+                            inQueues.finished();
+                            if (written.isCompletedExceptionally()) {
+                                refuseCommit(t, ErrorCodes.of(failed), "queue '" + target.name() + "' refused its commit record: "
+                                        + message(failed));
+                            } else {
+                                writeCommitInLog(t, record, List.of(target));
+                            }
+                        } else {
+                            t.commitRecordId = written.join();
+                            committing.add(t); // not applied: inDoubt takes it out again
+                            recordDurable(t, failed);
+                        }
+                    });
+                });
     }
 
     /** X1: the commit record goes to the log once the messages it names are durable in their queues. */

@@ -33,15 +33,16 @@ import static org.junit.jupiter.api.Assertions.fail;
 /**
  * How often a transaction brings the coordinator's thread round (docs/transactions.md, "Crossings"): TX_BEGIN is done
  * on the connection's loop, and a TX_PUBLISH or TX_ACK that its queue completed without a refusal and within the caps
- * is taken in by the commit (rule "taken in when needed"), so neither queues a task for that thread. The thread is
- * held by the test meanwhile, and its queue of tasks looked at.
+ * is taken in by the commit (rule "taken in when needed"), so neither queues a task for that thread; a commit whose
+ * record goes to its one target queue (T5) is applied once that record is durable without a further turn of it (rule
+ * "applied where durable"). The thread is held by the test meanwhile, and its queue of tasks looked at.
  */
 class TransactionCoordinatorTurnsTest {
     @TempDir
     Path dir;
 
     @Test
-    void beginPublishAndAckQueueNoTaskForTheCoordinatorOnlyTheCommitDoes() throws Exception {
+    void beginPublishAndAckQueueNoTaskForTheCoordinatorOnlyTheCommitDoesAndItsDurableRecordNeedsNoTurn() throws Exception {
         Map<String, String> settings = Map.of("broker.data-dir", dir.toString(), "broker.port", "0", "metrics.port", "0",
                 "storage.reserved-disk-bytes", "67108864");
         try (Broker broker = Broker.start(new ConfigLoader().load(null, settings));
@@ -57,11 +58,12 @@ class TransactionCoordinatorTurnsTest {
 
             SingleThreadEventExecutor coordinator = (SingleThreadEventExecutor) broker.transactions().executor();
             CountDownLatch holding = new CountDownLatch(1);
+            CountDownLatch turnTaken = new CountDownLatch(1);
             CountDownLatch release = new CountDownLatch(1);
             coordinator.execute(() -> {
                 holding.countDown();
                 try {
-                    release.await(30, TimeUnit.SECONDS);
+                    turnTaken.await(30, TimeUnit.SECONDS);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
@@ -84,11 +86,25 @@ class TransactionCoordinatorTurnsTest {
                 CompletableFuture<Void> committed = transaction.commitAsync();
                 await(() -> coordinator.pendingTasks() == 1, "the TX_COMMIT reached the coordinator");
                 assertFalse(committed.isDone());
+                // Rule "applied where durable": once the commit's turn has written its record (in 'invoices', T5), the
+                // commit completes without another turn. The thread is held again right after that turn.
+                CountDownLatch heldAgain = new CountDownLatch(1);
+                coordinator.execute(() -> {
+                    heldAgain.countDown();
+                    try {
+                        release.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
+                turnTaken.countDown();
+                assertTrue(heldAgain.await(5, TimeUnit.SECONDS));
+                committed.get(10, TimeUnit.SECONDS); // with the coordinator's thread held
                 release.countDown();
-                committed.get(10, TimeUnit.SECONDS);
                 assertEquals(published, connection.declareQueue("invoices", QueueSettings.EMPTY));
                 assertEquals(0, connection.declareQueue("orders", QueueSettings.EMPTY));
             } finally {
+                turnTaken.countDown();
                 release.countDown();
             }
         }
