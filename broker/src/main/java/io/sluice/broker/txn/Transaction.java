@@ -30,7 +30,12 @@ import java.util.function.Function;
  *
  * <p>Threads: everything is the coordinator thread's but the identity, set at construction, {@link #started},
  * the counts behind {@link #countOver}, {@link #timeout} (set on the connection's loop at TX_BEGIN, before the
- * coordinator's thread sees the transaction) and {@link #commitReceived}.
+ * coordinator's thread sees the transaction) and {@link #commitReceived}. One hand-over: a commit whose record
+ * its target queue keeps (T5) is applied where that record is reported durable (rule "applied where durable" of
+ * TransactionCoordinator), which then reads {@link #staged} and {@link #held} and sets {@link #commitRecordId}
+ * and {@link #durable}. The coordinator's thread sealed the transaction before handing the record to the queue,
+ * changes none of those afterwards, and the hand-over goes through the queue's executor and the store's
+ * durability (each a happens-before edge).
  */
 final class Transaction {
     enum State { OPEN, COMMITTING, ABORTED, FINISHED }
