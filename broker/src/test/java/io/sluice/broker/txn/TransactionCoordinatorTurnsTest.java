@@ -2,6 +2,7 @@ package io.sluice.broker.txn;
 
 import io.netty.util.concurrent.SingleThreadEventExecutor;
 import io.sluice.broker.Broker;
+import io.sluice.broker.TestAwait;
 import io.sluice.broker.config.ConfigLoader;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueSnapshot;
@@ -10,6 +11,7 @@ import io.sluice.client.ConnectionOptions;
 import io.sluice.client.Consumer;
 import io.sluice.client.ConsumerOptions;
 import io.sluice.client.Message;
+import io.sluice.client.ProducerOptions;
 import io.sluice.client.Transaction;
 import io.sluice.protocol.QueueSettings;
 import org.junit.jupiter.api.Test;
@@ -22,13 +24,11 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * How often a transaction brings the coordinator's thread round (docs/transactions.md, "Crossings"): TX_BEGIN is done
@@ -50,53 +50,38 @@ class TransactionCoordinatorTurnsTest {
                      .requestTimeout(Duration.ofSeconds(10)).build())) {
             connection.declareQueue("orders", QueueSettings.EMPTY);
             connection.declareQueue("invoices", QueueSettings.EMPTY);
-            connection.createProducer("orders", io.sluice.client.ProducerOptions.DEFAULT).send(bytes("o1"));
+            connection.createProducer("orders", ProducerOptions.DEFAULT).send(bytes("o1"));
             // Acks of 1: the TX_ACK is written at once, not at the commit.
             Consumer orders = connection.subscribe("orders", new ConsumerOptions(10, 1, Duration.ofMillis(1)));
             Message order = orders.receive(Duration.ofSeconds(5));
             assertNotNull(order);
 
             SingleThreadEventExecutor coordinator = (SingleThreadEventExecutor) broker.transactions().executor();
-            CountDownLatch holding = new CountDownLatch(1);
             CountDownLatch turnTaken = new CountDownLatch(1);
             CountDownLatch release = new CountDownLatch(1);
-            coordinator.execute(() -> {
-                holding.countDown();
-                try {
-                    turnTaken.await(30, TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
-            assertTrue(holding.await(5, TimeUnit.SECONDS));
+            hold(coordinator, turnTaken);
             try {
                 Transaction transaction = connection.transaction();
                 transaction.ack(order);
-                int published = io.sluice.client.ProducerOptions.DEFAULT.maxBatchMessages(); // a full batch: written at once
+                int published = ProducerOptions.DEFAULT.maxBatchMessages(); // a full batch: written at once
                 for (int i = 0; i < published; i++) {
                     transaction.publish("invoices", bytes("i" + i));
                 }
                 BrokerQueue invoices = broker.queues().get("invoices");
                 BrokerQueue ordersQueue = broker.queues().get("orders");
-                await(() -> invoices.store().unackedMessages() == published, "the TX_PUBLISH staged in 'invoices'");
-                await(() -> consumerUnacked(ordersQueue) == 0, "the TX_ACK took the order off its consumer");
+                TestAwait.until("the TX_PUBLISH staged in 'invoices'", Duration.ofSeconds(10),
+                        () -> invoices.store().unackedMessages() == published);
+                TestAwait.until("the TX_ACK took the order off its consumer", Duration.ofSeconds(10),
+                        () -> consumerUnacked(ordersQueue) == 0);
                 assertEquals(0, coordinator.pendingTasks(), "TX_BEGIN, TX_PUBLISH and TX_ACK, done in their queues, queued "
                         + "tasks for the coordinator's thread");
 
                 CompletableFuture<Void> committed = transaction.commitAsync();
-                await(() -> coordinator.pendingTasks() == 1, "the TX_COMMIT reached the coordinator");
+                TestAwait.until("the TX_COMMIT reached the coordinator", Duration.ofSeconds(10), () -> coordinator.pendingTasks() == 1);
                 assertFalse(committed.isDone());
                 // Rule "applied where durable": once the commit's turn has written its record (in 'invoices', T5), the
                 // commit completes without another turn. The thread is held again right after that turn.
-                CountDownLatch heldAgain = new CountDownLatch(1);
-                coordinator.execute(() -> {
-                    heldAgain.countDown();
-                    try {
-                        release.await(30, TimeUnit.SECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                });
+                CountDownLatch heldAgain = holdLater(coordinator, release);
                 turnTaken.countDown();
                 assertTrue(heldAgain.await(5, TimeUnit.SECONDS));
                 committed.get(10, TimeUnit.SECONDS); // with the coordinator's thread held
@@ -119,14 +104,23 @@ class TransactionCoordinatorTurnsTest {
         }
     }
 
-    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                fail("not within 10 s: " + what);
+    /** Holds {@code thread} until {@code release} opens (up to 30 s); returns once it is held. */
+    private static void hold(SingleThreadEventExecutor thread, CountDownLatch release) throws InterruptedException {
+        assertTrue(holdLater(thread, release).await(5, TimeUnit.SECONDS), "the coordinator's thread held");
+    }
+
+    /** Queues a task that holds {@code thread} until {@code release} opens; the latch returned opens once it holds. */
+    private static CountDownLatch holdLater(SingleThreadEventExecutor thread, CountDownLatch release) {
+        CountDownLatch holding = new CountDownLatch(1);
+        thread.execute(() -> {
+            holding.countDown();
+            try {
+                release.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
-            Thread.sleep(5);
-        }
+        });
+        return holding;
     }
 
     private static byte[] bytes(String s) {

@@ -155,7 +155,9 @@ final class ChildWriter implements AutoCloseable {
         if (alive) {
             state = "still running after " + TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - started) + " s (its threads"
                     + " are in its stdout)";
-            new ProcessBuilder("sh", "-c", "kill -QUIT \"$0\"", Long.toString(pid())).inheritIO().start().waitFor(10, TimeUnit.SECONDS);
+            new ProcessBuilder("kill", "-QUIT", Long.toString(pid())).inheritIO().start().waitFor(10, TimeUnit.SECONDS);
+            // Up to 10 s for the dump to be written, then on with what is there: this is a failure report, not a wait
+            // the test's outcome depends on.
             long dumpDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (!reported("JNI global refs") && System.nanoTime() < dumpDeadline) { // the line that ends a dump
                 Thread.sleep(50);
