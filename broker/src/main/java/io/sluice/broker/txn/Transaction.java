@@ -8,12 +8,14 @@ import io.sluice.protocol.ErrorCode;
 
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
@@ -148,6 +150,41 @@ final class Transaction {
      * A TX_PUBLISH or TX_ACK under way in its queue ({@link #result}), and what taking its result into the
      * transaction does ({@link #takeIn}, on the coordinator's thread, once: a second call does nothing).
      */
+    /** Coordinator thread: takes in every operation in {@link #started} that has completed (rule "taken in when needed"). */
+    void takeInDone() {
+        for (Iterator<Operation> it = started.iterator(); it.hasNext(); ) {
+            Operation op = it.next();
+            if (op.result.isDone()) {
+                it.remove();
+                op.takeIn(); // may abort this transaction, which takes in the rest itself; takeIn runs once
+            }
+        }
+    }
+
+    /**
+     * Coordinator thread: takes in every operation still in {@link #started}: a completed one now, the others as they
+     * complete, on {@code coordinator} (that thread). Returns those others' take-ins; what a completed one undid at once
+     * (discarded or released: the transaction is sealed) goes to {@code undone}, if given.
+     */
+    List<CompletableFuture<?>> takeInAll(List<CompletableFuture<Void>> undone, Executor coordinator) {
+        List<CompletableFuture<?>> later = new ArrayList<>();
+        for (Operation op; (op = started.poll()) != null; ) {
+            if (op.result.isDone()) {
+                CompletableFuture<Void> step = op.takeIn();
+                if (step != null && undone != null) {
+                    undone.add(step);
+                }
+            } else {
+                Operation o = op;
+                later.add(op.result.handleAsync((x, failed) -> {
+                    o.takeIn();
+                    return null;
+                }, coordinator));
+            }
+        }
+        return later;
+    }
+
     static final class Operation {
         final CompletableFuture<?> result;
         private final Function<Object, CompletableFuture<Void>> taker;

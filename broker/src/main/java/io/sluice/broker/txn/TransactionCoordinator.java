@@ -17,7 +17,6 @@ import org.slf4j.LoggerFactory;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -185,7 +184,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         staging.whenComplete((s, failed) -> { // on the queue's executor
             if (failed != null || t.undone || s.refusal() != null
                     || t.countOver(s.count(), s.bytes(), limits.maxMessages, limits.maxBytes)) {
-                executor.execute(() -> takeInDone(t));
+                executor.execute(t::takeInDone);
             }
         });
     }
@@ -204,55 +203,21 @@ public final class TransactionCoordinator implements AutoCloseable {
         t.started.add(new Transaction.Operation(hold, h -> held(t, (HeldAcks) h)));
         hold.whenComplete((h, failed) -> { // on the queue's executor
             if (failed != null || t.undone || h.problem() != null || t.countOver(h.count(), 0, limits.maxMessages, limits.maxBytes)) {
-                executor.execute(() -> takeInDone(t));
+                executor.execute(t::takeInDone);
             }
         });
     }
 
-    /** Coordinator thread: takes in every operation of {@code t} that has completed (rule "taken in when needed"). */
-    private void takeInDone(Transaction t) {
-        for (Iterator<Transaction.Operation> it = t.started.iterator(); it.hasNext(); ) {
-            Transaction.Operation op = it.next();
-            if (op.result.isDone()) {
-                it.remove();
-                op.takeIn(); // may abort t, which takes in the rest itself; takeIn runs once
-            }
-        }
-    }
-
     /**
-     * Coordinator thread: takes in every operation of {@code t} still in {@link Transaction#started}: a completed one now,
-     * the others as they complete, on this thread. Returns those others' take-ins; what a completed one undid at once
-     * (discarded or released: {@code t} is sealed) goes to {@code undone}, if given.
+     * Returns the discard of what {@code s} staged if it is no part of {@code t} (any more), else null. The frame's
+     * publish window is the queue's to give back (its flow control paces it), not this.
      */
-    private List<CompletableFuture<?>> takeInAll(Transaction t, List<CompletableFuture<Void>> undone) {
-        List<CompletableFuture<?>> later = new ArrayList<>();
-        for (Transaction.Operation op; (op = t.started.poll()) != null; ) {
-            if (op.result.isDone()) {
-                CompletableFuture<Void> step = op.takeIn();
-                if (step != null && undone != null) {
-                    undone.add(step);
-                }
-            } else {
-                Transaction.Operation o = op;
-                later.add(op.result.handleAsync((x, failed) -> {
-                    o.takeIn();
-                    return null;
-                }, executor));
-            }
-        }
-        return later;
-    }
-
-    /** The frame's publish window is the queue's to give back (its flow control paces it), not this. */
-    /** Returns the discard of what {@code s} staged if it is no part of {@code t} (any more), else null. */
     private CompletableFuture<Void> staged(Transaction t, BrokerQueue queue, QueueTransactions.Staging s, boolean partOfIt,
                                            boolean afterCommit) {
         if (!partOfIt || t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
             CompletableFuture<Void> discarded = queue.transactions().discard(s);
-            if (afterCommit && t.abortCode == null) {
-                t.link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a TX_PUBLISH after "
-                        + "its TX_COMMIT is not part of it and was not stored");
+            if (afterCommit) {
+                answerPublishAfterCommit(t);
             }
             return discarded;
         }
@@ -284,9 +249,8 @@ public final class TransactionCoordinator implements AutoCloseable {
     private void collected(Transaction t, ReplicatedCommits.Messages m, boolean partOfIt, boolean afterCommit) {
         if (!partOfIt || t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
             ReplicatedCommits.ended(m);
-            if (afterCommit && t.abortCode == null) {
-                t.link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a TX_PUBLISH after "
-                        + "its TX_COMMIT is not part of it and was not stored");
+            if (afterCommit) {
+                answerPublishAfterCommit(t);
             }
             return;
         }
@@ -301,6 +265,14 @@ public final class TransactionCoordinator implements AutoCloseable {
         t.bytes += m.bytes();
         if (over != null) {
             abort(t, ErrorCode.TRANSACTION_LIMIT, over);
+        }
+    }
+
+    /** A TX_PUBLISH that came after {@code t}'s TX_COMMIT (and was discarded): its client is told, unless t was aborted. */
+    private static void answerPublishAfterCommit(Transaction t) {
+        if (t.abortCode == null) {
+            t.link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a TX_PUBLISH after "
+                    + "its TX_COMMIT is not part of it and was not stored");
         }
     }
 
@@ -419,7 +391,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         t.state = Transaction.State.COMMITTING;
         t.commitRequestId = requestId;
         t.timeout.cancel(false);
-        t.pending.addAll(takeInAll(t, null)); // a refusal among them aborts t: prepareCommit answers with it
+        t.pending.addAll(t.takeInAll(null, executor)); // a refusal among them aborts t: prepareCommit answers with it
         CompletableFuture<Void> operations = CompletableFuture.allOf(t.pending.toArray(CompletableFuture[]::new));
         if (operations.isDone()) {
             prepareCommit(t); // on this thread already: no further turn of it
@@ -722,7 +694,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         }
         t.sealed = true;
         t.undone = true; // before the take-in: one the loop adds after it sees this when it completes
-        takeInAll(t, steps); // sealed: what they staged is discarded and what they hold released, now or as they complete
+        t.takeInAll(steps, executor); // sealed: what they staged is discarded and what they hold released, now or as they complete
         for (Transaction.Staged s : t.staged.values()) {
             steps.add(s.queue.transactions().discard(s.ids, s.count, s.bytes));
         }
