@@ -118,7 +118,7 @@ public final class QueueStore {
         ackLog.growthBudget(diskGuard::tryReserve, clock);
         this.corruptRecords = new CorruptRecords(name, segmentDirectory, ackLog, recovered.corruptRecords());
         this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
-                recovered.lastIndex());
+                this::dropPagesBeforeForce, recovered.lastIndex());
         this.ackForces = new AckJournalForces(name, ackJournalFile, forcer, ackLog::force, durability, config.syncIntervalMs(),
                 wakeFlusher);
         this.appender = new RecordAppender(name, config, diskGuard, clock, log, ackLog, durability);
@@ -624,6 +624,24 @@ public final class QueueStore {
             dropWrittenPages();
         }
         return durability.flush(nowNanos) | journal == AckJournalForces.Turn.REQUESTED;
+    }
+
+    /**
+     * Before each force of the segments, on the forcing thread: the pages written since the last force out of the
+     * process's mappings, so that writeback finds none of them mapped (docs/storage.md, "Written pages and the cost of
+     * a force").
+     */
+    private void dropPagesBeforeForce() {
+        SegmentLog.WrittenRange written;
+        lock.lock();
+        try {
+            written = closed ? null : log.pagesWrittenSinceLastForce();
+        } finally {
+            lock.unlock();
+        }
+        if (written != null) {
+            written.dropAndRelease(); // without the queue's lock: the madvise waits for other CPUs, appends need not
+        }
     }
 
     /** Once per sync interval: written pages out of the broker's RSS (docs/storage.md, "Resident memory"). */

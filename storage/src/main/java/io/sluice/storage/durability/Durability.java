@@ -48,6 +48,8 @@ public final class Durability {
     private final long syncIntervalNanos;
     private final SegmentSyncer syncer;
     private final Runnable wakeFlusher;
+    /** Run by the flusher before every force of the segments (the segment log's dropping of written pages). */
+    private final Runnable beforeForce;
 
     private volatile long writtenIndex;
     private volatile long durableIndex;
@@ -72,14 +74,18 @@ public final class Durability {
     /** A force is waiting for a file descriptor (logged once per episode); flusher thread only. */
     private boolean waitingForDescriptor;
 
-    /** Everything up to {@code recoveredIndex} was read back from disk, so it counts as durable. */
+    /**
+     * Everything up to {@code recoveredIndex} was read back from disk, so it counts as durable. {@code beforeForce} runs
+     * on the forcing thread before every force of the segments, holding none of this object's monitors.
+     */
     public Durability(String queueName, DurabilityMode mode, long syncIntervalMs, SegmentSyncer syncer, Runnable wakeFlusher,
-                      long recoveredIndex) {
+                      Runnable beforeForce, long recoveredIndex) {
         this.queueName = queueName;
         this.mode = mode;
         this.syncIntervalNanos = syncIntervalMs * 1_000_000L;
         this.syncer = syncer;
         this.wakeFlusher = wakeFlusher;
+        this.beforeForce = beforeForce;
         this.writtenIndex = recoveredIndex;
         this.durableIndex = recoveredIndex;
     }
@@ -336,6 +342,7 @@ public final class Durability {
 
     /** Forces the sealed segments, those from {@code from} to {@code through} (none if -1), then {@code target}. */
     private void force(int from, int through, int target) {
+        beforeForce.run();
         List<Integer> sealed;
         synchronized (sealedUnforced) {
             sealed = new ArrayList<>(sealedUnforced);

@@ -20,12 +20,14 @@ import java.nio.MappedByteBuffer;
  * <p>Rule "drop only what nobody writes": callers drop only pages that lie wholly behind their file's
  * append position, under the lock that keeps the mapping from being unmapped meanwhile.
  *
- * <p>Switched off with {@code -Dsluice.storage.drop-written-pages=false} (for an A/B). Thread-safe.
+ * <p>Switched off with {@code -Dsluice.storage.drop-written-pages=false} (for an A/B), and only the drop before each
+ * force with {@code -Dsluice.storage.drop-before-force=false}. Thread-safe.
  */
 public final class ResidentPages {
     private static final Logger LOG = LoggerFactory.getLogger(ResidentPages.class);
     private static final long PAGE_BYTES = 4096;
     private static final boolean ENABLED = !"false".equals(System.getProperty("sluice.storage.drop-written-pages"));
+    private static final boolean BEFORE_FORCE = ENABLED && !"false".equals(System.getProperty("sluice.storage.drop-before-force"));
     private static final Method DIRECT_ADDRESS = directAddress();
     private static volatile boolean failureLogged;
 
@@ -35,6 +37,15 @@ public final class ResidentPages {
     /** Whether dropping is switched on. */
     public static boolean enabled() {
         return ENABLED;
+    }
+
+    /**
+     * Whether the pages written since the last force are dropped before each force of a segment (docs/storage.md,
+     * "Written pages and the cost of a force"); off with {@code -Dsluice.storage.drop-before-force=false} (for an A/B),
+     * and with dropping as a whole.
+     */
+    public static boolean beforeForce() {
+        return BEFORE_FORCE;
     }
 
     /**

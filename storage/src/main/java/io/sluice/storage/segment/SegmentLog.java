@@ -9,6 +9,7 @@ import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.bytes.BytesStore;
 import net.openhft.chronicle.bytes.MappedBytesStore;
 import net.openhft.chronicle.core.io.Closeable;
+import net.openhft.chronicle.core.io.ReferenceOwner;
 import net.openhft.chronicle.core.values.LongValue;
 import net.openhft.chronicle.queue.ExcerptAppender;
 import net.openhft.chronicle.queue.ExcerptTailer;
@@ -90,6 +91,9 @@ public final class SegmentLog implements AutoCloseable {
     private StorageFilesExhaustedException lastRefusal;
     /** The append position at the last {@link #dropWrittenPages()}, so that an idle queue's pass costs no syscall. */
     private long droppedAtPosition = -1;
+    /** The mapping chunk and the append position at the last {@link #pagesWrittenSinceLastForce()}; under the owner's lock. */
+    private MappedBytesStore forceDropChunk;
+    private long forceDropPosition;
     /** Record bytes and message counts per segment on disk, oldest first. */
     private final TreeMap<Integer, SegmentTally> tallies = new TreeMap<>();
 
@@ -383,18 +387,89 @@ public final class SegmentLog implements AutoCloseable {
         if (!ResidentPages.enabled() || chronicle == null) {
             return false;
         }
-        Wire wire = appender.wire();
-        if (wire == null) {
-            return false; // nothing appended since the log opened
-        }
-        Bytes<?> bytes = wire.bytes();
-        long position = bytes.writePosition();
-        if (position == droppedAtPosition || !(bytes.bytesStore() instanceof MappedBytesStore chunk)) {
+        Bytes<?> bytes = mappedAppendBytes();
+        if (bytes == null || bytes.writePosition() == droppedAtPosition) {
             return false;
         }
+        long position = bytes.writePosition();
+        MappedBytesStore chunk = (MappedBytesStore) bytes.bytesStore();
         droppedAtPosition = position;
         dropAllButFirstPage(((Byteable) metadataValue).bytesStore(), Long.MAX_VALUE);
         return dropAllButFirstPage(chunk, position);
+    }
+
+    /**
+     * Before a force: the whole pages written since the last call that lie behind the append position, to be dropped
+     * from this process's mappings in one {@code madvise} (rule "a force finds no written page mapped", docs/storage.md,
+     * "Written pages and the cost of a force"), or null if there are none. Writeback write-protects every page it
+     * cleans that a process has mapped writable, and on a machine whose process runs threads on more than one CPU each
+     * of those is an inter-processor interrupt to flush the other CPUs' TLBs: one per page written since the last
+     * force. A page no longer mapped costs writeback nothing, and the {@code madvise} flushes the TLBs once for the
+     * whole range. Only the range since the last call: a page behind it that was mapped again (a reader's fault, an
+     * index entry) is left to {@link #dropWrittenPages()}, once per sync interval, rather than walked on every force.
+     *
+     * <p>Under the owner's lock, which the {@code madvise} does not need: the returned range holds a reservation of its
+     * mapping chunk, so the chunk stays mapped even if an append moves the appender past it meanwhile, and
+     * {@link WrittenRange#dropAndRelease()} drops the pages and gives the reservation back, on any thread, with no lock
+     * held (an {@code madvise} waits for the other CPUs' TLB flushes, and appends would wait for it).
+     */
+    public WrittenRange pagesWrittenSinceLastForce() {
+        if (!ResidentPages.beforeForce() || chronicle == null) {
+            return null;
+        }
+        Bytes<?> bytes = mappedAppendBytes();
+        if (bytes == null) {
+            return null;
+        }
+        long position = bytes.writePosition();
+        MappedBytesStore chunk = (MappedBytesStore) bytes.bytesStore();
+        long from = Math.max(chunk.start(), FIRST_PAGE_BYTES); // rule "the first page stays mapped"
+        if (chunk == forceDropChunk) {
+            from = Math.max(from, forceDropPosition);
+        }
+        forceDropChunk = chunk;
+        forceDropPosition = position;
+        // Whole pages only: the page the last call stopped in is dropped once the appender has left it.
+        from &= -FIRST_PAGE_BYTES;
+        long to = Math.min(position, chunk.safeLimit()) & -FIRST_PAGE_BYTES;
+        if (to <= from || !chunk.inside(from) || !chunk.tryReserve(WrittenRange.OWNER)) {
+            return null;
+        }
+        return new WrittenRange(chunk, chunk.addressForRead(from), to - from);
+    }
+
+    /** The appender's bytes, if they are in a mapping chunk; null if nothing was appended since the log opened. */
+    private Bytes<?> mappedAppendBytes() {
+        Wire wire = appender.wire();
+        if (wire == null) {
+            return null;
+        }
+        Bytes<?> bytes = wire.bytes();
+        return bytes.bytesStore() instanceof MappedBytesStore ? bytes : null;
+    }
+
+    /** Whole written pages of a mapping chunk, reserved so that the chunk stays mapped until they are dropped. */
+    public static final class WrittenRange {
+        static final ReferenceOwner OWNER = ReferenceOwner.temporary("sluice-written-range");
+
+        private final MappedBytesStore chunk;
+        private final long address;
+        private final long length;
+
+        WrittenRange(MappedBytesStore chunk, long address, long length) {
+            this.chunk = chunk;
+            this.address = address;
+            this.length = length;
+        }
+
+        /** Drops the pages from this process's mappings and releases the chunk; once, on any thread, no lock needed. */
+        public boolean dropAndRelease() {
+            try {
+                return ResidentPages.drop(address, length);
+            } finally {
+                chunk.release(OWNER); // unmaps the chunk if the appender has left it meanwhile
+            }
+        }
     }
 
     /** Drops the pages of {@code mapping} below {@code end}, but the file's first page (rule "the first page stays mapped"). */

@@ -39,7 +39,7 @@ class DurabilityDemandTest {
         Files.createFile(SegmentFiles.file(segments, 0));
         Files.createFile(SegmentFiles.file(segments, 1));
         syncer = new SegmentSyncer(segments, releaser, FileForcer.FSYNC);
-        durability = new Durability("q", DurabilityMode.ALWAYS, SYNC_INTERVAL_MS, syncer, wakeUps::incrementAndGet, -1);
+        durability = new Durability("q", DurabilityMode.ALWAYS, SYNC_INTERVAL_MS, syncer, wakeUps::incrementAndGet, () -> { }, -1);
     }
 
     @AfterEach

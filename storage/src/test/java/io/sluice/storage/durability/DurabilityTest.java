@@ -28,7 +28,7 @@ class DurabilityTest {
         Path segments = Files.createDirectories(dir.resolve("queues/q/segments"));
         FileReleaser releaser = new FileReleaser();
         try (SegmentSyncer syncer = new SegmentSyncer(segments, releaser, FileForcer.FSYNC)) {
-            Durability durability = new Durability("q", DurabilityMode.NEVER, 1_000, syncer, () -> { }, -1);
+            Durability durability = new Durability("q", DurabilityMode.NEVER, 1_000, syncer, () -> { }, () -> { }, -1);
             assertFalse(durability.flush(System.nanoTime()));
             assertNull(durability.failure(), "the queue is not failed");
         } finally {
