@@ -4,9 +4,9 @@
 #
 #   bench/scripts/run-workloads.sh OUT_DIR [SERIES...]
 #
-# SERIES (default: all but w1-long, w1-steady and w1-dispatch):
+# SERIES (default: w1-cold w1-warm w1-4x4 w1-never w2):
 #   w1-cold w1-warm w1-long w1-steady w1-4x4 w1-dispatch w1-never w2 mq mq-10k declare
-#   w1-app-cold w1-app-rounds w2-app w1-tx
+#   w1-app-cold w1-app-rounds w2-app w1-cluster w1-tx w1-dedup w1-pair
 #   w1-cold   3 runs, each on a fresh broker and a fresh CLI JVM, no warm-up (the JIT compiles during the run)
 #   w1-warm   one broker warmed by a 3 M-message W1 run that is not reported, then 5 runs of W1, each with
 #             --warmup-messages 500000 for the CLI's own JVM
@@ -53,6 +53,10 @@
 #             warmed by a 3 M-message W1 run (not reported), then DEDUP_PAIRS pairs (default 12) of W1
 #             --warmup-messages 500000 in the order on, off, off, on, ... (w1-dedup-on-i, w1-dedup-off-i), so each
 #             pair is taken in the same minute; bench/scripts/paired-ratio.py OUT_DIR/results.jsonl on off summarises
+#   w1-pair   an A/B of two JVM option sets on the same jar: brokers side by side, arm a with PAIR_A_OPTS
+#             (SLUICE_PERF_PORT) and arm b with PAIR_B_OPTS (port + 1), each warmed by a 2 M-message W1 run (not
+#             reported), then PAIRS pairs (default 12) of W1 --warmup-messages 300000 in the order a, b, b, a, ...
+#             (w1-pair-a-i, w1-pair-b-i); bench/scripts/paired-ratio.py OUT_DIR/results.jsonl w1-pair a b summarises
 #   The app series report, besides the rates and percentiles, max_all_us and the worst one-second window
 #   (worst_second_*; defined in docs/performance.md, "Application-shaped runs").
 # SLUICE_PERF_ARGS is added to every perf run's arguments, after the series' own, so it overrides them (a smoke
@@ -162,6 +166,28 @@ for i, line in enumerate(lines, 1):  # one line per measured run (--runs)
 PY
 }
 
+# An interleaved A/B of W1 on two brokers started side by side, arm A's on $port (pid $a_pid) and arm B's on port + 1
+# ($b_pid): each warmed by a W1 run of WARMUP messages (not reported), then PAIRS pairs of W1 with --warmup-messages
+# CLIENT_WARMUP, in the order A, B, B, A, ... (PREFIX-A-i, PREFIX-B-i), so each pair is taken in the same minute; then
+# both brokers are stopped. bench/scripts/paired-ratio.py summarises the pairs.
+paired_w1() { # prefix arm_a arm_b pairs warmup client_warmup
+  local prefix=$1 arm_a=$2 arm_b=$3 pairs=$4 warmup=$5 client_warmup=$6 base_port=$port i arm order
+  port=$base_port broker_pid=$a_pid perf_run "$prefix-$arm_a-warmup" --workload W1 --messages "$warmup" > /dev/null
+  port=$((base_port + 1)) broker_pid=$b_pid perf_run "$prefix-$arm_b-warmup" --workload W1 --messages "$warmup" > /dev/null
+  for i in $(seq "$pairs"); do
+    order="$arm_a $arm_b"; [ $((i % 2)) -eq 0 ] && order="$arm_b $arm_a"
+    for arm in $order; do
+      if [ "$arm" = "$arm_a" ]; then
+        port=$base_port broker_pid=$a_pid perf_run "$prefix-$arm-$i" --workload W1 --warmup-messages "$client_warmup"
+      else
+        port=$((base_port + 1)) broker_pid=$b_pid perf_run "$prefix-$arm-$i" --workload W1 --warmup-messages "$client_warmup"
+      fi
+    done
+  done
+  port=$base_port
+  broker_pid=$b_pid; stop_broker; broker_pid=$a_pid; stop_broker
+}
+
 for s in "${series[@]}"; do
   case $s in
     w1-cold)
@@ -213,22 +239,16 @@ for s in "${series[@]}"; do
       stop_cluster; broker_pid=$single_pid; stop_broker ;;
     w1-dedup)
       base_port=$port
-      start_broker w1-dedup-on --set queues.dedup-enabled=true; on_pid=$broker_pid
-      port=$((base_port + 1)); start_broker w1-dedup-off --set queues.dedup-enabled=false; off_pid=$broker_pid
-      port=$base_port broker_pid=$on_pid perf_run w1-dedup-on-warmup --workload W1 --messages 3000000 > /dev/null
-      port=$((base_port + 1)) broker_pid=$off_pid perf_run w1-dedup-off-warmup --workload W1 --messages 3000000 > /dev/null
-      for i in $(seq "${DEDUP_PAIRS:-12}"); do
-        order="on off"; [ $((i % 2)) -eq 0 ] && order="off on"
-        for arm in $order; do
-          if [ "$arm" = on ]; then
-            port=$base_port broker_pid=$on_pid perf_run "w1-dedup-on-$i" --workload W1 --warmup-messages 500000
-          else
-            port=$((base_port + 1)) broker_pid=$off_pid perf_run "w1-dedup-off-$i" --workload W1 --warmup-messages 500000
-          fi
-        done
-      done
+      start_broker w1-dedup-on --set queues.dedup-enabled=true; a_pid=$broker_pid
+      port=$((base_port + 1)); start_broker w1-dedup-off --set queues.dedup-enabled=false; b_pid=$broker_pid
       port=$base_port
-      broker_pid=$off_pid; stop_broker; broker_pid=$on_pid; stop_broker ;;
+      paired_w1 w1-dedup on off "${DEDUP_PAIRS:-12}" 3000000 500000 ;;
+    w1-pair)
+      base_port=$port
+      SLUICE_JAVA_OPTS="${PAIR_A_OPTS:-}" start_broker w1-pair-a; a_pid=$broker_pid
+      port=$((base_port + 1)); SLUICE_JAVA_OPTS="${PAIR_B_OPTS:-}" start_broker w1-pair-b; b_pid=$broker_pid
+      port=$base_port
+      paired_w1 w1-pair a b "${PAIRS:-12}" 2000000 300000 ;;
     w1-tx)
       start_broker w1-tx
       perf_run w1-tx-broker-warmup --workload W1 --messages 1000000 > /dev/null
