@@ -432,10 +432,11 @@ public final class SegmentLog implements AutoCloseable {
         // Whole pages only: the page the last call stopped in is dropped once the appender has left it.
         from &= -FIRST_PAGE_BYTES;
         long to = Math.min(position, chunk.safeLimit()) & -FIRST_PAGE_BYTES;
-        if (to <= from || !chunk.inside(from) || !chunk.tryReserve(WrittenRange.OWNER)) {
+        if (to <= from || !chunk.inside(from)) {
             return null;
         }
-        return new WrittenRange(chunk, chunk.addressForRead(from), to - from);
+        WrittenRange range = new WrittenRange(chunk, chunk.addressForRead(from), to - from);
+        return chunk.tryReserve(range) ? range : null;
     }
 
     /** The appender's bytes, if they are in a mapping chunk; null if nothing was appended since the log opened. */
@@ -448,10 +449,11 @@ public final class SegmentLog implements AutoCloseable {
         return bytes.bytesStore() instanceof MappedBytesStore ? bytes : null;
     }
 
-    /** Whole written pages of a mapping chunk, reserved so that the chunk stays mapped until they are dropped. */
-    public static final class WrittenRange {
-        static final ReferenceOwner OWNER = ReferenceOwner.temporary("sluice-written-range");
-
+    /**
+     * Whole written pages of a mapping chunk, reserved so that the chunk stays mapped until they are dropped: the range
+     * is the reservation's owner (a Chronicle reference), so ranges of one chunk never share one.
+     */
+    public static final class WrittenRange implements ReferenceOwner {
         private final MappedBytesStore chunk;
         private final long address;
         private final long length;
@@ -467,7 +469,7 @@ public final class SegmentLog implements AutoCloseable {
             try {
                 return ResidentPages.drop(address, length);
             } finally {
-                chunk.release(OWNER); // unmaps the chunk if the appender has left it meanwhile
+                chunk.release(this); // unmaps the chunk if the appender has left it meanwhile
             }
         }
     }
