@@ -71,12 +71,15 @@ public final class Durability {
     private long nextIntervalSyncNanos;
     /** Under {@link DurabilityMode#NEVER}: the syncer holds nothing for segments before this one; flusher thread only. */
     private int releasedBefore = -1;
+    /** The hook before a force has failed once and was logged; written by whichever thread forces. */
+    private volatile boolean beforeForceFailureLogged;
     /** A force is waiting for a file descriptor (logged once per episode); flusher thread only. */
     private boolean waitingForDescriptor;
 
     /**
      * Everything up to {@code recoveredIndex} was read back from disk, so it counts as durable. {@code beforeForce} runs
-     * on the forcing thread before every force of the segments, holding none of this object's monitors.
+     * on the forcing thread before every force of the segments, holding none of this object's monitors (the flusher
+     * holds no lock then; {@link #close()} runs under its caller's locks); what it throws is logged, not thrown on.
      */
     public Durability(String queueName, DurabilityMode mode, long syncIntervalMs, SegmentSyncer syncer, Runnable wakeFlusher,
                       Runnable beforeForce, long recoveredIndex) {
@@ -342,7 +345,7 @@ public final class Durability {
 
     /** Forces the sealed segments, those from {@code from} to {@code through} (none if -1), then {@code target}. */
     private void force(int from, int through, int target) {
-        beforeForce.run();
+        runBeforeForce();
         List<Integer> sealed;
         synchronized (sealedUnforced) {
             sealed = new ArrayList<>(sealedUnforced);
@@ -362,6 +365,21 @@ public final class Durability {
         }
         synchronized (sealedUnforced) {
             sealedUnforced.removeAll(sealed);
+        }
+    }
+
+    /**
+     * Runs the hook before a force. What it does (dropping written pages) only saves the force work, so its failure
+     * fails neither the force nor the queue: it is logged, once per queue, and the force goes on.
+     */
+    private void runBeforeForce() {
+        try {
+            beforeForce.run();
+        } catch (RuntimeException e) {
+            if (!beforeForceFailureLogged) {
+                beforeForceFailureLogged = true;
+                LOG.warn("Queue '{}': the step before its forces failed; the forces go on without it.", queueName, e);
+            }
         }
     }
 

@@ -406,7 +406,9 @@ public final class SegmentLog implements AutoCloseable {
      * of those is an inter-processor interrupt to flush the other CPUs' TLBs: one per page written since the last
      * force. A page no longer mapped costs writeback nothing, and the {@code madvise} flushes the TLBs once for the
      * whole range. Only the range since the last call: a page behind it that was mapped again (a reader's fault, an
-     * index entry) is left to {@link #dropWrittenPages()}, once per sync interval, rather than walked on every force.
+     * index entry) is left to {@link #dropWrittenPages()}, once per sync interval, rather than walked on every force,
+     * and so is a range whose drop did not happen (the chunk could not be reserved, the POSIX binding is not loaded
+     * yet, the {@code madvise} failed): the next call starts where this one stopped either way.
      *
      * <p>Under the owner's lock, which the {@code madvise} does not need: the returned range holds a reservation of its
      * mapping chunk, so the chunk stays mapped even if an append moves the appender past it meanwhile, and

@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -46,6 +47,29 @@ class DurabilityDemandTest {
     void close() throws Exception {
         syncer.close();
         releaser.close();
+    }
+
+    /**
+     * The step before a force (the segment log's dropping of written pages) only saves the force work: when it throws,
+     * the force still runs, the appends become durable and the queue is not failed.
+     */
+    @Test
+    void aFailingStepBeforeTheForceFailsNeitherTheForceNorTheQueue() {
+        AtomicInteger runs = new AtomicInteger();
+        Durability failingStep = new Durability("q", DurabilityMode.ALWAYS, SYNC_INTERVAL_MS, syncer, () -> { }, () -> {
+            runs.incrementAndGet();
+            throw new IllegalStateException("the step before the force failed");
+        }, -1);
+        for (int round = 0; round < 2; round++) {
+            failingStep.appended(round);
+            CompletableFuture<Long> durable = failingStep.whenDurable(round);
+            assertTrue(failingStep.flush(1_000_000_000L + round), "round " + round + " forces");
+            assertEquals(round, failingStep.durableIndex());
+            assertEquals((long) round, durable.getNow(-2L), "round " + round + ": the awaiting future completes");
+        }
+        assertEquals(2, runs.get(), "the step ran before each force");
+        assertEquals(2, syncer.syncs());
+        assertNull(failingStep.failure(), "the queue is not failed");
     }
 
     @Test
