@@ -23,8 +23,8 @@ final class ForwardedCopies {
     private final Backlog backlog;
     /** Tells the queue a copy of that many bytes was appended (its counters, flow and dispatch). */
     private final IntConsumer appended;
-    /** Copies refused by the quota (executor). */
-    private long refused;
+    /** Copies refused by the quota; written by the queue's executor, read by metrics and tests. */
+    private volatile long refused;
 
     ForwardedCopies(BrokerQueue queue, QueueStore store, DeliveryOrder order, ProducerRegistry producers, Backlog backlog,
                     IntConsumer appended) {

@@ -32,7 +32,8 @@ final class LeaderAdmission {
     private final Runnable updateFlow;
     private final Runnable releaseConfirms;
     private final InFlightPublishes inFlight = new InFlightPublishes();
-    private long refused;
+    /** Messages refused here, each counted before its refusal is written; read by metrics and tests. */
+    private volatile long refused; // written by the queue's executor only
 
     LeaderAdmission(BrokerQueue queue, Backlog backlog, QueuePublishers publishers, ProducerRegistry producers,
                     PendingConfirms pendingConfirms, Runnable updateFlow, Runnable releaseConfirms) {
@@ -104,7 +105,6 @@ final class LeaderAdmission {
                 refusedBytes += cursor.payloadLength();
             }
         }
-        refused += refusedMessages;
         if (refusedMessages > 0) {
             link.publishCredit(refusedMessages, refusedBytes);
         }
@@ -115,8 +115,13 @@ final class LeaderAdmission {
         link.flush();
     }
 
-    /** A new message refused by the quota; any other verdict as a single broker answers it, whatever the quota. */
+    /**
+     * A new message refused by the quota; any other verdict as a single broker answers it, whatever the quota. Counted
+     * before the refusal goes out, as a single broker counts it: whoever reads the counter after the client heard of
+     * the refusal sees it.
+     */
     private void refuse(ProducerLink link, long producerId, long sequence, ProducerTable.Verdict verdict, String refusal) {
+        refused++;
         if (verdict == ProducerTable.Verdict.NEW) {
             link.refuse(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal);
         } else {
