@@ -39,7 +39,7 @@ final class RecordAppender {
         this.config = config;
         this.diskGuard = diskGuard;
         this.clock = clock;
-                this.log = log;
+        this.log = log;
         this.ackLog = ackLog;
         this.durability = durability;
     }

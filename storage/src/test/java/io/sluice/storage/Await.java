@@ -13,12 +13,20 @@ public final class Await {
     }
 
     public static void until(String what, BooleanSupplier condition, long timeout, TimeUnit unit) throws InterruptedException {
+        if (!within(condition, timeout, unit)) {
+            throw new AssertionError("timed out after " + timeout + " " + unit + " waiting for: " + what);
+        }
+    }
+
+    /** Whether {@code condition} held within {@code timeout}: for a wait whose end is no failure (a report's extra detail). */
+    public static boolean within(BooleanSupplier condition, long timeout, TimeUnit unit) throws InterruptedException {
         long deadline = System.nanoTime() + unit.toNanos(timeout);
         while (!condition.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out after " + timeout + " " + unit + " waiting for: " + what);
+                return false;
             }
             Thread.sleep(5);
         }
+        return true;
     }
 }

@@ -146,10 +146,6 @@ final class Transaction {
         return "transaction " + clientId + " of " + link.describe();
     }
 
-    /**
-     * A TX_PUBLISH or TX_ACK under way in its queue ({@link #result}), and what taking its result into the
-     * transaction does ({@link #takeIn}, on the coordinator's thread, once: a second call does nothing).
-     */
     /** Coordinator thread: takes in every operation in {@link #started} that has completed (rule "taken in when needed"). */
     void takeInDone() {
         for (Iterator<Operation> it = started.iterator(); it.hasNext(); ) {
@@ -185,6 +181,10 @@ final class Transaction {
         return later;
     }
 
+    /**
+     * A TX_PUBLISH or TX_ACK under way in its queue ({@link Operation#result}), and what taking its result into the
+     * transaction does ({@link Operation#takeIn}, on the coordinator's thread, once: a second call does nothing).
+     */
     static final class Operation {
         final CompletableFuture<?> result;
         private final Function<Object, CompletableFuture<Void>> taker;

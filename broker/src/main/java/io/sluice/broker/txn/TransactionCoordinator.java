@@ -19,9 +19,11 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -101,7 +103,7 @@ public final class TransactionCoordinator implements AutoCloseable {
      * and run at this thread's next turn: a commit, a durable commit record, or the finisher's sweep, at most
      * {@value CommitFinisher#SWEEP_MS} ms away.
      */
-    private final java.util.Queue<Runnable> deferred = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final Queue<Runnable> deferred = new ConcurrentLinkedQueue<>();
 
     private TransactionCoordinator(TransactionLog log, QueueManager queues, BrokerConfig.Transactions limits) {
         this.log = log;

@@ -471,7 +471,7 @@ public final class SegmentLog implements AutoCloseable {
             try {
                 return ResidentPages.drop(address, length);
             } finally {
-                chunk.release(this); // unmaps the chunk if the appender has left it meanwhile
+                chunk.release(this); // the last reference if the appender left the chunk meanwhile: Chronicle's releaser unmaps it
             }
         }
     }

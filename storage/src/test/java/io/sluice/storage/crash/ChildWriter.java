@@ -1,6 +1,9 @@
 package io.sluice.storage.crash;
 
+import io.sluice.storage.Await;
+
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -129,6 +132,14 @@ final class ChildWriter implements AutoCloseable {
         return Files.exists(stdoutFile) && Files.readString(stdoutFile, StandardCharsets.ISO_8859_1).contains(word);
     }
 
+    private boolean reportedUnchecked(String word) {
+        try {
+            return reported(word);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     /**
      * Polls the child's stdout until it holds a line containing {@code word}; fails if the child dies first or
      * does not report within 30 s, with what it left behind ({@link #notReported}).
@@ -158,10 +169,7 @@ final class ChildWriter implements AutoCloseable {
             new ProcessBuilder("kill", "-QUIT", Long.toString(pid())).inheritIO().start().waitFor(10, TimeUnit.SECONDS);
             // Up to 10 s for the dump to be written, then on with what is there: this is a failure report, not a wait
             // the test's outcome depends on.
-            long dumpDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (!reported("JNI global refs") && System.nanoTime() < dumpDeadline) { // the line that ends a dump
-                Thread.sleep(50);
-            }
+            Await.within(() -> reportedUnchecked("JNI global refs"), 10, TimeUnit.SECONDS); // the line that ends a dump
             writer.destroyForcibly();
         } else {
             state = "dead, found " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started) + " ms into the wait";
