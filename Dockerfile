@@ -25,7 +25,7 @@ RUN groupadd --system sluice \
 WORKDIR /opt/sluice
 COPY --from=build /src/broker/target/sluice-broker-0.1.0-SNAPSHOT.jar ./sluice-broker.jar
 COPY --from=build /src/broker/target/lib ./lib
-COPY docker/entrypoint.sh docker/healthcheck.sh ./
+COPY docker/entrypoint.sh docker/healthcheck.sh bin/sluice-jvm-options ./
 # The class archive (docs/operations.md, "Start-up and the class archive"), made here by the image's own JVM from
 # the image's own jar, so that every container maps it from its first start and none runs a training of its own.
 # A training run that fails leaves no archive and does not fail the build: the broker then starts without one.
@@ -37,5 +37,5 @@ VOLUME /var/lib/sluice
 # 7672: clients; 7673: /metrics, /health and the admin API (both need the users the entry point requires).
 EXPOSE 7672 7673
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 CMD ["/opt/sluice/healthcheck.sh", "7673"]
-# The entry point caps the heap at 1 GiB as bin/sluice does (SLUICE_JAVA_OPTS=-Xmx... overrides it).
+# The entry point starts the JVM with bin/sluice's options (sluice-jvm-options; SLUICE_JAVA_OPTS=-Xmx... overrides).
 ENTRYPOINT ["/opt/sluice/entrypoint.sh"]

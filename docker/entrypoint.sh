@@ -10,6 +10,11 @@ config="${SLUICE_CONFIG:-/etc/sluice/sluice.yaml}"
 data="${SLUICE_DATA_DIR:-/var/lib/sluice}"
 # glibc's malloc held to two arenas, as bin/sluice does (see there).
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
+# The JVM's options, the ones bin/sluice starts a broker with (sluice-jvm-options says why); options in
+# SLUICE_JAVA_OPTS come later and win.
+. "$home/sluice-jvm-options"
+java_bin="$(readlink -f "$(command -v java)" || true)"
+jvm_options="$(sluice_jvm_options "${java_bin%/bin/java}")"
 # The class archive the Dockerfile made at image build, if it did (docs/operations.md, "Start-up and the class
 # archive"); a JVM that cannot use it starts without it (-Xshare:auto, the default).
 share=""
@@ -18,7 +23,7 @@ if [ -f "$home/sluice-broker.jsa" ]; then
 fi
 case "${1:-}" in
   hash-password|verify|dump|admin|--help|-h|--version)
-    exec java -Xmx1g $share ${SLUICE_JAVA_OPTS:-} -jar "$jar" "$@" ;;
+    exec java $jvm_options $share ${SLUICE_JAVA_OPTS:-} -jar "$jar" "$@" ;;
 esac
 if [ -f "$config" ]; then
   set -- --config "$config" "$@"
@@ -51,6 +56,6 @@ else
        "or set SLUICE_USER and SLUICE_PASSWORD_HASH (print a hash with: docker run --rm -i IMAGE hash-password)" >&2
   exit 2
 fi
-# The heap is capped as bin/sluice caps it (see there); an -Xmx in SLUICE_JAVA_OPTS comes later and wins.
-# ExitOnOutOfMemoryError as bin/sluice: the container's restart policy starts a broker that ran out of heap again.
-exec java -Xmx1g -XX:+ExitOnOutOfMemoryError $share ${SLUICE_JAVA_OPTS:-} -jar "$jar" --data-dir "$data" --listen 0.0.0.0 --set metrics.listen-address=0.0.0.0 "$@"
+# With -XX:+ExitOnOutOfMemoryError (sluice-jvm-options), the container's restart policy starts a broker that ran out
+# of heap again.
+exec java $jvm_options $share ${SLUICE_JAVA_OPTS:-} -jar "$jar" --data-dir "$data" --listen 0.0.0.0 --set metrics.listen-address=0.0.0.0 "$@"

@@ -75,14 +75,17 @@ bench_jar="$root/bench/target/sluice-bench.jar"
 port=${SLUICE_PERF_PORT:-17680}   # another port when the machine is shared: another broker may hold 17680
 broker_pid=
 
-# Brokers get the heap cap and the malloc arenas bin/sluice gives them (-Xmx1g, MALLOC_ARENA_MAX=2); an -Xmx in
-# SLUICE_JAVA_OPTS comes later and wins.
+# Brokers get the JVM options and the malloc arenas bin/sluice gives them (bin/sluice-jvm-options, MALLOC_ARENA_MAX=2);
+# options in SLUICE_JAVA_OPTS come later and win.
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
+. "$root/bin/sluice-jvm-options"
+java_bin="$(readlink -f "$(command -v java)")"
+read -r -a broker_jvm_options <<< "$(sluice_jvm_options "${java_bin%/bin/java}")"
 # SLUICE_BROKER_ARGS is added to every broker's arguments (an A/B of a setting: "--set queues.dedup-enabled=false").
 start_broker() { # name [--set k=v ...]
   local name=$1; shift
   rm -rf "$out/data-$name"
-  java -Xmx1g ${SLUICE_JAVA_OPTS:-} -jar "$broker_jar" --data-dir "$out/data-$name" --port $port --set metrics.port=0 "$@" ${SLUICE_BROKER_ARGS:-} \
+  java "${broker_jvm_options[@]}" ${SLUICE_JAVA_OPTS:-} -jar "$broker_jar" --data-dir "$out/data-$name" --port $port --set metrics.port=0 "$@" ${SLUICE_BROKER_ARGS:-} \
       > "$out/broker-$name.log" 2>&1 &
   broker_pid=$!
   for _ in $(seq 200); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && return 0; sleep 0.1; done
@@ -117,7 +120,7 @@ start_cluster() { # name
   for n in 1 2 3; do
     printf 'broker:\n  name: node-%s\n  port: %s\n  data-dir: %s\nmetrics:\n  port: %s\ncluster:\n  enabled: true\n  node-id: %s\n  secret-file: %s\n  nodes:\n%s' \
         "$n" $((port + 10 + n)) "$out/$name/node-$n" $((port + 40 + n)) "$n" "$out/$name/cluster-secret" "$nodes" > "$out/$name/node-$n.yaml"
-    java -Xmx1g ${SLUICE_JAVA_OPTS:-} -jar "$broker_jar" --config "$out/$name/node-$n.yaml" > "$out/$name/node-$n.log" 2>&1 &
+    java "${broker_jvm_options[@]}" ${SLUICE_JAVA_OPTS:-} -jar "$broker_jar" --config "$out/$name/node-$n.yaml" > "$out/$name/node-$n.log" 2>&1 &
     cluster_pids+="$! "; bootstrap+="${bootstrap:+,}127.0.0.1:$((port + 10 + n))"
   done
   for n in 1 2 3; do
@@ -278,7 +281,7 @@ for s in "${series[@]}"; do
           label="declare-${shape%%:*}-$i"
           rm -rf "$out/data-$label"
           if [ -n "${BROKER_JAR:-}" ]; then
-            java ${SLUICE_JAVA_OPTS:-} -jar "$BROKER_JAR" --data-dir "$out/data-$label" --port $port --metrics-port 0 \
+            java "${broker_jvm_options[@]}" ${SLUICE_JAVA_OPTS:-} -jar "$BROKER_JAR" --data-dir "$out/data-$label" --port $port --metrics-port 0 \
                 > "$out/broker-$label.log" 2>&1 &
           else
             "$root/bin/sluice" --data-dir "$out/data-$label" --port $port --metrics-port 0 > "$out/broker-$label.log" 2>&1 &

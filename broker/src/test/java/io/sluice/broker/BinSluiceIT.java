@@ -43,7 +43,9 @@ class BinSluiceIT {
         assertTrue(Files.isRegularFile(jar), "the packaged broker " + jar + " exists (run with mvn verify)");
         checkout = Files.createDirectory(dir.resolve("checkout"));
         Files.createDirectories(checkout.resolve("bin"));
-        Files.copy(ROOT.resolve("bin/sluice"), checkout.resolve("bin/sluice"), StandardCopyOption.COPY_ATTRIBUTES);
+        for (String script : List.of("sluice", "sluice-jvm-options")) {
+            Files.copy(ROOT.resolve("bin").resolve(script), checkout.resolve("bin").resolve(script), StandardCopyOption.COPY_ATTRIBUTES);
+        }
         target = Files.createDirectories(checkout.resolve("broker/target"));
         Files.copy(jar, target.resolve(jar.getFileName()), StandardCopyOption.COPY_ATTRIBUTES);
         Files.createSymbolicLink(target.resolve("lib"), jar.resolveSibling("lib"));
@@ -54,7 +56,13 @@ class BinSluiceIT {
         Path archive = target.resolve("sluice-broker.jsa");
         Path key = target.resolve("sluice-broker.jsa.key");
         Path first = dir.resolve("first.log");
-        startAndStop(first, null);
+        List<String> command = startAndStop(first, null);
+        // bin/sluice-jvm-options' options, as the JVM got them: the heap's and the young generation's caps (the 1,000-queue
+        // RSS target rests on them), an exit on running out of heap, and on this Java the trimming of malloc's heap.
+        assertTrue(command.containsAll(List.of("-Xmx1g", "-XX:MaxNewSize=64m", "-XX:+ExitOnOutOfMemoryError")), command.toString());
+        Runtime.Version java = Runtime.version();
+        assertEquals(java.feature() >= 22 || java.feature() == 21 && java.update() >= 1 || java.feature() == 17 && java.update() >= 9,
+                command.contains("-XX:TrimNativeHeapInterval=5000"), "trimming on " + java + ": " + command);
         // The embedded defaults, logged in the broker's line format (LogConfigurator).
         assertTrue(ChildJvm.lines(first).stream().anyMatch(l -> l.matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}(Z|[+-]\\d\\d:\\d\\d) INFO  \\[main]"
                 + " Broker - Sluice broker 'sluice' listening on /127\\.0\\.0\\.1:\\d+ .*durability always\\), started in \\d+ ms.*")),
@@ -64,7 +72,8 @@ class BinSluiceIT {
         assertTrue(Files.size(archive) > 1 << 20, "an archive of the broker's classes: " + Files.size(archive) + " bytes");
 
         Path classLoads = dir.resolve("class-load.log");
-        startAndStop(dir.resolve("second.log"), "-Xlog:class+load:file=" + classLoads);
+        List<String> second = startAndStop(dir.resolve("second.log"), "-Xmx512m -Xlog:class+load:file=" + classLoads);
+        assertTrue(second.indexOf("-Xmx512m") > second.indexOf("-Xmx1g"), "SLUICE_JAVA_OPTS comes later, so it wins: " + second);
         List<String> loads = Files.readAllLines(classLoads);
         assertTrue(loads.stream().anyMatch(l -> l.contains(" io.sluice.broker.Broker source: shared objects file (top)")),
                 "the broker's classes come from the archive");
@@ -123,8 +132,11 @@ class BinSluiceIT {
                 "the next start maps the broker's classes from it");
     }
 
-    /** Runs bin/sluice until it logs that it listens, then stops it with SIGTERM and checks it stopped cleanly. */
-    private void startAndStop(Path log, String javaOptions) throws Exception {
+    /**
+     * Runs bin/sluice until it logs that it listens, then stops it with SIGTERM and checks it stopped cleanly; returns
+     * the broker JVM's command line (bin/sluice execs java, so the process is the JVM).
+     */
+    private List<String> startAndStop(Path log, String javaOptions) throws Exception {
         int port = TestPorts.free();
         ProcessBuilder builder = new ProcessBuilder("bash", checkout.resolve("bin/sluice").toString(), "--data-dir",
                 dir.resolve("data").toString(), "--port", Integer.toString(port), "--metrics-port", Integer.toString(TestPorts.free()))
@@ -136,8 +148,10 @@ class BinSluiceIT {
             builder.environment().put("SLUICE_JAVA_OPTS", javaOptions);
         }
         Process broker = builder.start();
+        List<String> command;
         try {
             ChildJvm.awaitOutput(broker, log, "the broker's 'listening' line", l -> l.contains("listening on /127.0.0.1:" + port));
+            command = List.of(Files.readString(Path.of("/proc", Long.toString(broker.pid()), "cmdline")).split("\0"));
         } finally {
             broker.destroy();
             if (!broker.waitFor(30, TimeUnit.SECONDS)) {
@@ -146,5 +160,6 @@ class BinSluiceIT {
         }
         assertEquals(143, broker.exitValue(), "bin/sluice's broker stops on SIGTERM:\n" + ChildJvm.tail(log));
         assertTrue(ChildJvm.lines(log).stream().anyMatch(l -> l.contains("Shut down cleanly.")), ChildJvm.tail(log));
+        return command;
     }
 }

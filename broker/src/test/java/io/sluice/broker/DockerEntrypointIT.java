@@ -37,8 +37,8 @@ class DockerEntrypointIT {
         Path jar = Path.of(System.getProperty("sluice.test.brokerJar"));
         assertTrue(Files.isRegularFile(jar), "the packaged broker " + jar + " exists (run with mvn verify)");
         home = Files.createDirectory(dir.resolve("opt-sluice"));
-        for (String script : List.of("entrypoint.sh", "healthcheck.sh")) {
-            Files.copy(ROOT.resolve("docker").resolve(script), home.resolve(script));
+        for (String script : List.of("docker/entrypoint.sh", "docker/healthcheck.sh", "bin/sluice-jvm-options")) {
+            Files.copy(ROOT.resolve(script), home.resolve(Path.of(script).getFileName()));
         }
         Files.createSymbolicLink(home.resolve("sluice-broker.jar"), jar);
         Files.createSymbolicLink(home.resolve("lib"), jar.resolveSibling("lib"));
@@ -102,6 +102,9 @@ class DockerEntrypointIT {
         Process broker = builder.start();
         try {
             ChildJvm.awaitListening(broker, port, dir.resolve("broker.log"));
+            List<String> jvm = List.of(Files.readString(Path.of("/proc", Long.toString(broker.pid()), "cmdline")).split("\0"));
+            assertTrue(jvm.containsAll(List.of("-Xmx1g", "-XX:MaxNewSize=64m", "-XX:+ExitOnOutOfMemoryError")),
+                    "the JVM options bin/sluice starts a broker with (sluice-jvm-options): " + jvm);
             TestAwait.until("the HEALTHCHECK passes", () -> {
                 try {
                     return command(List.of("bash", healthcheck.toString(), Integer.toString(metricsPort)), Map.of()).exitCode == 0;

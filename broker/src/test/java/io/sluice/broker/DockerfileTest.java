@@ -7,6 +7,7 @@ import org.junit.jupiter.api.Test;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -42,6 +43,23 @@ class DockerfileTest {
         int start = pom.indexOf("<version>", pom.indexOf("<artifactId>sluice-parent</artifactId>")) + "<version>".length();
         String version = pom.substring(start, pom.indexOf("</version>", start));
         assertTrue(dockerfile.contains("/src/broker/target/sluice-broker-" + version + ".jar ./sluice-broker.jar"), dockerfile);
+    }
+
+    @Test
+    void shouldCopyWhatTheEntrypointSourcesNextToIt() throws IOException {
+        // The entry point runs from /opt/sluice and sources its JVM options from beside it ("$home/..."), as bin/sluice
+        // sources them from bin/: an image without the file would not start.
+        Matcher sourced = Pattern.compile("(?m)^\\. \"\\$home/([^\"]+)\"$").matcher(read("docker/entrypoint.sh"));
+        assertTrue(sourced.find(), "the entry point sources the JVM options");
+        String file = sourced.group(1);
+        assertEquals("sluice-jvm-options", file);
+        Matcher copy = Pattern.compile("(?m)^COPY (?!--from)(.*) \\./$").matcher(read("Dockerfile"));
+        List<String> copied = new ArrayList<>();
+        while (copy.find()) {
+            copied.addAll(List.of(copy.group(1).split(" ")));
+        }
+        assertTrue(copied.contains("bin/" + file), "the Dockerfile copies bin/" + file + " into /opt/sluice: " + copied);
+        assertTrue(read("bin/sluice").contains(". \"$root/bin/" + file + "\""), "bin/sluice sources the same file");
     }
 
     @Test
