@@ -44,7 +44,18 @@ public final class Main {
     private Main() {
     }
 
+    /**
+     * Netty's system property for its allocator's JFR events; they are on by default on a JVM with JFR, and then
+     * the first buffer the broker allocates (its first client's first frame) loads JFR's event metadata on the event
+     * loop, most of the time from listening to the first confirm after a restart (docs/performance.md, "Restart after
+     * kill -9"). Off unless set: {@code -Dio.netty.jfr.enabled=true} turns them back on.
+     */
+    static final String NETTY_JFR_EVENTS = "io.netty.jfr.enabled";
+
     public static void main(String[] args) {
+        if (System.getProperty(NETTY_JFR_EVENTS) == null) {
+            System.setProperty(NETTY_JFR_EVENTS, "false");
+        }
         System.exit(run(args, System.out, System.err));
     }
 
