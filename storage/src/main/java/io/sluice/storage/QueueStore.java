@@ -544,15 +544,26 @@ public final class QueueStore {
     /**
      * Headers plus payload of every unacknowledged message, exact: the unit of the broker's byte
      * quotas (and of {@code max-message-bytes}). Reads the length of every unacknowledged record once,
-     * sequentially, so the broker calls it once, when it opens the queue, and keeps the figure itself
-     * from then on. A relocated copy counts once, in its new slot. The pass hands {@code staged} each
+     * sequentially, except in the sealed segments whose tally answers for them (rule "a sealed segment's
+     * tally", docs/storage.md), so the broker calls it once, when it opens the queue, and keeps the figure
+     * itself from then on. A relocated copy counts once, in its new slot. The pass hands {@code staged} each
      * unacknowledged record a transaction staged: recovery finds them without a pass of its own.
      */
     public long unackedMessageBytes(StagedRecordVisitor staged) {
         lock.lock();
         try {
             ensureOpen();
-            return log.messageBytesFrom(acks.firstUnackedId(), acks::isSlotAcked, staged);
+            return log.messageBytesFrom(acks.firstUnackedId(), acks::isSlotAcked, acks::unackedCount, staged);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Records the last {@link #unackedMessageBytes} read one by one, the rest taken from segment tallies; for tests. */
+    long recordsReadCountingBytes() {
+        lock.lock();
+        try {
+            return log.recordsReadCountingBytes();
         } finally {
             lock.unlock();
         }

@@ -29,6 +29,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.Map;
 import java.util.NavigableMap;
 import java.util.NavigableSet;
 import java.util.TreeMap;
@@ -96,6 +97,8 @@ public final class SegmentLog implements AutoCloseable {
     private long forceDropPosition;
     /** Record bytes and message counts per segment on disk, oldest first. */
     private final TreeMap<Integer, SegmentTally> tallies = new TreeMap<>();
+    /** Records the last {@link #messageBytesFrom} read one by one; guarded by the owner's lock. */
+    private long recordsReadCountingBytes;
 
     /**
      * Opens Chronicle on {@code segmentDirectory} if a segment is there ({@code writeSegment} at least 0),
@@ -212,9 +215,18 @@ public final class SegmentLog implements AutoCloseable {
         SegmentTally current = tallies.get(segmentClock.segment());
         if (current != null) {
             current.sealedAtNanos = System.nanoTime();
+            keepTally(segmentClock.segment(), current);
         }
         onSeal.accept(segmentClock.segment());
         segmentClock.advance();
+    }
+
+    /** Writes {@code tally} beside its sealed segment if it covers every record (rule "a sealed segment's tally"). */
+    private void keepTally(int segment, SegmentTally tally) {
+        if (tally.messageBytes >= 0 && tally.messages > 0) {
+            SegmentTallyFile.write(segmentDirectory, segment,
+                    new SegmentTallyFile.Tally(tally.messages, tally.messageBytes, tally.stagedRecords));
+        }
     }
 
     /**
@@ -278,10 +290,23 @@ public final class SegmentLog implements AutoCloseable {
         }
         long index = appender.lastIndexAppended();
         int segment = SegmentRollCycle.INSTANCE.toCycle(index);
-        SegmentTally tally = tallies.computeIfAbsent(segment, s -> new SegmentTally(0, 0));
+        SegmentTally tally = tallies.computeIfAbsent(segment, SegmentLog::begun);
         tally.messages = SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1;
         tally.bytes += length + 4;
+        if (tally.messageBytes >= 0) {
+            tally.messageBytes += length - RecordCodec.HEADER_BYTES;
+            if (codec.transactional()) {
+                tally.stagedRecords++;
+            }
+        }
         return index;
+    }
+
+    /** The tally of a segment this process begins: every record of it will pass through {@link #append}. */
+    private static SegmentTally begun(int segment) {
+        SegmentTally tally = new SegmentTally(0, 0);
+        tally.messageBytes = 0;
+        return tally;
     }
 
     /** What {@code onEntering} threw, carried past the handling of Chronicle's own failures in {@link #append}. */
@@ -563,37 +588,79 @@ public final class SegmentLog implements AutoCloseable {
         return false;
     }
 
+    /** How many of a segment's records are unacknowledged (the ack state's count; 0 for a segment it does not know). */
+    @FunctionalInterface
+    public interface UnackedInSegment {
+        long count(int segment);
+    }
+
     /**
-     * Headers plus payload of the records from {@code fromId} on that {@code acked} does not reject:
-     * one sequential pass reading each record's length (a record's message bytes are its length less
-     * {@link RecordCodec#HEADER_BYTES}) and flags; the records a transaction staged also go to {@code staged}.
+     * Headers plus payload of the records from {@code fromId} on that {@code acked} does not reject (a record's
+     * message bytes are its length less {@link RecordCodec#HEADER_BYTES}); the records a transaction staged also go to
+     * {@code staged}. A segment every record of which is unacknowledged ({@code unacked}) and whose tally is known
+     * without staged records (rule "a sealed segment's tally", docs/storage.md) counts its tally's bytes unread; any
+     * other is read, one record after the other. A segment read whole and wholly unacknowledged gets its tally then,
+     * kept beside it if sealed, so that the next open need not read it. Under the owner's lock, with nothing
+     * appended meanwhile.
      */
-    public long messageBytesFrom(long fromId, java.util.function.LongPredicate acked, io.sluice.storage.StagedRecordVisitor staged) {
+    public long messageBytesFrom(long fromId, java.util.function.LongPredicate acked, UnackedInSegment unacked,
+                                 io.sluice.storage.StagedRecordVisitor staged) {
+        recordsReadCountingBytes = 0;
         if (fromId < 0) {
             return 0;
         }
         long bytes = 0;
         try (ExcerptTailer tailer = newTailer()) {
-            if (!position(tailer, fromId)) {
-                return 0;
-            }
-            while (true) {
-                try (DocumentContext dc = tailer.readingDocument()) {
-                    if (!dc.isPresent()) {
-                        return bytes;
-                    }
-                    if (!acked.test(dc.index())) {
+            for (Map.Entry<Integer, SegmentTally> entry : tallies.tailMap(SegmentRollCycle.INSTANCE.toCycle(fromId), true).entrySet()) {
+                int segment = entry.getKey();
+                SegmentTally tally = entry.getValue();
+                if (tally.messages == 0) {
+                    continue;
+                }
+                long first = SegmentRollCycle.INSTANCE.toIndex(segment, 0);
+                boolean whole = fromId <= first && unacked.count(segment) == tally.messages;
+                if (whole && tally.messageBytes >= 0 && tally.stagedRecords == 0) {
+                    bytes += tally.messageBytes;
+                    continue;
+                }
+                if (!tailer.moveToIndex(Math.max(fromId, first))) {
+                    continue;
+                }
+                long segmentBytes = 0;
+                long segmentStaged = 0;
+                while (true) {
+                    try (DocumentContext dc = tailer.readingDocument()) {
+                        if (!dc.isPresent() || SegmentRollCycle.INSTANCE.toCycle(dc.index()) != segment) {
+                            break;
+                        }
+                        recordsReadCountingBytes++;
                         Bytes<?> record = dc.wire().bytes();
                         long length = record.readRemaining();
                         int messageBytes = (int) Math.max(0, length - RecordCodec.HEADER_BYTES);
-                        bytes += messageBytes;
-                        if (length >= RecordCodec.HEADER_BYTES) {
-                            reportStaged(record, dc.index(), messageBytes, staged);
+                        segmentBytes += messageBytes;
+                        if (!acked.test(dc.index())) {
+                            bytes += messageBytes;
+                            if (length >= RecordCodec.HEADER_BYTES && reportStaged(record, dc.index(), messageBytes, staged)) {
+                                segmentStaged++;
+                            }
                         }
+                    }
+                }
+                if (whole && tally.messageBytes < 0) {
+                    tally.messageBytes = segmentBytes;
+                    tally.stagedRecords = segmentStaged;
+                    if (segment < writeSegment()) {
+                        keepTally(segment, tally);
                     }
                 }
             }
         }
+        return bytes;
+    }
+
+    /** Records the last {@link #messageBytesFrom} read one by one (the rest it took from tallies); for tests. */
+    public long recordsReadCountingBytes() {
+        return recordsReadCountingBytes;
     }
 
     /**
@@ -601,7 +668,7 @@ public final class SegmentLog implements AutoCloseable {
      * fields in place (Chronicle's bytes are little-endian, as {@link RecordCodec} writes); the checksum
      * is not verified here: a damaged record is found by the reader that reaches it.
      */
-    private static void reportStaged(Bytes<?> record, long index, int messageBytes, io.sluice.storage.StagedRecordVisitor staged) {
+    private static boolean reportStaged(Bytes<?> record, long index, int messageBytes, io.sluice.storage.StagedRecordVisitor staged) {
         long start = record.readPosition();
         int flags = record.readUnsignedByte(start + RecordCodec.OFFSET_FLAGS_BYTE);
         if ((flags & RecordCodec.FLAG_TRANSACTIONAL) != 0) {
@@ -609,7 +676,9 @@ public final class SegmentLog implements AutoCloseable {
             staged.staged(id, record.readLong(start + RecordCodec.OFFSET_PRODUCER_ID_FIELD),
                     record.readLong(start + RecordCodec.OFFSET_PRODUCER_SEQUENCE_FIELD) == RecordCodec.STAGED_COMMIT_RECORD,
                     messageBytes);
+            return true;
         }
+        return false;
     }
 
     /** Receives the records a {@link #forEachRecordAfter} pass reads. */
@@ -690,7 +759,18 @@ public final class SegmentLog implements AutoCloseable {
                 // node gives a message the same id, docs/replication.md R6). So they are counted as append counts them,
                 // record by record (StoreConfig.exactRollPoint); the others by their file, for reclaim's figures.
                 long bytes = exactRollPoint && cycleLong == last && count > 0 ? recordBytes(cycle) : fileBytes(cycle);
-                tallies.put(cycle, new SegmentTally(count, bytes));
+                SegmentTally tally = new SegmentTally(count, bytes);
+                if (count == 0) {
+                    tally.messageBytes = 0;
+                } else if (cycleLong != last) {
+                    // A sealed segment's tally file, if it counts the records Chronicle counts (a hint: else it is read).
+                    SegmentTallyFile.Tally kept = SegmentTallyFile.read(segmentDirectory, cycle);
+                    if (kept != null && kept.records() == count) {
+                        tally.messageBytes = kept.messageBytes();
+                        tally.stagedRecords = kept.stagedRecords();
+                    }
+                }
+                tallies.put(cycle, tally);
                 if (count > 0) {
                     counted.segment(cycle, count);
                 }
@@ -752,6 +832,7 @@ public final class SegmentLog implements AutoCloseable {
             return null;
         }
         releaseRandomTailer();
+        SegmentTallyFile.delete(segmentDirectory, segment);
         try {
             Files.move(SegmentFiles.file(segmentDirectory, segment), deletingFile(segment), StandardCopyOption.ATOMIC_MOVE);
         } catch (NoSuchFileException gone) {

@@ -10,6 +10,13 @@ public final class SegmentTally {
 
     long messages;
     long bytes;
+    /**
+     * Message bytes of every record in the segment (each record's length less the record header), or -1 when not
+     * known: kept by appends for a segment this process began, or read from the segment's {@link SegmentTallyFile}.
+     */
+    long messageBytes = -1;
+    /** Records a transaction staged in the segment; meaningful when {@link #messageBytes} is known. */
+    long stagedRecords;
     /** When this process sealed the segment (System.nanoTime), for reclaim's rule R3. */
     long sealedAtNanos = SEALED_BEFORE_OPEN;
 
@@ -26,6 +33,11 @@ public final class SegmentTally {
     /** Bytes of the segment's records (at recovery: Chronicle's write position, index included). */
     public long bytes() {
         return bytes;
+    }
+
+    /** Message bytes of all the segment's records, or -1 if not known without reading it. */
+    public long messageBytes() {
+        return messageBytes;
     }
 
     /** When this process sealed the segment (System.nanoTime), or {@link #SEALED_BEFORE_OPEN}. */

@@ -1,0 +1,101 @@
+package io.sluice.storage.segment;
+
+import io.sluice.storage.files.AtomicFiles;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.zip.CRC32C;
+
+/**
+ * What a sealed segment holds, kept beside it ({@code <segment file>.tally}) so that a queue opened again need not read
+ * the segment to know it: its record count, the message bytes of its records (each record's length less
+ * {@link RecordCodec#HEADER_BYTES}, the unit of the broker's byte quotas) and how many of them a transaction staged.
+ *
+ * <p>A hint, never the truth: written after the segment is sealed, unforced, replaced whole by a rename. A reader
+ * trusts it only if its checksum holds and its record count is the one Chronicle counts in the segment; otherwise
+ * (missing, torn, from a segment whose tail a machine crash took) the segment is read as before. Layout, little-endian:
+ * magic {@code "STLY"}, format version (int, 1), records, message bytes, staged records (longs), CRC32C of the bytes
+ * before it (int). Stateless; callers hold the queue's lock.
+ */
+public final class SegmentTallyFile {
+    private static final Logger LOG = LoggerFactory.getLogger(SegmentTallyFile.class);
+    public static final String SUFFIX = ".tally";
+    private static final int MAGIC = 0x594c5453; // "STLY" read little-endian
+    private static final int VERSION = 1;
+    private static final int BYTES = 4 + 4 + 8 + 8 + 8 + 4;
+
+    /** What a segment holds, all of it. */
+    public record Tally(long records, long messageBytes, long stagedRecords) {
+    }
+
+    private SegmentTallyFile() {
+    }
+
+    public static Path file(Path segmentDirectory, int segment) {
+        return segmentDirectory.resolve(SegmentFiles.fileName(segment) + SUFFIX);
+    }
+
+    /** The tally kept for {@code segment}, or null if there is none, or none that checks out. */
+    public static Tally read(Path segmentDirectory, int segment) {
+        Path file = file(segmentDirectory, segment);
+        byte[] bytes;
+        try {
+            bytes = Files.readAllBytes(file);
+        } catch (NoSuchFileException missing) {
+            return null;
+        } catch (IOException e) {
+            LOG.debug("{} cannot be read ({}); the segment is read instead.", file, e.toString());
+            return null;
+        }
+        if (bytes.length != BYTES) {
+            return null;
+        }
+        ByteBuffer buffer = ByteBuffer.wrap(bytes).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        CRC32C crc = new CRC32C();
+        crc.update(bytes, 0, BYTES - 4);
+        if (buffer.getInt(0) != MAGIC || buffer.getInt(4) != VERSION || buffer.getInt(BYTES - 4) != (int) crc.getValue()) {
+            return null;
+        }
+        long records = buffer.getLong(8);
+        long messageBytes = buffer.getLong(16);
+        long staged = buffer.getLong(24);
+        if (records < 0 || messageBytes < 0 || staged < 0 || staged > records) {
+            return null;
+        }
+        return new Tally(records, messageBytes, staged);
+    }
+
+    /**
+     * Keeps {@code tally} beside {@code segment}. Best effort: a tally that cannot be written only means the
+     * segment is read at the next open, so a failure is logged, not thrown.
+     */
+    public static void write(Path segmentDirectory, int segment, Tally tally) {
+        Path file = file(segmentDirectory, segment);
+        ByteBuffer buffer = ByteBuffer.allocate(BYTES).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        buffer.putInt(MAGIC).putInt(VERSION).putLong(tally.records()).putLong(tally.messageBytes()).putLong(tally.stagedRecords());
+        CRC32C crc = new CRC32C();
+        crc.update(buffer.array(), 0, BYTES - 4);
+        buffer.putInt((int) crc.getValue()).flip();
+        try {
+            Path temporary = AtomicFiles.writeTemporary(file, channel -> AtomicFiles.writeFully(channel, buffer), false);
+            AtomicFiles.install(temporary, file);
+        } catch (IOException e) {
+            LOG.warn("The tally of {} could not be written ({}); the segment will be read when the queue opens again.",
+                    SegmentFiles.file(segmentDirectory, segment), e.toString());
+        }
+    }
+
+    /** Removes the tally of a segment that is being removed; a tally left behind is never read (ids are never reused). */
+    public static void delete(Path segmentDirectory, int segment) {
+        try {
+            Files.deleteIfExists(file(segmentDirectory, segment));
+        } catch (IOException e) {
+            LOG.debug("The tally of segment {} could not be deleted ({}).", segment, e.toString());
+        }
+    }
+}

@@ -1,0 +1,150 @@
+package io.sluice.storage;
+
+import io.sluice.storage.segment.SegmentFiles;
+import io.sluice.storage.segment.SegmentTallyFile;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Rule "a sealed segment's tally" (docs/storage.md): the exact bytes of a queue's unacknowledged messages, which the
+ * broker asks for when it opens a queue, are taken from the tallies kept beside sealed, wholly unacknowledged segments
+ * without staged records, so that opening a queue with a backlog reads its last segment, not the backlog (a start
+ * after kill -9 took 2.2 s with 5.1 M unacknowledged messages, most of it in that pass). The figure is the same
+ * whether tallies are there, missing, damaged or wrong; only what is read differs.
+ */
+class SegmentTallyTest {
+    private static final int RECORDS = 16_000; // about 4.4 MB: four or five segments of 1 MiB
+    private static final int PAYLOAD = 256;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void aBacklogInSealedSegmentsIsCountedFromTheirTalliesWithoutReadingThem() throws Exception {
+        List<Long> ids = fill();
+        Counted first = reopenAndCount();
+        assertEquals((long) RECORDS * PAYLOAD, first.bytes, "every message's bytes");
+        assertTrue(first.segments.size() >= 4, "segments: " + first.segments);
+        long lastSegmentRecords = ids.stream().filter(id -> segmentOf(id) == first.segments.get(first.segments.size() - 1)).count();
+        assertEquals(lastSegmentRecords, first.read, "only the last segment, whose tally is not kept yet, is read");
+        for (int segment : first.segments.subList(0, first.segments.size() - 1)) {
+            assertTrue(Files.isRegularFile(SegmentTallyFile.file(segmentDirectory(), segment)), "a tally beside segment " + segment);
+        }
+    }
+
+    @Test
+    void withoutTalliesEveryRecordIsReadAndTheTalliesAreKeptForTheNextOpen() throws Exception {
+        fill();
+        for (int segment : segmentsOnDisk()) {
+            Files.deleteIfExists(SegmentTallyFile.file(segmentDirectory(), segment));
+        }
+        Counted without = reopenAndCount();
+        assertEquals((long) RECORDS * PAYLOAD, without.bytes);
+        assertEquals(RECORDS, without.read, "every record read, as before tallies");
+        Counted next = reopenAndCount();
+        assertEquals((long) RECORDS * PAYLOAD, next.bytes);
+        assertTrue(next.read < RECORDS / 3, "the next open reads the last segment only: " + next.read);
+    }
+
+    @Test
+    void aDamagedOrMismatchedTallyIsNotBelievedAndItsSegmentIsRead() throws Exception {
+        fill();
+        List<Integer> segments = segmentsOnDisk();
+        int damaged = segments.get(0);
+        int mismatched = segments.get(1);
+        Path damagedFile = SegmentTallyFile.file(segmentDirectory(), damaged);
+        byte[] bytes = Files.readAllBytes(damagedFile);
+        bytes[16] ^= 0x01; // the message bytes, one bit off: the checksum no longer holds
+        Files.write(damagedFile, bytes);
+        SegmentTallyFile.Tally kept = SegmentTallyFile.read(segmentDirectory(), mismatched);
+        // A tally whose checksum holds but whose count is not the segment's (its tail lost in a machine crash, say).
+        SegmentTallyFile.write(segmentDirectory(), mismatched, new SegmentTallyFile.Tally(kept.records() + 1, 1, 0));
+        Counted counted = reopenAndCount();
+        assertEquals((long) RECORDS * PAYLOAD, counted.bytes, "the exact figure all the same");
+        assertTrue(counted.read > kept.records() * 2, "both segments read: " + counted.read + " records");
+    }
+
+    @Test
+    void aSegmentWithAcknowledgedOrStagedRecordsIsRead() throws Exception {
+        List<Long> ids = fill();
+        List<Integer> segments = segmentsOnDisk();
+        long staged;
+        try (MessageStore store = open()) {
+            QueueStore queue = store.queue("q");
+            long acked = ids.stream().filter(id -> segmentOf(id) == segments.get(1)).findFirst().orElseThrow();
+            queue.ack(acked);
+            // Staged records go to the write segment; fill on until it is sealed with them in it.
+            ByteBuffer message = ByteBuffer.wrap(new byte[PAYLOAD]);
+            staged = queue.appendStaged(7, message, 0, 0, 0, PAYLOAD);
+            long last = staged;
+            while (segmentOf(last) == segmentOf(staged)) {
+                last = queue.append(null, new byte[PAYLOAD]);
+            }
+            queue.whenDurable(last).get(10, TimeUnit.SECONDS);
+        }
+        List<Long> found = new ArrayList<>();
+        try (MessageStore store = open()) {
+            QueueStore queue = store.queue("q");
+            long bytes = queue.unackedMessageBytes((id, transaction, commitRecord, messageBytes) -> found.add(id));
+            assertEquals(List.of(staged), found, "the staged record is found in its sealed segment");
+            assertEquals(queue.unackedMessages() * PAYLOAD, bytes, "every unacknowledged message's bytes");
+            long partlyAcked = ids.stream().filter(id -> segmentOf(id) == segments.get(1)).count();
+            assertTrue(queue.recordsReadCountingBytes() >= partlyAcked - 1, "the partly acknowledged segment is read: "
+                    + queue.recordsReadCountingBytes());
+        }
+    }
+
+    private record Counted(long bytes, long read, List<Integer> segments) {
+    }
+
+    private List<Long> fill() throws Exception {
+        List<Long> ids = new ArrayList<>();
+        try (MessageStore store = open()) {
+            QueueStore queue = store.createQueue("q");
+            byte[] payload = new byte[PAYLOAD];
+            for (int i = 0; i < RECORDS; i++) {
+                payload[0] = (byte) i;
+                ids.add(queue.append(null, payload));
+            }
+            queue.whenDurable(ids.get(ids.size() - 1)).get(10, TimeUnit.SECONDS);
+        }
+        return ids;
+    }
+
+    private Counted reopenAndCount() throws Exception {
+        try (MessageStore store = open()) {
+            QueueStore queue = store.queue("q");
+            long bytes = queue.unackedMessageBytes(StagedRecordVisitor.NONE);
+            return new Counted(bytes, queue.recordsReadCountingBytes(), segmentsOnDisk());
+        }
+    }
+
+    private MessageStore open() {
+        return MessageStore.open(dir, StoreConfig.builder().segmentBytes(1 << 20).maxMessageBytes(64 << 10).build());
+    }
+
+    private Path segmentDirectory() {
+        return dir.resolve("queues").resolve("q").resolve("segments");
+    }
+
+    private List<Integer> segmentsOnDisk() throws Exception {
+        try (var files = Files.list(segmentDirectory())) {
+            return files.map(p -> SegmentFiles.segmentOf(p.getFileName().toString())).filter(s -> s >= 0).sorted().toList();
+        }
+    }
+
+    private static int segmentOf(long id) {
+        return (int) (id >>> 32);
+    }
+}
