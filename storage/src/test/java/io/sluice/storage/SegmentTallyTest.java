@@ -84,14 +84,21 @@ class SegmentTallyTest {
             QueueStore queue = store.queue("q");
             long acked = ids.stream().filter(id -> segmentOf(id) == segments.get(1)).findFirst().orElseThrow();
             queue.ack(acked);
-            // Staged records go to the write segment; fill on until it is sealed with them in it.
+            // The staged record goes into a segment this process begins, so that its tally is kept (and would be taken
+            // unread, were its staged record not counted): fill on until a roll, stage, fill on until that one is sealed.
+            long last = ids.get(ids.size() - 1);
+            int before = segmentOf(last);
+            while (segmentOf(last) == before) {
+                last = queue.append(null, new byte[PAYLOAD]);
+            }
             ByteBuffer message = ByteBuffer.wrap(new byte[PAYLOAD]);
             staged = queue.appendStaged(7, message, 0, 0, 0, PAYLOAD);
-            long last = staged;
             while (segmentOf(last) == segmentOf(staged)) {
                 last = queue.append(null, new byte[PAYLOAD]);
             }
             queue.whenDurable(last).get(10, TimeUnit.SECONDS);
+            SegmentTallyFile.Tally kept = SegmentTallyFile.read(segmentDirectory(), segmentOf(staged));
+            assertEquals(1, kept.stagedRecords(), "the sealed segment's tally counts its staged record");
         }
         List<Long> found = new ArrayList<>();
         try (MessageStore store = open()) {

@@ -221,11 +221,18 @@ public final class SegmentLog implements AutoCloseable {
         segmentClock.advance();
     }
 
-    /** Writes {@code tally} beside its sealed segment if it covers every record (rule "a sealed segment's tally"). */
+    /**
+     * Writes {@code tally} beside its sealed segment if it covers every record (rule "a sealed segment's tally"); else
+     * deletes a tally file the segment may have from before (a machine crash took its tail and appends refilled it),
+     * which could otherwise match the segment's new record count. On the appending thread, under the queue's lock,
+     * once per segment, beside the roll's own file creation.
+     */
     private void keepTally(int segment, SegmentTally tally) {
         if (tally.messageBytes >= 0 && tally.messages > 0) {
             SegmentTallyFile.write(segmentDirectory, segment,
                     new SegmentTallyFile.Tally(tally.messages, tally.messageBytes, tally.stagedRecords));
+        } else {
+            SegmentTallyFile.delete(segmentDirectory, segment);
         }
     }
 
