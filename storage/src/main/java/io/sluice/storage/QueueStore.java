@@ -19,6 +19,7 @@ import io.sluice.storage.segment.FileReleaser;
 import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentLog;
 import io.sluice.storage.segment.SegmentRollCycle;
+import io.sluice.storage.segment.WrittenRange;
 import io.sluice.storage.snapshot.SnapshotFiles;
 import net.openhft.chronicle.queue.ExcerptTailer;
 import org.slf4j.Logger;
@@ -643,7 +644,7 @@ public final class QueueStore {
      * a force").
      */
     private void dropPagesBeforeForce() {
-        SegmentLog.WrittenRange written;
+        WrittenRange written;
         lock.lock();
         try {
             written = closed ? null : log.pagesWrittenSinceLastForce();

@@ -19,7 +19,7 @@ import java.nio.MappedByteBuffer;
  *
  * <p>Rule "drop only what nobody writes": callers drop only pages that lie wholly behind their file's
  * append position, under the lock that keeps the mapping from being unmapped meanwhile, or holding a
- * reservation of the mapping that does (the drop before a force, {@code SegmentLog.WrittenRange}).
+ * reservation of the mapping that does (the drop before a force, {@code WrittenRange}).
  *
  * <p>Switched off with {@code -Dsluice.storage.drop-written-pages=false} (for an A/B), and only the drop before each
  * force with {@code -Dsluice.storage.drop-before-force=false}. Thread-safe.

@@ -6,10 +6,8 @@ import io.sluice.storage.files.FileDescriptors;
 import io.sluice.storage.memory.ResidentPages;
 import net.openhft.chronicle.bytes.Byteable;
 import net.openhft.chronicle.bytes.Bytes;
-import net.openhft.chronicle.bytes.BytesStore;
 import net.openhft.chronicle.bytes.MappedBytesStore;
 import net.openhft.chronicle.core.io.Closeable;
-import net.openhft.chronicle.core.io.ReferenceOwner;
 import net.openhft.chronicle.core.values.LongValue;
 import net.openhft.chronicle.queue.ExcerptAppender;
 import net.openhft.chronicle.queue.ExcerptTailer;
@@ -53,7 +51,6 @@ public final class SegmentLog implements AutoCloseable {
     /** Mapping chunk of a segment file: Chronicle maps this much (plus a quarter) at a time. */
     private static final long CHRONICLE_BLOCK_BYTES = 16L << 20;
     /** The first page of a segment or metadata file, which stays mapped (see {@link #dropWrittenPages()}). */
-    private static final long FIRST_PAGE_BYTES = 4096;
     /** How long a queue refused for want of descriptors refuses appends before it tries again. */
     private static final long REFUSAL_BACKOFF_NANOS = 1_000_000_000L;
 
@@ -90,11 +87,8 @@ public final class SegmentLog implements AutoCloseable {
      */
     private long refuseUntilNanos;
     private StorageFilesExhaustedException lastRefusal;
-    /** The append position at the last {@link #dropWrittenPages()}, so that an idle queue's pass costs no syscall. */
-    private long droppedAtPosition = -1;
-    /** The mapping chunk and the append position at the last {@link #pagesWrittenSinceLastForce()}; under the owner's lock. */
-    private MappedBytesStore forceDropChunk;
-    private long forceDropPosition;
+    /** Where the written pages were last dropped from the mappings; under the owner's lock. */
+    private final WrittenPages writtenPages = new WrittenPages();
     /** Record bytes and message counts per segment on disk, oldest first. */
     private final TreeMap<Integer, SegmentTally> tallies = new TreeMap<>();
     /** Records the last {@link #messageBytesFrom} read one by one; guarded by the owner's lock. */
@@ -297,7 +291,7 @@ public final class SegmentLog implements AutoCloseable {
         }
         long index = appender.lastIndexAppended();
         int segment = SegmentRollCycle.INSTANCE.toCycle(index);
-        SegmentTally tally = tallies.computeIfAbsent(segment, SegmentLog::begun);
+        SegmentTally tally = tallies.computeIfAbsent(segment, SegmentTally::begun);
         tally.messages = SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1;
         tally.bytes += length + 4;
         if (tally.messageBytes >= 0) {
@@ -307,13 +301,6 @@ public final class SegmentLog implements AutoCloseable {
             }
         }
         return index;
-    }
-
-    /** The tally of a segment this process begins: every record of it will pass through {@link #append}. */
-    private static SegmentTally begun(int segment) {
-        SegmentTally tally = new SegmentTally(0, 0);
-        tally.messageBytes = 0;
-        return tally;
     }
 
     /** What {@code onEntering} threw, carried past the handling of Chronicle's own failures in {@link #append}. */
@@ -419,15 +406,7 @@ public final class SegmentLog implements AutoCloseable {
         if (!ResidentPages.enabled() || chronicle == null) {
             return false;
         }
-        Bytes<?> bytes = mappedAppendBytes();
-        if (bytes == null || bytes.writePosition() == droppedAtPosition) {
-            return false;
-        }
-        long position = bytes.writePosition();
-        MappedBytesStore chunk = (MappedBytesStore) bytes.bytesStore();
-        droppedAtPosition = position;
-        dropAllButFirstPage(((Byteable) metadataValue).bytesStore(), Long.MAX_VALUE);
-        return dropAllButFirstPage(chunk, position);
+        return writtenPages.dropBehindAppender(mappedAppendBytes(), ((Byteable) metadataValue).bytesStore());
     }
 
     /**
@@ -451,26 +430,7 @@ public final class SegmentLog implements AutoCloseable {
         if (!ResidentPages.beforeForce() || chronicle == null) {
             return null;
         }
-        Bytes<?> bytes = mappedAppendBytes();
-        if (bytes == null) {
-            return null;
-        }
-        long position = bytes.writePosition();
-        MappedBytesStore chunk = (MappedBytesStore) bytes.bytesStore();
-        long from = Math.max(chunk.start(), FIRST_PAGE_BYTES); // rule "the first page stays mapped"
-        if (chunk == forceDropChunk) {
-            from = Math.max(from, forceDropPosition);
-        }
-        forceDropChunk = chunk;
-        forceDropPosition = position;
-        // Whole pages only: the page the last call stopped in is dropped once the appender has left it.
-        from &= -FIRST_PAGE_BYTES;
-        long to = Math.min(position, chunk.safeLimit()) & -FIRST_PAGE_BYTES;
-        if (to <= from || !chunk.inside(from)) {
-            return null;
-        }
-        WrittenRange range = new WrittenRange(chunk, chunk.addressForRead(from), to - from);
-        return chunk.tryReserve(range) ? range : null;
+        return writtenPages.sinceLastForce(mappedAppendBytes());
     }
 
     /** The appender's bytes, if they are in a mapping chunk; null if nothing was appended since the log opened. */
@@ -481,45 +441,6 @@ public final class SegmentLog implements AutoCloseable {
         }
         Bytes<?> bytes = wire.bytes();
         return bytes.bytesStore() instanceof MappedBytesStore ? bytes : null;
-    }
-
-    /**
-     * Whole written pages of a mapping chunk, reserved so that the chunk stays mapped until they are dropped: the range
-     * is the reservation's owner (a Chronicle reference), so ranges of one chunk never share one.
-     */
-    public static final class WrittenRange implements ReferenceOwner {
-        private final MappedBytesStore chunk;
-        private final long address;
-        private final long length;
-
-        WrittenRange(MappedBytesStore chunk, long address, long length) {
-            this.chunk = chunk;
-            this.address = address;
-            this.length = length;
-        }
-
-        /** Drops the pages from this process's mappings and releases the chunk; once, on any thread, no lock needed. */
-        public boolean dropAndRelease() {
-            try {
-                return ResidentPages.drop(address, length);
-            } finally {
-                chunk.release(this); // the last reference if the appender left the chunk meanwhile: Chronicle's releaser unmaps it
-            }
-        }
-    }
-
-    /** Drops the pages of {@code mapping} below {@code end}, but the file's first page (rule "the first page stays mapped"). */
-    private static boolean dropAllButFirstPage(BytesStore<?, ?> mapping, long end) {
-        if (!(mapping instanceof MappedBytesStore chunk)) {
-            return false;
-        }
-        long chunkStart = chunk.start();
-        long from = Math.max(chunkStart, FIRST_PAGE_BYTES);
-        long to = Math.min(end, chunk.safeLimit());
-        if (to <= from || !chunk.inside(from)) {
-            return false;
-        }
-        return ResidentPages.drop(chunk.addressForRead(from), to - from);
     }
 
     // ---------------------------------------------------------------- reads
@@ -595,22 +516,17 @@ public final class SegmentLog implements AutoCloseable {
         return false;
     }
 
-    /** How many of a segment's records are unacknowledged (the ack state's count; 0 for a segment it does not know). */
-    @FunctionalInterface
-    public interface UnackedInSegment {
-        long count(int segment);
-    }
-
     /**
      * Headers plus payload of the records from {@code fromId} on that {@code acked} does not reject (a record's
      * message bytes are its length less {@link RecordCodec#HEADER_BYTES}); the records a transaction staged also go to
-     * {@code staged}. A segment every record of which is unacknowledged ({@code unacked}) and whose tally is known
+     * {@code staged}. A segment every record of which is unacknowledged ({@code unacked}: the ack state's count of a
+     * segment's unacknowledged records, 0 for a segment it does not know) and whose tally is known
      * without staged records (rule "a sealed segment's tally", docs/storage.md) counts its tally's bytes unread; any
      * other is read, one record after the other. A segment read whole and wholly unacknowledged gets its tally then,
      * kept beside it if sealed, so that the next open need not read it. Under the owner's lock, with nothing
      * appended meanwhile.
      */
-    public long messageBytesFrom(long fromId, java.util.function.LongPredicate acked, UnackedInSegment unacked,
+    public long messageBytesFrom(long fromId, java.util.function.LongPredicate acked, java.util.function.IntToLongFunction unacked,
                                  io.sluice.storage.StagedRecordVisitor staged) {
         recordsReadCountingBytes = 0;
         if (fromId < 0) {
@@ -625,7 +541,7 @@ public final class SegmentLog implements AutoCloseable {
                     continue;
                 }
                 long first = SegmentRollCycle.INSTANCE.toIndex(segment, 0);
-                boolean whole = fromId <= first && unacked.count(segment) == tally.messages;
+                boolean whole = fromId <= first && unacked.applyAsLong(segment) == tally.messages;
                 if (whole && tally.messageBytes >= 0 && tally.stagedRecords == 0) {
                     bytes += tally.messageBytes;
                     continue;

@@ -25,6 +25,13 @@ public final class SegmentTally {
         this.bytes = bytes;
     }
 
+    /** The tally of a segment this process begins: every record of it will pass through {@link SegmentLog#append}. */
+    static SegmentTally begun(int segment) {
+        SegmentTally tally = new SegmentTally(0, 0);
+        tally.messageBytes = 0;
+        return tally;
+    }
+
     /** Records in the segment (Chronicle's sequence of the last one, plus one). */
     public long messages() {
         return messages;
