@@ -549,8 +549,8 @@ public final class SegmentLog implements AutoCloseable {
                 if (!tailer.moveToIndex(Math.max(fromId, first))) {
                     continue;
                 }
-                long segmentBytes = 0;
-                long segmentStaged = 0;
+                long wholeSegmentBytes = 0; // every record's, acknowledged or not: the tally if the segment is whole
+                long wholeSegmentStaged = 0;
                 while (true) {
                     try (DocumentContext dc = tailer.readingDocument()) {
                         if (!dc.isPresent() || SegmentRollCycle.INSTANCE.toCycle(dc.index()) != segment) {
@@ -560,18 +560,18 @@ public final class SegmentLog implements AutoCloseable {
                         Bytes<?> record = dc.wire().bytes();
                         long length = record.readRemaining();
                         int messageBytes = (int) Math.max(0, length - RecordCodec.HEADER_BYTES);
-                        segmentBytes += messageBytes;
+                        wholeSegmentBytes += messageBytes;
                         if (!acked.test(dc.index())) {
                             bytes += messageBytes;
                             if (length >= RecordCodec.HEADER_BYTES && reportStaged(record, dc.index(), messageBytes, staged)) {
-                                segmentStaged++;
+                                wholeSegmentStaged++;
                             }
                         }
                     }
                 }
                 if (whole && tally.messageBytes < 0) {
-                    tally.messageBytes = segmentBytes;
-                    tally.stagedRecords = segmentStaged;
+                    tally.messageBytes = wholeSegmentBytes;
+                    tally.stagedRecords = wholeSegmentStaged;
                     if (segment < writeSegment()) {
                         keepTally(segment, tally);
                     }

@@ -42,11 +42,6 @@ public final class SegmentTally {
         return bytes;
     }
 
-    /** Message bytes of all the segment's records, or -1 if not known without reading it. */
-    public long messageBytes() {
-        return messageBytes;
-    }
-
     /** When this process sealed the segment (System.nanoTime), or {@link #SEALED_BEFORE_OPEN}. */
     public long sealedAtNanos() {
         return sealedAtNanos;

@@ -6,6 +6,7 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -55,7 +56,7 @@ public final class SegmentTallyFile {
         if (bytes.length != BYTES) {
             return null;
         }
-        ByteBuffer buffer = ByteBuffer.wrap(bytes).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
         CRC32C crc = new CRC32C();
         crc.update(bytes, 0, BYTES - 4);
         if (buffer.getInt(0) != MAGIC || buffer.getInt(4) != VERSION || buffer.getInt(BYTES - 4) != (int) crc.getValue()) {
@@ -76,7 +77,7 @@ public final class SegmentTallyFile {
      */
     public static void write(Path segmentDirectory, int segment, Tally tally) {
         Path file = file(segmentDirectory, segment);
-        ByteBuffer buffer = ByteBuffer.allocate(BYTES).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer buffer = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
         buffer.putInt(MAGIC).putInt(VERSION).putLong(tally.records()).putLong(tally.messageBytes()).putLong(tally.stagedRecords());
         CRC32C crc = new CRC32C();
         crc.update(buffer.array(), 0, BYTES - 4);
