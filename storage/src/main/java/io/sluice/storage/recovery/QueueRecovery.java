@@ -269,11 +269,24 @@ public final class QueueRecovery {
         long bad = 0;
         RecordCodec codec = new RecordCodec();
         int[] length = new int[1];
+        // The last segment's figures for the backlog's byte count, as SegmentLog.messageBytesFrom would read them
+        // (every record's bytes, damaged or not), when this pass reads all of that segment.
+        long lastSegmentFirst = SegmentRollCycle.INSTANCE.toIndex(lastSegment, 0);
+        long lastSegmentRecords = 0;
+        long lastSegmentMessageBytes = 0;
+        long lastSegmentStaged = 0;
         try (ExcerptTailer tailer = log.newTailer()) {
             log.position(tailer, fromId);
             for (long index = SegmentLog.readNext(tailer, codec, length); index >= 0; index = SegmentLog.readNext(tailer, codec, length)) {
                 if (index < fromId) {
                     continue;
+                }
+                if (index >= lastSegmentFirst) {
+                    lastSegmentRecords++;
+                    lastSegmentMessageBytes += Math.max(0, length[0] - RecordCodec.HEADER_BYTES);
+                    if (length[0] >= RecordCodec.HEADER_BYTES && codec.transactional()) {
+                        lastSegmentStaged++;
+                    }
                 }
                 String problem = codec.loaded(length[0]);
                 checked++;
@@ -290,6 +303,9 @@ public final class QueueRecovery {
                     RelocatedCopies.resolve(name, ackLog, index, codec.originalId());
                 }
             }
+        }
+        if (fromId <= lastSegmentFirst) {
+            log.learnTally(lastSegment, lastSegmentRecords, lastSegmentMessageBytes, lastSegmentStaged);
         }
         LOG.info("Queue '{}': verified the {} records from 0x{} to the end of segment {} in {} ms; {} damaged.",
                 name, checked, Long.toHexString(fromId), SegmentFiles.fileName(lastSegment),

@@ -659,6 +659,20 @@ public final class SegmentLog implements AutoCloseable {
         return tallies;
     }
 
+    /**
+     * Takes the message bytes and transaction-staged records of {@code segment} from a pass that read every one of its
+     * records (recovery's check of the last segment), so that the backlog's byte count need not read the segment again;
+     * appends keep the figures from then on. Ignored unless {@code records} is the segment's record count, or if the
+     * figures are known already.
+     */
+    public void learnTally(int segment, long records, long messageBytes, long stagedRecords) {
+        SegmentTally tally = tallies.get(segment);
+        if (tally != null && tally.messages == records && tally.messageBytes < 0) {
+            tally.messageBytes = messageBytes;
+            tally.stagedRecords = stagedRecords;
+        }
+    }
+
     /** Messages (records) in {@code segment}, 0 if it is not on disk. */
     public long messages(int segment) {
         SegmentTally t = tallies.get(segment);
