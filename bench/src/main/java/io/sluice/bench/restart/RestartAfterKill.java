@@ -42,7 +42,8 @@ import java.util.regex.Pattern;
  * "started in" (from its {@code main}, JVM start excluded), listening to the first confirm as this client sees it
  * (polling the port every 2 ms), their sum (issue 14's measure), the launcher's start to the first confirm
  * (JVM start included), and the broker process's CPU time to listening and to the first confirm (the work a start
- * does, which on a shared machine is steadier than its wall time). This JVM's client is warm by then: it published
+ * does, which on a shared machine is steadier than its wall time). With {@code -Drestart.backlog-seconds=S} nobody
+ * consumes and the kill comes S to S + 2 s in, so the restart opens a backlog. This JVM's client is warm by then: it published
  * before the kill. A launcher must run the JVM in its own process (bin/sluice ends with exec) for the CPU figures.
  *
  * <p>Threads: the main thread runs the rounds; a {@code restart-publisher} thread calls sendAsync until the kill.
@@ -53,6 +54,8 @@ public final class RestartAfterKill {
     /** USER_HZ, the unit of /proc/PID/stat's times: 100 on Linux on x86-64 and arm64. */
     private static final long CLOCK_TICKS_PER_SECOND = 100;
     private static final long DEADLINE_NANOS = TimeUnit.SECONDS.toNanos(60);
+    /** {@code -Drestart.backlog-seconds=S}: publish without a consumer for S s (and 0–2 s more) before each kill. */
+    private static final int BACKLOG_SECONDS = Integer.getInteger("restart.backlog-seconds", 0);
 
     private final Path dir;
     private final int port;
@@ -157,15 +160,19 @@ public final class RestartAfterKill {
         }
     }
 
-    /** Publishes and acks until a random moment 0.5–2.5 s in, then kills the broker with kill -9 (SIGKILL). */
+    /**
+     * Publishes and acks until a random moment 0.5–2.5 s in, then kills the broker with kill -9 (SIGKILL); with
+     * {@link #BACKLOG_SECONDS} set, publishes with no consumer for that many seconds and a random 0–2 s more, so that
+     * the restart finds a backlog (millions of unacknowledged messages in a W2-sized run).
+     */
     private void publishUntilKilled(Process broker) throws Exception {
-        long killAfterMillis = 500 + random.nextInt(2_000);
+        long killAfterMillis = BACKLOG_SECONDS > 0 ? BACKLOG_SECONDS * 1_000L + random.nextInt(2_000) : 500 + random.nextInt(2_000);
         AtomicBoolean stop = new AtomicBoolean();
         AtomicLong confirmed = new AtomicLong();
         try (Connection connection = connect()) {
             connection.declareQueue(QUEUE, QueueSettings.EMPTY);
             Producer producer = connection.createProducer(QUEUE, ProducerOptions.DEFAULT);
-            Consumer consumer = connection.subscribe(QUEUE, ConsumerOptions.DEFAULT, message -> message.ack());
+            Consumer consumer = BACKLOG_SECONDS > 0 ? null : connection.subscribe(QUEUE, ConsumerOptions.DEFAULT, message -> message.ack());
             Thread publisher = new Thread(() -> {
                 byte[] payload = new byte[256];
                 while (!stop.get()) {
@@ -184,7 +191,9 @@ public final class RestartAfterKill {
             publisher.join(TimeUnit.SECONDS.toMillis(30));
             out.println("  killed after " + killAfterMillis + " ms with " + confirmed.get() + " confirmed");
             try {
-                consumer.close();
+                if (consumer != null) {
+                    consumer.close();
+                }
             } catch (RuntimeException expected) {
                 // the broker is gone
             }
