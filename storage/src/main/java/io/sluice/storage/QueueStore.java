@@ -8,6 +8,7 @@ import io.sluice.storage.dedup.ProducerCheckpoint;
 import io.sluice.storage.durability.AckJournalForces;
 import io.sluice.storage.durability.Durability;
 import io.sluice.storage.durability.FileForcer;
+import io.sluice.storage.durability.ForcedMark;
 import io.sluice.storage.durability.SegmentSyncer;
 import io.sluice.storage.readahead.ReadAhead;
 import io.sluice.storage.readahead.ReaderCursor;
@@ -93,6 +94,7 @@ public final class QueueStore {
     private final RecordReads reads;
     private final AckUpdates ackUpdates;
     private volatile boolean closed;
+    private final long recordsVerifiedAtOpen;
 
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                        Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer, AckLog createdAcks,
@@ -118,8 +120,9 @@ public final class QueueStore {
         // checkpoints and relocation need; refused, it rotates instead (AckLog, "Growth, then rotation").
         ackLog.growthBudget(diskGuard::tryReserve, clock);
         this.corruptRecords = new CorruptRecords(name, segmentDirectory, ackLog, recovered.corruptRecords());
+        this.recordsVerifiedAtOpen = recovered.verifiedRecords();
         this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
-                this::dropPagesBeforeForce, recovered.lastIndex());
+                this::dropPagesBeforeForce, lastRecovered(log, recovered.lastIndex()), new ForcedMark(directory));
         this.ackForces = new AckJournalForces(name, ackJournalFile, forcer, ackLog::force, durability, config.syncIntervalMs(),
                 wakeFlusher);
         this.appender = new RecordAppender(name, config, diskGuard, clock, log, ackLog, durability);
@@ -554,17 +557,31 @@ public final class QueueStore {
         lock.lock();
         try {
             ensureOpen();
-            return log.messageBytesFrom(acks.firstUnackedId(), acks::isSlotAcked, acks::unackedCount, staged);
+            return log.backlogBytes().messageBytesFrom(acks.firstUnackedId(), acks::isSlotAcked, acks::unackedCount, staged);
         } finally {
             lock.unlock();
         }
+    }
+
+    /** The last record recovery read back, with its segment's figures (rule "the forced mark"). */
+    private static ForcedMark.Mark lastRecovered(SegmentLog log, long lastIndex) {
+        if (lastIndex < 0) {
+            return new ForcedMark.Mark(lastIndex, -1, 0);
+        }
+        int segment = SegmentRollCycle.INSTANCE.toCycle(lastIndex);
+        return new ForcedMark.Mark(lastIndex, log.messageBytes(segment), log.stagedRecords(segment));
+    }
+
+    /** Records recovery read and checked when this store opened the queue (rule "the forced mark"); for tests. */
+    long recordsVerifiedAtOpen() {
+        return recordsVerifiedAtOpen;
     }
 
     /** Records the last {@link #unackedMessageBytes} read one by one, the rest taken from segment tallies; for tests. */
     long recordsReadCountingBytes() {
         lock.lock();
         try {
-            return log.recordsReadCountingBytes();
+            return log.backlogBytes().recordsRead();
         } finally {
             lock.unlock();
         }

@@ -77,7 +77,7 @@ final class RecordAppender {
             throw durability.fail("writing a segment", e); // the thread that met the fault lives on; the queue fails safe
         }
         ackLog.segmentGrew(SegmentRollCycle.INSTANCE.toCycle(index), SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1);
-        durability.appended(index);
+        durability.appended(index, log.lastAppendSegmentMessageBytes(), log.lastAppendSegmentStaged());
         return index;
     }
 

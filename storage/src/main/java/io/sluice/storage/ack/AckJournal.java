@@ -1,5 +1,6 @@
 package io.sluice.storage.ack;
 
+import io.sluice.storage.files.MappedBufferUnmapper;
 import io.sluice.storage.memory.ResidentPages;
 
 import java.io.Closeable;
@@ -101,6 +102,10 @@ import org.slf4j.LoggerFactory;
  * Version 1 journals (no generation in the CRC, no type 5) are still read.
  */
 public final class AckJournal implements Closeable {
+    static {
+        MappedBufferUnmapper.load(); // close() unmaps, maybe when no descriptor is left to read a class file with
+    }
+
     /** Record types; the code byte and payload size are part of the file format. */
     public enum RecordType {
         ACK_RANGE(1, 16),

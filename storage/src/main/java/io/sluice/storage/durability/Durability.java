@@ -8,6 +8,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.PriorityQueue;
@@ -52,6 +54,28 @@ public final class Durability {
     private final Runnable beforeForce;
 
     private volatile long writtenIndex;
+    /**
+     * The message bytes and staged records of the newest append's segment through it, for rule "the forced mark".
+     * Written with {@link #writtenIndex} by the appending thread, under the queue's lock, between two steps of
+     * {@link #writtenVersion} (odd while they change), so that the flusher reads the three as of one append without a
+     * lock and without an allocation per append.
+     */
+    private long writtenSegmentMessageBytes = -1;
+    private long writtenSegmentStaged;
+    @SuppressWarnings("unused") // through WRITTEN_VERSION
+    private volatile long writtenVersion;
+    private static final VarHandle WRITTEN_VERSION;
+
+    static {
+        try {
+            WRITTEN_VERSION = MethodHandles.lookup().findVarHandle(Durability.class, "writtenVersion", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** Where a force's mark is kept, or null for none (rule "the forced mark"). */
+    private final ForcedMark forcedMark;
     private volatile long durableIndex;
     /** The highest id someone waits to see durable (rule "force what is awaited"); only grows. */
     private final AtomicLong demandedIndex = new AtomicLong(-1);
@@ -83,6 +107,19 @@ public final class Durability {
      */
     public Durability(String queueName, DurabilityMode mode, long syncIntervalMs, SegmentSyncer syncer, Runnable wakeFlusher,
                       Runnable beforeForce, long recoveredIndex) {
+        this(queueName, mode, syncIntervalMs, syncer, wakeFlusher, beforeForce, new ForcedMark.Mark(recoveredIndex, -1, 0), null);
+    }
+
+    /**
+     * As above, {@code recovered} naming the last record read back with its segment's figures through it, and keeping
+     * each successful force's mark in {@code forcedMark} (which {@link #close()} closes).
+     */
+    public Durability(String queueName, DurabilityMode mode, long syncIntervalMs, SegmentSyncer syncer, Runnable wakeFlusher,
+                      Runnable beforeForce, ForcedMark.Mark recovered, ForcedMark forcedMark) {
+        long recoveredIndex = recovered.index();
+        this.writtenSegmentMessageBytes = recovered.segmentMessageBytes();
+        this.writtenSegmentStaged = recovered.segmentStaged();
+        this.forcedMark = forcedMark;
         this.queueName = queueName;
         this.mode = mode;
         this.syncIntervalNanos = syncIntervalMs * 1_000_000L;
@@ -107,11 +144,48 @@ public final class Durability {
         return durableIndex;
     }
 
-    /** An append of {@code index} was written into the mapping; under the queue's lock. */
+    /** An append of {@code index} was written into the mapping, its segment's figures not known; under the queue's lock. */
     public void appended(long index) {
+        appended(index, -1, 0);
+    }
+
+    /**
+     * An append of {@code index} was written into the mapping; its segment's records through it hold
+     * {@code segmentMessageBytes} of messages (-1 if not known) and {@code segmentStaged} staged records. Under the
+     * queue's lock: one writer at a time.
+     */
+    public void appended(long index, long segmentMessageBytes, long segmentStaged) {
+        long version = (long) WRITTEN_VERSION.getOpaque(this);
+        WRITTEN_VERSION.setOpaque(this, version + 1);
+        VarHandle.storeStoreFence();
+        writtenSegmentMessageBytes = segmentMessageBytes;
+        writtenSegmentStaged = segmentStaged;
         writtenIndex = index;
+        WRITTEN_VERSION.setRelease(this, version + 2);
         if (mode != DurabilityMode.ALWAYS) {
             durableIndex = index;
+        }
+    }
+
+    /** The newest append with its segment's figures, read as of one append (see {@link #writtenVersion}). */
+    private ForcedMark.Mark written() {
+        while (true) {
+            long before = (long) WRITTEN_VERSION.getAcquire(this);
+            long index = writtenIndex;
+            long messageBytes = writtenSegmentMessageBytes;
+            long staged = writtenSegmentStaged;
+            VarHandle.loadLoadFence();
+            if ((before & 1) == 0 && (long) WRITTEN_VERSION.getOpaque(this) == before) {
+                return new ForcedMark.Mark(index, messageBytes, staged);
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /** After a force through {@code forced} succeeded: its mark, for recovery (rule "the forced mark"). */
+    private void markForced(ForcedMark.Mark forced) {
+        if (forcedMark != null) {
+            forcedMark.write(forced.index(), forced.segmentMessageBytes(), forced.segmentStaged());
         }
     }
 
@@ -248,12 +322,14 @@ public final class Durability {
     private boolean flushByMode(long nowNanos) {
         switch (mode) {
             case ALWAYS -> {
-                long target = writtenIndex;
+                ForcedMark.Mark written = written();
+                long target = written.index();
                 if (target > durableIndex && (demandedIndex.get() > durableIndex || sealedSinceForce || unawaitedDue(nowNanos))) {
                     sealedSinceForce = false; // before the force copies the list of sealed segments: a later seal sets it again
                     forceThrough(target);
                     unawaitedSeen = false;
                     durableIndex = target;
+                    markForced(written);
                     notifyDurable(target);
                     return true;
                 } else if (!pendingFuturesEmpty()) {
@@ -263,9 +339,10 @@ public final class Durability {
             case INTERVAL -> {
                 if (nowNanos - nextIntervalSyncNanos >= 0) {
                     nextIntervalSyncNanos = nowNanos + syncIntervalNanos;
-                    long target = writtenIndex;
-                    if (target >= 0) {
-                        forceThrough(target);
+                    ForcedMark.Mark written = written();
+                    if (written.index() >= 0) {
+                        forceThrough(written.index());
+                        markForced(written);
                     }
                 }
                 completePendingFutures(durableIndex);
@@ -388,12 +465,14 @@ public final class Durability {
      * reports it durable and completes every pending future.
      */
     public void close() {
-        long target = writtenIndex;
+        ForcedMark.Mark written = written();
+        long target = written.index();
         if (failure == null) {
             if (target >= 0 && mode != DurabilityMode.NEVER) {
                 try {
                     forceThrough(target);
                     durableIndex = target;
+                    markForced(written);
                 } catch (StorageFailedException e) {
                     // fail() logged it; the waiting futures fail in notifyClosed()
                 } catch (StorageFilesExhaustedException e) {
@@ -402,6 +481,9 @@ public final class Durability {
             } else {
                 durableIndex = target;
             }
+        }
+        if (forcedMark != null) {
+            forcedMark.close();
         }
         try {
             syncer.close();

@@ -6,6 +6,7 @@ import io.sluice.storage.StoreConfig;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckStateReader;
 import io.sluice.storage.durability.FileForcer;
+import io.sluice.storage.durability.ForcedMark;
 import io.sluice.storage.durability.SegmentSyncer;
 import io.sluice.storage.reclaim.RelocatedCopies;
 import io.sluice.storage.reclaim.RelocationIntent;
@@ -43,7 +44,8 @@ import java.util.function.IntConsumer;
  *       (its intent is there), force the segments its copies may be in;</li>
  *   <li>load the ack checkpoint and replay the journal;</li>
  *   <li>verify the checksums of the last segment only (the one that can hold an unsynced tail after a
- *       machine crash), or from the relocation intent if a relocation pass was interrupted, and
+ *       machine crash), and of it only the records after the last force's mark (rule "the forced mark"),
+ *       or from the relocation intent if a relocation pass was interrupted, and
  *       discard what is damaged there; resolve relocated copies whose relocation never reached the
  *       journal (rule R5: discard a duplicate, adopt a copy whose source is gone);</li>
  *   <li>resume appending in the last segment, or the next one if it is full, and never at an id the
@@ -60,11 +62,13 @@ public final class QueueRecovery {
      * What was recovered: the open segments and ack state, the id of the last record (-1 if none),
      * and how many damaged records were discarded.
      */
-    public record Recovered(SegmentLog log, AckLog ackLog, long lastIndex, long corruptRecords) {
+    /** {@code verifiedRecords}: how many records step 5 read and checked (for tests and the log line). */
+    public record Recovered(SegmentLog log, AckLog ackLog, long lastIndex, long corruptRecords, long verifiedRecords) {
     }
 
     private final String name;
     private final Path directory;
+    private long verifiedRecords;
     private final Path segmentDirectory;
     private final StoreConfig config;
     private final FileForcer forcer;
@@ -141,7 +145,7 @@ public final class QueueRecovery {
             }
             new RelocationIntent(directory).clear();
             skipReclaimedSegments(log, ackLog.state(), lastSegment);
-            return new Recovered(log, ackLog, -1, 0);
+            return new Recovered(log, ackLog, -1, 0, 0);
         }
         log.countSegments(ackLog::segmentGrew, config.exactRollPoint());
         RelocationIntent intent = new RelocationIntent(directory);
@@ -157,7 +161,7 @@ public final class QueueRecovery {
         }
         AckLog.Recovery acks = ackLog.recover();
         finishReclaimedDeletes(log, acks.reclaimedSegmentsStillOnDisk(), lastSegment);
-        long corrupt = verify(log, ackLog, scanFrom, lastSegment);
+        long corrupt = verify(log, ackLog, scanFrom, lastSegment, forcedMark(log, scanFrom, lastSegment));
         intent.clear();
         long last = log.lastIndex();
         SegmentTally tail = log.tallies().get(lastSegment);
@@ -165,7 +169,7 @@ public final class QueueRecovery {
             log.moveWriteSegmentTo(lastSegment + 1); // full: sealed before the restart, and forced then
         }
         skipReclaimedSegments(log, ackLog.state(), lastSegment);
-        return new Recovered(log, ackLog, last, corrupt);
+        return new Recovered(log, ackLog, last, corrupt, verifiedRecords);
     }
 
     /**
@@ -262,22 +266,54 @@ public final class QueueRecovery {
      * counted), and an unacknowledged relocated copy the ack state does not name as its message's
      * holder is resolved by rule R5 ({@link RelocatedCopies}). Returns how many records were damaged.
      */
-    private long verify(SegmentLog log, AckLog ackLog, long fromId, int lastSegment) throws IOException {
+    /**
+     * Rule "the forced mark" (docs/storage.md, "Recovery"): the mark of the last force, if it names a record of the last
+     * segment that is there, and verification would otherwise start at that segment's first record; else null.
+     */
+    private ForcedMark.Mark forcedMark(SegmentLog log, long scanFrom, int lastSegment) {
+        if (scanFrom != SegmentRollCycle.INSTANCE.toIndex(lastSegment, 0)) {
+            return null; // an interrupted relocation's copies are checked from the intent's id, whatever was forced
+        }
+        ForcedMark.Mark mark = ForcedMark.read(directory);
+        if (mark == null || SegmentRollCycle.INSTANCE.toCycle(mark.index()) != lastSegment || mark.index() > log.lastIndex()) {
+            return null;
+        }
+        return mark;
+    }
+
+    /**
+     * Checks the records from {@code fromId} on, or, with a forced mark, only those after it: a record a successful
+     * force made durable was read back whole after any crash, so only the records after the last force can be torn.
+     */
+    private long verify(SegmentLog log, AckLog ackLog, long fromId, int lastSegment, ForcedMark.Mark mark) throws IOException {
         AckStateReader acks = ackLog.state();
         long started = System.nanoTime();
         long checked = 0;
         long bad = 0;
         RecordCodec codec = new RecordCodec();
         int[] length = new int[1];
-        // The last segment's figures for the backlog's byte count, as SegmentLog.messageBytesFrom would read them
-        // (every record's bytes, damaged or not), when this pass reads all of that segment.
+        // The last segment's figures for the backlog's byte count, as BacklogBytes.messageBytesFrom would read them
+        // (every record's bytes, damaged or not), when this pass reads all of that segment, or all after the mark.
         long lastSegmentFirst = SegmentRollCycle.INSTANCE.toIndex(lastSegment, 0);
         long lastSegmentRecords = 0;
         long lastSegmentMessageBytes = 0;
         long lastSegmentStaged = 0;
+        boolean figuresKnown = fromId <= lastSegmentFirst;
+        if (mark != null) {
+            fromId = mark.index() + 1;
+            lastSegmentRecords = SegmentRollCycle.INSTANCE.toSequenceNumber(mark.index()) + 1;
+            lastSegmentMessageBytes = mark.segmentMessageBytes();
+            lastSegmentStaged = mark.segmentStaged();
+            figuresKnown = mark.segmentMessageBytes() >= 0;
+        }
         try (ExcerptTailer tailer = log.newTailer()) {
-            log.position(tailer, fromId);
-            for (long index = SegmentLog.readNext(tailer, codec, length); index >= 0; index = SegmentLog.readNext(tailer, codec, length)) {
+            // Past the last record (a mark naming it) a tailer positioned there would fall back to the start.
+            boolean nothingToCheck = fromId > log.lastIndex();
+            if (!nothingToCheck) {
+                log.position(tailer, fromId);
+            }
+            for (long index = nothingToCheck ? -1 : SegmentLog.readNext(tailer, codec, length); index >= 0;
+                 index = SegmentLog.readNext(tailer, codec, length)) {
                 if (index < fromId) {
                     continue;
                 }
@@ -304,9 +340,10 @@ public final class QueueRecovery {
                 }
             }
         }
-        if (fromId <= lastSegmentFirst) {
+        if (figuresKnown) {
             log.learnTally(lastSegment, lastSegmentRecords, lastSegmentMessageBytes, lastSegmentStaged);
         }
+        verifiedRecords = checked;
         LOG.info("Queue '{}': verified the {} records from 0x{} to the end of segment {} in {} ms; {} damaged.",
                 name, checked, Long.toHexString(fromId), SegmentFiles.fileName(lastSegment),
                 (System.nanoTime() - started) / 1_000_000, bad);

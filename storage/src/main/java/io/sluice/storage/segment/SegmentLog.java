@@ -91,8 +91,10 @@ public final class SegmentLog implements AutoCloseable {
     private final WrittenPages writtenPages = new WrittenPages();
     /** Record bytes and message counts per segment on disk, oldest first. */
     private final TreeMap<Integer, SegmentTally> tallies = new TreeMap<>();
-    /** Records the last {@link #messageBytesFrom} read one by one; guarded by the owner's lock. */
-    private long recordsReadCountingBytes;
+    /** The tally of the segment the last append went to; guarded by the owner's lock. */
+    private SegmentTally lastAppendTally;
+    /** The backlog's byte count over these segments and their tallies. */
+    private final BacklogBytes backlogBytes = new BacklogBytes(this);
 
     /**
      * Opens Chronicle on {@code segmentDirectory} if a segment is there ({@code writeSegment} at least 0),
@@ -221,7 +223,7 @@ public final class SegmentLog implements AutoCloseable {
      * which could otherwise match the segment's new record count. On the appending thread, under the queue's lock,
      * once per segment, beside the roll's own file creation.
      */
-    private void keepTally(int segment, SegmentTally tally) {
+    void keepTally(int segment, SegmentTally tally) {
         if (tally.messageBytes >= 0 && tally.messages > 0) {
             SegmentTallyFile.write(segmentDirectory, segment,
                     new SegmentTallyFile.Tally(tally.messages, tally.messageBytes, tally.stagedRecords));
@@ -292,6 +294,7 @@ public final class SegmentLog implements AutoCloseable {
         long index = appender.lastIndexAppended();
         int segment = SegmentRollCycle.INSTANCE.toCycle(index);
         SegmentTally tally = tallies.computeIfAbsent(segment, SegmentTally::begun);
+        lastAppendTally = tally;
         tally.messages = SegmentRollCycle.INSTANCE.toSequenceNumber(index) + 1;
         tally.bytes += length + 4;
         if (tally.messageBytes >= 0) {
@@ -516,92 +519,9 @@ public final class SegmentLog implements AutoCloseable {
         return false;
     }
 
-    /**
-     * Headers plus payload of the records from {@code fromId} on that {@code acked} does not reject (a record's
-     * message bytes are its length less {@link RecordCodec#HEADER_BYTES}); the records a transaction staged also go to
-     * {@code staged}. A segment every record of which is unacknowledged ({@code unacked}: the ack state's count of a
-     * segment's unacknowledged records, 0 for a segment it does not know) and whose tally is known
-     * without staged records (rule "a sealed segment's tally", docs/storage.md) counts its tally's bytes unread; any
-     * other is read, one record after the other. A segment read whole and wholly unacknowledged gets its tally then,
-     * kept beside it if sealed, so that the next open need not read it. Under the owner's lock, with nothing
-     * appended meanwhile.
-     */
-    public long messageBytesFrom(long fromId, java.util.function.LongPredicate acked, java.util.function.IntToLongFunction unacked,
-                                 io.sluice.storage.StagedRecordVisitor staged) {
-        recordsReadCountingBytes = 0;
-        if (fromId < 0) {
-            return 0;
-        }
-        long bytes = 0;
-        try (ExcerptTailer tailer = newTailer()) {
-            for (Map.Entry<Integer, SegmentTally> entry : tallies.tailMap(SegmentRollCycle.INSTANCE.toCycle(fromId), true).entrySet()) {
-                int segment = entry.getKey();
-                SegmentTally tally = entry.getValue();
-                if (tally.messages == 0) {
-                    continue;
-                }
-                long first = SegmentRollCycle.INSTANCE.toIndex(segment, 0);
-                boolean whole = fromId <= first && unacked.applyAsLong(segment) == tally.messages;
-                if (whole && tally.messageBytes >= 0 && tally.stagedRecords == 0) {
-                    bytes += tally.messageBytes;
-                    continue;
-                }
-                if (!tailer.moveToIndex(Math.max(fromId, first))) {
-                    continue;
-                }
-                long wholeSegmentBytes = 0; // every record's, acknowledged or not: the tally if the segment is whole
-                long wholeSegmentStaged = 0;
-                while (true) {
-                    try (DocumentContext dc = tailer.readingDocument()) {
-                        if (!dc.isPresent() || SegmentRollCycle.INSTANCE.toCycle(dc.index()) != segment) {
-                            break;
-                        }
-                        recordsReadCountingBytes++;
-                        Bytes<?> record = dc.wire().bytes();
-                        long length = record.readRemaining();
-                        int messageBytes = (int) Math.max(0, length - RecordCodec.HEADER_BYTES);
-                        wholeSegmentBytes += messageBytes;
-                        if (!acked.test(dc.index())) {
-                            bytes += messageBytes;
-                            if (length >= RecordCodec.HEADER_BYTES && reportStaged(record, dc.index(), messageBytes, staged)) {
-                                wholeSegmentStaged++;
-                            }
-                        }
-                    }
-                }
-                if (whole && tally.messageBytes < 0) {
-                    tally.messageBytes = wholeSegmentBytes;
-                    tally.stagedRecords = wholeSegmentStaged;
-                    if (segment < writeSegment()) {
-                        keepTally(segment, tally);
-                    }
-                }
-            }
-        }
-        return bytes;
-    }
-
-    /** Records the last {@link #messageBytesFrom} read one by one (the rest it took from tallies); for tests. */
-    public long recordsReadCountingBytes() {
-        return recordsReadCountingBytes;
-    }
-
-    /**
-     * Tells {@code staged} of the record at the reading position if a transaction staged it. Reads three
-     * fields in place (Chronicle's bytes are little-endian, as {@link RecordCodec} writes); the checksum
-     * is not verified here: a damaged record is found by the reader that reaches it.
-     */
-    private static boolean reportStaged(Bytes<?> record, long index, int messageBytes, io.sluice.storage.StagedRecordVisitor staged) {
-        long start = record.readPosition();
-        int flags = record.readUnsignedByte(start + RecordCodec.OFFSET_FLAGS_BYTE);
-        if ((flags & RecordCodec.FLAG_TRANSACTIONAL) != 0) {
-            long id = (flags & RecordCodec.FLAG_RELOCATED) != 0 ? record.readLong(start + RecordCodec.OFFSET_ORIGINAL_ID_FIELD) : index;
-            staged.staged(id, record.readLong(start + RecordCodec.OFFSET_PRODUCER_ID_FIELD),
-                    record.readLong(start + RecordCodec.OFFSET_PRODUCER_SEQUENCE_FIELD) == RecordCodec.STAGED_COMMIT_RECORD,
-                    messageBytes);
-            return true;
-        }
-        return false;
+    /** The exact bytes of the unacknowledged messages, counted over these segments and their tallies. */
+    public BacklogBytes backlogBytes() {
+        return backlogBytes;
     }
 
     /** Receives the records a {@link #forEachRecordAfter} pass reads. */
@@ -671,6 +591,28 @@ public final class SegmentLog implements AutoCloseable {
             tally.messageBytes = messageBytes;
             tally.stagedRecords = stagedRecords;
         }
+    }
+
+    /** The message bytes of the last append's segment through that append, -1 if not known (or no append yet). */
+    public long lastAppendSegmentMessageBytes() {
+        return lastAppendTally == null ? -1 : lastAppendTally.messageBytes;
+    }
+
+    /** The staged records of the last append's segment through that append (meaningful when its message bytes are known). */
+    public long lastAppendSegmentStaged() {
+        return lastAppendTally == null ? 0 : lastAppendTally.stagedRecords;
+    }
+
+    /** The message bytes of {@code segment}'s records, -1 if not known (or not on disk). */
+    public long messageBytes(int segment) {
+        SegmentTally t = tallies.get(segment);
+        return t == null ? -1 : t.messageBytes;
+    }
+
+    /** The records a transaction staged in {@code segment} (meaningful when its message bytes are known). */
+    public long stagedRecords(int segment) {
+        SegmentTally t = tallies.get(segment);
+        return t == null ? 0 : t.stagedRecords;
     }
 
     /** Messages (records) in {@code segment}, 0 if it is not on disk. */

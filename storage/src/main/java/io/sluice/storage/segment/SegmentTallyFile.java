@@ -1,6 +1,7 @@
 package io.sluice.storage.segment;
 
 import io.sluice.storage.files.AtomicFiles;
+import io.sluice.storage.files.ChecksummedFields;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -8,7 +9,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.zip.CRC32C;
 
@@ -28,7 +28,7 @@ public final class SegmentTallyFile {
     public static final String SUFFIX = ".tally";
     private static final int MAGIC = 0x594c5453; // "STLY" read little-endian
     private static final int VERSION = 1;
-    private static final int BYTES = 4 + 4 + 8 + 8 + 8 + 4;
+    private static final int BYTES = ChecksummedFields.OVERHEAD_BYTES + 8 + 8 + 8;
 
     /** What a segment holds, all of it. */
     public record Tally(long records, long messageBytes, long stagedRecords) {
@@ -43,23 +43,9 @@ public final class SegmentTallyFile {
 
     /** The tally kept for {@code segment}, or null if there is none, or none that checks out. */
     public static Tally read(Path segmentDirectory, int segment) {
-        Path file = file(segmentDirectory, segment);
-        byte[] bytes;
-        try {
-            bytes = Files.readAllBytes(file);
-        } catch (NoSuchFileException missing) {
-            return null;
-        } catch (IOException e) {
-            LOG.debug("{} cannot be read ({}); the segment is read instead.", file, e.toString());
-            return null;
-        }
-        if (bytes.length != BYTES) {
-            return null;
-        }
-        ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
-        CRC32C crc = new CRC32C();
-        crc.update(bytes, 0, BYTES - 4);
-        if (buffer.getInt(0) != MAGIC || buffer.getInt(4) != VERSION || buffer.getInt(BYTES - 4) != (int) crc.getValue()) {
+        ByteBuffer buffer = ChecksummedFields.read(file(segmentDirectory, segment), BYTES, MAGIC, VERSION,
+                "the segment is read instead");
+        if (buffer == null) {
             return null;
         }
         long records = buffer.getLong(8);
@@ -79,9 +65,8 @@ public final class SegmentTallyFile {
         Path file = file(segmentDirectory, segment);
         ByteBuffer buffer = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
         buffer.putInt(MAGIC).putInt(VERSION).putLong(tally.records()).putLong(tally.messageBytes()).putLong(tally.stagedRecords());
-        CRC32C crc = new CRC32C();
-        crc.update(buffer.array(), 0, BYTES - 4);
-        buffer.putInt((int) crc.getValue()).flip();
+        ChecksummedFields.seal(buffer, new CRC32C());
+        buffer.position(0).limit(BYTES);
         try {
             Path temporary = AtomicFiles.writeTemporary(file, channel -> AtomicFiles.writeFully(channel, buffer), false);
             AtomicFiles.install(temporary, file);

@@ -1,6 +1,7 @@
 package io.sluice.storage.snapshot;
 
 import io.sluice.storage.files.AtomicFiles;
+import io.sluice.storage.durability.ForcedMark;
 import io.sluice.storage.segment.SegmentFiles;
 
 import java.io.IOException;
@@ -39,7 +40,8 @@ public final class SnapshotFiles {
         }
         for (Path entry : entries) {
             String name = entry.getFileName().toString();
-            if (name.endsWith(".tmp") || name.endsWith(SegmentFiles.DELETING_SUFFIX)) {
+            // The forced mark is the source's: written without the queue's lock, it may name records the copy lacks.
+            if (name.endsWith(".tmp") || name.endsWith(SegmentFiles.DELETING_SUFFIX) || name.equals(ForcedMark.FILE)) {
                 continue;
             }
             Path copy = target.resolve(name);
