@@ -122,7 +122,7 @@ public final class QueueStore {
         this.corruptRecords = new CorruptRecords(name, segmentDirectory, ackLog, recovered.corruptRecords());
         this.recordsVerifiedAtOpen = recovered.verifiedRecords();
         this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
-                this::dropPagesBeforeForce, lastRecovered(log, recovered.lastIndex()), new ForcedMark(directory));
+                this::dropPagesBeforeForce, lastRecovered(log, recovered.lastIndex()), new ForcedMark(directory, segmentDirectory));
         this.ackForces = new AckJournalForces(name, ackJournalFile, forcer, ackLog::force, durability, config.syncIntervalMs(),
                 wakeFlusher);
         this.appender = new RecordAppender(name, config, diskGuard, clock, log, ackLog, durability);
@@ -564,12 +564,12 @@ public final class QueueStore {
     }
 
     /** The last record recovery read back, with its segment's figures (rule "the forced mark"). */
-    private static ForcedMark.Mark lastRecovered(SegmentLog log, long lastIndex) {
+    private static ForcedMark.Written lastRecovered(SegmentLog log, long lastIndex) {
         if (lastIndex < 0) {
-            return new ForcedMark.Mark(lastIndex, -1, 0);
+            return new ForcedMark.Written(lastIndex, -1, 0);
         }
         int segment = SegmentRollCycle.INSTANCE.toCycle(lastIndex);
-        return new ForcedMark.Mark(lastIndex, log.messageBytes(segment), log.stagedRecords(segment));
+        return new ForcedMark.Written(lastIndex, log.messageBytes(segment), log.stagedRecords(segment));
     }
 
     /** Records recovery read and checked when this store opened the queue (rule "the forced mark"); for tests. */

@@ -2,6 +2,7 @@ package io.sluice.storage;
 
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.durability.ForcedMark;
+import io.sluice.storage.reclaim.RelocationIntent;
 import io.sluice.storage.segment.FileReleaser;
 import io.sluice.storage.segment.SegmentFiles;
 import org.junit.jupiter.api.Test;
@@ -50,10 +51,7 @@ class ForcedMarkTest {
             }
             long staged = queue.appendStaged(7, ByteBuffer.wrap(payload(100)), 0, 0, 0, PAYLOAD);
             queue.whenDurable(staged).get(10, TimeUnit.SECONDS);
-            ForcedMark.Mark mark = ForcedMark.read(queueDirectory());
-            assertNotNull(mark, "a mark after the force");
-            assertTrue(mark.index() >= staged, "the mark names the forced record: " + Long.toHexString(mark.index()));
-            assertEquals(staged, mark.index(), "nothing was appended after it");
+            ForcedMark.Mark mark = awaitMark(staged);
             assertEquals(101L * PAYLOAD, mark.segmentMessageBytes(), "the segment's message bytes through it");
             assertEquals(1, mark.segmentStaged(), "its staged record");
             assertTrue(last < staged);
@@ -113,8 +111,93 @@ class ForcedMarkTest {
         Files.write(mark, bytes);
         assertNull(ForcedMark.read(queueDirectory()));
         try (MessageStore store = open()) {
-            assertEquals(lastSegmentRecords, store.queue("q").recordsVerifiedAtOpen());
+            QueueStore queue = store.queue("q");
+            assertEquals(lastSegmentRecords, queue.recordsVerifiedAtOpen());
+            assertEquals(1_000L * PAYLOAD, queue.unackedMessageBytes(StagedRecordVisitor.NONE));
+            assertEquals(0, queue.recordsReadCountingBytes(), "the figures learned from the whole segment's check");
         }
+    }
+
+    @Test
+    void aMarkOfAnEarlierSegmentOrOfAnotherFileIsNotBelieved() throws Exception {
+        List<Long> ids = fill(6_000);
+        long last = ids.get(ids.size() - 1);
+        long lastSegmentRecords = ids.stream().filter(id -> segmentOf(id) == segmentOf(last)).count();
+        long inEarlierSegment = ids.stream().filter(id -> segmentOf(id) < segmentOf(last)).reduce((a, b) -> b).orElseThrow();
+        writeMark(inEarlierSegment, 1, 0);
+        try (MessageStore store = open()) {
+            assertEquals(lastSegmentRecords, store.queue("q").recordsVerifiedAtOpen(), "a mark of the segment before");
+        }
+        writeMark(last, lastSegmentRecords * PAYLOAD, 0);
+        // A copy of the queue's files (a backup restored): the same bytes in other files, whose marks say nothing of them.
+        Path copy = dir.resolveSibling(dir.getFileName() + "-copy");
+        try (var files = Files.walk(dir)) {
+            for (Path file : files.toList()) {
+                Path target = copy.resolve(dir.relativize(file).toString());
+                if (Files.isDirectory(file)) {
+                    Files.createDirectories(target);
+                } else if (!file.getFileName().toString().equals("store.lock")) {
+                    Files.copy(file, target);
+                }
+            }
+        }
+        try (MessageStore store = MessageStore.open(copy, config())) {
+            QueueStore queue = store.queue("q");
+            assertEquals(lastSegmentRecords, queue.recordsVerifiedAtOpen(), "the copy's last segment is checked whole");
+            assertEquals(6_000L * PAYLOAD, queue.unackedMessageBytes(StagedRecordVisitor.NONE));
+        }
+        try (MessageStore store = open()) {
+            assertEquals(0, store.queue("q").recordsVerifiedAtOpen(), "the original's mark still holds for it");
+        }
+    }
+
+    /**
+     * Rule R5 before the mark: an interrupted relocation's copies are checked from the intent's id, even where a force
+     * covered them, because the journal may not have made their RELOCATED records durable.
+     */
+    @Test
+    void anInterruptedRelocationsIntentOverridesTheMark() throws Exception {
+        List<Long> ids = fill(1_000);
+        long lastSegmentRecords = ids.stream().filter(id -> segmentOf(id) == segmentOf(ids.get(ids.size() - 1))).count();
+        new RelocationIntent(queueDirectory()).write(ids.get(900));
+        assertNotNull(ForcedMark.read(queueDirectory()), "the mark of the clean close, naming the last record");
+        try (MessageStore store = open()) {
+            QueueStore queue = store.queue("q");
+            assertTrue(queue.recordsVerifiedAtOpen() >= 99, "checked from the intent: " + queue.recordsVerifiedAtOpen());
+            assertEquals(lastSegmentRecords, queue.recordsVerifiedAtOpen(), "the intent's segment, from its start");
+        }
+    }
+
+    @Test
+    void theFlushersForceAfterARollMarksTheNewSegment() throws Exception {
+        try (MessageStore store = open()) {
+            QueueStore queue = store.createQueue("q");
+            List<Long> ids = new ArrayList<>();
+            for (int i = 0; i < 6_000; i++) {
+                ids.add(queue.append(null, payload(i)));
+            }
+            long last = ids.get(ids.size() - 1);
+            queue.whenDurable(last).get(10, TimeUnit.SECONDS);
+            long inLastSegment = ids.stream().filter(id -> segmentOf(id) == segmentOf(last)).count();
+            assertTrue(inLastSegment < ids.size(), "the records span a roll");
+            ForcedMark.Mark mark = awaitMark(last);
+            assertEquals(inLastSegment * PAYLOAD, mark.segmentMessageBytes(), "the bytes of the last segment's records only");
+            assertEquals(ForcedMark.fileIdentity(queueDirectory().resolve("segments").resolve(
+                    io.sluice.storage.segment.SegmentFiles.fileName(segmentOf(last)))), mark.segmentFile());
+        }
+    }
+
+    /** The flusher writes the mark just after it reports the force; the test's confirm may come first. */
+    private ForcedMark.Mark awaitMark(long index) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        ForcedMark.Mark mark = ForcedMark.read(queueDirectory());
+        while ((mark == null || mark.index() < index) && System.nanoTime() < deadline) {
+            Thread.sleep(1); // polling a file another thread writes, under a deadline
+            mark = ForcedMark.read(queueDirectory());
+        }
+        assertNotNull(mark);
+        assertEquals(index, mark.index());
+        return mark;
     }
 
     /**
@@ -151,6 +234,7 @@ class ForcedMarkTest {
             QueueStore queue = store.createQueue("q");
             long forced = queue.append(null, payload(0));
             queue.whenDurable(forced).get(10, TimeUnit.SECONDS);
+            awaitMark(forced);
             failing.set(true);
             long unforced = queue.append(null, payload(1));
             ExecutionException failed = assertThrows(ExecutionException.class,
@@ -176,8 +260,8 @@ class ForcedMarkTest {
     }
 
     private void writeMark(long index, long messageBytes, long staged) {
-        ForcedMark mark = new ForcedMark(queueDirectory());
-        mark.write(index, messageBytes, staged);
+        ForcedMark mark = new ForcedMark(queueDirectory(), queueDirectory().resolve("segments"));
+        mark.write(new ForcedMark.Written(index, messageBytes, staged));
         mark.close();
         ForcedMark.Mark written = ForcedMark.read(queueDirectory());
         assertNotNull(written);
@@ -238,7 +322,11 @@ class ForcedMarkTest {
     }
 
     private MessageStore open() {
-        return MessageStore.open(dir, StoreConfig.builder().segmentBytes(1 << 20).maxMessageBytes(64 << 10).build());
+        return MessageStore.open(dir, config());
+    }
+
+    private static StoreConfig config() {
+        return StoreConfig.builder().segmentBytes(1 << 20).maxMessageBytes(64 << 10).build();
     }
 
     private Path queueDirectory() {

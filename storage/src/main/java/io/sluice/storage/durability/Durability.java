@@ -107,7 +107,7 @@ public final class Durability {
      */
     public Durability(String queueName, DurabilityMode mode, long syncIntervalMs, SegmentSyncer syncer, Runnable wakeFlusher,
                       Runnable beforeForce, long recoveredIndex) {
-        this(queueName, mode, syncIntervalMs, syncer, wakeFlusher, beforeForce, new ForcedMark.Mark(recoveredIndex, -1, 0), null);
+        this(queueName, mode, syncIntervalMs, syncer, wakeFlusher, beforeForce, new ForcedMark.Written(recoveredIndex, -1, 0), null);
     }
 
     /**
@@ -115,7 +115,7 @@ public final class Durability {
      * each successful force's mark in {@code forcedMark} (which {@link #close()} closes).
      */
     public Durability(String queueName, DurabilityMode mode, long syncIntervalMs, SegmentSyncer syncer, Runnable wakeFlusher,
-                      Runnable beforeForce, ForcedMark.Mark recovered, ForcedMark forcedMark) {
+                      Runnable beforeForce, ForcedMark.Written recovered, ForcedMark forcedMark) {
         long recoveredIndex = recovered.index();
         this.writtenSegmentMessageBytes = recovered.segmentMessageBytes();
         this.writtenSegmentStaged = recovered.segmentStaged();
@@ -167,25 +167,30 @@ public final class Durability {
         }
     }
 
-    /** The newest append with its segment's figures, read as of one append (see {@link #writtenVersion}). */
-    private ForcedMark.Mark written() {
-        while (true) {
+    /**
+     * The newest append with its segment's figures, read as of one append (see {@link #writtenVersion}). An append
+     * takes nanoseconds between its two steps; should the count ever stay odd (an append's thread stopped between them),
+     * the newest index alone is returned after a bounded wait, with its figures unknown, which the mark allows.
+     */
+    private ForcedMark.Written written() {
+        for (int attempt = 0; attempt < 100_000; attempt++) {
             long before = (long) WRITTEN_VERSION.getAcquire(this);
             long index = writtenIndex;
             long messageBytes = writtenSegmentMessageBytes;
             long staged = writtenSegmentStaged;
             VarHandle.loadLoadFence();
             if ((before & 1) == 0 && (long) WRITTEN_VERSION.getOpaque(this) == before) {
-                return new ForcedMark.Mark(index, messageBytes, staged);
+                return new ForcedMark.Written(index, messageBytes, staged);
             }
             Thread.onSpinWait();
         }
+        return new ForcedMark.Written(writtenIndex, -1, 0);
     }
 
-    /** After a force through {@code forced} succeeded: its mark, for recovery (rule "the forced mark"). */
-    private void markForced(ForcedMark.Mark forced) {
+    /** After a force through {@code forced} succeeded and was reported: its mark, for recovery (rule "the forced mark"). */
+    private void markForced(ForcedMark.Written forced) {
         if (forcedMark != null) {
-            forcedMark.write(forced.index(), forced.segmentMessageBytes(), forced.segmentStaged());
+            forcedMark.write(forced);
         }
     }
 
@@ -322,15 +327,15 @@ public final class Durability {
     private boolean flushByMode(long nowNanos) {
         switch (mode) {
             case ALWAYS -> {
-                ForcedMark.Mark written = written();
+                ForcedMark.Written written = written();
                 long target = written.index();
                 if (target > durableIndex && (demandedIndex.get() > durableIndex || sealedSinceForce || unawaitedDue(nowNanos))) {
                     sealedSinceForce = false; // before the force copies the list of sealed segments: a later seal sets it again
                     forceThrough(target);
                     unawaitedSeen = false;
                     durableIndex = target;
-                    markForced(written);
                     notifyDurable(target);
+                    markForced(written);
                     return true;
                 } else if (!pendingFuturesEmpty()) {
                     completePendingFutures(durableIndex);
@@ -339,7 +344,7 @@ public final class Durability {
             case INTERVAL -> {
                 if (nowNanos - nextIntervalSyncNanos >= 0) {
                     nextIntervalSyncNanos = nowNanos + syncIntervalNanos;
-                    ForcedMark.Mark written = written();
+                    ForcedMark.Written written = written();
                     if (written.index() >= 0) {
                         forceThrough(written.index());
                         markForced(written);
@@ -465,7 +470,7 @@ public final class Durability {
      * reports it durable and completes every pending future.
      */
     public void close() {
-        ForcedMark.Mark written = written();
+        ForcedMark.Written written = written();
         long target = written.index();
         if (failure == null) {
             if (target >= 0 && mode != DurabilityMode.NEVER) {

@@ -2,6 +2,8 @@ package io.sluice.storage.durability;
 
 import io.sluice.storage.files.ChecksummedFields;
 import io.sluice.storage.files.MappedBufferUnmapper;
+import io.sluice.storage.segment.SegmentFiles;
+import io.sluice.storage.segment.SegmentRollCycle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -10,6 +12,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.MappedByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.zip.CRC32C;
@@ -22,11 +25,16 @@ import java.util.zip.CRC32C;
  *
  * <p>A hint that can only lag: it is written after the force it names has succeeded, and never forced itself, so
  * whatever a crash leaves of it (the newest mark, an older one, a torn one that fails its checksum, none) names a
- * record that was on disk when the mark was written. The file's block is allocated by a plain write when it is
- * first opened, and later marks are stores into a mapping of it: no system call per force, and a full disk cannot
- * fault a store into a page without a block. Layout, little-endian: magic {@code "SFMK"}, format version (int, 1),
- * the record's id, the message bytes of its segment through it (-1 if unknown), the staged records through it
- * (longs), CRC32C of the bytes before it (int).
+ * record that was on disk when the mark was written. It also names the segment file it was made for (its inode), so
+ * that a copy of the queue's files (a backup restored) does not carry it to another file. The file's block is
+ * allocated by a plain write when it is first opened, and later marks are stores into a mapping of it: no system call
+ * per force (one per segment, for its inode). Layout, little-endian: magic {@code "SFMK"}, format version (int, 1), the
+ * record's id, the message bytes of its segment through it (-1 if unknown), the staged records through it, the
+ * segment file's inode (longs), CRC32C of the bytes before it (int).
+ *
+ * <p>Best effort throughout: a mark that cannot be kept (no descriptor or no space to open the file, a fault storing
+ * into it, a segment file whose inode cannot be read) only means recovery checks the whole last segment, so nothing is
+ * thrown; after the first failure the queue keeps no mark until it is opened again.
  *
  * <p>Threads: {@link #write} on the forcing thread (the flusher; the closing thread for the last force), {@link #close}
  * on the closing thread; both under this object's monitor. {@link #read} is for recovery, before the queue is served.
@@ -36,54 +44,74 @@ public final class ForcedMark implements AutoCloseable {
     public static final String FILE = "forced.mark";
     private static final int MAGIC = 0x4b4d4653; // "SFMK" read little-endian
     private static final int VERSION = 1;
-    static final int BYTES = ChecksummedFields.OVERHEAD_BYTES + 8 + 8 + 8;
+    static final int BYTES = ChecksummedFields.OVERHEAD_BYTES + 8 + 8 + 8 + 8;
 
     static {
         MappedBufferUnmapper.load(); // close() unmaps, maybe when no descriptor is left to read a class file with
     }
 
-    /** What a mark says: every record of {@code index}'s segment through {@code index} was forced. */
-    public record Mark(long index, long segmentMessageBytes, long segmentStaged) {
+    /** The newest append and its segment's figures through it, as {@link Durability} publishes them. */
+    public record Written(long index, long segmentMessageBytes, long segmentStaged) {
+    }
+
+    /** What a mark says: every record of {@code index}'s segment file {@code segmentFile} through {@code index} was forced. */
+    public record Mark(long index, long segmentMessageBytes, long segmentStaged, long segmentFile) {
     }
 
     private final Path file;
+    private final Path segmentDirectory;
     private final byte[] scratch = new byte[BYTES];
     private final ByteBuffer scratchBuffer = ByteBuffer.wrap(scratch).order(ByteOrder.LITTLE_ENDIAN);
     private final CRC32C crc = new CRC32C();
     private MappedByteBuffer mapped;
     private boolean closed;
-    private boolean openFailureLogged;
+    private boolean failed;
+    private int identifiedSegment = -1;
+    private long identity = -1;
 
-    /** A mark kept in {@code queueDirectory}; nothing is opened until the first {@link #write}. */
-    public ForcedMark(Path queueDirectory) {
+    /** A mark kept in {@code queueDirectory} for the segments in {@code segmentDirectory}; nothing is opened until the first {@link #write}. */
+    public ForcedMark(Path queueDirectory, Path segmentDirectory) {
         this.file = queueDirectory.resolve(FILE);
+        this.segmentDirectory = segmentDirectory;
     }
 
-    /**
-     * Records that every record through {@code index} is forced. Best effort: a mark that cannot be kept (the file
-     * cannot be opened: no descriptor, no space) only means recovery checks the whole last segment, so the failure is
-     * logged once, never thrown.
-     */
-    public synchronized void write(long index, long segmentMessageBytes, long segmentStaged) {
-        if (closed || index < 0) {
+    /** Records that every record through {@code forced}'s index is forced. Never throws (see the class comment). */
+    public synchronized void write(Written forced) {
+        if (closed || failed || forced.index() < 0) {
             return;
         }
-        encode(index, segmentMessageBytes, segmentStaged);
-        if (mapped == null) {
-            mapped = open();
-            return; // open() wrote this mark
+        int segment = SegmentRollCycle.INSTANCE.toCycle(forced.index());
+        if (segment != identifiedSegment) {
+            identity = fileIdentity(SegmentFiles.file(segmentDirectory, segment));
+            identifiedSegment = segment;
         }
-        mapped.put(0, scratch);
+        if (identity < 0) {
+            return; // no mark for a file that cannot be told apart from a copy of it
+        }
+        try {
+            encode(forced, identity);
+            if (mapped == null) {
+                mapped = open(); // writes this mark
+            } else {
+                mapped.put(0, scratch);
+            }
+        } catch (IOException | RuntimeException | InternalError e) {
+            failed = true;
+            LOG.info("{} could not be kept ({}); until the queue is opened again a crash makes recovery check its whole last "
+                    + "segment.", file, e.toString());
+            unmap();
+        }
     }
 
-    private void encode(long index, long segmentMessageBytes, long segmentStaged) {
+    private void encode(Written forced, long segmentFile) {
         scratchBuffer.clear();
-        scratchBuffer.putInt(MAGIC).putInt(VERSION).putLong(index).putLong(segmentMessageBytes).putLong(segmentStaged);
+        scratchBuffer.putInt(MAGIC).putInt(VERSION).putLong(forced.index()).putLong(forced.segmentMessageBytes())
+                .putLong(forced.segmentStaged()).putLong(segmentFile);
         ChecksummedFields.seal(scratchBuffer, crc);
     }
 
-    /** Writes the encoded mark with a plain write (which allocates the file's block), then maps it; null if it cannot. */
-    private MappedByteBuffer open() {
+    /** Writes the encoded mark with a plain write (which allocates the file's block), then maps it. */
+    private MappedByteBuffer open() throws IOException {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.READ,
                 StandardOpenOption.WRITE)) {
             ByteBuffer buffer = ByteBuffer.wrap(scratch);
@@ -94,12 +122,6 @@ public final class ForcedMark implements AutoCloseable {
                 channel.truncate(BYTES);
             }
             return channel.map(FileChannel.MapMode.READ_WRITE, 0, BYTES);
-        } catch (IOException | RuntimeException e) {
-            if (!openFailureLogged) {
-                openFailureLogged = true;
-                LOG.info("{} could not be kept ({}); after a crash recovery checks the whole last segment.", file, e.toString());
-            }
-            return null;
         }
     }
 
@@ -107,10 +129,23 @@ public final class ForcedMark implements AutoCloseable {
     @Override
     public synchronized void close() {
         closed = true;
+        unmap();
+    }
+
+    private void unmap() {
         MappedByteBuffer buffer = mapped;
         mapped = null;
         if (buffer != null) {
             MappedBufferUnmapper.unmap(buffer);
+        }
+    }
+
+    /** The inode of {@code segmentFile}, or -1 if it cannot be read. */
+    public static long fileIdentity(Path segmentFile) {
+        try {
+            return ((Number) Files.getAttribute(segmentFile, "unix:ino")).longValue();
+        } catch (IOException | RuntimeException e) {
+            return -1;
         }
     }
 
@@ -124,9 +159,10 @@ public final class ForcedMark implements AutoCloseable {
         long index = buffer.getLong(8);
         long messageBytes = buffer.getLong(16);
         long staged = buffer.getLong(24);
-        if (index < 0 || messageBytes < -1 || staged < 0) {
+        long segmentFile = buffer.getLong(32);
+        if (index < 0 || messageBytes < -1 || staged < 0 || segmentFile < 0) {
             return null;
         }
-        return new Mark(index, messageBytes, staged);
+        return new Mark(index, messageBytes, staged, segmentFile);
     }
 }

@@ -150,18 +150,22 @@ public final class QueueRecovery {
         log.countSegments(ackLog::segmentGrew, config.exactRollPoint());
         RelocationIntent intent = new RelocationIntent(directory);
         long scanFrom = scanStart(log, intent, lastSegment);
+        boolean relocationInterrupted = Files.exists(directory.resolve(RelocationIntent.FILE));
         if (afterUncleanStop) {
             forceSegments(Math.max(0, log.firstSegment()), lastSegment);
             LOG.info("Queue '{}': the store was not closed cleanly; forced its segments, which may hold records the stopped "
                     + "process had not forced.", name);
-        } else if (Files.exists(directory.resolve(RelocationIntent.FILE))) {
+        } else if (relocationInterrupted) {
             forceSegments(SegmentRollCycle.INSTANCE.toCycle(scanFrom), lastSegment);
             LOG.info("Queue '{}': forced the segments from {} on, which may hold relocated copies not yet forced.", name,
                     SegmentFiles.fileName(SegmentRollCycle.INSTANCE.toCycle(scanFrom)));
         }
         AckLog.Recovery acks = ackLog.recover();
         finishReclaimedDeletes(log, acks.reclaimedSegmentsStillOnDisk(), lastSegment);
-        long corrupt = verify(log, ackLog, scanFrom, lastSegment, forcedMark(log, scanFrom, lastSegment));
+        // With an interrupted relocation's intent there, its copies are checked from the intent's id whatever was
+        // forced: a force may have covered copies whose RELOCATED records the journal never made durable (rule R5).
+        ForcedMark.Mark mark = relocationInterrupted ? null : forcedMark(log, scanFrom, lastSegment);
+        long corrupt = verify(log, ackLog, scanFrom, lastSegment, mark);
         intent.clear();
         long last = log.lastIndex();
         SegmentTally tail = log.tallies().get(lastSegment);
@@ -267,15 +271,17 @@ public final class QueueRecovery {
      * holder is resolved by rule R5 ({@link RelocatedCopies}). Returns how many records were damaged.
      */
     /**
-     * Rule "the forced mark" (docs/storage.md, "Recovery"): the mark of the last force, if it names a record of the last
-     * segment that is there, and verification would otherwise start at that segment's first record; else null.
+     * Rule "the forced mark" (docs/storage.md, "Recovery"): the mark of the last force, if it was made for this very
+     * last segment file (its inode: not a copy of the queue's files) and names a record of it that is there, and
+     * verification would otherwise start at that segment's first record; else null.
      */
     private ForcedMark.Mark forcedMark(SegmentLog log, long scanFrom, int lastSegment) {
         if (scanFrom != SegmentRollCycle.INSTANCE.toIndex(lastSegment, 0)) {
-            return null; // an interrupted relocation's copies are checked from the intent's id, whatever was forced
+            return null;
         }
         ForcedMark.Mark mark = ForcedMark.read(directory);
-        if (mark == null || SegmentRollCycle.INSTANCE.toCycle(mark.index()) != lastSegment || mark.index() > log.lastIndex()) {
+        if (mark == null || SegmentRollCycle.INSTANCE.toCycle(mark.index()) != lastSegment || mark.index() > log.lastIndex()
+                || mark.segmentFile() != ForcedMark.fileIdentity(SegmentFiles.file(segmentDirectory, lastSegment))) {
             return null;
         }
         return mark;
