@@ -28,13 +28,17 @@ import java.util.zip.CRC32C;
  * record that was on disk when the mark was written. It also names the segment file it was made for (its inode), so
  * that a copy of the queue's files (a backup restored) does not carry it to another file. The file's block is
  * allocated by a plain write when it is first opened, and later marks are stores into a mapping of it: no system call
- * per force (one per segment, for its inode). Layout, little-endian: magic {@code "SFMK"}, format version (int, 1), the
+ * per force (one per segment, for its inode). Layout, little-endian: magic {@code "SFMK"}, format version (int, 2), the
  * record's id, the message bytes of its segment through it (-1 if unknown), the staged records through it, the
  * segment file's inode (longs), CRC32C of the bytes before it (int).
  *
  * <p>Best effort throughout: a mark that cannot be kept (no descriptor or no space to open the file, a fault storing
  * into it, a segment file whose inode cannot be read) only means recovery checks the whole last segment, so nothing is
- * thrown; after the first failure the queue keeps no mark until it is opened again.
+ * thrown; after the first failure the queue keeps no mark until it is opened again. One limit: the JVM may raise a fault
+ * of a store into a mapping (an I/O error reading its page back) after the store's method returned; the block is
+ * allocated up front, so nothing short of a failing disk can cause one, and then the flusher fails the queue as for a
+ * segment's. The inode is what ties the mark to its file: replacing a queue's segment files in place while keeping its
+ * mark (a partial restore) may give the new last segment the old inode; restore a queue's directory whole.
  *
  * <p>Threads: {@link #write} on the forcing thread (the flusher; the closing thread for the last force), {@link #close}
  * on the closing thread; both under this object's monitor. {@link #read} is for recovery, before the queue is served.
@@ -43,7 +47,7 @@ public final class ForcedMark implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ForcedMark.class);
     public static final String FILE = "forced.mark";
     private static final int MAGIC = 0x4b4d4653; // "SFMK" read little-endian
-    private static final int VERSION = 1;
+    private static final int VERSION = 2; // 1: without the segment file's inode, 36 bytes
     static final int BYTES = ChecksummedFields.OVERHEAD_BYTES + 8 + 8 + 8 + 8;
 
     static {
@@ -82,11 +86,16 @@ public final class ForcedMark implements AutoCloseable {
         }
         int segment = SegmentRollCycle.INSTANCE.toCycle(forced.index());
         if (segment != identifiedSegment) {
-            identity = fileIdentity(SegmentFiles.file(segmentDirectory, segment));
+            Path segmentFile = SegmentFiles.file(segmentDirectory, segment);
+            identity = fileIdentity(segmentFile);
             identifiedSegment = segment;
-        }
-        if (identity < 0) {
-            return; // no mark for a file that cannot be told apart from a copy of it
+            if (identity < 0) { // no mark for a file that cannot be told apart from a copy of it
+                failed = true;
+                LOG.info("{} could not be kept (the inode of {} cannot be read); until the queue is opened again a crash "
+                        + "makes recovery check its whole last segment.", file, segmentFile);
+                unmap();
+                return;
+            }
         }
         try {
             encode(forced, identity);
