@@ -196,6 +196,29 @@ class IdempotentPublishTest {
         }
     }
 
+    /**
+     * A client may resume with any epoch from its producer's floor on, the highest one included; after that no new
+     * instance can get an epoch above every one granted. That is the client's doing: each new instance is refused with
+     * RESOURCE_LIMIT and a sentence saying why, the broker logs no error (BrokerFuzzTest found the registration failing
+     * as an internal error), and the instance that holds the highest epoch goes on.
+     */
+    @Test
+    void whenEveryEpochWasGrantedANewInstanceIsRefusedClearly() throws Exception {
+        long id = ProducerIds.forName("greedy");
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
+            declare(c, "q");
+            c.send(new ProducerInitFrame(5, "q", "greedy", Integer.MAX_VALUE));
+            assertEquals(new ProducerOkFrame(5, id, Integer.MAX_VALUE, 0), c.expect(ProducerOkFrame.class));
+            c.send(new ProducerInitFrame(6, "q", "another", ProducerInitFrame.NEW_INSTANCE));
+            ErrorFrame refused = c.expect(ErrorFrame.class);
+            assertEquals(ErrorCode.RESOURCE_LIMIT, refused.errorCode());
+            assertTrue(refused.message().contains("every producer epoch up to " + Integer.MAX_VALUE + " was granted"),
+                    refused.message());
+            publish(c, "q", id, 1);
+            assertEquals(List.of(1L), confirmed(c, id, 1), "the instance holding the highest epoch publishes on");
+        }
+    }
+
     @Test
     void aForgottenNamedProducersOlderInstancesStayFencedAcrossARestart() throws Exception {
         long id = ProducerIds.forName("orders-writer");

@@ -212,8 +212,9 @@ public final class ProducerTable {
         int epoch;
         if (requestedEpoch < 0) {
             if (highestEpochGranted == Integer.MAX_VALUE) {
-                throw new IllegalStateException("every epoch was granted on this queue; producer " + producerId
-                        + " cannot register a new instance");
+                throw new ProducerEpochsExhaustedException("every producer epoch up to " + Integer.MAX_VALUE
+                        + " was granted on this queue, so no new instance of a named producer can register (producer id "
+                        + producerId + "); an instance may still resume with its epoch");
             }
             epoch = highestEpochGranted + 1; // E1
         } else if (requestedEpoch < resumeFloor(producerId)) {
