@@ -206,18 +206,17 @@ class ForcedMarkTest {
             ForcedMark.Mark mark = awaitMark(last);
             assertEquals(inLastSegment * PAYLOAD, mark.segmentMessageBytes(), "the bytes of the last segment's records only");
             assertEquals(ForcedMark.fileIdentity(queueDirectory().resolve("segments").resolve(
-                    io.sluice.storage.segment.SegmentFiles.fileName(segmentOf(last)))), mark.segmentFile());
+                    SegmentFiles.fileName(segmentOf(last)))), mark.segmentFile());
         }
     }
 
     /** The flusher writes the mark just after it reports the force; the test's confirm may come first. */
     private ForcedMark.Mark awaitMark(long index) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        Await.until("the mark of record " + Long.toHexString(index), () -> {
+            ForcedMark.Mark mark = ForcedMark.read(queueDirectory());
+            return mark != null && mark.index() >= index;
+        }, 10, TimeUnit.SECONDS);
         ForcedMark.Mark mark = ForcedMark.read(queueDirectory());
-        while ((mark == null || mark.index() < index) && System.nanoTime() < deadline) {
-            Thread.sleep(1); // polling a file another thread writes, under a deadline
-            mark = ForcedMark.read(queueDirectory());
-        }
         assertNotNull(mark);
         assertEquals(index, mark.index());
         return mark;

@@ -1,6 +1,5 @@
 package io.sluice.broker.error;
 
-import io.sluice.storage.dedup.ProducerEpochsExhaustedException;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.storage.InvalidQueueNameException;
 import io.sluice.storage.MessageTooLargeException;
@@ -8,6 +7,7 @@ import io.sluice.storage.QueueNotFoundException;
 import io.sluice.storage.StorageFailedException;
 import io.sluice.storage.StorageFilesExhaustedException;
 import io.sluice.storage.StorageFullException;
+import io.sluice.storage.dedup.ProducerEpochsExhaustedException;
 
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
