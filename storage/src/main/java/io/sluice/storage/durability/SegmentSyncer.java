@@ -44,6 +44,14 @@ public final class SegmentSyncer implements AutoCloseable {
     private FileChannel current;
     private int currentSegment = -1;
     private Path currentFile;
+    /**
+     * The first force that failed, or null. Rule "a failed force is final" (docs/storage.md): after an EIO Linux
+     * reports the error once and marks the pages clean, so a later force of the same file would succeed without
+     * writing them. The queue fails with the first failure; this refuses every later force too, also one already
+     * waiting for this syncer's monitor when the first failed (a close of the queue racing the flusher). Guarded by
+     * this.
+     */
+    private Throwable failedForce;
     private final AtomicLong syncs = new AtomicLong();
     private final AtomicLong syncNanos = new AtomicLong();
 
@@ -123,9 +131,24 @@ public final class SegmentSyncer implements AutoCloseable {
      * @throws StorageFilesExhaustedException if a file could not be opened for want of descriptors (only
      *         when {@link #open(int)} was not called for the segment): nothing failed to reach the disk, and
      *         the same force can be tried again
-     * @throws IOException if a force failed
+     * @throws IOException if a force failed, now or in an earlier call (then every later call throws too)
      */
     public synchronized void force(List<Integer> sealed, int segment) throws IOException {
+        if (failedForce != null) {
+            throw new IOException("an earlier force of this queue's segments failed (" + failedForce
+                    + "); the kernel may have dropped what it could not write, so no later force can vouch for it", failedForce);
+        }
+        try {
+            forceAll(sealed, segment);
+        } catch (StorageFilesExhaustedException e) {
+            throw e; // nothing was forced: the same force may be tried again
+        } catch (IOException | RuntimeException e) {
+            failedForce = e;
+            throw e;
+        }
+    }
+
+    private void forceAll(List<Integer> sealed, int segment) throws IOException {
         for (int s : sealed) {
             if (s == currentSegment) {
                 forcer.force(current, currentFile); // closed below, once the next segment's channel replaces it
