@@ -83,6 +83,8 @@ public final class MessageStore implements AutoCloseable {
     private volatile boolean closed;
     /** The last close was not clean, and the mode forces: recovery forces the segments first ({@link #CLEAN_SHUTDOWN_FILE}). */
     private final boolean afterUncleanStop;
+    /** Every queue on disk was opened (recovered); until then a close must not mark the store closed cleanly. */
+    private boolean recoveredAll;
     /**
      * Creates new queues ({@link #createQueues}): a new queue's time is mostly fsyncs, so several at once
      * let the file system commit them together. Threads exist only while creations run.
@@ -195,6 +197,7 @@ public final class MessageStore implements AutoCloseable {
             done++;
             LOG.info("Recovery: {} of {} queues open.", done, dirs.size());
         }
+        recoveredAll = true;
         LOG.info("Store {} recovered {} queues in {} ms (durability {}).", dataDirectory, queues.size(),
                 (System.nanoTime() - started) / 1_000_000, config.durability().configName());
     }
@@ -474,7 +477,9 @@ public final class MessageStore implements AutoCloseable {
         creators.shutdown();
         flusher.close();
         readAhead.close();
-        boolean allForced = config.durability() != DurabilityMode.NEVER && inCreation.isEmpty();
+        // An open that failed part-way closes too: the queues it never opened were never forced after an unclean stop,
+        // and a mark written now would let the next open serve their unforced records as durable.
+        boolean allForced = recoveredAll && config.durability() != DurabilityMode.NEVER && inCreation.isEmpty();
         for (QueueStore q : queues.values()) {
             q.close();
             allForced &= q.failure() == null;
