@@ -79,11 +79,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * flipped bits, cut short, with a wrong length or type, frames before HELLO, huge length headers with no
  * body, half-open and silent connections. Afterwards the broker must still serve a normal client, and its
  * threads, file descriptors and buffers must be back where they were (no Netty LEAK, no ERROR log).
- * The seed is printed; rerun one with {@code -Dsluice.fuzz.seed=N}.
+ * The seed is printed; rerun one with {@code -Dsluice.fuzz.seed=N}. {@code -Dsluice.fuzz.seconds=S} fuzzes for S
+ * seconds instead of 5 (a longer hunt by hand; at most about 100 within the class's timeout).
  */
 @Timeout(120)
 class BrokerFuzzTest {
-    private static final long FUZZ_NANOS = TimeUnit.SECONDS.toNanos(5);
+    private static final long FUZZ_NANOS = TimeUnit.SECONDS.toNanos(Long.getLong("sluice.fuzz.seconds", 5));
     private static final int MAX_CONNECTIONS = 3_000;
     private static final int THREADS = 16;
 
