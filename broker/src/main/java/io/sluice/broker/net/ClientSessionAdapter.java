@@ -149,7 +149,9 @@ public final class ClientSessionAdapter extends ProtocolHandler {
 
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-        if (ctx.channel().isWritable()) {
+        boolean writable = ctx.channel().isWritable();
+        gate.writabilityChanged(writable); // H4: a client that does not read is not read either
+        if (writable) {
             session.writable();
         }
         ctx.fireChannelWritabilityChanged();

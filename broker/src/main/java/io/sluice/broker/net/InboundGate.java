@@ -10,8 +10,8 @@ import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 /**
- * When a connection reads and handles its frames. Two things stop it, and reading (Netty's
- * {@code autoRead}) resumes only once neither does:
+ * When a connection reads and handles its frames. Four things stop it, and reading (Netty's
+ * {@code autoRead}) resumes only once none does:
  * <ul>
  *   <li>H1 requests on the declare thread (a DECLARE of a new queue, a DELETE): the frames that
  *       follow are held and handled, in order, once every such request of the connection is
@@ -26,6 +26,10 @@ import java.util.function.Consumer;
  *   <li>H3 the broker is stopping ({@link StopReading}): reading stops for good, so that the publishes
  *       already read can be confirmed before the stop's timeout, however fast the client sends;
  *       what it sent later is not read, not confirmed, and sent again after it reconnects.</li>
+ *   <li>H4 the client does not read what the broker writes: while the connection's outbound buffer is above its high
+ *       water mark (the channel is not writable) nothing more is read, so the answers a client's frames make (ERRORs,
+ *       confirms, PUBLISH_CREDIT) are bounded by that mark and one read's frames, however fast it sends and however
+ *       slowly it reads. Deliveries stop at the same mark (the dispatcher's own check).</li>
  * </ul>
  * Confined to the connection's event loop.
  */
@@ -41,6 +45,7 @@ final class InboundGate {
     private int offLoopInFlight;
     private int declaresInFlight;
     private boolean pausedForWindow;
+    private boolean pausedForOutbound;
     private boolean stopped;
 
     InboundGate(ChannelHandlerContext ctx, Consumer<Object> reader, Consumer<Throwable> failure) {
@@ -136,6 +141,17 @@ final class InboundGate {
         }
     }
 
+    /** The channel's writability changed (H4): reading pauses while it is not writable, resumes once it is. */
+    void writabilityChanged(boolean writable) {
+        if (!writable && !pausedForOutbound) {
+            pausedForOutbound = true;
+            ctx.channel().config().setAutoRead(false);
+        } else if (writable && pausedForOutbound) {
+            pausedForOutbound = false;
+            resumeIfFree();
+        }
+    }
+
     /** The broker is stopping (H3): no more reads on this connection. */
     void stopReading() {
         stopped = true;
@@ -143,7 +159,7 @@ final class InboundGate {
     }
 
     private void resumeIfFree() {
-        if (held == null && !pausedForWindow && !stopped && ctx.channel().isActive()) {
+        if (held == null && !pausedForWindow && !pausedForOutbound && !stopped && ctx.channel().isActive()) {
             ctx.channel().config().setAutoRead(true);
             ctx.read();
         }

@@ -272,6 +272,7 @@ public final class BrokerQueue {
         acks.begin(replication != null);
         long acked = 0;
         long settled = 0;
+        UnknownRanges unknown = new UnknownRanges("ack", name);
         for (IdRange range : frame.messageIds()) {
             int fromConsumer = session.inFlight.removeRange(range.from(), range.to(), acks);
             settled += fromConsumer;
@@ -279,11 +280,10 @@ public final class BrokerQueue {
             int hit = fromConsumer + order.lateAcks(range.from(), range.to(), session, this::lateAck);
             acked += hit;
             if (hit == 0) {
-                session.connection.error(ErrorCode.UNKNOWN_MESSAGE_ID, "ack of message ids " + range.from()
-                        + ".." + range.to() + " on consumer " + session.tag + " of queue '" + name + "': none is outstanding on it");
-                session.connection.flush();
+                unknown.add(range);
             }
         }
+        unknown.report(session);
         session.account.settle(settled);
         acks.flush();
         if (acks.oldestAppendedMillis() != Long.MAX_VALUE) { // one sample per ACK frame: its oldest message
@@ -448,13 +448,12 @@ public final class BrokerQueue {
     }
 
     void nack(ConsumerSession session, NackFrame frame) {
+        UnknownRanges unknown = new UnknownRanges("nack", name);
         for (IdRange range : frame.messageIds()) {
             List<Long> ids = new ArrayList<>();
             session.inFlight.removeRange(range.from(), range.to(), (id, bytes, appendedAtMillis) -> ids.add(id));
             if (ids.isEmpty()) {
-                session.connection.error(ErrorCode.UNKNOWN_MESSAGE_ID, "nack of message ids " + range.from()
-                        + ".." + range.to() + " on consumer " + session.tag + " of queue '" + name + "': none is outstanding on it");
-                session.connection.flush();
+                unknown.add(range);
                 continue;
             }
             nackedMessages += ids.size();
@@ -475,6 +474,7 @@ public final class BrokerQueue {
                 }
             }
         }
+        unknown.report(session);
         scheduleDispatch();
     }
 
