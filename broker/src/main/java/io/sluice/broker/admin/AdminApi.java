@@ -131,6 +131,9 @@ final class AdminApi {
      * A failed request: its HTTP status, stable error code and sentence; for refused credentials, also
      * that the answer is delayed and, in backoff, when the source may try again.
      */
+    /** The largest request body the API reads. */
+    static final int MAX_BODY_BYTES = 1 << 20;
+
     static final class ApiException extends RuntimeException {
         final int status;
         final String code;
@@ -152,9 +155,10 @@ final class AdminApi {
 
     void handle(HttpExchange exchange) throws IOException {
         try {
-            byte[] body = exchange.getRequestBody().readAllBytes();
+            // Headers first: nobody refused makes the broker read, or hold, a body (AdminServer's rule on slow requests).
             refuseCrossOrigin(exchange);
             String user = authenticate(exchange);
+            byte[] body = readBody(exchange);
             Object result = route(user, exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(), body);
             AdminServer.respond(exchange, 200, JSON, json.writeValueAsString(result) + "\n");
         } catch (ApiException e) {
@@ -162,6 +166,32 @@ final class AdminApi {
         } catch (RuntimeException e) {
             error(exchange, 500, "internal_error", "the request failed: " + e);
         }
+    }
+
+    /** The request's body, refused with 413 past {@link #MAX_BODY_BYTES} (by its Content-Length, or as it is read). */
+    private static byte[] readBody(HttpExchange exchange) throws IOException {
+        String declared = exchange.getRequestHeaders().getFirst("Content-Length");
+        if (declared != null) {
+            long length;
+            try {
+                length = Long.parseLong(declared.trim());
+            } catch (NumberFormatException e) {
+                throw new ApiException(400, "bad_request", "Content-Length '" + declared + "' is not a number");
+            }
+            if (length > MAX_BODY_BYTES) {
+                throw tooLarge(length + " bytes");
+            }
+        }
+        byte[] body = exchange.getRequestBody().readNBytes(MAX_BODY_BYTES + 1);
+        if (body.length > MAX_BODY_BYTES) {
+            throw tooLarge("more than " + MAX_BODY_BYTES + " bytes");
+        }
+        return body;
+    }
+
+    private static ApiException tooLarge(String size) {
+        return new ApiException(413, "body_too_large", "the request body is " + size + "; the admin API takes at most "
+                + MAX_BODY_BYTES + " bytes (queue settings and users are small JSON objects)");
     }
 
     /**
@@ -581,15 +611,20 @@ final class AdminApi {
         for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
             JsonNode v = e.getValue();
-            if (v.isIntegralNumber() && v.canConvertToLong()) {
-                b.set(e.getKey(), v.longValue());
-            } else if (v.isBoolean()) {
-                b.set(e.getKey(), v.booleanValue());
-            } else if (v.isTextual()) {
-                b.set(e.getKey(), v.textValue());
-            } else {
-                throw new ApiException(400, "invalid_setting", "queue setting '" + e.getKey() + "' is " + v
-                        + "; settings are whole numbers, booleans or strings");
+            try {
+                if (v.isIntegralNumber() && v.canConvertToLong()) {
+                    b.set(e.getKey(), v.longValue());
+                } else if (v.isBoolean()) {
+                    b.set(e.getKey(), v.booleanValue());
+                } else if (v.isTextual()) {
+                    b.set(e.getKey(), v.textValue());
+                } else {
+                    throw new ApiException(400, "invalid_setting", "queue setting '" + e.getKey() + "' is " + v
+                            + "; settings are whole numbers, booleans or strings");
+                }
+            } catch (IllegalArgumentException tooLarge) {
+                // The wire's limits (a string setting's UTF-8 bytes, the number of settings), as a DECLARE frame has them.
+                throw new ApiException(400, "invalid_setting", tooLarge.getMessage());
             }
         }
         return b.build();

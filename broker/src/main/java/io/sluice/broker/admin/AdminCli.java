@@ -184,7 +184,12 @@ public final class AdminCli {
                     String k = kv.substring(0, eq);
                     String v = kv.substring(eq + 1);
                     if (v.matches("-?[0-9]+")) {
-                        settings.put(k, Long.parseLong(v));
+                        try {
+                            settings.put(k, Long.parseLong(v));
+                        } catch (NumberFormatException tooLarge) {
+                            return usage("declare setting '" + k + "' is " + v + ", beyond a whole number's range ("
+                                    + Long.MIN_VALUE + ".." + Long.MAX_VALUE + ")");
+                        }
                     } else if (v.equals("true") || v.equals("false")) {
                         settings.put(k, Boolean.parseBoolean(v));
                     } else {

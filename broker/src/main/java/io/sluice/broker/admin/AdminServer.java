@@ -21,6 +21,8 @@ import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -36,11 +38,29 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>The web console ({@link ConsoleFiles}) is served under {@code /console/}; {@code /} leads there.
  *
- * <p>Threads: the JDK's HTTP server on two daemon threads, and one that sends delayed answers to
- * refused credentials and samples the queue rates; requests never run on an event loop.
+ * <p>Threads: the JDK's HTTP server on up to {@value #HTTP_THREADS} daemon threads (made as requests need them, gone
+ * when idle), and one that sends delayed answers to refused credentials and samples the queue rates; requests never
+ * run on an event loop.
+ *
+ * <p>Rule "a slow request holds a thread for a while, not for ever": the JDK's server reads a request on the thread
+ * that serves it, so a client announcing a body and never sending it held that thread, and two such clients held the
+ * two there were, health probes included. Now there are {@value #HTTP_THREADS}, a request (its body included) that
+ * takes longer than {@value #MAX_REQUEST_SECONDS} s has its connection closed by the server (the JDK's
+ * {@code sun.net.httpserver.maxReqTime}, set unless the operator set it), and the API reads a body only after the
+ * credentials and up to {@link AdminApi#MAX_BODY_BYTES}.
  */
 public final class AdminServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AdminServer.class);
+    static final int HTTP_THREADS = 8;
+    static final int MAX_REQUEST_SECONDS = 10;
+
+    static {
+        // Read once by the JDK's server, when the first one is made: before any.
+        if (System.getProperty("sun.net.httpserver.maxReqTime") == null) {
+            System.setProperty("sun.net.httpserver.maxReqTime", String.valueOf(MAX_REQUEST_SECONDS));
+        }
+    }
+
     static final String PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
     private final HttpServer server;
@@ -84,11 +104,13 @@ public final class AdminServer implements AutoCloseable {
                     "metrics.listen-address", "metrics.port", e), e);
         }
         AtomicInteger n = new AtomicInteger();
-        ExecutorService executor = Executors.newFixedThreadPool(2, r -> {
-            Thread t = new Thread(r, "sluice-http-" + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        });
+        ThreadPoolExecutor executor = new ThreadPoolExecutor(HTTP_THREADS, HTTP_THREADS, 30, TimeUnit.SECONDS,
+                new LinkedBlockingQueue<>(), r -> {
+                    Thread t = new Thread(r, "sluice-http-" + n.incrementAndGet());
+                    t.setDaemon(true);
+                    return t;
+                });
+        executor.allowCoreThreadTimeOut(true);
         AdminServer admin = new AdminServer(server, executor, new BrokerMetrics(System::currentTimeMillis));
         server.setExecutor(executor);
         server.createContext("/metrics", admin::metrics);
