@@ -156,6 +156,11 @@ final class ClientSession {
      */
     boolean txPublish(TxPublishFrame frame) {
         PublishFrame publish = frame.publish();
+        if (publish.messageCount() == 0) {
+            // Nothing to stage: not an operation of the transaction. Each would be kept until the transaction ends, so a
+            // client could grow a transaction's memory without bound by frames its caps never count.
+            return false;
+        }
         long bytes = payloadBytes(publish);
         window.take(publish.messageCount(), bytes);
         boolean handedOff = false;
@@ -183,8 +188,8 @@ final class ClientSession {
 
     /** TX_ACK: the queue takes the deliveries off the consumer in order with its other frames (D1); the transaction holds them. */
     void txAck(TxAckFrame ack) {
-        if (!transactionsServed("TX_ACK")) {
-            return;
+        if (!transactionsServed("TX_ACK") || ack.messageIds().isEmpty()) {
+            return; // no ranges: nothing to hold, and no operation to keep (as an empty TX_PUBLISH)
         }
         Subscription sub = subscriptions.get(ack.consumerTag());
         if (sub == null) {

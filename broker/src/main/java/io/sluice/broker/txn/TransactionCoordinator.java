@@ -93,6 +93,8 @@ public final class TransactionCoordinator implements AutoCloseable {
     private volatile long aborts;
     /** Counted on the queues' executors, where their parts of a commit are applied. */
     private final LongAdder applyFailures = new LongAdder();
+    /** TX_PUBLISH and TX_ACK frames kept as operations of their transaction, since the start ({@link #operationsStarted()}). */
+    private final LongAdder operationsStarted = new LongAdder();
     /** Commit records kept in their target queue (T5): the metric's count, and what a queue's delete waits for (X5). */
     private final QueueCommitRecords inQueues = new QueueCommitRecords(executor);
     /** What becomes of a commit's record once it is applied (X3, X5). */
@@ -183,6 +185,7 @@ public final class TransactionCoordinator implements AutoCloseable {
             return;
         }
         t.started.add(new Transaction.Operation(staging, s -> staged(t, queue, (QueueTransactions.Staging) s, true, false)));
+        operationsStarted.increment();
         staging.whenComplete((s, failed) -> { // on the queue's executor
             if (failed != null || t.undone || s.refusal() != null
                     || t.countOver(s.count(), s.bytes(), limits.maxMessages, limits.maxBytes)) {
@@ -203,6 +206,7 @@ public final class TransactionCoordinator implements AutoCloseable {
             return;
         }
         t.started.add(new Transaction.Operation(hold, h -> held(t, (HeldAcks) h)));
+        operationsStarted.increment();
         hold.whenComplete((h, failed) -> { // on the queue's executor
             if (failed != null || t.undone || h.problem() != null || t.countOver(h.count(), 0, limits.maxMessages, limits.maxBytes)) {
                 executor.execute(t::takeInDone);
@@ -245,6 +249,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         CompletableFuture<Void> done = admitted.thenAcceptAsync(m -> collected(t, m, !afterCommit, afterCommit), executor);
         if (!afterCommit) {
             t.started.add(new Transaction.Operation(done, x -> null)); // taken in as it completes, on this thread
+            operationsStarted.increment();
         }
     }
 
@@ -729,6 +734,14 @@ public final class TransactionCoordinator implements AutoCloseable {
     }
 
     // ------------------------------------------------------------------ figures
+
+    /**
+     * TX_PUBLISH and TX_ACK frames kept as operations of their transaction since the broker started: each is held until
+     * its transaction ends, so an empty frame, which stages and holds nothing, must not count here (a test's measure).
+     */
+    public long operationsStarted() {
+        return operationsStarted.sum();
+    }
 
     /** Transactions open or committing now. */
     public int open() {
