@@ -72,6 +72,10 @@ public final class ProducerRegistry {
     private long generation;
     /** Writer thread: the newest generation written; an older image that comes late is not written over it. */
     private long written;
+    /** Queue thread: what the requests made since the checkpoint in flight was taken wait for; null if none. */
+    private CompletableFuture<Void> nextCheckpoint;
+    /** Queue thread: a checkpoint was taken and is not written (or failed) yet. */
+    private boolean checkpointInFlight;
     /**
      * Queue thread: the connection each named producer registered on last, and the epoch it was
      * granted. A publish under a named producer's id from any other connection is fenced: an older
@@ -390,10 +394,29 @@ public final class ProducerRegistry {
     }
 
     /**
-     * Copies the table now and writes it once the records it covers are durable; completes when it is
-     * written (or a newer one was), exceptionally if it could not be.
+     * Asks for a checkpoint: the table as it stands when the checkpoint is taken, written once the records it covers are
+     * durable; completes when it is written (or a newer one was), exceptionally if it could not be. Rule "one
+     * checkpoint in flight": while one is being written, every request waits for the next, taken (one image, one
+     * write) once that one is written. Before, each request encoded the whole table and queued its own write with an
+     * fsync on the broker's one writer thread: a client pipelining PRODUCER_INITs made as many images as frames
+     * (quadratic memory at a large table) and held every other queue's registrations behind their writes.
      */
     CompletableFuture<Void> checkpoint() {
+        if (nextCheckpoint == null) {
+            nextCheckpoint = new CompletableFuture<>();
+        }
+        CompletableFuture<Void> done = nextCheckpoint;
+        if (!checkpointInFlight) {
+            takeCheckpoint();
+        }
+        return done;
+    }
+
+    /** Queue thread: copies the table for {@link #nextCheckpoint} and hands its write to the writer. */
+    private void takeCheckpoint() {
+        CompletableFuture<Void> done = nextCheckpoint;
+        nextCheckpoint = null;
+        checkpointInFlight = true;
         table.expire(store.nowMillis());
         changed = false;
         storedSinceCheckpoint = 0;
@@ -402,7 +425,12 @@ public final class ProducerRegistry {
         checkpointedSegment = covered < 0 ? Integer.MIN_VALUE : SegmentRollCycle.INSTANCE.toCycle(covered);
         ByteBuffer image = ProducerCheckpoint.encode(table, covered);
         CompletableFuture<Long> durable = covered < 0 ? CompletableFuture.completedFuture(covered) : store.whenDurable(covered);
-        CompletableFuture<Void> done = new CompletableFuture<>();
+        done.whenComplete((ignored, failure) -> queueThread.execute(() -> {
+            checkpointInFlight = false;
+            if (nextCheckpoint != null) {
+                takeCheckpoint();
+            }
+        }));
         durable.whenCompleteAsync((ignored, notDurable) -> {
             if (notDurable != null) {
                 fail(done, notDurable);
@@ -422,7 +450,6 @@ public final class ProducerRegistry {
                 fail(done, e);
             }
         }, writer);
-        return done;
     }
 
     private void fail(CompletableFuture<Void> done, Throwable cause) {

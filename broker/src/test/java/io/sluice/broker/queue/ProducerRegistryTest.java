@@ -15,11 +15,16 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ProducerRegistryTest {
     @TempDir
@@ -79,5 +84,43 @@ class ProducerRegistryTest {
         assertEquals(2, registry.register(second, 7, -1).get(10, TimeUnit.SECONDS).epoch(),
                 "the next grant is the epoch the failed one would have had");
         assertEquals(ProducerTable.Verdict.FENCED, registry.check(first, 7, 1, 0));
+    }
+
+    @Test
+    void registrationsWhileACheckpointIsWrittenShareTheNextOne() throws Exception {
+        // The queue's thread is this one, and the broker's one writer thread is held: both run their tasks by hand.
+        ArrayDeque<Runnable> queueTasks = new ArrayDeque<>();
+        ArrayDeque<Runnable> writerTasks = new ArrayDeque<>();
+        int[] submitted = new int[1];
+        ProducerRegistry registry = ProducerRegistry.open("q", queue, new ProducerTable(10_000, 60_000, 100), queueTasks::add,
+                task -> {
+                    submitted[0]++;
+                    writerTasks.add(task);
+                }, true);
+        runAll(queueTasks, writerTasks); // the open's own checkpoint, if it took one
+        int before = submitted[0];
+        List<CompletableFuture<ProducerRegistry.Registered>> answers = new ArrayList<>();
+        for (int i = 0; i < 3_000; i++) {
+            answers.add(registry.register(new FakeConnection("c" + i), 1_000 + i, -1)); // a client's pipelined PRODUCER_INITs
+        }
+        assertEquals(1, submitted[0] - before, "the first registration's checkpoint is in flight; the others wait for the next");
+        assertTrue(!answers.get(0).isDone(), "nothing is answered before its checkpoint is written");
+        writerTasks.poll().run();
+        runAll(queueTasks, new ArrayDeque<>());
+        assertTrue(answers.get(0).isDone(), "the first is answered once its checkpoint is written");
+        assertEquals(2, submitted[0] - before, "one checkpoint, taken then, for the 2,999 registrations made meanwhile");
+        runAll(queueTasks, writerTasks);
+        for (int i = 0; i < answers.size(); i++) {
+            assertTrue(answers.get(i).get(1, TimeUnit.SECONDS).epoch() >= 1, "registration " + i + " is granted an epoch");
+        }
+        assertEquals(2, submitted[0] - before, "no write more");
+    }
+
+    /** Runs the queue's and the writer's tasks, and those they make, until neither has any. */
+    private static void runAll(ArrayDeque<Runnable> queueTasks, ArrayDeque<Runnable> writerTasks) {
+        while (!queueTasks.isEmpty() || !writerTasks.isEmpty()) {
+            Runnable next = queueTasks.isEmpty() ? writerTasks.poll() : queueTasks.poll();
+            next.run();
+        }
     }
 }
