@@ -66,4 +66,25 @@ class NamedProducerTest {
                 () -> ProducerOptions.DEFAULT.withName("n".repeat(300)));
         assertTrue(e.getMessage().contains("300 bytes"), e.getMessage());
     }
+
+    /**
+     * Closing a named producer a second time (try-with-resources around an explicit close) queued a second removal by
+     * producer id, which took out the new instance of the same name registered meanwhile: its confirms were dropped
+     * and its sends timed out (found by a review).
+     */
+    @Test
+    void aSecondCloseOfAnOldInstanceLeavesTheNewInstanceOfItsNameAlone() {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); Connection connection = connect(broker)) {
+            connection.declareQueue("orders", QueueSettings.EMPTY);
+            Producer first = connection.createProducer("orders", ProducerOptions.DEFAULT.withName("order-service"));
+            first.send(Payloads.of(1));
+            first.close();
+            connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip: the close and its removal ran
+            Producer second = connection.createProducer("orders", ProducerOptions.DEFAULT.withName("order-service"));
+            second.send(Payloads.of(2));
+            first.close();
+            connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip: a second removal would have run
+            second.send(Payloads.of(3), java.time.Duration.ofSeconds(10)); // confirmed: the new instance is still registered
+        }
+    }
 }

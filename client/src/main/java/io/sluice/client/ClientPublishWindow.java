@@ -10,11 +10,13 @@ package io.sluice.client;
 final class ClientPublishWindow {
     private long messages;
     private long bytes;
+    private long grantedBytes;
 
     /** A handshake: the window the broker granted in its HELLO_OK. */
     void granted(long windowMessages, long windowBytes) {
         messages = windowMessages;
         bytes = windowBytes;
+        grantedBytes = windowBytes;
     }
 
     /** A PUBLISH_CREDIT gave back that much. */
@@ -23,9 +25,14 @@ final class ClientPublishWindow {
         bytes += creditBytes;
     }
 
-    /** Takes one message of {@code payloadBytes} if it fits. */
+    /**
+     * Takes one message of {@code payloadBytes} if it fits, or if the byte window is whole (nothing sent is waiting for
+     * its credit) and the message is larger than all of it: such a message never fits, and would wait for ever with
+     * every later one behind it. The broker takes it as it takes any frame past the window (it reads nothing more
+     * until the window comes back).
+     */
     boolean tryTake(int payloadBytes) {
-        if (messages < 1 || bytes < payloadBytes) {
+        if (messages < 1 || (bytes < payloadBytes && bytes < grantedBytes)) {
             return false;
         }
         messages--;

@@ -27,6 +27,7 @@ import io.sluice.protocol.ProducerOkFrame;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.UnsubscribeFrame;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -276,6 +277,13 @@ public final class Connection implements AutoCloseable {
             await(subscribeRequest(consumer), options.requestTimeout(), "SUBSCRIBE " + queue);
         } catch (RuntimeException e) {
             runOnLoop(() -> consumers.remove(consumer.consumerTag()), new CompletableFuture<>());
+            if (e instanceof SluiceTimeoutException) {
+                // The broker may apply the SUBSCRIBE yet, with full credit, and nobody here would settle what it delivers:
+                // an UNSUBSCRIBE behind it ends that subscription and gives back whatever it delivered meanwhile.
+                request(id -> new UnsubscribeFrame(id, consumer.consumerTag()), "UNSUBSCRIBE " + queue)
+                        .whenComplete((ok, failure) -> LOG.debug("UNSUBSCRIBE of the timed-out subscription {} to {}: {}",
+                                consumer.consumerTag(), queue, failure == null ? "done" : failure.getMessage()));
+            }
             throw e;
         }
         return consumer;
@@ -487,8 +495,9 @@ public final class Connection implements AutoCloseable {
         return publishWindow.tryTake(payloadBytes);
     }
 
-    void removeProducer(long producerId) {
-        executeOnLoop(() -> producers.remove(producerId));
+    /** Removes {@code producer}, not whichever producer now has its id (a named producer's new instance). */
+    void removeProducer(long producerId, Producer producer) {
+        executeOnLoop(() -> producers.remove(producerId, producer));
     }
 
     void removeConsumer(int consumerTag) {

@@ -209,7 +209,12 @@ public final class Producer implements AutoCloseable {
      */
     @Override
     public void close() {
-        closed = true;
+        synchronized (this) {
+            if (closed) {
+                return; // once: a second CLOSE marker would come round after a new producer of the same name registered
+            }
+            closed = true;
+        }
         // Through the same queue as the messages, so the ones sent before close() are registered first.
         submitted.submit(CLOSE);
     }
@@ -405,6 +410,9 @@ public final class Producer implements AutoCloseable {
                     + " ms; the message was not sent"));
         }
         removeIfDone();
+        if (closedOnLoop && unsettled.isEmpty()) {
+            return; // removed: nothing left to fail
+        }
         long periodNanos = Math.max(1_000_000L, Math.min(options.blockedTimeout().toNanos() / 4, 100_000_000L));
         blockedTimer = connection.scheduleOnLoop(this::failLongBlockedOnLoop, periodNanos);
     }
@@ -489,9 +497,18 @@ public final class Producer implements AutoCloseable {
         connection.completeOnDispatch(pending.future, null, failure);
     }
 
+    /**
+     * On loop: a closed producer with nothing unsettled leaves the connection, and stops its blocked timer (which would
+     * otherwise go on every 100 ms for the connection's life, since a producer no longer registered hears no FLOW).
+     * Only this producer is removed: a new one of the same name (the same id) may have registered since.
+     */
     private void removeIfDone() {
         if (closedOnLoop && unsettled.isEmpty()) {
-            connection.removeProducer(producerId);
+            if (blockedTimer != null) {
+                blockedTimer.cancel(false);
+                blockedTimer = null;
+            }
+            connection.removeProducer(producerId, this);
         }
     }
 

@@ -66,6 +66,12 @@ final class FakeBroker implements AutoCloseable {
     volatile long failSequence = -1;
     /** The publish window HELLO_OK gives; the broker sends no PUBLISH_CREDIT by itself. */
     volatile int publishWindowMessages = 100_000;
+    /** The epochs PRODUCER_INIT of a new instance is given, counting up. */
+    final java.util.concurrent.atomic.AtomicInteger nextEpoch = new java.util.concurrent.atomic.AtomicInteger();
+    /** Whether SUBSCRIBE gets its OK (a test answers it late by hand). */
+    volatile boolean answerSubscribes = true;
+    /** The byte window HELLO_OK gives. */
+    volatile long publishWindowBytes = 1L << 40;
     /** The heartbeat interval HELLO_OK gives (0: none); the fake never sends a HEARTBEAT itself. */
     volatile int heartbeatIntervalMs;
     /** Whether TX_COMMIT gets an answer at all. */
@@ -150,7 +156,7 @@ final class FakeBroker implements AutoCloseable {
             }
             received.add(frame);
             if (frame instanceof HelloFrame hello) {
-                context.writeAndFlush(new HelloOkFrame(1, MAX_FRAME_BYTES, heartbeatIntervalMs, "fake", publishWindowMessages, 1L << 40,
+                context.writeAndFlush(new HelloOkFrame(1, MAX_FRAME_BYTES, heartbeatIntervalMs, "fake", publishWindowMessages, publishWindowBytes,
                         hello.capabilities() & servedCapabilities));
             } else if (frame instanceof DeclareQueueFrame declare) {
                 context.writeAndFlush(new OkFrame(declare.requestId(), 0));
@@ -158,8 +164,14 @@ final class FakeBroker implements AutoCloseable {
                 context.writeAndFlush(new OkFrame(delete.requestId(), 0));
             } else if (frame instanceof PurgeQueueFrame purge) {
                 context.writeAndFlush(new OkFrame(purge.requestId(), 0));
+            } else if (frame instanceof io.sluice.protocol.ProducerInitFrame init) {
+                int epoch = init.epoch() < 0 ? nextEpoch.incrementAndGet() : init.epoch();
+                context.writeAndFlush(new io.sluice.protocol.ProducerOkFrame(init.requestId(),
+                        io.sluice.protocol.ProducerIds.forName(init.producerName()), epoch, 0));
             } else if (frame instanceof SubscribeFrame subscribe) {
-                context.writeAndFlush(new OkFrame(subscribe.requestId()));
+                if (answerSubscribes) {
+                    context.writeAndFlush(new OkFrame(subscribe.requestId()));
+                }
             } else if (frame instanceof UnsubscribeFrame unsubscribe) {
                 context.writeAndFlush(new OkFrame(unsubscribe.requestId()));
             } else if (frame instanceof TxCommitFrame commit && answerCommits) {
