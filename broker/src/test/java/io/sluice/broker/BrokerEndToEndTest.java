@@ -296,6 +296,30 @@ class BrokerEndToEndTest {
         }
     }
 
+    /**
+     * A NACK's delay is capped by {@code queues.max-redelivery-delay-ms}, as the queue's own redelivery delays are:
+     * 30 days asked held a timer per message on the queue's event loop for good, and the queue past its delete (found
+     * by a review).
+     */
+    @Test
+    void aNacksDelayIsCappedByTheQueuesLongestRedeliveryDelay() throws Exception {
+        broker.close();
+        broker = Broker.start(config(Map.of("queues.max-redelivery-delay-ms", "200")));
+        try (RawClient c = RawClient.connected(broker.port())) {
+            c.send(new DeclareQueueFrame(1, "jobs", QueueSettings.EMPTY));
+            c.expect(OkFrame.class);
+            publish(c, "jobs", 1, 0, 1);
+            confirmedCount(c, 1);
+            c.send(new SubscribeFrame(2, 1, "jobs", 10));
+            c.expect(OkFrame.class);
+            RawClient.Delivery first = c.deliveries(1).get(0);
+            c.send(new NackFrame(1, NackAction.REQUEUE_AFTER_DELAY, java.util.concurrent.TimeUnit.DAYS.toMillis(30), List.of(IdRange.single(first.id()))));
+            RawClient.Delivery again = c.deliveries(1).get(0); // within the deliveries' 20 s, not in 30 days
+            assertEquals(first.id(), again.id());
+            assertEquals(2, again.deliveryCount());
+        }
+    }
+
     @Test
     void shouldAnswerBadRequestsWithClearErrorsAndStayUp() throws Exception {
         try (RawClient c = RawClient.connected(broker.port())) {

@@ -469,7 +469,9 @@ public final class BrokerQueue {
                         }
                     }
                     case REQUEUE -> requeueLater(id, options.redeliveryDelayMs(store.deliveryCount(id)));
-                    case REQUEUE_AFTER_DELAY -> requeueLater(id, Math.max(0, frame.delayMs()));
+                    // Capped as the queue's own redelivery delays are: each waiting message holds a timer on the
+                    // queue's event loop, and a client's 30 days would hold it (and, past a delete, the queue) for good.
+                    case REQUEUE_AFTER_DELAY -> requeueLater(id, Math.min(Math.max(0, frame.delayMs()), options.maxRedeliveryDelayMs()));
                     default -> throw new IllegalStateException("unknown nack action " + frame.action());
                 }
             }
