@@ -133,7 +133,8 @@ final class Backlog {
                 return "queue '" + queue + "' is full: " + gate.reason() + "; the overflow policy is reject";
             }
             case DROP_OLDEST -> {
-                return dropOldest.getAsBoolean() ? null : "queue '" + queue + "' is full and every message is out with a consumer";
+                return dropOldest.getAsBoolean() ? null : "queue '" + queue + "' is full and no message can be dropped now: every "
+                        + "message is out with a consumer, or the dead-letter queue refused the last one dropped";
             }
             default -> { // A2
                 long limit = (quota.hardMessages() > 0 ? quota.hardMessages() : Long.MAX_VALUE / 2) + publishAllowance;

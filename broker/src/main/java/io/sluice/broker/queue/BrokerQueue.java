@@ -82,6 +82,13 @@ public final class BrokerQueue {
     private final QueueProducerState producerState;
     private long deadLettered;
     private long deadLetterFailures;
+    /**
+     * Messages whose dead-letter move failed, waiting in this queue for their retry. While there are any, drop-oldest
+     * with dead-lettering makes no room ({@link #deadLetterRefusing}): a drop whose copy the dead-letter queue refuses
+     * leaves its message here, and dropping the next one for every publish grew the backlog past the hard quota by
+     * one message a publish, without bound (found by a review).
+     */
+    private final IdSet deadLetterRetries = new IdSet();
     private long redelivered;
     /** Message counters for metrics: written only on the executor, read through {@link #snapshot()}. */
     private long publishedMessages;
@@ -599,7 +606,20 @@ public final class BrokerQueue {
         deadLetterFailures++;
         LOG.warn("Queue '{}': message {} could not be dead-lettered ({}); it stays in the queue and is delivered again in {} ms.",
                 name, original.id(), why, options.maxRedeliveryDelayMs());
-        requeueLater(original.id(), options.maxRedeliveryDelayMs());
+        long id = original.id();
+        deadLetterRetries.add(id);
+        executor.schedule(() -> {
+            deadLetterRetries.remove(id);
+            if (!closed && tracked.contains(id)) {
+                order.due(id);
+                scheduleDispatch();
+            }
+        }, options.maxRedeliveryDelayMs(), TimeUnit.MILLISECONDS);
+    }
+
+    /** True while a message whose dead-letter move failed waits for its retry: drop-oldest then makes no room. */
+    boolean deadLetterRefusing() {
+        return deadLetterRetries.size() > 0;
     }
 
     /**

@@ -55,6 +55,9 @@ final class DropOldest {
      * message skipped is tracked, pending or held, each at most once, so the walk is bounded by those, not by the backlog.
      */
     boolean dropOne() {
+        if (queue.options().deadLetterDropped() && queue.deadLetterRefusing()) {
+            return false; // a drop is a move to the dead-letter queue, which refuses them now: no room, the publish is refused
+        }
         long id = store.oldestUnacked(x -> tracked.contains(x) || transactions.isPending(x) || hold.holds(x),
                 tracked.size() + transactions.pendingCount() + hold.size());
         if (id < 0) {

@@ -64,6 +64,36 @@ class DropOldestTest {
         }
     }
 
+    /**
+     * drop-oldest with dead-lettering, and a dead-letter queue that refuses the copies (here it cannot be created): a
+     * message whose move failed stays in the queue until its retry, and while it waits no more room is made, so the
+     * publishes over the hard quota are refused instead of each starting one more failing move and being stored (found
+     * by a review: the backlog grew by one message a publish, without bound).
+     */
+    @Test
+    void aDeadLetterQueueThatRefusesDroppedMessagesLeavesTheHardQuotaInForce() throws Exception {
+        try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never", "queues.max-redelivery-delay-ms", "60000"))) {
+            BrokerQueue q = core.queues.declare("q", QueueSettings.builder().quotaMessages(0, 5).overflowPolicy("drop-oldest")
+                    .set(QueueOptions.DEAD_LETTER_DROPPED, true).build());
+            core.queues.limitQueues(1); // q.dlq cannot be created: every move fails
+            FakeConnection producer = new FakeConnection("producer");
+            for (int i = 1; i <= 6; i++) {
+                core.publish(q, producer, 7, i, new byte[] {(byte) i});
+            }
+            QueueCore.awaitOnLoop(q, q::deadLetterFailures, 1L); // the sixth made room by a move, which failed
+            for (int i = 7; i <= 205; i++) {
+                core.publish(q, producer, 7, i, new byte[] {(byte) i});
+            }
+            List<PublishErrorFrame> refused = producer.await(PublishErrorFrame.class,
+                    list -> list.stream().mapToLong(f -> f.sequences().to() - f.sequences().from() + 1).sum() == 199,
+                    Duration.ofSeconds(30), "199 publishes refused");
+            assertEquals(ErrorCode.QUEUE_BLOCKED, refused.get(0).errorCode());
+            assertTrue(refused.get(0).message().contains("dead-letter queue refused"), refused.get(0).message());
+            assertEquals(6L, (long) QueueCore.onLoop(q, q.store()::unackedMessages),
+                    "the five under the quota and the one whose move failed, which waits for its retry");
+        }
+    }
+
     private static void waitForRelocation(QueueStore store) throws InterruptedException {
         // The flusher's reclaim pass runs on its own clock.
         io.sluice.broker.TestAwait.until("the straggler relocated", () -> store.stats().relocatedMessages() >= 1);
