@@ -1,5 +1,6 @@
 package io.sluice.broker.error;
 
+import io.sluice.broker.queue.NamedProducersExhaustedException;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.storage.InvalidQueueNameException;
 import io.sluice.storage.MessageTooLargeException;
@@ -43,6 +44,9 @@ public final class ErrorCodes {
         }
         if (e instanceof ProducerEpochsExhaustedException) {
             return ErrorCode.RESOURCE_LIMIT; // the queue's producer epochs, not the broker: the client is told why
+        }
+        if (e instanceof NamedProducersExhaustedException) {
+            return ErrorCode.RESOURCE_LIMIT; // this queue's named producers on open connections: the client is told why
         }
         if (e instanceof StorageFilesExhaustedException) {
             return ErrorCode.RESOURCE_LIMIT; // out of file descriptors: this queue cannot open a file now; the others go on

@@ -356,6 +356,13 @@ public final class ProducerRegistry {
      * the queue's thread, after undoing the registration (see the class comment).
      */
     CompletableFuture<Registered> register(ClientConnection connection, long producerId, int requestedEpoch) {
+        if (!owners.containsKey(producerId) && owners.size() >= maxOwners()) {
+            // The table forgets producers beyond its cap, but an owner is kept while its connection is open (P2), so a
+            // connection registering name after name grew this map without bound (found by a review).
+            throw new NamedProducersExhaustedException("queue '" + queue + "' has " + owners.size() + " named producers "
+                    + "registered on open connections, at most " + maxOwners() + " (twice queues.dedup-max-producers): close "
+                    + "producers or connections, or raise that setting");
+        }
         int previousEpoch = table.epoch(producerId);
         int previousHighest = table.highestEpochGranted();
         int epoch = table.register(producerId, requestedEpoch, store.nowMillis());
@@ -391,6 +398,11 @@ public final class ProducerRegistry {
 
     ProducerTable table() {
         return table;
+    }
+
+    /** Named producers this queue keeps an owner for at most: twice what its table tracks. */
+    private int maxOwners() {
+        return (int) Math.min(Integer.MAX_VALUE, 2L * table.maxProducers());
     }
 
     /**

@@ -116,6 +116,23 @@ class ProducerRegistryTest {
         assertEquals(2, submitted[0] - before, "no write more");
     }
 
+    @Test
+    void namedProducersOnOpenConnectionsAreBoundedByTwiceTheTablesCap() throws Exception {
+        ProducerRegistry registry = registry(); // the table tracks 10
+        FakeConnection connection = new FakeConnection("one");
+        for (long id = 1; id <= 20; id++) {
+            assertTrue(registry.register(connection, id, -1).get(10, TimeUnit.SECONDS).epoch() >= 1, "producer " + id);
+        }
+        NamedProducersExhaustedException e = assertThrows(NamedProducersExhaustedException.class,
+                () -> registry.register(connection, 21, -1));
+        assertTrue(e.getMessage().contains("at most 20"), e.getMessage());
+        assertTrue(registry.register(connection, 20, -1).get(10, TimeUnit.SECONDS).epoch() >= 1,
+                "a new instance of a name already kept is not a new owner");
+        registry.connectionClosed(connection);
+        assertTrue(registry.register(new FakeConnection("two"), 21, -1).get(10, TimeUnit.SECONDS).epoch() >= 1,
+                "the closed connection's owners are gone");
+    }
+
     /** Runs the queue's and the writer's tasks, and those they make, until neither has any. */
     private static void runAll(ArrayDeque<Runnable> queueTasks, ArrayDeque<Runnable> writerTasks) {
         while (!queueTasks.isEmpty() || !writerTasks.isEmpty()) {
