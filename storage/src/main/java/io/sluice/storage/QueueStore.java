@@ -30,6 +30,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
@@ -437,16 +438,24 @@ public final class QueueStore {
 
     /** Calls {@code visitor} with the id of every unacknowledged message, in store order (relocated ones by their original id). */
     public void forEachUnacked(LongConsumer visitor) {
-        List<Long> ids = new ArrayList<>();
+        // Ids as primitives (8 bytes a message, not a boxed Long and its reference): a purge of a large backlog walks
+        // every one of them on the queue's thread.
+        long[] ids = new long[1024];
+        int count = 0;
         lock.lock();
         try {
             for (long p = acks.firstUnackedId(); p >= 0; p = acks.nextUnackedId(p + 1)) {
-                ids.add(acks.originalId(p));
+                if (count == ids.length) {
+                    ids = Arrays.copyOf(ids, ids.length * 2);
+                }
+                ids[count++] = acks.originalId(p);
             }
         } finally {
             lock.unlock();
         }
-        ids.forEach(visitor::accept);
+        for (int i = 0; i < count; i++) {
+            visitor.accept(ids[i]);
+        }
     }
 
     /**

@@ -4,9 +4,7 @@ import io.sluice.protocol.IdRange;
 import io.sluice.storage.QueueStore;
 
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 import java.util.function.LongConsumer;
 import java.util.function.LongPredicate;
 
@@ -22,10 +20,23 @@ final class QueuePurge {
      */
     static long removeWaiting(QueueStore store, List<ConsumerSession> consumers, IdSet tracked, DeliveryOrder order,
                               QueueTransactions transactions, Backlog backlog) {
+        // Acknowledged by runs of consecutive ids (one call a run, not one a message: a backlog is mostly one run).
+        long[] run = {-1, -1};
         long removed = forEachWaiting(store, consumers, transactions, id -> false, id -> {
-            store.ack(id);
             tracked.remove(id);
+            if (run[1] >= 0 && id == run[1] + 1) {
+                run[1] = id;
+            } else {
+                if (run[1] >= 0) {
+                    store.ackRange(run[0], run[1]);
+                }
+                run[0] = id;
+                run[1] = id;
+            }
         });
+        if (run[1] >= 0) {
+            store.ackRange(run[0], run[1]);
+        }
         order.clearDue();
         // What is left is out with the consumers, whose deliveries know their size, or the transactions'.
         long left = transactions.reservedBytes();
@@ -63,21 +74,20 @@ final class QueuePurge {
     /** Hands {@code action} each stored message, in id order, that is neither out with a consumer, a transaction's, nor {@code skip}ped; returns how many. */
     private static long forEachWaiting(QueueStore store, List<ConsumerSession> consumers, QueueTransactions transactions,
                                        LongPredicate skip, LongConsumer action) {
-        List<Long> ids = new ArrayList<>();
-        store.forEachUnacked(ids::add);
-        Set<Long> outstanding = new HashSet<>();
+        IdSet outstanding = new IdSet(); // bounded by the consumers' credit
         for (ConsumerSession c : consumers) {
             for (long id : c.inFlight.ids()) {
                 outstanding.add(id);
             }
         }
-        long count = 0;
-        for (long id : ids) {
+        long[] count = new long[1];
+        // The store hands the ids over once it has let go of its lock, so the action may acknowledge them.
+        store.forEachUnacked(id -> {
             if (!outstanding.contains(id) && !transactions.isHeld(id) && !transactions.isPending(id) && !skip.test(id)) {
                 action.accept(id);
-                count++;
+                count[0]++;
             }
-        }
-        return count;
+        });
+        return count[0];
     }
 }
