@@ -47,17 +47,25 @@ import java.util.concurrent.atomic.AtomicInteger;
  * two there were, health probes included. Now there are {@value #HTTP_THREADS}, a request (its body included) that
  * takes longer than {@value #MAX_REQUEST_SECONDS} s has its connection closed by the server (the JDK's
  * {@code sun.net.httpserver.maxReqTime}, set unless the operator set it), and the API reads a body only after the
- * credentials and up to {@link AdminApi#MAX_BODY_BYTES}.
+ * credentials and up to {@link AdminApi#MAX_BODY_BYTES}. Likewise a response not written within
+ * {@value #MAX_RESPONSE_SECONDS} s (a client that stops reading a large {@code /metrics}) has its connection closed
+ * ({@code sun.net.httpserver.maxRspTime}; checked by hand: a write to a client reading nothing failed about a second
+ * after the limit).
  */
 public final class AdminServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(AdminServer.class);
     static final int HTTP_THREADS = 8;
     static final int MAX_REQUEST_SECONDS = 10;
+    /** A response (a large /metrics to a client that stops reading) has this long to be written, then its connection goes. */
+    static final int MAX_RESPONSE_SECONDS = 60;
 
     static {
         // Read once by the JDK's server, when the first one is made: before any.
         if (System.getProperty("sun.net.httpserver.maxReqTime") == null) {
             System.setProperty("sun.net.httpserver.maxReqTime", String.valueOf(MAX_REQUEST_SECONDS));
+        }
+        if (System.getProperty("sun.net.httpserver.maxRspTime") == null) {
+            System.setProperty("sun.net.httpserver.maxRspTime", String.valueOf(MAX_RESPONSE_SECONDS));
         }
     }
 
