@@ -472,7 +472,18 @@ public final class Broker implements AutoCloseable {
         LOG.info("Shutting down: no longer accepting connections, nor reading from the open ones.");
         // Rule H3 (InboundGate): what the clients send from now on is not read; they send it again after reconnecting.
         // The publishes already read are then all the shutdown waits for, however fast a client sends.
-        channels.forEach(ch -> ch.pipeline().fireUserEventTriggered(StopReading.INSTANCE));
+        // On each connection's loop, and done before the listener closes: a client that sees the listener gone and sends
+        // more is not read. Fired from this thread, the event only queued a task, and the loop could read a frame that
+        // arrived meanwhile before it ran (GracefulShutdownTest saw such a publish stored).
+        List<io.netty.util.concurrent.Future<?>> stoppedReading = new ArrayList<>();
+        channels.forEach(ch -> stoppedReading.add(ch.eventLoop().submit(() -> {
+            ch.pipeline().fireUserEventTriggered(StopReading.INSTANCE);
+        })));
+        long stopReadingDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+        for (io.netty.util.concurrent.Future<?> f : stoppedReading) {
+            f.awaitUninterruptibly(Math.max(0, TimeUnit.NANOSECONDS.toMillis(stopReadingDeadline - System.nanoTime())),
+                    TimeUnit.MILLISECONDS);
+        }
         serverChannel.close().awaitUninterruptibly(1, TimeUnit.SECONDS);
         diskGuardTask.cancel(false);
         rejectionLogTask.cancel(false);
