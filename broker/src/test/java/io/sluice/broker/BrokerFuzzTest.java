@@ -153,9 +153,9 @@ class BrokerFuzzTest {
             pool.shutdownNow();
         }
         System.out.printf("BrokerFuzzTest: %d connections, %d got an answer; transactions: %d committed, %d rolled back, %d aborted%n",
-                Math.min(connections.get(), MAX_CONNECTIONS), answered.get(), broker.transactions().commits(),
-                broker.transactions().rollbacks(), broker.transactions().aborts());
-        assertTrue(broker.transactions().rollbacks() + broker.transactions().aborts() > 0,
+                Math.min(connections.get(), MAX_CONNECTIONS), answered.get(), broker.transactions().counts().commits(),
+                broker.transactions().counts().rollbacks(), broker.transactions().counts().aborts());
+        assertTrue(broker.transactions().counts().rollbacks() + broker.transactions().counts().aborts() > 0,
                 "the conversations reached the transactions (seed " + seed + ")");
 
         useNormally("after fuzzing");

@@ -185,8 +185,8 @@ class ClientTransactionTest {
             }
         }
         consumer.close();
-        assertEquals(5, broker.transactions().commits());
-        assertEquals(0, broker.transactions().rollbacks() + broker.transactions().aborts());
+        assertEquals(5, broker.transactions().counts().commits());
+        assertEquals(0, broker.transactions().counts().rollbacks() + broker.transactions().counts().aborts());
         assertEquals(List.of(), drain("orders"), "every order was acknowledged by its commit");
         assertEquals(invoices(orders(0, 10)), drain("invoices"), "one invoice per order, none twice");
         assertEquals(0L, TestAwait.value("the transaction log finished", WAIT, () -> broker.transactions().logRecords(), n -> n == 0));
@@ -215,7 +215,7 @@ class ClientTransactionTest {
         Message secondAgain = receive(consumer);
         assertEquals(List.of(text(second), 2), List.of(text(secondAgain), secondAgain.deliveryCount()), "o1 back, delivered a second time");
         assertEquals(0, broker.store().queue("invoices").unackedMessages(), "neither transaction published anything");
-        assertEquals(2, broker.transactions().rollbacks());
+        assertEquals(2, broker.transactions().counts().rollbacks());
 
         try (Transaction done = worker.transaction()) {
             for (Message order : List.of(again, secondAgain)) {
@@ -259,7 +259,7 @@ class ClientTransactionTest {
         transaction.ack(order);
         transaction.publish("invoices", bytes(invoiceFor(order)));
         awaitHeld("orders", 1, 0);
-        TestAwait.until("the broker's timeout", () -> broker.transactions().timeouts() == 1);
+        TestAwait.until("the broker's timeout", () -> broker.transactions().counts().timeouts() == 1);
         SluiceException timedOut = assertThrows(SluiceException.class, transaction::commit);
         assertEquals(ErrorCode.TRANSACTION_TIMED_OUT, timedOut.errorCode(), timedOut.getMessage());
         transaction.close();
@@ -268,7 +268,7 @@ class ClientTransactionTest {
         again.ack();
         consumer.close();
         assertEquals(List.of(), drain("invoices"), "nothing of the timed-out transaction was published");
-        assertEquals(0, broker.transactions().commits());
+        assertEquals(0, broker.transactions().counts().commits());
     }
 
     @Test
@@ -292,7 +292,7 @@ class ClientTransactionTest {
             transaction.commit();
         }
         consumer.close();
-        assertEquals(2, broker.transactions().timeouts());
+        assertEquals(2, broker.transactions().counts().timeouts());
         assertEquals(List.of(), drain("orders"));
         assertEquals(List.of("invoice-o0"), drain("invoices"));
     }
@@ -371,8 +371,8 @@ class ClientTransactionTest {
                 "the closed connection's transaction was rolled back: its order came back");
         assertTrue(worker.isConnected());
         assertEquals(0, broker.transactions().open(), "nothing of the transaction was sent again");
-        assertEquals(0, broker.transactions().commits());
-        assertEquals(1, broker.transactions().rollbacks());
+        assertEquals(0, broker.transactions().counts().commits());
+        assertEquals(1, broker.transactions().counts().rollbacks());
         assertEquals(0, broker.store().queue("invoices").unackedMessages());
 
         try (Transaction retry = worker.transaction()) {

@@ -78,7 +78,7 @@ class ClusterTransactionTest {
             cluster.awaitDigest("a", 1, PATIENCE); // the second, still out with the consumer
             cluster.awaitDigest("b", 1, PATIENCE);
             cluster.awaitDigest("c", 2, PATIENCE);
-            assertEquals(1, leader.transactions().commits(), "the leader counts the commit (sluice_transactions_committed_total)");
+            assertEquals(1, leader.transactions().counts().commits(), "the leader counts the commit (sluice_transactions_committed_total)");
             assertEquals(0, leader.transactions().logRecords(), "a cluster writes no commit record: the log entry is the commit");
 
             Transaction rollback = c.transaction();

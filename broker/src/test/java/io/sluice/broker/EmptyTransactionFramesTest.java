@@ -35,7 +35,7 @@ class EmptyTransactionFramesTest {
         try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
             c.send(new DeclareQueueFrame(1, "q", QueueSettings.EMPTY));
             c.expect(OkFrame.class);
-            long before = broker.transactions().operationsStarted();
+            long before = broker.transactions().counts().operationsStarted();
 
             c.send(new TxBeginFrame(1, 0));
             for (int i = 0; i < 2_000; i++) {
@@ -46,7 +46,7 @@ class EmptyTransactionFramesTest {
                     .add(0, 0, List.of(), "one".getBytes(StandardCharsets.UTF_8)).build()));
             c.send(new TxCommitFrame(3, 1));
             assertEquals(3, c.expect(OkFrame.class).requestId(), "the commit is answered");
-            assertEquals(1, broker.transactions().operationsStarted() - before,
+            assertEquals(1, broker.transactions().counts().operationsStarted() - before,
                     "only the TX_PUBLISH with a message is an operation of the transaction");
             c.send(new SubscribeFrame(2, 7, "q", 10));
             c.expect(OkFrame.class);

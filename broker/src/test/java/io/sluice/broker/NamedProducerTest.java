@@ -84,7 +84,10 @@ class NamedProducerTest {
             second.send(Payloads.of(2));
             first.close();
             connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip: a second removal would have run
-            second.send(Payloads.of(3), java.time.Duration.ofSeconds(10)); // confirmed: the new instance is still registered
+            // Confirmed: the new instance is still registered, so its CONFIRM reached it (a dropped one times out here).
+            second.send(Payloads.of(3), java.time.Duration.ofSeconds(10));
+            assertEquals(3L, (long) connection.declareQueue("orders", QueueSettings.EMPTY),
+                    "the three messages stored, each once");
         }
     }
 }

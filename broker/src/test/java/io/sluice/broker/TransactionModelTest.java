@@ -728,11 +728,11 @@ class TransactionModelTest {
             TransactionCoordinator c = broker.transactions();
             f.put("txn.open", (long) c.open());
             f.put("txn.logRecords", c.logRecords());
-            f.put("txn.commits", c.commits());
-            f.put("txn.rollbacksAndTimeouts", c.rollbacks() + c.timeouts());
-            f.put("txn.rollbacksBelowTheCertain", Math.max(0, counted.rollbacks - c.rollbacks()));
-            f.put("txn.timeoutsBelowTheCertain", Math.max(0, counted.timeouts - c.timeouts()));
-            f.put("txn.abortsOtherThanTimeouts", c.aborts() - c.timeouts());
+            f.put("txn.commits", c.counts().commits());
+            f.put("txn.rollbacksAndTimeouts", c.counts().rollbacks() + c.counts().timeouts());
+            f.put("txn.rollbacksBelowTheCertain", Math.max(0, counted.rollbacks - c.counts().rollbacks()));
+            f.put("txn.timeoutsBelowTheCertain", Math.max(0, counted.timeouts - c.counts().timeouts()));
+            f.put("txn.abortsOtherThanTimeouts", c.counts().aborts() - c.counts().timeouts());
             f.keySet().retainAll(wanted.keySet());
             return f;
         }

@@ -178,7 +178,7 @@ class TransactionTest {
             assertEquals(0, count(c, "orders"), "the commit acknowledged what the transaction held");
             List<RawClient.Delivery> invoices = reader.deliveries(2);
             assertEquals(List.of("i1", "i2"), payloads(invoices));
-            assertEquals(1, broker.transactions().commits());
+            assertEquals(1, broker.transactions().counts().commits());
             assertEquals(0, broker.transactions().open());
             // The commit record tells its staged messages from an uncommitted transaction's at a restart: it stays
             // until every message it published is consumed.
@@ -220,7 +220,7 @@ class TransactionTest {
             c.send(new TxCommitFrame(6, 1));
             ErrorFrame unknown = c.expect(ErrorFrame.class);
             assertEquals(ErrorCode.UNKNOWN_TRANSACTION.code(), unknown.code());
-            assertEquals(1, broker.transactions().rollbacks());
+            assertEquals(1, broker.transactions().counts().rollbacks());
             assertEquals(0, broker.transactions().logRecords(), "a rolled-back transaction writes nothing into the log");
         }
     }
@@ -265,7 +265,7 @@ class TransactionTest {
             assertEquals(4, refused.requestId());
             assertEquals(ErrorCode.TRANSACTION_TIMED_OUT.code(), refused.code());
             assertEquals(0, count(c, "invoices"));
-            assertEquals(1, broker.transactions().timeouts());
+            assertEquals(1, broker.transactions().counts().timeouts());
         }
     }
 

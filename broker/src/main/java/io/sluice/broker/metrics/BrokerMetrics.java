@@ -4,6 +4,7 @@ import io.micrometer.core.instrument.Clock;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.sluice.broker.txn.TransactionCoordinator;
+import io.sluice.broker.txn.TransactionCounts;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.config.MeterFilter;
 import io.micrometer.core.instrument.config.MeterFilterReply;
@@ -262,15 +263,15 @@ public final class BrokerMetrics implements AutoCloseable {
                 .description("Age of the oldest transaction open or committing").strongReference(true).register(registry);
         Gauge.builder(TRANSACTIONS_LOG_RECORDS, transactions, TransactionCoordinator::logRecords)
                 .description("Records of the transaction log still needed").strongReference(true).register(registry);
-        FunctionCounter.builder(TRANSACTIONS_COMMITTED, transactions, TransactionCoordinator::commits)
+        FunctionCounter.builder(TRANSACTIONS_COMMITTED, transactions.counts(), TransactionCounts::commits)
                 .description("Transactions committed").register(registry);
-        FunctionCounter.builder(TRANSACTIONS_ROLLED_BACK, transactions, TransactionCoordinator::rollbacks)
+        FunctionCounter.builder(TRANSACTIONS_ROLLED_BACK, transactions.counts(), TransactionCounts::rollbacks)
                 .description("Transactions rolled back by their client or their connection closing").register(registry);
-        FunctionCounter.builder(TRANSACTIONS_ABORTED, transactions, TransactionCoordinator::aborts)
+        FunctionCounter.builder(TRANSACTIONS_ABORTED, transactions.counts(), TransactionCounts::aborts)
                 .description("Transactions rolled back by the broker: timeout, refused operation, cap").register(registry);
-        FunctionCounter.builder(TRANSACTIONS_TIMED_OUT, transactions, TransactionCoordinator::timeouts)
+        FunctionCounter.builder(TRANSACTIONS_TIMED_OUT, transactions.counts(), TransactionCounts::timeouts)
                 .description("Transactions rolled back by their timeout").register(registry);
-        FunctionCounter.builder(TRANSACTIONS_APPLY_FAILURES, transactions, TransactionCoordinator::applyFailures)
+        FunctionCounter.builder(TRANSACTIONS_APPLY_FAILURES, transactions.counts(), TransactionCounts::applyFailures)
                 .description("Attempts to store committed publishes that failed and are retried").register(registry);
     }
 

@@ -76,19 +76,10 @@ public final class BrokerQueue {
     /** What the queue does after acks, requeues or commits made elsewhere (its transactions, a replicated ack). */
     private final TransactionEffects transactionEffects = new TransactionEffects();
     private ScheduledFuture<?> ackTimeoutTask;
-    private final DeadLetterer deadLetterer;
+    private final DeadLetterMoves deadLetters;
     /** What of each producer is stored, to store a resend once (with deduplication off, only the transactions'). */
     private final ProducerRegistry producers;
     private final QueueProducerState producerState;
-    private long deadLettered;
-    private long deadLetterFailures;
-    /**
-     * Messages whose dead-letter move failed, waiting in this queue for their retry. While there are any, drop-oldest
-     * with dead-lettering makes no room ({@link #deadLetterRefusing}): a drop whose copy the dead-letter queue refuses
-     * leaves its message here, and dropping the next one for every publish grew the backlog past the hard quota by
-     * one message a publish, without bound (found by a review).
-     */
-    private final IdSet deadLetterRetries = new IdSet();
     private long redelivered;
     /** Message counters for metrics: written only on the executor, read through {@link #snapshot()}. */
     private long publishedMessages;
@@ -128,17 +119,8 @@ public final class BrokerQueue {
         this.transactions = new QueueTransactions(this, store, backlog, tracked, order, pending, staged, producers,
                 pendingConfirms, publishers, transactionEffects);
         this.dropOldest = new DropOldest(this, store, tracked, transactions, backlog, manager, this::deadLetter, order, leaderHold);
-        this.deadLetterer = new DeadLetterer(this, manager, new DeadLetterer.Outcome() {
-            @Override
-            public void moved(StoredMessage original) {
-                deadLetterMoved(original);
-            }
-
-            @Override
-            public void failed(StoredMessage original, String why) {
-                deadLetterFailed(original, why);
-            }
-        });
+        this.deadLetters = new DeadLetterMoves(this, manager, store, tracked, order, backlog, executor, () -> closed,
+                () -> acknowledged(1), this::scheduleDispatch);
         store.durabilityListener(durable -> {
             if (!executor.isShuttingDown()) {
                 executor.execute(publishPath::releaseConfirms);
@@ -572,54 +554,14 @@ public final class BrokerQueue {
         }
     }
 
-    /**
-     * Hands a message to the dead-letterer: it stays tracked, in no ready list and with no consumer,
-     * until its copy is durable in the dead-letter queue ({@link #deadLetterMoved}) or the move
-     * failed ({@link #deadLetterFailed}).
-     */
+    /** Hands a message to the dead-letter moves ({@link DeadLetterMoves}). */
     private void deadLetter(StoredMessage message, int deliveries, String reason) {
-        tracked.add(message.id());
-        order.deadLetteringStarted(message.id());
-        deadLetterer.deadLetter(message, deliveries, reason);
-    }
-
-    private void deadLetterMoved(StoredMessage original) {
-        order.deadLetteringEnded(original.id());
-        if (closed || !tracked.contains(original.id())) {
-            return; // deleted or purged meanwhile
-        }
-        store.ack(original.id());
-        tracked.remove(original.id());
-        backlog.removed(original.headersLength() + original.payloadLength());
-        deadLettered++;
-        acknowledged(1);
-        scheduleDispatch();
-        LOG.info("Queue '{}': message {} dead-lettered to '{}'.", name, original.id(), options.deadLetterQueue());
-    }
-
-    /** The move failed: the message becomes deliverable again after the longest redelivery delay. */
-    private void deadLetterFailed(StoredMessage original, String why) {
-        order.deadLetteringEnded(original.id());
-        if (closed || !tracked.contains(original.id())) {
-            return;
-        }
-        deadLetterFailures++;
-        LOG.warn("Queue '{}': message {} could not be dead-lettered ({}); it stays in the queue and is delivered again in {} ms.",
-                name, original.id(), why, options.maxRedeliveryDelayMs());
-        long id = original.id();
-        deadLetterRetries.add(id);
-        executor.schedule(() -> {
-            deadLetterRetries.remove(id);
-            if (!closed && tracked.contains(id)) {
-                order.due(id);
-                scheduleDispatch();
-            }
-        }, options.maxRedeliveryDelayMs(), TimeUnit.MILLISECONDS);
+        deadLetters.start(message, deliveries, reason);
     }
 
     /** True while a message whose dead-letter move failed waits for its retry: drop-oldest then makes no room. */
     boolean deadLetterRefusing() {
-        return deadLetterRetries.size() > 0;
+        return deadLetters.refusing();
     }
 
     /**
@@ -697,12 +639,12 @@ public final class BrokerQueue {
     }
 
     public long deadLettered() {
-        return deadLettered;
+        return deadLetters.moved();
     }
 
     /** Dead-letters that failed (the dead-letter queue refused, or could not be created); the message stayed. */
     public long deadLetterFailures() {
-        return deadLetterFailures;
+        return deadLetters.failures();
     }
 
     public long redelivered() {
@@ -739,7 +681,7 @@ public final class BrokerQueue {
 
     private QueueSnapshot.Counters countersNow() {
         return new QueueSnapshot.Counters(publishedMessages, pendingConfirms.confirmedStored(), deliveredMessages, redelivered,
-                ackedMessages, nackedMessages, deadLettered, deadLetterFailures, dropOldest.dropped(), publishRefused(),
+                ackedMessages, nackedMessages, deadLetters.moved(), deadLetters.failures(), dropOldest.dropped(), publishRefused(),
                 pendingConfirms.confirmedResends(), producers.table().evictions(),
                 producers.table().expiries());
     }

@@ -26,7 +26,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Local transactions, broker-wide (docs/transactions.md): has what transactions publish staged in
@@ -86,15 +85,7 @@ public final class TransactionCoordinator implements AutoCloseable {
     private final ArrayDeque<Transaction> committing = new ArrayDeque<>();
     /** Open and committing transactions, for the metrics; written on the coordinator thread. */
     private final Set<Transaction> live = ConcurrentHashMap.newKeySet();
-    /** Counted on the thread that answers the commit (rule "answer from the last part"). */
-    private final LongAdder commits = new LongAdder();
-    private volatile long rollbacks;
-    private volatile long timeouts;
-    private volatile long aborts;
-    /** Counted on the queues' executors, where their parts of a commit are applied. */
-    private final LongAdder applyFailures = new LongAdder();
-    /** TX_PUBLISH and TX_ACK frames kept as operations of their transaction, since the start ({@link #operationsStarted()}). */
-    private final LongAdder operationsStarted = new LongAdder();
+    private final TransactionCounts counts = new TransactionCounts();
     /** Commit records kept in their target queue (T5): the metric's count, and what a queue's delete waits for (X5). */
     private final QueueCommitRecords inQueues = new QueueCommitRecords(executor);
     /** What becomes of a commit's record once it is applied (X3, X5). */
@@ -165,7 +156,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         live.add(t);
         t.timeout = t.link.loop().schedule(() -> executor.execute(() -> {
             if (t.takesOperations()) {
-                timeouts++;
+                counts.timedOut();
                 abort(t, ErrorCode.TRANSACTION_TIMED_OUT, t.describe() + " was open longer than its timeout of "
                         + timeoutMs + " ms and was rolled back");
             }
@@ -185,7 +176,7 @@ public final class TransactionCoordinator implements AutoCloseable {
             return;
         }
         t.started.add(new Transaction.Operation(staging, s -> staged(t, queue, (QueueTransactions.Staging) s, true, false)));
-        operationsStarted.increment();
+        counts.operationStarted();
         staging.whenComplete((s, failed) -> { // on the queue's executor
             if (failed != null || t.undone || s.refusal() != null
                     || t.countOver(s.count(), s.bytes(), limits.maxMessages, limits.maxBytes)) {
@@ -206,7 +197,7 @@ public final class TransactionCoordinator implements AutoCloseable {
             return;
         }
         t.started.add(new Transaction.Operation(hold, h -> held(t, (HeldAcks) h)));
-        operationsStarted.increment();
+        counts.operationStarted();
         hold.whenComplete((h, failed) -> { // on the queue's executor
             if (failed != null || t.undone || h.problem() != null || t.countOver(h.count(), 0, limits.maxMessages, limits.maxBytes)) {
                 executor.execute(t::takeInDone);
@@ -249,7 +240,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         CompletableFuture<Void> done = admitted.thenAcceptAsync(m -> collected(t, m, !afterCommit, afterCommit), executor);
         if (!afterCommit) {
             t.started.add(new Transaction.Operation(done, x -> null)); // taken in as it completes, on this thread
-            operationsStarted.increment();
+            counts.operationStarted();
         }
     }
 
@@ -365,7 +356,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         t.state = Transaction.State.ABORTED;
         t.abortCode = code;
         t.abortReason = reason;
-        aborts++;
+        counts.aborted();
         undo(t);
         if (!wasCommitting) { // a commit waiting for its operations answers with the reason itself
             t.link.transactionAborted(t.clientId, code, reason);
@@ -568,7 +559,7 @@ public final class TransactionCoordinator implements AutoCloseable {
     private void refuseCommit(Transaction t, ErrorCode code, String why) {
         t.state = Transaction.State.FINISHED;
         undo(t);
-        rollbacks++;
+        counts.rolledBack();
         t.link.answerError(t.commitRequestId, code == ErrorCode.INTERNAL_ERROR ? ErrorCode.TRANSACTION_ABORTED : code,
                 t.describe() + " was rolled back: " + why);
         forget(t);
@@ -619,7 +610,7 @@ public final class TransactionCoordinator implements AutoCloseable {
                     : q.transactions().commit(s.ids, s.count, s.bytes, t.held.getOrDefault(q, List.of()));
             parts.add(part.handle((x, failed) -> { // on the queue's executor
                 if (failed != null) {
-                    applyFailures.increment();
+                    counts.applyFailed();
                     LOG.warn("Queue '{}': a committed transaction's acknowledgements could not be stored ({}); the next start "
                             + "applies them again.", q.name(), message(failed));
                 }
@@ -657,7 +648,7 @@ public final class TransactionCoordinator implements AutoCloseable {
      * of {@link #apply}); everything it touches is thread-safe.
      */
     private void answerCommitted(Transaction t) {
-        commits.increment();
+        counts.committed();
         live.remove(t);
         t.owner.forget(t);
         t.link.answerOk(t.commitRequestId);
@@ -670,7 +661,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         }
         CompletableFuture<Void> undone = CompletableFuture.completedFuture(null);
         if (t.state == Transaction.State.OPEN) {
-            rollbacks++;
+            counts.rolledBack();
             undone = undo(t);
         }
         t.state = Transaction.State.FINISHED;
@@ -681,7 +672,7 @@ public final class TransactionCoordinator implements AutoCloseable {
     /** The connection closed: its open transactions are rolled back; a commit under way completes. */
     void connectionClosed(Transaction t) {
         if (t.state == Transaction.State.OPEN) {
-            rollbacks++;
+            counts.rolledBack();
             undo(t);
         }
         if (t.state != Transaction.State.COMMITTING) {
@@ -735,12 +726,9 @@ public final class TransactionCoordinator implements AutoCloseable {
 
     // ------------------------------------------------------------------ figures
 
-    /**
-     * TX_PUBLISH and TX_ACK frames kept as operations of their transaction since the broker started: each is held until
-     * its transaction ends, so an empty frame, which stages and holds nothing, must not count here (a test's measure).
-     */
-    public long operationsStarted() {
-        return operationsStarted.sum();
+    /** What the transactions came to: commits, rollbacks, timeouts, aborts, apply failures, operations kept. */
+    public TransactionCounts counts() {
+        return counts;
     }
 
     /** Transactions open or committing now. */
@@ -758,23 +746,9 @@ public final class TransactionCoordinator implements AutoCloseable {
         return oldest / 1e9;
     }
 
-    public long commits() {
-        return commits.sum();
-    }
 
-    /** Rolled back by the client or by its connection closing. */
-    public long rollbacks() {
-        return rollbacks;
-    }
 
-    public long timeouts() {
-        return timeouts;
-    }
 
-    /** Rolled back by the broker: a timeout, a refused operation, a cap. */
-    public long aborts() {
-        return aborts;
-    }
 
     /**
      * Commit records still needed (X3), in the log and in target queues (T5): commits whose
@@ -784,10 +758,6 @@ public final class TransactionCoordinator implements AutoCloseable {
         return log.records() + inQueues.unfinished();
     }
 
-    /** Parts of commits whose acknowledgements the queue could not store (the next start applies them again). */
-    public long applyFailures() {
-        return applyFailures.sum();
-    }
 
     /**
      * At shutdown, once the connections are closed and before the queues' executors stop: runs what

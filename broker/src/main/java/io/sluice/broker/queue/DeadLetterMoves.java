@@ -1,0 +1,127 @@
+package io.sluice.broker.queue;
+
+import io.netty.util.concurrent.EventExecutor;
+import io.sluice.storage.QueueStore;
+import io.sluice.storage.StoredMessage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+/**
+ * The source queue's side of its dead-letter moves ({@link DeadLetterer} carries the copies): a message handed over
+ * stays stored and tracked, in no ready list and with no consumer, until its copy is durable in the dead-letter queue
+ * (then it is acknowledged here) or the move failed (then it is delivered again after the longest redelivery delay).
+ * Counts both outcomes.
+ *
+ * <p>Rule "a refused move makes no room": while a message whose move failed waits for its retry, drop-oldest with
+ * dead-lettering makes no room ({@link #refusing}), and a publish at the hard level is refused. A drop whose copy the
+ * dead-letter queue refuses leaves its message here; dropping the next one for every publish grew the backlog past the
+ * hard quota by one message a publish, without bound (found by a review).
+ *
+ * <p>Threads: the queue's executor.
+ */
+final class DeadLetterMoves {
+    private static final Logger LOG = LoggerFactory.getLogger(DeadLetterMoves.class);
+
+    private final String queue;
+    private final QueueStore store;
+    private final IdSet tracked;
+    private final DeliveryOrder order;
+    private final Backlog backlog;
+    private final EventExecutor executor;
+    private final Supplier<QueueOptions> options;
+    private final BooleanSupplier closed;
+    /** Counts a moved message as acknowledged here. */
+    private final Runnable acknowledgedOne;
+    /** Lets dispatch go on: a move's end may free credit or make a message due. */
+    private final Runnable dispatch;
+    private final DeadLetterer deadLetterer;
+    /** Messages whose move failed, waiting for their retry. */
+    private final IdSet retries = new IdSet();
+    private long moved;
+    private long failures;
+
+    DeadLetterMoves(BrokerQueue source, QueueManager manager, QueueStore store, IdSet tracked, DeliveryOrder order,
+                    Backlog backlog, EventExecutor executor, BooleanSupplier closed, Runnable acknowledgedOne, Runnable dispatch) {
+        this.queue = source.name();
+        this.store = store;
+        this.tracked = tracked;
+        this.order = order;
+        this.backlog = backlog;
+        this.executor = executor;
+        this.options = source::options;
+        this.closed = closed;
+        this.acknowledgedOne = acknowledgedOne;
+        this.dispatch = dispatch;
+        this.deadLetterer = new DeadLetterer(source, manager, new DeadLetterer.Outcome() {
+            @Override
+            public void moved(StoredMessage original) {
+                DeadLetterMoves.this.moved(original);
+            }
+
+            @Override
+            public void failed(StoredMessage original, String why) {
+                DeadLetterMoves.this.failed(original, why);
+            }
+        });
+    }
+
+    /** Hands {@code message} to the dead-letterer; it stays tracked until the outcome. */
+    void start(StoredMessage message, int deliveries, String reason) {
+        tracked.add(message.id());
+        order.deadLetteringStarted(message.id());
+        deadLetterer.deadLetter(message, deliveries, reason);
+    }
+
+    private void moved(StoredMessage original) {
+        order.deadLetteringEnded(original.id());
+        if (closed.getAsBoolean() || !tracked.contains(original.id())) {
+            return; // deleted or purged meanwhile
+        }
+        store.ack(original.id());
+        tracked.remove(original.id());
+        backlog.removed(original.headersLength() + original.payloadLength());
+        moved++;
+        acknowledgedOne.run();
+        dispatch.run();
+        LOG.info("Queue '{}': message {} dead-lettered to '{}'.", queue, original.id(), options.get().deadLetterQueue());
+    }
+
+    /** The move failed: the message becomes deliverable again after the longest redelivery delay. */
+    private void failed(StoredMessage original, String why) {
+        order.deadLetteringEnded(original.id());
+        if (closed.getAsBoolean() || !tracked.contains(original.id())) {
+            return;
+        }
+        failures++;
+        long delayMs = options.get().maxRedeliveryDelayMs();
+        LOG.warn("Queue '{}': message {} could not be dead-lettered ({}); it stays in the queue and is delivered again in {} ms.",
+                queue, original.id(), why, delayMs);
+        long id = original.id();
+        retries.add(id);
+        executor.schedule(() -> {
+            retries.remove(id);
+            if (!closed.getAsBoolean() && tracked.contains(id)) {
+                order.due(id);
+                dispatch.run();
+            }
+        }, delayMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** True while a message whose move failed waits for its retry (rule "a refused move makes no room"). */
+    boolean refusing() {
+        return retries.size() > 0;
+    }
+
+    long moved() {
+        return moved;
+    }
+
+    /** Moves that failed (the dead-letter queue refused, or could not be created); the message stayed. */
+    long failures() {
+        return failures;
+    }
+}
