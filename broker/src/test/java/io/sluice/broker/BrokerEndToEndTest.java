@@ -93,6 +93,17 @@ class BrokerEndToEndTest {
         return n;
     }
 
+    /** Declares {@code queue}, publishes {@code count} messages to it and waits for their confirms, then subscribes as consumer 1. */
+    private static void storeThenSubscribe(RawClient c, String queue, QueueSettings settings, int count, int credit)
+            throws InterruptedException {
+        c.send(new DeclareQueueFrame(1, queue, settings));
+        c.expect(OkFrame.class);
+        publish(c, queue, 1, 0, count);
+        confirmedCount(c, count);
+        c.send(new SubscribeFrame(2, 1, queue, credit));
+        c.expect(OkFrame.class);
+    }
+
     @Test
     void shouldDeliverExactlyThePublishedMessagesInOrderAndAcceptAcks() throws Exception {
         try (RawClient producer = RawClient.connected(broker.port()); RawClient consumer = RawClient.connected(broker.port())) {
@@ -219,12 +230,7 @@ class BrokerEndToEndTest {
     @Test
     void shouldNeverExceedTheConsumersCredit() throws Exception {
         try (RawClient c = RawClient.connected(broker.port())) {
-            c.send(new DeclareQueueFrame(1, "q", QueueSettings.EMPTY));
-            c.expect(OkFrame.class);
-            publish(c, "q", 1, 0, 100);
-            confirmedCount(c, 100);
-            c.send(new SubscribeFrame(2, 1, "q", 10));
-            c.expect(OkFrame.class);
+            storeThenSubscribe(c, "q", QueueSettings.EMPTY, 100, 10);
             List<RawClient.Delivery> first = c.deliveries(10);
             assertEquals(null, c.received.poll(300, java.util.concurrent.TimeUnit.MILLISECONDS), "nothing beyond the credit of 10");
             c.send(new CreditFrame(1, 5));
@@ -273,12 +279,7 @@ class BrokerEndToEndTest {
     @Test
     void shouldDeadLetterAMessageAfterMaxDeliveries() throws Exception {
         try (RawClient c = RawClient.connected(broker.port())) {
-            c.send(new DeclareQueueFrame(1, "jobs", QueueSettings.builder().set(QueueSettings.MAX_DELIVERIES, 3).build()));
-            c.expect(OkFrame.class);
-            publish(c, "jobs", 1, 0, 1);
-            confirmedCount(c, 1);
-            c.send(new SubscribeFrame(2, 1, "jobs", 10));
-            c.expect(OkFrame.class);
+            storeThenSubscribe(c, "jobs", QueueSettings.builder().set(QueueSettings.MAX_DELIVERIES, 3).build(), 1, 10);
             for (int attempt = 1; attempt <= 3; attempt++) {
                 RawClient.Delivery d = c.deliveries(1).get(0);
                 assertEquals(attempt, d.deliveryCount());
@@ -306,12 +307,7 @@ class BrokerEndToEndTest {
         broker.close();
         broker = Broker.start(config(Map.of("queues.max-redelivery-delay-ms", "200")));
         try (RawClient c = RawClient.connected(broker.port())) {
-            c.send(new DeclareQueueFrame(1, "jobs", QueueSettings.EMPTY));
-            c.expect(OkFrame.class);
-            publish(c, "jobs", 1, 0, 1);
-            confirmedCount(c, 1);
-            c.send(new SubscribeFrame(2, 1, "jobs", 10));
-            c.expect(OkFrame.class);
+            storeThenSubscribe(c, "jobs", QueueSettings.EMPTY, 1, 10);
             RawClient.Delivery first = c.deliveries(1).get(0);
             c.send(new NackFrame(1, NackAction.REQUEUE_AFTER_DELAY, java.util.concurrent.TimeUnit.DAYS.toMillis(30), List.of(IdRange.single(first.id()))));
             RawClient.Delivery again = c.deliveries(1).get(0); // within the deliveries' 20 s, not in 30 days

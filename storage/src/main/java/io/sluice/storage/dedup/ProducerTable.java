@@ -133,11 +133,6 @@ public final class ProducerTable {
      * @param window           how far below the highest stored sequence a resend is still told apart
      *                         (at least 1); must cover the messages a producer can have unconfirmed
      */
-    /** Producers tracked at most. */
-    public int maxProducers() {
-        return maxProducers;
-    }
-
     public ProducerTable(int maxProducers, long idleExpiryMillis, long window) {
         if (maxProducers < 1 || idleExpiryMillis < 1 || window < 1) {
             throw new IllegalArgumentException("maxProducers " + maxProducers + ", idleExpiryMillis "
@@ -146,6 +141,11 @@ public final class ProducerTable {
         this.maxProducers = maxProducers;
         this.idleExpiryMillis = idleExpiryMillis;
         this.window = window;
+    }
+
+    /** Producers tracked at most. */
+    public int maxProducers() {
+        return maxProducers;
     }
 
     public long window() {
