@@ -261,7 +261,7 @@ public final class BrokerQueue {
         acks.begin(replication != null);
         long acked = 0;
         long settled = 0;
-        UnknownRanges unknown = new UnknownRanges("ack", name);
+        UnknownRanges unknown = null; // made only for a frame naming something not outstanding
         for (IdRange range : frame.messageIds()) {
             int fromConsumer = session.inFlight.removeRange(range.from(), range.to(), acks);
             settled += fromConsumer;
@@ -269,10 +269,10 @@ public final class BrokerQueue {
             int hit = fromConsumer + order.lateAcks(range.from(), range.to(), session, this::lateAck);
             acked += hit;
             if (hit == 0) {
-                unknown.add(range);
+                unknown = UnknownRanges.add(unknown, "ack", name, range);
             }
         }
-        unknown.report(session);
+        UnknownRanges.report(unknown, session);
         session.account.settle(settled);
         acks.flush();
         if (acks.oldestAppendedMillis() != Long.MAX_VALUE) { // one sample per ACK frame: its oldest message
@@ -437,12 +437,12 @@ public final class BrokerQueue {
     }
 
     void nack(ConsumerSession session, NackFrame frame) {
-        UnknownRanges unknown = new UnknownRanges("nack", name);
+        UnknownRanges unknown = null;
         for (IdRange range : frame.messageIds()) {
             List<Long> ids = new ArrayList<>();
             session.inFlight.removeRange(range.from(), range.to(), (id, bytes, appendedAtMillis) -> ids.add(id));
             if (ids.isEmpty()) {
-                unknown.add(range);
+                unknown = UnknownRanges.add(unknown, "nack", name, range);
                 continue;
             }
             nackedMessages += ids.size();
@@ -465,7 +465,7 @@ public final class BrokerQueue {
                 }
             }
         }
-        unknown.report(session);
+        UnknownRanges.report(unknown, session);
         scheduleDispatch();
     }
 

@@ -12,26 +12,33 @@ import io.sluice.protocol.IdRange;
 final class UnknownRanges {
     private final String frame;
     private final String queue;
-    private IdRange first;
+    private final IdRange first;
     private long count;
 
-    UnknownRanges(String frame, String queue) {
+    private UnknownRanges(String frame, String queue, IdRange first) {
         this.frame = frame;
         this.queue = queue;
+        this.first = first;
     }
 
-    void add(IdRange range) {
-        if (first == null) {
-            first = range;
-        }
-        count++;
+    /**
+     * Adds an unknown range of a {@code frame} ("ack" or "nack") to {@code unknown}, made at the first: a frame whose
+     * ranges are all outstanding, the usual one, makes none.
+     */
+    static UnknownRanges add(UnknownRanges unknown, String frame, String queue, IdRange range) {
+        UnknownRanges to = unknown != null ? unknown : new UnknownRanges(frame, queue, range);
+        to.count++;
+        return to;
     }
 
-    /** Sends the one ERROR, if any range was unknown. */
-    void report(ConsumerSession session) {
-        if (first == null) {
-            return;
+    /** Sends the one ERROR, if any range was unknown ({@code unknown} not null). */
+    static void report(UnknownRanges unknown, ConsumerSession session) {
+        if (unknown != null) {
+            unknown.send(session);
         }
+    }
+
+    private void send(ConsumerSession session) {
         String ranges = count == 1 ? "message ids " + first.from() + ".." + first.to()
                 : count + " ranges of message ids, the first " + first.from() + ".." + first.to() + ",";
         session.connection.error(ErrorCode.UNKNOWN_MESSAGE_ID, frame + " of " + ranges + " on consumer " + session.tag
