@@ -128,7 +128,8 @@ public final class Broker implements AutoCloseable {
         TransactionCoordinator transactionCoordinator = null;
         ClusterNode clusterNode = null;
         try {
-            queueManager = new QueueManager(store, workerGroup, config.queues, config.broker.publishWindowMessages);
+            queueManager = new QueueManager(store, workerGroup, config.queues, config.broker.publishWindowMessages,
+                    config.cluster.enabled ? QueueManager.Role.CLUSTER_NODE : QueueManager.Role.SINGLE_BROKER);
             queueManager.limitQueues(config.limits.maxQueues);
             phases.end("queues");
             // Before the listener binds: what a crash interrupted is rolled back or applied again first.

@@ -2,6 +2,7 @@ package io.sluice.broker.cluster;
 
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueManager;
+import io.sluice.storage.files.AtomicFiles;
 import org.apache.ratis.io.MD5Hash;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
 import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
@@ -24,8 +25,10 @@ import org.slf4j.LoggerFactory;
 
 import java.io.File;
 import java.io.IOException;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.StandardOpenOption;
 import java.util.function.Function;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -229,13 +232,24 @@ final class ShardStateMachine extends BaseStateMachine {
         return last.getIndex();
     }
 
-    /** The marker naming {@code last}: the queues' stores hold every entry through it (rule R4). */
+    /**
+     * The marker naming {@code last}: the queues' stores hold every entry through it (rule R4). Forced before the
+     * producer tables are told, because they then forget producers whose entries only the marker keeps from being
+     * replayed: a marker a machine crash took back would have the node replay them.
+     */
     private void writeMarker(TermIndex last) throws IOException {
         File marker = storage.getSnapshotFile(last.getTerm(), last.getIndex());
         Files.writeString(marker.toPath(), "Sluice shard " + getGroupId() + ": the queues' stores hold every entry through term "
                 + last.getTerm() + " index " + last.getIndex() + ".\n", StandardCharsets.UTF_8);
         MD5Hash md5 = MD5FileUtil.computeAndSaveMd5ForFile(marker);
+        for (File written : new File[] {marker, MD5FileUtil.getDigestFileForFile(marker)}) {
+            try (FileChannel channel = FileChannel.open(written.toPath(), StandardOpenOption.READ)) {
+                channel.force(true);
+            }
+        }
+        AtomicFiles.fsyncDirectory(marker.toPath().getParent());
         storage.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(marker.toPath(), md5), last));
+        queues.appliedEntriesMarked();
     }
 
     /**

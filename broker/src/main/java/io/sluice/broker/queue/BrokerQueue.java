@@ -709,6 +709,15 @@ public final class BrokerQueue {
     }
 
     /** Stops serving: drops consumers (their connections are told by the caller) and closes the reader. */
+    /** Rule R4 of docs/replication.md: a marker covers every entry applied so far ({@link QueueManager#appliedEntriesMarked}). */
+    CompletableFuture<Void> producersMarked() {
+        try {
+            return CompletableFuture.runAsync(producers::marked, executor);
+        } catch (java.util.concurrent.RejectedExecutionException closed) {
+            return CompletableFuture.completedFuture(null); // a queue closed meanwhile has no table left to free
+        }
+    }
+
     void close() {
         closed = true;
         if (ackTimeoutTask != null) {

@@ -68,6 +68,8 @@ public final class ProducerRegistry {
     private volatile boolean lastCheckpointFailed;
     /** Queue thread: records stored since the last checkpoint was taken. */
     private int storedSinceCheckpoint;
+    /** Queue thread: {@link ProducerTable#evictionsBeforeMarker} as last logged. */
+    private long reportedEvictionsBeforeMarker;
     /** Queue thread: checkpoints taken, each with the next generation. */
     private long generation;
     /** Writer thread: the newest generation written; an older image that comes late is not written over it. */
@@ -337,6 +339,14 @@ public final class ProducerRegistry {
         recorded(id);
     }
 
+    /**
+     * Rule R4 of docs/replication.md, on a cluster node: a marker covers every entry applied so far, so the table may
+     * forget the producers seen until now ({@link ProducerTable#marked}).
+     */
+    void marked() {
+        table.marked();
+    }
+
     /** True unless deduplication is off ({@link #deduplicates}). */
     boolean deduplicates() {
         return deduplicates;
@@ -430,6 +440,13 @@ public final class ProducerRegistry {
         nextCheckpoint = null;
         checkpointInFlight = true;
         table.expire(store.nowMillis());
+        if (table.evictionsBeforeMarker() > reportedEvictionsBeforeMarker) {
+            LOG.warn("Queue '{}': {} producers were evicted before a snapshot marker covered them (twice "
+                    + "queues.dedup-max-producers seen since the last marker); should this node crash before the next "
+                    + "marker, their publishes it replays are stored again on it. Raise queues.dedup-max-producers or "
+                    + "lower cluster.snapshot-every-entries.", queue, table.evictionsBeforeMarker() - reportedEvictionsBeforeMarker);
+            reportedEvictionsBeforeMarker = table.evictionsBeforeMarker();
+        }
         changed = false;
         storedSinceCheckpoint = 0;
         long covered = lastRecordId;

@@ -67,6 +67,7 @@ public final class QueueManager {
     private final Map<String, BrokerQueue> queues = new ConcurrentHashMap<>();
     private final Map<String, QueueSettings> declared = new ConcurrentHashMap<>();
     private final int publishAllowance;
+    private final Role role;
     /** Null on a single broker; set once, before any connection, on a cluster node (docs/replication.md). */
     private volatile Replication replication;
     /**
@@ -103,7 +104,19 @@ public final class QueueManager {
         return t;
     });
 
+    /** What the queues serve: a broker of its own, or a cluster node, whose producer tables forget only what a marker covers. */
+    public enum Role {
+        SINGLE_BROKER,
+        /** Rule R4 of docs/replication.md: the producer tables hold each producer until a marker covers it ({@link #appliedEntriesMarked}). */
+        CLUSTER_NODE
+    }
+
     public QueueManager(MessageStore store, EventLoopGroup executors, BrokerConfig.Queues defaults, int publishAllowance) {
+        this(store, executors, defaults, publishAllowance, Role.SINGLE_BROKER);
+    }
+
+    public QueueManager(MessageStore store, EventLoopGroup executors, BrokerConfig.Queues defaults, int publishAllowance, Role role) {
+        this.role = role;
         this.settingsWriters = new ThreadPoolExecutor(SETTINGS_WRITER_THREADS, SETTINGS_WRITER_THREADS, 1, TimeUnit.SECONDS,
                 new LinkedBlockingQueue<>(), r -> {
                     Thread t = new Thread(r, "sluice-settings-writer");
@@ -147,6 +160,9 @@ public final class QueueManager {
     ProducerRegistry openProducers(String name, QueueStore queueStore, Executor queueExecutor) {
         ProducerTable table = new ProducerTable(defaults.dedupMaxProducers, defaults.dedupIdleExpiryMs,
                 Math.max(1, publishAllowance));
+        if (role == Role.CLUSTER_NODE) {
+            table.holdUntilMarked();
+        }
         return ProducerRegistry.open(name, queueStore, table, queueExecutor, producerStateWriter, defaults.dedupEnabled);
     }
 
@@ -183,6 +199,19 @@ public final class QueueManager {
      */
     public void replication(Replication replication) {
         this.replication = replication;
+    }
+
+    /**
+     * Rule R4 of docs/replication.md, on a cluster node: a marker now names every entry applied so far, and the stores
+     * are durable through them, so a restart will not replay them: each queue's producer table may forget the producers
+     * it saw until now. Completes once every queue took it in (on its own thread, after the work queued there before).
+     */
+    public CompletableFuture<Void> appliedEntriesMarked() {
+        List<CompletableFuture<Void>> taken = new ArrayList<>();
+        for (BrokerQueue queue : queues.values()) {
+            taken.add(queue.producersMarked());
+        }
+        return CompletableFuture.allOf(taken.toArray(CompletableFuture[]::new));
     }
 
     /** The cluster's replication, or null on a single broker. */

@@ -22,6 +22,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /** A node's queues in a temporary store, for tests of {@link ShardApplier}, and the entries of another node they apply. */
 abstract class ShardApplierFixture {
@@ -31,14 +32,21 @@ abstract class ShardApplierFixture {
     @TempDir
     Path dir;
     private final EventLoopGroup loop = new DefaultEventLoopGroup(1);
-    private final BrokerConfig config = new ConfigLoader().load(null, Map.of());
+    private final BrokerConfig config = new ConfigLoader().load(null, settings());
+    /** Added to the wall clock the node's store reads: a test moves time on by raising it. */
+    final AtomicLong clockOffsetMillis = new AtomicLong();
     private MessageStore store;
     QueueManager queues;
 
+    /** The node's settings besides the embedded defaults. */
+    Map<String, String> settings() {
+        return Map.of();
+    }
+
     @BeforeEach
     void openQueues() {
-        store = MessageStore.open(dir.resolve("node"), config.storeConfig());
-        queues = new QueueManager(store, loop, config.queues, 1000);
+        store = MessageStore.open(dir.resolve("node"), config.storeConfig(), () -> System.currentTimeMillis() + clockOffsetMillis.get());
+        queues = new QueueManager(store, loop, config.queues, 1000, QueueManager.Role.CLUSTER_NODE);
     }
 
     @AfterEach

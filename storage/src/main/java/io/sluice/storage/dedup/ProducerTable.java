@@ -4,7 +4,6 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * What one queue knows of its producers, to store each {@code (producer id, sequence)} once: per
@@ -27,6 +26,15 @@ import java.util.Map;
  * recently seen. A producer not seen for {@code idleExpiryMillis} is dropped. Either way its next
  * publish starts afresh: a resend after that is stored again. Gaps older than the window are
  * forgotten.
+ *
+ * <p><b>Held until marked</b> (a cluster node, {@link #holdUntilMarked}; rule R4 of docs/replication.md). A node that
+ * restarts replays the replicated log after its last snapshot marker into stores that may already hold those entries,
+ * and this table is what tells it so; a producer it forgot (evicted, or expired, as every producer is at a start after
+ * more than {@code idleExpiryMillis} down) would have its replayed publishes stored twice. So such a table forgets a
+ * producer only once a marker was written after the producer was last seen ({@link #marked}): the marker covers every
+ * entry of it, and none is replayed. Until then it is kept beyond {@code maxProducers}, up to twice that; past twice,
+ * the least recently seen is evicted regardless and counted ({@link #evictionsBeforeMarker}): only its replayed
+ * entries, should the node crash before the next marker, would be stored again.
  *
  * <p><b>Epochs</b> (named producers, {@link #register}). Rule E1: a new instance gets an epoch above
  * every epoch granted in this table, forgotten producers' included, so no instance still running
@@ -80,6 +88,8 @@ public final class ProducerTable {
         /** Highest sequence stored; 0 when none was. */
         long highest;
         long lastSeenMillis;
+        /** The table's {@link #markGeneration} when it was last seen: forgettable once a marker came after. */
+        int seenGeneration;
         /** Sequences at or below {@link #highest} never stored, as sorted, disjoint ranges. */
         final Gaps gaps = new Gaps();
 
@@ -127,6 +137,13 @@ public final class ProducerTable {
     private long evictions;
     private long expiries;
 
+    /** Forget a producer only once a marker covers it (see the class comment); set on a cluster node before use. */
+    private boolean holdUntilMarked;
+    /** Markers written since this table was made ({@link #marked}). */
+    private int markGeneration;
+    /** Producers evicted at twice the cap though no marker covered them yet. */
+    private long evictionsBeforeMarker;
+
     /**
      * @param maxProducers     producers tracked at most (at least 1)
      * @param idleExpiryMillis a producer not seen for this long is forgotten (at least 1)
@@ -141,6 +158,31 @@ public final class ProducerTable {
         this.maxProducers = maxProducers;
         this.idleExpiryMillis = idleExpiryMillis;
         this.window = window;
+    }
+
+    /**
+     * Makes this table a cluster node's: from now on it forgets a producer only once {@link #marked} was called after
+     * the producer was last seen (the class comment's "held until marked"). Call before the table is filled.
+     */
+    public void holdUntilMarked() {
+        holdUntilMarked = true;
+    }
+
+    /**
+     * A marker was written covering every entry applied so far, with the stores durable through them: every producer
+     * seen until now may be forgotten from now on.
+     */
+    public void marked() {
+        markGeneration++;
+    }
+
+    /** Producers evicted at twice the cap before a marker covered them: see the class comment. */
+    public long evictionsBeforeMarker() {
+        return evictionsBeforeMarker;
+    }
+
+    private boolean forgettable(Producer p) {
+        return !holdUntilMarked || p.seenGeneration != markGeneration;
     }
 
     /** Producers tracked at most. */
@@ -162,6 +204,7 @@ public final class ProducerTable {
             return Verdict.NEW;
         }
         p.lastSeenMillis = Math.max(p.lastSeenMillis, nowMillis);
+        p.seenGeneration = markGeneration;
         if (epoch < p.epoch) {
             return Verdict.FENCED;
         }
@@ -185,6 +228,7 @@ public final class ProducerTable {
         Producer p = findOrAdd(producerId, epoch, nowMillis);
         p.epoch = Math.max(p.epoch, epoch);
         p.lastSeenMillis = Math.max(p.lastSeenMillis, nowMillis);
+        p.seenGeneration = markGeneration;
         if (isBrokers(producerId)) {
             p.highest = Math.max(p.highest, sequence); // applied in order: below the highest, everything is stored
             return;
@@ -230,6 +274,7 @@ public final class ProducerTable {
         Producer p = findOrAdd(producerId, epoch, nowMillis);
         p.epoch = epoch;
         p.lastSeenMillis = Math.max(p.lastSeenMillis, nowMillis);
+        p.seenGeneration = markGeneration;
         highestEpochGranted = Math.max(highestEpochGranted, epoch);
         return epoch;
     }
@@ -280,7 +325,10 @@ public final class ProducerTable {
         return p == null ? 0 : p.epoch;
     }
 
-    /** Drops producers not seen since {@code nowMillis - idleExpiryMillis}; returns how many. */
+    /**
+     * Drops producers not seen since {@code nowMillis - idleExpiryMillis} (held ones only once a marker covers them);
+     * returns how many.
+     */
     public int expire(long nowMillis) {
         int dropped = 0;
         Iterator<Producer> oldestFirst = producers.values().iterator();
@@ -291,6 +339,9 @@ public final class ProducerTable {
             }
             if (nowMillis - p.lastSeenMillis < idleExpiryMillis) {
                 break;
+            }
+            if (!forgettable(p)) {
+                continue;
             }
             oldestFirst.remove();
             forget(p);
@@ -324,6 +375,7 @@ public final class ProducerTable {
         highestEpochGranted = Math.max(highestEpochGranted, epoch);
         p.highest = highest;
         p.lastSeenMillis = lastSeenMillis;
+        p.seenGeneration = markGeneration;
         p.gaps.clear();
         for (int i = 0; i + 1 < gapRanges.length; i += 2) {
             p.gaps.add(gapRanges[i], gapRanges[i + 1]);
@@ -349,22 +401,36 @@ public final class ProducerTable {
             return p;
         }
         expire(nowMillis);
-        if (producers.size() >= maxProducers) {
-            Iterator<Map.Entry<Long, Producer>> eldest = producers.entrySet().iterator();
-            while (eldest.hasNext()) { // the least recently seen of the clients' producers
-                Producer evicted = eldest.next().getValue();
-                if (!isBrokers(evicted.id)) {
-                    forget(evicted);
-                    eldest.remove();
-                    evictions++;
-                    break;
-                }
-            }
+        if (producers.size() >= maxProducers && !evictEldest(false) && producers.size() >= 2L * maxProducers) {
+            evictEldest(true);
         }
         p = new Producer(producerId, epoch, nowMillis);
+        p.seenGeneration = markGeneration;
         producers.put(producerId, p);
         last = p;
         return p;
+    }
+
+    /**
+     * Evicts the least recently seen of the clients' producers that may be forgotten, or with {@code evenIfHeld} the
+     * least recently seen of them all; false if there was none.
+     */
+    private boolean evictEldest(boolean evenIfHeld) {
+        Iterator<Producer> eldest = producers.values().iterator();
+        while (eldest.hasNext()) {
+            Producer evicted = eldest.next();
+            if (isBrokers(evicted.id) || !evenIfHeld && !forgettable(evicted)) {
+                continue;
+            }
+            if (!forgettable(evicted)) {
+                evictionsBeforeMarker++;
+            }
+            forget(evicted);
+            eldest.remove();
+            evictions++;
+            return true;
+        }
+        return false;
     }
 
     /** Sets the epochs' marks read back from a checkpoint (E1, E2); they only ever rise. */

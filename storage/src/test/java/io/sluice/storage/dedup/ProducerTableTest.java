@@ -197,4 +197,27 @@ class ProducerTableTest {
         assertEquals(40, table.lastStoredSequence(copies));
         assertEquals(2, table.tracked());
     }
+
+    @Test
+    void aHeldTableForgetsOnlyProducersAMarkerCovers() {
+        ProducerTable held = new ProducerTable(1, 1_000, 100);
+        held.holdUntilMarked();
+        held.restore(7, 0, 3, 0, new long[0]);          // read back at a start
+        assertEquals(0, held.expire(5_000), "restored, seen before no marker: held past the idle expiry");
+        held.stored(8, 0, 1, 5_000);                    // over the cap of one: nothing may be evicted
+        assertEquals(2, held.tracked());
+        assertEquals(DUPLICATE, held.check(7, 0, 3, 5_000));
+
+        held.marked();
+        held.stored(9, 0, 1, 5_000);                    // the least recently seen covered producer goes: 8
+        assertEquals(2, held.tracked());
+        assertEquals(NEW, held.check(8, 0, 1, 5_000));
+        assertEquals(0, held.evictionsBeforeMarker());
+        assertEquals(DUPLICATE, held.check(7, 0, 3, 5_000));
+        held.stored(10, 0, 1, 5_000);                   // 9 and 7, seen since the marker, are held: at twice the cap, 9 goes
+        assertEquals(2, held.tracked());
+        assertEquals(1, held.evictionsBeforeMarker());
+        assertEquals(NEW, held.check(9, 0, 1, 5_000));
+        assertEquals(DUPLICATE, held.check(7, 0, 3, 5_000));
+    }
 }
