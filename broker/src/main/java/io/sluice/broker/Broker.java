@@ -129,7 +129,7 @@ public final class Broker implements AutoCloseable {
         ClusterNode clusterNode = null;
         try {
             queueManager = new QueueManager(store, workerGroup, config.queues, config.broker.publishWindowMessages,
-                    config.cluster.enabled ? QueueManager.Role.CLUSTER_NODE : QueueManager.Role.SINGLE_BROKER);
+                    config.broker.publishWindowBytes, config.cluster.enabled ? QueueManager.Role.CLUSTER_NODE : QueueManager.Role.SINGLE_BROKER);
             queueManager.limitQueues(config.limits.maxQueues);
             phases.end("queues");
             // Before the listener binds: what a crash interrupted is rolled back or applied again first.

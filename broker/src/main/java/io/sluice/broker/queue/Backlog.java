@@ -23,6 +23,7 @@ final class Backlog {
     private final String queue;
     private final FlowGate gate;
     private final int publishAllowance;
+    private final long publishAllowanceBytes;
     private long bytes;
     /** While slowed: messages acknowledged and not yet matched by a released confirm (C2). */
     private long slowTokens;
@@ -51,11 +52,13 @@ final class Backlog {
     /**
      * @param publishAllowance how far past the hard level a blocked queue still stores what was in
      *                         flight (A2), and the most tokens slowed producers may bank (C2)
+     * @param publishAllowanceBytes how far past a hard level in bytes a blocked queue still stores what was in flight (A2)
      */
-    Backlog(String queue, QuotaSettings quota, int publishAllowance, long messages, long bytes) {
+    Backlog(String queue, QuotaSettings quota, int publishAllowance, long publishAllowanceBytes, long messages, long bytes) {
         this.queue = queue;
         this.gate = new FlowGate(quota);
         this.publishAllowance = publishAllowance;
+        this.publishAllowanceBytes = publishAllowanceBytes;
         this.bytes = bytes;
         gate.update(messages, bytes);
         blockedSinceNanos = System.nanoTime();
@@ -107,8 +110,10 @@ final class Backlog {
      * <ul>
      *   <li>A1 below the hard level, or no hard level: yes;</li>
      *   <li>A2 blocked (quota with policy block, or the disk guard): messages already in flight when
-     *       the producer was told are stored, up to the publish window beyond the hard level; after
-     *       that, refused;</li>
+     *       the producer was told are stored, up to the publish window beyond the hard level (in messages
+     *       past a hard quota in messages, in bytes past one in bytes); after that, refused. The byte limit
+     *       was missing, so with a hard quota in bytes alone (the embedded defaults') nothing was ever
+     *       refused (found by a review);</li>
      *   <li>A3 policy reject: refused at once; policy drop-oldest: {@code dropOldest} discards the
      *       oldest message not out with a consumer to make room, or answers false if there is none.</li>
      * </ul>
@@ -137,8 +142,10 @@ final class Backlog {
                         + "message is out with a consumer, or the dead-letter queue refused the last one dropped";
             }
             default -> { // A2
-                long limit = (quota.hardMessages() > 0 ? quota.hardMessages() : Long.MAX_VALUE / 2) + publishAllowance;
-                return messages < limit ? null : "queue '" + queue + "' is blocked: " + gate.reason()
+                boolean pastMessages = quota.hardMessages() > 0 && messages >= quota.hardMessages() + publishAllowance;
+                boolean pastBytes = quota.hardBytes() > 0
+                        && bytes + uncommittedBytes + messageBytes > quota.hardBytes() + publishAllowanceBytes;
+                return !pastMessages && !pastBytes ? null : "queue '" + queue + "' is blocked: " + gate.reason()
                         + "; wait for FLOW before publishing more";
             }
         }

@@ -111,14 +111,15 @@ public final class BrokerQueue {
             }
         }), this::deadLetter);
         StagedAtOpen staged = new StagedAtOpen();
-        this.backlog = new Backlog(name, options.quota(), publishAllowance, store.unackedMessages(), store.unackedMessageBytes(staged));
+        this.backlog = new Backlog(name, options.quota(), publishAllowance, manager.publishAllowanceBytes(), store.unackedMessages(), store.unackedMessageBytes(staged));
         this.acks = new AckBatch(store, backlog, tracked);
         this.producers = manager.openProducers(name, store, executor);
         this.producerState = new QueueProducerState(this, producers, executor);
         this.publishPath = new PublishPath(this, store, order, backlog, producers, publishers, pendingConfirms, this::published);
         this.transactions = new QueueTransactions(this, store, backlog, tracked, order, pending, staged, producers,
                 pendingConfirms, publishers, transactionEffects);
-        this.dropOldest = new DropOldest(this, store, tracked, transactions, backlog, manager, this::deadLetter, order, leaderHold);
+        this.dropOldest = new DropOldest(this, store, tracked, transactions, backlog, manager,
+                this::deadLetterDropped, order, leaderHold, this::outWithAConsumer);
         this.deadLetters = new DeadLetterMoves(this, manager, store, tracked, order, backlog, executor, () -> closed,
                 () -> acknowledged(1), this::scheduleDispatch);
         store.durabilityListener(durable -> {
@@ -559,6 +560,26 @@ public final class BrokerQueue {
         deadLetters.start(message, deliveries, reason);
     }
 
+    private void deadLetterDropped(StoredMessage message, String reason) {
+        deadLetters.startDrop(message, reason);
+    }
+
+    /**
+     * True if message {@code id} is in a consumer's in-flight deliveries, or was acknowledged by one and waits for its
+     * entry's apply (a cluster leader, R5): drop-oldest passes it.
+     */
+    private boolean outWithAConsumer(long id) {
+        if (acks.awaitingApply(id)) {
+            return true;
+        }
+        for (int i = 0; i < consumers.size(); i++) {
+            if (consumers.get(i).inFlight.contains(id)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** True while a message whose dead-letter move failed waits for its retry: drop-oldest then makes no room. */
     boolean deadLetterRefusing() {
         return deadLetters.refusing();
@@ -631,7 +652,7 @@ public final class BrokerQueue {
     }
 
     public long dropped() {
-        return dropOldest.dropped();
+        return dropOldest.dropped() + deadLetters.dropsMoved();
     }
 
     public long publishRefused() {
@@ -681,7 +702,7 @@ public final class BrokerQueue {
 
     private QueueSnapshot.Counters countersNow() {
         return new QueueSnapshot.Counters(publishedMessages, pendingConfirms.confirmedStored(), deliveredMessages, redelivered,
-                ackedMessages, nackedMessages, deadLetters.moved(), deadLetters.failures(), dropOldest.dropped(), publishRefused(),
+                ackedMessages, nackedMessages, deadLetters.moved(), deadLetters.failures(), dropped(), publishRefused(),
                 pendingConfirms.confirmedResends(), producers.table().evictions(),
                 producers.table().expiries());
     }
@@ -708,7 +729,6 @@ public final class BrokerQueue {
         return closed;
     }
 
-    /** Stops serving: drops consumers (their connections are told by the caller) and closes the reader. */
     /** Rule R4 of docs/replication.md: a marker covers every entry applied so far ({@link QueueManager#appliedEntriesMarked}). */
     CompletableFuture<Void> producersMarked() {
         try {
@@ -718,6 +738,7 @@ public final class BrokerQueue {
         }
     }
 
+    /** Stops serving: drops consumers (their connections are told by the caller) and closes the reader. */
     void close() {
         closed = true;
         if (ackTimeoutTask != null) {
@@ -729,6 +750,11 @@ public final class BrokerQueue {
         }
         consumers.clear();
         order.closeReader();
+        if (backlog.state() != FlowState.FREE) {
+            // A producer told SLOW or BLOCKED would otherwise hold its messages for this name until it reconnects: it
+            // publishes nothing, so it never joins the publishers of a queue declared again under the name (found by a review).
+            publishers.tell(FlowState.FREE, "queue '" + name + "' was deleted");
+        }
         pendingConfirms.refuseAll(ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was confirmed");
     }
 

@@ -41,7 +41,10 @@ final class DeadLetterMoves {
     private final DeadLetterer deadLetterer;
     /** Messages whose move failed, waiting for their retry. */
     private final IdSet retries = new IdSet();
+    /** Messages being moved that drop-oldest dropped: counted as dropped only once moved. */
+    private final IdSet drops = new IdSet();
     private long moved;
+    private long dropsMoved;
     private long failures;
 
     DeadLetterMoves(BrokerQueue source, QueueManager manager, QueueStore store, IdSet tracked, DeliveryOrder order,
@@ -69,6 +72,12 @@ final class DeadLetterMoves {
         });
     }
 
+    /** As {@link #start}, for a message drop-oldest dropped: {@link #dropsMoved} counts it once its copy is durable. */
+    void startDrop(StoredMessage message, String reason) {
+        drops.add(message.id());
+        start(message, message.deliveryCount(), reason);
+    }
+
     /** Hands {@code message} to the dead-letterer; it stays tracked until the outcome. */
     void start(StoredMessage message, int deliveries, String reason) {
         tracked.add(message.id());
@@ -78,8 +87,15 @@ final class DeadLetterMoves {
 
     private void moved(StoredMessage original) {
         order.deadLetteringEnded(original.id());
+        boolean drop = drops.size() > 0 && drops.contains(original.id());
+        if (drop) {
+            drops.remove(original.id());
+        }
         if (closed.getAsBoolean() || !tracked.contains(original.id())) {
             return; // deleted or purged meanwhile
+        }
+        if (drop) {
+            dropsMoved++;
         }
         store.ack(original.id());
         tracked.remove(original.id());
@@ -93,6 +109,9 @@ final class DeadLetterMoves {
     /** The move failed: the message becomes deliverable again after the longest redelivery delay. */
     private void failed(StoredMessage original, String why) {
         order.deadLetteringEnded(original.id());
+        if (drops.size() > 0) {
+            drops.remove(original.id());
+        }
         if (closed.getAsBoolean() || !tracked.contains(original.id())) {
             return;
         }
@@ -118,6 +137,11 @@ final class DeadLetterMoves {
 
     long moved() {
         return moved;
+    }
+
+    /** Drop-oldest's drops whose dead-letter copy is durable (and the original acknowledged). */
+    long dropsMoved() {
+        return dropsMoved;
     }
 
     /** Moves that failed (the dead-letter queue refused, or could not be created); the message stayed. */

@@ -5,6 +5,7 @@ import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoredMessage;
 
 import java.util.concurrent.CompletableFuture;
+import java.util.function.LongPredicate;
 
 /**
  * The {@code drop-oldest} overflow policy of one queue (docs/flow-control.md): discards the oldest
@@ -20,9 +21,9 @@ import java.util.concurrent.CompletableFuture;
  * <p>Threads: the queue's executor.
  */
 final class DropOldest {
-    /** Where a dropped message goes when the queue dead-letters what it drops. */
+    /** Where a dropped message goes when the queue dead-letters what it drops; counted as dropped once its copy is durable. */
     interface DeadLetter {
-        void deadLetter(StoredMessage message, int deliveries, String reason);
+        void deadLetterDropped(StoredMessage message, String reason);
     }
 
     private final BrokerQueue queue;
@@ -34,10 +35,12 @@ final class DropOldest {
     private final DeadLetter deadLetter;
     private final DeliveryOrder order;
     private final LeaderHold hold;
+    /** True for a message out with a consumer (in a consumer's in-flight deliveries). */
+    private final LongPredicate outWithAConsumer;
     private long dropped;
 
     DropOldest(BrokerQueue queue, QueueStore store, IdSet tracked, QueueTransactions transactions, Backlog backlog,
-               QueueManager manager, DeadLetter deadLetter, DeliveryOrder order, LeaderHold hold) {
+               QueueManager manager, DeadLetter deadLetter, DeliveryOrder order, LeaderHold hold, LongPredicate outWithAConsumer) {
         this.queue = queue;
         this.store = store;
         this.tracked = tracked;
@@ -47,18 +50,25 @@ final class DropOldest {
         this.deadLetter = deadLetter;
         this.order = order;
         this.hold = hold;
+        this.outWithAConsumer = outWithAConsumer;
     }
 
     /**
-     * Discards the oldest unacknowledged message not out with a consumer; false if there is none. A message a cluster
-     * leader holds (an earlier drop or a purge not applied yet) is on its way out already, so it is passed too. Every
-     * message skipped is tracked, pending or held, each at most once, so the walk is bounded by those, not by the backlog.
+     * Discards the oldest unacknowledged message not out with a consumer; false if there is none. Passed too: a
+     * delivery a transaction holds (T1), a message being dead-lettered, a transaction's pending one, and one a cluster
+     * leader holds (an earlier drop or a purge not applied yet), which are on their way out already or not the queue's
+     * to drop. A tracked message that waits with no consumer (given back by a consumer that left, taken back by the ack
+     * timeout, waiting out a NACK's delay or a dead-letter move's retry) is dropped like any other: passing every
+     * tracked message, as this did, had a full queue whose messages had all been delivered once refuse every publish
+     * with no consumer left (found by a review). Every message skipped is tracked, pending or held, each at most once,
+     * so the walk is bounded by those, not by the backlog.
      */
     boolean dropOne() {
         if (queue.options().deadLetterDropped() && queue.deadLetterRefusing()) {
             return false; // a drop is a move to the dead-letter queue, which refuses them now: no room, the publish is refused
         }
-        long id = store.oldestUnacked(x -> tracked.contains(x) || transactions.isPending(x) || hold.holds(x),
+        long id = store.oldestUnacked(x -> outWithAConsumer.test(x) || transactions.isHeld(x) || order.deadLettering(x)
+                        || transactions.isPending(x) || hold.holds(x),
                 tracked.size() + transactions.pendingCount() + hold.size());
         if (id < 0) {
             return false;
@@ -73,11 +83,14 @@ final class DropOldest {
         if (m == null) {
             return false;
         }
+        if (tracked.contains(id)) { // waiting with no consumer: its timer or ready place goes with it
+            tracked.remove(id);
+            order.notDue(id);
+        }
         Replication replication = manager.replication();
         if (queue.options().deadLetterDropped()) {
-            // Room is made for this publish at once; the message leaves once its copy is durable.
-            dropped++;
-            deadLetter.deadLetter(m, m.deliveryCount(), "dropped to make room: " + backlog.quotaReason());
+            // Room is made for this publish at once; the message leaves, and counts as dropped, once its copy is durable.
+            deadLetter.deadLetterDropped(m, "dropped to make room: " + backlog.quotaReason());
         } else if (replication == null) {
             dropped++;
             store.ack(id);

@@ -67,6 +67,7 @@ public final class QueueManager {
     private final Map<String, BrokerQueue> queues = new ConcurrentHashMap<>();
     private final Map<String, QueueSettings> declared = new ConcurrentHashMap<>();
     private final int publishAllowance;
+    private final long publishAllowanceBytes;
     private final Role role;
     /** Null on a single broker; set once, before any connection, on a cluster node (docs/replication.md). */
     private volatile Replication replication;
@@ -111,12 +112,23 @@ public final class QueueManager {
         CLUSTER_NODE
     }
 
+    /** {@code broker.publish-window-bytes} of the embedded defaults, for a manager made without it. */
+    public static final long DEFAULT_PUBLISH_ALLOWANCE_BYTES = 64L << 20;
+
+    /** A single broker's queues, with the embedded defaults' publish window in bytes. */
     public QueueManager(MessageStore store, EventLoopGroup executors, BrokerConfig.Queues defaults, int publishAllowance) {
-        this(store, executors, defaults, publishAllowance, Role.SINGLE_BROKER);
+        this(store, executors, defaults, publishAllowance, DEFAULT_PUBLISH_ALLOWANCE_BYTES, Role.SINGLE_BROKER);
     }
 
-    public QueueManager(MessageStore store, EventLoopGroup executors, BrokerConfig.Queues defaults, int publishAllowance, Role role) {
+    /**
+     * @param publishAllowance      {@code broker.publish-window-messages}: how far past a hard quota in messages a
+     *                              blocked queue still stores what was in flight (A2 of {@link Backlog#refusal})
+     * @param publishAllowanceBytes {@code broker.publish-window-bytes}: the same past a hard quota in bytes
+     */
+    public QueueManager(MessageStore store, EventLoopGroup executors, BrokerConfig.Queues defaults, int publishAllowance,
+                        long publishAllowanceBytes, Role role) {
         this.role = role;
+        this.publishAllowanceBytes = publishAllowanceBytes;
         this.settingsWriters = new ThreadPoolExecutor(SETTINGS_WRITER_THREADS, SETTINGS_WRITER_THREADS, 1, TimeUnit.SECONDS,
                 new LinkedBlockingQueue<>(), r -> {
                     Thread t = new Thread(r, "sluice-settings-writer");
@@ -192,7 +204,11 @@ public final class QueueManager {
         this.beforeFilesDeleted = listener;
     }
 
-    /** The queue, or null. */
+    /** {@code broker.publish-window-bytes}: how far past a hard quota in bytes a blocked queue still stores (A2). */
+    long publishAllowanceBytes() {
+        return publishAllowanceBytes;
+    }
+
     /**
      * Makes this broker a cluster node: from now on declares, publishes and acks go through
      * {@code replication}. Set once at start-up, before the listener binds.
@@ -219,6 +235,7 @@ public final class QueueManager {
         return replication;
     }
 
+    /** The queue, or null. */
     public BrokerQueue get(String name) {
         return queues.get(name);
     }

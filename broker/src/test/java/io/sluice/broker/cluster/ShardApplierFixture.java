@@ -46,7 +46,8 @@ abstract class ShardApplierFixture {
     @BeforeEach
     void openQueues() {
         store = MessageStore.open(dir.resolve("node"), config.storeConfig(), () -> System.currentTimeMillis() + clockOffsetMillis.get());
-        queues = new QueueManager(store, loop, config.queues, 1000, QueueManager.Role.CLUSTER_NODE);
+        queues = new QueueManager(store, loop, config.queues, 1000, config.broker.publishWindowBytes,
+                QueueManager.Role.CLUSTER_NODE);
     }
 
     @AfterEach

@@ -41,7 +41,8 @@ public final class QueueCore implements AutoCloseable {
         all.putAll(overrides);
         config = new ConfigLoader().load(null, all);
         store = MessageStore.open(dir, config.storeConfig(), forcer);
-        queues = new QueueManager(store, loop, config.queues, config.broker.publishWindowMessages);
+        queues = new QueueManager(store, loop, config.queues, config.broker.publishWindowMessages,
+                config.broker.publishWindowBytes, QueueManager.Role.SINGLE_BROKER);
     }
 
     /** Publishes one frame of messages of {@code producerId} with sequences {@code firstSequence..} on the queue's executor. */

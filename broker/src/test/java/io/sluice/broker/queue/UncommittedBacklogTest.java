@@ -15,7 +15,7 @@ class UncommittedBacklogTest {
 
     @Test
     void shouldCountUncommittedMessagesTowardTheQuota() {
-        Backlog backlog = new Backlog("q", new QuotaSettings(0, 10, 0, 0, QuotaSettings.OverflowPolicy.BLOCK), ALLOWANCE, 6, 60);
+        Backlog backlog = new Backlog("q", new QuotaSettings(0, 10, 0, 0, QuotaSettings.OverflowPolicy.BLOCK), ALLOWANCE, QueueManager.DEFAULT_PUBLISH_ALLOWANCE_BYTES, 6, 60);
         for (int i = 0; i < 4; i++) {
             assertNull(backlog.refusal(6, 10, () -> false));
             backlog.submitted(10, 1 << 20);
@@ -35,7 +35,7 @@ class UncommittedBacklogTest {
 
     @Test
     void shouldBlockAtTheBoundOfUncommittedBytesAndResumeBelowNinetyPercent() {
-        Backlog backlog = new Backlog("q", QuotaSettings.NONE, ALLOWANCE, 0, 0);
+        Backlog backlog = new Backlog("q", QuotaSettings.NONE, ALLOWANCE, QueueManager.DEFAULT_PUBLISH_ALLOWANCE_BYTES, 0, 0);
         backlog.submitted(600, 1000);
         assertNull(backlog.update(0));
         backlog.submitted(400, 1000);
