@@ -329,9 +329,7 @@ public final class Broker implements AutoCloseable {
                 diskBlocked = reason;
                 LOG.warn(reason != null ? "Disk guard: blocking every producer: {}." : "Disk guard: free space is back; producers resume.{}",
                         reason != null ? reason : "");
-                for (BrokerQueue q : queues.all()) {
-                    q.diskBlocked(reason);
-                }
+                queues.diskBlocked(reason);
             }
         } catch (RuntimeException e) {
             LOG.warn("Disk guard check failed.", e);

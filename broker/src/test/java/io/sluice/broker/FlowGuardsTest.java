@@ -186,10 +186,26 @@ class FlowGuardsTest {
             Files.write(filler, new byte[48 << 20]);
             TestAwait.until("producers blocked by the disk guard", java.time.Duration.ofSeconds(20), () -> states.contains(FlowState.BLOCKED));
             assertTrue(reasons.get(states.indexOf(FlowState.BLOCKED)).contains("free disk space"), reasons.toString());
+            // A queue declared while the guard blocks is blocked too: it was left FREE, its producers sent into a store
+            // that refused their appends with STORAGE_FULL (found by a review).
+            c.declareQueue("declared-while-blocked", QueueSettings.EMPTY);
+            List<FlowState> newQueueStates = new CopyOnWriteArrayList<>();
+            Producer late = c.createProducer("declared-while-blocked", new ProducerOptions(10, 256, 1 << 20,
+                    (q, s, r) -> newQueueStates.add(s)));
+            // The client starts FREE on a queue it never heard of: its first message is refused, naming the disk.
+            java.util.concurrent.ExecutionException refused = org.junit.jupiter.api.Assertions.assertThrows(
+                    java.util.concurrent.ExecutionException.class, () -> late.sendAsync(new byte[100]).get(20, TimeUnit.SECONDS));
+            assertTrue(refused.getCause().getMessage().contains("free disk space"), refused.getCause().toString());
+            TestAwait.until("the queue declared while the guard blocks is blocked", java.time.Duration.ofSeconds(20),
+                    () -> newQueueStates.contains(FlowState.BLOCKED));
             Files.delete(filler);
             TestAwait.until("producers resume once space is back", java.time.Duration.ofSeconds(20), () -> states.get(states.size() - 1) == FlowState.FREE);
             p.send(new byte[100]);
             assertEquals(2, broker.store().queue("q").unackedMessages());
+            TestAwait.until("the late queue's producer resumes", java.time.Duration.ofSeconds(20),
+                    () -> newQueueStates.get(newQueueStates.size() - 1) == FlowState.FREE);
+            late.send(new byte[100]);
+            assertEquals(1, broker.store().queue("declared-while-blocked").unackedMessages());
         }
     }
 }

@@ -212,9 +212,9 @@ public final class BrokerQueue {
         return dropOldest.dropOne();
     }
 
-    /** Broker-wide disk guard: blocks (reason) or unblocks (null) every producer of this queue. */
-    public void diskBlocked(String reason) {
-        publishPath.diskBlocked(reason);
+    /** The broker-wide disk guard changed ({@link QueueManager#diskBlocked}): blocks or frees this queue's producers as it now says. */
+    void diskGuardChanged() {
+        publishPath.diskGuardChanged(manager::diskBlockedReason);
     }
 
     /** The flow state producers were last told. */

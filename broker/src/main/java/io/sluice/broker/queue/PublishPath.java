@@ -268,9 +268,13 @@ final class PublishPath {
         }
     }
 
-    /** Broker-wide disk guard: blocks (reason) or unblocks (null) every producer of this queue. */
-    void diskBlocked(String reason) {
+    /**
+     * Broker-wide disk guard: blocks (a reason) or unblocks (null) every producer of this queue, as {@code reasonNow}
+     * says when the task runs, so that tasks of two changes that run in either order leave the latest.
+     */
+    void diskGuardChanged(java.util.function.Supplier<String> reasonNow) {
         queue.executor().execute(() -> {
+            String reason = reasonNow.get();
             FlowState now = backlog.diskBlocked(reason);
             if (now != null) {
                 LOG.info("Queue '{}' is now {}: {}.", queue.name(), now, reason == null ? "disk space is back" : reason);

@@ -69,6 +69,8 @@ public final class QueueManager {
     private final int publishAllowance;
     private final long publishAllowanceBytes;
     private final Role role;
+    /** Set by the broker's disk guard ({@link #diskBlocked}), read by every queue's executor. */
+    private volatile String diskBlockedReason;
     /** Null on a single broker; set once, before any connection, on a cluster node (docs/replication.md). */
     private volatile Replication replication;
     /**
@@ -149,8 +151,37 @@ public final class QueueManager {
         for (String name : store.listQueues()) {
             QueueSettings settings = loadSettings(name);
             declared.put(name, settings);
-            queues.put(name, newQueue(name, store.queue(name), settings));
+            serve(name, newQueue(name, store.queue(name), settings));
         }
+    }
+
+    /**
+     * Makes {@code queue} the one served under {@code name}, blocked at once if the disk guard blocks: a queue declared
+     * while it did was left FREE, and its producers sent into a store that refused their appends (found by a review).
+     * The guard's change and this each read the other's write after their own (the map's, then the volatile reason),
+     * so a queue declared while the guard changes is told by one of them, or both (idempotent).
+     */
+    private void serve(String name, BrokerQueue queue) {
+        queues.put(name, queue);
+        if (diskBlockedReason != null) {
+            queue.diskGuardChanged();
+        }
+    }
+
+    /**
+     * The broker-wide disk guard: below the reserved free space (a reason) every producer of every queue, those
+     * declared later included, is blocked; with null they resume.
+     */
+    public void diskBlocked(String reason) {
+        diskBlockedReason = reason;
+        for (BrokerQueue queue : queues.values()) {
+            queue.diskGuardChanged();
+        }
+    }
+
+    /** Why the disk guard blocks every producer, or null. */
+    String diskBlockedReason() {
+        return diskBlockedReason;
     }
 
     private BrokerQueue newQueue(String name, QueueStore queueStore, QueueSettings settings) {
@@ -405,7 +436,7 @@ public final class QueueManager {
                 QueueStore queueStore = stores.get(i).join();
                 declared.put(r.name, r.settings);
                 BrokerQueue queue = newQueue(r.name, queueStore, r.settings);
-                queues.put(r.name, queue);
+                serve(r.name, queue);
                 r.created = queue;
                 declaredListener.accept(queue);
                 LOG.info("Queue '{}' declared with settings {}.", r.name, r.settings.asMap());
@@ -541,7 +572,7 @@ public final class QueueManager {
             QueueSettings settings = loadSettings(name);
             declared.put(name, settings);
             BrokerQueue queue = newQueue(name, queueStore, settings);
-            queues.put(name, queue);
+            serve(name, queue);
             declaredListener.accept(queue);
             LOG.info("Queue '{}' installed from a snapshot with settings {}.", name, settings.asMap());
             return queue;
