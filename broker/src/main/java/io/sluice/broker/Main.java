@@ -157,6 +157,12 @@ public final class Main {
         } catch (ConfigException e) {
             err.println("sluice: " + e.getMessage());
             return 2;
+        } catch (RuntimeException e) {
+            // Last resort: a case the loader does not foresee is still a configuration error, in one line and with
+            // status 2 (--check-config's promise), not a stack trace and status 1.
+            String message = String.valueOf(e.getMessage()).lines().findFirst().orElse("");
+            err.println("sluice: invalid configuration: reading it failed with " + e.getClass().getName() + ": " + message);
+            return 2;
         }
         if (checkOnly) {
             out.println("sluice: configuration is valid (clients on " + config.broker.listenAddress + ":" + config.broker.port

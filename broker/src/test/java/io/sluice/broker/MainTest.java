@@ -81,4 +81,21 @@ class MainTest {
                 + " and auth.users is empty"), err());
         assertEquals(2, err().split("\n").length, "one problem, one line under the heading: " + err());
     }
+
+    /** An emptied section (YAML null) once ended --check-config in a NullPointerException's stack trace and status 1. */
+    @Test
+    void shouldSayInOneLineThatASectionIsEmpty(@TempDir Path dir) throws Exception {
+        Path config = dir.resolve("sluice.yaml");
+        Files.writeString(config, "storage:\n#  durability: interval\n");
+        assertEquals(2, run("--config", config.toString(), "--check-config"));
+        assertEquals("sluice: invalid configuration: " + config + ": 'storage' is empty: is every key under it commented out?"
+                + " Leave the section out for its defaults\n", err());
+    }
+
+    @Test
+    void shouldRefuseAPortWithALeadingZero() {
+        assertEquals(2, run("--port", "07672", "--check-config"));
+        assertEquals("sluice: invalid configuration: override broker.port=07672: broker.port '07672' has a leading zero, which"
+                + " YAML reads as an octal number; write 7672\n", err());
+    }
 }

@@ -2,7 +2,9 @@ package io.sluice.broker.config;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.exc.InvalidFormatException;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
@@ -21,8 +23,8 @@ import java.util.stream.Collectors;
 /**
  * Reads the configuration in three layers: the defaults embedded in the jar ({@code sluice.yaml},
  * the same file as {@code config/sluice.yaml}), then an optional file (YAML or JSON), then
- * {@code key=value} overrides from the command line. Unknown keys and badly typed values are rejected
- * with the key's path.
+ * {@code key=value} overrides from the command line. Unknown keys, badly typed values, emptied sections and
+ * keys given twice are rejected with the key's path (see {@link ConfigTree}).
  */
 public final class ConfigLoader {
     public static final String EMBEDDED_DEFAULTS = "/sluice.yaml";
@@ -41,7 +43,7 @@ public final class ConfigLoader {
             if (defaults == null) {
                 throw new ConfigException("the embedded defaults " + EMBEDDED_DEFAULTS + " are missing from the classpath", null);
             }
-            mapper.readerForUpdating(config).readValue(defaults);
+            apply(config, "the embedded defaults", mapper.createParser(defaults));
         } catch (IOException e) {
             throw new ConfigException("the embedded defaults could not be read: " + e.getMessage(), e);
         }
@@ -50,21 +52,34 @@ public final class ConfigLoader {
                 throw new ConfigException("configuration file " + file + " does not exist", null);
             }
             try (InputStream in = Files.newInputStream(file)) {
-                mapper.readerForUpdating(config).readValue(in);
+                apply(config, file.toString(), mapper.createParser(in));
             } catch (IOException e) {
                 throw new ConfigException(describe(file.toString(), e), e);
             }
         }
         if (overrides != null && !overrides.isEmpty()) {
             for (Map.Entry<String, String> e : overrides.entrySet()) {
+                String source = "override " + e.getKey() + "=" + e.getValue();
                 try {
-                    mapper.readerForUpdating(config).readValue(nest(e.getKey(), e.getValue()));
+                    apply(config, source, mapper.createParser(nest(e.getKey(), e.getValue())));
                 } catch (IOException ex) {
-                    throw new ConfigException(describe("override " + e.getKey() + "=" + e.getValue(), ex), ex);
+                    throw new ConfigException(describe(source, ex), ex);
                 }
             }
         }
         return config.validate();
+    }
+
+    /**
+     * One layer onto {@code config}: read as a tree and checked by {@link ConfigTree} first, because a merging bind
+     * takes a key twice, an octal-looking number, an emptied section and a scalar in a section's place without a word.
+     */
+    private void apply(BrokerConfig config, String source, JsonParser parser) throws IOException {
+        try (parser) {
+            JsonNode tree = ConfigTree.read(parser, source);
+            ConfigTree.checkShape(tree, mapper.getDeserializationConfig(), source);
+            mapper.readerForUpdating(config).readValue(tree);
+        }
     }
 
     private static String nest(String dottedKey, String value) {
@@ -106,8 +121,13 @@ public final class ConfigLoader {
         return source + ": " + e.getMessage();
     }
 
-    private static String expected(Class<?> type) {
-        if (type == int.class || type == long.class || type == Integer.class || type == Long.class) {
+    private static boolean isWholeNumber(Class<?> type) {
+        return type == int.class || type == long.class || type == Integer.class || type == Long.class;
+    }
+
+    /** What a key of {@code type} takes, in the operator's words. */
+    static String expected(Class<?> type) {
+        if (isWholeNumber(type)) {
             return "a whole number";
         }
         if (type == double.class || type == Double.class) {

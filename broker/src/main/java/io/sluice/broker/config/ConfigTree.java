@@ -1,0 +1,147 @@
+package io.sluice.broker.config;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.databind.DeserializationConfig;
+import com.fasterxml.jackson.databind.JavaType;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.introspect.BeanPropertyDefinition;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.MissingNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
+
+import java.io.IOException;
+import java.math.BigInteger;
+import java.util.regex.Pattern;
+
+/**
+ * One layer of the configuration (the embedded defaults, the file, one override) read as a tree and checked before
+ * Jackson binds it to {@link BrokerConfig}, for what the binding would take without a word: a key given twice (the
+ * last would win), an integer with a leading zero (YAML 1.1 reads {@code 07672} as octal 4026), a section or a list
+ * left empty (YAML null: the field would become null and the broker end in a NullPointerException), and a scalar or
+ * list where a section belongs (a merging bind leaves the section as it was). Each is a {@link ConfigException} naming
+ * the key. An integer with a leading zero is kept as written, and refused only where a number belongs.
+ */
+final class ConfigTree {
+    /** An integer the YAML parser would read as octal, or whose zeros an operator may not have meant. */
+    private static final Pattern LEADING_ZERO = Pattern.compile("[-+]?0[0-9_]+");
+
+    private final String source;
+
+    private ConfigTree(String source) {
+        this.source = source;
+    }
+
+    /** The layer {@code parser} reads; {@link MissingNode} if it holds nothing (every line a comment). */
+    static JsonNode read(JsonParser parser, String source) throws IOException {
+        return parser.nextToken() == null ? MissingNode.getInstance() : new ConfigTree(source).value(parser, "");
+    }
+
+    /**
+     * Refuses a tree that is not a mapping of sections, a null anywhere but on a string key, and anything but a
+     * section where the type has one; unknown keys and badly typed scalars are left to the bind, which names them.
+     */
+    static void checkShape(JsonNode root, DeserializationConfig config, String source) {
+        if (root.isMissingNode()) {
+            throw new ConfigException(source + ": holds no settings (is every line a comment?); the configuration must be a"
+                    + " mapping of sections", null);
+        }
+        if (!root.isObject()) {
+            throw new ConfigException(source + ": the configuration must be a mapping of sections, got " + shown(root), null);
+        }
+        new ConfigTree(source).check(root, config.constructType(BrokerConfig.class), "", config);
+    }
+
+    private JsonNode value(JsonParser p, String path) throws IOException {
+        JsonToken token = p.currentToken();
+        if (token == JsonToken.START_OBJECT) {
+            ObjectNode section = JsonNodeFactory.instance.objectNode();
+            while (p.nextToken() == JsonToken.FIELD_NAME) {
+                String key = p.currentName();
+                String keyPath = path.isEmpty() ? key : path + "." + key;
+                if (section.has(key)) {
+                    throw refused("key '" + keyPath + "' appears twice (again at line " + p.currentLocation().getLineNr()
+                            + "); give it once");
+                }
+                p.nextToken();
+                section.set(key, value(p, keyPath));
+            }
+            return section;
+        }
+        if (token == JsonToken.START_ARRAY) {
+            ArrayNode list = JsonNodeFactory.instance.arrayNode();
+            while (p.nextToken() != JsonToken.END_ARRAY) {
+                list.add(value(p, path + "[" + list.size() + "]"));
+            }
+            return list;
+        }
+        if (token == JsonToken.VALUE_NUMBER_INT && LEADING_ZERO.matcher(p.getText()).matches()) {
+            return new LeadingZero(p.getText());
+        }
+        return p.readValueAsTree();
+    }
+
+    private void check(JsonNode node, JavaType type, String path, DeserializationConfig config) {
+        if (type.isCollectionLikeType()) {
+            if (node.isNull()) {
+                throw refused("'" + path + "' is empty: is every entry under it commented out? Write [] for no entries,"
+                        + " or leave the key out for its default");
+            }
+            // Not a list at all: the bind refuses it ("is not a list").
+            for (int i = 0; node.isArray() && i < node.size(); i++) {
+                if (node.get(i).isNull()) {
+                    throw refused("'" + path + "[" + i + "]' is empty: a '-' with nothing after it");
+                }
+                check(node.get(i), type.getContentType(), path + "[" + i + "]", config);
+            }
+        } else if (isSection(type)) {
+            if (node.isNull()) {
+                throw refused("'" + path + "' is empty: is every key under it commented out? Leave the section out for its defaults");
+            }
+            if (!node.isObject()) {
+                throw refused("'" + path + "' must be a section of keys, got " + shown(node));
+            }
+            for (BeanPropertyDefinition property : config.introspect(type).findProperties()) {
+                JsonNode child = node.get(property.getName());
+                if (child != null) {
+                    check(child, property.getPrimaryType(), path.isEmpty() ? property.getName() : path + "." + property.getName(), config);
+                }
+            }
+        } else if (node instanceof LeadingZero && type.getRawClass() != String.class) {
+            String decimal = new BigInteger(node.textValue().replace("_", "")).toString();
+            throw refused(path + " '" + node.textValue() + "' has a leading zero, which YAML reads as an octal number; write " + decimal);
+        } else if (node.isNull() && type.getRawClass() != String.class) {
+            // A string key may be empty (unset: the checks of BrokerConfig.validate() say so if it must not be); a number,
+            // a boolean or a choice has no empty value, and a primitive would be refused in Jackson's words.
+            throw refused("'" + path + "' is empty; it needs " + ConfigLoader.expected(type.getRawClass()));
+        }
+    }
+
+    /** The sections are BrokerConfig and the classes declared in it; its enums (ScrapeAccess) are top-level. */
+    private static boolean isSection(JavaType type) {
+        Class<?> raw = type.getRawClass();
+        return raw == BrokerConfig.class || (raw.getDeclaringClass() == BrokerConfig.class && !raw.isEnum());
+    }
+
+    /**
+     * An integer written with a leading zero, kept as written: a string key (broker.name 0700) takes it verbatim, where
+     * YAML would have made it "448"; a number key refuses it.
+     */
+    private static final class LeadingZero extends TextNode {
+        private static final long serialVersionUID = 1L;
+
+        LeadingZero(String written) {
+            super(written);
+        }
+    }
+
+    private static String shown(JsonNode node) {
+        return node.isArray() ? "a list" : node.toString();
+    }
+
+    private ConfigException refused(String problem) {
+        return new ConfigException(source + ": " + problem, null);
+    }
+}

@@ -1,0 +1,183 @@
+package io.sluice.broker.config;
+
+import com.fasterxml.jackson.annotation.JsonProperty;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * What an operator writes is never silently dropped, truncated or reinterpreted, and never ends in a
+ * NullPointerException: an emptied section or list entry, a scalar where a section belongs, a fraction for a whole
+ * number, a leading zero, a number past its type's range, a key given twice are each a {@link ConfigException} naming
+ * the key (found by a review).
+ */
+class ConfigLoaderBadInputTest {
+    @TempDir
+    Path dir;
+
+    private Path file;
+
+    @BeforeEach
+    void name() {
+        file = dir.resolve("sluice.yaml");
+    }
+
+    private String refused(String yaml) throws Exception {
+        Files.writeString(file, yaml);
+        return assertThrows(ConfigException.class, () -> new ConfigLoader().load(file, Map.of())).getMessage();
+    }
+
+    private static String refusedOverride(String key, String value) {
+        return assertThrows(ConfigException.class, () -> new ConfigLoader().load(null, Map.of(key, value))).getMessage();
+    }
+
+    /** A section whose keys are all commented out is YAML null: the field would be null, and the start a NullPointerException. */
+    @Test
+    void aSectionWithEveryKeyCommentedOutIsRefusedNamingIt() throws Exception {
+        String m = refused("tls:\n#  enabled: true\n#  certificate: /etc/sluice/cert.pem\n");
+        assertEquals("invalid configuration: " + file + ": 'tls' is empty: is every key under it commented out?"
+                + " Leave the section out for its defaults", m);
+        for (String section : new String[] {"broker", "auth", "storage", "queues", "limits", "metrics", "transactions", "cluster"}) {
+            assertEquals("invalid configuration: " + file + ": '" + section + "' is empty: is every key under it commented out?"
+                    + " Leave the section out for its defaults", refused(section + ":\n#  x: 1\n"), section);
+        }
+        assertEquals("invalid configuration: " + file + ": 'cluster.tls' is empty: is every key under it commented out?"
+                + " Leave the section out for its defaults", refused("cluster:\n  tls:\n"));
+    }
+
+    @Test
+    void anEmptyListOrListEntryIsRefusedNamingIt() throws Exception {
+        assertEquals("invalid configuration: " + file + ": 'auth.users[0]' is empty: a '-' with nothing after it",
+                refused("auth:\n  users:\n    -\n"));
+        assertEquals("invalid configuration: " + file + ": 'auth.users' is empty: is every entry under it commented out?"
+                + " Write [] for no entries, or leave the key out for its default", refused("auth:\n  users:\n#    - name: app\n"));
+        // Null here would mean every action on every queue: the restrictions an operator commented out are not widened.
+        assertEquals("invalid configuration: " + file + ": 'auth.anonymous-permissions' is empty: is every entry under it"
+                + " commented out? Write [] for no entries, or leave the key out for its default",
+                refused("auth:\n  anonymous-permissions:\n#    - queues: public.*\n"));
+        assertEquals("invalid configuration: " + file + ": 'cluster.nodes[1]' is empty: a '-' with nothing after it",
+                refused("cluster:\n  nodes:\n    - id: 1\n    -\n"));
+        assertEquals("invalid configuration: " + file + ": 'auth.users[0].permissions[0].actions[1]' is empty: a '-' with"
+                + " nothing after it", refused("auth:\n  users:\n    - name: app\n      permissions:\n        - queues: q\n"
+                + "          actions: [publish, ~]\n"));
+    }
+
+    @Test
+    void anEmptyScalarThatIsNotAStringIsRefusedNamingWhatItNeeds() throws Exception {
+        assertEquals("invalid configuration: " + file + ": 'broker.port' is empty; it needs a whole number", refused("broker:\n  port:\n"));
+        assertEquals("invalid configuration: " + file + ": 'metrics.scrape-access' is empty; it needs one of open, authenticated",
+                refused("metrics:\n  scrape-access:\n"));
+    }
+
+    /** {@code tls} is a section; {@code tls: true} must not be accepted while TLS stays off. */
+    @Test
+    void aScalarOrListWhereASectionBelongsIsRefusedNotIgnored() throws Exception {
+        assertEquals("invalid configuration: " + file + ": 'tls' must be a section of keys, got true", refused("tls: true\n"));
+        assertEquals("invalid configuration: " + file + ": 'broker' must be a section of keys, got a list", refused("broker: [1]\n"));
+        assertEquals("invalid configuration: " + file + ": 'auth.users[0]' must be a section of keys, got \"app\"",
+                refused("auth:\n  users: [app]\n"));
+        assertEquals("invalid configuration: override broker=x: 'broker' must be a section of keys, got \"x\"",
+                refusedOverride("broker", "x"));
+    }
+
+    @Test
+    void aFileThatIsNotAMappingOfSectionsIsRefused() throws Exception {
+        assertEquals("invalid configuration: " + file + ": the configuration must be a mapping of sections, got a list",
+                refused("- broker:\n    port: 9000\n"));
+        assertEquals("invalid configuration: " + file + ": the configuration must be a mapping of sections, got \"port 9000\"",
+                refused("port 9000\n"));
+        assertEquals("invalid configuration: " + file + ": holds no settings (is every line a comment?); the configuration"
+                + " must be a mapping of sections", refused("# broker:\n#   port: 9000\n"));
+    }
+
+    @Test
+    void aLeadingZeroIsRefusedNotReadAsOctal() throws Exception {
+        assertEquals("invalid configuration: override broker.port=07672: broker.port '07672' has a leading zero, which YAML"
+                + " reads as an octal number; write 7672", refusedOverride("broker.port", "07672"));
+        assertEquals("invalid configuration: " + file + ": broker.port '017672' has a leading zero, which YAML reads as an"
+                + " octal number; write 17672", refused("broker:\n  port: 017672\n"));
+        assertEquals("invalid configuration: " + file + ": storage.relocate-max-live-ratio '010' has a leading zero, which"
+                + " YAML reads as an octal number; write 10", refused("storage:\n  relocate-max-live-ratio: 010\n"));
+        // Not octal to YAML (8 is no octal digit): a string, which the number key reads as decimal, as meant.
+        assertEquals(8, new ConfigLoader().load(null, Map.of("broker.port", "08")).broker.port);
+        assertEquals(0, new ConfigLoader().load(null, Map.of("broker.port", "0")).broker.port);
+        // A string key takes the digits as written, where YAML made 0700 into "448".
+        assertEquals("0700", new ConfigLoader().load(null, Map.of("broker.name", "0700")).broker.name);
+        Files.writeString(file, "broker:\n  name: 007\n");
+        assertEquals("007", new ConfigLoader().load(file, Map.of()).broker.name);
+    }
+
+    @Test
+    void aKeyGivenTwiceIsRefusedNamingIt() throws Exception {
+        assertEquals("invalid configuration: " + file + ": key 'broker.port' appears twice (again at line 3); give it once",
+                refused("broker:\n  port: 9000\n  port: 9001\n"));
+        assertEquals("invalid configuration: " + file + ": key 'broker' appears twice (again at line 3); give it once",
+                refused("broker:\n  port: 9000\nbroker:\n  name: b\n"));
+        assertEquals("invalid configuration: " + file + ": key 'auth.users[1].name' appears twice (again at line 5); give it once",
+                refused("auth:\n  users:\n    - name: a\n    - name: b\n      name: c\n"));
+    }
+
+    /**
+     * Every key of every section (and of a user, a grant and a node) left empty: the broker either starts or says why,
+     * never another exception (a null string key once reached code that did not expect it).
+     */
+    @Test
+    void everyKeyLeftEmptyIsAConfigErrorOrAccepted() throws Exception {
+        List<String> yamls = new ArrayList<>();
+        for (Field section : BrokerConfig.class.getFields()) {
+            if (!Modifier.isStatic(section.getModifiers())) {
+                for (String key : keys(section.getType())) {
+                    yamls.add(name(section) + ":\n  " + key + ":\n");
+                }
+            }
+        }
+        for (String key : keys(BrokerConfig.User.class)) {
+            yamls.add("auth:\n  users:\n    - name: app\n      " + key + ":\n");
+        }
+        for (String key : keys(BrokerConfig.Permission.class)) {
+            yamls.add("auth:\n  anonymous-permissions:\n    - queues: q\n      " + key + ":\n");
+        }
+        for (String key : keys(BrokerConfig.Node.class)) {
+            yamls.add("cluster:\n  enabled: true\n  node-id: 1\n  nodes:\n    - id: 1\n      host: h\n      raft-port: 1\n"
+                    + "      client-port: 2\n      " + key + ":\n");
+        }
+        for (String yaml : yamls) {
+            Files.writeString(file, yaml);
+            try {
+                new ConfigLoader().load(file, Map.of());
+            } catch (ConfigException expected) {
+                // says why
+            } catch (RuntimeException e) {
+                throw new AssertionError("for\n" + yaml + "the loader threw " + e, e);
+            }
+        }
+        assertTrue(yamls.size() > 80, "every key: " + yamls.size());
+    }
+
+    private static List<String> keys(Class<?> section) {
+        List<String> keys = new ArrayList<>();
+        for (Field f : section.getFields()) {
+            if (!Modifier.isStatic(f.getModifiers())) {
+                keys.add(name(f));
+            }
+        }
+        return keys;
+    }
+
+    private static String name(Field f) {
+        JsonProperty p = f.getAnnotation(JsonProperty.class);
+        return p != null ? p.value() : f.getName();
+    }
+}
