@@ -4,12 +4,14 @@ import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.exc.InputCoercionException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.exc.InvalidFormatException;
 import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
+import com.fasterxml.jackson.databind.node.MissingNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 
 import java.io.IOException;
@@ -34,7 +36,9 @@ public final class ConfigLoader {
             .setDefaultMergeable(true)
             .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
             .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
-            .enable(DeserializationFeature.FAIL_ON_NUMBERS_FOR_ENUMS);
+            .enable(DeserializationFeature.FAIL_ON_NUMBERS_FOR_ENUMS)
+            // On by default: 2.7 for a whole-number key would become 2 without a word.
+            .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT);
 
     /** Loads and validates. {@code file} may be null; {@code overrides} maps dotted keys to values. */
     public BrokerConfig load(Path file, Map<String, String> overrides) {
@@ -54,7 +58,7 @@ public final class ConfigLoader {
             try (InputStream in = Files.newInputStream(file)) {
                 apply(config, file.toString(), mapper.createParser(in));
             } catch (IOException e) {
-                throw new ConfigException(describe(file.toString(), e), e);
+                throw new ConfigException(describe(file.toString(), e, null), e);
             }
         }
         if (overrides != null && !overrides.isEmpty()) {
@@ -63,7 +67,7 @@ public final class ConfigLoader {
                 try {
                     apply(config, source, mapper.createParser(nest(e.getKey(), e.getValue())));
                 } catch (IOException ex) {
-                    throw new ConfigException(describe(source, ex), ex);
+                    throw new ConfigException(describe(source, ex, null), ex);
                 }
             }
         }
@@ -78,7 +82,11 @@ public final class ConfigLoader {
         try (parser) {
             JsonNode tree = ConfigTree.read(parser, source);
             ConfigTree.checkShape(tree, mapper.getDeserializationConfig(), source);
-            mapper.readerForUpdating(config).readValue(tree);
+            try {
+                mapper.readerForUpdating(config).readValue(tree);
+            } catch (JsonMappingException e) {
+                throw new ConfigException(describe(source, e, tree), e);
+            }
         }
     }
 
@@ -99,8 +107,11 @@ public final class ConfigLoader {
         return "\"" + value.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
     }
 
-    /** The failure in the operator's terms: the YAML key, the value and what it must be; never Jackson's wording. */
-    private static String describe(String source, IOException e) {
+    /**
+     * The failure in the operator's terms: the YAML key, the value and what it must be; Jackson's wording only after the
+     * key, for a failure none of these cases foresaw.
+     */
+    private static String describe(String source, IOException e, JsonNode tree) {
         if (e instanceof UnrecognizedPropertyException u) {
             String known = u.getKnownPropertyIds() == null ? "" : u.getKnownPropertyIds().stream().map(String::valueOf)
                     .sorted().collect(Collectors.joining(", "));
@@ -112,8 +123,11 @@ public final class ConfigLoader {
         if (e instanceof MismatchedInputException m && m.getTargetType() != null) {
             return source + ": " + path(m) + " is not " + expected(m.getTargetType());
         }
+        if (e instanceof JsonMappingException m && m.getCause() instanceof InputCoercionException range) {
+            return source + ": " + path(m) + " " + valueAt(tree, m) + " is beyond the range of " + range(range.getTargetType());
+        }
         if (e instanceof JsonMappingException m) {
-            return source + ": bad value for '" + path(m) + "'";
+            return source + ": bad value for '" + path(m) + "': " + m.getOriginalMessage();
         }
         if (e instanceof JsonProcessingException p && p.getLocation() != null) {
             return source + ": not valid YAML at line " + p.getLocation().getLineNr() + ", column " + p.getLocation().getColumnNr();
@@ -123,6 +137,26 @@ public final class ConfigLoader {
 
     private static boolean isWholeNumber(Class<?> type) {
         return type == int.class || type == long.class || type == Integer.class || type == Long.class;
+    }
+
+    /** The range a whole number of {@code type} can hold, for a value past it. */
+    private static String range(Class<?> type) {
+        if (type == int.class || type == Integer.class) {
+            return "this key's whole number (" + Integer.MIN_VALUE + ".." + Integer.MAX_VALUE + ")";
+        }
+        if (type == long.class || type == Long.class) {
+            return "this key's whole number (" + Long.MIN_VALUE + ".." + Long.MAX_VALUE + ")";
+        }
+        return "this key's type";
+    }
+
+    /** The value the failed key has in the layer's tree, as written. */
+    private static String valueAt(JsonNode tree, JsonMappingException e) {
+        JsonNode node = tree == null ? MissingNode.getInstance() : tree;
+        for (JsonMappingException.Reference r : e.getPath()) {
+            node = r.getFieldName() != null ? node.path(r.getFieldName()) : node.path(r.getIndex());
+        }
+        return node.isMissingNode() ? "?" : node.asText();
     }
 
     /** What a key of {@code type} takes, in the operator's words. */
@@ -155,7 +189,7 @@ public final class ConfigLoader {
 
     private static String path(JsonMappingException e) {
         return e.getPath().stream()
-                .map(r -> r.getFieldName() != null ? r.getFieldName() : "[" + r.getIndex() + "]")
-                .collect(Collectors.joining("."));
+                .map(r -> r.getFieldName() != null ? "." + r.getFieldName() : "[" + r.getIndex() + "]")
+                .collect(Collectors.joining()).replaceFirst("^\\.", "");
     }
 }

@@ -103,6 +103,16 @@ class ConfigLoaderBadInputTest {
     }
 
     @Test
+    void aFractionForAWholeNumberKeyIsRefusedNotTruncated() throws Exception {
+        assertEquals("invalid configuration: " + file + ": queues.max-deliveries '2.7' is not a whole number",
+                refused("queues:\n  max-deliveries: 2.7\n"));
+        assertEquals("invalid configuration: override storage.segment-bytes=1.5: storage.segment-bytes '1.5' is not a whole number",
+                refusedOverride("storage.segment-bytes", "1.5"));
+        assertEquals(0.5, new ConfigLoader().load(null, Map.of("storage.relocate-max-live-ratio", "0.5")).storage.relocateMaxLiveRatio);
+    }
+
+    /** YAML 1.1 reads 07672 as octal 4026. */
+    @Test
     void aLeadingZeroIsRefusedNotReadAsOctal() throws Exception {
         assertEquals("invalid configuration: override broker.port=07672: broker.port '07672' has a leading zero, which YAML"
                 + " reads as an octal number; write 7672", refusedOverride("broker.port", "07672"));
@@ -117,6 +127,15 @@ class ConfigLoaderBadInputTest {
         assertEquals("0700", new ConfigLoader().load(null, Map.of("broker.name", "0700")).broker.name);
         Files.writeString(file, "broker:\n  name: 007\n");
         assertEquals("007", new ConfigLoader().load(file, Map.of()).broker.name);
+    }
+
+    @Test
+    void aValuePastItsTypesRangeSaysTheValueAndTheRange() throws Exception {
+        assertEquals("invalid configuration: " + file + ": broker.max-frame-bytes 4294967296 is beyond the range of this"
+                + " key's whole number (-2147483648..2147483647)", refused("broker:\n  max-frame-bytes: 4294967296\n"));
+        assertEquals("invalid configuration: override storage.segment-bytes=99999999999999999999: storage.segment-bytes"
+                + " 99999999999999999999 is beyond the range of this key's whole number (-9223372036854775808..9223372036854775807)",
+                refusedOverride("storage.segment-bytes", "99999999999999999999"));
     }
 
     @Test

@@ -71,6 +71,14 @@ class ConfigLoaderTest {
     }
 
     @Test
+    void shouldNameAKeyInAListEntryAsTheOtherMessagesDo() throws Exception {
+        Path file = dir.resolve("entry.yaml");
+        Files.writeString(file, "auth:\n  users:\n    - name: app\n      permissions: all\n");
+        ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(file, Map.of()));
+        assertEquals("invalid configuration: " + file + ": auth.users[0].permissions is not a list", e.getMessage());
+    }
+
+    @Test
     void shouldNameStorageProblemsByTheirYamlKeys() {
         ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(null,
                 Map.of("storage.segment-bytes", "5", "storage.sync-interval-ms", "0")));
