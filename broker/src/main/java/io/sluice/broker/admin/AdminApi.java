@@ -1,6 +1,8 @@
 package io.sluice.broker.admin;
 
+import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
@@ -109,7 +111,9 @@ final class AdminApi {
     private final BrokerConfig.Auth auth;
     private final Authenticator authenticator;
     private final Authorizer authorizer;
-    private final ObjectMapper json = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+    /** Refuses a body naming a key twice (which the last would otherwise win), here and in {@link ClusterAdmin}. */
+    private final ObjectMapper json = new ObjectMapper(JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build())
+            .enable(SerializationFeature.INDENT_OUTPUT);
 
     /** Answers refused credentials after {@link LoginBackoff#REFUSAL_DELAY_MS}, so no HTTP thread waits. */
     private final ScheduledExecutorService delayedAnswers;
@@ -589,6 +593,13 @@ final class AdminApi {
         }
     }
 
+    /** Why a body is refused, in a sentence; jackson-core words a key given twice "Duplicate field 'name'". */
+    static String notValidJson(JsonProcessingException e) {
+        String said = String.valueOf(e.getOriginalMessage());
+        return said.startsWith("Duplicate field ") ? "the body gives the key " + said.substring("Duplicate field ".length())
+                + " twice; give each key once" : "the body is not valid JSON: " + said;
+    }
+
     private QueueSettings parseSettings(byte[] body) {
         if (body.length == 0) {
             return QueueSettings.EMPTY;
@@ -597,7 +608,7 @@ final class AdminApi {
         try {
             root = json.readTree(body);
         } catch (JsonProcessingException e) {
-            throw new ApiException(400, "bad_json", "the body is not valid JSON: " + e.getOriginalMessage());
+            throw new ApiException(400, "bad_json", notValidJson(e));
         } catch (IOException e) {
             throw new ApiException(400, "bad_json", "the body could not be read: " + e.getMessage());
         }

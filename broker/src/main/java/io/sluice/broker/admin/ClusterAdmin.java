@@ -1,5 +1,6 @@
 package io.sluice.broker.admin;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.sluice.broker.auth.Action;
@@ -232,8 +233,10 @@ final class ClusterAdmin {
     private JsonNode readJson(byte[] body) {
         try {
             return body.length == 0 ? null : json.readTree(body);
+        } catch (JsonProcessingException e) {
+            throw new AdminApi.ApiException(400, "bad_json", AdminApi.notValidJson(e));
         } catch (IOException e) {
-            throw new AdminApi.ApiException(400, "bad_json", "the body is not valid JSON: " + e.getMessage());
+            throw new AdminApi.ApiException(400, "bad_json", "the body could not be read: " + e.getMessage());
         }
     }
 

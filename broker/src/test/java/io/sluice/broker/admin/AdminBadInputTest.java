@@ -53,6 +53,18 @@ class AdminBadInputTest {
         assertTrue(r.body().contains("invalid_setting") && r.body().contains("deadLetterQueue"), r.body());
     }
 
+    /** The last of the two would have won without a word, as in the configuration files (found by a review). */
+    @Test
+    void aSettingGivenTwiceIsRefusedNamingIt() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(fixture.baseUrl() + "/api/queues/jobs"))
+                .PUT(HttpRequest.BodyPublishers.ofString("{\"maxDeliveries\": 3, \"maxDeliveries\": 5}")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(400, r.statusCode(), r.body());
+        assertTrue(r.body().contains("\"bad_json\"") && r.body().contains("the body gives the key 'maxDeliveries' twice;"
+                + " give each key once"), r.body());
+    }
+
     @Test
     void aBodyOverTheCapIsRefusedWithoutBeingRead() throws Exception {
         fixture = new MetricsFixture(dir.resolve("data"), Map.of());
