@@ -77,6 +77,8 @@ public final class BrokerQueue {
     private final TransactionEffects transactionEffects = new TransactionEffects();
     private ScheduledFuture<?> ackTimeoutTask;
     private final DeadLetterMoves deadLetters;
+    /** What a cluster leader gives back when its entries may never commit (R5, R7, R9). */
+    private final LeaderGiveBacks giveBacks;
     /** What of each producer is stored, to store a resend once (with deduplication off, only the transactions'). */
     private final ProducerRegistry producers;
     private final QueueProducerState producerState;
@@ -122,6 +124,8 @@ public final class BrokerQueue {
                 this::deadLetterDropped, order, leaderHold, this::outWithAConsumer);
         this.deadLetters = new DeadLetterMoves(this, manager, store, tracked, order, backlog, executor, () -> closed,
                 () -> acknowledged(1), this::scheduleDispatch);
+        this.giveBacks = new LeaderGiveBacks(name, tracked, order, backlog, acks, leaderHold, publishPath,
+                id -> store.isAcked(id) ? null : readUnlessDamaged(id), count -> redelivered += count, this::scheduleDispatch);
         store.durabilityListener(durable -> {
             if (!executor.isShuttingDown()) {
                 executor.execute(publishPath::releaseConfirms);
@@ -247,6 +251,9 @@ public final class BrokerQueue {
     }
 
     void credit(ConsumerSession session, long wanted) {
+        if (closed) {
+            return; // deleted: nothing to deliver, and a grant would never be settled (DeletedQueueConsumerTest)
+        }
         long granted = session.account.grant(wanted);
         if (granted < wanted) {
             session.connection.error(ErrorCode.RESOURCE_LIMIT, session.account.refusal(session.tag, wanted, granted));
@@ -258,6 +265,9 @@ public final class BrokerQueue {
 
     /** Acknowledges the ids of the ranges that are outstanding on this session. */
     void ack(ConsumerSession session, AckFrame frame) {
+        if (closed) {
+            return; // deleted: the close settled the deliveries, and the store is gone
+        }
         Replication replication = manager.replication();
         acks.begin(replication != null);
         long acked = 0;
@@ -316,27 +326,7 @@ public final class BrokerQueue {
      * answered now ({@link InFlightPublishes}).
      */
     public void leadershipLost() {
-        executor.execute(() -> {
-            publishPath.leadershipLost();
-            long[] ids = acks.unapplied();
-            for (int i = ids.length - 1; i >= 0; i--) {
-                StoredMessage m = store.isAcked(ids[i]) ? null : readUnlessDamaged(ids[i]);
-                if (m == null) {
-                    tracked.remove(ids[i]);
-                    continue;
-                }
-                backlog.added(m.headersLength() + m.payloadLength());
-                order.dueFirst(ids[i]);
-            }
-            if (ids.length > 0) {
-                redelivered += ids.length;
-                publishPath.updateFlow();
-                scheduleDispatch();
-            }
-            LeaderHold.GivenBack held = leaderHold.giveBackAll(); // rules R7, R9: the purges' and drops' entries may never commit either
-            purgeGivenBack(held.purged());
-            dropsGivenBack(held.dropped());
-        });
+        executor.execute(giveBacks::leadershipLost);
     }
 
     /**
@@ -344,18 +334,7 @@ public final class BrokerQueue {
      * them, or this node lost its leadership): whatever of them is still held is deliverable again here.
      */
     public void purgeNotCommitted(List<IdRange> ranges) {
-        executor.execute(() -> purgeGivenBack(leaderHold.giveBack(ranges)));
-    }
-
-    /** {@code ids} (ascending) are no longer held by a purge: back where the order finds them, in id order. */
-    private void purgeGivenBack(long[] ids) {
-        for (int i = ids.length - 1; i >= 0; i--) {
-            order.givenBack(ids[i]);
-        }
-        if (ids.length > 0) {
-            LOG.info("Queue '{}': a purge of {} messages was not committed; they stay in the queue.", name, ids.length);
-            scheduleDispatch();
-        }
+        executor.execute(() -> giveBacks.purgeNotCommitted(ranges));
     }
 
     /**
@@ -363,34 +342,7 @@ public final class BrokerQueue {
      * refused it, or this node lost its leadership): if it is still held, the message is deliverable here again. Any thread.
      */
     void dropNotCommitted(long id) {
-        executor.execute(() -> {
-            if (leaderHold.giveBackDrop(id)) {
-                dropsGivenBack(new long[] {id});
-            }
-        });
-    }
-
-    /**
-     * {@code ids} (ascending) are no longer held as drops: back in the backlog and where the order finds them, untracked
-     * as a purge's, so that an entry that commits after all drops them when applied, as on every node.
-     */
-    private void dropsGivenBack(long[] ids) {
-        int back = 0;
-        for (int i = ids.length - 1; i >= 0; i--) {
-            StoredMessage m = store.isAcked(ids[i]) ? null : readUnlessDamaged(ids[i]);
-            if (m == null) {
-                backlog.dropsApplied(1); // gone from the store meanwhile: nothing to count again
-                continue;
-            }
-            backlog.dropGivenBack(m.headersLength() + m.payloadLength());
-            order.givenBack(ids[i]);
-            back++;
-        }
-        if (back > 0) {
-            LOG.info("Queue '{}': {} drop-oldest drops were not committed; those messages stay in the queue.", name, back);
-            publishPath.updateFlow();
-            scheduleDispatch();
-        }
+        executor.execute(() -> giveBacks.dropNotCommitted(id));
     }
 
     /** After acks: feeds the slowed producers (C2) and re-evaluates the quota at once. */
@@ -407,25 +359,17 @@ public final class BrokerQueue {
     }
 
     /**
-     * An ack of a message taken back after its ack timeout and not yet redelivered still counts: it
-     * is batched for the store with the others of its frame.
-     */
-    /**
      * True if delivery {@code id} is this node's to settle: a consumer of this node holds it, or its dead-letterer moves
      * it (the move's own entry acknowledges it, R8).
      */
     private boolean settledHere(long id) {
-        if (order.deadLettering(id)) {
-            return true;
-        }
-        for (ConsumerSession session : consumers) {
-            if (session.inFlight.contains(id)) {
-                return true;
-            }
-        }
-        return false;
+        return order.deadLettering(id) || inAConsumersHands(id);
     }
 
+    /**
+     * An ack of a message taken back after its ack timeout and not yet redelivered still counts: it
+     * is batched for the store with the others of its frame.
+     */
     private void lateAck(long id) {
         StoredMessage m = readUnlessDamaged(id);
         if (m != null) {
@@ -438,6 +382,9 @@ public final class BrokerQueue {
     }
 
     void nack(ConsumerSession session, NackFrame frame) {
+        if (closed) {
+            return; // deleted, as for an ack
+        }
         UnknownRanges unknown = null;
         for (IdRange range : frame.messageIds()) {
             List<Long> ids = new ArrayList<>();
@@ -569,9 +516,11 @@ public final class BrokerQueue {
      * entry's apply (a cluster leader, R5): drop-oldest passes it.
      */
     private boolean outWithAConsumer(long id) {
-        if (acks.awaitingApply(id)) {
-            return true;
-        }
+        return acks.awaitingApply(id) || inAConsumersHands(id);
+    }
+
+    /** True if message {@code id} is in a consumer's in-flight deliveries. */
+    private boolean inAConsumersHands(long id) {
         for (int i = 0; i < consumers.size(); i++) {
             if (consumers.get(i).inFlight.contains(id)) {
                 return true;
@@ -747,6 +696,9 @@ public final class BrokerQueue {
         for (ConsumerSession c : consumers) {
             c.closed = true;
             c.account.settle(c.credit + c.inFlight.size());
+            // Settled once: the consumer's later frames find nothing (its tag lives on until it unsubscribes).
+            c.credit = 0;
+            c.inFlight.removeAll();
         }
         consumers.clear();
         order.closeReader();
