@@ -25,7 +25,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * An in-JVM broker that fails to start closes what it opened (the HTTP port, the store and its lock,
- * the event loops), and {@code /health/live} never says 200 for a broker whose listener is gone.
+ * the event loops), and {@code /health/live} never says 200 for a broker whose listener is gone, nor
+ * {@code /health/ready} that such a broker is shutting down.
  */
 @Timeout(60)
 class BrokerStartupFailureTest {
@@ -100,6 +101,19 @@ class BrokerStartupFailureTest {
             HttpResponse<String> live = get(broker.metricsPort(), "/health/live");
             assertEquals(503, live.statusCode(), live.body());
             assertEquals("not live: the client listener on 127.0.0.1:" + port + " is closed\n", live.body());
+        }
+    }
+
+    /** Found by a review: /health/ready said "the broker is shutting down" for a listener gone under a running broker. */
+    @Test
+    void shouldSayNotReadyBecauseTheListenerIsClosedNotThatTheBrokerIsShuttingDown() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of())) {
+            assertEquals(200, get(broker.metricsPort(), "/health/ready").statusCode());
+            int port = broker.port();
+            broker.listenerChannel().close().syncUninterruptibly();
+            HttpResponse<String> ready = get(broker.metricsPort(), "/health/ready");
+            assertEquals(503, ready.statusCode(), ready.body());
+            assertEquals("not ready: the client listener on 127.0.0.1:" + port + " is closed\n", ready.body());
         }
     }
 

@@ -174,10 +174,13 @@ public final class AdminServer implements AutoCloseable {
         if (b == null || b.isListening()) {
             respond(exchange, 200, "text/plain; charset=utf-8", "live\n");
         } else {
-            InetSocketAddress listener = b.listenAddress();
-            respond(exchange, 503, "text/plain; charset=utf-8", "not live: the client listener on "
-                    + listener.getAddress().getHostAddress() + ":" + listener.getPort() + " is closed\n");
+            respond(exchange, 503, "text/plain; charset=utf-8", "not live: " + listenerClosed(b));
         }
+    }
+
+    private static String listenerClosed(Broker b) {
+        InetSocketAddress listener = b.listenAddress();
+        return "the client listener on " + listener.getAddress().getHostAddress() + ":" + listener.getPort() + " is closed\n";
     }
 
     private void ready(HttpExchange exchange) throws IOException {
@@ -190,9 +193,14 @@ public final class AdminServer implements AutoCloseable {
                     .append(failed.size() == 1 ? " queue" : " queues").append(" failed; restart the broker once the disk is fixed\n");
             failed.forEach((queue, why) -> text.append("queue '").append(queue).append("': ").append(why).append('\n'));
             respond(exchange, 503, "text/plain; charset=utf-8", text.toString());
+        } else if (b == null) {
+            respond(exchange, 503, "text/plain; charset=utf-8", "not ready: the store is being recovered\n");
+        } else if (!b.isListening()) {
+            // Not ready and not listening: the listener died under a running broker (isListening stays true during
+            // close()). Saying "shutting down" here sent operators after a shutdown that was not happening.
+            respond(exchange, 503, "text/plain; charset=utf-8", "not ready: " + listenerClosed(b));
         } else {
-            respond(exchange, 503, "text/plain; charset=utf-8",
-                    b == null ? "not ready: the store is being recovered\n" : "not ready: the broker is shutting down\n");
+            respond(exchange, 503, "text/plain; charset=utf-8", "not ready: the broker is shutting down\n");
         }
     }
 
