@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.net.ConnectException;
 import java.net.URI;
+import java.net.URISyntaxException;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
 import java.net.http.HttpConnectTimeoutException;
@@ -72,6 +73,10 @@ public final class AdminCli {
                     }
                     String v = args[++i];
                     if (a.equals("--url")) {
+                        String problem = urlProblem(v);
+                        if (problem != null) {
+                            return usage("--url '" + v + "' " + problem);
+                        }
                         url = v.endsWith("/") ? v.substring(0, v.length() - 1) : v;
                     } else if (a.equals("--user")) {
                         user = v;
@@ -208,6 +213,35 @@ public final class AdminCli {
     private record Request(String method, String path, String body) {
     }
 
+    /**
+     * Why {@code url} cannot be the broker's admin URL, or null if it can: an http or https URL with a host (a path is
+     * allowed, for a proxy in front). Checked while parsing, since the HTTP client throws on anything else, and the docs
+     * promise usage and exit 2 for bad arguments, not a stack trace.
+     */
+    static String urlProblem(String url) {
+        URI uri;
+        try {
+            uri = new URI(url);
+        } catch (URISyntaxException e) {
+            return "is not a valid URL: " + e.getMessage();
+        }
+        String example = " (like " + DEFAULT_URL + ")";
+        if (uri.getScheme() == null || uri.isOpaque()) { // "localhost:7673" parses as the scheme "localhost"
+            return "does not start with http:// or https://" + example;
+        }
+        if (!uri.getScheme().equalsIgnoreCase("http") && !uri.getScheme().equalsIgnoreCase("https")) {
+            return "has the scheme '" + uri.getScheme() + "'; the admin port speaks http or https" + example;
+        }
+        if (uri.getHost() == null) {
+            return uri.getRawAuthority() == null ? "names no host" + example : "has '" + uri.getRawAuthority()
+                    + "' where the host goes, which is no host name (letters, digits, '-' and '.') or address" + example;
+        }
+        if (uri.getRawQuery() != null || uri.getRawFragment() != null) {
+            return "has a query or fragment; give only the scheme, host, port and an optional path" + example;
+        }
+        return null;
+    }
+
     private int send(String url, String user, String password, Request request, String command, boolean raw) {
         URI uri;
         try {
@@ -215,18 +249,20 @@ public final class AdminCli {
         } catch (IllegalArgumentException e) {
             return usage("--url '" + url + "' is not a valid URL: " + e.getMessage());
         }
-        HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30))
-                .method(request.method, request.body == null ? HttpRequest.BodyPublishers.noBody()
-                        : HttpRequest.BodyPublishers.ofString(request.body));
-        if (request.body != null) {
-            b.header("Content-Type", "application/json");
-        }
-        if (user != null) {
-            b.header("Authorization", "Basic " + Base64.getEncoder().encodeToString(
-                    (user + ":" + password).getBytes(StandardCharsets.UTF_8)));
-        }
         HttpResponse<String> response;
         try {
+            // Built inside the try: the builder throws IllegalArgumentException for a URI it will not use, and urlProblem
+            // may not foresee every such case; that is still bad usage, not a stack trace.
+            HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30))
+                    .method(request.method, request.body == null ? HttpRequest.BodyPublishers.noBody()
+                            : HttpRequest.BodyPublishers.ofString(request.body));
+            if (request.body != null) {
+                b.header("Content-Type", "application/json");
+            }
+            if (user != null) {
+                b.header("Authorization", "Basic " + Base64.getEncoder().encodeToString(
+                        (user + ":" + password).getBytes(StandardCharsets.UTF_8)));
+            }
             HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
             response = client.send(b.build(), HttpResponse.BodyHandlers.ofString());
         } catch (ConnectException | HttpConnectTimeoutException e) {

@@ -25,9 +25,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Bad input to the admin API and CLI gets a clear refusal and never stalls the port (found by a review: an over-long
- * setting answered 500, a CLI number past a long's range threw, and two clients announcing bodies they never sent held
- * both of the port's threads, health probes included).
+ * Bad input to the admin API and CLI gets a clear refusal and never stalls the port (found by reviews: an over-long
+ * setting answered 500, a CLI number past a long's range threw, two clients announcing bodies they never sent held
+ * both of the port's threads, health probes included; a --url without http:// threw out of the CLI).
  */
 @Timeout(120)
 class AdminBadInputTest {
@@ -112,5 +112,28 @@ class AdminBadInputTest {
         String said = err.toString(StandardCharsets.UTF_8);
         assertEquals(2, status, said);
         assertTrue(said.contains("maxDeliveries") && said.contains("99999999999999999999"), said);
+    }
+
+    /** Found by a review: a --url the HTTP client cannot use threw IllegalArgumentException out of main (exit 1). */
+    @Test
+    void theCliRefusesAUrlItCannotUseAsUsage() {
+        Map<String, String> refused = Map.of(
+                "localhost:7673", "does not start with http:// or https://",
+                "", "does not start with http:// or https://",
+                "ftp://127.0.0.1:7673", "has the scheme 'ftp'",
+                "http:///x", "names no host",
+                "http://my_broker:7673", "has 'my_broker:7673' where the host goes",
+                "http://127.0.0.1:7673/?x=1", "has a query or fragment",
+                "http://127.0.0.1:7673 /", "is not a valid URL");
+        refused.forEach((url, why) -> {
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            int status = AdminCli.run(new String[] {"--url", url, "queues"},
+                    new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
+            String said = err.toString(StandardCharsets.UTF_8);
+            assertEquals(2, status, url + ": " + said);
+            assertTrue(said.startsWith("sluice admin: --url '" + url + "' " + why), url + ": " + said);
+            assertTrue(said.contains("\n" + AdminCli.USAGE + "\n"), said);
+        });
     }
 }
