@@ -47,7 +47,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * two there were, health probes included. Now there are {@value #HTTP_THREADS}, a request (its body included) that
  * takes longer than {@value #MAX_REQUEST_SECONDS} s has its connection closed by the server (the JDK's
  * {@code sun.net.httpserver.maxReqTime}, set unless the operator set it), and the API reads a body only after the
- * credentials and up to {@link AdminApi#MAX_BODY_BYTES}. Likewise a response not written within
+ * credentials and up to {@link AdminApi#MAX_BODY_BYTES}; what is left unread the JDK's server throws away after the
+ * answer, at most {@link #DRAIN_BYTES}, within the same time limit. Likewise a response not written within
  * {@value #MAX_RESPONSE_SECONDS} s (a client that stops reading a large {@code /metrics}) has its connection closed
  * ({@code sun.net.httpserver.maxRspTime}; checked by hand: a write to a client reading nothing failed about a second
  * after the limit).
@@ -58,6 +59,13 @@ public final class AdminServer implements AutoCloseable {
     static final int MAX_REQUEST_SECONDS = 10;
     /** A response (a large /metrics to a client that stops reading) has this long to be written, then its connection goes. */
     static final int MAX_RESPONSE_SECONDS = 60;
+    /**
+     * How much of a body left unread the server reads and throws away after the answer, before it closes the connection
+     * (the JDK's {@code sun.net.httpserver.drainAmount}, 64 KiB unless set). Closing a connection with unread bytes
+     * resets it, and a client still sending then often loses the answer: with the JDK's 64 KiB, a client sending a body
+     * just over {@link AdminApi#MAX_BODY_BYTES} saw a reset instead of its 413. Thrown away in 2 KiB steps, never held.
+     */
+    static final long DRAIN_BYTES = 2L * AdminApi.MAX_BODY_BYTES;
 
     static {
         // Read once by the JDK's server, when the first one is made: before any.
@@ -66,6 +74,9 @@ public final class AdminServer implements AutoCloseable {
         }
         if (System.getProperty("sun.net.httpserver.maxRspTime") == null) {
             System.setProperty("sun.net.httpserver.maxRspTime", String.valueOf(MAX_RESPONSE_SECONDS));
+        }
+        if (System.getProperty("sun.net.httpserver.drainAmount") == null) {
+            System.setProperty("sun.net.httpserver.drainAmount", String.valueOf(DRAIN_BYTES));
         }
     }
 
