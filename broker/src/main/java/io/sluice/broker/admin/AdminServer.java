@@ -47,8 +47,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * two there were, health probes included. Now there are {@value #HTTP_THREADS}, a request (its body included) that
  * takes longer than {@value #MAX_REQUEST_SECONDS} s has its connection closed by the server (the JDK's
  * {@code sun.net.httpserver.maxReqTime}, set unless the operator set it), and the API reads a body only after the
- * credentials and up to {@link AdminApi#MAX_BODY_BYTES}; what is left unread the JDK's server throws away after the
- * answer, at most {@link #DRAIN_BYTES}, within the same time limit. Likewise a response not written within
+ * credentials and up to {@link AdminApi#MAX_BODY_BYTES}. No other handler reads a body at all (metrics, health, the
+ * console, the API during recovery): what is left unread the JDK's server throws away after the answer, at most
+ * {@link #DRAIN_BYTES}, within the same time limit. Likewise a response not written within
  * {@value #MAX_RESPONSE_SECONDS} s (a client that stops reading a large {@code /metrics}) has its connection closed
  * ({@code sun.net.httpserver.maxRspTime}; checked by hand: a write to a client reading nothing failed about a second
  * after the limit).
@@ -218,7 +219,8 @@ public final class AdminServer implements AutoCloseable {
     private void api(HttpExchange exchange) throws IOException {
         AdminApi current = api;
         if (current == null) {
-            exchange.getRequestBody().readAllBytes();
+            // The body is not read: during recovery no request is served, and reading it (uncapped, before any
+            // credentials, which cannot be checked yet) let anyone make the broker hold a body of any size.
             respond(exchange, 503, AdminApi.JSON, "{\"error\":\"not_ready\",\"message\":\"the broker is still recovering its store\"}");
             return;
         }
