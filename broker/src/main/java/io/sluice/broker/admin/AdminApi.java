@@ -48,6 +48,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -117,13 +118,16 @@ final class AdminApi {
 
     /** Answers refused credentials after {@link LoginBackoff#REFUSAL_DELAY_MS}, so no HTTP thread waits. */
     private final ScheduledExecutorService delayedAnswers;
+    /** The HTTP threads, which write those delayed answers (see {@link #refuse}). */
+    private final Executor httpThreads;
 
     private final QueueRates rates;
     private final ClusterAdmin clusterAdmin;
 
-    AdminApi(Broker broker, ScheduledExecutorService delayedAnswers, QueueRates rates) {
+    AdminApi(Broker broker, ScheduledExecutorService delayedAnswers, Executor httpThreads, QueueRates rates) {
         this.broker = broker;
         this.delayedAnswers = delayedAnswers;
+        this.httpThreads = httpThreads;
         this.rates = rates;
         this.auth = broker.config().auth;
         this.authenticator = new Authenticator(auth);
@@ -216,12 +220,23 @@ final class AdminApi {
             answer(exchange, e, plainText);
             return;
         }
+        // The scheduler only waits; an HTTP thread writes the answer. Writing it is not quick for a request that
+        // announced a body it does not send: after the answer the JDK's server reads what is left of the body (up to
+        // 64 KiB) until the request's time is up (10 s). On the scheduler's one thread that held every other refusal
+        // and the rates' sampling that long; on an HTTP thread it holds that thread, as any slow request does.
+        Runnable write = () -> {
+            try {
+                answer(exchange, e, plainText);
+            } catch (IOException | RuntimeException gone) {
+                exchange.close(); // the client went away meanwhile
+            }
+        };
         try {
             delayedAnswers.schedule(() -> {
                 try {
-                    answer(exchange, e, plainText);
-                } catch (IOException | RuntimeException gone) {
-                    exchange.close(); // the client went away meanwhile
+                    httpThreads.execute(write);
+                } catch (RejectedExecutionException shuttingDown) {
+                    exchange.close();
                 }
             }, LoginBackoff.REFUSAL_DELAY_MS, TimeUnit.MILLISECONDS);
         } catch (RejectedExecutionException shuttingDown) {

@@ -39,8 +39,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>The web console ({@link ConsoleFiles}) is served under {@code /console/}; {@code /} leads there.
  *
  * <p>Threads: the JDK's HTTP server on up to {@value #HTTP_THREADS} daemon threads (made as requests need them, gone
- * when idle), and one that sends delayed answers to refused credentials and samples the queue rates; requests never
- * run on an event loop.
+ * when idle), and one that times the delayed answers to refused credentials (an HTTP thread writes them) and samples
+ * the queue rates; requests never run on an event loop.
  *
  * <p>Rule "a slow request holds a thread for a while, not for ever": the JDK's server reads a request on the thread
  * that serves it, so a client announcing a body and never sending it held that thread, and two such clients held the
@@ -86,8 +86,8 @@ public final class AdminServer implements AutoCloseable {
     private final HttpServer server;
     private final ExecutorService executor;
     /**
-     * Sends the delayed answers to refused credentials (AdminApi), so that no HTTP thread waits, and
-     * samples the queues' counters for their rates ({@link QueueRates}).
+     * Times the delayed answers to refused credentials (AdminApi), so that no HTTP thread waits, and
+     * samples the queues' counters for their rates ({@link QueueRates}). Never writes to a client.
      */
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "sluice-http-scheduler");
@@ -158,7 +158,7 @@ public final class AdminServer implements AutoCloseable {
         scheduler.scheduleAtFixedRate(() -> rates.sample(running.queues().all()), 0, QueueRates.INTERVAL_MS, TimeUnit.MILLISECONDS);
         // After a restart's first publishes rather than beside them; a scrape before then binds them itself.
         scheduler.schedule(metrics::bindJvmMeters, JVM_METERS_DELAY_MS, TimeUnit.MILLISECONDS);
-        this.api = new AdminApi(running, scheduler, rates);
+        this.api = new AdminApi(running, scheduler, executor, rates);
         this.broker = running;
     }
 
