@@ -251,4 +251,34 @@ class FlowControlTest {
             assertEquals(5, backlog("full"));
         }
     }
+
+    /**
+     * The broker tells a connection of a queue's flow state once, when it first publishes there: a second producer
+     * created on a connection that already heard BLOCKED must start BLOCKED too. Found by a review: it started FREE,
+     * sent into the queue's allowance and got QUEUE_BLOCKED errors instead of waiting.
+     */
+    @Test
+    void aProducerCreatedOnAConnectionThatHeardBlockedStartsBlocked() throws Exception {
+        start(Map.of());
+        List<FlowState> firstStates = new CopyOnWriteArrayList<>();
+        List<FlowState> secondStates = new CopyOnWriteArrayList<>();
+        try (Connection c = connect()) {
+            c.declareQueue("w", QueueSettings.builder().set(QueueSettings.QUOTA_HARD_MESSAGES, 5).build());
+            Producer first = c.createProducer("w", new ProducerOptions(20, 256, 1 << 20, (q, s, r) -> firstStates.add(s)));
+            for (int i = 0; i < 5; i++) {
+                first.send(payload(i));
+            }
+            TestAwait.until("the first producer hears BLOCKED", () -> firstStates.contains(FlowState.BLOCKED));
+
+            Producer second = c.createProducer("w", new ProducerOptions(20, 256, 1 << 20, (q, s, r) -> secondStates.add(s)));
+            TestAwait.until("the second producer starts BLOCKED", () -> secondStates.contains(FlowState.BLOCKED));
+            CompletableFuture<Void> held = second.sendAsync(payload(5));
+            try (Connection drainer = connect()) {
+                Consumer consumer = drainer.subscribe("w", ConsumerOptions.DEFAULT, Message::ack);
+                held.get(30, TimeUnit.SECONDS); // sent once the queue is FREE again, not refused
+                consumer.close();
+            }
+            assertEquals(List.of(FlowState.BLOCKED, FlowState.FREE), secondStates);
+        }
+    }
 }

@@ -17,6 +17,7 @@ import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.DeclareQueueFrame;
 import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.FlowFrame;
 import io.sluice.protocol.Frame;
 import io.sluice.protocol.FrameDecoder;
 import io.sluice.protocol.FrameEncoder;
@@ -210,6 +211,10 @@ public final class Connection implements AutoCloseable {
                 registered.completeExceptionally(new IllegalStateException("a producer named '" + producer.name()
                         + "' is already open on this connection"));
             } else {
+                FlowFrame heard = frames.heardFlow(queue); // told once per connection: this producer starts from it
+                if (heard != null) {
+                    producer.onFlowOnLoop(heard);
+                }
                 registered.complete(null);
             }
         }, registered);
@@ -603,6 +608,7 @@ public final class Connection implements AutoCloseable {
                 }
             });
         }
+        frames.newSession();
         for (Producer producer : List.copyOf(producers.values())) {
             producer.onReconnectedOnLoop();
         }

@@ -7,6 +7,7 @@ import io.sluice.protocol.DeliverFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.FlowFrame;
+import io.sluice.protocol.FlowState;
 import io.sluice.protocol.Frame;
 import io.sluice.protocol.HeartbeatFrame;
 import io.sluice.protocol.OkFrame;
@@ -17,6 +18,7 @@ import io.sluice.protocol.TxAbortedFrame;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -40,6 +42,12 @@ final class FrameDispatch {
     private final OpenTransactions transactions;
     private final ClientPublishWindow publishWindow;
     private final ConnectionAttempts attempts;
+    /**
+     * The last SLOW or BLOCKED heard for each queue on this connection's session (FREE removes it). The broker tells
+     * a connection of a queue's state once, when it first publishes there, so a producer created later on the same
+     * connection starts from this rather than FREE ({@link #heardFlow}).
+     */
+    private final Map<String, FlowFrame> heardFlows = new HashMap<>();
 
     FrameDispatch(PendingRequests requests, Map<Long, Producer> producers, Map<Integer, Consumer> consumers,
                   OpenTransactions transactions, ClientPublishWindow publishWindow, ConnectionAttempts attempts) {
@@ -49,6 +57,16 @@ final class FrameDispatch {
         this.transactions = transactions;
         this.publishWindow = publishWindow;
         this.attempts = attempts;
+    }
+
+    /** The last SLOW or BLOCKED this session heard for {@code queue}, or null if none (or FREE since). */
+    FlowFrame heardFlow(String queue) {
+        return heardFlows.get(queue);
+    }
+
+    /** A new session: the broker tells its states again, when this connection's producers first publish there. */
+    void newSession() {
+        heardFlows.clear();
     }
 
     /** A frame that came on {@code ch}, the connection's current channel. */
@@ -79,6 +97,11 @@ final class FrameDispatch {
                 LOG.debug("Dropped a delivery for unknown consumer tag {}.", deliver.consumerTag());
             }
         } else if (frame instanceof FlowFrame flow) {
+            if (flow.state() == FlowState.FREE) {
+                heardFlows.remove(flow.queue());
+            } else {
+                heardFlows.put(flow.queue(), flow);
+            }
             for (Producer producer : producers.values()) {
                 if (producer.queue().equals(flow.queue())) {
                     producer.onFlowOnLoop(flow);

@@ -67,6 +67,9 @@ class ClientLifecycleEdgesTest {
         connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip: the FLOW was handled
         first.close();
         connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip: the closed producer was removed
+        // FREE again, heard by the connection (a new producer starts from what it heard) but not by the closed one.
+        broker.send(new FlowFrame("orders", FlowState.FREE, "below the resume level"));
+        connection.declareQueue("orders", QueueSettings.EMPTY);
         Producer second = connection.createProducer("orders", ProducerOptions.DEFAULT.withName("order-service"));
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(1); // ten of the old timer's ticks
         int sent = 0;
