@@ -269,8 +269,10 @@ final class ClientSession {
             proxy.answerError(unsubscribe.requestId(), ErrorCode.UNKNOWN_CONSUMER,
                     "no subscription with consumer tag " + unsubscribe.consumerTag());
         } else {
-            sub.close();
-            proxy.answerOk(unsubscribe.requestId());
+            // Answered once the queue ended the consumer: an OK written at once could precede deliveries the queue was
+            // still writing for the tag (found by a review; docs/protocol.md: none after the OK; UnsubscribeOrderTest).
+            long requestId = unsubscribe.requestId();
+            gate.afterOffLoop(sub.close(), false, (ended, error) -> proxy.answerOk(requestId));
         }
     }
 

@@ -85,11 +85,25 @@ public final class Subscription {
     }
 
     /** Ends the subscription; outstanding messages go back to the queue. */
-    public void close() {
-        queue.executor().execute(() -> {
-            if (session != null) {
-                queue.unsubscribe(session);
-            }
-        });
+    /**
+     * Ends the consumer; completes on the queue's executor once it is ended, so an answer sent from there (or handed
+     * to the connection's loop from there) follows every delivery the queue wrote for it.
+     */
+    public CompletableFuture<Void> close() {
+        CompletableFuture<Void> ended = new CompletableFuture<>();
+        try {
+            queue.executor().execute(() -> {
+                try {
+                    if (session != null) {
+                        queue.unsubscribe(session);
+                    }
+                } finally {
+                    ended.complete(null);
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            ended.complete(null); // the queue's executor is gone: nothing more is delivered
+        }
+        return ended;
     }
 }
