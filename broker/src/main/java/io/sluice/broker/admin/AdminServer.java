@@ -47,7 +47,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * two there were, health probes included. Now there are {@value #HTTP_THREADS}, a request (its body included) that
  * takes longer than {@value #MAX_REQUEST_SECONDS} s has its connection closed by the server (the JDK's
  * {@code sun.net.httpserver.maxReqTime}, set unless the operator set it), and the API reads a body only after the
- * credentials and up to {@link AdminApi#MAX_BODY_BYTES}. No other handler reads a body at all (metrics, health, the
+ * credentials and up to {@link AdminRequestGate#MAX_BODY_BYTES}. No other handler reads a body at all (metrics, health, the
  * console, the API during recovery): what is left unread the JDK's server throws away after the answer, at most
  * {@link #DRAIN_BYTES}, within the same time limit. Likewise a response not written within
  * {@value #MAX_RESPONSE_SECONDS} s (a client that stops reading a large {@code /metrics}) has its connection closed
@@ -64,9 +64,9 @@ public final class AdminServer implements AutoCloseable {
      * How much of a body left unread the server reads and throws away after the answer, before it closes the connection
      * (the JDK's {@code sun.net.httpserver.drainAmount}, 64 KiB unless set). Closing a connection with unread bytes
      * resets it, and a client still sending then often loses the answer: with the JDK's 64 KiB, a client sending a body
-     * just over {@link AdminApi#MAX_BODY_BYTES} saw a reset instead of its 413. Thrown away in 2 KiB steps, never held.
+     * just over {@link AdminRequestGate#MAX_BODY_BYTES} saw a reset instead of its 413. Thrown away in 2 KiB steps, never held.
      */
-    static final long DRAIN_BYTES = 2L * AdminApi.MAX_BODY_BYTES;
+    static final long DRAIN_BYTES = 2L * AdminRequestGate.MAX_BODY_BYTES;
 
     static {
         // Read once by the JDK's server, when the first one is made: before any.
@@ -86,7 +86,7 @@ public final class AdminServer implements AutoCloseable {
     private final HttpServer server;
     private final ExecutorService executor;
     /**
-     * Times the delayed answers to refused credentials (AdminApi), so that no HTTP thread waits, and
+     * Times the delayed answers to refused credentials ({@link AdminAnswers}), so that no HTTP thread waits, and
      * samples the queues' counters for their rates ({@link QueueRates}). Never writes to a client.
      */
     private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -221,7 +221,7 @@ public final class AdminServer implements AutoCloseable {
         if (current == null) {
             // The body is not read: during recovery no request is served, and reading it (uncapped, before any
             // credentials, which cannot be checked yet) let anyone make the broker hold a body of any size.
-            respond(exchange, 503, AdminApi.JSON, "{\"error\":\"not_ready\",\"message\":\"the broker is still recovering its store\"}");
+            respond(exchange, 503, AdminAnswers.JSON, "{\"error\":\"not_ready\",\"message\":\"the broker is still recovering its store\"}");
             return;
         }
         current.handle(exchange);

@@ -1,8 +1,6 @@
 package io.sluice.broker.admin;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.sluice.broker.auth.Action;
 import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.cluster.ClusterMember;
@@ -12,7 +10,6 @@ import io.sluice.broker.cluster.LeadershipTransfer;
 import io.sluice.broker.cluster.MembershipChanges;
 import io.sluice.broker.error.BrokerException;
 
-import java.io.IOException;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -48,9 +45,9 @@ final class ClusterAdmin {
 
     private final Supplier<ClusterNode> node;
     private final Authorizer authorizer;
-    private final ObjectMapper json;
+    private final AdminJson json;
 
-    ClusterAdmin(Supplier<ClusterNode> node, Authorizer authorizer, ObjectMapper json) {
+    ClusterAdmin(Supplier<ClusterNode> node, Authorizer authorizer, AdminJson json) {
         this.node = node;
         this.authorizer = authorizer;
         this.json = json;
@@ -68,18 +65,18 @@ final class ClusterAdmin {
                 + "{\"nodeId\": N}, with N a node id of cluster.nodes");
         await(cluster.transferLeadership(target, TRANSFER_TIMEOUT_MS), TRANSFER_TIMEOUT_MS + 5_000,
                 "the leadership transfer to node " + target,
-                new AdminApi.ApiException(503, "transfer_failed", "node " + target + " did not take the shard's leadership within "
+                new ApiException(503, "transfer_failed", "node " + target + " did not take the shard's leadership within "
                         + TRANSFER_TIMEOUT_MS + " ms; GET /api/cluster shows who leads now"),
                 cause -> {
                     if (cause instanceof IllegalArgumentException) {
-                        return new AdminApi.ApiException(400, "unknown_node", cause.getMessage());
+                        return new ApiException(400, "unknown_node", cause.getMessage());
                     }
                     if (cause instanceof BrokerException refused) {
-                        return new AdminApi.ApiException(409, "not_leader", "only the shard's leader hands its leadership over: "
+                        return new ApiException(409, "not_leader", "only the shard's leader hands its leadership over: "
                                 + refused.getMessage());
                     }
                     if (cause instanceof LeadershipTransfer.LeadershipNotTransferred) {
-                        return new AdminApi.ApiException(503, "transfer_failed", cause.getMessage());
+                        return new ApiException(503, "transfer_failed", cause.getMessage());
                     }
                     return null;
                 });
@@ -98,14 +95,14 @@ final class ClusterAdmin {
                 + "level every node's broker supports (GET /api/cluster lists them)";
         int level = intField(body, "level", usage);
         if (level < 1) {
-            throw new AdminApi.ApiException(400, "bad_request", usage + "; got " + level);
+            throw new ApiException(400, "bad_request", usage + "; got " + level);
         }
         int finalized = await(cluster.raiseEntryLevel(level), RAISE_TIMEOUT_MS, "raising the entry level to " + level,
-                new AdminApi.ApiException(503, "not_committed", "entry level " + level + " was not committed within "
+                new ApiException(503, "not_committed", "entry level " + level + " was not committed within "
                         + RAISE_TIMEOUT_MS + " ms; it may still be: GET /api/cluster shows the level"),
                 cause -> {
                     if (cause instanceof EntryLevelRefused refused) {
-                        return new AdminApi.ApiException(refused.reason() == EntryLevelRefused.Reason.NODES_BEHIND ? 409 : 400,
+                        return new ApiException(refused.reason() == EntryLevelRefused.Reason.NODES_BEHIND ? 409 : 400,
                                 switch (refused.reason()) {
                                     case NODES_BEHIND -> "nodes_behind";
                                     case DOWNGRADE -> "downgrade";
@@ -113,7 +110,7 @@ final class ClusterAdmin {
                                 }, refused.getMessage());
                     }
                     if (cause instanceof BrokerException notLeader) {
-                        return new AdminApi.ApiException(409, "not_leader", "only the shard's leader raises the entry level: "
+                        return new ApiException(409, "not_leader", "only the shard's leader raises the entry level: "
                                 + notLeader.getMessage());
                     }
                     return null;
@@ -138,7 +135,7 @@ final class ClusterAdmin {
         try {
             id = Integer.parseInt(idText);
         } catch (NumberFormatException e) {
-            throw new AdminApi.ApiException(400, "bad_request", "'" + idText + "' is not a node id; DELETE /api/cluster/nodes/N takes a number");
+            throw new ApiException(400, "bad_request", "'" + idText + "' is not a node id; DELETE /api/cluster/nodes/N takes a number");
         }
         awaitChange(cluster.removeNode(id, MEMBERSHIP_TIMEOUT_MS), "removing node " + id);
         return Map.of("removed", id, "members", cluster.status().get("members"));
@@ -146,7 +143,7 @@ final class ClusterAdmin {
 
     private void awaitChange(CompletableFuture<Void> change, String what) {
         await(change, MEMBERSHIP_TIMEOUT_MS + 5_000, what,
-                new AdminApi.ApiException(503, "change_failed", what + " was not committed within " + MEMBERSHIP_TIMEOUT_MS
+                new ApiException(503, "change_failed", what + " was not committed within " + MEMBERSHIP_TIMEOUT_MS
                         + " ms; it may still complete: GET /api/cluster shows the members and whether a change is in progress"),
                 cause -> {
                     if (cause instanceof MembershipChanges.Refused refused) {
@@ -155,14 +152,14 @@ final class ClusterAdmin {
                             case "snapshot_port_required" -> 400;
                             default -> 409; // duplicate_node, duplicate_address, is_leader, last_node, change_in_progress
                         };
-                        return new AdminApi.ApiException(status, refused.code(), refused.getMessage());
+                        return new ApiException(status, refused.code(), refused.getMessage());
                     }
                     if (cause instanceof BrokerException refused) {
-                        return new AdminApi.ApiException(409, "not_leader", "only the shard's leader changes its members: "
+                        return new ApiException(409, "not_leader", "only the shard's leader changes its members: "
                                 + refused.getMessage());
                     }
                     if (cause instanceof MembershipChanges.NotChanged) {
-                        return new AdminApi.ApiException(503, "change_failed", cause.getMessage());
+                        return new ApiException(503, "change_failed", cause.getMessage());
                     }
                     return null;
                 });
@@ -170,11 +167,11 @@ final class ClusterAdmin {
 
     /** The body of POST /api/cluster/nodes: every field but snapshotPort required, each a number but the host. */
     private ClusterMember newMember(byte[] body) {
-        JsonNode root = readJson(body);
+        JsonNode root = json.read(body);
         String shape = "the body must be a JSON object {\"id\": N, \"host\": \"H\", \"raftPort\": P, \"clientPort\": P, "
                 + "\"snapshotPort\": P} (snapshotPort 0 or absent when the cluster serves no snapshots)";
         if (root == null || !root.isObject()) {
-            throw new AdminApi.ApiException(400, "bad_request", shape);
+            throw new ApiException(400, "bad_request", shape);
         }
         for (String field : List.of("id", "raftPort", "clientPort", "snapshotPort")) {
             JsonNode v = root.get(field);
@@ -182,19 +179,19 @@ final class ClusterAdmin {
                 continue;
             }
             if (v == null || !v.isIntegralNumber() || !v.canConvertToInt()) {
-                throw new AdminApi.ApiException(400, "bad_request", (v == null ? "'" + field + "' is missing" : "'" + field
+                throw new ApiException(400, "bad_request", (v == null ? "'" + field + "' is missing" : "'" + field
                         + "' is not a whole number") + "; " + shape);
             }
         }
         JsonNode host = root.get("host");
         if (host == null || !host.isTextual()) {
-            throw new AdminApi.ApiException(400, "bad_request", "'host' is missing or not a string; " + shape);
+            throw new ApiException(400, "bad_request", "'host' is missing or not a string; " + shape);
         }
         try {
             return new ClusterMember(root.get("id").intValue(), host.textValue(), root.get("raftPort").intValue(),
                     root.get("clientPort").intValue(), root.path("snapshotPort").asInt(0));
         } catch (IllegalArgumentException e) {
-            throw new AdminApi.ApiException(400, "bad_request", e.getMessage());
+            throw new ApiException(400, "bad_request", e.getMessage());
         }
     }
 
@@ -202,19 +199,19 @@ final class ClusterAdmin {
      * The value of {@code future} within {@code timeoutMs}; {@code onTimeout} if it takes longer, 503 if interrupted, and
      * for a failure what {@code onFailure} makes of its cause (null: an unexpected failure, an internal error).
      */
-    private static <T> T await(CompletableFuture<T> future, long timeoutMs, String what, AdminApi.ApiException onTimeout,
-                               Function<Throwable, AdminApi.ApiException> onFailure) {
+    private static <T> T await(CompletableFuture<T> future, long timeoutMs, String what, ApiException onTimeout,
+                               Function<Throwable, ApiException> onFailure) {
         try {
             return future.get(timeoutMs, TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new AdminApi.ApiException(503, "interrupted", what + " was interrupted");
+            throw new ApiException(503, "interrupted", what + " was interrupted");
         } catch (TimeoutException e) {
             throw onTimeout;
         } catch (ExecutionException e) {
             Throwable cause = e.getCause() instanceof java.util.concurrent.CompletionException c && c.getCause() != null
                     ? c.getCause() : e.getCause();
-            AdminApi.ApiException answer = onFailure.apply(cause);
+            ApiException answer = onFailure.apply(cause);
             if (answer != null) {
                 throw answer;
             }
@@ -225,27 +222,17 @@ final class ClusterAdmin {
     private void requireManageEverything(String user, String what) {
         if (!authorizer.allowedOnEveryQueue(user, Action.MANAGE)) {
             authorizer.countDenial();
-            throw new AdminApi.ApiException(403, "access_denied", Authorizer.who(user)
+            throw new ApiException(403, "access_denied", Authorizer.who(user)
                     + " may not " + what + " (that needs manage on every queue, \"*\")");
-        }
-    }
-
-    private JsonNode readJson(byte[] body) {
-        try {
-            return body.length == 0 ? null : json.readTree(body);
-        } catch (JsonProcessingException e) {
-            throw new AdminApi.ApiException(400, "bad_json", AdminApi.notValidJson(e));
-        } catch (IOException e) {
-            throw new AdminApi.ApiException(400, "bad_json", "the body could not be read: " + e.getMessage());
         }
     }
 
     /** The integer {@code field} of the body's JSON object; 400 with {@code usage} if there is none. */
     private int intField(byte[] body, String field, String usage) {
-        JsonNode root = readJson(body);
+        JsonNode root = json.read(body);
         JsonNode value = root == null ? null : root.get(field);
         if (value == null || !value.isIntegralNumber() || !value.canConvertToInt()) {
-            throw new AdminApi.ApiException(400, "bad_request", usage);
+            throw new ApiException(400, "bad_request", usage);
         }
         return value.intValue();
     }
@@ -253,7 +240,7 @@ final class ClusterAdmin {
     private ClusterNode cluster() {
         ClusterNode cluster = node.get();
         if (cluster == null) {
-            throw new AdminApi.ApiException(404, "not_a_cluster", "this broker is not a cluster node (cluster.enabled is false)");
+            throw new ApiException(404, "not_a_cluster", "this broker is not a cluster node (cluster.enabled is false)");
         }
         return cluster;
     }

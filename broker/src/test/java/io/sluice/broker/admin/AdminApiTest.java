@@ -167,7 +167,7 @@ class AdminApiTest {
         assertEquals(200, call("GET", "/metrics", null, good).statusCode(), "credentials of a user who may see every queue open the metrics");
         assertEquals(200, fixture.get("/health/live").statusCode(), "health probes stay open for orchestrators");
         HttpResponse<String> fromConsole = http.send(HttpRequest.newBuilder(URI.create(fixture.baseUrl() + "/api/queues"))
-                .header(AdminApi.CONSOLE_HEADER, "1").GET().build(), HttpResponse.BodyHandlers.ofString());
+                .header(AdminAnswers.CONSOLE_HEADER, "1").GET().build(), HttpResponse.BodyHandlers.ofString());
         assertError(fromConsole, 401, "unauthorized");
         assertTrue(fromConsole.headers().firstValue("WWW-Authenticate").orElse("").startsWith("SluiceConsole "),
                 "no Basic challenge to the console, so the browser does not ask a second time with its own prompt");

@@ -76,7 +76,7 @@ class AdminBadInputTest {
     @Test
     void aBodyOverTheCapIsRefusedWithoutBeingRead() throws Exception {
         fixture = new MetricsFixture(dir.resolve("data"), Map.of());
-        byte[] body = new byte[AdminApi.MAX_BODY_BYTES + 1];
+        byte[] body = new byte[AdminRequestGate.MAX_BODY_BYTES + 1];
         Arrays.fill(body, (byte) ' ');
         HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(fixture.baseUrl() + "/api/queues/jobs"))
                 .PUT(HttpRequest.BodyPublishers.ofByteArray(body)).build(), HttpResponse.BodyHandlers.ofString());
