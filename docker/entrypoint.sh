@@ -2,7 +2,7 @@
 # Entry point of the Sluice image. The broker listens on 0.0.0.0 inside the container, which it refuses
 # to do without users (docs/security.md), so users come from a mounted configuration file or from
 # SLUICE_USER and SLUICE_PASSWORD_HASH; with neither, this says so and exits 2.
-# Commands other than running the broker (hash-password, verify, dump, admin) pass straight through.
+# Commands other than running the broker (hash-password, verify, dump, admin, certs) pass straight through.
 set -eu
 home="$(cd "$(dirname "$0")" && pwd)"
 jar="$home/sluice-broker.jar"
@@ -22,7 +22,7 @@ if [ -f "$home/sluice-broker.jsa" ]; then
   share="-XX:SharedArchiveFile=$home/sluice-broker.jsa"
 fi
 case "${1:-}" in
-  hash-password|verify|dump|admin|--help|-h|--version)
+  hash-password|verify|dump|admin|certs|--help|-h|--version)
     exec java $jvm_options $share ${SLUICE_JAVA_OPTS:-} -jar "$jar" "$@" ;;
 esac
 if [ -f "$config" ]; then
@@ -48,7 +48,7 @@ auth:
       password-hash: "$SLUICE_PASSWORD_HASH"
       permissions:
         - queues: "*"
-          actions: [publish, consume, manage]
+          actions: [publish, consume, manage, monitor]
 YAML
   set -- --config "$generated" "$@"
 else
