@@ -83,6 +83,8 @@ public final class Connection implements AutoCloseable {
     // Owned by the network thread.
     private Channel channel;
     private int session;
+    private static final long RESUBSCRIBE_FIRST_DELAY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    private static final long RESUBSCRIBE_MAX_DELAY_NANOS = TimeUnit.SECONDS.toNanos(5);
     private int maxFrameBytes = HANDSHAKE_MAX_FRAME_BYTES;
     private final ClientPublishWindow publishWindow = new ClientPublishWindow();
     private int nextConsumerTag = 1;
@@ -509,6 +511,51 @@ public final class Connection implements AutoCloseable {
         executeOnLoop(() -> consumers.remove(consumerTag));
     }
 
+    /**
+     * On loop, after a reconnect: SUBSCRIBE {@code consumer} again on session {@code forSession}. A refusal that may
+     * pass (a timeout, a retriable code such as RESOURCE_LIMIT) is tried again after {@code delayNanos}, doubling up to
+     * {@link #RESUBSCRIBE_MAX_DELAY_NANOS}; a timed-out SUBSCRIBE is ended by an UNSUBSCRIBE first (the broker may
+     * apply it yet, as in {@link #subscribe}). Any other refusal (the queue is gone, the user may no longer consume)
+     * ends the consumer: {@link Consumer#failure()} says why and {@code receive} throws it. Before, a refusal was only
+     * logged, and the consumer waited for messages that could never come (found by a review).
+     */
+    private void resubscribeOnLoop(Consumer consumer, int forSession, long delayNanos) {
+        subscribeRequest(consumer).whenComplete((ok, failure) -> {
+            if (failure == null) {
+                return;
+            }
+            Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+                    ? failure.getCause() : failure;
+            executeOnLoop(() -> {
+                if (session != forSession || closed || consumer.isClosed()) {
+                    return; // a later session subscribes it again, or nobody wants it any more
+                }
+                boolean timedOut = cause instanceof SluiceTimeoutException;
+                if (timedOut || cause instanceof SluiceException refused && refused.retriable()) {
+                    LOG.warn("Resubscribing to {} after reconnecting failed ({}); trying again in {} ms.", consumer.queue(),
+                            cause.getMessage(), TimeUnit.NANOSECONDS.toMillis(delayNanos));
+                    if (timedOut) {
+                        request(id -> new UnsubscribeFrame(id, consumer.consumerTag()), "UNSUBSCRIBE " + consumer.queue());
+                    }
+                    scheduleOnLoop(() -> {
+                        if (session == forSession && !closed && !consumer.isClosed()) {
+                            resubscribeOnLoop(consumer, forSession, Math.min(2 * delayNanos, RESUBSCRIBE_MAX_DELAY_NANOS));
+                        }
+                    }, delayNanos);
+                    return;
+                }
+                consumers.remove(consumer.consumerTag());
+                SluiceException ended = cause instanceof SluiceException refused
+                        ? new SluiceException(refused.errorCode(), refused.brokerMessage(), "the consumer of queue "
+                                + consumer.queue() + " ended: subscribing again after reconnecting was refused: " + refused.getMessage())
+                        : new SluiceException("the consumer of queue " + consumer.queue()
+                                + " ended: subscribing again after reconnecting failed", cause);
+                LOG.error("{}", ended.getMessage());
+                consumer.failedOnLoop(ended);
+            });
+        });
+    }
+
     CompletableFuture<OkFrame> subscribeRequest(Consumer consumer) {
         return request(id -> new SubscribeFrame(id, consumer.consumerTag(), consumer.queue(),
                 consumer.options().credit()), "SUBSCRIBE " + consumer.queue());
@@ -601,12 +648,7 @@ public final class Connection implements AutoCloseable {
         }
         for (Consumer consumer : List.copyOf(consumers.values())) {
             consumer.onReconnectedOnLoop();
-            subscribeRequest(consumer).whenComplete((ok, failure) -> {
-                if (failure != null) {
-                    LOG.warn("Resubscribing to {} after reconnecting failed: {}", consumer.queue(),
-                            failure.getMessage());
-                }
-            });
+            resubscribeOnLoop(consumer, session, RESUBSCRIBE_FIRST_DELAY_NANOS);
         }
         frames.newSession();
         for (Producer producer : List.copyOf(producers.values())) {

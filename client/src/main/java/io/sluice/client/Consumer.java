@@ -53,6 +53,8 @@ public final class Consumer implements AutoCloseable {
     private final LoopBatcher<Object> settlements;
     private final Runnable flushAcksTask = this::flushAcksOnLoop;
     private volatile boolean closed;
+    /** Why the consumer ended without {@link #close()} (its subscription was refused after a reconnect); null while it runs. */
+    private volatile SluiceException failure;
 
     // Owned by the network thread.
     private long[] pendingAcks = new long[64];
@@ -99,7 +101,30 @@ public final class Consumer implements AutoCloseable {
             throw new IllegalStateException("consumer of queue " + queue + " has a handler; receive() is for pull");
         }
         connection.checkMayBlock("Consumer.receive");
+        SluiceException ended = failure;
+        if (ended != null) {
+            throw ended;
+        }
         return received.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * Why this consumer ended on its own: after a reconnect the broker refused to subscribe it again for a reason
+     * that does not pass by waiting (its queue is gone, its user may no longer consume); then nothing is delivered
+     * to it any more and {@link #receive} throws this. Null while it runs (or once closed by {@link #close()}).
+     */
+    public SluiceException failure() {
+        return failure;
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    /** On loop: the broker refused this consumer's subscription after a reconnect (see {@link #failure()}). */
+    void failedOnLoop(SluiceException why) {
+        failure = why;
+        received.clear();
     }
 
     /**

@@ -401,6 +401,37 @@ class ConnectionTest {
         TestWait.until(() -> ackedIds().contains(42L));
     }
 
+    /** A consumer the broker will not take back after a reconnect ends and says why (it only logged it, found by a review). */
+    @Test
+    void aConsumerRefusedForGoodAfterAReconnectEndsAndSaysWhy() throws Exception {
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+        broker.refuseSubscribes = io.sluice.protocol.ErrorCode.UNKNOWN_QUEUE;
+        broker.subscribeRefusals.set(1);
+        broker.dropConnections();
+        TestWait.until(() -> consumer.failure() != null);
+        assertEquals(io.sluice.protocol.ErrorCode.UNKNOWN_QUEUE, consumer.failure().errorCode());
+        SluiceException thrown = assertThrows(SluiceException.class, () -> consumer.receive(Duration.ofMillis(1)));
+        assertTrue(thrown.getMessage().contains("queue orders ended"), thrown.getMessage());
+        assertEquals(2, broker.count(SubscribeFrame.class), "not tried again: the queue is gone");
+    }
+
+    /** A refusal that may pass (RESOURCE_LIMIT) is tried again until the broker takes the consumer back. */
+    @Test
+    void aConsumerRefusedForNowAfterAReconnectIsSubscribedAgainOnceTheBrokerTakesIt() throws Exception {
+        List<Long> handled = new CopyOnWriteArrayList<>();
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT, message -> {
+            handled.add(message.id());
+            message.ack();
+        });
+        broker.refuseSubscribes = io.sluice.protocol.ErrorCode.RESOURCE_LIMIT;
+        broker.subscribeRefusals.set(2);
+        broker.dropConnections();
+        TestWait.until(() -> broker.count(SubscribeFrame.class) == 4); // the first, two refused, the one taken
+        broker.deliver(consumer.consumerTag(), 7);
+        TestWait.until(() -> handled.contains(7L));
+        assertEquals(null, consumer.failure());
+    }
+
     @Test
     void shouldFailInFlightPublishesAndStopThreadsOnClose() throws Exception {
         broker.confirmPublishes = false;

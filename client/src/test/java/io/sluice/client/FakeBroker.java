@@ -70,6 +70,9 @@ final class FakeBroker implements AutoCloseable {
     final java.util.concurrent.atomic.AtomicInteger nextEpoch = new java.util.concurrent.atomic.AtomicInteger();
     /** Whether SUBSCRIBE gets its OK (a test answers it late by hand). */
     volatile boolean answerSubscribes = true;
+    /** When set, the next {@link #subscribeRefusals} SUBSCRIBEs are answered by ERROR with this code. */
+    volatile ErrorCode refuseSubscribes;
+    final java.util.concurrent.atomic.AtomicInteger subscribeRefusals = new java.util.concurrent.atomic.AtomicInteger();
     /** The byte window HELLO_OK gives. */
     volatile long publishWindowBytes = 1L << 40;
     /** The heartbeat interval HELLO_OK gives (0: none); the fake never sends a HEARTBEAT itself. */
@@ -169,7 +172,10 @@ final class FakeBroker implements AutoCloseable {
                 context.writeAndFlush(new io.sluice.protocol.ProducerOkFrame(init.requestId(),
                         io.sluice.protocol.ProducerIds.forName(init.producerName()), epoch, 0));
             } else if (frame instanceof SubscribeFrame subscribe) {
-                if (answerSubscribes) {
+                ErrorCode refusal = refuseSubscribes;
+                if (refusal != null && subscribeRefusals.getAndDecrement() > 0) {
+                    context.writeAndFlush(new ErrorFrame(subscribe.requestId(), refusal, "refused by the fake broker"));
+                } else if (answerSubscribes) {
                     context.writeAndFlush(new OkFrame(subscribe.requestId()));
                 }
             } else if (frame instanceof UnsubscribeFrame unsubscribe) {
