@@ -6,7 +6,6 @@ import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.OkFrame;
-import io.sluice.protocol.PublishFrameBuilder;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
@@ -14,7 +13,6 @@ import io.sluice.protocol.TxAbortedFrame;
 import io.sluice.protocol.TxAckFrame;
 import io.sluice.protocol.TxBeginFrame;
 import io.sluice.protocol.TxCommitFrame;
-import io.sluice.protocol.TxPublishFrame;
 import io.sluice.protocol.TxRollbackFrame;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -26,6 +24,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
+import static io.sluice.broker.TransactionFrames.count;
+import static io.sluice.broker.TransactionFrames.declare;
+import static io.sluice.broker.TransactionFrames.ordersDelivered;
+import static io.sluice.broker.TransactionFrames.payloads;
+import static io.sluice.broker.TransactionFrames.publish;
+import static io.sluice.broker.TransactionFrames.range;
+import static io.sluice.broker.TransactionFrames.txPublish;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -39,59 +44,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class TransactionTest {
     @TempDir
     Path dir;
-
-    private static final long PRODUCER = 0x7A_0001L;
-
-    private static long declare(RawClient c, String queue) throws InterruptedException {
-        c.send(new DeclareQueueFrame(1, queue, QueueSettings.EMPTY));
-        return c.expect(OkFrame.class).messageCount().orElseThrow();
-    }
-
-    /** Unacknowledged messages of {@code queue}: a passive declare's count. */
-    private static long count(RawClient c, String queue) throws InterruptedException {
-        c.send(new DeclareQueueFrame(1, queue, QueueSettings.EMPTY, true));
-        return c.expect(OkFrame.class).messageCount().orElseThrow();
-    }
-
-    private static void publish(RawClient c, String queue, String... payloads) throws InterruptedException {
-        PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), queue);
-        long s = System.nanoTime();
-        for (String p : payloads) {
-            b.add(PRODUCER, s++, List.of(), p.getBytes(StandardCharsets.UTF_8));
-        }
-        c.send(b.build());
-        c.expect(io.sluice.protocol.ConfirmFrame.class);
-    }
-
-    private static void txPublish(RawClient c, long txn, String queue, String... payloads) {
-        PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), queue);
-        for (String p : payloads) {
-            b.add(0, 0, List.of(), p.getBytes(StandardCharsets.UTF_8));
-        }
-        c.send(new TxPublishFrame(txn, b.build()));
-    }
-
-    /** Declares "orders" and "invoices", publishes o1 and o2 to "orders" and returns their deliveries to consumer 7 of {@code c}. */
-    private static List<RawClient.Delivery> ordersDelivered(RawClient c) throws InterruptedException {
-        declare(c, "orders");
-        declare(c, "invoices");
-        publish(c, "orders", "o1", "o2");
-        c.send(new SubscribeFrame(2, 7, "orders", 10));
-        c.expect(OkFrame.class);
-        return c.deliveries(2);
-    }
-
-    private static List<String> payloads(List<RawClient.Delivery> deliveries) {
-        List<String> out = new ArrayList<>();
-        for (RawClient.Delivery d : deliveries) {
-            out.add(new String(d.payload(), StandardCharsets.UTF_8));
-        }
-        return out;
-    }
-
-    private static IdRange range(List<RawClient.Delivery> deliveries) {
-        return new IdRange(deliveries.get(0).id(), deliveries.get(deliveries.size() - 1).id());
-    }
 
     @Test
     void helloOkGrantsTransactionsToAClientThatAskedAndTxFramesAreServedEitherWay() throws Exception {

@@ -3,6 +3,7 @@ package io.sluice.storage;
 import io.sluice.storage.ack.AckFiles;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.durability.FileForcer;
+import io.sluice.storage.files.AtomicFiles;
 import io.sluice.storage.files.FileDescriptors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,8 +27,8 @@ import java.util.function.Function;
  * queue's forces carrying the others' fresh writes (docs/storage.md, "Creating queues"). Rule "write
  * everything, then force everything":
  * <ol>
- *   <li>write: each queue's directories and its ack checkpoint and journal under temporary names
- *       ({@link AckLog#prepareNew}), nothing forced;</li>
+ *   <li>write: each queue's directories, its ack checkpoint and journal and its {@link QueueIncarnation} under
+ *       temporary names ({@link AckLog#prepareNew}), nothing forced;</li>
  *   <li>force every temporary file;</li>
  *   <li>install: rename them into place and open the queue (its Chronicle Queue opens, and writes its
  *       metadata file, only at its first append: rule "Chronicle opens at first use");</li>
@@ -58,6 +59,8 @@ record NewQueues(Path queuesDirectory, StoreConfig config, FileForcer forcer, Ex
         final String name;
         final Path directory;
         AckLog.Prepared prepared;
+        /** Its incarnation file, under its temporary name until installed. */
+        Path incarnation;
         QueueStore queue;
         /** The first failure of any of its steps; set from the pool's threads. */
         volatile Throwable failure;
@@ -96,7 +99,7 @@ record NewQueues(Path queuesDirectory, StoreConfig config, FileForcer forcer, Ex
         long started = System.nanoTime();
         pass(group, q -> List.of(() -> prepare(q)));
         long written = System.nanoTime();
-        pass(group, q -> q.prepared == null ? List.of() : forcesOf(q.prepared.temporaryFiles(), false));
+        pass(group, q -> forcesOf(temporaryFiles(q), false));
         long filesForced = System.nanoTime();
         pass(group, q -> List.of(() -> install(q)));
         long installed = System.nanoTime();
@@ -137,9 +140,21 @@ record NewQueues(Path queuesDirectory, StoreConfig config, FileForcer forcer, Ex
         if (!Files.exists(acks.resolve(AckFiles.CHECKPOINT))) {
             q.prepared = AckLog.prepareNew(acks, config.ackJournalBytes());
         }
+        Files.createDirectories(q.directory);
+        q.incarnation = QueueIncarnation.writeTemporary(q.directory); // a new id even over what a failed creation left
+    }
+
+    private static List<Path> temporaryFiles(Pending q) {
+        List<Path> files = new ArrayList<>(3);
+        files.add(q.incarnation);
+        if (q.prepared != null) {
+            files.addAll(q.prepared.temporaryFiles());
+        }
+        return files;
     }
 
     private void install(Pending q) throws IOException {
+        AtomicFiles.install(q.incarnation, q.directory.resolve(QueueIncarnation.FILE)); // its entry forced with the directory's
         AckLog acks = q.prepared == null ? null : q.prepared.install();
         try {
             q.queue = opener.open(q.name, q.directory, acks);

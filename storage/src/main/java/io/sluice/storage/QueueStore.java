@@ -96,6 +96,7 @@ public final class QueueStore {
     private final AckUpdates ackUpdates;
     private volatile boolean closed;
     private final long recordsVerifiedAtOpen;
+    private final QueueIncarnation incarnation;
 
     private QueueStore(String name, Path directory, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock,
                        Runnable wakeFlusher, ReadAhead readAhead, FileReleaser releaser, FileForcer forcer, AckLog createdAcks,
@@ -117,6 +118,7 @@ public final class QueueStore {
         this.log = recovered.log();
         this.ackLog = recovered.ackLog();
         this.acks = ackLog.state();
+        this.incarnation = QueueIncarnation.open(directory, acks.unackedCount() > 0);
         // The journal grows only within the disk guard's budget, so it never eats into the reserve that
         // checkpoints and relocation need; refused, it rotates instead (AckLog, "Growth, then rotation").
         ackLog.growthBudget(diskGuard::tryReserve, clock);
@@ -215,6 +217,11 @@ public final class QueueStore {
 
     public Path directory() {
         return directory;
+    }
+
+    /** Which incarnation of its name this queue is: another after a delete and a creation under the name. */
+    public QueueIncarnation incarnation() {
+        return incarnation;
     }
 
     public DurabilityMode durability() {

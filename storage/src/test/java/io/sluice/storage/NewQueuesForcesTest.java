@@ -78,6 +78,7 @@ class NewQueuesForcesTest {
             Set<Force> expected = new HashSet<>();
             for (String name : names) {
                 Path q = queuesDirectory.resolve(name);
+                expected.add(new Force(q.resolve("incarnation.tmp"), false));
                 expected.add(new Force(q.resolve("acks").resolve("acks.checkpoint.tmp"), false));
                 expected.add(new Force(q.resolve("acks").resolve("acks.journal.tmp"), false));
                 expected.add(new Force(q.resolve("acks"), true));
@@ -86,7 +87,7 @@ class NewQueuesForcesTest {
             }
             expected.add(new Force(queuesDirectory, true));
             List<Force> seen = List.copyOf(forces);
-            assertEquals(5 * queues + 1, seen.size(), "forces of a group of " + queues + " new queues: " + seen);
+            assertEquals(6 * queues + 1, seen.size(), "forces of a group of " + queues + " new queues: " + seen);
             assertEquals(expected, new HashSet<>(seen));
             int lastFile = -1;
             int firstDirectory = seen.size();
@@ -145,10 +146,10 @@ class NewQueuesForcesTest {
     }
 
     @Test
-    void oneQueueForcesItsTwoAckFilesAndFourEntries() {
+    void oneQueueForcesItsTwoAckFilesItsIncarnationAndFourEntries() {
         try (MessageStore store = open()) {
             store.createQueue("one");
-            assertEquals(2, forces.stream().filter(f -> !f.directory()).count(), forces.toString());
+            assertEquals(3, forces.stream().filter(f -> !f.directory()).count(), forces.toString());
             assertEquals(4, forces.stream().filter(Force::directory).count(), forces.toString());
             forces.clear();
             store.createQueue("one");

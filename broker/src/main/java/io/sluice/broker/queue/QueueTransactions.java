@@ -6,6 +6,7 @@ import io.sluice.protocol.IdRange;
 import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.storage.MessageTooLargeException;
+import io.sluice.storage.QueueIncarnation;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StorageException;
 import io.sluice.storage.StoredMessage;
@@ -631,6 +632,11 @@ public final class QueueTransactions {
      */
     void filesDeleted() {
         filesDeleted = true;
+    }
+
+    /** Which incarnation of its name this queue is (X6 of the coordinator: a commit record's part names it). Any thread. */
+    public QueueIncarnation incarnation() {
+        return store.incarnation();
     }
 
     /**

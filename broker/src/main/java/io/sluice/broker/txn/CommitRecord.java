@@ -1,5 +1,8 @@
 package io.sluice.broker.txn;
 
+import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.storage.QueueIncarnation;
+
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -12,18 +15,43 @@ import java.util.List;
  * its acknowledgements applied again (docs/transactions.md, "Recovery").
  *
  * <pre>
- * int32 format (2)
- * | int32 targetCount | targetCount x (string queue | int32 count | count x int64 stagedMessageId)
- * | int32 sourceCount | sourceCount x (string queue | int32 count | count x int64 messageId)
+ * int32 format (3)
+ * | int32 targetCount | targetCount x (string queue | int64 incarnation | int32 count | count x int64 stagedMessageId)
+ * | int32 sourceCount | sourceCount x (string queue | int64 incarnation | int32 count | count x int64 messageId)
  * string: uint16 length | UTF-8
  * </pre>
- * Format 1, of the broker that staged publishes in the log itself, is not read (see the docs). Immutable.
+ * A part names its queue's incarnation ({@link QueueIncarnation}) besides its name: a queue deleted and declared again
+ * numbers its messages from the start, and a part applies only to the incarnation it was written for (X6). Format 2,
+ * the same without incarnations, is still read: its parts carry {@link #UNKNOWN_INCARNATION} and apply only to a queue
+ * that predates incarnations ({@link Part#appliesTo}). Format 1, of the broker that staged publishes in the log itself,
+ * is not read (see the docs). Immutable.
  */
 record CommitRecord(List<Part> targets, List<Part> sources) {
-    static final int FORMAT = 2;
+    static final int FORMAT = 3;
+    /** The format before incarnations, still read. */
+    static final int FORMAT_WITHOUT_INCARNATIONS = 2;
+    /** The incarnation of a part of a format 2 record; a queue's own is never 0. */
+    static final long UNKNOWN_INCARNATION = 0;
 
-    /** A queue and ids: the staged messages' ids for a target, acknowledged message ids for a source. */
-    record Part(String queue, long[] ids) {
+    /**
+     * A queue (its name and incarnation) and ids: the staged messages' ids for a target, acknowledged message ids for a
+     * source.
+     */
+    record Part(String queue, long incarnation, long[] ids) {
+        Part(BrokerQueue queue, long[] ids) {
+            this(queue.name(), queue.transactions().incarnation().id(), ids);
+        }
+
+        /**
+         * X6: true if this part was written for {@code queue}'s incarnation, not for an earlier queue of its name. A part
+         * of a record from before incarnations applies only to a queue that held messages when it was given its
+         * incarnation (it existed before them); any other was created since, after every such record was written.
+         */
+        boolean appliesTo(BrokerQueue queue) {
+            QueueIncarnation its = queue.transactions().incarnation();
+            return incarnation == UNKNOWN_INCARNATION ? its.predatesIncarnations() : incarnation == its.id();
+        }
+
         /** The highest id listed, or -1. */
         long highestId() {
             long highest = -1;
@@ -37,10 +65,10 @@ record CommitRecord(List<Part> targets, List<Part> sources) {
     int encodedLength() {
         int length = 4 + 4 + 4;
         for (Part p : targets) {
-            length += 2 + p.queue().getBytes(StandardCharsets.UTF_8).length + 4 + 8 * p.ids().length;
+            length += 2 + p.queue().getBytes(StandardCharsets.UTF_8).length + 8 + 4 + 8 * p.ids().length;
         }
         for (Part p : sources) {
-            length += 2 + p.queue().getBytes(StandardCharsets.UTF_8).length + 4 + 8 * p.ids().length;
+            length += 2 + p.queue().getBytes(StandardCharsets.UTF_8).length + 8 + 4 + 8 * p.ids().length;
         }
         return length;
     }
@@ -57,7 +85,7 @@ record CommitRecord(List<Part> targets, List<Part> sources) {
         out.putInt(parts.size());
         for (Part p : parts) {
             byte[] name = p.queue().getBytes(StandardCharsets.UTF_8);
-            out.putShort((short) name.length).put(name).putInt(p.ids().length);
+            out.putShort((short) name.length).put(name).putLong(p.incarnation()).putInt(p.ids().length);
             for (long id : p.ids()) {
                 out.putLong(id);
             }
@@ -68,11 +96,13 @@ record CommitRecord(List<Part> targets, List<Part> sources) {
     static CommitRecord decode(ByteBuffer in) {
         try {
             int format = in.getInt();
-            if (format != FORMAT) {
-                throw new IllegalArgumentException("commit record format " + format + " is not " + FORMAT);
+            if (format != FORMAT && format != FORMAT_WITHOUT_INCARNATIONS) {
+                throw new IllegalArgumentException("commit record format " + format + " is neither " + FORMAT + " nor "
+                        + FORMAT_WITHOUT_INCARNATIONS);
             }
-            List<Part> targets = getParts(in);
-            List<Part> sources = getParts(in);
+            boolean incarnations = format == FORMAT;
+            List<Part> targets = getParts(in, incarnations);
+            List<Part> sources = getParts(in, incarnations);
             if (in.hasRemaining()) {
                 throw new IllegalArgumentException(in.remaining() + " bytes after the commit record's end");
             }
@@ -82,7 +112,7 @@ record CommitRecord(List<Part> targets, List<Part> sources) {
         }
     }
 
-    private static List<Part> getParts(ByteBuffer in) {
+    private static List<Part> getParts(ByteBuffer in, boolean incarnations) {
         int count = in.getInt();
         if (count < 0 || count > in.remaining()) {
             throw new IllegalArgumentException("commit record part count " + count + " is impossible");
@@ -91,6 +121,7 @@ record CommitRecord(List<Part> targets, List<Part> sources) {
         for (int i = 0; i < count; i++) {
             byte[] name = new byte[Short.toUnsignedInt(in.getShort())];
             in.get(name);
+            long incarnation = incarnations ? in.getLong() : UNKNOWN_INCARNATION;
             int ids = in.getInt();
             if (ids < 0 || (long) ids * 8 > in.remaining()) {
                 throw new IllegalArgumentException("commit record id count " + ids + " is impossible");
@@ -99,7 +130,7 @@ record CommitRecord(List<Part> targets, List<Part> sources) {
             for (int k = 0; k < ids; k++) {
                 values[k] = in.getLong();
             }
-            parts.add(new Part(new String(name, StandardCharsets.UTF_8), values));
+            parts.add(new Part(new String(name, StandardCharsets.UTF_8), incarnation, values));
         }
         return parts;
     }

@@ -60,6 +60,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *       those commits applied in other queues are durable (waiting at most
  *       {@value QueueCommitRecords#DELETE_WAIT_MS} ms, {@link QueueCommitRecords}): the record going with
  *       its queue must not take a committed transaction's acknowledgements with it.</li>
+ *   <li>X6 A commit record names each queue by its name and its incarnation ({@link CommitRecord.Part}): recovery
+ *       applies a part only to that incarnation, never to a queue declared again under the name since, which numbers
+ *       its messages from the start ({@link TransactionRecovery}).</li>
  * </ul>
  *
  * <p>On a cluster node (docs/replication.md, rule R13) nothing is staged and no commit record written: a transaction's
@@ -424,7 +427,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         List<BrokerQueue> targetQueues = new ArrayList<>();
         t.staged.forEach((q, s) -> {
             if (s.count > 0) {
-                targets.add(new CommitRecord.Part(q.name(), s.ids()));
+                targets.add(new CommitRecord.Part(q, s.ids()));
                 targetQueues.add(q);
             }
         });
@@ -442,7 +445,7 @@ public final class TransactionCoordinator implements AutoCloseable {
                         ids[n++] = h.id(i);
                     }
                 }
-                sources.add(new CommitRecord.Part(q.name(), ids));
+                sources.add(new CommitRecord.Part(q, ids));
             }
         });
         if (targets.isEmpty() && sources.isEmpty()) {

@@ -120,7 +120,9 @@ final class TransactionRecovery {
         List<BrokerQueue> sources = new ArrayList<>();
         for (CommitRecord.Part source : commit.sources()) {
             BrokerQueue q = queues.get(source.queue());
-            if (q != null) { // a queue deleted since: its acknowledgements went with it
+            // X6: a queue deleted since, even one declared again under its name, took its acknowledgements along; the
+            // new one numbers its messages from the start, and must not lose its own to this record
+            if (q != null && source.appliesTo(q)) {
                 acked.add(q.transactions().ackRecovered(source.ids()));
                 sources.add(q);
             }
@@ -128,7 +130,7 @@ final class TransactionRecovery {
         List<CommitFinisher.Target> targets = new ArrayList<>();
         for (CommitRecord.Part target : commit.targets()) {
             BrokerQueue q = queues.get(target.queue());
-            if (q != null) {
+            if (q != null && target.appliesTo(q)) { // else its staged messages went with the deleted queue (X6)
                 targets.add(new CommitFinisher.Target(q, target.ids(), target.highestId()));
             }
         }

@@ -1,0 +1,77 @@
+package io.sluice.broker;
+
+import io.sluice.protocol.ConfirmFrame;
+import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.OkFrame;
+import io.sluice.protocol.PublishFrameBuilder;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.TxPublishFrame;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/** Raw frames the transaction tests send and read over a {@link RawClient}. */
+final class TransactionFrames {
+    private static final long PRODUCER = 0x7A_0001L;
+
+    private TransactionFrames() {
+    }
+
+    /** Declares {@code queue} with no settings; returns its message count. */
+    static long declare(RawClient c, String queue) throws InterruptedException {
+        c.send(new DeclareQueueFrame(1, queue, QueueSettings.EMPTY));
+        return c.expect(OkFrame.class).messageCount().orElseThrow();
+    }
+
+    /** Unacknowledged messages of {@code queue}: a passive declare's count. */
+    static long count(RawClient c, String queue) throws InterruptedException {
+        c.send(new DeclareQueueFrame(1, queue, QueueSettings.EMPTY, true));
+        return c.expect(OkFrame.class).messageCount().orElseThrow();
+    }
+
+    /** Publishes {@code payloads} to {@code queue} in one PUBLISH and waits for its CONFIRM. */
+    static void publish(RawClient c, String queue, String... payloads) throws InterruptedException {
+        PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), queue);
+        long s = System.nanoTime();
+        for (String p : payloads) {
+            b.add(PRODUCER, s++, List.of(), p.getBytes(StandardCharsets.UTF_8));
+        }
+        c.send(b.build());
+        c.expect(ConfirmFrame.class);
+    }
+
+    /** Sends one TX_PUBLISH of {@code payloads} to {@code queue} in transaction {@code txn}. */
+    static void txPublish(RawClient c, long txn, String queue, String... payloads) {
+        PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), queue);
+        for (String p : payloads) {
+            b.add(0, 0, List.of(), p.getBytes(StandardCharsets.UTF_8));
+        }
+        c.send(new TxPublishFrame(txn, b.build()));
+    }
+
+    /** Declares "orders" and "invoices", publishes o1 and o2 to "orders" and returns their deliveries to consumer 7 of {@code c}. */
+    static List<RawClient.Delivery> ordersDelivered(RawClient c) throws InterruptedException {
+        declare(c, "orders");
+        declare(c, "invoices");
+        publish(c, "orders", "o1", "o2");
+        c.send(new SubscribeFrame(2, 7, "orders", 10));
+        c.expect(OkFrame.class);
+        return c.deliveries(2);
+    }
+
+    static List<String> payloads(List<RawClient.Delivery> deliveries) {
+        List<String> out = new ArrayList<>();
+        for (RawClient.Delivery d : deliveries) {
+            out.add(new String(d.payload(), StandardCharsets.UTF_8));
+        }
+        return out;
+    }
+
+    /** The ids of {@code deliveries}, first to last, as one range. */
+    static IdRange range(List<RawClient.Delivery> deliveries) {
+        return new IdRange(deliveries.get(0).id(), deliveries.get(deliveries.size() - 1).id());
+    }
+}
