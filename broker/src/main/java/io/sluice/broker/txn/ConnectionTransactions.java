@@ -124,6 +124,10 @@ public final class ConnectionTransactions {
             return;
         }
         t.commitReceived = true;
+        // docs/protocol.md: the timeout counts from TX_BEGIN to the arrival of TX_COMMIT. It is kept on this loop, so
+        // cancelled here it cannot fire any more; one that fired before handed its rollback over first, and the commit
+        // is answered with it.
+        t.timeout.cancel(false);
         // Rule "commit once its operations are in": the TX_COMMIT goes to the coordinator's thread once every staging
         // and hold before it has completed (handed over by the queue that completes the last), so that thread takes
         // the commit in one turn rather than a turn for the frame and another when they complete.
