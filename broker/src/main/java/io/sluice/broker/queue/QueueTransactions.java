@@ -9,6 +9,7 @@ import io.sluice.storage.MessageTooLargeException;
 import io.sluice.storage.QueueIncarnation;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StorageException;
+import io.sluice.storage.StorageFailedException;
 import io.sluice.storage.StoredMessage;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -156,6 +157,8 @@ public final class QueueTransactions {
      * Written on the deleting thread, read anywhere.
      */
     private volatile boolean filesDeleted;
+    /** Completed with {@link #filesDeleted}: what waits for this queue's acknowledgements waits for this once it is closed. */
+    private final CompletableFuture<Void> filesGone = new CompletableFuture<>();
 
     QueueTransactions(BrokerQueue queue, QueueStore store, Backlog backlog, IdSet tracked, DeliveryOrder order, IdSet pending,
                       StagedAtOpen found, ProducerRegistry producers, PendingConfirms confirms, QueuePublishers publishers,
@@ -632,6 +635,7 @@ public final class QueueTransactions {
      */
     void filesDeleted() {
         filesDeleted = true;
+        filesGone.complete(null);
     }
 
     /** Which incarnation of its name this queue is (X6 of the coordinator: a commit record's part names it). Any thread. */
@@ -642,10 +646,17 @@ public final class QueueTransactions {
     /**
      * A future completed once the store's acknowledgements so far are durable, at the ack journal's next
      * force: what waits on it (a commit record's finish, X3) only has to follow, so it asks for no force
-     * of its own. Any thread.
+     * of its own. A queue closed for its delete (its store closed, the future refused) completes it once its
+     * files are deleted, since its acknowledgements went with them (T6: not before, a crash until then brings it
+     * back); only a failure of its storage fails it. Any thread.
      */
     public CompletableFuture<Void> whenAcksDurable() {
-        return store.whenAcksDurable(false);
+        return store.whenAcksDurable(false).exceptionallyCompose(failed -> {
+            if (filesDeleted || queue.isClosed() && !(ErrorCodes.unwrap(failed) instanceof StorageFailedException)) {
+                return filesGone;
+            }
+            return CompletableFuture.failedFuture(failed);
+        });
     }
 
     // ------------------------------------------------------------------ for the queue

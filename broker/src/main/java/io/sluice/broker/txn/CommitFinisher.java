@@ -114,9 +114,14 @@ final class CommitFinisher {
     private void finish(Waiting w) {
         List<CompletableFuture<Void>> durable = new ArrayList<>();
         for (Target t : w.targets) {
-            durable.add(t.queue().transactions().whenAcksDurable().exceptionally(e -> null)); // a deleted queue's are gone with it
+            durable.add(t.queue().transactions().whenAcksDurable()); // a deleted queue's complete once its files are gone
         }
         CompletableFuture.allOf(durable.toArray(CompletableFuture[]::new)).whenCompleteAsync((x, failed) -> {
+            if (failed != null) { // a queue's storage failed: what it acknowledged may come back, and needs the record then
+                LOG.warn("A commit's published messages are consumed, but their acknowledgements could not be made durable "
+                        + "({}); its record stays until the next start.", failed.toString());
+                return;
+            }
             try {
                 w.finishRecord.run();
             } catch (RuntimeException e) {

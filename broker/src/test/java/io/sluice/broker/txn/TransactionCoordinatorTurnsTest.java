@@ -3,13 +3,10 @@ package io.sluice.broker.txn;
 import io.netty.util.concurrent.SingleThreadEventExecutor;
 import io.sluice.broker.Broker;
 import io.sluice.broker.TestAwait;
-import io.sluice.broker.config.ConfigLoader;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueSnapshot;
 import io.sluice.client.Connection;
-import io.sluice.client.ConnectionOptions;
 import io.sluice.client.Consumer;
-import io.sluice.client.ConsumerOptions;
 import io.sluice.client.Message;
 import io.sluice.client.ProducerOptions;
 import io.sluice.client.Transaction;
@@ -17,17 +14,15 @@ import io.sluice.protocol.QueueSettings;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import static io.sluice.broker.txn.OrderWorker.bytes;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -43,18 +38,11 @@ class TransactionCoordinatorTurnsTest {
 
     @Test
     void beginPublishAndAckQueueNoTaskForTheCoordinatorOnlyTheCommitDoesAndItsDurableRecordNeedsNoTurn() throws Exception {
-        Map<String, String> settings = Map.of("broker.data-dir", dir.toString(), "broker.port", "0", "metrics.port", "0",
-                "storage.reserved-disk-bytes", "67108864");
-        try (Broker broker = Broker.start(new ConfigLoader().load(null, settings));
-             Connection connection = Connection.connect(ConnectionOptions.builder().port(broker.port())
-                     .requestTimeout(Duration.ofSeconds(10)).build())) {
-            connection.declareQueue("orders", QueueSettings.EMPTY);
-            connection.declareQueue("invoices", QueueSettings.EMPTY);
-            connection.createProducer("orders", ProducerOptions.DEFAULT).send(bytes("o1"));
-            // Acks of 1: the TX_ACK is written at once, not at the commit.
-            Consumer orders = connection.subscribe("orders", new ConsumerOptions(10, 1, Duration.ofMillis(1)));
-            Message order = orders.receive(Duration.ofSeconds(5));
-            assertNotNull(order);
+        try (OrderWorker worker = OrderWorker.start(dir, Duration.ofSeconds(10))) {
+            Broker broker = worker.broker();
+            Connection connection = worker.connection();
+            Consumer orders = worker.orders();
+            Message order = worker.order();
 
             SingleThreadEventExecutor coordinator = (SingleThreadEventExecutor) broker.transactions().executor();
             CountDownLatch turnTaken = new CountDownLatch(1);
@@ -123,7 +111,4 @@ class TransactionCoordinatorTurnsTest {
         return holding;
     }
 
-    private static byte[] bytes(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
-    }
 }
