@@ -562,7 +562,7 @@ public final class TransactionCoordinator implements AutoCloseable {
     private void refuseCommit(Transaction t, ErrorCode code, String why) {
         t.state = Transaction.State.FINISHED;
         undo(t);
-        counts.rolledBack();
+        counts.aborted(); // rolled back by the broker, not by its client or connection (docs/transactions.md, "Metrics")
         t.link.answerError(t.commitRequestId, code == ErrorCode.INTERNAL_ERROR ? ErrorCode.TRANSACTION_ABORTED : code,
                 t.describe() + " was rolled back: " + why);
         forget(t);
