@@ -92,7 +92,7 @@ final class ShardApplier {
             return applyLevel(data, index);
         }
         if (!EntryBatch.isBatch(data)) {
-            return applyEncoded(data, index);
+            return applyEncoded(data, index, 0);
         }
         List<byte[]> entries;
         try {
@@ -103,7 +103,7 @@ final class ShardApplier {
         }
         CompletableFuture<?>[] applied = new CompletableFuture<?>[entries.size()];
         for (int i = 0; i < applied.length; i++) {
-            applied[i] = applyEncoded(entries.get(i), index);
+            applied[i] = applyEncoded(entries.get(i), index, i);
         }
         return CompletableFuture.allOf(applied);
     }
@@ -130,12 +130,12 @@ final class ShardApplier {
         return CompletableFuture.completedFuture(null);
     }
 
-    private CompletableFuture<Void> applyEncoded(byte[] data, long index) {
+    private CompletableFuture<Void> applyEncoded(byte[] data, long index, int place) {
         if (TransactionEntry.is(data)) {
             return applyTransaction(data, index);
         }
         try {
-            return apply(ShardEntry.decode(data, maxFrameBytes), index);
+            return apply(ShardEntry.decode(data, maxFrameBytes), index, place);
         } catch (RuntimeException e) {
             LOG.error("Skipping a shard entry of log entry {} that this broker cannot apply: {}", index, e.getMessage());
             return CompletableFuture.completedFuture(null);
@@ -192,8 +192,12 @@ final class ShardApplier {
         return done;
     }
 
-    /** Applies the entry at {@code index} of the log (a dead-letter's copy is stored under it, rule R8). */
-    CompletableFuture<Void> apply(ShardEntry entry, long index) {
+    /**
+     * Applies the entry at {@code index} of the log (a dead-letter's copy is stored under it, rule R8), the
+     * {@code place}-th of its batch (0 if it is no batch's): the two are the entry's position, by which a replay tells
+     * what it applied before (rules R4, R11).
+     */
+    CompletableFuture<Void> apply(ShardEntry entry, long index, int place) {
         boolean mine = entry.originNode() == nodeId;
         if (entry.frame() instanceof PublishFrame publish) {
             ProducerLink link = mine ? submissions.takePublish(entry.originCall()) : ReplicaLink.INSTANCE;
@@ -225,7 +229,7 @@ final class ShardApplier {
                 waiting.complete(null); // deleted since: nothing left to purge or drop
             }
         } else if (entry.frame() instanceof ProducerInitFrame init) {
-            return register(entry, init, mine ? submissions.takeRegistration(entry.originCall()) : null);
+            return register(entry, init, position(index, place), mine ? submissions.takeRegistration(entry.originCall()) : null);
         } else if (entry.frame() instanceof DeleteQueueFrame) {
             delete(entry, mine ? submissions.takeDelete(entry.originCall()) : null);
         } else {
@@ -313,9 +317,12 @@ final class ShardApplier {
      * Rule R11: every node registers the named producer in log order, so grants the same epoch; the submitter's
      * registration is its client's connection (it owns the producer's publishes there), every other node's the
      * replicated log, which no client's connection is, so a node that leads next fences the producer's publishes
-     * until its instance registers there again (the client does on reconnecting, resuming its epoch).
+     * until its instance registers there again (the client does on reconnecting, resuming its epoch). A replayed one
+     * changes nothing (rule R4): the queue's producer table holds the position of the last registration it applied
+     * ({@link ProducerRegistry#registerReplicated}).
      */
-    private CompletableFuture<Void> register(ShardEntry entry, ProducerInitFrame init, Submissions.Registration waiting) {
+    private CompletableFuture<Void> register(ShardEntry entry, ProducerInitFrame init, long position,
+                                             Submissions.Registration waiting) {
         BrokerQueue queue = queues.get(entry.queue());
         if (queue == null) {
             if (waiting != null) {
@@ -324,8 +331,8 @@ final class ShardApplier {
             }
             return CompletableFuture.completedFuture(null);
         }
-        CompletableFuture<ProducerRegistry.Registered> registered = queue.producerState().register(
-                waiting == null ? ReplicaLink.INSTANCE : waiting.connection(), ProducerIds.forName(init.producerName()), init.epoch());
+        CompletableFuture<ProducerRegistry.Registered> registered = queue.producerState().registerReplicated(
+                waiting == null ? ReplicaLink.INSTANCE : waiting.connection(), ProducerIds.forName(init.producerName()), init.epoch(), position);
         if (waiting != null) {
             registered.whenComplete((answer, failure) -> {
                 if (failure != null) {
@@ -336,6 +343,11 @@ final class ShardApplier {
             });
         }
         return afterQueueWork(queue);
+    }
+
+    /** The position of a batch's {@code place}-th shard entry in the log entry {@code index}: ordered as they are applied. */
+    static long position(long index, int place) {
+        return index << 16 | place;
     }
 
     private void declare(ShardEntry entry, DeclareQueueFrame declare, CompletableFuture<BrokerQueue> answer) {

@@ -401,6 +401,25 @@ public final class ProducerRegistry {
         }, queueThread);
     }
 
+    /**
+     * Rules R4 and R11 of docs/replication.md: a cluster node applies the registration of the replicated log's entry at
+     * {@code position} ({@code index << 16 | place in its batch}) as {@link #register} does. A registration at or below
+     * the position the table holds ({@link ProducerTable#CLUSTER_REGISTRATIONS_PRODUCER_ID}, checkpointed with the epochs
+     * it granted) is a replay of one whose epoch the table holds already: it changes nothing. Before, a new instance's,
+     * replayed on a table restored from its own checkpoint, was granted one epoch more than every other node granted,
+     * and the leader's publishes for it were fenced on that node alone.
+     */
+    CompletableFuture<Registered> registerReplicated(ClientConnection connection, long producerId, int requestedEpoch, long position) {
+        if (table.lastStoredSequence(ProducerTable.CLUSTER_REGISTRATIONS_PRODUCER_ID) >= position) {
+            int epoch = table.epoch(producerId);
+            return CompletableFuture.completedFuture(new Registered(requestedEpoch < 0 || requestedEpoch == epoch ? epoch : -1,
+                    table.lastStoredSequence(producerId), epoch));
+        }
+        table.stored(ProducerTable.CLUSTER_REGISTRATIONS_PRODUCER_ID, 0, position, store.nowMillis()); // in the registration's checkpoint
+        changed = true;
+        return register(connection, producerId, requestedEpoch);
+    }
+
     /** True if a publish or registration changed the table since the last checkpoint was taken. */
     boolean changedSinceCheckpoint() {
         return changed || lastCheckpointFailed;

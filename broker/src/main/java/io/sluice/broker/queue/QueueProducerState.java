@@ -5,6 +5,7 @@ import io.sluice.broker.error.BrokerException;
 import io.sluice.protocol.ErrorCode;
 
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
 
 /**
  * What connections and the broker's shutdown ask of one queue's producer state (its
@@ -28,6 +29,21 @@ public final class QueueProducerState {
      * exceptionally if the queue keeps no producer state or its checkpoint failed.
      */
     public CompletableFuture<ProducerRegistry.Registered> register(ClientConnection connection, long producerId, int requestedEpoch) {
+        return registering(() -> producers.register(connection, producerId, requestedEpoch));
+    }
+
+    /**
+     * Rule R11 of docs/replication.md, on a cluster node applying a PRODUCER_INIT entry at {@code position}
+     * ({@link ProducerRegistry#registerReplicated}): a replayed one changes nothing.
+     */
+    public CompletableFuture<ProducerRegistry.Registered> registerReplicated(ClientConnection connection, long producerId,
+                                                                             int requestedEpoch, long position) {
+        return registering(() -> producers.registerReplicated(connection, producerId, requestedEpoch, position));
+    }
+
+    /** Runs {@code registration} on the queue's executor, unless the queue was deleted or keeps no producer state. */
+    private CompletableFuture<ProducerRegistry.Registered> registering(
+            Supplier<CompletableFuture<ProducerRegistry.Registered>> registration) {
         return CompletableFuture.supplyAsync(() -> {
             boolean closed = queue.isClosed();
             if (closed || !producers.deduplicates()) {
@@ -35,7 +51,7 @@ public final class QueueProducerState {
                         ? "queue '" + queue.name() + "' was deleted"
                         : "queue '" + queue.name() + "' keeps no producer state: deduplication is off on this broker (queues.dedup-enabled)");
             }
-            return producers.register(connection, producerId, requestedEpoch);
+            return registration.get();
         }, executor).thenCompose(registered -> registered);
     }
 

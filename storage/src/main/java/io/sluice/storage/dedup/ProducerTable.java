@@ -72,10 +72,19 @@ public final class ProducerTable {
      */
     public static final long CLUSTER_TRANSACTIONS_PRODUCER_ID = Long.MIN_VALUE + 2;
 
+    /**
+     * Not a producer: on a cluster node, the position in the replicated log (the entry's index and its place in a batch)
+     * of the last named producer's registration this queue applied, as its "highest sequence" (rule R11 of
+     * docs/replication.md; no client may publish under it). Registrations are applied in log order, and the table never
+     * forgets it and checkpoints it with the epochs they granted, so a node replaying its log skips exactly the
+     * registrations whose epochs its table holds already: a new instance's, replayed, would be granted one epoch more.
+     */
+    public static final long CLUSTER_REGISTRATIONS_PRODUCER_ID = Long.MIN_VALUE + 3;
+
     /** True for the broker's own producers, whose sequences come in order and which are never evicted nor expired. */
     public static boolean isBrokers(long producerId) {
         return producerId == TRANSACTIONS_PRODUCER_ID || producerId == DEAD_LETTER_COPIES_PRODUCER_ID
-                || producerId == CLUSTER_TRANSACTIONS_PRODUCER_ID;
+                || producerId == CLUSTER_TRANSACTIONS_PRODUCER_ID || producerId == CLUSTER_REGISTRATIONS_PRODUCER_ID;
     }
 
     /** What to do with a publish. */
