@@ -312,15 +312,22 @@ public final class ClusterNode implements Replication, AutoCloseable {
     public CompletableFuture<ProducerRegistry.Registered> registerProducer(BrokerQueue queue, ClientConnection connection,
                                                                            String producerName, long producerId, int requestedEpoch) {
         CompletableFuture<ProducerRegistry.Registered> answer = new CompletableFuture<>();
-        long call = submissions.nextCall();
-        submissions.registration(call, connection, answer);
-        submit(call, entry(call, queue.name(), new ProducerInitFrame(0, queue.name(), producerName, requestedEpoch)),
-                "a registration of producer '" + producerName + "' on queue '" + queue.name() + "'")
-                .thenAccept(refused -> {
-                    if (refused) {
-                        answer.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
-                    }
-                });
+        // Rule R11: the cap on named producers is the leader's, checked before it submits; every node applies what it submits.
+        queue.producerState().admitRegistration(producerId, () -> {
+            long call = submissions.nextCall();
+            submissions.registration(call, connection, answer);
+            submit(call, entry(call, queue.name(), new ProducerInitFrame(0, queue.name(), producerName, requestedEpoch)),
+                    "a registration of producer '" + producerName + "' on queue '" + queue.name() + "'")
+                    .thenAccept(refused -> {
+                        if (refused) {
+                            answer.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
+                        }
+                    });
+        }).whenComplete((submitted, refused) -> {
+            if (refused != null) {
+                answer.completeExceptionally(refused);
+            }
+        });
         return answer;
     }
 

@@ -314,12 +314,12 @@ final class ShardApplier {
     }
 
     /**
-     * Rule R11: every node registers the named producer in log order, so grants the same epoch; the submitter's
-     * registration is its client's connection (it owns the producer's publishes there), every other node's the
-     * replicated log, which no client's connection is, so a node that leads next fences the producer's publishes
-     * until its instance registers there again (the client does on reconnecting, resuming its epoch). A replayed one
-     * changes nothing (rule R4): the queue's producer table holds the position of the last registration it applied
-     * ({@link ProducerRegistry#registerReplicated}).
+     * Rule R11: every node registers the named producer in log order, so grants the same epoch; on the submitter the
+     * client's connection becomes the producer's owner, on every other node none does (the epoch in the producer table
+     * fences every connection there until the producer's instance registers on it, which the client does on
+     * reconnecting to a new leader). Neither a cap on owners nor a failed checkpoint of this node's refuses or undoes it
+     * (the leader checked the cap before it submitted), and a replayed one changes nothing (rule R4): the queue's
+     * producer table holds the position of the last registration it applied ({@link ProducerRegistry#registerReplicated}).
      */
     private CompletableFuture<Void> register(ShardEntry entry, ProducerInitFrame init, long position,
                                              Submissions.Registration waiting) {
@@ -332,7 +332,7 @@ final class ShardApplier {
             return CompletableFuture.completedFuture(null);
         }
         CompletableFuture<ProducerRegistry.Registered> registered = queue.producerState().registerReplicated(
-                waiting == null ? ReplicaLink.INSTANCE : waiting.connection(), ProducerIds.forName(init.producerName()), init.epoch(), position);
+                waiting == null ? null : waiting.connection(), ProducerIds.forName(init.producerName()), init.epoch(), position);
         if (waiting != null) {
             registered.whenComplete((answer, failure) -> {
                 if (failure != null) {

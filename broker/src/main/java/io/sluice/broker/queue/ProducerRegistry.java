@@ -366,13 +366,7 @@ public final class ProducerRegistry {
      * the queue's thread, after undoing the registration (see the class comment).
      */
     CompletableFuture<Registered> register(ClientConnection connection, long producerId, int requestedEpoch) {
-        if (!owners.containsKey(producerId) && owners.size() >= maxOwners()) {
-            // The table forgets producers beyond its cap, but an owner is kept while its connection is open (P2), so a
-            // connection registering name after name grew this map without bound (found by a review).
-            throw new NamedProducersExhaustedException("queue '" + queue + "' has " + owners.size() + " named producers "
-                    + "registered on open connections, at most " + maxOwners() + " (twice queues.dedup-max-producers): close "
-                    + "producers or connections, or raise that setting");
-        }
+        checkOwnerRoom(producerId);
         int previousEpoch = table.epoch(producerId);
         int previousHighest = table.highestEpochGranted();
         int epoch = table.register(producerId, requestedEpoch, store.nowMillis());
@@ -402,22 +396,63 @@ public final class ProducerRegistry {
     }
 
     /**
-     * Rules R4 and R11 of docs/replication.md: a cluster node applies the registration of the replicated log's entry at
-     * {@code position} ({@code index << 16 | place in its batch}) as {@link #register} does. A registration at or below
-     * the position the table holds ({@link ProducerTable#CLUSTER_REGISTRATIONS_PRODUCER_ID}, checkpointed with the epochs
-     * it granted) is a replay of one whose epoch the table holds already: it changes nothing. Before, a new instance's,
-     * replayed on a table restored from its own checkpoint, was granted one epoch more than every other node granted,
-     * and the leader's publishes for it were fenced on that node alone.
+     * The table forgets producers beyond its cap, but an owner is kept while its connection is open (P2), so a connection
+     * registering name after name grew {@link #owners} without bound (found by a review): a new named producer is refused
+     * once twice {@code queues.dedup-max-producers} are registered on open connections. Owners on connections no longer
+     * active (closed, their {@link #connectionClosed} not run yet) do not count: they are dropped first.
+     *
+     * @throws NamedProducersExhaustedException if there is no room
      */
-    CompletableFuture<Registered> registerReplicated(ClientConnection connection, long producerId, int requestedEpoch, long position) {
+    void checkOwnerRoom(long producerId) {
+        if (owners.containsKey(producerId) || owners.size() < maxOwners()) {
+            return;
+        }
+        if (owners.values().removeIf(o -> !o.connection.isActive())) {
+            ownersChanged();
+        }
+        if (owners.size() >= maxOwners()) {
+            throw new NamedProducersExhaustedException("queue '" + queue + "' has " + owners.size() + " named producers "
+                    + "registered on open connections, at most " + maxOwners() + " (twice queues.dedup-max-producers): close "
+                    + "producers or connections, or raise that setting");
+        }
+    }
+
+    /**
+     * Rules R4 and R11 of docs/replication.md: a cluster node applies the registration of the replicated log's entry at
+     * {@code position} ({@code index << 16 | place in its batch}), on the node that submitted it for {@code submitter}
+     * (the client's connection, which becomes the producer's owner while it is open), on every other node, and for an
+     * entry whose submission was given up, for nobody ({@code submitter} null: no owner, the producer's epoch in the
+     * table fences it, so nothing is kept that only a closed connection would remove).
+     *
+     * <p>The outcome depends on nothing of this node's own: no cap on owners (the leader checked it before it submitted,
+     * {@link #checkOwnerRoom}; a follower refusing what the leader granted would hold other epochs), and a failed
+     * checkpoint does not undo it (the entry is committed, every node holds it; a restart replays it). A registration at
+     * or below the position the table holds ({@link ProducerTable#CLUSTER_REGISTRATIONS_PRODUCER_ID}) is a replay of
+     * one whose epoch the table holds already: it changes nothing (a new instance's would be granted one epoch more
+     * than every other node granted, and the leader's publishes for it fenced here alone).
+     */
+    CompletableFuture<Registered> registerReplicated(ClientConnection submitter, long producerId, int requestedEpoch, long position) {
         if (table.lastStoredSequence(ProducerTable.CLUSTER_REGISTRATIONS_PRODUCER_ID) >= position) {
             int epoch = table.epoch(producerId);
             return CompletableFuture.completedFuture(new Registered(requestedEpoch < 0 || requestedEpoch == epoch ? epoch : -1,
                     table.lastStoredSequence(producerId), epoch));
         }
-        table.stored(ProducerTable.CLUSTER_REGISTRATIONS_PRODUCER_ID, 0, position, store.nowMillis()); // in the registration's checkpoint
+        long now = store.nowMillis();
+        table.stored(ProducerTable.CLUSTER_REGISTRATIONS_PRODUCER_ID, 0, position, now); // in the registration's checkpoint
         changed = true;
-        return register(connection, producerId, requestedEpoch);
+        int epoch = table.register(producerId, requestedEpoch, now);
+        if (epoch < 0) {
+            return CompletableFuture.completedFuture(new Registered(-1, table.lastStoredSequence(producerId),
+                    table.resumeFloor(producerId)));
+        }
+        Registered answer = new Registered(epoch, table.lastStoredSequence(producerId), epoch);
+        if (submitter != null && submitter.isActive()) {
+            owners.put(producerId, new Owner(submitter, epoch));
+        } else {
+            owners.remove(producerId); // a newer instance registered elsewhere: the owner of the older one is none any more
+        }
+        ownersChanged();
+        return checkpoint().thenApply(written -> answer);
     }
 
     /** True if a publish or registration changed the table since the last checkpoint was taken. */

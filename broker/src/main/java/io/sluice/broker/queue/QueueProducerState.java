@@ -34,11 +34,28 @@ public final class QueueProducerState {
 
     /**
      * Rule R11 of docs/replication.md, on a cluster node applying a PRODUCER_INIT entry at {@code position}
-     * ({@link ProducerRegistry#registerReplicated}): a replayed one changes nothing.
+     * ({@link ProducerRegistry#registerReplicated}): {@code submitter} is the client's connection on the node that
+     * submitted it, null on every other. Nothing of this node's own decides the outcome; a replayed one changes nothing.
      */
-    public CompletableFuture<ProducerRegistry.Registered> registerReplicated(ClientConnection connection, long producerId,
+    public CompletableFuture<ProducerRegistry.Registered> registerReplicated(ClientConnection submitter, long producerId,
                                                                              int requestedEpoch, long position) {
-        return registering(() -> producers.registerReplicated(connection, producerId, requestedEpoch, position));
+        return registering(() -> producers.registerReplicated(submitter, producerId, requestedEpoch, position));
+    }
+
+    /**
+     * Rule R11, on a cluster's leader before it submits a registration: whether the queue has room for one more named
+     * producer's owner ({@link ProducerRegistry#checkOwnerRoom}); if it has, runs {@code submit} on the queue's executor,
+     * behind the work queued there before (a PUBLISH the client sends after the registration is admitted, and so
+     * submitted, after it). Completes exceptionally with the refusal, nothing submitted.
+     */
+    public CompletableFuture<Void> admitRegistration(long producerId, Runnable submit) {
+        return CompletableFuture.runAsync(() -> {
+            if (queue.isClosed()) {
+                throw new BrokerException(ErrorCode.UNKNOWN_QUEUE, "queue '" + queue.name() + "' was deleted");
+            }
+            producers.checkOwnerRoom(producerId);
+            submit.run();
+        }, executor);
     }
 
     /** Runs {@code registration} on the queue's executor, unless the queue was deleted or keeps no producer state. */

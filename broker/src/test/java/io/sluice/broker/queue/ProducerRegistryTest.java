@@ -133,6 +133,35 @@ class ProducerRegistryTest {
                 "the closed connection's owners are gone");
     }
 
+    @Test
+    void ownersOnConnectionsNoLongerActiveDoNotCountAgainstTheBound() throws Exception {
+        ProducerRegistry registry = registry(); // the table tracks 10: 20 owners at most
+        FakeConnection closed = new FakeConnection("closed");
+        for (long id = 1; id <= 20; id++) {
+            registry.register(closed, id, -1).get(10, TimeUnit.SECONDS);
+        }
+        closed.close(); // inactive, its connectionClosed not run (yet)
+        assertTrue(registry.register(new FakeConnection("open"), 21, -1).get(10, TimeUnit.SECONDS).epoch() >= 1,
+                "the inactive connection's owners do not count");
+    }
+
+    @Test
+    void aReplicatedRegistrationIsNeitherCappedNorOwnedWithoutASubmitterAndIsAppliedOnce() throws Exception {
+        ProducerRegistry registry = registry(); // 20 owners at most
+        for (long id = 1; id <= 30; id++) { // rule R11: the leader checked the cap; applying the log never refuses
+            assertEquals((int) id, registry.registerReplicated(null, id, -1, id << 16).get(10, TimeUnit.SECONDS).epoch());
+        }
+        FakeConnection client = new FakeConnection("client");
+        for (long id = 31; id <= 50; id++) {
+            registry.checkOwnerRoom(id); // no owner was kept for the 30 registered for nobody
+            registry.registerReplicated(client, id, -1, id << 16).get(10, TimeUnit.SECONDS);
+        }
+        assertThrows(NamedProducersExhaustedException.class, () -> registry.checkOwnerRoom(51), "20 owners on an open connection");
+        assertEquals(50, registry.registerReplicated(null, 50, -1, 50L << 16).get(10, TimeUnit.SECONDS).epoch(),
+                "a replay at a position applied changes nothing (R4)");
+        assertEquals(50, registry.table().highestEpochGranted());
+    }
+
     /** Runs the queue's and the writer's tasks, and those they make, until neither has any. */
     private static void runAll(ArrayDeque<Runnable> queueTasks, ArrayDeque<Runnable> writerTasks) {
         while (!queueTasks.isEmpty() || !writerTasks.isEmpty()) {
