@@ -118,7 +118,14 @@ public final class QueueStore {
         this.log = recovered.log();
         this.ackLog = recovered.ackLog();
         this.acks = ackLog.state();
-        this.incarnation = QueueIncarnation.open(directory, acks.unackedCount() > 0);
+        try {
+            this.incarnation = QueueIncarnation.open(directory, acks.unackedCount() > 0);
+        } catch (RuntimeException | Error e) {
+            // Its write needs a descriptor after recovery took its own: a queue refused for want of them (or of disk)
+            // must not keep what recovery opened (found by a review; FailedIncarnationOpenLeakTest).
+            recovered.closeAfterFailure(name);
+            throw e;
+        }
         // The journal grows only within the disk guard's budget, so it never eats into the reserve that
         // checkpoints and relocation need; refused, it rotates instead (AckLog, "Growth, then rotation").
         ackLog.growthBudget(diskGuard::tryReserve, clock);

@@ -64,6 +64,15 @@ public final class QueueRecovery {
      */
     /** {@code verifiedRecords}: how many records step 5 read and checked (for tests and the log line). */
     public record Recovered(SegmentLog log, AckLog ackLog, long lastIndex, long corruptRecords, long verifiedRecords) {
+        /** The open that followed the recovery failed: closes what recovery opened, so the refused queue holds no file. */
+        public void closeAfterFailure(String queue) {
+            log.close();
+            try {
+                ackLog.close();
+            } catch (IOException | RuntimeException e) {
+                LOG.warn("Queue '{}': error while closing its ack state after a failed open.", queue, e);
+            }
+        }
     }
 
     private final String name;
