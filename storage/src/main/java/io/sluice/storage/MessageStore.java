@@ -62,12 +62,25 @@ public final class MessageStore implements AutoCloseable {
      * before serving them (docs/storage.md, "Recovery"), as Kafka's log manager recovers the logs of a
      * broker without its clean-shutdown file. Neither making nor removing it is forced: after a machine
      * crash the page cache is gone, everything recovery reads is on disk, and a mark that comes back
-     * then skips a force that has nothing left to make durable.
+     * then skips a force that has nothing left to make durable. It holds the identity (device and inode)
+     * of the directory of queues it vouches for, and is believed only by an open of that directory: a copy
+     * of a cleanly closed data directory (a backup restored, cp or rsync to another disk) has files written
+     * into the page cache only, which the mark said nothing about (found by a review; an empty mark, made by
+     * an earlier broker, is not believed either).
      */
     static final String CLEAN_SHUTDOWN_FILE = "clean-shutdown";
 
     private final Path dataDirectory;
     private final Path queuesDirectory;
+
+    /**
+     * The file system's identity of {@code directory} (on Linux its device and inode), which a copy does not keep and
+     * a rename does; null where the file system gives none, so that no mark is made or believed there.
+     */
+    private static String identityOf(Path directory) throws IOException {
+        Object key = Files.readAttributes(directory, java.nio.file.attribute.BasicFileAttributes.class).fileKey();
+        return key == null ? null : "queues " + key + "\n";
+    }
     private final StoreConfig config;
     private final LongSupplier clock;
     private final DiskSpaceGuard diskGuard;
@@ -116,7 +129,9 @@ public final class MessageStore implements AutoCloseable {
             }
             lock = acquired;
             Path cleanMark = dataDirectory.resolve(CLEAN_SHUTDOWN_FILE);
-            boolean cleanStop = Files.deleteIfExists(cleanMark);
+            String identity = identityOf(queuesDirectory);
+            boolean cleanStop = identity != null && Files.exists(cleanMark) && Files.readString(cleanMark).equals(identity);
+            Files.deleteIfExists(cleanMark);
             afterUncleanStop = !cleanStop && config.durability() != DurabilityMode.NEVER;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot open data directory " + dataDirectory, e);
@@ -376,7 +391,17 @@ public final class MessageStore implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot delete queue directory " + dir, e);
         }
-        releaser.deleteTree(doomed);
+        // Rule "a queue is gone once its delete is durable", the mirror of creation's: without this force a machine
+        // crash could bring the queue back with its messages after the delete was answered, and on a cluster node
+        // after the node recorded the delete as applied (found by a review; DeletedQueueMachineCrashTest).
+        try (FileChannel channel = FileChannel.open(queuesDirectory, StandardOpenOption.READ)) {
+            forcer.forceDirectory(channel, queuesDirectory);
+        } catch (IOException e) {
+            throw new UncheckedIOException("queue '" + name + "' was deleted, but the directory of queues " + queuesDirectory
+                    + " could not be forced: a machine crash may bring it back", e);
+        } finally {
+            releaser.deleteTree(doomed);
+        }
     }
 
     /**
@@ -487,8 +512,9 @@ public final class MessageStore implements AutoCloseable {
         queues.clear();
         releaser.close();
         try {
-            if (allForced) {
-                Files.createFile(dataDirectory.resolve(CLEAN_SHUTDOWN_FILE));
+            String identity = allForced ? identityOf(queuesDirectory) : null;
+            if (identity != null) {
+                Files.writeString(dataDirectory.resolve(CLEAN_SHUTDOWN_FILE), identity);
             }
         } catch (IOException e) {
             LOG.warn("Could not mark {} closed cleanly; the next open forces every segment.", dataDirectory, e);
