@@ -14,6 +14,12 @@ import io.netty.buffer.ByteBuf;
  * continues after it.
  */
 public record ProducerOkFrame(long requestId, long producerId, int epoch, long lastSequence) implements Frame {
+    public ProducerOkFrame {
+        if (epoch < 1) {
+            throw new IllegalArgumentException("epoch " + epoch + " is below the minimum of 1");
+        }
+    }
+
     @Override
     public FrameType type() {
         return FrameType.PRODUCER_OK;
@@ -28,7 +34,12 @@ public record ProducerOkFrame(long requestId, long producerId, int epoch, long l
     }
 
     static ProducerOkFrame decodeBody(BodyReader reader) {
-        return new ProducerOkFrame(reader.readLong("requestId"), reader.readLong("producerId"), reader.readInt("epoch"),
-                reader.readLong("lastSequence"));
+        long requestId = reader.readLong("requestId");
+        long producerId = reader.readLong("producerId");
+        int epoch = reader.readInt("epoch");
+        if (epoch < 1) {
+            throw reader.malformed("epoch " + epoch + " is below the minimum of 1");
+        }
+        return new ProducerOkFrame(requestId, producerId, epoch, reader.readLong("lastSequence"));
     }
 }

@@ -229,6 +229,19 @@ class FrameDecoderTest {
                         body.writeLong(1).writeShort(1).writeByte('q').writeShort(1).writeShort(1).writeByte('k').writeByte(9).writeByte(0)));
     }
 
+    /** docs/protocol.md: PRODUCER_OK's {@code int32 epoch (>= 1)}; the decoder took 0 and negative epochs (found by a review). */
+    @Test
+    void shouldRejectAProducerOkEpochBelowOne() {
+        for (int epoch : new int[] {0, -1, Integer.MIN_VALUE}) {
+            assertRejected(ErrorCode.MALFORMED_FRAME, "PRODUCER_OK epoch " + epoch + " is below the minimum of 1",
+                    Wire.frame(FrameType.PRODUCER_OK.code(), 0,
+                            body -> body.writeLong(7).writeLong(42).writeInt(epoch).writeLong(0)));
+            assertThrows(IllegalArgumentException.class, () -> new ProducerOkFrame(7, 42, epoch, 0));
+        }
+        assertEquals(new ProducerOkFrame(7, 42, 1, 0), Wire.decode(Wire.frame(FrameType.PRODUCER_OK.code(), 0,
+                body -> body.writeLong(7).writeLong(42).writeInt(1).writeLong(0))).get(0));
+    }
+
     @Test
     void shouldRejectTransactionIdZeroAndANegativeTimeout() {
         assertRejected(ErrorCode.MALFORMED_FRAME, "TX_BEGIN txnId 0 names no transaction; transaction ids are never 0",
