@@ -6,6 +6,7 @@ import io.sluice.protocol.NackAction;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
@@ -77,10 +78,37 @@ public final class Message {
         nack(action, Duration.ZERO);
     }
 
-    /** Hands the message back; {@code delay} is used only by {@link NackAction#REQUEUE_AFTER_DELAY}. */
+    /**
+     * Hands the message back; {@code delay} is used only by {@link NackAction#REQUEUE_AFTER_DELAY} (and may be null
+     * for the other actions). The arguments are checked before the message counts as settled, so a refused call
+     * leaves it to be settled again.
+     *
+     * @throws NullPointerException     {@code action} is null, or {@code delay} is null for REQUEUE_AFTER_DELAY
+     * @throws IllegalArgumentException {@code delay} is negative, or too long to count in milliseconds
+     * @throws IllegalStateException    the message was already settled
+     */
     public void nack(NackAction action, Duration delay) {
+        Objects.requireNonNull(action, "action");
+        long delayMs = action == NackAction.REQUEUE_AFTER_DELAY ? delayMillis(delay) : 0;
         markSettled("nack");
-        consumer.nack(this, action, action == NackAction.REQUEUE_AFTER_DELAY ? delay.toMillis() : 0);
+        consumer.nack(this, action, delayMs);
+    }
+
+    /**
+     * A nack's delay in milliseconds, checked here: a delay the NACK frame refuses would otherwise throw on the
+     * network thread after the message was marked settled, unseen by the caller, with the message settled for the
+     * application and never for the broker (found by a review).
+     */
+    private static long delayMillis(Duration delay) {
+        Objects.requireNonNull(delay, "delay");
+        if (delay.isNegative()) {
+            throw new IllegalArgumentException("delay " + delay + " is negative");
+        }
+        try {
+            return delay.toMillis();
+        } catch (ArithmeticException e) {
+            throw new IllegalArgumentException("delay " + delay + " is too long to count in milliseconds");
+        }
     }
 
     int session() {

@@ -359,6 +359,31 @@ class ConnectionTest {
                 new NackFrame(consumer.consumerTag(), NackAction.REQUEUE, 0, List.of(IdRange.single(6)))), settlements);
     }
 
+    /**
+     * A nack's arguments are checked where they are passed, before the message counts as settled: a bad one threw on
+     * the network thread after that, unseen, and the message could be settled neither by the broker nor again by the
+     * application (found by a review).
+     */
+    @Test
+    void shouldRefuseANackWithBadArgumentsAtTheCallAndLeaveTheMessageToSettle() throws Exception {
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+        broker.deliver(consumer.consumerTag(), 1);
+        Message message = consumer.receive(Duration.ofSeconds(5));
+        assertNotNull(message);
+        IllegalArgumentException negative = assertThrows(IllegalArgumentException.class,
+                () -> message.nack(NackAction.REQUEUE_AFTER_DELAY, Duration.ofMillis(-1)));
+        assertTrue(negative.getMessage().contains("delay"), negative.getMessage());
+        NullPointerException noDelay = assertThrows(NullPointerException.class,
+                () -> message.nack(NackAction.REQUEUE_AFTER_DELAY, null));
+        assertEquals("delay", noDelay.getMessage());
+        NullPointerException noAction = assertThrows(NullPointerException.class, () -> message.nack(null));
+        assertEquals("action", noAction.getMessage());
+        message.nack(NackAction.REQUEUE_AFTER_DELAY, Duration.ofMillis(250)); // still the application's to settle
+        TestWait.until(() -> broker.count(NackFrame.class) == 1);
+        assertEquals(new NackFrame(consumer.consumerTag(), NackAction.REQUEUE_AFTER_DELAY, 250, List.of(IdRange.single(1))),
+                broker.frames(NackFrame.class).get(0));
+    }
+
     @Test
     void shouldHandleTheRestOfAFrameWhenTheHandlerFailsOnOneMessage() {
         List<Long> handled = new CopyOnWriteArrayList<>();
