@@ -164,36 +164,55 @@ public final class Connection implements AutoCloseable {
      * far less than {@link #declareQueue} one after the other (docs/protocol.md, "Queue management").
      */
     public CompletableFuture<Long> declareQueueAsync(String queue, QueueSettings settings) {
-        return request(id -> new DeclareQueueFrame(id, queue, settings), "DECLARE_QUEUE " + queue)
-                .thenApply(ok -> ok.messageCount().orElse(0L));
+        return queueRequest(queue, id -> new DeclareQueueFrame(id, queue, settings), "DECLARE_QUEUE");
     }
 
-    /** Blocking {@link #declareQueueAsync} with the request timeout. */
+    /**
+     * Blocking {@link #declareQueueAsync} with the request timeout.
+     *
+     * @throws IllegalArgumentException the queue name is longer than the wire carries (65,535 UTF-8 bytes)
+     */
     public long declareQueue(String queue, QueueSettings settings) {
         checkMayBlock("declareQueue");
+        QueueName.of(queue); // thrown as it is, not wrapped by await
         return await(declareQueueAsync(queue, settings), options.requestTimeout(), "DECLARE_QUEUE " + queue);
     }
 
     /** Deletes a queue and its messages; completes with the number of messages removed. */
     public CompletableFuture<Long> deleteQueueAsync(String queue) {
-        return request(id -> new DeleteQueueFrame(id, queue), "DELETE_QUEUE " + queue)
-                .thenApply(ok -> ok.messageCount().orElse(0L));
+        return queueRequest(queue, id -> new DeleteQueueFrame(id, queue), "DELETE_QUEUE");
     }
 
     public long deleteQueue(String queue) {
         checkMayBlock("deleteQueue");
+        QueueName.of(queue);
         return await(deleteQueueAsync(queue), options.requestTimeout(), "DELETE_QUEUE " + queue);
     }
 
     /** Removes every ready message of a queue; completes with the number removed. */
     public CompletableFuture<Long> purgeQueueAsync(String queue) {
-        return request(id -> new PurgeQueueFrame(id, queue), "PURGE_QUEUE " + queue)
-                .thenApply(ok -> ok.messageCount().orElse(0L));
+        return queueRequest(queue, id -> new PurgeQueueFrame(id, queue), "PURGE_QUEUE");
     }
 
     public long purgeQueue(String queue) {
         checkMayBlock("purgeQueue");
+        QueueName.of(queue);
         return await(purgeQueueAsync(queue), options.requestTimeout(), "PURGE_QUEUE " + queue);
+    }
+
+    /**
+     * A queue request answered with a message count. A queue name the wire cannot carry fails the future at once with
+     * {@link IllegalArgumentException} (a null one with {@link NullPointerException}): checked here, not by the frame
+     * built on the network thread, where the exception reached nobody and the caller waited out the request timeout
+     * (found by a review).
+     */
+    private CompletableFuture<Long> queueRequest(String queue, LongFunction<Frame> frameFactory, String type) {
+        try {
+            QueueName.of(queue);
+        } catch (RuntimeException refused) {
+            return CompletableFuture.failedFuture(refused);
+        }
+        return request(frameFactory, type + " " + queue).thenApply(ok -> ok.messageCount().orElse(0L));
     }
 
     /**
@@ -257,7 +276,11 @@ public final class Connection implements AutoCloseable {
                 "PRODUCER_INIT '" + producer.name() + "' on queue " + producer.queue());
     }
 
-    /** Subscribes with a push handler; returns once the broker answered OK to SUBSCRIBE. */
+    /**
+     * Subscribes with a push handler; returns once the broker answered OK to SUBSCRIBE.
+     *
+     * @throws IllegalArgumentException the queue name is longer than the wire carries (65,535 UTF-8 bytes)
+     */
     public Consumer subscribe(String queue, ConsumerOptions consumerOptions, MessageHandler handler) {
         if (handler == null) {
             throw new NullPointerException("handler");
@@ -265,12 +288,17 @@ public final class Connection implements AutoCloseable {
         return subscribeInternal(queue, consumerOptions, handler);
     }
 
-    /** Subscribes for pulling with {@link Consumer#receive(Duration)}; returns once the broker answered OK. */
+    /**
+     * Subscribes for pulling with {@link Consumer#receive(Duration)}; returns once the broker answered OK.
+     *
+     * @throws IllegalArgumentException the queue name is longer than the wire carries (65,535 UTF-8 bytes)
+     */
     public Consumer subscribe(String queue, ConsumerOptions consumerOptions) {
         return subscribeInternal(queue, consumerOptions, null);
     }
 
     private Consumer subscribeInternal(String queue, ConsumerOptions consumerOptions, MessageHandler handler) {
+        QueueName.of(queue); // a name the wire cannot carry would throw on the network thread, building SUBSCRIBE
         checkOpen();
         checkMayBlock("subscribe");
         CompletableFuture<Consumer> created = new CompletableFuture<>();
@@ -581,9 +609,19 @@ public final class Connection implements AutoCloseable {
                         + address() + (closed ? "" : "; reconnecting")));
                 return;
             }
-            long requestId = requests.add(description, (CompletableFuture<Frame>) result,
+            // Built before the request is registered: a frame that cannot be built fails its request at once, rather
+            // than throwing here, unseen, and leaving the caller to wait out the request timeout (found by a review).
+            long requestId = requests.nextId();
+            Frame frame;
+            try {
+                frame = frameFactory.apply(requestId);
+            } catch (RuntimeException unbuildable) {
+                completeOnDispatch(result, null, unbuildable);
+                return;
+            }
+            requests.add(requestId, description, (CompletableFuture<Frame>) result,
                     options.requestTimeout().toMillis(), address());
-            current.writeAndFlush(frameFactory.apply(requestId));
+            current.writeAndFlush(frame);
         }, result);
         return result;
     }

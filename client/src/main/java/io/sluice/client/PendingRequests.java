@@ -38,7 +38,18 @@ final class PendingRequests {
 
     /** Registers a request and returns its id; it fails with {@link SluiceTimeoutException} after {@code timeoutMs}. */
     long add(String description, CompletableFuture<Frame> future, long timeoutMs, String peer) {
-        long requestId = nextRequestId++;
+        long requestId = nextId();
+        add(requestId, description, future, timeoutMs, peer);
+        return requestId;
+    }
+
+    /** A fresh request id, for a frame built before its request is registered with {@link #add(long, String, CompletableFuture, long, String)}. */
+    long nextId() {
+        return nextRequestId++;
+    }
+
+    /** Registers request {@code requestId} ({@link #nextId()}); it fails with {@link SluiceTimeoutException} after {@code timeoutMs}. */
+    void add(long requestId, String description, CompletableFuture<Frame> future, long timeoutMs, String peer) {
         ScheduledFuture<?> timeout = loop.schedule(() -> {
             if (byId.remove(requestId) != null) {
                 completer.complete(future, null, new SluiceTimeoutException(description
@@ -46,7 +57,6 @@ final class PendingRequests {
             }
         }, timeoutMs, TimeUnit.MILLISECONDS);
         byId.put(requestId, new Pending(description, future, timeout));
-        return requestId;
     }
 
     /** The answer to request {@code requestId} arrived; an answer to no pending request is dropped. */

@@ -20,7 +20,6 @@ import io.sluice.protocol.TxRollbackFrame;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -677,17 +676,6 @@ public final class Transaction implements AutoCloseable {
     }
 
     private record Publish(String queue, int queueBytes, List<MessageHeader> headers, byte[] payload, int encodedBytes) {
-    }
-
-    /** A queue name and its UTF-8 length, checked against the wire's limit. */
-    private record QueueName(String queue, int utf8Bytes) {
-        static QueueName of(String queue) {
-            int bytes = queue.getBytes(StandardCharsets.UTF_8).length;
-            if (bytes > 0xFFFF) {
-                throw new IllegalArgumentException("queue name is " + bytes + " UTF-8 bytes, above the limit of 65535");
-            }
-            return new QueueName(queue, bytes);
-        }
     }
 
     private record Finish(boolean commit, CompletableFuture<Void> result, long deadlineNanos, long deadlineMs) {

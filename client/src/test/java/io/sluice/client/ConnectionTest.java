@@ -39,6 +39,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ConnectionTest {
+    /** 70,000 ASCII bytes: above the wire's 65,535-byte limit for a string (docs/protocol.md, "Primitive types"). */
+    private static final String TOO_LONG_QUEUE = "q".repeat(70_000);
+
     private FakeBroker broker;
     private Connection connection;
 
@@ -64,6 +67,43 @@ class ConnectionTest {
         assertEquals(0L, connection.declareQueue("orders", QueueSettings.EMPTY));
         assertEquals(0L, connection.purgeQueue("orders"));
         assertEquals(0L, connection.deleteQueue("orders"));
+    }
+
+    /**
+     * A queue name the wire cannot carry (above 65,535 UTF-8 bytes) is refused where it is passed: the frame's
+     * constructor threw on the network thread after the request was registered, and the caller waited out the whole
+     * request timeout to hear "no answer" (found by a review).
+     */
+    @Test
+    void shouldRefuseAQueueNameTheWireCannotCarryAtTheCall() {
+        List<CompletableFuture<Long>> requests = List.of(connection.declareQueueAsync(TOO_LONG_QUEUE, QueueSettings.EMPTY),
+                connection.deleteQueueAsync(TOO_LONG_QUEUE), connection.purgeQueueAsync(TOO_LONG_QUEUE));
+        for (CompletableFuture<Long> request : requests) {
+            assertTrue(request.isCompletedExceptionally(), "failed before it returned");
+            ExecutionException failure = assertThrows(ExecutionException.class, request::get);
+            assertInstanceOf(IllegalArgumentException.class, failure.getCause());
+        }
+        assertThrows(IllegalArgumentException.class, () -> connection.declareQueue(TOO_LONG_QUEUE, QueueSettings.EMPTY));
+        assertThrows(IllegalArgumentException.class, () -> connection.deleteQueue(TOO_LONG_QUEUE));
+        assertThrows(IllegalArgumentException.class, () -> connection.purgeQueue(TOO_LONG_QUEUE));
+        assertThrows(IllegalArgumentException.class, () -> connection.subscribe(TOO_LONG_QUEUE, ConsumerOptions.DEFAULT));
+        ExecutionException noName = assertThrows(ExecutionException.class,
+                () -> connection.declareQueueAsync(null, QueueSettings.EMPTY).get());
+        assertInstanceOf(NullPointerException.class, noName.getCause());
+        assertEquals(0L, connection.declareQueue("orders", QueueSettings.EMPTY)); // the connection carries on
+        assertEquals(0, broker.count(SubscribeFrame.class));
+        assertEquals(1, broker.count(io.sluice.protocol.DeclareQueueFrame.class));
+    }
+
+    /** A request frame that cannot be built on the network thread fails its request with the reason, not a timeout. */
+    @Test
+    void shouldFailARequestWhoseFrameCannotBeBuiltWithTheReason() {
+        CompletableFuture<Long> declared = connection.declareQueueAsync("orders", null); // DeclareQueueFrame refuses it
+        ExecutionException failure = assertThrows(ExecutionException.class, () -> declared.get(4, TimeUnit.SECONDS),
+                "failed with the reason, before the request timeout of 5 s");
+        assertInstanceOf(NullPointerException.class, failure.getCause());
+        assertEquals("settings", failure.getCause().getMessage());
+        assertEquals(0L, connection.declareQueue("orders", QueueSettings.EMPTY));
     }
 
     @Test
