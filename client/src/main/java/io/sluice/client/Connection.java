@@ -220,12 +220,23 @@ public final class Connection implements AutoCloseable {
      * a named producer, registered with the broker before this returns (its sequences continue after the
      * last one the broker stored under the name; an older instance under the name is fenced).
      *
-     * @throws IllegalStateException a producer of that name is already open on this connection
+     * @throws IllegalStateException    a producer of that name is already open on this connection
+     * @throws IllegalArgumentException the queue name is longer than the wire carries (65,535 UTF-8 bytes)
      */
     public Producer createProducer(String queue, ProducerOptions producerOptions) {
+        // Every PUBLISH of the producer would throw on the network thread, building its frame (found by a review).
+        QueueName.of(queue);
         checkOpen();
         checkMayBlock("createProducer");
-        Producer producer = new Producer(this, queue, producerOptions);
+        return open(new Producer(this, queue, producerOptions));
+    }
+
+    /**
+     * Registers a producer {@link #createProducer} made, and a named one with the broker; package-private for the tests
+     * that open a producer createProducer would refuse, to see that its failure stays its own.
+     */
+    Producer open(Producer producer) {
+        String queue = producer.queue();
         CompletableFuture<Void> registered = new CompletableFuture<>();
         runOnLoop(() -> {
             if (producers.putIfAbsent(producer.producerId(), producer) != null) {
@@ -689,9 +700,7 @@ public final class Connection implements AutoCloseable {
             resubscribeOnLoop(consumer, session, RESUBSCRIBE_FIRST_DELAY_NANOS);
         }
         frames.newSession();
-        for (Producer producer : List.copyOf(producers.values())) {
-            producer.onReconnectedOnLoop();
-        }
+        Producer.eachOnLoop(producers.values(), "resending after reconnecting", Producer::onReconnectedOnLoop);
         handshake.complete(null);
     }
 

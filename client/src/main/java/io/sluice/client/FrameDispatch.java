@@ -19,7 +19,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 
 /**
@@ -102,16 +101,14 @@ final class FrameDispatch {
             } else {
                 heardFlows.put(flow.queue(), flow);
             }
-            for (Producer producer : producers.values()) {
+            Producer.eachOnLoop(producers.values(), "taking a FLOW", producer -> {
                 if (producer.queue().equals(flow.queue())) {
                     producer.onFlowOnLoop(flow);
                 }
-            }
+            });
         } else if (frame instanceof PublishCreditFrame credit) {
             publishWindow.credited(credit.messages(), credit.bytes());
-            for (Producer producer : List.copyOf(producers.values())) {
-                producer.flushOnLoop();
-            }
+            Producer.eachOnLoop(producers.values(), "sending after a PUBLISH_CREDIT", Producer::flushOnLoop);
             transactions.windowWidenedOnLoop();
         } else if (frame instanceof TxAbortedFrame aborted) {
             transactions.abortedOnLoop(aborted);

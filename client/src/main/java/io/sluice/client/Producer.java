@@ -14,11 +14,14 @@ import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.ProducerIds;
 import io.sluice.protocol.ProducerOkFrame;
 import io.sluice.protocol.PublishFrameBuilder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -47,6 +50,7 @@ import java.util.concurrent.TimeoutException;
  * messages wait and are resent after reconnecting (see {@link Connection}).
  */
 public final class Producer implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(Producer.class);
     /** Queued by {@link #close()} behind the messages sent before it; never sent. */
     private static final Pending CLOSE = new Pending(List.of(), new byte[0], null);
 
@@ -269,8 +273,21 @@ public final class Producer implements AutoCloseable {
         }
     }
 
-    /** On loop: writes as many unsent messages as the window allows, in batches; true if it wrote any. */
+    /**
+     * On loop: writes as many unsent messages as the window allows, in batches; true if it wrote any. If building or
+     * writing a frame throws, the producer ends ({@link #brokeOnLoop}): the exception thrown out of a send, a flush
+     * or a reconnect left its messages unsettled for ever and broke off whatever the network thread was doing.
+     */
     private boolean writeUnsentOnLoop() {
+        try {
+            return writeUnsentUncheckedOnLoop();
+        } catch (RuntimeException e) {
+            brokeOnLoop("writing PUBLISH frames", e);
+            return false;
+        }
+    }
+
+    private boolean writeUnsentUncheckedOnLoop() {
         Channel channel = connection.activeChannel();
         if (channel == null || awaitingInit || flowState == io.sluice.protocol.FlowState.BLOCKED) {
             return false;
@@ -477,6 +494,37 @@ public final class Producer implements AutoCloseable {
         }
         SluiceException reason = cause instanceof SluiceException sluice ? sluice
                 : new SluiceException("resuming producer '" + options.name() + "' failed: " + cause, cause);
+        closed = true;
+        closedOnLoop = true;
+        failAll(reason);
+        removeIfDone();
+    }
+
+    /**
+     * On loop: runs {@code step} for each of a connection's producers; one that throws ends on its own
+     * ({@link #brokeOnLoop}) while the others, and the caller (a handshake, a PUBLISH_CREDIT), go on. Before, one
+     * producer's exception stopped the loop, closed the connection and, in a handshake, every reconnect after it
+     * (found by a review).
+     */
+    static void eachOnLoop(Collection<Producer> producers, String what, java.util.function.Consumer<Producer> step) {
+        for (Producer producer : List.copyOf(producers)) {
+            try {
+                step.accept(producer);
+            } catch (RuntimeException e) {
+                producer.brokeOnLoop(what, e);
+            }
+        }
+    }
+
+    /**
+     * On loop: {@code what} threw {@code e} for this producer, a defect (createProducer refuses what the frames cannot
+     * carry): it is closed, every unsettled message fails with a {@link SluiceException} whose cause is {@code e}, and
+     * it leaves the connection.
+     */
+    private void brokeOnLoop(String what, RuntimeException e) {
+        SluiceException reason = new SluiceException("producer " + producerId + " for queue " + queue + " failed "
+                + what + " and was closed: " + e, e);
+        LOG.error("{}", reason.getMessage(), e);
         closed = true;
         closedOnLoop = true;
         failAll(reason);

@@ -87,6 +87,7 @@ class ConnectionTest {
         assertThrows(IllegalArgumentException.class, () -> connection.deleteQueue(TOO_LONG_QUEUE));
         assertThrows(IllegalArgumentException.class, () -> connection.purgeQueue(TOO_LONG_QUEUE));
         assertThrows(IllegalArgumentException.class, () -> connection.subscribe(TOO_LONG_QUEUE, ConsumerOptions.DEFAULT));
+        assertThrows(IllegalArgumentException.class, () -> connection.createProducer(TOO_LONG_QUEUE, ProducerOptions.DEFAULT));
         ExecutionException noName = assertThrows(ExecutionException.class,
                 () -> connection.declareQueueAsync(null, QueueSettings.EMPTY).get());
         assertInstanceOf(NullPointerException.class, noName.getCause());
@@ -104,6 +105,33 @@ class ConnectionTest {
         assertInstanceOf(NullPointerException.class, failure.getCause());
         assertEquals("settings", failure.getCause().getMessage());
         assertEquals(0L, connection.declareQueue("orders", QueueSettings.EMPTY));
+    }
+
+    /**
+     * A producer whose PUBLISH frames cannot be built (its queue name is too long for the wire; createProducer refuses
+     * that now, so it is opened past it here) ends on its own: its sends fail with the reason, and the connection and
+     * its other producers go on. Its send stayed pending for ever, and the exception, thrown out of the PUBLISH_CREDIT
+     * that flushes every producer, closed the connection, and again each handshake after (found by a review).
+     */
+    @Test
+    void shouldEndOnlyTheProducerWhosePublishFramesCannotBeBuilt() throws Exception {
+        Producer bad = connection.open(new Producer(connection, TOO_LONG_QUEUE, ProducerOptions.DEFAULT));
+        Producer good = connection.createProducer("orders", ProducerOptions.DEFAULT);
+        CompletableFuture<Void> sent = bad.sendAsync(new byte[] {1});
+        ExecutionException failure = assertThrows(ExecutionException.class, () -> sent.get(10, TimeUnit.SECONDS));
+        SluiceException reason = assertInstanceOf(SluiceException.class, failure.getCause());
+        assertInstanceOf(IllegalArgumentException.class, reason.getCause());
+        assertTrue(reason.getMessage().contains("was closed"), reason.getMessage());
+        ExecutionException later = assertThrows(ExecutionException.class, () -> bad.sendAsync(new byte[] {2}).get(10, TimeUnit.SECONDS));
+        assertInstanceOf(SluiceException.class, later.getCause());
+        broker.send(new io.sluice.protocol.PublishCreditFrame(1, 1)); // flushes every producer of the connection
+        assertEquals(0L, connection.declareQueue("orders", QueueSettings.EMPTY)); // answered after the PUBLISH_CREDIT
+        good.send(new byte[] {3});
+        assertEquals(1, broker.count(HelloFrame.class), "the connection was not made again");
+        broker.dropConnections();
+        TestWait.until(() -> broker.count(HelloFrame.class) == 2 && connection.isConnected());
+        good.send(new byte[] {4});
+        assertEquals(List.of(1L, 2L), List.copyOf(broker.publishedSequences));
     }
 
     @Test
