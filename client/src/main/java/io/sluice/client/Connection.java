@@ -61,7 +61,8 @@ import java.util.function.LongFunction;
  * sequence, in order (at-least-once; the broker may use the pair to drop duplicates). Consumers are
  * subscribed again with their full credit; acks for messages of the old connection are dropped, because the
  * broker requeued those messages. Queues are not declared again. With reconnect off, or after
- * {@link #close()}, unconfirmed publishes fail with {@link ConnectionLostException}.
+ * {@link #close()}, unconfirmed publishes fail with {@link ConnectionLostException}, and consumers end with it
+ * ({@link Consumer#failure()}; their {@code receive} throws it).
  *
  * <p>Clusters ({@link ConnectionOptions#bootstrap()}): the connection goes to the leader. A node that is not
  * the leader refuses or closes with NOT_LEADER naming it, and the next attempt goes there; a lost connection
@@ -394,6 +395,9 @@ public final class Connection implements AutoCloseable {
                     producer.failAll(lost);
                 }
                 producers.clear();
+                for (Consumer consumer : consumers.values()) {
+                    consumer.failedOnLoop(lost); // receive() throws it, rather than return null as if the queue were empty
+                }
                 consumers.clear();
                 Channel current = channel;
                 channel = null;
@@ -696,6 +700,9 @@ public final class Connection implements AutoCloseable {
                     address(), brokerName, consumers.size());
         }
         for (Consumer consumer : List.copyOf(consumers.values())) {
+            if (consumer.isClosed()) {
+                continue; // closing (its close() removes it): a new subscription would deliver to nobody
+            }
             consumer.onReconnectedOnLoop();
             resubscribeOnLoop(consumer, session, RESUBSCRIBE_FIRST_DELAY_NANOS);
         }
@@ -724,6 +731,9 @@ public final class Connection implements AutoCloseable {
         }
         for (Consumer consumer : consumers.values()) {
             consumer.onConnectionLostOnLoop();
+            if (!retain) {
+                consumer.failedOnLoop(lost); // lost for good: receive() throws it, rather than wait for what cannot come
+            }
         }
         if (retain) {
             LOG.warn("Lost the connection to {}; unconfirmed publishes will be resent after reconnecting.", address());

@@ -38,9 +38,19 @@ import java.util.concurrent.TimeUnit;
  * Messages delivered before a reconnect cannot be settled after it (the broker requeued them): their acks are
  * dropped. A message acknowledged in a {@link Transaction} goes out in the transaction's TX_ACK, never in this
  * consumer's ACKs, and counts as settled for the credit once that TX_ACK is written.
+ *
+ * <p>End: a consumer ends when the application closes it ({@link #close()}: {@link #receive} then throws
+ * {@link IllegalStateException}) or on its own, when it can receive nothing more ({@link #failure()} says why and
+ * {@link #receive} throws that): after a reconnect the broker refused to subscribe it again for good; its connection
+ * was lost and reconnecting is off; or its connection was closed ({@link Connection#close()}). The last two fail with
+ * {@link ConnectionLostException}. A {@link #receive} waiting when the consumer ends returns at once and throws the
+ * same. Before, a consumer of a connection lost for good, or closed, looked like a consumer of an empty queue (found by
+ * a review).
  */
 public final class Consumer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Consumer.class);
+    /** Put in {@link #received} when the consumer ends, to wake the {@link #receive} calls waiting; never returned. */
+    private static final Message ENDED = new Message(null, 0, -1, 0, List.of(), new byte[0]);
 
     private final Connection connection;
     private final String queue;
@@ -53,7 +63,7 @@ public final class Consumer implements AutoCloseable {
     private final LoopBatcher<Object> settlements;
     private final Runnable flushAcksTask = this::flushAcksOnLoop;
     private volatile boolean closed;
-    /** Why the consumer ended without {@link #close()} (its subscription was refused after a reconnect); null while it runs. */
+    /** Why the consumer ended without {@link #close()} (see {@link #failure()}); null while it runs. */
     private volatile SluiceException failure;
 
     // Owned by the network thread.
@@ -92,26 +102,48 @@ public final class Consumer implements AutoCloseable {
     }
 
     /**
-     * Pull mode: the next delivered message, waiting up to {@code timeout}; {@code null} if none arrived.
+     * Pull mode: the next delivered message, waiting up to {@code timeout}; {@code null} if none arrived. A call
+     * waiting when the consumer ends (see the class comment) returns at once with the exception below.
      *
-     * @throws IllegalStateException the consumer was created with a handler
+     * @throws IllegalStateException the consumer was created with a handler, or was closed ({@link #close()})
+     * @throws SluiceException       the consumer ended on its own: {@link #failure()}, a {@link ConnectionLostException}
+     *                               if its connection was lost without reconnecting or closed
      */
     public Message receive(Duration timeout) throws InterruptedException {
         if (handler != null) {
             throw new IllegalStateException("consumer of queue " + queue + " has a handler; receive() is for pull");
         }
         connection.checkMayBlock("Consumer.receive");
+        checkReceivable();
+        Message message = received.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        if (message == ENDED) {
+            received.add(ENDED); // for the next receive waiting
+            checkReceivable();
+            throw new IllegalStateException("consumer of queue " + queue + " ended"); // not reached: it ended
+        }
+        return message;
+    }
+
+    /** Throws if this consumer ended: closed by the application, or on its own. */
+    private void checkReceivable() {
+        if (closed) {
+            throw new IllegalStateException("consumer of queue " + queue + " is closed");
+        }
         SluiceException ended = failure;
         if (ended != null) {
             throw ended;
         }
-        return received.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        if (connection.isClosed()) {
+            throw connection.closedException(); // closing, before the network thread ended this consumer
+        }
     }
 
     /**
-     * Why this consumer ended on its own: after a reconnect the broker refused to subscribe it again for a reason
-     * that does not pass by waiting (its queue is gone, its user may no longer consume); then nothing is delivered
-     * to it any more and {@link #receive} throws this. Null while it runs (or once closed by {@link #close()}).
+     * Why this consumer ended on its own, after which nothing is delivered to it any more and {@link #receive} throws
+     * this: after a reconnect the broker refused to subscribe it again for a reason that does not pass by waiting
+     * (its queue is gone, its user may no longer consume); or, with a {@link ConnectionLostException}, its connection
+     * was lost and reconnecting is off, or it was closed. Null while it runs, and once closed by {@link #close()} if
+     * it had not ended before.
      */
     public SluiceException failure() {
         return failure;
@@ -121,10 +153,21 @@ public final class Consumer implements AutoCloseable {
         return closed;
     }
 
-    /** On loop: the broker refused this consumer's subscription after a reconnect (see {@link #failure()}). */
+    /**
+     * On loop: this consumer ended on its own (see {@link #failure()}); the {@link #receive} calls waiting return and
+     * throw {@code why}. The first reason stays.
+     */
     void failedOnLoop(SluiceException why) {
-        failure = why;
+        if (failure == null && !closed) {
+            failure = why;
+            wakeReceives();
+        }
+    }
+
+    /** Drops the messages not yet received (the broker requeues them) and wakes every {@link #receive} waiting. */
+    private void wakeReceives() {
         received.clear();
+        received.add(ENDED);
     }
 
     /**
@@ -135,10 +178,13 @@ public final class Consumer implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (closed) {
-            return;
+        synchronized (this) {
+            if (closed) {
+                return; // once: two threads closing at once would both send UNSUBSCRIBE
+            }
+            closed = true;
         }
-        closed = true;
+        wakeReceives();
         // Behind the settlements made before close(): their acks are written before the UNSUBSCRIBE.
         CompletableFuture<Void> acksWritten = new CompletableFuture<>();
         settlements.submit(new CloseMarker(acksWritten));
@@ -151,7 +197,6 @@ public final class Consumer implements AutoCloseable {
                 }
                 connection.removeConsumer(consumerTag);
             });
-            received.clear();
             return;
         }
         try {
@@ -160,7 +205,6 @@ public final class Consumer implements AutoCloseable {
             LOG.debug("Unsubscribing from {} did not get an answer: {}", queue, e.getMessage());
         } finally {
             connection.removeConsumer(consumerTag);
-            received.clear();
         }
     }
 
@@ -216,6 +260,9 @@ public final class Consumer implements AutoCloseable {
 
     /** On loop: copies each message out of the frame, which is released after this returns. */
     void onDeliverOnLoop(DeliverFrame frame) {
+        if (closed || failure != null) {
+            return; // ended: unsettled, the broker requeues them (after the UNSUBSCRIBE, or with the connection)
+        }
         int session = connection.session();
         DeliverCursor cursor = frame.cursor();
         Message[] batch = handler == null ? null : new Message[cursor.messageCount()];
@@ -246,7 +293,9 @@ public final class Consumer implements AutoCloseable {
     void onReconnectedOnLoop() {
         pendingAckCount = 0;
         settledSinceTopUp = 0;
-        received.clear();
+        if (!closed && failure == null) {
+            received.clear(); // ended, it keeps the marker that wakes receive()
+        }
     }
 
     /** On loop. */

@@ -14,6 +14,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -96,5 +97,22 @@ class ClientLifecycleEdgesTest {
         connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip: the UNSUBSCRIBE, sent before it, arrived
         assertEquals(1, broker.frames(UnsubscribeFrame.class).stream()
                 .filter(u -> u.consumerTag() == subscribe.consumerTag()).count(), "the timed-out subscription is ended");
+    }
+
+    /**
+     * With reconnecting off, a lost connection ends its consumers with ConnectionLostException, a waiting receive too:
+     * failure() stayed null and receive() returned null for ever, as for an empty queue (found by a review).
+     */
+    @Test
+    void aConsumerOfAConnectionLostForGoodSaysSo() {
+        broker = new FakeBroker();
+        start(Duration.ofSeconds(5));
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+        WaitingReceive waiting = new WaitingReceive(consumer);
+        broker.dropConnections();
+        assertInstanceOf(ConnectionLostException.class, waiting.thrown());
+        assertInstanceOf(ConnectionLostException.class, consumer.failure());
+        assertThrows(ConnectionLostException.class, () -> consumer.receive(Duration.ofMillis(100)));
+        assertThrows(ConnectionLostException.class, () -> connection.declareQueue("orders", QueueSettings.EMPTY));
     }
 }

@@ -508,6 +508,55 @@ class ConnectionTest {
         assertEquals(2, broker.count(SubscribeFrame.class), "not tried again: the queue is gone");
     }
 
+    /** A receive waiting when the consumer ends is woken and throws the failure; it waited out its timeout (found by a review). */
+    @Test
+    void aReceiveWaitingWhenTheConsumerEndsThrowsTheFailure() {
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+        WaitingReceive first = new WaitingReceive(consumer);
+        WaitingReceive second = new WaitingReceive(consumer);
+        broker.refuseSubscribes = io.sluice.protocol.ErrorCode.UNKNOWN_QUEUE;
+        broker.subscribeRefusals.set(1);
+        broker.dropConnections();
+        for (WaitingReceive waiting : List.of(first, second)) {
+            SluiceException ended = assertInstanceOf(SluiceException.class, waiting.thrown());
+            assertEquals(io.sluice.protocol.ErrorCode.UNKNOWN_QUEUE, ended.errorCode());
+        }
+        assertNotNull(consumer.failure());
+    }
+
+    /**
+     * After Connection.close(), its consumers end with ConnectionLostException, a waiting receive too: receive returned
+     * null as if the queue were empty (found by a review).
+     */
+    @Test
+    void receiveOnAConsumerOfAClosedConnectionThrows() {
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+        WaitingReceive waiting = new WaitingReceive(consumer);
+        connection.close();
+        assertInstanceOf(ConnectionLostException.class, waiting.thrown());
+        assertInstanceOf(ConnectionLostException.class, consumer.failure());
+        assertThrows(ConnectionLostException.class, () -> consumer.receive(Duration.ofMillis(100)));
+    }
+
+    /**
+     * After Consumer.close(), receive throws IllegalStateException, a waiting receive too: it returned null as if the
+     * queue were empty (found by a review). Closed from two threads at once, the consumer sends one UNSUBSCRIBE.
+     */
+    @Test
+    void receiveOnAClosedConsumerThrows() throws Exception {
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+        WaitingReceive waiting = new WaitingReceive(consumer);
+        inParallel(2, thread -> {
+            consumer.close();
+            return null;
+        });
+        IllegalStateException thrown = assertInstanceOf(IllegalStateException.class, waiting.thrown());
+        assertEquals("consumer of queue orders is closed", thrown.getMessage());
+        assertThrows(IllegalStateException.class, () -> consumer.receive(Duration.ofMillis(100)));
+        assertEquals(null, consumer.failure());
+        assertEquals(1, broker.count(UnsubscribeFrame.class));
+    }
+
     /** A refusal that may pass (RESOURCE_LIMIT) is tried again until the broker takes the consumer back. */
     @Test
     void aConsumerRefusedForNowAfterAReconnectIsSubscribedAgainOnceTheBrokerTakesIt() throws Exception {
