@@ -82,7 +82,8 @@ public final class Connection implements AutoCloseable {
     private final ConnectionAttempts attempts;
 
     // Owned by the network thread.
-    private Channel channel;
+    /** Written on the network thread only; volatile for {@link #isConnected()}, which any thread may call (found by a review). */
+    private volatile Channel channel;
     private int session;
     private static final long RESUBSCRIBE_FIRST_DELAY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final long RESUBSCRIBE_MAX_DELAY_NANOS = TimeUnit.SECONDS.toNanos(5);
@@ -127,8 +128,10 @@ public final class Connection implements AutoCloseable {
      * @throws ConnectionLostException  the broker could not be reached or closed the connection
      * @throws SluiceException          the broker refused the handshake (the code says why)
      * @throws SluiceTimeoutException   no HELLO_OK within the connect timeout
+     * @throws IllegalStateException    called on a network thread of the client (see {@link #checkMayBlock})
      */
     public static Connection connect(ConnectionOptions options) {
+        refuseOnNetworkThread("Connection.connect"); // it waits for the handshake, like the other blocking calls (found by a review)
         Connection connection = new Connection(options);
         try {
             connection.attempts.connectFirst();
@@ -499,7 +502,14 @@ public final class Connection implements AutoCloseable {
      */
     void checkMayBlock(String what) {
         if (NetworkThreads.isCurrent()) {
-            throw new IllegalStateException(what + " (connection to " + address() + ") blocks, and was called on"
+            refuseOnNetworkThread(what + " (connection to " + address() + ")");
+        }
+    }
+
+    /** Throws, on a network thread of the client, for the blocking call {@code what}; see {@link #checkMayBlock}. */
+    private static void refuseOnNetworkThread(String what) {
+        if (NetworkThreads.isCurrent()) {
+            throw new IllegalStateException(what + " blocks, and was called on"
                     + " a network thread of the client (from a callback, with callbacksOnNetworkThread on), which"
                     + " must not wait; use the asynchronous form or a thread of your own");
         }

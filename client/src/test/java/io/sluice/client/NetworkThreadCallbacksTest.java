@@ -98,11 +98,14 @@ class NetworkThreadCallbacksTest {
         broker.confirmPublishes = false;
         Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT.withMaxInFlight(1));
         List<Object> outcomes = new CopyOnWriteArrayList<>();
+        List<Connection> opened = new CopyOnWriteArrayList<>();
         CountDownLatch handled = new CountDownLatch(1);
         Consumer[] self = new Consumer[1];
         self[0] = connection.subscribe("orders", ConsumerOptions.DEFAULT, message -> {
             outcomes.add(outcome(() -> producer.send(new byte[] {1})));
             outcomes.add(outcome(() -> connection.declareQueue("other", QueueSettings.EMPTY)));
+            outcomes.add(outcome(() -> opened.add(Connection.connect(ConnectionOptions.builder().host("127.0.0.1")
+                    .port(broker.port()).build())))); // refused too (it was not, found by a review)
             outcomes.add(producer.sendAsync(new byte[] {2})); // takes the one in-flight slot
             outcomes.add(producer.sendAsync(new byte[] {3})); // finds none, and must not wait for it
             self[0].close(); // unsubscribes without waiting for the broker's answer
@@ -110,13 +113,14 @@ class NetworkThreadCallbacksTest {
         });
         broker.deliver(self[0].consumerTag(), 1, 2);
         assertTrue(handled.await(10, TimeUnit.SECONDS), "the handler finished");
+        opened.forEach(Connection::close);
 
-        for (Object refused : outcomes.subList(0, 2)) {
+        for (Object refused : outcomes.subList(0, 3)) {
             IllegalStateException e = assertInstanceOf(IllegalStateException.class, refused);
             assertTrue(e.getMessage().contains("network thread"), e.getMessage());
         }
-        CompletableFuture<?> admitted = (CompletableFuture<?>) outcomes.get(2);
-        CompletableFuture<?> full = (CompletableFuture<?>) outcomes.get(3);
+        CompletableFuture<?> admitted = (CompletableFuture<?>) outcomes.get(3);
+        CompletableFuture<?> full = (CompletableFuture<?>) outcomes.get(4);
         ExecutionException failure = org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class,
                 () -> full.get(5, TimeUnit.SECONDS));
         assertInstanceOf(SluiceException.class, failure.getCause());
@@ -125,7 +129,7 @@ class NetworkThreadCallbacksTest {
         // The admitted send went out; the handler was not called for message 2 after close().
         TestWait.until(() -> broker.publishedSequences.size() == 1);
         assertEquals(List.of(1L), List.copyOf(broker.publishedSequences));
-        assertEquals(4, outcomes.size(), "the handler ran once: " + outcomes);
+        assertEquals(5, outcomes.size(), "the handler ran once: " + outcomes);
         broker.send(new ConfirmFrame(producer.producerId(), List.of(IdRange.single(1))));
         admitted.get(5, TimeUnit.SECONDS);
     }
