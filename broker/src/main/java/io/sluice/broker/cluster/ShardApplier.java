@@ -32,7 +32,7 @@ import java.util.concurrent.RejectedExecutionException;
  * <ul>
  *   <li>DECLARE_QUEUE: {@link QueueManager#declare} on the calling thread, so the queue exists before the
  *       next entry is applied; its failures (settings differ, name invalid, max-queues) are the same on
- *       every node, and a replay after a restart skips it ({@link AppliedCatalog}).</li>
+ *       every node.</li>
  *   <li>PUBLISH: {@link BrokerQueue#applyReplicated}: stored with no quota check, deduplicated by the
  *       producer table; the submitting node's client gets its CONFIRM once its store has it durable.</li>
  *   <li>ACK: {@link BrokerQueue#applyReplicatedAcks}; a consumer's acks, or the ids a purge removed on the
@@ -54,12 +54,9 @@ final class ShardApplier {
     private final int maxFrameBytes;
     /** The cluster's entry level, which level entries raise; an entry above what this node supports stops the applier. */
     private final FinalizedEntryLevel level;
-    /** Rule R4: the position of the last declare or delete applied here, so that a replay skips what the stores reflect. */
-    private final AppliedCatalog catalog;
 
     ShardApplier(QueueManager queues, Submissions submissions, int nodeId, int maxFrameBytes, FinalizedEntryLevel level) {
         this.level = level;
-        this.catalog = new AppliedCatalog(queues.store().dataDirectory().resolve(AppliedCatalog.FILE));
         this.queues = queues;
         this.submissions = submissions;
         this.nodeId = nodeId;
@@ -206,9 +203,9 @@ final class ShardApplier {
             ProducerLink link = mine ? submissions.takePublish(entry.originCall()) : ReplicaLink.INSTANCE;
             return publish(entry, publish, link);
         } else if (entry.frame() instanceof DeclareQueueFrame declare) {
-            declare(entry, declare, position(index, place), mine ? submissions.takeDeclare(entry.originCall()) : null);
+            declare(entry, declare, mine ? submissions.takeDeclare(entry.originCall()) : null);
         } else if (entry.deadLetter() != null) {
-            return deadLetter(entry, index, place, entry.deadLetter(), mine ? submissions.takeApplied(entry.originCall()) : null);
+            return deadLetter(entry, index, entry.deadLetter(), mine ? submissions.takeApplied(entry.originCall()) : null);
         } else if (entry.deliveries() != null) {
             // On the leader that delivered them, a no-op (recorded already); after its restart, what its journal lost.
             BrokerQueue queue = queues.get(entry.queue());
@@ -234,7 +231,7 @@ final class ShardApplier {
         } else if (entry.frame() instanceof ProducerInitFrame init) {
             return register(entry, init, position(index, place), mine ? submissions.takeRegistration(entry.originCall()) : null);
         } else if (entry.frame() instanceof DeleteQueueFrame) {
-            delete(entry, position(index, place), mine ? submissions.takeDelete(entry.originCall()) : null);
+            delete(entry, mine ? submissions.takeDelete(entry.originCall()) : null);
         } else {
             ReferenceCountUtil.release(entry.frame());
             throw new IllegalArgumentException("a shard entry holds a " + entry.frame().type() + " frame, which is no state change");
@@ -268,7 +265,7 @@ final class ShardApplier {
      * the original's ack finds it in the dead-letter queue's producer table and only acknowledges the original; one
      * that finds the original acknowledged knows the copy is stored. A source deleted since has nothing left to move.
      */
-    private CompletableFuture<Void> deadLetter(ShardEntry entry, long index, int place, ShardEntry.DeadLetterCopy copy,
+    private CompletableFuture<Void> deadLetter(ShardEntry entry, long index, ShardEntry.DeadLetterCopy copy,
                                                CompletableFuture<Void> answer) {
         CompletableFuture<Void> done = new CompletableFuture<>();
         if (answer != null) {
@@ -290,21 +287,8 @@ final class ShardApplier {
             return done;
         }
         try {
-            if (deadLetters == null && catalog.covers(position(index, place))) {
-                // Rule R4, a replay: its declare was refused here (max-queues) when first applied, or the queue was
-                // deleted since with the copy; the original stays, as it stayed on every node.
-                LOG.warn("Shard entry {} of node {} (log entry {}, replayed): dead-letter queue '{}' was not declared when "
-                        + "it was first applied; message {} stays in '{}'.", entry.originCall(), entry.originNode(), index,
-                        entry.queue(), copy.sourceId(), copy.source());
-                done.complete(null);
-                return done;
-            }
             if (deadLetters == null) {
-                try {
-                    deadLetters = queues.declare(entry.queue(), QueueSettings.EMPTY);
-                } finally {
-                    catalog.applied(position(index, place));
-                }
+                deadLetters = queues.declare(entry.queue(), QueueSettings.EMPTY);
             }
         } catch (RuntimeException e) {
             LOG.error("Shard entry {} of node {}: declaring dead-letter queue '{}' failed on this node; message {} stays in '{}'.",
@@ -366,19 +350,7 @@ final class ShardApplier {
         return index << 16 | place;
     }
 
-    /**
-     * A declare's outcome depends on the queues there are ({@code limits.max-queues}, a queue of the name with other
-     * settings), the same on every node that applies the log in order; a replay after a restart meets stores that reflect
-     * later entries too, so a declare at or below the position this node applied is skipped ({@link AppliedCatalog}).
-     */
-    private void declare(ShardEntry entry, DeclareQueueFrame declare, long position, CompletableFuture<BrokerQueue> answer) {
-        if (catalog.covers(position)) {
-            if (answer != null) { // not on a replay: nothing submitted before a restart is waited for
-                answer.completeExceptionally(new IllegalStateException("the declare of queue '" + declare.queue()
-                        + "' was applied before this node restarted"));
-            }
-            return;
-        }
+    private void declare(ShardEntry entry, DeclareQueueFrame declare, CompletableFuture<BrokerQueue> answer) {
         try {
             BrokerQueue queue = queues.declare(declare.queue(), declare.settings());
             if (answer != null) {
@@ -393,21 +365,13 @@ final class ShardApplier {
                         entry.originNode(), declare.queue(), e);
             }
         }
-        catalog.applied(position);
     }
 
     /**
      * Rule R7: every node deletes the queue when it applies the entry, on the declare thread as a single
-     * broker does (the state machine thread waits, so the next entry sees the queue gone). A replayed one is skipped,
-     * as a declare is: a queue of that name declared again later must stay.
+     * broker does (the state machine thread waits, so the next entry sees the queue gone).
      */
-    private void delete(ShardEntry entry, long position, CompletableFuture<Boolean> answer) {
-        if (catalog.covers(position)) {
-            if (answer != null) {
-                answer.complete(false);
-            }
-            return;
-        }
+    private void delete(ShardEntry entry, CompletableFuture<Boolean> answer) {
         try {
             boolean existed = queues.onDeclareThread(() -> queues.delete(entry.queue())).join();
             if (answer != null) {
@@ -420,7 +384,6 @@ final class ShardApplier {
             LOG.error("Shard entry {} of node {}: deleting queue '{}' failed on this node.", entry.originCall(),
                     entry.originNode(), entry.queue(), e);
         }
-        catalog.applied(position);
     }
 
     /** Completes once what was handed to the queue's executor so far has run (it runs tasks in order). */
