@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
+import java.util.function.LongPredicate;
 
 /**
  * A queue as the broker serves it, and the owner of its state: publishes into its {@link QueueStore} and
@@ -121,7 +122,7 @@ public final class BrokerQueue {
         this.transactions = new QueueTransactions(this, store, backlog, tracked, order, pending, staged, producers,
                 pendingConfirms, publishers, transactionEffects);
         this.dropOldest = new DropOldest(this, store, tracked, transactions, backlog, manager,
-                this::deadLetterDropped, order, leaderHold, this::outWithAConsumer);
+                this::deadLetterDropped, order, leaderHold, this::outWithAConsumerNow);
         this.deadLetters = new DeadLetterMoves(this, manager, store, tracked, order, backlog, executor, () -> closed,
                 () -> acknowledged(1), this::scheduleDispatch);
         this.giveBacks = new LeaderGiveBacks(name, tracked, order, backlog, acks, leaderHold, publishPath,
@@ -517,6 +518,23 @@ public final class BrokerQueue {
      */
     private boolean outWithAConsumer(long id) {
         return acks.awaitingApply(id) || inAConsumersHands(id);
+    }
+
+    /**
+     * {@link #outWithAConsumer} for one drop-oldest walk, which tests every id it passes under the store's lock: with
+     * more than two consumers, one set of their in-flight ids, so that each id costs one lookup, not one per consumer.
+     */
+    private LongPredicate outWithAConsumerNow() {
+        if (consumers.size() <= 2) {
+            return this::outWithAConsumer;
+        }
+        IdSet inHands = new IdSet();
+        for (ConsumerSession c : consumers) {
+            for (long id : c.inFlight.ids()) {
+                inHands.add(id);
+            }
+        }
+        return id -> acks.awaitingApply(id) || inHands.contains(id);
     }
 
     /** True if message {@code id} is in a consumer's in-flight deliveries. */

@@ -35,12 +35,13 @@ final class DropOldest {
     private final DeadLetter deadLetter;
     private final DeliveryOrder order;
     private final LeaderHold hold;
-    /** True for a message out with a consumer (in a consumer's in-flight deliveries). */
-    private final LongPredicate outWithAConsumer;
+    /** For one walk: the test of a message out with a consumer (in a consumer's in-flight deliveries). */
+    private final java.util.function.Supplier<LongPredicate> outWithAConsumer;
     private long dropped;
 
     DropOldest(BrokerQueue queue, QueueStore store, IdSet tracked, QueueTransactions transactions, Backlog backlog,
-               QueueManager manager, DeadLetter deadLetter, DeliveryOrder order, LeaderHold hold, LongPredicate outWithAConsumer) {
+               QueueManager manager, DeadLetter deadLetter, DeliveryOrder order, LeaderHold hold,
+               java.util.function.Supplier<LongPredicate> outWithAConsumer) {
         this.queue = queue;
         this.store = store;
         this.tracked = tracked;
@@ -67,7 +68,8 @@ final class DropOldest {
         if (queue.options().deadLetterDropped() && queue.deadLetterRefusing()) {
             return false; // a drop is a move to the dead-letter queue, which refuses them now: no room, the publish is refused
         }
-        long id = store.oldestUnacked(x -> outWithAConsumer.test(x) || transactions.isHeld(x) || order.deadLettering(x)
+        LongPredicate withAConsumer = outWithAConsumer.get();
+        long id = store.oldestUnacked(x -> withAConsumer.test(x) || transactions.isHeld(x) || order.deadLettering(x)
                         || transactions.isPending(x) || hold.holds(x),
                 tracked.size() + transactions.pendingCount() + hold.size());
         if (id < 0) {
