@@ -43,6 +43,9 @@ class StartupPhasesTest {
         assertTrue(m.find(), line);
         long toMain = Long.parseLong(m.group(1));
         assertTrue(toMain >= jvmUptimeBefore - 20, line + " against the JVM's uptime " + jvmUptimeBefore + " ms");
-        assertTrue(toMain <= jvmUptimeAfter + 150, line + " against the JVM's uptime " + jvmUptimeAfter + " ms");
+        // The launcher's time before the JVM's creation is not bounded on a loaded machine (235 ms once in a CI run with
+        // other work beside it): the margin only rules out an error of the order of a second; the exact arithmetic is
+        // the first test's.
+        assertTrue(toMain <= jvmUptimeAfter + 600, line + " against the JVM's uptime " + jvmUptimeAfter + " ms");
     }
 }

@@ -70,6 +70,8 @@ import java.util.function.LongFunction;
  * lose nothing: the new leader stores each unconfirmed message once, by its producerId and sequence.
  */
 public final class Connection implements AutoCloseable {
+    private static final long RESUBSCRIBE_FIRST_DELAY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    private static final long RESUBSCRIBE_MAX_DELAY_NANOS = TimeUnit.SECONDS.toNanos(5);
     private static final Logger LOG = LoggerFactory.getLogger(Connection.class);
     /** The frame limit before HELLO_OK tells the negotiated one. */
     static final int HANDSHAKE_MAX_FRAME_BYTES = 16 * 1024 * 1024;
@@ -85,8 +87,6 @@ public final class Connection implements AutoCloseable {
     /** Written on the network thread only; volatile for {@link #isConnected()}, which any thread may call (found by a review). */
     private volatile Channel channel;
     private int session;
-    private static final long RESUBSCRIBE_FIRST_DELAY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
-    private static final long RESUBSCRIBE_MAX_DELAY_NANOS = TimeUnit.SECONDS.toNanos(5);
     private int maxFrameBytes = HANDSHAKE_MAX_FRAME_BYTES;
     private final ClientPublishWindow publishWindow = new ClientPublishWindow();
     private int nextConsumerTag = 1;

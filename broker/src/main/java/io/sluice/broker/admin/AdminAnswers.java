@@ -61,7 +61,7 @@ final class AdminAnswers {
         }
         // The scheduler only waits; an HTTP thread writes the answer. Writing it is not quick for a request that
         // announced a body it does not send: after the answer the JDK's server reads what is left of the body (up to
-        // 64 KiB) until the request's time is up (10 s). On the scheduler's one thread that held every other refusal
+        // AdminServer.DRAIN_BYTES) until the request's time is up (10 s). On the scheduler's one thread that held every other refusal
         // and the rates' sampling that long; on an HTTP thread it holds that thread, as any slow request does.
         Runnable write = () -> {
             try {

@@ -84,9 +84,8 @@ public final class Subscription {
         queue.executor().execute(queue::wake);
     }
 
-    /** Ends the subscription; outstanding messages go back to the queue. */
     /**
-     * Ends the consumer; completes on the queue's executor once it is ended, so an answer sent from there (or handed
+     * Ends the consumer, its outstanding messages back to the queue; completes on the queue's executor once it is ended, so an answer sent from there (or handed
      * to the connection's loop from there) follows every delivery the queue wrote for it.
      */
     public CompletableFuture<Void> close() {
