@@ -295,6 +295,9 @@ public final class Consumer implements AutoCloseable {
         settledSinceTopUp = 0;
         if (!closed && failure == null) {
             received.clear(); // ended, it keeps the marker that wakes receive()
+            if (closed) {
+                received.add(ENDED); // closed between the check and the clear, which took close()'s marker
+            }
         }
     }
 
