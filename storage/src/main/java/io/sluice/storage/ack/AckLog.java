@@ -70,6 +70,12 @@ import org.slf4j.LoggerFactory;
  * A journal newer than the checkpoint cannot arise from these steps; it means the checkpoint was
  * lost or replaced, and {@link #recover()} refuses with {@link CorruptAckStateException}.
  *
+ * <p>Rule "no record behind a newer checkpoint": a rotation that throws (its directory force failed, say) may have
+ * renamed checkpoint <i>g</i>+1 into place, beside journal <i>g</i>, which recovery would then ignore. So until a
+ * checkpoint completes the journal takes no record: every change checkpoints instead (and throws while that fails),
+ * and the journal is reused once one completes. Before this rule, acks appended into journal <i>g</i> after such a
+ * failure returned and were forced, and a restart brought their messages back ({@code FailedRotationTest}).
+ *
  * <p><b>A new queue.</b> {@link #prepareNew} and {@link Prepared} create the files that
  * {@link #open} and {@link #recover()} would for an empty directory (checkpoint and journal of
  * generation {@value #FIRST_GENERATION}, each renamed into place only after it was forced), but leave
@@ -82,8 +88,8 @@ import org.slf4j.LoggerFactory;
  * journal appends land in the page cache through the mapping, and checkpoints are fsynced. A machine
  * crash: the journal records appended since the last {@link #force()}; replay stops at the first torn
  * record, so changes after it are lost too even if their pages reached the disk. If a call throws
- * {@link IOException} (the disk is full during a rotation), its change is applied in memory but not
- * durable; treat the queue's storage as failed.
+ * {@link IOException} (the disk is full during a rotation), its change is applied in memory but durable only if
+ * the checkpoint reached the disk after all; treat the queue's storage as failed.
  *
  * <p>The only clock read here is the one given to {@link #growthBudget}, for the growth rule above;
  * rotation itself is driven by journal space.
@@ -106,6 +112,15 @@ public final class AckLog implements Closeable {
         boolean grant(long bytes);
     }
 
+    /**
+     * Writes checkpoint {@code generation} of {@code tracker} over {@code file}, as {@link AckCheckpoint#write} does;
+     * tests substitute one that fails, before or after its rename.
+     */
+    @FunctionalInterface
+    interface CheckpointWrite {
+        void write(Path file, long generation, AckTracker tracker) throws IOException;
+    }
+
     /** The generation of a new queue's first checkpoint and journal (a store with no checkpoint is at 0). */
     static final long FIRST_GENERATION = 1;
 
@@ -125,6 +140,12 @@ public final class AckLog implements Closeable {
     /** Set once by recovery, cleared by close; volatile for {@link #force()}, which takes no lock. */
     private volatile AckJournal journal;
     private boolean closed;
+    private CheckpointWrite checkpointWrite = AckCheckpoint::write;
+    /**
+     * A checkpoint was begun and has not completed: the file system may hold it, of a later generation than the
+     * journal's, so the journal takes no record until one completes (rule "no record behind a newer checkpoint").
+     */
+    private boolean checkpointIncomplete;
     private GrowthBudget growthBudget = GrowthBudget.NONE;
     private LongSupplier clockMillis = () -> 0;
     /** When the current journal was started (created, rotated or grown), by {@link #clockMillis}. */
@@ -243,6 +264,11 @@ public final class AckLog implements Closeable {
         this.growthBudget = Objects.requireNonNull(budget, "budget");
         this.clockMillis = Objects.requireNonNull(clockMillis, "clockMillis");
         this.journalStartedMillis = clockMillis.getAsLong();
+    }
+
+    /** For tests: how checkpoints are written, to make one fail. */
+    void checkpointWrite(CheckpointWrite write) {
+        this.checkpointWrite = Objects.requireNonNull(write, "write");
     }
 
     /**
@@ -465,13 +491,16 @@ public final class AckLog implements Closeable {
     public void checkpoint() throws IOException {
         checkOpen();
         long next = generation + 1;
-        AckCheckpoint.write(checkpointFile, next, tracker);
+        // Set until the write completes: one that throws may have renamed the checkpoint into place already.
+        checkpointIncomplete = true;
+        checkpointWrite.write(checkpointFile, next, tracker);
         if (journal != null) {
             journal.reuse(next);
         } else {
             journal = AckJournal.create(journalFile, next, journalCapacityBytes);
         }
         generation = next;
+        checkpointIncomplete = false;
         journalStartedMillis = clockMillis.getAsLong();
     }
 
@@ -612,11 +641,12 @@ public final class AckLog implements Closeable {
     }
 
     /**
-     * True if the journal can take the record, after growing it if it may; otherwise checkpoints, which
-     * captures the change already applied (see "Growth, then rotation" in the class javadoc).
+     * True if the journal can take the record, after growing it if it may; otherwise, or while a checkpoint is
+     * incomplete, checkpoints, which captures the change already applied (see "Growth, then rotation" in the class
+     * javadoc).
      */
     private boolean roomFor(AckJournal.RecordType type) throws IOException {
-        if (journal.hasRoomFor(type) || grewFor(type)) {
+        if (!checkpointIncomplete && (journal.hasRoomFor(type) || grewFor(type))) {
             return true;
         }
         checkpoint();
