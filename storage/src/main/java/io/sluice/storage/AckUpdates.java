@@ -3,6 +3,7 @@ package io.sluice.storage;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.ack.AckStateReader;
+import io.sluice.storage.durability.Durability;
 import io.sluice.storage.reclaim.Reclaimer;
 import io.sluice.storage.segment.SegmentLog;
 import io.sluice.storage.segment.SegmentRollCycle;
@@ -11,8 +12,9 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 
 /**
- * Writes one queue's acks and delivery counts into its {@link AckLog}. An I/O failure there means the queue's
- * storage has failed: it is thrown as an {@link UncheckedIOException} ({@link #failure}). An ack that leaves a
+ * Writes one queue's acks and delivery counts into its {@link AckLog}. An I/O failure there fails the queue's
+ * storage (rule "a failed force is final": the change is in memory only) and is thrown as an
+ * {@link UncheckedIOException} ({@link #failure}). An ack that leaves a
  * sealed segment with nothing unacknowledged, or a range ack that acknowledged anything, asks the {@link Reclaimer}
  * for a pass.
  *
@@ -25,17 +27,24 @@ final class AckUpdates {
     private final AckLog ackLog;
     private final AckStateReader acks;
     private final Reclaimer reclaimer;
+    private final Durability durability;
 
-    AckUpdates(String name, SegmentLog log, AckLog ackLog, Reclaimer reclaimer) {
+    AckUpdates(String name, SegmentLog log, AckLog ackLog, Reclaimer reclaimer, Durability durability) {
         this.name = name;
         this.log = log;
         this.ackLog = ackLog;
         this.acks = ackLog.state();
         this.reclaimer = reclaimer;
+        this.durability = durability;
     }
 
-    /** What a failed I/O step of queue {@code queueName}'s ack state throws. */
-    static UncheckedIOException failure(String queueName, IOException e) {
+    /**
+     * What a failed I/O step of queue {@code queueName}'s ack state throws, once it failed the queue's storage
+     * through {@code durability}: whoever wrote the ack state (an ack, a reader discarding a record, reclaim), the
+     * change is in memory only, and may be lost to a restart, so nothing more may be confirmed.
+     */
+    static UncheckedIOException failure(String queueName, Durability durability, IOException e) {
+        durability.fail("writing its ack state", e);
         return new UncheckedIOException("ack state of queue '" + queueName + "' failed: " + e.getMessage(), e);
     }
 
@@ -93,7 +102,7 @@ final class AckUpdates {
         try {
             return step.run();
         } catch (IOException e) {
-            throw failure(name, e);
+            throw failure(name, durability, e);
         }
     }
 }

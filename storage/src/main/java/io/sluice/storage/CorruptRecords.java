@@ -1,6 +1,7 @@
 package io.sluice.storage;
 
 import io.sluice.storage.ack.AckLog;
+import io.sluice.storage.durability.Durability;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentRollCycle;
 import org.slf4j.Logger;
@@ -22,12 +23,14 @@ final class CorruptRecords {
     private final String queueName;
     private final Path segmentDirectory;
     private final AckLog ackLog;
+    private final Durability durability;
     private long count;
 
-    CorruptRecords(String queueName, Path segmentDirectory, AckLog ackLog, long foundByRecovery) {
+    CorruptRecords(String queueName, Path segmentDirectory, AckLog ackLog, Durability durability, long foundByRecovery) {
         this.queueName = queueName;
         this.segmentDirectory = segmentDirectory;
         this.ackLog = ackLog;
+        this.durability = durability;
         this.count = foundByRecovery;
     }
 
@@ -40,7 +43,7 @@ final class CorruptRecords {
             try {
                 ackLog.ack(index);
             } catch (IOException io) {
-                throw AckUpdates.failure(queueName, io);
+                throw AckUpdates.failure(queueName, durability, io);
             }
         }
     }

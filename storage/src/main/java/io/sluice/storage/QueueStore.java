@@ -129,10 +129,10 @@ public final class QueueStore {
         // The journal grows only within the disk guard's budget, so it never eats into the reserve that
         // checkpoints and relocation need; refused, it rotates instead (AckLog, "Growth, then rotation").
         ackLog.growthBudget(diskGuard::tryReserve, clock);
-        this.corruptRecords = new CorruptRecords(name, segmentDirectory, ackLog, recovered.corruptRecords());
         this.recordsVerifiedAtOpen = recovered.verifiedRecords();
         this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
                 this::dropPagesBeforeForce, lastRecovered(log, recovered.lastIndex()), new ForcedMark(directory, segmentDirectory));
+        this.corruptRecords = new CorruptRecords(name, segmentDirectory, ackLog, durability, recovered.corruptRecords());
         this.ackForces = new AckJournalForces(name, ackJournalFile, forcer, ackLog::force, durability, config.syncIntervalMs(),
                 wakeFlusher);
         this.appender = new RecordAppender(name, config, diskGuard, clock, log, ackLog, durability);
@@ -141,9 +141,9 @@ public final class QueueStore {
                 config.relocateAfterMs() * 1_000_000L);
         this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, readers, appender::writeLocked,
                 corruptRecords::discardLocked, Reclaimer.Forcing.of(durability::forceRange, ackForces::force,
-                        () -> durability.failure() != null), new RelocationIntent(directory), diskGuard,
-                config.relocationFloorBytes(), wakeFlusher);
-        this.ackUpdates = new AckUpdates(name, log, ackLog, reclaimer);
+                        () -> durability.failure() != null), e -> AckUpdates.failure(name, durability, e),
+                new RelocationIntent(directory), diskGuard, config.relocationFloorBytes(), wakeFlusher);
+        this.ackUpdates = new AckUpdates(name, log, ackLog, reclaimer, durability);
         long producerStateCovers = ProducerCheckpoint.coveredThrough(directory);
         if (producerStateCovers != ProducerCheckpoint.ABSENT) {
             producerStateCoveredThrough(producerStateCovers);

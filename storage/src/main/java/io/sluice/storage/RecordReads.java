@@ -93,7 +93,7 @@ final class RecordReads {
         try {
             return RelocatedCopies.resolve(name, ackLog, physical, originalId);
         } catch (IOException e) {
-            throw AckUpdates.failure(name, e);
+            throw AckUpdates.failure(name, durability, e);
         }
     }
 

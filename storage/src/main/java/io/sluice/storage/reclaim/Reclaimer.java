@@ -15,7 +15,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -23,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
 
 /**
  * Carries out {@link ReclaimPolicy}'s decisions for one queue: deletes fully acknowledged segments and
@@ -47,9 +47,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * Rule "a source waits for its copies' forces": a force refused for want of file descriptors stops the
  * pass after step 3, with the copies journaled and their sources reading as fully acknowledged; those
  * sources stay in {@link #awaitingForces} and no pass deletes them until one has done steps 4 and 5 for
- * them (each pass tries again). A failed force fails the queue, and rule "a failed queue moves no
- * message" holds from then on: no pass relocates, and the sources awaiting forces stay for good (the
- * intent too, for recovery), since a force tried again would succeed without the data on disk.
+ * them (each pass tries again). A failed force fails the queue, as does a failed write of the ack state (a
+ * rotation's checkpoint), and rule "a failed queue moves no message" holds from then on: no pass relocates,
+ * and the sources awaiting forces stay for good (the intent too, for recovery), since a force tried again
+ * would succeed without the data on disk.
  *
  * <p>Threads: {@link #reclaim(long)} runs on the storage flusher only; {@link #wanted()} on any
  * thread. Files renamed for deletion go to the releaser thread after the lock is released. The
@@ -141,6 +142,8 @@ public final class Reclaimer {
     private final CorruptRecords corruptRecords;
     private final RecordWriter writer;
     private final Forcing forcing;
+    /** Fails the queue's storage for an I/O failure writing the ack state, and returns what to throw. */
+    private final Function<IOException, RuntimeException> ackStateFailed;
     private final RelocationIntent intent;
     private final DiskSpaceGuard diskGuard;
     private final long relocationFloorBytes;
@@ -176,8 +179,8 @@ public final class Reclaimer {
 
     public Reclaimer(String queueName, ReentrantLock lock, SegmentLog log, AckLog ackLog, ReclaimPolicy policy,
                      FileReleaser releaser, Readers readers, RecordWriter writer, CorruptRecords corruptRecords,
-                     Forcing forcing, RelocationIntent intent, DiskSpaceGuard diskGuard, long relocationFloorBytes,
-                     Runnable wakeFlusher) {
+                     Forcing forcing, Function<IOException, RuntimeException> ackStateFailed, RelocationIntent intent,
+                     DiskSpaceGuard diskGuard, long relocationFloorBytes, Runnable wakeFlusher) {
         this.queueName = queueName;
         this.lock = lock;
         this.log = log;
@@ -189,6 +192,7 @@ public final class Reclaimer {
         this.corruptRecords = corruptRecords;
         this.writer = writer;
         this.forcing = forcing;
+        this.ackStateFailed = ackStateFailed;
         this.intent = intent;
         this.diskGuard = diskGuard;
         this.relocationFloorBytes = relocationFloorBytes;
@@ -444,7 +448,7 @@ public final class Reclaimer {
         try {
             return RelocatedCopies.resolve(queueName, ackLog, copyId, originalId);
         } catch (IOException e) {
-            throw new UncheckedIOException("ack state of queue '" + queueName + "' failed: " + e.getMessage(), e);
+            throw ackStateFailed.apply(e);
         }
     }
 
@@ -489,7 +493,7 @@ public final class Reclaimer {
         try {
             action.run();
         } catch (IOException e) {
-            throw new UncheckedIOException("ack state of queue '" + queueName + "' failed: " + e.getMessage(), e);
+            throw ackStateFailed.apply(e);
         }
     }
 }
