@@ -756,9 +756,8 @@ public final class QueueStore {
             closed = true;
             readers.closeAll();
             log.close();
-            ackLog.checkpoint();
+            ackLog.close(); // checkpoints, and releases the journal even if that checkpoint fails
             checkpointed = true;
-            ackLog.close();
         } catch (IOException e) {
             LOG.warn("Queue '{}': error while closing.", name, e);
         } finally {

@@ -551,7 +551,7 @@ public final class AckLog implements Closeable {
         return generation;
     }
 
-    /** Checkpoints (so the next open replays nothing) and releases the journal mapping. */
+    /** Checkpoints (so the next open replays nothing) and releases the journal mapping, even if that checkpoint throws. */
     @Override
     public void close() throws IOException {
         if (closed) {
