@@ -106,6 +106,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final Consumer<String> closeClients;
     /** This node's queues: the leader checks a dead-letter queue's quota before it submits a copy (R8). */
     private final QueueManager queues;
+    /** {@code limits.max-queues}, checked before a declare or a dead-letter is submitted, never when it is applied (R2). */
+    private final LeaderQueueLimit queueLimit;
     private final RaftServer server;
     /** Rule R12: the cluster's entry level as applied here, which bounds the formats this node writes as the leader. */
     private final FinalizedEntryLevel entryLevel;
@@ -135,6 +137,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.leaderAnswerMs = config.cluster.electionTimeoutMinMs;
         this.closeClients = closeClients;
         this.queues = queues;
+        this.queueLimit = new LeaderQueueLimit(queues, config.limits.maxQueues);
         BrokerConfig.Node selfNode = null;
         List<RaftPeer> peers = new ArrayList<>();
         for (BrokerConfig.Node node : config.cluster.nodes) {
@@ -331,9 +334,20 @@ public final class ClusterNode implements Replication, AutoCloseable {
         return answer;
     }
 
+    /**
+     * Rule R2: {@code limits.max-queues} is checked here, before the entry is submitted, and refused as a single broker
+     * refuses it; every node applies the committed declare without it ({@link LeaderQueueLimit}).
+     */
     @Override
     public CompletableFuture<BrokerQueue> declare(String name, QueueSettings settings) {
+        Runnable release;
+        try {
+            release = queueLimit.hold(name);
+        } catch (BrokerException e) {
+            return CompletableFuture.failedFuture(e);
+        }
         CompletableFuture<BrokerQueue> answer = new CompletableFuture<>();
+        answer.whenComplete((queue, failure) -> release.run()); // applied here (the queue is in the catalog) or refused
         long call = submissions.nextCall();
         submissions.declare(call, answer);
         submit(call, entry(call, name, new DeclareQueueFrame(0, name, settings)), "a declare of queue '" + name + "'")
@@ -413,7 +427,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * Rule R8: one entry per message, which holds the leader's copy; completes once it is applied here. The dead-letter
      * queue's quota is checked first, as a single broker checks it (R9): a refusal fails the move, so the original
      * stays in its source on every node. A dead-letter queue that does not exist is declared first, through the log,
-     * so that its quota (the broker's defaults) is checked too.
+     * so that its quota (the broker's defaults) and {@code limits.max-queues} are checked too; the entry keeps the
+     * dead-letter queue's place in the leader's count until it is applied (R2, {@link LeaderQueueLimit}).
      */
     @Override
     public CompletableFuture<Void> deadLetter(BrokerQueue source, StoredMessage original, String deadLetterQueue, ByteBuffer headers) {
@@ -428,7 +443,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
         CompletableFuture<BrokerQueue> target = existing != null ? CompletableFuture.completedFuture(existing)
                 : declare(deadLetterQueue, QueueSettings.EMPTY);
         return target.thenCompose(dlq -> dlq.admitCopy(bytes, maxUncommittedBytes).thenCompose(admitted -> {
+            Runnable release;
+            try {
+                // The entry declares the dead-letter queue again if a delete applied before it removed it: counted till then.
+                release = queueLimit.hold(deadLetterQueue);
+            } catch (BrokerException e) {
+                dlq.uncommittedRefused(1, bytes);
+                return CompletableFuture.failedFuture(e);
+            }
             CompletableFuture<Void> applied = new CompletableFuture<>();
+            applied.whenComplete((done, failure) -> release.run());
             long call = submissions.nextCall();
             submissions.applied(call, applied);
             submit(call, ShardEntry.encodeDeadLetter(nodeId, call, deadLetterQueue, copy),

@@ -30,9 +30,10 @@ import java.util.concurrent.RejectedExecutionException;
  * node submitted ({@link Submissions}).
  *
  * <ul>
- *   <li>DECLARE_QUEUE: {@link QueueManager#declare} on the calling thread, so the queue exists before the
- *       next entry is applied; its failures (settings differ, name invalid, max-queues) are the same on
- *       every node.</li>
+ *   <li>DECLARE_QUEUE: {@link QueueManager#declareCommitted} on the calling thread, so the queue exists before the
+ *       next entry is applied; its failures (settings differ, name invalid) are the same on every node.
+ *       {@code limits.max-queues} is the leader's check before it submits ({@link LeaderQueueLimit}): against
+ *       this node's catalog, a replay, which finds later deletes applied already, would decide otherwise.</li>
  *   <li>PUBLISH: {@link BrokerQueue#applyReplicated}: stored with no quota check, deduplicated by the
  *       producer table; the submitting node's client gets its CONFIRM once its store has it durable.</li>
  *   <li>ACK: {@link BrokerQueue#applyReplicatedAcks}; a consumer's acks, or the ids a purge removed on the
@@ -260,7 +261,8 @@ final class ShardApplier {
     /**
      * Rule R8: the copy goes to the dead-letter queue's executor now, behind every earlier entry's publishes to it,
      * so it gets the same id on every node; the dead-letter queue is declared first if it does not exist here,
-     * as a single broker declares it (on every node alike: this entry is where). The copy is stored under the entry's
+     * as a single broker declares it (on every node alike: this entry is where), without {@code limits.max-queues}: the
+     * leader counted the dead-letter queue among its queues until this entry is applied ({@link LeaderQueueLimit}). The copy is stored under the entry's
      * log index ({@link BrokerQueue#applyForwarded}), so a node replaying the log after a crash between the copy and
      * the original's ack finds it in the dead-letter queue's producer table and only acknowledges the original; one
      * that finds the original acknowledged knows the copy is stored. A source deleted since has nothing left to move.
@@ -288,7 +290,7 @@ final class ShardApplier {
         }
         try {
             if (deadLetters == null) {
-                deadLetters = queues.declare(entry.queue(), QueueSettings.EMPTY);
+                deadLetters = queues.declareCommitted(entry.queue(), QueueSettings.EMPTY);
             }
         } catch (RuntimeException e) {
             LOG.error("Shard entry {} of node {}: declaring dead-letter queue '{}' failed on this node; message {} stays in '{}'.",
@@ -352,7 +354,7 @@ final class ShardApplier {
 
     private void declare(ShardEntry entry, DeclareQueueFrame declare, CompletableFuture<BrokerQueue> answer) {
         try {
-            BrokerQueue queue = queues.declare(declare.queue(), declare.settings());
+            BrokerQueue queue = queues.declareCommitted(declare.queue(), declare.settings());
             if (answer != null) {
                 answer.complete(queue);
             }

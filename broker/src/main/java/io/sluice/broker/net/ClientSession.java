@@ -340,7 +340,7 @@ final class ClientSession {
             return;
         }
         // Checked against limits.max-queues on the declare thread, exactly, with the declares grouped with it;
-        // on a cluster node, on every node when the declare's entry is applied.
+        // on a cluster node, by the leader before it submits the entry, counting its entries in flight (rule R2).
         gate.afterOffLoop(queues.replication() != null ? queues.replication().declare(declare.queue(), declare.settings())
                         : queues.declareGrouped(declare.queue(), declare.settings(), limits().limits().maxQueues), true,
                 (q, error) -> answerDeclare(declare, q, error));

@@ -211,7 +211,10 @@ public final class QueueManager {
 
     private volatile int maxQueues = Integer.MAX_VALUE;
 
-    /** {@code limits.max-queues}: {@link #declare} refuses a new queue past it, whoever asks (a client, the admin API, a dead-letter move). */
+    /**
+     * {@code limits.max-queues}: {@link #declare} refuses a new queue past it, whoever asks (a client, the admin API, a
+     * dead-letter move). A cluster node applies committed declares with {@link #declareCommitted}, past it.
+     */
     public void limitQueues(int max) {
         this.maxQueues = max;
     }
@@ -285,6 +288,30 @@ public final class QueueManager {
      *                         QUEUE_BEING_DELETED (the message names what was wrong)
      */
     public BrokerQueue declare(String name, QueueSettings settings) {
+        return declare(name, settings, maxQueues);
+    }
+
+    /**
+     * Declares as {@link #declare(String, QueueSettings)} does, without {@code limits.max-queues}: a cluster node applying
+     * a committed declare (rule R2 of docs/replication.md). The leader checked the limit before it submitted the entry
+     * (the cluster's LeaderQueueLimit); a node checking its own catalog here would decide differently on a replay, whose
+     * catalog already reflects later deletes.
+     */
+    public BrokerQueue declareCommitted(String name, QueueSettings settings) {
+        return declare(name, settings, Integer.MAX_VALUE);
+    }
+
+    /**
+     * The refusal of a declare past {@code limits.max-queues}: RESOURCE_LIMIT, naming the queue, the count it would bring
+     * and the limit; the same words on a single broker and from a cluster's leader.
+     */
+    public static BrokerException tooManyQueues(String name, int count, int maxQueues) {
+        return new BrokerException(ErrorCode.RESOURCE_LIMIT, "declaring queue '" + name + "' would bring the queue count to "
+                + count + ", above limits.max-queues " + maxQueues);
+    }
+
+    /** A declare as a group of one on the caller's thread, refused (RESOURCE_LIMIT) past {@code maxQueues} queues. */
+    private BrokerQueue declare(String name, QueueSettings settings, int maxQueues) {
         DeclareRequest request = new DeclareRequest(name, settings, maxQueues);
         declareGroup(List.of(request));
         try {
@@ -369,8 +396,7 @@ public final class QueueManager {
                     }
                     int count = queues.size() + creating.size() + 1;
                     if (count > r.maxQueues) {
-                        throw new BrokerException(ErrorCode.RESOURCE_LIMIT, "declaring queue '" + r.name + "' would bring the queue count to " + count
-                                + ", above limits.max-queues " + r.maxQueues);
+                        throw tooManyQueues(r.name, count, r.maxQueues);
                     }
                     creating.put(r.name, r);
                 } catch (RuntimeException e) {
