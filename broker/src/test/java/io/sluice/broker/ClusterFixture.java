@@ -313,8 +313,11 @@ final class ClusterFixture {
         return addresses;
     }
 
+    /** Settings every node started in this JVM loads over its file ({@link ConfigLoader}'s overrides), e.g. limits. */
+    Map<String, String> overrides = Map.of();
+
     BrokerConfig config(int node) {
-        return new ConfigLoader().load(configs[node], Map.of());
+        return new ConfigLoader().load(configs[node], overrides);
     }
 
     /** Starts every node in this JVM, concurrently (each waits for no other, but a leader needs a majority). */

@@ -271,6 +271,47 @@ class ClusterReplicationTest {
         }
     }
 
+    /**
+     * Rule R2, "The queue count": the leader checks {@code limits.max-queues} before it submits a declare, counting the
+     * declares it has in flight, and every node applies a committed declare without it. Declares sent together (many in
+     * flight at once) are answered as a single broker answers them, and every node holds the same queues; a leader that
+     * did not count its declares in flight answered all 40 OK.
+     */
+    @Test
+    void shouldRefuseDeclaresPastMaxQueuesOnTheLeaderCountingThoseInFlight() throws Exception {
+        int maxQueues = 20;
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        cluster.overrides = java.util.Map.of("limits.max-queues", Integer.toString(maxQueues));
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = awaitLeader();
+        ConnectionOptions options = ConnectionOptions.builder().bootstrap(cluster.bootstrap()).requestTimeout(Duration.ofSeconds(30)).build();
+        List<Connection> connections = new ArrayList<>();
+        try {
+            for (int c = 0; c < 4; c++) {
+                connections.add(Connection.connect(options));
+            }
+            List<CompletableFuture<Long>> answers = new ArrayList<>();
+            for (int i = 0; i < 2 * maxQueues; i++) {
+                answers.add(connections.get(i % connections.size()).declareQueueAsync("q-" + i, QueueSettings.EMPTY));
+            }
+            assertEquals(maxQueues, ConcurrentDeclareTest.answeredOk(answers, maxQueues), "declares answered OK, the others refused");
+        } finally {
+            connections.forEach(Connection::close);
+        }
+        ClusterFixture.awaitApplied(brokers, leader);
+        java.util.Set<String> leaders = queueNames(leader);
+        assertEquals(maxQueues, leaders.size());
+        for (Broker b : brokers) {
+            assertEquals(leaders, queueNames(b), b.config().broker.name + " holds the leader's queues");
+        }
+    }
+
+    private static java.util.Set<String> queueNames(Broker broker) {
+        java.util.Set<String> names = new java.util.TreeSet<>();
+        broker.queues().all().forEach(queue -> names.add(queue.name()));
+        return names;
+    }
+
     private static void publish(Producer producer, long from, int count) throws Exception {
         ClusterFixture.publish(producer, from, count);
     }
