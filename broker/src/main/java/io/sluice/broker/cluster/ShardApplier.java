@@ -44,7 +44,9 @@ import java.util.concurrent.RejectedExecutionException;
  * </ul>
  *
  * Each returned future completes once the queue's executor has done the work (so a snapshot taken after it
- * covers it). Threads: the shard's state machine thread.
+ * covers it), and normally even where this node's store refused part of it (logged, and told to this node's submitter
+ * alone): Ratis answers the submitter of an entry whose future failed with a StateMachineException, which
+ * {@link ClusterNode} cannot tell from Raft refusing the entry. Threads: the shard's state machine thread.
  */
 final class ShardApplier {
     private static final Logger LOG = LoggerFactory.getLogger(ShardApplier.class);
@@ -266,10 +268,16 @@ final class ShardApplier {
      * log index ({@link BrokerQueue#applyForwarded}), so a node replaying the log after a crash between the copy and
      * the original's ack finds it in the dead-letter queue's producer table and only acknowledges the original; one
      * that finds the original acknowledged knows the copy is stored. A source deleted since has nothing left to move.
+     * A copy this node cannot store leaves the original in its source and fails {@code answer} (the leader gives the
+     * message back, as for any failed move); the entry's apply still completes normally.
      */
     private CompletableFuture<Void> deadLetter(ShardEntry entry, long index, ShardEntry.DeadLetterCopy copy,
                                                CompletableFuture<Void> answer) {
         CompletableFuture<Void> done = new CompletableFuture<>();
+        // What Ratis gets: the entry's work is over, whichever way it went. A failure there would reach the submitter as
+        // Ratis's StateMachineException, which ClusterNode.send takes for Raft refusing the entry (it closes every client
+        // with NOT_LEADER) though the entry is committed; the move's failure goes to the leader's answer alone.
+        CompletableFuture<Void> over = done.handle((applied, failure) -> null);
         if (answer != null) {
             done.whenComplete((applied, failure) -> {
                 if (failure != null) {
@@ -286,7 +294,7 @@ final class ShardApplier {
                 deadLetters.uncommittedRefused(1, copy.headers().length + copy.payload().length);
             }
             done.complete(null);
-            return done;
+            return over;
         }
         try {
             if (deadLetters == null) {
@@ -296,7 +304,7 @@ final class ShardApplier {
             LOG.error("Shard entry {} of node {}: declaring dead-letter queue '{}' failed on this node; message {} stays in '{}'.",
                     entry.originCall(), entry.originNode(), entry.queue(), copy.sourceId(), copy.source(), e);
             done.completeExceptionally(e);
-            return done;
+            return over;
         }
         String target = deadLetters.name();
         deadLetters.applyForwarded(index, ByteBuffer.wrap(copy.headers()), ByteBuffer.wrap(copy.payload()), answer != null)
@@ -312,7 +320,7 @@ final class ShardApplier {
                     source.applyReplicatedAcks(List.of(IdRange.single(copy.sourceId())));
                     afterQueueWork(source).whenComplete((ignored, never) -> done.complete(null));
                 });
-        return done;
+        return over;
     }
 
     /**

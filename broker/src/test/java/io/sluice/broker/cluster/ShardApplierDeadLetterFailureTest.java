@@ -1,0 +1,56 @@
+package io.sluice.broker.cluster;
+
+import io.sluice.broker.queue.BrokerQueue;
+import io.sluice.storage.QueueStore;
+import org.junit.jupiter.api.Test;
+
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Rule R8 on the leader: a committed dead-letter whose copy this node's store refuses is applied as far as it goes (the
+ * original stays in its source) and its failure goes to the leader's dead-letter move alone. The applier used to hand
+ * the failure to Ratis as the entry's outcome, and Ratis answers the entry's submitter with a StateMachineException for
+ * that, which {@link ClusterNode}'s send takes for Raft refusing the entry: the leader closed every client connection
+ * with NOT_LEADER and gave back what its queues held for entries in flight, for an entry that was committed (found by a
+ * review).
+ */
+class ShardApplierDeadLetterFailureTest extends ShardApplierFixture {
+    private static final int MAX_MESSAGE_BYTES = 4096;
+    private static final int THIS_NODE = 1;
+
+    @Override
+    Map<String, String> settings() {
+        return Map.of("storage.max-message-bytes", Integer.toString(MAX_MESSAGE_BYTES));
+    }
+
+    @Test
+    void aCopyThisNodeCannotStoreFailsTheLeadersMoveNotTheEntrysApply() {
+        Submissions submissions = new Submissions();
+        ShardApplier applier = new ShardApplier(queues, submissions, THIS_NODE, MAX_FRAME, new FinalizedEntryLevel(EntryLevels.SUPPORTED, null));
+        applier.applyLogEntry(declare(1), 10).join();
+        applier.applyLogEntry(publish(2, 7, 1, 1), 11).join();
+        BrokerQueue source = queues.get("orders");
+        long[] original = {-1};
+        source.store().forEachRecordAfter(-1, (id, codec) -> original[0] = id);
+
+        // Headers past what any store takes (the broker's own dead-letter headers are cut to fit): the append fails.
+        byte[] headers = new byte[MAX_MESSAGE_BYTES + QueueStore.HEADER_HEADROOM_BYTES + 1];
+        ShardEntry.DeadLetterCopy copy = new ShardEntry.DeadLetterCopy("orders", original[0], 7, 1, headers, new byte[] {1});
+        CompletableFuture<Void> move = new CompletableFuture<>();
+        long call = submissions.nextCall();
+        submissions.applied(call, move);
+        CompletableFuture<Void> applied = applier.applyLogEntry(ShardEntry.encodeDeadLetter(THIS_NODE, call, "orders.dlq", copy), 12);
+
+        assertDoesNotThrow(() -> applied.join(), "the entry is applied: what Ratis gets must not be a failure");
+        CompletionException failed = assertThrows(CompletionException.class, move::join, "the leader's move failed");
+        assertTrue(failed.getCause().getMessage().contains("exceeds maxMessageBytes"), failed.getCause().getMessage());
+        assertFalse(source.store().isAcked(original[0]), "the original stays in its source");
+    }
+}
