@@ -55,6 +55,9 @@ public final class TransactionLog implements AutoCloseable {
         MessageStore store = MessageStore.open(dataDirectory.resolve(DIRECTORY), config, forcer);
         try {
             QueueStore log = store.hasQueue(LOG_NAME) ? store.queue(LOG_NAME) : store.createQueue(LOG_NAME);
+            // No producer registry owns the log, and it keeps no producer state: reopened with segments, it would
+            // otherwise keep all of them, and every later one, waiting for a producer checkpoint (rule R6).
+            log.producerStateCoveredThrough(Long.MAX_VALUE);
             return new TransactionLog(store, log);
         } catch (RuntimeException e) {
             store.close();
