@@ -144,10 +144,8 @@ public final class QueueStore {
                         () -> durability.failure() != null), e -> AckUpdates.failure(name, durability, e),
                 new RelocationIntent(directory), diskGuard, config.relocationFloorBytes(), wakeFlusher);
         this.ackUpdates = new AckUpdates(name, log, ackLog, reclaimer, durability);
-        long producerStateCovers = ProducerCheckpoint.coveredThrough(directory);
-        if (producerStateCovers != ProducerCheckpoint.ABSENT) {
-            producerStateCoveredThrough(producerStateCovers);
-        }
+        // Before the queue is in the flusher's sight, whose first pass may come before the owner replays (R6).
+        producerStateCoveredThrough(ProducerCheckpoint.coveredAtOpen(directory, !log.tallies().isEmpty()));
         LOG.info("Queue '{}' opened in {} ms: {} segments, {} unacknowledged messages, next append to segment {}.",
                 name, (System.nanoTime() - started) / 1_000_000, log.tallies().size(), acks.unackedCount(), log.writeSegment());
     }
@@ -176,8 +174,8 @@ public final class QueueStore {
 
     /**
      * Producer state is durable through record {@code id} (-1: none; {@link Long#MAX_VALUE}: none kept):
-     * reclaim keeps every segment from {@code id}'s on (rule R6, docs/storage.md). A queue with a
-     * producer checkpoint starts with the id it covers.
+     * reclaim keeps every segment from {@code id}'s on (rule R6, docs/storage.md). A queue starts with
+     * {@link ProducerCheckpoint#coveredAtOpen}: an owner keeping no producer state passes {@link Long#MAX_VALUE}.
      */
     public void producerStateCoveredThrough(long id) {
         reclaimer.keepFrom(id < 0 ? 0 : SegmentRollCycle.INSTANCE.toCycle(id));

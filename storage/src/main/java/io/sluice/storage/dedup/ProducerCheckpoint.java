@@ -97,6 +97,23 @@ public final class ProducerCheckpoint {
         return header.position() == HEADER_BYTES && header.getInt(0) == MAGIC ? header.getLong(8) : -1;
     }
 
+    /**
+     * What the producer state of the queue in {@code queueDirectory} covers as the queue opens, for rule R6
+     * (docs/storage.md, "Reclaim"): {@link #coveredThrough}; without a checkpoint, -1 (nothing) if the queue
+     * has segments, {@link Long#MAX_VALUE} (none kept) if it has none.
+     */
+    public static long coveredAtOpen(Path queueDirectory, boolean hasSegments) {
+        long covered = coveredThrough(queueDirectory);
+        if (covered != ABSENT) {
+            return covered;
+        }
+        // The store's flusher reclaims as soon as the store is open, before the queue's owner replays the records:
+        // without a checkpoint (killed between a roll and its first write, or a queue from before producer state),
+        // that pass deleted acknowledged segments whose (producer, sequence) nothing else holds, and a resend of
+        // one was stored again (ProducerStateAtOpenTest). A queue without segments has nothing to delete.
+        return hasSegments ? -1 : Long.MAX_VALUE;
+    }
+
     /** Copies {@code table}, covering the records up to {@code coveredThroughId}, into a complete file image. */
     public static ByteBuffer encode(ProducerTable table, long coveredThroughId) {
         List<ProducerTable.Producer> producers = table.snapshot();

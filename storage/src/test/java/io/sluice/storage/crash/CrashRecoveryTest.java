@@ -153,6 +153,7 @@ class CrashRecoveryTest {
             List<String> leftByTheKill = files(data.resolve("queues").resolve(CrashingWriter.QUEUE).resolve("segments"), ".deleting");
             try (MessageStore store = openWatched(data, CrashingWriter.config("reclaim"), where)) {
                 QueueStore queue = store.queue(CrashingWriter.QUEUE);
+                queue.producerStateCoveredThrough(Long.MAX_VALUE); // no producer checkpoint, none kept: nothing held back (R6)
                 long segmentsAtOpen = segmentFiles(queue);
                 // The store's own reclaim starts right after the open and may be mid-delete now:
                 // only the files the dead child left behind must be gone.

@@ -124,6 +124,8 @@ public final class CrashingWriter {
             return;
         }
         QueueStore queue = store.createQueue(QUEUE);
+        // From the second round on the queue is reopened without a producer checkpoint; none is kept (rule R6).
+        queue.producerStateCoveredThrough(Long.MAX_VALUE);
         if (mode.equals("hold-lock")) {
             holdWriteLock(queue, firstSeq, out);
             return;
