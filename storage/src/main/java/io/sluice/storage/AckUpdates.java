@@ -67,6 +67,15 @@ final class AckUpdates {
         return newly;
     }
 
+    /** See {@link QueueStore#ackAllExcept}. */
+    long ackAllExceptLocked(long[] keep) {
+        long newly = io(() -> ackLog.ackAllExcept(keep));
+        if (newly > 0) {
+            reclaimer.wanted();
+        }
+        return newly;
+    }
+
     /** See {@link QueueStore#ackAll}. */
     int ackAllLocked(long[] ids, int count) {
         return io(() -> ackLog.ackAll(ids, count, this::acknowledged));

@@ -404,6 +404,21 @@ public final class QueueStore {
         }
     }
 
+    /**
+     * Acknowledges every stored message except those of {@code keep} (ascending ids), under one lock, in ranges
+     * ({@link AckLog#ackAllExcept}): the lock is held for work that follows the kept ids and the segments, never a step
+     * a message acknowledged. Returns how many were newly acknowledged.
+     */
+    public long ackAllExcept(long[] keep) {
+        lock.lock();
+        try {
+            ensureOpen();
+            return ackUpdates.ackAllExceptLocked(keep);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Records that the broker delivered {@code id} for the {@code count}-th time; persisted with the ack state. */
     public void recordDelivery(long id, int count) {
         lock.lock();
@@ -450,8 +465,8 @@ public final class QueueStore {
 
     /** Calls {@code visitor} with the id of every unacknowledged message, in store order (relocated ones by their original id). */
     public void forEachUnacked(LongConsumer visitor) {
-        // Ids as primitives (8 bytes a message, not a boxed Long and its reference): a purge of a large backlog walks
-        // every one of them on the queue's thread.
+        // Ids as primitives, not a boxed Long and its reference: a cluster leader's purge walks every one of them on the
+        // queue's thread (a single broker's no longer walks them, ackAllExcept).
         long[] ids = new long[1024];
         int count = 0;
         lock.lock();

@@ -1,6 +1,9 @@
 package io.sluice.broker.queue;
 
 import io.netty.util.collection.LongObjectHashMap;
+import io.netty.util.collection.LongObjectMap;
+
+import java.util.function.LongConsumer;
 
 /**
  * A set of message ids that boxes nothing: Netty's primitive-keyed map with the keys spread by
@@ -23,6 +26,13 @@ final class IdSet {
 
     int size() {
         return ids.size();
+    }
+
+    /** Hands {@code action} every id of the set, in no particular order; the set must not change meanwhile. */
+    void forEach(LongConsumer action) {
+        for (LongObjectMap.PrimitiveEntry<Boolean> entry : ids.entries()) {
+            action.accept(SpreadIds.unspread(entry.key()));
+        }
     }
 
     /** Every id of the set, which is then empty. */

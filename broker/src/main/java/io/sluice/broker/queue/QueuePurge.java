@@ -4,6 +4,7 @@ import io.sluice.protocol.IdRange;
 import io.sluice.storage.QueueStore;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.LongConsumer;
 import java.util.function.LongPredicate;
@@ -17,25 +18,35 @@ final class QueuePurge {
      * A single broker's purge: acknowledges every stored message that is not out with a consumer, held by a
      * transaction, nor pending in one (T1, T2 of {@link QueueTransactions}), drops the redeliveries due, and sets the
      * byte backlog to what is left; returns how many were removed.
+     *
+     * <p>It never visits the messages it removes: it names the few it keeps, and the store acknowledges the ranges
+     * between them ({@link QueueStore#ackAllExcept}). A backlog of millions so costs the queue's event loop, which
+     * other queues and connections share, and the store's lock, which the flusher needs for every queue's group
+     * commit, about what an empty queue costs, and no heap that grows with it.
      */
     static long removeWaiting(QueueStore store, List<ConsumerSession> consumers, IdSet tracked, DeliveryOrder order,
                               QueueTransactions transactions, Backlog backlog) {
-        // Acknowledged by runs of consecutive ids (one call a run, not one a message: a backlog is mostly one run).
-        long[] run = {-1, -1};
-        long removed = forEachWaiting(store, consumers, transactions, id -> false, id -> {
-            tracked.remove(id);
-            if (run[1] >= 0 && id == run[1] + 1) {
-                run[1] = id;
-            } else {
-                if (run[1] >= 0) {
-                    store.ackRange(run[0], run[1]);
-                }
-                run[0] = id;
-                run[1] = id;
+        IdSet kept = new IdSet(); // bounded by the consumers' credit and the transactions' limits
+        for (ConsumerSession c : consumers) {
+            for (long id : c.inFlight.ids()) {
+                kept.add(id);
+            }
+        }
+        transactions.forEachReserved(kept::add);
+        // The tracked messages it removes (waiting for a redelivery, or due): known before the store forgets them.
+        long[] untracked = new long[tracked.size()];
+        int[] counts = {0, 0};
+        tracked.forEach(id -> {
+            if (!kept.contains(id) && !store.isAcked(id)) {
+                untracked[counts[0]++] = id;
             }
         });
-        if (run[1] >= 0) {
-            store.ackRange(run[0], run[1]);
+        long[] keep = new long[kept.size()];
+        kept.forEach(id -> keep[counts[1]++] = id);
+        Arrays.sort(keep);
+        long removed = store.ackAllExcept(keep);
+        for (int i = 0; i < counts[0]; i++) {
+            tracked.remove(untracked[i]);
         }
         order.clearDue();
         // What is left is out with the consumers, whose deliveries know their size, or the transactions'.

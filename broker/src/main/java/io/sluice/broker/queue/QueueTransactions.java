@@ -20,6 +20,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.function.LongConsumer;
 import java.util.function.LongPredicate;
 import java.util.function.Supplier;
 
@@ -681,6 +682,12 @@ public final class QueueTransactions {
     /** Bytes of the deliveries held and of the messages pending: what a purge leaves in the backlog besides the consumers'. */
     long reservedBytes() {
         return heldBytes + stagedBytes;
+    }
+
+    /** Hands {@code action} the id of every delivery held (T1) and every message pending (T2): what a purge leaves. */
+    void forEachReserved(LongConsumer action) {
+        held.forEach(action);
+        pending.forEach(action);
     }
 
     private <T> CompletableFuture<T> on(Supplier<T> work) {

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -396,6 +397,44 @@ public final class AckLog implements Closeable {
         long clampedTo = Math.min(toIdInclusive, tracker.highestAssignedId());
         if (newly > 0 && roomFor(AckJournal.RecordType.ACK_RANGE)) {
             journal.appendAckRange(fromId, clampedTo);
+        }
+        return newly;
+    }
+
+    /**
+     * Acknowledges every unacknowledged message except those named in {@code keep} (ascending, by either name, R2):
+     * one range ack, and one journal record, for each gap between them. The work follows the kept messages, the
+     * segments and the bitmaps' words, never the messages acknowledged one by one, so that a purge of a large backlog
+     * holds the queue's lock only briefly. Returns how many were newly acknowledged.
+     */
+    public long ackAllExcept(long[] keep) throws IOException {
+        checkRecovered();
+        long first = tracker.firstUnackedId();
+        if (first < 0) {
+            return 0;
+        }
+        // A relocated message kept stays under both its names: a range over either would acknowledge it (R3).
+        long[] slots = new long[keep.length * 2];
+        int count = 0;
+        for (long id : keep) {
+            slots[count++] = id;
+            long physical = tracker.physicalId(id);
+            if (physical != id) {
+                slots[count++] = physical;
+            }
+        }
+        Arrays.sort(slots, 0, count);
+        long from = first;
+        long newly = 0;
+        for (int i = 0; i < count; i++) {
+            if (slots[i] > from) {
+                newly += ackRange(from, slots[i] - 1);
+            }
+            from = Math.max(from, slots[i] + 1);
+        }
+        long last = tracker.highestAssignedId();
+        if (from <= last) {
+            newly += ackRange(from, last);
         }
         return newly;
     }

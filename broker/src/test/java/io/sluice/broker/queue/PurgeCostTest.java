@@ -1,0 +1,81 @@
+package io.sluice.broker.queue;
+
+import io.sluice.broker.config.ConfigLoader;
+import io.sluice.protocol.ConfirmFrame;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.storage.MessageStore;
+import io.sluice.storage.QueueStore;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.management.ManagementFactory;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A purge runs as one task on the queue's event loop, which other queues and connections share, and acknowledges under
+ * the store's lock, which the flusher takes for every queue's group commit. It walked every message it removed: their
+ * ids under the lock into an array as long as the backlog, then each on the loop, so a large backlog held the loop,
+ * the lock (and with it every queue's confirms) and heap in proportion to it (found by a review; docs/broker-core.md
+ * has the figures). It now costs what the messages it keeps cost: this test purges a large backlog and bounds the
+ * loop's CPU time and allocation for it far below what a step a message comes to.
+ */
+class PurgeCostTest {
+    private static final int BACKLOG = 500_000;
+    /** Several times what the purge now costs, and several times less than a step a message took. */
+    private static final long MAX_LOOP_CPU_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+    /** Far below a long a message. */
+    private static final long MAX_LOOP_ALLOCATED_BYTES = 256 << 10;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void aPurgeOfALargeBacklogCostsTheLoopWhatAnEmptyQueueCosts() throws Exception {
+        // The backlog is written through the store before the broker serves it, faster than publishes would.
+        try (MessageStore store = MessageStore.open(dir, new ConfigLoader().load(null, Map.of(
+                "storage.durability", "never", "storage.reserved-disk-bytes", Long.toString(64L << 20))).storeConfig())) {
+            QueueStore big = store.createQueue("big");
+            byte[] payload = {1};
+            for (int i = 0; i < BACKLOG; i++) {
+                big.append(null, payload);
+            }
+        }
+        Map<String, String> config = new HashMap<>();
+        config.put("storage.durability", "always");
+        try (QueueCore core = new QueueCore(dir, config)) {
+            BrokerQueue q = core.queues.get("big");
+            BrokerQueue other = core.queues.declare("other", QueueSettings.EMPTY);
+            assertEquals(q.executor(), other.executor(), "one loop serves both queues");
+            assertEquals(0L, (long) other.purge().get(30, TimeUnit.SECONDS)); // the purge's classes loaded and its code run once
+
+            com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            long loop = QueueCore.onLoop(q, () -> Thread.currentThread().getId());
+            long cpuBefore = threads.getThreadCpuTime(loop);
+            long allocatedBefore = threads.getThreadAllocatedBytes(loop);
+            long removed = q.purge().get(30, TimeUnit.SECONDS);
+            long cpu = threads.getThreadCpuTime(loop) - cpuBefore;
+            long allocated = threads.getThreadAllocatedBytes(loop) - allocatedBefore;
+
+            assertEquals(BACKLOG, removed, "the count is exact");
+            assertEquals(0L, (long) QueueCore.onLoop(q, q.store()::unackedMessages));
+            System.out.println("purge of " + BACKLOG + " messages: " + cpu / 1000 + " us of the loop's CPU, "
+                    + allocated + " bytes allocated on it");
+            assertTrue(cpu < MAX_LOOP_CPU_NANOS, "a purge of " + BACKLOG + " messages took " + cpu / 1_000_000
+                    + " ms of the CPU of the event loop it shares with other queues, under the store's lock the flusher needs");
+            assertTrue(allocated < MAX_LOOP_ALLOCATED_BYTES, "a purge of " + BACKLOG + " messages allocated " + allocated
+                    + " bytes on the queue's event loop");
+
+            // The other queue on the loop is served as before: its publish is stored and confirmed once durable.
+            FakeConnection producer = new FakeConnection("producer");
+            core.publish(other, producer, 7, 1, new byte[] {2});
+            producer.await(ConfirmFrame.class, 1, Duration.ofSeconds(30));
+        }
+    }
+}
