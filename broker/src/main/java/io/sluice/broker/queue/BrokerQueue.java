@@ -658,7 +658,7 @@ public final class BrokerQueue {
             long backlogMessages = Math.max(0, messageCount() - backlog.heldDrops());
             return new QueueSnapshot(name, backlogMessages, backlog.bytes(), inFlight, backlog.state(),
                     backlog.reason(), consumerFigures, producers, countersNow(),
-                    oldestReadyTimestampMillis(), backlog.blockedNanos(), this.producers.table().tracked());
+                    order.oldestReadyTimestampMillis(), backlog.blockedNanos(), this.producers.table().tracked());
         });
     }
 
@@ -672,13 +672,6 @@ public final class BrokerQueue {
                 ackedMessages, nackedMessages, deadLetters.moved(), deadLetters.failures(), dropped(), publishRefused(),
                 pendingConfirms.confirmedResends(), producers.table().evictions(),
                 producers.table().expiries());
-    }
-
-    /** Store timestamp of the oldest ready message ({@link DeliveryOrder#oldestReadyId}), or -1. */
-    private long oldestReadyTimestampMillis() {
-        long oldestId = order.oldestReadyId();
-        StoredMessage m = oldestId < 0 ? null : readUnlessDamaged(oldestId);
-        return m == null ? -1 : m.timestampMillis();
     }
 
     /**

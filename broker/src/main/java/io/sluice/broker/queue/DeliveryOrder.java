@@ -170,6 +170,17 @@ final class DeliveryOrder {
         return oldest[0];
     }
 
+    /** Store timestamp of the oldest ready message ({@link #oldestReadyId}), or -1, as for a damaged record (the store discarded it). */
+    long oldestReadyTimestampMillis() {
+        long oldestId = oldestReadyId();
+        try {
+            StoredMessage m = oldestId < 0 ? null : store.read(oldestId);
+            return m == null ? -1 : m.timestampMillis();
+        } catch (CorruptRecordException e) {
+            return -1;
+        }
+    }
+
     /** A purge: nothing is due any more. */
     void clearDue() {
         ready.clear();
