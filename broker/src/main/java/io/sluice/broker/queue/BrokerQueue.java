@@ -584,15 +584,17 @@ public final class BrokerQueue {
     /**
      * Removes every message that is not out with a consumer: acknowledges it in the store. Messages
      * delivered and not yet acknowledged stay, and are acknowledged or redelivered as usual.
-     * Completes with the number removed.
+     * Completes with the number removed once those acks are durable ({@link QueuePurge#answerWhenDurable}).
      */
     public io.netty.util.concurrent.Future<Long> purge() {
-        return executor.submit(() -> {
+        io.netty.util.concurrent.Promise<Long> answer = executor.newPromise();
+        executor.execute(() -> QueuePurge.answerWhenDurable(store, () -> {
             long removed = QueuePurge.removeWaiting(store, consumers, tracked, order, transactions, backlog);
             acknowledged(removed);
             LOG.info("Queue '{}' purged: {} messages removed.", name, removed);
             return removed;
-        });
+        }, answer));
+        return answer;
     }
 
     /**

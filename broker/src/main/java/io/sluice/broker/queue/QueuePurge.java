@@ -1,5 +1,6 @@
 package io.sluice.broker.queue;
 
+import io.netty.util.concurrent.Promise;
 import io.sluice.protocol.IdRange;
 import io.sluice.storage.QueueStore;
 
@@ -8,6 +9,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.function.LongConsumer;
 import java.util.function.LongPredicate;
+import java.util.function.LongSupplier;
 
 /** A purge of one queue (PURGE_QUEUE, the admin API), on the queue's executor. Stateless. */
 final class QueuePurge {
@@ -56,6 +58,28 @@ final class QueuePurge {
         }
         backlog.resetBytes(left);
         return removed;
+    }
+
+    /**
+     * Runs {@code purge} and completes {@code answer} with what it removed once its acks are on disk (an early force
+     * of the ack journal, shared with whoever else asks meanwhile), or with the failure: a purge answered done stays
+     * done after a machine crash too, where acks not yet forced are lost and their messages would come back.
+     */
+    static void answerWhenDurable(QueueStore store, LongSupplier purge, Promise<Long> answer) {
+        long removed;
+        try {
+            removed = purge.getAsLong();
+        } catch (RuntimeException e) {
+            answer.tryFailure(e);
+            return;
+        }
+        store.whenAcksDurable(true).whenComplete((durable, failed) -> {
+            if (failed == null) {
+                answer.trySuccess(removed);
+            } else {
+                answer.tryFailure(failed);
+            }
+        });
     }
 
     /**
