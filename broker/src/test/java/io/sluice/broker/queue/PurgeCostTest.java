@@ -24,12 +24,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * ids under the lock into an array as long as the backlog, then each on the loop, so a large backlog held the loop,
  * the lock (and with it every queue's confirms) and heap in proportion to it (found by a review; docs/broker-core.md
  * has the figures). It now costs what the messages it keeps cost: this test purges a large backlog and bounds the
- * loop's CPU time and allocation for it far below what a step a message comes to.
+ * loop's allocation for it far below a long a message (the old walk's array alone was 8 bytes a message). The loop's
+ * CPU time is printed, not asserted: a timing belongs in a benchmark, and on a shared machine it is noise.
  */
 class PurgeCostTest {
     private static final int BACKLOG = 500_000;
-    /** Several times what the purge now costs, and several times less than a step a message took. */
-    private static final long MAX_LOOP_CPU_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
     /** Far below a long a message. */
     private static final long MAX_LOOP_ALLOCATED_BYTES = 256 << 10;
 
@@ -67,8 +66,6 @@ class PurgeCostTest {
             assertEquals(0L, (long) QueueCore.onLoop(q, q.store()::unackedMessages));
             System.out.println("purge of " + BACKLOG + " messages: " + cpu / 1000 + " us of the loop's CPU, "
                     + allocated + " bytes allocated on it");
-            assertTrue(cpu < MAX_LOOP_CPU_NANOS, "a purge of " + BACKLOG + " messages took " + cpu / 1_000_000
-                    + " ms of the CPU of the event loop it shares with other queues, under the store's lock the flusher needs");
             assertTrue(allocated < MAX_LOOP_ALLOCATED_BYTES, "a purge of " + BACKLOG + " messages allocated " + allocated
                     + " bytes on the queue's event loop");
 
