@@ -12,6 +12,10 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
@@ -84,6 +88,16 @@ public final class ProducerRegistry {
      * instance, or one that never registered; this holds also once the table forgot the producer.
      */
     private final LongObjectMap<Owner> owners = new LongObjectHashMap<>();
+    /**
+     * Queue thread: per open connection, the named producers it registered whose owner a newer instance then became
+     * (on another connection, or on another node): that connection stays fenced for them (P2), also once the newer
+     * instance's connection closed and the table forgot the producer, when neither {@link #owners} nor the table's
+     * epoch would fence it any more (found by a review: such a zombie's publishes were stored). Dropped when the
+     * connection closes; counted with the owners against their bound ({@link #checkOwnerRoom}).
+     */
+    private final Map<ClientConnection, Set<Long>> superseded = new IdentityHashMap<>();
+    /** Queue thread: the ids held in {@link #superseded}, all connections together. */
+    private int supersededCount;
     /** Queue thread: registrations made, so that a failed one is undone only if none came after it. */
     private long registrations;
     /**
@@ -200,13 +214,13 @@ public final class ProducerRegistry {
             return entryEpochs.epochOf(producerId);
         }
         if (owners.isEmpty()) {
-            return 0;
+            return isSuperseded(connection, producerId) ? -1 : 0;
         }
         if (connection == resolvedConnection && producerId == resolvedProducer) {
             return resolvedEpoch;
         }
         Owner o = owners.get(producerId);
-        resolvedEpoch = o == null ? 0 : o.connection == connection ? o.epoch : -1;
+        resolvedEpoch = o == null ? (isSuperseded(connection, producerId) ? -1 : 0) : o.connection == connection ? o.epoch : -1;
         resolvedProducer = producerId;
         resolvedConnection = connection;
         return resolvedEpoch;
@@ -233,7 +247,7 @@ public final class ProducerRegistry {
                     continue next;
                 }
             }
-            if (!owners.containsKey(producerId) && table.epoch(producerId) == 0) {
+            if (!owners.containsKey(producerId) && table.epoch(producerId) == 0 && !isSuperseded(connection, producerId)) {
                 continue; // unnamed: epoch 0 on every node
             }
             if (named == ids.length) {
@@ -261,9 +275,50 @@ public final class ProducerRegistry {
         resolvedConnection = null;
     }
 
+    private boolean isSuperseded(ClientConnection connection, long producerId) {
+        if (superseded.isEmpty()) {
+            return false;
+        }
+        Set<Long> ids = superseded.get(connection);
+        return ids != null && ids.contains(producerId);
+    }
+
+    /**
+     * {@code previous} owned {@code producerId} and {@code next} (null: no connection of this node) now does: unless it
+     * is the same connection, or one no longer open, {@code previous}'s connection stays fenced for the producer.
+     * Returns whether it was recorded.
+     */
+    private boolean supersede(Owner previous, long producerId, ClientConnection next) {
+        if (previous == null || previous.connection == next || !previous.connection.isActive()) {
+            return false;
+        }
+        if (superseded.computeIfAbsent(previous.connection, c -> new HashSet<>()).add(producerId)) {
+            supersededCount++;
+            return true;
+        }
+        return false;
+    }
+
+    /** {@code connection} registers {@code producerId} again: no longer fenced for it. Returns whether it was. */
+    private boolean unsupersede(ClientConnection connection, long producerId) {
+        Set<Long> ids = superseded.get(connection);
+        if (ids == null || !ids.remove(producerId)) {
+            return false;
+        }
+        supersededCount--;
+        if (ids.isEmpty()) {
+            superseded.remove(connection);
+        }
+        return true;
+    }
+
     /** {@code connection} closed: the named producers registered on it are no longer anyone's, and it is not held. */
     void connectionClosed(ClientConnection connection) {
         owners.values().removeIf(o -> o.connection == connection);
+        Set<Long> ids = superseded.remove(connection);
+        if (ids != null) {
+            supersededCount -= ids.size();
+        }
         ownersChanged();
     }
 
@@ -376,6 +431,8 @@ public final class ProducerRegistry {
         }
         Registered answer = new Registered(epoch, table.lastStoredSequence(producerId), epoch);
         Owner previousOwner = owners.put(producerId, new Owner(connection, epoch));
+        boolean fencedPrevious = supersede(previousOwner, producerId, connection);
+        boolean wasFenced = unsupersede(connection, producerId);
         ownersChanged();
         long registration = ++registrations;
         return checkpoint().handleAsync((written, failure) -> {
@@ -388,6 +445,12 @@ public final class ProducerRegistry {
                     owners.put(producerId, previousOwner);
                 } else {
                     owners.remove(producerId);
+                }
+                if (fencedPrevious) {
+                    unsupersede(previousOwner.connection, producerId);
+                }
+                if (wasFenced && connection.isActive()) {
+                    supersede(new Owner(connection, epoch), producerId, null);
                 }
                 ownersChanged();
             }
@@ -404,13 +467,17 @@ public final class ProducerRegistry {
      * @throws NamedProducersExhaustedException if there is no room
      */
     void checkOwnerRoom(long producerId) {
-        if (owners.containsKey(producerId) || owners.size() < maxOwners()) {
+        if (owners.containsKey(producerId) || owners.size() + supersededCount < maxOwners()) {
             return;
         }
         if (owners.values().removeIf(o -> !o.connection.isActive())) {
             ownersChanged();
         }
-        if (owners.size() >= maxOwners()) {
+        if (superseded.keySet().removeIf(c -> !c.isActive())) {
+            supersededCount = superseded.values().stream().mapToInt(Set::size).sum();
+            ownersChanged();
+        }
+        if (owners.size() + supersededCount >= maxOwners()) {
             throw new NamedProducersExhaustedException("queue '" + queue + "' has " + owners.size() + " named producers "
                     + "registered on open connections, at most " + maxOwners() + " (twice queues.dedup-max-producers): close "
                     + "producers or connections, or raise that setting");
@@ -446,11 +513,14 @@ public final class ProducerRegistry {
                     table.resumeFloor(producerId)));
         }
         Registered answer = new Registered(epoch, table.lastStoredSequence(producerId), epoch);
+        Owner previousOwner;
         if (submitter != null && submitter.isActive()) {
-            owners.put(producerId, new Owner(submitter, epoch));
+            previousOwner = owners.put(producerId, new Owner(submitter, epoch));
+            unsupersede(submitter, producerId);
         } else {
-            owners.remove(producerId); // a newer instance registered elsewhere: the owner of the older one is none any more
+            previousOwner = owners.remove(producerId); // a newer instance registered elsewhere: the owner of the older one is none any more
         }
+        supersede(previousOwner, producerId, submitter);
         ownersChanged();
         return checkpoint().thenApply(written -> answer);
     }
