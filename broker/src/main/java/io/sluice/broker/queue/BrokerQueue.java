@@ -117,6 +117,7 @@ public final class BrokerQueue {
         this.backlog = new Backlog(name, options.quota(), publishAllowance, manager.publishAllowanceBytes(), store.unackedMessages(), store.unackedMessageBytes(staged));
         this.acks = new AckBatch(store, backlog, tracked);
         this.producers = manager.openProducers(name, store, executor);
+        this.pendingConfirms.tellProducers(producers.table());
         this.producerState = new QueueProducerState(this, producers, executor);
         this.publishPath = new PublishPath(this, store, order, backlog, producers, publishers, pendingConfirms, this::published);
         this.transactions = new QueueTransactions(this, store, backlog, tracked, order, pending, staged, producers,

@@ -2,6 +2,7 @@ package io.sluice.broker.queue;
 
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.IdRange;
+import io.sluice.storage.dedup.ProducerTable;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -36,6 +37,8 @@ final class PendingConfirms {
     private final FlushList<ProducerLink> touchedLinks = new FlushList<>();
     private long confirmedStored;
     private long confirmedResends;
+    /** The queue's producer table, told which producers have publishes waiting here (it does not expire them); may be null. */
+    private ProducerTable producers;
 
     /** {@code demandDurable}: the queue's store's {@code demandDurable}. */
     PendingConfirms(LongConsumer demandDurable) {
@@ -108,13 +111,36 @@ final class PendingConfirms {
                          int messages, int resends, long bytes, long receivedAtNanos) {
     }
 
+    /** Tells {@code table} of the producers whose publishes wait here, from now on ({@link ProducerTable#awaitingConfirm}). */
+    void tellProducers(ProducerTable table) {
+        this.producers = table;
+    }
+
+    private void waiting(Entry e) {
+        if (producers != null && e.ranges != null) {
+            for (Long producerId : e.ranges.keySet()) {
+                producers.awaitingConfirm(producerId);
+            }
+        }
+    }
+
+    private void settled(Entry e) {
+        if (producers != null && e.ranges != null) {
+            for (Long producerId : e.ranges.keySet()) {
+                producers.confirmSettled(producerId);
+            }
+        }
+    }
+
     /**
      * One PUBLISH frame's messages to confirm once record {@code lastId} is durable: {@code messages}
      * in all, of which {@code resends} were recognised and not stored.
      */
     void add(long lastId, ProducerLink connection, Map<Long, List<IdRange>> ranges, int messages, int resends, long bytes,
              long receivedAtNanos) {
-        entries.add(new Entry(lastId, connection, ranges, messages, resends, bytes, receivedAtNanos));
+        Entry e = new Entry(lastId, connection, ranges, messages, resends, bytes, receivedAtNanos);
+        entries.add(e);
+        waiting(e);
         demandDurable.accept(lastId);
     }
 
@@ -141,6 +167,7 @@ final class PendingConfirms {
                 break;
             }
             entries.poll();
+            settled(e);
             if (e.ranges != null) {
                 if (now == 0) {
                     now = System.nanoTime();
@@ -174,6 +201,7 @@ final class PendingConfirms {
         FlushList<ProducerLink> touched = touchedLinks.begin();
         while (!entries.isEmpty()) {
             Entry e = entries.poll();
+            settled(e);
             if (e.ranges != null) { // null: a TX_PUBLISH's window; its commit meets the failure and answers it
                 e.ranges.forEach((producer, ranges) -> ranges.forEach(range -> e.connection.refuse(producer, range, code, message)));
             }

@@ -1,6 +1,7 @@
 package io.sluice.storage.dedup;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -145,6 +146,14 @@ public final class ProducerTable {
 
     private long evictions;
     private long expiries;
+    /**
+     * Per producer, the publishes of it its queue stored (or recognised as resends) and has not yet confirmed nor
+     * refused, counted by their owner ({@link #awaitingConfirm}, {@link #confirmSettled}): such a producer is not
+     * idle, it waits for the broker (a slowed queue holds confirms until consumers acknowledge, C2), and its client
+     * resends them after a reconnect, so {@link #expire} keeps it however long ago it was last seen. Before, it was
+     * forgotten after the idle expiry like any other, and those resends were stored twice (found by a review).
+     */
+    private final HashMap<Long, int[]> unconfirmed = new HashMap<>();
 
     /** Forget a producer only once a marker covers it (see the class comment); set on a cluster node before use. */
     private boolean holdUntilMarked;
@@ -221,6 +230,21 @@ public final class ProducerTable {
 
     public long window() {
         return window;
+    }
+
+    /** Publishes of {@code producerId} were stored (or recognised) and wait for their confirm: see {@link #unconfirmed}. */
+    public void awaitingConfirm(long producerId) {
+        if (producerId != 0) {
+            unconfirmed.computeIfAbsent(producerId, id -> new int[1])[0]++;
+        }
+    }
+
+    /** Publishes {@link #awaitingConfirm} counted for {@code producerId} were confirmed or refused. */
+    public void confirmSettled(long producerId) {
+        int[] count = unconfirmed.get(producerId);
+        if (count != null && --count[0] <= 0) {
+            unconfirmed.remove(producerId);
+        }
     }
 
     /** What to do with {@code sequence} of {@code producerId} publishing with {@code epoch}; marks the producer seen. */
@@ -372,7 +396,7 @@ public final class ProducerTable {
             if (nowMillis - p.lastSeenMillis < idleExpiryMillis) {
                 break;
             }
-            if (!forgettable(p)) {
+            if (!forgettable(p) || !unconfirmed.isEmpty() && unconfirmed.containsKey(p.id)) {
                 continue;
             }
             oldestFirst.remove();
