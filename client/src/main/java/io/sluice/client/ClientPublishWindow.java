@@ -11,12 +11,22 @@ final class ClientPublishWindow {
     private long messages;
     private long bytes;
     private long grantedBytes;
+    private long grantedMessages;
 
     /** A handshake: the window the broker granted in its HELLO_OK. */
     void granted(long windowMessages, long windowBytes) {
         messages = windowMessages;
+        grantedMessages = windowMessages;
         bytes = windowBytes;
         grantedBytes = windowBytes;
+    }
+
+    /**
+     * The messages the broker's HELLO_OK granted: also how far below a producer's highest stored sequence the broker
+     * still tells a resend from a new message (docs/protocol.md, SEQUENCE_OUT_OF_WINDOW).
+     */
+    long grantedMessages() {
+        return grantedMessages;
     }
 
     /** A PUBLISH_CREDIT gave back that much. */

@@ -555,6 +555,11 @@ public final class Connection implements AutoCloseable {
         return publishWindow.tryTake(payloadBytes);
     }
 
+    /** On loop: the publish window's messages as the broker granted them ({@link ClientPublishWindow#grantedMessages}). */
+    long publishWindowMessages() {
+        return publishWindow.grantedMessages();
+    }
+
     /** Removes {@code producer}, not whichever producer now has its id (a named producer's new instance). */
     void removeProducer(long producerId, Producer producer) {
         executeOnLoop(() -> producers.remove(producerId, producer));

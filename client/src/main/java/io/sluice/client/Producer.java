@@ -22,6 +22,7 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -289,7 +290,14 @@ public final class Producer implements AutoCloseable {
 
     private boolean writeUnsentUncheckedOnLoop() {
         Channel channel = connection.activeChannel();
-        if (channel == null || awaitingInit || flowState == io.sluice.protocol.FlowState.BLOCKED) {
+        if (channel == null || awaitingInit) {
+            return false;
+        }
+        // BLOCKED holds back what was never sent. A message sent before (a resend after a reconnect) goes: the broker
+        // confirms it if it stored it, even while blocked (P1, docs/broker-core.md), and refuses it with QUEUE_BLOCKED
+        // if not. Held, it was failed after the blocked timeout as "not sent" though it may be stored (found by a review).
+        boolean blocked = flowState == io.sluice.protocol.FlowState.BLOCKED;
+        if (blocked && (unsent.isEmpty() || !unsent.peek().sent)) {
             return false;
         }
         int frameLimit = connection.maxFrameBytes() - frameOverheadBytes;
@@ -311,6 +319,9 @@ public final class Producer implements AutoCloseable {
                     }
                     continue;
                 }
+                if (blocked && !next.sent) {
+                    break;
+                }
                 int size = next.encodedBytes();
                 if (size > frameLimit) {
                     unsent.poll();
@@ -325,12 +336,21 @@ public final class Producer implements AutoCloseable {
                 if (!batch.isEmpty() && (batchBytes + size > frameLimit || batchBytes >= options.maxBatchBytes())) {
                     break;
                 }
+                // The broker tells a resend from a new message only within a publish window of the highest sequence
+                // it stored (SEQUENCE_OUT_OF_WINDOW below it). Messages failed here before they were sent still used
+                // up sequences, so the window of unsettled messages alone did not bound that span: a stored message
+                // resent after a reconnect was refused as out of the window (found by a review). So nothing is sent a
+                // window or more above the oldest message still unsettled; it goes once that one is settled.
+                if (next.sequence - unsettled.oldestSequence() >= connection.publishWindowMessages()) {
+                    break;
+                }
                 if (!connection.tryTakePublishWindow(next.payload.length)) {
                     break;
                 }
                 unsent.poll();
                 unsentBytes -= next.payload.length;
                 builder.add(producerId, next.sequence, next.headers, next.payload);
+                next.sent = true;
                 batch.add(next);
                 batchBytes += size;
             }
@@ -416,8 +436,16 @@ public final class Producer implements AutoCloseable {
             return;
         }
         long deadline = System.nanoTime() - options.blockedTimeout().toNanos();
-        while (!unsent.isEmpty() && unsent.peek().enqueuedNanos - deadline < 0) {
-            Pending expired = unsent.poll();
+        Iterator<Pending> waiting = unsent.iterator();
+        while (waiting.hasNext()) {
+            Pending expired = waiting.next();
+            if (expired.sent) {
+                continue; // sent before: it may be stored, and it goes whatever the flow state (writeUnsentUncheckedOnLoop)
+            }
+            if (expired.enqueuedNanos - deadline >= 0) {
+                break;
+            }
+            waiting.remove();
             unsentBytes -= expired.payload.length;
             if (unsettled.remove(expired.sequence) == null) {
                 continue; // settled already
@@ -595,6 +623,8 @@ public final class Producer implements AutoCloseable {
         /** Computed by the sending thread ({@link OutgoingHeaders#encodedMessageBytes}). */
         private final int encodedBytes;
         private long sequence;
+        /** On loop: written in a PUBLISH once at least (it may be stored); a resend after a reconnect is not "unsent". */
+        private boolean sent;
 
         Pending(List<MessageHeader> headers, byte[] payload, CompletableFuture<Void> future) {
             this.headers = headers;

@@ -79,6 +79,11 @@ public final class SequenceWindow<T> {
         size++;
     }
 
+    /** The lowest sequence a value is kept under; undefined when {@link #isEmpty}. */
+    public long oldestSequence() {
+        return old.isEmpty() ? oldest : old.firstKey();
+    }
+
     /** The value under {@code sequence}, or null. */
     @SuppressWarnings("unchecked")
     public T get(long sequence) {
