@@ -59,8 +59,12 @@ final class ReadyQueue {
             return 0;
         }
         int hits = 0;
-        if (to - from < members.size()) {
-            for (long id = from; id <= to; id++) {
+        // A client's range may end at Long.MAX_VALUE (no id is above it, so "id <= to" never turns false) or be so wide
+        // that to - from overflows: walk by offset, and only a span known to be short.
+        long span = to - from;
+        if (span >= 0 && span < members.size()) {
+            for (long i = 0; i <= span; i++) {
+                long id = from + i;
                 if (members.contains(id) && eligible.test(id) && remove(id)) {
                     removed.accept(id);
                     hits++;
