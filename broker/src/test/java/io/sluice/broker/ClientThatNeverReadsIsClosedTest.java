@@ -1,0 +1,102 @@
+package io.sluice.broker;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.sluice.client.Connection;
+import io.sluice.client.ConnectionOptions;
+import io.sluice.client.Consumer;
+import io.sluice.client.ConsumerOptions;
+import io.sluice.client.Message;
+import io.sluice.client.Producer;
+import io.sluice.client.ProducerOptions;
+import io.sluice.client.ReconnectPolicy;
+import io.sluice.protocol.Frame;
+import io.sluice.protocol.HelloFrame;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.protocol.SubscribeFrame;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+
+/**
+ * A consumer that stops reading its socket and sends nothing more: the broker stops reading it (rule H4), its
+ * reader-idle timer fires after two heartbeat intervals and the broker "closes with HEARTBEAT_TIMEOUT"
+ * (docs/protocol.md). It wrote ERROR and CLOSE behind the deliveries the client never reads and closed the channel
+ * only once that write completed, which it never does: the connection stayed open for good, counted against
+ * limits.max-connections, with its outbound buffer and its deliveries held. The connection must be closed, and its
+ * messages must go to the next consumer.
+ */
+@Timeout(90)
+class ClientThatNeverReadsIsClosedTest {
+    private static final int MESSAGES = 64;
+
+    @TempDir
+    Path dir;
+
+    private static byte[] bytes(Frame f) {
+        ByteBuf body = Unpooled.buffer();
+        f.encodeBody(body);
+        ByteBuf out = Unpooled.buffer();
+        out.writeInt(body.readableBytes() + 2).writeByte(f.type().code()).writeByte(f.flags()).writeBytes(body);
+        byte[] b = new byte[out.readableBytes()];
+        out.readBytes(b);
+        body.release();
+        out.release();
+        return b;
+    }
+
+    @Test
+    void aConsumerThatNeitherReadsNorSendsIsClosedAfterTheHeartbeatTimeoutAndItsMessagesGoOn() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of("broker.heartbeat-interval-ms", "300"))) {
+            broker.queues().declare("q", QueueSettings.EMPTY);
+            ConnectionOptions options = ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
+                    .reconnectPolicy(ReconnectPolicy.DISABLED).build();
+            try (Connection c = Connection.connect(options); Producer p = c.createProducer("q", ProducerOptions.DEFAULT)) {
+                for (int i = 0; i < MESSAGES; i++) {
+                    byte[] payload = new byte[256 << 10];
+                    java.nio.ByteBuffer.wrap(payload).putLong(i);
+                    p.send(payload);
+                }
+            }
+            try (Socket s = new Socket()) {
+                s.setReceiveBufferSize(4096);
+                s.connect(new InetSocketAddress("127.0.0.1", broker.port()));
+                OutputStream out = s.getOutputStream();
+                out.write(bytes(new HelloFrame(1, 1, "never-reads", 0, 0, "", "")));
+                out.write(bytes(new SubscribeFrame(1, 1, "q", MESSAGES)));
+                out.flush();
+                TestAwait.until("the client's connection is open", () -> broker.connections().size() == 1);
+                Channel channel = broker.connections().iterator().next();
+                TestAwait.until("the deliveries fill the connection's outbound buffer", () -> !channel.isWritable());
+                // Nothing more is read from or sent by the client: two heartbeat intervals later the broker gives up on it.
+                TestAwait.until("the broker closes the connection of a client that sent nothing for two heartbeat intervals",
+                        Duration.ofSeconds(20), () -> !channel.isActive());
+                TestAwait.until("the closed connection leaves limits.max-connections", () -> broker.limits().openConnections() == 0);
+            }
+            try (Connection c = Connection.connect(options)) {
+                Consumer consumer = c.subscribe("q", ConsumerOptions.DEFAULT);
+                Set<Long> seen = new HashSet<>();
+                for (int i = 0; i < MESSAGES; i++) {
+                    Message m = consumer.receive(Duration.ofSeconds(10));
+                    assertNotNull(m, "message " + i + " of " + MESSAGES);
+                    seen.add(java.nio.ByteBuffer.wrap(m.payload()).getLong());
+                    m.ack();
+                }
+                assertEquals(MESSAGES, seen.size());
+            }
+        }
+    }
+}
