@@ -29,6 +29,7 @@ import io.sluice.protocol.TxCommitFrame;
 import io.sluice.protocol.TxPublishFrame;
 import io.sluice.protocol.TxRollbackFrame;
 import io.sluice.protocol.UnsubscribeFrame;
+import io.sluice.storage.QueueNames;
 import org.slf4j.Logger;
 
 import java.util.Collections;
@@ -104,10 +105,12 @@ final class ClientSession {
         window.take(publish.messageCount(), payloadBytes(publish));
         boolean handedOff = false;
         BrokerQueue queue = null;
+        // One PUBLISH_ERROR per message, each with the sentence: it names the queue as a queue name can be, never the
+        // 64 KiB a string may hold (one frame of 24-byte messages under such a name made gigabytes of answers).
         if (!security.authorizer().allowed(user, Action.PUBLISH, publish.queue())) {
-            proxy.refuseAll(publish, ErrorCode.ACCESS_DENIED, Authorizer.denial(user, Action.PUBLISH, publish.queue()));
+            proxy.refuseAll(publish, ErrorCode.ACCESS_DENIED, Authorizer.denial(user, Action.PUBLISH, shown(publish.queue())));
         } else if ((queue = queues.get(publish.queue())) == null) {
-            proxy.refuseAll(publish, ErrorCode.UNKNOWN_QUEUE, "queue '" + publish.queue() + "' does not exist; declare it first");
+            proxy.refuseAll(publish, ErrorCode.UNKNOWN_QUEUE, "queue '" + shown(publish.queue()) + "' does not exist; declare it first");
         } else if (queues.replication() != null && withoutProducerIdentity(publish)) {
             proxy.refuseAll(publish, ErrorCode.NOT_REPLICATED, notReplicated("messages without a producer id and sequence "
                     + "(a restarted node replays its log, and only those keep a replay from storing a message twice)"));
@@ -123,6 +126,15 @@ final class ClientSession {
                     proxy.describe(), window.messagesOut(), window.bytesOut());
         }
         return handedOff;
+    }
+
+    /** A queue name as a refusal repeated per message shows it: whole up to the longest name a queue may have, else cut. */
+    static String shown(String queue) {
+        if (queue.length() <= QueueNames.MAX_LENGTH) {
+            return queue;
+        }
+        int end = Character.isHighSurrogate(queue.charAt(QueueNames.MAX_LENGTH - 1)) ? QueueNames.MAX_LENGTH - 1 : QueueNames.MAX_LENGTH;
+        return queue.substring(0, end) + "...(" + queue.length() + " characters; a queue name has at most " + QueueNames.MAX_LENGTH + ")";
     }
 
     /**
