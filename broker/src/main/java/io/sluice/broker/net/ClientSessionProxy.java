@@ -6,6 +6,7 @@ import io.netty.util.ReferenceCountUtil;
 import io.sluice.broker.queue.ConsumerLink;
 import io.sluice.broker.queue.FrameLink;
 import io.sluice.broker.queue.ProducerLink;
+import io.sluice.broker.error.Sentences;
 import io.sluice.broker.txn.TransactionLink;
 import io.sluice.client.internal.LoopBatcher;
 import io.sluice.protocol.ErrorCode;
@@ -106,13 +107,13 @@ final class ClientSessionProxy extends FrameLink implements TransactionLink {
     /** ERROR to a request (0: to no request), flushed at once; the connection stays usable. From any thread. */
     @Override
     public void answerError(long requestId, ErrorCode code, String message) {
-        ctx.writeAndFlush(new ErrorFrame(requestId, code, message));
+        ctx.writeAndFlush(new ErrorFrame(requestId, code, Sentences.fit(message)));
     }
 
     /** TX_ABORTED, flushed at once; from any thread. */
     @Override
     public void transactionAborted(long txnId, ErrorCode code, String message) {
-        ctx.writeAndFlush(new TxAbortedFrame(txnId, code, message));
+        ctx.writeAndFlush(new TxAbortedFrame(txnId, code, Sentences.fit(message)));
     }
 
     // ------------------------------------------------------------------ writing

@@ -5,6 +5,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.timeout.IdleState;
 import io.netty.handler.timeout.IdleStateEvent;
+import io.sluice.broker.error.Sentences;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
@@ -36,10 +37,11 @@ abstract class ProtocolHandler extends ChannelInboundHandlerAdapter {
     abstract String clientName();
 
     /** Reports a protocol violation and closes the connection. */
-    void fail(ChannelHandlerContext ctx, ErrorCode code, String message) {
+    void fail(ChannelHandlerContext ctx, ErrorCode code, String sentence) {
         if (!ctx.channel().isActive()) {
             return;
         }
+        String message = Sentences.fit(sentence);
         security.rejectionLog().info(LOG, "Closing the connection from {} (client '{}'): {} {}.", ctx.channel().remoteAddress(),
                 clientName(), code, message);
         ctx.write(new ErrorFrame(0, code, message));

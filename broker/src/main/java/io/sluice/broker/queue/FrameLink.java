@@ -1,5 +1,6 @@
 package io.sluice.broker.queue;
 
+import io.sluice.broker.error.Sentences;
 import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.DeliverFrame;
 import io.sluice.protocol.ErrorCode;
@@ -30,7 +31,7 @@ public abstract class FrameLink implements ProducerLink, ConsumerLink {
 
     @Override
     public void refuse(long producerId, IdRange sequences, ErrorCode code, String message) {
-        write(new PublishErrorFrame(producerId, sequences, code, message));
+        write(new PublishErrorFrame(producerId, sequences, code, Sentences.fit(message)));
     }
 
     @Override
@@ -50,6 +51,6 @@ public abstract class FrameLink implements ProducerLink, ConsumerLink {
 
     @Override
     public void error(ErrorCode code, String message) {
-        write(new ErrorFrame(0, code, message));
+        write(new ErrorFrame(0, code, Sentences.fit(message)));
     }
 }
