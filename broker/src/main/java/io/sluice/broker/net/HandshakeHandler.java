@@ -40,6 +40,8 @@ import java.util.concurrent.TimeUnit;
 final class HandshakeHandler extends ProtocolHandler {
     /** How often a HELLO waiting for a cluster's leader looks again (rule S2 of docs/replication.md). */
     private static final long LEADER_RECHECK_MS = 20;
+    /** Above storage.max-message-bytes in the frame size granted: a dead-letter copy's headers and a DELIVER's fields. */
+    static final int MESSAGE_FRAME_HEADROOM_BYTES = 2048;
 
     private final BrokerConfig config;
     private final Authenticator authenticator;
@@ -166,7 +168,10 @@ final class HandshakeHandler extends ProtocolHandler {
         }
         handshakeTimeout.cancel(false);
         // HELLO's maxFrameBytes 0 means "the broker's default" (see HelloFrame), not the 1024-byte floor.
-        int wanted = hello.maxFrameBytes() == 0 ? config.broker.maxFrameBytes : Math.max(hello.maxFrameBytes(), 1024);
+        // Never below what the largest message needs (storage.max-message-bytes, plus a dead-letter copy's added headers
+        // and the DELIVER frame's own fields): a DELIVER is never split, and one over the grant cannot be sent at all.
+        int wanted = hello.maxFrameBytes() == 0 ? config.broker.maxFrameBytes
+                : Math.max(hello.maxFrameBytes(), config.storage.maxMessageBytes + MESSAGE_FRAME_HEADROOM_BYTES);
         int maxFrame = Math.min(config.broker.maxFrameBytes, wanted);
         ctx.pipeline().get(FrameDecoder.class).maxFrameBytes(config.broker.maxFrameBytes);
         ctx.pipeline().get(FrameEncoder.class).maxFrameBytes(maxFrame);
