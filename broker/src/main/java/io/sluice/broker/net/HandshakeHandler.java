@@ -20,10 +20,14 @@ import javax.naming.InvalidNameException;
 import javax.naming.ldap.LdapName;
 import javax.naming.ldap.Rdn;
 import javax.net.ssl.SSLPeerUnverifiedException;
+import java.net.SocketAddress;
 import java.security.cert.Certificate;
 import java.security.cert.X509Certificate;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -42,6 +46,11 @@ final class HandshakeHandler extends ProtocolHandler {
     private static final long LEADER_RECHECK_MS = 20;
     /** Above storage.max-message-bytes in the frame size granted: a dead-letter copy's headers and a DELIVER's fields. */
     static final int MESSAGE_FRAME_HEADROOM_BYTES = 2048;
+    /**
+     * Where HELLO passwords are hashed: off the event loops, at most half the cores at once (the rest keep serving).
+     * Waiting checks are bounded by the connections open, each of which has at most one (it reads nothing meanwhile).
+     */
+    private static final ThreadPoolExecutor PASSWORD_CHECKS = passwordChecks();
 
     private final BrokerConfig config;
     private final Authenticator authenticator;
@@ -60,6 +69,17 @@ final class HandshakeHandler extends ProtocolHandler {
         this.config = config;
         this.authenticator = authenticator;
         this.queues = queues;
+    }
+
+    private static ThreadPoolExecutor passwordChecks() {
+        int threads = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(threads, threads, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
+            Thread thread = new Thread(task, "sluice-password-check");
+            thread.setDaemon(true);
+            return thread;
+        });
+        pool.allowCoreThreadTimeOut(true); // no thread while nobody logs in with a password
+        return pool;
     }
 
     @Override
@@ -110,10 +130,51 @@ final class HandshakeHandler extends ProtocolHandler {
                     + ", the broker speaks " + ProtocolVersion.CURRENT);
             return;
         }
-        // The per-address brake on guessing (LoginBackoff) may refuse before the credentials are checked.
-        Authenticator.Result auth = security.loginBackoff().authenticate(ctx.channel().remoteAddress(), LoginBackoff.Listener.CLIENT,
-                () -> authenticator.authenticate(hello.user(), hello.password(), certificateUser(ctx), security.anonymousAllowed())).result();
+        SocketAddress remote = ctx.channel().remoteAddress();
+        String certificateUser = certificateUser(ctx);
+        if (hello.user().isEmpty()) {
+            authenticated(ctx, hello, check(remote, hello, certificateUser)); // no password: nothing to hash
+            return;
+        }
+        // A password costs a PBKDF2 hash (100-200 ms of CPU): checked off the event loop, which serves other connections
+        // and queues meanwhile. What the client sent behind its HELLO waits, and reading pauses, until it is done; the
+        // frames already read are decoded with the limit they will be handled under once admitted.
+        holdFollowingFrames(ctx);
+        ctx.pipeline().get(FrameDecoder.class).maxFrameBytes(config.broker.maxFrameBytes);
+        CompletableFuture.supplyAsync(() -> check(remote, hello, certificateUser), PASSWORD_CHECKS)
+                .whenComplete((auth, failure) -> ctx.executor().execute(() -> {
+                    if (!ctx.channel().isActive()) {
+                        return; // closed meanwhile (handshake timeout, peer gone): channelInactive released what was held
+                    }
+                    if (failure != null) {
+                        exceptionCaught(ctx, failure);
+                    } else {
+                        authenticated(ctx, hello, auth);
+                    }
+                }));
+    }
+
+    /** The per-address brake on guessing (LoginBackoff), which may refuse before the credentials are checked, then the check. */
+    private Authenticator.Result check(SocketAddress remote, HelloFrame hello, String certificateUser) {
+        return security.loginBackoff().authenticate(remote, LoginBackoff.Listener.CLIENT,
+                () -> authenticator.authenticate(hello.user(), hello.password(), certificateUser, security.anonymousAllowed())).result();
+    }
+
+    /** Frames read behind the HELLO wait in {@link #waitingForLeader}, and reading pauses, until the HELLO is answered. */
+    private void holdFollowingFrames(ChannelHandlerContext ctx) {
+        if (waitingForLeader == null) {
+            waitingForLeader = new ArrayList<>();
+            ctx.channel().config().setAutoRead(false); // what it pipelines stays in the socket meanwhile
+        }
+    }
+
+    /** On the loop, with the outcome of {@link #check}. */
+    private void authenticated(ChannelHandlerContext ctx, HelloFrame hello, Authenticator.Result auth) {
         if (!auth.accepted()) {
+            if (waitingForLeader != null) { // the connection is refused: nothing it sent behind the HELLO will be handled
+                waitingForLeader.forEach(ReferenceCountUtil::release);
+                waitingForLeader.clear();
+            }
             String rejected = auth.rejected();
             security.rejectionLog().warn(LOG, "Authentication failed for a connection from {}: {}.", ctx.channel().remoteAddress(), rejected);
             // Every refusal is answered after a delay, scheduled: the event loop never waits.
@@ -148,10 +209,7 @@ final class HandshakeHandler extends ProtocolHandler {
         if (notLeader == null) {
             admit(ctx, hello, auth);
         } else if (queues.replication().awaitingLeader(askedAtNanos) && System.nanoTime() - deadlineNanos < 0) {
-            if (waitingForLeader == null) {
-                waitingForLeader = new ArrayList<>();
-                ctx.channel().config().setAutoRead(false); // what it pipelines stays in the socket meanwhile
-            }
+            holdFollowingFrames(ctx);
             ctx.executor().schedule(() -> admitOnceLeader(ctx, hello, auth, askedAtNanos, deadlineNanos), LEADER_RECHECK_MS,
                     TimeUnit.MILLISECONDS);
         } else {
