@@ -5,6 +5,7 @@ import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.ack.AckStateReader;
 import io.sluice.storage.durability.Durability;
 import io.sluice.storage.reclaim.Reclaimer;
+import io.sluice.storage.segment.RangeBytes;
 import io.sluice.storage.segment.SegmentLog;
 import io.sluice.storage.segment.SegmentRollCycle;
 
@@ -74,6 +75,27 @@ final class AckUpdates {
             reclaimer.wanted();
         }
         return newly;
+    }
+
+    /**
+     * See {@link QueueStore#ackRangeExcept}: the bytes are counted before the acks ({@link RangeBytes}: per segment, the
+     * smaller of the records it takes and the others is read), so a range that takes nearly all of its segments reads
+     * few records and holds the lock briefly.
+     */
+    AckedRange ackRangeExceptLocked(long fromId, long toIdInclusive, long[] keep) {
+        long bytes = RangeBytes.unackedBytes(log, acks, fromId, toIdInclusive, keep);
+        long newly = 0;
+        long from = fromId;
+        for (int i = 0; i < keep.length && keep[i] <= toIdInclusive; i++) {
+            if (keep[i] > from) {
+                newly += ackRangeLocked(from, keep[i] - 1);
+            }
+            from = Math.max(from, keep[i] + 1);
+        }
+        if (from <= toIdInclusive) {
+            newly += ackRangeLocked(from, toIdInclusive);
+        }
+        return new AckedRange(newly, bytes);
     }
 
     /** See {@link QueueStore#ackAll}. */

@@ -419,6 +419,41 @@ public final class QueueStore {
         }
     }
 
+    /**
+     * Acknowledges every message with an id in {@code [fromId, toIdInclusive]} but {@code keep}'s (ascending) under one
+     * lock, a range ack per gap, and returns what that newly acknowledged ({@link AckUpdates#ackRangeExceptLocked}). For
+     * a store that relocates nothing (a cluster node's), as {@link #unackedCount} and {@link #nextUnacked}: ids are slots.
+     */
+    public AckedRange ackRangeExcept(long fromId, long toIdInclusive, long[] keep) {
+        lock.lock();
+        try {
+            ensureOpen();
+            return ackUpdates.ackRangeExceptLocked(fromId, toIdInclusive, keep);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Unacknowledged messages with ids in {@code [fromId, toIdInclusive]}, counted a bitmap word at a time. */
+    public long unackedCount(long fromId, long toIdInclusive) {
+        lock.lock();
+        try {
+            return toIdInclusive < fromId ? 0 : acks.unackedCount(fromId, toIdInclusive);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The lowest unacknowledged id at or after {@code fromId}, or -1. */
+    public long nextUnacked(long fromId) {
+        lock.lock();
+        try {
+            return acks.nextUnackedId(fromId);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Records that the broker delivered {@code id} for the {@code count}-th time; persisted with the ack state. */
     public void recordDelivery(long id, int count) {
         lock.lock();
@@ -465,8 +500,7 @@ public final class QueueStore {
 
     /** Calls {@code visitor} with the id of every unacknowledged message, in store order (relocated ones by their original id). */
     public void forEachUnacked(LongConsumer visitor) {
-        // Ids as primitives, not a boxed Long and its reference: a cluster leader's purge walks every one of them on the
-        // queue's thread (a single broker's no longer walks them, ackAllExcept).
+        // Ids as primitives, not a boxed Long and its reference (no purge walks them any more: ackAllExcept, ackRangeExcept).
         long[] ids = new long[1024];
         int count = 0;
         lock.lock();

@@ -30,6 +30,15 @@ public interface AckStateReader {
     /** The lowest unacknowledged physical slot at or after {@code fromId}, or -1. */
     long nextUnackedId(long fromId);
 
+    /**
+     * The lowest acknowledged physical slot at or after {@code fromId} in {@code fromId}'s segment, or -1: where a run of
+     * unacknowledged slots that starts at {@code fromId} ends.
+     */
+    long nextAckedInSegment(long fromId);
+
+    /** Unacknowledged physical slots in {@code [fromId, toIdInclusive]}, across segments, counted a bitmap word at a time. */
+    long unackedCount(long fromId, long toIdInclusive);
+
     /** Live segments whose every message is acknowledged, in increasing order: reclaim candidates. */
     int[] fullyAckedSegments();
 

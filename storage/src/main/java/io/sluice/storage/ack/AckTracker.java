@@ -305,6 +305,32 @@ public final class AckTracker implements AckStateReader {
     }
 
     @Override
+    public long nextAckedInSegment(long fromId) {
+        checkId(fromId);
+        SegmentAckBitmap bitmap = segments.get(segmentOf(fromId));
+        long seq = bitmap == null ? -1 : bitmap.nextAcked(seqOf(fromId));
+        return seq < 0 ? -1 : id(segmentOf(fromId), seq);
+    }
+
+    @Override
+    public long unackedCount(long fromId, long toIdInclusive) {
+        checkId(fromId);
+        checkId(toIdInclusive);
+        long unacked = 0;
+        int fromSegment = segmentOf(fromId);
+        int toSegment = segmentOf(toIdInclusive);
+        for (Map.Entry<Integer, SegmentAckBitmap> entry : segments.subMap(fromSegment, true, toSegment, true).entrySet()) {
+            SegmentAckBitmap bitmap = entry.getValue();
+            long from = entry.getKey() == fromSegment ? seqOf(fromId) : 0;
+            long to = entry.getKey() == toSegment ? Math.min(seqOf(toIdInclusive), bitmap.messageCount() - 1) : bitmap.messageCount() - 1;
+            if (from <= to) {
+                unacked += bitmap.unackedCount(from, to);
+            }
+        }
+        return unacked;
+    }
+
+    @Override
     public int[] fullyAckedSegments() {
         List<Integer> result = new ArrayList<>();
         segments.forEach((segment, bitmap) -> {

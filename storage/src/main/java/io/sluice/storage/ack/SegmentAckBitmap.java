@@ -145,17 +145,9 @@ public final class SegmentAckBitmap {
         if (toSeqInclusive < fromSeq) {
             throw new IllegalArgumentException("range end " + toSeqInclusive + " is below range start " + fromSeq);
         }
-        int firstWord = (int) (fromSeq >>> 6);
-        int lastWord = (int) (toSeqInclusive >>> 6);
         long newly = 0;
-        for (int i = firstWord; i <= lastWord; i++) {
-            long mask = -1L;
-            if (i == firstWord) {
-                mask &= -1L << fromSeq; // shift counts are taken mod 64: clears bits below fromSeq % 64
-            }
-            if (i == lastWord) {
-                mask &= -1L >>> (63 - (toSeqInclusive & 63));
-            }
+        for (int i = (int) (fromSeq >>> 6); i <= (int) (toSeqInclusive >>> 6); i++) {
+            long mask = rangeMask(i, fromSeq, toSeqInclusive);
             long word = words[i];
             newly += Long.bitCount(mask & ~word);
             words[i] = word | mask;
@@ -166,6 +158,16 @@ public final class SegmentAckBitmap {
 
     /** The first unacknowledged sequence at or after {@code fromSeq}, or -1 if there is none. */
     public long nextUnacked(long fromSeq) {
+        return next(fromSeq, -1L);
+    }
+
+    /** The first acknowledged sequence at or after {@code fromSeq}, or -1 if there is none: the end of a run of unacknowledged ones. */
+    public long nextAcked(long fromSeq) {
+        return next(fromSeq, 0L);
+    }
+
+    /** The first sequence at or after {@code fromSeq} whose bit, flipped by {@code flip}, is set; -1 if there is none. */
+    private long next(long fromSeq, long flip) {
         if (fromSeq < 0) {
             throw new IllegalArgumentException("fromSeq " + fromSeq + " is negative");
         }
@@ -174,17 +176,40 @@ public final class SegmentAckBitmap {
         }
         int index = (int) (fromSeq >>> 6);
         int lastIndex = wordsFor(messageCount) - 1;
-        long unacked = ~words[index] & (-1L << fromSeq);
+        long bits = (words[index] ^ flip) & (-1L << fromSeq);
         while (true) {
-            if (unacked != 0) {
-                long seq = ((long) index << 6) + Long.numberOfTrailingZeros(unacked);
+            if (bits != 0) {
+                long seq = ((long) index << 6) + Long.numberOfTrailingZeros(bits);
                 return seq < messageCount ? seq : -1;
             }
             if (++index > lastIndex) {
                 return -1;
             }
-            unacked = ~words[index];
+            bits = words[index] ^ flip;
         }
+    }
+
+    /** Unacknowledged messages from {@code fromSeq} to {@code toSeqInclusive}, counted a word at a time. */
+    public long unackedCount(long fromSeq, long toSeqInclusive) {
+        checkSeq(fromSeq);
+        checkSeq(toSeqInclusive);
+        long acked = 0;
+        for (int i = (int) (fromSeq >>> 6); i <= (int) (toSeqInclusive >>> 6); i++) {
+            acked += Long.bitCount(rangeMask(i, fromSeq, toSeqInclusive) & words[i]);
+        }
+        return toSeqInclusive - fromSeq + 1 - acked;
+    }
+
+    /** The bits of word {@code index} that sequences {@code fromSeq} to {@code toSeqInclusive} take. */
+    private static long rangeMask(int index, long fromSeq, long toSeqInclusive) {
+        long mask = -1L;
+        if (index == (int) (fromSeq >>> 6)) {
+            mask &= -1L << fromSeq; // shift counts are taken mod 64: clears bits below fromSeq % 64
+        }
+        if (index == (int) (toSeqInclusive >>> 6)) {
+            mask &= -1L >>> (63 - (toSeqInclusive & 63));
+        }
+        return mask;
     }
 
     /** The lowest unacknowledged sequence, or -1; amortised O(1) because the scan start only moves forward. */
