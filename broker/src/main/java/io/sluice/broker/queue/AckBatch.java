@@ -28,6 +28,8 @@ final class AckBatch implements InFlightDeliveries.Removed {
      */
     private long[] ids = new long[16];
     private static final int MAX_BATCH = 1024;
+    /** A replicated range at most this much longer than what this node tracks is applied one id after the other. */
+    private static final int STEPPED_RANGE = 64;
     private int size;
     /** The oldest store timestamp among the messages acknowledged since {@link #begin}. */
     private long oldestAppendedMillis = Long.MAX_VALUE;
@@ -86,10 +88,17 @@ final class AckBatch implements InFlightDeliveries.Removed {
      * delay, here (a leader deposed while its consumers held it gave it back to its ready list) is acknowledged as
      * on every other node, and passed over when its turn comes. One out with a consumer is settled by that consumer
      * (an at-least-once redelivery at worst). Returns how many were acknowledged; the batch is flushed.
+     *
+     * <p>A range longer than what this node tracks (a purge's, rule R7) is applied without a step per message
+     * ({@link #applyRange}); a short one (a consumer's acks) one id after the other, as that costs less.
      */
     long applyReplicated(List<IdRange> ranges, LongConsumer lateAck, LongPredicate settledHere) {
         long acked = 0;
         for (IdRange range : ranges) {
+            if (range.to() - range.from() >= STEPPED_RANGE + tracked.size() + awaitingApply.size()) {
+                acked += applyRange(range, lateAck, settledHere);
+                continue;
+            }
             for (long id = range.from(); id <= range.to(); id++) {
                 if (awaitingApply.size() > 0 && awaitingApply.contains(id)) {
                     awaitingApply.remove(id); // settled here already (R5): only the store's ack was waiting for this entry
@@ -103,6 +112,56 @@ final class AckBatch implements InFlightDeliveries.Removed {
         }
         flush();
         return acked;
+    }
+
+    /**
+     * One long range of {@link #applyReplicated}, with its outcome: what this node tracks in it (bounded by credit and
+     * the log's bound on what is uncommitted) one by one as above, then the rest, which no one here tracks, in one call
+     * to the store ({@link QueueStore#ackRangeExcept}), which says how many it acknowledged and their bytes, so the
+     * backlog loses them without a read of each.
+     */
+    private long applyRange(IdRange range, LongConsumer lateAck, LongPredicate settledHere) {
+        for (long id : idsIn(awaitingApply, range)) {
+            awaitingApply.remove(id);
+            tracked.remove(id);
+            batch(id);
+        }
+        long[] trackedIn = idsIn(tracked, range);
+        long[] keep = new long[trackedIn.length];
+        int kept = 0;
+        long acked = 0;
+        for (long id : trackedIn) {
+            if (store.isAcked(id)) {
+                continue;
+            }
+            if (settledHere.test(id)) {
+                keep[kept++] = id;
+            } else {
+                lateAck.accept(id);
+                acked++;
+            }
+        }
+        flush(); // those before the range's acks, which then count only the others
+        long[] sorted = Arrays.copyOf(keep, kept);
+        Arrays.sort(sorted);
+        io.sluice.storage.AckedRange rest = store.ackRangeExcept(range.from(), range.to(), sorted);
+        backlog.removed(rest.bytes());
+        return acked + rest.messages();
+    }
+
+    /** The ids of {@code set} in {@code range}. */
+    private static long[] idsIn(IdSet set, IdRange range) {
+        if (set.size() == 0) {
+            return new long[0];
+        }
+        long[] in = new long[set.size()];
+        int[] n = {0};
+        set.forEach(id -> {
+            if (range.contains(id)) {
+                in[n[0]++] = id;
+            }
+        });
+        return Arrays.copyOf(in, n[0]);
     }
 
     /**
@@ -135,6 +194,11 @@ final class AckBatch implements InFlightDeliveries.Removed {
     /** True if a consumer acknowledged {@code id} here and its ACK entry is not applied yet (R5): it is on its way out. */
     boolean awaitingApply(long id) {
         return awaitingApply.size() > 0 && awaitingApply.contains(id);
+    }
+
+    /** Hands {@code action} every id acknowledged here whose ACK entry is not applied yet (R5): on its way out. */
+    void forEachAwaitingApply(LongConsumer action) {
+        awaitingApply.forEach(action);
     }
 
     /** Hands what is batched to the store. */

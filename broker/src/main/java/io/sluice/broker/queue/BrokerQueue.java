@@ -106,7 +106,7 @@ public final class BrokerQueue {
         this.options = options;
         this.publishers = new QueuePublishers(name);
         IdSet pending = new IdSet();
-        this.order = new DeliveryOrder(store, tracked, pending, leaderHold.ids(), executor, this::scheduleDispatch);
+        this.order = new DeliveryOrder(store, tracked, pending, leaderHold, executor, this::scheduleDispatch);
         this.dispatcher = new Dispatcher(name, order, tracked, new DeliveryFrames(name, store, (ids, counts, n) -> {
             Replication replication = manager.replication(); // rule R10 of docs/replication.md: replicated, best effort
             if (replication != null) {
@@ -600,13 +600,13 @@ public final class BrokerQueue {
 
     /**
      * A cluster leader's purge (rule R7 of docs/replication.md, {@link Replication#purge}): picks what {@link #purge()}
-     * would remove and holds it out of dispatch, changing nothing in the store; completes with the ids as ranges. Each
+     * would remove and holds it out of dispatch, changing nothing in the store; completes with the ranges it holds
+     * ({@link QueuePurge#holdWaiting}: never a step per message) and how many messages they hold. Each
      * is acknowledged when the ACK entry naming it is applied here ({@link #applyReplicatedAcks}), as on every node, or
      * given back ({@link #purgeNotCommitted}, {@link #leadershipLost}).
      */
-    io.netty.util.concurrent.Future<List<IdRange>> holdForPurge() {
-        return executor.submit(() -> QueuePurge.holdWaiting(store, consumers, tracked, order, transactions,
-                id -> leaderHold.holds(id) || acks.awaitingApply(id) || order.deadLettering(id), leaderHold));
+    io.netty.util.concurrent.Future<QueuePurge.Held> holdForPurge() {
+        return executor.submit(() -> QueuePurge.holdWaiting(store, consumers, tracked, order, transactions, acks, leaderHold));
     }
 
     // ------------------------------------------------------------------ figures and lifecycle

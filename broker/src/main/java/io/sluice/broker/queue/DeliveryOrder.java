@@ -2,6 +2,7 @@ package io.sluice.broker.queue;
 
 import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.concurrent.EventExecutor;
+import io.sluice.protocol.IdRange;
 import io.sluice.storage.CorruptRecordException;
 import io.sluice.storage.QueueReader;
 import io.sluice.storage.QueueStore;
@@ -10,6 +11,7 @@ import io.sluice.storage.StoredMessage;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.List;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
@@ -42,8 +44,14 @@ final class DeliveryOrder {
     private final IdSet deadLettering = new IdSet();
     /** The pending messages, {@link QueueTransactions}'; read here only. */
     private final IdSet pending;
-    /** What a cluster leader's purges and drops hold until their entries are applied (rules R7, R9, {@link LeaderHold}'s); read here only. */
-    private final IdSet leaderHeld;
+    /** What a cluster leader's purges and drops hold until their entries are applied (rules R7, R9); read here only. */
+    private final LeaderHold leaderHeld;
+    /**
+     * Rule R7: what a purge held and gave back (its entries were not committed) that the reader had passed, as ranges
+     * (a purge may have held millions): due before the ready list, in id order, each id once if it is still unacknowledged
+     * then and neither tracked, held nor otherwise passed by the reader.
+     */
+    private final RangeSet givenBack = new RangeSet();
     /** Pending messages the reader has passed: due once their transaction commits. */
     private final IdSet passedPending = new IdSet();
     /**
@@ -63,7 +71,7 @@ final class DeliveryOrder {
     private boolean closed;
 
     /** {@code dispatch} asks the queue for a dispatch; it runs on {@code executor}, the queue's. */
-    DeliveryOrder(QueueStore store, IdSet tracked, IdSet pending, IdSet leaderHeld, EventExecutor executor, Runnable dispatch) {
+    DeliveryOrder(QueueStore store, IdSet tracked, IdSet pending, LeaderHold leaderHeld, EventExecutor executor, Runnable dispatch) {
         this.store = store;
         this.tracked = tracked;
         this.pending = pending;
@@ -184,6 +192,7 @@ final class DeliveryOrder {
     /** A purge: nothing is due any more. */
     void clearDue() {
         ready.clear();
+        givenBack.clear();
         takenBackFrom.clear();
     }
 
@@ -194,7 +203,7 @@ final class DeliveryOrder {
     }
 
     /**
-     * A purge's or a drop's hold on this message ended without its entry being applied (rules R7, R9): deliverable again. The reader
+     * A drop's hold on this message ended without its entry being applied (rule R9): deliverable again. The reader
      * passed it while it was held if it is behind the reader, so it is due now; ahead of the reader, the reader
      * returns it. Not tracked, so that if the entry commits after all, applying it acknowledges the message.
      */
@@ -202,6 +211,23 @@ final class DeliveryOrder {
         if (reader != null && id < reader.position()) {
             ready.addFirst(id);
         }
+    }
+
+    /**
+     * A purge's hold on {@code ranges} ended without its entries being applied (rule R7): deliverable again, as
+     * {@link #givenBack(long)} says of one message, without a step per message: what the reader passed is due as ranges.
+     */
+    void givenBack(List<IdRange> ranges) {
+        for (IdRange range : ranges) {
+            if (reader != null && range.from() < reader.position()) {
+                givenBack.add(range.from(), Math.min(range.to(), reader.position() - 1));
+            }
+        }
+    }
+
+    /** Hands {@code action} every message on its way to the dead-letter queue. */
+    void forEachDeadLettering(LongConsumer action) {
+        deadLettering.forEach(action);
     }
 
     /** True while the message is on its way to the dead-letter queue. */
@@ -240,9 +266,13 @@ final class DeliveryOrder {
 
     /** The next message to deliver, or null. A due message whose record is damaged is skipped (the store discarded it). */
     StoredMessage next() {
+        StoredMessage back = nextGivenBack();
+        if (back != null) {
+            return back;
+        }
         for (long id = ready.pollFirst(); id >= 0; id = ready.pollFirst()) {
             takenBackFrom.remove(SpreadIds.spread(id));
-            if (leaderHeld.size() > 0 && leaderHeld.contains(id)) {
+            if (!leaderHeld.isEmpty() && leaderHeld.holds(id)) {
                 continue; // made due while a purge or a drop holds it: given back (or removed) when the hold ends
             }
             StoredMessage m;
@@ -271,12 +301,39 @@ final class DeliveryOrder {
             while (reader.position() <= visibleThrough && (next = reader.next()) != null) {
                 if (next.transactional() && pending.contains(next.id())) {
                     passedPending.add(next.id());
-                } else if (!deadLettering(next.id()) && (leaderHeld.size() == 0 || !leaderHeld.contains(next.id()))) {
+                } else if (!deadLettering(next.id()) && (leaderHeld.isEmpty() || !leaderHeld.holds(next.id()))) {
                     return next; // no lookup unless a move, a purge or a drop is under way
                 }
             }
         } catch (StorageFilesExhaustedException e) {
             retryLater(e); // the reader stays where it was: the message is read again next time
+        }
+        return null;
+    }
+
+    /** The next message a purge gave back behind the reader ({@link #givenBack(List)}), or null. */
+    private StoredMessage nextGivenBack() {
+        for (IdRange range = givenBack.first(); range != null; range = givenBack.first()) {
+            long id = store.nextUnacked(range.from());
+            if (id < 0 || id > range.to()) {
+                givenBack.remove(range.from(), range.to(), null);
+                continue;
+            }
+            givenBack.remove(range.from(), id, null);
+            if (leaderHeld.holds(id) || tracked.contains(id) || pending.contains(id) || deadLettering(id)) {
+                continue; // held again, delivered, staged or being moved since: not this path's to deliver
+            }
+            try {
+                StoredMessage m = store.read(id);
+                if (m != null) {
+                    return m;
+                }
+            } catch (CorruptRecordException e) {
+                // the store discarded it, logged and counted: it can never be delivered
+            } catch (RuntimeException e) {
+                givenBack.add(id, id); // the store failed: the message stays due
+                throw e;
+            }
         }
         return null;
     }

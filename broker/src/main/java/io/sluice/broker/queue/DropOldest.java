@@ -71,7 +71,7 @@ final class DropOldest {
         LongPredicate withAConsumer = outWithAConsumer.get();
         long id = store.oldestUnacked(x -> withAConsumer.test(x) || transactions.isHeld(x) || order.deadLettering(x)
                         || transactions.isPending(x) || hold.holds(x),
-                tracked.size() + transactions.pendingCount() + hold.size());
+                (int) Math.min(Integer.MAX_VALUE, tracked.size() + transactions.pendingCount() + hold.size()));
         if (id < 0) {
             return false;
         }

@@ -82,13 +82,12 @@ final class LeaderGiveBacks {
         }
     }
 
-    /** {@code ids} (ascending) are no longer held by a purge: back where the order finds them, in id order. */
-    private void purgeGivenBack(long[] ids) {
-        for (int i = ids.length - 1; i >= 0; i--) {
-            order.givenBack(ids[i]);
-        }
-        if (ids.length > 0) {
-            LOG.info("Queue '{}': a purge of {} messages was not committed; they stay in the queue.", queue, ids.length);
+    /** {@code ranges} (ascending) are no longer held by a purge: back where the order finds them, in id order. */
+    private void purgeGivenBack(List<IdRange> ranges) {
+        order.givenBack(ranges);
+        if (!ranges.isEmpty()) {
+            LOG.info("Queue '{}': a purge was not committed; the messages it held ({} id ranges) stay in the queue.", queue,
+                    ranges.size());
             dispatch.run();
         }
     }

@@ -2,8 +2,10 @@ package io.sluice.broker.queue;
 
 import io.sluice.protocol.IdRange;
 
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.LongConsumer;
 
 /**
  * Rules R7 and R9 of docs/replication.md, on a cluster leader: the ids it decided to remove, by a purge
@@ -14,39 +16,52 @@ import java.util.List;
  * passes them ({@link DeliveryOrder}). Applying an entry ends the hold of its ids; if the entries are not committed
  * (Raft refused them, or this node stopped leading) they are given back and are deliverable here again.
  *
- * <p>The drops are held apart from the purges' ids because the queue counts them differently: a drop is off the
- * backlog (bytes and messages) from the moment it is chosen, as on a single broker, so the publish it made room for
- * is admitted against the backlog it leaves; a purge's ids stay in the backlog until applied.
+ * <p>A purge's ids are held as the ranges it picked ({@link RangeSet}), never one by one: a purge of millions of
+ * messages holds a few ranges, and whatever it costs here follows them. The drops are held apart, one by one (each
+ * makes room for one publish, and the log's bound on what is uncommitted bounds them), because the queue counts them
+ * differently: a drop is off the backlog (bytes and messages) from the moment it is chosen, as on a single broker, so
+ * the publish it made room for is admitted against the backlog it leaves; a purge's ids stay in the backlog until applied.
+ * A purge never picks a held drop, nor a drop a purge's id, so the two never overlap.
  *
  * <p>Threads: confined to the queue's executor.
  */
 final class LeaderHold {
-    private final IdSet held = new IdSet();
-    /** The drops among {@link #held}. */
+    private final RangeSet purged = new RangeSet();
     private final IdSet drops = new IdSet();
 
-    /** The held ids, which {@link DeliveryOrder} skips; read there only. */
-    IdSet ids() {
-        return held;
+    boolean isEmpty() {
+        return drops.size() == 0 && purged.isEmpty();
     }
 
-    int size() {
-        return held.size();
+    /** At least how many messages are held (the purges' ranges may span acknowledged ids too): a bound for a walk that passes them. */
+    long size() {
+        return purged.span() + drops.size();
     }
 
     boolean holds(long id) {
-        return held.size() > 0 && held.contains(id);
+        return (drops.size() > 0 && drops.contains(id)) || purged.contains(id);
     }
 
-    /** A purge picked {@code id}. */
-    void hold(long id) {
-        held.add(id);
+    /** A purge picked {@code ranges}, none of which is held already. */
+    void hold(List<IdRange> ranges) {
+        for (IdRange range : ranges) {
+            purged.add(range.from(), range.to());
+        }
+    }
+
+    /** The parts of {@code from..to} no purge holds, added to {@code out} in ascending order: what a new purge may pick. */
+    void addNotPurged(long from, long to, List<IdRange> out) {
+        purged.addOutside(from, to, out);
     }
 
     /** A {@code drop-oldest} drop chose {@code id}. */
     void holdDrop(long id) {
-        held.add(id);
         drops.add(id);
+    }
+
+    /** Hands {@code action} every drop held, in no particular order. */
+    void forEachDrop(LongConsumer action) {
+        drops.forEach(action);
     }
 
     /**
@@ -54,41 +69,38 @@ final class LeaderHold {
      * acknowledges in the store (a purge's ids are acknowledged as any replicated ack's, being untracked).
      */
     long[] applied(List<IdRange> ranges) {
-        if (held.size() == 0) {
+        if (isEmpty()) {
             return new long[0];
         }
-        long[] out = new long[drops.size()];
-        int n = 0;
         for (IdRange range : ranges) {
-            for (long id = range.from(); id <= range.to() && held.size() > 0; id++) {
-                if (held.contains(id)) {
-                    held.remove(id);
-                    if (drops.size() > 0 && drops.contains(id)) {
-                        drops.remove(id);
-                        out[n++] = id;
-                    }
-                }
+            purged.remove(range.from(), range.to(), null);
+        }
+        if (drops.size() == 0) {
+            return new long[0];
+        }
+        long[] dropped = drops.drain();
+        long[] out = new long[dropped.length];
+        int n = 0;
+        for (long id : dropped) {
+            if (inAny(ranges, id)) {
+                out[n++] = id;
+            } else {
+                drops.add(id);
             }
         }
         return Arrays.copyOf(out, n);
     }
 
     /**
-     * The ids of a purge's {@code ranges} still held, in ascending order, which are no longer held: their entries were
-     * not committed. A drop is never among a purge's ids; one held since in their span is left to its own entry.
+     * The parts of a purge's {@code ranges} still held, in ascending order, which are no longer held: their entries were
+     * not committed.
      */
-    long[] giveBack(List<IdRange> ranges) {
-        long[] out = new long[held.size()];
-        int n = 0;
+    List<IdRange> giveBack(List<IdRange> ranges) {
+        List<IdRange> out = new ArrayList<>();
         for (IdRange range : ranges) {
-            for (long id = range.from(); id <= range.to() && n < out.length; id++) {
-                if (held.contains(id) && (drops.size() == 0 || !drops.contains(id))) {
-                    held.remove(id);
-                    out[n++] = id;
-                }
-            }
+            purged.remove(range.from(), range.to(), out);
         }
-        return Arrays.copyOf(out, n);
+        return out;
     }
 
     /** True if {@code id} was held as a drop, which it no longer is: its entry was not committed. */
@@ -97,26 +109,29 @@ final class LeaderHold {
             return false;
         }
         drops.remove(id);
-        held.remove(id);
         return true;
     }
 
     /**
-     * This node stopped leading, so none of the entries may commit: every id held, none held any more. Returns the drops
-     * and the purges' ids apart, each in ascending order.
+     * This node stopped leading, so none of the entries may commit: every id held, none held any more. Returns the purges'
+     * ranges and the drops apart, each in ascending order.
      */
     GivenBack giveBackAll() {
         long[] dropped = drops.size() == 0 ? new long[0] : drops.drain();
-        for (long id : dropped) {
-            held.remove(id);
-        }
-        long[] purged = held.size() == 0 ? new long[0] : held.drain();
         Arrays.sort(dropped);
-        Arrays.sort(purged);
-        return new GivenBack(purged, dropped);
+        return new GivenBack(purged.isEmpty() ? List.of() : purged.drain(), dropped);
     }
 
-    /** What {@link #giveBackAll} gave back: a purge's ids, and the drops. */
-    record GivenBack(long[] purged, long[] dropped) {
+    /** What {@link #giveBackAll} gave back: the purges' ranges, and the drops. */
+    record GivenBack(List<IdRange> purged, long[] dropped) {
+    }
+
+    private static boolean inAny(List<IdRange> ranges, long id) {
+        for (IdRange range : ranges) {
+            if (range.contains(id)) {
+                return true;
+            }
+        }
+        return false;
     }
 }

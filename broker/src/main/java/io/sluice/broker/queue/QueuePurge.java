@@ -7,8 +7,6 @@ import io.sluice.storage.QueueStore;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.function.LongConsumer;
-import java.util.function.LongPredicate;
 import java.util.function.LongSupplier;
 
 /** A purge of one queue (PURGE_QUEUE, the admin API), on the queue's executor. Stateless. */
@@ -84,45 +82,90 @@ final class QueuePurge {
 
     /**
      * A cluster leader's purge (rule R7 of docs/replication.md): picks what {@link #removeWaiting} would remove, except
-     * what is already on its way out by an entry of its own ({@code leaving}: held by an earlier purge or a drop,
-     * acknowledged by a consumer and not applied yet, being dead-lettered), and holds it in {@code hold} instead of
-     * acknowledging it: out of the tracked set and the ready list, untouched in the store and the backlog until the entries are applied.
-     * Returns the ids picked as ranges of consecutive ids, for the ACK entries.
+     * what is already on its way out by an entry of its own (held by an earlier purge or a drop, acknowledged by a
+     * consumer and not applied yet, being dead-lettered), and holds it in {@code hold} instead of acknowledging it: out of
+     * the tracked set and the ready list, untouched in the store and the backlog until the entries are applied.
+     *
+     * <p>As {@link #removeWaiting}, it never visits the messages it picks: it names the few it keeps, and picks the ranges
+     * between them, from the oldest unacknowledged message to the newest stored, less the ranges earlier purges hold. The
+     * ranges are what its ACK entries name, so every node, and a node replaying the log, removes exactly those ids,
+     * whatever it stored since; ids in them acknowledged already are acknowledged again, which changes nothing. Returns
+     * the ranges, each starting at an unacknowledged message, and how many unacknowledged messages they hold.
      */
-    static List<IdRange> holdWaiting(QueueStore store, List<ConsumerSession> consumers, IdSet tracked, DeliveryOrder order,
-                                     QueueTransactions transactions, LongPredicate leaving, LeaderHold hold) {
-        List<IdRange> picked = new ArrayList<>();
-        forEachWaiting(store, consumers, transactions, leaving, id -> {
-            tracked.remove(id); // so that a requeue's timer does not make it due while held
-            order.notDue(id);
-            hold.hold(id);
-            int last = picked.size() - 1;
-            if (last >= 0 && picked.get(last).to() == id - 1) {
-                picked.set(last, new IdRange(picked.get(last).from(), id));
-            } else {
-                picked.add(new IdRange(id, id));
-            }
-        });
-        return picked;
-    }
-
-    /** Hands {@code action} each stored message, in id order, that is neither out with a consumer, a transaction's, nor {@code skip}ped; returns how many. */
-    private static long forEachWaiting(QueueStore store, List<ConsumerSession> consumers, QueueTransactions transactions,
-                                       LongPredicate skip, LongConsumer action) {
-        IdSet outstanding = new IdSet(); // bounded by the consumers' credit
+    static Held holdWaiting(QueueStore store, List<ConsumerSession> consumers, IdSet tracked, DeliveryOrder order,
+                            QueueTransactions transactions, AckBatch acks, LeaderHold hold) {
+        IdSet kept = new IdSet(); // bounded by credit, the transactions' limits and the log's bound on what is uncommitted
         for (ConsumerSession c : consumers) {
             for (long id : c.inFlight.ids()) {
-                outstanding.add(id);
+                kept.add(id);
             }
         }
-        long[] count = new long[1];
-        // The store hands the ids over once it has let go of its lock, so the action may acknowledge them.
-        store.forEachUnacked(id -> {
-            if (!outstanding.contains(id) && !transactions.isHeld(id) && !transactions.isPending(id) && !skip.test(id)) {
-                action.accept(id);
-                count[0]++;
+        transactions.forEachReserved(kept::add);
+        acks.forEachAwaitingApply(kept::add);
+        order.forEachDeadLettering(kept::add);
+        hold.forEachDrop(kept::add);
+        long[] keep = new long[kept.size()];
+        int[] n = {0};
+        kept.forEach(id -> keep[n[0]++] = id);
+        Arrays.sort(keep);
+
+        List<IdRange> gaps = new ArrayList<>();
+        long first = store.nextUnacked(0);
+        long last = store.writtenIndex();
+        long from = first;
+        for (int i = 0; first >= 0 && i <= keep.length; i++) {
+            long to = i < keep.length ? keep[i] - 1 : last;
+            if (to >= from) {
+                hold.addNotPurged(from, Math.min(to, last), gaps);
+            }
+            if (i < keep.length) {
+                from = Math.max(from, keep[i] + 1);
+            }
+        }
+        List<IdRange> picked = new ArrayList<>();
+        long count = 0;
+        for (IdRange gap : gaps) {
+            long start = store.nextUnacked(gap.from()); // a range starting at an acknowledged id would name it for nothing
+            if (start >= 0 && start <= gap.to()) {
+                picked.add(new IdRange(start, gap.to()));
+                count += store.unackedCount(start, gap.to());
+            }
+        }
+        // The tracked messages it picks (due again, or waiting out a requeue delay): so that no timer makes them due while held.
+        long[] untracked = new long[tracked.size()];
+        n[0] = 0;
+        tracked.forEach(id -> {
+            if (inRanges(picked, id)) {
+                untracked[n[0]++] = id;
             }
         });
-        return count[0];
+        for (int i = 0; i < n[0]; i++) {
+            tracked.remove(untracked[i]);
+            order.notDue(untracked[i]);
+        }
+        hold.hold(picked);
+        return new Held(picked, count);
+    }
+
+    /** What a cluster leader's purge holds: the ranges its entries name, and how many unacknowledged messages they hold. */
+    record Held(List<IdRange> ranges, long count) {
+    }
+
+    /** True if {@code id} is in one of {@code ranges}, ascending and disjoint. */
+    private static boolean inRanges(List<IdRange> ranges, long id) {
+        int lo = 0;
+        int hi = ranges.size() - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            IdRange range = ranges.get(mid);
+            if (id < range.from()) {
+                hi = mid - 1;
+            } else if (id > range.to()) {
+                lo = mid + 1;
+            } else {
+                return true;
+            }
+        }
+        return false;
     }
 }

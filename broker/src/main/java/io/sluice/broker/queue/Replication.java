@@ -144,7 +144,7 @@ public interface Replication {
 
     /**
      * A cluster's purge (rule R7 of docs/replication.md): this node, the leader, picks what a single broker's purge would
-     * remove and holds it out of dispatch ({@link BrokerQueue#holdForPurge}), replicates the ids ({@link #purged}), and
+     * remove and holds it out of dispatch ({@link BrokerQueue#holdForPurge}), replicates its ranges ({@link #purged}), and
      * completes with their number once they are committed and applied here, when this node's store drops them as every
      * node's does. If they are not committed, what is still held is given back ({@link BrokerQueue#purgeNotCommitted})
      * and the answer fails (NOT_LEADER). The ids are picked on the queue's executor, and {@link #purged} is called there
@@ -157,13 +157,8 @@ public interface Replication {
                 answer.completeExceptionally(hold.cause());
                 return;
             }
-            @SuppressWarnings("unchecked")
-            List<IdRange> held = (List<IdRange>) hold.getNow();
-            long count = 0;
-            for (IdRange range : held) {
-                count += range.to() - range.from() + 1;
-            }
-            long purged = count;
+            List<IdRange> held = ((QueuePurge.Held) hold.getNow()).ranges();
+            long purged = ((QueuePurge.Held) hold.getNow()).count();
             CompletableFuture<Void> applied;
             try {
                 applied = held.isEmpty() ? CompletableFuture.completedFuture(null) : purged(queue, held);

@@ -43,7 +43,7 @@ class DispatcherTest {
         QueueCore.onLoop(q, () -> {
             tracked = new IdSet();
             pending = new IdSet();
-            order = new DeliveryOrder(q.store(), tracked, pending, new IdSet(), q.executor(), () -> { });
+            order = new DeliveryOrder(q.store(), tracked, pending, new LeaderHold(), q.executor(), () -> { });
             order.openReader();
             dispatcher = new Dispatcher("q", order, tracked, new DeliveryFrames("q", q.store()),
                     (StoredMessage m, int deliveries, String reason) -> deadLettered.add(m.payloadLength() + " " + reason));

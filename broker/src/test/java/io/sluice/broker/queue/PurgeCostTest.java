@@ -1,10 +1,7 @@
 package io.sluice.broker.queue;
 
-import io.sluice.broker.config.ConfigLoader;
 import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.QueueSettings;
-import io.sluice.storage.MessageStore;
-import io.sluice.storage.QueueStore;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -37,15 +34,7 @@ class PurgeCostTest {
 
     @Test
     void aPurgeOfALargeBacklogCostsTheLoopWhatAnEmptyQueueCosts() throws Exception {
-        // The backlog is written through the store before the broker serves it, faster than publishes would.
-        try (MessageStore store = MessageStore.open(dir, new ConfigLoader().load(null, Map.of(
-                "storage.durability", "never", "storage.reserved-disk-bytes", Long.toString(64L << 20))).storeConfig())) {
-            QueueStore big = store.createQueue("big");
-            byte[] payload = {1};
-            for (int i = 0; i < BACKLOG; i++) {
-                big.append(null, payload);
-            }
-        }
+        QueueCore.writeBacklog(dir, "big", BACKLOG);
         Map<String, String> config = new HashMap<>();
         config.put("storage.durability", "always");
         try (QueueCore core = new QueueCore(dir, config)) {

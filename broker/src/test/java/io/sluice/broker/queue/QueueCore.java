@@ -54,6 +54,21 @@ public final class QueueCore implements AutoCloseable {
         queue.publish(from, builder.build());
     }
 
+    /**
+     * Writes {@code messages} messages of one byte into queue {@code queue} of the store in {@code dir}, through the store
+     * before any broker serves it: faster than publishes would.
+     */
+    static void writeBacklog(Path dir, String queue, int messages) {
+        try (MessageStore written = MessageStore.open(dir, new ConfigLoader().load(null, Map.of(
+                "storage.durability", "never", "storage.reserved-disk-bytes", Long.toString(64L << 20))).storeConfig())) {
+            io.sluice.storage.QueueStore q = written.createQueue(queue);
+            byte[] payload = {1};
+            for (int i = 0; i < messages; i++) {
+                q.append(null, payload);
+            }
+        }
+    }
+
     /** A connection bound no test reaches. */
     static ConnectionCredit unbounded() {
         return new ConnectionCredit(Long.MAX_VALUE / 4, () -> { });
