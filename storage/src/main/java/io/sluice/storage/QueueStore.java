@@ -37,6 +37,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongConsumer;
 import java.util.function.LongPredicate;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 
 /**
  * One queue's storage, as the broker sees it: a thread-safe facade over the parts that do the work,
@@ -410,13 +411,7 @@ public final class QueueStore {
      * a message acknowledged. Returns how many were newly acknowledged.
      */
     public long ackAllExcept(long[] keep) {
-        lock.lock();
-        try {
-            ensureOpen();
-            return ackUpdates.ackAllExceptLocked(keep);
-        } finally {
-            lock.unlock();
-        }
+        return lockedOpen(() -> ackUpdates.ackAllExceptLocked(keep));
     }
 
     /**
@@ -425,23 +420,12 @@ public final class QueueStore {
      * a store that relocates nothing (a cluster node's), as {@link #unackedCount} and {@link #nextUnacked}: ids are slots.
      */
     public AckedRange ackRangeExcept(long fromId, long toIdInclusive, long[] keep) {
-        lock.lock();
-        try {
-            ensureOpen();
-            return ackUpdates.ackRangeExceptLocked(fromId, toIdInclusive, keep);
-        } finally {
-            lock.unlock();
-        }
+        return lockedOpen(() -> ackUpdates.ackRangeExceptLocked(fromId, toIdInclusive, keep));
     }
 
     /** Unacknowledged messages with ids in {@code [fromId, toIdInclusive]}, counted a bitmap word at a time. */
     public long unackedCount(long fromId, long toIdInclusive) {
-        lock.lock();
-        try {
-            return toIdInclusive < fromId ? 0 : acks.unackedCount(fromId, toIdInclusive);
-        } finally {
-            lock.unlock();
-        }
+        return toIdInclusive < fromId ? 0 : locked(() -> acks.unackedCount(fromId, toIdInclusive));
     }
 
     /** The lowest unacknowledged id at or after {@code fromId}, or -1. */
@@ -607,12 +591,7 @@ public final class QueueStore {
 
     /** The queue's backlog figures; O(segments), no I/O. */
     public BacklogStats stats() {
-        lock.lock();
-        try {
-            return BacklogStats.of(log.tallies(), acks, appender.appendedMessagesLocked(), reclaimer);
-        } finally {
-            lock.unlock();
-        }
+        return locked(() -> BacklogStats.of(log.tallies(), acks, appender.appendedMessagesLocked(), reclaimer));
     }
 
     /**
@@ -624,13 +603,7 @@ public final class QueueStore {
      * unacknowledged record a transaction staged: recovery finds them without a pass of its own.
      */
     public long unackedMessageBytes(StagedRecordVisitor staged) {
-        lock.lock();
-        try {
-            ensureOpen();
-            return log.backlogBytes().messageBytesFrom(acks.firstUnackedId(), acks::isSlotAcked, acks::unackedCount, staged);
-        } finally {
-            lock.unlock();
-        }
+        return lockedOpen(() -> log.backlogBytes().messageBytesFrom(acks.firstUnackedId(), acks::isSlotAcked, acks::unackedCount, staged));
     }
 
     /** The last record recovery read back, with its segment's figures (rule "the forced mark"). */
@@ -649,12 +622,7 @@ public final class QueueStore {
 
     /** Records the last {@link #unackedMessageBytes} read one by one, the rest taken from segment tallies; for tests. */
     long recordsReadCountingBytes() {
-        lock.lock();
-        try {
-            return log.backlogBytes().recordsRead();
-        } finally {
-            lock.unlock();
-        }
+        return locked(() -> log.backlogBytes().recordsRead());
     }
 
     public long unackedMessages() {
@@ -686,22 +654,12 @@ public final class QueueStore {
 
     /** Records found damaged and skipped since the store was opened. */
     public long corruptRecords() {
-        lock.lock();
-        try {
-            return corruptRecords.countLocked();
-        } finally {
-            lock.unlock();
-        }
+        return locked(corruptRecords::countLocked);
     }
 
     /** Segment numbers on disk, oldest first. */
     public List<Integer> segmentNumbers() {
-        lock.lock();
-        try {
-            return new ArrayList<>(log.tallies().keySet());
-        } finally {
-            lock.unlock();
-        }
+        return locked(() -> new ArrayList<>(log.tallies().keySet()));
     }
 
     public Path segmentDirectory() {
@@ -772,6 +730,24 @@ public final class QueueStore {
     }
 
     // ---------------------------------------------------------------- lifecycle
+
+    /** {@code read} under the queue's lock: for the calls off the hot paths, which may allocate a lambda. */
+    private <T> T locked(Supplier<T> read) {
+        lock.lock();
+        try {
+            return read.get();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** {@code change} under the queue's lock, refused once the queue is closed. */
+    private <T> T lockedOpen(Supplier<T> change) {
+        return locked(() -> {
+            ensureOpen();
+            return change.get();
+        });
+    }
 
     private void ensureOpen() {
         if (closed) {
