@@ -45,10 +45,11 @@
 #             broker_cpu_s is the three nodes' together. Ports: the single broker on SLUICE_PERF_PORT, the
 #             nodes' clients on SLUICE_PERF_PORT+11..13, Raft +21..23, snapshots +31..33, metrics +41..43
 #   w1-tx     one broker warmed by a 1 M-message W1 run and a 1 M-message transactional W1 run (not reported),
-#             then 5 rounds (TX_ROUNDS=n for more) of three runs, each with --warmup-messages 500000: plain W1
-#             (w1-tx-plain-i), W1 --transactional (batches of 100, 4 commits in flight per consumer: w1-tx-i),
-#             and W1 --transactional --tx-in-flight 1 (w1-tx-serial-i); interleaved, so the ratio of each
-#             transactional run to plain W1 is taken in the same minutes
+#             then 5 rounds (TX_ROUNDS=n for more) of four runs, each with --warmup-messages 500000: plain W1
+#             (w1-tx-plain-i), W1 --transactional (batches of 100, 10 commits in flight per consumer, the 1,000
+#             messages W1 keeps in flight: w1-tx-i), the same with 4 commits in flight (w1-tx-4-i) and with 1
+#             (w1-tx-serial-i); interleaved, so the ratio of each transactional run to plain W1 is taken in the
+#             same minutes
 #   w1-dedup  issue 16's A/B: two brokers side by side, deduplication on (SLUICE_PERF_PORT) and off (port + 1), each
 #             warmed by a 3 M-message W1 run (not reported), then DEDUP_PAIRS pairs (default 12) of W1
 #             --warmup-messages 500000 in the order on, off, off, on, ... (w1-dedup-on-i, w1-dedup-off-i), so each
@@ -259,6 +260,7 @@ for s in "${series[@]}"; do
       for i in $(seq "${TX_ROUNDS:-5}"); do
         perf_run "w1-tx-plain-$i" --workload W1 --warmup-messages 500000
         perf_run "w1-tx-$i" --workload W1 --transactional --warmup-messages 500000
+        perf_run "w1-tx-4-$i" --workload W1 --transactional --tx-in-flight 4 --warmup-messages 500000
         perf_run "w1-tx-serial-$i" --workload W1 --transactional --tx-in-flight 1 --warmup-messages 500000
       done
       stop_broker ;;

@@ -39,7 +39,8 @@ final class PerfOptions {
             "  --tx-batch N             --transactional: deliveries per transaction (100)",
             "  --tx-in-flight N         --transactional: commits in flight per consumer (commitAsync); one more",
             "                           transaction fills meanwhile, so keep it below the broker's",
-            "                           transactions.max-open-per-connection (16) (4)",
+            "                           transactions.max-open-per-connection (16) (10: the consumer's credit",
+            "                           in batches of 100, as many messages as W1's producer keeps in flight)",
             "  --producers N            producer connections (1)",
             "  --consumers N            consumer connections (1)",
             "  --queues N               queues; producer/consumer i uses queue i mod N (1)",
@@ -108,7 +109,11 @@ final class PerfOptions {
     /** {@code --transactional}: consumers forward through transactions ({@link TransactionalConsumer}). */
     boolean transactional;
     int messagesPerTransaction = 100;
-    int commitsInFlight = 4;
+    /**
+     * Ten batches of 100 are the consumer's credit of 1,000: a forwarder keeps as many messages uncommitted as W1's
+     * producer keeps unconfirmed (docs/performance.md, "Transactions").
+     */
+    int commitsInFlight = 10;
     /** {@code --client app}: an {@link AppRun} instead of a {@link PerfRun}. */
     boolean appClient;
     /**

@@ -68,14 +68,14 @@ class PerfOptionsTest {
     }
 
     @Test
-    void shouldRunTransactionalW1InBatchesOf100WithFourCommitsInFlightUnlessToldAndWarmUpTheSameWay() {
+    void shouldRunTransactionalW1InBatchesOf100WithTenCommitsInFlightUnlessToldAndWarmUpTheSameWay() {
         PerfOptions defaults = PerfOptions.parse(new String[] {"--workload", "W1", "--transactional"});
         PerfOptions explicit = PerfOptions.parse(new String[] {"--tx-batch", "50", "--transactional", "--workload", "W1",
                 "--tx-in-flight", "1", "--warmup-messages", "1000", "--queue-prefix", "q"});
 
         assertTrue(defaults.transactional);
         assertEquals(100, defaults.messagesPerTransaction);
-        assertEquals(4, defaults.commitsInFlight);
+        assertEquals(10, defaults.commitsInFlight);
         assertEquals(1_000_000, defaults.messages);
         assertEquals("q-0-out", explicit.outputQueueName(0));
         PerfOptions warmup = explicit.warmup();
