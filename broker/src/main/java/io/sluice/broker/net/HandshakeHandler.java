@@ -48,7 +48,8 @@ final class HandshakeHandler extends ProtocolHandler {
     static final int MESSAGE_FRAME_HEADROOM_BYTES = 2048;
     /**
      * Where HELLO passwords are hashed: off the event loops, at most half the cores at once (the rest keep serving).
-     * Waiting checks are bounded by the connections open, each of which has at most one (it reads nothing meanwhile).
+     * Each open connection has at most one check waiting (it reads nothing meanwhile); one whose connection closed
+     * before its turn costs no hash (PasswordCheckAfterHangUpTest).
      */
     private static final ThreadPoolExecutor PASSWORD_CHECKS = passwordChecks();
 
@@ -141,9 +142,11 @@ final class HandshakeHandler extends ProtocolHandler {
         // frames already read are decoded with the limit they will be handled under once admitted.
         holdFollowingFrames(ctx);
         ctx.pipeline().get(FrameDecoder.class).maxFrameBytes(config.broker.maxFrameBytes);
-        CompletableFuture.supplyAsync(() -> check(remote, hello, certificateUser), PASSWORD_CHECKS)
+        // A check whose connection closed while it waited (the peer hung up, the handshake timed out) is not made: its
+        // hash would only delay the logins behind it, and the queue is not bounded by the connections still open.
+        CompletableFuture.supplyAsync(() -> ctx.channel().isActive() ? check(remote, hello, certificateUser) : null, PASSWORD_CHECKS)
                 .whenComplete((auth, failure) -> ctx.executor().execute(() -> {
-                    if (!ctx.channel().isActive()) {
+                    if (!ctx.channel().isActive() || (failure == null && auth == null)) {
                         return; // closed meanwhile (handshake timeout, peer gone): channelInactive released what was held
                     }
                     if (failure != null) {

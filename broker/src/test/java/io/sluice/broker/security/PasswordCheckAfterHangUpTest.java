@@ -1,0 +1,71 @@
+package io.sluice.broker.security;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.sluice.broker.Broker;
+import io.sluice.protocol.FrameEncoder;
+import io.sluice.protocol.HelloFrame;
+import io.sluice.protocol.HelloOkFrame;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * HELLO passwords are hashed on a small pool (PasswordCheckStallTest). A check queued there for a connection that has
+ * closed since (the peer hung up right after its HELLO, or the handshake timed out) must not cost a PBKDF2 hash: the
+ * queue is not bounded by the connections open, and every such hash delays the logins of clients still waiting behind
+ * it. Before: each hung-up HELLO was hashed anyway, so 60 of them held a real login back for 60 hashes.
+ */
+@Timeout(120)
+class PasswordCheckAfterHangUpTest {
+    private static final int HUNG_UP = 60;
+
+    @TempDir
+    Path dir;
+
+    private static byte[] helloBytes(String user, String password) {
+        ByteBuf buf = FrameEncoder.encode(ByteBufAllocator.DEFAULT, new HelloFrame(1, 1, "hang-up", 0, 0, user, password), 1 << 16);
+        try {
+            byte[] bytes = new byte[buf.readableBytes()];
+            buf.readBytes(bytes);
+            return bytes;
+        } finally {
+            buf.release();
+        }
+    }
+
+    @Test
+    void aHelloWhoseConnectionClosedIsNotHashed() throws Exception {
+        try (Broker broker = SecurityFixture.start(dir, SecurityFixture.usersYaml(), Map.of("broker.io-threads", "1"))) {
+            byte[] guess = helloBytes("alice", "guess");
+            for (int i = 0; i < HUNG_UP; i++) {
+                // One guess per source address: below auth.backoff-after-failures, so the brake would check each.
+                try (Socket s = new Socket()) {
+                    s.bind(new InetSocketAddress("127.3." + (i / 250) + "." + (1 + i % 250), 0));
+                    s.connect(new InetSocketAddress("127.0.0.1", broker.port()), 10_000);
+                    s.getOutputStream().write(guess);
+                    s.getOutputStream().flush();
+                } // closed at once: nobody waits for the answer
+            }
+            Thread.sleep(500); // the broker has read every HELLO and seen every close
+
+            long started = System.nanoTime();
+            try (SocketPeer alice = new SocketPeer(broker.port())) {
+                alice.send(new HelloFrame(1, 1, "alice", 0, 0, "alice", "s3cret"));
+                alice.expect(HelloOkFrame.class, 60_000);
+            }
+            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+            System.out.println("PasswordCheckAfterHangUpTest: login after " + HUNG_UP + " hung-up HELLOs took " + tookMs + " ms");
+            assertTrue(tookMs < 2_500, "a login waited " + tookMs + " ms behind the password checks of " + HUNG_UP
+                    + " connections that had closed already");
+        }
+    }
+}
