@@ -78,6 +78,31 @@ final class LeaderHold {
         if (drops.size() == 0) {
             return new long[0];
         }
+        // Whichever is smaller is walked: the entry's ids (a consumer's ack names a few) or the held drops.
+        long width = 0;
+        for (IdRange range : ranges) {
+            width += range.to() - range.from() + 1;
+            if (width <= 0 || width > drops.size()) {
+                return appliedByDrops(ranges);
+            }
+        }
+        long[] out = new long[(int) width];
+        int n = 0;
+        for (IdRange range : ranges) {
+            for (long id = range.from(); ; id++) { // to may be Long.MAX_VALUE: the test ends the loop, not id <= to
+                if (drops.contains(id)) {
+                    drops.remove(id);
+                    out[n++] = id;
+                }
+                if (id == range.to()) {
+                    break;
+                }
+            }
+        }
+        return Arrays.copyOf(out, n);
+    }
+
+    private long[] appliedByDrops(List<IdRange> ranges) {
         long[] dropped = drops.drain();
         long[] out = new long[dropped.length];
         int n = 0;
