@@ -1,9 +1,6 @@
 package io.sluice.broker.security;
 
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufAllocator;
 import io.sluice.broker.Broker;
-import io.sluice.protocol.FrameEncoder;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.HelloOkFrame;
 import org.junit.jupiter.api.Test;
@@ -31,21 +28,11 @@ class PasswordCheckAfterHangUpTest {
     @TempDir
     Path dir;
 
-    private static byte[] helloBytes(String user, String password) {
-        ByteBuf buf = FrameEncoder.encode(ByteBufAllocator.DEFAULT, new HelloFrame(1, 1, "hang-up", 0, 0, user, password), 1 << 16);
-        try {
-            byte[] bytes = new byte[buf.readableBytes()];
-            buf.readBytes(bytes);
-            return bytes;
-        } finally {
-            buf.release();
-        }
-    }
 
     @Test
     void aHelloWhoseConnectionClosedIsNotHashed() throws Exception {
         try (Broker broker = SecurityFixture.start(dir, SecurityFixture.usersYaml(), Map.of("broker.io-threads", "1"))) {
-            byte[] guess = helloBytes("alice", "guess");
+            byte[] guess = SecurityFixture.helloBytes("hang-up", "alice", "guess");
             for (int i = 0; i < HUNG_UP; i++) {
                 // One guess per source address: below auth.backoff-after-failures, so the brake would check each.
                 try (Socket s = new Socket()) {

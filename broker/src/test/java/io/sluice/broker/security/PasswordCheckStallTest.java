@@ -4,11 +4,7 @@ import io.sluice.broker.Broker;
 import io.sluice.protocol.DeclareQueueFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
-import io.sluice.protocol.FrameEncoder;
-import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.QueueSettings;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufAllocator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -44,16 +40,6 @@ class PasswordCheckStallTest {
     @TempDir
     Path dir;
 
-    private static byte[] wrongPasswordHello() {
-        ByteBuf buf = FrameEncoder.encode(ByteBufAllocator.DEFAULT, new HelloFrame(1, 1, "guesser", 0, 0, "alice", "guess"), 1 << 16);
-        try {
-            byte[] bytes = new byte[buf.readableBytes()];
-            buf.readBytes(bytes);
-            return bytes;
-        } finally {
-            buf.release();
-        }
-    }
 
     @Test
     void anEstablishedClientIsAnsweredPromptlyWhileStrangersGuessPasswords() throws Exception {
@@ -62,7 +48,7 @@ class PasswordCheckStallTest {
             victim.send(new DeclareQueueFrame(1, "orders.none", QueueSettings.EMPTY, true));
             assertEquals(ErrorCode.UNKNOWN_QUEUE, victim.expect(ErrorFrame.class, 10_000).errorCode());
 
-            byte[] hello = wrongPasswordHello();
+            byte[] hello = SecurityFixture.helloBytes("guesser", "alice", "guess");
             AtomicBoolean stop = new AtomicBoolean();
             AtomicInteger attempts = new AtomicInteger();
             ExecutorService attackers = Executors.newFixedThreadPool(ATTACKERS);
