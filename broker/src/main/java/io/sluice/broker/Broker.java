@@ -23,6 +23,7 @@ import io.sluice.broker.cluster.ClusterNode;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.metrics.NetworkCounters;
 import io.sluice.broker.net.BrokerChannelInitializer;
+import io.sluice.broker.net.LastFrame;
 import io.sluice.broker.net.StopReading;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueManager;
@@ -338,10 +339,15 @@ public final class Broker implements AutoCloseable {
 
     /**
      * A cluster node that is not (or no longer) the leader sends its clients to the leader: CLOSE
-     * NOT_LEADER naming it (docs/protocol.md, "Clusters"), written before each connection closes.
+     * NOT_LEADER naming it (docs/protocol.md, "Clusters"), written before each connection closes. Each connection
+     * closes on its own ({@link LastFrame}): one client that does not read kept every client of a deposed node
+     * connected when they closed together once every write had completed.
      */
     private void closeClientsNotLeader(String reason) {
-        channels.writeAndFlush(new CloseFrame(ErrorCode.NOT_LEADER, reason)).addListener(written -> channels.close());
+        CloseFrame close = new CloseFrame(ErrorCode.NOT_LEADER, reason);
+        for (Channel channel : channels) {
+            LastFrame.writeAndClose(channel, close);
+        }
     }
 
     /** This broker as a cluster node, or null on a single broker. */

@@ -1,12 +1,12 @@
 package io.sluice.broker.admin;
 
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFutureListener;
 import io.sluice.broker.Broker;
 import io.sluice.broker.auth.Action;
 import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.metrics.ConnectionTraffic;
 import io.sluice.broker.net.ClientSessionAdapter;
+import io.sluice.broker.net.LastFrame;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ErrorCode;
 
@@ -73,8 +73,7 @@ final class ConnectionEndpoints {
                     throw new ApiException(403, "access_denied", Authorizer.who(user) + " may not close connection '" + id
                             + "' of " + Authorizer.who(owner) + " (that needs manage on every queue, \"*\")");
                 }
-                ch.writeAndFlush(new CloseFrame(ErrorCode.NONE, "closed by an administrator"))
-                        .addListener(ChannelFutureListener.CLOSE);
+                LastFrame.writeAndClose(ch, new CloseFrame(ErrorCode.NONE, "closed by an administrator"));
                 ch.closeFuture().awaitUninterruptibly(QueueEndpoints.QUEUE_WAIT_MS, TimeUnit.MILLISECONDS);
                 return Map.of("closed", id);
             }

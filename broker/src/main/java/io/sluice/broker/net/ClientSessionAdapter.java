@@ -1,6 +1,5 @@
 package io.sluice.broker.net;
 
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.util.ReferenceCountUtil;
 import io.sluice.broker.config.BrokerConfig;
@@ -134,7 +133,7 @@ public final class ClientSessionAdapter extends ProtocolHandler {
             LOG.trace("Heartbeat from client '{}'.", clientName);
         } else if (frame instanceof CloseFrame close) {
             LOG.debug("Client '{}' closed the connection: {}", clientName, close.reason());
-            ctx.writeAndFlush(new CloseFrame(ErrorCode.NONE, "bye")).addListener(ChannelFutureListener.CLOSE);
+            LastFrame.writeAndClose(ctx, new CloseFrame(ErrorCode.NONE, "bye"));
         } else if (frame instanceof HelloFrame) {
             fail(ctx, ErrorCode.UNEXPECTED_FRAME, "HELLO after the handshake");
         } else {

@@ -1,6 +1,5 @@
 package io.sluice.broker.net;
 
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.timeout.IdleState;
@@ -14,7 +13,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import javax.net.ssl.SSLException;
-import java.util.concurrent.TimeUnit;
 
 /**
  * What the two stages of a connection ({@link HandshakeHandler} until HELLO_OK, then
@@ -24,8 +22,6 @@ import java.util.concurrent.TimeUnit;
  */
 abstract class ProtocolHandler extends ChannelInboundHandlerAdapter {
     static final Logger LOG = LoggerFactory.getLogger(ClientSessionAdapter.class);
-    /** How long the ERROR and CLOSE of a failed connection may take to reach the client before the broker closes anyway. */
-    static final long CLOSE_GRACE_MS = 2_000;
 
     final ConnectionSecurity security;
 
@@ -45,10 +41,7 @@ abstract class ProtocolHandler extends ChannelInboundHandlerAdapter {
         security.rejectionLog().info(LOG, "Closing the connection from {} (client '{}'): {} {}.", ctx.channel().remoteAddress(),
                 clientName(), code, message);
         ctx.write(new ErrorFrame(0, code, message));
-        ctx.writeAndFlush(new CloseFrame(code, message)).addListener(ChannelFutureListener.CLOSE);
-        // A client that does not read never lets that write complete (it waits behind what the broker wrote before):
-        // the connection is closed all the same, so that it does not stay open for good with its buffers and deliveries.
-        ctx.executor().schedule(() -> ctx.channel().close(), CLOSE_GRACE_MS, TimeUnit.MILLISECONDS);
+        LastFrame.writeAndClose(ctx, new CloseFrame(code, message));
     }
 
     /** The write side was idle for a heartbeat interval: only an open connection sends heartbeats. */
