@@ -421,7 +421,7 @@ public final class ProducerRegistry {
      * the queue's thread, after undoing the registration (see the class comment).
      */
     CompletableFuture<Registered> register(ClientConnection connection, long producerId, int requestedEpoch) {
-        checkOwnerRoom(producerId, connection);
+        checkOwnerRoom(producerId);
         int previousEpoch = table.epoch(producerId);
         int previousHighest = table.highestEpochGranted();
         int epoch = table.register(producerId, requestedEpoch, store.nowMillis());
@@ -467,20 +467,7 @@ public final class ProducerRegistry {
      * @throws NamedProducersExhaustedException if there is no room
      */
     void checkOwnerRoom(long producerId) {
-        checkOwnerRoom(producerId, null);
-    }
-
-    /**
-     * As {@link #checkOwnerRoom(long)}, for a registration on {@code connection} (null: not known here, a cluster leader's
-     * check before it submits): one that takes a named producer from another open connection adds a fence
-     * ({@link #superseded}), which counts against the same bound as an owner; before, a name that had an owner was never
-     * checked, and re-registering it from connection after connection grew the fences with connections times names.
-     */
-    private void checkOwnerRoom(long producerId, ClientConnection connection) {
-        Owner current = owners.get(producerId);
-        boolean adds = current == null
-                || connection != null && current.connection != connection && current.connection.isActive();
-        if (!adds || owners.size() + supersededCount < maxOwners()) {
+        if (owners.containsKey(producerId) || owners.size() + supersededCount < maxOwners()) {
             return;
         }
         if (owners.values().removeIf(o -> !o.connection.isActive())) {
@@ -492,8 +479,7 @@ public final class ProducerRegistry {
         }
         if (owners.size() + supersededCount >= maxOwners()) {
             throw new NamedProducersExhaustedException("queue '" + queue + "' has " + owners.size() + " named producers "
-                    + "registered on open connections and " + supersededCount + " older instances fenced on them, at most "
-                    + maxOwners() + " (twice queues.dedup-max-producers): close "
+                    + "registered on open connections, at most " + maxOwners() + " (twice queues.dedup-max-producers): close "
                     + "producers or connections, or raise that setting");
         }
     }
