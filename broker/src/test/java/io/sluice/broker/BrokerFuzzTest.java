@@ -4,7 +4,6 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
-import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.sluice.broker.config.ConfigLoader;
@@ -22,7 +21,6 @@ import io.sluice.protocol.DeclareQueueFrame;
 import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.Frame;
-import io.sluice.protocol.FrameEncoder;
 import io.sluice.protocol.HeartbeatFrame;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.IdRange;
@@ -338,13 +336,9 @@ class BrokerFuzzTest {
     }
 
     private static byte[] encode(Frame frame) {
-        ByteBuf buf = FrameEncoder.encode(ByteBufAllocator.DEFAULT, frame, 1 << 20);
         try {
-            byte[] bytes = new byte[buf.readableBytes()];
-            buf.readBytes(bytes);
-            return bytes;
+            return FrameBytes.of(frame);
         } finally {
-            buf.release();
             io.netty.util.ReferenceCountUtil.release(frame);
         }
     }

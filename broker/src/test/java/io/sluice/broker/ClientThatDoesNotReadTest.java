@@ -1,11 +1,8 @@
 package io.sluice.broker;
 
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.DeclareQueueFrame;
-import io.sluice.protocol.Frame;
 import io.sluice.protocol.FrameType;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.IdRange;
@@ -47,26 +44,14 @@ class ClientThatDoesNotReadTest {
     @TempDir
     Path dir;
 
-    private static byte[] bytes(Frame f) {
-        ByteBuf body = Unpooled.buffer();
-        f.encodeBody(body);
-        ByteBuf out = Unpooled.buffer();
-        out.writeInt(body.readableBytes() + 2).writeByte(f.type().code()).writeByte(f.flags()).writeBytes(body);
-        byte[] b = new byte[out.readableBytes()];
-        out.readBytes(b);
-        body.release();
-        out.release();
-        return b;
-    }
-
     private static Socket consumer(Broker broker, int receiveBufferBytes) throws IOException {
         Socket s = new Socket();
         s.setReceiveBufferSize(receiveBufferBytes);
         s.connect(new InetSocketAddress("127.0.0.1", broker.port()));
         OutputStream out = s.getOutputStream();
-        out.write(bytes(new HelloFrame(1, 1, "no-reader", 0, 0, "", "")));
-        out.write(bytes(new DeclareQueueFrame(1, "q", QueueSettings.EMPTY)));
-        out.write(bytes(new SubscribeFrame(2, TAG, "q", 10)));
+        out.write(FrameBytes.of(new HelloFrame(1, 1, "no-reader", 0, 0, "", "")));
+        out.write(FrameBytes.of(new DeclareQueueFrame(1, "q", QueueSettings.EMPTY)));
+        out.write(FrameBytes.of(new SubscribeFrame(2, TAG, "q", 10)));
         out.flush();
         return s;
     }
@@ -116,9 +101,9 @@ class ClientThatDoesNotReadTest {
                 ranges.add(new IdRange(1_000_000 + 2 * i, 1_000_000 + 2 * i));
             }
             OutputStream out = s.getOutputStream();
-            out.write(bytes(new AckFrame(TAG, ranges)));
+            out.write(FrameBytes.of(new AckFrame(TAG, ranges)));
             // The queue handles its consumer's frames in order: this one's ERROR comes after every ERROR of the first.
-            out.write(bytes(new AckFrame(TAG, List.of(new IdRange(9, 9)))));
+            out.write(FrameBytes.of(new AckFrame(TAG, List.of(new IdRange(9, 9)))));
             out.flush();
             DataInputStream in = new DataInputStream(s.getInputStream());
             errorsUntilOks(in, 2); // the DECLARE's and the SUBSCRIBE's
@@ -134,7 +119,7 @@ class ClientThatDoesNotReadTest {
     @Test
     void theBrokerStopsReadingAClientThatDoesNotReadItsAnswersAndGoesOnOnceItDoes() throws Exception {
         int frames = 100_000;
-        byte[] ack = bytes(new AckFrame(TAG, List.of(new IdRange(5_000_000, 5_000_000)))); // one ERROR each
+        byte[] ack = FrameBytes.of(new AckFrame(TAG, List.of(new IdRange(5_000_000, 5_000_000)))); // one ERROR each
         try (Broker broker = TestBrokers.start(dir, Map.of()); Socket s = consumer(broker, 4096)) {
             DataInputStream in = new DataInputStream(s.getInputStream());
             errorsUntilOks(in, 2); // subscribed, and the declare's own pause of reading (rule H1) is over

@@ -1,7 +1,5 @@
 package io.sluice.broker;
 
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.sluice.broker.metrics.MetricsFixture;
 import io.sluice.client.Connection;
@@ -12,7 +10,6 @@ import io.sluice.client.Message;
 import io.sluice.client.Producer;
 import io.sluice.client.ProducerOptions;
 import io.sluice.client.ReconnectPolicy;
-import io.sluice.protocol.Frame;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
@@ -47,18 +44,6 @@ class ClientThatNeverReadsIsClosedTest {
     @TempDir
     Path dir;
 
-    private static byte[] bytes(Frame f) {
-        ByteBuf body = Unpooled.buffer();
-        f.encodeBody(body);
-        ByteBuf out = Unpooled.buffer();
-        out.writeInt(body.readableBytes() + 2).writeByte(f.type().code()).writeByte(f.flags()).writeBytes(body);
-        byte[] b = new byte[out.readableBytes()];
-        out.readBytes(b);
-        body.release();
-        out.release();
-        return b;
-    }
-
     /** Publishes {@link #MESSAGES} messages of 256 KiB to queue "q". */
     private static void publish(ConnectionOptions options) throws Exception {
         try (Connection c = Connection.connect(options); Producer p = c.createProducer("q", ProducerOptions.DEFAULT)) {
@@ -75,8 +60,8 @@ class ClientThatNeverReadsIsClosedTest {
         s.setReceiveBufferSize(4096);
         s.connect(new InetSocketAddress("127.0.0.1", broker.port()));
         OutputStream out = s.getOutputStream();
-        out.write(bytes(new HelloFrame(1, 1, "never-reads", 0, 0, "", "")));
-        out.write(bytes(new SubscribeFrame(1, 1, "q", MESSAGES)));
+        out.write(FrameBytes.of(new HelloFrame(1, 1, "never-reads", 0, 0, "", "")));
+        out.write(FrameBytes.of(new SubscribeFrame(1, 1, "q", MESSAGES)));
         out.flush();
         TestAwait.until("the client's connection is open", () -> broker.connections().size() == 1);
         Channel channel = broker.connections().iterator().next();

@@ -1,12 +1,10 @@
 package io.sluice.broker.security;
 
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufAllocator;
 import io.sluice.broker.Broker;
+import io.sluice.broker.FrameBytes;
 import io.sluice.broker.auth.PasswordHasher;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.config.ConfigLoader;
-import io.sluice.protocol.FrameEncoder;
 import io.sluice.protocol.HelloFrame;
 
 import java.io.IOException;
@@ -66,13 +64,6 @@ final class SecurityFixture {
 
     /** The bytes of a HELLO from client {@code clientName} as {@code user} with {@code password}, to write to a raw socket. */
     static byte[] helloBytes(String clientName, String user, String password) {
-        ByteBuf buf = FrameEncoder.encode(ByteBufAllocator.DEFAULT, new HelloFrame(1, 1, clientName, 0, 0, user, password), 1 << 16);
-        try {
-            byte[] bytes = new byte[buf.readableBytes()];
-            buf.readBytes(bytes);
-            return bytes;
-        } finally {
-            buf.release();
-        }
+        return FrameBytes.of(new HelloFrame(1, 1, clientName, 0, 0, user, password));
     }
 }
