@@ -2,6 +2,7 @@ package io.sluice.broker.config;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
 import io.sluice.storage.DurabilityMode;
+import io.sluice.storage.QueueNames;
 import io.sluice.storage.StoreConfig;
 
 import java.nio.file.Path;
@@ -28,6 +29,9 @@ public final class BrokerConfig {
      * Replication on Apache Ratis (docs/replication.md): off by default, when the broker is a single node
      * exactly as before. On, this broker is node {@code node-id} of the cluster {@code nodes} lists.
      */
+    /** The longest {@code queues.dead-letter-suffix}: a cut dead-letter queue name keeps at least 127 of its queue's characters. */
+    public static final int MAX_DEAD_LETTER_SUFFIX = 64;
+
     public static final class Cluster {
         public boolean enabled;
         /** This broker's entry in {@link #nodes}. */
@@ -422,6 +426,8 @@ public final class BrokerConfig {
         check(problems, "queues.max-redelivery-delay-ms", queues.maxRedeliveryDelayMs, queues.redeliveryDelayMs, 24L * 3_600_000);
         if (queues.deadLetterSuffix == null || queues.deadLetterSuffix.isEmpty()) {
             problems.add("queues.dead-letter-suffix is empty");
+        } else {
+            checkDeadLetterSuffix(problems, queues.deadLetterSuffix);
         }
         try {
             new io.sluice.broker.flow.QuotaSettings(queues.quotaSoftMessages, queues.quotaHardMessages, queues.quotaSoftBytes,
@@ -441,6 +447,27 @@ public final class BrokerConfig {
             throw new ConfigException(problems);
         }
         return this;
+    }
+
+    /**
+     * A suffix makes a queue's default dead-letter queue's name, so it may hold only what a queue name may (a slash
+     * would name a directory elsewhere, a space no queue at all: every move would fail and the message be delivered
+     * again, forever), and it is short enough to leave a name's beginning in a cut name
+     * ({@code QueueOptions.defaultDeadLetterQueue}).
+     */
+    private static void checkDeadLetterSuffix(List<String> problems, String suffix) {
+        if (suffix.length() > MAX_DEAD_LETTER_SUFFIX) {
+            problems.add("queues.dead-letter-suffix has " + suffix.length() + " characters; at most " + MAX_DEAD_LETTER_SUFFIX);
+            return;
+        }
+        for (int i = 0; i < suffix.length(); i++) {
+            char c = suffix.charAt(i);
+            if (!QueueNames.isValid("a" + c)) {
+                problems.add("queues.dead-letter-suffix '" + suffix + "' has character '" + c + "' at position " + i
+                        + "; a queue name, which it ends, allows A-Z a-z 0-9 . _ -");
+                return;
+            }
+        }
     }
 
     private static void check(List<String> problems, String key, long value, long min, long max) {

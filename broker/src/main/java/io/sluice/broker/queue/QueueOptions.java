@@ -87,11 +87,29 @@ public record QueueOptions(int maxDeliveries, String deadLetterQueue, long ackTi
     }
 
     public static QueueOptions defaults(String queue, BrokerConfig.Queues defaults) {
-        return new QueueOptions(defaults.maxDeliveries, queue + defaults.deadLetterSuffix, defaults.ackTimeoutMs,
+        return new QueueOptions(defaults.maxDeliveries, defaultDeadLetterQueue(queue, defaults.deadLetterSuffix), defaults.ackTimeoutMs,
                 defaults.redeliveryDelayMs, defaults.maxRedeliveryDelayMs,
                 new QuotaSettings(defaults.quotaSoftMessages, defaults.quotaHardMessages, defaults.quotaSoftBytes,
                         defaults.quotaHardBytes, QuotaSettings.OverflowPolicy.parse(defaults.overflowPolicy)),
                 defaults.deadLetterDropped);
+    }
+
+    /**
+     * The dead-letter queue a queue gets when it names none: its name and {@code suffix}. When that is longer than a
+     * queue name may be (with the default suffix {@code .dlq}, a name of more than 196 characters), the name is cut to leave room for {@code _}, eight hex digits of the whole name's CRC-32 and the suffix:
+     * still a queue name, so the move works (it failed at every attempt and the message was delivered again, forever),
+     * the same on every call and every node of a cluster, and different for two long names that only end differently.
+     * The configuration check keeps the suffix to a queue name's characters and at most
+     * {@value io.sluice.broker.config.BrokerConfig#MAX_DEAD_LETTER_SUFFIX} of them.
+     */
+    static String defaultDeadLetterQueue(String queue, String suffix) {
+        if (queue.length() + suffix.length() <= QueueNames.MAX_LENGTH) {
+            return queue + suffix;
+        }
+        java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+        crc.update(queue.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        String mark = String.format("_%08x", crc.getValue());
+        return queue.substring(0, QueueNames.MAX_LENGTH - mark.length() - suffix.length()) + mark + suffix;
     }
 
     /**

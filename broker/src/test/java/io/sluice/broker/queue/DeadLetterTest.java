@@ -73,6 +73,33 @@ class DeadLetterTest {
     }
 
     @Test
+    void aQueueWhoseNameLeavesNoRoomForTheSuffixStillDeadLetters() throws Exception {
+        try (QueueCore core = core()) {
+            String name = "q".repeat(io.sluice.storage.QueueNames.MAX_LENGTH - 1); // its name and ".dlq" would be 203 characters
+            BrokerQueue q = core.queues.declare(name, QueueSettings.EMPTY);
+            String deadName = q.options().deadLetterQueue();
+            assertEquals(true, io.sluice.storage.QueueNames.isValid(deadName), "a queue name: " + deadName);
+            FakeConnection producer = new FakeConnection("producer");
+            core.publish(q, producer, 3, 0, new byte[] {5});
+            FakeConnection consumer = new FakeConnection("consumer");
+            Subscription sub = Subscription.open(q, consumer, 1, 1, QueueCore.unbounded());
+            long id = consumer.await(FakeConnection.Delivery.class, 1, Duration.ofSeconds(30)).get(0).id();
+            sub.nack(reject(1, id));
+
+            BrokerQueue dead = awaitQueue(core, deadName);
+            FakeConnection inspector = new FakeConnection("inspector");
+            Subscription.open(dead, inspector, 2, 10, QueueCore.unbounded());
+            FakeConnection.Delivery copy = inspector.await(FakeConnection.Delivery.class, 1, Duration.ofSeconds(30)).get(0);
+            assertArrayEquals(new byte[] {5}, copy.payload());
+            assertEquals(name, copy.header(DeadLetterer.HEADER_FROM));
+            QueueCore.awaitOnLoop(q, q::deadLettered, 1L);
+            assertEquals(0L, (long) QueueCore.onLoop(q, q::deadLetterFailures));
+            assertEquals(true, io.sluice.storage.QueueNames.isValid(dead.options().deadLetterQueue()),
+                    "and so does the dead-letter queue's own: " + dead.options().deadLetterQueue());
+        }
+    }
+
+    @Test
     void aDeadLetterQueueThatRefusesLeavesTheMessageDeliverableAndCountsTheFailure() throws Exception {
         try (QueueCore core = core()) {
             BrokerQueue dead = core.queues.declare("work.dead", QueueSettings.builder()

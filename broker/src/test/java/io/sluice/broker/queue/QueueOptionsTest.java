@@ -49,6 +49,36 @@ class QueueOptionsTest {
     }
 
     @Test
+    void aLongNamesDefaultDeadLetterQueueIsAQueueNameOfItsOwn() {
+        String suffix = defaults.deadLetterSuffix;
+        assertEquals("orders" + suffix, QueueOptions.defaults("orders", defaults).deadLetterQueue());
+        String fits = "a".repeat(io.sluice.storage.QueueNames.MAX_LENGTH - suffix.length());
+        assertEquals(fits + suffix, QueueOptions.defaults(fits, defaults).deadLetterQueue(), "a name that leaves room keeps the rule");
+        String longOne = "a".repeat(io.sluice.storage.QueueNames.MAX_LENGTH - 1) + "b";
+        String longTwo = "a".repeat(io.sluice.storage.QueueNames.MAX_LENGTH - 1) + "c";
+        String one = QueueOptions.defaults(longOne, defaults).deadLetterQueue();
+        String two = QueueOptions.defaults(longTwo, defaults).deadLetterQueue();
+        assertEquals(io.sluice.storage.QueueNames.MAX_LENGTH, one.length());
+        assertEquals(true, io.sluice.storage.QueueNames.isValid(one), one);
+        assertEquals(true, one.endsWith(suffix), one);
+        assertEquals(true, one.startsWith("a".repeat(100)), "it begins as the queue's name does: " + one);
+        assertEquals(false, one.equals(two), "two long names that share their beginning get two dead-letter queues");
+        assertEquals(one, QueueOptions.defaults(longOne, defaults).deadLetterQueue(), "the same name on every call and every node");
+    }
+
+    @Test
+    void aDeadLetterSuffixThatWouldMakeNoQueueNameIsRefusedAtStart() {
+        io.sluice.broker.config.ConfigException refused = assertThrows(io.sluice.broker.config.ConfigException.class,
+                () -> new ConfigLoader().load(null, Map.of("queues.dead-letter-suffix", "/dead")));
+        org.junit.jupiter.api.Assertions.assertTrue(refused.getMessage().contains("queues.dead-letter-suffix '/dead' has character '/'"),
+                refused.getMessage());
+        refused = assertThrows(io.sluice.broker.config.ConfigException.class,
+                () -> new ConfigLoader().load(null, Map.of("queues.dead-letter-suffix", ".d".repeat(40))));
+        org.junit.jupiter.api.Assertions.assertTrue(refused.getMessage().contains("queues.dead-letter-suffix has 80 characters; at most 64"),
+                refused.getMessage());
+    }
+
+    @Test
     void shouldAcceptWellTypedSettings() {
         QueueOptions options = QueueOptions.from("orders", QueueSettings.builder().maxDeliveries(3).deadLetterQueue("orders.dead")
                 .set(QueueOptions.DEAD_LETTER_DROPPED, true).build(), defaults);
