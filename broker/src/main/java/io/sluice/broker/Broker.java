@@ -74,7 +74,7 @@ public final class Broker implements AutoCloseable {
     private volatile boolean closed;
     private final BrokerChannelInitializer channelInitializer;
     private final io.netty.util.concurrent.ScheduledFuture<?> diskGuardTask;
-    private final io.netty.util.concurrent.ScheduledFuture<?> rejectionLogTask;
+    private final io.netty.util.concurrent.ScheduledFuture<?> rateLimitedLogsTask;
     private String diskBlocked;
     private final AdminServer admin;
     private final NetworkCounters network;
@@ -188,8 +188,11 @@ public final class Broker implements AutoCloseable {
         this.cluster = clusterNode;
         this.listenAddress = (InetSocketAddress) serverChannel.localAddress();
         diskGuardTask = workers.next().scheduleAtFixedRate(this::checkDisk, 1, 1, TimeUnit.SECONDS);
-        // RejectionLog rule L1: the summary of a flood comes even when the flood has stopped.
-        rejectionLogTask = workers.next().scheduleAtFixedRate(channelInitializer.rejectionLog()::flush, 1, 1, TimeUnit.SECONDS);
+        // RateLimitedLog rule L1: the summary of a flood comes even when the flood has stopped.
+        rateLimitedLogsTask = workers.next().scheduleAtFixedRate(() -> {
+            channelInitializer.rejectionLog().flush();
+            queues.messageLog().flush();
+        }, 1, 1, TimeUnit.SECONDS);
         if (admin != null) {
             admin.attach(this);
         }
@@ -361,7 +364,7 @@ public final class Broker implements AutoCloseable {
     }
 
     /** The rate-limited log of rejected connections and refused admin requests. */
-    public io.sluice.broker.security.RejectionLog rejectionLog() {
+    public io.sluice.broker.log.RateLimitedLog rejectionLog() {
         return channelInitializer.rejectionLog();
     }
 
@@ -491,7 +494,7 @@ public final class Broker implements AutoCloseable {
         }
         serverChannel.close().awaitUninterruptibly(1, TimeUnit.SECONDS);
         diskGuardTask.cancel(false);
-        rejectionLogTask.cancel(false);
+        rateLimitedLogsTask.cancel(false);
         awaitPendingConfirms(deadline);
         List<io.netty.util.concurrent.Future<?>> refused = new ArrayList<>();
         for (BrokerQueue q : queues.all()) {

@@ -16,7 +16,7 @@ import io.sluice.broker.txn.TransactionCoordinator;
 import io.sluice.broker.security.ConnectionLimits;
 import io.sluice.broker.security.ListenerExposure;
 import io.sluice.broker.security.LoginBackoff;
-import io.sluice.broker.security.RejectionLog;
+import io.sluice.broker.log.RateLimitedLog;
 import io.sluice.broker.security.TlsContexts;
 import io.sluice.protocol.FrameDecoder;
 import io.sluice.protocol.FrameEncoder;
@@ -60,11 +60,11 @@ public final class BrokerChannelInitializer extends ChannelInitializer<SocketCha
         this.channels = channels;
         this.sslContext = TlsContexts.server(config.tls);
         this.security = new ConnectionSecurity(new Authorizer(config.auth), new ConnectionLimits(config.limits),
-                ListenerExposure.anonymousAllowed(config), new LoginBackoff(config.auth, System::nanoTime), RejectionLog.standard());
+                ListenerExposure.anonymousAllowed(config), new LoginBackoff(config.auth, System::nanoTime), RateLimitedLog.standard("rejected connections"));
     }
 
     /** The rate-limited log of rejected connections and refused admin requests. */
-    public RejectionLog rejectionLog() {
+    public RateLimitedLog rejectionLog() {
         return security.rejectionLog();
     }
 

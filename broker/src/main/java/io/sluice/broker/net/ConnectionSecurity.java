@@ -3,7 +3,7 @@ package io.sluice.broker.net;
 import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.security.ConnectionLimits;
 import io.sluice.broker.security.LoginBackoff;
-import io.sluice.broker.security.RejectionLog;
+import io.sluice.broker.log.RateLimitedLog;
 
 /**
  * What every connection shares for access control: who may do what, the broker-wide limits,
@@ -11,5 +11,5 @@ import io.sluice.broker.security.RejectionLog;
  * the rate-limited log of rejected connections (both shared with the admin port). Thread-safe.
  */
 public record ConnectionSecurity(Authorizer authorizer, ConnectionLimits limits, boolean anonymousAllowed,
-                                 LoginBackoff loginBackoff, RejectionLog rejectionLog) {
+                                 LoginBackoff loginBackoff, RateLimitedLog rejectionLog) {
 }

@@ -457,12 +457,17 @@ public final class BrokerQueue {
         }
         long deadline = System.nanoTime() - TimeUnit.MILLISECONDS.toNanos(options.ackTimeoutMs());
         for (ConsumerSession c : consumers) {
-            for (long id : c.inFlight.removeDeliveredBefore(deadline)) {
+            long[] expired = c.inFlight.removeDeliveredBefore(deadline);
+            for (long id : expired) {
                 c.credit++;
                 order.takenBack(id, c);
                 redelivered++;
-                LOG.info("Queue '{}': message {} not acknowledged by {} within {} ms; redelivering it.",
-                        name, id, c.connection.describe(), options.ackTimeoutMs());
+            }
+            if (expired.length > 0) {
+                // One line per consumer and pass, not per message (thousands can time out at once), rate-limited too.
+                manager.messageLog().info(LOG, "Queue '{}': {} messages (ids {} to {}) not acknowledged by {} within {} ms;"
+                        + " redelivering them.", name, expired.length, expired[0], expired[expired.length - 1],
+                        c.connection.describe(), options.ackTimeoutMs());
             }
         }
         if (order.hasDue()) {

@@ -1,6 +1,7 @@
 package io.sluice.broker.queue;
 
 import io.netty.util.concurrent.EventExecutor;
+import io.sluice.broker.log.RateLimitedLog;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoredMessage;
 import org.slf4j.Logger;
@@ -43,6 +44,7 @@ final class DeadLetterMoves {
     private final IdSet retries = new IdSet();
     /** Messages being moved that drop-oldest dropped: counted as dropped only once moved. */
     private final IdSet drops = new IdSet();
+    private final RateLimitedLog log;
     private long moved;
     private long dropsMoved;
     private long failures;
@@ -50,6 +52,7 @@ final class DeadLetterMoves {
     DeadLetterMoves(BrokerQueue source, QueueManager manager, QueueStore store, IdSet tracked, DeliveryOrder order,
                     Backlog backlog, EventExecutor executor, BooleanSupplier closed, Runnable acknowledgedOne, Runnable dispatch) {
         this.queue = source.name();
+        this.log = manager.messageLog();
         this.store = store;
         this.tracked = tracked;
         this.order = order;
@@ -103,7 +106,7 @@ final class DeadLetterMoves {
         moved++;
         acknowledgedOne.run();
         dispatch.run();
-        LOG.info("Queue '{}': message {} dead-lettered to '{}'.", queue, original.id(), options.get().deadLetterQueue());
+        log.info(LOG, "Queue '{}': message {} dead-lettered to '{}'.", queue, original.id(), options.get().deadLetterQueue());
     }
 
     /** The move failed: the message becomes deliverable again after the longest redelivery delay. */
@@ -117,7 +120,7 @@ final class DeadLetterMoves {
         }
         failures++;
         long delayMs = options.get().maxRedeliveryDelayMs();
-        LOG.warn("Queue '{}': message {} could not be dead-lettered ({}); it stays in the queue and is delivered again in {} ms.",
+        log.warn(LOG, "Queue '{}': message {} could not be dead-lettered ({}); it stays in the queue and is delivered again in {} ms.",
                 queue, original.id(), why, delayMs);
         long id = original.id();
         retries.add(id);

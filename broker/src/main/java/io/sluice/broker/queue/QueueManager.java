@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.netty.channel.EventLoopGroup;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.error.BrokerException;
+import io.sluice.broker.log.RateLimitedLog;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.MessageStore;
@@ -99,6 +100,13 @@ public final class QueueManager {
     private volatile boolean closing;
     /** Queues between their removal and the end of their store's deletion; guarded by this object's lock. */
     private final Set<String> deleting = new HashSet<>();
+
+    /**
+     * The operator log's lines about single messages (taken back after an ack timeout, dead-lettered, failing to be),
+     * which a consumer can make as often as it likes: rate-limited (RateLimitedLog rule L1) across every queue; the
+     * queues' metrics count each one. The broker flushes it every second.
+     */
+    private final RateLimitedLog messageLog = RateLimitedLog.standard("single messages (ack timeouts, dead-letters)");
 
     /** Writes the queues' producer checkpoints (ProducerRegistry), off their event loops. */
     private final java.util.concurrent.ExecutorService producerStateWriter = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
@@ -566,6 +574,11 @@ public final class QueueManager {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+    }
+
+    /** Where the queues log what happens to single messages; thread-safe. */
+    public RateLimitedLog messageLog() {
+        return messageLog;
     }
 
     /** The store every queue is in (a cluster node's snapshots copy it). */

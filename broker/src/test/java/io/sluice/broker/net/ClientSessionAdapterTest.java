@@ -8,7 +8,7 @@ import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueCore;
 import io.sluice.broker.security.ConnectionLimits;
 import io.sluice.broker.security.LoginBackoff;
-import io.sluice.broker.security.RejectionLog;
+import io.sluice.broker.log.RateLimitedLog;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.DeclareQueueFrame;
@@ -59,7 +59,7 @@ class ClientSessionAdapterTest {
         core = new QueueCore(dir, all);
         BrokerConfig config = core.config;
         ConnectionSecurity security = new ConnectionSecurity(new Authorizer(config.auth), new ConnectionLimits(config.limits), true,
-                new LoginBackoff(config.auth, System::nanoTime), RejectionLog.standard());
+                new LoginBackoff(config.auth, System::nanoTime), RateLimitedLog.standard("rejected connections"));
         security.limits().openConnection();
         security.limits().openUserConnection("");
         connection = new LocalConnection(new ClientSessionAdapter(config, core.queues, null, security, "test-client", "", 1 << 20));

@@ -2,6 +2,7 @@ package io.sluice.broker.security;
 
 import ch.qos.logback.classic.Level;
 import io.sluice.broker.Broker;
+import io.sluice.broker.LogCapture;
 import io.sluice.broker.config.ConfigException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;

@@ -2,6 +2,8 @@ package io.sluice.broker.security;
 
 import ch.qos.logback.classic.Level;
 import io.sluice.broker.Broker;
+import io.sluice.broker.LogCapture;
+import io.sluice.broker.log.RateLimitedLog;
 import io.sluice.broker.net.ClientSessionAdapter;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ErrorCode;
@@ -38,7 +40,7 @@ class RejectionLogFloodTest {
                 }
             }
             long lines = log.count(Level.INFO);
-            assertTrue(lines <= 2 * (RejectionLog.LINES_PER_INTERVAL + 1),
+            assertTrue(lines <= 2 * (RateLimitedLog.LINES_PER_INTERVAL + 1),
                     lines + " log lines for 200 rejected connections");
             try (SocketPeer normal = SocketPeer.hello(broker.port())) {
                 assertTrue(normal != null, "the broker still serves a well-behaved client");

@@ -1,4 +1,4 @@
-package io.sluice.broker.security;
+package io.sluice.broker;
 
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
@@ -10,7 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /** Captures what one class logs while it is open (logback's list appender on that class's logger). */
-final class LogCapture implements AutoCloseable {
+public final class LogCapture implements AutoCloseable {
     private final Logger logger;
     private final ListAppender<ILoggingEvent> appender = new ListAppender<>();
 
@@ -20,19 +20,19 @@ final class LogCapture implements AutoCloseable {
         logger.addAppender(appender);
     }
 
-    static LogCapture of(Class<?> source) {
+    public static LogCapture of(Class<?> source) {
         return new LogCapture(source);
     }
 
     /** The events so far, copied (the appender list is written by other threads). */
-    List<ILoggingEvent> events() {
+    public List<ILoggingEvent> events() {
         synchronized (appender.list) {
             return new ArrayList<>(appender.list);
         }
     }
 
     /** Events at {@code level} or above whose message contains every fragment. */
-    long count(Level level, String... fragments) {
+    public long count(Level level, String... fragments) {
         return events().stream().filter(e -> e.getLevel().isGreaterOrEqual(level))
                 .filter(e -> {
                     for (String f : fragments) {

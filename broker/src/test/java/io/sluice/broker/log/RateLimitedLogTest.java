@@ -1,6 +1,7 @@
-package io.sluice.broker.security;
+package io.sluice.broker.log;
 
 import ch.qos.logback.classic.Level;
+import io.sluice.broker.LogCapture;
 import org.junit.jupiter.api.Test;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -10,15 +11,15 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-/** Rule L1 of {@link RejectionLog} on a hand-driven clock. */
-class RejectionLogTest {
-    private static final Logger LOG = LoggerFactory.getLogger(RejectionLogTest.class);
+/** Rule L1 of {@link RateLimitedLog} on a hand-driven clock. */
+class RateLimitedLogTest {
+    private static final Logger LOG = LoggerFactory.getLogger(RateLimitedLogTest.class);
     private final AtomicLong nanos = new AtomicLong(5_000_000_000L);
 
     @Test
     void shouldLogTheFirstLinesOfAnIntervalThenOneSummaryWithTheCount() {
-        RejectionLog limiter = new RejectionLog(3, 60_000, nanos::get);
-        try (LogCapture log = LogCapture.of(RejectionLogTest.class)) {
+        RateLimitedLog limiter = new RateLimitedLog("rejected connections", 3, 60_000, nanos::get);
+        try (LogCapture log = LogCapture.of(RateLimitedLogTest.class)) {
             for (int i = 0; i < 10; i++) {
                 limiter.warn(LOG, "Refusing a connection from {}: {}.", "10.0.0." + i, "no");
             }

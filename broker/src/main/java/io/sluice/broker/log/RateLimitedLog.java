@@ -1,4 +1,4 @@
-package io.sluice.broker.security;
+package io.sluice.broker.log;
 
 import org.slf4j.Logger;
 
@@ -6,8 +6,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
 /**
- * The operator log lines about rejected connections (refused by a limit, failed authentication, closed
- * for a protocol error, failed TLS), rate-limited so that a flood of bad input cannot flood the log.
+ * Operator log lines about one kind of event that outside input can make as often as it likes, rate-limited so that
+ * a flood of it cannot flood the log: rejected connections (refused by a limit, failed authentication, closed for a
+ * protocol error, failed TLS), and what happens to single messages (taken back after an ack timeout, dead-lettered
+ * or failing to be), which the queues' metrics count exactly.
  *
  * <p>Rule L1: in each interval the first {@code linesPerInterval} lines are logged as asked; the rest
  * are only counted, and when the interval ends one WARN says how many were suppressed. The broker
@@ -17,11 +19,13 @@ import java.util.function.LongSupplier;
  * <p>Thread-safe: called from every event loop and the HTTP threads. The decision is taken under a
  * lock, the logging outside it.
  */
-public final class RejectionLog {
-    /** What the broker uses: 20 lines a minute, then one summary. */
+public final class RateLimitedLog {
+    /** What the broker uses for each kind: 20 lines a minute, then one summary. */
     public static final int LINES_PER_INTERVAL = 20;
     public static final long INTERVAL_MS = 60_000;
 
+    /** What the lines are about, as the summary says it: "rejected connections". */
+    private final String subject;
     private final int linesPerInterval;
     private final long intervalNanos;
     private final LongSupplier nanoClock;
@@ -30,7 +34,8 @@ public final class RejectionLog {
     private long suppressed;
     private Logger lastSuppressedTo;
 
-    public RejectionLog(int linesPerInterval, long intervalMs, LongSupplier nanoClock) {
+    public RateLimitedLog(String subject, int linesPerInterval, long intervalMs, LongSupplier nanoClock) {
+        this.subject = subject;
         this.linesPerInterval = linesPerInterval;
         this.intervalNanos = TimeUnit.MILLISECONDS.toNanos(intervalMs);
         this.nanoClock = nanoClock;
@@ -38,8 +43,8 @@ public final class RejectionLog {
     }
 
     /** The broker's: {@value #LINES_PER_INTERVAL} lines per {@value #INTERVAL_MS} ms. */
-    public static RejectionLog standard() {
-        return new RejectionLog(LINES_PER_INTERVAL, INTERVAL_MS, System::nanoTime);
+    public static RateLimitedLog standard(String subject) {
+        return new RateLimitedLog(subject, LINES_PER_INTERVAL, INTERVAL_MS, System::nanoTime);
     }
 
     public void info(Logger log, String format, Object... args) {
@@ -88,8 +93,8 @@ public final class RejectionLog {
             }
         }
         if (summaryTo != null) {
-            summaryTo.warn("Suppressed {} log lines about rejected connections in the last {} s (the first {} of every {} s are logged).",
-                    summaryCount, summarySeconds, linesPerInterval, TimeUnit.NANOSECONDS.toSeconds(intervalNanos));
+            summaryTo.warn("Suppressed {} log lines about {} in the last {} s (the first {} of every {} s are logged).",
+                    summaryCount, subject, summarySeconds, linesPerInterval, TimeUnit.NANOSECONDS.toSeconds(intervalNanos));
         }
         return admitted;
     }
