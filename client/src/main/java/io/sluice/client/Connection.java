@@ -70,8 +70,9 @@ import java.util.function.LongFunction;
  * lose nothing: the new leader stores each unconfirmed message once, by its producerId and sequence.
  */
 public final class Connection implements AutoCloseable {
-    private static final long RESUBSCRIBE_FIRST_DELAY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
-    private static final long RESUBSCRIBE_MAX_DELAY_NANOS = TimeUnit.SECONDS.toNanos(5);
+    /** When a SUBSCRIBE or a named producer's resume after a reconnect is refused for now: the first wait, doubled up to the cap. */
+    static final long RETRY_FIRST_DELAY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    static final long RETRY_MAX_DELAY_NANOS = TimeUnit.SECONDS.toNanos(5);
     private static final Logger LOG = LoggerFactory.getLogger(Connection.class);
     /** The frame limit before HELLO_OK tells the negotiated one. */
     static final int HANDSHAKE_MAX_FRAME_BYTES = 16 * 1024 * 1024;
@@ -572,7 +573,7 @@ public final class Connection implements AutoCloseable {
     /**
      * On loop, after a reconnect: SUBSCRIBE {@code consumer} again on session {@code forSession}. A refusal that may
      * pass (a timeout, a retriable code such as RESOURCE_LIMIT) is tried again after {@code delayNanos}, doubling up to
-     * {@link #RESUBSCRIBE_MAX_DELAY_NANOS}; a timed-out SUBSCRIBE is ended by an UNSUBSCRIBE first (the broker may
+     * {@link #RETRY_MAX_DELAY_NANOS}; a timed-out SUBSCRIBE is ended by an UNSUBSCRIBE first (the broker may
      * apply it yet, as in {@link #subscribe}). Any other refusal (the queue is gone, the user may no longer consume)
      * ends the consumer: {@link Consumer#failure()} says why and {@code receive} throws it. Before, a refusal was only
      * logged, and the consumer waited for messages that could never come (found by a review).
@@ -597,7 +598,7 @@ public final class Connection implements AutoCloseable {
                     }
                     scheduleOnLoop(() -> {
                         if (session == forSession && !closed && !consumer.isClosed()) {
-                            resubscribeOnLoop(consumer, forSession, Math.min(2 * delayNanos, RESUBSCRIBE_MAX_DELAY_NANOS));
+                            resubscribeOnLoop(consumer, forSession, Math.min(2 * delayNanos, RETRY_MAX_DELAY_NANOS));
                         }
                     }, delayNanos);
                     return;
@@ -719,7 +720,7 @@ public final class Connection implements AutoCloseable {
                 continue; // closing (its close() removes it): a new subscription would deliver to nobody
             }
             consumer.onReconnectedOnLoop();
-            resubscribeOnLoop(consumer, session, RESUBSCRIBE_FIRST_DELAY_NANOS);
+            resubscribeOnLoop(consumer, session, RETRY_FIRST_DELAY_NANOS);
         }
         frames.newSession();
         Producer.eachOnLoop(producers.values(), "resending after reconnecting", Producer::onReconnectedOnLoop);

@@ -82,6 +82,8 @@ public final class Producer implements AutoCloseable {
     private ScheduledFuture<?> blockedTimer;
     /** On loop: a named producer holds its messages back until the broker answered its PRODUCER_INIT. */
     private boolean awaitingInit;
+    /** Reconnects this named producer has resumed after, on loop: a resume's answer or retry for an older one is ignored. */
+    private long resumes;
     /** The epoch the broker gave this named producer's instance; 0 for an unnamed producer. */
     private volatile int epoch;
     /** The highest sequence of this name the broker had stored when this instance registered. */
@@ -485,16 +487,43 @@ public final class Producer implements AutoCloseable {
                 return; // never registered: the createProducer that registers it fails with the lost connection
             }
             awaitingInit = true;
-            connection.initProducer(this, epoch).whenComplete((ok, failure) -> connection.executeOnLoop(() -> {
-                if (failure != null) {
-                    failResumeOnLoop(failure);
-                } else {
-                    initializedOnLoop(ok);
-                }
-            }));
+            resumeOnLoop(++resumes, Connection.RETRY_FIRST_DELAY_NANOS);
             return;
         }
         flushOnLoop();
+    }
+
+    /**
+     * On loop: asks the broker to resume this named producer's epoch, for the {@code attempt}-th reconnect. A refusal
+     * that may pass (no answer in time, or a retriable code such as RESOURCE_LIMIT: the broker's named producers at
+     * their bound) is asked again after {@code delayNanos}, doubling up to {@link Connection#RETRY_MAX_DELAY_NANOS},
+     * while the messages wait, as a consumer's SUBSCRIBE is; a later reconnect starts its own attempt and ends this one.
+     * The first such refusal used to fail every unsettled message and close the producer.
+     */
+    private void resumeOnLoop(long attempt, long delayNanos) {
+        connection.initProducer(this, epoch).whenComplete((ok, failure) -> connection.executeOnLoop(() -> {
+            if (attempt != resumes || closedOnLoop) {
+                return;
+            }
+            if (failure == null) {
+                initializedOnLoop(ok);
+                return;
+            }
+            Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+                    ? failure.getCause() : failure;
+            if (cause instanceof SluiceTimeoutException || cause instanceof SluiceException refused && refused.retriable()
+                    && !(cause instanceof ConnectionLostException)) {
+                LOG.warn("Resuming producer '{}' on queue {} after reconnecting failed ({}); trying again in {} ms.", options.name(),
+                        queue, cause.getMessage(), TimeUnit.NANOSECONDS.toMillis(delayNanos));
+                connection.scheduleOnLoop(() -> {
+                    if (attempt == resumes && !closedOnLoop) {
+                        resumeOnLoop(attempt, Math.min(2 * delayNanos, Connection.RETRY_MAX_DELAY_NANOS));
+                    }
+                }, delayNanos);
+                return;
+            }
+            failResumeOnLoop(cause);
+        }));
     }
 
     /** On loop: the broker registered this named producer's instance; what it holds back may go. */
@@ -510,13 +539,11 @@ public final class Producer implements AutoCloseable {
     }
 
     /**
-     * On loop: resuming on a new connection failed. Lost again, the messages wait for the next reconnect;
-     * refused (fenced: a newer instance registered under the name) or unanswered, every unsettled
-     * message fails with that reason and the producer is closed.
+     * On loop: resuming on a new connection failed for good. Lost again, the messages wait for the next reconnect;
+     * refused for a reason that will not pass (fenced: a newer instance registered under the name; the queue is gone),
+     * every unsettled message fails with that reason and the producer is closed.
      */
-    private void failResumeOnLoop(Throwable failure) {
-        Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
-                ? failure.getCause() : failure;
+    private void failResumeOnLoop(Throwable cause) {
         if (cause instanceof ConnectionLostException) {
             return;
         }

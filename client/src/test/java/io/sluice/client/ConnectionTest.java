@@ -574,6 +574,26 @@ class ConnectionTest {
         assertEquals(null, consumer.failure());
     }
 
+    /**
+     * A named producer's resume after a reconnect refused for now (RESOURCE_LIMIT: the broker's named producers at their
+     * bound) is tried again, as a consumer's SUBSCRIBE is, and its unconfirmed message goes out once resumed: it used to
+     * fail every unsettled message and close the producer at the first refusal.
+     */
+    @Test
+    void aNamedProducersResumeRefusedForNowIsTriedAgainAndItsMessagesConfirmed() throws Exception {
+        broker.confirmPublishes = false;
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT.withName("billing"));
+        CompletableFuture<Void> pending = producer.sendAsync(new byte[] {1});
+        TestWait.until(() -> broker.publishedSequences.size() == 1);
+        broker.refuseProducerResumes = io.sluice.protocol.ErrorCode.RESOURCE_LIMIT;
+        broker.producerInitRefusals.set(2);
+        broker.confirmPublishes = true;
+        broker.dropConnections();
+        pending.get(30, TimeUnit.SECONDS);
+        assertEquals(4, broker.count(io.sluice.protocol.ProducerInitFrame.class), "the first, two refused, the one taken");
+        assertEquals(List.of(1L, 1L), List.copyOf(broker.publishedSequences), "sent again, with its sequence, once resumed");
+    }
+
     @Test
     void shouldFailInFlightPublishesAndStopThreadsOnClose() throws Exception {
         broker.confirmPublishes = false;

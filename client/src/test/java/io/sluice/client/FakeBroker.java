@@ -73,6 +73,9 @@ final class FakeBroker implements AutoCloseable {
     /** When set, the next {@link #subscribeRefusals} SUBSCRIBEs are answered by ERROR with this code. */
     volatile ErrorCode refuseSubscribes;
     final java.util.concurrent.atomic.AtomicInteger subscribeRefusals = new java.util.concurrent.atomic.AtomicInteger();
+    /** When set, the next {@link #producerInitRefusals} PRODUCER_INITs that resume an epoch are answered by ERROR with this code. */
+    volatile ErrorCode refuseProducerResumes;
+    final java.util.concurrent.atomic.AtomicInteger producerInitRefusals = new java.util.concurrent.atomic.AtomicInteger();
     /** The byte window HELLO_OK gives. */
     volatile long publishWindowBytes = 1L << 40;
     /** The heartbeat interval HELLO_OK gives (0: none); the fake never sends a HEARTBEAT itself. */
@@ -168,6 +171,11 @@ final class FakeBroker implements AutoCloseable {
             } else if (frame instanceof PurgeQueueFrame purge) {
                 context.writeAndFlush(new OkFrame(purge.requestId(), 0));
             } else if (frame instanceof io.sluice.protocol.ProducerInitFrame init) {
+                ErrorCode refusal = refuseProducerResumes;
+                if (init.epoch() >= 0 && refusal != null && producerInitRefusals.getAndDecrement() > 0) {
+                    context.writeAndFlush(new ErrorFrame(init.requestId(), refusal, "refused by the fake broker"));
+                    return;
+                }
                 int epoch = init.epoch() < 0 ? nextEpoch.incrementAndGet() : init.epoch();
                 context.writeAndFlush(new io.sluice.protocol.ProducerOkFrame(init.requestId(),
                         io.sluice.protocol.ProducerIds.forName(init.producerName()), epoch, 0));
