@@ -272,6 +272,59 @@ class ClusterReplicationTest {
     }
 
     /**
+     * Rule R7 for a declare through the admin API (and so the console and the CLI): a follower refuses with 409 naming
+     * the leader; the leader's declare goes through the shard's log, so every node holds the queue with its settings; a
+     * second declare with the same settings finds it, one with other settings is refused as over the wire. It used to be
+     * refused on every node (409 {@code not_replicated}).
+     */
+    @Test
+    void shouldDeclareThroughTheLeadersAdminApiOnEveryNode() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = awaitLeader();
+        int leaderIndex = brokers.indexOf(leader);
+        int followerIndex = (leaderIndex + 1) % 3;
+        java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+        String settings = "{\"maxDeliveries\": 3, \"quotaHardMessages\": 500}";
+
+        java.net.http.HttpResponse<String> refused = http.send(put(cluster, followerIndex, QUEUE, settings),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertEquals(409, refused.statusCode(), refused.body());
+        assertTrue(refused.body().contains("not_leader") && refused.body().contains("127.0.0.1:" + leader.port()), refused.body());
+
+        java.net.http.HttpResponse<String> declared = http.send(put(cluster, leaderIndex, QUEUE, settings),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, declared.statusCode(), declared.body());
+        assertTrue(new com.fasterxml.jackson.databind.ObjectMapper().readTree(declared.body()).get("created").asBoolean(), declared.body());
+        for (Broker b : brokers) {
+            TestAwait.until(b.config().broker.name + " declaring the queue", Duration.ofSeconds(30), () -> b.queues().get(QUEUE) != null);
+            assertEquals(3, b.queues().get(QUEUE).options().maxDeliveries(), b.config().broker.name);
+            assertEquals(500, b.queues().get(QUEUE).options().quota().hardMessages(), b.config().broker.name);
+        }
+
+        java.net.http.HttpResponse<String> again = http.send(put(cluster, leaderIndex, QUEUE, settings),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, again.statusCode(), again.body());
+        assertEquals(false, new com.fasterxml.jackson.databind.ObjectMapper().readTree(again.body()).get("created").asBoolean(), again.body());
+        java.net.http.HttpResponse<String> other = http.send(put(cluster, leaderIndex, QUEUE, "{\"maxDeliveries\": 4}"),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertEquals(409, other.statusCode(), other.body());
+        assertTrue(other.body().contains("queue_exists_with_different_settings"), other.body());
+        java.net.http.HttpResponse<String> badName = http.send(put(cluster, leaderIndex, "-bad", "{}"),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertEquals(400, badName.statusCode(), badName.body());
+        ClusterFixture.awaitApplied(brokers, leader);
+        for (Broker b : brokers) {
+            assertEquals(java.util.Set.of(QUEUE), queueNames(b), b.config().broker.name);
+        }
+    }
+
+    private static java.net.http.HttpRequest put(ClusterFixture cluster, int node, String queue, String body) {
+        return java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + cluster.metricsPorts[node] + "/api/queues/" + queue))
+                .PUT(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build();
+    }
+
+    /**
      * Rule R2, "The queue count": the leader checks {@code limits.max-queues} before it submits a declare, counting the
      * declares it has in flight, and every node applies a committed declare without it. Declares sent together (many in
      * flight at once) are answered as a single broker answers them, and every node holds the same queues; a leader that

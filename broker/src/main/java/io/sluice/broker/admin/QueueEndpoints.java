@@ -81,11 +81,11 @@ final class QueueEndpoints {
         return digest(queue(name));
     }
 
-    /** PUT /api/queues/{name}: needs manage; on a single broker only. */
+    /** PUT /api/queues/{name}: needs manage; on a cluster node, through the shard's log on the leader (rule R7). */
     Map<String, Object> declare(String user, String name, byte[] body) {
         permit(user, Action.MANAGE, name);
-        requireSingleNode("declaring a queue through the admin API");
-        return declare(name, body);
+        Replication replication = requireLeaderIfCluster();
+        return replication != null ? declareReplicated(replication, name, parseSettings(body)) : declare(name, body);
     }
 
     /** DELETE /api/queues/{name}: needs manage. */
@@ -232,16 +232,43 @@ final class QueueEndpoints {
         try {
             boolean existed = broker.queues().get(name) != null;
             BrokerQueue q = onDeclareThread(() -> broker.queues().declare(name, settings));
-            Map<String, Object> m = describe(q);
-            m.put("created", !existed);
-            return m;
+            return declared(q, !existed);
         } catch (RuntimeException e) {
-            ErrorCode code = ErrorCodes.of(e);
-            if (code == ErrorCode.INTERNAL_ERROR) {
-                throw e;
-            }
-            throw new ApiException(ErrorCodes.httpStatus(code), ErrorCodes.httpName(code), ErrorCodes.unwrap(e).getMessage());
+            throw refusal(e);
         }
+    }
+
+    /**
+     * A cluster leader's declare: checked here as a client's DECLARE is (the name, the settings, an existing queue's
+     * settings), then submitted to the shard's log, whose every node creates the queue (rule R7); answered once applied
+     * here. A follower never gets here ({@link #requireLeaderIfCluster}).
+     */
+    private Map<String, Object> declareReplicated(Replication replication, String name, QueueSettings settings) {
+        BrokerQueue existing;
+        try {
+            existing = broker.queues().existing(name, settings);
+        } catch (RuntimeException e) {
+            throw refusal(e);
+        }
+        if (existing != null) {
+            return declared(existing, false);
+        }
+        return declared(awaitReplicated(replication.declare(name, settings), "declare of queue '" + name + "'"), true);
+    }
+
+    private Map<String, Object> declared(BrokerQueue q, boolean created) {
+        Map<String, Object> m = describe(q);
+        m.put("created", created);
+        return m;
+    }
+
+    /** A declare's refusal in the admin API's terms; an unexpected failure stays one (500, logged). */
+    private static RuntimeException refusal(RuntimeException e) {
+        ErrorCode code = ErrorCodes.of(e);
+        if (code == ErrorCode.INTERNAL_ERROR) {
+            return e;
+        }
+        return new ApiException(ErrorCodes.httpStatus(code), ErrorCodes.httpName(code), ErrorCodes.unwrap(e).getMessage());
     }
 
     /** Declares and deletes go through the broker's declare thread, in line with the connections' ones. */
@@ -308,17 +335,6 @@ final class QueueEndpoints {
             }
         }
         return b.build();
-    }
-
-    /**
-     * On a cluster node the admin API changes no queue: it would change this node's store alone
-     * (docs/replication.md, "Not built yet"). Clients declare through the leader.
-     */
-    private void requireSingleNode(String what) {
-        if (broker.queues().replication() != null) {
-            throw new ApiException(409, "not_replicated", "this broker is a cluster node, and a cluster does not replicate "
-                    + what + " from the admin API yet; see docs/replication.md");
-        }
     }
 
     /**
