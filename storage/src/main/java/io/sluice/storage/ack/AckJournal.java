@@ -123,18 +123,33 @@ public final class AckJournal implements Closeable {
         }
     }
 
-    /** Receives replayed records in order. */
+    /** Receives replayed records in order; a record type a visitor does not override is passed over. */
     public interface Visitor {
-        void ackRange(long fromId, long toIdInclusive);
+        default void ackRange(long fromId, long toIdInclusive) {
+        }
 
-        void delivered(long id, int deliveryCount);
+        default void delivered(long id, int deliveryCount) {
+        }
 
-        void relocated(long originalId, long newId);
+        default void relocated(long originalId, long newId) {
+        }
 
-        void segmentReclaimed(int segment);
+        default void segmentReclaimed(int segment) {
+        }
 
         /** Every id in the range was delivered for the {@code deliveryCount}-th time. */
-        void deliveredRange(long fromId, long toIdInclusive, int deliveryCount);
+        default void deliveredRange(long fromId, long toIdInclusive, int deliveryCount) {
+        }
+
+        /** A visitor that only tells {@code reclaimed} each SEGMENT_RECLAIMED record's segment. */
+        static Visitor segmentsReclaimed(java.util.function.IntConsumer reclaimed) {
+            return new Visitor() {
+                @Override
+                public void segmentReclaimed(int segment) {
+                    reclaimed.accept(segment);
+                }
+            };
+        }
     }
 
     /** What a replay found: the journal's generation, whether records were applied, how many, and where it stopped. */

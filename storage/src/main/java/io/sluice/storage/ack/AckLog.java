@@ -6,9 +6,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
@@ -31,7 +33,9 @@ import org.slf4j.LoggerFactory;
  *   <li>The store calls {@link #segmentGrew} once for every segment file it finds, with the message
  *       count read from that file. Segment counts are never journaled: the segment files are the
  *       truth about them.</li>
- *   <li>{@link #recover()} reconciles and replays: a reported segment at or below the checkpoint's highest segment
+ *   <li>{@link #recover()} reconciles and replays: a message the checkpoint names by a relocated copy that is not on
+ *       disk goes back to the slot it was relocated from ({@link LostCopies}); a reported segment at or below the
+ *       checkpoint's highest segment
  *       that the checkpoint does not hold was reclaimed before, and is returned so the store can
  *       finish deleting it; a reported segment with fewer messages than the checkpoint saw (a machine
  *       crash lost its tail) is truncated, forgetting the acks of the lost messages. Then the journal
@@ -291,10 +295,20 @@ public final class AckLog implements Closeable {
 
     /** Reconciles with the segments reported so far, replays the journal and checkpoints (see class javadoc). */
     public Recovery recover() throws IOException {
+        return recover(LostCopies.EarlierCopies.NONE);
+    }
+
+    /**
+     * As {@link #recover()}; {@code earlierCopies} finds where a message whose copy is not on disk was relocated from,
+     * when that is not its original (rule "a lost copy gives its message back", {@link LostCopies}).
+     */
+    public Recovery recover(LostCopies.EarlierCopies earlierCopies) throws IOException {
         checkOpen();
         if (journal != null) {
             throw new IllegalStateException("ack state in " + checkpointFile.getParent() + " is already recovered");
         }
+        // First, while the checkpoint's state is whole: a relocation it holds whose copy a machine crash took.
+        LostCopies.restore(tracker, reportedSegments, this::segmentsReclaimedInJournal, earlierCopies);
         List<Integer> dropped = new ArrayList<>();
         List<Integer> stillOnDisk = new ArrayList<>();
         int checkpointHighest = tracker.highestKnownSegment();
@@ -607,6 +621,19 @@ public final class AckLog implements Closeable {
                 journal = null;
             }
         }
+    }
+
+    /** The segments the journal of the checkpoint's generation records as reclaimed, read without applying anything. */
+    private Set<Integer> segmentsReclaimedInJournal() {
+        Set<Integer> reclaimed = new HashSet<>();
+        if (Files.exists(journalFile)) {
+            try {
+                AckJournal.replay(journalFile, generation, AckJournal.Visitor.segmentsReclaimed(reclaimed::add));
+            } catch (IOException e) {
+                // The replay proper reads the same file next and fails the same way, which is what the open reports.
+            }
+        }
+        return reclaimed;
     }
 
     private int replayJournal(List<Integer> stillOnDisk, List<Integer> reclaimedInJournal) throws IOException {

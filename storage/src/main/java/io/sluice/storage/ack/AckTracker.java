@@ -505,6 +505,25 @@ public final class AckTracker implements AckStateReader {
         return true;
     }
 
+    /**
+     * Recovery, before replay: the copy at {@code lostCopy} that holds {@code originalId} is not on disk, so the
+     * message goes back to {@code holder}, the slot it was relocated from, whose record is (its original, or an earlier
+     * copy): that slot is unacknowledged again and names the message (rule "a lost copy gives its message back",
+     * {@link LostCopies}). A delivery count stays with the message's name.
+     */
+    void restoreHolder(long originalId, long lostCopy, long holder) {
+        relocatedTo.remove(originalId);
+        relocatedFrom.remove(lostCopy);
+        if (holder != originalId) {
+            relocatedTo.put(originalId, holder);
+            relocatedFrom.put(holder, originalId);
+        }
+        SegmentAckBitmap bitmap = bitmap(segmentOf(holder));
+        if (bitmap != null && bitmap.unack(seqOf(holder))) {
+            unackedTotal++;
+        }
+    }
+
     /** Replay met SEGMENT_RECLAIMED for {@code segment}: the relocations deferred into it happened. */
     void applyDeferredRelocations(int segment) {
         List<long[]> deferred = deferredRelocations.remove(segment);

@@ -135,6 +135,24 @@ public final class SegmentAckBitmap {
     }
 
     /**
+     * Recovery only: the message at {@code seq} is unacknowledged again, because the copy it was relocated to never
+     * reached the disk ({@link LostCopies}). Returns true if it was acknowledged.
+     */
+    boolean unack(long seq) {
+        checkSeq(seq);
+        int index = (int) (seq >>> 6);
+        long bit = 1L << seq;
+        long word = words[index];
+        if ((word & bit) == 0) {
+            return false;
+        }
+        words[index] = word & ~bit;
+        ackedCount--;
+        firstUnackedHint = Math.min(firstUnackedHint, seq);
+        return true;
+    }
+
+    /**
      * Acknowledges every message from {@code fromSeq} to {@code toSeqInclusive}, a word at a time.
      *
      * @return how many of them were not acknowledged before

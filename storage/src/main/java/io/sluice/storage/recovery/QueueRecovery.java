@@ -27,7 +27,10 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.OptionalLong;
+import java.util.function.LongPredicate;
 import java.util.function.IntConsumer;
 
 /**
@@ -42,7 +45,9 @@ import java.util.function.IntConsumer;
  *       records a killed process appended since its last force are in the page cache, not on disk,
  *       and the reopened queue counts them as durable; otherwise, if a relocation pass was interrupted
  *       (its intent is there), force the segments its copies may be in;</li>
- *   <li>load the ack checkpoint and replay the journal;</li>
+ *   <li>load the ack checkpoint, give a message relocated to a copy that is not on disk back to the slot it was
+ *       relocated from (rule "a lost copy gives its message back", {@link io.sluice.storage.ack.LostCopies}), and replay
+ *       the journal;</li>
  *   <li>verify the checksums of the last segment only (the one that can hold an unsynced tail after a
  *       machine crash), and of it only the records after the last force's mark (rule "the forced mark"),
  *       or from the relocation intent if a relocation pass was interrupted, and
@@ -169,7 +174,7 @@ public final class QueueRecovery {
             LOG.info("Queue '{}': forced the segments from {} on, which may hold relocated copies not yet forced.", name,
                     SegmentFiles.fileName(SegmentRollCycle.INSTANCE.toCycle(scanFrom)));
         }
-        AckLog.Recovery acks = ackLog.recover();
+        AckLog.Recovery acks = ackLog.recover((lost, holds) -> earlierCopies(log, lost, holds));
         finishReclaimedDeletes(log, acks.reclaimedSegmentsStillOnDisk(), lastSegment);
         // With an interrupted relocation's intent there, its copies are checked from the intent's id whatever was
         // forced: a force may have covered copies whose RELOCATED records the journal never made durable (rule R5).
@@ -203,6 +208,31 @@ public final class QueueRecovery {
         if (segments.length > 0) {
             log.refreshListing();
         }
+    }
+
+    /**
+     * Rule "a lost copy gives its message back" ({@link io.sluice.storage.ack.LostCopies}): for each message of
+     * {@code lostCopyByOriginal} whose original is gone, the newest intact relocated copy of it below its lost copy in a
+     * slot {@code holds} accepts. Reads every record: only after a machine crash took a copy of a message relocated twice.
+     */
+    private Map<Long, Long> earlierCopies(SegmentLog log, Map<Long, Long> lostCopyByOriginal, LongPredicate holds) {
+        Map<Long, Long> found = new HashMap<>();
+        RecordCodec codec = new RecordCodec();
+        int[] length = new int[1];
+        try (ExcerptTailer tailer = log.newTailer()) {
+            for (long index = SegmentLog.readNext(tailer, codec, length); index >= 0; index = SegmentLog.readNext(tailer, codec, length)) {
+                if (codec.loaded(length[0]) != null || !codec.relocated() || !holds.test(index)) {
+                    continue;
+                }
+                Long lost = lostCopyByOriginal.get(codec.originalId());
+                if (lost != null && index < lost) {
+                    found.merge(codec.originalId(), index, Math::max);
+                }
+            }
+        }
+        LOG.info("Queue '{}': read its segments for earlier copies of {} messages whose copy is not on disk; found {}.", name,
+                lostCopyByOriginal.size(), found.size());
+        return found;
     }
 
     /**

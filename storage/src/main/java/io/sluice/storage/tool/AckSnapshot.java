@@ -16,7 +16,7 @@ import java.util.Map;
  *
  * <p>{@link AckLog} recovery ends in a checkpoint and a fresh journal, so it cannot run on the live
  * directory. Instead: the checkpoint's header and body CRC32C are checked in place ({@link
- * AckCheckpoint#read}), the journal is replayed in place with a counting visitor ({@link
+ * AckCheckpoint#read}), the journal is replayed in place with a visitor that applies nothing ({@link
  * AckJournal#replay} only reads the file), and the full state comes from {@link AckLog} recovering a
  * private copy of {@code acks.checkpoint} and {@code acks.journal} in a temporary directory, which
  * is deleted afterwards.
@@ -45,7 +45,7 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
                 generation = AckCheckpoint.read(checkpoint).generation();
             }
             if (Files.exists(journal)) {
-                AckJournal.Replay replay = AckJournal.replay(journal, Math.max(generation, 0), new CountingVisitor());
+                AckJournal.Replay replay = AckJournal.replay(journal, Math.max(generation, 0), new AckJournal.Visitor() { });
                 records = replay.records();
                 stop = replay.applied()
                         ? "offset " + replay.stopOffset() + ": " + replay.stopReason()
@@ -75,28 +75,6 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
             }
         } finally {
             io.sluice.storage.Directories.deleteRecursively(copy);
-        }
-    }
-
-    private static final class CountingVisitor implements AckJournal.Visitor {
-        @Override
-        public void ackRange(long fromId, long toIdInclusive) {
-        }
-
-        @Override
-        public void delivered(long id, int deliveryCount) {
-        }
-
-        @Override
-        public void relocated(long originalId, long newId) {
-        }
-
-        @Override
-        public void segmentReclaimed(int segment) {
-        }
-
-        @Override
-        public void deliveredRange(long fromId, long toIdInclusive, int deliveryCount) {
         }
     }
 

@@ -52,21 +52,6 @@ class AckJournalForceInProgressTest {
                 }
             }
 
-            @Override
-            public void delivered(long id, int deliveryCount) {
-            }
-
-            @Override
-            public void relocated(long originalId, long newId) {
-            }
-
-            @Override
-            public void segmentReclaimed(int segment) {
-            }
-
-            @Override
-            public void deliveredRange(long fromId, long toIdInclusive, int deliveryCount) {
-            }
         });
         List<Long> expected = new ArrayList<>();
         for (long id = 1; id <= 10; id++) {

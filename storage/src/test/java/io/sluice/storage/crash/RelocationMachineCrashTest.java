@@ -6,6 +6,8 @@ import io.sluice.storage.QueueReader;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.StoredMessage;
+import io.sluice.storage.ack.AckCheckpoint;
+import io.sluice.storage.ack.AckFiles;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.files.FileDescriptors;
@@ -67,8 +69,13 @@ class RelocationMachineCrashTest {
     }
 
     private static StoreConfig config(DurabilityMode mode) {
+        return config(mode, 8 << 20);
+    }
+
+    private static StoreConfig config(DurabilityMode mode, int ackJournalBytes) {
         return StoreConfig.builder()
                 .durability(mode)
+                .ackJournalBytes(ackJournalBytes)
                 .segmentBytes(StoreConfig.MIN_SEGMENT_BYTES)
                 .maxMessageBytes(64 << 10)
                 .relocateAfterMs(0)
@@ -288,10 +295,14 @@ class RelocationMachineCrashTest {
     }
 
     private Straggled straggled(int segments, DurabilityMode mode) throws Exception {
+        return straggled(segments, config(mode));
+    }
+
+    private Straggled straggled(int segments, StoreConfig config) throws Exception {
         Path data = temp.resolve("data");
         ForcedDiskImage disk = new ForcedDiskImage(data);
         RefusingForcer forcer = new RefusingForcer(disk);
-        MessageStore store = MessageStore.open(data, config(mode), forcer);
+        MessageStore store = MessageStore.open(data, config, forcer);
         open.add(store);
         QueueStore q = store.createQueue("q");
         List<Long> ids = new ArrayList<>();
@@ -379,6 +390,43 @@ class RelocationMachineCrashTest {
         assertTrue(read.contains(straggler), "the straggler 0x" + Long.toHexString(straggler) + " whose copy's force failed is lost "
                 + "after a machine crash: its source was deleted; read back " + read.size() + " messages");
         assertFalse(sourceDeleted, "the source was deleted after its copy's force failed");
+    }
+
+    /**
+     * Rule "a lost copy gives its message back" (docs/storage.md, "Reclaim"): the copy's RELOCATED record reaches the
+     * disk only after the copy (R4), but a journal rotation in between folds the relocation into a checkpoint, fsynced at
+     * once. A machine crash then left the source slot acknowledged in the checkpoint and the copy lost; the straggler,
+     * still on disk in its source, was never delivered again.
+     */
+    @Test
+    void aStragglerWhoseUnforcedRelocationARotationCheckpointedSurvivesAMachineCrash() throws Exception {
+        Straggled s = straggled(2, config(DurabilityMode.ALWAYS, 4096)); // the journal rotates after about 200 records
+        QueueStore q = s.queue();
+        relocateWhileRefused(s); // the copy is in the page cache only
+        Path checkpoint = s.data().resolve("queues/q/acks").resolve(AckFiles.CHECKPOINT);
+        long generation = AckCheckpoint.read(checkpoint).generation();
+        long other = s.ids().get(s.ids().size() - 1);
+        for (int count = 1; AckCheckpoint.read(checkpoint).generation() == generation; count++) {
+            q.recordDelivery(other, count); // fills the journal until it rotates: the checkpoint holds the relocation
+        }
+        q.whenAcksDurable(true).get(10, TimeUnit.SECONDS);
+        assertTrue(q.segmentNumbers().contains(s.first()), "the source stays while its copy is unforced (R4)");
+
+        Path image = temp.resolve("image");
+        s.disk().build(image);
+        s.forcer().refusing = false;
+        MessageStore recovered = MessageStore.open(image, config());
+        open.add(recovered);
+        QueueStore r = recovered.queue("q");
+        List<Long> expected = new ArrayList<>(s.ids());
+        for (long id : s.others()) {
+            expected.remove(id);
+        }
+        List<Long> read = readAll(r);
+        assertTrue(read.contains(s.straggler()), "the straggler 0x" + Long.toHexString(s.straggler()) + ", whose copy a machine "
+                + "crash lost after a checkpoint recorded its relocation, is never delivered again; read back " + read.size());
+        assertEachExactlyOnce(expected, read);
+        assertEquals(AckResult.NEWLY_ACKED, r.ack(s.straggler()), "the recovered straggler can be acknowledged");
     }
 
     /**
