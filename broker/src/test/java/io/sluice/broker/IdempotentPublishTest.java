@@ -260,6 +260,39 @@ class IdempotentPublishTest {
         }
     }
 
+    /**
+     * Fences of superseded instances are bounded (twice queues.dedup-max-producers a queue) without refusing a new
+     * instance: past the bound, the connection fenced longest gets ERROR and CLOSE PRODUCER_FENCED, naming the producer,
+     * the queue and the bound, and is closed (docs/protocol.md, "Named producers").
+     */
+    @Test
+    void theInstanceFencedLongestIsToldAndClosedPastTheFencesBound() throws Exception {
+        long id = ProducerIds.forName("orders-writer");
+        try (Broker broker = TestBrokers.start(dir, Map.of("queues.dedup-max-producers", "1")); // 2 fences
+             RawClient first = RawClient.connected(broker.port());
+             RawClient second = RawClient.connected(broker.port());
+             RawClient third = RawClient.connected(broker.port());
+             RawClient fourth = RawClient.connected(broker.port())) {
+            declare(first, "q");
+            RawClient[] instances = {first, second, third, fourth};
+            for (int i = 0; i < instances.length; i++) {
+                instances[i].send(new ProducerInitFrame(5 + i, "q", "orders-writer", ProducerInitFrame.NEW_INSTANCE));
+                assertEquals(i + 1, instances[i].expect(ProducerOkFrame.class).epoch(), "a new instance is never refused");
+            }
+            ErrorFrame error = first.expect(ErrorFrame.class);
+            assertEquals(ErrorCode.PRODUCER_FENCED.code(), error.code());
+            assertTrue(error.message().contains("queue 'q'") && error.message().contains(Long.toHexString(id))
+                    && error.message().contains("queues.dedup-max-producers"), error.message());
+            assertEquals(ErrorCode.PRODUCER_FENCED, first.expect(io.sluice.protocol.CloseFrame.class).errorCode());
+            assertEquals("closed", first.expect(String.class));
+
+            publish(fourth, "q", id, 1);
+            assertEquals(List.of(1L), confirmed(fourth, id, 1));
+            publish(third, "q", id, 2);
+            assertEquals(ErrorCode.PRODUCER_FENCED, third.expect(PublishErrorFrame.class).errorCode());
+        }
+    }
+
     @Test
     void badInputGetsItsCodeAndStoresNothing() throws Exception {
         try (Broker broker = TestBrokers.start(dir, Map.of("broker.publish-window-messages", "100"));

@@ -9,6 +9,7 @@ import io.sluice.broker.queue.ProducerLink;
 import io.sluice.broker.error.Sentences;
 import io.sluice.broker.txn.TransactionLink;
 import io.sluice.client.internal.LoopBatcher;
+import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.Frame;
@@ -84,6 +85,21 @@ final class ClientSessionProxy extends FrameLink implements TransactionLink {
     @Override
     public boolean isActive() {
         return ctx.channel().isActive();
+    }
+
+    /**
+     * ERROR (request 0) and CLOSE with the code and the sentence, then the close ({@link LastFrame}); on the loop, behind
+     * the frames handed over before. From any thread.
+     */
+    @Override
+    public void closeFor(ErrorCode code, String sentence) {
+        String message = Sentences.fit(sentence);
+        ctx.executor().execute(() -> {
+            if (ctx.channel().isActive()) {
+                ctx.write(new ErrorFrame(0, code, message));
+                LastFrame.writeAndClose(ctx, new CloseFrame(code, message));
+            }
+        });
     }
 
     // ------------------------------------------------------------------ answers of the session

@@ -1,5 +1,7 @@
 package io.sluice.broker.queue;
 
+import io.sluice.protocol.ErrorCode;
+
 /**
  * What every link from a queue to a client connection has ({@link ProducerLink}, {@link ConsumerLink}):
  * the connection's identity, whether it is still open, and the end of a run of writes. Thread-safe:
@@ -22,4 +24,13 @@ public interface ClientConnection {
     String id();
 
     boolean isActive();
+
+    /**
+     * Tells the client why and closes the connection: an ERROR (request 0) and a CLOSE, both with {@code code} and
+     * {@code sentence}, then the close, once written or after {@code LastFrame.GRACE_MS}. Until it is closed the
+     * connection stays active, and frames it sent before may still reach its queues. From any thread. A link with no
+     * client of its own (a replica's, a benchmark's) has nothing to close.
+     */
+    default void closeFor(ErrorCode code, String sentence) {
+    }
 }

@@ -2,6 +2,7 @@ package io.sluice.broker.queue;
 
 import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.collection.LongObjectMap;
+import io.sluice.protocol.ErrorCode;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.dedup.CorruptProducerStateException;
 import io.sluice.storage.dedup.ProducerCheckpoint;
@@ -12,8 +13,11 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.util.Collections;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -93,11 +97,19 @@ public final class ProducerRegistry {
      * (on another connection, or on another node): that connection stays fenced for them (P2), also once the newer
      * instance's connection closed and the table forgot the producer, when neither {@link #owners} nor the table's
      * epoch would fence it any more (found by a review: such a zombie's publishes were stored). Dropped when the
-     * connection closes; counted with the owners against their bound ({@link #checkOwnerRoom}).
+     * connection closes. Bounded apart from the owners (rule "fences bounded", {@link #keepFencesBounded}), in the
+     * order connections were first fenced (a connection's entry goes when its last fence does). Connections never
+     * override {@code equals}: keys are by identity.
      */
-    private final Map<ClientConnection, Set<Long>> superseded = new IdentityHashMap<>();
+    private final Map<ClientConnection, Set<Long>> superseded = new LinkedHashMap<>();
     /** Queue thread: the ids held in {@link #superseded}, all connections together. */
     private int supersededCount;
+    /**
+     * Queue thread: connections whose fences were dropped to keep them bounded ({@link #keepFencesBounded}) and that
+     * were told to close: until their {@link #connectionClosed}, every publish from them is fenced but under a named
+     * producer they own. One entry a connection, whatever it was fenced for.
+     */
+    private final Set<ClientConnection> closing = Collections.newSetFromMap(new IdentityHashMap<>());
     /** Queue thread: registrations made, so that a failed one is undone only if none came after it. */
     private long registrations;
     /**
@@ -276,8 +288,11 @@ public final class ProducerRegistry {
     }
 
     private boolean isSuperseded(ClientConnection connection, long producerId) {
-        if (superseded.isEmpty()) {
+        if (superseded.isEmpty() && closing.isEmpty()) {
             return false;
+        }
+        if (closing.contains(connection)) {
+            return true;
         }
         Set<Long> ids = superseded.get(connection);
         return ids != null && ids.contains(producerId);
@@ -292,11 +307,64 @@ public final class ProducerRegistry {
         if (previous == null || previous.connection == next || !previous.connection.isActive()) {
             return false;
         }
+        if (closing.contains(previous.connection)) {
+            return false; // fenced whole until it closes
+        }
         if (superseded.computeIfAbsent(previous.connection, c -> new HashSet<>()).add(producerId)) {
             supersededCount++;
+            keepFencesBounded(next);
             return true;
         }
         return false;
+    }
+
+    /**
+     * Rule "fences bounded": a queue keeps at most {@link #maxFences} fences of superseded instances. Before, they were
+     * never bounded: a client registering the same names again from connection after connection, each left open, made
+     * a fence per connection and name (found by a review). A new instance is never refused for them (an attempt that
+     * refused it at the bound refused a legitimate restart). Instead, past the bound, the connection fenced longest
+     * (first those no longer active) loses its fences, is told why with ERROR and CLOSE PRODUCER_FENCED, and is closed;
+     * until its {@link #connectionClosed} it is held in {@link #closing}, one entry whatever it was fenced for, and
+     * nothing it publishes is stored, so an older instance never gets a write in once superseded. {@code keep}, the
+     * connection of the instance registering, is never the one closed (its fence, if any, was lifted before).
+     */
+    private void keepFencesBounded(ClientConnection keep) {
+        if (supersededCount <= maxFences()) {
+            return;
+        }
+        for (Iterator<Map.Entry<ClientConnection, Set<Long>>> it = superseded.entrySet().iterator();
+             it.hasNext() && supersededCount > maxFences(); ) {
+            Map.Entry<ClientConnection, Set<Long>> e = it.next();
+            if (!e.getKey().isActive()) {
+                dropFences(it, e, false);
+            }
+        }
+        for (Iterator<Map.Entry<ClientConnection, Set<Long>>> it = superseded.entrySet().iterator();
+             it.hasNext() && supersededCount > maxFences(); ) {
+            Map.Entry<ClientConnection, Set<Long>> e = it.next();
+            if (e.getKey() != keep) {
+                dropFences(it, e, true);
+            }
+        }
+        ownersChanged();
+    }
+
+    private void dropFences(Iterator<Map.Entry<ClientConnection, Set<Long>>> it, Map.Entry<ClientConnection, Set<Long>> e,
+                            boolean tell) {
+        ClientConnection connection = e.getKey();
+        Set<Long> ids = e.getValue();
+        it.remove();
+        supersededCount -= ids.size();
+        closing.add(connection);
+        if (tell) {
+            String sentence = "a newer instance of named producer id " + Long.toHexString(ids.iterator().next())
+                    + (ids.size() > 1 ? " (and of " + (ids.size() - 1) + " more this connection registered)" : "")
+                    + " registered on queue '" + queue + "' from another connection, and the queue keeps at most "
+                    + maxFences() + " fences of superseded instances (twice queues.dedup-max-producers): this connection "
+                    + "is closed instead of kept fenced, and nothing it still publishes is stored";
+            LOG.info("Closing {}: {}.", connection.describe(), sentence);
+            connection.closeFor(ErrorCode.PRODUCER_FENCED, sentence);
+        }
     }
 
     /** {@code connection} registers {@code producerId} again: no longer fenced for it. Returns whether it was. */
@@ -312,6 +380,11 @@ public final class ProducerRegistry {
         return true;
     }
 
+    /** Queue thread: the fences kept for superseded instances, all connections together. */
+    int fencesKept() {
+        return supersededCount;
+    }
+
     /** {@code connection} closed: the named producers registered on it are no longer anyone's, and it is not held. */
     void connectionClosed(ClientConnection connection) {
         owners.values().removeIf(o -> o.connection == connection);
@@ -319,6 +392,7 @@ public final class ProducerRegistry {
         if (ids != null) {
             supersededCount -= ids.size();
         }
+        closing.remove(connection);
         ownersChanged();
     }
 
@@ -330,8 +404,8 @@ public final class ProducerRegistry {
         }
         if (verdict == ProducerTable.Verdict.FENCED) {
             return "producer " + producerId + " is fenced on queue '" + queue + "': a newer instance registered under its name "
-                    + "(epoch " + table.epoch(producerId) + "), or this connection never registered it; sequence "
-                    + sequence + " was not stored";
+                    + "(epoch " + table.epoch(producerId) + "), or this connection never registered it, or it is being "
+                    + "closed (PRODUCER_FENCED); sequence " + sequence + " was not stored";
         }
         return "sequence " + sequence + " of producer " + producerId + " is " + table.window() + " or more below the highest "
                 + "stored on queue '" + queue + "' (" + table.lastStoredSequence(producerId) + "), too far to tell a "
@@ -431,8 +505,8 @@ public final class ProducerRegistry {
         }
         Registered answer = new Registered(epoch, table.lastStoredSequence(producerId), epoch);
         Owner previousOwner = owners.put(producerId, new Owner(connection, epoch));
+        boolean wasFenced = unsupersede(connection, producerId); // first: its fence is not counted as the bound is kept
         boolean fencedPrevious = supersede(previousOwner, producerId, connection);
-        boolean wasFenced = unsupersede(connection, producerId);
         ownersChanged();
         long registration = ++registrations;
         return checkpoint().handleAsync((written, failure) -> {
@@ -467,17 +541,13 @@ public final class ProducerRegistry {
      * @throws NamedProducersExhaustedException if there is no room
      */
     void checkOwnerRoom(long producerId) {
-        if (owners.containsKey(producerId) || owners.size() + supersededCount < maxOwners()) {
-            return;
+        if (owners.containsKey(producerId) || owners.size() < maxOwners()) {
+            return; // fences of superseded instances never refuse one: they have their own bound (keepFencesBounded)
         }
         if (owners.values().removeIf(o -> !o.connection.isActive())) {
             ownersChanged();
         }
-        if (superseded.keySet().removeIf(c -> !c.isActive())) {
-            supersededCount = superseded.values().stream().mapToInt(Set::size).sum();
-            ownersChanged();
-        }
-        if (owners.size() + supersededCount >= maxOwners()) {
+        if (owners.size() >= maxOwners()) {
             throw new NamedProducersExhaustedException("queue '" + queue + "' has " + owners.size() + " named producers "
                     + "registered on open connections, at most " + maxOwners() + " (twice queues.dedup-max-producers): close "
                     + "producers or connections, or raise that setting");
@@ -537,6 +607,11 @@ public final class ProducerRegistry {
     /** Named producers this queue keeps an owner for at most: twice what its table tracks. */
     private int maxOwners() {
         return (int) Math.min(Integer.MAX_VALUE, 2L * table.maxProducers());
+    }
+
+    /** Fences of superseded instances this queue keeps at most, apart from its owners: as many ({@link #keepFencesBounded}). */
+    private int maxFences() {
+        return maxOwners();
     }
 
     /**

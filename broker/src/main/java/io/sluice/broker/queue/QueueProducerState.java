@@ -80,6 +80,11 @@ public final class QueueProducerState {
         executor.execute(() -> producers.connectionClosed(connection));
     }
 
+    /** On the queue's executor: the fences the registry keeps for superseded instances ({@link ProducerRegistry#fencesKept}). */
+    int fencesKept() {
+        return producers.fencesKept();
+    }
+
     /** At shutdown: a last producer checkpoint if anything changed since the last, so the next start replays nothing. */
     public CompletableFuture<Void> checkpoint() {
         return CompletableFuture.supplyAsync(() -> !producers.changedSinceCheckpoint()

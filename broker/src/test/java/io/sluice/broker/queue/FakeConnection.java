@@ -101,6 +101,13 @@ final class FakeConnection extends FrameLink {
         active = false;
     }
 
+    /** Keeps the ERROR and the CLOSE a real connection would write; stays active, as a real one does until they are written. */
+    @Override
+    public void closeFor(io.sluice.protocol.ErrorCode code, String sentence) {
+        write(new io.sluice.protocol.ErrorFrame(0, code, sentence));
+        write(new io.sluice.protocol.CloseFrame(code, sentence));
+    }
+
     @Override
     public int maxFrameBytes() {
         return 8 << 20;
