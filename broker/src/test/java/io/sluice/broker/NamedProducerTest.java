@@ -60,6 +60,34 @@ class NamedProducerTest {
         }
     }
 
+    /**
+     * Sequences are signed 64-bit and a publish may jump forward by any amount, so a named producer's last stored sequence
+     * may be near Long.MAX_VALUE (another instance, or a raw client, jumped there). The client continued past it by
+     * overflow: the next sequence was Long.MIN_VALUE, which carries no identity (below 1), so the broker stored it
+     * untracked and a resend after a reconnect would be stored again. A producer whose sequences are used up fails
+     * the send, saying so, and sends nothing.
+     */
+    @Test
+    void aNamedProducerWhoseSequencesAreUsedUpFailsTheSendInsteadOfWrapping() throws Exception {
+        long id = io.sluice.protocol.ProducerIds.forName("order-service");
+        try (Broker broker = TestBrokers.start(dir, Map.of()); Connection connection = connect(broker);
+             RawClient raw = RawClient.connected(broker.port())) {
+            connection.declareQueue("orders", QueueSettings.EMPTY);
+            io.sluice.protocol.PublishFrameBuilder b = new io.sluice.protocol.PublishFrameBuilder(raw.alloc(), "orders");
+            b.add(id, Long.MAX_VALUE - 1, java.util.List.of(), new byte[]{1});
+            raw.send(b.build());
+            raw.expect(io.sluice.protocol.ConfirmFrame.class);
+
+            Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT.withName("order-service"));
+            assertEquals(Long.MAX_VALUE - 1, producer.lastStoredSequence());
+            producer.send(Payloads.of(1)); // Long.MAX_VALUE, the last
+            ExecutionException usedUp = assertThrows(ExecutionException.class,
+                    () -> producer.sendAsync(Payloads.of(2)).get(10, TimeUnit.SECONDS));
+            assertTrue(usedUp.getCause().getMessage().contains("sequence"), usedUp.getCause().getMessage());
+            assertEquals(2, connection.declareQueue("orders", QueueSettings.EMPTY), "nothing stored past the last sequence");
+        }
+    }
+
     @Test
     void aNameTooLongIsRefusedBeforeAnythingIsSent() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,

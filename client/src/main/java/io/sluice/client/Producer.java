@@ -69,6 +69,10 @@ public final class Producer implements AutoCloseable {
     private volatile boolean closed;
 
     // Owned by the network thread.
+    /**
+     * Below 1 once the sequences are used up: Long.MAX_VALUE was given (or stored under this name before this instance
+     * registered). Before, the next was Long.MIN_VALUE, which carries no identity: stored untracked, stored again if resent.
+     */
     private long nextSequence = 1;
     private final SequenceWindow<Pending> unsettled;
     private final ArrayDeque<Pending> unsent = new ArrayDeque<>();
@@ -257,7 +261,15 @@ public final class Producer implements AutoCloseable {
                     + " the message was not sent"));
             return;
         }
-        pending.sequence = nextSequence++;
+        if (nextSequence < 1) {
+            fail(pending, new SluiceException(io.sluice.protocol.ErrorCode.NONE, "", "producer " + producerId + " for queue "
+                    + queue + " has used up its sequences: the last, " + Long.MAX_VALUE + ", is taken"
+                    + (options.name() == null ? "" : " (stored under the name '" + options.name() + "')")
+                    + ", and a sequence past it would not be told apart from a resend; the message was not sent. Publish "
+                    + (options.name() == null ? "with a new producer" : "under another producer name")));
+            return;
+        }
+        pending.sequence = nextSequence++; // past Long.MAX_VALUE: Long.MIN_VALUE, used up
         unsettled.add(pending.sequence, pending);
         unsent.add(pending);
         unsentBytes += pending.payload.length;
@@ -532,7 +544,8 @@ public final class Producer implements AutoCloseable {
         epoch = ok.epoch();
         if (first) {
             lastStoredSequence = ok.lastSequence();
-            nextSequence = Math.max(nextSequence, ok.lastSequence() + 1);
+            nextSequence = ok.lastSequence() == Long.MAX_VALUE ? Long.MIN_VALUE // used up
+                    : Math.max(nextSequence, ok.lastSequence() + 1);
         }
         awaitingInit = false;
         flushOnLoop();

@@ -126,10 +126,12 @@ public final class SequenceWindow<T> {
             }
             range.clear();
         }
-        long first = Math.max(from, oldest);
-        long last = Math.min(to, oldest + span - 1);
-        for (long sequence = first; sequence <= last; sequence++) {
-            int slot = (int) (head + (sequence - oldest)) & (slots.length - 1);
+        // By offset from the oldest, which stays within the ring: a range ending at Long.MAX_VALUE stepped by sequence
+        // past it to Long.MIN_VALUE, still not above the end, and spun the client's network thread for good.
+        long firstOffset = Math.max(from, oldest) - oldest;
+        long lastOffset = Math.min(to - oldest, span - 1L);
+        for (long offset = firstOffset; offset <= lastOffset; offset++) {
+            int slot = (int) (head + offset) & (slots.length - 1);
             Object value = slots[slot];
             if (value != null) {
                 slots[slot] = null;

@@ -1,6 +1,7 @@
 package io.sluice.client.internal;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -82,5 +83,22 @@ class SequenceWindowTest {
         List<Long> left = new ArrayList<>();
         window.forEach(left::add);
         assertEquals(List.of(10_000L), left);
+    }
+
+    /**
+     * A confirm of the range ending at Long.MAX_VALUE (a named producer continuing after a last stored sequence near
+     * it) spun the client's network thread forever: the loop over the range stepped past Long.MAX_VALUE to
+     * Long.MIN_VALUE, still not above its end. Hung before the fix.
+     */
+    @Test
+    @Timeout(value = 30, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // the spin ignores an interrupt
+    void shouldRemoveARangeEndingAtTheTopOfTheSequenceSpace() {
+        SequenceWindow<String> window = new SequenceWindow<>(4);
+        window.add(Long.MAX_VALUE - 1, "a");
+        window.add(Long.MAX_VALUE, "b");
+        List<String> removed = new ArrayList<>();
+        window.removeRange(Long.MAX_VALUE - 1, Long.MAX_VALUE, removed::add);
+        assertEquals(List.of("a", "b"), removed);
+        assertEquals(0, window.size());
     }
 }
