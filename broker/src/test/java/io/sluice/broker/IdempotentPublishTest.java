@@ -293,6 +293,33 @@ class IdempotentPublishTest {
         }
     }
 
+    /**
+     * A sequence below 1 carries no identity and is stored every time, and so is confirmed like any other: a frame's
+     * confirm ranges marked "no run" with -1, so a negative sequence's run was dropped (never confirmed), and a run
+     * ending at Long.MAX_VALUE took Long.MIN_VALUE as its next (MAX_VALUE + 1), a range ending before it starts.
+     */
+    @Test
+    void sequencesBelowOneAndAtTheTopOfTheSpaceAreConfirmed() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of());
+             RawClient c = RawClient.connected(broker.port())) {
+            declare(c, "q");
+            publish(c, "q", PRODUCER, -5, -4, -1);
+            assertEquals(List.of(-5L, -4L, -1L), confirmed(c, PRODUCER, 3));
+            publish(c, "q", PRODUCER + 1, Long.MAX_VALUE - 1, Long.MAX_VALUE, Long.MIN_VALUE);
+            List<IdRange> top = new ArrayList<>(); // not walked by sequence: a walk to Long.MAX_VALUE does not end
+            for (long count = 0; count < 3; ) {
+                ConfirmFrame confirm = c.expect(ConfirmFrame.class);
+                assertEquals(PRODUCER + 1, confirm.producerId());
+                for (IdRange r : confirm.sequences()) {
+                    top.add(r);
+                    count += r.to() - r.from() + 1;
+                }
+            }
+            assertEquals(List.of(new IdRange(Long.MAX_VALUE - 1, Long.MAX_VALUE), IdRange.single(Long.MIN_VALUE)), top);
+            assertEquals(6, declare(c, "q"));
+        }
+    }
+
     @Test
     void badInputGetsItsCodeAndStoresNothing() throws Exception {
         try (Broker broker = TestBrokers.start(dir, Map.of("broker.publish-window-messages", "100"));

@@ -55,23 +55,30 @@ final class PendingConfirms {
         private long firstProducer;
         private IdRange firstRange;
         private long runProducer;
-        private long runFrom = -1;
-        private long runTo = -1;
+        /**
+         * Whether a run is open: any sequence may be confirmed, those below 1 too (no identity, stored every time), so
+         * none can mark "no run" (-1 did: a negative sequence's run was dropped, never confirmed, and its window never
+         * given back).
+         */
+        private boolean inRun;
+        private long runFrom;
+        private long runTo;
 
         /** One more stored message: extends the current run of consecutive sequences of one producer, or starts one. */
         void stored(long producerId, long sequence) {
-            if (runFrom >= 0 && producerId == runProducer && sequence == runTo + 1) {
+            if (inRun && producerId == runProducer && runTo != Long.MAX_VALUE && sequence == runTo + 1) {
                 runTo = sequence;
                 return;
             }
             closeRun();
             runProducer = producerId;
+            inRun = true;
             runFrom = sequence;
             runTo = sequence;
         }
 
         private void closeRun() {
-            if (runFrom < 0) {
+            if (!inRun) {
                 return;
             }
             if (firstRange == null) {
@@ -84,13 +91,13 @@ final class PendingConfirms {
                 }
                 List<IdRange> list = ranges.computeIfAbsent(runProducer, p -> new ArrayList<>());
                 IdRange last = list.isEmpty() ? null : list.get(list.size() - 1);
-                if (last != null && last.to() + 1 == runFrom) {
+                if (last != null && last.to() != Long.MAX_VALUE && last.to() + 1 == runFrom) {
                     list.set(list.size() - 1, new IdRange(last.from(), runTo));
                 } else {
                     list.add(new IdRange(runFrom, runTo));
                 }
             }
-            runFrom = -1;
+            inRun = false;
         }
 
         /** The ranges per producer, in the order their producers first stored; not to be modified. */
