@@ -175,7 +175,7 @@ public final class QueueTransactions {
         this.effects = effects;
         this.confirms = confirms;
         this.publishers = publishers;
-        found.forEach((transaction, ids, count, bytes) -> {
+        found.forEach((transaction, ids, sizes, count, bytes) -> {
             for (int i = 0; i < count; i++) {
                 pending.add(ids[i]);
             }
@@ -568,10 +568,15 @@ public final class QueueTransactions {
     }
 
     /**
-     * Recovery (T4): the staged records found at open whose transaction {@code committed} does not
-     * accept are discarded; the others become visible. Completes with the number discarded.
+     * Recovery (T4): the staged records found at open become visible if their transaction {@code committed} accepts
+     * it and its commit record names them ({@code named}, of this queue's ids); the others are discarded. Completes
+     * with the number discarded.
+     *
+     * <p>Rule "named, not numbered": a record carrying a committed transaction's number that its commit record does
+     * not name is no part of that commit: a TX_PUBLISH that came after the TX_COMMIT was staged, and a crash came
+     * before its discard. Its client was told it was not stored.
      */
-    public CompletableFuture<Long> recoverStaged(LongPredicate committed) {
+    public CompletableFuture<Long> recoverStaged(LongPredicate committed, LongPredicate named) {
         return on(() -> {
             StagedAtOpen recovered = found;
             found = null;
@@ -579,16 +584,34 @@ public final class QueueTransactions {
             if (recovered == null) {
                 return 0L;
             }
-            recovered.forEach((transaction, ids, count, bytes) -> {
-                if (committed.test(transaction)) {
-                    for (int i = 0; i < count; i++) {
-                        pending.remove(ids[i]);
-                    }
-                    stagedMessages -= count;
-                    stagedBytes = Math.max(0, stagedBytes - bytes);
-                } else {
+            recovered.forEach((transaction, ids, sizes, count, bytes) -> {
+                if (!committed.test(transaction)) {
                     discardNow(ids, count, bytes);
                     discarded[0] += count;
+                    return;
+                }
+                long[] notNamed = new long[0];
+                int notNamedCount = 0;
+                long notNamedBytes = 0;
+                for (int i = 0; i < count; i++) {
+                    if (named.test(ids[i])) {
+                        pending.remove(ids[i]);
+                        stagedMessages--;
+                        stagedBytes = Math.max(0, stagedBytes - sizes[i]);
+                    } else {
+                        if (notNamedCount == notNamed.length) {
+                            notNamed = Arrays.copyOf(notNamed, Math.max(4, notNamedCount * 2));
+                        }
+                        notNamed[notNamedCount++] = ids[i];
+                        notNamedBytes += sizes[i];
+                    }
+                }
+                if (notNamedCount > 0) {
+                    LOG.warn("Queue '{}': {} staged messages of committed transaction {} are not named by its commit record "
+                            + "(a TX_PUBLISH after its TX_COMMIT, answered as not stored); discarded.",
+                            queue.name(), notNamedCount, transaction);
+                    discardNow(notNamed, notNamedCount, notNamedBytes);
+                    discarded[0] += notNamedCount;
                 }
             });
             recovered.commitRecords().forEach((transaction, at) -> { // T5: a committed one stays pending until finished

@@ -16,11 +16,14 @@ import java.util.Map;
 final class StagedAtOpen implements StagedRecordVisitor {
     /** Receives one transaction's records. */
     interface Visitor {
-        void transaction(long number, long[] ids, int count, long bytes);
+        /** {@code sizes[i]}: headers plus payload of {@code ids[i]}; {@code bytes}, their sum. */
+        void transaction(long number, long[] ids, int[] sizes, int count, long bytes);
     }
 
     private static final class Records {
         long[] ids = new long[16];
+        /** Each record's headers plus payload: recovery may discard some of a committed transaction's (X4). */
+        int[] sizes = new int[16];
         int count;
         long bytes;
     }
@@ -42,7 +45,9 @@ final class StagedAtOpen implements StagedRecordVisitor {
         Records r = byTransaction.computeIfAbsent(transaction, n -> new Records());
         if (r.count == r.ids.length) {
             r.ids = Arrays.copyOf(r.ids, r.count * 2);
+            r.sizes = Arrays.copyOf(r.sizes, r.count * 2);
         }
+        r.sizes[r.count] = bytes;
         r.ids[r.count++] = id;
         r.bytes += bytes;
     }
@@ -53,6 +58,6 @@ final class StagedAtOpen implements StagedRecordVisitor {
     }
 
     void forEach(Visitor visitor) {
-        byTransaction.forEach((number, r) -> visitor.transaction(number, r.ids, r.count, r.bytes));
+        byTransaction.forEach((number, r) -> visitor.transaction(number, r.ids, r.sizes, r.count, r.bytes));
     }
 }

@@ -8,11 +8,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongPredicate;
+import java.util.stream.LongStream;
 
 /**
  * Rule X4 of docs/transactions.md at the broker's start: the transactions the log and the queues' commit records
@@ -49,12 +54,14 @@ final class TransactionRecovery {
     CompletableFuture<Void> recover() {
         List<TransactionLog.Interrupted> interrupted = log.interrupted();
         Set<Long> committed = new HashSet<>();
+        StagedNamed named = new StagedNamed();
         long numbers = nextNumber.get();
         int rolledBack = 0;
         for (TransactionLog.Interrupted t : interrupted) {
             numbers = Math.max(numbers, t.number() + 1);
             if (t.commit() != null) {
                 committed.add(t.number());
+                named.add(t.commit(), queues);
             } else {
                 log.finished(t.records().stream().mapToLong(Long::longValue).toArray());
                 rolledBack++;
@@ -81,6 +88,7 @@ final class TransactionRecovery {
                     continue;
                 }
                 committed.add(found.transaction());
+                named.add(commit, queues);
                 numbers = Math.max(numbers, found.transaction() + 1);
                 inQueues.written(q);
                 redoInQueues.add(() -> redone.add(redoAcknowledgements(commit, records.inQueue(q, found.id()), q)));
@@ -89,7 +97,7 @@ final class TransactionRecovery {
         nextNumber.set(numbers);
         List<CompletableFuture<Long>> discards = new ArrayList<>();
         for (BrokerQueue q : all) {
-            discards.add(q.transactions().recoverStaged(committed::contains));
+            discards.add(q.transactions().recoverStaged(committed::contains, named.in(q)));
         }
         long discarded = 0;
         for (CompletableFuture<Long> f : discards) {
@@ -109,6 +117,33 @@ final class TransactionRecovery {
                     redoInQueues.size(), discarded, rolledBack);
         }
         return CompletableFuture.allOf(redone.toArray(CompletableFuture[]::new));
+    }
+
+    /**
+     * The ids each committed transaction's record names as staged in each queue (its targets' parts, each only in the
+     * incarnation it was written for, X6): what recovery makes visible there, rather than every staged record that
+     * carries a committed transaction's number (rule "named, not numbered" of {@link QueueTransactions#recoverStaged}).
+     */
+    private static final class StagedNamed {
+        private final Map<BrokerQueue, List<long[]>> byQueue = new IdentityHashMap<>();
+
+        void add(CommitRecord commit, QueueManager queues) {
+            for (CommitRecord.Part target : commit.targets()) {
+                BrokerQueue q = queues.get(target.queue());
+                if (q != null && target.appliesTo(q)) {
+                    byQueue.computeIfAbsent(q, x -> new ArrayList<>()).add(target.ids());
+                }
+            }
+        }
+
+        LongPredicate in(BrokerQueue q) {
+            List<long[]> parts = byQueue.get(q);
+            if (parts == null) {
+                return id -> false;
+            }
+            long[] sorted = parts.stream().flatMapToLong(LongStream::of).sorted().toArray();
+            return id -> Arrays.binarySearch(sorted, id) >= 0;
+        }
     }
 
     /**
