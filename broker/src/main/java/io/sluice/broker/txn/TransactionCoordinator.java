@@ -314,9 +314,9 @@ public final class TransactionCoordinator implements AutoCloseable {
                 LOG.error("{}: committed, but this node could not store its messages ({}).", t.describe(), failed.toString());
                 collectedEnded(t);
                 t.state = Transaction.State.FINISHED;
+                forget(t);
                 t.link.answerError(t.commitRequestId, ErrorCode.STORAGE_FAILED, t.describe() + " is committed in the "
                         + "replicated log, but this node could not make its messages durable: " + message(failed));
-                forget(t);
             }
         }, executor);
     }
@@ -403,10 +403,10 @@ public final class TransactionCoordinator implements AutoCloseable {
 
     private void answerAborted(Transaction t, long requestId) {
         ErrorCode code = t.abortCode == ErrorCode.TRANSACTION_TIMED_OUT ? ErrorCode.TRANSACTION_TIMED_OUT : ErrorCode.TRANSACTION_ABORTED;
-        t.link.answerError(requestId, code, t.describe() + " was rolled back: " + t.abortReason
-                + (t.abortCode != code ? " (" + t.abortCode + ")" : ""));
         t.state = Transaction.State.FINISHED;
         forget(t);
+        t.link.answerError(requestId, code, t.describe() + " was rolled back: " + t.abortReason
+                + (t.abortCode != code ? " (" + t.abortCode + ")" : ""));
     }
 
     /**
@@ -563,9 +563,9 @@ public final class TransactionCoordinator implements AutoCloseable {
         t.state = Transaction.State.FINISHED;
         undo(t);
         counts.aborted(); // rolled back by the broker, not by its client or connection (docs/transactions.md, "Metrics")
+        forget(t);
         t.link.answerError(t.commitRequestId, code == ErrorCode.INTERNAL_ERROR ? ErrorCode.TRANSACTION_ABORTED : code,
                 t.describe() + " was rolled back: " + why);
-        forget(t);
     }
 
     /**
@@ -579,9 +579,9 @@ public final class TransactionCoordinator implements AutoCloseable {
         t.state = Transaction.State.FINISHED;
         LOG.error("{}: its commit record could not be made durable ({}); whether it is committed is decided at the next start.",
                 t.describe(), failed.toString());
+        forget(t);
         t.link.answerError(t.commitRequestId, ErrorCode.STORAGE_FAILED, t.describe() + " could not be made durable ("
                 + message(failed) + "); whether it is committed is decided when the broker restarts");
-        forget(t);
     }
 
     /** Applies the commits whose records are durable, in log order (X2). */
@@ -711,10 +711,11 @@ public final class TransactionCoordinator implements AutoCloseable {
         return CompletableFuture.allOf(steps.toArray(CompletableFuture[]::new));
     }
 
+    /** Rule "forgotten before answered": the client may reuse the id, or its place under the cap, once it hears. */
     private void forget(Transaction t) {
         live.remove(t);
-        t.link.flush();
         t.owner.forget(t);
+        t.link.flush();
     }
 
     /** The sentence of a TRANSACTION_ABORTED for an operation refused with {@code code}. */
@@ -749,10 +750,6 @@ public final class TransactionCoordinator implements AutoCloseable {
         return oldest / 1e9;
     }
 
-
-
-
-
     /**
      * Commit records still needed (X3), in the log and in target queues (T5): commits whose
      * acknowledgements or staged messages are not yet all acknowledged and durable.
@@ -760,7 +757,6 @@ public final class TransactionCoordinator implements AutoCloseable {
     public long logRecords() {
         return log.records() + inQueues.unfinished();
     }
-
 
     /**
      * At shutdown, once the connections are closed and before the queues' executors stop: runs what
