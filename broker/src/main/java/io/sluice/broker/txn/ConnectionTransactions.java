@@ -37,14 +37,26 @@ public final class ConnectionTransactions {
     /**
      * TX_BEGIN. Past the cap, the transaction is refused with TX_ABORTED TRANSACTION_LIMIT. A reused id
      * rolls back the transaction open under it (TX_ABORTED TRANSACTION_ID_IN_USE): the frames that follow
-     * could belong to either.
+     * could belong to either. One that can no longer be rolled back (its TX_COMMIT came, or the broker rolled it
+     * back and its client has not ended it) is left as it is, and the TX_BEGIN refused with ERROR
+     * TRANSACTION_ID_IN_USE to no request.
      */
     public void begin(long txnId, int timeoutMs) {
         Transaction existing = open.get(txnId);
         if (existing != null) {
-            coordinator.executor().execute(() -> coordinator.abort(existing, ErrorCode.TRANSACTION_ID_IN_USE, "TX_BEGIN reused id "
-                    + txnId + " of a transaction open on this connection; that transaction is rolled back, since the frames "
-                    + "that follow could belong to either"));
+            // A frame after the TX_COMMIT must not undo it: the commit may still wait here for its stagings, and the
+            // rollback handed over now would overtake it.
+            if (existing.commitReceived || existing.undone) {
+                link.answerError(0, ErrorCode.TRANSACTION_ID_IN_USE, inUse(txnId));
+                return;
+            }
+            coordinator.executor().execute(() -> {
+                if (!coordinator.abort(existing, ErrorCode.TRANSACTION_ID_IN_USE, "TX_BEGIN reused id " + txnId + " of a "
+                        + "transaction open on this connection; that transaction is rolled back, since the frames that follow "
+                        + "could belong to either")) {
+                    link.answerError(0, ErrorCode.TRANSACTION_ID_IN_USE, inUse(txnId)); // it was rolled back meanwhile
+                }
+            });
             return;
         }
         int max = coordinator.limits.maxOpenPerConnection;
@@ -178,6 +190,12 @@ public final class ConnectionTransactions {
             link.transactionAborted(txnId, ErrorCode.UNKNOWN_TRANSACTION, unknown(txnId, frame));
         }
         return t;
+    }
+
+    private static String inUse(long txnId) {
+        return "TX_BEGIN reused id " + txnId + " of a transaction still on this connection that can no longer be rolled "
+                + "back (its TX_COMMIT came, or the broker rolled it back: its TX_COMMIT or TX_ROLLBACK learns why); no "
+                + "transaction was begun, and that one is left as it is";
     }
 
     private static String unknown(long txnId, String frame) {

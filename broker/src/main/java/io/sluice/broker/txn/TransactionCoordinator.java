@@ -349,11 +349,14 @@ public final class TransactionCoordinator implements AutoCloseable {
         return null;
     }
 
-    /** A refusal of the broker's own: rolled back now, the client told with TX_ABORTED; a later TX_COMMIT gets the reason. */
-    void abort(Transaction t, ErrorCode code, String reason) {
+    /**
+     * A refusal of the broker's own: rolled back now, the client told with TX_ABORTED; a later TX_COMMIT gets the reason.
+     * Returns false if {@code t} was past rolling back (rolled back or ended already, or its commit record built).
+     */
+    boolean abort(Transaction t, ErrorCode code, String reason) {
         // A commit whose record is built is past rolling back: only an operation it still waits for may abort it.
         if (!t.takesOperations() && (t.state != Transaction.State.COMMITTING || t.sealed)) {
-            return;
+            return false;
         }
         boolean wasCommitting = t.state == Transaction.State.COMMITTING;
         t.state = Transaction.State.ABORTED;
@@ -365,6 +368,7 @@ public final class TransactionCoordinator implements AutoCloseable {
             t.link.transactionAborted(t.clientId, code, reason);
         }
         LOG.debug("{} rolled back by the broker: {}", t.describe(), reason);
+        return true;
     }
 
     /** Coordinator thread: runs what was deferred to it (rule "finishing rides along"). */
