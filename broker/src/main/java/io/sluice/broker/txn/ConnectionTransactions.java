@@ -110,7 +110,10 @@ public final class ConnectionTransactions {
      */
     public void refuse(long txnId, String frame, ErrorCode code, String message) {
         Transaction t = find(txnId, frame);
-        if (t != null) {
+        if (t != null && t.commitReceived) { // no part of the commit before it, which it must not undo
+            link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a " + frame + " after its "
+                    + "TX_COMMIT is not part of it, and this one was refused (" + code + "): " + message);
+        } else if (t != null) {
             coordinator.executor().execute(() -> coordinator.abort(t, ErrorCode.TRANSACTION_ABORTED,
                     TransactionCoordinator.refused(frame, code, message)));
         }
@@ -162,6 +165,11 @@ public final class ConnectionTransactions {
         Transaction t = open.get(txnId);
         if (t == null) {
             link.answerError(requestId, ErrorCode.UNKNOWN_TRANSACTION, unknown(txnId, "TX_ROLLBACK"));
+            return;
+        }
+        if (t.commitReceived) { // the commit may still wait here for its stagings: handed over now, this would overtake it
+            link.answerError(requestId, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; it can no longer be "
+                    + "rolled back");
             return;
         }
         coordinator.executor().execute(() -> coordinator.rollback(t, requestId));

@@ -1,0 +1,100 @@
+package io.sluice.broker;
+
+import io.netty.buffer.Unpooled;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.ErrorFrame;
+import io.sluice.protocol.Frame;
+import io.sluice.protocol.HeartbeatFrame;
+import io.sluice.protocol.OkFrame;
+import io.sluice.protocol.PublishCreditFrame;
+import io.sluice.protocol.PublishFrameBuilder;
+import io.sluice.protocol.TxBeginFrame;
+import io.sluice.protocol.TxCommitFrame;
+import io.sluice.protocol.TxPublishFrame;
+import io.sluice.protocol.TxRollbackFrame;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static io.sluice.broker.TransactionFrames.count;
+import static io.sluice.broker.TransactionFrames.declare;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * The broker handles a connection's frames in order: a TX_ROLLBACK, or a TX_PUBLISH the session refuses, that follows a
+ * TX_COMMIT of the same transaction does not undo that commit. The loop hands a TX_COMMIT over only once the stagings
+ * before it completed; before, such a frame was handed over at once and rolled the transaction back first, so the commit
+ * sent before it was answered TRANSACTION_ABORTED. Here the TX_COMMIT follows a TX_PUBLISH of 2000 messages, all in one
+ * write, so that the loop reads it, and the frame after it, while that staging is under way.
+ */
+class FramesAfterTxCommitTest {
+    private static final int MESSAGES = 2000;
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void aTxRollbackAfterTheTxCommitIsRefusedAndTheCommitGoesAhead() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
+            declare(c, "invoices");
+            send(c, new TxBeginFrame(1, 0), bigPublish(c), new TxCommitFrame(9, 1), new TxRollbackFrame(5, 1));
+
+            assertEquals(List.of("ERROR 5 UNKNOWN_TRANSACTION", "OK 9"), answers(c, 2));
+            assertEquals(MESSAGES, count(c, "invoices"));
+        }
+    }
+
+    @Test
+    void aRefusedTxPublishAfterTheTxCommitIsNotPartOfItAndTheCommitGoesAhead() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
+            declare(c, "invoices");
+            PublishFrameBuilder toNoQueue = new PublishFrameBuilder(c.alloc(), "nosuch");
+            toNoQueue.add(0, 0, List.of(), "x".getBytes(StandardCharsets.UTF_8));
+            send(c, new TxBeginFrame(1, 0), bigPublish(c), new TxCommitFrame(9, 1), new TxPublishFrame(1, toNoQueue.build()));
+
+            assertEquals(List.of("ERROR 0 UNKNOWN_TRANSACTION", "OK 9"), answers(c, 2));
+            assertEquals(MESSAGES, count(c, "invoices"));
+        }
+    }
+
+    private static TxPublishFrame bigPublish(RawClient c) {
+        PublishFrameBuilder b = new PublishFrameBuilder(c.alloc(), "invoices");
+        for (int i = 0; i < MESSAGES; i++) {
+            b.add(0, 0, List.of(), ("invoice-" + i).getBytes(StandardCharsets.UTF_8));
+        }
+        return new TxPublishFrame(1, b.build());
+    }
+
+    /** The frames in one write: the broker's loop reads them together. */
+    private static void send(RawClient c, Frame... frames) throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        for (Frame f : frames) {
+            out.write(FrameBytes.of(f));
+        }
+        c.sendRaw(Unpooled.wrappedBuffer(out.toByteArray()));
+    }
+
+    /** The next {@code n} answers (heartbeats and PUBLISH_CREDIT aside), sorted. */
+    private static List<String> answers(RawClient c, int n) throws InterruptedException {
+        List<String> answers = new ArrayList<>();
+        while (answers.size() < n) {
+            Object o = c.received.poll(10, TimeUnit.SECONDS);
+            if (o instanceof ErrorFrame e) {
+                answers.add("ERROR " + e.requestId() + " " + e.errorCode());
+            } else if (o instanceof OkFrame ok) {
+                answers.add("OK " + ok.requestId());
+            } else if (o == null || !(o instanceof HeartbeatFrame || o instanceof PublishCreditFrame)) {
+                answers.add(String.valueOf(o));
+            }
+        }
+        answers.sort(null);
+        return answers;
+    }
+}
