@@ -22,16 +22,18 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
 import static io.sluice.broker.TransactionFrames.count;
 import static io.sluice.broker.TransactionFrames.declare;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * The broker handles a connection's frames in order: a TX_ROLLBACK, or a TX_PUBLISH the session refuses, that follows a
- * TX_COMMIT of the same transaction does not undo that commit. The loop hands a TX_COMMIT over only once the stagings
- * before it completed; before, such a frame was handed over at once and rolled the transaction back first, so the commit
- * sent before it was answered TRANSACTION_ABORTED. Here the TX_COMMIT follows a TX_PUBLISH of 2000 messages, all in one
+ * The broker handles a connection's frames in order: a TX_ROLLBACK, a TX_PUBLISH the session refuses, or a second
+ * TX_COMMIT, that follows a TX_COMMIT of the same transaction does not undo or overtake that commit. The loop hands a
+ * TX_COMMIT over only once the stagings before it completed; before, such a frame was handed over at once: the
+ * transaction was rolled back first and the commit sent before it answered TRANSACTION_ABORTED, or the second TX_COMMIT
+ * was the one answered OK and the first refused. Here the TX_COMMIT follows a TX_PUBLISH of 2000 messages, all in one
  * write, so that the loop reads it, and the frame after it, while that staging is under way.
  */
 class FramesAfterTxCommitTest {
@@ -42,24 +44,30 @@ class FramesAfterTxCommitTest {
 
     @Test
     void aTxRollbackAfterTheTxCommitIsRefusedAndTheCommitGoesAhead() throws Exception {
-        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
-            declare(c, "invoices");
-            send(c, new TxBeginFrame(1, 0), bigPublish(c), new TxCommitFrame(9, 1), new TxRollbackFrame(5, 1));
-
-            assertEquals(List.of("ERROR 5 UNKNOWN_TRANSACTION", "OK 9"), answers(c, 2));
-            assertEquals(MESSAGES, count(c, "invoices"));
-        }
+        commitFollowedBy(c -> new TxRollbackFrame(5, 1), "ERROR 5 UNKNOWN_TRANSACTION");
     }
 
     @Test
     void aRefusedTxPublishAfterTheTxCommitIsNotPartOfItAndTheCommitGoesAhead() throws Exception {
-        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
-            declare(c, "invoices");
+        commitFollowedBy(c -> {
             PublishFrameBuilder toNoQueue = new PublishFrameBuilder(c.alloc(), "nosuch");
             toNoQueue.add(0, 0, List.of(), "x".getBytes(StandardCharsets.UTF_8));
-            send(c, new TxBeginFrame(1, 0), bigPublish(c), new TxCommitFrame(9, 1), new TxPublishFrame(1, toNoQueue.build()));
+            return new TxPublishFrame(1, toNoQueue.build());
+        }, "ERROR 0 UNKNOWN_TRANSACTION");
+    }
 
-            assertEquals(List.of("ERROR 0 UNKNOWN_TRANSACTION", "OK 9"), answers(c, 2));
+    @Test
+    void aSecondTxCommitIsRefusedAndTheFirstIsTheOneAnswered() throws Exception {
+        commitFollowedBy(c -> new TxCommitFrame(10, 1), "ERROR 10 UNKNOWN_TRANSACTION");
+    }
+
+    /** TX_COMMIT(9) of a transaction staging {@link #MESSAGES} messages, then {@code after}: answered {@code refusal} and OK 9. */
+    private void commitFollowedBy(Function<RawClient, Frame> after, String refusal) throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
+            declare(c, "invoices");
+            send(c, new TxBeginFrame(1, 0), bigPublish(c), new TxCommitFrame(9, 1), after.apply(c));
+
+            assertEquals(List.of(refusal, "OK 9"), answers(c, 2));
             assertEquals(MESSAGES, count(c, "invoices"));
         }
     }

@@ -138,6 +138,10 @@ public final class ConnectionTransactions {
             link.answerError(requestId, ErrorCode.UNKNOWN_TRANSACTION, unknown(txnId, "TX_COMMIT"));
             return;
         }
+        if (t.commitReceived) { // answered here: handed over, it could overtake the first, which waits for its stagings
+            link.answerError(requestId, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is already committing");
+            return;
+        }
         t.commitReceived = true;
         // docs/protocol.md: the timeout counts from TX_BEGIN to the arrival of TX_COMMIT. It is kept on this loop, so
         // cancelled here it cannot fire any more; one that fired before handed its rollback over first, and the commit
