@@ -1,16 +1,12 @@
 package io.sluice.storage;
 
-import io.sluice.storage.ack.AckJournal;
-import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.ack.HeldForce;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -39,7 +35,7 @@ class JournalForceOutsideLockTest {
         try (MessageStore store = MessageStore.open(dir, StoreConfig.builder().syncIntervalMs(1).reservedDiskBytes(64L << 20).build())) {
             QueueStore queue = store.createQueue("q");
             long first = queue.append(null, "before".getBytes(StandardCharsets.UTF_8));
-            try (HeldForce force = HeldForce.of(journalOf(queue))) {
+            try (HeldForce force = HeldForce.of(JournalInForce.journalOf(queue))) {
                 Await.until("the flusher is in the journal's force, blocked", JournalForceOutsideLockTest::flusherBlockedInForce, 10, TimeUnit.SECONDS);
                 CompletableFuture<AckResult> work = CompletableFuture.supplyAsync(() -> {
                     queue.append(null, "during".getBytes(StandardCharsets.UTF_8));
@@ -55,27 +51,7 @@ class JournalForceOutsideLockTest {
     }
 
     private static boolean flusherBlockedInForce() {
-        for (Map.Entry<Thread, StackTraceElement[]> e : Thread.getAllStackTraces().entrySet()) {
-            Thread.State state = e.getKey().getState();
-            if (e.getKey().getName().equals(FLUSHER) && (state == Thread.State.WAITING || state == Thread.State.BLOCKED)) {
-                for (StackTraceElement frame : e.getValue()) {
-                    if (frame.getClassName().equals(AckJournal.class.getName()) && frame.getMethodName().equals("force")) {
-                        return true;
-                    }
-                }
-            }
-        }
-        return false;
-    }
-
-    private static AckJournal journalOf(QueueStore queue) throws ReflectiveOperationException {
-        AckLog ackLog = (AckLog) field(QueueStore.class, "ackLog").get(queue);
-        return (AckJournal) field(AckLog.class, "journal").get(ackLog);
-    }
-
-    private static Field field(Class<?> type, String name) throws NoSuchFieldException {
-        Field field = type.getDeclaredField(name);
-        field.setAccessible(true);
-        return field;
+        return Thread.getAllStackTraces().keySet().stream()
+                .anyMatch(thread -> thread.getName().equals(FLUSHER) && JournalInForce.waits(thread));
     }
 }

@@ -193,6 +193,12 @@ public final class AckJournal implements Closeable {
      * after the record's bytes (a release store), read by {@link #force()} without it.
      */
     private final AtomicLong recordsAppended = new AtomicLong();
+    /**
+     * Of {@link #recordsAppended}, how many are durable: covered by a successful msync ({@link #force()}) or by the
+     * checkpoint a {@link #reuse} follows. What a force of the closed journal reports: a close whose checkpoint
+     * failed leaves the records after it undurable.
+     */
+    private final AtomicLong recordsDurable = new AtomicLong();
 
     private AckJournal(Path file, long generation, int sizeBytes, int maxBytes, MappedByteBuffer mapped) {
         this.file = file;
@@ -470,13 +476,16 @@ public final class AckJournal implements Closeable {
         mapped.put(HEADER_BYTES, (byte) 0);
         generation = nextGeneration;
         position = HEADER_BYTES;
+        recordsDurable.accumulateAndGet(recordsAppended.get(), Math::max); // checkpoint nextGeneration holds them all
     }
 
     /**
      * Flushes the records appended before this call to the device (msync): after this a machine crash
      * cannot lose them. Returns how many records ({@link #recordsAppended()}) the force covers. Any
-     * thread, without the queue's lock; forces nothing once the journal is closed (closing checkpoints
-     * first, and a checkpoint is durable by itself).
+     * thread, without the queue's lock. Once the journal is closed it forces nothing and returns the records
+     * already durable: all of them if the close's checkpoint completed (its {@link #reuse} says so), else only
+     * those an earlier force covered. (It used to return every record, so a force that met a close whose
+     * checkpoint had failed reported acks durable that no msync and no checkpoint had written.)
      */
     public long force() {
         mappingLock.lock();
@@ -486,9 +495,11 @@ public final class AckJournal implements Closeable {
             // dirty pages in its range, whichever mapping dirtied them.
             long covered = recordsAppended.get();
             MappedByteBuffer buffer = mapped;
-            if (buffer != null) {
-                buffer.force();
+            if (buffer == null) {
+                return recordsDurable.get(); // closed: nothing to msync, and no more is durable than before
             }
+            buffer.force();
+            recordsDurable.accumulateAndGet(covered, Math::max);
             return covered;
         } finally {
             releaseMapping();

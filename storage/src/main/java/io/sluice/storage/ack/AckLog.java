@@ -560,7 +560,8 @@ public final class AckLog implements Closeable {
     /**
      * Makes every change made before this call survive a machine crash, and returns how many journal
      * records ({@link #journalRecords()}) that covers. The storage flusher calls it without the queue's
-     * lock; before recovery and after close it forces nothing (close checkpoints) and returns 0.
+     * lock; before recovery and after close it forces nothing and returns 0 (a force that took the journal before
+     * the close released it returns only what a force or the close's checkpoint made durable, {@link AckJournal#force()}).
      */
     public long force() {
         AckJournal current = journal;
