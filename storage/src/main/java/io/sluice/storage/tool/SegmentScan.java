@@ -12,9 +12,13 @@ import net.openhft.chronicle.wire.DocumentContext;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.Consumer;
 
 /**
  * One queue's segment directory opened read-only through Chronicle (same roll cycle as the store,
@@ -52,19 +56,41 @@ final class SegmentScan implements AutoCloseable {
 
     /** Segment number to file size of every {@code *.cq4} in the directory, in segment order. */
     static TreeMap<Integer, Long> segmentFiles(Path segmentDirectory) {
+        return segmentFiles(segmentDirectory, file -> { });
+    }
+
+    /**
+     * As {@link #segmentFiles(Path)}; a file listed but gone when its size is read (a broker beside the tool reclaimed
+     * it) is left out and given to {@code vanished}, as is a whole directory gone since it was looked for (a queue being
+     * deleted). Any other failure to list or to read a size throws {@link UncheckedIOException} naming the path.
+     */
+    static TreeMap<Integer, Long> segmentFiles(Path segmentDirectory, Consumer<Path> vanished) {
         TreeMap<Integer, Long> files = new TreeMap<>();
         if (!Files.isDirectory(segmentDirectory)) {
             return files;
         }
+        List<Path> listed = new ArrayList<>();
         try (var list = Files.list(segmentDirectory)) {
-            for (Path file : (Iterable<Path>) list::iterator) {
-                int segment = SegmentFiles.segmentOf(file.getFileName().toString());
-                if (segment >= 0) {
-                    files.put(segment, Files.size(file));
-                }
+            list.forEach(listed::add);
+        } catch (NoSuchFileException e) {
+            vanished.accept(segmentDirectory);
+            return files;
+        } catch (IOException | UncheckedIOException e) {
+            throw new UncheckedIOException("cannot list " + segmentDirectory,
+                    e instanceof UncheckedIOException u ? u.getCause() : (IOException) e);
+        }
+        for (Path file : listed) {
+            int segment = SegmentFiles.segmentOf(file.getFileName().toString());
+            if (segment < 0) {
+                continue;
             }
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot list " + segmentDirectory, e);
+            try {
+                files.put(segment, Files.size(file));
+            } catch (NoSuchFileException e) {
+                vanished.accept(file);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot read the size of " + file, e);
+            }
         }
         return files;
     }

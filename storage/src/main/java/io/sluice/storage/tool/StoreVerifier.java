@@ -18,9 +18,11 @@ import java.util.TreeMap;
  * Not thread-safe; one use per run.
  *
  * <p>Damage: a record failing {@code RecordCodec.loaded}, an ack checkpoint or journal header that
- * does not check out, or a queue that cannot be read at all. Not damage, only noted: a journal whose
- * replay stops at a torn record (normal after a crash), and a segment whose record count differs
- * from Chronicle's index (a broker appending while the tool runs).
+ * does not check out, or a queue that cannot be read at all (its segments not listed, a file's size not read:
+ * that queue's damage, the run goes on). Not damage, only noted: a journal whose replay stops at a torn record
+ * (normal after a crash), a segment whose record count differs from Chronicle's index (a broker appending while
+ * the tool runs), an empty (0-byte) segment file, and a segment file removed between the listing and the reading of
+ * its size (a broker reclaiming it).
  */
 final class StoreVerifier {
     private final PrintStream out;
@@ -67,12 +69,16 @@ final class StoreVerifier {
         out.flush(); // before a progress line on the same terminal
         List<String> damage = new ArrayList<>();
         List<String> notes = new ArrayList<>();
-        TreeMap<Integer, Long> files = SegmentScan.segmentFiles(queueDirectory.resolve("segments"));
         TreeMap<Integer, SegmentFigures> figures = new TreeMap<>();
+        TreeMap<Integer, Long> files;
         Map<Integer, Long> indexed;
         AckSnapshot acks;
         long[] records = {0};
+        Path segments = queueDirectory.resolve("segments");
         try (SegmentScan scan = SegmentScan.open(queueDirectory)) {
+            // In the queue's try: a listing or a size that fails is this queue's damage, not the end of the run.
+            files = SegmentScan.segmentFiles(segments, gone -> notes.add(
+                    gone + " was removed while verify ran (a broker reclaiming it, or deleting the queue)"));
             indexed = scan.indexedCounts();
             scan.scan(-1, (index, segment, sequence, codec, problem) -> {
                 SegmentFigures f = figures.computeIfAbsent(segment, s -> new SegmentFigures());
@@ -107,7 +113,12 @@ final class StoreVerifier {
             totalMessages += f.records;
             totalCorrupt += f.corrupt;
             long index = indexed.getOrDefault(segment, 0L);
-            if (index != f.records) {
+            if (file.getValue() == 0) {
+                // Not a count from Chronicle's index (it has none: -1), and no broker appends to a file of no bytes.
+                notes.add("segment " + segment + ": " + segments.resolve(SegmentFiles.fileName(segment))
+                        + " is empty (0 bytes): it holds no records (a file a broker was creating during the run,"
+                        + " or one a crash left just after its creation)");
+            } else if (index != f.records) {
                 notes.add("segment " + segment + ": Chronicle's index counts " + index + " records, the scan read "
                         + f.records + " (a broker appending during the run explains this)");
             }

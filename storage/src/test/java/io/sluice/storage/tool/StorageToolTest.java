@@ -193,6 +193,59 @@ class StorageToolTest {
         assertTrue(said.startsWith("error: cannot write the report"), said);
     }
 
+    /**
+     * A segment file listed but gone when verify reads its size (a broker beside it reclaimed the segment) is left out
+     * with a note; before, the run stopped there with {@code error: cannot list ...} and no other queue was verified.
+     * A dangling link under a segment's name stands in for the race: listed, and no file when its size is read.
+     */
+    @Test
+    void shouldNoteASegmentRemovedDuringTheRunAndGoOnToTheNextQueue() throws IOException {
+        Path segments = dir.resolve("queues/empty/segments"); // "empty" is verified first
+        Files.createDirectories(segments);
+        Path gone = segments.resolve(SegmentFiles.fileName(3));
+        Files.createSymbolicLink(gone, segments.resolve("reclaimed"));
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals("", r.err());
+        assertEquals(StorageTool.EXIT_CLEAN, r.exitCode(), r.out());
+        assertTrue(r.out().contains("NOTE " + gone + " was removed while verify ran"), r.out());
+        assertTrue(r.out().contains(MESSAGES + " message(s), " + (MESSAGES - ACKED_PREFIX - 1) + " unacked"), r.out());
+        assertTrue(r.out().contains("Result: CLEAN"), r.out());
+    }
+
+    /** A segment whose size cannot be read is its queue's damage; before, it stopped the run with {@code error: ...}. */
+    @Test
+    void shouldReportASegmentThatCannotBeReadAsItsQueuesDamageAndGoOn() throws IOException {
+        Path segments = dir.resolve("queues/empty/segments");
+        Files.createDirectories(segments);
+        Path loop = segments.resolve(SegmentFiles.fileName(3));
+        Files.createSymbolicLink(loop, loop); // ELOOP, not "no such file"
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals("", r.err());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out());
+        assertTrue(r.out().contains("DAMAGE queue cannot be read: UncheckedIOException: cannot read the size of " + loop), r.out());
+        assertTrue(r.out().contains(MESSAGES + " message(s), " + (MESSAGES - ACKED_PREFIX - 1) + " unacked"), r.out());
+        assertTrue(r.out().contains("Result: DAMAGED (1 of 2 queue(s))"), r.out());
+    }
+
+    /** A zero-byte segment file is named as empty; before, the note read "Chronicle's index counts -1 records ... a broker appending". */
+    @Test
+    void shouldNameAnEmptySegmentFileAsEmpty() throws IOException {
+        Path segments = dir.resolve("queues/orders/segments");
+        int next = 0;
+        while (Files.exists(segments.resolve(SegmentFiles.fileName(next)))) {
+            next++;
+        }
+        Path empty = Files.createFile(segments.resolve(SegmentFiles.fileName(next)));
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_CLEAN, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("NOTE segment " + next + ": " + empty + " is empty (0 bytes): it holds no records"), r.out());
+        assertFalse(r.out().contains("counts -1"), r.out());
+        assertFalse(r.out().contains("broker appending"), r.out());
+    }
+
     private static void assertUsage(Outcome r, String expected) {
         assertEquals(StorageTool.EXIT_USAGE, r.exitCode(), r.out() + r.err());
         assertTrue(r.err().contains(expected), r.err());
