@@ -1,7 +1,6 @@
 package io.sluice.broker.queue;
 
 import io.sluice.protocol.ErrorCode;
-import io.sluice.protocol.IdRange;
 import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.storage.dedup.ProducerTable;
@@ -87,6 +86,7 @@ final class LeaderAdmission {
         long resentBytes = 0;
         int refusedMessages = 0;
         long refusedBytes = 0;
+        RefusalRun refusals = new RefusalRun(link);
         PublishCursor cursor = frame.cursor();
         while (cursor.next()) {
             long producerId = cursor.producerId();
@@ -100,11 +100,12 @@ final class LeaderAdmission {
                     && inFlight.await(new InFlightPublishes.Waiting(link, producerId, sequence, cursor.payloadLength(), refusal))) {
                 continue; // answered once its original's entry is applied or refused
             } else {
-                refuse(link, producerId, sequence, verdict, refusal);
+                refuse(refusals, producerId, sequence, verdict, refusal);
                 refusedMessages++;
                 refusedBytes += cursor.payloadLength();
             }
         }
+        refusals.flush();
         if (refusedMessages > 0) {
             link.publishCredit(refusedMessages, refusedBytes);
         }
@@ -120,12 +121,12 @@ final class LeaderAdmission {
      * before the refusal goes out, as a single broker counts it: whoever reads the counter after the client heard of
      * the refusal sees it.
      */
-    private void refuse(ProducerLink link, long producerId, long sequence, ProducerTable.Verdict verdict, String refusal) {
+    private void refuse(RefusalRun refusals, long producerId, long sequence, ProducerTable.Verdict verdict, String refusal) {
         refused++;
         if (verdict == ProducerTable.Verdict.NEW) {
-            link.refuse(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal);
+            refusals.refuse(producerId, sequence, ErrorCode.QUEUE_BLOCKED, refusal);
         } else {
-            link.refuse(producerId, IdRange.single(sequence),
+            refusals.refuse(producerId, sequence,
                     verdict == ProducerTable.Verdict.FENCED ? ErrorCode.PRODUCER_FENCED : ErrorCode.SEQUENCE_OUT_OF_WINDOW,
                     producers.refusal(verdict, producerId, sequence));
         }
@@ -142,7 +143,9 @@ final class LeaderAdmission {
             pendingConfirms.add(queue.store().writtenIndex(), link, stored.build(), 1, 1, resend.payloadBytes(), System.nanoTime());
             releaseConfirms.run();
         } else {
-            refuse(link, resend.producerId(), resend.sequence(), verdict, resend.refusal());
+            RefusalRun refusal = new RefusalRun(link);
+            refuse(refusal, resend.producerId(), resend.sequence(), verdict, resend.refusal());
+            refusal.flush();
             link.publishCredit(1, resend.payloadBytes());
         }
         link.flush();

@@ -3,7 +3,6 @@ package io.sluice.broker.queue;
 import io.sluice.broker.error.ErrorCodes;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.FlowState;
-import io.sluice.protocol.IdRange;
 import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.storage.QueueStore;
@@ -172,6 +171,7 @@ final class PublishPath {
         ByteBuffer frameBytes = null;
         int duplicates = 0;
         long duplicateBytes = 0;
+        RefusalRun refusals = null;
         while (cursor.next()) {
             long producerId = cursor.producerId();
             long sequence = cursor.sequence();
@@ -190,7 +190,8 @@ final class PublishPath {
                 refusedMessages++;
                 refusedBytes += payloadLength;
                 refused++;
-                connection.refuse(producerId, IdRange.single(sequence),
+                refusals = refusals != null ? refusals : new RefusalRun(connection);
+                refusals.refuse(producerId, sequence,
                         verdict == ProducerTable.Verdict.FENCED ? ErrorCode.PRODUCER_FENCED : ErrorCode.SEQUENCE_OUT_OF_WINDOW,
                         producers.refusal(verdict, producerId, sequence));
                 continue;
@@ -200,7 +201,8 @@ final class PublishPath {
                 refusedMessages++;
                 refusedBytes += payloadLength;
                 refused++;
-                connection.refuse(producerId, IdRange.single(sequence), ErrorCode.QUEUE_BLOCKED, refusal);
+                refusals = refusals != null ? refusals : new RefusalRun(connection);
+                refusals.refuse(producerId, sequence, ErrorCode.QUEUE_BLOCKED, refusal);
                 continue;
             }
             try {
@@ -223,10 +225,14 @@ final class PublishPath {
                     LOG.error("Queue '{}': storing a message from {} failed.", queue.name(), connection.describe(), e);
                     message = "the broker could not store the message; see the broker log";
                 }
-                connection.refuse(producerId, IdRange.single(sequence), code, message);
+                refusals = refusals != null ? refusals : new RefusalRun(connection);
+                refusals.refuse(producerId, sequence, code, message);
             }
             refusedMessages++;
             refusedBytes += payloadLength;
+        }
+        if (refusals != null) {
+            refusals.flush();
         }
         if (refusedMessages > 0) {
             connection.publishCredit(refusedMessages, refusedBytes);
