@@ -23,17 +23,20 @@ final class ForwardedCopies {
     private final Backlog backlog;
     /** Tells the queue a copy of that many bytes was appended (its counters, flow and dispatch). */
     private final IntConsumer appended;
+    /** Re-evaluates the queue's flow state: after a copy this node admitted left the uncommitted figures (R9). */
+    private final Runnable updateFlow;
     /** Copies refused by the quota; written by the queue's executor, read by metrics and tests. */
     private volatile long refused;
 
     ForwardedCopies(BrokerQueue queue, QueueStore store, DeliveryOrder order, ProducerRegistry producers, Backlog backlog,
-                    IntConsumer appended) {
+                    IntConsumer appended, Runnable updateFlow) {
         this.queue = queue;
         this.store = store;
         this.order = order;
         this.producers = producers;
         this.backlog = backlog;
         this.appended = appended;
+        this.updateFlow = updateFlow;
     }
 
     /**
@@ -75,6 +78,10 @@ final class ForwardedCopies {
                 completeWhenDurable(id, stored, id);
             } catch (RuntimeException e) {
                 stored.completeExceptionally(e);
+            } finally {
+                if (submittedHere) {
+                    updateFlow.run(); // a copy held already, or refused, left only the uncommitted figures: they may have blocked
+                }
             }
         });
         return stored;

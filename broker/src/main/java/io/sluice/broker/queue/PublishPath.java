@@ -69,7 +69,7 @@ final class PublishPath {
             backlog.added(bytes);
             updateFlow();
             published.accept(1);
-        });
+        }, this::updateFlow);
     }
 
     /** Stores every message of the frame, then confirms (now, or when durable). Releases the frame. */
@@ -96,6 +96,11 @@ final class PublishPath {
                 }
                 // Rule R11: the leader's epochs decide fencing, on every node alike.
                 producers.withEntryEpochs(epochs, () -> publishNow(connection, frame, true));
+                if (submittedHere) {
+                    // What it stored was evaluated with it; what it did not (resends, refusals) left only the uncommitted
+                    // figures, which may have held the queue BLOCKED: without this it stayed so until a later publish or ack.
+                    updateFlow();
+                }
                 admission.applied(frame);
             } finally {
                 frame.release();
