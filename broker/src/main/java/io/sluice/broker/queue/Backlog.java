@@ -45,6 +45,8 @@ final class Backlog {
      * admitted against the backlog it leaves, and nothing is dropped twice for it. Always 0 on a single broker.
      */
     private long heldDrops;
+    /** The hard quota the last publish over it met, as {@link #refusal} names it. */
+    private String hardQuotaMet;
     /** BLOCKED time before the current stretch, and when that stretch began (meaningful while blocked). */
     private long blockedNanosBefore;
     private long blockedSinceNanos;
@@ -121,8 +123,8 @@ final class Backlog {
     String refusal(long storedMessages, int messageBytes, BooleanSupplier dropOldest) {
         QuotaSettings quota = gate.quota();
         long messages = storedMessages - heldDrops + uncommittedMessages;
-        boolean overHard = (quota.hardMessages() > 0 && messages >= quota.hardMessages())
-                || (quota.hardBytes() > 0 && bytes + uncommittedBytes + messageBytes > quota.hardBytes());
+        boolean overMessages = quota.hardMessages() > 0 && messages >= quota.hardMessages();
+        boolean overHard = overMessages || (quota.hardBytes() > 0 && bytes + uncommittedBytes + messageBytes > quota.hardBytes());
         if (diskBlockedReason != null) {
             return "queue '" + queue + "' is blocked: " + diskBlockedReason;
         }
@@ -133,9 +135,15 @@ final class Backlog {
         if (!overHard) { // A1
             return null;
         }
+        // Named here: under reject and drop-oldest the gate never reaches the hard level, so its reason names the soft
+        // level or none ("queue 'q' is full: backlog below the soft quota" was what they said; found by a review).
+        hardQuotaMet = overMessages
+                ? "backlog of " + messages + " messages reached the hard quota of " + quota.hardMessages() + " messages"
+                : "backlog of " + (bytes + uncommittedBytes) + " bytes and a message of " + messageBytes
+                        + " bytes would pass the hard quota of " + quota.hardBytes() + " bytes";
         switch (quota.overflow()) {
             case REJECT -> {
-                return "queue '" + queue + "' is full: " + gate.reason() + "; the overflow policy is reject";
+                return "queue '" + queue + "' is full: " + hardQuotaMet + "; the overflow policy is reject";
             }
             case DROP_OLDEST -> {
                 return makeRoom(quota.hardBytes(), messageBytes, dropOldest);
@@ -320,9 +328,9 @@ final class Backlog {
         return diskBlockedReason != null ? diskBlockedReason : uncommittedBlocked ? uncommittedReason() : gate.reason();
     }
 
-    /** The quota's reason alone (for the drop-oldest dead-letter header). */
+    /** The hard quota the publish being admitted met (for the drop-oldest dead-letter header). */
     String quotaReason() {
-        return gate.reason();
+        return hardQuotaMet != null ? hardQuotaMet : gate.reason();
     }
 
     /** Time spent BLOCKED since the queue opened, for {@code sluice_queue_blocked_seconds_total}. */

@@ -1,0 +1,78 @@
+package io.sluice.broker.queue;
+
+import io.sluice.protocol.ConfirmFrame;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.PublishErrorFrame;
+import io.sluice.protocol.QueueSettings;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * The policies reject and drop-oldest say which hard quota a publish met. Found by a review: their sentences took the
+ * reason of the flow state, which under these policies never reaches the hard level (only block tells producers to
+ * wait), so a refusal said "queue 'q' is full: backlog below the soft quota", and a dropped message's dead-letter header
+ * said it was dropped to make room for the same.
+ */
+class HardQuotaReasonTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void aPublishRefusedByTheRejectPolicyNamesTheHardQuotaItMet() throws Exception {
+        try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never"))) {
+            BrokerQueue q = core.queues.declare("r", QueueSettings.builder().quotaMessages(0, 2).overflowPolicy("reject").build());
+            FakeConnection producer = new FakeConnection("producer");
+            core.publish(q, producer, 7, 0, new byte[10], new byte[10]);
+            producer.await(ConfirmFrame.class, 1, Duration.ofSeconds(30));
+
+            core.publish(q, producer, 7, 2, new byte[10]);
+            List<PublishErrorFrame> refused = producer.await(PublishErrorFrame.class, 1, Duration.ofSeconds(30));
+            assertEquals(ErrorCode.QUEUE_BLOCKED, refused.get(0).errorCode());
+            assertEquals("queue 'r' is full: backlog of 2 messages reached the hard quota of 2 messages; the overflow policy is reject",
+                    refused.get(0).message());
+        }
+    }
+
+    @Test
+    void aPublishRefusedByTheRejectPolicyNamesTheHardQuotaInBytesItWouldPass() throws Exception {
+        try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never"))) {
+            BrokerQueue q = core.queues.declare("r", QueueSettings.builder().quotaBytes(0, 100).overflowPolicy("reject").build());
+            FakeConnection producer = new FakeConnection("producer");
+            core.publish(q, producer, 7, 0, new byte[60]);
+            producer.await(ConfirmFrame.class, 1, Duration.ofSeconds(30));
+
+            core.publish(q, producer, 7, 1, new byte[50]);
+            List<PublishErrorFrame> refused = producer.await(PublishErrorFrame.class, 1, Duration.ofSeconds(30));
+            assertEquals("queue 'r' is full: backlog of 60 bytes and a message of 50 bytes would pass the hard quota of 100 bytes; "
+                    + "the overflow policy is reject", refused.get(0).message());
+        }
+    }
+
+    @Test
+    void aMessageDroppedToMakeRoomSaysWhichHardQuotaInItsDeadLetterHeader() throws Exception {
+        try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never"))) {
+            BrokerQueue q = core.queues.declare("d", QueueSettings.builder().quotaMessages(0, 1).overflowPolicy("drop-oldest")
+                    .set(QueueOptions.DEAD_LETTER_DROPPED, true).build());
+            FakeConnection producer = new FakeConnection("producer");
+            core.publish(q, producer, 7, 0, new byte[10]);
+            core.publish(q, producer, 7, 1, new byte[10]);
+            producer.await(ConfirmFrame.class, 2, Duration.ofSeconds(30));
+            io.sluice.broker.TestAwait.until("the dead-letter queue holds the dropped one",
+                    () -> core.queues.get("d.dlq") != null && core.queues.get("d.dlq").messageCount() == 1);
+
+            BrokerQueue dlq = core.queues.get("d.dlq");
+            FakeConnection consumer = new FakeConnection("consumer");
+            Subscription.open(dlq, consumer, 1, 1, QueueCore.unbounded());
+            FakeConnection.Delivery copy = consumer.await(FakeConnection.Delivery.class, 1, Duration.ofSeconds(30)).get(0);
+            assertEquals("dropped to make room: backlog of 1 messages reached the hard quota of 1 messages",
+                    copy.header(DeadLetterer.HEADER_REASON));
+        }
+    }
+}
