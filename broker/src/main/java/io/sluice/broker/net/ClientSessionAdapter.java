@@ -75,6 +75,7 @@ public final class ClientSessionAdapter extends ProtocolHandler {
         ClientSessionProxy proxy = new ClientSessionProxy(ctx, clientName, negotiatedMaxFrameBytes, window, gate);
         session = new ClientSession(queues, transactions == null ? null : transactions.forConnection(proxy), security, user, proxy,
                 window, gate, this::failed);
+        proxy.wakeQueues(session::writable);
     }
 
     @Override

@@ -10,12 +10,15 @@ import io.sluice.broker.error.Sentences;
 import io.sluice.broker.txn.TransactionLink;
 import io.sluice.client.internal.LoopBatcher;
 import io.sluice.protocol.CloseFrame;
+import io.sluice.protocol.DeliverFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.Frame;
 import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.PublishCreditFrame;
 import io.sluice.protocol.TxAbortedFrame;
+
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The outbound side of an open connection (Aeron's proxy: calls become frames): the
@@ -37,6 +40,22 @@ final class ClientSessionProxy extends FrameLink implements TransactionLink {
     private final PublishWindow window;
     private final InboundGate gate;
     private final LoopBatcher<Frame> outbound;
+    /**
+     * DELIVER bytes queues on other threads handed over that this loop has not written to the channel yet. A queue
+     * checks {@link #isWritable} for each message, but what it hands over reaches the channel's buffer only when this
+     * loop drains it, so the channel stayed writable through a whole dispatch, which could build the consumer's entire
+     * credit of messages (credit times message size), not about the high water mark (found by a review). Counted here,
+     * they make the connection unwritable to its queues as the channel's buffer would; once written they are in that
+     * buffer, past the high mark, so the channel's writability event wakes the queues again when it drains.
+     */
+    private final AtomicLong deliverBytesHandedOver = new AtomicLong();
+    /**
+     * On the loop: a drain took the count back to the mark. If its writes never took the channel's buffer past the
+     * mark (a drain split in turns, a client reading fast), no writability event follows: the drain wakes the queues.
+     */
+    private boolean wakeAfterDrain;
+    /** Lets the connection's queues deliver again ({@link ClientSession#writable}); set once the session exists. */
+    private Runnable wakeQueues = () -> { };
 
     ClientSessionProxy(ChannelHandlerContext ctx, String clientName, int maxFrameBytes, PublishWindow window, InboundGate gate) {
         this.ctx = ctx;
@@ -56,7 +75,8 @@ final class ClientSessionProxy extends FrameLink implements TransactionLink {
 
     @Override
     public boolean isWritable() {
-        return ctx.channel().isWritable();
+        return ctx.channel().isWritable()
+                && deliverBytesHandedOver.get() <= ctx.channel().config().getWriteBufferHighWaterMark();
     }
 
     /** On the loop, flushes; from elsewhere, nothing to do: the drain of the frames handed over ends with a flush. */
@@ -139,8 +159,26 @@ final class ClientSessionProxy extends FrameLink implements TransactionLink {
         if (ctx.executor().inEventLoop()) {
             writeOnLoop(frame);
         } else {
+            if (frame instanceof DeliverFrame deliver) {
+                deliverBytesHandedOver.addAndGet(deliver.content().readableBytes());
+            }
             outbound.submit(frame);
         }
+    }
+
+    /** A frame handed over from another thread leaves the count of {@link #deliverBytesHandedOver}, written or not. */
+    private void handedOverLeft(Frame frame) {
+        if (frame instanceof DeliverFrame deliver) {
+            int bytes = deliver.content().readableBytes();
+            long left = deliverBytesHandedOver.addAndGet(-bytes);
+            long high = ctx.channel().config().getWriteBufferHighWaterMark();
+            wakeAfterDrain |= left <= high && left + bytes > high;
+        }
+    }
+
+    /** On the loop, before any frame is read: what lets the connection's queues deliver again. */
+    void wakeQueues(Runnable wake) {
+        this.wakeQueues = wake;
     }
 
     /** On the loop; a PUBLISH_CREDIT gives its window back as it goes out (W1). */
@@ -158,16 +196,24 @@ final class ClientSessionProxy extends FrameLink implements TransactionLink {
     private final class OutboundFrames implements LoopBatcher.Sink<Frame> {
         @Override
         public void onLoop(Frame frame) {
+            handedOverLeft(frame); // before the write, which may release the frame's buffer
             writeOnLoop(frame);
         }
 
         @Override
         public void endOfBatch() {
             ctx.flush();
+            if (wakeAfterDrain) {
+                wakeAfterDrain = false;
+                if (ctx.channel().isWritable()) { // else the channel's own event wakes them once it drains
+                    wakeQueues.run();
+                }
+            }
         }
 
         @Override
         public void rejected(Frame frame) {
+            handedOverLeft(frame);
             ReferenceCountUtil.release(frame); // the connection's loop is gone: so is the connection
         }
     }
