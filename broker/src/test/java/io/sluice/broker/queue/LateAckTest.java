@@ -51,13 +51,15 @@ class LateAckTest {
     @Test
     void aMessageTakenBackAfterItsTimeoutGoesOutAgainAndCountsOnceAsRedelivered() throws Exception {
         try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never"))) {
-            BrokerQueue q = core.queues.declare("again", QueueSettings.builder().ackTimeoutMs(100).build());
+            // 1 s, not 100 ms: the second delivery's ack must come before that delivery's own timeout, and on a loaded
+            // machine the hand-over to the connection's thread and back took longer than 100 ms once (redelivered 2).
+            BrokerQueue q = core.queues.declare("again", QueueSettings.builder().ackTimeoutMs(1000).build());
             FakeConnection producer = new FakeConnection("producer");
             FakeConnection consumer = new FakeConnection("consumer");
             core.publish(q, producer, 1, 0, new byte[10]);
             Subscription sub = Subscription.open(q, consumer, TAG, 0, QueueCore.unbounded());
-            // The ack of the second delivery is queued in the dispatch that sends it, so it comes before the
-            // next ack timeout 100 ms later, however late this thread would run on a loaded machine.
+            // The ack of the second delivery is queued when it is written, so it comes before that delivery's
+            // timeout, however late this thread would run on a loaded machine.
             consumer.onDeliveries(2, () -> sub.ack(QueueCore.ack(TAG, consumer.deliveries().get(1).id())));
             sub.credit(1);
             List<FakeConnection.Delivery> both = consumer.await(FakeConnection.Delivery.class, 2, Duration.ofSeconds(30));
