@@ -277,7 +277,6 @@ public final class BrokerQueue {
         UnknownRanges unknown = null; // made only for a frame naming something not outstanding
         for (IdRange range : frame.messageIds()) {
             int fromConsumer = session.inFlight.removeRange(range.from(), range.to(), acks);
-            session.settled(range.from(), range.to());
             settled += fromConsumer;
             // A late ack finds the message already taken back, its credit unit returned to the consumer.
             int hit = fromConsumer + order.lateAcks(range.from(), range.to(), session, this::lateAck);
@@ -392,7 +391,6 @@ public final class BrokerQueue {
         for (IdRange range : frame.messageIds()) {
             List<Long> ids = new ArrayList<>();
             session.inFlight.removeRange(range.from(), range.to(), (id, bytes, appendedAtMillis) -> ids.add(id));
-            session.settled(range.from(), range.to());
             if (ids.isEmpty()) {
                 unknown = UnknownRanges.add(unknown, "nack", name, range);
                 continue;
@@ -461,7 +459,7 @@ public final class BrokerQueue {
         for (ConsumerSession c : consumers) {
             long[] expired = c.inFlight.removeDeliveredBefore(deadline);
             for (long id : expired) {
-                c.takenBackByTimeout(id);
+                c.credit++;
                 order.takenBack(id, c);
                 redelivered++;
             }

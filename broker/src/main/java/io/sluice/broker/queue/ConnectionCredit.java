@@ -43,13 +43,9 @@ public final class ConnectionCredit {
                 + (outstanding.get() - granted) + " above limits.max-unacked-per-connection " + max + "; granted " + granted;
     }
 
-    /**
-     * Messages settled (acknowledged or rejected) or credit given up by a consumer that left. A consumer that leaves
-     * with its credit below 0 ({@link ConsumerSession#credit}) gives up less than its deliveries: what it settled
-     * beforehand counted those units already.
-     */
+    /** Messages settled (acknowledged or rejected) or credit given up by a consumer that left. */
     void settle(long units) {
-        if (units != 0) {
+        if (units > 0) {
             outstanding.addAndGet(-units);
         }
     }

@@ -209,7 +209,6 @@ public final class QueueTransactions {
                     held.add(id);
                     heldBytes += bytes;
                 });
-                session.settled(range.from(), range.to()); // the client tops up for a TX_ACK as for an ACK
                 if (hit == 0) {
                     taken.problem("message ids " + range.from() + ".." + range.to() + " are not outstanding on consumer "
                             + session.tag + " of queue '" + queue.name() + "' (never delivered to it, already settled, or "
