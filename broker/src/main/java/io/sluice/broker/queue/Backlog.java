@@ -146,7 +146,8 @@ final class Backlog {
                 return "queue '" + queue + "' is full: " + hardQuotaMet + "; the overflow policy is reject";
             }
             case DROP_OLDEST -> {
-                return makeRoom(quota.hardBytes(), messageBytes, dropOldest);
+                return dropOldest.getAsBoolean() ? null : "queue '" + queue + "' is full and no message can be dropped now: every "
+                        + "message is out with a consumer, or the dead-letter queue refused the last one dropped";
             }
             default -> { // A2
                 boolean pastMessages = quota.hardMessages() > 0 && messages >= quota.hardMessages() + publishAllowance;
@@ -156,35 +157,6 @@ final class Backlog {
                         + "; wait for FLOW before publishing more";
             }
         }
-    }
-
-    /**
-     * A3 for drop-oldest: drops the oldest message, and while its bytes left at once and a message of {@code messageBytes}
-     * would still take the backlog past a hard quota in bytes, the next oldest, so that a message larger than the one it
-     * replaces does not leave the backlog over the quota (one drop a message did: the byte backlog stayed over by the
-     * difference, and grew with each larger message; found by a review). A drop whose bytes leave later (a move to the
-     * dead-letter queue) is one per message still. A message no drop can make room for is refused before any is made;
-     * if drops run out after the first, the message is stored over the quota by what is out with the consumers.
-     * Null if it may be stored, else the refusal.
-     */
-    private String makeRoom(long hardBytes, int messageBytes, BooleanSupplier dropOldest) {
-        if (hardBytes > 0 && messageBytes > hardBytes) {
-            return "queue '" + queue + "' is full and a message of " + messageBytes + " bytes is larger than the hard quota of "
-                    + hardBytes + " bytes: no message dropped can make room for it";
-        }
-        int drops = 0;
-        do {
-            long before = bytes;
-            if (!dropOldest.getAsBoolean()) {
-                return drops > 0 ? null : "queue '" + queue + "' is full and no message can be dropped now: every "
-                        + "message is out with a consumer, or the dead-letter queue refused the last one dropped";
-            }
-            drops++;
-            if (bytes >= before) {
-                return null; // its bytes leave later, when its move is durable
-            }
-        } while (hardBytes > 0 && bytes + uncommittedBytes + messageBytes > hardBytes);
-        return null;
     }
 
     /**
