@@ -25,13 +25,13 @@ public final class BrokerConfig {
     public Transactions transactions = new Transactions();
     public Cluster cluster = new Cluster();
 
+    /** The longest {@code queues.dead-letter-suffix}: a cut dead-letter queue name keeps at least 127 of its queue's characters. */
+    public static final int MAX_DEAD_LETTER_SUFFIX = 64;
+
     /**
      * Replication on Apache Ratis (docs/replication.md): off by default, when the broker is a single node
      * exactly as before. On, this broker is node {@code node-id} of the cluster {@code nodes} lists.
      */
-    /** The longest {@code queues.dead-letter-suffix}: a cut dead-letter queue name keeps at least 127 of its queue's characters. */
-    public static final int MAX_DEAD_LETTER_SUFFIX = 64;
-
     public static final class Cluster {
         public boolean enabled;
         /** This broker's entry in {@link #nodes}. */

@@ -399,13 +399,14 @@ public final class ProducerRegistry {
     /** The sentence of a PUBLISH_ERROR for a publish {@link #check} refused. */
     String refusal(ProducerTable.Verdict verdict, long producerId, long sequence) {
         if (ProducerTable.isBrokers(producerId)) {
-            return "producer id " + producerId + " is reserved for the broker's transactions and replicated dead-letters; sequence "
-                    + sequence + " was not stored on queue '" + queue + "'";
+            // No sequence in these two sentences: the PUBLISH_ERROR's range names them, and a frame's run is one range (RefusalRun).
+            return "producer id " + producerId + " is reserved for the broker's transactions and replicated dead-letters;"
+                    + " nothing it publishes is stored on queue '" + queue + "'";
         }
         if (verdict == ProducerTable.Verdict.FENCED) {
             return "producer " + producerId + " is fenced on queue '" + queue + "': a newer instance registered under its name "
                     + "(epoch " + table.epoch(producerId) + "), or this connection never registered it, or it is being "
-                    + "closed (PRODUCER_FENCED); sequence " + sequence + " was not stored";
+                    + "closed (PRODUCER_FENCED); not stored";
         }
         return "sequence " + sequence + " of producer " + producerId + " is " + table.window() + " or more below the highest "
                 + "stored on queue '" + queue + "' (" + table.lastStoredSequence(producerId) + "), too far to tell a "
