@@ -514,7 +514,7 @@ public final class Producer implements AutoCloseable {
      */
     private void resumeOnLoop(long attempt, long delayNanos) {
         connection.initProducer(this, epoch).whenComplete((ok, failure) -> connection.executeOnLoop(() -> {
-            if (attempt != resumes || closedOnLoop) {
+            if (!resumeWantedOnLoop(attempt)) {
                 return;
             }
             if (failure == null) {
@@ -528,7 +528,7 @@ public final class Producer implements AutoCloseable {
                 LOG.warn("Resuming producer '{}' on queue {} after reconnecting failed ({}); trying again in {} ms.", options.name(),
                         queue, cause.getMessage(), TimeUnit.NANOSECONDS.toMillis(delayNanos));
                 connection.scheduleOnLoop(() -> {
-                    if (attempt == resumes && !closedOnLoop) {
+                    if (resumeWantedOnLoop(attempt)) {
                         resumeOnLoop(attempt, Math.min(2 * delayNanos, Connection.RETRY_MAX_DELAY_NANOS));
                     }
                 }, delayNanos);
@@ -536,6 +536,16 @@ public final class Producer implements AutoCloseable {
             }
             failResumeOnLoop(cause);
         }));
+    }
+
+    /**
+     * On loop: whether the {@code attempt}-th resume still matters: no later reconnect started its own, and messages
+     * wait for it. A producer the application closed keeps its unsettled messages (see {@link #close()}), which go
+     * once it has resumed; before, a producer closed while its resume was under way dropped the answer and held its
+     * messages back for good, their futures never completed (found by a review).
+     */
+    private boolean resumeWantedOnLoop(long attempt) {
+        return attempt == resumes && !(closedOnLoop && unsettled.isEmpty());
     }
 
     /** On loop: the broker registered this named producer's instance; what it holds back may go. */

@@ -48,10 +48,7 @@ class ConnectionTest {
     @BeforeEach
     void start() {
         broker = new FakeBroker();
-        connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
-                .requestTimeout(Duration.ofSeconds(5))
-                .reconnectPolicy(new ReconnectPolicy(true, Duration.ofMillis(20), Duration.ofMillis(200), 2.0, 0.2))
-                .build());
+        connection = broker.connectReconnecting();
     }
 
     @AfterEach

@@ -76,6 +76,9 @@ final class FakeBroker implements AutoCloseable {
     /** When set, the next {@link #producerInitRefusals} PRODUCER_INITs that resume an epoch are answered by ERROR with this code. */
     volatile ErrorCode refuseProducerResumes;
     final java.util.concurrent.atomic.AtomicInteger producerInitRefusals = new java.util.concurrent.atomic.AtomicInteger();
+    /** While set, PRODUCER_INITs that resume an epoch are held unanswered until {@link #answerHeldProducerResumes()}. */
+    volatile boolean holdProducerResumes;
+    private final Queue<Object[]> heldProducerResumes = new ConcurrentLinkedQueue<>();
     /** The byte window HELLO_OK gives. */
     volatile long publishWindowBytes = 1L << 40;
     /** The heartbeat interval HELLO_OK gives (0: none); the fake never sends a HEARTBEAT itself. */
@@ -103,6 +106,14 @@ final class FakeBroker implements AutoCloseable {
                                 new Handler());
                     }
                 }).bind("127.0.0.1", 0).syncUninterruptibly().channel();
+    }
+
+    /** A connection to this broker with a 5 s request timeout that reconnects at once (20 ms, up to 200 ms). */
+    Connection connectReconnecting() {
+        return Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(port())
+                .requestTimeout(java.time.Duration.ofSeconds(5))
+                .reconnectPolicy(new ReconnectPolicy(true, java.time.Duration.ofMillis(20), java.time.Duration.ofMillis(200), 2.0, 0.2))
+                .build());
     }
 
     int port() {
@@ -133,6 +144,16 @@ final class FakeBroker implements AutoCloseable {
     void send(Frame frame) {
         for (Channel client : clients) {
             client.writeAndFlush(frame);
+        }
+    }
+
+    /** Answers the PRODUCER_INITs held by {@link #holdProducerResumes} with PRODUCER_OK, resuming their epoch. */
+    void answerHeldProducerResumes() {
+        Object[] held;
+        while ((held = heldProducerResumes.poll()) != null) {
+            io.sluice.protocol.ProducerInitFrame init = (io.sluice.protocol.ProducerInitFrame) held[1];
+            ((ChannelHandlerContext) held[0]).writeAndFlush(new io.sluice.protocol.ProducerOkFrame(init.requestId(),
+                    io.sluice.protocol.ProducerIds.forName(init.producerName()), init.epoch(), 0));
         }
     }
 
@@ -174,6 +195,10 @@ final class FakeBroker implements AutoCloseable {
                 ErrorCode refusal = refuseProducerResumes;
                 if (init.epoch() >= 0 && refusal != null && producerInitRefusals.getAndDecrement() > 0) {
                     context.writeAndFlush(new ErrorFrame(init.requestId(), refusal, "refused by the fake broker"));
+                    return;
+                }
+                if (init.epoch() >= 0 && holdProducerResumes) {
+                    heldProducerResumes.add(new Object[] {context, init});
                     return;
                 }
                 int epoch = init.epoch() < 0 ? nextEpoch.incrementAndGet() : init.epoch();
