@@ -44,8 +44,8 @@ import java.util.concurrent.TimeUnit;
  * {@link #receive} throws that): after a reconnect the broker refused to subscribe it again for good; its connection
  * was lost and reconnecting is off; or its connection was closed ({@link Connection#close()}). The last two fail with
  * {@link ConnectionLostException}. A {@link #receive} waiting when the consumer ends returns at once and throws the
- * same. Before, a consumer of a connection lost for good, or closed, looked like a consumer of an empty queue (found by
- * a review).
+ * same, and a handler is not called any more, not even for the messages of a DELIVER it was part way through. Before, a
+ * consumer of a connection lost for good, or closed, looked like a consumer of an empty queue (found by a review).
  */
 public final class Consumer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Consumer.class);
@@ -310,9 +310,15 @@ public final class Consumer implements AutoCloseable {
         }
     }
 
+    /**
+     * On a dispatch thread: hands {@code message} to the handler unless the consumer ended. Ended on its own (its
+     * connection closed or lost for good), it is not called either: before, the messages of a DELIVER still queued
+     * went to the handler after {@link Connection#close()} had ended the consumer, their acks reaching no broker
+     * (found by a review).
+     */
     private void handle(Message message) {
-        if (closed) {
-            return; // unsettled: the broker requeues it when the UNSUBSCRIBE arrives
+        if (closed || failure != null) {
+            return; // unsettled: the broker requeues it when the UNSUBSCRIBE arrives, or with the connection
         }
         try {
             handler.onMessage(message);

@@ -9,6 +9,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * How what the application ends (a producer, a consumer, the connection) meets a reconnect or the messages still on
@@ -37,6 +38,37 @@ class ClientEndingsTest {
             broker.answerHeldProducerResumes();
             pending.get(10, TimeUnit.SECONDS);
             assertEquals(List.of(1L, 1L), List.copyOf(broker.publishedSequences), "sent again, with its sequence, once resumed");
+        }
+    }
+
+    /**
+     * A handler busy with the first message of a DELIVER when the connection is closed is not called for the others:
+     * the consumer ended with the connection, and their acks could reach no broker (it takes them back). Before, the
+     * dispatch task went on handing the frame's other messages to the handler after the consumer had ended.
+     */
+    @Test
+    void aHandlerIsNotCalledAfterItsConnectionClosed() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
+            java.util.Queue<Long> handled = new java.util.concurrent.ConcurrentLinkedQueue<>();
+            java.util.concurrent.CountDownLatch busy = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+            Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT, message -> {
+                handled.add(message.id());
+                busy.countDown();
+                try {
+                    release.await(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            broker.deliver(consumer.consumerTag(), 1, 2, 3);
+            assertTrue(busy.await(10, TimeUnit.SECONDS));
+            Thread closing = new Thread(connection::close, "test-closing");
+            closing.start();
+            TestWait.until(() -> consumer.failure() != null); // ended by the close, on the network thread
+            release.countDown();
+            closing.join(TimeUnit.SECONDS.toMillis(10));
+            assertEquals(List.of(1L), List.copyOf(handled), "only the message being handled when the connection closed");
         }
     }
 }
