@@ -54,12 +54,21 @@ public final class Producer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Producer.class);
     /** Queued by {@link #close()} behind the messages sent before it; never sent. */
     private static final Pending CLOSE = new Pending(List.of(), new byte[0], null);
+    /**
+     * The longest blocked timeout counted (about 73 years: never, in practice); a longer one is taken as this. Kept
+     * well below Long.MAX_VALUE so that comparing it with differences of System.nanoTime() cannot overflow. Before, a
+     * timeout beyond Duration.toNanos() threw on the network thread at the first FLOW BLOCKED, which closed the
+     * producer and failed its messages, or never created a producer that started blocked (found by a review).
+     */
+    static final long MAX_BLOCKED_TIMEOUT_NANOS = Long.MAX_VALUE / 4;
 
     private final Connection connection;
     private final String queue;
     private final long producerId;
     private final ProducerOptions options;
     private final Semaphore inFlight;
+    /** {@link ProducerOptions#blockedTimeout()} in nanoseconds, at most {@link #MAX_BLOCKED_TIMEOUT_NANOS}. */
+    private final long blockedTimeoutNanos;
     /** Frame header, queue name and messageCount: the bytes of a PUBLISH frame besides its messages. */
     private final int frameOverheadBytes;
     /** Keeps FLOW notifications in the order the broker sent them. */
@@ -100,6 +109,8 @@ public final class Producer implements AutoCloseable {
         this.producerId = options.name() == null ? ProducerIds.random() : ProducerIds.forName(options.name());
         this.awaitingInit = options.name() != null;
         this.inFlight = new Semaphore(options.maxInFlight());
+        this.blockedTimeoutNanos = options.blockedTimeout().compareTo(Duration.ofNanos(MAX_BLOCKED_TIMEOUT_NANOS)) > 0
+                ? MAX_BLOCKED_TIMEOUT_NANOS : options.blockedTimeout().toNanos();
         this.unsettled = new SequenceWindow<>(Math.min(options.maxInFlight(), 1 << 16));
         this.flowCallbacks = new SerialExecutor(connection::dispatch);
         this.submitted = new LoopBatcher<>(connection.loopExecutor(), new Submissions());
@@ -427,7 +438,7 @@ public final class Producer implements AutoCloseable {
         flowState = flow.state();
         if (flowState == io.sluice.protocol.FlowState.BLOCKED) {
             if (blockedTimer == null) {
-                long periodNanos = Math.max(1_000_000L, Math.min(options.blockedTimeout().toNanos() / 4, 100_000_000L));
+                long periodNanos = Math.max(1_000_000L, Math.min(blockedTimeoutNanos / 4, 100_000_000L));
                 blockedTimer = connection.scheduleOnLoop(this::failLongBlockedOnLoop, periodNanos);
             }
         } else {
@@ -449,7 +460,7 @@ public final class Producer implements AutoCloseable {
         if (flowState != io.sluice.protocol.FlowState.BLOCKED) {
             return;
         }
-        long deadline = System.nanoTime() - options.blockedTimeout().toNanos();
+        long deadline = System.nanoTime() - blockedTimeoutNanos;
         Iterator<Pending> waiting = unsent.iterator();
         while (waiting.hasNext()) {
             Pending expired = waiting.next();
@@ -465,14 +476,14 @@ public final class Producer implements AutoCloseable {
                 continue; // settled already
             }
             fail(expired, new SluiceTimeoutException("queue " + queue
-                    + " has been blocked by the broker for longer than " + options.blockedTimeout().toMillis()
+                    + " has been blocked by the broker for longer than " + TimeUnit.NANOSECONDS.toMillis(blockedTimeoutNanos)
                     + " ms; the message was not sent"));
         }
         removeIfDone();
         if (closedOnLoop && unsettled.isEmpty()) {
             return; // removed: nothing left to fail
         }
-        long periodNanos = Math.max(1_000_000L, Math.min(options.blockedTimeout().toNanos() / 4, 100_000_000L));
+        long periodNanos = Math.max(1_000_000L, Math.min(blockedTimeoutNanos / 4, 100_000_000L));
         blockedTimer = connection.scheduleOnLoop(this::failLongBlockedOnLoop, periodNanos);
     }
 

@@ -11,7 +11,7 @@ package io.sluice.client;
  * @param flowListener     told about FLOW changes of the producer's queue; may be {@code null}
  * @param blockedTimeout   while the broker says the queue is BLOCKED, messages wait in the producer, unsent;
  *                         a message that has waited this long fails with {@link SluiceTimeoutException}
- *                         (default 60 s)
+ *                         (default 60 s); one longer than about 73 years counts as 73 years (never, in practice)
  * @param name             a stable name makes this a named producer (docs/protocol.md, "Idempotent publishing"):
  *                         its producer id comes from the name, so the broker recognises resends across
  *                         restarts of this process; each new instance gets a new epoch from the broker, which

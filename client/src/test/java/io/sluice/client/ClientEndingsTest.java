@@ -1,5 +1,7 @@
 package io.sluice.client;
 
+import io.sluice.protocol.FlowFrame;
+import io.sluice.protocol.FlowState;
 import io.sluice.protocol.ProducerInitFrame;
 import io.sluice.protocol.QueueSettings;
 import org.junit.jupiter.api.Test;
@@ -69,6 +71,27 @@ class ClientEndingsTest {
             release.countDown();
             closing.join(TimeUnit.SECONDS.toMillis(10));
             assertEquals(List.of(1L), List.copyOf(handled), "only the message being handled when the connection closed");
+        }
+    }
+
+    /**
+     * A blocked timeout too long to count in nanoseconds ("never", in practice) is taken as that long. Before, the
+     * FLOW BLOCKED threw on the network thread computing it (Duration.toNanos overflowed): the producer was closed and
+     * its messages failed; and a producer created once the connection had heard BLOCKED was never created.
+     */
+    @Test
+    void aBlockedTimeoutTooLongForNanosecondsMeansNeverAndKeepsTheProducer() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
+            ProducerOptions never = ProducerOptions.DEFAULT.withBlockedTimeout(java.time.Duration.ofDays(365L * 1000));
+            Producer producer = connection.createProducer("orders", never);
+            broker.send(new FlowFrame("orders", FlowState.BLOCKED, "quotaHardMessages: 10 ready, limit 10"));
+            connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip: the FLOW was handled
+            CompletableFuture<Void> held = producer.sendAsync(new byte[] {1});
+            Producer later = connection.createProducer("orders", never.withName("billing")); // starts BLOCKED
+            CompletableFuture<Void> heldToo = later.sendAsync(new byte[] {2});
+            broker.send(new FlowFrame("orders", FlowState.FREE, "below the resume level"));
+            held.get(10, TimeUnit.SECONDS);
+            heldToo.get(10, TimeUnit.SECONDS);
         }
     }
 }
