@@ -60,7 +60,7 @@ import java.util.function.LongFunction;
  * publishes not yet confirmed are kept and, after the next HELLO_OK, sent again with the same producerId and
  * sequence, in order (at-least-once; the broker may use the pair to drop duplicates). Consumers are
  * subscribed again with their full credit; acks for messages of the old connection are dropped, because the
- * broker requeued those messages. Queues are not declared again. With reconnect off, or after
+ * broker requeued those messages, and those not yet handed to the application are not handed to it. Queues are not declared again. With reconnect off, or after
  * {@link #close()}, unconfirmed publishes fail with {@link ConnectionLostException}, and consumers end with it
  * ({@link Consumer#failure()}; their {@code receive} throws it).
  *

@@ -36,7 +36,7 @@ import java.util.concurrent.TimeUnit;
  * Settlements reach the network thread through a lock-free queue drained in bursts, one loop task and one
  * channel flush per burst. A handler gets one dispatch task per DELIVER frame, which handles its messages in order.
  * Messages delivered before a reconnect cannot be settled after it (the broker requeued them): their acks are
- * dropped. A message acknowledged in a {@link Transaction} goes out in the transaction's TX_ACK, never in this
+ * dropped, and those not yet handed to the application are not handed to it (receive or the handler). A message acknowledged in a {@link Transaction} goes out in the transaction's TX_ACK, never in this
  * consumer's ACKs, and counts as settled for the credit once that TX_ACK is written.
  *
  * <p>End: a consumer ends when the application closes it ({@link #close()}: {@link #receive} then throws
@@ -65,6 +65,11 @@ public final class Consumer implements AutoCloseable {
     private volatile boolean closed;
     /** Why the consumer ended without {@link #close()} (see {@link #failure()}); null while it runs. */
     private volatile SluiceException failure;
+    /**
+     * The connection's session this consumer is subscribed on, written on the network thread (at creation and each
+     * reconnect), read by the dispatch threads: a message of an older one is not handed to the handler.
+     */
+    private volatile int liveSession;
 
     // Owned by the network thread.
     private long[] pendingAcks = new long[64];
@@ -82,6 +87,7 @@ public final class Consumer implements AutoCloseable {
         this.handler = handler;
         this.handlerExecutor = handler == null ? null : new SerialExecutor(connection.dispatchExecutor());
         this.settlements = new LoopBatcher<>(connection.loopExecutor(), new Settlements());
+        this.liveSession = connection.session(); // created on the network thread
     }
 
     public String queue() {
@@ -291,6 +297,7 @@ public final class Consumer implements AutoCloseable {
 
     /** On loop: the new connection starts with fresh credit and no acks for the old one. */
     void onReconnectedOnLoop() {
+        liveSession = connection.session();
         pendingAckCount = 0;
         settledSinceTopUp = 0;
         if (!closed && failure == null) {
@@ -314,10 +321,12 @@ public final class Consumer implements AutoCloseable {
      * On a dispatch thread: hands {@code message} to the handler unless the consumer ended. Ended on its own (its
      * connection closed or lost for good), it is not called either: before, the messages of a DELIVER still queued
      * went to the handler after {@link Connection#close()} had ended the consumer, their acks reaching no broker
-     * (found by a review).
+     * (found by a review). Nor is a message of a connection lost before the reconnect that subscribed the consumer
+     * again: the broker took it back and delivers it anew, and its ack would be dropped. A pull consumer drops those
+     * at the reconnect ({@link #onReconnectedOnLoop}); a handler behind its dispatch tasks processed each twice.
      */
     private void handle(Message message) {
-        if (closed || failure != null) {
+        if (closed || failure != null || message.session() != liveSession) {
             return; // unsettled: the broker requeues it when the UNSUBSCRIBE arrives, or with the connection
         }
         try {

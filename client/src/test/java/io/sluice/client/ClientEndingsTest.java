@@ -51,26 +51,16 @@ class ClientEndingsTest {
     @Test
     void aHandlerIsNotCalledAfterItsConnectionClosed() throws Exception {
         try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
-            java.util.Queue<Long> handled = new java.util.concurrent.ConcurrentLinkedQueue<>();
-            java.util.concurrent.CountDownLatch busy = new java.util.concurrent.CountDownLatch(1);
-            java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-            Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT, message -> {
-                handled.add(message.id());
-                busy.countDown();
-                try {
-                    release.await(10, TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
+            BusyHandler handler = new BusyHandler();
+            Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT, handler);
             broker.deliver(consumer.consumerTag(), 1, 2, 3);
-            assertTrue(busy.await(10, TimeUnit.SECONDS));
+            assertTrue(handler.busy.await(10, TimeUnit.SECONDS));
             Thread closing = new Thread(connection::close, "test-closing");
             closing.start();
             TestWait.until(() -> consumer.failure() != null); // ended by the close, on the network thread
-            release.countDown();
+            handler.release.countDown();
             closing.join(TimeUnit.SECONDS.toMillis(10));
-            assertEquals(List.of(1L), List.copyOf(handled), "only the message being handled when the connection closed");
+            assertEquals(List.of(1L), List.copyOf(handler.handled), "only the message being handled when the connection closed");
         }
     }
 
@@ -92,6 +82,46 @@ class ClientEndingsTest {
             broker.send(new FlowFrame("orders", FlowState.FREE, "below the resume level"));
             held.get(10, TimeUnit.SECONDS);
             heldToo.get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * A handler busy when the connection is lost is not handed the rest of that connection's deliveries once it
+     * reconnected: the broker took them back and delivers them again on the new subscription, and their acks would be
+     * dropped. A pull consumer already dropped them (its received messages are cleared at the reconnect); before, a
+     * handler processed each of them twice.
+     */
+    @Test
+    void aHandlerIsNotHandedTheDeliveriesOfALostConnectionAfterReconnecting() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
+            BusyHandler handler = new BusyHandler();
+            Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT, handler);
+            broker.deliver(consumer.consumerTag(), 1, 2, 3);
+            assertTrue(handler.busy.await(10, TimeUnit.SECONDS));
+            broker.dropConnections();
+            TestWait.until(() -> broker.count(io.sluice.protocol.SubscribeFrame.class) == 2); // subscribed again
+            handler.release.countDown();
+            broker.deliver(consumer.consumerTag(), 4); // on the new connection, queued behind 2 and 3
+            TestWait.until(() -> handler.handled.contains(4L));
+            assertEquals(List.of(1L, 4L), List.copyOf(handler.handled), "the busy one, then the new connection's; not the old ones");
+        }
+    }
+
+    /** Records each message it is handed, and holds the first until released. */
+    private static final class BusyHandler implements MessageHandler {
+        final java.util.Queue<Long> handled = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        final java.util.concurrent.CountDownLatch busy = new java.util.concurrent.CountDownLatch(1);
+        final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+
+        @Override
+        public void onMessage(Message message) {
+            handled.add(message.id());
+            busy.countDown();
+            try {
+                release.await(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 }
