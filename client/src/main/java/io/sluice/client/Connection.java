@@ -665,7 +665,7 @@ public final class Connection implements AutoCloseable {
     /** Waits for {@code future}, turning its outcome into the client's exceptions. */
     static <T> T await(CompletableFuture<T> future, Duration timeout, String what) {
         try {
-            return future.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            return future.get(TimeUnit.NANOSECONDS.convert(timeout), TimeUnit.NANOSECONDS); // saturated, as a "forever" asks
         } catch (TimeoutException e) {
             throw new SluiceTimeoutException(what + " did not finish within " + timeout.toMillis() + " ms");
         } catch (ExecutionException e) {

@@ -109,7 +109,8 @@ public final class Consumer implements AutoCloseable {
 
     /**
      * Pull mode: the next delivered message, waiting up to {@code timeout}; {@code null} if none arrived. A call
-     * waiting when the consumer ends (see the class comment) returns at once with the exception below.
+     * waiting when the consumer ends (see the class comment) returns at once with the exception below. A timeout too
+     * long to count in nanoseconds (such as ChronoUnit.FOREVER's) waits for good.
      *
      * @throws IllegalStateException the consumer was created with a handler, or was closed ({@link #close()})
      * @throws SluiceException       the consumer ended on its own: {@link #failure()}, a {@link ConnectionLostException}
@@ -121,7 +122,8 @@ public final class Consumer implements AutoCloseable {
         }
         connection.checkMayBlock("Consumer.receive");
         checkReceivable();
-        Message message = received.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        // Saturated: a timeout too long to count in nanoseconds (ChronoUnit.FOREVER's) waits for good; toNanos() threw.
+        Message message = received.poll(TimeUnit.NANOSECONDS.convert(timeout), TimeUnit.NANOSECONDS);
         if (message == ENDED) {
             received.add(ENDED); // for the next receive waiting
             checkReceivable();

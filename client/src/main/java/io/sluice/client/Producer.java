@@ -194,7 +194,9 @@ public final class Producer implements AutoCloseable {
     }
 
     /**
-     * Sends and waits for the confirm. On timeout the message stays in flight and may still be stored.
+     * Sends and waits for the confirm. On timeout the message stays in flight and may still be stored. A timeout
+     * too long to count in nanoseconds (such as ChronoUnit.FOREVER's) waits for good; before, it threw
+     * ArithmeticException at once (found by a review).
      *
      * @throws SluiceTimeoutException no confirm (or no room in the in-flight window) within {@code timeout}
      * @throws SluiceException        the broker refused the message
@@ -203,14 +205,15 @@ public final class Producer implements AutoCloseable {
     public void send(byte[] payload, List<MessageHeader> headers, Duration timeout) {
         Objects.requireNonNull(payload, "payload");
         connection.checkMayBlock("Producer.send");
-        long deadline = System.nanoTime() + timeout.toNanos();
+        long timeoutNanos = TimeUnit.NANOSECONDS.convert(timeout); // saturated at Long.MAX_VALUE
+        long start = System.nanoTime();
         try {
-            if (!inFlight.tryAcquire(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
+            if (!inFlight.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS)) {
                 throw new SluiceTimeoutException("send to queue " + queue + ": " + options.maxInFlight()
                         + " messages were still unconfirmed after " + timeout.toMillis() + " ms");
             }
             CompletableFuture<Void> future = enqueue(payload, OutgoingHeaders.copyOf(headers));
-            future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            future.get(Math.max(0, timeoutNanos - (System.nanoTime() - start)), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
             throw new SluiceTimeoutException("send to queue " + queue + " by producer " + producerId
                     + ": the broker did not confirm within " + timeout.toMillis() + " ms");

@@ -107,6 +107,23 @@ class ClientEndingsTest {
         }
     }
 
+    /**
+     * A wait of "forever" (ChronoUnit.FOREVER, Long.MAX_VALUE seconds) waits for the message or the confirm. Before,
+     * receive and send threw ArithmeticException, counting it in nanoseconds, without waiting at all.
+     */
+    @Test
+    void receiveAndSendWaitForeverWhenAskedTo() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
+            java.time.Duration forever = java.time.temporal.ChronoUnit.FOREVER.getDuration();
+            Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+            broker.deliver(consumer.consumerTag(), 7);
+            assertEquals(7L, consumer.receive(forever).id());
+            Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+            producer.send(new byte[] {1}, List.of(), forever);
+            assertEquals(List.of(1L), List.copyOf(broker.publishedSequences));
+        }
+    }
+
     /** Records each message it is handed, and holds the first until released. */
     private static final class BusyHandler implements MessageHandler {
         final java.util.Queue<Long> handled = new java.util.concurrent.ConcurrentLinkedQueue<>();
