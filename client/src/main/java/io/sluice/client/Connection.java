@@ -651,7 +651,7 @@ public final class Connection implements AutoCloseable {
                 return;
             }
             requests.add(requestId, description, (CompletableFuture<Frame>) result,
-                    options.requestTimeout().toMillis(), address());
+                    TimeUnit.MILLISECONDS.convert(options.requestTimeout()), address()); // saturated
             current.writeAndFlush(frame);
         }, result);
         return result;

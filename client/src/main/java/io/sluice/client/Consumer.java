@@ -312,6 +312,13 @@ public final class Consumer implements AutoCloseable {
 
     /** On loop. */
     void onConnectionLostOnLoop() {
+        liveSession = -1; // no session: what the lost one delivered and is not yet handed out goes nowhere (redelivered)
+        if (!closed && failure == null) {
+            received.clear();
+            if (closed) {
+                received.add(ENDED);
+            }
+        }
         pendingAckCount = 0;
         if (ackFlush != null) {
             ackFlush.cancel(false);

@@ -537,8 +537,10 @@ public final class Producer implements AutoCloseable {
             }
             Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
                     ? failure.getCause() : failure;
-            if (cause instanceof SluiceTimeoutException || cause instanceof SluiceException refused && refused.retriable()
-                    && !(cause instanceof ConnectionLostException)) {
+            // A producer the application closed is not kept trying (it holds its name meanwhile, and a resume the
+            // broker keeps refusing would keep it for the connection's life): refused once, its messages fail.
+            if (!closedOnLoop && (cause instanceof SluiceTimeoutException || cause instanceof SluiceException refused
+                    && refused.retriable() && !(cause instanceof ConnectionLostException))) {
                 LOG.warn("Resuming producer '{}' on queue {} after reconnecting failed ({}); trying again in {} ms.", options.name(),
                         queue, cause.getMessage(), TimeUnit.NANOSECONDS.toMillis(delayNanos));
                 connection.scheduleOnLoop(() -> {

@@ -129,7 +129,7 @@ public final class SequenceWindow<T> {
         // By offset from the oldest, which stays within the ring: a range ending at Long.MAX_VALUE stepped by sequence
         // past it to Long.MIN_VALUE, still not above the end, and spun the client's network thread for good.
         long firstOffset = Math.max(from, oldest) - oldest;
-        long lastOffset = Math.min(to - oldest, span - 1L);
+        long lastOffset = to < oldest ? -1 : Math.min(to - oldest, span - 1L); // to - oldest overflows for a range far below
         for (long offset = firstOffset; offset <= lastOffset; offset++) {
             int slot = (int) (head + offset) & (slots.length - 1);
             Object value = slots[slot];

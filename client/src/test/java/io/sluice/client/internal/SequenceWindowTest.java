@@ -101,4 +101,16 @@ class SequenceWindowTest {
         assertEquals(List.of("a", "b"), removed);
         assertEquals(0, window.size());
     }
+
+    /** Review: a range wholly below the oldest, near Long.MIN_VALUE, overflowed {@code to - oldest} and removed every value. */
+    @Test
+    void aRangeFarBelowTheOldestRemovesNothing() {
+        SequenceWindow<String> window = new SequenceWindow<>(4);
+        window.add(5, "a");
+        window.add(6, "b");
+        List<String> removed = new ArrayList<>();
+        window.removeRange(Long.MIN_VALUE, Long.MIN_VALUE + 1, removed::add);
+        assertEquals(List.of(), removed);
+        assertEquals(2, window.size());
+    }
 }
