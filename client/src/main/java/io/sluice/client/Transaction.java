@@ -85,6 +85,8 @@ public final class Transaction implements AutoCloseable {
      * and gives up only on a network thread that is stuck.
      */
     private static final long VERDICT_GRACE_NANOS = TimeUnit.SECONDS.toNanos(10);
+    /** The longest commit or rollback deadline kept as asked ({@link #bounded}). */
+    private static final Duration LONGEST_DEADLINE = Duration.ofNanos(Long.MAX_VALUE / 4);
 
     private enum Phase {
         /** No operation has reached the network thread. */
@@ -281,10 +283,11 @@ public final class Transaction implements AutoCloseable {
     }
 
     /** Ends the transaction by commit or rollback, once; the future completes on the network thread's verdict. */
-    private CompletableFuture<Void> end(String operation, boolean commit, Duration deadline) {
-        if (deadline.isNegative() || deadline.isZero()) {
-            throw new IllegalArgumentException(operation + " deadline " + deadline + " must be positive");
+    private CompletableFuture<Void> end(String operation, boolean commit, Duration asked) {
+        if (asked.isNegative() || asked.isZero()) {
+            throw new IllegalArgumentException(operation + " deadline " + asked + " must be positive");
         }
+        Duration deadline = bounded(asked);
         Finish finish = new Finish(commit, new CompletableFuture<>(), System.nanoTime() + deadline.toNanos(),
                 deadline.toMillis());
         synchronized (submitLock) {
@@ -298,7 +301,16 @@ public final class Transaction implements AutoCloseable {
         return finish.result();
     }
 
-    private void awaitVerdict(CompletableFuture<Void> verdict, Duration deadline, String operation) {
+    /**
+     * A deadline the clock arithmetic can carry: at most {@link #LONGEST_DEADLINE}, about 73 years, so that "forever"
+     * ({@code ChronoUnit.FOREVER}) waits instead of throwing ArithmeticException (too long for nanoseconds).
+     */
+    private static Duration bounded(Duration deadline) {
+        return deadline.compareTo(LONGEST_DEADLINE) > 0 ? LONGEST_DEADLINE : deadline;
+    }
+
+    private void awaitVerdict(CompletableFuture<Void> verdict, Duration asked, String operation) {
+        Duration deadline = bounded(asked);
         Duration wait = deadline.plusNanos(VERDICT_GRACE_NANOS);
         try {
             Connection.await(verdict, wait, operation + " of transaction " + txnId);
@@ -588,7 +600,7 @@ public final class Transaction implements AutoCloseable {
         Channel channel = connection.activeChannel();
         if (rollBack && begun && channel != null) {
             long requestId = connection.addRequestOnLoop("TX_ROLLBACK of failed transaction " + txnId,
-                    new CompletableFuture<>(), connection.options().requestTimeout().toMillis());
+                    new CompletableFuture<>(), TimeUnit.MILLISECONDS.convert(connection.options().requestTimeout())); // saturated
             channel.write(new TxRollbackFrame(requestId, txnId));
             wroteUnflushed = true;
             flushChannelOnLoop();

@@ -106,6 +106,15 @@ class TransactionTest {
         assertThrows(IllegalStateException.class, orders.get(0)::ack);
     }
 
+    /** A deadline of "forever" waits for the verdict; it threw ArithmeticException at once (too long for nanoseconds). */
+    @Test
+    void aCommitWithoutADeadlineWaitsForTheVerdict() {
+        Transaction transaction = connection.transaction();
+        transaction.publish("invoices", bytes("m"));
+        transaction.commit(java.time.temporal.ChronoUnit.FOREVER.getDuration());
+        assertEquals(1, broker.count(TxCommitFrame.class));
+    }
+
     @Test
     void shouldWriteAFullBatchAtOnceAndTheRestAtCommit() {
         Transaction transaction = connection.transaction();
