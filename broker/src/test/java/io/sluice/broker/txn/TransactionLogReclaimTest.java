@@ -58,7 +58,7 @@ class TransactionLogReclaimTest {
             List<Long> ids = new ArrayList<>();
             interrupted.forEach(t -> ids.addAll(t.records()));
             log.finished(ids.stream().mapToLong(Long::longValue).toArray());
-            TestAwait.until("the finished segments reclaimed", Duration.ofSeconds(10), () -> segmentFiles() == 1);
+            TestAwait.until("the finished segments reclaimed", Duration.ofSeconds(60), () -> segmentFiles() == 1);
             assertTrue(log.records() == 0);
         }
     }
