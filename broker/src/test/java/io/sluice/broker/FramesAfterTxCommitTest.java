@@ -44,12 +44,12 @@ class FramesAfterTxCommitTest {
 
     @Test
     void aTxRollbackAfterTheTxCommitIsRefusedAndTheCommitGoesAhead() throws Exception {
-        commitFollowedBy(c -> new TxRollbackFrame(5, 1), "ERROR 5 UNKNOWN_TRANSACTION");
+        assertCommitGoesAheadDespite(c -> new TxRollbackFrame(5, 1), "ERROR 5 UNKNOWN_TRANSACTION");
     }
 
     @Test
     void aRefusedTxPublishAfterTheTxCommitIsNotPartOfItAndTheCommitGoesAhead() throws Exception {
-        commitFollowedBy(c -> {
+        assertCommitGoesAheadDespite(c -> {
             PublishFrameBuilder toNoQueue = new PublishFrameBuilder(c.alloc(), "nosuch");
             toNoQueue.add(0, 0, List.of(), "x".getBytes(StandardCharsets.UTF_8));
             return new TxPublishFrame(1, toNoQueue.build());
@@ -58,11 +58,11 @@ class FramesAfterTxCommitTest {
 
     @Test
     void aSecondTxCommitIsRefusedAndTheFirstIsTheOneAnswered() throws Exception {
-        commitFollowedBy(c -> new TxCommitFrame(10, 1), "ERROR 10 UNKNOWN_TRANSACTION");
+        assertCommitGoesAheadDespite(c -> new TxCommitFrame(10, 1), "ERROR 10 UNKNOWN_TRANSACTION");
     }
 
     /** TX_COMMIT(9) of a transaction staging {@link #MESSAGES} messages, then {@code after}: answered {@code refusal} and OK 9. */
-    private void commitFollowedBy(Function<RawClient, Frame> after, String refusal) throws Exception {
+    private void assertCommitGoesAheadDespite(Function<RawClient, Frame> after, String refusal) throws Exception {
         try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
             declare(c, "invoices");
             send(c, new TxBeginFrame(1, 0), bigPublish(c), new TxCommitFrame(9, 1), after.apply(c));

@@ -82,6 +82,7 @@ class ClientEndingsTest {
             broker.send(new FlowFrame("orders", FlowState.FREE, "below the resume level"));
             held.get(10, TimeUnit.SECONDS);
             heldToo.get(10, TimeUnit.SECONDS);
+            assertEquals(2, broker.publishedSequences.size(), "both held messages sent once FREE, neither producer closed");
         }
     }
 
