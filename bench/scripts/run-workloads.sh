@@ -29,7 +29,7 @@
 #             pipelining all 1,000 (declareQueueAsync); 3 rounds of the three (DECLARE_ROUNDS=n for more),
 #             each run on a fresh broker started by bin/sluice on its defaults (BROKER_JAR=path overrides
 #             the jar, for an A/B)
-#   w2        one fresh broker, W2 (5 M messages); heap sampled every second with jcmd GC.heap_info,
+#   w2        one fresh broker, W2 (5 M messages); heap in use sampled every second from /metrics (jvm_memory_used_bytes, area heap),
 #             bytes on disk (du) of the data directory after the drain
 #   w1-app-cold   (the app series start the broker with bin/sluice, its class archive made beforehand)
 #             issue 18's application-shaped client (--client app: the client's defaults, callbacks on its
