@@ -37,7 +37,9 @@ import java.util.concurrent.TimeUnit;
  * channel flush per burst. A handler gets one dispatch task per DELIVER frame, which handles its messages in order.
  * Messages delivered before a reconnect cannot be settled after it (the broker requeued them): their acks are
  * dropped, and those not yet handed to the application are not handed to it (receive or the handler). A message acknowledged in a {@link Transaction} goes out in the transaction's TX_ACK, never in this
- * consumer's ACKs, and counts as settled for the credit once that TX_ACK is written.
+ * consumer's ACKs, and counts as settled for the credit once that TX_ACK is written. {@link #close()} writes the
+ * settlements made before it ahead of its UNSUBSCRIBE; settling a message after close() throws
+ * {@link IllegalStateException} (the broker takes the message back), and one made while close() runs is dropped.
  *
  * <p>End: a consumer ends when the application closes it ({@link #close()}: {@link #receive} then throws
  * {@link IllegalStateException}) or on its own, when it can receive nothing more ({@link #failure()} says why and
@@ -78,6 +80,11 @@ public final class Consumer implements AutoCloseable {
     private int settledSinceTopUp;
     /** On loop: frames were written during the current drain of settlements and wait for its one flush. */
     private boolean wroteUnflushed;
+    /**
+     * On loop: {@link #close()}'s marker was taken and the UNSUBSCRIBE follows; a settlement queued behind it (made
+     * while close() ran) is dropped, as the broker would answer it ERROR UNKNOWN_CONSUMER once it unsubscribed.
+     */
+    private boolean closeMarkerTaken;
 
     Consumer(Connection connection, String queue, int consumerTag, ConsumerOptions options, MessageHandler handler) {
         this.connection = connection;
@@ -216,6 +223,19 @@ public final class Consumer implements AutoCloseable {
         }
     }
 
+    /**
+     * Refuses to settle a message once the application closed this consumer: the settlement would reach the broker
+     * after the UNSUBSCRIBE, which took the message back and no longer knows the consumer (ERROR UNKNOWN_CONSUMER).
+     * Called before the message counts as settled. Before, such acks and nacks were written after the UNSUBSCRIBE
+     * (found by a review).
+     */
+    void checkSettleable(String operation, long messageId) {
+        if (closed) {
+            throw new IllegalStateException("cannot " + operation + " message " + messageId + ": its consumer of queue "
+                    + queue + " is closed (the broker takes the message back)");
+        }
+    }
+
     void ack(Message message) {
         settlements.submit(message);
     }
@@ -226,7 +246,7 @@ public final class Consumer implements AutoCloseable {
 
     /** On loop: adds the id to the pending acks; writes them (without flushing) once there are a batch. */
     private void ackOnLoop(Message message) {
-        if (message.session() != connection.session()) {
+        if (message.session() != connection.session() || droppedAfterClose(message)) {
             return;
         }
         if (pendingAckCount == pendingAcks.length) {
@@ -243,7 +263,7 @@ public final class Consumer implements AutoCloseable {
 
     /** On loop: writes the pending acks, then the NACK, then any credit due; the drain flushes them. */
     private void nackOnLoop(Nack nack) {
-        if (nack.message().session() != connection.session()) {
+        if (nack.message().session() != connection.session() || droppedAfterClose(nack.message())) {
             return;
         }
         writeAcksOnLoop();
@@ -255,6 +275,17 @@ public final class Consumer implements AutoCloseable {
         }
         settledSinceTopUp++;
         topUpOnLoop();
+    }
+
+    /**
+     * On loop: whether {@code message}'s settlement came behind close()'s marker: made while close() ran, it passed
+     * {@link #checkSettleable} before close() began and was queued after it. The broker takes the message back.
+     */
+    private boolean droppedAfterClose(Message message) {
+        if (closeMarkerTaken) {
+            LOG.debug("Dropped the settlement of message {} of queue {}, made while its consumer closed.", message.id(), queue);
+        }
+        return closeMarkerTaken;
     }
 
     /**
@@ -411,6 +442,7 @@ public final class Consumer implements AutoCloseable {
                 marker.written().complete(null);
             } else if (settlement instanceof CloseMarker marker) {
                 flushAcksOnLoop();
+                closeMarkerTaken = true;
                 // A transaction's acks of this consumer still batched go out too: after the UNSUBSCRIBE the
                 // broker would have taken those messages back, and the TX_ACK would abort the transaction.
                 connection.transactions().consumerClosingOnLoop(Consumer.this);

@@ -67,8 +67,14 @@ public final class Message {
         return payload;
     }
 
-    /** Tells the broker the message is done. Acks are batched into ranges and written within about 1 ms. */
+    /**
+     * Tells the broker the message is done. Acks are batched into ranges and written within about 1 ms.
+     *
+     * @throws IllegalStateException the message was already settled, or its consumer was closed ({@link Consumer#close()};
+     *                               the broker takes the message back)
+     */
     public void ack() {
+        consumer.checkSettleable("ack", id);
         markSettled("ack");
         consumer.ack(this);
     }
@@ -85,11 +91,12 @@ public final class Message {
      *
      * @throws NullPointerException     {@code action} is null, or {@code delay} is null for REQUEUE_AFTER_DELAY
      * @throws IllegalArgumentException {@code delay} is negative, or too long to count in milliseconds
-     * @throws IllegalStateException    the message was already settled
+     * @throws IllegalStateException    the message was already settled, or its consumer was closed
      */
     public void nack(NackAction action, Duration delay) {
         Objects.requireNonNull(action, "action");
         long delayMs = action == NackAction.REQUEUE_AFTER_DELAY ? delayMillis(delay) : 0;
+        consumer.checkSettleable("nack", id);
         markSettled("nack");
         consumer.nack(this, action, delayMs);
     }

@@ -184,7 +184,8 @@ public final class Transaction implements AutoCloseable {
      * queue. It counts as settled: {@link Message#ack()} or {@link Message#nack} may not follow.
      *
      * @throws IllegalArgumentException the message was received on another connection
-     * @throws IllegalStateException    the message was already settled, or the transaction has ended
+     * @throws IllegalStateException    the message was already settled, its consumer was closed (its TX_ACK would
+     *                                  follow the UNSUBSCRIBE), or the transaction has ended
      * @throws SluiceException          the transaction failed (see the class rule "fail, never replay")
      */
     public void ack(Message message) {
@@ -195,6 +196,7 @@ public final class Transaction implements AutoCloseable {
         }
         synchronized (submitLock) {
             checkUsable("ack");
+            message.consumer().checkSettleable("ack in transaction " + txnId, message.id());
             message.markSettledInTransaction(txnId);
             operations.submit(message);
         }

@@ -70,6 +70,8 @@ final class FakeBroker implements AutoCloseable {
     final java.util.concurrent.atomic.AtomicInteger nextEpoch = new java.util.concurrent.atomic.AtomicInteger();
     /** Whether SUBSCRIBE gets its OK (a test answers it late by hand). */
     volatile boolean answerSubscribes = true;
+    /** Whether UNSUBSCRIBE gets its OK (a test answers it late by hand). */
+    volatile boolean answerUnsubscribes = true;
     /** When set, the next {@link #subscribeRefusals} SUBSCRIBEs are answered by ERROR with this code. */
     volatile ErrorCode refuseSubscribes;
     final java.util.concurrent.atomic.AtomicInteger subscribeRefusals = new java.util.concurrent.atomic.AtomicInteger();
@@ -79,6 +81,9 @@ final class FakeBroker implements AutoCloseable {
     /** While set, PRODUCER_INITs that resume an epoch are held unanswered until {@link #answerHeldProducerResumes()}. */
     volatile boolean holdProducerResumes;
     private final Queue<Object[]> heldProducerResumes = new ConcurrentLinkedQueue<>();
+    /** While set, HELLOs are held unanswered until {@link #answerHeldHellos()}: a test acts while a handshake is under way. */
+    volatile boolean holdHellos;
+    private final Queue<Object[]> heldHellos = new ConcurrentLinkedQueue<>();
     /** The byte window HELLO_OK gives. */
     volatile long publishWindowBytes = 1L << 40;
     /** The heartbeat interval HELLO_OK gives (0: none); the fake never sends a HEARTBEAT itself. */
@@ -157,6 +162,23 @@ final class FakeBroker implements AutoCloseable {
         }
     }
 
+    /**
+     * Answers the HELLOs held by {@link #holdHellos} with HELLO_OK and returns once the answers are written to their
+     * sockets, so that the client can read them as soon as its network thread looks.
+     */
+    void answerHeldHellos() {
+        holdHellos = false;
+        Object[] held;
+        while ((held = heldHellos.poll()) != null) {
+            ((ChannelHandlerContext) held[0]).writeAndFlush(helloOk((HelloFrame) held[1])).syncUninterruptibly();
+        }
+    }
+
+    private HelloOkFrame helloOk(HelloFrame hello) {
+        return new HelloOkFrame(1, MAX_FRAME_BYTES, heartbeatIntervalMs, "fake", publishWindowMessages, publishWindowBytes,
+                hello.capabilities() & servedCapabilities);
+    }
+
     void dropConnections() {
         for (Channel client : clients) {
             client.close().syncUninterruptibly();
@@ -183,8 +205,11 @@ final class FakeBroker implements AutoCloseable {
             }
             received.add(frame);
             if (frame instanceof HelloFrame hello) {
-                context.writeAndFlush(new HelloOkFrame(1, MAX_FRAME_BYTES, heartbeatIntervalMs, "fake", publishWindowMessages, publishWindowBytes,
-                        hello.capabilities() & servedCapabilities));
+                if (holdHellos) {
+                    heldHellos.add(new Object[] {context, hello});
+                } else {
+                    context.writeAndFlush(helloOk(hello));
+                }
             } else if (frame instanceof DeclareQueueFrame declare) {
                 context.writeAndFlush(new OkFrame(declare.requestId(), 0));
             } else if (frame instanceof DeleteQueueFrame delete) {
@@ -211,7 +236,7 @@ final class FakeBroker implements AutoCloseable {
                 } else if (answerSubscribes) {
                     context.writeAndFlush(new OkFrame(subscribe.requestId()));
                 }
-            } else if (frame instanceof UnsubscribeFrame unsubscribe) {
+            } else if (frame instanceof UnsubscribeFrame unsubscribe && answerUnsubscribes) {
                 context.writeAndFlush(new OkFrame(unsubscribe.requestId()));
             } else if (frame instanceof TxCommitFrame commit && answerCommits) {
                 ErrorCode refusal = refuseCommits;
