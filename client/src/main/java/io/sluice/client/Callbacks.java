@@ -74,13 +74,18 @@ final class Callbacks {
         }
     }
 
+    /** Whether the calling thread is a dispatch thread (of any connection), running a callback. */
+    boolean onCallbackThread() {
+        return Thread.currentThread().getName().startsWith(POOL_THREAD_PREFIX);
+    }
+
     /** Stops the pool, waiting up to 5 s for its callbacks unless called from one of them. */
     void shutdown() {
         if (pool == null) {
             return;
         }
         pool.shutdown();
-        if (!Thread.currentThread().getName().startsWith(POOL_THREAD_PREFIX)) {
+        if (!onCallbackThread()) {
             try {
                 if (!pool.awaitTermination(5, TimeUnit.SECONDS)) {
                     pool.shutdownNow();

@@ -100,6 +100,12 @@ public final class Connection implements AutoCloseable {
     private final FrameDispatch frames;
 
     private volatile boolean closed;
+    /** Taken by the one close() that closes; any other close() waits for it (see {@link #close()}). */
+    private final java.util.concurrent.atomic.AtomicBoolean closeTaken = new java.util.concurrent.atomic.AtomicBoolean();
+    /** Completed once the network thread stopped, by the close() that closes. */
+    private final CompletableFuture<Void> networkStopped = new CompletableFuture<>();
+    /** Completed once the close is complete (the callbacks stopped too), by the close() that closes. */
+    private final CompletableFuture<Void> closeCompleted = new CompletableFuture<>();
     private volatile String brokerName = "";
     /** Whether the broker's last HELLO_OK granted transactions (docs/protocol.md, "Capabilities"). */
     private volatile boolean transactionsGranted;
@@ -377,15 +383,34 @@ public final class Connection implements AutoCloseable {
 
     /**
      * Closes the connection: sends CLOSE, fails everything still in flight with {@link ConnectionLostException},
-     * and stops the client's threads. Safe to call more than once and from any thread but the client's network
-     * threads, where it throws {@link IllegalStateException} (it waits for them to stop).
+     * and stops the client's threads; returns once they stopped, callbacks that were running included. Safe to call
+     * more than once and from several threads at once: every call returns only once the close is complete (a call
+     * from a callback on a dispatch thread, once the network thread stopped: it cannot wait for its own callback to
+     * return). From the client's network threads it throws {@link IllegalStateException} (it waits for them to stop),
+     * unless another call is already closing, which it then leaves to finish.
      */
     @Override
     public void close() {
-        if (closed) {
-            return;
+        if (onNetworkThread() && closeTaken.get()) {
+            return; // the close under way stops this very thread: waiting here would hold it up
         }
         checkMayBlock("Connection.close");
+        if (!closeTaken.compareAndSet(false, true)) {
+            // Before, a second close() returned at once, while the first was still closing and callbacks still ran
+            // (found by a review).
+            awaitUninterruptibly(callbacks.onCallbackThread() ? networkStopped : closeCompleted);
+            return;
+        }
+        try {
+            closeOnce();
+        } finally {
+            networkStopped.complete(null);
+            closeCompleted.complete(null);
+        }
+    }
+
+    /** The work of {@link #close()}, done by the one call that took {@link #closeTaken}. */
+    private void closeOnce() {
         writeSettlementsBeforeClosing();
         closed = true;
         CompletableFuture<Void> done = new CompletableFuture<>();
@@ -421,7 +446,26 @@ public final class Connection implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        networkStopped.complete(null);
         callbacks.shutdown();
+    }
+
+    /** Waits for a close made by another call, which is bounded; an interrupt meanwhile is kept for the caller. */
+    private static void awaitUninterruptibly(CompletableFuture<Void> closing) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                closing.get();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            } catch (ExecutionException e) {
+                break; // not thrown: the closing call completes it only normally
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /**

@@ -68,6 +68,37 @@ class CloseAndHandshakeRacesTest {
         }
     }
 
+    /**
+     * Two threads closing the connection at once: the second returns only once the close is complete, its network
+     * thread stopped and its callbacks (a handler busy with a message) returned, as after the first. Before, the second
+     * close() returned at once, while the first was still closing and the handler still ran.
+     */
+    @Test
+    void aSecondCloseReturnsOnlyOnceTheConnectionIsClosed() throws Exception {
+        try (FakeBroker broker = new FakeBroker()) {
+            Connection connection = broker.connectReconnecting();
+            HeldHandler handler = new HeldHandler();
+            Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT, handler);
+            broker.deliver(consumer.consumerTag(), 1);
+            assertTrue(handler.busy.await(10, TimeUnit.SECONDS));
+            Thread first = new Thread(connection::close, "test-first-close");
+            first.start();
+            TestWait.until(connection::isClosed); // the first close is under way: it waits for the handler
+            CompletableFuture<String> secondSaw = new CompletableFuture<>();
+            Thread second = new Thread(() -> {
+                connection.close();
+                secondSaw.complete("handler returned: " + (handler.returned.getCount() == 0) + ", network thread stopped: "
+                        + ((EventExecutor) connection.loopExecutor()).isTerminated());
+            }, "test-second-close");
+            second.start();
+            TestWait.until(() -> second.getState() == Thread.State.WAITING || second.getState() == Thread.State.TIMED_WAITING
+                    || second.getState() == Thread.State.TERMINATED);
+            handler.release.countDown();
+            first.join(TimeUnit.SECONDS.toMillis(20));
+            assertEquals("handler returned: true, network thread stopped: true", secondSaw.get(20, TimeUnit.SECONDS));
+        }
+    }
+
     /** Each ACK's ids as "ACK id", each NACK's as "NACK id", and each UNSUBSCRIBE, in the order the broker read them. */
     private static List<String> settlementsAndUnsubscribes(FakeBroker broker) {
         List<String> seen = new ArrayList<>();
