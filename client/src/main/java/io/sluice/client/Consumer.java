@@ -65,6 +65,8 @@ public final class Consumer implements AutoCloseable {
     private final LoopBatcher<Object> settlements;
     private final Runnable flushAcksTask = this::flushAcksOnLoop;
     private volatile boolean closed;
+    /** Completed once the call of {@link #close()} that unsubscribes is done; other calls wait for it. */
+    private final CompletableFuture<Void> closeCompleted = new CompletableFuture<>();
     /** Why the consumer ended without {@link #close()} (see {@link #failure()}); null while it runs. */
     private volatile SluiceException failure;
     /**
@@ -189,16 +191,40 @@ public final class Consumer implements AutoCloseable {
      * Writes pending acks, sends UNSUBSCRIBE and waits up to the request timeout for the broker's OK. Messages
      * received but not settled return to the queue on the broker. On the network thread (a handler, with
      * {@link ConnectionOptions#callbacksOnNetworkThread()}) it does the same without waiting. Either way the
-     * handler is not called after close().
+     * handler is not called after close(). Called again, or from several threads at once, it unsubscribes once, and
+     * each call returns once that is done (on the network thread, without waiting).
      */
     @Override
     public void close() {
+        boolean closing;
         synchronized (this) {
-            if (closed) {
-                return; // once: two threads closing at once would both send UNSUBSCRIBE
-            }
+            closing = !closed; // once: two threads closing at once would both send UNSUBSCRIBE
             closed = true;
         }
+        if (!closing) {
+            awaitCloseByAnotherCall();
+            return;
+        }
+        unsubscribe();
+    }
+
+    /**
+     * Waits, unless on the network thread, for the call of {@link #close()} that unsubscribes, itself bounded by the
+     * request timeout. Before, a second call returned at once, before the broker stopped delivering (found by a review).
+     */
+    private void awaitCloseByAnotherCall() {
+        if (connection.onNetworkThread()) {
+            return;
+        }
+        try {
+            Connection.await(closeCompleted, connection.options().requestTimeout(), "closing the consumer of " + queue);
+        } catch (SluiceException e) {
+            LOG.debug("Waiting for the consumer of {} to close did not finish: {}", queue, e.getMessage());
+        }
+    }
+
+    /** The work of {@link #close()}, done by the one call that closes; on the network thread, without waiting. */
+    private void unsubscribe() {
         wakeReceives();
         // Behind the settlements made before close(): their acks are written before the UNSUBSCRIBE.
         CompletableFuture<Void> acksWritten = new CompletableFuture<>();
@@ -211,6 +237,7 @@ public final class Consumer implements AutoCloseable {
                     LOG.debug("Unsubscribing from {} did not get an answer: {}", queue, failure.getMessage());
                 }
                 connection.removeConsumer(consumerTag);
+                closeCompleted.complete(null);
             });
             return;
         }
@@ -220,6 +247,7 @@ public final class Consumer implements AutoCloseable {
             LOG.debug("Unsubscribing from {} did not get an answer: {}", queue, e.getMessage());
         } finally {
             connection.removeConsumer(consumerTag);
+            closeCompleted.complete(null);
         }
     }
 

@@ -99,6 +99,35 @@ class CloseAndHandshakeRacesTest {
         }
     }
 
+    /**
+     * Consumer.close() from two threads at once: the second returns only once the broker answered the UNSUBSCRIBE (it
+     * delivers nothing more), as the first does. Before, the second returned at once.
+     */
+    @Test
+    void aSecondConsumerCloseReturnsOnlyOnceUnsubscribed() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
+            Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+            broker.answerUnsubscribes = false;
+            Thread first = new Thread(consumer::close, "test-first-consumer-close");
+            first.start();
+            TestWait.until(() -> broker.count(UnsubscribeFrame.class) == 1);
+            AtomicBoolean answered = new AtomicBoolean();
+            CompletableFuture<Boolean> secondSawAnswer = new CompletableFuture<>();
+            Thread second = new Thread(() -> {
+                consumer.close();
+                secondSawAnswer.complete(answered.get());
+            }, "test-second-consumer-close");
+            second.start();
+            TestWait.until(() -> second.getState() == Thread.State.WAITING || second.getState() == Thread.State.TIMED_WAITING
+                    || second.getState() == Thread.State.TERMINATED);
+            answered.set(true);
+            broker.send(new OkFrame(broker.frames(UnsubscribeFrame.class).get(0).requestId()));
+            first.join(TimeUnit.SECONDS.toMillis(10));
+            assertTrue(secondSawAnswer.get(10, TimeUnit.SECONDS), "the second close() returned before the UNSUBSCRIBE was answered");
+            assertEquals(1, broker.count(UnsubscribeFrame.class), "one UNSUBSCRIBE for both");
+        }
+    }
+
     /** Each ACK's ids as "ACK id", each NACK's as "NACK id", and each UNSUBSCRIBE, in the order the broker read them. */
     private static List<String> settlementsAndUnsubscribes(FakeBroker broker) {
         List<String> seen = new ArrayList<>();
