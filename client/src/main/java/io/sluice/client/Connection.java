@@ -27,8 +27,6 @@ import io.sluice.protocol.ProducerInitFrame;
 import io.sluice.protocol.ProducerOkFrame;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.QueueSettings;
-import io.sluice.protocol.SubscribeFrame;
-import io.sluice.protocol.UnsubscribeFrame;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -90,11 +88,12 @@ public final class Connection implements AutoCloseable {
     private int session;
     private int maxFrameBytes = HANDSHAKE_MAX_FRAME_BYTES;
     private final ClientPublishWindow publishWindow = new ClientPublishWindow();
-    private int nextConsumerTag = 1;
     /** Requests waiting for their answer; on the network thread. */
     private final PendingRequests requests;
     private final Map<Long, Producer> producers = new HashMap<>();
     private final Map<Integer, Consumer> consumers = new HashMap<>();
+    /** Each consumer's SUBSCRIBE: the first, and again after each reconnect. */
+    private final ConsumerSubscriptions subscriptions = new ConsumerSubscriptions(this, consumers);
     private final OpenTransactions transactions = new OpenTransactions();
     /** Hands each frame after the handshake to what waits for it. */
     private final FrameDispatch frames;
@@ -299,7 +298,8 @@ public final class Connection implements AutoCloseable {
     }
 
     /**
-     * Subscribes with a push handler; returns once the broker answered OK to SUBSCRIBE.
+     * Subscribes with a push handler; returns once the broker answered OK to SUBSCRIBE, waiting up to the request
+     * timeout, through a reconnect under way (whose handshake sends the SUBSCRIBE; see {@link ConsumerSubscriptions}).
      *
      * @throws IllegalArgumentException the queue name is longer than the wire carries (65,535 UTF-8 bytes)
      */
@@ -311,7 +311,8 @@ public final class Connection implements AutoCloseable {
     }
 
     /**
-     * Subscribes for pulling with {@link Consumer#receive(Duration)}; returns once the broker answered OK.
+     * Subscribes for pulling with {@link Consumer#receive(Duration)}; returns once the broker answered OK, as
+     * {@link #subscribe(String, ConsumerOptions, MessageHandler)} does.
      *
      * @throws IllegalArgumentException the queue name is longer than the wire carries (65,535 UTF-8 bytes)
      */
@@ -323,27 +324,7 @@ public final class Connection implements AutoCloseable {
         QueueName.of(queue); // a name the wire cannot carry would throw on the network thread, building SUBSCRIBE
         checkOpen();
         checkMayBlock("subscribe");
-        CompletableFuture<Consumer> created = new CompletableFuture<>();
-        runOnLoop(() -> {
-            Consumer consumer = new Consumer(this, queue, nextConsumerTag++, consumerOptions, handler);
-            consumers.put(consumer.consumerTag(), consumer);
-            created.complete(consumer);
-        }, created);
-        Consumer consumer = await(created, options.requestTimeout(), "subscribe to " + queue);
-        try {
-            await(subscribeRequest(consumer), options.requestTimeout(), "SUBSCRIBE " + queue);
-        } catch (RuntimeException e) {
-            runOnLoop(() -> consumers.remove(consumer.consumerTag()), new CompletableFuture<>());
-            if (e instanceof SluiceTimeoutException) {
-                // The broker may apply the SUBSCRIBE yet, with full credit, and nobody here would settle what it delivers:
-                // an UNSUBSCRIBE behind it ends that subscription and gives back whatever it delivered meanwhile.
-                request(id -> new UnsubscribeFrame(id, consumer.consumerTag()), "UNSUBSCRIBE " + queue)
-                        .whenComplete((ok, failure) -> LOG.debug("UNSUBSCRIBE of the timed-out subscription {} to {}: {}",
-                                consumer.consumerTag(), queue, failure == null ? "done" : failure.getMessage()));
-            }
-            throw e;
-        }
-        return consumer;
+        return subscriptions.subscribe(queue, consumerOptions, handler);
     }
 
     /**
@@ -427,6 +408,7 @@ public final class Connection implements AutoCloseable {
                 for (Consumer consumer : consumers.values()) {
                     consumer.failedOnLoop(lost); // receive() throws it, rather than return null as if the queue were empty
                 }
+                subscriptions.connectionClosedOnLoop(lost);
                 consumers.clear();
                 Channel current = channel;
                 channel = null;
@@ -610,58 +592,12 @@ public final class Connection implements AutoCloseable {
         executeOnLoop(() -> producers.remove(producerId, producer));
     }
 
-    void removeConsumer(int consumerTag) {
-        executeOnLoop(() -> consumers.remove(consumerTag));
-    }
-
-    /**
-     * On loop, after a reconnect: SUBSCRIBE {@code consumer} again on session {@code forSession}. A refusal that may
-     * pass (a timeout, a retriable code such as RESOURCE_LIMIT) is tried again after {@code delayNanos}, doubling up to
-     * {@link #RETRY_MAX_DELAY_NANOS}; a timed-out SUBSCRIBE is ended by an UNSUBSCRIBE first (the broker may
-     * apply it yet, as in {@link #subscribe}). Any other refusal (the queue is gone, the user may no longer consume)
-     * ends the consumer: {@link Consumer#failure()} says why and {@code receive} throws it. Before, a refusal was only
-     * logged, and the consumer waited for messages that could never come (found by a review).
-     */
-    private void resubscribeOnLoop(Consumer consumer, int forSession, long delayNanos) {
-        subscribeRequest(consumer).whenComplete((ok, failure) -> {
-            if (failure == null) {
-                return;
-            }
-            Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
-                    ? failure.getCause() : failure;
-            executeOnLoop(() -> {
-                if (session != forSession || closed || consumer.isClosed()) {
-                    return; // a later session subscribes it again, or nobody wants it any more
-                }
-                boolean timedOut = cause instanceof SluiceTimeoutException;
-                if (timedOut || cause instanceof SluiceException refused && refused.retriable()) {
-                    LOG.warn("Resubscribing to {} after reconnecting failed ({}); trying again in {} ms.", consumer.queue(),
-                            cause.getMessage(), TimeUnit.NANOSECONDS.toMillis(delayNanos));
-                    if (timedOut) {
-                        request(id -> new UnsubscribeFrame(id, consumer.consumerTag()), "UNSUBSCRIBE " + consumer.queue());
-                    }
-                    scheduleOnLoop(() -> {
-                        if (session == forSession && !closed && !consumer.isClosed()) {
-                            resubscribeOnLoop(consumer, forSession, Math.min(2 * delayNanos, RETRY_MAX_DELAY_NANOS));
-                        }
-                    }, delayNanos);
-                    return;
-                }
-                consumers.remove(consumer.consumerTag());
-                SluiceException ended = cause instanceof SluiceException refused
-                        ? new SluiceException(refused.errorCode(), refused.brokerMessage(), "the consumer of queue "
-                                + consumer.queue() + " ended: subscribing again after reconnecting was refused: " + refused.getMessage())
-                        : new SluiceException("the consumer of queue " + consumer.queue()
-                                + " ended: subscribing again after reconnecting failed", cause);
-                LOG.error("{}", ended.getMessage());
-                consumer.failedOnLoop(ended);
-            });
+    /** Removes {@code consumer}, closed by the application, once its UNSUBSCRIBE was answered or given up. */
+    void removeConsumer(Consumer consumer) {
+        executeOnLoop(() -> {
+            consumers.remove(consumer.consumerTag(), consumer);
+            subscriptions.removedOnLoop(consumer);
         });
-    }
-
-    CompletableFuture<OkFrame> subscribeRequest(Consumer consumer) {
-        return request(id -> new SubscribeFrame(id, consumer.consumerTag(), consumer.queue(),
-                consumer.options().credit()), "SUBSCRIBE " + consumer.queue());
     }
 
     /** Sends a request frame built with a fresh request id; completes on OK, fails on ERROR or timeout. */
@@ -677,28 +613,45 @@ public final class Connection implements AutoCloseable {
             result.completeExceptionally(closedException());
             return result;
         }
-        runOnLoop(() -> {
-            Channel current = channel;
-            if (current == null) {
-                result.completeExceptionally(new ConnectionLostException(description + " failed: not connected to "
-                        + address() + (closed ? "" : "; reconnecting")));
-                return;
-            }
-            // Built before the request is registered: a frame that cannot be built fails its request at once, rather
-            // than throwing here, unseen, and leaving the caller to wait out the request timeout (found by a review).
-            long requestId = requests.nextId();
-            Frame frame;
-            try {
-                frame = frameFactory.apply(requestId);
-            } catch (RuntimeException unbuildable) {
-                completeOnDispatch(result, null, unbuildable);
-                return;
-            }
-            requests.add(requestId, description, (CompletableFuture<Frame>) result,
-                    TimeUnit.MILLISECONDS.convert(options.requestTimeout()), address()); // saturated
-            current.writeAndFlush(frame);
-        }, result);
+        runOnLoop(() -> sendRequestOnLoop(frameFactory, description, (CompletableFuture<Frame>) result, callbacks::complete),
+                result);
         return result;
+    }
+
+    /**
+     * On loop: as {@link #requestFor}, written now, its future completed on the network thread, where the caller's
+     * continuation takes the answer in the same task (a SUBSCRIBE's, before any later frame or handshake is handled).
+     * For the client's own bookkeeping: the application's futures complete where callbacks run.
+     */
+    @SuppressWarnings("unchecked")
+    <F extends Frame> CompletableFuture<F> requestOnLoop(LongFunction<Frame> frameFactory, String description) {
+        CompletableFuture<F> result = new CompletableFuture<>();
+        sendRequestOnLoop(frameFactory, description, (CompletableFuture<Frame>) result, PendingRequests.ON_LOOP);
+        return result;
+    }
+
+    /** On loop: builds, registers and writes a request; {@code completer} completes {@code result} with its outcome. */
+    private void sendRequestOnLoop(LongFunction<Frame> frameFactory, String description, CompletableFuture<Frame> result,
+                                   PendingRequests.Completer completer) {
+        Channel current = channel;
+        if (current == null) {
+            completer.complete(result, null, new ConnectionLostException(description + " failed: not connected to "
+                    + address() + (closed ? "" : "; reconnecting")));
+            return;
+        }
+        // Built before the request is registered: a frame that cannot be built fails its request at once, rather
+        // than throwing here, unseen, and leaving the caller to wait out the request timeout (found by a review).
+        long requestId = requests.nextId();
+        Frame frame;
+        try {
+            frame = frameFactory.apply(requestId);
+        } catch (RuntimeException unbuildable) {
+            completer.complete(result, null, unbuildable);
+            return;
+        }
+        requests.add(requestId, description, result, TimeUnit.MILLISECONDS.convert(options.requestTimeout()), // saturated
+                address(), completer);
+        current.writeAndFlush(frame);
     }
 
     /** Completes a future where callbacks run, so by default they never run on the network thread. */
@@ -759,13 +712,7 @@ public final class Connection implements AutoCloseable {
             LOG.info("Reconnected to {} ({}); resubscribing {} consumers and resending unconfirmed publishes.",
                     address(), brokerName, consumers.size());
         }
-        for (Consumer consumer : List.copyOf(consumers.values())) {
-            if (consumer.isClosed()) {
-                continue; // closing (its close() removes it): a new subscription would deliver to nobody
-            }
-            consumer.onReconnectedOnLoop();
-            resubscribeOnLoop(consumer, session, RETRY_FIRST_DELAY_NANOS);
-        }
+        subscriptions.onHandshakeOnLoop(session);
         frames.newSession();
         Producer.eachOnLoop(producers.values(), "resending after reconnecting", Producer::onReconnectedOnLoop);
         handshake.complete(null);

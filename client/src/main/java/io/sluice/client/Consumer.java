@@ -236,7 +236,7 @@ public final class Consumer implements AutoCloseable {
                 if (failure != null) {
                     LOG.debug("Unsubscribing from {} did not get an answer: {}", queue, failure.getMessage());
                 }
-                connection.removeConsumer(consumerTag);
+                connection.removeConsumer(this);
                 closeCompleted.complete(null);
             });
             return;
@@ -246,7 +246,7 @@ public final class Consumer implements AutoCloseable {
         } catch (SluiceException e) {
             LOG.debug("Unsubscribing from {} did not get an answer: {}", queue, e.getMessage());
         } finally {
-            connection.removeConsumer(consumerTag);
+            connection.removeConsumer(this);
             closeCompleted.complete(null);
         }
     }

@@ -15,7 +15,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * The requests of one {@link Connection} waiting for their answer (OK, PRODUCER_OK, ERROR), by request
  * id, each with its timeout. Owned by the connection's network thread: every method runs there.
- * Futures are completed through {@link Completer}, which puts callbacks where the connection runs them.
+ * Futures are completed through {@link Completer}, which puts callbacks where the connection runs them, or, for the
+ * requests whose answer the client takes itself ({@link #ON_LOOP}), on the network thread.
  */
 final class PendingRequests {
     /** Completes a request's future (where callbacks run); exactly one of {@code answer} and {@code failure} is set. */
@@ -23,7 +24,17 @@ final class PendingRequests {
         void complete(CompletableFuture<Frame> future, Frame answer, Throwable failure);
     }
 
-    private record Pending(String description, CompletableFuture<Frame> future, ScheduledFuture<?> timeout) {
+    /** Completes on the network thread, where the answer arrives: for requests whose outcome the client itself takes. */
+    static final Completer ON_LOOP = (future, answer, failure) -> {
+        if (failure == null) {
+            future.complete(answer);
+        } else {
+            future.completeExceptionally(failure);
+        }
+    };
+
+    private record Pending(String description, CompletableFuture<Frame> future, ScheduledFuture<?> timeout,
+                           Completer completer) {
     }
 
     private final EventExecutor loop;
@@ -50,13 +61,18 @@ final class PendingRequests {
 
     /** Registers request {@code requestId} ({@link #nextId()}); it fails with {@link SluiceTimeoutException} after {@code timeoutMs}. */
     void add(long requestId, String description, CompletableFuture<Frame> future, long timeoutMs, String peer) {
+        add(requestId, description, future, timeoutMs, peer, completer);
+    }
+
+    /** As {@link #add(long, String, CompletableFuture, long, String)}, its outcome handed over by {@code by}. */
+    void add(long requestId, String description, CompletableFuture<Frame> future, long timeoutMs, String peer, Completer by) {
         ScheduledFuture<?> timeout = loop.schedule(() -> {
             if (byId.remove(requestId) != null) {
-                completer.complete(future, null, new SluiceTimeoutException(description
+                by.complete(future, null, new SluiceTimeoutException(description
                         + " got no answer from " + peer + " within " + timeoutMs + " ms"));
             }
         }, timeoutMs, TimeUnit.MILLISECONDS);
-        byId.put(requestId, new Pending(description, future, timeout));
+        byId.put(requestId, new Pending(description, future, timeout, by));
     }
 
     /** The answer to request {@code requestId} arrived; an answer to no pending request is dropped. */
@@ -64,7 +80,7 @@ final class PendingRequests {
         Pending request = byId.remove(requestId);
         if (request != null) {
             request.timeout().cancel(false);
-            completer.complete(request.future(), answer, null);
+            request.completer().complete(request.future(), answer, null);
         }
     }
 
@@ -75,7 +91,7 @@ final class PendingRequests {
             return false;
         }
         request.timeout().cancel(false);
-        completer.complete(request.future(), null, new SluiceException(error.errorCode(), error.message(),
+        request.completer().complete(request.future(), null, new SluiceException(error.errorCode(), error.message(),
                 request.description() + " failed: " + error.errorCode() + ": " + error.message()));
         return true;
     }
@@ -86,7 +102,7 @@ final class PendingRequests {
         byId.clear();
         for (Pending request : pending) {
             request.timeout().cancel(false);
-            completer.complete(request.future(), null, failure);
+            request.completer().complete(request.future(), null, failure);
         }
     }
 }

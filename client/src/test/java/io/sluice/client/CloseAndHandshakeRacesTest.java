@@ -128,6 +128,91 @@ class CloseAndHandshakeRacesTest {
         }
     }
 
+    /**
+     * subscribe() called while a reconnect's HELLO_OK is on its way (the network thread held by the test while the
+     * subscribe's work and the HELLO_OK both wait for it) sends its SUBSCRIBE once: the new connection subscribes it,
+     * and subscribe() returns a consumer that receives. Before, the consumer was registered first and its SUBSCRIBE
+     * sent by a second task: a HELLO_OK handled between the two subscribed it as a consumer to resubscribe and the
+     * second task sent SUBSCRIBE again (the broker refuses a tag in use); handled after both, subscribe() failed with
+     * "not connected; reconnecting".
+     */
+    @Test
+    void aSubscribeRacingAReconnectsHelloOkIsSentOnce() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
+            broker.holdHellos = true;
+            broker.dropConnections();
+            TestWait.until(() -> broker.count(HelloFrame.class) == 2); // the reconnect's HELLO, held
+            CountDownLatch releaseLoop = holdNetworkThread(connection);
+            CompletableFuture<Consumer> subscribed = new CompletableFuture<>();
+            Thread subscriber = new Thread(() -> {
+                try {
+                    subscribed.complete(connection.subscribe("orders", ConsumerOptions.DEFAULT));
+                } catch (Throwable t) {
+                    subscribed.completeExceptionally(t);
+                }
+            }, "test-subscriber");
+            subscriber.start();
+            TestWait.until(() -> subscriber.getState() == Thread.State.TIMED_WAITING); // its work waits for the loop
+            broker.answerHeldHellos(); // the HELLO_OK waits in the client's socket
+            releaseLoop.countDown();
+            Throwable failure = null;
+            Consumer consumer = null;
+            try {
+                consumer = subscribed.get(10, TimeUnit.SECONDS);
+            } catch (ExecutionException e) {
+                failure = e.getCause();
+            }
+            TestWait.until(connection::isConnected);
+            connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip: every SUBSCRIBE sent arrived
+            assertEquals(1, broker.count(SubscribeFrame.class), "one SUBSCRIBE for the one consumer");
+            assertEquals(null, failure == null ? null : failure.toString(), "subscribe() succeeds once the handshake completes");
+            broker.deliver(consumer.consumerTag(), 7);
+            assertEquals(7L, consumer.receive(Duration.ofSeconds(10)).id());
+        }
+    }
+
+    /**
+     * subscribe() called while a reconnect waits for a HELLO_OK that comes only after the request timeout throws
+     * SluiceTimeoutException, and the handshake that completes later does not subscribe the consumer nobody holds
+     * (its deliveries would go unsettled until the connection closes).
+     */
+    @Test
+    void aSubscribeWaitingForAReconnectLongerThanTheRequestTimeoutIsNeverSent() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = Connection.connect(ConnectionOptions.builder()
+                .host("127.0.0.1").port(broker.port()).requestTimeout(Duration.ofMillis(300))
+                .reconnectPolicy(new ReconnectPolicy(true, Duration.ofMillis(20), Duration.ofMillis(200), 2.0, 0.2)).build())) {
+            broker.holdHellos = true;
+            broker.dropConnections();
+            TestWait.until(() -> broker.count(HelloFrame.class) == 2);
+            assertThrows(SluiceTimeoutException.class, () -> connection.subscribe("orders", ConsumerOptions.DEFAULT));
+            broker.answerHeldHellos();
+            TestWait.until(connection::isConnected);
+            connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip after the handshake's work
+            assertEquals(0, broker.count(SubscribeFrame.class), "the abandoned consumer is not subscribed");
+        }
+    }
+
+    /**
+     * subscribe() that gave up (the request timeout) before the busy network thread took its work leaves no consumer
+     * behind: none is subscribed then, nor by the next reconnect. Before, the consumer was registered once the network
+     * thread got to it, after subscribe() had thrown, and subscribed by every later handshake, its deliveries unsettled.
+     */
+    @Test
+    void aSubscribeGivenUpBeforeTheNetworkThreadTookItLeavesNoConsumer() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = Connection.connect(ConnectionOptions.builder()
+                .host("127.0.0.1").port(broker.port()).requestTimeout(Duration.ofMillis(300))
+                .reconnectPolicy(new ReconnectPolicy(true, Duration.ofMillis(20), Duration.ofMillis(200), 2.0, 0.2)).build())) {
+            CountDownLatch releaseLoop = holdNetworkThread(connection);
+            assertThrows(SluiceTimeoutException.class, () -> connection.subscribe("orders", ConsumerOptions.DEFAULT));
+            releaseLoop.countDown();
+            broker.dropConnections();
+            TestWait.until(() -> broker.count(HelloFrame.class) == 2);
+            TestWait.until(connection::isConnected);
+            connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip after the handshake's work
+            assertEquals(0, broker.count(SubscribeFrame.class), "no consumer was left to subscribe");
+        }
+    }
+
     /** Each ACK's ids as "ACK id", each NACK's as "NACK id", and each UNSUBSCRIBE, in the order the broker read them. */
     private static List<String> settlementsAndUnsubscribes(FakeBroker broker) {
         List<String> seen = new ArrayList<>();
@@ -156,6 +241,18 @@ class CloseAndHandshakeRacesTest {
         } catch (Throwable t) {
             return t;
         }
+    }
+
+    /** Holds the connection's network thread with a task of the test until the latch returned is counted down. */
+    private static CountDownLatch holdNetworkThread(Connection connection) throws InterruptedException {
+        CountDownLatch held = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        connection.executeOnLoop(() -> {
+            held.countDown();
+            awaitQuietly(release);
+        });
+        assertTrue(held.await(10, TimeUnit.SECONDS));
+        return release;
     }
 
     private static void awaitQuietly(CountDownLatch latch) {
