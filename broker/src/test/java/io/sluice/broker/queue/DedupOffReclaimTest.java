@@ -8,7 +8,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
-import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -21,12 +21,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class DedupOffReclaimTest {
     @TempDir
     Path dir;
-
-    /**
-     * A bound on "eventually", not a figure: reclaim follows a chain of forces (the segments, the ack journal, the
-     * producer checkpoint and its directory), which a CI machine busy with other tests' fsyncs once took past 10 s.
-     */
-    private static final Duration RECLAIMED_WITHIN = Duration.ofSeconds(60);
 
     private static final Map<String, String> SMALL = Map.of("storage.segment-bytes", Long.toString(1 << 20),
             "storage.max-message-bytes", "131072");
@@ -49,12 +43,7 @@ class DedupOffReclaimTest {
                 core.publish(q, p, 0, i + 1, new byte[64 << 10]);
             }
             TestAwait.until("40 confirmed", () -> p.publishCreditReturned() >= 40); // given back at each confirm
-            long last = store.writtenIndex();
-            store.ackRange(0, last);
-            int firstSegment = store.segmentNumbers().get(0);
-            TestAwait.until("segment " + firstSegment + " reclaimed", RECLAIMED_WITHIN,
-                    () -> !store.segmentNumbers().contains(firstSegment));
-            assertTrue(store.segmentNumbers().size() <= 2, store.segmentNumbers().toString());
+            ackAllAndAwaitOnlyTheWrittenSegment(store, store.writtenIndex());
         }
     }
 
@@ -69,12 +58,24 @@ class DedupOffReclaimTest {
                         .get(10, java.util.concurrent.TimeUnit.SECONDS);
             }
             QueueStore store = dlq.store();
-            store.ackRange(0, last);
-            int firstSegment = store.segmentNumbers().get(0);
-            TestAwait.until("segment " + firstSegment + " reclaimed", RECLAIMED_WITHIN,
-                    () -> !store.segmentNumbers().contains(firstSegment));
-            assertTrue(store.segmentNumbers().size() <= 2, "only the segments still written stay: " + store.segmentNumbers());
+            ackAllAndAwaitOnlyTheWrittenSegment(store, last);
             assertEquals(0, store.unackedMessages());
         }
+    }
+
+    /**
+     * Acknowledges every message through {@code last} and waits until every sealed segment is reclaimed, only the
+     * segment being written left (rule R1 keeps it). The segments are read before the acks: the flusher's pass for
+     * the acks may come before the test reads anything after them, and the oldest segment read then was the one
+     * being written, which no pass ever reclaims (the test waited for it for good when a busy machine held its
+     * thread back between the ack and the read, though the broker had reclaimed every sealed segment).
+     */
+    private static void ackAllAndAwaitOnlyTheWrittenSegment(QueueStore store, long last) throws InterruptedException {
+        List<Integer> before = store.segmentNumbers();
+        assertTrue(before.size() >= 3, "past two segments: " + before);
+        List<Integer> written = List.of(before.get(before.size() - 1));
+        store.ackRange(0, last);
+        TestAwait.until("segments " + before.subList(0, before.size() - 1) + " reclaimed",
+                () -> store.segmentNumbers().equals(written));
     }
 }
