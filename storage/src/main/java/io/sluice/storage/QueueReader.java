@@ -33,6 +33,8 @@ public final class QueueReader implements AutoCloseable {
     private final int[] length = new int[1];
     /** Segment the reader is in, read by the reclaimer. */
     volatile int segment;
+    /** Asks reclaim for a pass once {@link #segment} moved on (rule "what held a segment back asks for a pass when it lets go"). */
+    private final Runnable movedOn;
     /** Index of the record the reader will look at next, read by the read-ahead thread. */
     volatile long nextIndex = -1;
     /** Index of the last record the read-ahead thread touched for this reader, or -1. */
@@ -45,10 +47,11 @@ public final class QueueReader implements AutoCloseable {
     final Set<Long> copiesToSkip = new HashSet<>();
     private boolean closed;
 
-    QueueReader(QueueStore queue, ExcerptTailer tailer, int segment) {
+    QueueReader(QueueStore queue, ExcerptTailer tailer, int segment, Runnable movedOn) {
         this.queue = queue;
         this.tailer = tailer;
         this.segment = segment;
+        this.movedOn = movedOn;
     }
 
     /**
@@ -75,7 +78,11 @@ public final class QueueReader implements AutoCloseable {
             if (index < 0) {
                 return null;
             }
-            segment = SegmentRollCycle.INSTANCE.toCycle(index);
+            int at = SegmentRollCycle.INSTANCE.toCycle(index);
+            if (at != segment) {
+                segment = at;
+                movedOn.run(); // the segment left may be all acknowledged, held only by this reader (R1)
+            }
             nextIndex = index + 1;
             String problem = codec.loaded(length[0]);
             // One lock acquisition per message: the ack check and the delivery count together.

@@ -530,7 +530,7 @@ public final class QueueStore {
             int segment = first < 0 ? log.writeSegment()
                     : atFirst ? SegmentRollCycle.INSTANCE.toCycle(first)
                     : Math.max(0, log.firstSegment());
-            QueueReader reader = new QueueReader(this, tailer, segment);
+            QueueReader reader = new QueueReader(this, tailer, segment, reclaimer::wanted);
             readers.opened(reader, !readers.readsAhead() || config.readAheadMessages() <= 0 ? null
                     : new ReaderCursor(reader.followed(), log, durability::writtenIndex, this::segmentMessages,
                             first >= 0 ? first : log.lastIndex() + 1, config.readAheadMessages()));

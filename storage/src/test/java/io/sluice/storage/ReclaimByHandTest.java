@@ -25,10 +25,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Reclaim passes run by the test on a queue without a flusher thread, with the file releaser's thread
- * held back: what the flusher no longer does itself, and when relocation starts.
+ * held back: what the flusher no longer does itself, when relocation starts, and which events ask for a pass
+ * (passes one millisecond apart are well within the periodic pass's interval, so only a pass asked for runs).
  */
 class ReclaimByHandTest {
     private static final long SECOND = 1_000_000_000L;
+    private static final long A_MILLISECOND = 1_000_000L;
 
     @TempDir
     Path dir;
@@ -155,5 +157,50 @@ class ReclaimByHandTest {
         long bytes = queue.unackedMessageBytes((id, transaction, commitRecord, messageBytes) -> found.add(id + "/" + transaction + "/" + messageBytes));
         assertEquals(List.of(staged + "/77/1000"), found);
         assertEquals(1000, bytes, "only the staged message is unacknowledged");
+    }
+
+    private static long[] inSegment(List<Long> ids, int segment) {
+        return ids.stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == segment).toArray();
+    }
+
+    /**
+     * Rule "what held a segment back asks for a pass when it lets go": R6's keep-from mark moving on after a producer
+     * checkpoint is durable (on the owner's writer thread, often after the acks' own pass found the segments held).
+     */
+    @Test
+    void aProducerCheckpointMovingTheKeepFromMarkAsksForAPass() {
+        queue.producerStateCoveredThrough(-1); // an owner replaying: every segment kept (R6)
+        List<Long> ids = appendSegments(2);
+        long[] all = ids.stream().mapToLong(Long::longValue).toArray();
+        queue.ackAll(all, all.length);
+        List<Integer> segments = queue.segmentNumbers();
+        long now = System.nanoTime();
+
+        assertFalse(queue.reclaim(now), "the mark holds the acknowledged segments");
+        assertEquals(segments, queue.segmentNumbers());
+
+        queue.producerStateCoveredThrough(ids.get(ids.size() - 1)); // a checkpoint through the last record is durable
+        assertTrue(queue.reclaim(now + A_MILLISECOND), "the mark's move asked for a pass, which reclaims the sealed segments");
+        assertEquals(List.of(segments.get(segments.size() - 1)), queue.segmentNumbers(), "only the segment being written stays");
+    }
+
+    /** The same rule for R1: the last reader in a fully acknowledged segment moving on. */
+    @Test
+    void aReaderLeavingAnAcknowledgedSegmentAsksForAPass() {
+        List<Long> ids = appendSegments(2);
+        int first = queue.segmentNumbers().get(0);
+        try (QueueReader reader = queue.openReader()) {
+            long[] firstSegment = inSegment(ids, first);
+            queue.ackAll(firstSegment, firstSegment.length);
+            long now = System.nanoTime();
+
+            assertFalse(queue.reclaim(now), "the reader in it holds the acknowledged segment (R1)");
+            assertTrue(queue.segmentNumbers().contains(first));
+
+            StoredMessage next = reader.next(); // skips the acknowledged records: the reader leaves the segment
+            assertEquals(inSegment(ids, first + 1)[0], next.id());
+            assertTrue(queue.reclaim(now + A_MILLISECOND), "the reader's move asked for a pass, which reclaims the segment");
+            assertFalse(queue.segmentNumbers().contains(first));
+        }
     }
 }

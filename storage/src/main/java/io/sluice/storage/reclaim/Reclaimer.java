@@ -199,7 +199,12 @@ public final class Reclaimer {
         this.wakeFlusher = wakeFlusher;
     }
 
-    /** Asks for a pass soon: a roll, a segment fully acknowledged, a reader closed. */
+    /**
+     * Asks for a pass soon: a roll, a segment fully acknowledged, a reader closed or moved on. Rule "what held a
+     * segment back asks for a pass when it lets go" (docs/storage.md): whoever clears the last condition keeping a
+     * segment asks, after changing what the pass reads, since the pass clears the flag before it reads; the periodic
+     * pass is a safety net, not the way a segment gets reclaimed.
+     */
     public void wanted() {
         wanted = true;
     }
@@ -209,9 +214,18 @@ public final class Reclaimer {
         closed = true;
     }
 
-    /** Keeps segment {@code segment} and every later one (see {@link #keepFrom}); any thread. */
+    /**
+     * Keeps segment {@code segment} and every later one (see {@link #keepFrom}); any thread. A move forward may free
+     * segments that the acks' own pass found held (the checkpoint is durable only after them, on the owner's writer
+     * thread), so it asks for a pass and wakes the flusher: before, those segments waited for the periodic pass.
+     */
     public void keepFrom(int segment) {
+        int before = keepFrom;
         keepFrom = segment;
+        if (segment > before) {
+            wanted();
+            wakeFlusher.run();
+        }
     }
 
     /** Flusher thread: deletes fully acknowledged segments and relocates stragglers. True if it deleted any. */
