@@ -337,7 +337,8 @@ class IdempotentPublishTest {
             publish(c, "q", PRODUCER, 300);
             PublishErrorFrame tooOld = c.expect(PublishErrorFrame.class);
             assertEquals(ErrorCode.SEQUENCE_OUT_OF_WINDOW, tooOld.errorCode());
-            assertTrue(tooOld.message().contains("sequence 300") && tooOld.message().contains("(500)"), tooOld.message());
+            assertEquals(IdRange.single(300), tooOld.sequences()); // the range names the sequence, the sentence the window
+            assertTrue(tooOld.message().contains("window of 100") && tooOld.message().contains("(500)"), tooOld.message());
             assertEquals(2, declare(c, "q"));
         }
     }

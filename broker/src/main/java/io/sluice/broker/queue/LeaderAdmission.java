@@ -128,7 +128,7 @@ final class LeaderAdmission {
         } else {
             refusals.refuse(producerId, sequence,
                     verdict == ProducerTable.Verdict.FENCED ? ErrorCode.PRODUCER_FENCED : ErrorCode.SEQUENCE_OUT_OF_WINDOW,
-                    producers.refusal(verdict, producerId, sequence));
+                    producers.refusal(verdict, producerId));
         }
     }
 

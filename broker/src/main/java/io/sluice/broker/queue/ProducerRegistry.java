@@ -397,7 +397,7 @@ public final class ProducerRegistry {
     }
 
     /** The sentence of a PUBLISH_ERROR for a publish {@link #check} refused. */
-    String refusal(ProducerTable.Verdict verdict, long producerId, long sequence) {
+    String refusal(ProducerTable.Verdict verdict, long producerId) {
         if (ProducerTable.isBrokers(producerId)) {
             // No sequence in these two sentences: the PUBLISH_ERROR's range names them, and a frame's run is one range (RefusalRun).
             return "producer id " + producerId + " is reserved for the broker's transactions and replicated dead-letters;"
@@ -408,9 +408,10 @@ public final class ProducerRegistry {
                     + "(epoch " + table.epoch(producerId) + "), or this connection never registered it, or it is being "
                     + "closed (PRODUCER_FENCED); not stored";
         }
-        return "sequence " + sequence + " of producer " + producerId + " is " + table.window() + " or more below the highest "
-                + "stored on queue '" + queue + "' (" + table.lastStoredSequence(producerId) + "), too far to tell a "
-                + "resend from a new message; it was not stored";
+        // Nor here: it names the window and the highest stored, which a frame's refusals share, so they join in one range.
+        return "producer " + producerId + " published sequences a window of " + table.window() + " or more below the "
+                + "highest it has stored on queue '" + queue + "' (" + table.lastStoredSequence(producerId) + "), too far "
+                + "to tell a resend from a new message; not stored";
     }
 
     /**

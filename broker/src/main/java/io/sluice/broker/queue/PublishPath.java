@@ -198,7 +198,7 @@ final class PublishPath {
                 refusals = refusals != null ? refusals : new RefusalRun(connection);
                 refusals.refuse(producerId, sequence,
                         verdict == ProducerTable.Verdict.FENCED ? ErrorCode.PRODUCER_FENCED : ErrorCode.SEQUENCE_OUT_OF_WINDOW,
-                        producers.refusal(verdict, producerId, sequence));
+                        producers.refusal(verdict, producerId));
                 continue;
             }
             String refusal = replicated ? null : backlog.refusal(messages, bytes, queue::dropOldest);
