@@ -109,8 +109,13 @@ final class RawClient implements AutoCloseable {
     }
 
     List<Delivery> deliveries(int n) throws InterruptedException {
+        return deliveries(n, java.time.Duration.ofSeconds(20));
+    }
+
+    /** The next {@code n} deliveries, the frames between them passed; fails if they take longer than {@code timeout}. */
+    List<Delivery> deliveries(int n, java.time.Duration timeout) throws InterruptedException {
         List<Delivery> out = new ArrayList<>();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        long deadline = System.nanoTime() + timeout.toNanos();
         while (out.size() < n) {
             Object o = received.poll(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
             if (o == null) {

@@ -89,6 +89,8 @@ public final class BrokerQueue {
     private long deliveredMessages;
     private long ackedMessages;
     private long nackedMessages;
+    /** Dispatch passes run: what a frame that changes nothing must not cost (written on the executor; read by tests). */
+    private volatile long dispatchPasses;
     /** Set by the metrics (a no-op without them); called on the executor, once per ACK frame. */
     private volatile LongConsumer ackLatencyMillis = value -> { };
     /** Written on the executor; read elsewhere too (QueueTransactions' thread-safe methods). */
@@ -261,8 +263,10 @@ public final class BrokerQueue {
             session.connection.error(ErrorCode.RESOURCE_LIMIT, session.account.refusal(session.tag, wanted, granted));
             session.connection.flush();
         }
-        session.credit += granted;
-        scheduleDispatch();
+        if (granted > 0) { // a credit refused whole changes nothing to deliver: no pass for it
+            session.credit += granted;
+            scheduleDispatch();
+        }
     }
 
     /** Acknowledges the ids of the ranges that are outstanding on this session. */
@@ -388,6 +392,7 @@ public final class BrokerQueue {
             return; // deleted, as for an ack
         }
         UnknownRanges unknown = null;
+        long nackedBefore = nackedMessages;
         for (IdRange range : frame.messageIds()) {
             List<Long> ids = new ArrayList<>();
             session.inFlight.removeRange(range.from(), range.to(), (id, bytes, appendedAtMillis) -> ids.add(id));
@@ -416,7 +421,9 @@ public final class BrokerQueue {
             }
         }
         UnknownRanges.report(unknown, session);
-        scheduleDispatch();
+        if (nackedBefore != nackedMessages) { // a NACK of nothing outstanding makes nothing due: no pass for it
+            scheduleDispatch();
+        }
     }
 
     private void requeueLater(long id, long delayMs) {
@@ -491,6 +498,7 @@ public final class BrokerQueue {
 
     private void dispatch() {
         dispatchScheduled = false;
+        dispatchPasses++;
         if (closed || consumers.isEmpty()) {
             return;
         }
@@ -624,6 +632,11 @@ public final class BrokerQueue {
     /** Unacknowledged bytes (headers plus payload) as the broker counts them for byte quotas. */
     public long backlogBytes() {
         return backlog.bytes();
+    }
+
+    /** Dispatch passes run since the queue opened. Any thread. */
+    public long dispatchPasses() {
+        return dispatchPasses;
     }
 
     public long dropped() {
