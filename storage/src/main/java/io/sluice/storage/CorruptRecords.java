@@ -2,6 +2,7 @@ package io.sluice.storage;
 
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.durability.Durability;
+import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentRollCycle;
 import org.slf4j.Logger;
@@ -25,6 +26,12 @@ final class CorruptRecords {
     private final AckLog ackLog;
     private final Durability durability;
     private long count;
+    /**
+     * Message bytes (headers plus payload, as {@link QueueStore#unackedMessageBytes} counts a record) of the damaged
+     * records discarded while unacknowledged: the broker counts its backlog's bytes itself and takes these off it.
+     * Written under the lock, read by any thread.
+     */
+    private volatile long discardedMessageBytes;
 
     CorruptRecords(String queueName, Path segmentDirectory, AckLog ackLog, Durability durability, long foundByRecovery) {
         this.queueName = queueName;
@@ -34,8 +41,11 @@ final class CorruptRecords {
         this.count = foundByRecovery;
     }
 
-    /** Record {@code index} failed its check ({@code problem}): logged, acknowledged unless it is, counted. */
-    void discardLocked(long index, String problem) {
+    /**
+     * Record {@code index} of {@code recordLength} bytes failed its check ({@code problem}): logged, acknowledged unless
+     * it is, counted.
+     */
+    void discardLocked(long index, int recordLength, String problem) {
         CorruptRecordException e = exception(index, problem);
         LOG.error("Queue '{}': {}. The record is skipped and will never be delivered.", queueName, e.getMessage());
         count++;
@@ -45,6 +55,7 @@ final class CorruptRecords {
             } catch (IOException io) {
                 throw AckUpdates.failure(queueName, durability, io);
             }
+            discardedMessageBytes += Math.max(0, recordLength - RecordCodec.HEADER_BYTES);
         }
     }
 
@@ -52,6 +63,11 @@ final class CorruptRecords {
     CorruptRecordException exception(long index, String problem) {
         int segment = SegmentRollCycle.INSTANCE.toCycle(index);
         return new CorruptRecordException(SegmentFiles.file(segmentDirectory, segment), index, -1, problem);
+    }
+
+    /** See {@link #discardedMessageBytes}: grows only. */
+    long discardedMessageBytes() {
+        return discardedMessageBytes;
     }
 
     long countLocked() {

@@ -657,6 +657,11 @@ public final class QueueStore {
         return locked(corruptRecords::countLocked);
     }
 
+    /** Bytes ({@link #unackedMessageBytes}'s unit) of the damaged records discarded unacknowledged since the open; any thread. */
+    public long discardedMessageBytes() {
+        return corruptRecords.discardedMessageBytes();
+    }
+
     /** Segment numbers on disk, oldest first. */
     public List<Integer> segmentNumbers() {
         return locked(() -> new ArrayList<>(log.tallies().keySet()));

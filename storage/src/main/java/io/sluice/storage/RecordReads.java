@@ -62,7 +62,7 @@ final class RecordReads {
         RecordCodec randomReadCodec = log.randomReadCodec();
         String problem = randomReadCodec.loaded(length);
         if (problem != null) {
-            corruptRecords.discardLocked(physical, problem); // as a reader does: it can never be delivered
+            corruptRecords.discardLocked(physical, length, problem); // as a reader does: it can never be delivered
             throw corruptRecords.exception(physical, problem);
         }
         StoredMessage message = new StoredMessage();
@@ -79,7 +79,7 @@ final class RecordReads {
             return false;
         }
         if (problem != null) {
-            corruptRecords.discardLocked(physical, problem);
+            corruptRecords.discardLocked(physical, codec.length(), problem);
             return false;
         }
         if (codec.relocated() && resolveCopy(physical, codec.originalId()) == RelocatedCopies.Outcome.DISCARDED) {

@@ -45,6 +45,12 @@ final class Backlog {
      * admitted against the backlog it leaves, and nothing is dropped twice for it. Always 0 on a single broker.
      */
     private long heldDrops;
+    /**
+     * The store's figure of the damaged records' bytes it discarded, as last taken off {@link #bytes}: the store acks
+     * such a record itself (for whichever reader or read met it), so without this its bytes stayed counted until the
+     * queue emptied, and byte quotas slowed, blocked or dropped for bytes no longer stored (found by a review).
+     */
+    private long discardedSeen;
     /** The hard quota the last publish over it met, as {@link #refusal} names it. */
     private String hardQuotaMet;
     /** BLOCKED time before the current stretch, and when that stretch began (meaningful while blocked). */
@@ -77,6 +83,19 @@ final class Backlog {
 
     void removed(long messageBytes) {
         bytes = Math.max(0, bytes - messageBytes);
+    }
+
+    /** {@code total}: the store's discarded bytes so far ({@code QueueStore.discardedMessageBytes}); what is new leaves the backlog. */
+    void storeDiscarded(long total) {
+        if (total != discardedSeen) {
+            removed(total - discardedSeen);
+            discardedSeen = total;
+        }
+    }
+
+    /** Whether the store discarded damaged records since {@link #storeDiscarded} last heard of it. */
+    boolean discardsUnseen(long total) {
+        return total != discardedSeen;
     }
 
     /** Rule R9: a drop of {@code messageBytes} was chosen, to be applied later: off the backlog now ({@link #heldDrops}). */

@@ -116,7 +116,9 @@ public final class BrokerQueue {
             }
         }), this::deadLetter);
         StagedAtOpen staged = new StagedAtOpen();
+        long discardedBefore = store.discardedMessageBytes(); // not in the count that follows
         this.backlog = new Backlog(name, options.quota(), publishAllowance, manager.publishAllowanceBytes(), store.unackedMessages(), store.unackedMessageBytes(staged));
+        backlog.storeDiscarded(discardedBefore);
         this.acks = new AckBatch(store, backlog, tracked);
         this.producers = manager.openProducers(name, store, executor);
         this.pendingConfirms.tellProducers(producers.table());
@@ -503,6 +505,9 @@ public final class BrokerQueue {
             return;
         }
         deliveredMessages += dispatcher.dispatch(consumers, options.maxDeliveries());
+        if (backlog.discardsUnseen(store.discardedMessageBytes())) { // the reader met a damaged record: off the backlog
+            publishPath.updateFlow();
+        }
     }
 
     /**

@@ -80,6 +80,7 @@ final class DropOldest {
             m = store.read(id);
         } catch (CorruptRecordException e) {
             dropped++;
+            backlog.storeDiscarded(store.discardedMessageBytes()); // its bytes leave now, as a drop's do
             return true; // the store discarded the damaged record: room was made all the same
         }
         if (m == null) {

@@ -272,6 +272,7 @@ final class PublishPath {
 
     /** Re-evaluates the quota after a publish or an ack batch, and tells producers of a change. */
     void updateFlow() {
+        backlog.storeDiscarded(store.discardedMessageBytes());
         FlowState now = backlog.update(store.unackedMessages()); // pending messages are stored: they count (T2)
         if (now != null) {
             LOG.info("Queue '{}' is now {}: {}.", queue.name(), now, backlog.reason());

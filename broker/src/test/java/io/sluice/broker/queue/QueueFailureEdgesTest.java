@@ -73,7 +73,7 @@ class QueueFailureEdgesTest {
     }
 
     /** Flips a bit of the record holding {@code marker}, in place: the mapping sees it, nothing is truncated. */
-    private static void flipAByteOf(Path segment, String marker) throws Exception {
+    static void flipAByteOf(Path segment, String marker) throws Exception {
         byte[] bytes = Files.readAllBytes(segment);
         byte[] m = marker.getBytes(StandardCharsets.UTF_8);
         int at = -1;

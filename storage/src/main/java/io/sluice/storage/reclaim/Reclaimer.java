@@ -126,9 +126,9 @@ public final class Reclaimer {
         void force(long fromId, long throughId);
     }
 
-    /** Discards a record that failed its checksum (logs, counts and acknowledges it); under the queue's lock. */
+    /** Discards a record of {@code length} bytes that failed its checksum (logs, counts and acknowledges it); under the queue's lock. */
     public interface CorruptRecords {
-        void discard(long id, String problem);
+        void discard(long id, int length, String problem);
     }
 
     private final String queueName;
@@ -412,7 +412,7 @@ public final class Reclaimer {
             }
             String problem = source.loaded(length);
             if (problem != null) {
-                corruptRecords.discard(physical, problem);
+                corruptRecords.discard(physical, length, problem);
                 continue;
             }
             long originalId = source.relocated() ? source.originalId() : physical;
