@@ -449,6 +449,14 @@ public final class QueueTransactions {
     }
 
     /**
+     * Recovery (X4 of the coordinator): the highest transaction number among the records found staged at open (T4,
+     * T5), committed or not, or -1 if none. Before {@link #recoverStaged}.
+     */
+    public CompletableFuture<Long> highestTransactionFound() {
+        return on(() -> found == null ? -1L : found.highestTransaction());
+    }
+
+    /**
      * A future completed once record {@code lastId} (and so every staged record before it) is durable;
      * completed normally, too, if the queue's files were deleted meanwhile, since its part of a commit went
      * with them. A queue only closed for its delete is not gone (T6): its storage's failure fails the future,

@@ -57,6 +57,21 @@ final class StagedAtOpen implements StagedRecordVisitor {
         return commitRecords;
     }
 
+    /**
+     * The highest transaction number among the records found, staged messages and commit records alike, or -1 if none:
+     * a number the coordinator must not hand out again while its records are on disk (X4).
+     */
+    long highestTransaction() {
+        long highest = -1;
+        for (long number : byTransaction.keySet()) {
+            highest = Math.max(highest, number);
+        }
+        for (long number : commitRecords.keySet()) {
+            highest = Math.max(highest, number);
+        }
+        return highest;
+    }
+
     void forEach(Visitor visitor) {
         byTransaction.forEach((number, r) -> visitor.transaction(number, r.ids, r.sizes, r.count, r.bytes));
     }

@@ -55,7 +55,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>X4 At a start, a staged message whose transaction has no commit record (in the log, or in its
  *       target queue: T5 of {@link QueueTransactions}) is discarded, and each commit record's
  *       acknowledgements are applied again, before any client is served. Transaction numbers are never
- *       reused: the next is above every one of a commit record still there.</li>
+ *       reused: the next is above every one still stored (a commit record's, a staged message's committed or not),
+ *       whatever the clock says ({@link TransactionRecovery}).</li>
  *   <li>X5 A queue that keeps commit records (T5) has its files deleted only once the acknowledgements
  *       those commits applied in other queues are durable (waiting at most
  *       {@value QueueCommitRecords#DELETE_WAIT_MS} ms, {@link QueueCommitRecords}): the record going with
@@ -82,7 +83,10 @@ public final class TransactionCoordinator implements AutoCloseable {
     private final QueueManager queues;
     private final CommitFinisher finisher;
     final BrokerConfig.Transactions limits;
-    /** The next transaction number; any thread (connections take one at TX_BEGIN). */
+    /**
+     * The next transaction number; any thread (connections take one at TX_BEGIN). Starts at the clock, so that numbers
+     * grow across runs without a record of their own, and is raised at recovery past every number still stored (X4).
+     */
     private final AtomicLong nextNumber;
     /** Coordinator thread: commits written and waiting for durability, in log order (X2). */
     private final ArrayDeque<Transaction> committing = new ArrayDeque<>();

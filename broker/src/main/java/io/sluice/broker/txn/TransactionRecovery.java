@@ -22,7 +22,7 @@ import java.util.stream.LongStream;
 /**
  * Rule X4 of docs/transactions.md at the broker's start: the transactions the log and the queues' commit records
  * (T5) left interrupted are rolled back or finished before any client is served. It raises {@code nextNumber} past
- * every number found.
+ * every transaction number found: in the log, in commit records, and in staged messages committed or not.
  *
  * <p>Threads: the coordinator's thread ({@code executor}), once, before the coordinator takes any work.
  */
@@ -71,8 +71,10 @@ final class TransactionRecovery {
         // then read: one round trip to the queues' executors, not one per queue.
         List<BrokerQueue> all = new ArrayList<>(queues.all());
         List<CompletableFuture<List<QueueTransactions.FoundCommitRecord>>> asked = new ArrayList<>();
+        List<CompletableFuture<Long>> highestStaged = new ArrayList<>();
         for (BrokerQueue q : all) {
             asked.add(q.transactions().commitRecordsFound());
+            highestStaged.add(q.transactions().highestTransactionFound());
         }
         List<CompletableFuture<Void>> redone = new ArrayList<>();
         List<Runnable> redoInQueues = new ArrayList<>();
@@ -89,10 +91,15 @@ final class TransactionRecovery {
                 }
                 committed.add(found.transaction());
                 named.add(commit, queues);
-                numbers = Math.max(numbers, found.transaction() + 1);
                 inQueues.written(q);
                 redoInQueues.add(() -> redone.add(redoAcknowledgements(commit, records.inQueue(q, found.id()), q)));
             }
+        }
+        // Rule "numbered above what is stored": an uncommitted transaction's staged messages carry its number too, and
+        // stay on disk until their discard below is durable. The clock the first number comes from may have been set
+        // back since they were written, so it alone does not keep a new transaction off their number.
+        for (CompletableFuture<Long> highest : highestStaged) {
+            numbers = Math.max(numbers, highest.join() + 1);
         }
         nextNumber.set(numbers);
         List<CompletableFuture<Long>> discards = new ArrayList<>();
