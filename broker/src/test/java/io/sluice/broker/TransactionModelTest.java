@@ -47,6 +47,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -80,6 +82,8 @@ class TransactionModelTest {
     /** More open transactions than this on the worker's connection and TX_BEGIN is skipped (the broker's cap is 16). */
     private static final int MAX_OPEN = 6;
     private static final Duration SETTLE = Duration.ofSeconds(10);
+    /** How the broker names the transaction of a TX_PUBLISH it refused before storing it. */
+    private static final Pattern REFUSED_PUBLISH = Pattern.compile("names transaction (\\d+) of");
 
     sealed interface Op permits Publish, Ack, Begin, TxPublish, TxAck, Commit, Rollback, Refused, Expire, CloseConnection,
             Restart {
@@ -121,8 +125,9 @@ class TransactionModelTest {
 
     /**
      * Waits for the {@code txn}-th transaction with a short timeout to be aborted (the others may be too by
-     * then, and still take operations); {@code late}, then sends it a TX_PUBLISH and a TX_ACK, which must
-     * change nothing but return the delivery; then has its TX_COMMIT refused.
+     * then, and still take operations); {@code late}, then sends it a TX_PUBLISH, refused with ERROR to no request
+     * before anything is stored, and a TX_ACK, which must change nothing but return the delivery; then has its
+     * TX_COMMIT refused.
      */
     record Expire(int txn, boolean late) implements Op {
     }
@@ -257,6 +262,11 @@ class TransactionModelTest {
         private int nextPayload = 1;
         private final Deque<Object> answers = new ArrayDeque<>();
         private final Map<Long, TxAbortedFrame> aborted = new HashMap<>();
+        /**
+         * Short-timeout transactions whose TX_PUBLISH the broker refused as sent to a transaction it had rolled back
+         * (ERROR TRANSACTION_TIMED_OUT to no request): it may come for any TX_PUBLISH sent once the timeout passed.
+         */
+        private final Set<Long> publishRefused = new HashSet<>();
         /** Transactions whose refused TX_PUBLISH was sent: their TX_ABORTED is expected. */
         private final Set<Long> refusing = new HashSet<>();
         /** Per queue, the stored and unacknowledged messages by payload (unique in a run). */
@@ -366,6 +376,7 @@ class TransactionModelTest {
                 assertEquals(ErrorCode.TRANSACTION_TIMED_OUT, frame.errorCode(), frame.message());
                 if (e.late()) {
                     txPublish(t, QUEUES.get(e.txn() % QUEUES.size()), 1);
+                    awaitPublishRefused(t);
                     QUEUES.stream().filter(q -> !out.get(q).isEmpty()).findFirst().ifPresent(q -> txAck(t, q, e.txn(), 1));
                 }
                 long request = nextRequestId++;
@@ -561,6 +572,13 @@ class TransactionModelTest {
                             + t.errorCode() + " " + t.message());
                 }
                 aborted.put(t.txnId(), t);
+            } else if (frame instanceof ErrorFrame e && e.requestId() == 0 && e.code() == ErrorCode.TRANSACTION_TIMED_OUT.code()) {
+                Matcher named = REFUSED_PUBLISH.matcher(e.message());
+                long txn = named.find() ? Long.parseLong(named.group(1)) : -1;
+                if (open.stream().noneMatch(o -> o.id == txn && o.expires())) {
+                    fail("a TX_PUBLISH refused as sent to a timed-out transaction none of the model's is: " + e.message());
+                }
+                publishRefused.add(txn);
             } else if ("closed".equals(frame) || frame instanceof CloseFrame) {
                 if (!closing) {
                     fail("the broker closed the worker's connection: " + frame);
@@ -610,6 +628,17 @@ class TransactionModelTest {
                 fail("expected " + what + ", got " + frame);
             }
             return type.cast(frame);
+        }
+
+        /** Waits for the ERROR that refuses a TX_PUBLISH sent to {@code t} after its timeout rolled it back. */
+        private void awaitPublishRefused(Txn t) throws InterruptedException {
+            long deadline = System.nanoTime() + SETTLE.toNanos();
+            while (!publishRefused.contains(t.id) && System.nanoTime() < deadline) {
+                route(deadline);
+            }
+            if (!publishRefused.remove(t.id)) {
+                fail("no ERROR refusing the TX_PUBLISH to timed-out transaction " + t.id + " within " + SETTLE.toMillis() + " ms");
+            }
         }
 
         private TxAbortedFrame awaitAborted(Txn t) throws InterruptedException {

@@ -80,7 +80,7 @@ public final class ConnectionTransactions {
      */
     public void publish(long txnId, BrokerQueue queue, PublishFrame frame, long payloadBytes) {
         Transaction t = find(txnId, "TX_PUBLISH");
-        if (t == null) {
+        if (t == null || refusedBeforeStored(t, queue)) {
             link.publishCredit(frame.messageCount(), payloadBytes);
             frame.release();
             return;
@@ -101,6 +101,30 @@ public final class ConnectionTransactions {
         }
         CompletableFuture<QueueTransactions.Staging> staging = queue.transactions().stage(t.number, frame, link, payloadBytes);
         coordinator.staging(t, queue, staging);
+    }
+
+    /**
+     * Rule "refused before stored": a TX_PUBLISH that can be no part of {@code t} is answered here, with ERROR to no
+     * request, and its queue never sees it: {@code t} was rolled back (by the broker, which told its client with
+     * TX_ABORTED, or by an ending under way), or its TX_COMMIT came before it. Before, such a frame was staged in its
+     * queue, written to disk, and discarded once the coordinator's thread took it in. The first test is a hint (a
+     * rollback that the loop does not see yet still discards what the frame stages); the second is exact, since this
+     * loop set {@code commitReceived}. Returns true if the frame was refused.
+     */
+    private boolean refusedBeforeStored(Transaction t, BrokerQueue queue) {
+        if (t.undone) {
+            ErrorCode code = t.abortCode == null ? ErrorCode.UNKNOWN_TRANSACTION : t.abortAnswerCode();
+            link.answerError(0, code, "TX_PUBLISH to queue '" + queue.name() + "' names " + t.describe() + ", which was "
+                    + "rolled back" + (t.abortCode == null ? "" : " by the broker (" + t.abortReason + ")")
+                    + "; its messages were not stored");
+            return true;
+        }
+        if (t.commitReceived) {
+            link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a TX_PUBLISH to queue '"
+                    + queue.name() + "' after its TX_COMMIT is not part of it and was not stored");
+            return true;
+        }
+        return false;
     }
 
     /**

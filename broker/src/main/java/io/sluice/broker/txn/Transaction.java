@@ -87,7 +87,9 @@ final class Transaction {
     boolean sealed;
     /**
      * Set on the coordinator's thread before a rollback (of any cause) takes in {@link #started}: an operation the
-     * loop adds after that, for a transaction it still finds open, is taken in (undone) as soon as it completes.
+     * loop adds after that, for a transaction it still finds open, is taken in (undone) as soon as it completes, and
+     * the loop refuses a TX_PUBLISH before its queue stores it. Written after {@link #abortCode} and
+     * {@link #abortReason}, which the loop reads once it sees this set.
      */
     volatile boolean undone;
     /** Stagings and holds still in flight at the commit, each taken in once it completes; a commit waits for them. */
@@ -136,6 +138,11 @@ final class Transaction {
         long m = countedMessages.addAndGet(messages);
         long b = bytes == 0 ? countedBytes.get() : countedBytes.addAndGet(bytes);
         return m > maxMessages || b > maxBytes;
+    }
+
+    /** The code a TX_COMMIT of this aborted transaction is answered with: its abort's reason says the rest. */
+    ErrorCode abortAnswerCode() {
+        return abortCode == ErrorCode.TRANSACTION_TIMED_OUT ? ErrorCode.TRANSACTION_TIMED_OUT : ErrorCode.TRANSACTION_ABORTED;
     }
 
     boolean takesOperations() {

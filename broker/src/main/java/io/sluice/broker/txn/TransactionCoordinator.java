@@ -172,17 +172,14 @@ public final class TransactionCoordinator implements AutoCloseable {
 
     /**
      * TX_PUBLISH, on the connection's loop: the queue stages the frame's messages ({@code staging}, under way on
-     * its executor). Part of the transaction unless the frame came after its TX_COMMIT (or it is rolled back by
-     * then: {@link #staged} looks): a commit that follows waits for it, and this thread takes the result in when
-     * it needs it (rule "taken in when needed" of {@code Transaction.started}): at once only if the queue refused
-     * a message, the transaction went over a cap, or it was rolled back meanwhile ({@code Transaction.undone}).
+     * its executor). Part of the transaction unless it is rolled back by then ({@link #staged} looks; one after its
+     * TX_COMMIT never gets here, rule "refused before stored" of {@link ConnectionTransactions}): a commit that
+     * follows waits for it, and this thread takes the result in when it needs it (rule "taken in when needed" of
+     * {@code Transaction.started}): at once only if the queue refused a message, the transaction went over a cap, or
+     * it was rolled back meanwhile ({@code Transaction.undone}).
      */
     void staging(Transaction t, BrokerQueue queue, CompletableFuture<QueueTransactions.Staging> staging) {
-        if (t.commitReceived) {
-            staging.thenAcceptAsync(s -> staged(t, queue, s, false, true), executor);
-            return;
-        }
-        t.started.add(new Transaction.Operation(staging, s -> staged(t, queue, (QueueTransactions.Staging) s, true, false)));
+        t.started.add(new Transaction.Operation(staging, s -> staged(t, queue, (QueueTransactions.Staging) s)));
         counts.operationStarted();
         staging.whenComplete((s, failed) -> { // on the queue's executor
             if (failed != null || t.undone || s.refusal() != null
@@ -216,14 +213,9 @@ public final class TransactionCoordinator implements AutoCloseable {
      * Returns the discard of what {@code s} staged if it is no part of {@code t} (any more), else null. The frame's
      * publish window is the queue's to give back (its flow control paces it), not this.
      */
-    private CompletableFuture<Void> staged(Transaction t, BrokerQueue queue, QueueTransactions.Staging s, boolean partOfIt,
-                                           boolean afterCommit) {
-        if (!partOfIt || t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
-            CompletableFuture<Void> discarded = queue.transactions().discard(s);
-            if (afterCommit) {
-                answerPublishAfterCommit(t);
-            }
-            return discarded;
+    private CompletableFuture<Void> staged(Transaction t, BrokerQueue queue, QueueTransactions.Staging s) {
+        if (t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
+            return queue.transactions().discard(s);
         }
         String over = overCaps(t, s.count(), s.bytes());
         t.staged.computeIfAbsent(queue, Transaction.Staged::new).add(s); // a rollback discards them
@@ -240,23 +232,17 @@ public final class TransactionCoordinator implements AutoCloseable {
     /**
      * TX_PUBLISH on a cluster node, on the connection's loop: the messages, copied, are checked by the queue's quota
      * ({@code admitted}, under way on its executor), and this thread takes the result once it is there. Part of the
-     * transaction unless the frame came after its TX_COMMIT, as {@link #staging}: a commit that follows waits for it (R13).
+     * transaction unless it is rolled back by then, as {@link #staging}: a commit that follows waits for it (R13).
      */
     void collecting(Transaction t, CompletableFuture<ReplicatedCommits.Messages> admitted) {
-        boolean afterCommit = t.commitReceived;
-        CompletableFuture<Void> done = admitted.thenAcceptAsync(m -> collected(t, m, !afterCommit, afterCommit), executor);
-        if (!afterCommit) {
-            t.started.add(new Transaction.Operation(done, x -> null)); // taken in as it completes, on this thread
-            counts.operationStarted();
-        }
+        CompletableFuture<Void> done = admitted.thenAcceptAsync(m -> collected(t, m), executor);
+        t.started.add(new Transaction.Operation(done, x -> null)); // taken in as it completes, on this thread
+        counts.operationStarted();
     }
 
-    private void collected(Transaction t, ReplicatedCommits.Messages m, boolean partOfIt, boolean afterCommit) {
-        if (!partOfIt || t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
+    private void collected(Transaction t, ReplicatedCommits.Messages m) {
+        if (t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
             ReplicatedCommits.ended(m);
-            if (afterCommit) {
-                answerPublishAfterCommit(t);
-            }
             return;
         }
         if (m.refusal() != null) { // nothing of it is counted anywhere
@@ -270,14 +256,6 @@ public final class TransactionCoordinator implements AutoCloseable {
         t.bytes += m.bytes();
         if (over != null) {
             abort(t, ErrorCode.TRANSACTION_LIMIT, over);
-        }
-    }
-
-    /** A TX_PUBLISH that came after {@code t}'s TX_COMMIT (and was discarded): its client is told, unless t was aborted. */
-    private static void answerPublishAfterCommit(Transaction t) {
-        if (t.abortCode == null) {
-            t.link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a TX_PUBLISH after "
-                    + "its TX_COMMIT is not part of it and was not stored");
         }
     }
 
@@ -410,7 +388,7 @@ public final class TransactionCoordinator implements AutoCloseable {
     }
 
     private void answerAborted(Transaction t, long requestId) {
-        ErrorCode code = t.abortCode == ErrorCode.TRANSACTION_TIMED_OUT ? ErrorCode.TRANSACTION_TIMED_OUT : ErrorCode.TRANSACTION_ABORTED;
+        ErrorCode code = t.abortAnswerCode();
         t.state = Transaction.State.FINISHED;
         forget(t);
         t.link.answerError(requestId, code, t.describe() + " was rolled back: " + t.abortReason
