@@ -1,6 +1,5 @@
 package io.sluice.broker;
 
-import io.netty.buffer.Unpooled;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.Frame;
@@ -15,7 +14,6 @@ import io.sluice.protocol.TxRollbackFrame;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -26,6 +24,7 @@ import java.util.function.Function;
 
 import static io.sluice.broker.TransactionFrames.count;
 import static io.sluice.broker.TransactionFrames.declare;
+import static io.sluice.broker.TransactionFrames.sendInOneWrite;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
@@ -65,7 +64,7 @@ class FramesAfterTxCommitTest {
     private void assertCommitGoesAheadDespite(Function<RawClient, Frame> after, String refusal) throws Exception {
         try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
             declare(c, "invoices");
-            send(c, new TxBeginFrame(1, 0), bigPublish(c), new TxCommitFrame(9, 1), after.apply(c));
+            sendInOneWrite(c, new TxBeginFrame(1, 0), bigPublish(c), new TxCommitFrame(9, 1), after.apply(c));
 
             assertEquals(List.of(refusal, "OK 9"), answers(c, 2));
             assertEquals(MESSAGES, count(c, "invoices"));
@@ -80,14 +79,6 @@ class FramesAfterTxCommitTest {
         return new TxPublishFrame(1, b.build());
     }
 
-    /** The frames in one write: the broker's loop reads them together. */
-    private static void send(RawClient c, Frame... frames) throws Exception {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        for (Frame f : frames) {
-            out.write(FrameBytes.of(f));
-        }
-        c.sendRaw(Unpooled.wrappedBuffer(out.toByteArray()));
-    }
 
     /** The next {@code n} answers (heartbeats and PUBLISH_CREDIT aside), sorted. */
     private static List<String> answers(RawClient c, int n) throws InterruptedException {

@@ -128,6 +128,11 @@ final class RawClient implements AutoCloseable {
         return out;
     }
 
+    /** This end's address: the remote address of the broker's channel for this connection. */
+    java.net.SocketAddress localAddress() {
+        return channel.localAddress();
+    }
+
     boolean isOpen() {
         return channel.isActive();
     }

@@ -2,6 +2,9 @@ package io.sluice.broker;
 
 import java.time.Duration;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.Predicate;
 
@@ -22,6 +25,30 @@ public final class TestAwait {
             }
             Thread.sleep(5);
         }
+    }
+
+    /**
+     * Holds {@code thread} (a single-threaded executor: a queue's, the coordinator's) with a task that waits until
+     * {@code release} opens, up to 60 s; returns once the task runs, so nothing queued after it runs before the release.
+     */
+    public static void hold(Executor thread, CountDownLatch release) throws InterruptedException {
+        if (!holdLater(thread, release).await(10, TimeUnit.SECONDS)) {
+            throw new AssertionError("the executor was not held within 10 s");
+        }
+    }
+
+    /** As {@link #hold}, without waiting: the latch returned opens once the task holds {@code thread}. */
+    public static CountDownLatch holdLater(Executor thread, CountDownLatch release) {
+        CountDownLatch holding = new CountDownLatch(1);
+        thread.execute(() -> {
+            holding.countDown();
+            try {
+                release.await(60, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        return holding;
     }
 
     /**

@@ -1,7 +1,9 @@
 package io.sluice.broker;
 
+import io.netty.buffer.Unpooled;
 import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.Frame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.PublishFrameBuilder;
@@ -9,6 +11,8 @@ import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
 import io.sluice.protocol.TxPublishFrame;
 
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,6 +54,15 @@ final class TransactionFrames {
             b.add(0, 0, List.of(), p.getBytes(StandardCharsets.UTF_8));
         }
         c.send(new TxPublishFrame(txn, b.build()));
+    }
+
+    /** Sends {@code frames} in one write: the broker's loop reads them together, the later ones while the earlier are under way. */
+    static void sendInOneWrite(RawClient c, Frame... frames) throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        for (Frame f : frames) {
+            out.write(FrameBytes.of(f));
+        }
+        c.sendRaw(Unpooled.wrappedBuffer(out.toByteArray()));
     }
 
     /** Declares "orders" and "invoices", publishes o1 and o2 to "orders" and returns their deliveries to consumer 7 of {@code c}. */

@@ -1,9 +1,7 @@
 package io.sluice.broker;
 
-import io.netty.buffer.Unpooled;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
-import io.sluice.protocol.Frame;
 import io.sluice.protocol.HeartbeatFrame;
 import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.PublishFrameBuilder;
@@ -15,7 +13,6 @@ import io.sluice.storage.QueueStore;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -25,6 +22,7 @@ import java.util.concurrent.TimeUnit;
 
 import static io.sluice.broker.TransactionFrames.count;
 import static io.sluice.broker.TransactionFrames.declare;
+import static io.sluice.broker.TransactionFrames.sendInOneWrite;
 import static io.sluice.broker.TransactionFrames.txPublish;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -81,7 +79,7 @@ class TxPublishNotStoredTest {
             }
             PublishFrameBuilder late = new PublishFrameBuilder(c.alloc(), "invoices");
             late.add(0, 0, List.of(), "late".getBytes(StandardCharsets.UTF_8));
-            send(c, new TxBeginFrame(1, 0), new TxPublishFrame(1, big.build()), new TxCommitFrame(9, 1),
+            sendInOneWrite(c, new TxBeginFrame(1, 0), new TxPublishFrame(1, big.build()), new TxCommitFrame(9, 1),
                     new TxPublishFrame(1, late.build()));
 
             List<Object> answers = answers(c, 2); // either order: they come from different threads
@@ -115,12 +113,4 @@ class TxPublishNotStoredTest {
                 .orElseThrow(() -> new AssertionError("no " + type.getSimpleName() + " among " + answers));
     }
 
-    /** The frames in one write: the broker's loop reads them together. */
-    private static void send(RawClient c, Frame... frames) throws Exception {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        for (Frame f : frames) {
-            out.write(FrameBytes.of(f));
-        }
-        c.sendRaw(Unpooled.wrappedBuffer(out.toByteArray()));
-    }
 }

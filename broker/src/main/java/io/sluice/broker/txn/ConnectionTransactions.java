@@ -203,10 +203,18 @@ public final class ConnectionTransactions {
         coordinator.executor().execute(() -> coordinator.rollback(t, requestId));
     }
 
-    /** The connection closed: every transaction still open is rolled back. */
+    /**
+     * The connection closed: every transaction still open is rolled back. One whose TX_COMMIT this loop received is
+     * no longer open: its commit goes ahead, as its client asked, and only its answer is lost (docs/transactions.md,
+     * "A lost answer"). Its TX_COMMIT may not have reached the coordinator yet (it waits here for the stagings and
+     * holds before it, rule "commit once its operations are in"), so the coordinator, which would still see it open,
+     * is not told of the close. Before (found by a review), it was, and rolled such a commit back.
+     */
     public void close() {
         for (Transaction t : open.values()) {
-            coordinator.executor().execute(() -> coordinator.connectionClosed(t));
+            if (!t.commitReceived) {
+                coordinator.executor().execute(() -> coordinator.connectionClosed(t));
+            }
         }
     }
 

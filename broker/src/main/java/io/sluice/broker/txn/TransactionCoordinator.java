@@ -658,16 +658,17 @@ public final class TransactionCoordinator implements AutoCloseable {
         undone.whenComplete((x, e) -> t.link.answerOk(requestId)); // once what it held is back in its queues
     }
 
-    /** The connection closed: its open transactions are rolled back; a commit under way completes. */
+    /**
+     * The connection closed: its open transactions are rolled back. A transaction whose TX_COMMIT came is not handed
+     * here ({@link ConnectionTransactions#close}): its commit completes wherever it is.
+     */
     void connectionClosed(Transaction t) {
         if (t.state == Transaction.State.OPEN) {
             counts.rolledBack();
             undo(t);
         }
-        if (t.state != Transaction.State.COMMITTING) {
-            t.state = Transaction.State.FINISHED;
-            forget(t);
-        }
+        t.state = Transaction.State.FINISHED;
+        forget(t);
     }
 
     /**

@@ -22,7 +22,6 @@ import java.util.concurrent.TimeUnit;
 import static io.sluice.broker.txn.OrderWorker.bytes;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * X3: a commit record is finished once the acknowledgements it applied are durable and what it published is consumed.
@@ -51,18 +50,9 @@ class CommitRecordSourceDeletedTest {
             // The commit's finishing waits for the coordinator's next turn; the thread is held until 'orders' is deleted.
             SingleThreadEventExecutor coordinator = (SingleThreadEventExecutor) broker.transactions().executor();
             CountDownLatch release = new CountDownLatch(1);
-            CountDownLatch holding = new CountDownLatch(1);
-            coordinator.execute(() -> {
-                holding.countDown();
-                try {
-                    release.await(60, TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
+            TestAwait.hold(coordinator, release);
             CompletableFuture<Long> deleted;
             try {
-                assertTrue(holding.await(5, TimeUnit.SECONDS));
                 Field f = TransactionCoordinator.class.getDeclaredField("deferred");
                 f.setAccessible(true);
                 Queue<?> deferred = (Queue<?>) f.get(broker.transactions());

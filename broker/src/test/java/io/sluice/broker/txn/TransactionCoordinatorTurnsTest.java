@@ -47,7 +47,7 @@ class TransactionCoordinatorTurnsTest {
             SingleThreadEventExecutor coordinator = (SingleThreadEventExecutor) broker.transactions().executor();
             CountDownLatch turnTaken = new CountDownLatch(1);
             CountDownLatch release = new CountDownLatch(1);
-            hold(coordinator, turnTaken);
+            TestAwait.hold(coordinator, turnTaken);
             try {
                 Transaction transaction = connection.transaction();
                 transaction.ack(order);
@@ -69,7 +69,7 @@ class TransactionCoordinatorTurnsTest {
                 assertFalse(committed.isDone());
                 // Rule "applied where durable": once the commit's turn has written its record (in 'invoices', T5), the
                 // commit completes without another turn. The thread is held again right after that turn.
-                CountDownLatch heldAgain = holdLater(coordinator, release);
+                CountDownLatch heldAgain = TestAwait.holdLater(coordinator, release);
                 turnTaken.countDown();
                 assertTrue(heldAgain.await(5, TimeUnit.SECONDS));
                 committed.get(10, TimeUnit.SECONDS); // with the coordinator's thread held
@@ -90,25 +90,6 @@ class TransactionCoordinatorTurnsTest {
         } catch (Exception e) {
             throw new AssertionError(e);
         }
-    }
-
-    /** Holds {@code thread} until {@code release} opens (up to 30 s); returns once it is held. */
-    private static void hold(SingleThreadEventExecutor thread, CountDownLatch release) throws InterruptedException {
-        assertTrue(holdLater(thread, release).await(5, TimeUnit.SECONDS), "the coordinator's thread held");
-    }
-
-    /** Queues a task that holds {@code thread} until {@code release} opens; the latch returned opens once it holds. */
-    private static CountDownLatch holdLater(SingleThreadEventExecutor thread, CountDownLatch release) {
-        CountDownLatch holding = new CountDownLatch(1);
-        thread.execute(() -> {
-            holding.countDown();
-            try {
-                release.await(30, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
-        return holding;
     }
 
 }
