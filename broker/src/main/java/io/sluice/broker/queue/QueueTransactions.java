@@ -5,6 +5,7 @@ import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
+import io.sluice.storage.CorruptRecordException;
 import io.sluice.storage.MessageTooLargeException;
 import io.sluice.storage.QueueIncarnation;
 import io.sluice.storage.QueueStore;
@@ -194,6 +195,12 @@ public final class QueueTransactions {
     /**
      * TX_ACK: takes the deliveries of {@code ranges} that are out with the consumer off it and holds
      * them. A range with none outstanding is the held set's {@link HeldAcks#problem()}.
+     *
+     * <p>Rule "a late TX_ACK is a late ACK" (D5 of the queue): a delivery the ack timeout took back from this consumer
+     * and not yet sent again is still the consumer's to acknowledge, and is held as one out with it is; its credit unit
+     * went back at the timeout, so it settles nothing. Before (found by a review), only the deliveries out with the
+     * consumer were held, so such a TX_ACK rolled its whole transaction back where a plain ACK of the same ids counted.
+     * One already sent again to another consumer is that consumer's: still a problem, which the sentence names.
      */
     CompletableFuture<HeldAcks> hold(Supplier<ConsumerSession> consumer, List<IdRange> ranges) {
         return on(() -> {
@@ -203,21 +210,42 @@ public final class QueueTransactions {
                 taken.problem("the consumer left queue '" + queue.name() + "' before the acknowledgement reached it");
                 return taken;
             }
+            int settled = 0;
             for (IdRange range : ranges) {
-                int hit = session.inFlight.removeRange(range.from(), range.to(), (id, bytes, appendedAtMillis) -> {
-                    taken.add(id, bytes);
-                    held.add(id);
-                    heldBytes += bytes;
-                });
-                if (hit == 0) {
+                int fromConsumer = session.inFlight.removeRange(range.from(), range.to(),
+                        (id, bytes, appendedAtMillis) -> hold(taken, id, bytes));
+                settled += fromConsumer;
+                int takenBack = order.lateAcks(range.from(), range.to(), session, id -> holdTakenBack(taken, id));
+                if (fromConsumer + takenBack == 0) {
                     taken.problem("message ids " + range.from() + ".." + range.to() + " are not outstanding on consumer "
                             + session.tag + " of queue '" + queue.name() + "' (never delivered to it, already settled, or "
-                            + "taken back after the ack timeout)");
+                            + "taken back after the ack timeout and delivered again since)");
                 }
             }
-            session.account.settle(taken.count());
+            session.account.settle(settled);
             return taken;
         });
+    }
+
+    private void hold(HeldAcks taken, long id, int bytes) {
+        taken.add(id, bytes);
+        held.add(id);
+        heldBytes += bytes;
+    }
+
+    /** A delivery taken back by the ack timeout, held by a late TX_ACK; one whose record is damaged is no longer tracked, as a late ACK's. */
+    private void holdTakenBack(HeldAcks taken, long id) {
+        StoredMessage m;
+        try {
+            m = store.read(id);
+        } catch (CorruptRecordException e) {
+            m = null;
+        }
+        if (m != null) {
+            hold(taken, id, m.headersLength() + m.payloadLength());
+        } else {
+            tracked.remove(id);
+        }
     }
 
     /**
