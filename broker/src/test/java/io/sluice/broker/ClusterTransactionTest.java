@@ -9,6 +9,7 @@ import io.sluice.client.ConsumerOptions;
 import io.sluice.client.Message;
 import io.sluice.client.Producer;
 import io.sluice.client.ProducerOptions;
+import io.sluice.client.SluiceException;
 import io.sluice.client.Transaction;
 import io.sluice.protocol.QueueSettings;
 import org.junit.jupiter.api.AfterEach;
@@ -21,12 +22,14 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Rule R13 of docs/replication.md: a transaction on a cluster commits as one log entry, so every node holds all of it or
@@ -207,6 +210,30 @@ class ClusterTransactionTest {
                     "committed, its 260 count once, as stored: 40 more reach 300");
         }
         cluster.awaitDigest("q", 300, PATIENCE);
+    }
+
+    /**
+     * A TX_PUBLISH that puts its transaction over {@code transactions.max-bytes} is refused before the leader's queue
+     * admits it (docs/transactions.md, rule "caps before the queue"): nothing is counted, and drop-oldest drops nothing
+     * for it. Before (found by a review), its window came back and the queue admitted it as uncommitted first, dropping
+     * the oldest stored message on every node to make room for a frame the coordinator then refused: "q" kept one of its
+     * two messages.
+     */
+    @Test
+    void aTxPublishOverTheTransactionsBytesIsRefusedBeforeDropOldestMakesRoomForIt() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        cluster.overrides = Map.of("transactions.max-bytes", "100");
+        start(cluster);
+        try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
+            c.declareQueue("q", QueueSettings.builder().quotaMessages(0, 2).overflowPolicy("drop-oldest").build());
+            ClusterFixture.publish(c.createProducer("q", ProducerOptions.DEFAULT), 0, 2); // at the hard level: one more drops
+            Transaction over = c.transaction();
+            over.publish("q", new byte[200]);
+            SluiceException refused = assertThrows(SluiceException.class, over::commit);
+            assertTrue(refused.getMessage().contains("transactions.max-bytes 100"), refused.getMessage());
+        }
+        cluster.awaitDigest("q", 2, PATIENCE);
+        assertEquals(Set.of(0L, 1L), cluster.consumeAll("q", 2), "a stored message was dropped for a refused TX_PUBLISH");
     }
 
     /** Waits until the leader's queue "a" has {@code unacked} messages out with a consumer: a TX_ACK took the others off. */

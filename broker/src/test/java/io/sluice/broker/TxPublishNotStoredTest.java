@@ -1,10 +1,12 @@
 package io.sluice.broker;
 
+import io.sluice.protocol.DeclareQueueFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.HeartbeatFrame;
 import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.PublishFrameBuilder;
+import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.TxAbortedFrame;
 import io.sluice.protocol.TxBeginFrame;
 import io.sluice.protocol.TxCommitFrame;
@@ -22,6 +24,7 @@ import java.util.concurrent.TimeUnit;
 
 import static io.sluice.broker.TransactionFrames.count;
 import static io.sluice.broker.TransactionFrames.declare;
+import static io.sluice.broker.TransactionFrames.publish;
 import static io.sluice.broker.TransactionFrames.sendInOneWrite;
 import static io.sluice.broker.TransactionFrames.txPublish;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -93,6 +96,36 @@ class TxPublishNotStoredTest {
             TestAwait.until("every window back", () -> c.publishCredit.get() == MESSAGES + 1);
             // The commit's messages and its commit record (T5), nothing else.
             assertEquals(written + MESSAGES + 1, invoices.writtenIndex(), "the TX_PUBLISH after the TX_COMMIT was written");
+        }
+    }
+
+    /**
+     * A TX_PUBLISH that puts its transaction over {@code transactions.max-bytes} is refused before its queue's quota
+     * admits it: drop-oldest makes no room for it. Before (found by a review), the queue admitted and stored it, dropping
+     * a visible message for it, and the coordinator refused the frame after that; on a cluster node its window came back
+     * and the queue counted it as uncommitted before the cap was checked.
+     */
+    @Test
+    void aTxPublishOverTheTransactionsBytesIsRefusedBeforeDropOldestMakesRoomForIt() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of("transactions.max-bytes", "100"));
+             RawClient c = RawClient.connected(broker.port())) {
+            c.send(new DeclareQueueFrame(1, "invoices", QueueSettings.builder().quotaMessages(0, 2).overflowPolicy("drop-oldest").build()));
+            c.expect(OkFrame.class);
+            long creditBefore = c.publishCredit.get();
+            publish(c, "invoices", "old", "new"); // the backlog at its hard level of 2: a message more drops "old"
+            QueueStore invoices = broker.queues().get("invoices").store();
+            long written = invoices.writtenIndex();
+
+            c.send(new TxBeginFrame(1, 0));
+            txPublish(c, 1, "invoices", "x".repeat(200));
+            TxAbortedFrame over = c.expect(TxAbortedFrame.class);
+            assertEquals(ErrorCode.TRANSACTION_LIMIT, over.errorCode());
+            assertTrue(over.message().contains("transaction 1 of") && over.message().contains("transactions.max-bytes 100"),
+                    over.message());
+            TestAwait.until("the windows of the publish and of the refused TX_PUBLISH back",
+                    () -> c.publishCredit.get() == creditBefore + 3);
+            assertEquals(2, count(c, "invoices"), "a visible message was dropped to make room for a refused TX_PUBLISH");
+            assertEquals(written, invoices.writtenIndex(), "the refused TX_PUBLISH was written to the queue");
         }
     }
 

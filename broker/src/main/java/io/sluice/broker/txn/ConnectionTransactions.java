@@ -4,6 +4,7 @@ import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.HeldAcks;
 import io.sluice.broker.queue.QueueTransactions;
 import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
 
 import java.util.ArrayList;
@@ -80,7 +81,7 @@ public final class ConnectionTransactions {
      */
     public void publish(long txnId, BrokerQueue queue, PublishFrame frame, long payloadBytes) {
         Transaction t = find(txnId, "TX_PUBLISH");
-        if (t == null || refusedBeforeStored(t, queue)) {
+        if (t == null || refusedBeforeStored(t, queue) || overCapsBeforeStored(t, frame)) {
             link.publishCredit(frame.messageCount(), payloadBytes);
             frame.release();
             return;
@@ -124,7 +125,46 @@ public final class ConnectionTransactions {
                     + queue.name() + "' after its TX_COMMIT is not part of it and was not stored");
             return true;
         }
+        if (t.overCapsOnLoop != null) { // its rollback is handed over, not yet done
+            link.answerError(0, ErrorCode.TRANSACTION_ABORTED, "TX_PUBLISH to queue '" + queue.name() + "' names "
+                    + t.describe() + ", which was rolled back by the broker (" + t.overCapsOnLoop + "); its messages were "
+                    + "not stored");
+            return true;
+        }
         return false;
+    }
+
+    /**
+     * Rule "caps before the queue": the caps on what a transaction publishes ({@code transactions.max-messages} and
+     * {@code max-bytes}) are checked here, against every TX_PUBLISH of it so far, before the frame goes to its queue.
+     * One over them rolls the transaction back (TX_ABORTED TRANSACTION_LIMIT) and its queue never sees it. Before
+     * (found by a review), the queue's quota admitted it first, drop-oldest dropping visible messages to make room,
+     * and stored it (on a cluster node: copied it, gave its window back and counted it as uncommitted), and only the
+     * coordinator's thread then found the cap passed. The coordinator still checks the caps with the acknowledgements
+     * counted too, which only the queues know. Returns true if the frame was refused.
+     */
+    private boolean overCapsBeforeStored(Transaction t, PublishFrame frame) {
+        long bytes = messageBytes(frame);
+        String over = TransactionCoordinator.overCaps(t, t.publishedOnLoop + frame.messageCount(),
+                t.publishedBytesOnLoop + bytes, coordinator.limits);
+        if (over == null) {
+            t.publishedOnLoop += frame.messageCount();
+            t.publishedBytesOnLoop += bytes;
+            return false;
+        }
+        t.overCapsOnLoop = over;
+        coordinator.executor().execute(() -> coordinator.abort(t, ErrorCode.TRANSACTION_LIMIT, over));
+        return true;
+    }
+
+    /** Headers plus payload of the frame's messages, as the caps count them. */
+    private static long messageBytes(PublishFrame frame) {
+        long bytes = 0;
+        PublishCursor cursor = frame.cursor();
+        while (cursor.next()) {
+            bytes += cursor.headersLength() + cursor.payloadLength();
+        }
+        return bytes;
     }
 
     /**

@@ -32,7 +32,8 @@ import java.util.function.Function;
  *
  * <p>Threads: everything is the coordinator thread's but the identity, set at construction, {@link #started},
  * the counts behind {@link #countOver}, {@link #timeout} (set on the connection's loop at TX_BEGIN, before the
- * coordinator's thread sees the transaction) and {@link #commitReceived}. One hand-over: a commit whose record
+ * coordinator's thread sees the transaction), and {@link #commitReceived} and the caps counts the loop keeps
+ * ({@link #publishedOnLoop}, {@link #publishedBytesOnLoop}, {@link #overCapsOnLoop}), which are the loop's. One hand-over: a commit whose record
  * its target queue keeps (T5) is applied where that record is reported durable (rule "applied where durable" of
  * TransactionCoordinator), which then reads {@link #staged} and {@link #held} and sets {@link #commitRecordId}
  * and {@link #durable}. The coordinator's thread sealed the transaction before handing the record to the queue,
@@ -111,6 +112,11 @@ final class Transaction {
     private final AtomicLong countedBytes = new AtomicLong();
     /** The connection's loop has passed this transaction's TX_COMMIT: a TX_PUBLISH after it is not part of it. Loop only. */
     boolean commitReceived;
+    /** Messages and bytes (headers plus payload) of the TX_PUBLISH frames the loop handed on, for its caps check. Loop only. */
+    long publishedOnLoop;
+    long publishedBytesOnLoop;
+    /** Why the loop found a TX_PUBLISH over a cap and handed the rollback over, or null. Loop only. */
+    String overCapsOnLoop;
     final Map<BrokerQueue, Staged> staged = new LinkedHashMap<>();
     final Map<BrokerQueue, List<HeldAcks>> held = new LinkedHashMap<>();
     /** On a cluster node: what it publishes, by queue, kept in memory until the commit's entry ({@link ReplicatedCommits}). */

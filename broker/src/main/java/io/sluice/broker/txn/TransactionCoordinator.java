@@ -321,12 +321,16 @@ public final class TransactionCoordinator implements AutoCloseable {
     }
 
     private String overCaps(Transaction t, int messages, long bytes) {
-        if (t.messages + messages > limits.maxMessages) {
-            return t.describe() + " would have " + (t.messages + messages) + " messages, over transactions.max-messages "
-                    + limits.maxMessages;
+        return overCaps(t, t.messages + messages, t.bytes + bytes, limits);
+    }
+
+    /** Why {@code t} with {@code messages} messages and {@code bytes} bytes published is over its caps, or null if it is not. */
+    static String overCaps(Transaction t, long messages, long bytes, BrokerConfig.Transactions limits) {
+        if (messages > limits.maxMessages) {
+            return t.describe() + " would have " + messages + " messages, over transactions.max-messages " + limits.maxMessages;
         }
-        if (t.bytes + bytes > limits.maxBytes) {
-            return t.describe() + " would publish " + (t.bytes + bytes) + " bytes, over transactions.max-bytes " + limits.maxBytes;
+        if (bytes > limits.maxBytes) {
+            return t.describe() + " would publish " + bytes + " bytes, over transactions.max-bytes " + limits.maxBytes;
         }
         return null;
     }
