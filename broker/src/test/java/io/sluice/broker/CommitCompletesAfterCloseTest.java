@@ -45,11 +45,11 @@ class CommitCompletesAfterCloseTest {
             EventExecutor queueExecutor = broker.queues().get("invoices").executor();
             List<RawClient> passed = new ArrayList<>();
             RawClient worker = RawClient.connected(broker.port());
-            Channel served = servedChannel(broker, worker);
+            Channel served = TestBrokers.servedChannel(broker, worker);
             while (served.eventLoop() == queueExecutor) { // the worker's loop must run while the queue's is held
                 passed.add(worker);
                 worker = RawClient.connected(broker.port());
-                served = servedChannel(broker, worker);
+                served = TestBrokers.servedChannel(broker, worker);
             }
             passed.forEach(RawClient::close);
             int connections = broker.limits().openConnections();
@@ -74,20 +74,4 @@ class CommitCompletesAfterCloseTest {
             assertEquals(1, broker.transactions().counts().commits());
         }
     }
-
-    /** The broker's channel of {@code client}'s connection. */
-    private static Channel servedChannel(Broker broker, RawClient client) throws InterruptedException {
-        Channel[] found = new Channel[1];
-        TestAwait.until("the broker's channel of the connection", Duration.ofSeconds(10), () -> {
-            for (Channel ch : broker.connections()) {
-                if (client.localAddress().equals(ch.remoteAddress())) {
-                    found[0] = ch;
-                    return true;
-                }
-            }
-            return false;
-        });
-        return found[0];
-    }
-
 }

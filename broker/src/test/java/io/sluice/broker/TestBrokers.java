@@ -1,8 +1,10 @@
 package io.sluice.broker;
 
+import io.netty.channel.Channel;
 import io.sluice.broker.config.ConfigLoader;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -19,5 +21,20 @@ final class TestBrokers {
                 "storage.reserved-disk-bytes", "67108864"));
         overrides.putAll(extra);
         return Broker.start(new ConfigLoader().load(null, overrides));
+    }
+
+    /** The broker's channel of {@code client}'s connection. */
+    static Channel servedChannel(Broker broker, RawClient client) throws InterruptedException {
+        Channel[] found = new Channel[1];
+        TestAwait.until("the broker's channel of the connection", Duration.ofSeconds(10), () -> {
+            for (Channel ch : broker.connections()) {
+                if (client.localAddress().equals(ch.remoteAddress())) {
+                    found[0] = ch;
+                    return true;
+                }
+            }
+            return false;
+        });
+        return found[0];
     }
 }

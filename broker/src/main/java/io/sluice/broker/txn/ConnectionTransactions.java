@@ -185,11 +185,18 @@ public final class ConnectionTransactions {
 
     /**
      * TX_ACK: {@code hold} completes on the queue's executor with the deliveries it took off the
-     * consumer. For a transaction not open here they go straight back to their queue, as a rollback's.
+     * consumer. For a transaction not open here they go straight back to their queue, as a rollback's; so do they
+     * for one whose TX_COMMIT came before, which the TX_ACK is no part of (rule "refused before stored"), and its
+     * client is told. Before (found by a review), such a TX_ACK became part of the commit if its hold completed
+     * before the commit's record was built: a commit acknowledged what its client acknowledged after it.
      */
     public void ack(long txnId, CompletableFuture<HeldAcks> hold) {
         Transaction t = find(txnId, "TX_ACK");
-        if (t == null) {
+        if (t != null && t.commitReceived) {
+            link.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, t.describe() + " is committing; a TX_ACK after its "
+                    + "TX_COMMIT is not part of it, and the deliveries it names go back to their queue");
+        }
+        if (t == null || t.commitReceived) {
             hold.thenAccept(h -> h.queue().transactions().release(h));
             return;
         }

@@ -192,14 +192,9 @@ public final class TransactionCoordinator implements AutoCloseable {
     /**
      * TX_ACK, on the connection's loop: the queue takes the deliveries off their consumer ({@code hold}, under way on
      * its executor). As {@link #staging}: taken in when needed, at once only for a problem or a cap. One that comes
-     * after the TX_COMMIT is taken in when it completes, as before: part of the commit if its record is not built yet,
-     * else released.
+     * after the TX_COMMIT never gets here ({@link ConnectionTransactions#ack}).
      */
     void holding(Transaction t, CompletableFuture<HeldAcks> hold) {
-        if (t.commitReceived) {
-            hold.thenAcceptAsync(h -> held(t, h), executor);
-            return;
-        }
         t.started.add(new Transaction.Operation(hold, h -> held(t, (HeldAcks) h)));
         counts.operationStarted();
         hold.whenComplete((h, failed) -> { // on the queue's executor
