@@ -107,10 +107,11 @@ public final class ConnectionTransactions {
     /**
      * Rule "refused before stored": a TX_PUBLISH that can be no part of {@code t} is answered here, with ERROR to no
      * request, and its queue never sees it: {@code t} was rolled back (by the broker, which told its client with
-     * TX_ABORTED, or by an ending under way), or its TX_COMMIT came before it. Before, such a frame was staged in its
-     * queue, written to disk, and discarded once the coordinator's thread took it in. The first test is a hint (a
-     * rollback that the loop does not see yet still discards what the frame stages); the second is exact, since this
-     * loop set {@code commitReceived}. Returns true if the frame was refused.
+     * TX_ABORTED, or by an ending under way), its TX_COMMIT came before it, or this loop found an earlier TX_PUBLISH
+     * of it over a cap ({@link #overCapsBeforeStored}). Before, such a frame was staged in its queue, written to disk,
+     * and discarded once the coordinator's thread took it in. The first test is a hint (a rollback that the loop does
+     * not see yet still discards what the frame stages); the others are exact, since this loop set what they read.
+     * Returns true if the frame was refused.
      */
     private boolean refusedBeforeStored(Transaction t, BrokerQueue queue) {
         if (t.undone) {

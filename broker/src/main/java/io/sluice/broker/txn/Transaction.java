@@ -32,7 +32,7 @@ import java.util.function.Function;
  *
  * <p>Threads: everything is the coordinator thread's but the identity, set at construction, {@link #started},
  * the counts behind {@link #countOver}, {@link #timeout} (set on the connection's loop at TX_BEGIN, before the
- * coordinator's thread sees the transaction), and {@link #commitReceived} and the caps counts the loop keeps
+ * coordinator's thread sees the transaction), and {@link #commitReceived} and the loop's caps counts
  * ({@link #publishedOnLoop}, {@link #publishedBytesOnLoop}, {@link #overCapsOnLoop}), which are the loop's. One hand-over: a commit whose record
  * its target queue keeps (T5) is applied where that record is reported durable (rule "applied where durable" of
  * TransactionCoordinator), which then reads {@link #staged} and {@link #held} and sets {@link #commitRecordId}
@@ -110,7 +110,10 @@ final class Transaction {
      */
     private final AtomicLong countedMessages = new AtomicLong();
     private final AtomicLong countedBytes = new AtomicLong();
-    /** The connection's loop has passed this transaction's TX_COMMIT: a TX_PUBLISH after it is not part of it. Loop only. */
+    /**
+     * The connection's loop has passed this transaction's TX_COMMIT: a TX_PUBLISH or TX_ACK after it is not part of it,
+     * and the connection's close does not roll it back. Loop only.
+     */
     boolean commitReceived;
     /** Messages and bytes (headers plus payload) of the TX_PUBLISH frames the loop handed on, for its caps check. Loop only. */
     long publishedOnLoop;
