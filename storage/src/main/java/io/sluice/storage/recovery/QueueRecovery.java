@@ -162,6 +162,7 @@ public final class QueueRecovery {
             return new Recovered(log, ackLog, -1, 0, 0);
         }
         log.countSegments(ackLog::segmentGrew, config.exactRollPoint());
+        refuseAnUnreadableEnd(log, lastSegment);
         RelocationIntent intent = new RelocationIntent(directory);
         long scanFrom = scanStart(log, intent, lastSegment);
         boolean relocationInterrupted = Files.exists(directory.resolve(RelocationIntent.FILE));
@@ -188,6 +189,39 @@ public final class QueueRecovery {
         }
         skipReclaimedSegments(log, ackLog.state(), lastSegment);
         return new Recovered(log, ackLog, last, corrupt, verifiedRecords);
+    }
+
+    /**
+     * Rule "what the index counts is there" (docs/storage.md, "Recovery"): the last record Chronicle's index counts in the
+     * last segment must be readable. A file cut short (a partial copy, a file system that lost its tail) keeps the index,
+     * near its start, counting records whose bytes are gone; opened anyway, the queue counted them in its backlog, its
+     * readers stopped for good at the first missing one, and every message appended after the open, confirmed, was
+     * stored behind that gap and never delivered. Checked before the ack state is recovered, which would otherwise adjust
+     * it to the damaged file: a segment restored from a backup then finds the ack state it belongs to.
+     */
+    private void refuseAnUnreadableEnd(SegmentLog log, int lastSegment) {
+        long records = log.messages(lastSegment);
+        if (records <= 0) {
+            return;
+        }
+        long lastId = SegmentRollCycle.INSTANCE.toIndex(lastSegment, records - 1);
+        long read;
+        try (ExcerptTailer tailer = log.newTailer()) {
+            read = tailer.moveToIndex(lastId) ? SegmentLog.readNext(tailer, new RecordCodec(), new int[1]) : -1;
+        } catch (InternalError | AssertionError e) {
+            // A mapping past the file's end faults (InternalError), and Chronicle's own assertions, when enabled, trip on
+            // an index entry pointing at nothing: both say the record is not there.
+            read = -1;
+        }
+        if (read != lastId) {
+            Path file = SegmentFiles.file(segmentDirectory, lastSegment);
+            throw new StorageException("queue '" + name + "': segment " + file + " cannot be read to its end: Chronicle's index "
+                    + "counts " + records + " records in it, and the last of them, id 0x" + Long.toHexString(lastId) + ", is not "
+                    + "in the file (cut short, or zeros where records were). The queue is not "
+                    + "opened, so that nothing is appended behind the gap and its files stay as they are: restore the queue's "
+                    + "directory from a backup, or move it out of the data directory to give the queue up; bin/sluice verify "
+                    + "and bin/sluice dump show what can still be read");
+        }
     }
 
     /**
