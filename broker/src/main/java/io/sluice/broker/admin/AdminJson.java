@@ -1,6 +1,8 @@
 package io.sluice.broker.admin;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -21,10 +23,22 @@ final class AdminJson {
     private final ObjectMapper json = new ObjectMapper(JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build())
             .enable(SerializationFeature.INDENT_OUTPUT);
 
-    /** The body's JSON, null for an empty body; 400 {@code bad_json} if it is not JSON. */
+    /**
+     * The body's JSON, null for an empty body; 400 {@code bad_json} if it is not JSON, or if anything but whitespace
+     * follows its first value (readTree alone stops there, so a body of two objects declared a queue with the first).
+     */
     JsonNode read(byte[] body) {
-        try {
-            return body.length == 0 ? null : json.readTree(body);
+        if (body.length == 0) {
+            return null;
+        }
+        try (JsonParser parser = json.createParser(body)) {
+            JsonNode value = json.readTree(parser);
+            if (parser.nextToken() != null) {
+                JsonLocation at = parser.currentTokenLocation();
+                throw new ApiException(400, "bad_json", "the body holds more than one JSON value: another starts at line "
+                        + at.getLineNr() + ", column " + at.getColumnNr() + "; send one JSON object");
+            }
+            return value;
         } catch (JsonProcessingException e) {
             throw new ApiException(400, "bad_json", notValidJson(e));
         } catch (IOException e) {

@@ -73,6 +73,27 @@ class AdminBadInputTest {
                 + " give each key once"), r.body());
     }
 
+    /**
+     * Jackson's readTree stops after the first JSON value; what followed was ignored, so a body of two objects (a script
+     * that concatenated two requests) or an object followed by garbage declared the queue with the first alone.
+     */
+    @Test
+    void aBodyWithAnythingAfterItsObjectIsRefusedAndDeclaresNothing() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        Map<String, String> refusals = Map.of(
+                "{\"maxDeliveries\": 3} {\"maxDeliveries\": 5}", "the body holds more than one JSON value: another starts at line 1, column 22; send one JSON object",
+                "{\"maxDeliveries\": 3} trailing", "the body is not valid JSON: Unrecognized token 'trailing'");
+        for (Map.Entry<String, String> refusal : refusals.entrySet()) {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(fixture.baseUrl() + "/api/queues/jobs"))
+                    .PUT(HttpRequest.BodyPublishers.ofString(refusal.getKey())).build(), HttpResponse.BodyHandlers.ofString());
+            assertEquals(400, r.statusCode(), refusal.getKey() + " -> " + r.body());
+            assertTrue(r.body().contains("\"bad_json\"") && r.body().contains(refusal.getValue()), r.body());
+        }
+        HttpResponse<String> get = http.send(HttpRequest.newBuilder(URI.create(fixture.baseUrl() + "/api/queues/jobs")).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(404, get.statusCode(), get.body());
+    }
+
     @Test
     void aBodyOverTheCapIsRefusedWithoutBeingRead() throws Exception {
         fixture = new MetricsFixture(dir.resolve("data"), Map.of());
