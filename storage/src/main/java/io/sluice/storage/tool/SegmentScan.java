@@ -113,6 +113,27 @@ final class SegmentScan implements AutoCloseable {
         return counts;
     }
 
+    /**
+     * True if the record with id {@code index} is there to read: one positioned read. False where the index counts a record
+     * whose bytes are gone (a file cut short faults its mapping; one lengthened again reads zeros, and Chronicle's own
+     * assertions, when enabled, trip on the index entry pointing at nothing).
+     */
+    boolean readable(long index) {
+        if (chronicle == null) {
+            return false;
+        }
+        try (ExcerptTailer tailer = chronicle.createTailer()) {
+            if (!tailer.moveToIndex(index)) {
+                return false;
+            }
+            try (DocumentContext dc = tailer.readingDocument()) {
+                return dc.isPresent() && dc.index() == index;
+            }
+        } catch (InternalError | AssertionError e) {
+            return false;
+        }
+    }
+
     /** Visits records from {@code fromIndex} (or the first record, if negative or absent) in order. */
     void scan(long fromIndex, RecordVisitor visitor) {
         if (chronicle == null) {

@@ -1,6 +1,7 @@
 package io.sluice.storage.tool;
 
 import io.sluice.storage.segment.SegmentFiles;
+import io.sluice.storage.segment.SegmentRollCycle;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -18,10 +19,10 @@ import java.util.TreeMap;
  * Not thread-safe; one use per run.
  *
  * <p>Damage: a record failing {@code RecordCodec.loaded}, an ack checkpoint or journal header that
- * does not check out, or a queue that cannot be read at all (its segments not listed, a file's size not read:
+ * does not check out, a segment whose index counts a last record that is not in the file, or a queue that cannot be read at all (its segments not listed, a file's size not read:
  * that queue's damage, the run goes on). Not damage, only noted: a journal whose replay stops at a torn record
- * (normal after a crash), a segment whose record count differs from Chronicle's index (a broker appending while
- * the tool runs), an empty (0-byte) segment file, and a segment file removed between the listing and the reading of
+ * (normal after a crash), a segment whose record count differs from Chronicle's index while the last record it counts
+ * reads (a broker appending while the tool runs), an empty (0-byte) segment file, and a segment file removed between the listing and the reading of
  * its size (a broker reclaiming it).
  */
 final class StoreVerifier {
@@ -73,6 +74,7 @@ final class StoreVerifier {
         TreeMap<Integer, Long> files;
         Map<Integer, Long> indexed;
         AckSnapshot acks;
+        Map<Integer, Long> lastIndexedMissing;
         long[] records = {0};
         Path segments = queueDirectory.resolve("segments");
         try (SegmentScan scan = SegmentScan.open(queueDirectory)) {
@@ -92,6 +94,7 @@ final class StoreVerifier {
                 }
                 return true;
             });
+            lastIndexedMissing = lastIndexedRecordsMissing(scan, indexed, figures);
             acks = AckSnapshot.load(queueDirectory, indexed);
         } catch (IOException | RuntimeException | InternalError e) {
             // InternalError: a SIGBUS on a mapped page (a file cut short, or a page the disk has no block for).
@@ -118,6 +121,11 @@ final class StoreVerifier {
                 notes.add("segment " + segment + ": " + segments.resolve(SegmentFiles.fileName(segment))
                         + " is empty (0 bytes): it holds no records (a file a broker was creating during the run,"
                         + " or one a crash left just after its creation)");
+            } else if (lastIndexedMissing.containsKey(segment)) {
+                damage.add(String.format("segment %d: %s: Chronicle's index counts %d records, the scan read %d, and the last of"
+                        + " them, id 0x%x, is not in the file (cut short, or zeros where records were); a broker refuses to open"
+                        + " the queue", segment, segments.resolve(SegmentFiles.fileName(segment)), index, f.records,
+                        lastIndexedMissing.get(segment)));
             } else if (index != f.records) {
                 notes.add("segment " + segment + ": Chronicle's index counts " + index + " records, the scan read "
                         + f.records + " (a broker appending during the run explains this)");
@@ -148,6 +156,29 @@ final class StoreVerifier {
         if (!damage.isEmpty()) {
             damagedQueues++;
         }
+    }
+
+    /**
+     * Per segment whose index counts more records than the scan read, the id of the last record it counts if that record
+     * cannot be read. A broker appending beside the tool indexes a record only once it is written, so there it reads;
+     * where it does not, the index counts records whose bytes are gone, which the broker's recovery refuses for the last
+     * segment (rule "what the index counts is there", docs/storage.md).
+     */
+    private static Map<Integer, Long> lastIndexedRecordsMissing(SegmentScan scan, Map<Integer, Long> indexed,
+                                                                 Map<Integer, SegmentFigures> figures) {
+        Map<Integer, Long> missing = new TreeMap<>();
+        for (Map.Entry<Integer, Long> counted : indexed.entrySet()) {
+            int segment = counted.getKey();
+            SegmentFigures f = figures.get(segment);
+            long read = f == null ? 0 : f.records;
+            if (counted.getValue() > read) {
+                long lastId = SegmentRollCycle.INSTANCE.toIndex(segment, counted.getValue() - 1);
+                if (!scan.readable(lastId)) {
+                    missing.put(segment, lastId);
+                }
+            }
+        }
+        return missing;
     }
 
     /** Queue directories under {@code <data>/queues}, sorted, skipping ones being deleted. */
