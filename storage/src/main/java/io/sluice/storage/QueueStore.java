@@ -197,6 +197,12 @@ public final class QueueStore {
         return log.forEachRecordAfter(afterId, visitor);
     }
 
+    /** Every record from {@code fromId}, an id this store holds, on; see {@link SegmentLog#forEachRecordFrom}. */
+    public long forEachRecordFrom(long fromId, SegmentLog.RecordVisitor visitor) {
+        ensureOpen();
+        return log.forEachRecordFrom(fromId, visitor);
+    }
+
     /** A roll sealed {@code segment} (under the lock): durability must force it, and reclaim may look at it. */
     private void segmentSealed(int segment) {
         durability.sealed(segment);
@@ -252,7 +258,7 @@ public final class QueueStore {
     public long append(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
         ByteBuffer h = headers == null ? NO_BYTES : headers;
         ByteBuffer p = payload == null ? NO_BYTES : payload;
-        return append(0, producerId, producerSequence, h, h.position(), h.remaining(), p, p.position(), p.remaining(), 0);
+        return append(0, -1, producerId, producerSequence, h, h.position(), h.remaining(), p, p.position(), p.remaining(), 0);
     }
 
     /**
@@ -263,13 +269,28 @@ public final class QueueStore {
      */
     public long append(long producerId, long producerSequence, ByteBuffer source, int headersOffset, int headersLength,
                        int payloadOffset, int payloadLength) {
-        return append(0, producerId, producerSequence, source, headersOffset, headersLength, source, payloadOffset, payloadLength, 0);
+        return append(0, -1, producerId, producerSequence, source, headersOffset, headersLength, source, payloadOffset, payloadLength, 0);
+    }
+
+    /**
+     * A cluster node stores a message of the replicated PUBLISH entry at {@code logPosition} (rule R4a of
+     * docs/replication.md): the record says so ({@link RecordCodec#FLAG_LOG_POSITION}), in the same bytes as the
+     * message, so that what a restart finds stored and what it finds applied are one. Otherwise as
+     * {@link #append(long, long, ByteBuffer, int, int, int, int)}.
+     */
+    public long appendReplicated(long logPosition, long producerId, long producerSequence, ByteBuffer source, int headersOffset,
+                                 int headersLength, int payloadOffset, int payloadLength) {
+        if (logPosition < 0) {
+            throw new IllegalArgumentException("log position " + logPosition + " is negative");
+        }
+        return append(RecordCodec.FLAG_LOG_POSITION, logPosition, producerId, producerSequence, source, headersOffset, headersLength,
+                source, payloadOffset, payloadLength, 0);
     }
 
     /** A message transaction {@code transaction} staged, {@link StoredMessage#transactional()}, its number as producer id; as above. */
     public long appendStaged(long transaction, ByteBuffer source, int headersOffset, int headersLength, int payloadOffset,
                              int payloadLength) {
-        return append(RecordCodec.FLAG_TRANSACTIONAL, transaction, RecordCodec.STAGED_MESSAGE, source, headersOffset, headersLength,
+        return append(RecordCodec.FLAG_TRANSACTIONAL, -1, transaction, RecordCodec.STAGED_MESSAGE, source, headersOffset, headersLength,
                 source, payloadOffset, payloadLength, 0);
     }
 
@@ -280,7 +301,7 @@ public final class QueueStore {
      * the same log, it is durable only once every message staged before it is. As above otherwise.
      */
     public long appendStagedCommitRecord(long transaction, ByteBuffer record) {
-        return append(RecordCodec.FLAG_TRANSACTIONAL, transaction, RecordCodec.STAGED_COMMIT_RECORD, NO_BYTES, 0, 0, record,
+        return append(RecordCodec.FLAG_TRANSACTIONAL, -1, transaction, RecordCodec.STAGED_COMMIT_RECORD, NO_BYTES, 0, 0, record,
                 record.position(), record.remaining(), 0);
     }
 
@@ -292,18 +313,18 @@ public final class QueueStore {
      * Otherwise as {@link #append(long, long, ByteBuffer, ByteBuffer)}.
      */
     public long appendForwarded(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
-        return append(RecordCodec.FLAG_FORWARDED, producerId, producerSequence, headers, headers.position(), headers.remaining(),
+        return append(RecordCodec.FLAG_FORWARDED, -1, producerId, producerSequence, headers, headers.position(), headers.remaining(),
                 payload, payload.position(), payload.remaining(), HEADER_HEADROOM_BYTES);
     }
 
-    private long append(int flags, long producerId, long producerSequence, ByteBuffer headers, int headersOffset, int headersLength,
-                        ByteBuffer payload, int payloadOffset, int payloadLength, int headroom) {
+    private long append(int flags, long originalId, long producerId, long producerSequence, ByteBuffer headers, int headersOffset,
+                        int headersLength, ByteBuffer payload, int payloadOffset, int payloadLength, int headroom) {
         appender.checkSize(headersLength + payloadLength, headroom);
         long index;
         lock.lock();
         try {
             ensureOpen();
-            index = appender.appendLocked(flags, producerId, producerSequence, headers, headersOffset, headersLength,
+            index = appender.appendLocked(flags, originalId, producerId, producerSequence, headers, headersOffset, headersLength,
                     payload, payloadOffset, payloadLength);
         } finally {
             lock.unlock();

@@ -53,15 +53,18 @@ final class RecordAppender {
         }
     }
 
-    /** Appends one message (the store is open) and returns its id; see {@link QueueStore#append(long, long, ByteBuffer, ByteBuffer)}. */
-    long appendLocked(int flags, long producerId, long producerSequence, ByteBuffer headers, int headersOffset, int headersLength,
-                      ByteBuffer payload, int payloadOffset, int payloadLength) {
+    /**
+     * Appends one message (the store is open) and returns its id; see {@link QueueStore#append(long, long, ByteBuffer, ByteBuffer)}.
+     * {@code originalId}: -1, or with {@link RecordCodec#FLAG_LOG_POSITION} the replicated log's position it came from.
+     */
+    long appendLocked(int flags, long originalId, long producerId, long producerSequence, ByteBuffer headers, int headersOffset,
+                      int headersLength, ByteBuffer payload, int payloadOffset, int payloadLength) {
         StorageFailedException failed = durability.failure();
         if (failed != null) {
             throw new StorageFailedException("queue '" + name + "' refuses the append: " + failed.getMessage(), failed);
         }
         diskGuard.reserve(headersLength + payloadLength + RecordCodec.HEADER_BYTES + 8L);
-        appendCodec.encodeParts(flags, -1, 0, producerId, producerSequence, clock.getAsLong(),
+        appendCodec.encodeParts(flags, originalId, 0, producerId, producerSequence, clock.getAsLong(),
                 headers, headersOffset, headersLength, payload, payloadOffset, payloadLength);
         long index = writeLocked(appendCodec);
         appendedMessages++;

@@ -23,8 +23,8 @@ import java.util.List;
  * </ul>
  * A verdict changes nothing; {@link #stored} records a sequence once it is in the log.
  *
- * <p><b>Bounds.</b> At most {@code maxProducers} are tracked: adding one more evicts the least
- * recently seen. A producer not seen for {@code idleExpiryMillis} is dropped. Either way its next
+ * <p><b>Bounds.</b> At most {@code maxProducers} of the clients' producers are tracked (the broker's own,
+ * {@link #isBrokers}, apart): adding one more evicts the least recently seen. A producer not seen for {@code idleExpiryMillis} is dropped. Either way its next
  * publish starts afresh: a resend after that is stored again. Gaps older than the window are
  * forgotten.
  *
@@ -34,8 +34,9 @@ import java.util.List;
  * more than {@code idleExpiryMillis} down) would have its replayed publishes stored twice. So such a table forgets a
  * producer only once a marker was written after the producer was last seen ({@link #marked}): the marker covers every
  * entry of it, and none is replayed. Until then it is kept beyond {@code maxProducers}, up to twice that; past twice,
- * the least recently seen is evicted regardless and counted ({@link #evictionsBeforeMarker}): only its replayed
- * entries, should the node crash before the next marker, would be stored again.
+ * the least recently seen is evicted regardless and counted ({@link #evictionsBeforeMarker}). Its entries the queue
+ * stored are not decided again after a crash ({@link #CLUSTER_PUBLISHES_PRODUCER_ID}); only a resend of it in an entry
+ * decided again (one that stored nothing in the queue after its last stored message) would be stored once more.
  *
  * <p><b>Epochs</b> (named producers, {@link #register}). Rule E1: a new instance gets an epoch above
  * every epoch granted in this table, forgotten producers' included, so no instance still running
@@ -82,10 +83,24 @@ public final class ProducerTable {
      */
     public static final long CLUSTER_REGISTRATIONS_PRODUCER_ID = Long.MIN_VALUE + 3;
 
+    /**
+     * Not a producer: on a cluster node, one more than the position in the replicated log of the last PUBLISH entry this
+     * queue stored a message of, as its "highest sequence" (rule R4a of docs/replication.md, "The restart is exact"; no
+     * client may publish under it). Each such record carries its entry's position too, so the table learns it again from
+     * the records after its checkpoint; never forgotten, so a restart skips exactly the entries the queue holds.
+     */
+    public static final long CLUSTER_PUBLISHES_PRODUCER_ID = Long.MIN_VALUE + 4;
+
+    /**
+     * Not a producer: one more than the id of the first message stored from the entry {@link #CLUSTER_PUBLISHES_PRODUCER_ID}
+     * names, where a restart reads which of that entry's messages are stored (the node may have been killed in the middle
+     * of its appends).
+     */
+    public static final long CLUSTER_PUBLISH_RUN_PRODUCER_ID = Long.MIN_VALUE + 5;
+
     /** True for the broker's own producers, whose sequences come in order and which are never evicted nor expired. */
     public static boolean isBrokers(long producerId) {
-        return producerId == TRANSACTIONS_PRODUCER_ID || producerId == DEAD_LETTER_COPIES_PRODUCER_ID
-                || producerId == CLUSTER_TRANSACTIONS_PRODUCER_ID || producerId == CLUSTER_REGISTRATIONS_PRODUCER_ID;
+        return producerId >= TRANSACTIONS_PRODUCER_ID && producerId <= CLUSTER_PUBLISH_RUN_PRODUCER_ID;
     }
 
     /** What to do with a publish. */
@@ -145,6 +160,8 @@ public final class ProducerTable {
     private int highestEpochForgotten;
 
     private long evictions;
+    /** The broker's own producers tracked ({@link #isBrokers}): the cap counts the clients' alone. */
+    private int brokersTracked;
     private long expiries;
     /**
      * Per producer, the publishes of it its queue stored (or recognised as resends) and has not yet confirmed nor
@@ -457,7 +474,10 @@ public final class ProducerTable {
             return p;
         }
         expire(nowMillis);
-        if (producers.size() >= maxProducers && !evictEldest(false) && producers.size() >= 2L * maxProducers) {
+        if (isBrokers(producerId)) {
+            brokersTracked++; // never evicted nor expired, and not counted against the clients' room
+        } else if (producers.size() - brokersTracked >= maxProducers && !evictEldest(false)
+                && producers.size() - brokersTracked >= 2L * maxProducers) {
             evictEldest(true);
         }
         p = new Producer(producerId, epoch, nowMillis);

@@ -33,7 +33,9 @@ import java.util.zip.CRC32C;
  * delivered unless that transaction committed; the broker decides, docs/transactions.md). A staged
  * record's producerSequence says what the transaction wrote: {@link #STAGED_MESSAGE} (0) a message,
  * {@link #STAGED_COMMIT_RECORD} (1) the transaction's commit record, written after its messages in
- * their one target queue and never delivered.
+ * their one target queue and never delivered. Bit 3 {@link #FLAG_LOG_POSITION}: a message a cluster node stored from
+ * a replicated PUBLISH entry, whose originalId field holds that entry's position in the replicated log instead (rule R4a
+ * of docs/replication.md: a restart tells by it which entries a queue holds already); a relocated copy drops it.
  *
  * Field offsets: crc 0, version 4, flags 5, headersLength 6, originalId 8, deliveryCount 16,
  * producerId 20, producerSequence 28, timestampMillis 36, payloadLength 44, headers 48.
@@ -47,6 +49,7 @@ public final class RecordCodec {
     public static final int FLAG_RELOCATED = 1;
     public static final int FLAG_FORWARDED = 2;
     public static final int FLAG_TRANSACTIONAL = 4;
+    public static final int FLAG_LOG_POSITION = 8;
     /** The producerSequence of a staged record that is a message. */
     public static final long STAGED_MESSAGE = 0;
     /** The producerSequence of a staged record that is its transaction's commit record. */
@@ -171,6 +174,11 @@ public final class RecordCodec {
 
     public boolean transactional() {
         return (flags() & FLAG_TRANSACTIONAL) != 0;
+    }
+
+    /** The replicated log's position of the entry this record was stored from ({@link #FLAG_LOG_POSITION}), or -1. */
+    public long logPosition() {
+        return (flags() & (FLAG_LOG_POSITION | FLAG_RELOCATED)) == FLAG_LOG_POSITION ? buffer.getLong(OFFSET_ORIGINAL_ID) : -1;
     }
 
     public long originalId() {

@@ -541,22 +541,42 @@ public final class SegmentLog implements AutoCloseable {
         }
         RecordCodec codec = new RecordCodec();
         int[] length = new int[1];
-        long damaged = 0;
         try (ExcerptTailer tailer = newTailer()) {
             if (afterId >= 0 && position(tailer, afterId)) {
                 if (readNext(tailer, codec, length) < 0) {
                     return 0;
                 }
             }
-            for (long id = readNext(tailer, codec, length); id >= 0; id = readNext(tailer, codec, length)) {
-                if (id <= afterId) {
-                    continue;
-                }
-                if (codec.loaded(length[0]) != null) {
-                    damaged++;
-                } else {
-                    visitor.record(id, codec);
-                }
+            return visitFrom(tailer, afterId + 1, codec, length, visitor);
+        }
+    }
+
+    /**
+     * As {@link #forEachRecordAfter}, from the record {@code fromId} on, which must be one this log holds (else every
+     * record is read to find the first above it).
+     */
+    public long forEachRecordFrom(long fromId, RecordVisitor visitor) {
+        if (chronicle == null) {
+            return 0;
+        }
+        RecordCodec codec = new RecordCodec();
+        int[] length = new int[1];
+        try (ExcerptTailer tailer = newTailer()) {
+            position(tailer, fromId);
+            return visitFrom(tailer, fromId, codec, length, visitor);
+        }
+    }
+
+    private static long visitFrom(ExcerptTailer tailer, long fromId, RecordCodec codec, int[] length, RecordVisitor visitor) {
+        long damaged = 0;
+        for (long id = readNext(tailer, codec, length); id >= 0; id = readNext(tailer, codec, length)) {
+            if (id < fromId) {
+                continue;
+            }
+            if (codec.loaded(length[0]) != null) {
+                damaged++;
+            } else {
+                visitor.record(id, codec);
             }
         }
         return damaged;

@@ -171,7 +171,8 @@ class ProducerTableTest {
         assertArrayEquals(new long[0], table.snapshot().get(0).gapRanges(), "no gaps for the coordinator");
         store(1, 1);
         store(2, 1);
-        store(3, 1); // the cap is 3: one of the clients' producers is evicted, never the coordinator
+        store(3, 1);
+        store(4, 1); // the cap is 3 of the clients' producers, the broker's apart: one of them is evicted, never the coordinator
         assertEquals(500, table.lastStoredSequence(coordinator));
         assertEquals(1, table.evictions());
         table.expire(10_000); // long past the idle expiry
@@ -189,7 +190,9 @@ class ProducerTableTest {
         table.stored(copies, 0, 40, 0); // log indexes: the entries between were other changes
         assertArrayEquals(new long[0], table.snapshot().get(1).gapRanges(), "no gaps for the copies");
         store(1, 1);
-        store(2, 1); // the cap is 3: the clients' producer 1 is evicted, neither of the broker's
+        store(2, 1);
+        store(3, 1);
+        store(4, 1); // the cap is 3 of the clients' producers: producer 1 is evicted, neither of the broker's
         assertEquals(40, table.lastStoredSequence(copies));
         assertEquals(7, table.lastStoredSequence(coordinator));
         assertEquals(1, table.evictions());
