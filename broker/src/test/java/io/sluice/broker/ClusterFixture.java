@@ -171,6 +171,33 @@ final class ClusterFixture {
                 .get(120, java.util.concurrent.TimeUnit.SECONDS);
     }
 
+    /**
+     * Consumes {@code queue} through {@code connection}, acknowledging each message, until as many came as
+     * {@code confirmed} holds (up to 120 s), and asserts that they are the confirmed numbers of {@link #publishNumbered},
+     * each once.
+     */
+    static void consumeEachOnce(io.sluice.client.Connection connection, String queue, java.util.Set<Long> confirmed)
+            throws Exception {
+        List<Long> consumed = new ArrayList<>();
+        io.sluice.client.Consumer consumer = connection.subscribe(queue, io.sluice.client.ConsumerOptions.DEFAULT, m -> {
+            synchronized (consumed) {
+                consumed.add(java.nio.ByteBuffer.wrap(m.payload()).getLong());
+            }
+            m.ack();
+        });
+        TestAwait.until("every confirmed message consumed", Duration.ofSeconds(120), () -> {
+            synchronized (consumed) {
+                return consumed.size() >= confirmed.size();
+            }
+        });
+        consumer.close();
+        synchronized (consumed) {
+            org.junit.jupiter.api.Assertions.assertEquals(confirmed.size(), consumed.size(), "messages consumed (none twice)");
+            org.junit.jupiter.api.Assertions.assertEquals(new java.util.HashSet<>(confirmed), new java.util.HashSet<>(consumed),
+                    "the confirmed messages");
+        }
+    }
+
     /** The node of {@code brokers} that serves as the leader, once one does (up to 30 s). */
     static Broker awaitLeader(List<Broker> brokers) throws InterruptedException {
         Broker[] leader = new Broker[1];

@@ -2,8 +2,6 @@ package io.sluice.broker;
 
 import io.sluice.client.Connection;
 import io.sluice.client.ConnectionOptions;
-import io.sluice.client.Consumer;
-import io.sluice.client.ConsumerOptions;
 import io.sluice.client.Producer;
 import io.sluice.client.ProducerOptions;
 import io.sluice.protocol.QueueSettings;
@@ -14,12 +12,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -106,24 +101,7 @@ class ClusterSnapshotCrashTest {
                         confirmed.size());
             }
             producer.close();
-
-            List<Long> consumed = new ArrayList<>();
-            Consumer consumer = connection.subscribe(QUEUE, ConsumerOptions.DEFAULT, m -> {
-                synchronized (consumed) {
-                    consumed.add(ByteBuffer.wrap(m.payload()).getLong());
-                }
-                m.ack();
-            });
-            TestAwait.until("every confirmed message consumed", Duration.ofSeconds(120), () -> {
-                synchronized (consumed) {
-                    return consumed.size() >= confirmed.size();
-                }
-            });
-            consumer.close();
-            synchronized (consumed) {
-                assertEquals(confirmed.size(), consumed.size(), "messages consumed (none twice)");
-                assertEquals(new HashSet<>(confirmed), new HashSet<>(consumed), "the confirmed messages");
-            }
+            ClusterFixture.consumeEachOnce(connection, QUEUE, confirmed);
         }
     }
 

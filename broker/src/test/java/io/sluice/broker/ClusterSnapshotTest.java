@@ -18,9 +18,7 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -107,25 +105,9 @@ class ClusterSnapshotTest {
 
         Set<Long> expected = new HashSet<>(confirmed);
         expected.removeAll(acked);
-        List<Long> consumed = new ArrayList<>();
         try (Connection connection = Connection.connect(options)) {
             assertEquals(behind, nodeNamed(connection.brokerName()), "the caught-up follower, with the longer log, leads");
-            Consumer consumer = connection.subscribe(QUEUE, ConsumerOptions.DEFAULT, m -> {
-                synchronized (consumed) {
-                    consumed.add(ByteBuffer.wrap(m.payload()).getLong());
-                }
-                m.ack();
-            });
-            TestAwait.until("every confirmed, unacked message consumed", Duration.ofSeconds(120), () -> {
-                synchronized (consumed) {
-                    return consumed.size() >= expected.size();
-                }
-            });
-            consumer.close();
-        }
-        synchronized (consumed) {
-            assertEquals(expected.size(), consumed.size(), "messages consumed (none twice)");
-            assertEquals(expected, new HashSet<>(consumed), "the confirmed, unacked messages");
+            ClusterFixture.consumeEachOnce(connection, QUEUE, expected);
         }
     }
 

@@ -35,7 +35,8 @@ import java.util.concurrent.RejectedExecutionException;
  *       {@code limits.max-queues} is the leader's check before it submits ({@link LeaderQueueLimit}): against
  *       this node's catalog, a replay, which finds later deletes applied already, would decide otherwise.</li>
  *   <li>PUBLISH: {@link BrokerQueue#applyReplicated}: stored with no quota check, deduplicated by the
- *       producer table; the submitting node's client gets its CONFIRM once its store has it durable.</li>
+ *       producer table, each message under the entry's position, so that a restart skips what the queue holds (rule
+ *       R4a); the submitting node's client gets its CONFIRM once its store has it durable.</li>
  *   <li>ACK: {@link BrokerQueue#applyReplicatedAcks}; a consumer's acks, or the ids a purge removed on the
  *       leader (rule R7), whose submitter answers the purge once this is applied.</li>
  *   <li>DELETE_QUEUE: {@link QueueManager#delete} on the declare thread, waited for (rule R7).</li>
@@ -204,7 +205,7 @@ final class ShardApplier {
         boolean mine = entry.originNode() == nodeId;
         if (entry.frame() instanceof PublishFrame publish) {
             ProducerLink link = mine ? submissions.takePublish(entry.originCall()) : ReplicaLink.INSTANCE;
-            return publish(entry, publish, link);
+            return publish(entry, publish, link, position(index, place));
         } else if (entry.frame() instanceof DeclareQueueFrame declare) {
             declare(entry, declare, mine ? submissions.takeDeclare(entry.originCall()) : null);
         } else if (entry.deadLetter() != null) {
@@ -242,7 +243,7 @@ final class ShardApplier {
         return CompletableFuture.completedFuture(null);
     }
 
-    private CompletableFuture<Void> publish(ShardEntry entry, PublishFrame publish, ProducerLink link) {
+    private CompletableFuture<Void> publish(ShardEntry entry, PublishFrame publish, ProducerLink link, long position) {
         BrokerQueue queue = queues.get(entry.queue());
         if (queue == null) {
             // Only if the queue's declare failed here and not on the leader, or was never applied: nothing to store into.
@@ -256,7 +257,8 @@ final class ShardApplier {
             return CompletableFuture.completedFuture(null);
         }
         // Only what this node admitted counts here (R9); the leader's epochs decide fencing (R11).
-        queue.applyReplicated(link, publish, link != ReplicaLink.INSTANCE, entry.epochs());
+        // Rule R4a: each message stored carries the entry's position, so a restart does not apply it again here.
+        queue.applyReplicated(link, publish, link != ReplicaLink.INSTANCE, entry.epochs(), position);
         return afterQueueWork(queue);
     }
 

@@ -43,7 +43,8 @@ import java.util.concurrent.TimeoutException;
  * index N waits for every store to be durable through what was applied, then (when snapshots are served,
  * {@link ShardSnapshots}) copies every queue and its settings as of N, and last writes a marker file naming N
  * in Ratis's state machine directory. A restart replays the log after the marker into the node's own stores;
- * replaying an entry the stores already hold changes nothing (rule R4 lists why for each kind). A follower
+ * replaying an entry the stores already hold changes nothing (rule R4 lists why for each kind): a queue skips the
+ * PUBLISH entries its records say it holds (R4a, {@code queue.AppliedPublishes}). A follower
  * behind the leader's purged log is told so by Ratis (notify mode, {@link #notifyInstallSnapshotFromLeader}):
  * it fetches the leader's snapshot ({@link SnapshotInstaller}), and Ratis then pauses this state machine and
  * calls {@link #reinitialize}, which swaps the snapshot's queues in and writes its marker.

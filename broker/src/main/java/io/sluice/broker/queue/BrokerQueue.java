@@ -171,10 +171,13 @@ public final class BrokerQueue {
     /**
      * A cluster node applies a committed PUBLISH entry (docs/replication.md): as {@link #publish}, with no quota
      * check, as every node must store what the log holds (R2; the leader checked before submitting, R9). The
-     * producer table still decides duplicates, the same on every node.
+     * producer table still decides duplicates, the same on every node. {@code position}: the entry's in the log (its
+     * index and place in a batch), which each message stored from it carries, so that a restart does not apply it
+     * again to this queue (R4a).
      */
-    public void applyReplicated(ProducerLink connection, PublishFrame frame, boolean submittedHere, ProducerEpochs epochs) {
-        publishPath.applyReplicated(connection, frame, submittedHere, epochs);
+    public void applyReplicated(ProducerLink connection, PublishFrame frame, boolean submittedHere, ProducerEpochs epochs,
+                                long position) {
+        publishPath.applyReplicated(connection, frame, submittedHere, epochs, position);
     }
 
     /** Rule R10 of docs/replication.md: the leader delivered {@code ids[i]} for the {@code counts[i]}-th time. */

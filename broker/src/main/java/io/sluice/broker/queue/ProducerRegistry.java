@@ -65,6 +65,8 @@ public final class ProducerRegistry {
      * client publish is new.
      */
     private final boolean deduplicates;
+    /** On a cluster node, the replicated PUBLISH entries this queue holds (rule R4a), kept in {@link #table}. */
+    private final AppliedPublishes appliedPublishes;
 
     /** Queue thread: the id of the last record the table holds, -1 if none. */
     private long lastRecordId;
@@ -139,6 +141,7 @@ public final class ProducerRegistry {
         this.table = table;
         this.queueThread = queueThread;
         this.writer = writer;
+        this.appliedPublishes = new AppliedPublishes(table, store);
     }
 
     /**
@@ -176,6 +179,9 @@ public final class ProducerRegistry {
         long damaged = store.forEachRecordAfter(covered, (id, record) -> {
             registry.lastRecordId = id;
             seen[0]++;
+            if (record.logPosition() >= 0) {
+                registry.appliedPublishes.stored(record.logPosition(), id);
+            }
             // Forwarded and transactional records carry no producer of this queue (a transaction's number instead);
             // ProducerTable.TRANSACTIONS_PRODUCER_ID is on records an earlier broker applied for its transactions.
             if (deduplicates && !record.forwarded() && !record.transactional()
@@ -430,6 +436,11 @@ public final class ProducerRegistry {
         recorded(id);
     }
 
+    /** On a cluster node, which replicated PUBLISH entries this queue holds (rule R4a of docs/replication.md). */
+    AppliedPublishes appliedPublishes() {
+        return appliedPublishes;
+    }
+
     /**
      * Rule R8 of docs/replication.md: whether the dead-letter copy of the replicated log's entry {@code logIndex} is
      * stored in this queue already (a node replaying its log after a crash between the copy and the original's ack).
@@ -644,7 +655,8 @@ public final class ProducerRegistry {
         if (table.evictionsBeforeMarker() > reportedEvictionsBeforeMarker) {
             LOG.warn("Queue '{}': {} producers were evicted before a snapshot marker covered them (twice "
                     + "queues.dedup-max-producers seen since the last marker); should this node crash before the next "
-                    + "marker, their publishes it replays are stored again on it. Raise queues.dedup-max-producers or "
+                    + "marker, a resend of theirs it replays after this queue's last stored message may be stored again "
+                    + "on it. Raise queues.dedup-max-producers or "
                     + "lower cluster.snapshot-every-entries.", queue, table.evictionsBeforeMarker() - reportedEvictionsBeforeMarker);
             reportedEvictionsBeforeMarker = table.evictionsBeforeMarker();
         }

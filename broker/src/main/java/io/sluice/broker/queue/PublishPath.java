@@ -76,7 +76,7 @@ final class PublishPath {
     void publish(ProducerLink connection, PublishFrame frame) {
         queue.executor().execute(() -> {
             try {
-                publishNow(connection, frame, false);
+                publishNow(connection, frame, false, -1);
             } finally {
                 frame.release();
             }
@@ -86,16 +86,18 @@ final class PublishPath {
     /**
      * A cluster node applies a committed PUBLISH entry: as {@link #publish}, with no quota check (R2, R9). The
      * producer table still decides duplicates, the same on every node. {@code submittedHere}: this node admitted
-     * the frame ({@link #admit}), which is no longer uncommitted.
+     * the frame ({@link #admit}), which is no longer uncommitted. {@code position}: the entry's in the replicated log,
+     * which its records carry; a message of it this queue decided before a restart is not decided again
+     * ({@link AppliedPublishes}, rule R4a).
      */
-    void applyReplicated(ProducerLink connection, PublishFrame frame, boolean submittedHere, ProducerEpochs epochs) {
+    void applyReplicated(ProducerLink connection, PublishFrame frame, boolean submittedHere, ProducerEpochs epochs, long position) {
         queue.executor().execute(() -> {
             try {
                 if (submittedHere) {
                     backlog.uncommittedDone(frame.messageCount(), Backlog.bytes(frame));
                 }
                 // Rule R11: the leader's epochs decide fencing, on every node alike.
-                producers.withEntryEpochs(epochs, () -> publishNow(connection, frame, true));
+                producers.withEntryEpochs(epochs, () -> publishNow(connection, frame, true, position));
                 if (submittedHere) {
                     // What it stored was evaluated with it; what it did not (resends, refusals) left only the uncommitted
                     // figures, which may have held the queue BLOCKED: without this it stayed so until a later publish or ack.
@@ -157,7 +159,8 @@ final class PublishPath {
         admission.nothingInFlight();
     }
 
-    private void publishNow(ProducerLink connection, PublishFrame frame, boolean replicated) {
+    /** {@code position}: a replicated entry's in the log, -1 for a single broker's publish. */
+    private void publishNow(ProducerLink connection, PublishFrame frame, boolean replicated, long position) {
         long receivedAtNanos = System.nanoTime();
         long nowMillis = producers.deduplicates() ? store.nowMillis() : 0; // the producer table's clock, read once per frame
         if (queue.isClosed()) {
@@ -177,12 +180,15 @@ final class PublishPath {
         int duplicates = 0;
         long duplicateBytes = 0;
         RefusalRun refusals = null;
+        AppliedPublishes.Replay replay = position < 0 ? null : producers.appliedPublishes().replayOf(position);
         while (cursor.next()) {
             long producerId = cursor.producerId();
             long sequence = cursor.sequence();
             int payloadLength = cursor.payloadLength();
             int bytes = cursor.headersLength() + payloadLength;
-            ProducerTable.Verdict verdict = producers.check(connection, producerId, sequence, nowMillis);
+            // Decided before this node's restart: answered as a resend, should anyone wait (R4a).
+            ProducerTable.Verdict verdict = replay != null && replay.decided(producerId, sequence) ? ProducerTable.Verdict.DUPLICATE
+                    : producers.check(connection, producerId, sequence, nowMillis);
             if (verdict == ProducerTable.Verdict.DUPLICATE) {
                 // Stored before: confirmed again once everything written so far is durable (it is among it).
                 stored.stored(producerId, sequence);
@@ -214,8 +220,14 @@ final class PublishPath {
                 if (frameBytes == null) {
                     frameBytes = cursor.nioBuffer();
                 }
-                lastId = store.append(producerId, sequence, frameBytes, cursor.headersOffset(), cursor.headersLength(),
-                        cursor.payloadOffset(), payloadLength);
+                if (position < 0) {
+                    lastId = store.append(producerId, sequence, frameBytes, cursor.headersOffset(), cursor.headersLength(),
+                            cursor.payloadOffset(), payloadLength);
+                } else {
+                    lastId = store.appendReplicated(position, producerId, sequence, frameBytes, cursor.headersOffset(),
+                            cursor.headersLength(), cursor.payloadOffset(), payloadLength);
+                    producers.appliedPublishes().stored(position, lastId);
+                }
                 producers.stored(connection, producerId, sequence, lastId, nowMillis);
                 stored.stored(producerId, sequence);
                 storedMessages++;

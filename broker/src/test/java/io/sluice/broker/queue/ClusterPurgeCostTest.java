@@ -156,7 +156,7 @@ class ClusterPurgeCostTest {
         for (int i = 0; i < STORED_AFTER; i++) {
             builder.add(42, i, List.of(), new byte[] {2});
         }
-        q.applyReplicated(new FakeConnection("replica"), builder.build(), false, ProducerEpochs.NONE);
+        q.applyReplicated(new FakeConnection("replica"), builder.build(), false, ProducerEpochs.NONE, 1L << 16);
         io.sluice.broker.TestAwait.until("the publish is stored", () -> q.store().writtenIndex() >= before + STORED_AFTER);
         List<Long> ids = new ArrayList<>();
         for (int i = 1; i <= STORED_AFTER; i++) {

@@ -99,9 +99,12 @@ class InFlightResendTest {
         return submitted;
     }
 
-    /** The entry is committed and applied here, on the node that submitted it. */
-    private static void apply(BrokerQueue queue, FakeConnection link, Submitted submitted) {
-        queue.applyReplicated(link, submitted.frame(), true, submitted.epochs());
+    /** The log index of the next entry applied. */
+    private long nextIndex = 1;
+
+    /** The entry is committed and applied here, on the node that submitted it, at the log's next index. */
+    private void apply(BrokerQueue queue, FakeConnection link, Submitted submitted) {
+        queue.applyReplicated(link, submitted.frame(), true, submitted.epochs(), nextIndex++ << 16);
     }
 
     /** How many times {@code sequence} was confirmed. */

@@ -49,7 +49,7 @@ class LeaderAppliedFlowTest {
             assertEquals(FlowState.BLOCKED, QueueCore.onLoop(q, q::flowState));
 
             // Its entry is applied here: a resend, confirmed, nothing stored, nothing uncommitted left.
-            q.applyReplicated(producer, entry, true, ProducerEpochs.NONE);
+            q.applyReplicated(producer, entry, true, ProducerEpochs.NONE, 2L << 16); // the log's second entry
             producer.await(ConfirmFrame.class, 2, Duration.ofSeconds(30));
             assertEquals(FlowState.FREE, QueueCore.onLoop(q, q::flowState), "nothing is uncommitted any more");
             List<FlowState> told = producer.all(FlowFrame.class).stream().map(FlowFrame::state).toList();
