@@ -218,9 +218,10 @@ public final class QueueRecovery {
             throw new StorageException("queue '" + name + "': segment " + file + " cannot be read to its end: Chronicle's index "
                     + "counts " + records + " records in it, and the last of them, id 0x" + Long.toHexString(lastId) + ", is not "
                     + "in the file (cut short, or zeros where records were). The queue is not "
-                    + "opened, so that nothing is appended behind the gap and its files stay as they are: restore the queue's "
-                    + "directory from a backup, or move it out of the data directory to give the queue up; bin/sluice verify "
-                    + "and bin/sluice dump show what can still be read");
+                    + "opened, so that nothing is appended behind the gap and its files stay as they are. Do not delete them: "
+                    + "bin/sluice verify and bin/sluice dump show what can still be read. After a power loss the missing "
+                    + "records may be only ones never confirmed (written after the last force); otherwise restore the queue's "
+                    + "directory from a backup. Moving the directory out of the data directory gives the whole queue up");
         }
     }
 
