@@ -1,6 +1,7 @@
 package io.sluice.broker;
 
 import io.netty.buffer.Unpooled;
+import io.netty.util.ReferenceCountUtil;
 import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.DeclareQueueFrame;
 import io.sluice.protocol.Frame;
@@ -56,11 +57,18 @@ final class TransactionFrames {
         c.send(new TxPublishFrame(txn, b.build()));
     }
 
-    /** Sends {@code frames} in one write: the broker's loop reads them together, the later ones while the earlier are under way. */
+    /**
+     * Sends {@code frames} in one write: the broker's loop reads them together, the later ones while the earlier are
+     * under way. Each frame is released once encoded, as a channel's write would (a TX_PUBLISH holds a pooled buffer).
+     */
     static void sendInOneWrite(RawClient c, Frame... frames) throws IOException {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         for (Frame f : frames) {
-            out.write(FrameBytes.of(f));
+            try {
+                out.write(FrameBytes.of(f));
+            } finally {
+                ReferenceCountUtil.release(f);
+            }
         }
         c.sendRaw(Unpooled.wrappedBuffer(out.toByteArray()));
     }
