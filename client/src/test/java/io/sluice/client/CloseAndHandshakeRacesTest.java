@@ -142,7 +142,7 @@ class CloseAndHandshakeRacesTest {
             broker.holdHellos = true;
             broker.dropConnections();
             TestWait.until(() -> broker.count(HelloFrame.class) == 2); // the reconnect's HELLO, held
-            CountDownLatch releaseLoop = holdNetworkThread(connection);
+            HeldNetworkThread loop = HeldNetworkThread.hold(connection);
             CompletableFuture<Consumer> subscribed = new CompletableFuture<>();
             Thread subscriber = new Thread(() -> {
                 try {
@@ -154,7 +154,7 @@ class CloseAndHandshakeRacesTest {
             subscriber.start();
             TestWait.until(() -> subscriber.getState() == Thread.State.TIMED_WAITING); // its work waits for the loop
             broker.answerHeldHellos(); // the HELLO_OK waits in the client's socket
-            releaseLoop.countDown();
+            loop.release();
             Throwable failure = null;
             Consumer consumer = null;
             try {
@@ -202,9 +202,9 @@ class CloseAndHandshakeRacesTest {
         try (FakeBroker broker = new FakeBroker(); Connection connection = Connection.connect(ConnectionOptions.builder()
                 .host("127.0.0.1").port(broker.port()).requestTimeout(Duration.ofMillis(300))
                 .reconnectPolicy(new ReconnectPolicy(true, Duration.ofMillis(20), Duration.ofMillis(200), 2.0, 0.2)).build())) {
-            CountDownLatch releaseLoop = holdNetworkThread(connection);
+            HeldNetworkThread loop = HeldNetworkThread.hold(connection);
             assertThrows(SluiceTimeoutException.class, () -> connection.subscribe("orders", ConsumerOptions.DEFAULT));
-            releaseLoop.countDown();
+            loop.release();
             broker.dropConnections();
             TestWait.until(() -> broker.count(HelloFrame.class) == 2);
             TestWait.until(connection::isConnected);
@@ -243,26 +243,6 @@ class CloseAndHandshakeRacesTest {
         }
     }
 
-    /** Holds the connection's network thread with a task of the test until the latch returned is counted down. */
-    private static CountDownLatch holdNetworkThread(Connection connection) throws InterruptedException {
-        CountDownLatch held = new CountDownLatch(1);
-        CountDownLatch release = new CountDownLatch(1);
-        connection.executeOnLoop(() -> {
-            held.countDown();
-            awaitQuietly(release);
-        });
-        assertTrue(held.await(10, TimeUnit.SECONDS));
-        return release;
-    }
-
-    private static void awaitQuietly(CountDownLatch latch) {
-        try {
-            latch.await(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
     /** Holds the first message until released, and counts down {@link #returned} as it returns. */
     private static final class HeldHandler implements MessageHandler {
         final CountDownLatch busy = new CountDownLatch(1);
@@ -272,7 +252,7 @@ class CloseAndHandshakeRacesTest {
         @Override
         public void onMessage(Message message) {
             busy.countDown();
-            awaitQuietly(release);
+            HeldNetworkThread.awaitQuietly(release);
             returned.countDown();
         }
     }

@@ -1,0 +1,45 @@
+package io.sluice.client;
+
+import io.sluice.protocol.NackAction;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+/**
+ * Settling a message once its consumer or its connection closed, or while it closes, against the fake broker: what the
+ * call does and what reaches the broker in which order. Defects found by a review of the client.
+ */
+class SettlementsAfterCloseTest {
+    /**
+     * An ack, a nack or an ack in a transaction after Connection.close() fails at the call, as after Consumer.close(),
+     * and leaves the message unsettled (the broker took it back with the connection). Before, the call returned and the
+     * settlement was dropped unseen: the application took the message for settled.
+     */
+    @Test
+    void aSettlementAfterTheConnectionClosedFailsAtTheCall() throws Exception {
+        try (FakeBroker broker = new FakeBroker()) {
+            Connection connection = broker.connectReconnecting();
+            Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+            broker.deliver(consumer.consumerTag(), 1, 2, 3);
+            Message first = consumer.receive(Duration.ofSeconds(10));
+            Message second = consumer.receive(Duration.ofSeconds(10));
+            Message third = consumer.receive(Duration.ofSeconds(10));
+            Transaction transaction = connection.transaction();
+            connection.close();
+            IllegalStateException ack = assertThrows(IllegalStateException.class, first::ack);
+            assertEquals("cannot ack message 1: the connection of its consumer of queue orders is closed (the broker takes"
+                    + " the message back)", ack.getMessage());
+            assertEquals("cannot nack message 2: the connection of its consumer of queue orders is closed (the broker takes"
+                    + " the message back)", assertThrows(IllegalStateException.class, () -> second.nack(NackAction.REQUEUE))
+                    .getMessage());
+            assertEquals("cannot ack in transaction " + transaction.id() + " message 3: the connection of its consumer of"
+                    + " queue orders is closed (the broker takes the message back)",
+                    assertThrows(IllegalStateException.class, () -> transaction.ack(third)).getMessage());
+            // Not marked settled by the refused call, so refused for the same reason again, not as "already settled".
+            assertEquals(ack.getMessage(), assertThrows(IllegalStateException.class, first::ack).getMessage());
+        }
+    }
+}
