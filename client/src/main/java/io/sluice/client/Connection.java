@@ -630,6 +630,12 @@ public final class Connection implements AutoCloseable {
         return result;
     }
 
+    /** On loop: as {@link #requestFor}, written now rather than by a task of its own; {@code result} completes where callbacks run. */
+    @SuppressWarnings("unchecked")
+    void requestNowOnLoop(LongFunction<Frame> frameFactory, String description, CompletableFuture<? extends Frame> result) {
+        sendRequestOnLoop(frameFactory, description, (CompletableFuture<Frame>) result, callbacks::complete);
+    }
+
     /** On loop: builds, registers and writes a request; {@code completer} completes {@code result} with its outcome. */
     private void sendRequestOnLoop(LongFunction<Frame> frameFactory, String description, CompletableFuture<Frame> result,
                                    PendingRequests.Completer completer) {

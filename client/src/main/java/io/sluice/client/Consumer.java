@@ -88,6 +88,8 @@ public final class Consumer implements AutoCloseable {
      * while close() ran) is dropped, as the broker would answer it ERROR UNKNOWN_CONSUMER once it unsubscribed.
      */
     private boolean closeMarkerTaken;
+    /** On loop: the UNSUBSCRIBE was written; a transaction's ack of this consumer's message would follow it. */
+    private boolean unsubscribeSent;
 
     Consumer(Connection connection, String queue, int consumerTag, ConsumerOptions options, MessageHandler handler) {
         this.connection = connection;
@@ -228,10 +230,8 @@ public final class Consumer implements AutoCloseable {
     private void unsubscribe() {
         wakeReceives();
         // Behind the settlements made before close(): their acks are written before the UNSUBSCRIBE.
-        CompletableFuture<Void> acksWritten = new CompletableFuture<>();
-        settlements.submit(new CloseMarker(acksWritten));
-        CompletableFuture<OkFrame> unsubscribed = acksWritten.thenCompose(ignored -> connection.request(
-                id -> new UnsubscribeFrame(id, consumerTag), "UNSUBSCRIBE " + queue));
+        CompletableFuture<OkFrame> unsubscribed = new CompletableFuture<>();
+        settlements.submit(new CloseMarker(unsubscribed));
         if (connection.onNetworkThread()) {
             unsubscribed.whenComplete((ok, failure) -> {
                 if (failure != null) {
@@ -320,6 +320,16 @@ public final class Consumer implements AutoCloseable {
             LOG.debug("Dropped the settlement of message {} of queue {}, made while its consumer closed.", message.id(), queue);
         }
         return closeMarkerTaken;
+    }
+
+    /** On loop: {@link #close()}'s marker was taken; its UNSUBSCRIBE follows, in a task of its own. */
+    boolean closingOnLoop() {
+        return closeMarkerTaken;
+    }
+
+    /** On loop: the UNSUBSCRIBE was written, so the broker took back every message it delivered to this consumer. */
+    boolean unsubscribeSentOnLoop() {
+        return unsubscribeSent;
     }
 
     /**
@@ -421,6 +431,12 @@ public final class Consumer implements AutoCloseable {
         return written;
     }
 
+    /** On loop: writes the UNSUBSCRIBE; its answer completes {@code unsubscribed} where callbacks run. */
+    private void sendUnsubscribeOnLoop(CompletableFuture<OkFrame> unsubscribed) {
+        unsubscribeSent = true;
+        connection.requestNowOnLoop(id -> new UnsubscribeFrame(id, consumerTag), "UNSUBSCRIBE " + queue, unsubscribed);
+    }
+
     /** On loop: writes the pending acks, and any credit due, and flushes the channel. */
     private void flushAcksOnLoop() {
         if (writeAcksOnLoop()) {
@@ -480,7 +496,11 @@ public final class Consumer implements AutoCloseable {
                 // A transaction's acks of this consumer still batched go out too: after the UNSUBSCRIBE the
                 // broker would have taken those messages back, and the TX_ACK would abort the transaction.
                 connection.transactions().consumerClosingOnLoop(Consumer.this);
-                marker.acksWritten().complete(null);
+                // In a task of its own, behind the transactions' work queued before it: an ack in a transaction made
+                // before close() reaches this thread after the marker when the consumer's settlements were queued
+                // first, and is written at once (Transaction), still ahead of the UNSUBSCRIBE. Before, the TX_ACK
+                // waited in its batch and followed the UNSUBSCRIBE (found by a review).
+                connection.runOnLoop(() -> sendUnsubscribeOnLoop(marker.unsubscribed()), marker.unsubscribed());
             }
         }
 
@@ -497,7 +517,7 @@ public final class Consumer implements AutoCloseable {
         public void rejected(Object settlement) {
             // The connection is closed: the broker requeues unsettled messages, so acks and nacks are moot.
             if (settlement instanceof CloseMarker marker) {
-                marker.acksWritten().complete(null);
+                marker.unsubscribed().completeExceptionally(connection.closedException());
             } else if (settlement instanceof FlushMarker marker) {
                 marker.written().complete(null);
             }
@@ -511,7 +531,7 @@ public final class Consumer implements AutoCloseable {
     private record FlushMarker(CompletableFuture<Void> written) {
     }
 
-    /** Queued by {@link #close()}; completes once the acks settled before it are written. */
-    private record CloseMarker(CompletableFuture<Void> acksWritten) {
+    /** Queued by {@link #close()}, ahead of its UNSUBSCRIBE, whose answer completes {@code unsubscribed}. */
+    private record CloseMarker(CompletableFuture<OkFrame> unsubscribed) {
     }
 }

@@ -55,7 +55,9 @@ import java.util.concurrent.TimeUnit;
  *   <li>Acks are batched per consumer into TX_ACK ranges as that consumer batches its own
  *       ({@link ConsumerOptions#ackBatchSize()}, {@link ConsumerOptions#ackFlushDelay()}), so the broker soon
  *       holds the message for the transaction (its ack timeout stops); all are written before TX_COMMIT.
- *       Each TX_ACK counts as settled for the consumer's credit top-up, as its ACKs do.</li>
+ *       Each TX_ACK counts as settled for the consumer's credit top-up, as its ACKs do. The acks of a consumer
+ *       being closed ({@link Consumer#close()}) are written at once, ahead of its UNSUBSCRIBE; one that reaches the
+ *       network thread after it fails the transaction.</li>
  * </ul>
  *
  * <p>Rule "fail, never replay": a TX_ABORTED for the transaction, the loss of its network connection, or a
@@ -411,9 +413,19 @@ public final class Transaction implements AutoCloseable {
             return;
         }
         Consumer consumer = message.consumer();
+        if (consumer.unsubscribeSentOnLoop()) {
+            // Passed the closed-consumer check just before close(), and reached this thread after its UNSUBSCRIBE.
+            failOnLoop(new SluiceException("transaction " + txnId + " cannot acknowledge message " + message.id()
+                    + ": its consumer of queue " + consumer.queue() + " was closed, and unsubscribed before the ack"
+                    + " could be written (the broker takes the message back); the transaction was rolled back", null), true);
+            return;
+        }
         List<Message> pending = acks.computeIfAbsent(consumer, ignored -> new ArrayList<>());
         pending.add(message);
-        if (pending.size() >= consumer.options().ackBatchSize()) {
+        Channel channel = connection.activeChannel();
+        if (consumer.closingOnLoop() && channel != null) {
+            writeAcksOnLoop(channel, consumer, pending); // now: the consumer's UNSUBSCRIBE, in a task behind this one, follows
+        } else if (pending.size() >= consumer.options().ackBatchSize()) {
             writeAcksOnLoop();
         } else if (ackFlush == null) {
             ackFlush = connection.scheduleOnLoop(this::flushAcksOnLoop, consumer.options().ackFlushDelay().toNanos());

@@ -1,11 +1,8 @@
 package io.sluice.client;
 
 import io.netty.util.concurrent.EventExecutor;
-import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.HelloFrame;
-import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackAction;
-import io.sluice.protocol.NackFrame;
 import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
@@ -13,7 +10,6 @@ import io.sluice.protocol.UnsubscribeFrame;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -57,7 +53,7 @@ class CloseAndHandshakeRacesTest {
                 assertThrows(IllegalStateException.class, () -> transaction.ack(fourth));
             }
             connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip: whatever those wrote arrived before
-            assertEquals(List.of("ACK 1", "UNSUBSCRIBE"), settlementsAndUnsubscribes(broker),
+            assertEquals(List.of("ACK 1", "UNSUBSCRIBE"), broker.settlementsInOrder(),
                     "the ack made before close() goes before the UNSUBSCRIBE; nothing after it");
             assertInstanceOf(IllegalStateException.class, secondAck);
             assertEquals("cannot ack message 2: its consumer of queue orders is closed (the broker takes the message back)",
@@ -210,27 +206,6 @@ class CloseAndHandshakeRacesTest {
             TestWait.until(connection::isConnected);
             connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip after the handshake's work
             assertEquals(0, broker.count(SubscribeFrame.class), "no consumer was left to subscribe");
-        }
-    }
-
-    /** Each ACK's ids as "ACK id", each NACK's as "NACK id", and each UNSUBSCRIBE, in the order the broker read them. */
-    private static List<String> settlementsAndUnsubscribes(FakeBroker broker) {
-        List<String> seen = new ArrayList<>();
-        for (Object frame : broker.received) {
-            if (frame instanceof AckFrame ack) {
-                ack.messageIds().forEach(range -> ids(range, "ACK", seen));
-            } else if (frame instanceof NackFrame nack) {
-                nack.messageIds().forEach(range -> ids(range, "NACK", seen));
-            } else if (frame instanceof UnsubscribeFrame) {
-                seen.add("UNSUBSCRIBE");
-            }
-        }
-        return seen;
-    }
-
-    private static void ids(IdRange range, String type, List<String> into) {
-        for (long id = range.from(); id <= range.to(); id++) {
-            into.add(type + " " + id);
         }
     }
 

@@ -146,6 +146,34 @@ final class FakeBroker implements AutoCloseable {
         }
     }
 
+    /**
+     * The settlements read, in order: each ACK's ids as "ACK id", each NACK's as "NACK id", each TX_ACK's as "TX_ACK id",
+     * and each UNSUBSCRIBE and TX_COMMIT.
+     */
+    List<String> settlementsInOrder() {
+        List<String> seen = new java.util.ArrayList<>();
+        for (Object frame : received) {
+            if (frame instanceof io.sluice.protocol.AckFrame ack) {
+                ack.messageIds().forEach(range -> ids(range, "ACK", seen));
+            } else if (frame instanceof io.sluice.protocol.NackFrame nack) {
+                nack.messageIds().forEach(range -> ids(range, "NACK", seen));
+            } else if (frame instanceof io.sluice.protocol.TxAckFrame txAck) {
+                txAck.messageIds().forEach(range -> ids(range, "TX_ACK", seen));
+            } else if (frame instanceof UnsubscribeFrame) {
+                seen.add("UNSUBSCRIBE");
+            } else if (frame instanceof TxCommitFrame) {
+                seen.add("TX_COMMIT");
+            }
+        }
+        return seen;
+    }
+
+    private static void ids(IdRange range, String type, List<String> into) {
+        for (long id = range.from(); id <= range.to(); id++) {
+            into.add(type + " " + id);
+        }
+    }
+
     void send(Frame frame) {
         for (Channel client : clients) {
             client.writeAndFlush(frame);

@@ -4,6 +4,8 @@ import io.sluice.protocol.NackAction;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -40,6 +42,34 @@ class SettlementsAfterCloseTest {
                     assertThrows(IllegalStateException.class, () -> transaction.ack(third)).getMessage());
             // Not marked settled by the refused call, so refused for the same reason again, not as "already settled".
             assertEquals(ack.getMessage(), assertThrows(IllegalStateException.class, first::ack).getMessage());
+        }
+    }
+
+    /**
+     * An ack in a transaction made before Consumer.close() goes before its UNSUBSCRIBE, though the network thread takes
+     * the transaction's work after the consumer's (here held until both were queued, the consumer's first), and the
+     * transaction commits it. Before, the TX_ACK waited in the transaction's batch and went after the UNSUBSCRIBE: the
+     * broker, which took the message back, would refuse it and abort the transaction.
+     */
+    @Test
+    void anAckInATransactionBeforeItsConsumerClosedIsWrittenBeforeTheUnsubscribe() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
+            Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+            broker.deliver(consumer.consumerTag(), 1, 2);
+            Message first = consumer.receive(Duration.ofSeconds(10));
+            Message second = consumer.receive(Duration.ofSeconds(10));
+            Transaction transaction = connection.transaction();
+            HeldNetworkThread loop = HeldNetworkThread.hold(connection);
+            first.ack();
+            transaction.ack(second);
+            Thread closer = new Thread(consumer::close, "test-consumer-close");
+            closer.start();
+            // Waiting for the UNSUBSCRIBE's answer: its settlements, close()'s marker last, are queued.
+            TestWait.until(() -> closer.getState() == Thread.State.TIMED_WAITING);
+            loop.release();
+            closer.join(TimeUnit.SECONDS.toMillis(10));
+            transaction.commit();
+            assertEquals(List.of("ACK 1", "TX_ACK 2", "UNSUBSCRIBE", "TX_COMMIT"), broker.settlementsInOrder());
         }
     }
 }
