@@ -94,6 +94,8 @@ public final class Connection implements AutoCloseable {
     private final Map<Integer, Consumer> consumers = new HashMap<>();
     /** Each consumer's SUBSCRIBE: the first, and again after each reconnect. */
     private final ConsumerSubscriptions subscriptions = new ConsumerSubscriptions(this, consumers);
+    /** Each named producer's first PRODUCER_INIT, through a reconnect under way. */
+    private final NamedProducerRegistrations producerRegistrations = new NamedProducerRegistrations(this, producers);
     private final OpenTransactions transactions = new OpenTransactions();
     /** Hands each frame after the handshake to what waits for it. */
     private final FrameDispatch frames;
@@ -228,7 +230,9 @@ public final class Connection implements AutoCloseable {
     /**
      * Creates a producer for one queue: with a fresh random producerId, or, with {@link ProducerOptions#name()},
      * a named producer, registered with the broker before this returns (its sequences continue after the
-     * last one the broker stored under the name; an older instance under the name is fenced).
+     * last one the broker stored under the name; an older instance under the name is fenced), waiting up to the
+     * request timeout, through a reconnect under way (whose handshake registers it; see
+     * {@link NamedProducerRegistrations}).
      *
      * @throws IllegalStateException    a producer of that name is already open on this connection
      * @throws IllegalArgumentException the queue name is longer than the wire carries (65,535 UTF-8 bytes)
@@ -242,56 +246,24 @@ public final class Connection implements AutoCloseable {
     }
 
     /**
-     * Registers a producer {@link #createProducer} made, and a named one with the broker; package-private for the tests
-     * that open a producer createProducer would refuse, to see that its failure stays its own.
+     * Registers a producer {@link #createProducer} made, and a named one with the broker (see
+     * {@link NamedProducerRegistrations}); package-private for the tests that open a producer createProducer would
+     * refuse, to see that its failure stays its own.
      */
     Producer open(Producer producer) {
-        String queue = producer.queue();
-        CompletableFuture<Void> registered = new CompletableFuture<>();
-        runOnLoop(() -> {
-            if (producers.putIfAbsent(producer.producerId(), producer) != null) {
-                registered.completeExceptionally(new IllegalStateException("a producer named '" + producer.name()
-                        + "' is already open on this connection"));
-            } else {
-                FlowFrame heard = frames.heardFlow(queue); // told once per connection: this producer starts from it
-                if (heard != null) {
-                    producer.onFlowOnLoop(heard);
-                }
-                registered.complete(null);
-            }
-        }, registered);
-        try {
-            await(registered, options.requestTimeout(), "create producer for " + queue);
-        } catch (SluiceException e) {
-            if (e.getCause() instanceof IllegalStateException nameInUse) {
-                throw nameInUse;
-            }
-            throw e;
-        }
-        if (producer.name() != null) {
-            CompletableFuture<Void> initialized = new CompletableFuture<>();
-            initProducer(producer, ProducerInitFrame.NEW_INSTANCE).whenComplete((ok, failure) -> executeOnLoop(() -> {
-                if (failure != null) {
-                    producers.remove(producer.producerId(), producer);
-                    initialized.completeExceptionally(failure);
-                } else {
-                    producer.initializedOnLoop(ok);
-                    initialized.complete(null);
-                }
-            }));
-            try {
-                await(initialized, options.requestTimeout(), "register producer '" + producer.name() + "' with queue " + queue);
-            } catch (RuntimeException e) {
-                // Never returned, so never used: a late PRODUCER_OK must not leave it holding the name here.
-                producer.close();
-                executeOnLoop(() -> producers.remove(producer.producerId(), producer));
-                throw e;
-            }
-        }
+        producerRegistrations.register(producer);
         return producer;
     }
 
-    /** Sends PRODUCER_INIT for a named producer: a new instance with epoch -1, or resuming {@code epoch}. */
+    /** On loop: a new producer starts from the FLOW its queue last heard on this network connection (told once per connection). */
+    void startFromHeardFlowOnLoop(Producer producer) {
+        FlowFrame heard = frames.heardFlow(producer.queue());
+        if (heard != null) {
+            producer.onFlowOnLoop(heard);
+        }
+    }
+
+    /** Sends PRODUCER_INIT for a named producer resuming {@code epoch}. */
     CompletableFuture<ProducerOkFrame> initProducer(Producer producer, int epoch) {
         return requestFor(id -> new ProducerInitFrame(id, producer.queue(), producer.name(), epoch),
                 "PRODUCER_INIT '" + producer.name() + "' on queue " + producer.queue());
@@ -404,6 +376,7 @@ public final class Connection implements AutoCloseable {
                 for (Producer producer : List.copyOf(producers.values())) {
                     producer.failAll(lost);
                 }
+                producerRegistrations.connectionClosedOnLoop(lost);
                 producers.clear();
                 for (Consumer consumer : consumers.values()) {
                     consumer.failedOnLoop(lost); // receive() throws it, rather than return null as if the queue were empty
@@ -479,6 +452,27 @@ public final class Connection implements AutoCloseable {
 
     boolean isClosed() {
         return closed;
+    }
+
+    /**
+     * On loop, first thing in the task of a subscribe() or createProducer: whether it must register nothing, having
+     * given up ({@code waiting} done) before this thread took it, or found the connection closed or lost for good
+     * ({@code waiting} then failed with that).
+     */
+    boolean refusesRegistrationOnLoop(CompletableFuture<?> waiting, String request) {
+        if (waiting.isDone()) {
+            return true;
+        }
+        if (closed) {
+            waiting.completeExceptionally(closedException());
+            return true;
+        }
+        if (channel == null && !resendsAfterLoss()) {
+            waiting.completeExceptionally(new ConnectionLostException(request + " failed: the connection to " + address()
+                    + " was lost and reconnecting is off"));
+            return true;
+        }
+        return false;
     }
 
     /** Runs {@code task} on the network thread, or fails {@code onRejected} if the connection is closed. */
@@ -721,6 +715,7 @@ public final class Connection implements AutoCloseable {
         subscriptions.onHandshakeOnLoop(session);
         frames.newSession();
         Producer.eachOnLoop(producers.values(), "resending after reconnecting", Producer::onReconnectedOnLoop);
+        producerRegistrations.onHandshakeOnLoop();
         handshake.complete(null);
     }
 

@@ -33,7 +33,7 @@ final class ConsumerSubscriptions {
     /** The connection's consumers by tag, shared with {@link FrameDispatch}; added and removed here and by the connection. */
     private final Map<Integer, Consumer> consumers;
     /** The subscribe() calls waiting for their consumer's first OK, through reconnects, until they give up. */
-    private final Map<Consumer, CompletableFuture<Consumer>> awaitingFirstOk = new HashMap<>();
+    private final FirstAnswerWaits<Consumer, Consumer> awaitingFirstOk;
     /** The session whose network connection each consumer's last SUBSCRIBE went on. */
     private final Map<Consumer, Integer> subscribedOnSession = new HashMap<>();
     private int nextConsumerTag = 1;
@@ -41,6 +41,7 @@ final class ConsumerSubscriptions {
     ConsumerSubscriptions(Connection connection, Map<Integer, Consumer> consumers) {
         this.connection = connection;
         this.consumers = consumers;
+        this.awaitingFirstOk = new FirstAnswerWaits<>(connection);
     }
 
     /**
@@ -53,21 +54,12 @@ final class ConsumerSubscriptions {
         CompletableFuture<Consumer> registered = new CompletableFuture<>();
         CompletableFuture<Consumer> subscribed = new CompletableFuture<>();
         connection.runOnLoop(() -> {
-            if (subscribed.isDone()) {
-                return; // given up before this thread took it
-            }
-            if (connection.isClosed()) {
-                subscribed.completeExceptionally(connection.closedException());
-                return;
-            }
-            if (connection.activeChannel() == null && !connection.resendsAfterLoss()) {
-                subscribed.completeExceptionally(new ConnectionLostException("SUBSCRIBE " + queue + " failed: the connection to "
-                        + connection.address() + " was lost and reconnecting is off"));
+            if (connection.refusesRegistrationOnLoop(subscribed, "SUBSCRIBE " + queue)) {
                 return;
             }
             Consumer consumer = new Consumer(connection, queue, nextConsumerTag++, options, handler);
             consumers.put(consumer.consumerTag(), consumer);
-            awaitingFirstOk.put(consumer, subscribed);
+            awaitingFirstOk.add(consumer, subscribed);
             registered.complete(consumer);
             if (connection.activeChannel() != null) {
                 firstSubscribeOnLoop(consumer);
@@ -96,7 +88,7 @@ final class ConsumerSubscriptions {
                 continue; // closing (its close() removes it): a new subscription would deliver to nobody
             }
             consumer.onReconnectedOnLoop();
-            if (awaitingFirstOk.containsKey(consumer)) {
+            if (awaitingFirstOk.contains(consumer)) {
                 firstSubscribeOnLoop(consumer);
             } else {
                 resubscribeOnLoop(consumer, session, Connection.RETRY_FIRST_DELAY_NANOS);
@@ -106,10 +98,7 @@ final class ConsumerSubscriptions {
 
     /** On loop: the connection closed; the subscribe() calls still waiting fail with {@code closed}. */
     void connectionClosedOnLoop(ConnectionLostException closed) {
-        for (CompletableFuture<Consumer> waiting : List.copyOf(awaitingFirstOk.values())) {
-            connection.completeOnDispatch(waiting, null, closed);
-        }
-        awaitingFirstOk.clear();
+        awaitingFirstOk.failAll(closed);
         subscribedOnSession.clear();
     }
 
@@ -125,27 +114,14 @@ final class ConsumerSubscriptions {
      */
     private void firstSubscribeOnLoop(Consumer consumer) {
         int forSession = connection.session();
-        subscribeOnLoop(consumer).whenComplete((ok, failure) -> {
-            CompletableFuture<Consumer> waiting = awaitingFirstOk.get(consumer);
-            if (waiting == null) {
-                return; // given up by subscribe(), which unsubscribed it if need be
-            }
-            Throwable cause = unwrap(failure);
-            if (cause == null) {
-                awaitingFirstOk.remove(consumer);
-                connection.completeOnDispatch(waiting, consumer, null);
-                return;
-            }
-            if (cause instanceof ConnectionLostException && connection.resendsAfterLoss()) {
-                return; // the next handshake sends it again
-            }
-            awaitingFirstOk.remove(consumer);
-            forget(consumer);
-            if (cause instanceof SluiceTimeoutException && connection.session() == forSession) {
-                unsubscribeOnLoop(consumer);
-            }
-            connection.completeOnDispatch(waiting, null, cause);
-        });
+        // Given up by subscribe(), the answer is not taken: subscribe() unsubscribed it if need be.
+        subscribeOnLoop(consumer).whenComplete((ok, failure) -> awaitingFirstOk.take(consumer, failure, () -> consumer,
+                cause -> {
+                    forget(consumer);
+                    if (cause instanceof SluiceTimeoutException && connection.session() == forSession) {
+                        unsubscribeOnLoop(consumer);
+                    }
+                }));
     }
 
     /**

@@ -510,7 +510,7 @@ public final class Producer implements AutoCloseable {
         });
         if (options.name() != null) {
             if (epoch == 0) {
-                return; // never registered: the createProducer that registers it fails with the lost connection
+                return; // never registered: its first PRODUCER_INIT goes after this handshake (NamedProducerRegistrations)
             }
             awaitingInit = true;
             resumeOnLoop(++resumes, Connection.RETRY_FIRST_DELAY_NANOS);

@@ -115,4 +115,20 @@ class ClientLifecycleEdgesTest {
         assertThrows(ConnectionLostException.class, () -> consumer.receive(Duration.ofMillis(100)));
         assertThrows(ConnectionLostException.class, () -> connection.declareQueue("orders", QueueSettings.EMPTY));
     }
+
+    /**
+     * createProducer on a connection lost with reconnecting off throws ConnectionLostException, as subscribe() does.
+     * Before, it returned an unnamed producer whose every send failed.
+     */
+    @Test
+    void aProducerOfAConnectionLostForGoodIsRefusedAtCreation() {
+        broker = new FakeBroker();
+        start(Duration.ofSeconds(5));
+        broker.dropConnections();
+        TestWait.until(() -> !connection.isConnected());
+        ConnectionLostException refused = assertThrows(ConnectionLostException.class,
+                () -> connection.createProducer("orders", ProducerOptions.DEFAULT));
+        assertEquals("create producer for orders failed: the connection to 127.0.0.1:" + broker.port()
+                + " was lost and reconnecting is off", refused.getMessage());
+    }
 }

@@ -135,9 +135,7 @@ class CloseAndHandshakeRacesTest {
     @Test
     void aSubscribeRacingAReconnectsHelloOkIsSentOnce() throws Exception {
         try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
-            broker.holdHellos = true;
-            broker.dropConnections();
-            TestWait.until(() -> broker.count(HelloFrame.class) == 2); // the reconnect's HELLO, held
+            broker.dropConnectionsAndHoldTheReconnect();
             HeldNetworkThread loop = HeldNetworkThread.hold(connection);
             CompletableFuture<Consumer> subscribed = new CompletableFuture<>();
             Thread subscriber = new Thread(() -> {
@@ -174,12 +172,8 @@ class CloseAndHandshakeRacesTest {
      */
     @Test
     void aSubscribeWaitingForAReconnectLongerThanTheRequestTimeoutIsNeverSent() throws Exception {
-        try (FakeBroker broker = new FakeBroker(); Connection connection = Connection.connect(ConnectionOptions.builder()
-                .host("127.0.0.1").port(broker.port()).requestTimeout(Duration.ofMillis(300))
-                .reconnectPolicy(new ReconnectPolicy(true, Duration.ofMillis(20), Duration.ofMillis(200), 2.0, 0.2)).build())) {
-            broker.holdHellos = true;
-            broker.dropConnections();
-            TestWait.until(() -> broker.count(HelloFrame.class) == 2);
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting(Duration.ofMillis(300))) {
+            broker.dropConnectionsAndHoldTheReconnect();
             assertThrows(SluiceTimeoutException.class, () -> connection.subscribe("orders", ConsumerOptions.DEFAULT));
             broker.answerHeldHellos();
             TestWait.until(connection::isConnected);
@@ -195,9 +189,7 @@ class CloseAndHandshakeRacesTest {
      */
     @Test
     void aSubscribeGivenUpBeforeTheNetworkThreadTookItLeavesNoConsumer() throws Exception {
-        try (FakeBroker broker = new FakeBroker(); Connection connection = Connection.connect(ConnectionOptions.builder()
-                .host("127.0.0.1").port(broker.port()).requestTimeout(Duration.ofMillis(300))
-                .reconnectPolicy(new ReconnectPolicy(true, Duration.ofMillis(20), Duration.ofMillis(200), 2.0, 0.2)).build())) {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting(Duration.ofMillis(300))) {
             HeldNetworkThread loop = HeldNetworkThread.hold(connection);
             assertThrows(SluiceTimeoutException.class, () -> connection.subscribe("orders", ConsumerOptions.DEFAULT));
             loop.release();

@@ -115,8 +115,13 @@ final class FakeBroker implements AutoCloseable {
 
     /** A connection to this broker with a 5 s request timeout that reconnects at once (20 ms, up to 200 ms). */
     Connection connectReconnecting() {
+        return connectReconnecting(java.time.Duration.ofSeconds(5));
+    }
+
+    /** As {@link #connectReconnecting()}, with {@code requestTimeout}. */
+    Connection connectReconnecting(java.time.Duration requestTimeout) {
         return Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(port())
-                .requestTimeout(java.time.Duration.ofSeconds(5))
+                .requestTimeout(requestTimeout)
                 .reconnectPolicy(new ReconnectPolicy(true, java.time.Duration.ofMillis(20), java.time.Duration.ofMillis(200), 2.0, 0.2))
                 .build());
     }
@@ -205,6 +210,14 @@ final class FakeBroker implements AutoCloseable {
     private HelloOkFrame helloOk(HelloFrame hello) {
         return new HelloOkFrame(1, MAX_FRAME_BYTES, heartbeatIntervalMs, "fake", publishWindowMessages, publishWindowBytes,
                 hello.capabilities() & servedCapabilities);
+    }
+
+    /** Drops the connections and returns once a reconnect's HELLO arrived, held unanswered ({@link #holdHellos}). */
+    void dropConnectionsAndHoldTheReconnect() {
+        long hellos = count(HelloFrame.class);
+        holdHellos = true;
+        dropConnections();
+        TestWait.until(() -> count(HelloFrame.class) > hellos);
     }
 
     void dropConnections() {

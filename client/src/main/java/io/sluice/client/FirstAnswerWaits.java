@@ -1,0 +1,79 @@
+package io.sluice.client;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+
+/**
+ * The application calls of one {@link Connection} waiting for the first answer to a request the network thread sends
+ * for them, once per network connection until one is answered: subscribe() for its consumer's SUBSCRIBE
+ * ({@link ConsumerSubscriptions}), createProducer for its named producer's PRODUCER_INIT
+ * ({@link NamedProducerRegistrations}), each under the key {@code K} of what it registers. A request lost with its
+ * network connection is sent again by the next handshake, unless the connection does not reconnect.
+ *
+ * <p>Threads: owned by the network thread; each call's future completes where callbacks run.
+ */
+final class FirstAnswerWaits<K, R> {
+    private final Connection connection;
+    private final Map<K, CompletableFuture<R>> waiting = new HashMap<>();
+
+    FirstAnswerWaits(Connection connection) {
+        this.connection = connection;
+    }
+
+    /** {@code call} waits for the first answer to {@code key}'s request. */
+    void add(K key, CompletableFuture<R> call) {
+        waiting.put(key, call);
+    }
+
+    boolean contains(K key) {
+        return waiting.containsKey(key);
+    }
+
+    /** The call for {@code key} gave up: its request's answer, if one comes, is not taken. */
+    void remove(K key) {
+        waiting.remove(key);
+    }
+
+    /** The keys whose calls wait. */
+    List<K> keys() {
+        return List.copyOf(waiting.keySet());
+    }
+
+    /** The connection closed: every call still waiting fails with {@code closed}. */
+    void failAll(ConnectionLostException closed) {
+        for (CompletableFuture<R> call : List.copyOf(waiting.values())) {
+            connection.completeOnDispatch(call, null, closed);
+        }
+        waiting.clear();
+    }
+
+    /**
+     * Takes the outcome of {@code key}'s request, {@code failure} null if it was answered: answered, the call returns
+     * what {@code onAnswered} gives; lost with its network connection while the connection reconnects, nothing (the
+     * next handshake sends it again); refused or unanswered, the call fails with the reason, after {@code onRefused}.
+     * Nothing either for a call that gave up.
+     */
+    void take(K key, Throwable failure, Supplier<R> onAnswered, Consumer<Throwable> onRefused) {
+        CompletableFuture<R> call = waiting.get(key);
+        if (call == null) {
+            return;
+        }
+        Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+        if (cause == null) {
+            waiting.remove(key);
+            connection.completeOnDispatch(call, onAnswered.get(), null);
+            return;
+        }
+        if (cause instanceof ConnectionLostException && connection.resendsAfterLoss()) {
+            return;
+        }
+        waiting.remove(key);
+        onRefused.accept(cause);
+        connection.completeOnDispatch(call, null, cause);
+    }
+}
