@@ -38,9 +38,9 @@ import java.util.concurrent.TimeUnit;
  * Messages delivered before a reconnect cannot be settled after it (the broker requeued them): their acks are
  * dropped, and those not yet handed to the application are not handed to it (receive or the handler). A message acknowledged in a {@link Transaction} goes out in the transaction's TX_ACK, never in this
  * consumer's ACKs, and counts as settled for the credit once that TX_ACK is written. {@link #close()} writes the
- * settlements made before it ahead of its UNSUBSCRIBE; settling a message after close(), or after
- * {@link Connection#close()}, throws {@link IllegalStateException} (the broker takes the message back), and one made
- * while close() runs is dropped.
+ * settlements made before it ahead of its UNSUBSCRIBE; settling a message after close(), after
+ * {@link Connection#close()}, or once the consumer ended on its own ({@link #failure()}), throws
+ * {@link IllegalStateException} (the broker takes the message back), and one made while close() runs is dropped.
  *
  * <p>End: a consumer ends when the application closes it ({@link #close()}: {@link #receive} then throws
  * {@link IllegalStateException}) or on its own, when it can receive nothing more ({@link #failure()} says why and
@@ -255,9 +255,11 @@ public final class Consumer implements AutoCloseable {
     /**
      * Refuses to settle a message once the application closed this consumer: the settlement would reach the broker
      * after the UNSUBSCRIBE, which took the message back and no longer knows the consumer (ERROR UNKNOWN_CONSUMER).
-     * Likewise once it closed the connection, which took back every message it delivered. Called before the message
-     * counts as settled. Before, such acks and nacks were written after the UNSUBSCRIBE, and after Connection.close()
-     * dropped unseen, the caller taking the message for settled (found by a review).
+     * Likewise once it closed the connection, which took back every message it delivered, or once the consumer ended on
+     * its own ({@link #failure()}: its connection lost for good, or its subscription refused after a reconnect, its
+     * messages taken back either way). Called before the message counts as settled. Before, such acks and nacks were
+     * written after the UNSUBSCRIBE, and after the connection's end dropped unseen, the caller taking the message for
+     * settled (found by a review).
      */
     void checkSettleable(String operation, long messageId) {
         if (closed) {
@@ -267,6 +269,11 @@ public final class Consumer implements AutoCloseable {
         if (connection.isClosed()) {
             throw new IllegalStateException("cannot " + operation + " message " + messageId + ": the connection of its"
                     + " consumer of queue " + queue + " is closed (the broker takes the message back)");
+        }
+        SluiceException ended = failure;
+        if (ended != null) {
+            throw new IllegalStateException("cannot " + operation + " message " + messageId + ": its consumer of queue "
+                    + queue + " ended (the broker takes the message back): " + ended.getMessage(), ended);
         }
     }
 

@@ -71,7 +71,8 @@ public final class Message {
      * Tells the broker the message is done. Acks are batched into ranges and written within about 1 ms.
      *
      * @throws IllegalStateException the message was already settled, or its consumer or its connection was closed
-     *                               ({@link Consumer#close()}, {@link Connection#close()}; the broker takes the message back)
+     *                               ({@link Consumer#close()}, {@link Connection#close()}), or its consumer ended on
+     *                               its own ({@link Consumer#failure()}); the broker takes the message back
      */
     public void ack() {
         consumer.checkSettleable("ack", id);
@@ -91,7 +92,8 @@ public final class Message {
      *
      * @throws NullPointerException     {@code action} is null, or {@code delay} is null for REQUEUE_AFTER_DELAY
      * @throws IllegalArgumentException {@code delay} is negative, or too long to count in milliseconds
-     * @throws IllegalStateException    the message was already settled, or its consumer or its connection was closed
+     * @throws IllegalStateException    the message was already settled, or its consumer or its connection was closed,
+     *                                  or its consumer ended on its own
      */
     public void nack(NackAction action, Duration delay) {
         Objects.requireNonNull(action, "action");

@@ -187,7 +187,8 @@ public final class Transaction implements AutoCloseable {
      *
      * @throws IllegalArgumentException the message was received on another connection
      * @throws IllegalStateException    the message was already settled, its consumer was closed (its TX_ACK would
-     *                                  follow the UNSUBSCRIBE) or its connection was, or the transaction has ended
+     *                                  follow the UNSUBSCRIBE) or its connection was, or it ended on its own, or the
+     *                                  transaction has ended
      * @throws SluiceException          the transaction failed (see the class rule "fail, never replay")
      */
     public void ack(Message message) {

@@ -46,6 +46,26 @@ class SettlementsAfterCloseTest {
     }
 
     /**
+     * A settlement after the consumer ended on its own, its connection lost with reconnecting off, fails at the call as
+     * after Connection.close(), saying why it ended. Before, it was dropped unseen.
+     */
+    @Test
+    void aSettlementAfterTheConsumerEndedOnItsOwnFailsAtTheCall() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = Connection.connect(ConnectionOptions.builder()
+                .host("127.0.0.1").port(broker.port()).reconnectPolicy(ReconnectPolicy.DISABLED).build())) {
+            Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+            broker.deliver(consumer.consumerTag(), 1, 2);
+            Message first = consumer.receive(Duration.ofSeconds(10));
+            Message second = consumer.receive(Duration.ofSeconds(10));
+            broker.dropConnections();
+            TestWait.until(() -> consumer.failure() != null);
+            assertEquals("cannot ack message 1: its consumer of queue orders ended (the broker takes the message back): "
+                    + consumer.failure().getMessage(), assertThrows(IllegalStateException.class, first::ack).getMessage());
+            assertThrows(IllegalStateException.class, () -> second.nack(NackAction.REJECT_TO_DEAD_LETTER));
+        }
+    }
+
+    /**
      * An ack in a transaction made before Consumer.close() goes before its UNSUBSCRIBE, though the network thread takes
      * the transaction's work after the consumer's (here held until both were queued, the consumer's first), and the
      * transaction commits it. Before, the TX_ACK waited in the transaction's batch and went after the UNSUBSCRIBE: the
