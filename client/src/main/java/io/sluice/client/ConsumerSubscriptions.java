@@ -84,8 +84,10 @@ final class ConsumerSubscriptions {
     /** On loop, at each HELLO_OK: one SUBSCRIBE per consumer on the new network connection. */
     void onHandshakeOnLoop(int session) {
         for (Consumer consumer : List.copyOf(consumers.values())) {
-            if (consumer.isClosed()) {
-                continue; // closing (its close() removes it): a new subscription would deliver to nobody
+            if (consumer.isClosed() || awaitingFirstOk.givenUp(consumer)) {
+                // Closing (its close() removes it), or given up by subscribe() (its work behind forgets it): a new
+                // subscription would deliver to nobody.
+                continue;
             }
             consumer.onReconnectedOnLoop();
             if (awaitingFirstOk.contains(consumer)) {

@@ -34,14 +34,24 @@ final class FirstAnswerWaits<K, R> {
         return waiting.containsKey(key);
     }
 
-    /** The call for {@code key} gave up: its request's answer, if one comes, is not taken. */
+    /**
+     * Whether the call for {@code key} gave up (its future completed by the caller) and its work to forget what it
+     * registered, queued behind, has not run yet: a handshake meanwhile must send nothing for it. Before, a handshake
+     * handled ahead of that work sent its SUBSCRIBE or PRODUCER_INIT (found by a review).
+     */
+    boolean givenUp(K key) {
+        CompletableFuture<R> call = waiting.get(key);
+        return call != null && call.isDone();
+    }
+
+    /** The call for {@code key} gave up, and what it registered is forgotten: its request's answer is not taken. */
     void remove(K key) {
         waiting.remove(key);
     }
 
-    /** The keys whose calls wait. */
+    /** The keys whose calls wait, those that gave up left out. */
     List<K> keys() {
-        return List.copyOf(waiting.keySet());
+        return waiting.entrySet().stream().filter(entry -> !entry.getValue().isDone()).map(Map.Entry::getKey).toList();
     }
 
     /** The connection closed: every call still waiting fails with {@code closed}. */
@@ -56,11 +66,11 @@ final class FirstAnswerWaits<K, R> {
      * Takes the outcome of {@code key}'s request, {@code failure} null if it was answered: answered, the call returns
      * what {@code onAnswered} gives; lost with its network connection while the connection reconnects, nothing (the
      * next handshake sends it again); refused or unanswered, the call fails with the reason, after {@code onRefused}.
-     * Nothing either for a call that gave up.
+     * Nothing either for a call that gave up: its own work forgets what it registered.
      */
     void take(K key, Throwable failure, Supplier<R> onAnswered, Consumer<Throwable> onRefused) {
         CompletableFuture<R> call = waiting.get(key);
-        if (call == null) {
+        if (call == null || call.isDone()) {
             return;
         }
         Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;

@@ -137,22 +137,14 @@ class CloseAndHandshakeRacesTest {
         try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
             broker.dropConnectionsAndHoldTheReconnect();
             HeldNetworkThread loop = HeldNetworkThread.hold(connection);
-            CompletableFuture<Consumer> subscribed = new CompletableFuture<>();
-            Thread subscriber = new Thread(() -> {
-                try {
-                    subscribed.complete(connection.subscribe("orders", ConsumerOptions.DEFAULT));
-                } catch (Throwable t) {
-                    subscribed.completeExceptionally(t);
-                }
-            }, "test-subscriber");
-            subscriber.start();
-            TestWait.until(() -> subscriber.getState() == Thread.State.TIMED_WAITING); // its work waits for the loop
+            Subscription subscription = subscribeInThread(connection);
+            TestWait.until(() -> subscription.thread().getState() == Thread.State.TIMED_WAITING); // its work waits for the loop
             broker.answerHeldHellos(); // the HELLO_OK waits in the client's socket
             loop.release();
             Throwable failure = null;
             Consumer consumer = null;
             try {
-                consumer = subscribed.get(10, TimeUnit.SECONDS);
+                consumer = subscription.result().get(10, TimeUnit.SECONDS);
             } catch (ExecutionException e) {
                 failure = e.getCause();
             }
@@ -183,6 +175,27 @@ class CloseAndHandshakeRacesTest {
     }
 
     /**
+     * subscribe() that gave up while the reconnect's HELLO_OK was on its way, the network thread handling that HELLO_OK
+     * before the work subscribe() queued as it gave up: the handshake subscribes nothing for it. Before, the handshake
+     * sent its SUBSCRIBE (the broker delivering with full credit to nobody until the UNSUBSCRIBE that followed).
+     */
+    @Test
+    void aSubscribeGivenUpJustBeforeTheHandshakeIsNeverSent() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting(Duration.ofMillis(1500))) {
+            broker.dropConnectionsAndHoldTheReconnect();
+            Subscription subscription = subscribeInThread(connection);
+            TestWait.until(() -> subscription.thread().getState() == Thread.State.TIMED_WAITING);
+            CompletableFuture<Void> registered = new CompletableFuture<>();
+            connection.executeOnLoop(() -> registered.complete(null)); // behind the subscribe's work, which registers the consumer
+            registered.get(10, TimeUnit.SECONDS);
+            HeldNetworkThread.giveUpAheadOfTheHandshake(connection, broker, subscription.result());
+            TestWait.until(connection::isConnected);
+            connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip after the handshake's work
+            assertEquals(0, broker.count(SubscribeFrame.class), "the abandoned consumer is not subscribed");
+        }
+    }
+
+    /**
      * subscribe() that gave up (the request timeout) before the busy network thread took its work leaves no consumer
      * behind: none is subscribed then, nor by the next reconnect. Before, the consumer was registered once the network
      * thread got to it, after subscribe() had thrown, and subscribed by every later handshake, its deliveries unsettled.
@@ -199,6 +212,23 @@ class CloseAndHandshakeRacesTest {
             connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip after the handshake's work
             assertEquals(0, broker.count(SubscribeFrame.class), "no consumer was left to subscribe");
         }
+    }
+
+    /** A subscribe() called on a thread of the test, and what it returns or throws. */
+    private record Subscription(Thread thread, CompletableFuture<Consumer> result) {
+    }
+
+    private static Subscription subscribeInThread(Connection connection) {
+        CompletableFuture<Consumer> subscribed = new CompletableFuture<>();
+        Thread subscriber = new Thread(() -> {
+            try {
+                subscribed.complete(connection.subscribe("orders", ConsumerOptions.DEFAULT));
+            } catch (Throwable t) {
+                subscribed.completeExceptionally(t);
+            }
+        }, "test-subscriber");
+        subscriber.start();
+        return new Subscription(subscriber, subscribed);
     }
 
     private static Throwable thrownBy(Runnable call) {

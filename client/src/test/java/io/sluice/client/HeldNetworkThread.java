@@ -1,8 +1,12 @@
 package io.sluice.client;
 
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -25,6 +29,25 @@ final class HeldNetworkThread {
         });
         assertTrue(running.await(10, TimeUnit.SECONDS));
         return held;
+    }
+
+    /**
+     * Holds the network thread while {@code call}, waiting on a thread of the test for longer than the loop's task
+     * quantum (its request timeout), gives up, then has {@code broker} answer the HELLOs it holds and releases the
+     * thread, which handles that HELLO_OK before the work the call queued as it gave up: 200 tasks that do nothing are
+     * queued between the two, and Netty's loop, having run its tasks past the quantum
+     * (io.netty.eventLoop.maxTaskProcessingQuantumMs, 1 s by default, looked at every 64 tasks), turns to its sockets.
+     */
+    static void giveUpAheadOfTheHandshake(Connection connection, FakeBroker broker, CompletableFuture<?> call)
+            throws InterruptedException {
+        HeldNetworkThread held = hold(connection);
+        for (int i = 0; i < 200; i++) {
+            connection.executeOnLoop(() -> { });
+        }
+        ExecutionException gaveUp = assertThrows(ExecutionException.class, () -> call.get(10, TimeUnit.SECONDS));
+        assertEquals(SluiceTimeoutException.class, gaveUp.getCause().getClass());
+        broker.answerHeldHellos();
+        held.release();
     }
 
     void release() {

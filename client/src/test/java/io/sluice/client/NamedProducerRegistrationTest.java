@@ -69,6 +69,26 @@ class NamedProducerRegistrationTest {
     }
 
     /**
+     * createProducer that gave up while the reconnect's HELLO_OK was on its way, the network thread handling that HELLO_OK
+     * before the work createProducer queued as it gave up: the handshake registers nothing for it. Before, the handshake
+     * sent its PRODUCER_INIT (a new epoch under the name, fencing whichever instance held it) and only then was the
+     * producer forgotten.
+     */
+    @Test
+    void aNamedProducerGivenUpJustBeforeTheHandshakeIsNeverRegistered() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting(Duration.ofMillis(1500))) {
+            broker.dropConnectionsAndHoldTheReconnect();
+            Creation creation = createInThread(connection, "billing");
+            TestWait.until(() -> creation.thread().getState() == Thread.State.TIMED_WAITING);
+            passNetworkThread(connection); // it registered the producer, waiting for the handshake
+            HeldNetworkThread.giveUpAheadOfTheHandshake(connection, broker, creation.result());
+            TestWait.until(connection::isConnected);
+            passNetworkThread(connection); // after the handshake's work and createProducer's
+            assertEquals(List.of("HELLO", "HELLO"), handshakesAndRegistrations(broker), "the abandoned producer is not registered");
+        }
+    }
+
+    /**
      * The PRODUCER_OK of a named producer's first registration arrives, then the connection is lost and made again
      * before a dispatch thread (held by the test) hands that answer on: the producer still resumes its epoch on the new
      * connection before it publishes there. Before, the answer reached the producer only through the dispatch thread,
