@@ -192,6 +192,7 @@ public final class Broker implements AutoCloseable {
         rateLimitedLogsTask = workers.next().scheduleAtFixedRate(() -> {
             channelInitializer.rejectionLog().flush();
             queues.messageLog().flush();
+            queues.producerStateLog().flush();
         }, 1, 1, TimeUnit.SECONDS);
         if (admin != null) {
             admin.attach(this);

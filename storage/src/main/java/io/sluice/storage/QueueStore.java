@@ -781,7 +781,8 @@ public final class QueueStore {
         }
     }
 
-    boolean isClosed() {
+    /** True once the queue was closed (or deleted): nothing is written into its files any more. */
+    public boolean isClosed() {
         return closed;
     }
 

@@ -68,6 +68,8 @@ public final class MetricNames {
     public static final String QUEUE_CORRUPT_RECORDS = "sluice_queue_corrupt_records_total";
     /** 1 once the queue's storage failed (a force to disk did not succeed): it refuses publishes until a restart. */
     public static final String QUEUE_STORAGE_FAILED = "sluice_queue_storage_failed";
+    /** Producer checkpoints that could not be written; each is tried again until one is (docs/storage.md, "Producer state"). */
+    public static final String QUEUE_PRODUCER_CHECKPOINT_FAILURES = "sluice_queue_producer_checkpoint_failures_total";
     /** Time the queue's flow state was BLOCKED (quota or disk guard), the current stretch included. */
     public static final String QUEUE_BLOCKED_SECONDS = "sluice_queue_blocked_seconds_total";
 
@@ -140,7 +142,7 @@ public final class MetricNames {
             QUEUE_PUBLISHED, QUEUE_CONFIRMED, QUEUE_PUBLISH_REFUSED, QUEUE_DELIVERED, QUEUE_REDELIVERED, QUEUE_ACKED,
             QUEUE_NACKED, QUEUE_DEAD_LETTERED, QUEUE_DEAD_LETTER_FAILURES, QUEUE_DROPPED,
             QUEUE_DUPLICATES, QUEUE_PRODUCERS_TRACKED, QUEUE_PRODUCERS_EVICTED, QUEUE_PRODUCERS_EXPIRED, QUEUE_RECLAIMED_SEGMENTS, QUEUE_RECLAIMED_BYTES,
-            QUEUE_RELOCATED, QUEUE_SYNCS, QUEUE_SYNC_SECONDS, QUEUE_CORRUPT_RECORDS, QUEUE_STORAGE_FAILED,
+            QUEUE_RELOCATED, QUEUE_SYNCS, QUEUE_SYNC_SECONDS, QUEUE_CORRUPT_RECORDS, QUEUE_STORAGE_FAILED, QUEUE_PRODUCER_CHECKPOINT_FAILURES,
             BROKER_READY, STORAGE_RECOVERY_SECONDS, DISK_FREE_BYTES, DISK_RESERVED_BYTES, CONNECTIONS_OPEN,
             FRAMES_RECEIVED, FRAMES_SENT, RECEIVED_BYTES, SENT_BYTES, PROTOCOL_ERRORS, AUTHENTICATION_FAILURES,
             NETTY_DIRECT_MEMORY_USED_BYTES, TRANSACTIONS_OPEN, TRANSACTIONS_OLDEST_AGE_SECONDS, TRANSACTIONS_COMMITTED,

@@ -99,6 +99,9 @@ final class QueueMetricsCollector implements MultiCollector {
             storeCounter(QUEUE_SYNCS, "Forces (fsyncs) of the queue's segments", QueueStore::syncCount),
             storeCounter(QUEUE_SYNC_SECONDS, "Time spent in those forces", s -> s.syncNanos() / 1e9),
             storeCounter(QUEUE_CORRUPT_RECORDS, "Records found damaged and skipped", QueueStore::corruptRecords),
+            new QueueSeries(QUEUE_PRODUCER_CHECKPOINT_FAILURES, true,
+                    "Producer checkpoints that could not be written (each tried again; meanwhile reclaim keeps what they would cover)",
+                    m -> m.queue.producerCheckpointFailures()),
             new QueueSeries(QUEUE_BLOCKED_SECONDS, true, "Time the flow state was blocked (producers told to stop)", m -> {
                 QueueSnapshot s = m.snapshot();
                 return s == null ? 0 : s.blockedNanos() / 1e9;

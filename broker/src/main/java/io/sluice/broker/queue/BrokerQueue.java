@@ -668,6 +668,11 @@ public final class BrokerQueue {
         return redelivered;
     }
 
+    /** Producer checkpoints that could not be written since the queue opened; any thread. */
+    public long producerCheckpointFailures() {
+        return producers.checkpointFailures();
+    }
+
     public int consumerCount() {
         return consumers.size();
     }

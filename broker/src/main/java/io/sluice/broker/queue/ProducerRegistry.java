@@ -2,6 +2,7 @@ package io.sluice.broker.queue;
 
 import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.collection.LongObjectMap;
+import io.sluice.broker.log.RateLimitedLog;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.dedup.CorruptProducerStateException;
@@ -42,6 +43,9 @@ import java.util.concurrent.Executor;
  * registration is undone, unless another registered since (whose epoch may build on it): a
  * registration never answered leaves neither an epoch nor an owner behind.
  *
+ * <p>A checkpoint that could not be written is tried again with a bounded backoff ({@link CheckpointRetry}), so that
+ * what it holds back from reclaim goes without waiting for traffic to ask for the next one.
+ *
  * <p>Threads: owned by the queue's executor, {@code queueThread} (every method but the file write); a
  * checkpoint's image is copied there, written on {@code writer} (one thread for the broker), and
  * {@link #written} is touched only there.
@@ -60,6 +64,12 @@ public final class ProducerRegistry {
     private final ProducerTable table;
     private final Executor queueThread;
     private final Executor writer;
+    /** Queue thread: asks for a checkpoint again after one failed (rule "a failed checkpoint is retried"). */
+    private final CheckpointRetry retry;
+    /** The broker's log of failed checkpoints, shared by the queues: a failing disk fails every queue's, again and again. */
+    private final RateLimitedLog failureLog;
+    /** Writer thread writes, any reads: checkpoints that could not be written since the queue opened. */
+    private volatile long checkpointFailures;
     /**
      * False with {@code queues.dedup-enabled: false}: the table then tracks no producer, and every
      * client publish is new.
@@ -134,8 +144,14 @@ public final class ProducerRegistry {
     }
 
     private ProducerRegistry(String queue, QueueStore store, ProducerTable table, Executor queueThread, Executor writer,
-                             boolean deduplicates) {
+                             CheckpointRetry.Timer retryTimer, boolean deduplicates, RateLimitedLog failureLog) {
         this.queue = queue;
+        this.failureLog = failureLog;
+        this.retry = new CheckpointRetry(retryTimer, () -> store.isClosed() || store.failure() != null, () -> {
+            if (lastCheckpointFailed && !checkpointInFlight) {
+                checkpoint();
+            }
+        });
         this.deduplicates = deduplicates;
         this.store = store;
         this.table = table;
@@ -149,10 +165,14 @@ public final class ProducerRegistry {
      * id the checkpoint covers; then takes a checkpoint, so that reclaim may go on. A damaged
      * checkpoint is reported and set aside: the table is then rebuilt from the records still stored
      * (resends of messages already reclaimed are stored again).
+     *
+     * @param retryTimer schedules a retry of a failed checkpoint on {@code queueThread}
+     * @param failureLog where failed checkpoints are logged (the broker's, rate-limited across its queues)
      */
     static ProducerRegistry open(String queue, QueueStore store, ProducerTable table, Executor queueThread, Executor writer,
-                                 boolean deduplicates) {
-        ProducerRegistry registry = new ProducerRegistry(queue, store, table, queueThread, writer, deduplicates);
+                                 CheckpointRetry.Timer retryTimer, boolean deduplicates, RateLimitedLog failureLog) {
+        ProducerRegistry registry = new ProducerRegistry(queue, store, table, queueThread, writer, retryTimer, deduplicates,
+                failureLog);
         long started = System.nanoTime();
         // Until this registry has a durable checkpoint of its own, reclaim keeps every segment (R6).
         store.producerStateCoveredThrough(-1);
@@ -608,6 +628,11 @@ public final class ProducerRegistry {
         return checkpoint().thenApply(written -> answer);
     }
 
+    /** Any thread: checkpoints that could not be written since the queue opened (a metric). */
+    long checkpointFailures() {
+        return checkpointFailures;
+    }
+
     /** True if a publish or registration changed the table since the last checkpoint was taken. */
     boolean changedSinceCheckpoint() {
         return changed || lastCheckpointFailed;
@@ -671,6 +696,11 @@ public final class ProducerRegistry {
             checkpointInFlight = false;
             if (nextCheckpoint != null) {
                 takeCheckpoint();
+            } else if (failure != null) {
+                retry.failed(); // nothing else may ask for the next one: the queue may have gone quiet
+            }
+            if (failure == null) {
+                retry.succeeded();
             }
         }));
         durable.whenCompleteAsync((ignored, notDurable) -> {
@@ -685,6 +715,9 @@ public final class ProducerRegistry {
             try {
                 store.writeProducerCheckpoint(image);
                 written = thisGeneration;
+                if (lastCheckpointFailed) {
+                    failureLog.info(LOG, "Queue '{}': the producer state is checkpointed again; reclaim goes on.", queue);
+                }
                 lastCheckpointFailed = false;
                 store.producerStateCoveredThrough(covered);
                 done.complete(null);
@@ -696,8 +729,10 @@ public final class ProducerRegistry {
 
     private void fail(CompletableFuture<Void> done, Throwable cause) {
         lastCheckpointFailed = true;
-        LOG.warn("Queue '{}': the producer state could not be checkpointed ({}); reclaim keeps the segments it "
-                + "does not cover until a later checkpoint succeeds.", queue, cause.toString());
+        checkpointFailures++; // this thread only
+        failureLog.warn(LOG, "Queue '{}': the producer state could not be checkpointed ({}); reclaim keeps the segments it "
+                + "does not cover until a checkpoint is written, tried again within {} s while the queue is open and its "
+                + "storage has not failed.", queue, cause.toString(), CheckpointRetry.MAX_DELAY_MS / 1000);
         done.completeExceptionally(cause);
     }
 }

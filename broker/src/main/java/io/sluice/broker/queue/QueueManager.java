@@ -2,6 +2,7 @@ package io.sluice.broker.queue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.netty.channel.EventLoopGroup;
+import io.netty.util.concurrent.EventExecutor;
 import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.error.BrokerException;
 import io.sluice.broker.log.RateLimitedLog;
@@ -34,7 +35,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -107,6 +107,12 @@ public final class QueueManager {
      * queues' metrics count each one. The broker flushes it every second.
      */
     private final RateLimitedLog messageLog = RateLimitedLog.standard("single messages (ack timeouts, dead-letters)");
+    /**
+     * The lines about producer checkpoints that could not be written (ProducerRegistry), which a failing disk makes for
+     * every queue and every retry: rate-limited across every queue; {@code sluice_queue_producer_checkpoint_failures_total}
+     * counts each one. The broker flushes it every second.
+     */
+    private final RateLimitedLog producerStateLog = RateLimitedLog.standard("producer checkpoints");
 
     /** Writes the queues' producer checkpoints (ProducerRegistry), off their event loops. */
     private final java.util.concurrent.ExecutorService producerStateWriter = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
@@ -208,13 +214,15 @@ public final class QueueManager {
      * deduplication off it tracks no producer. The window covers
      * what one connection may have unconfirmed.
      */
-    ProducerRegistry openProducers(String name, QueueStore queueStore, Executor queueExecutor) {
+    ProducerRegistry openProducers(String name, QueueStore queueStore, EventExecutor queueExecutor) {
         ProducerTable table = new ProducerTable(defaults.dedupMaxProducers, defaults.dedupIdleExpiryMs,
                 Math.max(1, publishAllowance));
         if (role == Role.CLUSTER_NODE) {
             table.holdUntilMarked();
         }
-        return ProducerRegistry.open(name, queueStore, table, queueExecutor, producerStateWriter, defaults.dedupEnabled);
+        return ProducerRegistry.open(name, queueStore, table, queueExecutor, producerStateWriter,
+                (task, delayMillis) -> queueExecutor.schedule(task, delayMillis, TimeUnit.MILLISECONDS), defaults.dedupEnabled,
+                producerStateLog);
     }
 
     private volatile int maxQueues = Integer.MAX_VALUE;
@@ -579,6 +587,11 @@ public final class QueueManager {
     /** Where the queues log what happens to single messages; thread-safe. */
     public RateLimitedLog messageLog() {
         return messageLog;
+    }
+
+    /** The operator log's lines about producer checkpoints that failed, rate-limited across every queue. */
+    public RateLimitedLog producerStateLog() {
+        return producerStateLog;
     }
 
     /** The store every queue is in (a cluster node's snapshots copy it). */

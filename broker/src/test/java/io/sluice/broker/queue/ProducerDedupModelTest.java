@@ -1,5 +1,6 @@
 package io.sluice.broker.queue;
 
+import io.sluice.broker.log.RateLimitedLog;
 import io.sluice.storage.DurabilityMode;
 import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueStore;
@@ -190,7 +191,8 @@ class ProducerDedupModelTest {
             this.maxProducers = maxProducers;
             this.store = MessageStore.open(dir, config, clock::get);
             this.queue = store.hasQueue("q") ? store.queue("q") : store.createQueue("q");
-            this.registry = ProducerRegistry.open("q", queue, new ProducerTable(maxProducers, 1_000, WINDOW), Runnable::run, Runnable::run, true);
+            this.registry = ProducerRegistry.open("q", queue, new ProducerTable(maxProducers, 1_000, WINDOW), Runnable::run, Runnable::run,
+                    ProducerRegistryTest.NO_RETRY, true, RateLimitedLog.standard("producer checkpoints"));
         }
 
         long forgotten() {

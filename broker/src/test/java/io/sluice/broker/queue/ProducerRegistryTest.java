@@ -1,6 +1,7 @@
 package io.sluice.broker.queue;
 
 import io.sluice.broker.TestAwait;
+import io.sluice.broker.log.RateLimitedLog;
 import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
@@ -43,10 +44,16 @@ class ProducerRegistryTest {
         store.close();
     }
 
-    /** A registry whose queue thread and writer are the caller's: every step has run when a call returns. */
+    /**
+     * A registry whose queue thread and writer are the caller's: every step has run when a call returns. A failed
+     * checkpoint's retry is never run: the test asks for every checkpoint ({@link ProducerCheckpointRetryTest} for the retry).
+     */
     private ProducerRegistry registry() {
-        return ProducerRegistry.open("q", queue, new ProducerTable(10, 60_000, 100), Runnable::run, Runnable::run, true);
+        return ProducerRegistry.open("q", queue, new ProducerTable(10, 60_000, 100), Runnable::run, Runnable::run, NO_RETRY,
+                true, RateLimitedLog.standard("producer checkpoints"));
     }
+
+    static final CheckpointRetry.Timer NO_RETRY = (task, delayMillis) -> { };
 
     @Test
     void aCheckpointFollowsEveryFiftyThousandRecordsWithinASegment() throws Exception {
@@ -96,7 +103,7 @@ class ProducerRegistryTest {
                 task -> {
                     submitted[0]++;
                     writerTasks.add(task);
-                }, true);
+                }, NO_RETRY, true, RateLimitedLog.standard("producer checkpoints"));
         runAll(queueTasks, writerTasks); // the open's own checkpoint, if it took one
         int before = submitted[0];
         List<CompletableFuture<ProducerRegistry.Registered>> answers = new ArrayList<>();
