@@ -388,6 +388,7 @@ public final class MessageStore implements AutoCloseable {
             throw new QueueNotFoundException(name);
         }
         q.close();
+        releaser.descriptorFreed(); // its files are closed: a queue waiting for a descriptor may have one now
         Path dir = queuesDirectory.resolve(name);
         Path doomed = queuesDirectory.resolve(name + DELETED_MARK + System.nanoTime());
         try {

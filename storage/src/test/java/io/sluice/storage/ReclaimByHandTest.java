@@ -1,6 +1,7 @@
 package io.sluice.storage;
 
 import io.sluice.storage.durability.FileForcer;
+import io.sluice.storage.files.FileDescriptors;
 import io.sluice.storage.segment.FileReleaser;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -8,6 +9,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.FileSystemException;
+import java.nio.file.StandardOpenOption;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -16,6 +20,7 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.Stream;
 
 import static io.sluice.storage.Await.until;
@@ -201,6 +206,54 @@ class ReclaimByHandTest {
             assertEquals(inSegment(ids, first + 1)[0], next.id());
             assertTrue(queue.reclaim(now + A_MILLISECOND), "the reader's move asked for a pass, which reclaims the segment");
             assertFalse(queue.segmentNumbers().contains(first));
+        }
+    }
+
+    /**
+     * The same rule for a relocated source whose copies' force was refused for want of file descriptors (rule "a source
+     * waits for its copies' forces"): the store freeing a descriptor asks the waiting queue for a pass. A channel the
+     * store's releaser closes (a sealed segment's, in the store) frees one.
+     */
+    @Test
+    void aDescriptorTheStoreFreesAsksForAPassOfAQueueWhoseCopiesWaitForOne() throws Exception {
+        AtomicBoolean refusing = new AtomicBoolean();
+        FileForcer outOfDescriptors = (channel, file) -> { // a segment's force, the first a relocation's force makes
+            if (refusing.get()) {
+                throw FileDescriptors.exhaustedError("cannot open " + file, new FileSystemException(file.toString(), null,
+                        "Too many open files"));
+            }
+            channel.force(false);
+        };
+        Path otherDirectory = Files.createDirectories(dir.resolve("other"));
+        QueueStore other = QueueStore.open("other", otherDirectory, StoreConfig.builder()
+                        .segmentBytes(StoreConfig.MIN_SEGMENT_BYTES).maxMessageBytes(64 << 10).durability(DurabilityMode.NEVER).build(),
+                new DiskSpaceGuard(otherDirectory, 0), System::currentTimeMillis, () -> { }, null, releaser, outOfDescriptors, false);
+        try {
+            List<Long> ids = new ArrayList<>();
+            while (other.segmentNumbers().size() <= 1) {
+                ids.add(other.append(null, new byte[1000]));
+            }
+            int first = other.segmentNumbers().get(0);
+            long straggler = ids.get(5);
+            long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> id != straggler).toArray();
+            other.ackAll(others, others.length);
+            refusing.set(true);
+            long now = System.nanoTime() + SECOND + 1;
+
+            other.reclaim(now);
+            assertEquals(1, other.stats().relocatedMessages(), "the straggler is copied");
+            assertTrue(other.segmentNumbers().contains(first), "its source waits for the copy's force, refused");
+
+            refusing.set(false);
+            releaserHeld.countDown();
+            FileChannel released = FileChannel.open(Files.createFile(dir.resolve("a-channel")), StandardOpenOption.WRITE);
+            releaser.close(released); // the store frees a descriptor
+            until("the releaser closed the channel", () -> !released.isOpen());
+            assertTrue(other.reclaim(now + A_MILLISECOND), "the freed descriptor asked for a pass, which forces the copy");
+            assertFalse(other.segmentNumbers().contains(first), "and deletes its source");
+            assertEquals(straggler, other.read(straggler).id());
+        } finally {
+            other.close();
         }
     }
 }

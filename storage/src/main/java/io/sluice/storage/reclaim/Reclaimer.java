@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 
@@ -176,6 +177,8 @@ public final class Reclaimer {
     private boolean intentOnDisk;
     /** A force for the awaiting sources was refused for want of descriptors (logged once per episode). */
     private boolean waitingForDescriptor;
+    /** The releaser will tell this queue when the store frees a descriptor ({@link #askWhenADescriptorIsFreed}). */
+    private final AtomicBoolean toldWhenADescriptorIsFreed = new AtomicBoolean();
 
     public Reclaimer(String queueName, ReentrantLock lock, SegmentLog log, AckLog ackLog, ReclaimPolicy policy,
                      FileReleaser releaser, Readers readers, RecordWriter writer, CorruptRecords corruptRecords,
@@ -334,6 +337,7 @@ public final class Reclaimer {
             }
             forcing.ackJournal();
         } catch (StorageFilesExhaustedException e) {
+            askWhenADescriptorIsFreed();
             if (!waitingForDescriptor) {
                 waitingForDescriptor = true;
                 LOG.warn("Queue '{}': the copies of relocated messages cannot be forced until a file descriptor is free; the "
@@ -367,6 +371,21 @@ public final class Reclaimer {
             intentOnDisk = false;
         } catch (IOException e) {
             LOG.warn("Queue '{}': could not remove the relocation intent; the next start scans from it.", queueName, e);
+        }
+    }
+
+    /**
+     * Rule "what held a segment back asks for a pass when it lets go": the sources awaiting their copies' forces are
+     * held by the want of a descriptor, so the store freeing one asks for a pass and wakes the flusher. Before, they
+     * waited for the periodic pass. One request at a time; a descriptor freed before it is made is left to that pass.
+     */
+    private void askWhenADescriptorIsFreed() {
+        if (toldWhenADescriptorIsFreed.compareAndSet(false, true)) {
+            releaser.whenDescriptorFreed(() -> {
+                toldWhenADescriptorIsFreed.set(false);
+                wanted();
+                wakeFlusher.run();
+            });
         }
     }
 

@@ -9,6 +9,8 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -26,12 +28,19 @@ import java.util.concurrent.TimeUnit;
  * here it costs the same CPU but nobody waits for it. A file is renamed to {@code .cq4.deleting}
  * before it is handed over, so a crash before the unlink is finished at the next open.
  *
+ * <p>Rule "what held a segment back asks for a pass when it lets go" (docs/storage.md): a queue whose reclaim waits
+ * for a file descriptor (a relocation's force refused, rule "a source waits for its copies' forces") is told when
+ * the store frees one: a channel closed here, or a queue deleted ({@link #descriptorFreed}). Descriptors the rest of
+ * the process frees (sockets) are left to the periodic pass.
+ *
  * <p>Thread-safe. After {@link #close()} (the store closing) the work runs on the caller.
  */
 public final class FileReleaser implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(FileReleaser.class);
 
     private final ExecutorService thread;
+    /** Told once, at the next descriptor the store frees ({@link #whenDescriptorFreed}). */
+    private final Queue<Runnable> descriptorWaiters = new ConcurrentLinkedQueue<>();
 
     public FileReleaser() {
         this(new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
@@ -76,7 +85,20 @@ public final class FileReleaser implements AutoCloseable {
             } catch (IOException e) {
                 LOG.warn("Could not close a segment file channel.", e);
             }
+            descriptorFreed(); // also when close() threw: the descriptor is released all the same
         });
+    }
+
+    /** Runs {@code waiter} once, when the store next frees a file descriptor; any thread. It must not block. */
+    public void whenDescriptorFreed(Runnable waiter) {
+        descriptorWaiters.add(waiter);
+    }
+
+    /** The store freed a file descriptor: tells each waiter, once. Any thread. */
+    public void descriptorFreed() {
+        for (Runnable waiter; (waiter = descriptorWaiters.poll()) != null; ) {
+            waiter.run();
+        }
     }
 
     private void run(Runnable work) {
