@@ -578,6 +578,11 @@ public final class QueueStore {
         try {
             ensureOpen();
             return reads.readLocked(id);
+        } catch (CorruptRecordException e) {
+            // Discarded, so acknowledged: it may have been the last message keeping its sealed segment, which no reader
+            // holds (rule "what held a segment back asks for a pass when it lets go").
+            reclaimer.wanted();
+            throw e;
         } finally {
             lock.unlock();
         }

@@ -2,6 +2,7 @@ package io.sluice.storage;
 
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.files.FileDescriptors;
+import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.FileReleaser;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -13,9 +14,11 @@ import java.nio.channels.FileChannel;
 import java.nio.file.FileSystemException;
 import java.nio.file.StandardOpenOption;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -26,6 +29,7 @@ import java.util.stream.Stream;
 import static io.sluice.storage.Await.until;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -255,5 +259,40 @@ class ReclaimByHandTest {
         } finally {
             other.close();
         }
+    }
+
+    /**
+     * The same rule for a damaged record found by a read by id (a redelivery): discarded, it is acknowledged, and it
+     * may have been the last unacknowledged message of its sealed segment, which no reader holds.
+     */
+    @Test
+    void aDamagedRecordDiscardedByAReadByIdAsksForAPass() throws Exception {
+        byte[] marker = "a record to damage".getBytes(StandardCharsets.US_ASCII);
+        long damaged = queue.append(null, marker);
+        List<Long> ids = appendSegments(2);
+        int first = (int) (damaged >>> 32);
+        long[] others = inSegment(ids, first);
+        queue.ackAll(others, others.length);
+        long now = System.nanoTime();
+
+        assertFalse(queue.reclaim(now), "the record not acknowledged holds its segment");
+        flipAByteOf(marker, queue.segmentDirectory().resolve(SegmentFiles.fileName(first)));
+        assertThrows(CorruptRecordException.class, () -> queue.read(damaged), "found damaged, and discarded");
+        assertTrue(queue.reclaim(now + A_MILLISECOND), "the discard asked for a pass, which reclaims the segment");
+        assertFalse(queue.segmentNumbers().contains(first));
+    }
+
+    /** Flips a byte of {@code marker} where it is in {@code file}, through the page cache the queue's mapping shares. */
+    private static void flipAByteOf(byte[] marker, Path file) throws IOException {
+        byte[] content = Files.readAllBytes(file);
+        for (int at = 0; at + marker.length <= content.length; at++) {
+            if (Arrays.equals(content, at, at + marker.length, marker, 0, marker.length)) {
+                try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE)) {
+                    channel.write(ByteBuffer.wrap(new byte[] {(byte) (content[at] ^ 0x20)}), at);
+                }
+                return;
+            }
+        }
+        throw new AssertionError("the marker is not in " + file);
     }
 }
