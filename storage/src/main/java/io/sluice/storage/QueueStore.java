@@ -668,6 +668,11 @@ public final class QueueStore {
         return durability.failure();
     }
 
+    /** Reclaim passes of this queue that failed (threw) since the store was opened; each is tried again. */
+    public long reclaimFailures() {
+        return reclaimer.failedPasses();
+    }
+
     /** Forces (fsyncs) of this queue's segments since the store was opened. */
     public long syncCount() {
         return durability.syncCount();

@@ -1,5 +1,9 @@
 package io.sluice.storage;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import io.sluice.storage.ack.AckCheckpoint;
 import io.sluice.storage.ack.AckFiles;
 import io.sluice.storage.durability.FileForcer;
@@ -8,6 +12,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -18,6 +23,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 
+import static io.sluice.storage.Await.until;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -130,5 +136,48 @@ class AckStateFailureTest {
         assertTrue(acks.isCompletedExceptionally(), "nothing more is reported durable");
         ExecutionException notDurable = assertThrows(ExecutionException.class, acks::get);
         assertInstanceOf(StorageFailedException.class, notDurable.getCause());
+    }
+
+    /**
+     * Rule "a failing pass is counted, and logged sparingly" (docs/storage.md, "Reclaim"): the flusher's passes over a
+     * queue whose ack state cannot be written fail every time (each would journal the segment it deletes). They are
+     * tried again by the periodic pass, each failure counted, and logged once, not at every pass.
+     */
+    @Test
+    void aReclaimPassThatFailsEveryTimeIsCountedAndLoggedOnceNotAtEveryPass() throws Exception {
+        Logger storageLog = (Logger) LoggerFactory.getLogger("io.sluice.storage");
+        ListAppender<ILoggingEvent> logged = new ListAppender<>();
+        logged.start();
+        storageLog.addAppender(logged);
+        Path data = dir.resolve("store");
+        try (MessageStore store = MessageStore.open(data, StoreConfig.builder().segmentBytes(StoreConfig.MIN_SEGMENT_BYTES)
+                .maxMessageBytes(64 << 10).ackJournalBytes(JOURNAL_BYTES).reservedDiskBytes(64L << 20).build())) {
+            QueueStore q = store.createQueue("q");
+            List<Long> ids = new ArrayList<>();
+            while (q.segmentNumbers().size() <= 1 || ids.size() < 500) {
+                ids.add(q.append(null, new byte[1000]));
+            }
+            int first = q.segmentNumbers().get(0);
+            long[] sealed = ids.stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == first).toArray();
+            // As above: the journal keeps 2 bytes after these, so the pass's record of the segment it deletes rotates it.
+            for (int i = 0; i < 3; i++) {
+                q.recordDelivery(sealed[i], 1);
+            }
+            for (int i = 0; i < 190; i++) {
+                q.ack(sealed[i]);
+            }
+            Files.createDirectories(q.directory().resolve("acks").resolve(AckFiles.CHECKPOINT + ".tmp").resolve("blocker"));
+            q.ackRange(sealed[190], sealed[sealed.length - 1]); // asks for the pass that fails
+
+            until("five failed passes", () -> q.reclaimFailures() >= 5);
+            assertNotNull(q.failure(), "the ack state's failure failed the queue");
+            assertTrue(q.segmentNumbers().contains(first), "the segment stays: its deletion could not be journaled");
+            List<String> errors = logged.list.stream().filter(e -> e.getLevel() == Level.ERROR)
+                    .map(ILoggingEvent::getFormattedMessage).filter(m -> m.contains("Reclaim of queue 'q'")).toList();
+            assertEquals(1, errors.size(), q.reclaimFailures() + " failed passes, logged: " + errors);
+            Directories.deleteRecursively(q.directory().resolve("acks").resolve(AckFiles.CHECKPOINT + ".tmp"));
+        } finally {
+            storageLog.detachAppender(logged);
+        }
     }
 }

@@ -66,6 +66,8 @@ public final class MetricNames {
     public static final String QUEUE_SYNCS = "sluice_queue_syncs_total";
     public static final String QUEUE_SYNC_SECONDS = "sluice_queue_sync_seconds_total";
     public static final String QUEUE_CORRUPT_RECORDS = "sluice_queue_corrupt_records_total";
+    /** Reclaim passes that failed (threw); each is tried again by the next (docs/storage.md, "Reclaim"). */
+    public static final String QUEUE_RECLAIM_FAILURES = "sluice_queue_reclaim_failures_total";
     /** 1 once the queue's storage failed (a force to disk did not succeed): it refuses publishes until a restart. */
     public static final String QUEUE_STORAGE_FAILED = "sluice_queue_storage_failed";
     /** Producer checkpoints that could not be written; each is tried again until one is (docs/storage.md, "Producer state"). */
@@ -142,7 +144,7 @@ public final class MetricNames {
             QUEUE_PUBLISHED, QUEUE_CONFIRMED, QUEUE_PUBLISH_REFUSED, QUEUE_DELIVERED, QUEUE_REDELIVERED, QUEUE_ACKED,
             QUEUE_NACKED, QUEUE_DEAD_LETTERED, QUEUE_DEAD_LETTER_FAILURES, QUEUE_DROPPED,
             QUEUE_DUPLICATES, QUEUE_PRODUCERS_TRACKED, QUEUE_PRODUCERS_EVICTED, QUEUE_PRODUCERS_EXPIRED, QUEUE_RECLAIMED_SEGMENTS, QUEUE_RECLAIMED_BYTES,
-            QUEUE_RELOCATED, QUEUE_SYNCS, QUEUE_SYNC_SECONDS, QUEUE_CORRUPT_RECORDS, QUEUE_STORAGE_FAILED, QUEUE_PRODUCER_CHECKPOINT_FAILURES,
+            QUEUE_RELOCATED, QUEUE_SYNCS, QUEUE_SYNC_SECONDS, QUEUE_CORRUPT_RECORDS, QUEUE_RECLAIM_FAILURES, QUEUE_STORAGE_FAILED, QUEUE_PRODUCER_CHECKPOINT_FAILURES,
             BROKER_READY, STORAGE_RECOVERY_SECONDS, DISK_FREE_BYTES, DISK_RESERVED_BYTES, CONNECTIONS_OPEN,
             FRAMES_RECEIVED, FRAMES_SENT, RECEIVED_BYTES, SENT_BYTES, PROTOCOL_ERRORS, AUTHENTICATION_FAILURES,
             NETTY_DIRECT_MEMORY_USED_BYTES, TRANSACTIONS_OPEN, TRANSACTIONS_OLDEST_AGE_SECONDS, TRANSACTIONS_COMMITTED,

@@ -99,6 +99,8 @@ final class QueueMetricsCollector implements MultiCollector {
             storeCounter(QUEUE_SYNCS, "Forces (fsyncs) of the queue's segments", QueueStore::syncCount),
             storeCounter(QUEUE_SYNC_SECONDS, "Time spent in those forces", s -> s.syncNanos() / 1e9),
             storeCounter(QUEUE_CORRUPT_RECORDS, "Records found damaged and skipped", QueueStore::corruptRecords),
+            storeCounter(QUEUE_RECLAIM_FAILURES, "Reclaim passes that failed; each is tried again, and what they would delete stays",
+                    QueueStore::reclaimFailures),
             new QueueSeries(QUEUE_PRODUCER_CHECKPOINT_FAILURES, true,
                     "Producer checkpoints that could not be written (each tried again; meanwhile reclaim keeps what they would cover)",
                     m -> m.queue.producerCheckpointFailures()),

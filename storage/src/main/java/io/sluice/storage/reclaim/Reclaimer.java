@@ -150,6 +150,7 @@ public final class Reclaimer {
     private final long relocationFloorBytes;
     private final Runnable wakeFlusher;
     private final RecordCodec copyCodec = new RecordCodec();
+    private final ReclaimFailures failures;
 
     private volatile boolean wanted = true;
     private volatile boolean closed;
@@ -200,6 +201,7 @@ public final class Reclaimer {
         this.diskGuard = diskGuard;
         this.relocationFloorBytes = relocationFloorBytes;
         this.wakeFlusher = wakeFlusher;
+        this.failures = new ReclaimFailures(queueName);
     }
 
     /**
@@ -241,6 +243,18 @@ public final class Reclaimer {
         }
         lastPassNanos = nowNanos;
         wanted = false;
+        try {
+            boolean deleted = pass(nowNanos);
+            failures.succeeded();
+            return deleted;
+        } catch (RuntimeException | Error e) {
+            failures.failed(nowNanos, e); // not asked for again: the periodic pass tries again, never a loop
+            throw e;
+        }
+    }
+
+    /** A pass: see the class javadoc. */
+    private boolean pass(long nowNanos) {
         // Rule "a failed queue moves no message": once a force failed, no copy can be made durable, and a source
         // awaiting its copies' forces stays for good (until a restart reads the files back).
         boolean failed = forcing.failed();
@@ -511,6 +525,11 @@ public final class Reclaimer {
     /** Their bytes; under the queue's lock. */
     public long reclaimedBytes() {
         return reclaimedBytes;
+    }
+
+    /** Passes that threw since the queue was opened (rule "a failing pass is counted, and logged sparingly"); any thread. */
+    public long failedPasses() {
+        return failures.count();
     }
 
     /** Messages relocated since the queue was opened; under the queue's lock. */
