@@ -27,6 +27,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.OptionalLong;
@@ -188,6 +189,7 @@ public final class QueueRecovery {
             log.moveWriteSegmentTo(lastSegment + 1); // full: sealed before the restart, and forced then
         }
         skipReclaimedSegments(log, ackLog.state(), lastSegment);
+        skipAReclaimedLastSegment(log, acks.reclaimedSegmentsStillOnDisk(), lastSegment);
         return new Recovered(log, ackLog, last, corrupt, verifiedRecords);
     }
 
@@ -324,6 +326,30 @@ public final class QueueRecovery {
             LOG.warn("Queue '{}': the relocation intent cannot be read ({}); checking every segment.", name, e.getMessage());
             return SegmentRollCycle.INSTANCE.toIndex(Math.max(0, log.firstSegment()), 0);
         }
+    }
+
+    /**
+     * Rule "a reclaimed last segment is not appended to" (docs/storage.md, "Recovery"): the last segment on disk is one
+     * the ack state records as reclaimed, so every message of it was acknowledged. A machine crash leaves that when the
+     * journal's record of the reclaim reached the disk and the segments' newer state did not (under {@code never}: the
+     * next segment's entry, this one's rename, its end-of-file marker). Appends used to go on in it, and the ack state
+     * refused every one, for good. They go on in the next segment instead, and the file is deleted as
+     * {@link #finishReclaimedDeletes} deletes the others: left there, every reclaim pass would fail at it.
+     */
+    private void skipAReclaimedLastSegment(SegmentLog log, int[] reclaimedOnDisk, int lastSegment) throws IOException {
+        if (lastSegment < 0 || Arrays.stream(reclaimedOnDisk).noneMatch(segment -> segment == lastSegment)) {
+            return;
+        }
+        if (log.writeSegment() <= lastSegment) {
+            log.moveWriteSegmentTo(lastSegment + 1);
+        }
+        LOG.warn("Queue '{}': its last segment {} is one the ack state records as reclaimed (a machine crash kept that record "
+                + "and not the segments' newer state); it is deleted, and appends continue at segment {}.", name,
+                SegmentFiles.fileName(lastSegment), log.writeSegment());
+        if (log.removeSegment(lastSegment) != null) {
+            Files.deleteIfExists(log.deletingFile(lastSegment));
+        }
+        log.refreshListing();
     }
 
     /**
