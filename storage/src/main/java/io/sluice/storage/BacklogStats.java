@@ -23,6 +23,7 @@ import java.util.NavigableMap;
  * @param reclaimedSegments segments deleted since the store was opened
  * @param reclaimedBytes    record bytes of those segments
  * @param relocatedMessages stragglers moved forward since the store was opened
+ * @param failedReclaimPasses reclaim passes that failed (threw) since the store was opened; each is tried again
  */
 public record BacklogStats(
         long unackedMessages,
@@ -33,7 +34,8 @@ public record BacklogStats(
         long appendedMessages,
         long reclaimedSegments,
         long reclaimedBytes,
-        long relocatedMessages) {
+        long relocatedMessages,
+        long failedReclaimPasses) {
 
     /**
      * The figures of a queue from its segments' tallies and its ack state, O(segments); the caller
@@ -59,6 +61,7 @@ public record BacklogStats(
             }
         }
         return new BacklogStats(acks.unackedCount(), unackedBytes, diskBytes, tallies.size(), pinnedBytes,
-                appendedMessages, reclaimer.reclaimedSegments(), reclaimer.reclaimedBytes(), reclaimer.relocatedMessages());
+                appendedMessages, reclaimer.reclaimedSegments(), reclaimer.reclaimedBytes(), reclaimer.relocatedMessages(),
+                reclaimer.failedPasses());
     }
 }

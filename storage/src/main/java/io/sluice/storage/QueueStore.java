@@ -20,7 +20,6 @@ import io.sluice.storage.segment.FileReleaser;
 import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentLog;
 import io.sluice.storage.segment.SegmentRollCycle;
-import io.sluice.storage.segment.WrittenRange;
 import io.sluice.storage.snapshot.SnapshotFiles;
 import net.openhft.chronicle.queue.ExcerptTailer;
 import org.slf4j.Logger;
@@ -95,6 +94,7 @@ public final class QueueStore {
     private final RecordAppender appender;
     private final RecordReads reads;
     private final AckUpdates ackUpdates;
+    private final WrittenPages writtenPages;
     private volatile boolean closed;
     private final long recordsVerifiedAtOpen;
     private final QueueIncarnation incarnation;
@@ -131,13 +131,13 @@ public final class QueueStore {
         // checkpoints and relocation need; refused, it rotates instead (AckLog, "Growth, then rotation").
         ackLog.growthBudget(diskGuard::tryReserve, clock);
         this.recordsVerifiedAtOpen = recovered.verifiedRecords();
+        this.writtenPages = new WrittenPages(lock, log, ackLog, this::isClosed);
         this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
-                this::dropPagesBeforeForce, lastRecovered(log, recovered.lastIndex()), new ForcedMark(directory, segmentDirectory));
+                writtenPages::beforeForce, lastRecovered(log, recovered.lastIndex()), new ForcedMark(directory, segmentDirectory));
         this.corruptRecords = new CorruptRecords(name, segmentDirectory, ackLog, durability, recovered.corruptRecords());
         this.ackForces = new AckJournalForces(name, ackJournalFile, forcer, ackLog::force, durability, config.syncIntervalMs(),
                 wakeFlusher);
         this.appender = new RecordAppender(name, config, diskGuard, clock, log, ackLog, durability);
-        this.reads = new RecordReads(name, segmentDirectory, log, ackLog, durability, corruptRecords);
         ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
                 config.relocateAfterMs() * 1_000_000L);
         this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, readers, appender::writeLocked,
@@ -145,6 +145,7 @@ public final class QueueStore {
                         () -> durability.failure() != null), e -> AckUpdates.failure(name, durability, e),
                 new RelocationIntent(directory), diskGuard, config.relocationFloorBytes(), wakeFlusher);
         this.ackUpdates = new AckUpdates(name, log, ackLog, reclaimer, durability);
+        this.reads = new RecordReads(name, segmentDirectory, log, ackLog, durability, corruptRecords, reclaimer::wanted);
         // Before the queue is in the flusher's sight, whose first pass may come before the owner replays (R6).
         producerStateCoveredThrough(ProducerCheckpoint.coveredAtOpen(directory, !log.tallies().isEmpty()));
         LOG.info("Queue '{}' opened in {} ms: {} segments, {} unacknowledged messages, next append to segment {}.",
@@ -578,11 +579,6 @@ public final class QueueStore {
         try {
             ensureOpen();
             return reads.readLocked(id);
-        } catch (CorruptRecordException e) {
-            // Discarded, so acknowledged: it may have been the last message keeping its sealed segment, which no reader
-            // holds (rule "what held a segment back asks for a pass when it lets go").
-            reclaimer.wanted();
-            throw e;
         } finally {
             lock.unlock();
         }
@@ -668,11 +664,6 @@ public final class QueueStore {
         return durability.failure();
     }
 
-    /** Reclaim passes of this queue that failed (threw) since the store was opened; each is tried again. */
-    public long reclaimFailures() {
-        return reclaimer.failedPasses();
-    }
-
     /** Forces (fsyncs) of this queue's segments since the store was opened. */
     public long syncCount() {
         return durability.syncCount();
@@ -714,40 +705,9 @@ public final class QueueStore {
         }
         AckJournalForces.Turn journal = ackForces.flush(nowNanos);
         if (journal == AckJournalForces.Turn.PERIODIC) {
-            dropWrittenPages();
+            writtenPages.periodic();
         }
         return durability.flush(nowNanos) | journal == AckJournalForces.Turn.REQUESTED;
-    }
-
-    /**
-     * Before each force of the segments, on the forcing thread: the pages written since the last force out of the
-     * process's mappings, so that writeback finds none of them mapped (docs/storage.md, "Written pages and the cost of
-     * a force").
-     */
-    private void dropPagesBeforeForce() {
-        WrittenRange written;
-        lock.lock();
-        try {
-            written = closed ? null : log.pagesWrittenSinceLastForce();
-        } finally {
-            lock.unlock();
-        }
-        if (written != null) {
-            written.dropAndRelease(); // without the queue's lock: the madvise waits for other CPUs, appends need not
-        }
-    }
-
-    /** Once per sync interval: written pages out of the broker's RSS (docs/storage.md, "Resident memory"). */
-    private void dropWrittenPages() {
-        lock.lock();
-        try {
-            if (!closed) {
-                log.dropWrittenPages();
-                ackLog.dropWrittenPages();
-            }
-        } finally {
-            lock.unlock();
-        }
     }
 
     /** Called by the flusher: deletes fully acknowledged segments and relocates stragglers. */

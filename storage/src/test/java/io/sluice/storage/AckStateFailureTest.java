@@ -169,12 +169,12 @@ class AckStateFailureTest {
             Files.createDirectories(q.directory().resolve("acks").resolve(AckFiles.CHECKPOINT + ".tmp").resolve("blocker"));
             q.ackRange(sealed[190], sealed[sealed.length - 1]); // asks for the pass that fails
 
-            until("five failed passes", () -> q.reclaimFailures() >= 5);
+            until("five failed passes", () -> q.stats().failedReclaimPasses() >= 5);
             assertNotNull(q.failure(), "the ack state's failure failed the queue");
             assertTrue(q.segmentNumbers().contains(first), "the segment stays: its deletion could not be journaled");
             List<String> errors = logged.list.stream().filter(e -> e.getLevel() == Level.ERROR)
                     .map(ILoggingEvent::getFormattedMessage).filter(m -> m.contains("Reclaim of queue 'q'")).toList();
-            assertEquals(1, errors.size(), q.reclaimFailures() + " failed passes, logged: " + errors);
+            assertEquals(1, errors.size(), q.stats().failedReclaimPasses() + " failed passes, logged: " + errors);
             Directories.deleteRecursively(q.directory().resolve("acks").resolve(AckFiles.CHECKPOINT + ".tmp"));
         } finally {
             storageLog.detachAppender(logged);

@@ -96,11 +96,11 @@ final class QueueMetricsCollector implements MultiCollector {
             new QueueSeries(QUEUE_RECLAIMED_SEGMENTS, true, "Segments deleted since the store opened", m -> m.stats().reclaimedSegments()),
             new QueueSeries(QUEUE_RECLAIMED_BYTES, true, "Record bytes of the deleted segments", m -> m.stats().reclaimedBytes()),
             new QueueSeries(QUEUE_RELOCATED, true, "Stragglers moved forward so old segments could go", m -> m.stats().relocatedMessages()),
+            new QueueSeries(QUEUE_RECLAIM_FAILURES, true, "Reclaim passes that failed; each is tried again, and what they would "
+                    + "delete stays", m -> m.stats().failedReclaimPasses()),
             storeCounter(QUEUE_SYNCS, "Forces (fsyncs) of the queue's segments", QueueStore::syncCount),
             storeCounter(QUEUE_SYNC_SECONDS, "Time spent in those forces", s -> s.syncNanos() / 1e9),
             storeCounter(QUEUE_CORRUPT_RECORDS, "Records found damaged and skipped", QueueStore::corruptRecords),
-            storeCounter(QUEUE_RECLAIM_FAILURES, "Reclaim passes that failed; each is tried again, and what they would delete stays",
-                    QueueStore::reclaimFailures),
             new QueueSeries(QUEUE_PRODUCER_CHECKPOINT_FAILURES, true,
                     "Producer checkpoints that could not be written (each tried again; meanwhile reclaim keeps what they would cover)",
                     m -> m.queue.producerCheckpointFailures()),
