@@ -93,6 +93,14 @@ final class Backlog {
         }
     }
 
+    /**
+     * {@code total}: the store's discarded bytes when {@link #bytes} was counted from its unacknowledged records. A
+     * discarded record is acknowledged, so those bytes are not in the count: they are seen, not taken off again.
+     */
+    void storeDiscardedBeforeTheCount(long total) {
+        discardedSeen = total;
+    }
+
     /** Whether the store discarded damaged records since {@link #storeDiscarded} last heard of it. */
     boolean discardsUnseen(long total) {
         return total != discardedSeen;

@@ -118,7 +118,7 @@ public final class BrokerQueue {
         StagedAtOpen staged = new StagedAtOpen();
         long discardedBefore = store.discardedMessageBytes(); // not in the count that follows
         this.backlog = new Backlog(name, options.quota(), publishAllowance, manager.publishAllowanceBytes(), store.unackedMessages(), store.unackedMessageBytes(staged));
-        backlog.storeDiscarded(discardedBefore);
+        backlog.storeDiscardedBeforeTheCount(discardedBefore);
         this.acks = new AckBatch(store, backlog, tracked);
         this.producers = manager.openProducers(name, store, executor);
         this.pendingConfirms.tellProducers(producers.table());
