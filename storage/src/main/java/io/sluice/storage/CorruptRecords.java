@@ -32,8 +32,15 @@ final class CorruptRecords {
      * Written under the lock, read by any thread.
      */
     private volatile long discardedMessageBytes;
+    /**
+     * Asks reclaim for a pass: a record this acknowledged may have been the last message keeping its sealed segment,
+     * which no reader may hold (rule "what held a segment back asks for a pass when it lets go").
+     */
+    private final Runnable acknowledgedOne;
 
-    CorruptRecords(String queueName, Path segmentDirectory, AckLog ackLog, Durability durability, long foundByRecovery) {
+    CorruptRecords(String queueName, Path segmentDirectory, AckLog ackLog, Durability durability, long foundByRecovery,
+                   Runnable acknowledgedOne) {
+        this.acknowledgedOne = acknowledgedOne;
         this.queueName = queueName;
         this.segmentDirectory = segmentDirectory;
         this.ackLog = ackLog;
@@ -56,6 +63,7 @@ final class CorruptRecords {
                 throw AckUpdates.failure(queueName, durability, io);
             }
             discardedMessageBytes += Math.max(0, recordLength - RecordCodec.HEADER_BYTES);
+            acknowledgedOne.run();
         }
     }
 

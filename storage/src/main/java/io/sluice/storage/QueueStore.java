@@ -94,7 +94,7 @@ public final class QueueStore {
     private final RecordAppender appender;
     private final RecordReads reads;
     private final AckUpdates ackUpdates;
-    private final WrittenPages writtenPages;
+    private final WrittenPageDrops writtenPages;
     private volatile boolean closed;
     private final long recordsVerifiedAtOpen;
     private final QueueIncarnation incarnation;
@@ -131,10 +131,11 @@ public final class QueueStore {
         // checkpoints and relocation need; refused, it rotates instead (AckLog, "Growth, then rotation").
         ackLog.growthBudget(diskGuard::tryReserve, clock);
         this.recordsVerifiedAtOpen = recovered.verifiedRecords();
-        this.writtenPages = new WrittenPages(lock, log, ackLog, this::isClosed);
+        this.writtenPages = new WrittenPageDrops(lock, log, ackLog, this::isClosed);
         this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
                 writtenPages::beforeForce, lastRecovered(log, recovered.lastIndex()), new ForcedMark(directory, segmentDirectory));
-        this.corruptRecords = new CorruptRecords(name, segmentDirectory, ackLog, durability, recovered.corruptRecords());
+        this.corruptRecords = new CorruptRecords(name, segmentDirectory, ackLog, durability, recovered.corruptRecords(),
+                this::reclaimWanted);
         this.ackForces = new AckJournalForces(name, ackJournalFile, forcer, ackLog::force, durability, config.syncIntervalMs(),
                 wakeFlusher);
         this.appender = new RecordAppender(name, config, diskGuard, clock, log, ackLog, durability);
@@ -145,7 +146,7 @@ public final class QueueStore {
                         () -> durability.failure() != null), e -> AckUpdates.failure(name, durability, e),
                 new RelocationIntent(directory), diskGuard, config.relocationFloorBytes(), wakeFlusher);
         this.ackUpdates = new AckUpdates(name, log, ackLog, reclaimer, durability);
-        this.reads = new RecordReads(name, segmentDirectory, log, ackLog, durability, corruptRecords, reclaimer::wanted);
+        this.reads = new RecordReads(name, segmentDirectory, log, ackLog, durability, corruptRecords);
         // Before the queue is in the flusher's sight, whose first pass may come before the owner replays (R6).
         producerStateCoveredThrough(ProducerCheckpoint.coveredAtOpen(directory, !log.tallies().isEmpty()));
         LOG.info("Queue '{}' opened in {} ms: {} segments, {} unacknowledged messages, next append to segment {}.",
@@ -202,6 +203,11 @@ public final class QueueStore {
     public long forEachRecordFrom(long fromId, SegmentLog.RecordVisitor visitor) {
         ensureOpen();
         return log.forEachRecordFrom(fromId, visitor);
+    }
+
+    /** Asks reclaim for a pass; read through the field, as the reclaimer is built after the parts that ask. */
+    private void reclaimWanted() {
+        reclaimer.wanted();
     }
 
     /** A roll sealed {@code segment} (under the lock): durability must force it, and reclaim may look at it. */

@@ -30,12 +30,9 @@ final class RecordReads {
     private final AckStateReader acks;
     private final Durability durability;
     private final CorruptRecords corruptRecords;
-    /** Asks reclaim for a pass: a read by id discarded a damaged record (see {@link #readLocked}). */
-    private final Runnable discardedByARead;
 
     RecordReads(String name, Path segmentDirectory, SegmentLog log, AckLog ackLog, Durability durability,
-                CorruptRecords corruptRecords, Runnable discardedByARead) {
-        this.discardedByARead = discardedByARead;
+                CorruptRecords corruptRecords) {
         this.name = name;
         this.segmentDirectory = segmentDirectory;
         this.log = log;
@@ -66,9 +63,6 @@ final class RecordReads {
         String problem = randomReadCodec.loaded(length);
         if (problem != null) {
             corruptRecords.discardLocked(physical, length, problem); // as a reader does: it can never be delivered
-            // Acknowledged so, it may have been the last message keeping its sealed segment, and no reader holds that
-            // segment (rule "what held a segment back asks for a pass when it lets go").
-            discardedByARead.run();
             throw corruptRecords.exception(physical, problem);
         }
         StoredMessage message = new StoredMessage();

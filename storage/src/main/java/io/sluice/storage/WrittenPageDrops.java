@@ -15,13 +15,13 @@ import java.util.function.BooleanSupplier;
  * <p>Threads: {@link #beforeForce} runs on the thread forcing the segments, {@link #periodic} on the flusher; both take
  * the queue's lock only to read what was written, and never touch a closed queue's files.
  */
-final class WrittenPages {
+final class WrittenPageDrops {
     private final ReentrantLock lock;
     private final SegmentLog log;
     private final AckLog ackLog;
     private final BooleanSupplier closed;
 
-    WrittenPages(ReentrantLock lock, SegmentLog log, AckLog ackLog, BooleanSupplier closed) {
+    WrittenPageDrops(ReentrantLock lock, SegmentLog log, AckLog ackLog, BooleanSupplier closed) {
         this.lock = lock;
         this.log = log;
         this.ackLog = ackLog;
