@@ -247,8 +247,12 @@ public final class Reclaimer {
             boolean deleted = pass(nowNanos);
             failures.succeeded();
             return deleted;
-        } catch (RuntimeException | Error e) {
-            failures.failed(nowNanos, e); // not asked for again: the periodic pass tries again, never a loop
+        } catch (RuntimeException e) {
+            // Not asked for again: the periodic pass tries again, never a loop. A pass that met the queue's close is no
+            // failure; an Error (a mapped access that faulted) fails the queue's storage, which says so itself.
+            if (!closed) {
+                failures.failed(nowNanos, e);
+            }
             throw e;
         }
     }
