@@ -207,15 +207,15 @@ public final class QueueRecovery {
             return;
         }
         long lastId = SegmentRollCycle.INSTANCE.toIndex(lastSegment, records - 1);
-        long read;
-        try (ExcerptTailer tailer = log.newTailer()) {
-            read = tailer.moveToIndex(lastId) ? SegmentLog.readNext(tailer, new RecordCodec(), new int[1]) : -1;
+        boolean there;
+        try {
+            there = log.read(lastId) >= 0;
         } catch (InternalError | AssertionError e) {
             // A mapping past the file's end faults (InternalError), and Chronicle's own assertions, when enabled, trip on
             // an index entry pointing at nothing: both say the record is not there.
-            read = -1;
+            there = false;
         }
-        if (read != lastId) {
+        if (!there) {
             Path file = SegmentFiles.file(segmentDirectory, lastSegment);
             throw new StorageException("queue '" + name + "': segment " + file + " cannot be read to its end: Chronicle's index "
                     + "counts " + records + " records in it, and the last of them, id 0x" + Long.toHexString(lastId) + ", is not "
@@ -235,7 +235,7 @@ public final class QueueRecovery {
     private void finishReclaimedDeletes(SegmentLog log, int[] segments, int lastSegment) throws IOException {
         for (int segment : segments) {
             if (segment >= lastSegment) {
-                continue; // never the newest segment: Chronicle needs it to continue the ids
+                continue; // the newest waits until the write segment moved past it: skipAReclaimedLastSegment
             }
             LOG.info("Queue '{}': finishing the interrupted reclaim of segment {}.", name, SegmentFiles.fileName(segment));
             if (log.removeSegment(segment) != null) {
