@@ -90,7 +90,7 @@ public final class BrokerQueue {
     private long ackedMessages;
     private long nackedMessages;
     /** Dispatch passes run: what a frame that changes nothing must not cost (written on the executor; read by tests). */
-    private volatile long dispatchPasses;
+    private long dispatchPasses;
     /** Set by the metrics (a no-op without them); called on the executor, once per ACK frame. */
     private volatile LongConsumer ackLatencyMillis = value -> { };
     /** Written on the executor; read elsewhere too (QueueTransactions' thread-safe methods). */
@@ -642,7 +642,7 @@ public final class BrokerQueue {
         return backlog.bytes();
     }
 
-    /** Dispatch passes run since the queue opened. Any thread. */
+    /** Dispatch passes run since the queue opened. On the queue's executor, which counts them. */
     public long dispatchPasses() {
         return dispatchPasses;
     }

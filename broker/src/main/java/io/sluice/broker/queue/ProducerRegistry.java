@@ -426,7 +426,7 @@ public final class ProducerRegistry {
     String refusal(ProducerTable.Verdict verdict, long producerId) {
         if (ProducerTable.isBrokers(producerId)) {
             // No sequence in these two sentences: the PUBLISH_ERROR's range names them, and a frame's run is one range (RefusalRun).
-            return "producer id " + producerId + " is reserved for the broker's transactions and replicated dead-letters;"
+            return "producer id " + producerId + " is reserved for the broker's own records;"
                     + " nothing it publishes is stored on queue '" + queue + "'";
         }
         if (verdict == ProducerTable.Verdict.FENCED) {
