@@ -45,6 +45,16 @@ public final class PublishFrame extends DefaultByteBufHolder implements Frame, M
         return messageCount;
     }
 
+    /** Headers plus payload of the frame's messages: what quotas, publish windows of bytes and transaction caps count. */
+    public long messageBytes() {
+        PublishCursor cursor = cursor();
+        long total = 0;
+        while (cursor.next()) {
+            total += cursor.headersLength() + cursor.payloadLength();
+        }
+        return total;
+    }
+
     /** A fresh cursor over the messages; valid until this frame is released. */
     public PublishCursor cursor() {
         return new PublishCursor(content(), messageCount);

@@ -278,7 +278,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         queue.admit(link, frame, maxUncommittedBytes, (admitted, epochs) -> {
             long call = submissions.nextCall();
             int messages = admitted.messageCount();
-            long bytes = messages == 0 ? 0 : Replication.bytes(admitted);
+            long bytes = messages == 0 ? 0 : admitted.messageBytes();
             byte[] entry;
             try {
                 // Below entry level 4 (R12) the epochs stay out, as before R11: followers then fence by their own view.

@@ -259,16 +259,6 @@ final class Backlog {
         return null;
     }
 
-    /** Headers plus payload of the frame's messages: what {@link #admit} counted for it. */
-    static long bytes(PublishFrame frame) {
-        PublishCursor cursor = frame.cursor();
-        long total = 0;
-        while (cursor.next()) {
-            total += cursor.headersLength() + cursor.payloadLength();
-        }
-        return total;
-    }
-
     private String uncommittedReason() {
         return uncommittedBytes + " bytes submitted to the replicated log and not yet committed and applied reached the bound of "
                 + maxUncommittedBytes + " bytes (cluster.max-uncommitted-bytes: a majority of the nodes is slow)";

@@ -94,7 +94,7 @@ final class PublishPath {
         queue.executor().execute(() -> {
             try {
                 if (submittedHere) {
-                    backlog.uncommittedDone(frame.messageCount(), Backlog.bytes(frame));
+                    backlog.uncommittedDone(frame.messageCount(), frame.messageBytes());
                 }
                 // Rule R11: the leader's epochs decide fencing, on every node alike.
                 producers.withEntryEpochs(epochs, () -> publishNow(connection, frame, true, position));

@@ -137,11 +137,6 @@ public interface Replication {
         return 0;
     }
 
-    /** Headers plus payload of the frame's messages, as quotas count them (rule R9's uncommitted bytes). */
-    static long bytes(PublishFrame frame) {
-        return Backlog.bytes(frame);
-    }
-
     /**
      * A cluster's purge (rule R7 of docs/replication.md): this node, the leader, picks what a single broker's purge would
      * remove and holds it out of dispatch ({@link BrokerQueue#holdForPurge}), replicates its ranges ({@link #purged}), and

@@ -4,7 +4,6 @@ import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.HeldAcks;
 import io.sluice.broker.queue.QueueTransactions;
 import io.sluice.protocol.ErrorCode;
-import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
 
 import java.util.ArrayList;
@@ -145,7 +144,7 @@ public final class ConnectionTransactions {
      * counted too, which only the queues know. Returns true if the frame was refused.
      */
     private boolean overCapsBeforeStored(Transaction t, PublishFrame frame) {
-        long bytes = messageBytes(frame);
+        long bytes = frame.messageBytes();
         String over = TransactionCoordinator.overCaps(t, t.publishedOnLoop + frame.messageCount(),
                 t.publishedBytesOnLoop + bytes, coordinator.limits);
         if (over == null) {
@@ -156,16 +155,6 @@ public final class ConnectionTransactions {
         t.overCapsOnLoop = over;
         coordinator.executor().execute(() -> coordinator.abort(t, ErrorCode.TRANSACTION_LIMIT, over));
         return true;
-    }
-
-    /** Headers plus payload of the frame's messages, as the caps count them. */
-    private static long messageBytes(PublishFrame frame) {
-        long bytes = 0;
-        PublishCursor cursor = frame.cursor();
-        while (cursor.next()) {
-            bytes += cursor.headersLength() + cursor.payloadLength();
-        }
-        return bytes;
     }
 
     /**

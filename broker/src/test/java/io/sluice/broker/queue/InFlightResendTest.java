@@ -76,7 +76,7 @@ class InFlightResendTest {
             admit(queue, producer, 1);
             Submitted original = nextSubmitted();
             admit(queue, producer, 1); // the resend waits
-            queue.uncommittedRefused(1, Backlog.bytes(original.frame()));
+            queue.uncommittedRefused(1, original.frame().messageBytes());
             original.frame().release();
             PublishErrorFrame refused = producer.await(PublishErrorFrame.class, 1, Duration.ofSeconds(30)).get(0);
             assertEquals(new IdRange(1, 1), refused.sequences());
