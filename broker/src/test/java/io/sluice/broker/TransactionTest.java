@@ -291,6 +291,42 @@ class TransactionTest {
         }
     }
 
+    /**
+     * {@code transactions.max-messages} counts acknowledged messages too, which only their queues know: a TX_PUBLISH
+     * within the cap on its own passes the loop's check, and the coordinator refuses it once its queue has staged it.
+     */
+    @Test
+    void acknowledgedAndPublishedMessagesTogetherOverTheCapRollTheTransactionBack() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of("transactions.max-messages", "3"));
+             RawClient c = RawClient.connected(broker.port())) {
+            List<RawClient.Delivery> orders = ordersDelivered(c);
+            c.send(new TxBeginFrame(1, 0));
+            c.send(new TxAckFrame(1, 7, List.of(range(orders))));
+            txPublish(c, 1, "invoices", "i1", "i2");
+            // The rollback sends the held deliveries again: they and the TX_ABORTED come from different threads.
+            TxAbortedFrame over = null;
+            List<RawClient.Delivery> again = new ArrayList<>();
+            while (over == null || again.size() < 2) {
+                Object o = c.received.poll(10, TimeUnit.SECONDS);
+                if (o instanceof TxAbortedFrame aborted) {
+                    over = aborted;
+                } else if (o instanceof RawClient.Delivery d) {
+                    again.add(d);
+                } else {
+                    throw new AssertionError("expected TX_ABORTED and two deliveries, got " + o);
+                }
+            }
+            assertEquals(ErrorCode.TRANSACTION_LIMIT, over.errorCode());
+            assertTrue(over.message().contains("4 messages published and acknowledged")
+                    && over.message().contains("transactions.max-messages 3"), over.message());
+            assertEquals(List.of("o1", "o2"), payloads(again));
+            assertEquals(2, again.get(0).deliveryCount());
+            c.send(new TxRollbackFrame(2, 1));
+            assertEquals(2, c.expect(OkFrame.class).requestId());
+            assertEquals(0, count(c, "invoices"), "the staged messages were discarded");
+        }
+    }
+
     @Test
     void aCommitSurvivesARestartAndAnUncommittedTransactionLeavesNothing() throws Exception {
         try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {

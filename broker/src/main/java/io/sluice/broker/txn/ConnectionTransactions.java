@@ -1,5 +1,6 @@
 package io.sluice.broker.txn;
 
+import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.HeldAcks;
 import io.sluice.broker.queue.QueueTransactions;
@@ -140,21 +141,34 @@ public final class ConnectionTransactions {
      * One over them rolls the transaction back (TX_ABORTED TRANSACTION_LIMIT) and its queue never sees it. Before
      * (found by a review), the queue's quota admitted it first, drop-oldest dropping visible messages to make room,
      * and stored it (on a cluster node: copied it, gave its window back and counted it as uncommitted), and only the
-     * coordinator's thread then found the cap passed. The coordinator still checks the caps with the acknowledgements
-     * counted too, which only the queues know. Returns true if the frame was refused.
+     * coordinator's thread then found the cap passed. This is the one check of {@code max-bytes}; the coordinator
+     * checks {@code max-messages} again with the acknowledged messages counted too, which only the queues know.
+     * Returns true if the frame was refused.
      */
     private boolean overCapsBeforeStored(Transaction t, PublishFrame frame) {
-        long bytes = frame.messageBytes();
-        String over = TransactionCoordinator.overCaps(t, t.publishedOnLoop + frame.messageCount(),
-                t.publishedBytesOnLoop + bytes, coordinator.limits);
+        long messages = t.publishedOnLoop + frame.messageCount();
+        long bytes = t.publishedBytesOnLoop + frame.messageBytes();
+        String over = overPublishCaps(t, messages, bytes);
         if (over == null) {
-            t.publishedOnLoop += frame.messageCount();
-            t.publishedBytesOnLoop += bytes;
+            t.publishedOnLoop = messages;
+            t.publishedBytesOnLoop = bytes;
             return false;
         }
         t.overCapsOnLoop = over;
         coordinator.executor().execute(() -> coordinator.abort(t, ErrorCode.TRANSACTION_LIMIT, over));
         return true;
+    }
+
+    /** Why {@code t}, having published {@code messages} messages of {@code bytes} bytes, is over its caps, or null. */
+    private String overPublishCaps(Transaction t, long messages, long bytes) {
+        BrokerConfig.Transactions limits = coordinator.limits;
+        if (messages > limits.maxMessages) {
+            return t.describe() + " would have " + messages + " messages, over transactions.max-messages " + limits.maxMessages;
+        }
+        if (bytes > limits.maxBytes) {
+            return t.describe() + " would publish " + bytes + " bytes, over transactions.max-bytes " + limits.maxBytes;
+        }
+        return null;
     }
 
     /**

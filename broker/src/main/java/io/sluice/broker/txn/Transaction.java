@@ -104,18 +104,21 @@ final class Transaction {
      */
     final Queue<Operation> started = new ConcurrentLinkedQueue<>();
     /**
-     * Messages published plus acknowledged and bytes published, as the queues' executors count them when a
-     * staging or hold completes (any thread): what tells them to bring the coordinator round for a cap at once.
-     * The caps themselves are checked on the coordinator's thread against {@link #messages} and {@link #bytes}.
+     * Messages published plus acknowledged, as the queues' executors count them when a staging or hold completes (any
+     * thread): what tells them to bring the coordinator round for {@code transactions.max-messages} at once. The cap
+     * itself is checked on the coordinator's thread against {@link #messages}. Bytes are not counted here: only a
+     * TX_PUBLISH adds them, and the loop refuses one over {@code max-bytes} before its queue sees it.
      */
     private final AtomicLong countedMessages = new AtomicLong();
-    private final AtomicLong countedBytes = new AtomicLong();
     /**
      * The connection's loop has passed this transaction's TX_COMMIT: a TX_PUBLISH or TX_ACK after it is not part of it,
      * and the connection's close does not roll it back. Loop only.
      */
     boolean commitReceived;
-    /** Messages and bytes (headers plus payload) of the TX_PUBLISH frames the loop handed on, for its caps check. Loop only. */
+    /**
+     * Messages and bytes (headers plus payload) of the TX_PUBLISH frames the loop handed on, for its caps check, the
+     * only one of {@code max-bytes} (rule "caps before the queue" of ConnectionTransactions). Loop only.
+     */
     long publishedOnLoop;
     long publishedBytesOnLoop;
     /** Why the loop found a TX_PUBLISH over a cap and handed the rollback over, or null. Loop only. */
@@ -124,9 +127,8 @@ final class Transaction {
     final Map<BrokerQueue, List<HeldAcks>> held = new LinkedHashMap<>();
     /** On a cluster node: what it publishes, by queue, kept in memory until the commit's entry ({@link ReplicatedCommits}). */
     final Map<BrokerQueue, List<ReplicatedCommits.Messages>> collected = new LinkedHashMap<>();
-    /** Messages published plus acknowledged, and bytes published, for the caps. */
+    /** Messages published plus acknowledged, for {@code transactions.max-messages}. */
     int messages;
-    long bytes;
     volatile ScheduledFuture<?> timeout;
     long commitRequestId;
     /** Its commit record's id: in the log, or in {@link #commitRecordQueue} if it was written there (T5). */
@@ -142,11 +144,9 @@ final class Transaction {
         this.number = number;
     }
 
-    /** Any thread: counts a completed staging or hold; true if the transaction is now over one of its caps. */
-    boolean countOver(long messages, long bytes, long maxMessages, long maxBytes) {
-        long m = countedMessages.addAndGet(messages);
-        long b = bytes == 0 ? countedBytes.get() : countedBytes.addAndGet(bytes);
-        return m > maxMessages || b > maxBytes;
+    /** Any thread: counts a completed staging or hold; true if the transaction is now over {@code maxMessages}. */
+    boolean countOver(long messages, long maxMessages) {
+        return countedMessages.addAndGet(messages) > maxMessages;
     }
 
     /** The code a TX_COMMIT of this aborted transaction is answered with: its abort's reason says the rest. */

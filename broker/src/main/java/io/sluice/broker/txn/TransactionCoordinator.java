@@ -183,7 +183,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         counts.operationStarted();
         staging.whenComplete((s, failed) -> { // on the queue's executor
             if (failed != null || t.undone || s.refusal() != null
-                    || t.countOver(s.count(), s.bytes(), limits.maxMessages, limits.maxBytes)) {
+                    || t.countOver(s.count(), limits.maxMessages)) {
                 executor.execute(t::takeInDone);
             }
         });
@@ -198,7 +198,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         t.started.add(new Transaction.Operation(hold, h -> held(t, (HeldAcks) h)));
         counts.operationStarted();
         hold.whenComplete((h, failed) -> { // on the queue's executor
-            if (failed != null || t.undone || h.problem() != null || t.countOver(h.count(), 0, limits.maxMessages, limits.maxBytes)) {
+            if (failed != null || t.undone || h.problem() != null || t.countOver(h.count(), limits.maxMessages)) {
                 executor.execute(t::takeInDone);
             }
         });
@@ -212,10 +212,9 @@ public final class TransactionCoordinator implements AutoCloseable {
         if (t.sealed || t.state == Transaction.State.ABORTED || t.state == Transaction.State.FINISHED) {
             return queue.transactions().discard(s);
         }
-        String over = overCaps(t, s.count(), s.bytes());
         t.staged.computeIfAbsent(queue, Transaction.Staged::new).add(s); // a rollback discards them
         t.messages += s.count();
-        t.bytes += s.bytes();
+        String over = overMaxMessages(t);
         if (s.refusal() != null) {
             abort(t, ErrorCode.TRANSACTION_ABORTED, refused("TX_PUBLISH to queue '" + queue.name() + "'", s.refusalCode(), s.refusal()));
         } else if (over != null) {
@@ -245,10 +244,9 @@ public final class TransactionCoordinator implements AutoCloseable {
                     ErrorCode.QUEUE_BLOCKED, m.refusal()));
             return;
         }
-        String over = overCaps(t, m.count(), m.bytes());
         t.collected.computeIfAbsent(m.queue(), q -> new ArrayList<>()).add(m);
         t.messages += m.count();
-        t.bytes += m.bytes();
+        String over = overMaxMessages(t);
         if (over != null) {
             abort(t, ErrorCode.TRANSACTION_LIMIT, over);
         }
@@ -306,28 +304,28 @@ public final class TransactionCoordinator implements AutoCloseable {
         }
         t.held.computeIfAbsent(acks.queue(), q -> new ArrayList<>()).add(acks);
         t.messages += acks.count();
+        String over = overMaxMessages(t);
         if (acks.problem() != null) {
             abort(t, ErrorCode.TRANSACTION_ABORTED, refused("TX_ACK", ErrorCode.UNKNOWN_MESSAGE_ID, acks.problem()));
-        } else if (t.messages > limits.maxMessages) {
-            abort(t, ErrorCode.TRANSACTION_LIMIT, t.describe() + " would hold " + t.messages + " messages, over "
-                    + "transactions.max-messages " + limits.maxMessages);
+        } else if (over != null) {
+            abort(t, ErrorCode.TRANSACTION_LIMIT, over);
         }
         return null;
     }
 
-    private String overCaps(Transaction t, int messages, long bytes) {
-        return overCaps(t, t.messages + messages, t.bytes + bytes, limits);
-    }
-
-    /** Why {@code t} with {@code messages} messages and {@code bytes} bytes published is over its caps, or null if it is not. */
-    static String overCaps(Transaction t, long messages, long bytes, BrokerConfig.Transactions limits) {
-        if (messages > limits.maxMessages) {
-            return t.describe() + " would have " + messages + " messages, over transactions.max-messages " + limits.maxMessages;
+    /**
+     * Why {@code t}, with the messages it published and acknowledged so far, is over {@code transactions.max-messages},
+     * or null. The one check of the acknowledged messages, which only their queues count. The loop checked what the
+     * transaction publishes against both caps before its queues saw it (rule "caps before the queue" of
+     * {@link ConnectionTransactions}), so only acknowledged messages can take it over here, and {@code max-bytes},
+     * which only publishing adds to, is not checked here at all.
+     */
+    private String overMaxMessages(Transaction t) {
+        if (t.messages <= limits.maxMessages) {
+            return null;
         }
-        if (bytes > limits.maxBytes) {
-            return t.describe() + " would publish " + bytes + " bytes, over transactions.max-bytes " + limits.maxBytes;
-        }
-        return null;
+        return t.describe() + " would have " + t.messages + " messages published and acknowledged, over "
+                + "transactions.max-messages " + limits.maxMessages;
     }
 
     /**
