@@ -515,9 +515,10 @@ public final class BrokerQueue {
 
     /**
      * The message, or null if it is acknowledged or its record is damaged: the store then discarded
-     * it (acknowledged, logged and counted it), as its readers do.
+     * it (acknowledged, logged and counted it), as its readers do. On the executor; also a late TX_ACK's
+     * ({@link QueueTransactions}).
      */
-    private StoredMessage readUnlessDamaged(long id) {
+    StoredMessage readUnlessDamaged(long id) {
         try {
             return store.read(id);
         } catch (CorruptRecordException e) {

@@ -5,7 +5,6 @@ import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.PublishCursor;
 import io.sluice.protocol.PublishFrame;
-import io.sluice.storage.CorruptRecordException;
 import io.sluice.storage.MessageTooLargeException;
 import io.sluice.storage.QueueIncarnation;
 import io.sluice.storage.QueueStore;
@@ -235,12 +234,7 @@ public final class QueueTransactions {
 
     /** A delivery taken back by the ack timeout, held by a late TX_ACK; one whose record is damaged is no longer tracked, as a late ACK's. */
     private void holdTakenBack(HeldAcks taken, long id) {
-        StoredMessage m;
-        try {
-            m = store.read(id);
-        } catch (CorruptRecordException e) {
-            m = null;
-        }
+        StoredMessage m = queue.readUnlessDamaged(id);
         if (m != null) {
             hold(taken, id, m.headersLength() + m.payloadLength());
         } else {
