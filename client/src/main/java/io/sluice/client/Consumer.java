@@ -329,11 +329,6 @@ public final class Consumer implements AutoCloseable {
         return closeMarkerTaken;
     }
 
-    /** On loop: {@link #close()}'s marker was taken; its UNSUBSCRIBE follows, in a task of its own. */
-    boolean closingOnLoop() {
-        return closeMarkerTaken;
-    }
-
     /** On loop: the UNSUBSCRIBE was written, so the broker took back every message it delivered to this consumer. */
     boolean unsubscribeSentOnLoop() {
         return unsubscribeSent;
@@ -438,8 +433,14 @@ public final class Consumer implements AutoCloseable {
         return written;
     }
 
-    /** On loop: writes the UNSUBSCRIBE; its answer completes {@code unsubscribed} where callbacks run. */
+    /**
+     * On loop: writes the UNSUBSCRIBE; its answer completes {@code unsubscribed} where callbacks run. A transaction's
+     * acks of this consumer still batched are written first: after the UNSUBSCRIBE the broker would have taken those
+     * messages back, and the TX_ACK would abort the transaction. An ack made in a transaction after this is refused
+     * by the transaction ({@link #unsubscribeSentOnLoop}).
+     */
     private void sendUnsubscribeOnLoop(CompletableFuture<OkFrame> unsubscribed) {
+        connection.transactions().consumerUnsubscribingOnLoop(this);
         unsubscribeSent = true;
         connection.requestNowOnLoop(id -> new UnsubscribeFrame(id, consumerTag), "UNSUBSCRIBE " + queue, unsubscribed);
     }
@@ -500,13 +501,10 @@ public final class Consumer implements AutoCloseable {
             } else if (settlement instanceof CloseMarker marker) {
                 flushAcksOnLoop();
                 closeMarkerTaken = true;
-                // A transaction's acks of this consumer still batched go out too: after the UNSUBSCRIBE the
-                // broker would have taken those messages back, and the TX_ACK would abort the transaction.
-                connection.transactions().consumerClosingOnLoop(Consumer.this);
                 // In a task of its own, behind the transactions' work queued before it: an ack in a transaction made
-                // before close() reaches this thread after the marker when the consumer's settlements were queued
-                // first, and is written at once (Transaction), still ahead of the UNSUBSCRIBE. Before, the TX_ACK
-                // waited in its batch and followed the UNSUBSCRIBE (found by a review).
+                // before close() may reach this thread after the marker when the consumer's settlements were queued
+                // first; it is batched, and written with the others just ahead of the UNSUBSCRIBE. Before, such a
+                // TX_ACK could follow the UNSUBSCRIBE (found by a review).
                 connection.runOnLoop(() -> sendUnsubscribeOnLoop(marker.unsubscribed()), marker.unsubscribed());
             }
         }

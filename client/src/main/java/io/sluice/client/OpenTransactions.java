@@ -52,7 +52,7 @@ final class OpenTransactions {
     }
 
     /** {@code consumer} is about to UNSUBSCRIBE: each transaction writes the acks of its messages it still batches. */
-    void consumerClosingOnLoop(Consumer consumer) {
+    void consumerUnsubscribingOnLoop(Consumer consumer) {
         for (Transaction transaction : List.copyOf(byId.values())) {
             transaction.writeAcksOfOnLoop(consumer);
         }

@@ -423,10 +423,8 @@ public final class Transaction implements AutoCloseable {
         }
         List<Message> pending = acks.computeIfAbsent(consumer, ignored -> new ArrayList<>());
         pending.add(message);
-        Channel channel = connection.activeChannel();
-        if (consumer.closingOnLoop() && channel != null) {
-            writeAcksOnLoop(channel, consumer, pending); // now: the consumer's UNSUBSCRIBE, in a task behind this one, follows
-        } else if (pending.size() >= consumer.options().ackBatchSize()) {
+        // A consumer closing meanwhile has this batch written just ahead of its UNSUBSCRIBE (writeAcksOfOnLoop).
+        if (pending.size() >= consumer.options().ackBatchSize()) {
             writeAcksOnLoop();
         } else if (ackFlush == null) {
             ackFlush = connection.scheduleOnLoop(this::flushAcksOnLoop, consumer.options().ackFlushDelay().toNanos());
