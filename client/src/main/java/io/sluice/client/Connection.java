@@ -23,8 +23,6 @@ import io.sluice.protocol.FrameDecoder;
 import io.sluice.protocol.FrameEncoder;
 import io.sluice.protocol.HelloOkFrame;
 import io.sluice.protocol.OkFrame;
-import io.sluice.protocol.ProducerInitFrame;
-import io.sluice.protocol.ProducerOkFrame;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.QueueSettings;
 import org.slf4j.Logger;
@@ -261,12 +259,6 @@ public final class Connection implements AutoCloseable {
         if (heard != null) {
             producer.onFlowOnLoop(heard);
         }
-    }
-
-    /** Sends PRODUCER_INIT for a named producer resuming {@code epoch}. */
-    CompletableFuture<ProducerOkFrame> initProducer(Producer producer, int epoch) {
-        return requestFor(id -> new ProducerInitFrame(id, producer.queue(), producer.name(), epoch),
-                "PRODUCER_INIT '" + producer.name() + "' on queue " + producer.queue());
     }
 
     /**

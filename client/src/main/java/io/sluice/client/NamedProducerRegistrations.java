@@ -102,8 +102,7 @@ final class NamedProducerRegistrations {
      * fails and the producer leaves the connection.
      */
     private void firstInitOnLoop(Producer producer) {
-        connection.<ProducerOkFrame>requestOnLoop(id -> new ProducerInitFrame(id, producer.queue(), producer.name(),
-                ProducerInitFrame.NEW_INSTANCE), "PRODUCER_INIT '" + producer.name() + "' on queue " + producer.queue())
+        connection.<ProducerOkFrame>requestOnLoop(producer.initFrame(ProducerInitFrame.NEW_INSTANCE), producer.initDescription())
                 // Given up by createProducer, which closed it, the answer is not taken.
                 .whenComplete((ok, failure) -> awaitingFirstOk.take(producer, failure, () -> {
                     producer.initializedOnLoop(ok);

@@ -7,11 +7,13 @@ import io.sluice.client.internal.SequenceWindow;
 import io.sluice.client.internal.SerialExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.protocol.FlowFrame;
+import io.sluice.protocol.Frame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.MessageHeader;
 import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.ProducerIds;
+import io.sluice.protocol.ProducerInitFrame;
 import io.sluice.protocol.ProducerOkFrame;
 import io.sluice.protocol.PublishFrameBuilder;
 import org.slf4j.Logger;
@@ -31,6 +33,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.LongFunction;
 
 /**
  * Publishes to one queue under a random producerId with sequences 1, 2, 3, ... in send order. Thread-safe.
@@ -129,6 +132,19 @@ public final class Producer implements AutoCloseable {
     /** The name of a named producer, or null. */
     public String name() {
         return options.name();
+    }
+
+    /**
+     * The PRODUCER_INIT of this named producer for {@code epoch} ({@link ProducerInitFrame#NEW_INSTANCE} to register a
+     * new instance, else the epoch it resumes), given its request id: one builder for the registration and the resumes.
+     */
+    LongFunction<Frame> initFrame(int epoch) {
+        return requestId -> new ProducerInitFrame(requestId, queue, options.name(), epoch);
+    }
+
+    /** What a PRODUCER_INIT of this producer is called in its failures. */
+    String initDescription() {
+        return "PRODUCER_INIT '" + options.name() + "' on queue " + queue;
     }
 
     /** A named producer's epoch, given by the broker when this instance registered; 0 if unnamed. */
@@ -527,7 +543,7 @@ public final class Producer implements AutoCloseable {
      * The first such refusal used to fail every unsettled message and close the producer.
      */
     private void resumeOnLoop(long attempt, long delayNanos) {
-        connection.initProducer(this, epoch).whenComplete((ok, failure) -> connection.executeOnLoop(() -> {
+        connection.<ProducerOkFrame>requestFor(initFrame(epoch), initDescription()).whenComplete((ok, failure) -> connection.executeOnLoop(() -> {
             if (!resumeWantedOnLoop(attempt)) {
                 return;
             }
