@@ -467,12 +467,22 @@ public final class Connection implements AutoCloseable {
         return false;
     }
 
-    /** Runs {@code task} on the network thread, or fails {@code onRejected} if the connection is closed. */
-    void runOnLoop(Runnable task, CompletableFuture<?> onRejected) {
+    /**
+     * Runs {@code task} on the network thread for the call waiting on {@code call}, which fails if the connection is
+     * closed, and, where callbacks run, with what the task throws: Netty would log and drop that, and the call would
+     * wait out its timeout.
+     */
+    void runOnLoop(Runnable task, CompletableFuture<?> call) {
         try {
-            loop.execute(task);
+            loop.execute(() -> {
+                try {
+                    task.run();
+                } catch (RuntimeException | Error e) {
+                    callbacks.complete(call, null, e);
+                }
+            });
         } catch (RejectedExecutionException e) {
-            onRejected.completeExceptionally(closedException());
+            call.completeExceptionally(closedException());
         }
     }
 

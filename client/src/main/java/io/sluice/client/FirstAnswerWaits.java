@@ -67,6 +67,10 @@ final class FirstAnswerWaits<K, R> {
      * what {@code onAnswered} gives; lost with its network connection while the connection reconnects, nothing (the
      * next handshake sends it again); refused or unanswered, the call fails with the reason, after {@code onRefused}.
      * Nothing either for a call that gave up: its own work forgets what it registered.
+     *
+     * <p>This runs in a continuation on the network thread, where what it throws would stay in a future nobody reads:
+     * so an {@code onAnswered} that throws fails the call with that exception, and the call refused fails with its
+     * reason whatever {@code onRefused} does.
      */
     void take(K key, Throwable failure, Supplier<R> onAnswered, Consumer<Throwable> onRefused) {
         CompletableFuture<R> call = waiting.get(key);
@@ -76,14 +80,24 @@ final class FirstAnswerWaits<K, R> {
         Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
         if (cause == null) {
             waiting.remove(key);
-            connection.completeOnDispatch(call, onAnswered.get(), null);
+            R answer;
+            try {
+                answer = onAnswered.get();
+            } catch (RuntimeException | Error e) {
+                connection.completeOnDispatch(call, null, e);
+                return;
+            }
+            connection.completeOnDispatch(call, answer, null);
             return;
         }
         if (cause instanceof ConnectionLostException && connection.resendsAfterLoss()) {
             return;
         }
         waiting.remove(key);
-        onRefused.accept(cause);
-        connection.completeOnDispatch(call, null, cause);
+        try {
+            onRefused.accept(cause);
+        } finally {
+            connection.completeOnDispatch(call, null, cause);
+        }
     }
 }

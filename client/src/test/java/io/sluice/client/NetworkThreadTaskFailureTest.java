@@ -1,0 +1,70 @@
+package io.sluice.client;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+/**
+ * Work the network thread does for a call that waits (subscribe(), createProducer, a request) and that throws fails
+ * that call at once with the exception. Before (found by a review), Netty logged and dropped what a task threw, and a
+ * CompletableFuture kept what a continuation threw to itself, so the call waited out its timeout (30 s by default) and
+ * then reported a timeout instead of the cause.
+ */
+class NetworkThreadTaskFailureTest {
+    private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
+
+    private final FakeBroker broker = new FakeBroker();
+    private Connection connection;
+
+    @BeforeEach
+    void connect() {
+        connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
+                .requestTimeout(REQUEST_TIMEOUT).build());
+    }
+
+    @AfterEach
+    void stop() {
+        connection.close();
+        broker.close();
+    }
+
+    @Test
+    void aTaskRunForACallThatThrowsFailsTheCall() {
+        IllegalStateException defect = new IllegalStateException("a defect in the task");
+        CompletableFuture<Void> call = new CompletableFuture<>();
+        connection.runOnLoop(() -> {
+            throw defect;
+        }, call);
+        assertSame(defect, failureOf(call));
+    }
+
+    @Test
+    void takingAFirstAnswerThatThrowsFailsTheCallWaitingForIt() {
+        IllegalStateException defect = new IllegalStateException("a defect in taking the answer");
+        FirstAnswerWaits<String, String> waits = new FirstAnswerWaits<>(connection);
+        CompletableFuture<String> call = new CompletableFuture<>();
+        // As a request's continuation runs it: on the network thread, where nothing reports what it throws.
+        connection.executeOnLoop(() -> {
+            waits.add("orders", call);
+            waits.take("orders", null, () -> {
+                throw defect;
+            }, refused -> { });
+        });
+        assertSame(defect, failureOf(call));
+    }
+
+    /** What {@code call} failed with, within a tenth of the request timeout: at once, not at the timeout. */
+    private static Throwable failureOf(CompletableFuture<?> call) {
+        ExecutionException failed = assertThrows(ExecutionException.class,
+                () -> call.get(REQUEST_TIMEOUT.toMillis() / 10, TimeUnit.MILLISECONDS));
+        return failed.getCause();
+    }
+}
