@@ -1,6 +1,7 @@
 package io.sluice.client;
 
 import io.netty.channel.Channel;
+import io.sluice.client.internal.LogThrottle;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.DeliverFrame;
@@ -18,6 +19,7 @@ import io.sluice.protocol.TxAbortedFrame;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -47,6 +49,8 @@ final class FrameDispatch {
      * connection starts from this rather than FREE ({@link #heardFlow}).
      */
     private final Map<String, FlowFrame> heardFlows = new HashMap<>();
+    /** ERRORs to no request: one WARN line a minute at most ({@link #warnUnanswered}). */
+    private final LogThrottle unansweredErrors = new LogThrottle(Duration.ofMinutes(1), System::nanoTime);
 
     FrameDispatch(PendingRequests requests, Map<Long, Producer> producers, Map<Integer, Consumer> consumers,
                   OpenTransactions transactions, ClientPublishWindow publishWindow, ConnectionAttempts attempts) {
@@ -56,6 +60,21 @@ final class FrameDispatch {
         this.transactions = transactions;
         this.publishWindow = publishWindow;
         this.attempts = attempts;
+    }
+
+    /**
+     * An ERROR to no request. The broker sends one for each TX_PUBLISH it refuses before storing it (docs/protocol.md,
+     * "Transactions"), so a client that keeps publishing into a transaction the broker rolled back would write a WARN
+     * line per frame: the first is logged, then at most one a minute, saying how many were not; each is at DEBUG.
+     */
+    private void warnUnanswered(ErrorFrame error) {
+        long notLogged = unansweredErrors.admit();
+        if (notLogged < 0) {
+            LOG.debug("The broker at {} reported an error: {} {}", attempts.address(), error.errorCode(), error.message());
+            return;
+        }
+        LOG.warn("The broker at {} reported an error: {} {}{}", attempts.address(), error.errorCode(), error.message(),
+                notLogged == 0 ? "" : " (and " + notLogged + " more such errors since the last of these lines, at DEBUG)");
     }
 
     /** The last SLOW or BLOCKED this session heard for {@code queue}, or null if none (or FREE since). */
@@ -76,7 +95,7 @@ final class FrameDispatch {
             requests.answered(ok.requestId(), ok);
         } else if (frame instanceof ErrorFrame error) {
             if (!requests.refused(error)) {
-                LOG.warn("The broker at {} reported an error: {} {}", attempts.address(), error.errorCode(), error.message());
+                warnUnanswered(error);
             }
         } else if (frame instanceof ConfirmFrame confirm) {
             Producer producer = producers.get(confirm.producerId());
