@@ -730,7 +730,8 @@ public final class Connection implements AutoCloseable {
             return;
         }
         channel = null;
-        ConnectionLostException lost = new ConnectionLostException("connection to " + address() + " was lost");
+        ConnectionLostException lost = new ConnectionLostException("connection to " + address() + " was lost"
+                + frames.closeReason());
         transactions.connectionLostOnLoop(lost); // first: a commit in flight is in doubt, not merely refused
         requests.failAll(lost);
         boolean retain = resendsAfterLoss();

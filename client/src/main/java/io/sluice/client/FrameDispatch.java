@@ -49,6 +49,8 @@ final class FrameDispatch {
      * connection starts from this rather than FREE ({@link #heardFlow}).
      */
     private final Map<String, FlowFrame> heardFlows = new HashMap<>();
+    /** The CLOSE the broker sent on the current network connection, or null: what its loss is put down to. */
+    private CloseFrame closedByBroker;
     /** ERRORs to no request: one WARN line a minute at most ({@link #warnUnanswered}). */
     private final LogThrottle unansweredErrors = new LogThrottle(Duration.ofMinutes(1), System::nanoTime);
 
@@ -85,6 +87,16 @@ final class FrameDispatch {
     /** A new session: the broker tells its states again, when this connection's producers first publish there. */
     void newSession() {
         heardFlows.clear();
+        closedByBroker = null;
+    }
+
+    /**
+     * Why the broker closed the network connection, as words to add to its loss, or "" if it sent no CLOSE: a call
+     * that fails with the loss (a TX_COMMIT in flight at the broker's shutdown, say) says so.
+     */
+    String closeReason() {
+        return closedByBroker == null ? "" : " (the broker closed it: " + closedByBroker.reason() + ", "
+                + closedByBroker.errorCode() + ")";
     }
 
     /** A frame that came on {@code ch}, the connection's current channel. */
@@ -133,6 +145,7 @@ final class FrameDispatch {
             transactions.abortedOnLoop(aborted);
         } else if (frame instanceof CloseFrame close) {
             LOG.warn("The broker at {} closed the connection: {} {}", attempts.address(), close.errorCode(), close.reason());
+            closedByBroker = close;
             if (close.errorCode() == ErrorCode.NOT_LEADER) {
                 attempts.closedNotLeader(close.reason()); // the reconnect goes where it says
             }
