@@ -14,14 +14,19 @@ public final class LogCapture implements AutoCloseable {
     private final Logger logger;
     private final ListAppender<ILoggingEvent> appender = new ListAppender<>();
 
-    private LogCapture(Class<?> source) {
-        logger = (Logger) LoggerFactory.getLogger(source);
+    private LogCapture(String loggerName) {
+        logger = (Logger) LoggerFactory.getLogger(loggerName);
         appender.start();
         logger.addAppender(appender);
     }
 
     public static LogCapture of(Class<?> source) {
-        return new LogCapture(source);
+        return new LogCapture(source.getName());
+    }
+
+    /** The logger of a class this package cannot name (package-private elsewhere). */
+    public static LogCapture of(String loggerName) {
+        return new LogCapture(loggerName);
     }
 
     /** The events so far, copied (the appender list is written by other threads). */

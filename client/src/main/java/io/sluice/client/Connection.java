@@ -12,6 +12,7 @@ import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.client.internal.BrokerAddresses;
 import io.sluice.client.internal.ClientTls;
 import io.sluice.client.internal.NetworkThreads;
+import io.sluice.client.internal.OutgoingHeaders;
 import io.sluice.client.internal.WriterIdleTimer;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.DeclareQueueFrame;
@@ -573,9 +574,12 @@ public final class Connection implements AutoCloseable {
         return maxFrameBytes;
     }
 
-    /** On loop: takes one message of {@code payloadBytes} from the publish window if it fits. */
-    boolean tryTakePublishWindow(int payloadBytes) {
-        return publishWindow.tryTake(payloadBytes);
+    /**
+     * On loop: takes one message from the publish window if it fits: {@code encodedMessageBytes} as
+     * {@link OutgoingHeaders#encodedMessageBytes} measured it, {@code payloadBytes} of it payload.
+     */
+    boolean tryTakePublishWindow(int encodedMessageBytes, int payloadBytes) {
+        return publishWindow.tryTake(OutgoingHeaders.headersAndPayloadBytes(encodedMessageBytes), payloadBytes);
     }
 
     /** On loop: the publish window's messages as the broker granted them ({@link ClientPublishWindow#grantedMessages}). */
@@ -706,7 +710,7 @@ public final class Connection implements AutoCloseable {
         }
         brokerName = hello.brokerName();
         transactionsGranted = hello.grantsTransactions();
-        publishWindow.granted(hello.publishWindowMessages(), hello.publishWindowBytes());
+        publishWindow.granted(hello.publishWindowMessages(), hello.publishWindowBytes(), hello.grantsWindowCountsHeaders());
         channel = ch;
         session++;
         attempts.handshaken();

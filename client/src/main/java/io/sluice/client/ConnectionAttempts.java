@@ -135,7 +135,7 @@ final class ConnectionAttempts {
             Channel ch = connect.channel();
             ch.writeAndFlush(new HelloFrame(ProtocolVersion.MIN, ProtocolVersion.CURRENT, options.clientName(),
                     options.maxFrameBytes(), (int) options.heartbeat().toMillis(), options.user(),
-                    options.password(), HelloFrame.CAPABILITY_TRANSACTIONS));
+                    options.password(), HelloFrame.KNOWN_CAPABILITIES));
             long timeoutMs = options.connectTimeout().toMillis();
             loop.schedule(() -> {
                 if (handshake.completeExceptionally(new SluiceTimeoutException(

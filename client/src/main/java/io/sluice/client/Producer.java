@@ -388,7 +388,7 @@ public final class Producer implements AutoCloseable {
                 if (next.sequence - unsettled.oldestSequence() >= connection.publishWindowMessages()) {
                     break;
                 }
-                if (!connection.tryTakePublishWindow(next.payload.length)) {
+                if (!connection.tryTakePublishWindow(size, next.payload.length)) {
                     break;
                 }
                 unsent.poll();

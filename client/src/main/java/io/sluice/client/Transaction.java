@@ -379,7 +379,7 @@ public final class Transaction implements AutoCloseable {
             while (!batch.unsent.isEmpty() && builder.messageCount() < MAX_BATCH_MESSAGES) {
                 Publish next = batch.unsent.peek();
                 boolean frameFull = frameBytes + next.encodedBytes() > frameLimit || frameBytes >= MAX_BATCH_BYTES;
-                if ((builder.messageCount() > 0 && frameFull) || !connection.tryTakePublishWindow(next.payload().length)) {
+                if ((builder.messageCount() > 0 && frameFull) || !connection.tryTakePublishWindow(next.encodedBytes(), next.payload().length)) {
                     break;
                 }
                 batch.unsent.poll();

@@ -21,7 +21,7 @@ public enum FrameType {
     /** Every flag bit is a capability the client asks for; a broker ignores those it does not know. */
     HELLO(0x01, CLIENT_TO_BROKER, HelloFrame.ALL_CAPABILITY_BITS),
     /** The capabilities granted: only bits the client asked for, so only bits it knows. */
-    HELLO_OK(0x02, BROKER_TO_CLIENT, HelloFrame.CAPABILITY_TRANSACTIONS),
+    HELLO_OK(0x02, BROKER_TO_CLIENT, HelloFrame.KNOWN_CAPABILITIES),
     HEARTBEAT(0x03, BOTH, 0),
     CLOSE(0x04, BOTH, 0),
 

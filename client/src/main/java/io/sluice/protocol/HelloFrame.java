@@ -13,7 +13,8 @@ import io.netty.buffer.ByteBuf;
  * {@code maxFrameBytes} and {@code heartbeatIntervalMs} are wishes (&gt;= 0; 0 means "broker's default");
  * the broker answers with the values it chose in HELLO_OK.
  *
- * <p>Flags: the <em>capabilities</em> the client asks for, one bit each ({@link #CAPABILITY_TRANSACTIONS}).
+ * <p>Flags: the <em>capabilities</em> the client asks for, one bit each ({@link #CAPABILITY_TRANSACTIONS},
+ * {@link #CAPABILITY_WINDOW_COUNTS_HEADERS}).
  * Every bit of HELLO's flags byte is defined, so a broker never refuses a HELLO for a bit it does not know:
  * it grants, in HELLO_OK's flags, the bits it knows and serves on this connection, and ignores the rest.
  */
@@ -21,6 +22,14 @@ public record HelloFrame(int minVersion, int maxVersion, String clientName, int 
                          int heartbeatIntervalMs, String user, String password, int capabilities) implements Frame {
     /** Capability bit: the client may use transactions (TX_* frames, docs/protocol.md "Transactions"). */
     public static final int CAPABILITY_TRANSACTIONS = 0x01;
+    /**
+     * Capability bit: the publish window's bytes count each message's headers and payload, not its payload alone
+     * (docs/protocol.md, "Capabilities"). Without it a message's headers took no window at all, so a client within its
+     * window could have the broker hold up to a window of messages each carrying headers of up to the largest message.
+     */
+    public static final int CAPABILITY_WINDOW_COUNTS_HEADERS = 0x02;
+    /** The capabilities this codec knows: what a client of this version asks for, and what HELLO_OK may grant. */
+    public static final int KNOWN_CAPABILITIES = CAPABILITY_TRANSACTIONS | CAPABILITY_WINDOW_COUNTS_HEADERS;
     /** Every bit of the flags byte: the capabilities a client may ask for, known to this codec or not. */
     public static final int ALL_CAPABILITY_BITS = 0xFF;
 

@@ -10,11 +10,13 @@ import io.netty.buffer.ByteBuf;
  * uint16 version | int32 maxFrameBytes | int32 heartbeatIntervalMs | string brokerName
  * | int32 publishWindowMessages | int64 publishWindowBytes
  * </pre>
- * The publish window is how many messages and payload bytes the client may have published but not yet
- * confirmed; PUBLISH_CREDIT widens it.
+ * The publish window is how many messages and bytes the client may have published but not yet settled;
+ * PUBLISH_CREDIT widens it. Its bytes are each message's headers and payload when the broker grants
+ * {@link HelloFrame#CAPABILITY_WINDOW_COUNTS_HEADERS}, else its payload alone.
  *
  * <p>Flags: the capabilities the broker grants on this connection, only ever bits the client asked for in
- * its HELLO (so a client never meets a bit it does not know): {@link HelloFrame#CAPABILITY_TRANSACTIONS}.
+ * its HELLO (so a client never meets a bit it does not know): {@link HelloFrame#CAPABILITY_TRANSACTIONS},
+ * {@link HelloFrame#CAPABILITY_WINDOW_COUNTS_HEADERS}.
  */
 public record HelloOkFrame(int version, int maxFrameBytes, int heartbeatIntervalMs, String brokerName,
                            int publishWindowMessages, long publishWindowBytes, int capabilities) implements Frame {
@@ -49,6 +51,11 @@ public record HelloOkFrame(int version, int maxFrameBytes, int heartbeatInterval
     /** Whether the broker serves transactions on this connection. */
     public boolean grantsTransactions() {
         return (capabilities & HelloFrame.CAPABILITY_TRANSACTIONS) != 0;
+    }
+
+    /** Whether the publish window's bytes count headers and payload (else payload alone) on this connection. */
+    public boolean grantsWindowCountsHeaders() {
+        return (capabilities & HelloFrame.CAPABILITY_WINDOW_COUNTS_HEADERS) != 0;
     }
 
     @Override

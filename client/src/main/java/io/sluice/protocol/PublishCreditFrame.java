@@ -4,7 +4,7 @@ import io.netty.buffer.ByteBuf;
 
 /**
  * PUBLISH_CREDIT (0x24, broker to client): widens the connection's publish window by this many messages and
- * payload bytes. The broker sends it as confirms free room, so a client that stays inside its window never
+ * bytes (headers and payload, or payload alone: the unit of HELLO_OK, {@link HelloOkFrame}). The broker sends it as confirms free room, so a client that stays inside its window never
  * overruns the broker's memory.
  *
  * <pre>

@@ -1,8 +1,11 @@
 package io.sluice.client;
 
 import io.sluice.protocol.FlowFrame;
+import io.sluice.protocol.HelloFrame;
+import io.sluice.protocol.MessageHeader;
 import io.sluice.protocol.FlowState;
 import io.sluice.protocol.OkFrame;
+import io.sluice.protocol.PublishCreditFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
 import io.sluice.protocol.UnsubscribeFrame;
@@ -10,6 +13,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -53,6 +57,42 @@ class ClientLifecycleEdgesTest {
         CompletableFuture<Void> big = producer.sendAsync(new byte[2048]);
         big.get(10, TimeUnit.SECONDS);
         assertEquals(1, broker.publishedSequences.size(), "the large message was sent, and confirmed");
+    }
+
+    /**
+     * A broker that counts headers in the publish window (WINDOW_COUNTS_HEADERS) gives back what each message's headers
+     * and payload took: a client that took its payload alone sent more than the window, which the broker found past it.
+     * Here the first message (a header of 900 bytes, 10 payload bytes) leaves 107 of 1,024 bytes: the second waits for
+     * its credit.
+     */
+    @Test
+    void headersTakeThePublishWindowOfABrokerThatCountsThem() throws Exception {
+        broker = new FakeBroker();
+        broker.publishWindowBytes = 1024;
+        start(Duration.ofSeconds(5));
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+        List<MessageHeader> header = List.of(new MessageHeader("h", new byte[900]));
+        producer.sendAsync(new byte[10], header).get(10, TimeUnit.SECONDS);
+        CompletableFuture<Void> second = producer.sendAsync(new byte[10], header);
+        connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip: the second would have been written by now
+        assertEquals(1, broker.publishedSequences.size(), "the second message waits for the window");
+        broker.send(new PublishCreditFrame(1, 2 + 1 + 4 + 900 + 10)); // the first message's headers and payload
+        second.get(10, TimeUnit.SECONDS);
+        assertEquals(2, broker.publishedSequences.size());
+    }
+
+    /** A broker from before WINDOW_COUNTS_HEADERS counts payload alone: so does the client, or their counts would part. */
+    @Test
+    void headersTakeNoPublishWindowOfABrokerThatPredatesCountingThem() throws Exception {
+        broker = new FakeBroker();
+        broker.publishWindowBytes = 1024;
+        broker.servedCapabilities = HelloFrame.CAPABILITY_TRANSACTIONS;
+        start(Duration.ofSeconds(5));
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+        List<MessageHeader> header = List.of(new MessageHeader("h", new byte[900]));
+        producer.sendAsync(new byte[10], header).get(10, TimeUnit.SECONDS);
+        producer.sendAsync(new byte[10], header).get(10, TimeUnit.SECONDS);
+        assertEquals(2, broker.publishedSequences.size());
     }
 
     /**

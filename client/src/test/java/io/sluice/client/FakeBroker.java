@@ -94,7 +94,7 @@ final class FakeBroker implements AutoCloseable {
     volatile ErrorCode refuseCommits;
     volatile String refusalMessage = "";
     /** The capabilities HELLO_OK grants of those the HELLO asked for; 0 plays a broker that predates them. */
-    volatile int servedCapabilities = HelloFrame.CAPABILITY_TRANSACTIONS;
+    volatile int servedCapabilities = HelloFrame.KNOWN_CAPABILITIES;
 
     /** A TX_PUBLISH as received: each message as {@code producerId/sequence payload [key=value, ...]}. */
     record TxPublished(long txnId, String queue, List<String> messages) {

@@ -99,8 +99,11 @@ class FrameDecoderTest {
                 .writeShort(1).writeByte('b').writeInt(1).writeLong(1024));
         assertEquals(List.of(new HelloOkFrame(1, 1024, 0, "b", 1, 1024, HelloFrame.CAPABILITY_TRANSACTIONS)), Wire.decode(helloOk));
         assertTrue(((HelloOkFrame) Wire.decode(helloOk).get(0)).grantsTransactions());
-        assertRejected(ErrorCode.MALFORMED_FRAME, "HELLO_OK flags 0x02 set bits outside the defined mask 0x01",
-                Wire.frame(FrameType.HELLO_OK.code(), 0x02, body -> { }));
+        byte[] countsHeaders = Wire.frame(FrameType.HELLO_OK.code(), 0x02, body -> body.writeShort(1).writeInt(1024).writeInt(0)
+                .writeShort(1).writeByte('b').writeInt(1).writeLong(1024));
+        assertTrue(((HelloOkFrame) Wire.decode(countsHeaders).get(0)).grantsWindowCountsHeaders());
+        assertRejected(ErrorCode.MALFORMED_FRAME, "HELLO_OK flags 0x04 set bits outside the defined mask 0x03",
+                Wire.frame(FrameType.HELLO_OK.code(), 0x04, body -> { }));
     }
 
     @Test

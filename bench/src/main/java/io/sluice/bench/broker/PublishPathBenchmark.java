@@ -145,7 +145,12 @@ public class PublishPathBenchmark extends StorageBenchmarkBase {
         }
 
         @Override
-        public void publishCredit(int messages, long payloadBytes) {
+        public void publishCredit(int messages, long windowBytes) {
+        }
+
+        @Override
+        public int windowBytes(int headersLength, int payloadLength) {
+            return headersLength + payloadLength;
         }
 
         @Override

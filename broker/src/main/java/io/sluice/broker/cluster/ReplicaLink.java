@@ -27,7 +27,12 @@ final class ReplicaLink implements ProducerLink {
     }
 
     @Override
-    public void publishCredit(int messages, long payloadBytes) {
+    public void publishCredit(int messages, long windowBytes) {
+    }
+
+    @Override
+    public int windowBytes(int headersLength, int payloadLength) {
+        return headersLength + payloadLength; // no window: any measure will do
     }
 
     @Override

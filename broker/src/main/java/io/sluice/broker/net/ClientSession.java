@@ -102,7 +102,7 @@ final class ClientSession {
      * if the frame's buffer went to a queue, which releases it.
      */
     boolean publish(PublishFrame publish) {
-        window.take(publish.messageCount(), payloadBytes(publish));
+        window.take(publish.messageCount(), window.bytesOf(publish));
         boolean handedOff = false;
         BrokerQueue queue = null;
         // One PUBLISH_ERROR per message, each with the sentence: it names the queue as a queue name can be, never the
@@ -173,7 +173,7 @@ final class ClientSession {
             // client could grow a transaction's memory without bound by frames its caps never count.
             return false;
         }
-        long bytes = payloadBytes(publish);
+        long bytes = window.bytesOf(publish);
         window.take(publish.messageCount(), bytes);
         boolean handedOff = false;
         BrokerQueue queue = null;
@@ -229,15 +229,6 @@ final class ClientSession {
             proxy.answerError(0, ErrorCode.UNKNOWN_TRANSACTION, frame + ": this listener serves no transactions");
         }
         return transactions != null;
-    }
-
-    private static long payloadBytes(PublishFrame publish) {
-        PublishCursor cursor = publish.cursor();
-        long bytes = 0;
-        while (cursor.next()) {
-            bytes += cursor.payloadLength();
-        }
-        return bytes;
     }
 
     // ------------------------------------------------------------------ consuming

@@ -46,6 +46,8 @@ public final class ClientSessionAdapter extends ProtocolHandler {
     private final String clientName;
     private final String user;
     private final int negotiatedMaxFrameBytes;
+    /** HELLO_OK's capabilities: whether the publish window counts headers (docs/protocol.md, "Capabilities"). */
+    private final int grantedCapabilities;
     private ChannelHandlerContext ctx;
     private InboundGate gate;
     private ClientSession session;
@@ -56,7 +58,7 @@ public final class ClientSessionAdapter extends ProtocolHandler {
      * {@code limits.max-connections-per-user} from then on.
      */
     ClientSessionAdapter(BrokerConfig config, QueueManager queues, TransactionCoordinator transactions, ConnectionSecurity security,
-                         String clientName, String user, int negotiatedMaxFrameBytes) {
+                         String clientName, String user, int negotiatedMaxFrameBytes, int grantedCapabilities) {
         super(security);
         this.transactions = transactions;
         this.config = config;
@@ -64,13 +66,15 @@ public final class ClientSessionAdapter extends ProtocolHandler {
         this.clientName = clientName;
         this.user = user;
         this.negotiatedMaxFrameBytes = negotiatedMaxFrameBytes;
+        this.grantedCapabilities = grantedCapabilities;
     }
 
     /** Before any frame is read and before any queue can know this connection. */
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
-        PublishWindow window = new PublishWindow(config.broker.publishWindowMessages, config.broker.publishWindowBytes);
+        PublishWindow window = new PublishWindow(config.broker.publishWindowMessages, config.broker.publishWindowBytes,
+                (grantedCapabilities & HelloFrame.CAPABILITY_WINDOW_COUNTS_HEADERS) != 0);
         gate = new InboundGate(ctx, this::read, this::failed);
         ClientSessionProxy proxy = new ClientSessionProxy(ctx, clientName, negotiatedMaxFrameBytes, window, gate);
         session = new ClientSession(queues, transactions == null ? null : transactions.forConnection(proxy), security, user, proxy,

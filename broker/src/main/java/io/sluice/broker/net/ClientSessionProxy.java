@@ -74,6 +74,11 @@ final class ClientSessionProxy extends FrameLink implements TransactionLink {
     }
 
     @Override
+    public int windowBytes(int headersLength, int payloadLength) {
+        return window.bytesOf(headersLength, payloadLength);
+    }
+
+    @Override
     public boolean isWritable() {
         return ctx.channel().isWritable()
                 && deliverBytesHandedOver.get() <= ctx.channel().config().getWriteBufferHighWaterMark();

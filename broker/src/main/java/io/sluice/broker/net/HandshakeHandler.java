@@ -236,14 +236,14 @@ final class HandshakeHandler extends ProtocolHandler {
         int maxFrame = Math.min(config.broker.maxFrameBytes, wanted);
         ctx.pipeline().get(FrameDecoder.class).maxFrameBytes(config.broker.maxFrameBytes);
         ctx.pipeline().get(FrameEncoder.class).maxFrameBytes(maxFrame);
+        int granted = hello.capabilities() & served();
         ctx.writeAndFlush(new HelloOkFrame(ProtocolVersion.CURRENT, maxFrame, config.broker.heartbeatIntervalMs,
-                config.broker.name, config.broker.publishWindowMessages, config.broker.publishWindowBytes,
-                hello.capabilities() & served()));
+                config.broker.name, config.broker.publishWindowMessages, config.broker.publishWindowBytes, granted));
         // Frames the decoder still holds from this read go to the session adapter: the replace is
         // done before this call returns.
         countedConnection = false; // the session adapter owns both counts from here on
         ctx.pipeline().replace(this, "connection", new ClientSessionAdapter(config, queues, transactions, security, hello.clientName(),
-                auth.user(), maxFrame));
+                auth.user(), maxFrame, granted));
         LOG.debug("Connection from {} opened by client '{}' (user '{}').", ctx.channel().remoteAddress(), hello.clientName(), auth.user());
         if (waitingForLeader != null) {
             List<Object> held = waitingForLeader;
@@ -257,14 +257,16 @@ final class HandshakeHandler extends ProtocolHandler {
 
     /**
      * The capabilities this listener serves, of which HELLO_OK grants those the client asked for (docs/protocol.md,
-     * "Capabilities"): transactions, unless the listener has none or this is a cluster node whose entry level is below
+     * "Capabilities"): a publish window whose bytes count headers, always; transactions, unless the listener has none or this is a cluster node whose entry level is below
      * the one replicated transactions need (rule R13 of docs/replication.md), which refuses TX_BEGIN (NOT_REPLICATED).
      * A client that did not ask may still send TX frames: version 1 clients before the capability bit did, and are
      * served as before.
      */
     private int served() {
-        return transactions != null && (queues.replication() == null || queues.replication().transactionsRefused() == null)
+        int transactionsServed = transactions != null
+                && (queues.replication() == null || queues.replication().transactionsRefused() == null)
                 ? HelloFrame.CAPABILITY_TRANSACTIONS : 0;
+        return transactionsServed | HelloFrame.CAPABILITY_WINDOW_COUNTS_HEADERS;
     }
 
     /** The subject CN of a verified TLS client certificate, or null (no TLS, no certificate, or no CN). */

@@ -35,8 +35,8 @@ public abstract class FrameLink implements ProducerLink, ConsumerLink {
     }
 
     @Override
-    public void publishCredit(int messages, long payloadBytes) {
-        write(new PublishCreditFrame(messages, payloadBytes));
+    public void publishCredit(int messages, long windowBytes) {
+        write(new PublishCreditFrame(messages, windowBytes));
     }
 
     @Override

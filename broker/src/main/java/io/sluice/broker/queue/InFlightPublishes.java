@@ -25,7 +25,7 @@ import java.util.function.Consumer;
  */
 final class InFlightPublishes {
     /** A resend waiting for its original, with what its answer needs. */
-    record Waiting(ProducerLink link, long producerId, long sequence, int payloadBytes, String refusal) {
+    record Waiting(ProducerLink link, long producerId, long sequence, int windowBytes, String refusal) {
     }
 
     private record Key(long producerId, long sequence) {

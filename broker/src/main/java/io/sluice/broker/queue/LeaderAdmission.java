@@ -91,18 +91,19 @@ final class LeaderAdmission {
         while (cursor.next()) {
             long producerId = cursor.producerId();
             long sequence = cursor.sequence();
+            int windowBytes = link.windowBytes(cursor.headersLength(), cursor.payloadLength());
             ProducerTable.Verdict verdict = producers.check(link, producerId, sequence, nowMillis);
             if (verdict == ProducerTable.Verdict.DUPLICATE) {
                 resent.stored(producerId, sequence);
                 resends++;
-                resentBytes += cursor.payloadLength();
+                resentBytes += windowBytes;
             } else if (verdict == ProducerTable.Verdict.NEW
-                    && inFlight.await(new InFlightPublishes.Waiting(link, producerId, sequence, cursor.payloadLength(), refusal))) {
+                    && inFlight.await(new InFlightPublishes.Waiting(link, producerId, sequence, windowBytes, refusal))) {
                 continue; // answered once its original's entry is applied or refused
             } else {
                 refuse(refusals, producerId, sequence, verdict, refusal);
                 refusedMessages++;
-                refusedBytes += cursor.payloadLength();
+                refusedBytes += windowBytes;
             }
         }
         refusals.flush();
@@ -140,13 +141,13 @@ final class LeaderAdmission {
         if (verdict == ProducerTable.Verdict.DUPLICATE) {
             PendingConfirms.StoredRanges stored = new PendingConfirms.StoredRanges();
             stored.stored(resend.producerId(), resend.sequence());
-            pendingConfirms.add(queue.store().writtenIndex(), link, stored.build(), 1, 1, resend.payloadBytes(), System.nanoTime());
+            pendingConfirms.add(queue.store().writtenIndex(), link, stored.build(), 1, 1, resend.windowBytes(), System.nanoTime());
             releaseConfirms.run();
         } else {
             RefusalRun refusal = new RefusalRun(link);
             refuse(refusal, resend.producerId(), resend.sequence(), verdict, resend.refusal());
             refusal.flush();
-            link.publishCredit(1, resend.payloadBytes());
+            link.publishCredit(1, resend.windowBytes());
         }
         link.flush();
     }

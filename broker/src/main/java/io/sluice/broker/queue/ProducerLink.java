@@ -15,7 +15,8 @@ import java.util.List;
  *
  * <p>Rule W1 (one count of the publish window): the broker counts a connection's publish window in
  * one place, on the connection's side. A queue never counts it; it only says how much of it the
- * messages it is done with held, with {@link #publishCredit}, once per message.
+ * messages it is done with held, with {@link #publishCredit}, once per message, each as
+ * {@link #windowBytes} measures it.
  */
 public interface ProducerLink extends ClientConnection {
     /** CONFIRM: these sequences of the producer are stored durably. */
@@ -25,7 +26,14 @@ public interface ProducerLink extends ClientConnection {
     void refuse(long producerId, IdRange sequences, ErrorCode code, String message);
 
     /** PUBLISH_CREDIT: gives back the window of messages the broker is done with, confirmed or refused (W1). */
-    void publishCredit(int messages, long payloadBytes);
+    void publishCredit(int messages, long windowBytes);
+
+    /**
+     * What a message of these lengths took from this connection's publish window: its headers and payload, or its
+     * payload alone for a client that predates the WINDOW_COUNTS_HEADERS capability (docs/flow-control.md, W1).
+     * From any thread.
+     */
+    int windowBytes(int headersLength, int payloadLength);
 
     /** FLOW: the queue's flow state changed, for this reason. */
     void flow(String queue, FlowState state, String reason);
@@ -38,7 +46,7 @@ public interface ProducerLink extends ClientConnection {
         while (cursor.next()) {
             refuse(cursor.producerId(), IdRange.single(cursor.sequence()), code, message);
             messages++;
-            bytes += cursor.payloadLength();
+            bytes += windowBytes(cursor.headersLength(), cursor.payloadLength());
         }
         publishCredit(messages, bytes);
         flush();

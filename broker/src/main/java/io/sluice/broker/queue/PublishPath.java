@@ -186,6 +186,7 @@ final class PublishPath {
             long sequence = cursor.sequence();
             int payloadLength = cursor.payloadLength();
             int bytes = cursor.headersLength() + payloadLength;
+            int windowBytes = connection.windowBytes(cursor.headersLength(), payloadLength);
             // Decided before this node's restart: answered as a resend, should anyone wait (R4a).
             ProducerTable.Verdict verdict = replay != null && replay.decided(producerId, sequence) ? ProducerTable.Verdict.DUPLICATE
                     : producers.check(connection, producerId, sequence, nowMillis);
@@ -193,13 +194,13 @@ final class PublishPath {
                 // Stored before: confirmed again once everything written so far is durable (it is among it).
                 stored.stored(producerId, sequence);
                 duplicates++;
-                duplicateBytes += payloadLength;
+                duplicateBytes += windowBytes;
                 continue;
             }
             // Counted before the refusal goes out: whoever reads the counter after the client heard of it sees it.
             if (verdict != ProducerTable.Verdict.NEW) {
                 refusedMessages++;
-                refusedBytes += payloadLength;
+                refusedBytes += windowBytes;
                 refused++;
                 refusals = refusals != null ? refusals : new RefusalRun(connection);
                 refusals.refuse(producerId, sequence,
@@ -210,7 +211,7 @@ final class PublishPath {
             String refusal = replicated ? null : backlog.refusal(messages, bytes, queue::dropOldest);
             if (refusal != null) {
                 refusedMessages++;
-                refusedBytes += payloadLength;
+                refusedBytes += windowBytes;
                 refused++;
                 refusals = refusals != null ? refusals : new RefusalRun(connection);
                 refusals.refuse(producerId, sequence, ErrorCode.QUEUE_BLOCKED, refusal);
@@ -231,7 +232,7 @@ final class PublishPath {
                 producers.stored(connection, producerId, sequence, lastId, nowMillis);
                 stored.stored(producerId, sequence);
                 storedMessages++;
-                storedBytes += payloadLength;
+                storedBytes += windowBytes;
                 backlog.added(bytes);
                 messages++;
                 continue;
@@ -246,7 +247,7 @@ final class PublishPath {
                 refusals.refuse(producerId, sequence, code, message);
             }
             refusedMessages++;
-            refusedBytes += payloadLength;
+            refusedBytes += windowBytes;
         }
         if (refusals != null) {
             refusals.flush();

@@ -309,7 +309,7 @@ public final class QueueTransactions {
      * staging there ({@link Staging#refusal()}); what was appended before it is in the result, for
      * the rollback to discard.
      */
-    public CompletableFuture<Staging> stage(long transaction, PublishFrame frame, ProducerLink link, long payloadBytes) {
+    public CompletableFuture<Staging> stage(long transaction, PublishFrame frame, ProducerLink link, long windowBytes) {
         return on(() -> {
             int messages = frame.messageCount();
             Staging staging;
@@ -321,7 +321,7 @@ public final class QueueTransactions {
             } finally {
                 frame.release();
             }
-            giveWindowBack(link, messages, staging.count(), payloadBytes);
+            giveWindowBack(link, messages, staging.count(), windowBytes);
             return staging;
         });
     }
@@ -330,13 +330,13 @@ public final class QueueTransactions {
      * The frame's publish window goes back as a PUBLISH's does once confirmed: at once while the queue is free,
      * at the consumers' pace while it is slowed (C2 of {@link PendingConfirms}), behind the publishes before it.
      */
-    private void giveWindowBack(ProducerLink link, int messages, int staged, long payloadBytes) {
+    private void giveWindowBack(ProducerLink link, int messages, int staged, long windowBytes) {
         if (queue.isClosed()) { // its confirms were refused at the delete: nothing would release it
-            link.publishCredit(messages, payloadBytes);
+            link.publishCredit(messages, windowBytes);
             link.flush();
             return;
         }
-        confirms.addWindow(link, messages, staged, payloadBytes);
+        confirms.addWindow(link, messages, staged, windowBytes);
         effects.backlogChanged();
     }
 

@@ -79,10 +79,10 @@ public final class ConnectionTransactions {
      * is done. An unknown transaction is an ERROR
      * to no request; the frame is released and its window given back here.
      */
-    public void publish(long txnId, BrokerQueue queue, PublishFrame frame, long payloadBytes) {
+    public void publish(long txnId, BrokerQueue queue, PublishFrame frame, long windowBytes) {
         Transaction t = find(txnId, "TX_PUBLISH");
         if (t == null || refusedBeforeStored(t, queue) || overCapsBeforeStored(t, frame)) {
-            link.publishCredit(frame.messageCount(), payloadBytes);
+            link.publishCredit(frame.messageCount(), windowBytes);
             frame.release();
             return;
         }
@@ -95,12 +95,12 @@ public final class ConnectionTransactions {
             } finally {
                 frame.release();
             }
-            link.publishCredit(messages.count(), payloadBytes);
+            link.publishCredit(messages.count(), windowBytes);
             CompletableFuture<ReplicatedCommits.Messages> admitted = ReplicatedCommits.admit(messages, coordinator.maxUncommittedBytes());
             coordinator.collecting(t, admitted);
             return;
         }
-        CompletableFuture<QueueTransactions.Staging> staging = queue.transactions().stage(t.number, frame, link, payloadBytes);
+        CompletableFuture<QueueTransactions.Staging> staging = queue.transactions().stage(t.number, frame, link, windowBytes);
         coordinator.staging(t, queue, staging);
     }
 

@@ -16,6 +16,7 @@ import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.IdRange;
+import io.sluice.protocol.MessageHeader;
 import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.PublishCreditFrame;
 import io.sluice.protocol.PublishErrorFrame;
@@ -46,6 +47,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ClientSessionAdapterTest {
     private static final int WINDOW_MESSAGES = 2;
     private static final int PAYLOAD_BYTES = 10;
+    private static final int WINDOW_BYTES = 1024;
+    /** A header entry's key length, key "h" and value length. */
+    private static final int HEADER_ENTRY_OVERHEAD_BYTES = 2 + 1 + 4;
 
     @TempDir
     Path dir;
@@ -53,6 +57,11 @@ class ClientSessionAdapterTest {
     private LocalConnection connection;
 
     private void open(Map<String, String> overrides) throws Exception {
+        open(overrides, HelloFrame.KNOWN_CAPABILITIES);
+    }
+
+    /** {@code capabilities}: what HELLO_OK granted the connection. */
+    private void open(Map<String, String> overrides, int capabilities) throws Exception {
         Map<String, String> all = new HashMap<>(Map.of("storage.durability", "never",
                 "broker.publish-window-messages", Integer.toString(WINDOW_MESSAGES)));
         all.putAll(overrides);
@@ -62,7 +71,8 @@ class ClientSessionAdapterTest {
                 new LoginBackoff(config.auth, System::nanoTime), RateLimitedLog.standard("rejected connections"));
         security.limits().openConnection();
         security.limits().openUserConnection("");
-        connection = new LocalConnection(new ClientSessionAdapter(config, core.queues, null, security, "test-client", "", 1 << 20));
+        connection = new LocalConnection(new ClientSessionAdapter(config, core.queues, null, security, "test-client", "", 1 << 20,
+                capabilities));
     }
 
     @AfterEach
@@ -116,6 +126,33 @@ class ClientSessionAdapterTest {
     }
 
     @Test
+    void shouldCountHeadersInThePublishWindowOfAClientGrantedThat() throws Exception {
+        open(Map.of("broker.publish-window-bytes", Integer.toString(WINDOW_BYTES)));
+        BrokerQueue q = core.queues.declare("q", QueueSettings.builder().build());
+        CountDownLatch queueHeld = holdExecutor(q);
+        // Two messages: within the window of two messages, and of 20 payload bytes, but over a thousand bytes each.
+        connection.send(publishWithHeader("q", 2, WINDOW_BYTES - 100));
+        TestAwait.until("reading paused: headers and payload past the window's bytes", () -> !connection.reading());
+        queueHeld.countDown();
+
+        long messageBytes = HEADER_ENTRY_OVERHEAD_BYTES + (WINDOW_BYTES - 100) + PAYLOAD_BYTES;
+        assertEquals(List.of(new PublishCreditFrame(2, 2 * messageBytes)), connection.await(PublishCreditFrame.class, 1));
+        TestAwait.until("reading resumed once the window came back", connection::reading);
+    }
+
+    @Test
+    void shouldCountThePayloadAloneForAClientThatPredatesTheHeadersInItsWindow() throws Exception {
+        open(Map.of("broker.publish-window-bytes", Integer.toString(WINDOW_BYTES)), HelloFrame.CAPABILITY_TRANSACTIONS);
+        BrokerQueue q = core.queues.declare("q", QueueSettings.builder().build());
+        CountDownLatch queueHeld = holdExecutor(q);
+        connection.send(publishWithHeader("q", 2, WINDOW_BYTES - 100));
+        awaitHandled(13);
+        assertTrue(connection.reading(), "20 payload bytes out of a window of " + WINDOW_BYTES + ": the unit that client takes in");
+        queueHeld.countDown();
+        assertEquals(List.of(new PublishCreditFrame(2, 2 * PAYLOAD_BYTES)), connection.await(PublishCreditFrame.class, 1));
+    }
+
+    @Test
     void shouldAnswerConsumerFramesItCannotApplyWithAnErrorAndKeepTheConnection() throws Exception {
         open(Map.of("limits.max-consumers-per-connection", "1"));
         core.queues.declare("q", QueueSettings.builder().build());
@@ -166,6 +203,15 @@ class ClientSessionAdapterTest {
             }
         });
         return latch;
+    }
+
+    /** Messages of {@link #PAYLOAD_BYTES} with one header "h" of {@code valueBytes}. */
+    private static PublishFrame publishWithHeader(String queue, int messages, int valueBytes) {
+        PublishFrameBuilder builder = new PublishFrameBuilder(ByteBufAllocator.DEFAULT, queue);
+        for (int i = 0; i < messages; i++) {
+            builder.add(1, i, List.of(new MessageHeader("h", new byte[valueBytes])), new byte[PAYLOAD_BYTES]);
+        }
+        return builder.build();
     }
 
     private static PublishFrame publish(String queue, int messages) {

@@ -36,7 +36,7 @@ class ClientSessionProxyTest {
     void open() throws Exception {
         connection = new LocalConnection(flushes, end);
         ChannelHandlerContext ctx = connection.broker.pipeline().context(end);
-        window = new PublishWindow(2, 1 << 20);
+        window = new PublishWindow(2, 1 << 20, true);
         gate = new InboundGate(ctx, msg -> { }, e -> { });
         proxy = new ClientSessionProxy(ctx, "test-client", 1 << 20, window, gate);
     }

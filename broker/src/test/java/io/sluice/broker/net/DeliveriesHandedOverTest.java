@@ -35,7 +35,7 @@ class DeliveriesHandedOverTest {
     void open() throws Exception {
         connection = new LocalConnection(end);
         ChannelHandlerContext ctx = connection.broker.pipeline().context(end);
-        PublishWindow window = new PublishWindow(10, 1 << 20);
+        PublishWindow window = new PublishWindow(10, 1 << 20, true);
         proxy = new ClientSessionProxy(ctx, "test-client", 1 << 20, window, new InboundGate(ctx, msg -> { }, e -> { }));
         highWaterMark = connection.broker.config().getWriteBufferHighWaterMark();
         connection.onLoop(() -> {

@@ -9,7 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class PublishWindowTest {
     @Test
     void shouldBeWithinUpToTheWindowInMessagesAndInBytesAndPastItBeyond() {
-        PublishWindow window = new PublishWindow(3, 100);
+        PublishWindow window = new PublishWindow(3, 100, true);
         window.take(3, 100);
         assertTrue(window.within(), "exactly the window");
         window.take(1, 0);
@@ -21,7 +21,7 @@ class PublishWindowTest {
 
     @Test
     void shouldBeEmptyOnceEverythingTakenIsGivenBackInAnyPieces() {
-        PublishWindow window = new PublishWindow(10, 1000);
+        PublishWindow window = new PublishWindow(10, 1000, true);
         window.take(4, 400);
         window.take(6, 700);
         window.giveBack(5, 550);
@@ -29,5 +29,11 @@ class PublishWindowTest {
         window.giveBack(5, 550);
         assertEquals(0, window.messagesOut());
         assertEquals(0, window.bytesOut());
+    }
+
+    @Test
+    void shouldCountHeadersAndPayloadForAClientGrantedThatAndThePayloadAloneForOneFromBefore() {
+        assertEquals(130, new PublishWindow(10, 1000, true).bytesOf(100, 30));
+        assertEquals(30, new PublishWindow(10, 1000, false).bytesOf(100, 30));
     }
 }

@@ -36,6 +36,12 @@ final class FakeConnection extends FrameLink {
     private Runnable atDeliveries;
     private int atDeliveriesCount;
 
+    /** A client granted WINDOW_COUNTS_HEADERS, as every client of this version is. */
+    @Override
+    public int windowBytes(int headersLength, int payloadLength) {
+        return headersLength + payloadLength;
+    }
+
     FakeConnection(String id) {
         this.id = id;
     }

@@ -119,7 +119,12 @@ class EndedTransactionForgottenBeforeItsAnswerTest {
         }
 
         @Override
-        public void publishCredit(int messages, long payloadBytes) {
+        public void publishCredit(int messages, long windowBytes) {
+        }
+
+        @Override
+        public int windowBytes(int headersLength, int payloadLength) {
+            return headersLength + payloadLength;
         }
 
         @Override

@@ -41,4 +41,12 @@ public final class OutgoingHeaders {
         }
         return bytes;
     }
+
+    /**
+     * The headers and payload of a message of {@code encodedMessageBytes} ({@link #encodedMessageBytes}): what it takes
+     * from a publish window that counts headers, as the broker counts it (PublishFrame.messageBytes).
+     */
+    public static int headersAndPayloadBytes(int encodedMessageBytes) {
+        return encodedMessageBytes - MESSAGE_OVERHEAD_BYTES;
+    }
 }
