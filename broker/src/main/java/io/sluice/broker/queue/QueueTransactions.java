@@ -282,12 +282,16 @@ public final class QueueTransactions {
         });
     }
 
-    /** Recovery of a committed transaction whose acknowledgements may not all have been applied: acknowledges each still stored. */
+    /**
+     * Recovery of a committed transaction whose acknowledgements may not all have been applied: acknowledges each still
+     * stored. A damaged record among them is discarded as every reader discards one, and the rest are applied all the
+     * same: stopping there would leave the later ones to be delivered again, and the record kept till the next start.
+     */
     public CompletableFuture<Long> ackRecovered(long[] ids) {
         return on(() -> {
             long newly = 0;
             for (long id : ids) {
-                StoredMessage m = store.read(id);
+                StoredMessage m = queue.readUnlessDamaged(id);
                 if (m != null) {
                     store.ack(id);
                     backlog.removed(m.headersLength() + m.payloadLength());
@@ -296,6 +300,8 @@ public final class QueueTransactions {
             }
             if (newly > 0) {
                 effects.acked(newly);
+            } else if (backlog.discardsUnseen(store.discardedMessageBytes())) { // a damaged record's bytes leave with it
+                effects.backlogChanged();
             }
             return newly;
         });

@@ -2,7 +2,6 @@ package io.sluice.broker.queue;
 
 import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.QueueSettings;
-import io.sluice.storage.segment.SegmentFiles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -62,6 +61,6 @@ class DamagedRecordBytesTest {
 
     private static void damage(BrokerQueue q, String marker) throws Exception {
         long first = QueueCore.onLoop(q, () -> q.store().nextUnacked(0));
-        QueueFailureEdgesTest.flipAByteOf(q.store().segmentDirectory().resolve(SegmentFiles.fileName((int) (first >>> 32))), marker);
+        DamagedRecords.flipAByteOf(q.store().segmentDirectory(), first, marker);
     }
 }

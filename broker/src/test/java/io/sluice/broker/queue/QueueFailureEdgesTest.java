@@ -4,16 +4,11 @@ import io.sluice.protocol.ConfirmFrame;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.PublishErrorFrame;
 import io.sluice.protocol.QueueSettings;
-import io.sluice.storage.segment.SegmentFiles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -55,7 +50,7 @@ class QueueFailureEdgesTest {
             sub.close(); // both go back to the front of the queue
             QueueCore.onLoop(q, () -> null);
             long damaged = delivered.get(0).id();
-            flipAByteOf(q.store().segmentDirectory().resolve(SegmentFiles.fileName((int) (damaged >>> 32))), "AAAAAAAA");
+            DamagedRecords.flipAByteOf(q.store().segmentDirectory(), damaged, "AAAAAAAA");
 
             FakeConnection second = new FakeConnection("second");
             Subscription.open(q, second, 2, 2, QueueCore.unbounded());
@@ -70,21 +65,5 @@ class QueueFailureEdgesTest {
 
     private static byte[] marker(String text) {
         return text.getBytes(StandardCharsets.UTF_8);
-    }
-
-    /** Flips a bit of the record holding {@code marker}, in place: the mapping sees it, nothing is truncated. */
-    static void flipAByteOf(Path segment, String marker) throws Exception {
-        byte[] bytes = Files.readAllBytes(segment);
-        byte[] m = marker.getBytes(StandardCharsets.UTF_8);
-        int at = -1;
-        for (int i = 0; i + m.length <= bytes.length && at < 0; i++) {
-            if (java.util.Arrays.equals(bytes, i, i + m.length, m, 0, m.length)) {
-                at = i;
-            }
-        }
-        assertTrue(at > 0, "marker " + marker + " not found in " + segment);
-        try (FileChannel ch = FileChannel.open(segment, StandardOpenOption.WRITE)) {
-            ch.write(ByteBuffer.wrap(new byte[] {(byte) (bytes[at + 3] ^ 0x01)}), at + 3);
-        }
     }
 }
