@@ -530,7 +530,15 @@ public final class Transaction implements AutoCloseable {
         channel.write(finish.commit() ? new TxCommitFrame(requestId, txnId) : new TxRollbackFrame(requestId, txnId))
                 .addListener(writeFailed);
         wroteUnflushed = true;
-        answer.whenComplete((ok, refused) -> connection.executeOnLoop(() -> answeredOnLoop(finish, refused)));
+        answer.whenComplete((ok, refused) -> connection.executeOnLoop(() -> {
+            try {
+                answeredOnLoop(finish, refused);
+            } catch (RuntimeException | Error e) {
+                // Netty would log and drop it, and the call would wait for good, its request answered (found by a
+                // review). Dropped with the task once the connection is closed: its close settles the call.
+                complete(finish, e);
+            }
+        }));
     }
 
     private void answeredOnLoop(Finish finish, Throwable refused) {

@@ -4,7 +4,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.lang.reflect.Field;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -59,6 +61,31 @@ class NetworkThreadTaskFailureTest {
             }, refused -> { });
         });
         assertSame(defect, failureOf(call));
+    }
+
+    /**
+     * The answer to a TX_COMMIT is taken on the network thread; what taking it throws fails the commit. Before, the
+     * commit's request was answered and gone, and its future never completed: commit() waited for good.
+     */
+    @Test
+    void takingTheAnswerToACommitThatThrowsFailsTheCommit() throws Exception {
+        IllegalStateException defect = new IllegalStateException("a defect in forgetting an ended transaction");
+        forgettingATransactionThrows(defect);
+        Transaction transaction = connection.transaction();
+        transaction.publish("invoices", new byte[] {1});
+        assertSame(defect, failureOf(transaction.commitAsync()));
+    }
+
+    /** The connection's bookkeeping of its open transactions throws as it forgets one (installed through reflection). */
+    private void forgettingATransactionThrows(RuntimeException defect) throws ReflectiveOperationException {
+        Field byId = OpenTransactions.class.getDeclaredField("byId");
+        byId.setAccessible(true);
+        byId.set(connection.transactions(), new HashMap<Long, Transaction>() {
+            @Override
+            public boolean remove(Object key, Object value) {
+                throw defect;
+            }
+        });
     }
 
     /** What {@code call} failed with, within a tenth of the request timeout: at once, not at the timeout. */
