@@ -543,31 +543,43 @@ public final class Producer implements AutoCloseable {
      * The first such refusal used to fail every unsettled message and close the producer.
      */
     private void resumeOnLoop(long attempt, long delayNanos) {
-        connection.<ProducerOkFrame>requestFor(initFrame(epoch), initDescription()).whenComplete((ok, failure) -> connection.executeOnLoop(() -> {
-            if (!resumeWantedOnLoop(attempt)) {
-                return;
+        // The answer is taken as a frame and cast on the network thread, so that what taking it throws (a broker that
+        // answers with another frame than PRODUCER_OK too) ends the producer, failing what waits for it. Before, it went
+        // to Netty's log, or stayed in a future nobody reads, and the messages waited for good (found by a review).
+        connection.<Frame>requestFor(initFrame(epoch), initDescription()).whenComplete((answer, failure) -> connection.executeOnLoop(() -> {
+            try {
+                resumeAnsweredOnLoop(attempt, delayNanos, answer, failure);
+            } catch (RuntimeException e) {
+                brokeOnLoop("taking the answer to its resume after a reconnect", e);
             }
-            if (failure == null) {
-                initializedOnLoop(ok);
-                return;
-            }
-            Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
-                    ? failure.getCause() : failure;
-            // A producer the application closed is not kept trying (it holds its name meanwhile, and a resume the
-            // broker keeps refusing would keep it for the connection's life): refused once, its messages fail.
-            if (!closedOnLoop && (cause instanceof SluiceTimeoutException || cause instanceof SluiceException refused
-                    && refused.retriable() && !(cause instanceof ConnectionLostException))) {
-                LOG.warn("Resuming producer '{}' on queue {} after reconnecting failed ({}); trying again in {} ms.", options.name(),
-                        queue, cause.getMessage(), TimeUnit.NANOSECONDS.toMillis(delayNanos));
-                connection.scheduleOnLoop(() -> {
-                    if (resumeWantedOnLoop(attempt)) {
-                        resumeOnLoop(attempt, Math.min(2 * delayNanos, Connection.RETRY_MAX_DELAY_NANOS));
-                    }
-                }, delayNanos);
-                return;
-            }
-            failResumeOnLoop(cause);
         }));
+    }
+
+    /** On loop: the answer to the {@code attempt}-th resume, or its failure. */
+    private void resumeAnsweredOnLoop(long attempt, long delayNanos, Frame answer, Throwable failure) {
+        if (!resumeWantedOnLoop(attempt)) {
+            return;
+        }
+        if (failure == null) {
+            initializedOnLoop((ProducerOkFrame) answer);
+            return;
+        }
+        Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+                ? failure.getCause() : failure;
+        // A producer the application closed is not kept trying (it holds its name meanwhile, and a resume the
+        // broker keeps refusing would keep it for the connection's life): refused once, its messages fail.
+        if (!closedOnLoop && (cause instanceof SluiceTimeoutException || cause instanceof SluiceException refused
+                && refused.retriable() && !(cause instanceof ConnectionLostException))) {
+            LOG.warn("Resuming producer '{}' on queue {} after reconnecting failed ({}); trying again in {} ms.", options.name(),
+                    queue, cause.getMessage(), TimeUnit.NANOSECONDS.toMillis(delayNanos));
+            connection.scheduleOnLoop(() -> {
+                if (resumeWantedOnLoop(attempt)) {
+                    resumeOnLoop(attempt, Math.min(2 * delayNanos, Connection.RETRY_MAX_DELAY_NANOS));
+                }
+            }, delayNanos);
+            return;
+        }
+        failResumeOnLoop(cause);
     }
 
     /**

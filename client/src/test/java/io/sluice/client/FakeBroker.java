@@ -187,11 +187,15 @@ final class FakeBroker implements AutoCloseable {
 
     /** Answers the PRODUCER_INITs held by {@link #holdProducerResumes} with PRODUCER_OK, resuming their epoch. */
     void answerHeldProducerResumes() {
+        answerHeldProducerResumes(init -> new io.sluice.protocol.ProducerOkFrame(init.requestId(),
+                io.sluice.protocol.ProducerIds.forName(init.producerName()), init.epoch(), 0));
+    }
+
+    /** Answers the PRODUCER_INITs held by {@link #holdProducerResumes} with what {@code answer} makes of each. */
+    void answerHeldProducerResumes(java.util.function.Function<io.sluice.protocol.ProducerInitFrame, Frame> answer) {
         Object[] held;
         while ((held = heldProducerResumes.poll()) != null) {
-            io.sluice.protocol.ProducerInitFrame init = (io.sluice.protocol.ProducerInitFrame) held[1];
-            ((ChannelHandlerContext) held[0]).writeAndFlush(new io.sluice.protocol.ProducerOkFrame(init.requestId(),
-                    io.sluice.protocol.ProducerIds.forName(init.producerName()), init.epoch(), 0));
+            ((ChannelHandlerContext) held[0]).writeAndFlush(answer.apply((io.sluice.protocol.ProducerInitFrame) held[1]));
         }
     }
 

@@ -1,5 +1,7 @@
 package io.sluice.client;
 
+import io.sluice.protocol.OkFrame;
+import io.sluice.protocol.ProducerInitFrame;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -11,8 +13,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Work the network thread does for a call that waits (subscribe(), createProducer, a request) and that throws fails
@@ -74,6 +78,30 @@ class NetworkThreadTaskFailureTest {
         Transaction transaction = connection.transaction();
         transaction.publish("invoices", new byte[] {1});
         assertSame(defect, failureOf(transaction.commitAsync()));
+    }
+
+    /**
+     * A named producer's resume after a reconnect whose answer cannot be taken (the broker answered PRODUCER_INIT with
+     * a plain OK) ends the producer, and the message waiting for the resume fails at once. Before, the message waited
+     * for good: what taking the answer threw stayed in a future nobody reads.
+     */
+    @Test
+    void aResumeWhoseAnswerCannotBeTakenFailsTheMessagesWaitingForIt() throws Exception {
+        try (FakeBroker reconnected = new FakeBroker(); Connection reconnecting = reconnected.connectReconnecting(REQUEST_TIMEOUT)) {
+            reconnected.confirmPublishes = false;
+            Producer producer = reconnecting.createProducer("orders", ProducerOptions.DEFAULT.withName("billing"));
+            CompletableFuture<Void> unconfirmed = producer.sendAsync(new byte[] {1});
+            TestWait.until(() -> reconnected.publishedSequences.size() == 1);
+            reconnected.holdProducerResumes = true;
+            reconnected.dropConnections();
+            TestWait.until(() -> reconnected.count(ProducerInitFrame.class) == 2); // the resume, held
+            reconnected.answerHeldProducerResumes(init -> new OkFrame(init.requestId()));
+            Throwable failure = failureOf(unconfirmed);
+            assertInstanceOf(SluiceException.class, failure);
+            assertInstanceOf(ClassCastException.class, failure.getCause(), failure.toString());
+            Throwable later = failureOf(producer.sendAsync(new byte[] {2}));
+            assertTrue(later.getMessage().contains("is closed"), "the producer ended: " + later);
+        }
     }
 
     /** The connection's bookkeeping of its open transactions throws as it forgets one (installed through reflection). */
