@@ -1,6 +1,6 @@
 package io.sluice.client;
 
-import io.sluice.protocol.OkFrame;
+import io.sluice.protocol.Frame;
 import io.sluice.protocol.SubscribeFrame;
 import io.sluice.protocol.UnsubscribeFrame;
 import org.slf4j.Logger;
@@ -192,8 +192,12 @@ final class ConsumerSubscriptions {
         });
     }
 
-    /** On loop: writes a SUBSCRIBE for {@code consumer} now; the future completes on the loop with the answer. */
-    private CompletableFuture<OkFrame> subscribeOnLoop(Consumer consumer) {
+    /**
+     * On loop: writes a SUBSCRIBE for {@code consumer} now; the future completes on the loop with the answer, any frame
+     * the broker answered the request with: typed OK, a continuation cast it as it was entered, and what that threw
+     * (another frame than OK) stayed where nobody looks, subscribe() waiting out its timeout (found by a review).
+     */
+    private CompletableFuture<Frame> subscribeOnLoop(Consumer consumer) {
         if (connection.activeChannel() != null) {
             subscribedOnSession.put(consumer, connection.session());
         }

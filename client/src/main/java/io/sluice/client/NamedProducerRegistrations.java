@@ -1,5 +1,6 @@
 package io.sluice.client;
 
+import io.sluice.protocol.Frame;
 import io.sluice.protocol.ProducerInitFrame;
 import io.sluice.protocol.ProducerOkFrame;
 
@@ -102,10 +103,12 @@ final class NamedProducerRegistrations {
      * fails and the producer leaves the connection.
      */
     private void firstInitOnLoop(Producer producer) {
-        connection.<ProducerOkFrame>requestOnLoop(producer.initFrame(ProducerInitFrame.NEW_INSTANCE), producer.initDescription())
+        // The answer is cast where take() fails the call with what taking it throws (another frame than PRODUCER_OK):
+        // cast as the continuation is entered, it threw where nobody looks (found by a review).
+        connection.<Frame>requestOnLoop(producer.initFrame(ProducerInitFrame.NEW_INSTANCE), producer.initDescription())
                 // Given up by createProducer, which closed it, the answer is not taken.
-                .whenComplete((ok, failure) -> awaitingFirstOk.take(producer, failure, () -> {
-                    producer.initializedOnLoop(ok);
+                .whenComplete((answer, failure) -> awaitingFirstOk.take(producer, failure, () -> {
+                    producer.initializedOnLoop((ProducerOkFrame) answer);
                     return null;
                 }, cause -> producers.remove(producer.producerId(), producer)));
     }

@@ -88,6 +88,8 @@ final class FakeBroker implements AutoCloseable {
     volatile long publishWindowBytes = 1L << 40;
     /** The heartbeat interval HELLO_OK gives (0: none); the fake never sends a HEARTBEAT itself. */
     volatile int heartbeatIntervalMs;
+    /** While set, a new instance's PRODUCER_INIT is answered with OK and SUBSCRIBE with PRODUCER_OK: each the other's answer. */
+    volatile boolean answerWithTheOtherOk;
     /** Whether TX_COMMIT gets an answer at all. */
     volatile boolean answerCommits = true;
     /** When set, TX_COMMIT is answered by ERROR with this code and {@link #refusalMessage}. */
@@ -267,6 +269,10 @@ final class FakeBroker implements AutoCloseable {
                     context.writeAndFlush(new ErrorFrame(init.requestId(), refusal, "refused by the fake broker"));
                     return;
                 }
+                if (init.epoch() < 0 && answerWithTheOtherOk) {
+                    context.writeAndFlush(new OkFrame(init.requestId()));
+                    return;
+                }
                 if (init.epoch() >= 0 && holdProducerResumes) {
                     heldProducerResumes.add(new Object[] {context, init});
                     return;
@@ -278,6 +284,8 @@ final class FakeBroker implements AutoCloseable {
                 ErrorCode refusal = refuseSubscribes;
                 if (refusal != null && subscribeRefusals.getAndDecrement() > 0) {
                     context.writeAndFlush(new ErrorFrame(subscribe.requestId(), refusal, "refused by the fake broker"));
+                } else if (answerWithTheOtherOk) {
+                    context.writeAndFlush(new io.sluice.protocol.ProducerOkFrame(subscribe.requestId(), 1, 1, 0));
                 } else if (answerSubscribes) {
                     context.writeAndFlush(new OkFrame(subscribe.requestId()));
                 }

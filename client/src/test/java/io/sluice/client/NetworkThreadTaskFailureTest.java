@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -102,6 +103,32 @@ class NetworkThreadTaskFailureTest {
             Throwable later = failureOf(producer.sendAsync(new byte[] {2}));
             assertTrue(later.getMessage().contains("is closed"), "the producer ended: " + later);
         }
+    }
+
+    /**
+     * A new named producer's PRODUCER_INIT answered with a plain OK, which cannot be taken as its registration:
+     * createProducer fails at once with why. Before, what taking it threw stayed in a future nobody reads, and
+     * createProducer waited out its request timeout, then reported a timeout.
+     */
+    @Test
+    void aRegistrationWhoseAnswerCannotBeTakenFailsCreateProducerAtOnce() {
+        broker.answerWithTheOtherOk = true;
+        Throwable failure = failureOf(CompletableFuture.supplyAsync(
+                () -> connection.createProducer("orders", ProducerOptions.DEFAULT.withName("billing"))));
+        assertInstanceOf(SluiceException.class, failure);
+        assertInstanceOf(ClassCastException.class, failure.getCause(), failure.toString());
+    }
+
+    /**
+     * A SUBSCRIBE answered with PRODUCER_OK rather than OK: the broker answered the request, and subscribe() returns.
+     * Before, the answer was cast to OK before the continuation ran, what that threw stayed in a future nobody reads,
+     * and subscribe() waited out its request timeout, then reported a timeout.
+     */
+    @Test
+    void aSubscribeAnsweredWithAnotherFrameThanOkIsAnswered() throws Exception {
+        broker.answerWithTheOtherOk = true;
+        CompletableFuture<Consumer> subscribed = CompletableFuture.supplyAsync(() -> connection.subscribe("orders", ConsumerOptions.DEFAULT));
+        assertEquals("orders", subscribed.get(REQUEST_TIMEOUT.toMillis() / 10, TimeUnit.MILLISECONDS).queue());
     }
 
     /** The connection's bookkeeping of its open transactions throws as it forgets one (installed through reflection). */
