@@ -511,9 +511,9 @@ public final class Transaction implements AutoCloseable {
         flushDeadline = connection.scheduleOnLoop(() -> {
             flushDeadline = null;
             if (phase == Phase.FLUSHING) {
-                failOnLoop(new SluiceTimeoutException("commit of transaction " + txnId + ": its messages waited for"
-                        + " the publish window for longer than the deadline of " + finish.deadlineMs()
-                        + " ms; nothing was committed, and the transaction was rolled back"), true);
+                settlingOnThrow(finish, () -> failOnLoop(new SluiceTimeoutException("commit of transaction " + txnId
+                        + ": its messages waited for the publish window for longer than the deadline of "
+                        + finish.deadlineMs() + " ms; nothing was committed, and the transaction was rolled back"), true));
             }
         }, waitNanos);
     }
@@ -530,15 +530,21 @@ public final class Transaction implements AutoCloseable {
         channel.write(finish.commit() ? new TxCommitFrame(requestId, txnId) : new TxRollbackFrame(requestId, txnId))
                 .addListener(writeFailed);
         wroteUnflushed = true;
-        answer.whenComplete((ok, refused) -> connection.executeOnLoop(() -> {
-            try {
-                answeredOnLoop(finish, refused);
-            } catch (RuntimeException | Error e) {
-                // Netty would log and drop it, and the call would wait for good, its request answered (found by a
-                // review). Dropped with the task once the connection is closed: its close settles the call.
-                complete(finish, e);
-            }
-        }));
+        // Dropped with the task once the connection is closed: its close settles the call.
+        answer.whenComplete((ok, refused) -> connection.executeOnLoop(() -> settlingOnThrow(finish, () -> answeredOnLoop(finish, refused))));
+    }
+
+    /**
+     * On loop, in a task of its own: {@code step} towards {@code finish}'s verdict; what it throws fails the call at once
+     * with the exception. Netty would log and drop it (a scheduled task's, without a word), and the call would wait for
+     * good: its request answered, or its deadline's timer run (found by a review).
+     */
+    private void settlingOnThrow(Finish finish, Runnable step) {
+        try {
+            step.run();
+        } catch (RuntimeException | Error e) {
+            complete(finish, e);
+        }
     }
 
     private void answeredOnLoop(Finish finish, Throwable refused) {

@@ -131,6 +131,25 @@ class NetworkThreadTaskFailureTest {
         assertEquals("orders", subscribed.get(REQUEST_TIMEOUT.toMillis() / 10, TimeUnit.MILLISECONDS).queue());
     }
 
+    /**
+     * A commit whose messages wait for the publish window past its deadline is failed by a timer on the network
+     * thread; what failing it throws fails the commit. Before, a scheduled task's exception went nowhere, not even
+     * to the log, and the commit's future never completed.
+     */
+    @Test
+    void aCommitWhoseDeadlineTimerThrowsFailsWithTheException() throws Exception {
+        broker.publishWindowMessages = 1;
+        connection.close();
+        connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
+                .requestTimeout(Duration.ofMillis(200)).build());
+        IllegalStateException defect = new IllegalStateException("a defect in forgetting an ended transaction");
+        forgettingATransactionThrows(defect);
+        Transaction transaction = connection.transaction();
+        transaction.publish("invoices", new byte[] {1});
+        transaction.publish("invoices", new byte[] {2}); // waits for the window, which the fake broker never widens
+        assertSame(defect, failureOf(transaction.commitAsync()));
+    }
+
     /** The connection's bookkeeping of its open transactions throws as it forgets one (installed through reflection). */
     private void forgettingATransactionThrows(RuntimeException defect) throws ReflectiveOperationException {
         Field byId = OpenTransactions.class.getDeclaredField("byId");
