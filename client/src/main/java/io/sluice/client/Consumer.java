@@ -9,10 +9,10 @@ import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.CreditFrame;
 import io.sluice.protocol.DeliverCursor;
 import io.sluice.protocol.DeliverFrame;
+import io.sluice.protocol.Frame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackAction;
 import io.sluice.protocol.NackFrame;
-import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.UnsubscribeFrame;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -230,7 +230,7 @@ public final class Consumer implements AutoCloseable {
     private void unsubscribe() {
         wakeReceives();
         // Behind the settlements made before close(): their acks are written before the UNSUBSCRIBE.
-        CompletableFuture<OkFrame> unsubscribed = new CompletableFuture<>();
+        CompletableFuture<Frame> unsubscribed = new CompletableFuture<>();
         settlements.submit(new CloseMarker(unsubscribed));
         if (connection.onNetworkThread()) {
             unsubscribed.whenComplete((ok, failure) -> {
@@ -439,7 +439,7 @@ public final class Consumer implements AutoCloseable {
      * messages back, and the TX_ACK would abort the transaction. An ack made in a transaction after this is refused
      * by the transaction ({@link #unsubscribeSentOnLoop}).
      */
-    private void sendUnsubscribeOnLoop(CompletableFuture<OkFrame> unsubscribed) {
+    private void sendUnsubscribeOnLoop(CompletableFuture<Frame> unsubscribed) {
         connection.transactions().consumerUnsubscribingOnLoop(this);
         unsubscribeSent = true;
         connection.requestNowOnLoop(id -> new UnsubscribeFrame(id, consumerTag), "UNSUBSCRIBE " + queue, unsubscribed);
@@ -536,7 +536,12 @@ public final class Consumer implements AutoCloseable {
     private record FlushMarker(CompletableFuture<Void> written) {
     }
 
-    /** Queued by {@link #close()}, ahead of its UNSUBSCRIBE, whose answer completes {@code unsubscribed}. */
-    private record CloseMarker(CompletableFuture<OkFrame> unsubscribed) {
+    /**
+     * Queued by {@link #close()}, ahead of its UNSUBSCRIBE, whose answer completes {@code unsubscribed}: any frame the
+     * broker answered with. Typed OK, the close's continuation on the network thread cast it as it was entered, and what
+     * that threw (another frame than OK) stayed where nobody looks: the consumer stayed on the connection, and every
+     * other close() waited out its timeout (found by a review).
+     */
+    private record CloseMarker(CompletableFuture<Frame> unsubscribed) {
     }
 }

@@ -88,7 +88,10 @@ final class FakeBroker implements AutoCloseable {
     volatile long publishWindowBytes = 1L << 40;
     /** The heartbeat interval HELLO_OK gives (0: none); the fake never sends a HEARTBEAT itself. */
     volatile int heartbeatIntervalMs;
-    /** While set, a new instance's PRODUCER_INIT is answered with OK and SUBSCRIBE with PRODUCER_OK: each the other's answer. */
+    /**
+     * While set, a new instance's PRODUCER_INIT is answered with OK, and SUBSCRIBE and UNSUBSCRIBE with PRODUCER_OK: each
+     * with the other kind of OK.
+     */
     volatile boolean answerWithTheOtherOk;
     /** Whether TX_COMMIT gets an answer at all. */
     volatile boolean answerCommits = true;
@@ -290,7 +293,8 @@ final class FakeBroker implements AutoCloseable {
                     context.writeAndFlush(new OkFrame(subscribe.requestId()));
                 }
             } else if (frame instanceof UnsubscribeFrame unsubscribe && answerUnsubscribes) {
-                context.writeAndFlush(new OkFrame(unsubscribe.requestId()));
+                context.writeAndFlush(answerWithTheOtherOk ? new io.sluice.protocol.ProducerOkFrame(unsubscribe.requestId(), 1, 1, 0)
+                        : new OkFrame(unsubscribe.requestId()));
             } else if (frame instanceof TxCommitFrame commit && answerCommits) {
                 ErrorCode refusal = refuseCommits;
                 context.writeAndFlush(refusal == null ? new OkFrame(commit.requestId())

@@ -132,6 +132,25 @@ class NetworkThreadTaskFailureTest {
     }
 
     /**
+     * A consumer closed on the network thread whose UNSUBSCRIBE is answered with PRODUCER_OK rather than OK: the broker
+     * answered, and the close completes, so a close() from another thread returns at once. Before, the answer was cast
+     * to OK as the continuation was entered, what that threw stayed in a future nobody reads, the consumer stayed on
+     * the connection, and every other close() waited out its request timeout.
+     */
+    @Test
+    void aCloseOnTheNetworkThreadWhoseUnsubscribeIsAnsweredWithAnotherFrameThanOkCompletes() throws Exception {
+        broker.answerWithTheOtherOk = true;
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+        CompletableFuture<Void> closedOnTheNetworkThread = new CompletableFuture<>();
+        connection.executeOnLoop(() -> {
+            consumer.close(); // without waiting for the UNSUBSCRIBE's answer
+            closedOnTheNetworkThread.complete(null);
+        });
+        closedOnTheNetworkThread.get(REQUEST_TIMEOUT.toMillis() / 10, TimeUnit.MILLISECONDS);
+        CompletableFuture.runAsync(consumer::close).get(REQUEST_TIMEOUT.toMillis() / 10, TimeUnit.MILLISECONDS);
+    }
+
+    /**
      * A commit whose messages wait for the publish window past its deadline is failed by a timer on the network
      * thread; what failing it throws fails the commit. Before, a scheduled task's exception went nowhere, not even
      * to the log, and the commit's future never completed.
