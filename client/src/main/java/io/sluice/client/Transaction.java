@@ -535,9 +535,9 @@ public final class Transaction implements AutoCloseable {
     }
 
     /**
-     * On loop, in a task of its own: {@code step} towards {@code finish}'s verdict; what it throws fails the call at once
-     * with the exception. Netty would log and drop it (a scheduled task's, without a word), and the call would wait for
-     * good: its request answered, or its deadline's timer run (found by a review).
+     * On loop: {@code step} towards {@code finish}'s verdict; what it throws fails the call at once with the exception.
+     * Thrown out of a task, Netty would log and drop it (a scheduled task's, without a word), and the call would wait
+     * for good: its request answered, or its deadline's timer run (found by a review).
      */
     private void settlingOnThrow(Finish finish, Runnable step) {
         try {
@@ -683,13 +683,26 @@ public final class Transaction implements AutoCloseable {
         @Override
         public void onLoop(Object operation) {
             if (operation instanceof Finish finish) {
-                finishOnLoop(finish);
+                settlingOnThrow(finish, () -> finishOnLoop(finish));
             } else if (phase == Phase.DONE) {
                 if (operation instanceof Message message) {
                     // Acked as the transaction failed: back to the queue (the consumer drops a stale one).
                     message.consumer().nack(message, NackAction.REQUEUE, 0);
                 }
-            } else if (bindOnLoop()) {
+            } else {
+                try {
+                    takeOnLoop(operation);
+                } catch (RuntimeException | Error e) {
+                    // Dropped where it threw, the publish or ack would be missing from a commit answered OK (found
+                    // by a review): the transaction fails instead, and its commit with it.
+                    failOnLoop(new SluiceException("transaction " + txnId + " failed taking a " + (operation instanceof
+                            Publish ? "publish" : "transactional ack") + " on the client's network thread: " + e, e), true);
+                }
+            }
+        }
+
+        private void takeOnLoop(Object operation) {
+            if (bindOnLoop()) {
                 if (operation instanceof Publish publish) {
                     publishOnLoop(publish);
                 } else {

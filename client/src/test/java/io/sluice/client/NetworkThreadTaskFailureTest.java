@@ -169,16 +169,52 @@ class NetworkThreadTaskFailureTest {
         assertSame(defect, failureOf(transaction.commitAsync()));
     }
 
-    /** The connection's bookkeeping of its open transactions throws as it forgets one (installed through reflection). */
+    /**
+     * A rollback is carried out on the network thread; what that throws fails the rollback. Before, Netty logged and
+     * dropped it, and the rollback's future never completed.
+     */
+    @Test
+    void aRollbackThatThrowsOnTheNetworkThreadFailsWithTheException() throws Exception {
+        IllegalStateException defect = new IllegalStateException("a defect in forgetting an ended transaction");
+        forgettingATransactionThrows(defect);
+        Transaction transaction = connection.transaction();
+        transaction.publish("invoices", new byte[] {1}); // batched: nothing reached the broker
+        assertSame(defect, failureOf(transaction.rollbackAsync()));
+    }
+
+    /**
+     * A publish the network thread cannot take into its transaction fails the transaction, so its commit fails with
+     * the exception. Before, the publish was dropped where it threw, and the commit was answered OK without it.
+     */
+    @Test
+    void aPublishThatThrowsOnTheNetworkThreadFailsTheCommit() throws Exception {
+        IllegalStateException defect = new IllegalStateException("a defect in noting an open transaction");
+        openTransactionsWith(new HashMap<>() {
+            @Override
+            public Transaction put(Long key, Transaction value) {
+                throw defect;
+            }
+        });
+        Transaction transaction = connection.transaction();
+        transaction.publish("invoices", new byte[] {1});
+        assertSame(defect, failureOf(transaction.commitAsync()).getCause());
+    }
+
+    /** The connection's bookkeeping of its open transactions throws as it forgets one. */
     private void forgettingATransactionThrows(RuntimeException defect) throws ReflectiveOperationException {
-        Field byId = OpenTransactions.class.getDeclaredField("byId");
-        byId.setAccessible(true);
-        byId.set(connection.transactions(), new HashMap<Long, Transaction>() {
+        openTransactionsWith(new HashMap<>() {
             @Override
             public boolean remove(Object key, Object value) {
                 throw defect;
             }
         });
+    }
+
+    /** The connection keeps its open transactions in {@code byId} from now on (installed through reflection). */
+    private void openTransactionsWith(HashMap<Long, Transaction> byId) throws ReflectiveOperationException {
+        Field field = OpenTransactions.class.getDeclaredField("byId");
+        field.setAccessible(true);
+        field.set(connection.transactions(), byId);
     }
 
     /** What {@code call} failed with, within a tenth of the request timeout: at once, not at the timeout. */
