@@ -6,7 +6,10 @@ import io.sluice.client.ConnectionOptions;
 import io.sluice.client.Producer;
 import io.sluice.client.ProducerOptions;
 import io.sluice.client.ReconnectPolicy;
+import io.sluice.protocol.HelloFrame;
+import io.sluice.protocol.HelloOkFrame;
 import io.sluice.protocol.MessageHeader;
+import io.sluice.protocol.PublishFrameBuilder;
 import io.sluice.protocol.QueueSettings;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -32,9 +35,48 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 class PublishWindowHeadersTest {
     private static final int MESSAGES = 2_000;
     private static final int HEADER_VALUE_BYTES = 1_000;
+    /** The header entry "h": its key's length, the key, its value's length and the value. */
+    private static final long HEADER_ENTRY_BYTES = 2 + 1 + 4 + HEADER_VALUE_BYTES;
 
     @TempDir
     Path dir;
+
+    /**
+     * Every path that settles a message gives back what it took: refused at the edge (an unknown queue), stored, and
+     * a resend of a stored message (a duplicate), each of messages with a header, to a client granted the capability
+     * and to one from before it.
+     */
+    @Test
+    void refusalsStoresAndDuplicatesGiveBackWhatTheirMessagesTookInTheUnitGranted() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of())) {
+            broker.queues().declare("q", QueueSettings.EMPTY);
+            assertEquals(List.of(3 * (HEADER_ENTRY_BYTES + 2), 3 * (HEADER_ENTRY_BYTES + 2), 3 * (HEADER_ENTRY_BYTES + 2)),
+                    creditsFor(broker, HelloFrame.KNOWN_CAPABILITIES, 1), "headers and payload");
+            assertEquals(List.of(3L * 2, 3L * 2, 3L * 2), creditsFor(broker, HelloFrame.CAPABILITY_TRANSACTIONS, 2),
+                    "payload alone, for a client that did not ask");
+        }
+    }
+
+    /** The bytes of the PUBLISH_CREDITs for three messages to an unknown queue, three stored, the same three again. */
+    private static List<Long> creditsFor(Broker broker, int capabilities, long producerId) throws Exception {
+        try (RawClient raw = new RawClient(broker.port())) {
+            raw.send(new HelloFrame(1, 1, "raw", 0, 0, "", "", capabilities));
+            raw.expect(HelloOkFrame.class);
+            List<Long> credits = new ArrayList<>();
+            for (String queue : List.of("missing", "q", "q")) {
+                PublishFrameBuilder frame = new PublishFrameBuilder(raw.alloc(), queue);
+                for (long sequence = 1; sequence <= 3; sequence++) {
+                    frame.add(producerId, sequence, List.of(new MessageHeader("h", new byte[HEADER_VALUE_BYTES])), new byte[2]);
+                }
+                long bytesBefore = raw.publishCreditBytes.get();
+                long messagesAfter = raw.publishCredit.get() + 3;
+                raw.send(frame.build());
+                TestAwait.until("the window of three messages to '" + queue + "' given back", () -> raw.publishCredit.get() >= messagesAfter);
+                credits.add(raw.publishCreditBytes.get() - bytesBefore);
+            }
+            return credits;
+        }
+    }
 
     @Test
     void aProducerOfLargeHeadersKeepsWithinTheBrokersWindowAndEveryMessageIsConfirmed() throws Exception {

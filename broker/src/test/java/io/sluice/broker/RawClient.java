@@ -42,6 +42,8 @@ final class RawClient implements AutoCloseable {
     final BlockingQueue<Object> received = new LinkedBlockingQueue<>();
     /** PUBLISH_CREDIT frames are counted here, not queued: they may arrive between any two answers. */
     final AtomicLong publishCredit = new AtomicLong();
+    /** The bytes of those PUBLISH_CREDIT frames. */
+    final AtomicLong publishCreditBytes = new AtomicLong();
 
     RawClient(int port) throws InterruptedException {
         channel = new Bootstrap().group(group).channel(NioSocketChannel.class)
@@ -63,6 +65,7 @@ final class RawClient implements AutoCloseable {
                                                     received.add(new Delivery(deliver.consumerTag(), c.messageId(), c.deliveryCount(), headers, payload));
                                                 }
                                             } else if (frame instanceof PublishCreditFrame credit) {
+                                                publishCreditBytes.addAndGet(credit.bytes()); // before the messages a test waits for
                                                 publishCredit.addAndGet(credit.messages());
                                             } else {
                                                 received.add(frame);
