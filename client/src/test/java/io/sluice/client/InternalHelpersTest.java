@@ -1,8 +1,13 @@
 package io.sluice.client;
 
+import io.netty.buffer.ByteBufAllocator;
 import io.sluice.client.internal.Backoff;
 import io.sluice.client.internal.IdRanges;
+import io.sluice.client.internal.OutgoingHeaders;
 import io.sluice.protocol.IdRange;
+import io.sluice.protocol.MessageHeader;
+import io.sluice.protocol.PublishFrame;
+import io.sluice.protocol.PublishFrameBuilder;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -28,5 +33,25 @@ class InternalHelpersTest {
         assertEquals(100L, backoff.nextDelayMillis());
         Backoff jittered = new Backoff(100, 1000, 2.0, 0.2, () -> 0.0);
         assertEquals(80L, jittered.nextDelayMillis());
+    }
+
+    /**
+     * What the client takes from a publish window that counts headers is what the broker reads from the frame, also for
+     * a malformed key (a lone surrogate, which String.getBytes and the frame's encoder count apart): else the window
+     * shrank by the difference on every such message, for the life of the connection.
+     */
+    @Test
+    void shouldMeasureAMessageAsItsFrameCarriesIt() {
+        for (String key : List.of("h", "\u00e9t\u00e9", "\uD800\u00e9", "\uDC00")) {
+            List<MessageHeader> headers = List.of(new MessageHeader(key, new byte[5]));
+            byte[] payload = new byte[3];
+            PublishFrame frame = new PublishFrameBuilder(ByteBufAllocator.DEFAULT, "q").add(1, 1, headers, payload).build();
+            try {
+                assertEquals(frame.messageBytes(), OutgoingHeaders.headersAndPayloadBytes(OutgoingHeaders.encodedMessageBytes(headers, payload)),
+                        "key " + key);
+            } finally {
+                frame.release();
+            }
+        }
     }
 }

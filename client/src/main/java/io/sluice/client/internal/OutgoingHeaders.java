@@ -1,8 +1,8 @@
 package io.sluice.client.internal;
 
+import io.netty.buffer.ByteBufUtil;
 import io.sluice.protocol.MessageHeader;
 
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -37,7 +37,9 @@ public final class OutgoingHeaders {
     public static int encodedMessageBytes(List<MessageHeader> headers, byte[] payload) {
         int bytes = MESSAGE_OVERHEAD_BYTES + payload.length;
         for (MessageHeader header : headers) {
-            bytes += 2 + header.key().getBytes(StandardCharsets.UTF_8).length + 4 + header.value().length;
+            // Measured as the frame writes it (ByteBufUtil.writeUtf8): String.getBytes counts a malformed key (a lone
+            // surrogate) differently, and the publish window would lose the difference on every such message.
+            bytes += 2 + ByteBufUtil.utf8Bytes(header.key()) + 4 + header.value().length;
         }
         return bytes;
     }
