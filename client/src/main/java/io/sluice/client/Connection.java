@@ -479,6 +479,9 @@ public final class Connection implements AutoCloseable {
                 try {
                     task.run();
                 } catch (RuntimeException | Error e) {
+                    // A defect of the client's, not the broker's answer: logged, as Netty would have, whether or not the
+                    // call was still waiting for it.
+                    LOG.warn("Work on the network thread for a waiting call threw; the call fails with it.", e);
                     callbacks.complete(call, null, e);
                 }
             });

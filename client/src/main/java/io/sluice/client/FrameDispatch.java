@@ -20,6 +20,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
+import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -51,8 +52,11 @@ final class FrameDispatch {
     private final Map<String, FlowFrame> heardFlows = new HashMap<>();
     /** The CLOSE the broker sent on the current network connection, or null: what its loss is put down to. */
     private CloseFrame closedByBroker;
-    /** ERRORs to no request: one WARN line a minute at most ({@link #warnUnanswered}). */
-    private final LogThrottle unansweredErrors = new LogThrottle(Duration.ofMinutes(1), System::nanoTime);
+    /**
+     * ERRORs to no request: one WARN line a minute at most per error code ({@link #warnUnanswered}), so a flood of one
+     * kind does not hide another.
+     */
+    private final Map<ErrorCode, LogThrottle> unansweredErrors = new EnumMap<>(ErrorCode.class);
 
     FrameDispatch(PendingRequests requests, Map<Long, Producer> producers, Map<Integer, Consumer> consumers,
                   OpenTransactions transactions, ClientPublishWindow publishWindow, ConnectionAttempts attempts) {
@@ -67,10 +71,12 @@ final class FrameDispatch {
     /**
      * An ERROR to no request. The broker sends one for each TX_PUBLISH it refuses before storing it (docs/protocol.md,
      * "Transactions"), so a client that keeps publishing into a transaction the broker rolled back would write a WARN
-     * line per frame: the first is logged, then at most one a minute, saying how many were not; each is at DEBUG.
+     * line per frame: the first of each code is logged, then at most one a minute, saying how many were not; each is at
+     * DEBUG.
      */
     private void warnUnanswered(ErrorFrame error) {
-        long notLogged = unansweredErrors.admit();
+        long notLogged = unansweredErrors.computeIfAbsent(error.errorCode(),
+                code -> new LogThrottle(Duration.ofMinutes(1), System::nanoTime)).admit();
         if (notLogged < 0) {
             LOG.debug("The broker at {} reported an error: {} {}", attempts.address(), error.errorCode(), error.message());
             return;

@@ -53,7 +53,7 @@ final class NamedProducerRegistrations {
                 return;
             }
             if (producers.putIfAbsent(producer.producerId(), producer) != null) {
-                registered.completeExceptionally(new IllegalStateException("a producer named '" + producer.name()
+                registered.completeExceptionally(new NameInUseException("a producer named '" + producer.name()
                         + "' is already open on this connection"));
                 return;
             }
@@ -78,7 +78,7 @@ final class NamedProducerRegistrations {
                 awaitingFirstOk.remove(producer);
                 producers.remove(producer.producerId(), producer);
             });
-            if (e.getCause() instanceof IllegalStateException nameInUse) {
+            if (e.getCause() instanceof NameInUseException nameInUse) {
                 throw nameInUse;
             }
             throw e;
@@ -111,5 +111,15 @@ final class NamedProducerRegistrations {
                     producer.initializedOnLoop((ProducerOkFrame) answer);
                     return null;
                 }, cause -> producers.remove(producer.producerId(), producer)));
+    }
+
+    /**
+     * The name is taken on this connection: its own type, so that an IllegalStateException from a defect in the work the
+     * network thread ran for the registration is not reported to the application as a name clash.
+     */
+    private static final class NameInUseException extends IllegalStateException {
+        NameInUseException(String message) {
+            super(message);
+        }
     }
 }

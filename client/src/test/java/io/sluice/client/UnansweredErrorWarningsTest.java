@@ -38,7 +38,7 @@ class UnansweredErrorWarningsTest {
     }
 
     @Test
-    void manyErrorsToNoRequestMakeOneWarning() {
+    void manyErrorsToNoRequestMakeOneWarningPerErrorCode() {
         lines.start();
         connectionLog.addAppender(lines);
         connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
@@ -46,6 +46,9 @@ class UnansweredErrorWarningsTest {
         for (int i = 0; i < 5; i++) {
             broker.send(new ErrorFrame(0, ErrorCode.UNKNOWN_TRANSACTION, "transaction 1 is committing; refused " + i));
         }
+        // Another kind of error, within the minute: its own line, not hidden by the flood of the first kind.
+        broker.send(new ErrorFrame(0, ErrorCode.ACCESS_DENIED, "not allowed"));
+        broker.send(new ErrorFrame(0, ErrorCode.ACCESS_DENIED, "not allowed again"));
         connection.declareQueue("orders", QueueSettings.EMPTY); // answered after the ERRORs, on the same socket
 
         List<String> warnings;
@@ -53,7 +56,8 @@ class UnansweredErrorWarningsTest {
             warnings = lines.list.stream().filter(e -> e.getLevel() == Level.WARN)
                     .map(ILoggingEvent::getFormattedMessage).filter(m -> m.contains("reported an error")).toList();
         }
-        assertEquals(1, warnings.size(), warnings.toString());
+        assertEquals(2, warnings.size(), warnings.toString());
         assertTrue(warnings.get(0).endsWith("refused 0"), warnings.get(0));
+        assertTrue(warnings.get(1).endsWith("not allowed"), warnings.get(1));
     }
 }
