@@ -152,7 +152,7 @@ final class PendingConfirms {
     }
 
     /**
-     * One TX_PUBLISH frame of {@code messages} ({@code bytes} of payload), {@code staged} of them stored: its
+     * One TX_PUBLISH frame of {@code messages} ({@code bytes} of publish window, {@link ProducerLink#windowBytes}), {@code staged} of them stored: its
      * publish window goes back once the backlog lets that many go (C2), with no CONFIRM. Not C1: a staged
      * message is confirmed by its commit, which waits for its durability.
      */
