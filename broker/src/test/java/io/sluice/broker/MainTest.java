@@ -38,6 +38,13 @@ class MainTest {
     }
 
     @Test
+    void shouldSayThatTheConfigurationPathIsADirectory(@TempDir Path dir) {
+        assertEquals(2, run("--config", dir.toString(), "--check-config"));
+        assertEquals("sluice: invalid configuration: configuration file " + dir + " is a directory; --config takes a YAML or"
+                + " JSON file\n", err());
+    }
+
+    @Test
     void shouldListEveryFlagWithItsDefaultAndTheEnvironmentVariablesInHelp() throws Exception {
         assertEquals(0, run("--help"));
         String help = out.toString(StandardCharsets.UTF_8);

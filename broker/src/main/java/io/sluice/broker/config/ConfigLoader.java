@@ -4,6 +4,7 @@ import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.core.exc.InputCoercionException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.JsonMappingException;
@@ -16,6 +17,8 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Collection;
@@ -31,7 +34,7 @@ import java.util.stream.Collectors;
 public final class ConfigLoader {
     public static final String EMBEDDED_DEFAULTS = "/sluice.yaml";
 
-    private final ObjectMapper mapper = new ObjectMapper(new YAMLFactory())
+    private final ObjectMapper mapper = new ObjectMapper(yamlWithoutSourceInLocations())
             // Each layer updates the nested sections in place instead of replacing them.
             .setDefaultMergeable(true)
             .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
@@ -39,6 +42,18 @@ public final class ConfigLoader {
             .enable(DeserializationFeature.FAIL_ON_NUMBERS_FOR_ENUMS)
             // On by default: 2.7 for a whole-number key would become 2 without a word.
             .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT);
+
+    /**
+     * Without the source in the parser's locations: a file named by mistake (--config /etc/shadow) must not have its
+     * lines repeated in an error message (Jackson's default since 2.16, said here so that no upgrade brings it back).
+     * Not made with YAMLFactory.builder(), which leaves out the parser's default features: an empty value would then be
+     * "" instead of null, and an emptied section no longer refused as such.
+     */
+    private static YAMLFactory yamlWithoutSourceInLocations() {
+        YAMLFactory yaml = new YAMLFactory();
+        yaml.configure(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION.mappedFeature(), false);
+        return yaml;
+    }
 
     /** Loads and validates. {@code file} may be null; {@code overrides} maps dotted keys to values. */
     public BrokerConfig load(Path file, Map<String, String> overrides) {
@@ -52,10 +67,22 @@ public final class ConfigLoader {
             throw new ConfigException("the embedded defaults could not be read: " + e.getMessage(), e);
         }
         if (file != null) {
-            if (!Files.isRegularFile(file)) {
+            if (Files.isDirectory(file)) {
+                throw new ConfigException("configuration file " + file + " is a directory; --config takes a YAML or JSON file", null);
+            }
+            if (!Files.exists(file)) {
                 throw new ConfigException("configuration file " + file + " does not exist", null);
             }
-            try (InputStream in = Files.newInputStream(file)) {
+            if (!Files.isRegularFile(file)) {
+                throw new ConfigException("configuration file " + file + " is not a regular file (a device or a pipe?)", null);
+            }
+            InputStream in;
+            try {
+                in = Files.newInputStream(file);
+            } catch (IOException e) {
+                throw new ConfigException(cannotRead(file, e), e);
+            }
+            try (in) {
                 apply(config, file.toString(), mapper.createParser(in));
             } catch (IOException e) {
                 throw new ConfigException(describe(file.toString(), e, null), e);
@@ -88,6 +115,16 @@ public final class ConfigLoader {
                 throw new ConfigException(describe(source, e, tree), e);
             }
         }
+    }
+
+    /** Why the file could not be opened, without Jackson's or the file system's wording around it. */
+    static String cannotRead(Path file, IOException e) {
+        if (e instanceof AccessDeniedException) {
+            return "configuration file " + file + " cannot be read: permission denied (the broker runs as user "
+                    + System.getProperty("user.name") + ")";
+        }
+        String reason = e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.getClass().getSimpleName();
+        return "configuration file " + file + " cannot be read: " + reason;
     }
 
     private static String nest(String dottedKey, String value) {

@@ -1,5 +1,6 @@
 package io.sluice.broker.config;
 
+import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.DeserializationConfig;
@@ -21,12 +22,18 @@ import java.util.regex.Pattern;
  * Jackson binds it to {@link BrokerConfig}, for what the binding would take without a word: a key given twice (the
  * last would win), an integer with a leading zero (YAML 1.1 reads {@code 07672} as octal 4026), a section or a list
  * left empty (YAML null: the field would become null and the broker end in a NullPointerException), and a scalar or
- * list where a section belongs (a merging bind leaves the section as it was). Each is a {@link ConfigException} naming
- * the key. An integer with a leading zero is kept as written, and refused only where a number belongs.
+ * list where a section belongs (a merging bind leaves the section as it was), and a second document (which the bind
+ * never reads). Each is a {@link ConfigException} naming the key. An integer with a leading zero is kept as written, and
+ * refused only where a number belongs.
+ *
+ * <p>A file given by mistake ({@code --config /etc/shadow}) is refused without repeating what it holds: a key that is
+ * no key name, or a file that is a single value, is named by its place alone.
  */
 final class ConfigTree {
     /** An integer the YAML parser would read as octal, or whose zeros an operator may not have meant. */
     private static final Pattern LEADING_ZERO = Pattern.compile("[-+]?0[0-9_]+");
+    /** What the configuration's keys are made of; a key of anything else is not shown (it may be a line of any file). */
+    private static final Pattern KEY_NAME = Pattern.compile("[A-Za-z0-9_.-]{1,100}");
 
     private final String source;
 
@@ -36,7 +43,15 @@ final class ConfigTree {
 
     /** The layer {@code parser} reads; {@link MissingNode} if it holds nothing (every line a comment). */
     static JsonNode read(JsonParser parser, String source) throws IOException {
-        return parser.nextToken() == null ? MissingNode.getInstance() : new ConfigTree(source).value(parser, "");
+        if (parser.nextToken() == null) {
+            return MissingNode.getInstance();
+        }
+        ConfigTree layer = new ConfigTree(source);
+        JsonNode tree = layer.value(parser, "");
+        if (parser.nextToken() != null) {
+            throw layer.refused("holds a second YAML document at " + place(parser) + "; the configuration is one document");
+        }
+        return tree;
     }
 
     /**
@@ -49,7 +64,7 @@ final class ConfigTree {
                     + " mapping of sections", null);
         }
         if (!root.isObject()) {
-            throw new ConfigException(source + ": the configuration must be a mapping of sections, got " + shown(root), null);
+            throw new ConfigException(source + ": the configuration must be a mapping of sections, got " + kind(root), null);
         }
         new ConfigTree(source).check(root, config.constructType(BrokerConfig.class), "", config);
     }
@@ -60,6 +75,10 @@ final class ConfigTree {
             ObjectNode section = JsonNodeFactory.instance.objectNode();
             while (p.nextToken() == JsonToken.FIELD_NAME) {
                 String key = p.currentName();
+                if (!KEY_NAME.matcher(key).matches()) {
+                    throw refused(place(p) + " holds a key that is no configuration key (keys are letters, digits, '-', '_'"
+                            + " and '.'); is this a Sluice configuration file?");
+                }
                 String keyPath = path.isEmpty() ? key : path + "." + key;
                 if (section.has(key)) {
                     throw refused("key '" + keyPath + "' appears twice (again at line " + p.currentLocation().getLineNr()
@@ -139,6 +158,22 @@ final class ConfigTree {
 
     private static String shown(JsonNode node) {
         return node.isArray() ? "a list" : node.toString();
+    }
+
+    /** What a layer that is no mapping holds, without its content: it may be any file named by mistake. */
+    private static String kind(JsonNode node) {
+        if (node.isArray()) {
+            return "a list";
+        }
+        if (node.isNumber()) {
+            return "a single number";
+        }
+        return node.isBoolean() ? "a single true or false" : "a single string";
+    }
+
+    private static String place(JsonParser p) {
+        JsonLocation at = p.currentTokenLocation();
+        return "line " + at.getLineNr() + ", column " + at.getColumnNr();
     }
 
     private ConfigException refused(String problem) {

@@ -96,7 +96,7 @@ class ConfigLoaderBadInputTest {
     void aFileThatIsNotAMappingOfSectionsIsRefused() throws Exception {
         assertEquals("invalid configuration: " + file + ": the configuration must be a mapping of sections, got a list",
                 refused("- broker:\n    port: 9000\n"));
-        assertEquals("invalid configuration: " + file + ": the configuration must be a mapping of sections, got \"port 9000\"",
+        assertEquals("invalid configuration: " + file + ": the configuration must be a mapping of sections, got a single string",
                 refused("port 9000\n"));
         assertEquals("invalid configuration: " + file + ": holds no settings (is every line a comment?); the configuration"
                 + " must be a mapping of sections", refused("# broker:\n#   port: 9000\n"));
@@ -136,6 +136,46 @@ class ConfigLoaderBadInputTest {
         assertEquals("invalid configuration: override storage.segment-bytes=99999999999999999999: storage.segment-bytes"
                 + " 99999999999999999999 is beyond the range of this key's whole number (-9223372036854775808..9223372036854775807)",
                 refusedOverride("storage.segment-bytes", "99999999999999999999"));
+    }
+
+    /**
+     * --config naming a file that is no configuration (/etc/shadow, a secret) once echoed its first line: as an unknown
+     * key, or as the value that was not a mapping. The refusal names the file and the place, never what is written there.
+     */
+    @Test
+    void aFileThatIsNotConfigurationIsRefusedWithoutEchoingItsContent() throws Exception {
+        Map<String, String> refusals = new java.util.LinkedHashMap<>();
+        refusals.put("root:$6$salt$hash:19000:0:99999:7:::\nalice:$6$pepper$hash:19000:0:99999:7:::\n",
+                "line 1, column 1 holds a key that is no configuration key (keys are letters, digits, '-', '_' and '.');"
+                        + " is this a Sluice configuration file?");
+        refusals.put("s3cr3t-token-value\n", "the configuration must be a mapping of sections, got a single string");
+        refusals.put("42\n", "the configuration must be a mapping of sections, got a single number");
+        refusals.put("[s3cr3t, token]\n", "the configuration must be a mapping of sections, got a list");
+        for (Map.Entry<String, String> refusal : refusals.entrySet()) {
+            assertEquals("invalid configuration: " + file + ": " + refusal.getValue(), refused(refusal.getKey()));
+        }
+        Files.write(file, new byte[] {0, 1, 2, 's', '3', 'c', 'r', '3', 't'});
+        String binary = assertThrows(ConfigException.class, () -> new ConfigLoader().load(file, Map.of())).getMessage();
+        assertTrue(binary.startsWith("invalid configuration: " + file + ": ") && !binary.contains("s3cr3t"), binary);
+    }
+
+    /** A second YAML document was ignored without a word: the configuration is one document. */
+    @Test
+    void aSecondDocumentInTheFileIsRefused() throws Exception {
+        assertEquals("invalid configuration: " + file + ": holds a second YAML document at line 4, column 1; the configuration"
+                + " is one document", refused("broker:\n  port: 7000\n---\nbroker:\n  port: 8000\n"));
+    }
+
+    @Test
+    void anUnreadableFileIsSaidToBeUnreadable() throws Exception {
+        Files.writeString(file, "broker:\n  port: 7000\n");
+        Files.setPosixFilePermissions(file, java.util.Set.of());
+        assertEquals("configuration file " + file + " cannot be read: permission denied (the broker runs as user "
+                + System.getProperty("user.name") + ")", ConfigLoader.cannotRead(file, new java.nio.file.AccessDeniedException(file.toString())));
+        // End to end where the permissions hold (root reads any file).
+        org.junit.jupiter.api.Assumptions.assumeFalse(Files.isReadable(file), "this user reads a file of mode 000");
+        assertEquals("invalid configuration: configuration file " + file + " cannot be read: permission denied (the broker runs"
+                + " as user " + System.getProperty("user.name") + ")", refused(Files.readString(file)));
     }
 
     @Test
