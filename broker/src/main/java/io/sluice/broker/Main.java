@@ -85,12 +85,12 @@ public final class Main {
         }
     }
 
-    /** A flag given as the last argument, without the value it takes. */
+    /** A flag without the value it takes: the last argument, or followed by another flag ({@link FlagValues}). */
     private static final class MissingValueException extends RuntimeException {
         private static final long serialVersionUID = 1L;
 
-        MissingValueException(String flag) {
-            super(flag + " needs a value");
+        MissingValueException(String problem) {
+            super(problem);
         }
     }
 
@@ -238,8 +238,9 @@ public final class Main {
     }
 
     private static String require(String flag, String value) {
-        if (value == null) {
-            throw new MissingValueException(flag);
+        String missing = FlagValues.missing(flag, value, false);
+        if (missing != null) {
+            throw new MissingValueException(missing);
         }
         return value;
     }

@@ -37,6 +37,18 @@ class MainTest {
         assertEquals("sluice: --port needs a value (try --help)\n", err());
     }
 
+    /** A valued flag followed by another flag took that flag as its value: --port --config x set the port to "--config". */
+    @Test
+    void shouldRefuseAValuedFlagWhoseNextArgumentIsAnotherFlag() {
+        for (String flag : List.of("--config", "--set", "--data-dir", "--listen", "--port", "--metrics-port")) {
+            out.reset();
+            err.reset();
+            assertEquals(2, run(flag, "--check-config"), flag);
+            assertEquals("sluice: " + flag + " needs a value; the argument after it, --check-config, is a flag (try --help)\n", err(),
+                    flag);
+        }
+    }
+
     @Test
     void shouldSayThatTheConfigurationPathIsADirectory(@TempDir Path dir) {
         assertEquals(2, run("--config", dir.toString(), "--check-config"));

@@ -3,6 +3,7 @@ package io.sluice.broker.admin;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.sluice.broker.FlagValues;
 
 import java.io.Console;
 import java.io.IOException;
@@ -68,8 +69,11 @@ public final class AdminCli {
             String a = args[i];
             switch (a) {
                 case "--url", "--user", "--password", "--password-file" -> {
-                    if (i + 1 >= args.length) {
-                        return usage(a + " needs a value");
+                    boolean secret = a.equals("--password");
+                    String missing = FlagValues.missing(a, i + 1 < args.length ? args[i + 1] : null, secret);
+                    if (missing != null) {
+                        return usage(secret && i + 1 < args.length ? missing + " (a password that starts with -- goes in --password-file)"
+                                : missing);
                     }
                     String v = args[++i];
                     if (a.equals("--url")) {

@@ -18,6 +18,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -145,6 +146,18 @@ class AdminCliTest {
         assertTrue(err().contains("HTTP 401"), err());
         assertEquals(2, run("--url", fixture.baseUrl(), "--user", "ops", "--password-file", dir.resolve("absent").toString(), "queues"));
         assertTrue(err().startsWith("sluice admin: --password-file '" + dir.resolve("absent") + "' cannot be read"), err());
+    }
+
+    /** --user --json queues ran as the user "--json"; a flag after a valued flag is refused, as the broker's own flags are. */
+    @Test
+    void shouldRefuseAValuedOptionWhoseNextArgumentIsAnotherOption() {
+        for (String option : List.of("--url", "--user", "--password-file")) {
+            assertEquals(2, run(option, "--json", "queues"), option);
+            assertTrue(err().startsWith("sluice admin: " + option + " needs a value; the argument after it, --json, is a flag\n"), err());
+        }
+        assertEquals(2, run("--user", "u", "--password", "--json", "queues"));
+        assertTrue(err().startsWith("sluice admin: --password needs a value; the argument after it starts with --, as a flag does"
+                + " (a password that starts with -- goes in --password-file)\n"), err());
     }
 
     @Test
