@@ -56,6 +56,17 @@ class MainTest {
                 + " JSON file\n", err());
     }
 
+    /** YAML 1.1 reads 0x1f as 31, 7_672 as 7672 and +7672 as 7672; a port is written in plain decimal digits or refused. */
+    @Test
+    void shouldRefuseAPortThatIsNotPlainDecimal() {
+        for (String port : List.of("0x1f", "7_672", "+7672")) {
+            err.reset();
+            assertEquals(2, run("--port", port, "--check-config"), port);
+            assertTrue(err().startsWith("sluice: invalid configuration: override broker.port=" + port + ": broker.port '" + port
+                    + "' is not a whole number in plain decimal digits"), err());
+        }
+    }
+
     @Test
     void shouldListEveryFlagWithItsDefaultAndTheEnvironmentVariablesInHelp() throws Exception {
         assertEquals(0, run("--help"));

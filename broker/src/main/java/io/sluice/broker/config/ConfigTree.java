@@ -22,9 +22,10 @@ import java.util.regex.Pattern;
  * Jackson binds it to {@link BrokerConfig}, for what the binding would take without a word: a key given twice (the
  * last would win), an integer with a leading zero (YAML 1.1 reads {@code 07672} as octal 4026), a section or a list
  * left empty (YAML null: the field would become null and the broker end in a NullPointerException), and a scalar or
- * list where a section belongs (a merging bind leaves the section as it was), and a second document (which the bind
- * never reads). Each is a {@link ConfigException} naming the key. An integer with a leading zero is kept as written, and
- * refused only where a number belongs.
+ * list where a section belongs (a merging bind leaves the section as it was), a number in any form but plain decimal
+ * digits (YAML 1.1 reads 0x1f as 31, 7_672 and +7672 as 7672, 1e-1 as 0.1), and a second document (which the bind never
+ * reads). Each is a {@link ConfigException} naming the key. A number in another form is kept as written, and refused
+ * only where a number belongs.
  *
  * <p>A file given by mistake ({@code --config /etc/shadow}) is refused without repeating what it holds: a key that is
  * no key name, or a file that is a single value, is named by its place alone.
@@ -32,6 +33,8 @@ import java.util.regex.Pattern;
 final class ConfigTree {
     /** An integer the YAML parser would read as octal, or whose zeros an operator may not have meant. */
     private static final Pattern LEADING_ZERO = Pattern.compile("[-+]?0[0-9_]+");
+    /** How a number is written in the configuration: digits, a '-' before them if negative, a '.' and digits in a fraction. */
+    private static final Pattern PLAIN_DECIMAL = Pattern.compile("-?[0-9]+(\\.[0-9]+)?");
     /** What the configuration's keys are made of; a key of anything else is not shown (it may be a line of any file). */
     private static final Pattern KEY_NAME = Pattern.compile("[A-Za-z0-9_.-]{1,100}");
 
@@ -96,8 +99,9 @@ final class ConfigTree {
             }
             return list;
         }
-        if (token == JsonToken.VALUE_NUMBER_INT && LEADING_ZERO.matcher(p.getText()).matches()) {
-            return new LeadingZero(p.getText());
+        boolean octal = token == JsonToken.VALUE_NUMBER_INT && LEADING_ZERO.matcher(p.getText()).matches();
+        if (token.isNumeric() && (octal || !PLAIN_DECIMAL.matcher(p.getText()).matches())) {
+            return new WrittenNumber(p.getText(), p.getNumberValue());
         }
         return p.readValueAsTree();
     }
@@ -128,9 +132,14 @@ final class ConfigTree {
                     check(child, property.getPrimaryType(), path.isEmpty() ? property.getName() : path + "." + property.getName(), config);
                 }
             }
-        } else if (node instanceof LeadingZero && type.getRawClass() != String.class) {
-            String decimal = new BigInteger(node.textValue().replace("_", "")).toString();
-            throw refused(path + " '" + node.textValue() + "' has a leading zero, which YAML reads as an octal number; write " + decimal);
+        } else if (node instanceof WrittenNumber written && type.getRawClass() != String.class) {
+            throw refused(written.refusal(path, type.getRawClass()));
+        } else if (node.isTextual() && isNumber(type.getRawClass()) && node.textValue().chars().anyMatch(Character::isDigit)
+                && !PLAIN_DECIMAL.matcher(node.textValue()).matches()) {
+            // A string the bind would turn into a number ("+7672", quoted or from a command-line override); one without a
+            // digit ("many") is left to the bind, which refuses it as no number.
+            throw refused(path + " '" + node.textValue() + "' is not " + ConfigLoader.expected(type.getRawClass())
+                    + " in plain decimal digits");
         } else if (node.isNull() && type.getRawClass() != String.class) {
             // A string key may be empty (unset: the checks of BrokerConfig.validate() say so if it must not be); a number,
             // a boolean or a choice has no empty value, and a primitive would be refused in Jackson's words.
@@ -144,15 +153,31 @@ final class ConfigTree {
         return raw == BrokerConfig.class || (raw.getDeclaringClass() == BrokerConfig.class && !raw.isEnum());
     }
 
-    /**
-     * An integer written with a leading zero, kept as written: a string key (broker.name 0700) takes it verbatim, where
-     * YAML would have made it "448"; a number key refuses it.
-     */
-    private static final class LeadingZero extends TextNode {
-        private static final long serialVersionUID = 1L;
+    private static boolean isNumber(Class<?> type) {
+        return type.isPrimitive() ? type != boolean.class : Number.class.isAssignableFrom(type);
+    }
 
-        LeadingZero(String written) {
+    /**
+     * A number written otherwise than in plain decimal digits, kept as written: a string key (broker.name 0700 or 0x1f)
+     * takes it verbatim, where YAML would have made it "448" or "31"; a number key refuses it.
+     */
+    private static final class WrittenNumber extends TextNode {
+        private static final long serialVersionUID = 1L;
+        private final transient Number yamlReads;
+
+        WrittenNumber(String written, Number yamlReads) {
             super(written);
+            this.yamlReads = yamlReads;
+        }
+
+        String refusal(String path, Class<?> type) {
+            String written = textValue();
+            if (LEADING_ZERO.matcher(written).matches()) {
+                String decimal = new BigInteger(written.replace("_", "")).toString();
+                return path + " '" + written + "' has a leading zero, which YAML reads as an octal number; write " + decimal;
+            }
+            return path + " '" + written + "' is not " + ConfigLoader.expected(type) + " in plain decimal digits; YAML reads it as "
+                    + yamlReads;
         }
     }
 

@@ -178,6 +178,38 @@ class ConfigLoaderBadInputTest {
                 + " as user " + System.getProperty("user.name") + ")", refused(Files.readString(file)));
     }
 
+    /**
+     * YAML 1.1 reads 0x1f as 31, 7_672 and +7672 as 7672, .5 as 0.5 and 1e-1 as 0.1: a number key takes plain decimal
+     * digits (a '-' before them, a '.' in a fraction) and refuses the rest, in a file as in an override.
+     */
+    @Test
+    void aNumberNotWrittenInPlainDecimalIsRefused() throws Exception {
+        assertEquals("invalid configuration: " + file + ": broker.port '0x1f' is not a whole number in plain decimal digits;"
+                + " YAML reads it as 31", refused("broker:\n  port: 0x1f\n"));
+        assertEquals("invalid configuration: " + file + ": broker.port '7_672' is not a whole number in plain decimal digits;"
+                + " YAML reads it as 7672", refused("broker:\n  port: 7_672\n"));
+        assertEquals("invalid configuration: " + file + ": broker.port '+7672' is not a whole number in plain decimal digits;"
+                + " YAML reads it as 7672", refused("broker:\n  port: +7672\n"));
+        assertEquals("invalid configuration: " + file + ": storage.relocate-max-live-ratio '.5' is not a number in plain"
+                + " decimal digits; YAML reads it as 0.5", refused("storage:\n  relocate-max-live-ratio: .5\n"));
+        assertEquals("invalid configuration: " + file + ": storage.relocate-max-live-ratio '1e-1' is not a number in plain"
+                + " decimal digits; YAML reads it as 0.1", refused("storage:\n  relocate-max-live-ratio: 1e-1\n"));
+        assertEquals("invalid configuration: " + file + ": broker.port '0x1f' is not a whole number in plain decimal digits",
+                refused("broker:\n  port: \"0x1f\"\n"));
+        assertEquals("invalid configuration: override broker.port=+7672: broker.port '+7672' is not a whole number in plain"
+                + " decimal digits", refusedOverride("broker.port", "+7672"));
+        assertEquals("invalid configuration: override queues.ack-timeout-ms=30_000: queues.ack-timeout-ms '30_000' is not a"
+                + " whole number in plain decimal digits", refusedOverride("queues.ack-timeout-ms", "30_000"));
+        // Plain decimal stays accepted, and a string key takes the text as written, where YAML made 0x1f into "31".
+        Files.writeString(file, "broker:\n  port: 7000\n  name: 0x1f\nstorage:\n  relocate-max-live-ratio: 0.25\n");
+        BrokerConfig config = new ConfigLoader().load(file, Map.of());
+        assertEquals(7000, config.broker.port);
+        assertEquals("0x1f", config.broker.name);
+        assertEquals(0.25, config.storage.relocateMaxLiveRatio);
+        assertEquals("invalid configuration:\n  - broker.heartbeat-interval-ms -1 is outside 0..3600000",
+                refusedOverride("broker.heartbeat-interval-ms", "-1"), "a negative number is plain decimal, refused by its range");
+    }
+
     @Test
     void aKeyGivenTwiceIsRefusedNamingIt() throws Exception {
         assertEquals("invalid configuration: " + file + ": key 'broker.port' appears twice (again at line 3); give it once",

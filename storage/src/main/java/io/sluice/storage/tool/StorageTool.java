@@ -163,6 +163,10 @@ public final class StorageTool {
             if (i + 1 >= args.length) {
                 throw new UsageException(option + " needs a value");
             }
+            if (args[i + 1].startsWith("--")) {
+                // Taken as the value, the next option would be lost and its value left as an option of its own.
+                throw new UsageException(option + " needs a value; the argument after it, " + args[i + 1] + ", is a flag");
+            }
             String value = args[++i];
             if (option.equals("--limit")) {
                 limit = parseLimit(value);
@@ -192,7 +196,7 @@ public final class StorageTool {
 
     static long parseLimit(String value) {
         try {
-            long limit = Long.parseLong(value);
+            long limit = parseDigits(value, 10);
             if (limit > 0) {
                 return limit;
             }
@@ -202,22 +206,33 @@ public final class StorageTool {
         throw new UsageException("--limit '" + value + "' is not a positive whole number");
     }
 
+    /**
+     * ASCII digits alone in {@code radix}: Long.parse* also takes a leading '+' (and parseLong a '-'), which no count
+     * or id is written with; past 2^63 - 1 the result is negative, which the callers refuse.
+     */
+    private static long parseDigits(String digits, int radix) {
+        if (digits.isEmpty() || !digits.chars().allMatch(c -> c < 128 && Character.digit(c, radix) >= 0)) {
+            throw new NumberFormatException(digits);
+        }
+        return Long.parseUnsignedLong(digits, radix);
+    }
+
     /** Parses {@code 0x...} hex, decimal, or {@code segment/sequence}. */
     static long parseId(String value) {
         try {
             long id;
             int slash = value.indexOf('/');
             if (slash >= 0) {
-                int segment = Integer.parseInt(value.substring(0, slash));
-                long sequence = Long.parseLong(value.substring(slash + 1));
-                if (segment < 0 || sequence < 0 || sequence > 0xFFFF_FFFFL) {
+                long segment = parseDigits(value.substring(0, slash), 10);
+                long sequence = parseDigits(value.substring(slash + 1), 10);
+                if (segment < 0 || segment > Integer.MAX_VALUE || sequence < 0 || sequence > 0xFFFF_FFFFL) {
                     throw new NumberFormatException();
                 }
-                id = SegmentRollCycle.INSTANCE.toIndex(segment, sequence);
+                id = SegmentRollCycle.INSTANCE.toIndex((int) segment, sequence);
             } else if (value.startsWith("0x") || value.startsWith("0X")) {
-                id = Long.parseUnsignedLong(value.substring(2), 16);
+                id = parseDigits(value.substring(2), 16);
             } else {
-                id = Long.parseLong(value);
+                id = parseDigits(value, 10);
             }
             if (id >= 0) {
                 return id;

@@ -201,6 +201,17 @@ class StorageToolTest {
         assertUsage(run("dump", dir.toString(), "orders", "--limit"), "--limit needs a value");
     }
 
+    /** Long.parseLong took "+3"; --limit took "--from" as its value. Decimal is digits alone, a value is no flag. */
+    @Test
+    void shouldRefuseASignedNumberAndAFlagWhereAValueBelongs() {
+        assertUsage(run("dump", dir.toString(), "orders", "--limit", "+3"), "--limit '+3' is not a positive whole number");
+        assertUsage(run("dump", dir.toString(), "orders", "--from", "+5"), "--from '+5' is not a message id");
+        assertUsage(run("dump", dir.toString(), "orders", "--from", "0x+5"), "--from '0x+5' is not a message id");
+        assertUsage(run("dump", dir.toString(), "orders", "--from", "+1/5"), "--from '+1/5' is not a message id");
+        assertUsage(run("dump", dir.toString(), "orders", "--limit", "--from", "5"),
+                "--limit needs a value; the argument after it, --from, is a flag");
+    }
+
     /**
      * Exit 141 says "the reader closed the pipe" (rule T1); a stream the caller gives cannot tell that from a
      * full disk (a {@link PrintStream} keeps only a flag), so its failure is reported as one, with status 1.
