@@ -94,6 +94,19 @@ class AdminBadInputTest {
         assertEquals(404, get.statusCode(), get.body());
     }
 
+    /**
+     * A path segment is percent-decoded, not form-decoded: '+' is itself (URLDecoder made it a space, so the API spoke of
+     * a queue 'a b' nobody named).
+     */
+    @Test
+    void aPlusInAQueueNameIsAPlus() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(fixture.baseUrl() + "/api/queues/a+b")).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(404, r.statusCode(), r.body());
+        assertTrue(r.body().contains("queue 'a+b' does not exist"), r.body());
+    }
+
     @Test
     void aBodyOverTheCapIsRefusedWithoutBeingRead() throws Exception {
         fixture = new MetricsFixture(dir.resolve("data"), Map.of());
