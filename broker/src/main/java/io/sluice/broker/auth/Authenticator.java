@@ -44,11 +44,15 @@ public final class Authenticator {
      * TLS client certificate whose subject CN names a configured user makes it that user; otherwise
      * the connection is anonymous, allowed only if {@code anonymousAllowed} (which folds in
      * {@code auth.allow-anonymous} and the non-loopback rule of {@code auth.allow-anonymous-remote}).
-     * The reason never contains the password.
+     * A password without a user is refused: the client meant to log in as someone, and would otherwise run
+     * as anonymous (or as its certificate's user) without a word. The reason never contains the password.
      */
     public Result authenticate(String user, String password, String certificateUser, boolean anonymousAllowed) {
         Result result;
-        if (user == null || user.isEmpty()) {
+        if ((user == null || user.isEmpty()) && password != null && !password.isEmpty()) {
+            result = new Result("", "a password was given without a user; give the user it belongs to, or neither for"
+                    + " anonymous access");
+        } else if (user == null || user.isEmpty()) {
             if (certificateUser != null && hashes.containsKey(certificateUser)) {
                 result = new Result(certificateUser, null);
             } else if (certificateUser != null) {
@@ -70,7 +74,7 @@ public final class Authenticator {
         return result;
     }
 
-    /** Handshakes refused since the broker started (wrong password, unknown user, anonymous not allowed). */
+    /** Handshakes refused since the broker started (wrong password, unknown user, a password without a user, anonymous not allowed). */
     public long authenticationFailures() {
         return failures.get();
     }

@@ -20,6 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
@@ -69,6 +70,22 @@ class AuthenticationTest {
         assertEquals(ErrorCode.AUTHENTICATION_FAILED, anonymous.errorCode());
         SluiceException noPassword = assertThrows(SluiceException.class, () -> connect("carol", ""));
         assertEquals(ErrorCode.AUTHENTICATION_FAILED, noPassword.errorCode(), "a certificate-only user has no password");
+    }
+
+    /**
+     * A HELLO with a password and no user was admitted as anonymous where anonymous access is on: the client meant to log
+     * in as someone and ran with the anonymous permissions instead, without a word.
+     */
+    @Test
+    void aPasswordWithoutAUserIsRefusedWhereAnonymousIsAllowed() throws Exception {
+        broker.close();
+        broker = SecurityFixture.start(Files.createDirectory(dir.resolve("anonymous-allowed")), SecurityFixture.usersYaml(),
+                Map.of("auth.allow-anonymous", "true"));
+        SluiceException refused = assertThrows(SluiceException.class, () -> connect("", "s3cret"));
+        assertEquals(ErrorCode.AUTHENTICATION_FAILED, refused.errorCode());
+        assertTrue(refused.getMessage().contains("a password was given without a user"), refused.getMessage());
+        assertTrue(!refused.getMessage().contains("s3cret"), "the password never appears: " + refused.getMessage());
+        connect("", "").close(); // anonymous, as before
     }
 
     @Test
