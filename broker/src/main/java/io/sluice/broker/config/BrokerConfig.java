@@ -25,6 +25,16 @@ public final class BrokerConfig {
     public Transactions transactions = new Transactions();
     public Cluster cluster = new Cluster();
 
+    /**
+     * The bounds of a queue's ack timeout and delivery limit: of {@code queues.ack-timeout-ms} and
+     * {@code queues.max-deliveries} here, and of a DECLARE's (or the admin API's) {@code ackTimeoutMs} and
+     * {@code maxDeliveries} ({@code QueueOptions}), so that no queue gets a value the configuration refuses.
+     */
+    public static final long MIN_ACK_TIMEOUT_MS = 100;
+    public static final long MAX_ACK_TIMEOUT_MS = 7L * 24 * 3_600_000;
+    public static final long MIN_MAX_DELIVERIES = 1;
+    public static final long MAX_MAX_DELIVERIES = 1_000_000;
+
     /** The longest {@code queues.dead-letter-suffix}: a cut dead-letter queue name keeps at least 127 of its queue's characters. */
     public static final int MAX_DEAD_LETTER_SUFFIX = 64;
 
@@ -375,17 +385,17 @@ public final class BrokerConfig {
         if (broker.listenAddress == null || broker.listenAddress.isBlank()) {
             problems.add("broker.listen-address is empty");
         }
-        check(problems, "broker.port", broker.port, 0, 65535);
+        checkRange(problems, "broker.port", broker.port, 0, 65535);
         if (broker.dataDir == null || broker.dataDir.isBlank()) {
             problems.add("broker.data-dir is empty");
         }
-        check(problems, "broker.max-frame-bytes", broker.maxFrameBytes, 1024, 256L << 20);
-        check(problems, "broker.heartbeat-interval-ms", broker.heartbeatIntervalMs, 0, 3_600_000);
-        check(problems, "broker.handshake-timeout-ms", broker.handshakeTimeoutMs, 100, 600_000);
-        check(problems, "broker.shutdown-timeout-ms", broker.shutdownTimeoutMs, 100, 600_000);
-        check(problems, "broker.publish-window-messages", broker.publishWindowMessages, 1, 10_000_000);
-        check(problems, "broker.publish-window-bytes", broker.publishWindowBytes, 1024, 1L << 40);
-        check(problems, "broker.io-threads", broker.ioThreads, 0, 1024);
+        checkRange(problems, "broker.max-frame-bytes", broker.maxFrameBytes, 1024, 256L << 20);
+        checkRange(problems, "broker.heartbeat-interval-ms", broker.heartbeatIntervalMs, 0, 3_600_000);
+        checkRange(problems, "broker.handshake-timeout-ms", broker.handshakeTimeoutMs, 100, 600_000);
+        checkRange(problems, "broker.shutdown-timeout-ms", broker.shutdownTimeoutMs, 100, 600_000);
+        checkRange(problems, "broker.publish-window-messages", broker.publishWindowMessages, 1, 10_000_000);
+        checkRange(problems, "broker.publish-window-bytes", broker.publishWindowBytes, 1024, 1L << 40);
+        checkRange(problems, "broker.io-threads", broker.ioThreads, 0, 1024);
         for (int i = 0; i < auth.users.size(); i++) {
             User u = auth.users.get(i);
             if (u.name == null || u.name.isBlank()) {
@@ -414,16 +424,16 @@ public final class BrokerConfig {
             problems.add("storage.max-message-bytes " + storage.maxMessageBytes + " must be at least 1024 below broker.max-frame-bytes "
                     + broker.maxFrameBytes + ", or a message could not be delivered in one frame");
         }
-        check(problems, "queues.max-deliveries", queues.maxDeliveries, 1, 1_000_000);
-        check(problems, "transactions.timeout-ms", transactions.timeoutMs, 100, 24L * 3_600_000);
-        check(problems, "transactions.max-messages", transactions.maxMessages, 1, 100_000);
-        check(problems, "transactions.max-bytes", transactions.maxBytes, 1, 1L << 30);
-        check(problems, "transactions.max-open-per-connection", transactions.maxOpenPerConnection, 1, 10_000);
-        check(problems, "queues.dedup-max-producers", queues.dedupMaxProducers, 1, 10_000_000);
-        check(problems, "queues.dedup-idle-expiry-ms", queues.dedupIdleExpiryMs, 1000, 30L * 24 * 3_600_000);
-        check(problems, "queues.ack-timeout-ms", queues.ackTimeoutMs, 100, 7L * 24 * 3_600_000);
-        check(problems, "queues.redelivery-delay-ms", queues.redeliveryDelayMs, 0, 3_600_000);
-        check(problems, "queues.max-redelivery-delay-ms", queues.maxRedeliveryDelayMs, queues.redeliveryDelayMs, 24L * 3_600_000);
+        checkRange(problems, "queues.max-deliveries", queues.maxDeliveries, MIN_MAX_DELIVERIES, MAX_MAX_DELIVERIES);
+        checkRange(problems, "transactions.timeout-ms", transactions.timeoutMs, 100, 24L * 3_600_000);
+        checkRange(problems, "transactions.max-messages", transactions.maxMessages, 1, 100_000);
+        checkRange(problems, "transactions.max-bytes", transactions.maxBytes, 1, 1L << 30);
+        checkRange(problems, "transactions.max-open-per-connection", transactions.maxOpenPerConnection, 1, 10_000);
+        checkRange(problems, "queues.dedup-max-producers", queues.dedupMaxProducers, 1, 10_000_000);
+        checkRange(problems, "queues.dedup-idle-expiry-ms", queues.dedupIdleExpiryMs, 1000, 30L * 24 * 3_600_000);
+        checkRange(problems, "queues.ack-timeout-ms", queues.ackTimeoutMs, MIN_ACK_TIMEOUT_MS, MAX_ACK_TIMEOUT_MS);
+        checkRange(problems, "queues.redelivery-delay-ms", queues.redeliveryDelayMs, 0, 3_600_000);
+        checkRange(problems, "queues.max-redelivery-delay-ms", queues.maxRedeliveryDelayMs, queues.redeliveryDelayMs, 24L * 3_600_000);
         if (queues.deadLetterSuffix == null || queues.deadLetterSuffix.isEmpty()) {
             problems.add("queues.dead-letter-suffix is empty");
         } else {
@@ -438,7 +448,7 @@ public final class BrokerConfig {
         if (metrics.listenAddress == null || metrics.listenAddress.isBlank()) {
             problems.add("metrics.listen-address is empty");
         }
-        check(problems, "metrics.port", metrics.port, 0, 65535);
+        checkRange(problems, "metrics.port", metrics.port, 0, 65535);
         if (metrics.enabled && metrics.port != 0 && metrics.port == broker.port) {
             problems.add("metrics.port " + metrics.port + " is the same as broker.port; give each its own port");
         }
@@ -470,7 +480,8 @@ public final class BrokerConfig {
         }
     }
 
-    private static void check(List<String> problems, String key, long value, long min, long max) {
+    /** Adds "key value is outside min..max" to {@code problems} for a number past its bounds. */
+    public static void checkRange(List<String> problems, String key, long value, long min, long max) {
         if (value < min || value > max) {
             problems.add(key + " " + value + " is outside " + min + ".." + max);
         }

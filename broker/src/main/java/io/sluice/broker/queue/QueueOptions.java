@@ -132,14 +132,11 @@ public record QueueOptions(int maxDeliveries, String deadLetterQueue, long ackTi
             throw new BrokerException(ErrorCode.INVALID_QUEUE_SETTING, String.join("; ", problems));
         }
         QueueOptions d = defaults(queue, defaults);
+        // The configuration's bounds for its defaults, in the configuration's words.
         long maxDeliveries = settings.longValue(QueueSettings.MAX_DELIVERIES).orElse(d.maxDeliveries);
-        if (maxDeliveries < 1 || maxDeliveries > 1_000_000) {
-            problems.add(QueueSettings.MAX_DELIVERIES + " " + maxDeliveries + " is outside 1..1000000");
-        }
+        BrokerConfig.checkRange(problems, QueueSettings.MAX_DELIVERIES, maxDeliveries, BrokerConfig.MIN_MAX_DELIVERIES, BrokerConfig.MAX_MAX_DELIVERIES);
         long ackTimeout = settings.longValue(QueueSettings.ACK_TIMEOUT_MS).orElse(d.ackTimeoutMs);
-        if (ackTimeout < 100) {
-            problems.add(QueueSettings.ACK_TIMEOUT_MS + " " + ackTimeout + " is below the minimum of 100");
-        }
+        BrokerConfig.checkRange(problems, QueueSettings.ACK_TIMEOUT_MS, ackTimeout, BrokerConfig.MIN_ACK_TIMEOUT_MS, BrokerConfig.MAX_ACK_TIMEOUT_MS);
         String dlq = settings.stringValue(QueueSettings.DEAD_LETTER_QUEUE).orElse(d.deadLetterQueue);
         if (dlq.equals(queue)) {
             problems.add(QueueSettings.DEAD_LETTER_QUEUE + " '" + dlq + "' is the queue itself");

@@ -94,6 +94,17 @@ class AdminBadInputTest {
         assertEquals(404, get.statusCode(), get.body());
     }
 
+    /** Same bound, same sentence as queues.ack-timeout-ms in the configuration: the API had no upper bound. */
+    @Test
+    void anAckTimeoutPastTheConfigurationsCapIsRefused() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(fixture.baseUrl() + "/api/queues/jobs"))
+                .PUT(HttpRequest.BodyPublishers.ofString("{\"ackTimeoutMs\": 604800001}")).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(400, r.statusCode(), r.body());
+        assertTrue(r.body().contains("\"invalid_setting\"") && r.body().contains("ackTimeoutMs 604800001 is outside 100..604800000"),
+                r.body());
+    }
+
     /**
      * A path segment is percent-decoded, not form-decoded: '+' is itself (URLDecoder made it a space, so the API spoke of
      * a queue 'a b' nobody named).

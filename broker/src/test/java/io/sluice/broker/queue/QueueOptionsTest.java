@@ -21,6 +21,17 @@ class QueueOptionsTest {
         return refused.getMessage();
     }
 
+    /** The configuration caps queues.ack-timeout-ms at 7 days; a DECLARE (or the admin API's PUT) had no cap at all. */
+    @Test
+    void shouldRefuseAnAckTimeoutOutsideTheConfigurationsBounds() {
+        assertEquals("ackTimeoutMs 604800001 is outside 100..604800000",
+                refusal(QueueSettings.builder().set(QueueSettings.ACK_TIMEOUT_MS, 604_800_001L).build()));
+        assertEquals("ackTimeoutMs 99 is outside 100..604800000",
+                refusal(QueueSettings.builder().set(QueueSettings.ACK_TIMEOUT_MS, 99L).build()));
+        assertEquals(604_800_000L, QueueOptions.from("orders", QueueSettings.builder().set(QueueSettings.ACK_TIMEOUT_MS, 604_800_000L)
+                .build(), defaults).ackTimeoutMs());
+    }
+
     @Test
     void shouldRefuseAStringWhereAWholeNumberIsExpected() {
         assertEquals("queue setting maxDeliveries=\"abc\" is a string; expected a whole number",
