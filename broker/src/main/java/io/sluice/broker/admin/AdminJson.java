@@ -2,12 +2,13 @@ package io.sluice.broker.admin;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonLocation;
-import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.exc.MismatchedInputException;
 
 import java.io.IOException;
 
@@ -19,26 +20,21 @@ import java.io.IOException;
  * which Jackson allows from any thread.
  */
 final class AdminJson {
-    /** Refuses a body naming a key twice (which the last would otherwise win). */
+    /**
+     * Refuses a body naming a key twice (which the last would otherwise win), and one with anything but whitespace after
+     * its first value (readTree alone stops there, so a body of two objects declared a queue with the first).
+     */
     private final ObjectMapper json = new ObjectMapper(JsonFactory.builder().enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build())
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
             .enable(SerializationFeature.INDENT_OUTPUT);
 
-    /**
-     * The body's JSON, null for an empty body; 400 {@code bad_json} if it is not JSON, or if anything but whitespace
-     * follows its first value (readTree alone stops there, so a body of two objects declared a queue with the first).
-     */
+    /** The body's JSON, null for an empty body; 400 {@code bad_json} if it is not one JSON value. */
     JsonNode read(byte[] body) {
         if (body.length == 0) {
             return null;
         }
-        try (JsonParser parser = json.createParser(body)) {
-            JsonNode value = json.readTree(parser);
-            if (parser.nextToken() != null) {
-                JsonLocation at = parser.currentTokenLocation();
-                throw new ApiException(400, "bad_json", "the body holds more than one JSON value: another starts at line "
-                        + at.getLineNr() + ", column " + at.getColumnNr() + "; send one JSON object");
-            }
-            return value;
+        try {
+            return json.readTree(body);
         } catch (JsonProcessingException e) {
             throw new ApiException(400, "bad_json", notValidJson(e));
         } catch (IOException e) {
@@ -50,10 +46,20 @@ final class AdminJson {
         return json.writeValueAsString(value);
     }
 
-    /** Why a body is refused, in a sentence; jackson-core words a key given twice "Duplicate field 'name'". */
+    /**
+     * Why a body is refused, in a sentence; jackson-core words a key given twice "Duplicate field 'name'", and
+     * jackson-databind a second value "Trailing token (of type ...)".
+     */
     private static String notValidJson(JsonProcessingException e) {
         String said = String.valueOf(e.getOriginalMessage());
-        return said.startsWith("Duplicate field ") ? "the body gives the key " + said.substring("Duplicate field ".length())
-                + " twice; give each key once" : "the body is not valid JSON: " + said;
+        if (said.startsWith("Duplicate field ")) {
+            return "the body gives the key " + said.substring("Duplicate field ".length()) + " twice; give each key once";
+        }
+        if (e instanceof MismatchedInputException && said.startsWith("Trailing token ")) {
+            JsonLocation at = e.getLocation();
+            return "the body holds more than one JSON value: another starts at line " + at.getLineNr() + ", column "
+                    + at.getColumnNr() + "; send one JSON object";
+        }
+        return "the body is not valid JSON: " + said;
     }
 }
