@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.sluice.broker.FlagValues;
+import io.sluice.broker.UnreadableFile;
 
 import java.io.Console;
 import java.io.IOException;
@@ -87,10 +88,16 @@ public final class AdminCli {
                     } else if (a.equals("--password")) {
                         password = v;
                     } else {
+                        Path file;
                         try {
-                            password = Files.readAllLines(Path.of(v), StandardCharsets.UTF_8).stream().findFirst().orElse("");
-                        } catch (IOException | InvalidPathException e) {
+                            file = Path.of(v);
+                        } catch (InvalidPathException e) {
                             return usage("--password-file '" + v + "' cannot be read: " + e.getMessage());
+                        }
+                        try {
+                            password = Files.readAllLines(file, StandardCharsets.UTF_8).stream().findFirst().orElse("");
+                        } catch (IOException e) {
+                            return usage("--password-file '" + v + "' cannot be read: " + UnreadableFile.reason(file, e));
                         }
                     }
                 }

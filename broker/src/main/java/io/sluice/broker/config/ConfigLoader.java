@@ -14,11 +14,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.databind.node.MissingNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import io.sluice.broker.UnreadableFile;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.file.AccessDeniedException;
-import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Collection;
@@ -117,14 +116,9 @@ public final class ConfigLoader {
         }
     }
 
-    /** Why the file could not be opened, without Jackson's or the file system's wording around it. */
+    /** Why the file could not be opened, in words rather than the file system's exception. */
     static String cannotRead(Path file, IOException e) {
-        if (e instanceof AccessDeniedException) {
-            return "configuration file " + file + " cannot be read: permission denied (the broker runs as user "
-                    + System.getProperty("user.name") + ")";
-        }
-        String reason = e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.getClass().getSimpleName();
-        return "configuration file " + file + " cannot be read: " + reason;
+        return "configuration file " + file + " cannot be read: " + UnreadableFile.reason(file, e);
     }
 
     private static String nest(String dottedKey, String value) {

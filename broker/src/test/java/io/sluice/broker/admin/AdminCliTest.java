@@ -160,6 +160,16 @@ class AdminCliTest {
                 + " (a password that starts with -- goes in --password-file)\n"), err());
     }
 
+    /** A missing file was said to be unreadable by repeating its path alone ("cannot be read: /x"); a directory likewise. */
+    @Test
+    void shouldSayWhyAPasswordFileCannotBeRead() throws Exception {
+        Path absent = dir.resolve("absent");
+        assertEquals(2, run("--user", "ops", "--password-file", absent.toString(), "queues"));
+        assertTrue(err().startsWith("sluice admin: --password-file '" + absent + "' cannot be read: it does not exist\n"), err());
+        assertEquals(2, run("--user", "ops", "--password-file", dir.toString(), "queues"));
+        assertTrue(err().startsWith("sluice admin: --password-file '" + dir + "' cannot be read: it is a directory\n"), err());
+    }
+
     @Test
     void shouldExitNonZeroWithAClearMessage() throws Exception {
         fixture = new MetricsFixture(dir.resolve("data"), Map.of());
