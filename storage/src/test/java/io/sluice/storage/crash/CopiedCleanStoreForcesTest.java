@@ -1,5 +1,6 @@
 package io.sluice.storage.crash;
 
+import io.sluice.storage.FileTrees;
 import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
@@ -46,7 +47,7 @@ class CopiedCleanStoreForcesTest {
         assertTrue(Files.exists(original.resolve("clean-shutdown")), "the test's premise: a clean close");
 
         Path copy = temp.resolve("copy");
-        copyTree(original, copy); // new inodes, written into the page cache only, as cp -a leaves them
+        FileTrees.copy(original, copy); // new inodes, written into the page cache only, as cp -a leaves them
 
         RecordingForcer forces = new RecordingForcer();
         try (MessageStore store = MessageStore.open(copy, config, forces)) {
@@ -56,19 +57,6 @@ class CopiedCleanStoreForcesTest {
             assertTrue(forces.forced.contains(segment.toAbsolutePath()),
                     "the copy's segment " + segment + " was never forced, yet its " + (last + 1) + " records count as durable "
                             + "(forced at open: " + forces.forced + ")");
-        }
-    }
-
-    private static void copyTree(Path from, Path to) throws IOException {
-        try (var files = Files.walk(from)) {
-            for (Path file : (Iterable<Path>) files::iterator) {
-                Path target = to.resolve(from.relativize(file).toString());
-                if (Files.isDirectory(file)) {
-                    Files.createDirectories(target);
-                } else {
-                    Files.copy(file, target);
-                }
-            }
         }
     }
 

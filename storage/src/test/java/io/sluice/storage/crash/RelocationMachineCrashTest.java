@@ -2,10 +2,8 @@ package io.sluice.storage.crash;
 
 import io.sluice.storage.DurabilityMode;
 import io.sluice.storage.MessageStore;
-import io.sluice.storage.QueueReader;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
-import io.sluice.storage.StoredMessage;
 import io.sluice.storage.ack.AckCheckpoint;
 import io.sluice.storage.ack.AckFiles;
 import io.sluice.storage.ack.AckResult;
@@ -34,6 +32,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static io.sluice.storage.Await.until;
+import static io.sluice.storage.ReaderIds.readAll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -149,15 +148,6 @@ class RelocationMachineCrashTest {
     }
 
     /** Opens the image and reads every unacknowledged message once, by id (their first 8 bytes are their sequence). */
-    private List<Long> readAll(QueueStore q) {
-        List<Long> read = new ArrayList<>();
-        try (QueueReader reader = q.openReader()) {
-            for (StoredMessage m = reader.next(); m != null; m = reader.next()) {
-                read.add(m.id());
-            }
-        }
-        return read;
-    }
 
     private static void assertEachExactlyOnce(List<Long> expected, List<Long> read) {
         Set<Long> distinct = new HashSet<>(read);

@@ -1,28 +1,24 @@
 package io.sluice.storage.recovery;
 
 import io.sluice.storage.DurabilityMode;
+import io.sluice.storage.FileTrees;
 import io.sluice.storage.MessageStore;
-import io.sluice.storage.QueueReader;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
-import io.sluice.storage.StoredMessage;
 import io.sluice.storage.segment.SegmentFiles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 import static io.sluice.storage.Await.until;
+import static io.sluice.storage.ReaderIds.readAll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -106,7 +102,7 @@ class ReclaimedSegmentLeftOnDiskTest {
             }
             first = q.segmentNumbers().get(0);
             // What the disk keeps of the segments: the first as a force left it, a tenth full, nothing after.
-            copyTree(q.directory(), imageQueue);
+            FileTrees.copy(q.directory(), imageQueue);
             while (q.segmentNumbers().size() < 2) {
                 ids.add(q.append(null, new byte[1000]));
             }
@@ -116,7 +112,7 @@ class ReclaimedSegmentLeftOnDiskTest {
             until("segment " + first + " reclaimed", () -> !q.segmentNumbers().contains(first));
             q.whenAcksDurable(true).get(10, TimeUnit.SECONDS); // the journal, with the reclaim's record, is on disk
             // What the disk keeps of the ack state: the journal as that force left it.
-            copyTree(q.directory().resolve("acks"), imageQueue.resolve("acks"));
+            FileTrees.copy(q.directory().resolve("acks"), imageQueue.resolve("acks"));
         }
 
         long appended;
@@ -132,36 +128,6 @@ class ReclaimedSegmentLeftOnDiskTest {
             assertEquals(List.of(appended), readAll(q), "the message stored after the crash, and only it");
             long next = q.append(null, new byte[10]);
             assertTrue(next > appended);
-        }
-    }
-
-    private static List<Long> readAll(QueueStore q) {
-        List<Long> read = new ArrayList<>();
-        try (QueueReader reader = q.openReader()) {
-            for (StoredMessage m = reader.next(); m != null; m = reader.next()) {
-                read.add(m.id());
-            }
-        }
-        return read;
-    }
-
-    /** Copies {@code from}'s files into {@code to}, replacing what is there (the files' content as the page cache has it). */
-    private static void copyTree(Path from, Path to) throws IOException {
-        try (Stream<Path> files = Files.walk(from)) {
-            for (Path source : files.toList()) {
-                Path target = to.resolve(from.relativize(source).toString());
-                if (Files.isDirectory(source)) {
-                    Files.createDirectories(target);
-                } else if (!source.getFileName().toString().endsWith(".lock")) {
-                    try {
-                        Files.copy(source, target, StandardCopyOption.REPLACE_EXISTING);
-                    } catch (NoSuchFileException gone) {
-                        // removed while the walk ran (a reclaimed segment's tally): not on this image
-                    } catch (IOException e) {
-                        throw new UncheckedIOException(e);
-                    }
-                }
-            }
         }
     }
 }
