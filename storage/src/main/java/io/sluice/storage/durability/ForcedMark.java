@@ -158,6 +158,18 @@ public final class ForcedMark implements AutoCloseable {
         }
     }
 
+    /**
+     * The mark kept in {@code queueDirectory} if it names a record of {@code segment} in that very file,
+     * {@code segmentFile} (its inode: not a copy of the queue's files); else null.
+     */
+    public static Mark readFor(Path queueDirectory, int segment, Path segmentFile) {
+        Mark mark = read(queueDirectory);
+        if (mark == null || SegmentRollCycle.INSTANCE.toCycle(mark.index()) != segment || mark.segmentFile() != fileIdentity(segmentFile)) {
+            return null;
+        }
+        return mark;
+    }
+
     /** The mark kept in {@code queueDirectory}, or null if there is none, or none that checks out. */
     public static Mark read(Path queueDirectory) {
         ByteBuffer buffer = ChecksummedFields.read(queueDirectory.resolve(FILE), BYTES, MAGIC, VERSION,

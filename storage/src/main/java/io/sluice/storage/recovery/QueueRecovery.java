@@ -11,6 +11,7 @@ import io.sluice.storage.durability.SegmentSyncer;
 import io.sluice.storage.reclaim.RelocatedCopies;
 import io.sluice.storage.reclaim.RelocationIntent;
 import io.sluice.storage.segment.RecordCodec;
+import io.sluice.storage.segment.SegmentCutBack;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentLog;
 import io.sluice.storage.segment.SegmentRollCycle;
@@ -41,7 +42,9 @@ import java.util.function.IntConsumer;
  *   <li>finish interrupted deletes ({@code *.cq4.deleting});</li>
  *   <li>delete a newest segment whose creation was interrupted (its header incomplete), and the
  *       metadata file of a queue without segments whose creation was;</li>
- *   <li>open the segments; message counts per segment come from Chronicle's index, not a scan;</li>
+ *   <li>open the segments; message counts per segment come from Chronicle's index, not a scan; the last segment's
+ *       last counted record must be there, else its unforced tail is cut back or the queue refused
+ *       ({@link LastSegmentEnd});</li>
  *   <li>after an unclean stop (the store found no clean-shutdown mark), force every segment: the
  *       records a killed process appended since its last force are in the page cache, not on disk,
  *       and the reopened queue counts them as durable; otherwise, if a relocation pass was interrupted
@@ -115,6 +118,7 @@ public final class QueueRecovery {
         try {
             Files.createDirectories(segmentDirectory);
             finishInterruptedDeletes();
+            SegmentCutBack.discardLeftover(segmentDirectory);
             discardUninitialisedLastSegment();
             discardUninitialisedMetadata();
         } catch (IOException e) {
@@ -162,8 +166,9 @@ public final class QueueRecovery {
             skipReclaimedSegments(log, ackLog.state(), lastSegment);
             return new Recovered(log, ackLog, -1, 0, 0);
         }
+        // Before the ack state hears the counts: what it knew of cut records is forgotten as after any lost tail.
+        LastSegmentEnd.check(name, directory, log, lastSegment, forcer);
         log.countSegments(ackLog::segmentGrew, config.exactRollPoint());
-        refuseAnUnreadableEnd(log, lastSegment);
         RelocationIntent intent = new RelocationIntent(directory);
         long scanFrom = scanStart(log, intent, lastSegment);
         boolean relocationInterrupted = Files.exists(directory.resolve(RelocationIntent.FILE));
@@ -191,40 +196,6 @@ public final class QueueRecovery {
         skipReclaimedSegments(log, ackLog.state(), lastSegment);
         skipAReclaimedLastSegment(log, acks.reclaimedSegmentsStillOnDisk(), lastSegment);
         return new Recovered(log, ackLog, last, corrupt, verifiedRecords);
-    }
-
-    /**
-     * Rule "what the index counts is there" (docs/storage.md, "Recovery"): the last record Chronicle's index counts in the
-     * last segment must be readable. A file cut short (a partial copy, a file system that lost its tail) keeps the index,
-     * near its start, counting records whose bytes are gone; opened anyway, the queue counted them in its backlog, its
-     * readers stopped for good at the first missing one, and every message appended after the open, confirmed, was
-     * stored behind that gap and never delivered. Checked before the ack state is recovered, which would otherwise adjust
-     * it to the damaged file: a segment restored from a backup then finds the ack state it belongs to.
-     */
-    private void refuseAnUnreadableEnd(SegmentLog log, int lastSegment) {
-        long records = log.messages(lastSegment);
-        if (records <= 0) {
-            return;
-        }
-        long lastId = SegmentRollCycle.INSTANCE.toIndex(lastSegment, records - 1);
-        boolean there;
-        try {
-            there = log.read(lastId) >= 0;
-        } catch (InternalError | AssertionError e) {
-            // A mapping past the file's end faults (InternalError), and Chronicle's own assertions, when enabled, trip on
-            // an index entry pointing at nothing: both say the record is not there.
-            there = false;
-        }
-        if (!there) {
-            Path file = SegmentFiles.file(segmentDirectory, lastSegment);
-            throw new StorageException("queue '" + name + "': segment " + file + " cannot be read to its end: Chronicle's index "
-                    + "counts " + records + " records in it, and the last of them, id 0x" + Long.toHexString(lastId) + ", is not "
-                    + "in the file (cut short, or zeros where records were). The queue is not "
-                    + "opened, so that nothing is appended behind the gap and its files stay as they are. Do not delete them: "
-                    + "bin/sluice verify and bin/sluice dump show what can still be read. After a power loss the missing "
-                    + "records may be only ones never confirmed (written after the last force); otherwise restore the queue's "
-                    + "directory from a backup. Moving the directory out of the data directory gives the whole queue up");
-        }
     }
 
     /**
@@ -379,12 +350,8 @@ public final class QueueRecovery {
         if (scanFrom != SegmentRollCycle.INSTANCE.toIndex(lastSegment, 0)) {
             return null;
         }
-        ForcedMark.Mark mark = ForcedMark.read(directory);
-        if (mark == null || SegmentRollCycle.INSTANCE.toCycle(mark.index()) != lastSegment || mark.index() > log.lastIndex()
-                || mark.segmentFile() != ForcedMark.fileIdentity(SegmentFiles.file(segmentDirectory, lastSegment))) {
-            return null;
-        }
-        return mark;
+        ForcedMark.Mark mark = ForcedMark.readFor(directory, lastSegment, SegmentFiles.file(segmentDirectory, lastSegment));
+        return mark == null || mark.index() > log.lastIndex() ? null : mark;
     }
 
     /**

@@ -150,7 +150,7 @@ public final class SegmentLog implements AutoCloseable {
             opened = SingleChronicleQueueBuilder.single(segmentDirectory.toFile())
                     .rollCycle(SegmentRollCycle.INSTANCE)
                     .timeProvider(segmentClock)
-                    .blockSize(Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes))
+                    .blockSize(blockBytes())
                     .checkInterrupts(false)
                     .build();
             if (opened.metaStore().readOnly()) {
@@ -182,6 +182,30 @@ public final class SegmentLog implements AutoCloseable {
             throw e;
         }
         this.chronicle = opened;
+    }
+
+    private long blockBytes() {
+        return Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes);
+    }
+
+    /**
+     * Rule "an unforced tail is cut back" (docs/storage.md, "Recovery"): replaces the file of {@code segment}, the last,
+     * by one holding only its first {@code keep} records ({@link SegmentCutBack}). The replacement is forced before it
+     * takes the segment's name and the directory after, so a crash leaves either the old file, to be cut again, or the
+     * new one, on disk. For recovery, before {@link #countSegments}: Chronicle is closed and opened again around the rename.
+     */
+    public void cutBack(int segment, long keep, SegmentCutBack.Forces forces) throws IOException {
+        if (!tallies.isEmpty()) {
+            throw new IllegalStateException("segment " + segment + " of queue '" + queueName + "' is cut back after it was counted");
+        }
+        Path replacement = SegmentCutBack.writeReplacement(this, segment, keep, blockBytes());
+        forces.forceFile(replacement);
+        closeChronicle();
+        chronicle = null;
+        Files.move(replacement, SegmentFiles.file(segmentDirectory, segment), StandardCopyOption.ATOMIC_MOVE);
+        forces.forceDirectory(segmentDirectory);
+        SegmentCutBack.discardLeftover(segmentDirectory);
+        open();
     }
 
     /**
@@ -587,6 +611,13 @@ public final class SegmentLog implements AutoCloseable {
         return Math.max(-1, chronicle().firstCycle());
     }
 
+    /** The records Chronicle's index counts in {@code segment}, from its header and index, without reading a record. */
+    public long indexedRecords(int segment) {
+        try (ExcerptTailer counter = chronicle().createTailer()) {
+            return counter.excerptsInCycle(segment);
+        }
+    }
+
     /** The id of the last record (-1 if none). */
     public long lastIndex() {
         return chronicle().lastIndex();
@@ -755,6 +786,10 @@ public final class SegmentLog implements AutoCloseable {
     @Override
     public synchronized void close() {
         closed = true;
+        closeChronicle();
+    }
+
+    private synchronized void closeChronicle() {
         releaseRandomTailer();
         if (chronicle == null) {
             return;

@@ -1,5 +1,6 @@
 package io.sluice.storage.tool;
 
+import io.sluice.storage.durability.ForcedMark;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentRollCycle;
 
@@ -22,8 +23,9 @@ import java.util.TreeMap;
  * does not check out, a segment whose index counts a last record that is not in the file, or a queue that cannot be read at all (its segments not listed, a file's size not read:
  * that queue's damage, the run goes on). Not damage, only noted: a journal whose replay stops at a torn record
  * (normal after a crash), a segment whose record count differs from Chronicle's index while the last record it counts
- * reads (a broker appending while the tool runs), an empty (0-byte) segment file, and a segment file removed between the listing and the reading of
- * its size (a broker reclaiming it).
+ * reads (a broker appending while the tool runs), an empty (0-byte) segment file, a segment file removed between the listing and the reading of
+ * its size (a broker reclaiming it), and a last segment whose records missing all lie after the forced mark, which the
+ * broker cuts back at its next start (rule "an unforced tail is cut back").
  */
 final class StoreVerifier {
     private final PrintStream out;
@@ -63,6 +65,8 @@ final class StoreVerifier {
     private static final class SegmentFigures {
         long records;
         long corrupt;
+        /** The sequence of the segment's first corrupt record, -1 if none. */
+        long firstCorrupt = -1;
     }
 
     private void verifyQueue(String name, Path queueDirectory, String phase) {
@@ -88,6 +92,7 @@ final class StoreVerifier {
                 progress.show(phase, records[0]++);
                 if (problem != null) {
                     f.corrupt++;
+                    f.firstCorrupt = f.firstCorrupt < 0 ? sequence : f.firstCorrupt;
                     damage.add(String.format("corrupt record in %s index %d (id 0x%x, segment %d seq %d): %s",
                             scan.segmentDirectory().resolve(SegmentFiles.fileName(segment)), index, index, segment,
                             sequence, problem));
@@ -121,6 +126,12 @@ final class StoreVerifier {
                 notes.add("segment " + segment + ": " + segments.resolve(SegmentFiles.fileName(segment))
                         + " is empty (0 bytes): it holds no records (a file a broker was creating during the run,"
                         + " or one a crash left just after its creation)");
+            } else if (lastIndexedMissing.containsKey(segment) && segment == files.lastKey()
+                    && unforcedTailOnly(queueDirectory, segment, f)) {
+                notes.add(String.format("segment %d: %s: unforced tail lost in a crash: Chronicle's index counts %d records, the"
+                        + " file holds the first %d, every record through the forced mark among them; %d records will be cut back"
+                        + " at the next start (never forced, so never confirmed)", segment,
+                        segments.resolve(SegmentFiles.fileName(segment)), index, f.records, index - f.records));
             } else if (lastIndexedMissing.containsKey(segment)) {
                 damage.add(String.format("segment %d: %s: Chronicle's index counts %d records, the scan read %d, and the last of"
                         + " them, id 0x%x, is not in the file (cut short, or zeros where records were); a broker refuses to open"
@@ -156,6 +167,21 @@ final class StoreVerifier {
         if (!damage.isEmpty()) {
             damagedQueues++;
         }
+    }
+
+    /**
+     * Rule "an unforced tail is cut back" (docs/storage.md, "Recovery"), as the broker's recovery applies it to the last
+     * segment: the forced mark names this file, and every record through it was read and checks out, so all that is
+     * missing was never forced.
+     */
+    private static boolean unforcedTailOnly(Path queueDirectory, int segment, SegmentFigures f) {
+        ForcedMark.Mark mark = ForcedMark.readFor(queueDirectory, segment,
+                SegmentFiles.file(queueDirectory.resolve("segments"), segment));
+        if (mark == null) {
+            return false;
+        }
+        long forcedSequence = SegmentRollCycle.INSTANCE.toSequenceNumber(mark.index());
+        return f.records > forcedSequence && (f.firstCorrupt < 0 || f.firstCorrupt > forcedSequence);
     }
 
     /**

@@ -9,6 +9,7 @@ import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -138,8 +139,10 @@ final class ForcedDiskImage implements FileForcer {
      * Lays what this image's store forced over {@code base}, the image of the disk as an earlier store
      * in the same data directory left it (that store's process was killed; this one reopened its files):
      * each segment file and Chronicle metadata file as of its last force here, if its name is on that
-     * disk already or a force of its directory here made it durable. The result is the disk a machine
-     * crash would leave now.
+     * disk already or a force of its directory here made it durable; each ack checkpoint already on that
+     * disk as it is now (a reopened queue's checkpoints are written whole by their writer: temporary file,
+     * fsync, rename, directory fsync); each ack journal as of its last msync here, if it had one. The
+     * result is the disk a machine crash would leave now.
      */
     void overlay(Path base) throws IOException {
         for (Map.Entry<Path, byte[]> forced : forcedFiles.entrySet()) {
@@ -149,6 +152,20 @@ final class ForcedDiskImage implements FileForcer {
             if ((name.endsWith(".cq4") || name.equals("metadata.cq4t")) && Files.isDirectory(target.getParent())
                     && (Files.exists(target) || durableEntries.contains(relative))) {
                 Files.write(target, forced.getValue());
+            }
+        }
+        for (Map.Entry<Path, List<byte[]>> journal : forcedJournals.entrySet()) {
+            Path target = base.resolve(journal.getKey().toString());
+            if (Files.exists(target) && !journal.getValue().isEmpty()) {
+                Files.write(target, journal.getValue().get(journal.getValue().size() - 1));
+            }
+        }
+        try (Stream<Path> files = Files.walk(dataDirectory)) {
+            for (Path file : (Iterable<Path>) files::iterator) {
+                Path target = base.resolve(dataDirectory.relativize(file).toString());
+                if (file.getFileName().toString().equals(AckFiles.CHECKPOINT) && Files.exists(target)) {
+                    Files.copy(file, target, StandardCopyOption.REPLACE_EXISTING);
+                }
             }
         }
     }
