@@ -12,6 +12,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -69,6 +70,31 @@ class ProducerRegistryTest {
         assertEquals(0, expected >>> 32, "all in the first segment: no roll took the checkpoint");
         TestAwait.until("a checkpoint through record " + expected, Duration.ofSeconds(10),
                 () -> ProducerCheckpoint.coveredThrough(queue.directory()) == expected);
+    }
+
+    /**
+     * A producer checkpoint that does not read (here, text) is set aside with an error naming it, and the table rebuilt
+     * from the stored records alone; the checkpoint the open takes then replaces it. The broker starts either way.
+     */
+    @Test
+    void aCheckpointThatDoesNotReadIsSetAsideAndTheTableRebuiltFromTheStoredRecords() throws Exception {
+        for (long s = 1; s <= 3; s++) {
+            queue.append(7, s, ByteBuffer.allocate(0), ByteBuffer.allocate(8));
+        }
+        Path checkpoint = ProducerCheckpoint.file(queue.directory());
+        Files.writeString(checkpoint, "not a producer checkpoint");
+        ProducerTable table = new ProducerTable(10, 60_000, 100);
+        ProducerRegistry.open("q", queue, table, Runnable::run, Runnable::run, NO_RETRY, true,
+                RateLimitedLog.standard("producer checkpoints"));
+        assertEquals(3, table.lastStoredSequence(7), "rebuilt from the stored records");
+        TestAwait.until("a checkpoint that reads replaces the damaged one", Duration.ofSeconds(10), () -> {
+            try {
+                ProducerCheckpoint.Loaded loaded = ProducerCheckpoint.read(queue.directory());
+                return loaded != null && loaded.producers().size() == 1;
+            } catch (IOException e) {
+                return false;
+            }
+        });
     }
 
     @Test

@@ -170,6 +170,11 @@ public final class ForcedMark implements AutoCloseable {
         return mark;
     }
 
+    /** Why the mark kept in {@code queueDirectory} does not check out; null if there is none or it does. */
+    public static ChecksummedFields.Problem problem(Path queueDirectory) throws IOException {
+        return ChecksummedFields.problem(queueDirectory.resolve(FILE), BYTES, MAGIC, VERSION);
+    }
+
     /** The mark kept in {@code queueDirectory}, or null if there is none, or none that checks out. */
     public static Mark read(Path queueDirectory) {
         ByteBuffer buffer = ChecksummedFields.read(queueDirectory.resolve(FILE), BYTES, MAGIC, VERSION,

@@ -41,16 +41,41 @@ public final class ChecksummedFields {
             LOG.debug("{} cannot be read ({}); {}", file, e.toString(), otherwise);
             return null;
         }
-        if (content.length != bytes) {
+        return problem(content, bytes, magic, version) == null ? ByteBuffer.wrap(content).order(ByteOrder.LITTLE_ENDIAN) : null;
+    }
+
+    /**
+     * Why a present file does not check out. {@code blank}: it is empty or holds only zeros, what a machine crash leaves
+     * of a file whose name reached the disk and whose data did not.
+     */
+    public record Problem(String description, boolean blank) {
+    }
+
+    /** Why {@code file} does not check out, or null if it is missing or whole. */
+    public static Problem problem(Path file, int bytes, int magic, int version) throws IOException {
+        try {
+            return problem(Files.readAllBytes(file), bytes, magic, version);
+        } catch (NoSuchFileException missing) {
             return null;
+        }
+    }
+
+    private static Problem problem(byte[] content, int bytes, int magic, int version) {
+        boolean blank = true;
+        for (byte b : content) {
+            blank &= b == 0;
+        }
+        if (content.length != bytes) {
+            return new Problem(content.length == 0 ? "it is empty" : "it holds " + content.length + " bytes, not " + bytes, blank);
         }
         ByteBuffer buffer = ByteBuffer.wrap(content).order(ByteOrder.LITTLE_ENDIAN);
+        if (buffer.getInt(0) != magic || buffer.getInt(4) != version) {
+            return new Problem(blank ? "it holds only zeros" : String.format("its magic and version are 0x%08x %d, not 0x%08x %d",
+                    buffer.getInt(0), buffer.getInt(4), magic, version), blank);
+        }
         CRC32C crc = new CRC32C();
         crc.update(content, 0, bytes - 4);
-        if (buffer.getInt(0) != magic || buffer.getInt(4) != version || buffer.getInt(bytes - 4) != (int) crc.getValue()) {
-            return null;
-        }
-        return buffer;
+        return buffer.getInt(bytes - 4) == (int) crc.getValue() ? null : new Problem("its checksum does not hold", false);
     }
 
     /** Ends {@code buffer}, holding the magic, version and fields up to its last 4 bytes, with their checksum. */

@@ -7,6 +7,7 @@ import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckStateReader;
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.durability.ForcedMark;
+import io.sluice.storage.files.ChecksummedFields;
 import io.sluice.storage.durability.SegmentSyncer;
 import io.sluice.storage.reclaim.RelocatedCopies;
 import io.sluice.storage.reclaim.RelocationIntent;
@@ -351,7 +352,28 @@ public final class QueueRecovery {
             return null;
         }
         ForcedMark.Mark mark = ForcedMark.readFor(directory, lastSegment, SegmentFiles.file(segmentDirectory, lastSegment));
+        if (mark == null) {
+            logAMarkThatDoesNotCheckOut();
+        }
         return mark == null || mark.index() > log.lastIndex() ? null : mark;
+    }
+
+    /** A mark not believed for want of a whole file says why: empty or zeros after a machine crash, else damaged. */
+    private void logAMarkThatDoesNotCheckOut() {
+        Path file = directory.resolve(ForcedMark.FILE);
+        try {
+            ChecksummedFields.Problem problem = ForcedMark.problem(directory);
+            if (problem != null && problem.blank()) {
+                LOG.info("Queue '{}': {} {} (a machine crash kept its name, not its data); its last segment is checked whole.",
+                        name, file, problem.description());
+            } else if (problem != null) {
+                LOG.warn("Queue '{}': {} does not check out ({}) and is ignored; its last segment is checked whole.", name, file,
+                        problem.description());
+            }
+        } catch (IOException e) {
+            LOG.warn("Queue '{}': {} cannot be read ({}) and is ignored; its last segment is checked whole.", name, file,
+                    e.toString());
+        }
     }
 
     /**

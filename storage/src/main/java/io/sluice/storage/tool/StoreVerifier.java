@@ -1,6 +1,9 @@
 package io.sluice.storage.tool;
 
+import io.sluice.storage.dedup.CorruptProducerStateException;
+import io.sluice.storage.dedup.ProducerCheckpoint;
 import io.sluice.storage.durability.ForcedMark;
+import io.sluice.storage.files.ChecksummedFields;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentRollCycle;
 
@@ -20,7 +23,8 @@ import java.util.TreeMap;
  * Not thread-safe; one use per run.
  *
  * <p>Damage: a record failing {@code RecordCodec.loaded}, an ack checkpoint or journal header that
- * does not check out, a segment whose index counts a last record that is not in the file, or a queue that cannot be read at all (its segments not listed, a file's size not read:
+ * does not check out, a producer checkpoint that does not read, a forced mark that does not check out (but an empty or
+ * zero-filled one, only noted), a segment whose index counts a last record that is not in the file, or a queue that cannot be read at all (its segments not listed, a file's size not read:
  * that queue's damage, the run goes on). Not damage, only noted: a journal whose replay stops at a torn record
  * (normal after a crash), a segment whose record count differs from Chronicle's index while the last record it counts
  * reads (a broker appending while the tool runs), an empty (0-byte) segment file, a segment file removed between the listing and the reading of
@@ -155,6 +159,8 @@ final class StoreVerifier {
         if (acks.damage() != null) {
             damage.add("ack state: " + acks.damage());
         }
+        checkForcedMark(queueDirectory, damage, notes);
+        checkProducerCheckpoint(queueDirectory, damage);
         if (acks.journalStop().contains("CRC32C") || acks.journalStop().contains("unknown record type")) {
             notes.add("the ack journal ends in a torn record; normal after a crash, the acks after it are lost");
         }
@@ -166,6 +172,39 @@ final class StoreVerifier {
         }
         if (!damage.isEmpty()) {
             damagedQueues++;
+        }
+    }
+
+    /**
+     * The forced mark is a hint the broker checks before it believes it, but a file of it that does not check out is not
+     * what the broker writes: its stores are whole 44-byte marks. Only an empty or zero-filled one is what a machine
+     * crash leaves (its block reached the disk, its data did not: the mark is never forced).
+     */
+    private static void checkForcedMark(Path queueDirectory, List<String> damage, List<String> notes) {
+        Path file = queueDirectory.resolve(ForcedMark.FILE);
+        try {
+            ChecksummedFields.Problem problem = ForcedMark.problem(queueDirectory);
+            if (problem != null && problem.blank()) {
+                notes.add("forced mark " + file + ": " + problem.description() + " (a machine crash kept its name, not its"
+                        + " data); the broker checks the whole last segment at its next start");
+            } else if (problem != null) {
+                damage.add("forced mark " + file + " does not check out: " + problem.description() + "; the broker ignores"
+                        + " it and checks the whole last segment at its next start");
+            }
+        } catch (IOException e) {
+            damage.add("forced mark " + file + " cannot be read: " + e);
+        }
+    }
+
+    /** A producer checkpoint is written whole (temporary file, fsync, rename): one that does not read is damage. */
+    private static void checkProducerCheckpoint(Path queueDirectory, List<String> damage) {
+        try {
+            ProducerCheckpoint.read(queueDirectory);
+        } catch (CorruptProducerStateException e) {
+            damage.add(e.getMessage() + "; the broker sets it aside at its next start and rebuilds the producer state from"
+                    + " the stored records alone, so a resend of a message already reclaimed would be stored again");
+        } catch (IOException e) {
+            damage.add("producer state file " + ProducerCheckpoint.file(queueDirectory) + " cannot be read: " + e);
         }
     }
 

@@ -285,6 +285,41 @@ class StorageToolTest {
         assertFalse(r.out().contains("broker appending"), r.out());
     }
 
+    /**
+     * A producer checkpoint that does not read is damage (the broker sets it aside and rebuilds its producer state from the
+     * stored records, forgetting the producers of messages already reclaimed); verify used to say CLEAN.
+     */
+    @Test
+    void shouldReportAProducerCheckpointThatDoesNotReadAndExitOne() throws IOException {
+        Path checkpoint = dir.resolve("queues/orders/producers.checkpoint");
+        Files.write(checkpoint, "not a producer checkpoint at all, but text".getBytes(StandardCharsets.US_ASCII));
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("DAMAGE producer state file " + checkpoint + " is corrupt: magic"), r.out());
+        assertTrue(r.out().contains("rebuilds the producer state from the stored records"), r.out());
+    }
+
+    /**
+     * A forced mark that does not check out is damage, named with its file (the broker ignores it and checks the whole
+     * last segment); an empty or zero-filled one is only noted, being what a machine crash leaves of a mark never forced.
+     */
+    @Test
+    void shouldReportAForcedMarkThatDoesNotCheckOutAndNoteABlankOne() throws IOException {
+        Path mark = dir.resolve("queues/orders/forced.mark");
+        byte[] garbage = new byte[44];
+        Arrays.fill(garbage, (byte) 0x5a);
+        Files.write(mark, garbage);
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("DAMAGE forced mark " + mark + " does not check out: its magic and version are"), r.out());
+
+        Files.write(mark, new byte[44]);
+        r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_CLEAN, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("NOTE forced mark " + mark + ": it holds only zeros"), r.out());
+    }
+
     private static void assertUsage(Outcome r, String expected) {
         assertEquals(StorageTool.EXIT_USAGE, r.exitCode(), r.out() + r.err());
         assertTrue(r.err().contains(expected), r.err());
