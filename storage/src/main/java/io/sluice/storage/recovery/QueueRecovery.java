@@ -4,6 +4,7 @@ import io.sluice.storage.CorruptRecordException;
 import io.sluice.storage.StorageException;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.ack.AckLog;
+import io.sluice.storage.ack.AckStateProbe;
 import io.sluice.storage.ack.AckStateReader;
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.durability.ForcedMark;
@@ -483,9 +484,27 @@ public final class QueueRecovery {
         }
         Path file = SegmentFiles.file(segmentDirectory, last);
         if (headerIncomplete(file)) {
+            refuseAnEmptiedSegmentHoldingUnacknowledged(file, last);
             LOG.warn("Queue '{}': segment {} was being created when the process stopped (its header is incomplete, so it holds "
                     + "no message); deleting it.", name, file.getFileName());
             Files.delete(file);
+        }
+    }
+
+    /**
+     * An empty or zero-filled last segment is what a process killed while Chronicle created it leaves, and holds no
+     * message then; but one the ack state counts unacknowledged messages in was emptied after they were written (a file
+     * system that lost its data, a file overwritten), and deleting it lost them, and their confirms, with a warning. The
+     * queue is refused instead, as for a segment cut short (rule "what the index counts is there"), and its files stay
+     * as they are; a segment all of whose messages are acknowledged is deleted as before.
+     */
+    private void refuseAnEmptiedSegmentHoldingUnacknowledged(Path file, int segment) throws IOException {
+        long unacknowledged = AckStateProbe.unacknowledgedIn(directory.resolve("acks"), segment);
+        if (unacknowledged > 0) {
+            throw new StorageException("queue '" + name + "': segment " + file + " is empty or holds only zeros, and the ack "
+                    + "state counts " + unacknowledged + " unacknowledged messages in it: they were stored and are gone. The "
+                    + "queue is not opened and its files stay as they are; restore the queue's directory from a backup, or "
+                    + "move it out of the data directory to give the whole queue up");
         }
     }
 
