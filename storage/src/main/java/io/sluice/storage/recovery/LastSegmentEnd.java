@@ -87,9 +87,9 @@ final class LastSegmentEnd {
     private boolean readable(long id) {
         try {
             return log.read(id) >= 0;
-        } catch (InternalError | AssertionError e) {
-            // A mapping past the file's end faults (InternalError), and Chronicle's own assertions, when enabled, trip on
-            // an index entry pointing at nothing: both say the record is not there.
+        } catch (InternalError | AssertionError | IllegalStateException e) {
+            // A mapping past the file's end faults (InternalError), Chronicle's own assertions, when enabled, trip on an
+            // index entry pointing at nothing, and an index cut short is "Meta data not ready": the record is not there.
             return false;
         }
     }
@@ -108,7 +108,7 @@ final class LastSegmentEnd {
                     && (present >= forced || codec.loaded(length[0]) == null)) {
                 present++;
             }
-        } catch (InternalError | AssertionError e) {
+        } catch (InternalError | AssertionError | IllegalStateException e) {
             // as in readable: the record being read is not there
         }
         return present;

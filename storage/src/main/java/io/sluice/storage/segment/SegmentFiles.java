@@ -30,6 +30,15 @@ public final class SegmentFiles {
         return segmentDirectory.resolve(fileName(segment));
     }
 
+    /**
+     * A sentence naming segment file {@code file} and what is wrong with it, for a failure of Chronicle reading its header
+     * or index ({@code cause}: its "Meta data not ready", or a fault of a mapping past the file's end), which names neither.
+     */
+    public static String unreadable(Path file, Throwable cause) {
+        String why = cause instanceof InternalError ? "a mapped read faulted past the file's end" : cause.toString();
+        return "segment file " + file + " cannot be read: it is cut short or damaged in Chronicle's header or index (" + why + ")";
+    }
+
     /** The segment number of a file name, or -1 if the name is not a segment file's. */
     public static int segmentOf(String fileName) {
         if (!fileName.endsWith(SUFFIX)) {

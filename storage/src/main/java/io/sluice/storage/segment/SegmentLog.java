@@ -611,10 +611,23 @@ public final class SegmentLog implements AutoCloseable {
         return Math.max(-1, chronicle().firstCycle());
     }
 
-    /** The records Chronicle's index counts in {@code segment}, from its header and index, without reading a record. */
+    /**
+     * The records Chronicle's index counts in {@code segment}, from its header and index, without reading a record.
+     *
+     * @throws StorageException naming the file if Chronicle cannot read its header or index (cut short in them)
+     */
     public long indexedRecords(int segment) {
         try (ExcerptTailer counter = chronicle().createTailer()) {
+            return indexedRecords(counter, segment);
+        }
+    }
+
+    private long indexedRecords(ExcerptTailer counter, int segment) {
+        try {
             return counter.excerptsInCycle(segment);
+        } catch (RuntimeException | InternalError e) {
+            throw new StorageException("queue '" + queueName + "': "
+                    + SegmentFiles.unreadable(SegmentFiles.file(segmentDirectory, segment), e), e);
         }
     }
 
@@ -683,7 +696,7 @@ public final class SegmentLog implements AutoCloseable {
         try (ExcerptTailer counter = chronicle.createTailer()) {
             for (long cycleLong : cycles) {
                 int cycle = (int) cycleLong;
-                long count = counter.excerptsInCycle(cycle);
+                long count = indexedRecords(counter, cycle);
                 // The last segment is the one appends may continue: its bytes decide where it is sealed, and so every
                 // later id, which on a cluster must not depend on whether the store was opened again in between (every
                 // node gives a message the same id, docs/replication.md R6). So they are counted as append counts them,

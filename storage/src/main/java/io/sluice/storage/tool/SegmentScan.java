@@ -1,5 +1,6 @@
 package io.sluice.storage.tool;
 
+import io.sluice.storage.StorageException;
 import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentRollCycle;
@@ -107,7 +108,12 @@ final class SegmentScan implements AutoCloseable {
         }
         try (ExcerptTailer tailer = chronicle.createTailer()) {
             for (int segment : segmentFiles(segmentDirectory).keySet()) {
-                counts.put(segment, tailer.excerptsInCycle(segment));
+                try {
+                    counts.put(segment, tailer.excerptsInCycle(segment));
+                } catch (RuntimeException | InternalError e) {
+                    throw new StorageException(SegmentFiles.unreadable(segmentDirectory.resolve(SegmentFiles.fileName(segment)), e),
+                            e);
+                }
             }
         }
         return counts;
@@ -129,8 +135,8 @@ final class SegmentScan implements AutoCloseable {
             try (DocumentContext dc = tailer.readingDocument()) {
                 return dc.isPresent() && dc.index() == index;
             }
-        } catch (InternalError | AssertionError e) {
-            return false;
+        } catch (InternalError | AssertionError | IllegalStateException e) {
+            return false; // IllegalStateException: "Meta data not ready", an index cut short
         }
     }
 
@@ -140,32 +146,58 @@ final class SegmentScan implements AutoCloseable {
             return;
         }
         try (ExcerptTailer tailer = chronicle.createTailer()) {
-            if (fromIndex < 0 || !tailer.moveToIndex(fromIndex)) {
-                tailer.toStart();
+            scan(tailer, fromIndex, visitor);
+        }
+    }
+
+    private void scan(ExcerptTailer tailer, long fromIndex, RecordVisitor visitor) {
+        int[] length = new int[1];
+        if (fromIndex < 0 || !moveTo(tailer, fromIndex)) {
+            tailer.toStart();
+        }
+        while (true) {
+            long index = readNext(tailer, length);
+            if (index < 0) {
+                return;
             }
-            while (true) {
-                long index;
-                int length;
-                try (DocumentContext dc = tailer.readingDocument()) {
-                    if (!dc.isPresent()) {
-                        return;
-                    }
-                    index = dc.index();
-                    Bytes<?> bytes = dc.wire().bytes();
-                    length = (int) bytes.readRemaining();
-                    bytes.read(codec.arrayFor(length), 0, length);
-                }
-                if (index < fromIndex) {
-                    continue;
-                }
-                String problem = codec.loaded(length);
-                int segment = SegmentRollCycle.INSTANCE.toCycle(index);
-                long sequence = SegmentRollCycle.INSTANCE.toSequenceNumber(index);
-                if (!visitor.record(index, segment, sequence, codec, problem)) {
-                    return;
-                }
+            if (index < fromIndex) {
+                continue;
+            }
+            String problem = codec.loaded(length[0]);
+            int segment = SegmentRollCycle.INSTANCE.toCycle(index);
+            long sequence = SegmentRollCycle.INSTANCE.toSequenceNumber(index);
+            if (!visitor.record(index, segment, sequence, codec, problem)) {
+                return;
             }
         }
+    }
+
+    private boolean moveTo(ExcerptTailer tailer, long index) {
+        try {
+            return tailer.moveToIndex(index);
+        } catch (RuntimeException | InternalError e) {
+            throw unreadable(tailer, e);
+        }
+    }
+
+    /** Reads the tailer's next record into the codec; returns its index, -1 at the end. */
+    private long readNext(ExcerptTailer tailer, int[] length) {
+        try (DocumentContext dc = tailer.readingDocument()) {
+            if (!dc.isPresent()) {
+                return -1;
+            }
+            Bytes<?> bytes = dc.wire().bytes();
+            length[0] = (int) bytes.readRemaining();
+            bytes.read(codec.arrayFor(length[0]), 0, length[0]);
+            return dc.index();
+        } catch (RuntimeException | InternalError e) {
+            throw unreadable(tailer, e);
+        }
+    }
+
+    /** Chronicle failed reading the tailer's segment: a {@link StorageException} naming the file and what is wrong. */
+    private StorageException unreadable(ExcerptTailer tailer, Throwable e) {
+        return new StorageException(SegmentFiles.unreadable(segmentDirectory.resolve(SegmentFiles.fileName(tailer.cycle())), e), e);
     }
 
     @Override
