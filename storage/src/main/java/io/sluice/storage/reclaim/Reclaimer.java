@@ -171,6 +171,14 @@ public final class Reclaimer {
      * pass forced what they wait for. Flusher thread only, like the three fields below.
      */
     private final TreeSet<Integer> awaitingForces = new TreeSet<>();
+    /**
+     * Rule "a reclaim is journaled on disk before its file goes": fully acknowledged segments journaled as reclaimed,
+     * to be renamed once the journal is forced past that record. Renamed at once, a machine crash could keep the
+     * rename and lose the record (the journal is forced on its interval), and with the write segment lost too (under
+     * {@code never}, never forced) nothing on disk said the segment had been, and appends gave its ids again
+     * ({@code ReclaimedSegmentIdsMachineCrashTest}). Flusher thread only.
+     */
+    private final TreeSet<Integer> journaledAwaitingForce = new TreeSet<>();
     /** The first and last copy not yet covered by a successful force, or -1. */
     private long firstUnforcedCopy = -1;
     private long lastUnforcedCopy = -1;
@@ -276,9 +284,11 @@ public final class Reclaimer {
                     if (!failed) {
                         toRelocate.add(d.segment());
                     }
-                } else if (acks.unackedCount(d.segment()) == 0 && !awaitingForces.contains(d.segment())) {
+                } else if (acks.unackedCount(d.segment()) == 0 && !awaitingForces.contains(d.segment())
+                        && !journaledAwaitingForce.contains(d.segment()) && log.tallies().get(d.segment()) != null) {
                     // A source awaiting its copies' forces reads as fully acknowledged: it goes only after them (R4).
-                    addIfRemoved(d.segment(), toDelete);
+                    io(() -> ackLog.segmentReclaimed(d.segment()));
+                    journaledAwaitingForce.add(d.segment());
                 }
             }
             // Only when something is to be relocated: Chronicle's lastIndex() searches the last segment.
@@ -292,6 +302,9 @@ public final class Reclaimer {
             }
             if (!awaitingForces.isEmpty() && !failed) {
                 forceCopiesThenDelete(toDelete);
+            }
+            if (!journaledAwaitingForce.isEmpty()) {
+                forceJournalThenRename(toDelete, failed);
             }
         } finally {
             if (!toDelete.isEmpty()) {
@@ -407,6 +420,40 @@ public final class Reclaimer {
         }
     }
 
+    /**
+     * Rule "a reclaim is journaled on disk before its file goes" ({@link #journaledAwaitingForce}): forces the journal,
+     * without the queue's lock, then renames the segments it made known as reclaimed. A force refused for want of
+     * descriptors leaves them for a later pass; with the journal's record on disk and the file still there, a crash
+     * leaves what recovery finishes (finishReclaimedDeletes). Once the queue's storage {@code failed}, no force can be
+     * relied on (rule "a failed force is final") and they are renamed at once, as before the rule: acknowledged segments
+     * still give their disk back.
+     */
+    private void forceJournalThenRename(List<Path> toDelete, boolean failed) {
+        try {
+            if (!failed) {
+                forcing.ackJournal();
+            }
+        } catch (StorageFilesExhaustedException e) {
+            askWhenADescriptorIsFreed();
+            return;
+        }
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            for (int segment : journaledAwaitingForce) {
+                Path deleting = renameReclaimed(segment);
+                if (deleting != null) {
+                    toDelete.add(deleting);
+                }
+            }
+            journaledAwaitingForce.clear();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     private void addIfRemoved(int segment, List<Path> toDelete) {
         Path deleting = removeSegment(segment);
         if (deleting != null) {
@@ -509,11 +556,19 @@ public final class Reclaimer {
             return null;
         }
         io(() -> ackLog.segmentReclaimed(segment));
+        return renameReclaimed(segment);
+    }
+
+    /** Takes a segment the ack state knows as reclaimed out of the log; returns its file's new name, null if not renamed. */
+    private Path renameReclaimed(int segment) {
         SegmentTally tally;
         try {
             tally = log.removeSegment(segment);
         } catch (IOException e) {
             LOG.warn("Queue '{}': could not rename {} for deletion.", queueName, SegmentFiles.fileName(segment), e);
+            return null;
+        }
+        if (tally == null) {
             return null;
         }
         reclaimedSegments++;
