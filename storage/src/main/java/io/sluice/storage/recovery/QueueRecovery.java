@@ -30,7 +30,6 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.OptionalLong;
@@ -184,7 +183,6 @@ public final class QueueRecovery {
                     SegmentFiles.fileName(SegmentRollCycle.INSTANCE.toCycle(scanFrom)));
         }
         AckLog.Recovery acks = ackLog.recover((lost, holds) -> earlierCopies(log, lost, holds));
-        finishReclaimedDeletes(log, acks.reclaimedSegmentsStillOnDisk(), lastSegment);
         // With an interrupted relocation's intent there, its copies are checked from the intent's id whatever was
         // forced: a force may have covered copies whose RELOCATED records the journal never made durable (rule R5).
         ForcedMark.Mark mark = relocationInterrupted ? null : forcedMark(log, scanFrom, lastSegment);
@@ -196,28 +194,8 @@ public final class QueueRecovery {
             log.moveWriteSegmentTo(lastSegment + 1); // full: sealed before the restart, and forced then
         }
         skipReclaimedSegments(log, ackLog.state(), lastSegment);
-        skipAReclaimedLastSegment(log, acks.reclaimedSegmentsStillOnDisk(), lastSegment);
+        finishReclaimedDeletes(log, acks.reclaimedSegmentsStillOnDisk(), lastSegment);
         return new Recovered(log, ackLog, last, corrupt, verifiedRecords);
-    }
-
-    /**
-     * Segments the ack state records as reclaimed whose file is still there: the process stopped
-     * between journaling the reclaim and renaming the file. Left there, every later reclaim pass would
-     * fail at them (the ack state no longer knows them), so the delete is finished now.
-     */
-    private void finishReclaimedDeletes(SegmentLog log, int[] segments, int lastSegment) throws IOException {
-        for (int segment : segments) {
-            if (segment >= lastSegment) {
-                continue; // the newest waits until the write segment moved past it: skipAReclaimedLastSegment
-            }
-            LOG.info("Queue '{}': finishing the interrupted reclaim of segment {}.", name, SegmentFiles.fileName(segment));
-            if (log.removeSegment(segment) != null) {
-                Files.deleteIfExists(log.deletingFile(segment));
-            }
-        }
-        if (segments.length > 0) {
-            log.refreshListing();
-        }
     }
 
     /**
@@ -302,25 +280,35 @@ public final class QueueRecovery {
     }
 
     /**
-     * Rule "a reclaimed last segment is not appended to" (docs/storage.md, "Recovery"): the last segment on disk is one
-     * the ack state records as reclaimed, so every message of it was acknowledged. A machine crash leaves that when the
-     * journal's record of the reclaim reached the disk and the segments' newer state did not (under {@code never}: the
-     * next segment's entry, this one's rename, its end-of-file marker). Appends used to go on in it, and the ack state
-     * refused every one, for good. They go on in the next segment instead, and the file is deleted as
-     * {@link #finishReclaimedDeletes} deletes the others: left there, every reclaim pass would fail at it.
+     * Segments the ack state records as reclaimed whose file is still there: the process stopped between journaling the
+     * reclaim and renaming the file, or a machine crash kept the journal's record and not the rename. Left there, every
+     * later reclaim pass would fail at them (the ack state no longer knows them), so the deletes are finished, once the
+     * last segment is checked and the write segment placed.
+     *
+     * <p>Rule "a reclaimed last segment is not appended to" (docs/storage.md, "Recovery"): the last segment on disk may be
+     * one of them, every message of it acknowledged, when the journal's record of its reclaim reached the disk and the
+     * segments' newer state did not (under {@code never}: the next segment's entry, this one's rename, its end-of-file
+     * marker). Appends used to go on in it, and the ack state refused every one, for good; they go on in the next
+     * segment instead.
      */
-    private void skipAReclaimedLastSegment(SegmentLog log, int[] reclaimedOnDisk, int lastSegment) throws IOException {
-        if (lastSegment < 0 || Arrays.stream(reclaimedOnDisk).noneMatch(segment -> segment == lastSegment)) {
+    private void finishReclaimedDeletes(SegmentLog log, int[] segments, int lastSegment) throws IOException {
+        if (segments.length == 0) {
             return;
         }
-        if (log.writeSegment() <= lastSegment) {
-            log.moveWriteSegmentTo(lastSegment + 1);
-        }
-        LOG.warn("Queue '{}': its last segment {} is one the ack state records as reclaimed (a machine crash kept that record "
-                + "and not the segments' newer state); it is deleted, and appends continue at segment {}.", name,
-                SegmentFiles.fileName(lastSegment), log.writeSegment());
-        if (log.removeSegment(lastSegment) != null) {
-            Files.deleteIfExists(log.deletingFile(lastSegment));
+        for (int segment : segments) {
+            if (segment == lastSegment) {
+                if (log.writeSegment() <= lastSegment) {
+                    log.moveWriteSegmentTo(lastSegment + 1);
+                }
+                LOG.warn("Queue '{}': its last segment {} is one the ack state records as reclaimed (a machine crash kept that "
+                        + "record and not the segments' newer state); it is deleted, and appends continue at segment {}.", name,
+                        SegmentFiles.fileName(segment), log.writeSegment());
+            } else {
+                LOG.info("Queue '{}': finishing the interrupted reclaim of segment {}.", name, SegmentFiles.fileName(segment));
+            }
+            if (log.removeSegment(segment) != null) {
+                Files.deleteIfExists(log.deletingFile(segment));
+            }
         }
         log.refreshListing();
     }
