@@ -35,7 +35,11 @@ public final class SegmentFiles {
      * or index ({@code cause}: its "Meta data not ready", or a fault of a mapping past the file's end), which names neither.
      */
     public static String unreadable(Path file, Throwable cause) {
-        String why = cause instanceof InternalError ? "a mapped read faulted past the file's end" : cause.toString();
+        Throwable root = cause;
+        while (!(root instanceof InternalError) && root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String why = root instanceof InternalError ? "a mapped read faulted past the file's end" : cause.toString();
         return "segment file " + file + " cannot be read: it is cut short or damaged in Chronicle's header or index (" + why + ")";
     }
 

@@ -13,7 +13,6 @@ import net.openhft.chronicle.queue.ExcerptAppender;
 import net.openhft.chronicle.queue.ExcerptTailer;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueBuilder;
-import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueStore;
 import net.openhft.chronicle.wire.DocumentContext;
 import net.openhft.chronicle.wire.Wire;
 import net.openhft.chronicle.wire.WriteAfterEOFException;
@@ -50,7 +49,6 @@ public final class SegmentLog implements AutoCloseable {
 
     /** Mapping chunk of a segment file: Chronicle maps this much (plus a quarter) at a time. */
     private static final long CHRONICLE_BLOCK_BYTES = 16L << 20;
-    /** The first page of a segment or metadata file, which stays mapped (see {@link #dropWrittenPages()}). */
     /** How long a queue refused for want of descriptors refuses appends before it tries again. */
     private static final long REFUSAL_BACKOFF_NANOS = 1_000_000_000L;
 
@@ -617,18 +615,24 @@ public final class SegmentLog implements AutoCloseable {
      * @throws StorageException naming the file if Chronicle cannot read its header or index (cut short in them)
      */
     public long indexedRecords(int segment) {
-        try (ExcerptTailer counter = chronicle().createTailer()) {
-            return indexedRecords(counter, segment);
+        try (ExcerptTailer counter = tailerAtStart(firstSegment())) {
+            return counter.excerptsInCycle(segment);
+        } catch (RuntimeException | InternalError e) {
+            throw e instanceof StorageException se ? se : unreadable(segment, e);
         }
     }
 
-    private long indexedRecords(ExcerptTailer counter, int segment) {
+    /** A new tailer; Chronicle reads the header of the first segment, {@code first}, to put it at the start. */
+    private ExcerptTailer tailerAtStart(int first) {
         try {
-            return counter.excerptsInCycle(segment);
+            return chronicle().createTailer();
         } catch (RuntimeException | InternalError e) {
-            throw new StorageException("queue '" + queueName + "': "
-                    + SegmentFiles.unreadable(SegmentFiles.file(segmentDirectory, segment), e), e);
+            throw unreadable(first, e);
         }
+    }
+
+    private StorageException unreadable(int segment, Throwable e) {
+        return new StorageException("queue '" + queueName + "': " + SegmentFiles.unreadable(SegmentFiles.file(segmentDirectory, segment), e), e);
     }
 
     /** The id of the last record (-1 if none). */
@@ -693,15 +697,20 @@ public final class SegmentLog implements AutoCloseable {
         SingleChronicleQueue chronicle = chronicle();
         NavigableSet<Long> cycles = chronicle.listCyclesBetween(chronicle.firstCycle(), chronicle.lastCycle());
         long last = cycles.isEmpty() ? -1 : cycles.last();
-        try (ExcerptTailer counter = chronicle.createTailer()) {
+        try (ExcerptTailer counter = tailerAtStart(cycles.isEmpty() ? 0 : cycles.first().intValue())) {
             for (long cycleLong : cycles) {
                 int cycle = (int) cycleLong;
-                long count = indexedRecords(counter, cycle);
+                long count;
+                try {
+                    count = counter.excerptsInCycle(cycle);
+                } catch (RuntimeException | InternalError e) {
+                    throw unreadable(cycle, e);
+                }
                 // The last segment is the one appends may continue: its bytes decide where it is sealed, and so every
                 // later id, which on a cluster must not depend on whether the store was opened again in between (every
                 // node gives a message the same id, docs/replication.md R6). So they are counted as append counts them,
                 // record by record (StoreConfig.exactRollPoint); the others by their file, for reclaim's figures.
-                long bytes = exactRollPoint && cycleLong == last && count > 0 ? recordBytes(cycle) : fileBytes(cycle);
+                long bytes = exactRollPoint && cycleLong == last && count > 0 ? SegmentBytes.ofRecords(this, cycle) : SegmentBytes.ofFile(chronicle, cycle);
                 SegmentTally tally = new SegmentTally(count, bytes);
                 if (count == 0) {
                     tally.messageBytes = 0;
@@ -721,42 +730,10 @@ public final class SegmentLog implements AutoCloseable {
         }
     }
 
-    /** The bytes {@link #append} counts for the records of {@code segment}: each record's length plus Chronicle's 4-byte header. */
-    private long recordBytes(int segment) {
-        long bytes = 0;
-        try (ExcerptTailer tailer = newTailer()) {
-            if (!tailer.moveToIndex(SegmentRollCycle.INSTANCE.toIndex(segment, 0))) {
-                return 0;
-            }
-            while (true) {
-                try (DocumentContext dc = tailer.readingDocument()) {
-                    if (!dc.isPresent() || SegmentRollCycle.INSTANCE.toCycle(dc.index()) != segment) {
-                        return bytes;
-                    }
-                    bytes += dc.wire().bytes().readRemaining() + 4;
-                }
-            }
-        }
-    }
-
     /** Receives a segment and its record count. */
     @FunctionalInterface
     public interface SegmentCounter {
         void segment(int segment, long messages);
-    }
-
-    /** Bytes written to a segment file (Chronicle's write position: records plus its index). */
-    private long fileBytes(int segment) {
-        SingleChronicleQueue chronicle = chronicle();
-        SingleChronicleQueueStore store = chronicle.storeForCycle(segment, chronicle.epoch(), false, null);
-        if (store == null) {
-            return 0;
-        }
-        try {
-            return store.writePosition();
-        } finally {
-            chronicle.closeStore(store);
-        }
     }
 
     // ---------------------------------------------------------------- reclaim

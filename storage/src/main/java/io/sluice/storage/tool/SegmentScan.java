@@ -106,14 +106,14 @@ final class SegmentScan implements AutoCloseable {
         if (chronicle == null) {
             return counts;
         }
-        try (ExcerptTailer tailer = chronicle.createTailer()) {
-            for (int segment : segmentFiles(segmentDirectory).keySet()) {
-                try {
-                    counts.put(segment, tailer.excerptsInCycle(segment));
-                } catch (RuntimeException | InternalError e) {
-                    throw new StorageException(SegmentFiles.unreadable(segmentDirectory.resolve(SegmentFiles.fileName(segment)), e),
-                            e);
-                }
+        for (int segment : segmentFiles(segmentDirectory).keySet()) {
+            // A tailer per segment: a fault of a mapping may be raised at the JVM's next safepoint, after the read that
+            // faulted, so everything Chronicle does for one segment is inside its try.
+            try (ExcerptTailer tailer = chronicle.createTailer()) {
+                counts.put(segment, tailer.excerptsInCycle(segment));
+            } catch (RuntimeException | InternalError e) {
+                throw new StorageException(SegmentFiles.unreadable(segmentDirectory.resolve(SegmentFiles.fileName(segment)), e),
+                        e);
             }
         }
         return counts;
@@ -145,16 +145,24 @@ final class SegmentScan implements AutoCloseable {
         if (chronicle == null) {
             return;
         }
-        try (ExcerptTailer tailer = chronicle.createTailer()) {
+        try (ExcerptTailer tailer = newTailer()) {
             scan(tailer, fromIndex, visitor);
+        }
+    }
+
+    /** A tailer at the start: Chronicle reads the first segment's header to put it there. */
+    private ExcerptTailer newTailer() {
+        try {
+            return chronicle.createTailer();
+        } catch (RuntimeException | InternalError e) {
+            int first = segmentFiles(segmentDirectory).firstKey();
+            throw new StorageException(SegmentFiles.unreadable(segmentDirectory.resolve(SegmentFiles.fileName(first)), e), e);
         }
     }
 
     private void scan(ExcerptTailer tailer, long fromIndex, RecordVisitor visitor) {
         int[] length = new int[1];
-        if (fromIndex < 0 || !moveTo(tailer, fromIndex)) {
-            tailer.toStart();
-        }
+        moveTo(tailer, fromIndex);
         while (true) {
             long index = readNext(tailer, length);
             if (index < 0) {
@@ -172,9 +180,12 @@ final class SegmentScan implements AutoCloseable {
         }
     }
 
-    private boolean moveTo(ExcerptTailer tailer, long index) {
+    /** Positions the tailer at {@code index}, or at the first record if it is negative or absent. */
+    private void moveTo(ExcerptTailer tailer, long index) {
         try {
-            return tailer.moveToIndex(index);
+            if (index < 0 || !tailer.moveToIndex(index)) {
+                tailer.toStart();
+            }
         } catch (RuntimeException | InternalError e) {
             throw unreadable(tailer, e);
         }
