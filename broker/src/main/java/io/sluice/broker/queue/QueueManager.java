@@ -201,7 +201,7 @@ public final class QueueManager {
     private BrokerQueue newQueue(String name, QueueStore queueStore, QueueSettings settings) {
         QueueOptions options;
         try {
-            options = QueueOptions.from(name, settings, defaults);
+            options = QueueOptions.fromStored(name, settings, defaults);
         } catch (BrokerException e) {
             LOG.warn("Queue '{}': stored settings are no longer valid ({}); using the defaults.", name, e.getMessage());
             options = QueueOptions.defaults(name, defaults);
@@ -549,10 +549,14 @@ public final class QueueManager {
      */
     public BrokerQueue existing(String name, QueueSettings settings) {
         QueueNames.validate(name);
-        QueueOptions.from(name, settings, defaults);
         BrokerQueue q = queues.get(name);
+        QueueSettings before = q == null ? null : declared.getOrDefault(name, QueueSettings.EMPTY);
+        if (before == null || !settings.equals(before)) {
+            // A declare of an existing queue with the settings it was stored with is not checked again: a bound added
+            // since (ackTimeoutMs's) would refuse what that queue has always been declared with.
+            QueueOptions.from(name, settings, defaults);
+        }
         if (q != null) {
-            QueueSettings before = declared.getOrDefault(name, QueueSettings.EMPTY);
             if (settings.size() > 0 && !before.equals(settings)) {
                 throw new BrokerException(ErrorCode.QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS, "queue '" + name + "' exists with settings " + before.asMap()
                         + ", not " + settings.asMap());

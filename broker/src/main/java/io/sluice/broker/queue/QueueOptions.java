@@ -118,6 +118,19 @@ public record QueueOptions(int maxDeliveries, String deadLetterQueue, long ackTi
      * @throws BrokerException INVALID_QUEUE_SETTING naming the key, the value and the rule, for an unknown key or bad value
      */
     public static QueueOptions from(String queue, QueueSettings settings, BrokerConfig.Queues defaults) {
+        return from(queue, settings, defaults, BrokerConfig.MAX_ACK_TIMEOUT_MS);
+    }
+
+    /**
+     * The settings a queue was stored with, overlaid on the defaults: as {@link #from}, but an ack timeout above
+     * today's bound is kept. Queues declared before that bound existed took any value over 100 ms, and refusing the
+     * stored one would start the queue on the defaults of every setting, its dead-letter queue and delivery limit too.
+     */
+    public static QueueOptions fromStored(String queue, QueueSettings settings, BrokerConfig.Queues defaults) {
+        return from(queue, settings, defaults, Long.MAX_VALUE);
+    }
+
+    private static QueueOptions from(String queue, QueueSettings settings, BrokerConfig.Queues defaults, long maxAckTimeoutMs) {
         List<String> problems = new ArrayList<>();
         for (Map.Entry<String, Object> e : settings.asMap().entrySet()) {
             SettingType type = KNOWN_KEYS.get(e.getKey());
@@ -136,7 +149,7 @@ public record QueueOptions(int maxDeliveries, String deadLetterQueue, long ackTi
         long maxDeliveries = settings.longValue(QueueSettings.MAX_DELIVERIES).orElse(d.maxDeliveries);
         BrokerConfig.checkRange(problems, QueueSettings.MAX_DELIVERIES, maxDeliveries, BrokerConfig.MIN_MAX_DELIVERIES, BrokerConfig.MAX_MAX_DELIVERIES);
         long ackTimeout = settings.longValue(QueueSettings.ACK_TIMEOUT_MS).orElse(d.ackTimeoutMs);
-        BrokerConfig.checkRange(problems, QueueSettings.ACK_TIMEOUT_MS, ackTimeout, BrokerConfig.MIN_ACK_TIMEOUT_MS, BrokerConfig.MAX_ACK_TIMEOUT_MS);
+        BrokerConfig.checkRange(problems, QueueSettings.ACK_TIMEOUT_MS, ackTimeout, BrokerConfig.MIN_ACK_TIMEOUT_MS, maxAckTimeoutMs);
         String dlq = settings.stringValue(QueueSettings.DEAD_LETTER_QUEUE).orElse(d.deadLetterQueue);
         if (dlq.equals(queue)) {
             problems.add(QueueSettings.DEAD_LETTER_QUEUE + " '" + dlq + "' is the queue itself");
