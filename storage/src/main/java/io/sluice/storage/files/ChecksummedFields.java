@@ -46,9 +46,13 @@ public final class ChecksummedFields {
 
     /**
      * Why a present file does not check out. {@code blank}: it is empty or holds only zeros, what a machine crash leaves
-     * of a file whose name reached the disk and whose data did not.
+     * of a file whose name reached the disk and whose data did not. {@code checksumOnly}: its size, magic and version
+     * are right and only its checksum fails, what a read racing a rewrite in place, or a torn write, leaves.
      */
-    public record Problem(String description, boolean blank) {
+    public record Problem(String description, boolean blank, boolean checksumOnly) {
+        Problem(String description, boolean blank) {
+            this(description, blank, false);
+        }
     }
 
     /** Why {@code file} does not check out, or null if it is missing or whole. */
@@ -75,7 +79,7 @@ public final class ChecksummedFields {
         }
         CRC32C crc = new CRC32C();
         crc.update(content, 0, bytes - 4);
-        return buffer.getInt(bytes - 4) == (int) crc.getValue() ? null : new Problem("its checksum does not hold", false);
+        return buffer.getInt(bytes - 4) == (int) crc.getValue() ? null : new Problem("its checksum does not hold", false, true);
     }
 
     /** Ends {@code buffer}, holding the magic, version and fields up to its last 4 bytes, with their checksum. */

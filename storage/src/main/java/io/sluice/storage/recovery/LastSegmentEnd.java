@@ -52,18 +52,19 @@ final class LastSegmentEnd {
     }
 
     /**
-     * Checks the end of {@code lastSegment} and cuts an unforced tail back (forced through {@code forcer}).
+     * Checks the end of {@code lastSegment} and cuts an unforced tail back (forced through {@code forcer}); returns true
+     * if it cut.
      *
      * @throws StorageException if records are missing that may have been confirmed: the queue must not be opened
      */
-    static void check(String queue, Path queueDirectory, SegmentLog log, int lastSegment, FileForcer forcer) throws IOException {
-        new LastSegmentEnd(queue, queueDirectory, log, lastSegment).check(forcer);
+    static boolean check(String queue, Path queueDirectory, SegmentLog log, int lastSegment, FileForcer forcer) throws IOException {
+        return new LastSegmentEnd(queue, queueDirectory, log, lastSegment).check(forcer);
     }
 
-    private void check(FileForcer forcer) throws IOException {
+    private boolean check(FileForcer forcer) throws IOException {
         long records = log.indexedRecords(segment);
         if (records <= 0 || readable(SegmentRollCycle.INSTANCE.toIndex(segment, records - 1))) {
-            return;
+            return false;
         }
         ForcedMark.Mark mark = ForcedMark.readFor(queueDirectory, segment, file);
         if (mark == null) {
@@ -79,8 +80,9 @@ final class LastSegmentEnd {
         log.cutBack(segment, present, forces(forcer));
         LOG.warn("Queue '{}': a machine crash lost the unforced tail of segment {}: Chronicle's index counts {} records, the "
                 + "first {} are in the file, every record through the forced mark 0x{} among them. Cut the segment back to "
-                + "those {}: the {} records cut were never forced, so never confirmed, and appends continue after them.",
+                + "those {}: the {} records cut were never forced, so never confirmed.",
                 queue, file, records, present, Long.toHexString(mark.index()), present, records - present);
+        return true;
     }
 
     /** True if record {@code id} is in the file. */

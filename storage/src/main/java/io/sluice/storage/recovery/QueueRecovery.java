@@ -168,7 +168,7 @@ public final class QueueRecovery {
             return new Recovered(log, ackLog, -1, 0, 0);
         }
         // Before the ack state hears the counts: what it knew of cut records is forgotten as after any lost tail.
-        LastSegmentEnd.check(name, directory, log, lastSegment, forcer);
+        boolean cutBack = LastSegmentEnd.check(name, directory, log, lastSegment, forcer);
         log.countSegments(ackLog::segmentGrew, config.exactRollPoint());
         RelocationIntent intent = new RelocationIntent(directory);
         long scanFrom = scanStart(log, intent, lastSegment);
@@ -192,6 +192,15 @@ public final class QueueRecovery {
         SegmentTally tail = log.tallies().get(lastSegment);
         if (tail != null && tail.bytes() >= config.segmentBytes()) {
             log.moveWriteSegmentTo(lastSegment + 1); // full: sealed before the restart, and forced then
+        } else if (cutBack && !config.exactRollPoint()) {
+            // Rule "cut ids are not given again" (docs/storage.md): a consumer may have had a cut record (the broker
+            // serves what is written) and acknowledged it in a transaction whose commit record, replayed at every start
+            // until the transaction is done, names its id; given again, the id would be a new, confirmed message, which
+            // that replay would acknowledge. A cluster node keeps the ids every node gives (exactRollPoint): its log's
+            // replay stores the cut entries again under them.
+            log.moveWriteSegmentTo(lastSegment + 1);
+            LOG.info("Queue '{}': appends continue at segment {}, so the ids of the records cut are not given again.", name,
+                    SegmentFiles.fileName(lastSegment + 1));
         }
         skipReclaimedSegments(log, ackLog.state(), lastSegment);
         finishReclaimedDeletes(log, acks.reclaimedSegmentsStillOnDisk(), lastSegment);

@@ -8,6 +8,7 @@ import io.sluice.storage.StorageException;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.durability.ForcedMark;
 import io.sluice.storage.segment.SegmentFiles;
+import io.sluice.storage.segment.SegmentRollCycle;
 import io.sluice.storage.tool.StorageTool;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -89,6 +90,36 @@ class UnforcedTailCutBackTest {
             long next = q.append(null, payload("after", 3));
             assertTrue(next > appended.get(2));
             assertEquals(CONFIRMED + 2, q.unackedMessages());
+        }
+    }
+
+    /**
+     * Rule "cut ids are not given again", on a broker of its own (no exact roll point, which a cluster node keeps): a
+     * consumer may have had a cut record and acknowledged it in a transaction whose commit record names its id and is
+     * replayed at every start until the transaction is done; given again, the id would be a new, confirmed message that
+     * replay acknowledged (found by a review). Appends continue in the next segment instead.
+     */
+    @Test
+    void aBrokerOfItsOwnGivesNoIdOfTheCutTailAgain() throws Exception {
+        Path image = temp.resolve("image");
+        List<Long> confirmed = new ArrayList<>();
+        List<Long> unforced = new ArrayList<>();
+        crashWithAnUnforcedTailLost(image, confirmed, unforced);
+        StoreConfig ofItsOwn = StoreConfig.builder().durability(DurabilityMode.ALWAYS).syncIntervalMs(60_000)
+                .reservedDiskBytes(64L << 20).exactRollPoint(false).build();
+        try (MessageStore store = MessageStore.open(image, ofItsOwn)) {
+            QueueStore q = store.queue("q");
+            assertEquals(confirmed, readAll(q), "every confirmed message, and nothing of the lost tail");
+            long first = q.append(null, payload("after", 0));
+            q.whenDurable(first).get(10, TimeUnit.SECONDS);
+            assertTrue(first > unforced.get(unforced.size() - 1), "0x" + Long.toHexString(first) + " is past every cut id");
+            assertEquals(1, SegmentRollCycle.INSTANCE.toCycle(first), "the first id of the next segment");
+            assertNoAckStateCarriedOver(q, List.of(first));
+        }
+        try (MessageStore store = MessageStore.open(image, ofItsOwn)) {
+            List<Long> expected = new ArrayList<>(confirmed);
+            expected.add(SegmentRollCycle.INSTANCE.toIndex(1, 0));
+            assertEquals(expected, readAll(store.queue("q")), "the message after the cut, read past the cut segment");
         }
     }
 
