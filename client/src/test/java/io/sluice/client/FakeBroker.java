@@ -2,6 +2,7 @@ package io.sluice.client;
 
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.EventLoopGroup;
@@ -184,9 +185,17 @@ final class FakeBroker implements AutoCloseable {
         }
     }
 
+    /**
+     * Writes {@code frame} to every client; from a test's thread, returns once it is written. Not before: a write from
+     * outside the loop is a task, which the loop may run after reading and answering a request the test sends next (it
+     * handles what it read before its tasks), so a test's round trip after it would not come after the frame.
+     */
     void send(Frame frame) {
         for (Channel client : clients) {
-            client.writeAndFlush(frame);
+            ChannelFuture written = client.writeAndFlush(frame);
+            if (!client.eventLoop().inEventLoop()) {
+                written.awaitUninterruptibly();
+            }
         }
     }
 
