@@ -2,6 +2,7 @@ package io.sluice.client;
 
 import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.ProducerInitFrame;
+import io.sluice.protocol.UnsubscribeFrame;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -148,6 +149,8 @@ class NetworkThreadTaskFailureTest {
         });
         closedOnTheNetworkThread.get(REQUEST_TIMEOUT.toMillis() / 10, TimeUnit.MILLISECONDS);
         CompletableFuture.runAsync(consumer::close).get(REQUEST_TIMEOUT.toMillis() / 10, TimeUnit.MILLISECONDS);
+        assertEquals(1, broker.frames(UnsubscribeFrame.class).size(),
+                "one UNSUBSCRIBE: the close on the network thread completed, and the second close() had none to send");
     }
 
     /**
