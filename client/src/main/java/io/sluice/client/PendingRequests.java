@@ -2,8 +2,11 @@ package io.sluice.client;
 
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
+import io.sluice.client.internal.OwingTask;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.Frame;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -16,9 +19,13 @@ import java.util.concurrent.TimeUnit;
  * The requests of one {@link Connection} waiting for their answer (OK, PRODUCER_OK, ERROR), by request
  * id, each with its timeout. Owned by the connection's network thread: every method runs there.
  * Futures are completed through {@link Completer}, which puts callbacks where the connection runs them, or, for the
- * requests whose answer the client takes itself ({@link #ON_LOOP}), on the network thread.
+ * requests whose answer the client takes itself ({@link #ON_LOOP}), on the network thread. A completer that throws
+ * fails its request with what it threw ({@link #settle}).
  */
 final class PendingRequests {
+    /** The connection's logger: applications filter the client's connection lines on it. */
+    private static final Logger LOG = LoggerFactory.getLogger(Connection.class);
+
     /** Completes a request's future (where callbacks run); exactly one of {@code answer} and {@code failure} is set. */
     interface Completer {
         void complete(CompletableFuture<Frame> future, Frame answer, Throwable failure);
@@ -67,12 +74,24 @@ final class PendingRequests {
     /** As {@link #add(long, String, CompletableFuture, long, String)}, its outcome handed over by {@code by}. */
     void add(long requestId, String description, CompletableFuture<Frame> future, long timeoutMs, String peer, Completer by) {
         ScheduledFuture<?> timeout = loop.schedule(() -> {
-            if (byId.remove(requestId) != null) {
-                by.complete(future, null, new SluiceTimeoutException(description
+            Pending request = byId.remove(requestId);
+            if (request != null) {
+                settle(request, null, new SluiceTimeoutException(description
                         + " got no answer from " + peer + " within " + timeoutMs + " ms"));
             }
         }, timeoutMs, TimeUnit.MILLISECONDS);
         byId.put(requestId, new Pending(description, future, timeout, by));
+    }
+
+    /**
+     * Hands {@code request}'s outcome to its completer; if that throws, the request fails with what it threw, logged.
+     * The request is removed by then: before, a timeout's exception went to Netty's log, an answer's or a loss's into
+     * the pipeline, and the request's future never completed (found by a review).
+     */
+    private static void settle(Pending request, Frame answer, Throwable failure) {
+        OwingTask.run(LOG, "completing " + request.description(), "the request fails with the exception",
+                thrown -> request.future().completeExceptionally(thrown),
+                () -> request.completer().complete(request.future(), answer, failure));
     }
 
     /** The answer to request {@code requestId} arrived; an answer to no pending request is dropped. */
@@ -80,7 +99,7 @@ final class PendingRequests {
         Pending request = byId.remove(requestId);
         if (request != null) {
             request.timeout().cancel(false);
-            request.completer().complete(request.future(), answer, null);
+            settle(request, answer, null);
         }
     }
 
@@ -91,7 +110,7 @@ final class PendingRequests {
             return false;
         }
         request.timeout().cancel(false);
-        request.completer().complete(request.future(), null, new SluiceException(error.errorCode(), error.message(),
+        settle(request, null, new SluiceException(error.errorCode(), error.message(),
                 request.description() + " failed: " + error.errorCode() + ": " + error.message()));
         return true;
     }
@@ -102,7 +121,7 @@ final class PendingRequests {
         byId.clear();
         for (Pending request : pending) {
             request.timeout().cancel(false);
-            request.completer().complete(request.future(), null, failure);
+            settle(request, null, failure);
         }
     }
 }
