@@ -13,6 +13,7 @@ import io.sluice.client.internal.BrokerAddresses;
 import io.sluice.client.internal.ClientTls;
 import io.sluice.client.internal.NetworkThreads;
 import io.sluice.client.internal.OutgoingHeaders;
+import io.sluice.client.internal.OwingTask;
 import io.sluice.client.internal.WriterIdleTimer;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.DeclareQueueFrame;
@@ -475,16 +476,10 @@ public final class Connection implements AutoCloseable {
      */
     void runOnLoop(Runnable task, CompletableFuture<?> call) {
         try {
-            loop.execute(() -> {
-                try {
-                    task.run();
-                } catch (RuntimeException | Error e) {
-                    // A defect of the client's, not the broker's answer: logged, as Netty would have, whether or not the
-                    // call was still waiting for it.
-                    LOG.warn("Work on the network thread for a waiting call threw; the call fails with it.", e);
-                    callbacks.complete(call, null, e);
-                }
-            });
+            // A defect of the client's, not the broker's answer: logged, as Netty would have, whether or not the call was
+            // still waiting for it.
+            loop.execute(owing("work for a waiting call", "the call fails with it",
+                    thrown -> callbacks.complete(call, null, thrown), task));
         } catch (RejectedExecutionException e) {
             call.completeExceptionally(closedException());
         }
@@ -500,7 +495,20 @@ public final class Connection implements AutoCloseable {
         return loop;
     }
 
-    ScheduledFuture<?> scheduleOnLoop(Runnable task, long delayNanos) {
+    /**
+     * Work for the network thread that owes an outcome (a call, a consumer, a producer): what it throws is logged, as
+     * {@code what} threw and {@code consequence}, and handed to {@code owed}, which fails what the work owes; see
+     * {@link OwingTask}.
+     */
+    OwingTask owing(String what, String consequence, java.util.function.Consumer<Throwable> owed, Runnable work) {
+        return new OwingTask(LOG, what, consequence, owed, work);
+    }
+
+    /**
+     * Runs {@code task} on the network thread after {@code delayNanos}. An {@link OwingTask} only: a scheduled task's
+     * exception went to Netty's log, and what it owed waited for good (found by a review).
+     */
+    ScheduledFuture<?> scheduleOnLoop(OwingTask task, long delayNanos) {
         return loop.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
     }
 

@@ -11,6 +11,7 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.sluice.client.internal.Backoff;
 import io.sluice.client.internal.BrokerAddresses;
 import io.sluice.client.internal.ClientTls;
+import io.sluice.client.internal.OwingTask;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.FrameDecoder;
 import io.sluice.protocol.FrameEncoder;
@@ -83,7 +84,7 @@ final class ConnectionAttempts {
         long deadline = System.nanoTime() + options.connectTimeout().toNanos();
         for (int unreachable = 0; ; ) {
             CompletableFuture<Void> handshake = new CompletableFuture<>();
-            loop.execute(() -> connectOnce(handshake));
+            loop.execute(() -> attemptOnLoop(handshake));
             try {
                 Connection.await(handshake, options.connectTimeout().plusSeconds(1), "connect to " + address);
                 return;
@@ -106,6 +107,16 @@ final class ConnectionAttempts {
         }
     }
 
+    /**
+     * On loop: one attempt ({@link #connectOnce}); what it throws fails {@code handshake} with the exception, so that
+     * {@link Connection#connect} throws it at once and a reconnect is followed by the next. Before, Netty logged it, connect
+     * waited out its timeout, and the client stopped reconnecting without a word (found by a review).
+     */
+    private void attemptOnLoop(CompletableFuture<Void> handshake) {
+        OwingTask.run(LOG, "connecting to " + address, "the attempt fails with the exception",
+                handshake::completeExceptionally, () -> connectOnce(handshake));
+    }
+
     /** On loop: opens a network connection to the current address and sends HELLO; {@code handshake} tells the outcome. */
     private void connectOnce(CompletableFuture<Void> handshake) {
         if (connection.isClosed()) {
@@ -126,24 +137,36 @@ final class ConnectionAttempts {
                         .addLast("handler", new ConnectionInbound(connection, handshake, decoder, encoder));
             }
         }).connect(target.host(), target.port());
-        connect.addListener(result -> {
-            if (!result.isSuccess()) {
-                handshake.completeExceptionally(new ConnectionLostException(
-                        "could not connect to " + address + ": " + result.cause().getMessage(), result.cause()));
-                return;
-            }
-            Channel ch = connect.channel();
-            ch.writeAndFlush(new HelloFrame(ProtocolVersion.MIN, ProtocolVersion.CURRENT, options.clientName(),
-                    options.maxFrameBytes(), (int) options.heartbeat().toMillis(), options.user(),
-                    options.password(), HelloFrame.KNOWN_CAPABILITIES));
-            long timeoutMs = options.connectTimeout().toMillis();
-            loop.schedule(() -> {
-                if (handshake.completeExceptionally(new SluiceTimeoutException(
-                        "no HELLO_OK from " + address + " within " + timeoutMs + " ms"))) {
-                    ch.close();
-                }
-            }, timeoutMs, TimeUnit.MILLISECONDS);
-        });
+        // A listener's exception goes to Netty's log (a HELLO that cannot be built, say: a user name longer than it
+        // carries), and a timer's too: each fails the handshake and closes the network connection instead.
+        connect.addListener(result -> OwingTask.run(LOG, "sending HELLO to " + address,
+                "the attempt fails with the exception", failure -> failAttempt(handshake, connect.channel(), failure), () -> {
+                    if (!result.isSuccess()) {
+                        handshake.completeExceptionally(new ConnectionLostException(
+                                "could not connect to " + address + ": " + result.cause().getMessage(), result.cause()));
+                        return;
+                    }
+                    Channel ch = connect.channel();
+                    ch.writeAndFlush(new HelloFrame(ProtocolVersion.MIN, ProtocolVersion.CURRENT, options.clientName(),
+                            options.maxFrameBytes(), (int) options.heartbeat().toMillis(), options.user(),
+                            options.password(), HelloFrame.KNOWN_CAPABILITIES));
+                    long timeoutMs = options.connectTimeout().toMillis();
+                    loop.schedule(new OwingTask(LOG, "the handshake timer of " + address, "the attempt fails with the exception",
+                            failure -> failAttempt(handshake, ch, failure), () -> {
+                                if (handshake.completeExceptionally(new SluiceTimeoutException(
+                                        "no HELLO_OK from " + address + " within " + timeoutMs + " ms"))) {
+                                    ch.close();
+                                }
+                            }), timeoutMs, TimeUnit.MILLISECONDS);
+                }));
+    }
+
+    /** On loop: the attempt on {@code ch} failed with {@code failure}, thrown by the client's own work. */
+    private static void failAttempt(CompletableFuture<Void> handshake, Channel ch, Throwable failure) {
+        handshake.completeExceptionally(failure);
+        if (ch != null) {
+            ch.close();
+        }
     }
 
     /** On loop: a handshake completed; the next loss backs off from the start. */
@@ -187,7 +210,7 @@ final class ConnectionAttempts {
                     connection.executeOnLoop(() -> scheduleReconnect(named));
                 }
             });
-            connectOnce(handshake);
+            attemptOnLoop(handshake); // what it throws fails the handshake, which schedules the next attempt
         }, delayMs, TimeUnit.MILLISECONDS);
     }
 }

@@ -4,6 +4,7 @@ import io.netty.channel.Channel;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.client.internal.IdRanges;
 import io.sluice.client.internal.LoopBatcher;
+import io.sluice.client.internal.OwingTask;
 import io.sluice.client.internal.SerialExecutor;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.CreditFrame;
@@ -64,7 +65,8 @@ public final class Consumer implements AutoCloseable {
     private final BlockingQueue<Message> received = new LinkedBlockingQueue<>();
     /** Acks ({@link Message}), {@link Nack}s and the {@link CloseMarker}, in call order, for the network thread. */
     private final LoopBatcher<Object> settlements;
-    private final Runnable flushAcksTask = this::flushAcksOnLoop;
+    /** The ack flush timer's work, made once; one that throws ends the consumer ({@link #ackFlushFailedOnLoop}). */
+    private final OwingTask flushAcksTask;
     private volatile boolean closed;
     /** Completed once the call of {@link #close()} that unsubscribes is done; other calls wait for it. */
     private final CompletableFuture<Void> closeCompleted = new CompletableFuture<>();
@@ -100,6 +102,19 @@ public final class Consumer implements AutoCloseable {
         this.handlerExecutor = handler == null ? null : new SerialExecutor(connection.dispatchExecutor());
         this.settlements = new LoopBatcher<>(connection.loopExecutor(), new Settlements());
         this.liveSession = connection.session(); // created on the network thread
+        this.flushAcksTask = connection.owing("the ack flush timer of the consumer of " + queue, "the consumer ends with the"
+                + " exception", this::ackFlushFailedOnLoop, this::flushAcksOnLoop);
+    }
+
+    /**
+     * On loop: writing the acks batched for the flush timer threw. They will not be written, and neither will the credit
+     * they free, so the broker would deliver no more: the consumer ends, saying why ({@link #failure()}). Before, the timer
+     * died with the exception and the consumer waited, unseen, for deliveries that could not come (found by a review).
+     */
+    private void ackFlushFailedOnLoop(Throwable thrown) {
+        pendingAckCount = 0;
+        failedOnLoop(new SluiceException("the consumer of queue " + queue + " ended: writing its acks failed on the"
+                + " client's network thread: " + thrown, thrown));
     }
 
     public String queue() {

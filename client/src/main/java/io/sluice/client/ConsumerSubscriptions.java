@@ -174,22 +174,29 @@ final class ConsumerSubscriptions {
                 if (timedOut) {
                     unsubscribeOnLoop(consumer);
                 }
-                connection.scheduleOnLoop(() -> {
-                    if (connection.session() == forSession && !connection.isClosed() && !consumer.isClosed()) {
-                        resubscribeOnLoop(consumer, forSession, Math.min(2 * delayNanos, Connection.RETRY_MAX_DELAY_NANOS));
-                    }
-                }, delayNanos);
+                // A retry that throws ends the consumer: it would otherwise wait, never subscribed, for good.
+                connection.scheduleOnLoop(connection.owing("the retry of SUBSCRIBE " + consumer.queue() + " after reconnecting",
+                        "the consumer ends with the exception", thrown -> endOnLoop(consumer, thrown), () -> {
+                            if (connection.session() == forSession && !connection.isClosed() && !consumer.isClosed()) {
+                                resubscribeOnLoop(consumer, forSession, Math.min(2 * delayNanos, Connection.RETRY_MAX_DELAY_NANOS));
+                            }
+                        }), delayNanos);
                 return;
             }
-            forget(consumer);
-            SluiceException ended = cause instanceof SluiceException refused
-                    ? new SluiceException(refused.errorCode(), refused.brokerMessage(), "the consumer of queue "
-                            + consumer.queue() + " ended: subscribing again after reconnecting was refused: " + refused.getMessage())
-                    : new SluiceException("the consumer of queue " + consumer.queue()
-                            + " ended: subscribing again after reconnecting failed", cause);
-            LOG.error("{}", ended.getMessage());
-            consumer.failedOnLoop(ended);
+            LOG.error("{}", endOnLoop(consumer, cause).getMessage());
         });
+    }
+
+    /** On loop: {@code consumer} ends, as subscribing it again after reconnecting failed with {@code cause}; returns why. */
+    private SluiceException endOnLoop(Consumer consumer, Throwable cause) {
+        forget(consumer);
+        SluiceException ended = cause instanceof SluiceException refused
+                ? new SluiceException(refused.errorCode(), refused.brokerMessage(), "the consumer of queue "
+                        + consumer.queue() + " ended: subscribing again after reconnecting was refused: " + refused.getMessage())
+                : new SluiceException("the consumer of queue " + consumer.queue()
+                        + " ended: subscribing again after reconnecting failed: " + cause, cause);
+        consumer.failedOnLoop(ended);
+        return ended;
     }
 
     /**

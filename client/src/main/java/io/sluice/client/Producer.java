@@ -3,6 +3,7 @@ package io.sluice.client;
 import io.netty.channel.Channel;
 import io.sluice.client.internal.LoopBatcher;
 import io.sluice.client.internal.OutgoingHeaders;
+import io.sluice.client.internal.OwingTask;
 import io.sluice.client.internal.SequenceWindow;
 import io.sluice.client.internal.SerialExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
@@ -96,6 +97,8 @@ public final class Producer implements AutoCloseable {
     /** On loop: the queue's flow state as the broker last told it; BLOCKED holds every unsent message back. */
     private io.sluice.protocol.FlowState flowState = io.sluice.protocol.FlowState.FREE;
     private ScheduledFuture<?> blockedTimer;
+    /** What {@link #blockedTimer} runs, made once. */
+    private OwingTask blockedTimerTask;
     /** On loop: a named producer holds its messages back until the broker answered its PRODUCER_INIT. */
     private boolean awaitingInit;
     /** Reconnects this named producer has resumed after, on loop: a resume's answer or retry for an older one is ignored. */
@@ -458,7 +461,7 @@ public final class Producer implements AutoCloseable {
         if (flowState == io.sluice.protocol.FlowState.BLOCKED) {
             if (blockedTimer == null) {
                 long periodNanos = Math.max(1_000_000L, Math.min(blockedTimeoutNanos / 4, 100_000_000L));
-                blockedTimer = connection.scheduleOnLoop(this::failLongBlockedOnLoop, periodNanos);
+                blockedTimer = connection.scheduleOnLoop(blockedTimerTask(), periodNanos);
             }
         } else {
             if (blockedTimer != null) {
@@ -503,7 +506,20 @@ public final class Producer implements AutoCloseable {
             return; // removed: nothing left to fail
         }
         long periodNanos = Math.max(1_000_000L, Math.min(blockedTimeoutNanos / 4, 100_000_000L));
-        blockedTimer = connection.scheduleOnLoop(this::failLongBlockedOnLoop, periodNanos);
+        blockedTimer = connection.scheduleOnLoop(blockedTimerTask(), periodNanos);
+    }
+
+    /**
+     * The blocked timer's tick ({@link #failLongBlockedOnLoop}); one that throws ends the producer, failing its messages:
+     * before, the timer died with the exception and its messages waited, unsent, until the queue was FREE again.
+     */
+    private OwingTask blockedTimerTask() {
+        if (blockedTimerTask == null) {
+            blockedTimerTask = connection.owing("the blocked timer of producer " + producerId + " for queue " + queue,
+                    "the producer ends, failing its messages", thrown -> endBrokenOnLoop("running its blocked timer", thrown),
+                    this::failLongBlockedOnLoop);
+        }
+        return blockedTimerTask;
     }
 
     /**
@@ -572,11 +588,13 @@ public final class Producer implements AutoCloseable {
                 && refused.retriable() && !(cause instanceof ConnectionLostException))) {
             LOG.warn("Resuming producer '{}' on queue {} after reconnecting failed ({}); trying again in {} ms.", options.name(),
                     queue, cause.getMessage(), TimeUnit.NANOSECONDS.toMillis(delayNanos));
-            connection.scheduleOnLoop(() -> {
-                if (resumeWantedOnLoop(attempt)) {
-                    resumeOnLoop(attempt, Math.min(2 * delayNanos, Connection.RETRY_MAX_DELAY_NANOS));
-                }
-            }, delayNanos);
+            // A retry that throws ends the producer: its messages would otherwise wait for the resume for good.
+            connection.scheduleOnLoop(connection.owing("the retry of producer '" + options.name() + "''s resume on queue " + queue,
+                    "the producer ends, failing its messages", thrown -> endBrokenOnLoop("resuming after a reconnect", thrown), () -> {
+                        if (resumeWantedOnLoop(attempt)) {
+                            resumeOnLoop(attempt, Math.min(2 * delayNanos, Connection.RETRY_MAX_DELAY_NANOS));
+                        }
+                    }), delayNanos);
             return;
         }
         failResumeOnLoop(cause);
@@ -644,13 +662,18 @@ public final class Producer implements AutoCloseable {
      * it leaves the connection.
      */
     private void brokeOnLoop(String what, RuntimeException e) {
+        LOG.error("{}", endBrokenOnLoop(what, e).getMessage(), e);
+    }
+
+    /** {@link #brokeOnLoop} without its log line, for work whose failure is logged already ({@link OwingTask}); returns why. */
+    private SluiceException endBrokenOnLoop(String what, Throwable e) {
         SluiceException reason = new SluiceException("producer " + producerId + " for queue " + queue + " failed "
                 + what + " and was closed: " + e, e);
-        LOG.error("{}", reason.getMessage(), e);
         closed = true;
         closedOnLoop = true;
         failAll(reason);
         removeIfDone();
+        return reason;
     }
 
     /** On loop: fails every unsettled message. */

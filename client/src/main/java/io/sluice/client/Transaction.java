@@ -427,7 +427,12 @@ public final class Transaction implements AutoCloseable {
         if (pending.size() >= consumer.options().ackBatchSize()) {
             writeAcksOnLoop();
         } else if (ackFlush == null) {
-            ackFlush = connection.scheduleOnLoop(this::flushAcksOnLoop, consumer.options().ackFlushDelay().toNanos());
+            // A flush that throws fails the transaction, as an ack that throws as it is taken does: dropped, its
+            // acks would be missing from a commit answered OK.
+            ackFlush = connection.scheduleOnLoop(connection.owing("the ack flush timer of transaction " + txnId,
+                    "the transaction fails and is rolled back", thrown -> failOnLoop(new SluiceException("transaction "
+                            + txnId + " failed writing its acks on the client's network thread: " + thrown, thrown), true),
+                    this::flushAcksOnLoop), consumer.options().ackFlushDelay().toNanos());
         }
     }
 
@@ -508,14 +513,15 @@ public final class Transaction implements AutoCloseable {
         }
         phase = Phase.FLUSHING;
         long waitNanos = Math.max(0, finish.deadlineNanos() - System.nanoTime());
-        flushDeadline = connection.scheduleOnLoop(() -> {
-            flushDeadline = null;
-            if (phase == Phase.FLUSHING) {
-                settlingOnThrow(finish, () -> failOnLoop(new SluiceTimeoutException("commit of transaction " + txnId
-                        + ": its messages waited for the publish window for longer than the deadline of "
-                        + finish.deadlineMs() + " ms; nothing was committed, and the transaction was rolled back"), true));
-            }
-        }, waitNanos);
+        flushDeadline = connection.scheduleOnLoop(connection.owing("the deadline timer of the commit of transaction " + txnId,
+                "the commit fails with the exception", thrown -> complete(finish, thrown), () -> {
+                    flushDeadline = null;
+                    if (phase == Phase.FLUSHING) {
+                        failOnLoop(new SluiceTimeoutException("commit of transaction " + txnId
+                                + ": its messages waited for the publish window for longer than the deadline of "
+                                + finish.deadlineMs() + " ms; nothing was committed, and the transaction was rolled back"), true);
+                    }
+                }), waitNanos);
     }
 
     /** On loop: writes TX_COMMIT or TX_ROLLBACK as a request with what is left of the deadline. */

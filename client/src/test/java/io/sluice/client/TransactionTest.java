@@ -256,12 +256,12 @@ class TransactionTest {
         transaction.publish("invoices", bytes("unanswered"));
         // A loaded machine: the network thread is busy from before the deadline until well after it, so its
         // verdict (the request's timeout) comes late. The caller must still get that verdict, not a guess.
-        connection.scheduleOnLoop(() -> {
+        connection.scheduleOnLoop(connection.owing("the test's busy spell", "nothing", thrown -> { }, () -> {
             long until = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(800);
             while (System.nanoTime() < until) {
                 Thread.onSpinWait(); // busy, as a starved thread is; not a wait for anything
             }
-        }, TimeUnit.MILLISECONDS.toNanos(400));
+        }), TimeUnit.MILLISECONDS.toNanos(400));
         SluiceTimeoutException timeout = assertThrows(SluiceTimeoutException.class,
                 () -> transaction.commit(Duration.ofMillis(500)));
         assertTrue(timeout.getMessage().contains("deadline of 500 ms") && timeout.getMessage().contains("may or may not have committed"),

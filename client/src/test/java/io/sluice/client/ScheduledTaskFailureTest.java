@@ -1,0 +1,158 @@
+package io.sluice.client;
+
+import io.netty.bootstrap.Bootstrap;
+import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.FlowFrame;
+import io.sluice.protocol.FlowState;
+import io.sluice.protocol.HelloFrame;
+import io.sluice.protocol.QueueSettings;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.reflect.Field;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Work the network thread runs later or on an event (a timer, a reconnect, a retry, a connect's listener) and that throws
+ * fails what it owes at once: the waiting call, the handshake, the consumer or producer it serves; a reconnect that threw
+ * is followed by the next. Before (found by a review), Netty logged such an exception ("A task raised an exception") and
+ * dropped it: the call waited until its own timeout or for good, and the client stopped reconnecting without a word.
+ */
+class ScheduledTaskFailureTest {
+    private static final Duration LONG = Duration.ofSeconds(30);
+    /** How long an outcome owed "at once" may take: a tenth of the timeouts the calls have. */
+    private static final long BOUND_MS = LONG.toMillis() / 10;
+
+    private final FakeBroker broker = new FakeBroker();
+    private final IllegalStateException defect = new IllegalStateException("a defect in the client's own bookkeeping");
+    private Connection connection;
+
+    @AfterEach
+    void stop() {
+        if (connection != null) {
+            connection.close();
+        }
+        broker.close();
+    }
+
+    /** The first reconnect attempt throws as it opens its network connection; the next one goes, and connects. */
+    @Test
+    void aReconnectAttemptThatThrowsIsFollowedByTheNext() throws Exception {
+        connection = broker.connectReconnecting(LONG);
+        ConnectionAttempts attempts = field(Connection.class, "attempts", connection);
+        Bootstrap original = field(ConnectionAttempts.class, "bootstrap", attempts);
+        AtomicInteger throwsLeft = new AtomicInteger(1);
+        setField(ConnectionAttempts.class, "bootstrap", attempts, new Bootstrap() {
+            @Override
+            public Bootstrap clone() {
+                if (throwsLeft.getAndDecrement() > 0) {
+                    throw defect;
+                }
+                return original.clone();
+            }
+        });
+        broker.dropConnections();
+        TestWait.until(() -> broker.count(HelloFrame.class) == 2 && connection.isConnected());
+        assertEquals(0, connection.declareQueue("orders", QueueSettings.EMPTY));
+    }
+
+    /**
+     * A user name longer than HELLO carries (65,535 UTF-8 bytes) cannot be sent: connect fails at once saying so. Before,
+     * building HELLO threw in the connect's listener, Netty logged it, and connect waited out the connect timeout, then
+     * reported a timeout.
+     */
+    @Test
+    void aConnectWhoseHelloCannotBeBuiltFailsAtOnceSayingWhy() {
+        String user = "u".repeat(70_000);
+        CompletableFuture<Connection> connecting = CompletableFuture.supplyAsync(() -> Connection.connect(
+                ConnectionOptions.builder().host("127.0.0.1").port(broker.port()).connectTimeout(LONG)
+                        .credentials(user, "").reconnectPolicy(ReconnectPolicy.DISABLED).build()));
+        Throwable failure = failureOf(connecting);
+        Throwable cause = failure;
+        while (cause != null && !(cause instanceof IllegalArgumentException)) {
+            cause = cause.getCause();
+        }
+        assertNotNull(cause, "the cause is HELLO's refusal: " + failure);
+        assertTrue(cause.getMessage().contains("user is 70000 UTF-8 bytes"), cause.getMessage());
+    }
+
+    /**
+     * A consumer's SUBSCRIBE after a reconnect is refused for now (RESOURCE_LIMIT); its retry, a timer's task, throws:
+     * the consumer ends, saying why. Before, the retry's exception went to Netty's log and the consumer waited, never
+     * subscribed, for good.
+     */
+    @Test
+    void aResubscribeRetryThatThrowsEndsTheConsumer() throws Exception {
+        connection = broker.connectReconnecting(LONG);
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+        AtomicInteger putsLeft = new AtomicInteger(1); // the resubscribe at the handshake; its retry throws
+        ConsumerSubscriptions subscriptions = field(Connection.class, "subscriptions", connection);
+        setField(ConsumerSubscriptions.class, "subscribedOnSession", subscriptions, new HashMap<Consumer, Integer>() {
+            @Override
+            public Integer put(Consumer key, Integer value) {
+                if (putsLeft.getAndDecrement() <= 0) {
+                    throw defect;
+                }
+                return super.put(key, value);
+            }
+        });
+        broker.refuseSubscribes = ErrorCode.RESOURCE_LIMIT;
+        broker.subscribeRefusals.set(1);
+        broker.dropConnections();
+        TestWait.until(() -> consumer.failure() != null);
+        assertSame(defect, consumer.failure().getCause(), consumer.failure().toString());
+    }
+
+    /**
+     * While its queue is BLOCKED, a producer's timer fails the messages that waited longer than the blocked timeout; a
+     * tick that throws ends the producer, failing its waiting message at once. Before, the timer died with the exception
+     * and the message waited, unsent, until the queue was FREE again.
+     */
+    @Test
+    void aBlockedTimerThatThrowsFailsTheWaitingMessages() throws Exception {
+        connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
+                .requestTimeout(LONG).reconnectPolicy(ReconnectPolicy.DISABLED).build());
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT.withBlockedTimeout(LONG));
+        setField(Producer.class, "unsent", producer, new ArrayDeque<Object>() {
+            @Override
+            public Iterator<Object> iterator() {
+                throw defect;
+            }
+        });
+        broker.send(new FlowFrame("orders", FlowState.BLOCKED, "quotaHardMessages: 10 ready, limit 10"));
+        connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip: the FLOW was handled, the timer runs
+        Throwable failure = failureOf(producer.sendAsync(new byte[] {1}));
+        assertSame(defect, failure.getCause(), failure.toString());
+    }
+
+    /** What {@code call} failed with, within {@link #BOUND_MS}: at once, not at a timeout. */
+    private static Throwable failureOf(CompletableFuture<?> call) {
+        return assertThrows(ExecutionException.class, () -> call.get(BOUND_MS, TimeUnit.MILLISECONDS)).getCause();
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> T field(Class<?> owner, String name, Object target) throws ReflectiveOperationException {
+        Field field = owner.getDeclaredField(name);
+        field.setAccessible(true);
+        return (T) field.get(target);
+    }
+
+    private static void setField(Class<?> owner, String name, Object target, Object value) throws ReflectiveOperationException {
+        Field field = owner.getDeclaredField(name);
+        field.setAccessible(true);
+        field.set(target, value);
+    }
+}
