@@ -565,9 +565,14 @@ public final class Connection implements AutoCloseable {
         return transactions;
     }
 
-    /** On loop: registers a request whose frame the caller writes; see {@link PendingRequests#add}. */
-    long addRequestOnLoop(String description, CompletableFuture<Frame> future, long timeoutMs) {
-        return requests.add(description, future, timeoutMs, address());
+    /**
+     * On loop: registers a request of type {@code request} whose frame the caller writes; see {@link PendingRequests#add}.
+     * {@code future} completes on the network thread as the answer is read, so that the caller takes an answer of the
+     * wrong type before the loss of the connection it closes (a TX_COMMIT's: the commit fails with it, not with the loss).
+     */
+    long addRequestOnLoop(io.sluice.protocol.FrameType request, String description, CompletableFuture<Frame> future,
+                          long timeoutMs) {
+        return requests.add(request, description, future, timeoutMs, address(), PendingRequests.ON_LOOP);
     }
 
     /** On loop: the handshaken channel, or {@code null} while disconnected. */
@@ -666,8 +671,8 @@ public final class Connection implements AutoCloseable {
             completer.complete(result, null, unbuildable);
             return;
         }
-        requests.add(requestId, description, result, TimeUnit.MILLISECONDS.convert(options.requestTimeout()), // saturated
-                address(), completer);
+        requests.add(requestId, frame.type(), description, result,
+                TimeUnit.MILLISECONDS.convert(options.requestTimeout()), address(), completer); // the timeout saturated
         current.writeAndFlush(frame);
     }
 

@@ -26,7 +26,8 @@ import java.util.Map;
 
 /**
  * Hands each frame a {@link Connection}'s broker sends after the handshake to what waits for it: OK, PRODUCER_OK and
- * ERROR to their {@link PendingRequests}, CONFIRM and PUBLISH_ERROR to their {@link Producer}, DELIVER to its
+ * ERROR to their {@link PendingRequests} (an answer of the wrong type closes the connection), CONFIRM and
+ * PUBLISH_ERROR to their {@link Producer}, DELIVER to its
  * {@link Consumer}, FLOW to the queue's producers, PUBLISH_CREDIT to the {@link ClientPublishWindow} (then every
  * producer and transaction may send), TX_ABORTED to the {@link OpenTransactions}. A CLOSE closes the channel, after
  * a NOT_LEADER towards the leader it names ({@link ConnectionAttempts#closedNotLeader}).
@@ -52,6 +53,8 @@ final class FrameDispatch {
     private final Map<String, FlowFrame> heardFlows = new HashMap<>();
     /** The CLOSE the broker sent on the current network connection, or null: what its loss is put down to. */
     private CloseFrame closedByBroker;
+    /** The answer of the wrong type for which the client closed the current network connection, or null. */
+    private UnexpectedAnswerException closedByClient;
     /**
      * ERRORs to no request: one WARN line a minute at most per error code ({@link #warnUnanswered}), so a flood of one
      * kind does not hide another.
@@ -94,6 +97,7 @@ final class FrameDispatch {
     void newSession() {
         heardFlows.clear();
         closedByBroker = null;
+        closedByClient = null;
     }
 
     /**
@@ -101,16 +105,34 @@ final class FrameDispatch {
      * that fails with the loss (a TX_COMMIT in flight at the broker's shutdown, say) says so.
      */
     String closeReason() {
+        if (closedByClient != null) {
+            return " (the client closed it: " + closedByClient.getMessage() + ")";
+        }
         return closedByBroker == null ? "" : " (the broker closed it: " + closedByBroker.reason() + ", "
                 + closedByBroker.errorCode() + ")";
+    }
+
+    /**
+     * The answer to request {@code requestId}. One of a type the request does not accept failed the request; the broker
+     * broke the protocol, so the network connection is closed, as for a frame of an unknown type (the decoder's
+     * ProtocolException), and its loss says why ({@link #closeReason}).
+     */
+    private void answered(Channel ch, long requestId, Frame answer) {
+        UnexpectedAnswerException unexpected = requests.answered(requestId, answer);
+        if (unexpected != null) {
+            LOG.warn("The broker at {} broke the protocol, so the connection is closed: {}", attempts.address(),
+                    unexpected.getMessage());
+            closedByClient = unexpected;
+            ch.close();
+        }
     }
 
     /** A frame that came on {@code ch}, the connection's current channel. */
     void onFrame(Channel ch, Frame frame) {
         if (frame instanceof OkFrame ok) {
-            requests.answered(ok.requestId(), ok);
+            answered(ch, ok.requestId(), ok);
         } else if (frame instanceof ProducerOkFrame ok) {
-            requests.answered(ok.requestId(), ok);
+            answered(ch, ok.requestId(), ok);
         } else if (frame instanceof ErrorFrame error) {
             if (!requests.refused(error)) {
                 warnUnanswered(error);

@@ -5,6 +5,7 @@ import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.client.internal.OwingTask;
 import io.sluice.protocol.ErrorFrame;
 import io.sluice.protocol.Frame;
+import io.sluice.protocol.FrameType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -16,8 +17,9 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The requests of one {@link Connection} waiting for their answer (OK, PRODUCER_OK, ERROR), by request
- * id, each with its timeout. Owned by the connection's network thread: every method runs there.
+ * The requests of one {@link Connection} waiting for their answer, by request id, each with its timeout and the one
+ * type of frame that answers it besides ERROR ({@link #answerTypeOf}): any other fails it with
+ * {@link UnexpectedAnswerException}. Owned by the connection's network thread: every method runs there.
  * Futures are completed through {@link Completer}, which puts callbacks where the connection runs them, or, for the
  * requests whose answer the client takes itself ({@link #ON_LOOP}), on the network thread. A completer that throws
  * fails its request with what it threw ({@link #settle}).
@@ -40,8 +42,8 @@ final class PendingRequests {
         }
     };
 
-    private record Pending(String description, CompletableFuture<Frame> future, ScheduledFuture<?> timeout,
-                           Completer completer) {
+    private record Pending(String description, FrameType expected, CompletableFuture<Frame> future,
+                           ScheduledFuture<?> timeout, Completer completer) {
     }
 
     private final EventExecutor loop;
@@ -54,33 +56,58 @@ final class PendingRequests {
         this.completer = completer;
     }
 
-    /** Registers a request and returns its id; it fails with {@link SluiceTimeoutException} after {@code timeoutMs}. */
-    long add(String description, CompletableFuture<Frame> future, long timeoutMs, String peer) {
+    /**
+     * Rule "one answer type": the frame that answers a request of type {@code request}, ERROR aside (a refusal answers
+     * any request; docs/protocol.md, "Queue management"). Before, whatever frame came under a request's id completed it: the
+     * caller's code cast it and failed with a ClassCastException, or took it for success (found by a review).
+     */
+    static FrameType answerTypeOf(FrameType request) {
+        return switch (request) {
+            case DECLARE_QUEUE, DELETE_QUEUE, PURGE_QUEUE, SUBSCRIBE, UNSUBSCRIBE, TX_COMMIT, TX_ROLLBACK -> FrameType.OK;
+            case PRODUCER_INIT -> FrameType.PRODUCER_OK;
+            default -> throw new IllegalArgumentException(request + " is not a request: nothing answers it");
+        };
+    }
+
+    /**
+     * Registers a request of type {@code request} and returns its id; it fails with {@link SluiceTimeoutException} after
+     * {@code timeoutMs}. Its outcome is handed over by {@code by}.
+     */
+    long add(FrameType request, String description, CompletableFuture<Frame> future, long timeoutMs, String peer,
+             Completer by) {
         long requestId = nextId();
-        add(requestId, description, future, timeoutMs, peer);
+        add(requestId, request, description, future, timeoutMs, peer, by);
         return requestId;
     }
 
-    /** A fresh request id, for a frame built before its request is registered with {@link #add(long, String, CompletableFuture, long, String)}. */
+    /**
+     * A fresh request id, for a frame built before its request is registered with
+     * {@link #add(long, FrameType, String, CompletableFuture, long, String)}.
+     */
     long nextId() {
         return nextRequestId++;
     }
 
-    /** Registers request {@code requestId} ({@link #nextId()}); it fails with {@link SluiceTimeoutException} after {@code timeoutMs}. */
-    void add(long requestId, String description, CompletableFuture<Frame> future, long timeoutMs, String peer) {
-        add(requestId, description, future, timeoutMs, peer, completer);
+    /**
+     * Registers request {@code requestId} ({@link #nextId()}) of type {@code request}; it fails with
+     * {@link SluiceTimeoutException} after {@code timeoutMs}.
+     */
+    void add(long requestId, FrameType request, String description, CompletableFuture<Frame> future, long timeoutMs, String peer) {
+        add(requestId, request, description, future, timeoutMs, peer, completer);
     }
 
-    /** As {@link #add(long, String, CompletableFuture, long, String)}, its outcome handed over by {@code by}. */
-    void add(long requestId, String description, CompletableFuture<Frame> future, long timeoutMs, String peer, Completer by) {
+    /** As {@link #add(long, FrameType, String, CompletableFuture, long, String)}, its outcome handed over by {@code by}. */
+    void add(long requestId, FrameType request, String description, CompletableFuture<Frame> future, long timeoutMs,
+             String peer, Completer by) {
+        FrameType expected = answerTypeOf(request);
         ScheduledFuture<?> timeout = loop.schedule(() -> {
-            Pending request = byId.remove(requestId);
-            if (request != null) {
-                settle(request, null, new SluiceTimeoutException(description
+            Pending unanswered = byId.remove(requestId);
+            if (unanswered != null) {
+                settle(unanswered, null, new SluiceTimeoutException(description
                         + " got no answer from " + peer + " within " + timeoutMs + " ms"));
             }
         }, timeoutMs, TimeUnit.MILLISECONDS);
-        byId.put(requestId, new Pending(description, future, timeout, by));
+        byId.put(requestId, new Pending(description, expected, future, timeout, by));
     }
 
     /**
@@ -94,13 +121,25 @@ final class PendingRequests {
                 () -> request.completer().complete(request.future(), answer, failure));
     }
 
-    /** The answer to request {@code requestId} arrived; an answer to no pending request is dropped. */
-    void answered(long requestId, Frame answer) {
+    /**
+     * An answer to request {@code requestId} arrived (an answer to no pending request is dropped). One of another type
+     * than the request accepts fails it with the {@link UnexpectedAnswerException} returned, for the caller to close the
+     * connection with; null if none.
+     */
+    UnexpectedAnswerException answered(long requestId, Frame answer) {
         Pending request = byId.remove(requestId);
-        if (request != null) {
-            request.timeout().cancel(false);
-            settle(request, answer, null);
+        if (request == null) {
+            return null;
         }
+        request.timeout().cancel(false);
+        if (answer.type() != request.expected()) {
+            UnexpectedAnswerException unexpected = new UnexpectedAnswerException(request.description(), requestId,
+                    request.expected(), answer.type());
+            settle(request, null, unexpected);
+            return unexpected;
+        }
+        settle(request, answer, null);
+        return null;
     }
 
     /** An ERROR arrived; false if it answers no pending request (an error about the connection itself). */

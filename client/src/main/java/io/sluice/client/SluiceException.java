@@ -5,7 +5,8 @@ import io.sluice.protocol.ErrorCode;
 /**
  * A request, publish or connection failed. When the broker refused something, {@link #errorCode()} is the code
  * it sent and {@link #brokerMessage()} its explanation; failures found by the client carry
- * {@link ErrorCode#NONE} and an empty broker message.
+ * {@link ErrorCode#NONE} and an empty broker message, but for the broker breaking the protocol
+ * ({@link UnexpectedAnswerException}: {@link ErrorCode#UNEXPECTED_FRAME}).
  */
 public class SluiceException extends RuntimeException {
     private static final long serialVersionUID = 1L;

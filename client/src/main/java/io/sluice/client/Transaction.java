@@ -8,6 +8,7 @@ import io.sluice.client.internal.LoopBatcher;
 import io.sluice.client.internal.OutgoingHeaders;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.Frame;
+import io.sluice.protocol.FrameType;
 import io.sluice.protocol.MessageHeader;
 import io.sluice.protocol.NackAction;
 import io.sluice.protocol.PublishFrameBuilder;
@@ -532,7 +533,8 @@ public final class Transaction implements AutoCloseable {
         String what = (finish.commit() ? "TX_COMMIT" : "TX_ROLLBACK") + " of transaction " + txnId;
         long remainingMs = Math.max(1, TimeUnit.NANOSECONDS.toMillis(finish.deadlineNanos() - System.nanoTime()));
         CompletableFuture<Frame> answer = new CompletableFuture<>();
-        long requestId = connection.addRequestOnLoop(what, answer, remainingMs);
+        long requestId = connection.addRequestOnLoop(finish.commit() ? FrameType.TX_COMMIT : FrameType.TX_ROLLBACK, what,
+                answer, remainingMs);
         channel.write(finish.commit() ? new TxCommitFrame(requestId, txnId) : new TxRollbackFrame(requestId, txnId))
                 .addListener(writeFailed);
         wroteUnflushed = true;
@@ -632,7 +634,7 @@ public final class Transaction implements AutoCloseable {
         publishes.clear();
         Channel channel = connection.activeChannel();
         if (rollBack && begun && channel != null) {
-            long requestId = connection.addRequestOnLoop("TX_ROLLBACK of failed transaction " + txnId,
+            long requestId = connection.addRequestOnLoop(FrameType.TX_ROLLBACK, "TX_ROLLBACK of failed transaction " + txnId,
                     new CompletableFuture<>(), TimeUnit.MILLISECONDS.convert(connection.options().requestTimeout())); // saturated
             channel.write(new TxRollbackFrame(requestId, txnId));
             wroteUnflushed = true;

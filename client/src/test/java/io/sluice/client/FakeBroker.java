@@ -90,10 +90,10 @@ final class FakeBroker implements AutoCloseable {
     /** The heartbeat interval HELLO_OK gives (0: none); the fake never sends a HEARTBEAT itself. */
     volatile int heartbeatIntervalMs;
     /**
-     * While set, a new instance's PRODUCER_INIT is answered with OK, and SUBSCRIBE and UNSUBSCRIBE with PRODUCER_OK: each
-     * with the other kind of OK.
+     * When set, a frame it maps to an answer (not null) gets that answer instead of the usual one: a test answers a
+     * request with a frame of the wrong type.
      */
-    volatile boolean answerWithTheOtherOk;
+    volatile java.util.function.Function<Frame, Frame> answerInstead;
     /** Whether TX_COMMIT gets an answer at all. */
     volatile boolean answerCommits = true;
     /** When set, TX_COMMIT is answered by ERROR with this code and {@link #refusalMessage}. */
@@ -263,7 +263,11 @@ final class FakeBroker implements AutoCloseable {
                 return;
             }
             received.add(frame);
-            if (frame instanceof HelloFrame hello) {
+            java.util.function.Function<Frame, Frame> instead = answerInstead;
+            Frame insteadAnswer = instead == null ? null : instead.apply(frame);
+            if (insteadAnswer != null) {
+                context.writeAndFlush(insteadAnswer);
+            } else if (frame instanceof HelloFrame hello) {
                 if (holdHellos) {
                     heldHellos.add(new Object[] {context, hello});
                 } else {
@@ -281,10 +285,6 @@ final class FakeBroker implements AutoCloseable {
                     context.writeAndFlush(new ErrorFrame(init.requestId(), refusal, "refused by the fake broker"));
                     return;
                 }
-                if (init.epoch() < 0 && answerWithTheOtherOk) {
-                    context.writeAndFlush(new OkFrame(init.requestId()));
-                    return;
-                }
                 if (init.epoch() >= 0 && holdProducerResumes) {
                     heldProducerResumes.add(new Object[] {context, init});
                     return;
@@ -296,14 +296,11 @@ final class FakeBroker implements AutoCloseable {
                 ErrorCode refusal = refuseSubscribes;
                 if (refusal != null && subscribeRefusals.getAndDecrement() > 0) {
                     context.writeAndFlush(new ErrorFrame(subscribe.requestId(), refusal, "refused by the fake broker"));
-                } else if (answerWithTheOtherOk) {
-                    context.writeAndFlush(new io.sluice.protocol.ProducerOkFrame(subscribe.requestId(), 1, 1, 0));
                 } else if (answerSubscribes) {
                     context.writeAndFlush(new OkFrame(subscribe.requestId()));
                 }
             } else if (frame instanceof UnsubscribeFrame unsubscribe && answerUnsubscribes) {
-                context.writeAndFlush(answerWithTheOtherOk ? new io.sluice.protocol.ProducerOkFrame(unsubscribe.requestId(), 1, 1, 0)
-                        : new OkFrame(unsubscribe.requestId()));
+                context.writeAndFlush(new OkFrame(unsubscribe.requestId()));
             } else if (frame instanceof TxCommitFrame commit && answerCommits) {
                 ErrorCode refusal = refuseCommits;
                 context.writeAndFlush(refusal == null ? new OkFrame(commit.requestId())

@@ -2,6 +2,7 @@ package io.sluice.client;
 
 import io.netty.channel.DefaultEventLoop;
 import io.sluice.protocol.Frame;
+import io.sluice.protocol.FrameType;
 import io.sluice.protocol.OkFrame;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -37,7 +38,7 @@ class PendingRequestsTest {
     @Test
     void aTimeoutWhoseCompleterThrowsFailsTheRequestWithWhatItThrew() {
         CompletableFuture<Frame> declare = new CompletableFuture<>();
-        loop.execute(() -> requests.add("DECLARE_QUEUE orders", declare, 1, "127.0.0.1:7672"));
+        loop.execute(() -> requests.add(requests.nextId(), FrameType.DECLARE_QUEUE, "DECLARE_QUEUE orders", declare, 1, "127.0.0.1:7672"));
         assertSame(defect, failureOf(declare));
     }
 
@@ -45,7 +46,8 @@ class PendingRequestsTest {
     void anAnswerWhoseCompleterThrowsFailsTheRequestWithWhatItThrew() {
         CompletableFuture<Frame> declare = new CompletableFuture<>();
         loop.execute(() -> {
-            long requestId = requests.add("DECLARE_QUEUE orders", declare, 60_000, "127.0.0.1:7672");
+            long requestId = requests.nextId();
+            requests.add(requestId, FrameType.DECLARE_QUEUE, "DECLARE_QUEUE orders", declare, 60_000, "127.0.0.1:7672");
             requests.answered(requestId, new OkFrame(requestId, 0));
         });
         assertSame(defect, failureOf(declare));
@@ -55,7 +57,7 @@ class PendingRequestsTest {
     void aLossWhoseCompleterThrowsFailsEveryRequestWithWhatItThrew() {
         List<CompletableFuture<Frame>> declares = List.of(new CompletableFuture<>(), new CompletableFuture<>());
         loop.execute(() -> {
-            declares.forEach(declare -> requests.add("DECLARE_QUEUE orders", declare, 60_000, "127.0.0.1:7672"));
+            declares.forEach(declare -> requests.add(requests.nextId(), FrameType.DECLARE_QUEUE, "DECLARE_QUEUE orders", declare, 60_000, "127.0.0.1:7672"));
             requests.failAll(new ConnectionLostException("connection to 127.0.0.1:7672 was lost"));
         });
         declares.forEach(declare -> assertSame(defect, failureOf(declare)));
