@@ -673,7 +673,14 @@ public final class Connection implements AutoCloseable {
         }
         requests.add(requestId, frame.type(), description, result,
                 TimeUnit.MILLISECONDS.convert(options.requestTimeout()), address(), completer); // the timeout saturated
-        current.writeAndFlush(frame);
+        // A frame the encoder refuses (longer than the broker's maxFrameBytes) fails its request at once; before, the
+        // failed write went unseen and the request waited out its timeout (found by a review). A write that fails
+        // because the connection closed is left to the loss, which fails the request with ConnectionLostException.
+        current.writeAndFlush(frame).addListener(written -> {
+            if (written.cause() instanceof io.netty.handler.codec.EncoderException refused) {
+                requests.unwritten(requestId, refused);
+            }
+        });
     }
 
     /** Completes a future where callbacks run, so by default they never run on the network thread. */

@@ -142,6 +142,19 @@ final class PendingRequests {
         return null;
     }
 
+    /**
+     * Request {@code requestId} could not be written ({@code failure}, the encoder's): it fails at once, if still pending,
+     * rather than wait out its timeout and report that the broker did not answer.
+     */
+    void unwritten(long requestId, Throwable failure) {
+        Pending request = byId.remove(requestId);
+        if (request != null) {
+            request.timeout().cancel(false);
+            Throwable cause = failure.getCause() != null ? failure.getCause() : failure;
+            settle(request, null, new SluiceException(request.description() + " could not be sent: " + cause.getMessage(), failure));
+        }
+    }
+
     /** An ERROR arrived; false if it answers no pending request (an error about the connection itself). */
     boolean refused(ErrorFrame error) {
         Pending request = byId.remove(error.requestId());

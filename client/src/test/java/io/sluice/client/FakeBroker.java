@@ -85,6 +85,8 @@ final class FakeBroker implements AutoCloseable {
     /** While set, HELLOs are held unanswered until {@link #answerHeldHellos()}: a test acts while a handshake is under way. */
     volatile boolean holdHellos;
     private final Queue<Object[]> heldHellos = new ConcurrentLinkedQueue<>();
+    /** The maxFrameBytes HELLO_OK gives: the largest frame the client may send (the fake itself reads up to {@link #MAX_FRAME_BYTES}). */
+    volatile int helloMaxFrameBytes = MAX_FRAME_BYTES;
     /** The byte window HELLO_OK gives. */
     volatile long publishWindowBytes = 1L << 40;
     /** The heartbeat interval HELLO_OK gives (0: none); the fake never sends a HEARTBEAT itself. */
@@ -226,7 +228,7 @@ final class FakeBroker implements AutoCloseable {
     }
 
     private HelloOkFrame helloOk(HelloFrame hello) {
-        return new HelloOkFrame(1, MAX_FRAME_BYTES, heartbeatIntervalMs, "fake", publishWindowMessages, publishWindowBytes,
+        return new HelloOkFrame(1, helloMaxFrameBytes, heartbeatIntervalMs, "fake", publishWindowMessages, publishWindowBytes,
                 hello.capabilities() & servedCapabilities);
     }
 

@@ -20,6 +20,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -136,6 +137,23 @@ class ScheduledTaskFailureTest {
         connection.declareQueue("orders", QueueSettings.EMPTY); // a round trip: the FLOW was handled, the timer runs
         Throwable failure = failureOf(producer.sendAsync(new byte[] {1}));
         assertSame(defect, failure.getCause(), failure.toString());
+    }
+
+    /**
+     * A request frame longer than the broker's maxFrameBytes cannot be written: the encoder refuses it, and the request
+     * fails at once saying so. Before, the failed write went unseen, and the request waited out its timeout, then
+     * reported that the broker did not answer.
+     */
+    @Test
+    void aRequestWhoseFrameCannotBeWrittenFailsAtOnceSayingWhy() {
+        broker.helloMaxFrameBytes = 1024;
+        connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
+                .requestTimeout(LONG).reconnectPolicy(ReconnectPolicy.DISABLED).build());
+        Throwable failure = failureOf(connection.declareQueueAsync("q".repeat(2000), QueueSettings.EMPTY));
+        assertInstanceOf(SluiceException.class, failure);
+        assertTrue(failure.getMessage().contains("exceeds maxFrameBytes 1024"), failure.getMessage());
+        assertEquals(0, broker.count(io.sluice.protocol.DeclareQueueFrame.class));
+        assertEquals(0, connection.purgeQueue("orders"), "the connection carries on");
     }
 
     /** What {@code call} failed with, within {@link #BOUND_MS}: at once, not at a timeout. */
