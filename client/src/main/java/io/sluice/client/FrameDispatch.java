@@ -30,7 +30,8 @@ import java.util.Map;
  * PUBLISH_ERROR to their {@link Producer}, DELIVER to its
  * {@link Consumer}, FLOW to the queue's producers, PUBLISH_CREDIT to the {@link ClientPublishWindow} (then every
  * producer and transaction may send), TX_ABORTED to the {@link OpenTransactions}. A CLOSE closes the channel, after
- * a NOT_LEADER towards the leader it names ({@link ConnectionAttempts#closedNotLeader}).
+ * a NOT_LEADER towards the leader it names ({@link ConnectionAttempts#closedNotLeader}); a frame only a client sends
+ * closes it too.
  *
  * <p>Threads: the connection's network thread, which owns everything here. The producer and consumer maps are the
  * connection's, which adds and removes their entries; this class only looks them up.
@@ -53,8 +54,8 @@ final class FrameDispatch {
     private final Map<String, FlowFrame> heardFlows = new HashMap<>();
     /** The CLOSE the broker sent on the current network connection, or null: what its loss is put down to. */
     private CloseFrame closedByBroker;
-    /** The answer of the wrong type for which the client closed the current network connection, or null. */
-    private UnexpectedAnswerException closedByClient;
+    /** How the broker broke the protocol, for which the client closed the current network connection, or null. */
+    private String closedByClient;
     /**
      * ERRORs to no request: one WARN line a minute at most per error code ({@link #warnUnanswered}), so a flood of one
      * kind does not hide another.
@@ -106,7 +107,7 @@ final class FrameDispatch {
      */
     String closeReason() {
         if (closedByClient != null) {
-            return " (the client closed it: " + closedByClient.getMessage() + ")";
+            return " (the client closed it: " + closedByClient + ")";
         }
         return closedByBroker == null ? "" : " (the broker closed it: " + closedByBroker.reason() + ", "
                 + closedByBroker.errorCode() + ")";
@@ -120,11 +121,15 @@ final class FrameDispatch {
     private void answered(Channel ch, long requestId, Frame answer) {
         UnexpectedAnswerException unexpected = requests.answered(requestId, answer);
         if (unexpected != null) {
-            LOG.warn("The broker at {} broke the protocol, so the connection is closed: {}", attempts.address(),
-                    unexpected.getMessage());
-            closedByClient = unexpected;
-            ch.close();
+            brokeTheProtocol(ch, unexpected.getMessage());
         }
+    }
+
+    /** The broker broke the protocol ({@code how}): the network connection is closed, its loss saying why. */
+    private void brokeTheProtocol(Channel ch, String how) {
+        LOG.warn("The broker at {} broke the protocol, so the connection is closed: {}", attempts.address(), how);
+        closedByClient = how;
+        ch.close();
     }
 
     /** A frame that came on {@code ch}, the connection's current channel. */
@@ -179,7 +184,10 @@ final class FrameDispatch {
             }
             ch.close();
         } else if (!(frame instanceof HeartbeatFrame)) {
-            LOG.warn("Ignored an unexpected {} frame from {}.", frame.type(), attempts.address());
+            // Every frame a broker sends is handled above: this one only a client sends (FrameType.direction()), which
+            // breaks the protocol as a frame of an unknown type does (the decoder refuses that, and the connection
+            // closes). Before, it was logged and ignored (found by a review).
+            brokeTheProtocol(ch, "it sent a " + frame.type() + " frame, which only a client sends");
         }
     }
 }

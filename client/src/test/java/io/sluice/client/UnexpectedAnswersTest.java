@@ -119,6 +119,16 @@ class UnexpectedAnswersTest {
         assertUnexpected(failureOf(transaction.rollbackAsync()), "TX_ROLLBACK of transaction", "OK", "PRODUCER_OK");
     }
 
+    /**
+     * A frame only a client sends (CREDIT) coming from the broker breaks the protocol as a frame of an unknown type does:
+     * the client closes the connection. Before, it logged the frame and ignored it.
+     */
+    @Test
+    void aFrameOnlyAClientSendsClosesTheConnection() {
+        broker.send(new io.sluice.protocol.CreditFrame(1, 10));
+        TestWait.until(() -> !connection.isConnected());
+    }
+
     /** The fake broker answers each request of type {@code type} with what {@code answer} makes of its request id. */
     private <R extends Frame> void answer(Class<R> type, Function<R, Long> requestId, Function<Long, Frame> answer) {
         broker.answerInstead = frame -> type.isInstance(frame) ? answer.apply(requestId.apply(type.cast(frame))) : null;
