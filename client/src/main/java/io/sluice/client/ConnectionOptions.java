@@ -284,6 +284,14 @@ public final class ConnectionOptions {
             return this;
         }
 
+        private static void checkWireString(String option, String value, StringBuilder problems) {
+            int utf8Bytes = io.netty.buffer.ByteBufUtil.utf8Bytes(value);
+            if (utf8Bytes > QueueName.MAX_UTF8_BYTES) {
+                problems.append("; ").append(option).append(" is ").append(utf8Bytes)
+                        .append(" UTF-8 bytes, above the limit of ").append(QueueName.MAX_UTF8_BYTES);
+            }
+        }
+
         /** Checks every option and reports every invalid one in a single exception. */
         public ConnectionOptions build() {
             StringBuilder problems = new StringBuilder();
@@ -310,6 +318,10 @@ public final class ConnectionOptions {
             if (maxFrameBytes < 0) {
                 problems.append("; maxFrameBytes ").append(maxFrameBytes).append(" is negative");
             }
+            // HELLO carries each as a wire string: longer, building HELLO threw at every connect attempt.
+            checkWireString("user", user, problems);
+            checkWireString("password", password, problems);
+            checkWireString("clientName", clientName, problems);
             if (trustCertificates != null && trustStore != null) {
                 problems.append("; trustCertificates and trustStore are both set; choose one");
             }
