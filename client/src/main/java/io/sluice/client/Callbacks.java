@@ -2,6 +2,7 @@ package io.sluice.client;
 
 import io.netty.channel.EventLoop;
 import io.sluice.client.internal.NamedThreadFactory;
+import io.sluice.client.internal.SerialExecutor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -72,6 +73,22 @@ final class Callbacks {
         } catch (RejectedExecutionException e) {
             completion.run();
         }
+    }
+
+    /**
+     * A new serial executor where callbacks run, for the futures of one producer: its tasks run one at a time in the
+     * order given (a later confirm never overtakes an earlier one whose callbacks still run), many to one hand-off
+     * while they keep coming, and, once the pool has shut down, on the calling thread, as {@link #complete} does, so
+     * that every future given to it completes.
+     */
+    SerialExecutor serialCompletions() {
+        return new SerialExecutor(task -> {
+            try {
+                executor.execute(task);
+            } catch (RejectedExecutionException e) {
+                task.run();
+            }
+        });
     }
 
     /** Whether the calling thread is a dispatch thread (of any connection), running a callback. */

@@ -683,6 +683,11 @@ public final class Connection implements AutoCloseable {
         });
     }
 
+    /** A new serial executor where callbacks run, that completes what it is given even after close (Callbacks). */
+    io.sluice.client.internal.SerialExecutor serialCompletions() {
+        return callbacks.serialCompletions();
+    }
+
     /** Completes a future where callbacks run, so by default they never run on the network thread. */
     <T> void completeOnDispatch(CompletableFuture<T> future, T value, Throwable failure) {
         callbacks.complete(future, value, failure);

@@ -51,7 +51,8 @@ import java.util.function.LongFunction;
  *
  * <p>A CONFIRM completes futures; a PUBLISH_ERROR fails exactly the messages it names with a
  * {@link SluiceException} carrying the broker's code. Futures complete on a dispatch thread, or on the network
- * thread with {@link ConnectionOptions#callbacksOnNetworkThread()}. While the connection is down, unsettled
+ * thread with {@link ConnectionOptions#callbacksOnNetworkThread()}, one producer's one after the other in the order
+ * the broker settled them: a later confirm's callbacks run after an earlier one's have returned. While the connection is down, unsettled
  * messages wait and are resent after reconnecting (see {@link Connection}).
  */
 public final class Producer implements AutoCloseable {
@@ -75,6 +76,12 @@ public final class Producer implements AutoCloseable {
     private final long blockedTimeoutNanos;
     /** Frame header, queue name and messageCount: the bytes of a PUBLISH frame besides its messages. */
     private final int frameOverheadBytes;
+    /**
+     * Settles the messages' futures where callbacks run, one task after the other in the order the network thread
+     * settled them: confirms and failures in the broker's order, each CONFIRM frame's (or a lost connection's) in one
+     * task.
+     */
+    private final SerialExecutor settlements;
     /** Keeps FLOW notifications in the order the broker sent them. */
     private final SerialExecutor flowCallbacks;
     /** Messages (and {@link #CLOSE}) on their way to the network thread, in call order. */
@@ -118,6 +125,7 @@ public final class Producer implements AutoCloseable {
         this.blockedTimeoutNanos = options.blockedTimeout().compareTo(Duration.ofNanos(MAX_BLOCKED_TIMEOUT_NANOS)) > 0
                 ? MAX_BLOCKED_TIMEOUT_NANOS : options.blockedTimeout().toNanos();
         this.unsettled = new SequenceWindow<>(Math.min(options.maxInFlight(), 1 << 16));
+        this.settlements = connection.serialCompletions();
         this.flowCallbacks = new SerialExecutor(connection::dispatch);
         this.submitted = new LoopBatcher<>(connection.loopExecutor(), new Submissions());
         this.frameOverheadBytes = 6 + 2 + queue.getBytes(StandardCharsets.UTF_8).length + 4;
@@ -433,7 +441,7 @@ public final class Producer implements AutoCloseable {
         }
         if (!confirmed.isEmpty()) {
             inFlight.release(confirmed.size());
-            connection.dispatch(() -> confirmed.forEach(future -> future.complete(null)));
+            settlements.execute(() -> confirmed.forEach(future -> future.complete(null)));
         }
         removeIfDone();
     }
@@ -676,9 +684,14 @@ public final class Producer implements AutoCloseable {
         return reason;
     }
 
-    /** On loop: fails every unsettled message. */
+    /** On loop: fails every unsettled message, in one task where callbacks run. */
     void failAll(SluiceException failure) {
-        unsettled.forEach(pending -> fail(pending, failure));
+        List<CompletableFuture<Void>> failed = new ArrayList<>();
+        unsettled.forEach(pending -> failed.add(pending.future));
+        if (!failed.isEmpty()) {
+            inFlight.release(failed.size());
+            settlements.execute(() -> failed.forEach(future -> future.completeExceptionally(failure)));
+        }
         unsettled.clear();
         unsent.clear();
         unsentBytes = 0;
@@ -687,7 +700,7 @@ public final class Producer implements AutoCloseable {
     /** Settles a message that will not be confirmed: frees its slot and fails its future where callbacks run. */
     private void fail(Pending pending, Throwable failure) {
         inFlight.release();
-        connection.completeOnDispatch(pending.future, null, failure);
+        settlements.execute(() -> pending.future.completeExceptionally(failure));
     }
 
     /**

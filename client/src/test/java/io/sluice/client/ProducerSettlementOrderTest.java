@@ -1,0 +1,120 @@
+package io.sluice.client;
+
+import io.sluice.protocol.ConfirmFrame;
+import io.sluice.protocol.IdRange;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Where and in which order a producer's futures settle with the client's default callbacks (the dispatch pool): one
+ * after the other, in the order the broker settled them, as Kafka's producer callbacks of one partition and RabbitMQ's
+ * confirm listeners of one channel run. Before, each CONFIRM frame and each failure was a task of its own on the
+ * cached dispatch pool: a confirm overtook an earlier one whose callback was still running, and a connection lost
+ * with 1,000 messages unsettled started a dispatch thread for nearly every one of them.
+ */
+class ProducerSettlementOrderTest {
+    /** A later confirm waits for the callbacks of an earlier one to return, even when they take their time. */
+    @Test
+    void aConfirmDoesNotOvertakeAnEarlierOneWhoseCallbackIsStillRunning() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
+            broker.confirmPublishes = false;
+            Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+            List<String> events = new CopyOnWriteArrayList<>();
+            CountDownLatch firstCallbackRunning = new CountDownLatch(1);
+            CompletableFuture<Void> first = producer.sendAsync(new byte[] {1});
+            CompletableFuture<Void> second = producer.sendAsync(new byte[] {2});
+            first.whenComplete((ignored, failure) -> {
+                firstCallbackRunning.countDown();
+                // The second confirm arrives while this callback runs; it must not complete its future meanwhile.
+                events.add(completesWithin(second, 500) ? "second completed during the first's callback" : "first done");
+            });
+            second.whenComplete((ignored, failure) -> events.add("second done"));
+            TestWait.until(() -> broker.publishedSequences.size() == 2);
+
+            broker.send(new ConfirmFrame(producer.producerId(), List.of(IdRange.single(1))));
+            assertTrue(firstCallbackRunning.await(5, TimeUnit.SECONDS));
+            broker.send(new ConfirmFrame(producer.producerId(), List.of(IdRange.single(2))));
+            TestWait.until(() -> events.size() == 2);
+            assertEquals(List.of("first done", "second done"), events);
+        }
+    }
+
+    /**
+     * A connection lost for good with 1,000 messages unsettled fails them all, in send order, on one dispatch thread;
+     * the confirm of an earlier message is not overtaken by those failures.
+     */
+    @Test
+    void aConnectionLostForGoodFailsEveryUnsettledMessageInOrderOnOneThread() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = Connection.connect(ConnectionOptions.builder()
+                .host("127.0.0.1").port(broker.port()).reconnectPolicy(ReconnectPolicy.DISABLED).build())) {
+            broker.confirmPublishes = false;
+            Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
+            int messages = 1_000;
+            List<CompletableFuture<Void>> futures = new ArrayList<>();
+            List<Integer> settledInOrder = new CopyOnWriteArrayList<>();
+            Set<Thread> settlingThreads = ConcurrentHashMap.newKeySet();
+            for (int i = 1; i <= messages; i++) {
+                int index = i;
+                CompletableFuture<Void> future = producer.sendAsync(new byte[] {(byte) i});
+                future.whenComplete((ignored, failure) -> {
+                    settlingThreads.add(Thread.currentThread());
+                    settledInOrder.add(index);
+                });
+                futures.add(future);
+            }
+            TestWait.until(() -> broker.publishedSequences.size() == messages);
+            broker.send(new ConfirmFrame(producer.producerId(), List.of(IdRange.single(1))));
+            broker.dropConnections();
+
+            // Waited for through the callbacks, not get(): a thread waiting in get() may run a future's callbacks itself.
+            TestWait.until(() -> settledInOrder.size() == messages);
+            futures.get(0).get(5, TimeUnit.SECONDS);
+            for (CompletableFuture<Void> future : futures.subList(1, messages)) {
+                ExecutionException failure = assertThrows(ExecutionException.class, () -> future.get(5, TimeUnit.SECONDS));
+                assertInstanceOf(ConnectionLostException.class, failure.getCause());
+            }
+            int firstOutOfOrder = -1;
+            for (int i = 0; i < messages && firstOutOfOrder < 0; i++) {
+                if (settledInOrder.get(i) != i + 1) {
+                    firstOutOfOrder = i;
+                }
+            }
+            int outOfOrderAt = firstOutOfOrder;
+            assertEquals(-1, outOfOrderAt, () -> "settled out of send order from position " + outOfOrderAt + ": "
+                    + settledInOrder.subList(Math.max(0, outOfOrderAt - 3), Math.min(messages, outOfOrderAt + 7)));
+            assertEquals(1, settlingThreads.size(), "threads that settled the 1,000 futures: " + settlingThreads);
+            assertFalse(settlingThreads.iterator().next().getName().startsWith("sluice-client-io"),
+                    "settled on a dispatch thread, not the network thread");
+        }
+    }
+
+    private static boolean completesWithin(CompletableFuture<Void> future, long millis) {
+        try {
+            future.get(millis, TimeUnit.MILLISECONDS);
+            return true;
+        } catch (TimeoutException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        } catch (ExecutionException e) {
+            return true;
+        }
+    }
+}
