@@ -95,6 +95,11 @@ final class RawClient implements AutoCloseable {
         channel.writeAndFlush(frame).syncUninterruptibly();
     }
 
+    /** Writes the frame and returns at once: a test whose writes the broker stops reading must not wait for them. */
+    void sendAsync(Frame frame) {
+        channel.writeAndFlush(frame);
+    }
+
     void sendRaw(ByteBuf bytes) {
         channel.writeAndFlush(bytes).syncUninterruptibly();
     }

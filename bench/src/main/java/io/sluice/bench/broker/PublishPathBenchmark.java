@@ -145,7 +145,7 @@ public class PublishPathBenchmark extends StorageBenchmarkBase {
         }
 
         @Override
-        public void publishCredit(int messages, long windowBytes) {
+        public void publishCredit(int messages, long windowBytes, long heldBytes) {
         }
 
         @Override

@@ -27,7 +27,7 @@ final class ReplicaLink implements ProducerLink {
     }
 
     @Override
-    public void publishCredit(int messages, long windowBytes) {
+    public void publishCredit(int messages, long windowBytes, long heldBytes) {
     }
 
     @Override

@@ -67,6 +67,8 @@ final class ClientSession {
     private final String user;
     private final ClientSessionProxy proxy;
     private final PublishWindow window;
+    /** W2: what the connection's unsettled publishes hold, headers and payload, whatever unit its window counts. */
+    private final HeldPublishBytes held;
     private final InboundGate gate;
     /** Reports a failure of the broker on this connection: the connection's exceptionCaught. */
     private final Consumer<Throwable> failure;
@@ -77,15 +79,19 @@ final class ClientSession {
     private final Set<BrokerQueue> producerQueues = Collections.newSetFromMap(new IdentityHashMap<>());
     /** Credit granted minus messages settled, over every consumer; made at the first SUBSCRIBE. */
     private ConnectionCredit unackedBound;
+    /** Whether reading was paused for {@link #held} before: the first pause is told at INFO, the others at DEBUG. */
+    private boolean pausedForHeldBefore;
 
     ClientSession(QueueManager queues, ConnectionTransactions transactions, ConnectionSecurity security, String user,
-                  ClientSessionProxy proxy, PublishWindow window, InboundGate gate, Consumer<Throwable> failure) {
+                  ClientSessionProxy proxy, PublishWindow window, HeldPublishBytes held, InboundGate gate,
+                  Consumer<Throwable> failure) {
         this.queues = queues;
         this.transactions = transactions;
         this.security = security;
         this.user = user;
         this.proxy = proxy;
         this.window = window;
+        this.held = held;
         this.gate = gate;
         this.failure = failure;
     }
@@ -97,12 +103,14 @@ final class ClientSession {
     // ------------------------------------------------------------------ producing
 
     /**
-     * Takes the frame's messages from the publish window (W1) and hands the frame to its queue, or
-     * refuses it here. A client that is now past its window finds reading paused (H2). Returns true
-     * if the frame's buffer went to a queue, which releases it.
+     * Takes the frame's messages from the publish window (W1) and the connection's held bytes (W2) and hands the frame
+     * to its queue, or refuses it here. A client that is now past its window or that bound finds reading paused (H2).
+     * Returns true if the frame's buffer went to a queue, which releases it.
      */
     boolean publish(PublishFrame publish) {
-        window.take(publish.messageCount(), window.bytesOf(publish));
+        long messageBytes = publish.messageBytes();
+        window.take(publish.messageCount(), window.bytesOf(publish, messageBytes));
+        held.take(messageBytes);
         boolean handedOff = false;
         BrokerQueue queue = null;
         // One PUBLISH_ERROR per message, each with the sentence: it names the queue as a queue name can be, never the
@@ -121,11 +129,30 @@ final class ClientSession {
             queue.publish(proxy, publish);
             handedOff = true;
         }
-        if (!window.within() && gate.pauseForWindow()) {
-            LOG.warn("Client {} sent {} messages / {} bytes beyond its publish window; reading paused until it is back within.",
-                    proxy.describe(), window.messagesOut(), window.bytesOut());
-        }
+        pauseIfPastTheWindow();
         return handedOff;
+    }
+
+    /** H2: reading pauses while the client is past its window (W1) or its publishes hold more than the bound (W2). */
+    private void pauseIfPastTheWindow() {
+        if (!window.within()) {
+            if (gate.pauseForWindow()) {
+                LOG.warn("Client {} sent {} messages / {} bytes beyond its publish window; reading paused until it is back within.",
+                        proxy.describe(), window.messagesOut(), window.bytesOut());
+            }
+        } else if (!held.within() && gate.pauseForWindow()) {
+            // Not the client's fault: one that counts its window in payload bytes cannot know what its headers hold here.
+            String sentence = "Client {} has {} bytes of headers and payload published and not yet confirmed, more than the {} "
+                    + "of broker.publish-window-bytes (it counts its publish window in payload bytes); reading paused until "
+                    + "enough is confirmed.";
+            if (pausedForHeldBefore) {
+                LOG.debug(sentence, proxy.describe(), held.bytes(), held.maxBytes());
+            } else {
+                pausedForHeldBefore = true;
+                LOG.info(sentence + " Later pauses of this connection are logged at DEBUG.", proxy.describe(), held.bytes(),
+                        held.maxBytes());
+            }
+        }
     }
 
     /** A queue name as a refusal repeated per message shows it: whole up to the longest name a queue may have, else cut. */
@@ -163,7 +190,7 @@ final class ClientSession {
     }
 
     /**
-     * TX_PUBLISH: takes the publish window as PUBLISH does (W1); the coordinator stages the messages and
+     * TX_PUBLISH: takes the publish window and the held bytes as PUBLISH does (W1, W2); the coordinator stages the messages and
      * gives it back. Returns true if the frame went to the coordinator, which releases it.
      */
     boolean txPublish(TxPublishFrame frame) {
@@ -173,28 +200,27 @@ final class ClientSession {
             // client could grow a transaction's memory without bound by frames its caps never count.
             return false;
         }
-        long bytes = window.bytesOf(publish);
+        long messageBytes = publish.messageBytes();
+        long bytes = window.bytesOf(publish, messageBytes);
         window.take(publish.messageCount(), bytes);
+        held.take(messageBytes);
         boolean handedOff = false;
         BrokerQueue queue = null;
         if (!transactionsServed("TX_PUBLISH")) {
-            proxy.publishCredit(publish.messageCount(), bytes);
+            proxy.publishCredit(publish.messageCount(), bytes, messageBytes);
         } else if (!security.authorizer().allowed(user, Action.PUBLISH, publish.queue())) {
-            proxy.publishCredit(publish.messageCount(), bytes);
+            proxy.publishCredit(publish.messageCount(), bytes, messageBytes);
             transactions.refuse(frame.txnId(), "TX_PUBLISH", ErrorCode.ACCESS_DENIED, Authorizer.denial(user, Action.PUBLISH, publish.queue()));
         } else if ((queue = queues.get(publish.queue())) == null) {
-            proxy.publishCredit(publish.messageCount(), bytes);
+            proxy.publishCredit(publish.messageCount(), bytes, messageBytes);
             transactions.refuse(frame.txnId(), "TX_PUBLISH", ErrorCode.UNKNOWN_QUEUE, "queue '" + publish.queue()
                     + "' does not exist; declare it first");
         } else {
-            transactions.publish(frame.txnId(), queue, publish, bytes);
+            transactions.publish(frame.txnId(), queue, publish, bytes, messageBytes);
             handedOff = true;
         }
         proxy.flush();
-        if (!window.within() && gate.pauseForWindow()) {
-            LOG.warn("Client {} sent {} messages / {} bytes beyond its publish window; reading paused until it is back within.",
-                    proxy.describe(), window.messagesOut(), window.bytesOut());
-        }
+        pauseIfPastTheWindow();
         return handedOff;
     }
 

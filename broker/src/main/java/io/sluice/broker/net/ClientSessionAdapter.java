@@ -48,6 +48,8 @@ public final class ClientSessionAdapter extends ProtocolHandler {
     private final int negotiatedMaxFrameBytes;
     /** HELLO_OK's capabilities: whether the publish window counts headers (docs/protocol.md, "Capabilities"). */
     private final int grantedCapabilities;
+    /** W2: what the connection's unsettled publishes hold; read by the admin API and the metrics from their threads. */
+    private final HeldPublishBytes held;
     private ChannelHandlerContext ctx;
     private InboundGate gate;
     private ClientSession session;
@@ -67,6 +69,7 @@ public final class ClientSessionAdapter extends ProtocolHandler {
         this.user = user;
         this.negotiatedMaxFrameBytes = negotiatedMaxFrameBytes;
         this.grantedCapabilities = grantedCapabilities;
+        this.held = new HeldPublishBytes(config.broker.publishWindowBytes);
     }
 
     /** Before any frame is read and before any queue can know this connection. */
@@ -76,9 +79,9 @@ public final class ClientSessionAdapter extends ProtocolHandler {
         PublishWindow window = new PublishWindow(config.broker.publishWindowMessages, config.broker.publishWindowBytes,
                 (grantedCapabilities & HelloFrame.CAPABILITY_WINDOW_COUNTS_HEADERS) != 0);
         gate = new InboundGate(ctx, this::read, this::failed);
-        ClientSessionProxy proxy = new ClientSessionProxy(ctx, clientName, negotiatedMaxFrameBytes, window, gate);
+        ClientSessionProxy proxy = new ClientSessionProxy(ctx, clientName, negotiatedMaxFrameBytes, window, held, gate);
         session = new ClientSession(queues, transactions == null ? null : transactions.forConnection(proxy), security, user, proxy,
-                window, gate, this::failed);
+                window, held, gate, this::failed);
         proxy.wakeQueues(session::writable);
     }
 
@@ -201,5 +204,13 @@ public final class ClientSessionAdapter extends ProtocolHandler {
     /** The user of HELLO ("" if anonymous); for the admin API (a connection not yet past HELLO has no adapter). */
     public String user() {
         return user;
+    }
+
+    /**
+     * The headers and payload of the messages this connection published that the broker has not confirmed or refused
+     * yet (rule W2 of docs/flow-control.md); for the admin API and the metrics, from any thread, a moment stale.
+     */
+    public long publishHeldBytes() {
+        return held.bytes();
     }
 }

@@ -31,13 +31,15 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Rule W1: as a PUBLISH_CREDIT is written, on the loop, its messages and bytes go back to the
  * connection's {@link PublishWindow}; if that brings the client back within, reading resumes
- * ({@link InboundGate}, H2).
+ * ({@link InboundGate}, H2). Rule W2: the headers and payload those messages held go back to the connection's
+ * {@link HeldPublishBytes} as the credit is handed over, on the queue's thread, so the loop writing it sees them gone.
  */
 final class ClientSessionProxy extends FrameLink implements TransactionLink {
     private final ChannelHandlerContext ctx;
     private final String clientName;
     private final int maxFrameBytes;
     private final PublishWindow window;
+    private final HeldPublishBytes held;
     private final InboundGate gate;
     private final LoopBatcher<Frame> outbound;
     /**
@@ -57,11 +59,13 @@ final class ClientSessionProxy extends FrameLink implements TransactionLink {
     /** Lets the connection's queues deliver again ({@link ClientSession#writable}); set once the session exists. */
     private Runnable wakeQueues = () -> { };
 
-    ClientSessionProxy(ChannelHandlerContext ctx, String clientName, int maxFrameBytes, PublishWindow window, InboundGate gate) {
+    ClientSessionProxy(ChannelHandlerContext ctx, String clientName, int maxFrameBytes, PublishWindow window, HeldPublishBytes held,
+                       InboundGate gate) {
         this.ctx = ctx;
         this.clientName = clientName;
         this.maxFrameBytes = maxFrameBytes;
         this.window = window;
+        this.held = held;
         this.gate = gate;
         this.outbound = new LoopBatcher<>(ctx.executor(), new OutboundFrames());
     }
@@ -76,6 +80,13 @@ final class ClientSessionProxy extends FrameLink implements TransactionLink {
     @Override
     public int windowBytes(int headersLength, int payloadLength) {
         return window.bytesOf(headersLength, payloadLength);
+    }
+
+    /** W2: the held bytes go back now, before the frame reaches the loop that may resume reading on writing it. */
+    @Override
+    public void publishCredit(int messages, long windowBytes, long heldBytes) {
+        held.giveBack(heldBytes);
+        super.publishCredit(messages, windowBytes, heldBytes);
     }
 
     @Override
@@ -186,12 +197,12 @@ final class ClientSessionProxy extends FrameLink implements TransactionLink {
         this.wakeQueues = wake;
     }
 
-    /** On the loop; a PUBLISH_CREDIT gives its window back as it goes out (W1). */
+    /** On the loop; a PUBLISH_CREDIT gives its window back as it goes out (W1), its held bytes went before it (W2). */
     private void writeOnLoop(Frame frame) {
         ctx.write(frame, ctx.voidPromise());
         if (frame instanceof PublishCreditFrame credit) {
             window.giveBack(credit.messages(), credit.bytes());
-            if (window.within()) {
+            if (window.within() && held.within()) {
                 gate.windowWithin();
             }
         }

@@ -21,8 +21,9 @@ import java.util.function.Consumer;
  *       pipelined on one connection reach the declare thread together and share its group
  *       (docs/protocol.md, "Queue management"). What is held is at most what one read had already
  *       decoded.</li>
- *   <li>H2 a client past its {@link PublishWindow}: reading is paused until enough window is given
- *       back (docs/flow-control.md, "Producer credit").</li>
+ *   <li>H2 a client past its {@link PublishWindow}, or whose unsettled publishes hold more headers and payload
+ *       than the bound of {@link HeldPublishBytes}: reading is paused until enough is given back for both
+ *       (docs/flow-control.md, "Producer credit", W1 and W2).</li>
  *   <li>H3 the broker is stopping ({@link StopReading}): reading stops for good, so that the publishes
  *       already read can be confirmed before the stop's timeout, however fast the client sends;
  *       what it sent later is not read, not confirmed, and sent again after it reconnects.</li>
@@ -123,7 +124,7 @@ final class InboundGate {
         resumeIfFree();
     }
 
-    /** The client is past its window (H2): stops reading; returns true if this paused it. */
+    /** The client is past its window or its held bytes' bound (H2): stops reading; returns true if this paused it. */
     boolean pauseForWindow() {
         if (pausedForWindow) {
             return false;
@@ -133,7 +134,7 @@ final class InboundGate {
         return true;
     }
 
-    /** The client is back within its window (H2): reading resumes unless a request still holds it (H1). */
+    /** The client is back within its window and that bound (H2): reading resumes unless another rule holds it (H1, H3, H4). */
     void windowWithin() {
         if (pausedForWindow) {
             pausedForWindow = false;

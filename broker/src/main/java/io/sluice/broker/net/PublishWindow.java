@@ -35,8 +35,14 @@ final class PublishWindow {
         return countsHeaders ? headersLength + payloadLength : payloadLength;
     }
 
-    /** What the messages of {@code publish} take from this window. */
-    long bytesOf(PublishFrame publish) {
+    /**
+     * What the messages of {@code publish} take from this window, given their headers and payload,
+     * {@code messageBytes} ({@link PublishFrame#messageBytes}): that, for a client granted WINDOW_COUNTS_HEADERS.
+     */
+    long bytesOf(PublishFrame publish, long messageBytes) {
+        if (countsHeaders) {
+            return messageBytes;
+        }
         PublishCursor cursor = publish.cursor();
         long bytes = 0;
         while (cursor.next()) {

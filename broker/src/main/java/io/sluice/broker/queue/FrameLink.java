@@ -34,8 +34,9 @@ public abstract class FrameLink implements ProducerLink, ConsumerLink {
         write(new PublishErrorFrame(producerId, sequences, code, Sentences.fit(message)));
     }
 
+    /** The frame gives back the window; the {@code heldBytes} are the connection's to count (W2), none of the client's. */
     @Override
-    public void publishCredit(int messages, long windowBytes) {
+    public void publishCredit(int messages, long windowBytes, long heldBytes) {
         write(new PublishCreditFrame(messages, windowBytes));
     }
 

@@ -24,8 +24,8 @@ import java.util.function.Consumer;
  * <p>Threads: the queue's executor.
  */
 final class InFlightPublishes {
-    /** A resend waiting for its original, with what its answer needs. */
-    record Waiting(ProducerLink link, long producerId, long sequence, int windowBytes, String refusal) {
+    /** A resend waiting for its original, with what its answer needs: the window it took and the bytes it holds (W1, W2). */
+    record Waiting(ProducerLink link, long producerId, long sequence, int windowBytes, int heldBytes, String refusal) {
     }
 
     private record Key(long producerId, long sequence) {

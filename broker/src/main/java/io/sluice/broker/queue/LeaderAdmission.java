@@ -84,34 +84,39 @@ final class LeaderAdmission {
         PendingConfirms.StoredRanges resent = new PendingConfirms.StoredRanges();
         int resends = 0;
         long resentBytes = 0;
+        long resentHeld = 0;
         int refusedMessages = 0;
         long refusedBytes = 0;
+        long refusedHeld = 0;
         RefusalRun refusals = new RefusalRun(link);
         PublishCursor cursor = frame.cursor();
         while (cursor.next()) {
             long producerId = cursor.producerId();
             long sequence = cursor.sequence();
             int windowBytes = link.windowBytes(cursor.headersLength(), cursor.payloadLength());
+            int heldBytes = cursor.headersLength() + cursor.payloadLength();
             ProducerTable.Verdict verdict = producers.check(link, producerId, sequence, nowMillis);
             if (verdict == ProducerTable.Verdict.DUPLICATE) {
                 resent.stored(producerId, sequence);
                 resends++;
                 resentBytes += windowBytes;
+                resentHeld += heldBytes;
             } else if (verdict == ProducerTable.Verdict.NEW
-                    && inFlight.await(new InFlightPublishes.Waiting(link, producerId, sequence, windowBytes, refusal))) {
+                    && inFlight.await(new InFlightPublishes.Waiting(link, producerId, sequence, windowBytes, heldBytes, refusal))) {
                 continue; // answered once its original's entry is applied or refused
             } else {
                 refuse(refusals, producerId, sequence, verdict, refusal);
                 refusedMessages++;
                 refusedBytes += windowBytes;
+                refusedHeld += heldBytes;
             }
         }
         refusals.flush();
         if (refusedMessages > 0) {
-            link.publishCredit(refusedMessages, refusedBytes);
+            link.publishCredit(refusedMessages, refusedBytes, refusedHeld);
         }
         if (resends > 0) {
-            pendingConfirms.add(queue.store().writtenIndex(), link, resent.build(), resends, resends, resentBytes, receivedAtNanos);
+            pendingConfirms.add(queue.store().writtenIndex(), link, resent.build(), resends, resends, resentBytes, resentHeld, receivedAtNanos);
             releaseConfirms.run();
         }
         link.flush();
@@ -141,13 +146,14 @@ final class LeaderAdmission {
         if (verdict == ProducerTable.Verdict.DUPLICATE) {
             PendingConfirms.StoredRanges stored = new PendingConfirms.StoredRanges();
             stored.stored(resend.producerId(), resend.sequence());
-            pendingConfirms.add(queue.store().writtenIndex(), link, stored.build(), 1, 1, resend.windowBytes(), System.nanoTime());
+            pendingConfirms.add(queue.store().writtenIndex(), link, stored.build(), 1, 1, resend.windowBytes(), resend.heldBytes(),
+                    System.nanoTime());
             releaseConfirms.run();
         } else {
             RefusalRun refusal = new RefusalRun(link);
             refuse(refusal, resend.producerId(), resend.sequence(), verdict, resend.refusal());
             refusal.flush();
-            link.publishCredit(1, resend.windowBytes());
+            link.publishCredit(1, resend.windowBytes(), resend.heldBytes());
         }
         link.flush();
     }

@@ -111,11 +111,12 @@ final class PendingConfirms {
     }
 
     /**
-     * {@code messages} of one frame to confirm, {@code resends} of them not stored (P1); {@code bytes} their payloads.
+     * {@code messages} of one frame to confirm, {@code resends} of them not stored (P1); {@code bytes} the publish window
+     * they took ({@link ProducerLink#windowBytes}), {@code heldBytes} their headers and payloads (W2 of {@link ProducerLink}).
      * {@code ranges} null: a TX_PUBLISH's window alone, nothing to confirm or count.
      */
     private record Entry(long lastId, ProducerLink connection, Map<Long, List<IdRange>> ranges,
-                         int messages, int resends, long bytes, long receivedAtNanos) {
+                         int messages, int resends, long bytes, long heldBytes, long receivedAtNanos) {
     }
 
     /** Tells {@code table} of the producers whose publishes wait here, from now on ({@link ProducerTable#awaitingConfirm}). */
@@ -144,20 +145,21 @@ final class PendingConfirms {
      * in all, of which {@code resends} were recognised and not stored.
      */
     void add(long lastId, ProducerLink connection, Map<Long, List<IdRange>> ranges, int messages, int resends, long bytes,
-             long receivedAtNanos) {
-        Entry e = new Entry(lastId, connection, ranges, messages, resends, bytes, receivedAtNanos);
+             long heldBytes, long receivedAtNanos) {
+        Entry e = new Entry(lastId, connection, ranges, messages, resends, bytes, heldBytes, receivedAtNanos);
         entries.add(e);
         waiting(e);
         demandDurable.accept(lastId);
     }
 
     /**
-     * One TX_PUBLISH frame of {@code messages} ({@code bytes} of publish window, {@link ProducerLink#windowBytes}), {@code staged} of them stored: its
+     * One TX_PUBLISH frame of {@code messages} ({@code bytes} of publish window, {@link ProducerLink#windowBytes}; {@code heldBytes}
+     * of headers and payload, W2), {@code staged} of them stored: its
      * publish window goes back once the backlog lets that many go (C2), with no CONFIRM. Not C1: a staged
      * message is confirmed by its commit, which waits for its durability.
      */
-    void addWindow(ProducerLink connection, int messages, int staged, long bytes) {
-        entries.add(new Entry(-1, connection, null, messages, messages - staged, bytes, 0));
+    void addWindow(ProducerLink connection, int messages, int staged, long bytes, long heldBytes) {
+        entries.add(new Entry(-1, connection, null, messages, messages - staged, bytes, heldBytes, 0));
     }
 
     /**
@@ -184,7 +186,7 @@ final class PendingConfirms {
                 confirmedResends += e.resends;
                 e.ranges.forEach(e.connection::confirm);
             }
-            e.connection.publishCredit(e.messages, e.bytes);
+            e.connection.publishCredit(e.messages, e.bytes, e.heldBytes);
             touched.add(e.connection);
         }
         touched.flushAll(ProducerLink::flush);
@@ -212,7 +214,7 @@ final class PendingConfirms {
             if (e.ranges != null) { // null: a TX_PUBLISH's window; its commit meets the failure and answers it
                 e.ranges.forEach((producer, ranges) -> ranges.forEach(range -> e.connection.refuse(producer, range, code, message)));
             }
-            e.connection.publishCredit(e.messages, e.bytes);
+            e.connection.publishCredit(e.messages, e.bytes, e.heldBytes);
             touched.add(e.connection);
         }
         touched.flushAll(ProducerLink::flush);

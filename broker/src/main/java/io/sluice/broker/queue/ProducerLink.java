@@ -17,6 +17,11 @@ import java.util.List;
  * one place, on the connection's side. A queue never counts it; it only says how much of it the
  * messages it is done with held, with {@link #publishCredit}, once per message, each as
  * {@link #windowBytes} measures it.
+ *
+ * <p>Rule W2 (the broker's own count of what publishes hold): with the same call, at the same place, a queue gives
+ * back the headers and payload ({@code headersLength + payloadLength}) of those messages, whatever unit the client's
+ * window counts in, so the connection can bound what a client that counts its window in payload bytes has the broker
+ * hold (docs/flow-control.md, "Producer credit").
  */
 public interface ProducerLink extends ClientConnection {
     /** CONFIRM: these sequences of the producer are stored durably. */
@@ -25,8 +30,11 @@ public interface ProducerLink extends ClientConnection {
     /** PUBLISH_ERROR: these sequences of the producer were not stored and never will be. */
     void refuse(long producerId, IdRange sequences, ErrorCode code, String message);
 
-    /** PUBLISH_CREDIT: gives back the window of messages the broker is done with, confirmed or refused (W1). */
-    void publishCredit(int messages, long windowBytes);
+    /**
+     * PUBLISH_CREDIT: gives back the window of messages the broker is done with, confirmed or refused (W1), and the
+     * {@code heldBytes}, headers and payload, they held (W2).
+     */
+    void publishCredit(int messages, long windowBytes, long heldBytes);
 
     /**
      * What a message of these lengths took from this connection's publish window: its headers and payload, or its
@@ -38,17 +46,19 @@ public interface ProducerLink extends ClientConnection {
     /** FLOW: the queue's flow state changed, for this reason. */
     void flow(String queue, FlowState state, String reason);
 
-    /** Refuses every message of a PUBLISH frame, gives back the window they held (W1) and flushes. */
+    /** Refuses every message of a PUBLISH frame, gives back the window they held (W1, W2) and flushes. */
     default void refuseAll(PublishFrame frame, ErrorCode code, String message) {
         PublishCursor cursor = frame.cursor();
         int messages = 0;
         long bytes = 0;
+        long heldBytes = 0;
         while (cursor.next()) {
             refuse(cursor.producerId(), IdRange.single(cursor.sequence()), code, message);
             messages++;
             bytes += windowBytes(cursor.headersLength(), cursor.payloadLength());
+            heldBytes += cursor.headersLength() + cursor.payloadLength();
         }
-        publishCredit(messages, bytes);
+        publishCredit(messages, bytes, heldBytes);
         flush();
     }
 }

@@ -173,12 +173,15 @@ final class PublishPath {
         long lastId = -1;
         int storedMessages = 0;
         long storedBytes = 0;
+        long storedHeld = 0;
         int refusedMessages = 0;
         long refusedBytes = 0;
+        long refusedHeld = 0;
         long messages = store.unackedMessages();
         ByteBuffer frameBytes = null;
         int duplicates = 0;
         long duplicateBytes = 0;
+        long duplicateHeld = 0;
         RefusalRun refusals = null;
         AppliedPublishes.Replay replay = position < 0 ? null : producers.appliedPublishes().replayOf(position);
         while (cursor.next()) {
@@ -195,12 +198,14 @@ final class PublishPath {
                 stored.stored(producerId, sequence);
                 duplicates++;
                 duplicateBytes += windowBytes;
+                duplicateHeld += bytes;
                 continue;
             }
             // Counted before the refusal goes out: whoever reads the counter after the client heard of it sees it.
             if (verdict != ProducerTable.Verdict.NEW) {
                 refusedMessages++;
                 refusedBytes += windowBytes;
+                refusedHeld += bytes;
                 refused++;
                 refusals = refusals != null ? refusals : new RefusalRun(connection);
                 refusals.refuse(producerId, sequence,
@@ -212,6 +217,7 @@ final class PublishPath {
             if (refusal != null) {
                 refusedMessages++;
                 refusedBytes += windowBytes;
+                refusedHeld += bytes;
                 refused++;
                 refusals = refusals != null ? refusals : new RefusalRun(connection);
                 refusals.refuse(producerId, sequence, ErrorCode.QUEUE_BLOCKED, refusal);
@@ -233,6 +239,7 @@ final class PublishPath {
                 stored.stored(producerId, sequence);
                 storedMessages++;
                 storedBytes += windowBytes;
+                storedHeld += bytes;
                 backlog.added(bytes);
                 messages++;
                 continue;
@@ -248,23 +255,24 @@ final class PublishPath {
             }
             refusedMessages++;
             refusedBytes += windowBytes;
+            refusedHeld += bytes;
         }
         if (refusals != null) {
             refusals.flush();
         }
         if (refusedMessages > 0) {
-            connection.publishCredit(refusedMessages, refusedBytes);
+            connection.publishCredit(refusedMessages, refusedBytes, refusedHeld);
         }
         if (storedMessages > 0) {
             order.appendedVisible(lastId);
             pendingConfirms.add(lastId, connection, stored.build(), storedMessages + duplicates, duplicates,
-                    storedBytes + duplicateBytes, receivedAtNanos);
+                    storedBytes + duplicateBytes, storedHeld + duplicateHeld, receivedAtNanos);
             updateFlow();
             releaseConfirms();
             published.accept(storedMessages);
         } else if (duplicates > 0) {
             pendingConfirms.add(store.writtenIndex(), connection, stored.build(), duplicates, duplicates, duplicateBytes,
-                    receivedAtNanos);
+                    duplicateHeld, receivedAtNanos);
             releaseConfirms();
         }
         connection.flush();

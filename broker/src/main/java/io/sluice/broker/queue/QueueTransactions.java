@@ -315,7 +315,7 @@ public final class QueueTransactions {
      * staging there ({@link Staging#refusal()}); what was appended before it is in the result, for
      * the rollback to discard.
      */
-    public CompletableFuture<Staging> stage(long transaction, PublishFrame frame, ProducerLink link, long windowBytes) {
+    public CompletableFuture<Staging> stage(long transaction, PublishFrame frame, ProducerLink link, long windowBytes, long heldBytes) {
         return on(() -> {
             int messages = frame.messageCount();
             Staging staging;
@@ -327,7 +327,7 @@ public final class QueueTransactions {
             } finally {
                 frame.release();
             }
-            giveWindowBack(link, messages, staging.count(), windowBytes);
+            giveWindowBack(link, messages, staging.count(), windowBytes, heldBytes);
             return staging;
         });
     }
@@ -336,13 +336,13 @@ public final class QueueTransactions {
      * The frame's publish window goes back as a PUBLISH's does once confirmed: at once while the queue is free,
      * at the consumers' pace while it is slowed (C2 of {@link PendingConfirms}), behind the publishes before it.
      */
-    private void giveWindowBack(ProducerLink link, int messages, int staged, long windowBytes) {
+    private void giveWindowBack(ProducerLink link, int messages, int staged, long windowBytes, long heldBytes) {
         if (queue.isClosed()) { // its confirms were refused at the delete: nothing would release it
-            link.publishCredit(messages, windowBytes);
+            link.publishCredit(messages, windowBytes, heldBytes);
             link.flush();
             return;
         }
-        confirms.addWindow(link, messages, staged, windowBytes);
+        confirms.addWindow(link, messages, staged, windowBytes, heldBytes);
         effects.backlogChanged();
     }
 

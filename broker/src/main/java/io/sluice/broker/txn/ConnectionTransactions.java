@@ -83,10 +83,10 @@ public final class ConnectionTransactions {
      * is done. An unknown transaction is an ERROR
      * to no request; the frame is released and its window given back here.
      */
-    public void publish(long txnId, BrokerQueue queue, PublishFrame frame, long windowBytes) {
+    public void publish(long txnId, BrokerQueue queue, PublishFrame frame, long windowBytes, long heldBytes) {
         Transaction t = find(txnId, "TX_PUBLISH");
         if (t == null || refusedBeforeStored(t, queue) || overCapsBeforeStored(t, frame)) {
-            link.publishCredit(frame.messageCount(), windowBytes);
+            link.publishCredit(frame.messageCount(), windowBytes, heldBytes);
             frame.release();
             return;
         }
@@ -99,12 +99,12 @@ public final class ConnectionTransactions {
             } finally {
                 frame.release();
             }
-            link.publishCredit(messages.count(), windowBytes);
+            link.publishCredit(messages.count(), windowBytes, heldBytes);
             CompletableFuture<ReplicatedCommits.Messages> admitted = ReplicatedCommits.admit(messages, coordinator.maxUncommittedBytes());
             coordinator.collecting(t, admitted);
             return;
         }
-        CompletableFuture<QueueTransactions.Staging> staging = queue.transactions().stage(t.number, frame, link, windowBytes);
+        CompletableFuture<QueueTransactions.Staging> staging = queue.transactions().stage(t.number, frame, link, windowBytes, heldBytes);
         coordinator.staging(t, queue, staging);
     }
 

@@ -22,13 +22,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The connection's links as a queue on another thread uses them: its writes reach the connection's
  * loop in one task ending in one flush, and the publish window comes back on the loop as the
- * PUBLISH_CREDIT is written. The test thread plays the queue's executor.
+ * PUBLISH_CREDIT is written, the bytes its messages held (W2) as it is handed over. The test thread plays the queue's
+ * executor.
  */
 class ClientSessionProxyTest {
     private final FlushCounter flushes = new FlushCounter();
     private final ChannelInboundHandlerAdapter end = new ChannelInboundHandlerAdapter();
     private LocalConnection connection;
     private PublishWindow window;
+    private HeldPublishBytes held;
     private InboundGate gate;
     private ClientSessionProxy proxy;
 
@@ -37,8 +39,9 @@ class ClientSessionProxyTest {
         connection = new LocalConnection(flushes, end);
         ChannelHandlerContext ctx = connection.broker.pipeline().context(end);
         window = new PublishWindow(2, 1 << 20, true);
+        held = new HeldPublishBytes(1000);
         gate = new InboundGate(ctx, msg -> { }, e -> { });
-        proxy = new ClientSessionProxy(ctx, "test-client", 1 << 20, window, gate);
+        proxy = new ClientSessionProxy(ctx, "test-client", 1 << 20, window, held, gate);
     }
 
     @AfterEach
@@ -69,12 +72,38 @@ class ClientSessionProxyTest {
         });
         assertFalse(connection.reading());
 
-        proxy.publishCredit(3, 30);
+        proxy.publishCredit(3, 30, 0);
         connection.await(PublishCreditFrame.class, 1);
         assertEquals(0L, (long) connection.onLoop(window::messagesOut));
         assertEquals(0L, (long) connection.onLoop(window::bytesOut));
         TestAwait.until("reading resumed", connection::reading);
         assertTrue(connection.reading());
+    }
+
+    /**
+     * A client that counts its window in payload bytes is within it, but its messages hold more headers and payload than
+     * the bound (W2): reading resumes only once the credits bring that count back within it.
+     */
+    @Test
+    void shouldResumeReadingOnlyOnceTheHeldBytesAreBackWithinTheirBound() throws Exception {
+        connection.onLoop(() -> {
+            window.take(2, 2); // two one-byte payloads
+            held.take(1200 + 100); // one with 1199 bytes of headers, one with 99
+            return gate.pauseForWindow();
+        });
+        assertFalse(connection.reading());
+
+        proxy.publishCredit(1, 1, 100);
+        connection.await(PublishCreditFrame.class, 1);
+        assertEquals(1200L, held.bytes());
+        assertTrue(connection.onLoop(window::within));
+        assertFalse(connection.reading(), "still past the bound of 1000");
+
+        proxy.publishCredit(1, 1, 1200);
+        connection.await(PublishCreditFrame.class, 2);
+        TestAwait.until("reading resumed", connection::reading);
+        assertEquals(0L, held.bytes());
+        assertEquals(0L, (long) connection.onLoop(window::bytesOut));
     }
 
     private static void awaitUninterruptibly(CountDownLatch latch) {

@@ -119,7 +119,7 @@ class EndedTransactionForgottenBeforeItsAnswerTest {
         }
 
         @Override
-        public void publishCredit(int messages, long windowBytes) {
+        public void publishCredit(int messages, long windowBytes, long heldBytes) {
         }
 
         @Override
