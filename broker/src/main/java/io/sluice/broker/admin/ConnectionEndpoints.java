@@ -58,6 +58,7 @@ final class ConnectionEndpoints {
             m.put("framesSent", t.framesSent());
             m.put("bytesReceived", t.bytesReceived());
             m.put("bytesSent", t.bytesSent());
+            m.put("publishHeldBytes", handler == null ? 0 : handler.publishHeldBytes());
             out.add(m);
         }
         return out;

@@ -17,8 +17,10 @@ import io.micrometer.core.instrument.binder.system.UptimeMetrics;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.channel.Channel;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.util.concurrent.Future;
+import io.sluice.broker.net.ClientSessionAdapter;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.security.LoginBackoff;
 import io.sluice.broker.queue.QueueManager;
@@ -112,6 +114,18 @@ public final class BrokerMetrics implements AutoCloseable {
         new FileDescriptorMetrics().bindTo(registry);
     }
 
+    /** The sum over the open connections of what their unsettled publishes hold (W2), at scrape time. */
+    private static double publishHeldBytes(ChannelGroup connections) {
+        long sum = 0;
+        for (Channel ch : connections) {
+            ClientSessionAdapter session = ch.pipeline().get(ClientSessionAdapter.class);
+            if (session != null) { // past HELLO
+                sum += session.publishHeldBytes();
+            }
+        }
+        return sum;
+    }
+
     /**
      * Adds the broker's meters. {@code ready} says whether the broker serves clients;
      * {@code recoveryNanos} is how long opening the store took.
@@ -133,6 +147,10 @@ public final class BrokerMetrics implements AutoCloseable {
                 .description("Free space below which every producer is blocked (storage.reserved-disk-bytes)")
                 .strongReference(true).register(registry);
         Gauge.builder(CONNECTIONS_OPEN, connections, ChannelGroup::size).description("Open client connections")
+                .strongReference(true).register(registry);
+        Gauge.builder(PUBLISH_HELD_BYTES, connections, BrokerMetrics::publishHeldBytes)
+                .description("Headers and payload of the messages open connections published and the broker has not confirmed or "
+                        + "refused yet (docs/flow-control.md, rule W2)")
                 .strongReference(true).register(registry);
         FunctionCounter.builder(FRAMES_RECEIVED, network, n -> n.framesReceived.sum()).description("Frames received").register(registry);
         FunctionCounter.builder(FRAMES_SENT, network, n -> n.framesSent.sum()).description("Frames sent").register(registry);

@@ -81,6 +81,12 @@ public final class MetricNames {
     public static final String DISK_FREE_BYTES = "sluice_disk_free_bytes";
     public static final String DISK_RESERVED_BYTES = "sluice_disk_reserved_bytes";
     public static final String CONNECTIONS_OPEN = "sluice_connections_open";
+    /**
+     * Over the open connections: the headers and payload of the messages they published that are not yet confirmed or
+     * refused, the broker's own count (rule W2 of docs/flow-control.md); each connection's is bounded by
+     * {@code broker.publish-window-bytes} and one socket read.
+     */
+    public static final String PUBLISH_HELD_BYTES = "sluice_publish_held_bytes";
     public static final String FRAMES_RECEIVED = "sluice_frames_received_total";
     public static final String FRAMES_SENT = "sluice_frames_sent_total";
     public static final String RECEIVED_BYTES = "sluice_received_bytes_total";
@@ -145,7 +151,7 @@ public final class MetricNames {
             QUEUE_NACKED, QUEUE_DEAD_LETTERED, QUEUE_DEAD_LETTER_FAILURES, QUEUE_DROPPED,
             QUEUE_DUPLICATES, QUEUE_PRODUCERS_TRACKED, QUEUE_PRODUCERS_EVICTED, QUEUE_PRODUCERS_EXPIRED, QUEUE_RECLAIMED_SEGMENTS, QUEUE_RECLAIMED_BYTES,
             QUEUE_RELOCATED, QUEUE_SYNCS, QUEUE_SYNC_SECONDS, QUEUE_CORRUPT_RECORDS, QUEUE_RECLAIM_FAILURES, QUEUE_STORAGE_FAILED, QUEUE_PRODUCER_CHECKPOINT_FAILURES,
-            BROKER_READY, STORAGE_RECOVERY_SECONDS, DISK_FREE_BYTES, DISK_RESERVED_BYTES, CONNECTIONS_OPEN,
+            BROKER_READY, STORAGE_RECOVERY_SECONDS, DISK_FREE_BYTES, DISK_RESERVED_BYTES, CONNECTIONS_OPEN, PUBLISH_HELD_BYTES,
             FRAMES_RECEIVED, FRAMES_SENT, RECEIVED_BYTES, SENT_BYTES, PROTOCOL_ERRORS, AUTHENTICATION_FAILURES,
             NETTY_DIRECT_MEMORY_USED_BYTES, TRANSACTIONS_OPEN, TRANSACTIONS_OLDEST_AGE_SECONDS, TRANSACTIONS_COMMITTED,
             TRANSACTIONS_ROLLED_BACK, TRANSACTIONS_ABORTED, TRANSACTIONS_TIMED_OUT, TRANSACTIONS_APPLY_FAILURES,
