@@ -116,7 +116,8 @@ final class LeaderAdmission {
             link.publishCredit(refusedMessages, refusedBytes, refusedHeld);
         }
         if (resends > 0) {
-            pendingConfirms.add(queue.store().writtenIndex(), link, resent.build(), resends, resends, resentBytes, resentHeld, receivedAtNanos);
+            pendingConfirms.add(queue.store().writtenIndex(), link, resent.build(), resends, resends, resentBytes, resentHeld,
+                    receivedAtNanos);
             releaseConfirms.run();
         }
         link.flush();

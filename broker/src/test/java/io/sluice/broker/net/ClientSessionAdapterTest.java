@@ -145,11 +145,29 @@ class ClientSessionAdapterTest {
         open(Map.of("broker.publish-window-bytes", Integer.toString(WINDOW_BYTES)), HelloFrame.CAPABILITY_TRANSACTIONS);
         BrokerQueue q = core.queues.declare("q", QueueSettings.builder().build());
         CountDownLatch queueHeld = holdExecutor(q);
-        connection.send(publishWithHeader("q", 2, WINDOW_BYTES - 100));
+        // Headers and payload within the window's bytes too: the broker's own count (rule W2) does not pause it either.
+        connection.send(publishWithHeader("q", 2, WINDOW_BYTES / 2 - 100));
         awaitHandled(13);
         assertTrue(connection.reading(), "20 payload bytes out of a window of " + WINDOW_BYTES + ": the unit that client takes in");
         queueHeld.countDown();
         assertEquals(List.of(new PublishCreditFrame(2, 2 * PAYLOAD_BYTES)), connection.await(PublishCreditFrame.class, 1));
+    }
+
+    /**
+     * Rule W2: within its window of payload bytes, a client from before WINDOW_COUNTS_HEADERS whose messages hold more
+     * headers and payload than the window's bytes is read no further until they are settled. Before, the broker read on:
+     * such a client could have it hold a window of messages of headers.
+     */
+    @Test
+    void shouldPauseAClientThatPredatesTheHeadersInItsWindowOnceItsMessagesHoldMoreThanTheWindowsBytes() throws Exception {
+        open(Map.of("broker.publish-window-bytes", Integer.toString(WINDOW_BYTES)), HelloFrame.CAPABILITY_TRANSACTIONS);
+        BrokerQueue q = core.queues.declare("q", QueueSettings.builder().build());
+        CountDownLatch queueHeld = holdExecutor(q);
+        connection.send(publishWithHeader("q", 2, WINDOW_BYTES - 100));
+        TestAwait.until("reading paused: 20 payload bytes, but headers of twice the window's bytes", () -> !connection.reading());
+        queueHeld.countDown();
+        assertEquals(List.of(new PublishCreditFrame(2, 2 * PAYLOAD_BYTES)), connection.await(PublishCreditFrame.class, 1));
+        TestAwait.until("reading resumed once they were settled", connection::reading);
     }
 
     @Test

@@ -36,7 +36,8 @@ class DeliveriesHandedOverTest {
         connection = new LocalConnection(end);
         ChannelHandlerContext ctx = connection.broker.pipeline().context(end);
         PublishWindow window = new PublishWindow(10, 1 << 20, true);
-        proxy = new ClientSessionProxy(ctx, "test-client", 1 << 20, window, new HeldPublishBytes(1 << 20), new InboundGate(ctx, msg -> { }, e -> { }));
+        proxy = new ClientSessionProxy(ctx, "test-client", 1 << 20, window, new HeldPublishBytes(1 << 20),
+                new InboundGate(ctx, msg -> { }, e -> { }));
         highWaterMark = connection.broker.config().getWriteBufferHighWaterMark();
         connection.onLoop(() -> {
             proxy.wakeQueues(wakes::incrementAndGet);
