@@ -1,5 +1,6 @@
 package io.sluice.broker;
 
+import ch.qos.logback.classic.Level;
 import io.netty.channel.Channel;
 import io.sluice.broker.net.ClientSessionAdapter;
 import io.sluice.client.Connection;
@@ -102,6 +103,36 @@ class HeldPublishBytesTest {
             assertEquals(MESSAGES, raw.publishCreditBytes.get(), "the window, of payload bytes, given back whole");
             assertEquals(0, heldBytes(served), "the count given back whole");
             assertTrue(served.config().isAutoRead(), "reading again");
+        }
+    }
+
+    /**
+     * A client from before the capability with small headers is not slowed by the count: it fills its whole window of
+     * messages (100 here, each with 100 bytes of headers and 400 of payload) while the queue holds every confirm, and the
+     * broker reads all of it, 50,700 bytes held against a bound of 65,536.
+     */
+    @Test
+    void aLegacyClientWithSmallHeadersIsReadUpToItsWholeWindow() throws Exception {
+        int messages = 100;
+        int messageBytes = 2 + 1 + 4 + 100 + 400;
+        try (LogCapture log = LogCapture.of("io.sluice.broker.net.ClientSessionAdapter");
+             Broker broker = TestBrokers.start(dir, Map.of("broker.publish-window-bytes", String.valueOf(WINDOW_BYTES),
+                     "broker.publish-window-messages", String.valueOf(messages)));
+             RawClient raw = new RawClient(broker.port())) {
+            broker.queues().declare("q", QueueSettings.builder().quotaMessages(1, 0).build()); // SLOWED at once: confirms wait
+            raw.send(new HelloFrame(1, 1, "legacy", 0, 0, "", "", 0));
+            raw.expect(HelloOkFrame.class);
+            Channel served = TestBrokers.servedChannel(broker, raw);
+            for (long sequence = 1; sequence <= messages; sequence++) {
+                PublishFrameBuilder frame = new PublishFrameBuilder(raw.alloc(), "q");
+                frame.add(7, sequence, List.of(new MessageHeader("h", new byte[100])), new byte[400]);
+                raw.send(frame.build());
+            }
+            var queue = broker.queues().get("q");
+            TestAwait.until("every message stored", () -> queue.store().unackedMessages() == messages);
+            assertEquals((long) messages * messageBytes, heldBytes(served), "held, their confirms waiting");
+            assertTrue(served.config().isAutoRead(), "still reading");
+            assertEquals(0, log.count(Level.INFO, "bytes of headers and payload published"), "never paused: " + log.events());
         }
     }
 

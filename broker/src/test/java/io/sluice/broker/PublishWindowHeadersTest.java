@@ -96,6 +96,8 @@ class PublishWindowHeadersTest {
             assertEquals(MESSAGES, broker.queues().get("q").store().unackedMessages(), "every message stored once");
             assertEquals(0, log.count(Level.WARN, "beyond its publish window"),
                     "the client kept within the window as the broker counts it: " + log.events());
+            assertEquals(0, log.count(Level.INFO, "bytes of headers and payload published"),
+                    "a client whose window counts headers is never paused by the broker's own count (rule W2): " + log.events());
         }
     }
 }
