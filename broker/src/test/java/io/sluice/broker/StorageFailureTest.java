@@ -96,6 +96,16 @@ class StorageFailureTest {
         Map<String, Double> samples = MetricsFixture.parse(get("/metrics").body());
         assertEquals(1.0, samples.get(MetricNames.QUEUE_STORAGE_FAILED + "{queue=\"bad\"}"));
         assertEquals(0.0, samples.get(MetricNames.QUEUE_STORAGE_FAILED + "{queue=\"good\"}"));
+        // Rule W2 of docs/flow-control.md: the publishes the failure refused gave back what they held, as the confirmed ones.
+        TestAwait.until("no publish bytes held", () -> heldBytes() == 0.0);
+    }
+
+    private double heldBytes() {
+        try {
+            return MetricsFixture.parse(get("/metrics").body()).get(MetricNames.PUBLISH_HELD_BYTES);
+        } catch (IOException | InterruptedException e) {
+            throw new AssertionError("scraping the metrics failed", e);
+        }
     }
 
     private static byte[] bytes(String text) {
