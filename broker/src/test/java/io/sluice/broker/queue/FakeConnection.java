@@ -30,6 +30,8 @@ final class FakeConnection extends FrameLink {
     private final String id;
     private final List<Object> written = new ArrayList<>();
     private long publishCreditMessages;
+    /** The headers and payload the queues said their settled messages held (rule W2 of {@link ProducerLink}). */
+    private long heldBytesReturned;
     private volatile boolean active = true;
     private volatile boolean writable = true;
     /** Run on the writing thread once this many deliveries were written (see {@link #onDeliveries}); null when done. */
@@ -131,6 +133,16 @@ final class FakeConnection extends FrameLink {
 
     synchronized long publishCreditReturned() {
         return publishCreditMessages;
+    }
+
+    @Override
+    public synchronized void publishCredit(int messages, long windowBytes, long heldBytes) {
+        heldBytesReturned += heldBytes;
+        super.publishCredit(messages, windowBytes, heldBytes);
+    }
+
+    synchronized long heldBytesReturned() {
+        return heldBytesReturned;
     }
 
     /** Everything written so far of that type, in order. */

@@ -64,6 +64,8 @@ class InFlightResendTest {
                     () -> confirms(producer, 5) == 2);
             assertEquals(1, confirms(producer, 6) + refusals(producer, 6), "6 answered once");
             assertEquals(5, QueueCore.onLoop(queue, () -> queue.store().unackedMessages()), "stored once");
+            TestAwait.until("the window of all seven messages back", () -> producer.publishCreditReturned() == 7);
+            assertEquals(7, producer.heldBytesReturned(), "each gave back the byte it held (rule W2), the waiting resend too");
         }
     }
 
@@ -82,6 +84,8 @@ class InFlightResendTest {
             assertEquals(new IdRange(1, 1), refused.sequences());
             assertEquals(ErrorCode.QUEUE_BLOCKED.code(), refused.code(), refused.message());
             assertEquals(0, producer.all(ConfirmFrame.class).size(), "nothing stored, nothing confirmed");
+            TestAwait.until("the refused resend's window back", () -> producer.publishCreditReturned() == 1);
+            assertEquals(1, producer.heldBytesReturned(), "and the byte it held (rule W2)");
         }
     }
 
