@@ -5,11 +5,9 @@ import io.sluice.storage.files.AtomicFiles;
 import java.io.IOException;
 import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.List;
 import java.util.zip.CRC32C;
 
@@ -23,18 +21,23 @@ import java.util.zip.CRC32C;
  * producers.checkpoint.tmp}, which is fsynced, renamed over the checkpoint, and the directory is
  * fsynced, so the file is always a complete old or a complete new one.
  *
- * <p><b>Layout</b> (big-endian), version 2:
+ * <p><b>Layout</b> (big-endian), version 3:
  * <pre>
- *  header (32 bytes): magic "SLPR" int | version int (2) | coveredThroughId long
- *                     | bodyBytes long | CRC32C of body int | reserved int (0)
+ *  header (32 bytes): magic "SLPR" int | version int (3) | coveredThroughId long
+ *                     | bodyBytes long | CRC32C int | reserved int (0)
  *  body: highestEpochGranted int | highestEpochForgotten int
  *        | producerCount int | producerCount x producer, least recently seen first
  *     producer: id long | epoch int | highest long | lastSeenMillis long
  *               | gapCount int | gapCount x (from long, to long)
  * </pre>
- * Version 1 has no epoch marks: its body starts at {@code producerCount}. Read, both marks are
- * taken as the highest epoch its producers hold, so no instance older than those is let in; what it
- * forgot before is not known.
+ * The CRC32C covers every byte of the file but its own four: the header's first 24 bytes, the reserved
+ * int and the body. Versions 1 and 2 have the same header, with a CRC32C of the body alone, so their
+ * header (its {@code coveredThroughId} among it) is taken as it reads; version 3 checks it, since reclaim
+ * (rule R6) and the owner's replay both start from that id, and a damaged one that named a later record
+ * let reclaim delete segments whose producer records the file does not hold. Version 1 has no epoch
+ * marks either: its body starts at {@code producerCount}. Read, both marks are taken as the highest
+ * epoch its producers hold, so no instance older than those is let in; what it forgot before is not
+ * known.
  *
  * <p>Reading checks magic, version, length and CRC before parsing, and every count against the bytes
  * left, so a damaged file never sizes an allocation.
@@ -42,9 +45,13 @@ import java.util.zip.CRC32C;
 public final class ProducerCheckpoint {
     public static final String FILE = "producers.checkpoint";
     public static final int MAGIC = 0x534C_5052; // "SLPR"
-    public static final int VERSION = 2;
-    /** The version before the epoch marks; still read. */
+    public static final int VERSION = 3;
+    /** The version before the header's checksum: its CRC32C covers the body alone; still read. */
+    static final int VERSION_WITH_UNCHECKED_HEADER = 2;
+    /** The version before the epoch marks, with the header unchecked too; still read. */
     static final int VERSION_WITHOUT_EPOCH_MARKS = 1;
+    /** Where the header keeps the CRC32C. */
+    private static final int CRC_OFFSET = 24;
     static final int HEADER_BYTES = 32;
     private static final int PRODUCER_FIXED_BYTES = 8 + 4 + 8 + 8 + 4;
 
@@ -79,22 +86,20 @@ public final class ProducerCheckpoint {
     public static final long ABSENT = Long.MIN_VALUE;
 
     /**
-     * The id the checkpoint of the queue in {@code queueDirectory} covers records through, read from
-     * its header alone (the store needs it at open, before the owner reads the whole file); {@link
-     * #ABSENT} if there is no checkpoint; -1 (covers nothing) if the header cannot be read.
+     * The id the checkpoint of the queue in {@code queueDirectory} covers records through (the store needs it at
+     * open, before the owner reads the file); {@link #ABSENT} if there is no checkpoint; -1 (covers nothing) if the
+     * file does not read as {@link #read} reads it. Rule R6 (docs/storage.md, "Reclaim") deletes segments on this
+     * answer, so it trusts no more than the owner's read does: it used to take the header's id on its magic alone,
+     * and a damaged id let the store's first pass delete acknowledged segments whose producer records no checkpoint
+     * held ({@code ProducerStateAtOpenTest.aResendOfAnAcknowledgedMessageIsADuplicateAfterARestartWithACheckpointWhoseCoveredIdIsDamaged}).
      */
     public static long coveredThrough(Path queueDirectory) {
-        ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
-        try (FileChannel channel = FileChannel.open(file(queueDirectory), StandardOpenOption.READ)) {
-            while (header.hasRemaining() && channel.read(header) >= 0) {
-                // read until full or at the end
-            }
-        } catch (NoSuchFileException e) {
-            return ABSENT;
+        try {
+            Loaded loaded = read(queueDirectory);
+            return loaded == null ? ABSENT : loaded.coveredThroughId();
         } catch (IOException e) {
-            return -1;
+            return -1; // a CorruptProducerStateException included: the owner sets the file aside and covers nothing
         }
-        return header.position() == HEADER_BYTES && header.getInt(0) == MAGIC ? header.getLong(8) : -1;
     }
 
     /**
@@ -132,11 +137,21 @@ public final class ProducerCheckpoint {
                 image.putLong(bound);
             }
         }
-        CRC32C crc = new CRC32C();
-        crc.update(image.array(), HEADER_BYTES, bodyBytes);
-        image.putInt(0, MAGIC).putInt(4, VERSION).putLong(8, coveredThroughId).putLong(16, bodyBytes)
-                .putInt(24, (int) crc.getValue()).putInt(28, 0);
+        image.putInt(0, MAGIC).putInt(4, VERSION).putLong(8, coveredThroughId).putLong(16, bodyBytes).putInt(28, 0);
+        image.putInt(CRC_OFFSET, checksum(image.array(), VERSION));
         return image.flip();
+    }
+
+    /** The CRC32C a file of {@code version} holds: of everything but itself from version 3 on, of the body alone before. */
+    private static int checksum(byte[] file, int version) {
+        CRC32C crc = new CRC32C();
+        if (version == VERSION) {
+            crc.update(file, 0, CRC_OFFSET);
+            crc.update(file, CRC_OFFSET + 4, file.length - CRC_OFFSET - 4);
+        } else {
+            crc.update(file, HEADER_BYTES, file.length - HEADER_BYTES);
+        }
+        return (int) crc.getValue();
     }
 
     /** Writes an image from {@link #encode} as the checkpoint of the queue in {@code queueDirectory}, atomically and durably. */
@@ -167,9 +182,9 @@ public final class ProducerCheckpoint {
             throw new CorruptProducerStateException(file, String.format("magic 0x%08x, expected 0x%08x", in.getInt(0), MAGIC));
         }
         int version = in.getInt(4);
-        if (version != VERSION && version != VERSION_WITHOUT_EPOCH_MARKS) {
+        if (version != VERSION && version != VERSION_WITH_UNCHECKED_HEADER && version != VERSION_WITHOUT_EPOCH_MARKS) {
             throw new CorruptProducerStateException(file, "format version " + version + ", this broker reads "
-                    + VERSION_WITHOUT_EPOCH_MARKS + " and " + VERSION);
+                    + VERSION_WITHOUT_EPOCH_MARKS + " to " + VERSION);
         }
         long covered = in.getLong(8);
         long bodyBytes = in.getLong(16);
@@ -177,16 +192,16 @@ public final class ProducerCheckpoint {
             throw new CorruptProducerStateException(file, "the header says " + bodyBytes + " body bytes, the file holds "
                     + (bytes.length - HEADER_BYTES));
         }
-        CRC32C crc = new CRC32C();
-        crc.update(bytes, HEADER_BYTES, (int) bodyBytes);
-        if ((int) crc.getValue() != in.getInt(24)) {
-            throw new CorruptProducerStateException(file, "the body's CRC32C does not match the header's");
+        if (checksum(bytes, version) != in.getInt(CRC_OFFSET)) {
+            throw new CorruptProducerStateException(file, version == VERSION
+                    ? "the CRC32C of its header and body does not match the one it holds"
+                    : "the body's CRC32C does not match the header's");
         }
         in.position(HEADER_BYTES);
         try {
             int granted = -1;
             int forgotten = -1;
-            if (version == VERSION) {
+            if (version != VERSION_WITHOUT_EPOCH_MARKS) {
                 granted = in.getInt();
                 forgotten = in.getInt();
                 if (granted < 0 || forgotten < 0) {

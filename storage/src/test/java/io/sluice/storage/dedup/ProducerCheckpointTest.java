@@ -3,12 +3,14 @@ package io.sluice.storage.dedup;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.RandomAccessFile;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
 import static io.sluice.storage.dedup.ProducerTable.Verdict.DUPLICATE;
 import static io.sluice.storage.dedup.ProducerTable.Verdict.NEW;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /** The producer checkpoint's epoch floors, and the files of earlier format versions. */
 class ProducerCheckpointTest {
@@ -51,5 +53,43 @@ class ProducerCheckpointTest {
         assertEquals(3, copy.epoch(NAMED));
         assertEquals(-1, copy.register(NAMED, 2, 2_000));
         assertEquals(4, copy.register(NAMED, -1, 2_000), "version 1 kept no floor: the highest epoch it holds is one");
+    }
+
+    @Test
+    void aCheckpointOfVersionTwoStillReads() throws Exception {
+        Path fixture = Path.of(ProducerCheckpointTest.class.getResource("/producer-checkpoint-v2/" + ProducerCheckpoint.FILE).toURI());
+        Files.copy(fixture, ProducerCheckpoint.file(dir));
+        assertEquals(42, ProducerCheckpoint.coveredThrough(dir));
+
+        ProducerTable copy = new ProducerTable(3, 3_600_000, 100); // as the table it was written from
+        ProducerCheckpoint.read(dir).restoreInto(copy);
+        assertEquals(3, copy.tracked());
+        assertEquals(DUPLICATE, copy.check(8, 0, 4, 3_000));
+        assertEquals(NEW, copy.check(8, 0, 2, 3_000), "the gap as it was");
+        assertEquals(1, copy.lastStoredSequence(NAMED));
+        assertEquals(3, copy.epoch(NAMED));
+        assertEquals(-1, copy.register(NAMED, 2, 3_000), "the older instance stays fenced");
+        assertEquals(5, copy.register(NAMED, -1, 3_000), "a new instance is above the highest epoch granted, 4");
+    }
+
+    /**
+     * A header whose covered id was damaged (a bit flip, a torn write), its magic intact, does not read, and covers
+     * nothing: reclaim (rule R6) and the owner's replay both start from that id. Both used to take it as it read.
+     */
+    @Test
+    void aCheckpointWhoseCoveredIdIsDamagedCoversNothing() throws Exception {
+        ProducerTable table = new ProducerTable(2, 3_600_000, 100);
+        table.stored(1, 0, 1, 0);
+        ProducerCheckpoint.write(dir, ProducerCheckpoint.encode(table, 42));
+        assertEquals(42, ProducerCheckpoint.coveredThrough(dir));
+        try (RandomAccessFile file = new RandomAccessFile(ProducerCheckpoint.file(dir).toFile(), "rw")) {
+            file.seek(8);
+            file.writeLong(42 | 1L << 40);
+        }
+
+        assertEquals(-1, ProducerCheckpoint.coveredThrough(dir));
+        CorruptProducerStateException e = assertThrows(CorruptProducerStateException.class, () -> ProducerCheckpoint.read(dir));
+        assertEquals("producer state file " + ProducerCheckpoint.file(dir) + " is corrupt: the CRC32C of its header and body"
+                + " does not match the one it holds", e.getMessage());
     }
 }

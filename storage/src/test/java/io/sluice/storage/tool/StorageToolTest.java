@@ -4,6 +4,8 @@ import io.sluice.storage.DurabilityMode;
 import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
+import io.sluice.storage.dedup.ProducerCheckpoint;
+import io.sluice.storage.dedup.ProducerTable;
 import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentFiles;
 import org.junit.jupiter.api.BeforeEach;
@@ -14,6 +16,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
+import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.ByteBuffer;
@@ -300,6 +303,27 @@ class StorageToolTest {
         assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
         assertTrue(r.out().contains("DAMAGE producer state file " + checkpoint + " is corrupt: magic"), r.out());
         assertTrue(r.out().contains("rebuilds the producer state from the stored records"), r.out());
+    }
+
+    /**
+     * A producer checkpoint whose header's covered id was damaged, its magic, length and body intact, is damage too: the
+     * broker sets it aside (rule R6 would have reclaimed by that id). Verify said CLEAN of it, as the broker trusted it.
+     */
+    @Test
+    void shouldReportAProducerCheckpointWhoseCoveredIdIsDamaged() throws IOException {
+        Path queue = dir.resolve("queues/orders");
+        ProducerTable table = new ProducerTable(10, 60_000, 100);
+        table.stored(7, 0, 1, 1_000);
+        ProducerCheckpoint.write(queue, ProducerCheckpoint.encode(table, 5));
+        try (RandomAccessFile file = new RandomAccessFile(ProducerCheckpoint.file(queue).toFile(), "rw")) {
+            file.seek(8);
+            file.writeLong(5 | 1L << 32);
+        }
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("DAMAGE producer state file " + ProducerCheckpoint.file(queue)
+                + " is corrupt: the CRC32C of its header and body does not match the one it holds"), r.out());
     }
 
     /**
