@@ -6,6 +6,7 @@ import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.ack.AckCheckpoint;
 import io.sluice.storage.ack.AckFiles;
+import io.sluice.storage.ack.AckJournal;
 import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.files.FileDescriptors;
@@ -169,6 +170,38 @@ class RelocationMachineCrashTest {
         QueueStore q = recovered.queue("q");
         assertEachExactlyOnce(s.ids(), readAll(q));
         assertEquals(AckResult.NEWLY_ACKED, q.ack(s.straggler()), "the recovered straggler can be acknowledged");
+    }
+
+    /**
+     * The window between a relocated source's rename and the force of its SEGMENT_RECLAIMED record (docs/storage.md,
+     * R4: the rename follows the record's append, not its force): the crash keeps the rename and loses the record. What
+     * the source held is on that disk all the same, forced by step 4 of the pass before the rename: the acks of its
+     * other messages and the straggler's RELOCATED record in the journal, the copy in its segment. Recovery finds the
+     * source gone and not known reclaimed, forgets its slots, and the copy holds the message: it is read once and can be
+     * acknowledged, and no id of the source is given again (the copy's segment, later, is on the disk).
+     */
+    @Test
+    void aSourceRenamedBeforeItsReclaimRecordWasForcedLosesNothingInAMachineCrash() throws Exception {
+        Scenario s = relocateAStraggler("data", false);
+        Path image = temp.resolve("image");
+        s.disk().build(image);
+        Path queue = image.resolve("queues/q");
+        assertFalse(Files.exists(queue.resolve("segments/19700101-000000.cq4")), "the source's rename is on the disk");
+        long generation = AckCheckpoint.read(queue.resolve("acks").resolve(AckFiles.CHECKPOINT)).generation();
+        List<Integer> reclaimed = new ArrayList<>();
+        AckJournal.Replay replay = AckJournal.replay(queue.resolve("acks").resolve(AckFiles.JOURNAL), generation,
+                AckJournal.Visitor.segmentsReclaimed(reclaimed::add));
+        assertTrue(replay.records() > 0, "the relocation's records are on the disk");
+        assertEquals(List.of(), reclaimed, "the source's SEGMENT_RECLAIMED record is not");
+        long lastBefore = s.ids().stream().mapToLong(Long::longValue).max().orElseThrow();
+
+        MessageStore recovered = MessageStore.open(image, config());
+        open.add(recovered);
+        QueueStore q = recovered.queue("q");
+        assertEachExactlyOnce(s.ids(), readAll(q));
+        assertEquals(AckResult.NEWLY_ACKED, q.ack(s.straggler()), "the copy can be acknowledged");
+        long next = q.append(null, payload(-1));
+        assertTrue(next > lastBefore, "the first append after the crash got 0x" + Long.toHexString(next));
     }
 
     @Test
