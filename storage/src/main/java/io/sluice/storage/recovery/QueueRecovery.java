@@ -31,12 +31,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.function.LongPredicate;
 import java.util.function.IntConsumer;
-import java.util.stream.IntStream;
 
 /**
  * Opens one queue's files and returns what was recovered, without reading the backlog (the steps are
@@ -175,16 +173,6 @@ public final class QueueRecovery {
         RelocationIntent intent = new RelocationIntent(directory);
         long scanFrom = scanStart(log, intent, lastSegment);
         boolean relocationInterrupted = Files.exists(directory.resolve(RelocationIntent.FILE));
-        List<Integer> endMarked = log.writeMissingEndMarkers(lastSegment);
-        if (!endMarked.isEmpty()) {
-            // Rule "a sealed segment ends in its marker" (docs/storage.md): forced before any reader runs, below or here.
-            LOG.warn("Queue '{}': sealed segments {} lacked the end marker a roll writes (a machine crash kept their records "
-                    + "and not it), so readers stopped at their end; it is written now.", name,
-                    endMarked.stream().map(SegmentFiles::fileName).toList());
-            if (!afterUncleanStop) {
-                forceSegments(endMarked);
-            }
-        }
         if (afterUncleanStop) {
             forceSegments(Math.max(0, log.firstSegment()), lastSegment);
             LOG.info("Queue '{}': the store was not closed cleanly; forced its segments, which may hold records the stopped "
@@ -261,12 +249,7 @@ public final class QueueRecovery {
      * </ul>
      */
     private void forceSegments(int fromSegment, int lastSegment) throws IOException {
-        forceSegments(IntStream.rangeClosed(fromSegment, lastSegment).boxed().toList());
-    }
-
-    /** Forces {@code segments} (those on disk), the metadata file and the segment directory. */
-    private void forceSegments(List<Integer> segments) throws IOException {
-        for (int segment : segments) {
+        for (int segment = fromSegment; segment <= lastSegment; segment++) {
             Path file = SegmentFiles.file(segmentDirectory, segment);
             if (Files.exists(file)) {
                 try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE)) {

@@ -26,7 +26,6 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
-import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.NavigableSet;
@@ -603,19 +602,6 @@ public final class SegmentLog implements AutoCloseable {
             }
         }
         return damaged;
-    }
-
-    /**
-     * Rule "a sealed segment ends in its marker" ({@link SegmentEndMarkers}): writes the end marker into every segment
-     * before {@code lastSegment} that lacks it and whose last counted record reads; returns those written into. Recovery.
-     */
-    public List<Integer> writeMissingEndMarkers(int lastSegment) {
-        List<Integer> written = SegmentEndMarkers.writeMissing(chronicle(), lastSegment, segment -> {
-            SegmentTally tally = tallies.get(segment);
-            return tally != null && tally.messages() > 0 && read(SegmentRollCycle.INSTANCE.toIndex(segment, tally.messages() - 1)) >= 0;
-        });
-        releaseRandomTailer();
-        return written;
     }
 
     /** The oldest segment Chronicle knows of (-1 if none). */
