@@ -30,13 +30,14 @@ import java.util.concurrent.ScheduledExecutorService;
  * POST   /api/cluster/nodes        add a node to the cluster; body {"id", "host", "raftPort", "clientPort", "snapshotPort"}
  * DELETE /api/cluster/nodes/{id}   remove a node from the cluster
  * </pre>
- * Errors are {@code {"error": code, "message": sentence}}: 400 bad JSON or setting, 401 credentials,
+ * Errors are {@code {"error": code, "message": sentence}}: 400 bad JSON, setting or Authorization header, 401 credentials,
  * 403 permission, 404 unknown queue or path, 405 method, 409 queue exists with other settings.
  *
  * <p>Access (A1): with users configured ({@code auth.users}), every request needs HTTP Basic
  * credentials that {@link Authenticator#check} accepts; with none, the API is open while
  * {@code auth.allow-anonymous} is true and closed otherwise, and requests run as anonymous
- * ({@code auth.anonymous-permissions}).
+ * ({@code auth.anonymous-permissions}). Credentials a request sends are checked even where the API is open: 401 if
+ * they do not authenticate, 400 {@code bad_authorization} if the header is malformed ({@link BasicCredentials}).
  *
  * <p>Permissions (A2), the wire protocol's grants ({@link Authorizer}), checked before the queue is
  * looked up so that a refused user cannot probe which queues exist; a refusal is 403

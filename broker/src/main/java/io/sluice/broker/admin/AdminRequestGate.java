@@ -13,8 +13,7 @@ import org.slf4j.LoggerFactory;
 
 import java.io.IOException;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
-import java.util.Base64;
+import java.util.List;
 
 /**
  * What a request to the admin port passes before it is served: its origin (rule A4), its credentials (rule A1),
@@ -119,24 +118,32 @@ final class AdminRequestGate {
     }
 
     /**
-     * Rule A1: the user the request runs as ("" for anonymous), or a 401. A request with an
-     * Authorization header is an attempt for {@link LoginBackoff} (a source in backoff gets 429
-     * {@code too_many_failures} with Retry-After); one without is only told to authenticate.
+     * Rule A1: the user the request runs as ("" for anonymous), or a refusal. A request without an Authorization
+     * header runs as anonymous where the API is open (no users, {@code auth.allow-anonymous}) and is told to authenticate
+     * elsewhere. A request with one has it checked wherever it is sent, as a HELLO naming a user is checked: credentials
+     * that do not authenticate are 401, open API or not (served as anonymous, a script would believe it had logged in),
+     * and a header that is no Basic credentials at all is 400 {@code bad_authorization}. Basic credentials are an attempt
+     * for {@link LoginBackoff} (a source in backoff gets 429 {@code too_many_failures} with Retry-After); a malformed
+     * header or another scheme checks no password and is not.
      */
     String authenticate(HttpExchange exchange) {
-        String header = exchange.getRequestHeaders().getFirst("Authorization");
-        if (auth.users.isEmpty()) {
-            if (auth.allowAnonymous) {
-                return "";
+        List<String> headers = exchange.getRequestHeaders().get("Authorization");
+        if (headers == null || headers.isEmpty()) {
+            if (!auth.users.isEmpty()) {
+                throw new ApiException(401, "unauthorized", "the admin API needs HTTP Basic credentials of a user in auth.users");
             }
-            throw new ApiException(401, "unauthorized", "the admin API is closed: no users are configured (auth.users)"
-                    + " and auth.allow-anonymous is false");
+            if (!auth.allowAnonymous) {
+                throw new ApiException(401, "unauthorized", "the admin API is closed: no users are configured (auth.users)"
+                        + " and auth.allow-anonymous is false");
+            }
+            return "";
         }
-        if (header == null || !header.regionMatches(true, 0, "Basic ", 0, 6)) {
-            throw new ApiException(401, "unauthorized", "the admin API needs HTTP Basic credentials of a user in auth.users");
+        if (headers.size() > 1) {
+            throw malformed("the request has " + headers.size() + " Authorization headers; send one");
         }
+        BasicCredentials credentials = BasicCredentials.parse(headers.get(0));
         LoginBackoff.Outcome outcome = broker.loginBackoff().authenticate(exchange.getRemoteAddress(), LoginBackoff.Listener.ADMIN,
-                () -> checkBasic(header.substring(6).trim()));
+                () -> check(credentials));
         if (!outcome.result().accepted()) {
             broker.rejectionLog().warn(LOG, "Authentication failed for an admin request from {}: {}.", exchange.getRemoteAddress(),
                     outcome.result().rejected());
@@ -150,17 +157,15 @@ final class AdminRequestGate {
         return outcome.result().user();
     }
 
-    /** The user of Basic credentials ({@code base64(user:password)}), or why they are refused. */
-    private Authenticator.Result checkBasic(String credentials) {
-        String decoded;
-        try {
-            decoded = new String(Base64.getDecoder().decode(credentials), StandardCharsets.UTF_8);
-        } catch (IllegalArgumentException e) {
-            return new Authenticator.Result("", "the Authorization header is not valid Basic base64");
-        }
-        int colon = decoded.indexOf(':');
-        String user = colon < 0 ? decoded : decoded.substring(0, colon);
-        String password = colon < 0 ? "" : decoded.substring(colon + 1);
-        return new Authenticator.Result(user, user.isEmpty() ? "a user name is required" : authenticator.check(user, password));
+    /** The user of Basic credentials, or why they are refused; checked as a HELLO's, against the users there are (maybe none). */
+    private Authenticator.Result check(BasicCredentials credentials) {
+        String user = credentials.user();
+        return new Authenticator.Result(user, user.isEmpty() ? "a user name is required in the Basic credentials"
+                : authenticator.check(user, credentials.password()));
+    }
+
+    static ApiException malformed(String problem) {
+        return new ApiException(400, "bad_authorization", problem + "; the admin API takes 'Authorization: Basic "
+                + "<base64 of user:password>', or no header for anonymous access where it is allowed");
     }
 }

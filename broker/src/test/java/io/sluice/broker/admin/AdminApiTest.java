@@ -160,7 +160,8 @@ class AdminApiTest {
         assertError(none, 401, "unauthorized");
         assertTrue(none.headers().firstValue("WWW-Authenticate").orElse("").startsWith("Basic"));
         assertError(call("GET", "/api/queues", null, bad), 401, "unauthorized");
-        assertError(call("GET", "/api/queues", null, "Basic !!!"), 401, "unauthorized");
+        assertError(call("GET", "/api/queues", null, "Basic !!!"), 400, "bad_authorization");
+        assertError(call("GET", "/api/queues", null, "Bearer " + good.substring(6)), 401, "unauthorized");
         ok(call("GET", "/api/queues", null, good));
         assertEquals(401, fixture.get("/metrics").statusCode(), "the metrics honour the same users");
         assertEquals(401, call("GET", "/metrics", null, bad).statusCode());
@@ -171,6 +172,44 @@ class AdminApiTest {
         assertError(fromConsole, 401, "unauthorized");
         assertTrue(fromConsole.headers().firstValue("WWW-Authenticate").orElse("").startsWith("SluiceConsole "),
                 "no Basic challenge to the console, so the browser does not ask a second time with its own prompt");
+    }
+
+    /**
+     * With no users configured and anonymous access on, an Authorization header was not looked at: credentials of a
+     * user that does not exist, a header that is no Basic credentials and one of another scheme were all served as
+     * anonymous, and a script believed it had logged in. A HELLO naming a user is checked even there (and refused, no
+     * user existing); so is a header now: 401 for credentials that do not authenticate, 400 for a malformed header.
+     */
+    @Test
+    void credentialsAreCheckedEvenWhereTheApiIsOpenToAnonymous() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        ok(call("GET", "/api/queues", null, null)); // no header: anonymous, as before
+        HttpResponse<String> nobody = call("GET", "/api/queues", null, MetricsFixture.basic("ghost", "boo"));
+        assertError(nobody, 401, "unauthorized");
+        assertTrue(nobody.body().contains("ghost"), "names the user refused: " + nobody.body());
+        assertError(call("PUT", "/api/queues/made-by-ghost", "{}", MetricsFixture.basic("ghost", "boo")), 401, "unauthorized");
+        assertError(call("GET", "/api/queues/made-by-ghost", null, null), 404, "unknown_queue");
+        HttpResponse<String> bearer = call("GET", "/api/queues", null, "Bearer abc.def");
+        assertError(bearer, 401, "unauthorized");
+        assertTrue(bearer.body().contains("Bearer"), "names the scheme: " + bearer.body());
+        assertError(call("GET", "/api/queues", null, "Basic !!!"), 400, "bad_authorization");
+        assertError(call("GET", "/api/queues", null, "Basic"), 400, "bad_authorization");
+        assertError(call("GET", "/api/queues", null, "Basic " + Base64.getEncoder().encodeToString(
+                "no-colon".getBytes(StandardCharsets.UTF_8))), 400, "bad_authorization");
+        assertError(call("GET", "/api/queues", null, MetricsFixture.basic("", "pw")), 401, "unauthorized");
+        assertEquals(401, call("GET", "/metrics", null, MetricsFixture.basic("ghost", "boo")).statusCode(),
+                "the scrape checks credentials under the same rule");
+        assertEquals(400, call("GET", "/metrics", null, "Basic !!!").statusCode());
+        assertEquals(200, call("GET", "/metrics", null, null).statusCode());
+    }
+
+    /** The same closed: a malformed header is 400 whether or not anonymous access is on, with users configured or not. */
+    @Test
+    void aMalformedAuthorizationHeaderIsABadRequestWhereTheApiIsClosedToo() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of("auth.allow-anonymous", "false"));
+        assertError(call("GET", "/api/queues", null, null), 401, "unauthorized");
+        assertError(call("GET", "/api/queues", null, MetricsFixture.basic("ghost", "boo")), 401, "unauthorized");
+        assertError(call("GET", "/api/queues", null, "Basic !!!"), 400, "bad_authorization");
     }
 
     @Test
