@@ -1,6 +1,7 @@
 package io.sluice.broker.config;
 
 import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonParseException;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.DeserializationConfig;
@@ -23,9 +24,11 @@ import java.util.regex.Pattern;
  * last would win), an integer with a leading zero (YAML 1.1 reads {@code 07672} as octal 4026), a section or a list
  * left empty (YAML null: the field would become null and the broker end in a NullPointerException), and a scalar or
  * list where a section belongs (a merging bind leaves the section as it was), a number in any form but plain decimal
- * digits (YAML 1.1 reads 0x1f as 31, 7_672 and +7672 as 7672, 1e-1 as 0.1), and a second document (which the bind never
- * reads). Each is a {@link ConfigException} naming the key. A number in another form is kept as written, and refused
- * only where a number belongs.
+ * digits (YAML 1.1 reads 0x1f as 31, 7_672 and +7672 as 7672, 1e-1 as 0.1), a boolean in any form but true or false
+ * (YAML 1.1 reads yes, no, on and off as booleans, YAML 1.2 as words; Jackson takes 1 and 0 for one), and a second
+ * document (which the bind never reads). Each is a {@link ConfigException} naming the key. A number or a YAML 1.1 boolean
+ * in another form is kept as written, and refused only where a number or a boolean belongs: a string key takes
+ * {@code no} as "no", where the bind made it "false".
  *
  * <p>A file given by mistake ({@code --config /etc/shadow}) is refused without repeating what it holds: a key that is
  * no key name, or a file that is a single value, is named by its place alone.
@@ -35,6 +38,8 @@ final class ConfigTree {
     private static final Pattern LEADING_ZERO = Pattern.compile("[-+]?0[0-9_]+");
     /** How a number is written in the configuration: digits, a '-' before them if negative, a '.' and digits in a fraction. */
     private static final Pattern PLAIN_DECIMAL = Pattern.compile("-?[0-9]+(\\.[0-9]+)?");
+    /** The booleans of YAML 1.2's core schema, which YAML 1.1 reads as booleans too: the only ones a boolean key takes. */
+    private static final Pattern TRUE_OR_FALSE = Pattern.compile("true|True|TRUE|false|False|FALSE");
     /** What the configuration's keys are made of; a key of anything else is not shown (it may be a line of any file). */
     private static final Pattern KEY_NAME = Pattern.compile("[A-Za-z0-9_.-]{1,100}");
 
@@ -99,9 +104,12 @@ final class ConfigTree {
             }
             return list;
         }
+        if ((token == JsonToken.VALUE_TRUE || token == JsonToken.VALUE_FALSE) && !TRUE_OR_FALSE.matcher(p.getText()).matches()) {
+            return new Written(p.getText(), String.valueOf(token == JsonToken.VALUE_TRUE), false);
+        }
         boolean octal = token == JsonToken.VALUE_NUMBER_INT && LEADING_ZERO.matcher(p.getText()).matches();
         if (token.isNumeric() && (octal || !PLAIN_DECIMAL.matcher(p.getText()).matches())) {
-            return new WrittenNumber(p.getText(), p.getNumberValue());
+            return new Written(p.getText(), yamlReads(p), true);
         }
         return p.readValueAsTree();
     }
@@ -132,7 +140,12 @@ final class ConfigTree {
                     check(child, property.getPrimaryType(), path.isEmpty() ? property.getName() : path + "." + property.getName(), config);
                 }
             }
-        } else if (node instanceof WrittenNumber written && type.getRawClass() != String.class) {
+        } else if (isBoolean(type.getRawClass()) && node.isValueNode() && !node.isNull() && !node.isBoolean()
+                && !(node.isTextual() && TRUE_OR_FALSE.matcher(node.textValue()).matches())) {
+            // Refused here, not by the bind: it takes 1 and 0 and names no way out.
+            throw refused(path + " '" + node.asText() + "' is not true or false" + (node instanceof Written word
+                    ? " (YAML 1.1 reads it as " + word.yamlReads + ", YAML 1.2 as the word)" : "") + "; write true or false");
+        } else if (node instanceof Written written && written.number && type.getRawClass() != String.class) {
             throw refused(written.refusal(path, type.getRawClass()));
         } else if (node.isTextual() && isNumber(type.getRawClass()) && node.textValue().chars().anyMatch(Character::isDigit)
                 && !PLAIN_DECIMAL.matcher(node.textValue()).matches()) {
@@ -153,21 +166,40 @@ final class ConfigTree {
         return raw == BrokerConfig.class || (raw.getDeclaringClass() == BrokerConfig.class && !raw.isEnum());
     }
 
+    private static boolean isBoolean(Class<?> type) {
+        return type == boolean.class || type == Boolean.class;
+    }
+
+    /** What YAML makes of a number not written in plain decimal digits, in words for the refusal. */
+    private static String yamlReads(JsonParser p) throws IOException {
+        try {
+            return String.valueOf(p.getNumberValue());
+        } catch (JsonParseException e) {
+            // .inf, -.inf and .nan: YAML's infinities and not-a-number, which Jackson does not parse
+            String written = p.getText().toLowerCase(java.util.Locale.ROOT);
+            return written.contains("nan") ? "not-a-number" : written.startsWith("-") ? "minus infinity" : "infinity";
+        }
+    }
+
     private static boolean isNumber(Class<?> type) {
         return type.isPrimitive() ? type != boolean.class : Number.class.isAssignableFrom(type);
     }
 
     /**
-     * A number written otherwise than in plain decimal digits, kept as written: a string key (broker.name 0700 or 0x1f)
-     * takes it verbatim, where YAML would have made it "448" or "31"; a number key refuses it.
+     * A number written otherwise than in plain decimal digits, or a word YAML 1.1 reads as a boolean (yes, no, on, off in
+     * any case), kept as written: a string key (broker.name 0700, 0x1f or no) takes it verbatim, where YAML would have made
+     * it "448", "31" or "false"; a number key refuses a number so written ({@link #refusal}), a boolean key such a word.
      */
-    private static final class WrittenNumber extends TextNode {
+    private static final class Written extends TextNode {
         private static final long serialVersionUID = 1L;
-        private final transient Number yamlReads;
+        /** What YAML 1.1 reads: the number, or true or false. */
+        private final String yamlReads;
+        private final boolean number;
 
-        WrittenNumber(String written, Number yamlReads) {
+        Written(String written, String yamlReads, boolean number) {
             super(written);
             this.yamlReads = yamlReads;
+            this.number = number;
         }
 
         String refusal(String path, Class<?> type) {

@@ -210,6 +210,70 @@ class ConfigLoaderBadInputTest {
                 refusedOverride("broker.heartbeat-interval-ms", "-1"), "a negative number is plain decimal, refused by its range");
     }
 
+    /**
+     * YAML 1.1 reads yes, no, on and off (any case) as booleans, and Jackson took 1 and 0 for true and false: a boolean
+     * key took {@code allow-anonymous: on} without a word, where YAML 1.2 and most readers of the file see a word. Only
+     * true and false (or True, TRUE, False, FALSE) are a boolean now; the rest is refused saying to write one of them.
+     */
+    @Test
+    void aBooleanKeyTakesTrueOrFalseAndRefusesWhatYamlOnePointOneReadsAsOne() throws Exception {
+        assertEquals("invalid configuration: " + file + ": auth.allow-anonymous 'yes' is not true or false (YAML 1.1 reads it as"
+                + " true, YAML 1.2 as the word); write true or false", refused("auth:\n  allow-anonymous: yes\n"));
+        assertEquals("invalid configuration: " + file + ": auth.allow-anonymous 'off' is not true or false (YAML 1.1 reads it as"
+                + " false, YAML 1.2 as the word); write true or false", refused("auth:\n  allow-anonymous: off\n"));
+        for (String word : new String[] {"no", "on", "Yes", "NO", "On", "OFF", "y", "n", "1", "0", "'yes'", "\"1\""}) {
+            String m = refused("metrics:\n  allow-anonymous-remote: " + word + "\n");
+            String written = word.replace("'", "").replace("\"", "");
+            assertTrue(m.contains("metrics.allow-anonymous-remote '" + written + "' is not true or false")
+                    && m.endsWith("write true or false"), word + ": " + m);
+        }
+        for (String word : new String[] {"yes", "on", "1", "y"}) {
+            String m = refusedOverride("tls.enabled", word);
+            assertTrue(m.contains("tls.enabled '" + word + "' is not true or false") && m.endsWith("write true or false"), m);
+        }
+        for (String word : new String[] {"true", "True", "TRUE", "\"true\""}) {
+            Files.writeString(file, "auth:\n  allow-anonymous: " + word + "\nmetrics:\n  allow-anonymous-remote: false\n");
+            assertTrue(new ConfigLoader().load(file, Map.of()).auth.allowAnonymous, word);
+        }
+        Files.writeString(file, "auth:\n  allow-anonymous: FALSE\n");
+        assertEquals(false, new ConfigLoader().load(file, Map.of()).auth.allowAnonymous);
+        assertEquals(false, new ConfigLoader().load(null, Map.of("auth.allow-anonymous", "false")).auth.allowAnonymous);
+    }
+
+    /**
+     * A string key took YAML 1.1's booleans as Jackson writes them: a user named no became a user named 'false', a
+     * queue glob on became 'true', and the refusals of a choice named a value nobody wrote ("durability 'false'").
+     * .inf and .nan were "not valid YAML". Each is kept as written now, and refused as written where it does not fit.
+     */
+    @Test
+    void aStringKeyTakesWhatYamlOnePointOneReadsAsABooleanOrInfinityAsWritten() throws Exception {
+        String hash = "pbkdf2-sha256:210000:AAAAAAAAAAAAAAAAAAAAAA==:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+        Files.writeString(file, "broker:\n  name: no\nauth:\n  users:\n    - name: off\n      password-hash: \"" + hash + "\"\n"
+                + "      permissions:\n        - queues: on\n          actions: [publish]\n");
+        BrokerConfig config = new ConfigLoader().load(file, Map.of());
+        assertEquals("no", config.broker.name);
+        assertEquals("off", config.auth.users.get(0).name);
+        assertEquals("on", config.auth.users.get(0).permissions.get(0).queues);
+        for (String word : new String[] {"yes", "Yes", "ON", "Off", ".inf", "-.inf", ".NaN", "1e3", "true"}) {
+            Files.writeString(file, "broker:\n  name: " + word + "\n");
+            assertEquals(word, new ConfigLoader().load(file, Map.of()).broker.name, word);
+        }
+        assertTrue(refused("storage:\n  durability: off\n").contains("storage.durability 'off' is not one of always, interval,"
+                + " never"));
+        assertTrue(refused("tls:\n  client-auth: no\n").contains("tls.client-auth 'no' is not one of none, optional, require"));
+        String action = refused("auth:\n  users:\n    - name: app\n      password-hash: \"" + hash + "\"\n      permissions:\n"
+                + "        - queues: q\n          actions: [publish, no]\n");
+        assertTrue(action.contains("action 'no' is not one of"), action);
+        assertTrue(refused("auth:\n  users:\n    - name: app\n      password-hash: yes\n")
+                .contains("password-hash 'yes' is not of the form"));
+        assertEquals("invalid configuration: " + file + ": storage.relocate-max-live-ratio '.inf' is not a number in plain decimal"
+                + " digits; YAML reads it as infinity", refused("storage:\n  relocate-max-live-ratio: .inf\n"));
+        assertEquals("invalid configuration: " + file + ": broker.port '.nan' is not a whole number in plain decimal digits; YAML"
+                + " reads it as not-a-number", refused("broker:\n  port: .nan\n"));
+        assertEquals("invalid configuration: " + file + ": broker.port 'on' is not a whole number",
+                refused("broker:\n  port: on\n"));
+    }
+
     @Test
     void aKeyGivenTwiceIsRefusedNamingIt() throws Exception {
         assertEquals("invalid configuration: " + file + ": key 'broker.port' appears twice (again at line 3); give it once",

@@ -67,7 +67,7 @@ class ConfigLoaderTest {
         Path file = dir.resolve("typed.yaml");
         Files.writeString(file, "metrics:\n  enabled: maybe\nstorage:\n  relocate-max-live-ratio: lots\n");
         ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(file, Map.of()));
-        assertEquals("invalid configuration: " + file + ": metrics.enabled 'maybe' is not true or false", e.getMessage());
+        assertEquals("invalid configuration: " + file + ": metrics.enabled 'maybe' is not true or false; write true or false", e.getMessage());
     }
 
     @Test
