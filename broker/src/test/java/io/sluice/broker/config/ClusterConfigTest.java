@@ -99,7 +99,7 @@ class ClusterConfigTest {
         Files.writeString(secret, "short\n");
         java.nio.file.Files.setPosixFilePermissions(secret, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
         String shortSecret = problems("  secret-file: " + secret + "\n");
-        assertTrue(shortSecret != null && shortSecret.contains("holds fewer than 32 characters") && shortSecret.contains("/dev/urandom"),
+        assertTrue(shortSecret != null && shortSecret.contains("holds 5 characters, fewer than 32") && shortSecret.contains("/dev/urandom"),
                 shortSecret);
         Files.writeString(secret, "0123456789abcdef0123456789abcdef0123\n");
         assertEquals(null, problems("  secret-file: " + secret + "\n"));
@@ -112,9 +112,9 @@ class ClusterConfigTest {
         assertEquals(null, problems("  secret-file: " + secret + "\n"), "one secret per line, blank lines ignored (rotation)");
         Files.writeString(secret, "0123456789abcdef0123456789abcdef0123\nshort\n");
         String shortLine = problems("  secret-file: " + secret + "\n");
-        assertTrue(shortLine != null && shortLine.contains("line 2 holds fewer than 32 characters"), shortLine);
+        assertTrue(shortLine != null && shortLine.contains("line 2 holds 5 characters, fewer than 32"), shortLine);
         String absent = problems("  secret-file: " + dir.resolve("nowhere") + "\n");
-        assertTrue(absent != null && absent.contains("is not a readable file"), absent);
+        assertTrue(absent != null && absent.contains("does not exist"), absent);
     }
 
     @Test
