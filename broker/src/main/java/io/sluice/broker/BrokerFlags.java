@@ -56,7 +56,7 @@ final class BrokerFlags {
         BrokerConfig defaults = new ConfigLoader().load(null, Map.of());
         StringBuilder text = new StringBuilder();
         text.append("usage: sluice [FLAG ...]               run the broker (defaults: the embedded sluice.yaml)\n");
-        text.append("flags:\n");
+        text.append("flags (a flag's value may also follow an '=': --port=7672, --set=KEY=VALUE):\n");
         line(text, "--config FILE", "a YAML file layered over the embedded defaults (default: none)");
         for (Flag f : KEY_FLAGS) {
             line(text, f.name + " " + f.valueName, f.description + ", " + f.key + " (default: " + f.defaultValue.apply(defaults) + ")");

@@ -85,7 +85,10 @@ public final class Main {
         }
     }
 
-    /** A flag without the value it takes: the last argument, or followed by another flag ({@link FlagValues}). */
+    /**
+     * A flag without the value it takes (the last argument, followed by another flag, or {@code --port=}), or one that takes
+     * none given one ({@link FlagValues}).
+     */
     private static final class MissingValueException extends RuntimeException {
         private static final long serialVersionUID = 1L;
 
@@ -100,33 +103,46 @@ public final class Main {
         boolean checkOnly = false;
         Map<String, String> overrides = new LinkedHashMap<>();
         for (int i = 0; i < args.length; i++) {
-            String arg = args[i];
-            String value = i + 1 < args.length ? args[i + 1] : null;
+            FlagValues.Inline inline = FlagValues.inline(args[i]);
+            String arg = inline == null ? args[i] : inline.name();
             BrokerFlags.Flag flag = BrokerFlags.find(arg).orElse(null);
-            if (flag != null) {
-                overrides.put(flag.key(), require(arg, value));
+            boolean valued = flag != null || arg.equals("--config") || arg.equals("--set");
+            String value = null;
+            if (inline != null && !valued) {
+                if (!arg.equals("--check-config") && !arg.equals("--version") && !arg.equals("--help")) {
+                    err.println("sluice: unknown argument '" + args[i] + "' (try --help)");
+                    return 2;
+                }
+                throw new MissingValueException(FlagValues.noValue(inline));
+            } else if (inline != null) {
+                String missing = FlagValues.missing(inline);
+                if (missing != null) {
+                    throw new MissingValueException(missing);
+                }
+                value = inline.value();
+            } else if (valued) {
+                value = require(arg, i + 1 < args.length ? args[i + 1] : null);
                 i++;
+            }
+            if (flag != null) {
+                overrides.put(flag.key(), value);
                 continue;
             }
             switch (arg) {
-                case "--config" -> configFile = Path.of(require(arg, value));
+                case "--config" -> configFile = Path.of(value);
                 case "--set" -> {
-                    String kv = require(arg, value);
-                    int eq = kv.indexOf('=');
+                    int eq = value.indexOf('=');
                     if (eq <= 0) {
-                        err.println("sluice: --set takes key=value, got '" + kv + "'");
+                        err.println("sluice: --set takes key=value, got '" + value + "'");
                         return 2;
                     }
-                    overrides.put(kv.substring(0, eq), kv.substring(eq + 1));
+                    overrides.put(value.substring(0, eq), value.substring(eq + 1));
                 }
                 case "-h", "--help" -> {
                     out.print(BrokerFlags.help());
                     return 0;
                 }
-                case "--check-config" -> {
-                    checkOnly = true;
-                    continue;
-                }
+                case "--check-config" -> checkOnly = true;
                 case "--version" -> {
                     out.println("sluice " + BrokerFlags.version());
                     return 0;
@@ -136,7 +152,6 @@ public final class Main {
                     return 2;
                 }
             }
-            i++;
         }
         // Before the store opens Chronicle, so that a signal at any moment exits through the hooks; on a thread
         // of its own, because loading Chronicle and the native libraries under it takes as long as reading the

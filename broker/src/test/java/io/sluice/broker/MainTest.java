@@ -49,6 +49,24 @@ class MainTest {
         }
     }
 
+    /** --name=value, the GNU form, took no flag: "unknown argument '--port=7000'". It does now, for every valued flag. */
+    @Test
+    void aValuedFlagTakesItsValueAfterAnEqualsSign(@TempDir Path dir) throws Exception {
+        Path config = Files.writeString(dir.resolve("sluice.yaml"), "broker:\n  name: equals\n");
+        assertEquals(0, run("--port=7000", "--config=" + config, "--set=broker.listen-address=127.0.0.2", "--data-dir=" + dir,
+                "--check-config"), err());
+        assertTrue(out.toString(StandardCharsets.UTF_8).contains("127.0.0.2:7000"), out.toString(StandardCharsets.UTF_8));
+        err.reset();
+        assertEquals(2, run("--port=", "--check-config"));
+        assertEquals("sluice: --port= has no value after the '=' (try --help)\n", err());
+        err.reset();
+        assertEquals(2, run("--check-config=yes"));
+        assertEquals("sluice: --check-config takes no value, got --check-config=yes (try --help)\n", err());
+        err.reset();
+        assertEquals(2, run("--colour=red"));
+        assertEquals("sluice: unknown argument '--colour=red' (try --help)\n", err());
+    }
+
     @Test
     void shouldSayThatTheConfigurationPathIsADirectory(@TempDir Path dir) {
         assertEquals(2, run("--config", dir.toString(), "--check-config"));

@@ -44,7 +44,8 @@ public final class AdminCli {
     public static final String USAGE = "usage: sluice admin [--url " + DEFAULT_URL + "] [--user U [--password-file FILE]] [--json]"
             + " queues|queue NAME|declare NAME [key=value ...]|delete NAME|purge NAME|connections|consumers|producers"
             + "|close-connection ID|cluster|transfer-leader NODE_ID|feature-level LEVEL|add-node ID HOST RAFT_PORT CLIENT_PORT [SNAPSHOT_PORT]|remove-node ID\n  with --user and no password flag the password is asked on the terminal;"
-            + " --password P also works but shows it to every user of ps";
+            + " --password P also works but shows it to every user of ps;\n  a value may also follow an '=' (--user=U,"
+            + " --password=--P for a password that starts with --)";
 
     private final ObjectMapper json = new ObjectMapper();
     private final PrintStream out;
@@ -67,16 +68,19 @@ public final class AdminCli {
         boolean raw = false;
         List<String> words = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
-            String a = args[i];
+            FlagValues.Inline inline = FlagValues.inline(args[i]);
+            String a = inline == null ? args[i] : inline.name();
             switch (a) {
                 case "--url", "--user", "--password", "--password-file" -> {
                     boolean secret = a.equals("--password");
-                    String missing = FlagValues.missing(a, i + 1 < args.length ? args[i + 1] : null, secret);
+                    String missing = inline != null ? FlagValues.missing(inline)
+                            : FlagValues.missing(a, i + 1 < args.length ? args[i + 1] : null, secret);
                     if (missing != null) {
-                        return usage(secret && i + 1 < args.length ? missing + " (a password that starts with -- goes in --password-file)"
+                        return usage(secret && inline == null && i + 1 < args.length
+                                ? missing + " (for a password that starts with --, write --password=VALUE or use --password-file)"
                                 : missing);
                     }
-                    String v = args[++i];
+                    String v = inline != null ? inline.value() : args[++i];
                     if (a.equals("--url")) {
                         String problem = urlProblem(v);
                         if (problem != null) {
@@ -101,16 +105,22 @@ public final class AdminCli {
                         }
                     }
                 }
-                case "--json" -> raw = true;
-                case "-h", "--help" -> {
-                    out.println(USAGE);
-                    return 0;
+                case "--json", "-h", "--help" -> {
+                    if (inline != null) {
+                        return usage(FlagValues.noValue(inline));
+                    }
+                    if (a.equals("--json")) {
+                        raw = true;
+                    } else {
+                        out.println(USAGE);
+                        return 0;
+                    }
                 }
                 default -> {
-                    if (a.startsWith("--")) {
-                        return usage("unknown option '" + a + "'");
+                    if (args[i].startsWith("--")) {
+                        return usage("unknown option '" + args[i] + "'");
                     }
-                    words.add(a);
+                    words.add(args[i]);
                 }
             }
         }

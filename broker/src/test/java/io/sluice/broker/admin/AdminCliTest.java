@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@code sluice admin} against a real broker: output, --json and the exit status of each failure. */
@@ -132,12 +133,17 @@ class AdminCliTest {
         }
     }
 
-    @Test
-    void shouldReadThePasswordFromAFile() throws Exception {
+    /** A broker with one user, ops, of {@code password}. */
+    private void startWithUserOps(String password) throws Exception {
         Path config = dir.resolve("sluice.yaml");
         Files.writeString(config, "auth:\n  allow-anonymous: true\n  users:\n    - name: ops\n      password-hash: \""
-                + PasswordHasher.hash("s3cret".toCharArray()) + "\"\n");
+                + PasswordHasher.hash(password.toCharArray()) + "\"\n");
         fixture = new MetricsFixture(dir.resolve("data"), config, Map.of());
+    }
+
+    @Test
+    void shouldReadThePasswordFromAFile() throws Exception {
+        startWithUserOps("s3cret");
         Path passwordFile = dir.resolve("password");
         Files.writeString(passwordFile, "s3cret\n");
         assertEquals(0, run("--url", fixture.baseUrl(), "--user", "ops", "--password-file", passwordFile.toString(), "queues"), err());
@@ -157,7 +163,27 @@ class AdminCliTest {
         }
         assertEquals(2, run("--user", "u", "--password", "--json", "queues"));
         assertTrue(err().startsWith("sluice admin: --password needs a value; the argument after it starts with --, as a flag does"
-                + " (a password that starts with -- goes in --password-file)\n"), err());
+                + " (for a password that starts with --, write --password=VALUE or use --password-file)\n"), err());
+        assertFalse(err().lines().findFirst().orElse("").contains("--json"), "a password is not repeated: " + err());
+    }
+
+    /**
+     * A password may start with --: nothing in a password's rules forbids it, and the refusal above left --password-file
+     * the only way to give one. --name=value gives any valued option a value that starts with -- (the usual GNU form).
+     */
+    @Test
+    void aValuedOptionTakesItsValueAfterAnEqualsSignEvenOneThatStartsWithTwoDashes() throws Exception {
+        startWithUserOps("--s3cret");
+        assertEquals(0, run("--url=" + fixture.baseUrl(), "--user=ops", "--password=--s3cret", "queues"), err());
+        assertEquals(0, run("--url", fixture.baseUrl(), "--user", "ops", "--password=--s3cret", "--json", "queues"), err());
+        assertEquals(1, run("--url=" + fixture.baseUrl(), "--user=ops", "--password=--wrong", "queues"));
+        assertTrue(err().contains("HTTP 401"), err());
+        assertEquals(2, run("--url=" + fixture.baseUrl(), "--user=ops", "--password=", "queues"));
+        assertTrue(err().startsWith("sluice admin: --password= has no value after the '='\n"), err());
+        assertEquals(2, run("--json=yes", "queues"));
+        assertTrue(err().startsWith("sluice admin: --json takes no value, got --json=yes\n"), err());
+        assertEquals(2, run("--colour=red", "queues"));
+        assertTrue(err().startsWith("sluice admin: unknown option '--colour=red'\n"), err());
     }
 
     /** A missing file was said to be unreadable by repeating its path alone ("cannot be read: /x"); a directory likewise. */
