@@ -7,7 +7,9 @@ import io.sluice.storage.StoreConfig;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The broker's settings, as read from {@code config/sluice.yaml} (embedded), an optional file and
@@ -396,10 +398,13 @@ public final class BrokerConfig {
         checkRange(problems, "broker.publish-window-messages", broker.publishWindowMessages, 1, 10_000_000);
         checkRange(problems, "broker.publish-window-bytes", broker.publishWindowBytes, 1024, 1L << 40);
         checkRange(problems, "broker.io-threads", broker.ioThreads, 0, 1024);
+        Map<String, Integer> userIndexes = new HashMap<>();
         for (int i = 0; i < auth.users.size(); i++) {
             User u = auth.users.get(i);
             if (u.name == null || u.name.isBlank()) {
                 problems.add("auth.users[" + i + "].name is empty");
+            } else {
+                checkUserName(problems, i, u.name, userIndexes.putIfAbsent(u.name, i));
             }
             if (u.passwordHash != null && !u.passwordHash.startsWith("pbkdf2-sha256:")) {
                 problems.add("auth.users[" + i + "].password-hash '" + u.passwordHash
@@ -465,6 +470,26 @@ public final class BrokerConfig {
      * again, forever), and it is short enough to leave a name's beginning in a cut name
      * ({@code QueueOptions.defaultDeadLetterQueue}).
      */
+    /**
+     * A user once, and a name the admin API's HTTP Basic credentials can carry: no ':' (user:password is split at the first
+     * one) and no control character (which would also be written as it is into the log of a failed login).
+     */
+    private static void checkUserName(List<String> problems, int index, String name, Integer earlier) {
+        String key = "auth.users[" + index + "].name";
+        if (earlier != null) {
+            problems.add(key + " '" + name + "' is given twice (also auth.users[" + earlier + "]); give each user once, with all"
+                    + " its permissions");
+        }
+        int control = name.chars().filter(Character::isISOControl).findFirst().orElse(-1);
+        if (control >= 0) {
+            problems.add(key + " holds a control character (U+" + String.format("%04X", control) + "); a user name is"
+                    + " printable text");
+        } else if (name.indexOf(':') >= 0) {
+            problems.add(key + " '" + name + "' holds a ':', which HTTP Basic credentials cannot carry (the admin API reads"
+                    + " user:password); choose a name without one");
+        }
+    }
+
     private static void checkDeadLetterSuffix(List<String> problems, String suffix) {
         if (suffix.length() > MAX_DEAD_LETTER_SUFFIX) {
             problems.add("queues.dead-letter-suffix has " + suffix.length() + " characters; at most " + MAX_DEAD_LETTER_SUFFIX);

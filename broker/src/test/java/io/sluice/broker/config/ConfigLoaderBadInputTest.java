@@ -274,6 +274,23 @@ class ConfigLoaderBadInputTest {
                 refused("broker:\n  port: on\n"));
     }
 
+    /**
+     * Two users of one name were both taken and the last one's password and permissions won without a word; a name with
+     * a ':' was taken though HTTP Basic cannot carry it (the admin API splits user:password at the first ':'), and one
+     * with a control character would be written as it is into the log of a failed login.
+     */
+    @Test
+    void aUserNameGivenTwiceOrOneTheAdminApiCannotCarryIsRefused() throws Exception {
+        String user = "    - name: %s\n      password-hash: \"pbkdf2-sha256:210000:AAAAAAAAAAAAAAAAAAAAAA==:"
+                + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\"\n";
+        String twice = refused("auth:\n  users:\n" + user.formatted("app") + user.formatted("ops") + user.formatted("app"));
+        assertTrue(twice.contains("auth.users[2].name 'app' is given twice (also auth.users[0]); give each user once"), twice);
+        String colon = refused("auth:\n  users:\n" + user.formatted("\"ops:admin\""));
+        assertTrue(colon.contains("auth.users[0].name 'ops:admin' holds a ':', which HTTP Basic credentials cannot carry"), colon);
+        String control = refused("auth:\n  users:\n" + user.formatted("\"ops\\tadmin\""));
+        assertTrue(control.contains("auth.users[0].name holds a control character (U+0009)"), control);
+    }
+
     @Test
     void aKeyGivenTwiceIsRefusedNamingIt() throws Exception {
         assertEquals("invalid configuration: " + file + ": key 'broker.port' appears twice (again at line 3); give it once",
