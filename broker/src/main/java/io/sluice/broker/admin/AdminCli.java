@@ -103,6 +103,10 @@ public final class AdminCli {
                         } catch (IOException e) {
                             return usage("--password-file '" + v + "' cannot be read: " + UnreadableFile.reason(file, e));
                         }
+                        if (password.isEmpty()) {
+                            // An empty password would be sent as one, and the broker's 401 says nothing of the file.
+                            return usage("--password-file '" + v + "' holds no password: its first line is empty");
+                        }
                     }
                 }
                 case "--json", "-h", "--help" -> {

@@ -186,6 +186,18 @@ class AdminCliTest {
         assertTrue(err().startsWith("sluice admin: unknown option '--colour=red'\n"), err());
     }
 
+    /** An empty password file sent an empty password, and the broker's 401 said nothing of the file. */
+    @Test
+    void shouldRefuseAPasswordFileWhoseFirstLineIsEmpty() throws Exception {
+        for (String content : List.of("", "\n", "\nsecret-on-line-two\n")) {
+            Path file = Files.writeString(dir.resolve("password"), content);
+            assertEquals(2, run("--user", "ops", "--password-file", file.toString(), "queues"), content);
+            assertTrue(err().startsWith("sluice admin: --password-file '" + file + "' holds no password: its first line is"
+                    + " empty\n"), err());
+            assertFalse(err().contains("secret-on-line-two"), err());
+        }
+    }
+
     /** A missing file was said to be unreadable by repeating its path alone ("cannot be read: /x"); a directory likewise. */
     @Test
     void shouldSayWhyAPasswordFileCannotBeRead() throws Exception {
