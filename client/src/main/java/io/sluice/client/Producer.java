@@ -51,8 +51,9 @@ import java.util.function.LongFunction;
  *
  * <p>A CONFIRM completes futures; a PUBLISH_ERROR fails exactly the messages it names with a
  * {@link SluiceException} carrying the broker's code. Futures complete on a dispatch thread, or on the network
- * thread with {@link ConnectionOptions#callbacksOnNetworkThread()}, one producer's one after the other in the order
- * the broker settled them: a later confirm's callbacks run after an earlier one's have returned. While the connection is down, unsettled
+ * thread with {@link ConnectionOptions#callbacksOnNetworkThread()}. The futures of the messages a producer sent complete
+ * one after the other, in the order the broker settled them: a later confirm's callbacks run after an earlier one's
+ * have returned, so a callback must not wait for a later message of the same producer ({@link #send} refuses to). While the connection is down, unsettled
  * messages wait and are resent after reconnecting (see {@link Connection}).
  */
 public final class Producer implements AutoCloseable {
@@ -227,11 +228,18 @@ public final class Producer implements AutoCloseable {
      *
      * @throws SluiceTimeoutException no confirm (or no room in the in-flight window) within {@code timeout}
      * @throws SluiceException        the broker refused the message
-     * @throws IllegalStateException  called on a network thread of the client (from a callback)
+     * @throws IllegalStateException  called on a network thread of the client (from a callback), or from a callback of
+     *                                this producer's own futures, which complete one after the other: the confirm it
+     *                                would wait for comes only once that callback has returned
      */
     public void send(byte[] payload, List<MessageHeader> headers, Duration timeout) {
         Objects.requireNonNull(payload, "payload");
         connection.checkMayBlock("Producer.send");
+        if (settlements.drainingOnCurrentThread()) {
+            throw new IllegalStateException("Producer.send to queue " + queue + " was called from a callback of this"
+                    + " producer's own futures, which complete one after the other: the confirm it would wait for comes"
+                    + " only after that callback returns. Use sendAsync there, or another producer");
+        }
         long timeoutNanos = TimeUnit.NANOSECONDS.convert(timeout); // saturated at Long.MAX_VALUE
         long start = System.nanoTime();
         try {

@@ -14,6 +14,8 @@ public final class SerialExecutor implements Executor {
     private final Executor delegate;
     private final Queue<Runnable> tasks = new ArrayDeque<>();
     private boolean running;
+    /** The thread running {@link #drain()}, while one does. */
+    private volatile Thread drainer;
 
     public SerialExecutor(Executor delegate) {
         this.delegate = delegate;
@@ -31,7 +33,22 @@ public final class SerialExecutor implements Executor {
         delegate.execute(this::drain);
     }
 
+    /** Whether the calling thread is running this executor's tasks: a wait there for a later task never ends. */
+    public boolean drainingOnCurrentThread() {
+        return drainer == Thread.currentThread();
+    }
+
     private void drain() {
+        Thread outer = drainer; // an inline delegate may drain within a drain of the same thread
+        drainer = Thread.currentThread();
+        try {
+            drainTasks();
+        } finally {
+            drainer = outer;
+        }
+    }
+
+    private void drainTasks() {
         while (true) {
             Runnable task;
             synchronized (tasks) {
