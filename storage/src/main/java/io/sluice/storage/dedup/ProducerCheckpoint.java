@@ -48,6 +48,8 @@ public final class ProducerCheckpoint {
     public static final int VERSION = 3;
     /** The version before the header's checksum: its CRC32C covers the body alone; still read. */
     static final int VERSION_WITH_UNCHECKED_HEADER = 2;
+    /** The first version whose CRC32C covers its header too; every later one does. */
+    static final int FIRST_VERSION_WITH_CHECKED_HEADER = 3;
     /** The version before the epoch marks, with the header unchecked too; still read. */
     static final int VERSION_WITHOUT_EPOCH_MARKS = 1;
     /** Where the header keeps the CRC32C. */
@@ -145,7 +147,7 @@ public final class ProducerCheckpoint {
     /** The CRC32C a file of {@code version} holds: of everything but itself from version 3 on, of the body alone before. */
     private static int checksum(byte[] file, int version) {
         CRC32C crc = new CRC32C();
-        if (version == VERSION) {
+        if (version >= FIRST_VERSION_WITH_CHECKED_HEADER) {
             crc.update(file, 0, CRC_OFFSET);
             crc.update(file, CRC_OFFSET + 4, file.length - CRC_OFFSET - 4);
         } else {
@@ -193,7 +195,7 @@ public final class ProducerCheckpoint {
                     + (bytes.length - HEADER_BYTES));
         }
         if (checksum(bytes, version) != in.getInt(CRC_OFFSET)) {
-            throw new CorruptProducerStateException(file, version == VERSION
+            throw new CorruptProducerStateException(file, version >= FIRST_VERSION_WITH_CHECKED_HEADER
                     ? "the CRC32C of its header and body does not match the one it holds"
                     : "the body's CRC32C does not match the header's");
         }

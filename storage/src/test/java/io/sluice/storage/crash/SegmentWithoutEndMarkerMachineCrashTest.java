@@ -26,8 +26,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
  * that is not the last and lacks Chronicle's end-of-cycle marker, because its records reached the disk and the marker
  * the roll wrote after them did not while the next segment's records did (the OS writes pages back in no order the
  * store chooses: under {@code never} nothing is forced, and under any mode the next segment's pages may be written
- * back before the flusher's force of the sealed one). A reader opened after the restart reads on into the next segment:
- * every message on the disk is delivered, and so is one appended after the restart, which the broker confirms.
+ * back before the flusher's force of the sealed one). What this test expects once the defect is fixed: a reader
+ * opened after the restart reads on into the next segment, every message on the disk is delivered, and so is one
+ * appended after the restart, which the broker confirms. Today the reader stops at the sealed segment's end.
  */
 class SegmentWithoutEndMarkerMachineCrashTest {
     @TempDir
