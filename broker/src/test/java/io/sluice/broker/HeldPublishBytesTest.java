@@ -107,6 +107,48 @@ class HeldPublishBytesTest {
     }
 
     /**
+     * While the broker does not read a connection it paused, two heartbeat intervals without a frame are its own doing:
+     * the reader-idle event that would close the connection for silence (HEARTBEAT_TIMEOUT) leaves it open, and the
+     * client paused within its window gets every confirm once a consumer drains the queue. Before, the legacy client of
+     * the test above was closed for silence whenever its confirms waited longer than two heartbeat intervals.
+     */
+    @Test
+    void aClientPausedByTheBrokerIsNotClosedForTheSilenceThePauseMakes() throws Exception {
+        try (Broker broker = TestBrokers.start(dir, Map.of("broker.publish-window-bytes", String.valueOf(WINDOW_BYTES)));
+             RawClient raw = new RawClient(broker.port())) {
+            broker.queues().declare("q", QueueSettings.builder().quotaMessages(1, 0).build()); // SLOWED at once: confirms wait
+            raw.send(new HelloFrame(1, 1, "legacy", 0, 0, "", "", 0));
+            raw.expect(HelloOkFrame.class);
+            Channel served = TestBrokers.servedChannel(broker, raw);
+            List<MessageHeader> headers = List.of(new MessageHeader("h", new byte[HEADER_VALUE_BYTES]));
+            for (long sequence = 1; sequence <= MESSAGES; sequence++) {
+                PublishFrameBuilder frame = new PublishFrameBuilder(raw.alloc(), "q");
+                frame.add(7, sequence, headers, new byte[1]);
+                raw.sendAsync(frame.build());
+            }
+            TestAwait.until("the broker stops reading the client", () -> !served.config().isAutoRead());
+            // What the IdleStateHandler fires after two heartbeat intervals without a read.
+            served.eventLoop().submit(() -> served.pipeline().fireUserEventTriggered(
+                    io.netty.handler.timeout.IdleStateEvent.FIRST_READER_IDLE_STATE_EVENT)).get(10, TimeUnit.SECONDS);
+
+            try (Connection c = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
+                    .reconnectPolicy(ReconnectPolicy.DISABLED).build())) {
+                Consumer consumer = c.subscribe("q", new ConsumerOptions(50, 16, Duration.ofMillis(1)), Message::ack);
+                long confirmed = 0;
+                while (confirmed < MESSAGES) {
+                    ConfirmFrame confirm = next(raw, ConfirmFrame.class);
+                    for (IdRange range : confirm.sequences()) {
+                        confirmed += range.to() - range.from() + 1;
+                    }
+                }
+                assertEquals(MESSAGES, confirmed, "every message confirmed once, on the same connection");
+                consumer.close();
+            }
+            assertTrue(served.isActive(), "the paused connection was not closed");
+        }
+    }
+
+    /**
      * A client from before the capability with small headers is not slowed by the count: it fills its whole window of
      * messages (100 here, each with 100 bytes of headers and 400 of payload) while the queue holds every confirm, and the
      * broker reads all of it, 50,700 bytes held against a bound of 65,536.

@@ -52,6 +52,12 @@ abstract class ProtocolHandler extends ChannelInboundHandlerAdapter {
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
         if (evt instanceof IdleStateEvent idle) {
             if (idle.state() == IdleState.READER_IDLE) {
+                if (!ctx.channel().config().isAutoRead()) {
+                    // The broker itself stopped reading this connection (InboundGate: its window, the bytes its publishes
+                    // hold, or its slow reading of our writes): the silence is ours. A client within its window whose
+                    // confirms wait on a slowed queue would otherwise be closed for waiting.
+                    return;
+                }
                 fail(ctx, ErrorCode.HEARTBEAT_TIMEOUT, "no frame for two heartbeat intervals");
             } else if (idle.state() == IdleState.WRITER_IDLE) {
                 writerIdle(ctx);
