@@ -123,8 +123,9 @@ final class AdminRequestGate {
      * elsewhere. A request with one has it checked wherever it is sent, as a HELLO naming a user is checked: credentials
      * that do not authenticate are 401, open API or not (served as anonymous, a script would believe it had logged in),
      * and a header that is no Basic credentials at all is 400 {@code bad_authorization}. Basic credentials are an attempt
-     * for {@link LoginBackoff} (a source in backoff gets 429 {@code too_many_failures} with Retry-After); a malformed
-     * header or another scheme checks no password and is not.
+     * for {@link LoginBackoff} (a source in backoff gets 429 {@code too_many_failures} with Retry-After) where users are
+     * configured; with none there is no password to guess, and a malformed header or another scheme checks none: those
+     * are not.
      */
     String authenticate(HttpExchange exchange) {
         List<String> headers = exchange.getRequestHeaders().get("Authorization");
@@ -142,6 +143,17 @@ final class AdminRequestGate {
             throw malformed("the request has " + headers.size() + " Authorization headers; send one");
         }
         BasicCredentials credentials = BasicCredentials.parse(headers.get(0));
+        if (auth.users.isEmpty()) {
+            // No user exists, so there is no password to guess: refused without counting towards the source's backoff,
+            // whose table the anonymous requests and clients of the same address share (a scraper sending credentials
+            // would otherwise lock them out).
+            Authenticator.Result refused = check(credentials);
+            if (!refused.accepted()) {
+                broker.rejectionLog().warn(LOG, "Authentication failed for an admin request from {}: {}.",
+                        exchange.getRemoteAddress(), refused.rejected());
+                throw new ApiException(401, "unauthorized", refused.rejected(), true, 0);
+            }
+        }
         LoginBackoff.Outcome outcome = broker.loginBackoff().authenticate(exchange.getRemoteAddress(), LoginBackoff.Listener.ADMIN,
                 () -> check(credentials));
         if (!outcome.result().accepted()) {

@@ -203,6 +203,25 @@ class AdminApiTest {
         assertEquals(200, call("GET", "/metrics", null, null).statusCode());
     }
 
+    /**
+     * With no users, credentials can only be refused, and there is no password to guess: a scraper or a script sending
+     * them again and again is refused each time with 401, never put in backoff, and does not lock out the anonymous
+     * requests and clients of the same address, which share the backoff's table. Before, the sixth request got 429 and
+     * an anonymous client from the same address was refused for the backoff.
+     */
+    @Test
+    void refusedCredentialsWithNoUsersConfiguredLockNobodyOut() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        for (int i = 0; i < 8; i++) {
+            assertEquals(401, call("GET", "/metrics", null, MetricsFixture.basic("prometheus", "scrape")).statusCode());
+            assertError(call("GET", "/api/queues", null, MetricsFixture.basic("script", "secret")), 401, "unauthorized");
+        }
+        ok(call("GET", "/api/queues", null, null));
+        try (Connection anonymous = fixture.connect()) {
+            anonymous.declareQueue("after-the-scrapes", QueueSettings.EMPTY);
+        }
+    }
+
     /** The same closed: a malformed header is 400 whether or not anonymous access is on, with users configured or not. */
     @Test
     void aMalformedAuthorizationHeaderIsABadRequestWhereTheApiIsClosedToo() throws Exception {
