@@ -77,7 +77,9 @@ class HeldPublishBytesTest {
             var queue = broker.queues().get("q");
             TestAwait.until("the broker stops reading the client, or stores every message",
                     () -> !served.config().isAutoRead() || queue.store().unackedMessages() == MESSAGES);
-            queue.executor().submit(() -> { }).get(10, TimeUnit.SECONDS); // the frames it read are stored
+            // The frames of the read that paused it are handed to the queue first, then stored.
+            served.eventLoop().submit(() -> { }).get(10, TimeUnit.SECONDS);
+            queue.executor().submit(() -> { }).get(10, TimeUnit.SECONDS);
             long stored = queue.store().unackedMessages();
             assertTrue(stored * MESSAGE_BYTES <= WINDOW_BYTES + ONE_READ_BYTES, "the broker read " + stored + " messages, "
                     + stored * MESSAGE_BYTES + " bytes of headers and payload, for a client of " + stored

@@ -465,12 +465,6 @@ public final class BrokerConfig {
     }
 
     /**
-     * A suffix makes a queue's default dead-letter queue's name, so it may hold only what a queue name may (a slash
-     * would name a directory elsewhere, a space no queue at all: every move would fail and the message be delivered
-     * again, forever), and it is short enough to leave a name's beginning in a cut name
-     * ({@code QueueOptions.defaultDeadLetterQueue}).
-     */
-    /**
      * A user once, and a name the admin API's HTTP Basic credentials can carry: no ':' (user:password is split at the first
      * one) and no control character (which would also be written as it is into the log of a failed login).
      */
@@ -490,6 +484,12 @@ public final class BrokerConfig {
         }
     }
 
+    /**
+     * A suffix makes a queue's default dead-letter queue's name, so it may hold only what a queue name may (a slash
+     * would name a directory elsewhere, a space no queue at all: every move would fail and the message be delivered
+     * again, forever), and it is short enough to leave a name's beginning in a cut name
+     * ({@code QueueOptions.defaultDeadLetterQueue}).
+     */
     private static void checkDeadLetterSuffix(List<String> problems, String suffix) {
         if (suffix.length() > MAX_DEAD_LETTER_SUFFIX) {
             problems.add("queues.dead-letter-suffix has " + suffix.length() + " characters; at most " + MAX_DEAD_LETTER_SUFFIX);
