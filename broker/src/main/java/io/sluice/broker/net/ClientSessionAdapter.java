@@ -90,6 +90,16 @@ public final class ClientSessionAdapter extends ProtocolHandler {
         read(msg);
     }
 
+    /**
+     * Paused for the client's window or the bytes its publishes hold (H2) while it reads what the broker writes: a
+     * client within its window whose confirms wait on a slowed queue is not closed for the silence the pause makes. A
+     * client that does not read our writes (H4) is still closed for silence, as before.
+     */
+    @Override
+    boolean silenceIsTheBrokers() {
+        return gate != null && gate.pausedForPublishesAlone();
+    }
+
     /** One frame, read now or let go by the gate; released unless its buffer went to a queue. */
     private void read(Object msg) {
         if (gate.hold(msg)) {

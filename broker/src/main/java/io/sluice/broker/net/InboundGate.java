@@ -134,6 +134,11 @@ final class InboundGate {
         return true;
     }
 
+    /** Whether reading is paused for H2 and not for H4 (the client reads what the broker writes). */
+    boolean pausedForPublishesAlone() {
+        return pausedForWindow && !pausedForOutbound;
+    }
+
     /** The client is back within its window and that bound (H2): reading resumes unless another rule holds it (H1, H3, H4). */
     void windowWithin() {
         if (pausedForWindow) {
