@@ -264,17 +264,20 @@ final class FakeBroker implements AutoCloseable {
                 received.add(summary(txPublish));
                 return;
             }
-            received.add(frame);
             java.util.function.Function<Frame, Frame> instead = answerInstead;
             Frame insteadAnswer = instead == null ? null : instead.apply(frame);
+            // A frame held unanswered is queued before it is recorded: a test that waits to see it recorded and then
+            // answers what is held finds it there. Recorded first, the answer could find the queue still empty and
+            // the frame would then wait for good.
+            if (insteadAnswer == null && held(context, frame)) {
+                received.add(frame);
+                return;
+            }
+            received.add(frame);
             if (insteadAnswer != null) {
                 context.writeAndFlush(insteadAnswer);
             } else if (frame instanceof HelloFrame hello) {
-                if (holdHellos) {
-                    heldHellos.add(new Object[] {context, hello});
-                } else {
-                    context.writeAndFlush(helloOk(hello));
-                }
+                context.writeAndFlush(helloOk(hello));
             } else if (frame instanceof DeclareQueueFrame declare) {
                 context.writeAndFlush(new OkFrame(declare.requestId(), 0));
             } else if (frame instanceof DeleteQueueFrame delete) {
@@ -285,10 +288,6 @@ final class FakeBroker implements AutoCloseable {
                 ErrorCode refusal = refuseProducerResumes;
                 if (init.epoch() >= 0 && refusal != null && producerInitRefusals.getAndDecrement() > 0) {
                     context.writeAndFlush(new ErrorFrame(init.requestId(), refusal, "refused by the fake broker"));
-                    return;
-                }
-                if (init.epoch() >= 0 && holdProducerResumes) {
-                    heldProducerResumes.add(new Object[] {context, init});
                     return;
                 }
                 int epoch = init.epoch() < 0 ? nextEpoch.incrementAndGet() : init.epoch();
@@ -310,6 +309,21 @@ final class FakeBroker implements AutoCloseable {
             } else if (frame instanceof TxRollbackFrame rollback) {
                 context.writeAndFlush(new OkFrame(rollback.requestId()));
             }
+        }
+
+        /** Whether {@code frame} is held unanswered ({@link #holdHellos}, {@link #holdProducerResumes}), queued if so. */
+        private boolean held(ChannelHandlerContext context, Frame frame) {
+            if (frame instanceof HelloFrame hello && holdHellos) {
+                heldHellos.add(new Object[] {context, hello});
+                return true;
+            }
+            boolean refused = refuseProducerResumes != null && producerInitRefusals.get() > 0;
+            if (frame instanceof io.sluice.protocol.ProducerInitFrame init && init.epoch() >= 0 && holdProducerResumes
+                    && !refused) {
+                heldProducerResumes.add(new Object[] {context, init});
+                return true;
+            }
+            return false;
         }
 
         private TxPublished summary(TxPublishFrame frame) {
