@@ -95,15 +95,19 @@ final class AdminRequestGate {
     }
 
     /**
-     * For the metrics endpoint, rule A3: with {@code metrics.scrape-access: open} anyone; with
+     * For the metrics endpoint, rule A3: with {@code metrics.scrape-access: open} anyone, though credentials a request
+     * sends are checked by rule A1 (a scraper with a wrong password is told so, not served as if it had logged in); with
      * {@code authenticated} rule A1, and then a user with a grant on every queue, since the scrape names
-     * every queue. Answers 401 or 403 itself (plain text) and returns false when the request may not proceed.
+     * every queue. Answers 400, 401 or 403 itself (plain text) and returns false when the request may not proceed.
      */
     boolean admitScrape(HttpExchange exchange) throws IOException {
-        if (broker.config().metrics.scrapeAccess == ScrapeAccess.OPEN) {
-            return true;
-        }
         try {
+            if (broker.config().metrics.scrapeAccess == ScrapeAccess.OPEN) {
+                if (exchange.getRequestHeaders().containsKey("Authorization")) {
+                    authenticate(exchange);
+                }
+                return true;
+            }
             String user = authenticate(exchange);
             if (!authorizer.allowedOnEveryQueue(user, null)) {
                 authorizer.countDenial();

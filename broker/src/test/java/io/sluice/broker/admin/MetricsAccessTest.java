@@ -82,6 +82,25 @@ class MetricsAccessTest {
         assertEquals(401, status("/api/queues", null));
     }
 
+    /**
+     * An open scrape takes requests without credentials, but credentials sent are checked as everywhere on the port: a
+     * scraper configured with a wrong password is told so (401) rather than served as if it had logged in, and a header
+     * that is no Basic credentials is 400. Good credentials of any user are served: the scrape is open.
+     */
+    @Test
+    void openScrapeAccessChecksTheCredentialsARequestSends() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), usersFile(), Map.of("metrics.scrape-access", "open"));
+        HttpResponse<String> wrong = fixture.request("GET", "/metrics", null, basic("scraper", "wrong"));
+        assertEquals(401, wrong.statusCode(), wrong.body());
+        assertEquals(401, status("/metrics", basic("nobody", "s3cret")));
+        HttpResponse<String> malformed = fixture.request("GET", "/metrics", null, "Basic !!!");
+        assertEquals(400, malformed.statusCode(), malformed.body());
+        assertTrue(malformed.body().contains("takes 'Authorization: Basic"), malformed.body());
+        HttpResponse<String> limited = fixture.request("GET", "/metrics", null, basic("limited", "s3cret"));
+        assertEquals(200, limited.statusCode(), limited.body());
+        assertTrue(limited.body().contains(MetricNames.BROKER_READY), "the scrape has the broker's figures");
+    }
+
     @Test
     void aBadScrapeAccessNamesTheKeyAndTheChoices() {
         ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(null,
