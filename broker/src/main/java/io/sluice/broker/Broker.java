@@ -193,6 +193,7 @@ public final class Broker implements AutoCloseable {
             channelInitializer.rejectionLog().flush();
             queues.messageLog().flush();
             queues.producerStateLog().flush();
+            queues.publishPauseLog().flush();
         }, 1, 1, TimeUnit.SECONDS);
         if (admin != null) {
             admin.attach(this);

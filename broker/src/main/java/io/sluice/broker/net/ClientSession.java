@@ -137,8 +137,8 @@ final class ClientSession {
     private void pauseIfPastTheWindow() {
         if (!window.within()) {
             if (gate.pauseForWindow()) {
-                LOG.warn("Client {} sent {} messages / {} bytes beyond its publish window; reading paused until it is back within.",
-                        proxy.describe(), window.messagesOut(), window.bytesOut());
+                queues.publishPauseLog().warn(LOG, "Client {} sent {} messages / {} bytes beyond its publish window; reading "
+                        + "paused until it is back within.", proxy.describe(), window.messagesOut(), window.bytesOut());
             }
         } else if (!held.within() && gate.pauseForWindow()) {
             // Not the client's fault: one that counts its window in payload bytes cannot know what its headers hold here.
@@ -149,8 +149,8 @@ final class ClientSession {
                 LOG.debug(sentence, proxy.describe(), held.bytes(), held.maxBytes());
             } else {
                 pausedForHeldBefore = true;
-                LOG.info(sentence + " Later pauses of this connection are logged at DEBUG.", proxy.describe(), held.bytes(),
-                        held.maxBytes());
+                queues.publishPauseLog().info(LOG, sentence + " Later pauses of this connection are logged at DEBUG.",
+                        proxy.describe(), held.bytes(), held.maxBytes());
             }
         }
     }

@@ -113,6 +113,12 @@ public final class QueueManager {
      * counts each one. The broker flushes it every second.
      */
     private final RateLimitedLog producerStateLog = RateLimitedLog.standard("producer checkpoints");
+    /**
+     * The lines about connections whose reading paused for their publish window or their publishes' held bytes (rule
+     * H2), which a client can make as often as it crosses the window: rate-limited across every connection (the
+     * connections' {@code publishHeldBytes} and the window's metrics show each one). The broker flushes it every second.
+     */
+    private final RateLimitedLog publishPauseLog = RateLimitedLog.standard("publish-window pauses");
 
     /** Writes the queues' producer checkpoints (ProducerRegistry), off their event loops. */
     private final java.util.concurrent.ExecutorService producerStateWriter = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
@@ -596,6 +602,11 @@ public final class QueueManager {
     /** The operator log's lines about producer checkpoints that failed, rate-limited across every queue. */
     public RateLimitedLog producerStateLog() {
         return producerStateLog;
+    }
+
+    /** The operator log's lines about connections paused for their publish window, rate-limited across every connection. */
+    public RateLimitedLog publishPauseLog() {
+        return publishPauseLog;
     }
 
     /** The store every queue is in (a cluster node's snapshots copy it). */
