@@ -299,7 +299,7 @@ final class ClientSession {
                     "no subscription with consumer tag " + unsubscribe.consumerTag());
         } else {
             // Answered once the queue ended the consumer: an OK written at once could precede deliveries the queue was
-            // still writing for the tag (found by a review; docs/protocol.md: none after the OK; UnsubscribeOrderTest).
+            // still writing for the tag (docs/protocol.md: none after the OK; UnsubscribeOrderTest).
             long requestId = unsubscribe.requestId();
             gate.afterOffLoop(sub.close(), false, (ended, error) -> proxy.answerOk(requestId));
         }

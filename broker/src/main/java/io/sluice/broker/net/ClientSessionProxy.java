@@ -46,7 +46,7 @@ final class ClientSessionProxy extends FrameLink implements TransactionLink {
      * DELIVER bytes queues on other threads handed over that this loop has not written to the channel yet. A queue
      * checks {@link #isWritable} for each message, but what it hands over reaches the channel's buffer only when this
      * loop drains it, so the channel stayed writable through a whole dispatch, which could build the consumer's entire
-     * credit of messages (credit times message size), not about the high water mark (found by a review). Counted here,
+     * credit of messages (credit times message size), not about the high water mark. Counted here,
      * they make the connection unwritable to its queues as the channel's buffer would; once written they are in that
      * buffer, past the high mark, so the channel's writability event wakes the queues again when it drains.
      */

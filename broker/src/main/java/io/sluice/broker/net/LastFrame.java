@@ -11,8 +11,8 @@ import java.util.concurrent.TimeUnit;
  * Closing a client's connection after a last frame (CLOSE, with the reason): once that frame is written, or after
  * {@link #GRACE_MS} whatever the write. A client that does not read never lets the write complete (the frame waits
  * behind what the broker wrote before it), and a close that waited for it left the connection open for good, with
- * its slot under {@code limits.max-connections}, its outbound buffer and its deliveries (found by a review:
- * {@code ClientThatNeverReadsIsClosedTest}). Every close of a client's connection with a frame goes through here.
+ * its slot under {@code limits.max-connections}, its outbound buffer and its deliveries
+ * ({@code ClientThatNeverReadsIsClosedTest}). Every close of a client's connection with a frame goes through here.
  *
  * <p>Threads: any.
  */

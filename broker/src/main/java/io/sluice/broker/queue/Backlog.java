@@ -47,8 +47,8 @@ final class Backlog {
     private long heldDrops;
     /**
      * The store's figure of the damaged records' bytes it discarded, as last taken off {@link #bytes}: the store acks
-     * such a record itself (for whichever reader or read met it), so without this its bytes stayed counted until the
-     * queue emptied, and byte quotas slowed, blocked or dropped for bytes no longer stored (found by a review).
+     * such a record itself (for whichever reader or read met it), so without this its bytes would stay counted until
+     * the queue emptied, and byte quotas slow, block or drop for bytes no longer stored.
      */
     private long discardedSeen;
     /** The hard quota the last publish over it met, as {@link #refusal} names it. */
@@ -140,9 +140,8 @@ final class Backlog {
      *   <li>A1 below the hard level, or no hard level: yes;</li>
      *   <li>A2 blocked (quota with policy block, or the disk guard): messages already in flight when
      *       the producer was told are stored, up to the publish window beyond the hard level (in messages
-     *       past a hard quota in messages, in bytes past one in bytes); after that, refused. The byte limit
-     *       was missing, so with a hard quota in bytes alone (the embedded defaults') nothing was ever
-     *       refused (found by a review);</li>
+     *       past a hard quota in messages, in bytes past one in bytes); after that, refused (the byte limit
+     *       matters: a hard quota in bytes alone is the embedded defaults');</li>
      *   <li>A3 policy reject: refused at once; policy drop-oldest: {@code dropOldest} discards the
      *       oldest message not out with a consumer to make room, or answers false if there is none.</li>
      * </ul>
@@ -163,7 +162,7 @@ final class Backlog {
             return null;
         }
         // Named here: under reject and drop-oldest the gate never reaches the hard level, so its reason names the soft
-        // level or none ("queue 'q' is full: backlog below the soft quota" was what they said; found by a review).
+        // level or none ("queue 'q' is full: backlog below the soft quota" is what they would say).
         hardQuotaMet = overMessages
                 ? "backlog of " + messages + " messages reached the hard quota of " + quota.hardMessages() + " messages"
                 : "backlog of " + (bytes + uncommittedBytes) + " bytes and a message of " + messageBytes

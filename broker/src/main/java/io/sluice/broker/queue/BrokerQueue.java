@@ -750,7 +750,7 @@ public final class BrokerQueue {
         order.closeReader();
         if (backlog.state() != FlowState.FREE) {
             // A producer told SLOW or BLOCKED would otherwise hold its messages for this name until it reconnects: it
-            // publishes nothing, so it never joins the publishers of a queue declared again under the name (found by a review).
+            // publishes nothing, so it never joins the publishers of a queue declared again under the name.
             publishers.tell(FlowState.FREE, "queue '" + name + "' was deleted");
         }
         pendingConfirms.refuseAll(ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted before the message was confirmed");

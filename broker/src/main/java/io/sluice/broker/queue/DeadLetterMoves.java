@@ -20,7 +20,7 @@ import java.util.function.Supplier;
  * <p>Rule "a refused move makes no room": while a message whose move failed waits for its retry, drop-oldest with
  * dead-lettering makes no room ({@link #refusing}), and a publish at the hard level is refused. A drop whose copy the
  * dead-letter queue refuses leaves its message here; dropping the next one for every publish grew the backlog past the
- * hard quota by one message a publish, without bound (found by a review).
+ * hard quota by one message a publish, without bound.
  *
  * <p>Threads: the queue's executor.
  */

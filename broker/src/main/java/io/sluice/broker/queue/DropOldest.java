@@ -60,8 +60,8 @@ final class DropOldest {
      * leader holds (an earlier drop or a purge not applied yet), which are on their way out already or not the queue's
      * to drop. A tracked message that waits with no consumer (given back by a consumer that left, taken back by the ack
      * timeout, waiting out a NACK's delay or a dead-letter move's retry) is dropped like any other: passing every
-     * tracked message, as this did, had a full queue whose messages had all been delivered once refuse every publish
-     * with no consumer left (found by a review). Every message skipped is tracked, pending or held, each at most once,
+     * tracked message would make a full queue whose messages had all been delivered once refuse every publish
+     * with no consumer left. Every message skipped is tracked, pending or held, each at most once,
      * so the walk is bounded by those, not by the backlog.
      */
     boolean dropOne() {

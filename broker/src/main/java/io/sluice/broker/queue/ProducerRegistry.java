@@ -108,7 +108,7 @@ public final class ProducerRegistry {
      * Queue thread: per open connection, the named producers it registered whose owner a newer instance then became
      * (on another connection, or on another node): that connection stays fenced for them (P2), also once the newer
      * instance's connection closed and the table forgot the producer, when neither {@link #owners} nor the table's
-     * epoch would fence it any more (found by a review: such a zombie's publishes were stored). Dropped when the
+     * epoch would fence it any more (such a zombie's publishes would be stored). Dropped when the
      * connection closes. Bounded apart from the owners (rule "fences bounded", {@link #keepFencesBounded}), in the
      * order connections were first fenced (a connection's entry goes when its last fence does). Connections never
      * override {@code equals}: keys are by identity.
@@ -345,9 +345,9 @@ public final class ProducerRegistry {
     }
 
     /**
-     * Rule "fences bounded": a queue keeps at most {@link #maxFences} fences of superseded instances. Before, they were
-     * never bounded: a client registering the same names again from connection after connection, each left open, made
-     * a fence per connection and name (found by a review). A new instance is never refused for them (an attempt that
+     * Rule "fences bounded": a queue keeps at most {@link #maxFences} fences of superseded instances: a client registering
+     * the same names again from connection after connection, each left open, makes a fence per connection and name.
+     * A new instance is never refused for them (an attempt that
      * refused it at the bound refused a legitimate restart). Instead, past the bound, the connection fenced longest
      * (first those no longer active) loses its fences, is told why with ERROR and CLOSE PRODUCER_FENCED, and is closed;
      * until its {@link #connectionClosed} it is held in {@link #closing}, one entry whatever it was fenced for, and
@@ -567,7 +567,7 @@ public final class ProducerRegistry {
 
     /**
      * The table forgets producers beyond its cap, but an owner is kept while its connection is open (P2), so a connection
-     * registering name after name grew {@link #owners} without bound (found by a review): a new named producer is refused
+     * registering name after name would grow {@link #owners} without bound: a new named producer is refused
      * once twice {@code queues.dedup-max-producers} are registered on open connections. Owners on connections no longer
      * active (closed, their {@link #connectionClosed} not run yet) do not count: they are dropped first.
      *
@@ -656,9 +656,9 @@ public final class ProducerRegistry {
      * Asks for a checkpoint: the table as it stands when the checkpoint is taken, written once the records it covers are
      * durable; completes when it is written (or a newer one was), exceptionally if it could not be. Rule "one
      * checkpoint in flight": while one is being written, every request waits for the next, taken (one image, one
-     * write) once that one is written. Before, each request encoded the whole table and queued its own write with an
-     * fsync on the broker's one writer thread: a client pipelining PRODUCER_INITs made as many images as frames
-     * (quadratic memory at a large table) and held every other queue's registrations behind their writes.
+     * write) once that one is written. An image and a write per request, each with an fsync on the broker's one writer
+     * thread, would let a client pipelining PRODUCER_INITs make as many images as frames (quadratic memory at a large
+     * table) and hold every other queue's registrations behind their writes.
      */
     CompletableFuture<Void> checkpoint() {
         if (nextCheckpoint == null) {

@@ -177,7 +177,7 @@ public final class QueueManager {
 
     /**
      * Makes {@code queue} the one served under {@code name}, blocked at once if the disk guard blocks: a queue declared
-     * while it did was left FREE, and its producers sent into a store that refused their appends (found by a review).
+     * while it does, left FREE, would have its producers send into a store that refuses their appends.
      * The guard's change and this each read the other's write after their own (the map's, then the volatile reason),
      * so a queue declared while the guard changes is told by one of them, or both (idempotent).
      */

@@ -20,7 +20,7 @@ final class QueuePublishers {
     /**
      * An add that brings the set to this size first forgets the closed links, then sets it to twice what is left:
      * amortised constant per add, and at most about twice the open publishers kept. Without it a queue that stays
-     * FREE, with no listing, kept every connection that ever published to it (found by a review).
+     * FREE, with no listing, would keep every connection that ever published to it.
      */
     private int pruneAt = MIN_PRUNE_AT;
 

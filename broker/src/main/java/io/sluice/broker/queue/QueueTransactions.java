@@ -197,8 +197,8 @@ public final class QueueTransactions {
      *
      * <p>Rule "a late TX_ACK is a late ACK" (D5 of the queue): a delivery the ack timeout took back from this consumer
      * and not yet sent again is still the consumer's to acknowledge, and is held as one out with it is; its credit unit
-     * went back at the timeout, so it settles nothing. Before (found by a review), only the deliveries out with the
-     * consumer were held, so such a TX_ACK rolled its whole transaction back where a plain ACK of the same ids counted.
+     * went back at the timeout, so it settles nothing. Holding only the deliveries out with the consumer would roll such a
+     * TX_ACK's whole transaction back where a plain ACK of the same ids counts.
      * One already sent again to another consumer is that consumer's: still a problem, which the sentence names.
      */
     CompletableFuture<HeldAcks> hold(Supplier<ConsumerSession> consumer, List<IdRange> ranges) {

@@ -112,8 +112,8 @@ public final class ConnectionTransactions {
      * Rule "refused before stored": a TX_PUBLISH that can be no part of {@code t} is answered here, with ERROR to no
      * request, and its queue never sees it: {@code t} was rolled back (by the broker, which told its client with
      * TX_ABORTED, or by an ending under way), its TX_COMMIT came before it, or this loop found an earlier TX_PUBLISH
-     * of it over a cap ({@link #overCapsBeforeStored}). Before, such a frame was staged in its queue, written to disk,
-     * and discarded once the coordinator's thread took it in. The first test is a hint (a rollback that the loop does
+     * of it over a cap ({@link #overCapsBeforeStored}): staged in its queue, such a frame would be written to disk
+     * only to be discarded once the coordinator's thread took it in. The first test is a hint (a rollback that the loop does
      * not see yet still discards what the frame stages); the others are exact, since this loop set what they read.
      * Returns true if the frame was refused.
      */
@@ -142,10 +142,10 @@ public final class ConnectionTransactions {
     /**
      * Rule "caps before the queue": the caps on what a transaction publishes ({@code transactions.max-messages} and
      * {@code max-bytes}) are checked here, against every TX_PUBLISH of it so far, before the frame goes to its queue.
-     * One over them rolls the transaction back (TX_ABORTED TRANSACTION_LIMIT) and its queue never sees it. Before
-     * (found by a review), the queue's quota admitted it first, drop-oldest dropping visible messages to make room,
-     * and stored it (on a cluster node: copied it, gave its window back and counted it as uncommitted), and only the
-     * coordinator's thread then found the cap passed. This is the one check of {@code max-bytes}; the coordinator
+     * One over them rolls the transaction back (TX_ABORTED TRANSACTION_LIMIT) and its queue never sees it: checked
+     * later, the queue's quota would admit it first, drop-oldest dropping visible messages to make room, and store it
+     * (on a cluster node: copy it, give its window back and count it as uncommitted) before the coordinator's thread
+     * found the cap passed. This is the one check of {@code max-bytes}; the coordinator
      * checks {@code max-messages} again with the acknowledged messages counted too, which only the queues know.
      * Returns true if the frame was refused.
      */
@@ -195,8 +195,8 @@ public final class ConnectionTransactions {
      * TX_ACK: {@code hold} completes on the queue's executor with the deliveries it took off the
      * consumer. For a transaction not open here they go straight back to their queue, as a rollback's; so do they
      * for one whose TX_COMMIT came before, which the TX_ACK is no part of (rule "refused before stored"), and its
-     * client is told. Before (found by a review), such a TX_ACK became part of the commit if its hold completed
-     * before the commit's record was built: a commit acknowledged what its client acknowledged after it.
+     * client is told: were it taken into the commit when its hold completed before the commit's record was built, a
+     * commit would acknowledge what its client acknowledged after it.
      */
     public void ack(long txnId, CompletableFuture<HeldAcks> hold) {
         Transaction t = find(txnId, "TX_ACK");
@@ -246,7 +246,7 @@ public final class ConnectionTransactions {
      * Hands {@code t}'s commit to the coordinator's thread. Refused once the coordinator has stopped (a shutdown whose
      * connections closed while the commit waited for its stagings): no commit record is written, and the next start
      * rolls the transaction back (X4). The refusal would stay in a future nobody reads, so it is said here, once per
-     * commit (found by a review: nothing recorded it).
+     * commit.
      */
     private void handOverCommit(Transaction t, long requestId) {
         try {
@@ -276,7 +276,7 @@ public final class ConnectionTransactions {
      * no longer open: its commit goes ahead, as its client asked, and only its answer is lost (docs/transactions.md,
      * "A lost answer"). Its TX_COMMIT may not have reached the coordinator yet (it waits here for the stagings and
      * holds before it, rule "commit once its operations are in"), so the coordinator, which would still see it open,
-     * is not told of the close. Before (found by a review), it was, and rolled such a commit back.
+     * is not told of the close: it would roll such a commit back.
      */
     public void close() {
         for (Transaction t : open.values()) {
