@@ -90,6 +90,11 @@ class ClusterNamedProducerTest {
                 ErrorFrame refused = stale.expect(ErrorFrame.class);
                 assertEquals(ErrorCode.PRODUCER_FENCED.code(), refused.code(), refused.message());
                 assertTrue(refused.message().contains("epoch 2"), refused.message());
+                // An epoch no node granted is refused by the leader before it submits anything.
+                stale.send(new ProducerInitFrame(9, "orders", "order-service", 3));
+                ErrorFrame ungranted = stale.expect(ErrorFrame.class);
+                assertEquals(ErrorCode.PRODUCER_FENCED.code(), ungranted.code(), ungranted.message());
+                assertTrue(ungranted.message().contains("never granted epoch 3"), ungranted.message());
                 PublishFrameBuilder publish = new PublishFrameBuilder(stale.alloc(), "orders");
                 publish.add(ProducerIds.forName("order-service"), 50, List.of(), Payloads.of(50));
                 stale.send(publish.build());

@@ -197,25 +197,42 @@ class IdempotentPublishTest {
     }
 
     /**
-     * A client may resume with any epoch from its producer's floor on, the highest one included; after that no new
-     * instance can get an epoch above every one granted. That is the client's doing: each new instance is refused with
-     * RESOURCE_LIMIT and a sentence saying why, the broker logs no error (BrokerFuzzTest found the registration failing
-     * as an internal error), and the instance that holds the highest epoch goes on.
+     * A resume names the epoch a PRODUCER_OK gave (E2): one naming an epoch the queue never granted is refused with
+     * PRODUCER_FENCED and a sentence saying so, and changes nothing. Accepted, one frame from any client allowed to
+     * publish took the name from its newest instance, and an epoch of 2,147,483,647 then refused every new instance
+     * of every name on the queue for good (the mark is checkpointed).
      */
     @Test
-    void whenEveryEpochWasGrantedANewInstanceIsRefusedClearly() throws Exception {
-        long id = ProducerIds.forName("greedy");
+    void aResumeOfAnEpochTheQueueNeverGrantedIsRefusedAndChangesNothing() throws Exception {
+        long id = ProducerIds.forName("billing");
+        try (Broker broker = TestBrokers.start(dir, Map.of());
+             RawClient owner = RawClient.connected(broker.port());
+             RawClient other = RawClient.connected(broker.port())) {
+            declare(owner, "q");
+            owner.send(new ProducerInitFrame(5, "q", "billing", ProducerInitFrame.NEW_INSTANCE));
+            assertEquals(new ProducerOkFrame(5, id, 1, 0), owner.expect(ProducerOkFrame.class));
+
+            for (int epoch : new int[] {2, Integer.MAX_VALUE}) {
+                other.send(new ProducerInitFrame(6, "q", "billing", epoch));
+                ErrorFrame refused = other.expect(ErrorFrame.class);
+                assertEquals(ErrorCode.PRODUCER_FENCED, refused.errorCode(), refused.message());
+                assertTrue(refused.message().contains("never granted epoch " + epoch)
+                        && refused.message().contains("the highest it granted is 1"), refused.message());
+            }
+
+            publish(owner, "q", id, 1);
+            assertEquals(List.of(1L), confirmed(owner, id, 1), "the newest instance still owns the name");
+            other.send(new ProducerInitFrame(7, "q", "shipping", ProducerInitFrame.NEW_INSTANCE));
+            assertEquals(new ProducerOkFrame(7, ProducerIds.forName("shipping"), 2, 0), other.expect(ProducerOkFrame.class),
+                    "a new instance gets the epoch above the one granted");
+            owner.send(new ProducerInitFrame(8, "q", "billing", 1));
+            assertEquals(new ProducerOkFrame(8, id, 1, 1), owner.expect(ProducerOkFrame.class), "a granted epoch resumes");
+        }
         try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
-            declare(c, "q");
-            c.send(new ProducerInitFrame(5, "q", "greedy", Integer.MAX_VALUE));
-            assertEquals(new ProducerOkFrame(5, id, Integer.MAX_VALUE, 0), c.expect(ProducerOkFrame.class));
-            c.send(new ProducerInitFrame(6, "q", "another", ProducerInitFrame.NEW_INSTANCE));
-            ErrorFrame refused = c.expect(ErrorFrame.class);
-            assertEquals(ErrorCode.RESOURCE_LIMIT, refused.errorCode());
-            assertTrue(refused.message().contains("every producer epoch up to " + Integer.MAX_VALUE + " was granted"),
-                    refused.message());
-            publish(c, "q", id, 1);
-            assertEquals(List.of(1L), confirmed(c, id, 1), "the instance holding the highest epoch publishes on");
+            c.send(new ProducerInitFrame(9, "q", "billing", 3));
+            assertEquals(ErrorCode.PRODUCER_FENCED, c.expect(ErrorFrame.class).errorCode(), "after a restart too");
+            c.send(new ProducerInitFrame(10, "q", "invoices", ProducerInitFrame.NEW_INSTANCE));
+            assertEquals(3, c.expect(ProducerOkFrame.class).epoch());
         }
     }
 

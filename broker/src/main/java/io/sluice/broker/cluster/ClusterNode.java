@@ -316,7 +316,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                                                                            String producerName, long producerId, int requestedEpoch) {
         CompletableFuture<ProducerRegistry.Registered> answer = new CompletableFuture<>();
         // Rule R11: the cap on named producers is the leader's, checked before it submits; every node applies what it submits.
-        queue.producerState().admitRegistration(producerId, () -> {
+        queue.producerState().admitRegistration(producerId, requestedEpoch, () -> {
             long call = submissions.nextCall();
             submissions.registration(call, connection, answer);
             submit(call, entry(call, queue.name(), new ProducerInitFrame(0, queue.name(), producerName, requestedEpoch)),

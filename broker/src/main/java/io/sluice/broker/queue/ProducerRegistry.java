@@ -3,6 +3,7 @@ package io.sluice.broker.queue;
 import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.collection.LongObjectMap;
 import io.sluice.broker.log.RateLimitedLog;
+import io.sluice.broker.error.BrokerException;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.dedup.CorruptProducerStateException;
@@ -528,6 +529,7 @@ public final class ProducerRegistry {
      * the queue's thread, after undoing the registration (see the class comment).
      */
     CompletableFuture<Registered> register(ClientConnection connection, long producerId, int requestedEpoch) {
+        checkGranted(requestedEpoch);
         checkOwnerRoom(producerId);
         int previousEpoch = table.epoch(producerId);
         int previousHighest = table.highestEpochGranted();
@@ -573,6 +575,23 @@ public final class ProducerRegistry {
      *
      * @throws NamedProducersExhaustedException if there is no room
      */
+    /**
+     * Rule "a resume names a granted epoch" (E2): a resume ({@code requestedEpoch} 0 or more) names the epoch a
+     * PRODUCER_OK gave, so never one above every epoch the queue granted. Accepted, one such frame from any client
+     * allowed to publish would take the name from its newest instance, and raise the queue's mark (E1, checkpointed)
+     * as far as it liked: at 2,147,483,647 no new instance of any name could register again. Checked where a
+     * registration is admitted (here, and by a cluster's leader before it submits one), never when a cluster node
+     * applies one, which every node must do alike, entries written before this rule included.
+     */
+    void checkGranted(int requestedEpoch) {
+        int granted = table.highestEpochGranted();
+        if (requestedEpoch > granted) {
+            throw new BrokerException(ErrorCode.PRODUCER_FENCED, "queue '" + queue + "' never granted epoch " + requestedEpoch
+                    + " (the highest it granted is " + granted + "): a resume names the epoch its PRODUCER_OK gave, and a new "
+                    + "instance registers with epoch -1");
+        }
+    }
+
     void checkOwnerRoom(long producerId) {
         if (owners.containsKey(producerId) || owners.size() < maxOwners()) {
             return; // fences of superseded instances never refuse one: they have their own bound (keepFencesBounded)

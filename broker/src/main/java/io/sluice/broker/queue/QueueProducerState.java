@@ -43,16 +43,18 @@ public final class QueueProducerState {
     }
 
     /**
-     * Rule R11, on a cluster's leader before it submits a registration: whether the queue has room for one more named
-     * producer's owner ({@link ProducerRegistry#checkOwnerRoom}); if it has, runs {@code submit} on the queue's executor,
+     * Rule R11, on a cluster's leader before it submits a registration: whether a resume names an epoch the queue
+     * granted ({@link ProducerRegistry#checkGranted}) and the queue has room for one more named producer's owner
+     * ({@link ProducerRegistry#checkOwnerRoom}); if so, runs {@code submit} on the queue's executor,
      * behind the work queued there before (a PUBLISH the client sends after the registration is admitted, and so
      * submitted, after it). Completes exceptionally with the refusal, nothing submitted.
      */
-    public CompletableFuture<Void> admitRegistration(long producerId, Runnable submit) {
+    public CompletableFuture<Void> admitRegistration(long producerId, int requestedEpoch, Runnable submit) {
         return CompletableFuture.runAsync(() -> {
             if (queue.isClosed()) {
                 throw new BrokerException(ErrorCode.UNKNOWN_QUEUE, "queue '" + queue.name() + "' was deleted");
             }
+            producers.checkGranted(requestedEpoch);
             producers.checkOwnerRoom(producerId);
             submit.run();
         }, executor);

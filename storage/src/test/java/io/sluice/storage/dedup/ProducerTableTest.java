@@ -8,6 +8,8 @@ import static io.sluice.storage.dedup.ProducerTable.Verdict.NEW;
 import static io.sluice.storage.dedup.ProducerTable.Verdict.OUT_OF_WINDOW;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ProducerTableTest {
     private final ProducerTable table = new ProducerTable(3, 1_000, 100);
@@ -222,5 +224,19 @@ class ProducerTableTest {
         assertEquals(1, held.evictionsBeforeMarker());
         assertEquals(NEW, held.check(9, 0, 1, 5_000));
         assertEquals(DUPLICATE, held.check(7, 0, 3, 5_000));
+    }
+
+    /** Once every epoch was granted, a new instance is refused with the reason; an instance holding an epoch resumes. */
+    @Test
+    void whenEveryEpochWasGrantedANewInstanceIsRefusedAndAResumeGoesOn() {
+        ProducerTable table = new ProducerTable(10, 1_000, 100);
+        table.restoreEpochs(Integer.MAX_VALUE - 1, 0);
+        assertEquals(Integer.MAX_VALUE, table.register(7, -1, 0));
+        ProducerEpochsExhaustedException refused = assertThrows(ProducerEpochsExhaustedException.class,
+                () -> table.register(8, -1, 0));
+        assertTrue(refused.getMessage().contains("every producer epoch up to " + Integer.MAX_VALUE + " was granted"),
+                refused.getMessage());
+        assertEquals(0, table.epoch(8), "the refused instance was not registered");
+        assertEquals(Integer.MAX_VALUE, table.register(7, Integer.MAX_VALUE, 0));
     }
 }
