@@ -45,11 +45,11 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>End: a consumer ends when the application closes it ({@link #close()}: {@link #receive} then throws
  * {@link IllegalStateException}) or on its own, when it can receive nothing more ({@link #failure()} says why and
- * {@link #receive} throws that): after a reconnect the broker refused to subscribe it again for good; its connection
- * was lost and reconnecting is off; or its connection was closed ({@link Connection#close()}). The last two fail with
+ * {@link #receive} throws that): after a reconnect the broker refused to subscribe it again for good; writing its acks
+ * failed (it then unsubscribes, so the broker takes its unacked messages back); its connection was lost and
+ * reconnecting is off; or its connection was closed ({@link Connection#close()}). The last two fail with
  * {@link ConnectionLostException}. A {@link #receive} waiting when the consumer ends returns at once and throws the
- * same, and a handler is not called any more, not even for the messages of a DELIVER it was part way through. Before, a
- * consumer of a connection lost for good, or closed, looked like a consumer of an empty queue (found by a review).
+ * same, and a handler is not called any more, not even for the messages of a DELIVER it was part way through.
  */
 public final class Consumer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Consumer.class);
@@ -92,6 +92,8 @@ public final class Consumer implements AutoCloseable {
     private boolean closeMarkerTaken;
     /** On loop: the UNSUBSCRIBE was written; a transaction's ack of this consumer's message would follow it. */
     private boolean unsubscribeSent;
+    /** On loop: the answer to the UNSUBSCRIBE this consumer sent when it ended on its own ({@link #leaveOnLoop}), or null. */
+    private CompletableFuture<Frame> left;
 
     Consumer(Connection connection, String queue, int consumerTag, ConsumerOptions options, MessageHandler handler) {
         this.connection = connection;
@@ -108,13 +110,36 @@ public final class Consumer implements AutoCloseable {
 
     /**
      * On loop: writing the acks batched for the flush timer threw. They will not be written, and neither will the credit
-     * they free, so the broker would deliver no more: the consumer ends, saying why ({@link #failure()}). Before, the timer
-     * died with the exception and the consumer waited, unseen, for deliveries that could not come (found by a review).
+     * they free, so the broker would deliver no more: the consumer ends, saying why ({@link #failure()}), and leaves the
+     * broker ({@link #leaveOnLoop}), which takes back the messages it did not ack.
      */
     private void ackFlushFailedOnLoop(Throwable thrown) {
         pendingAckCount = 0;
         failedOnLoop(new SluiceException("the consumer of queue " + queue + " ended: writing its acks failed on the"
                 + " client's network thread: " + thrown, thrown));
+        leaveOnLoop();
+    }
+
+    /**
+     * On loop: this consumer ended on its own while subscribed, so it leaves as a closed one does: it is removed from the
+     * connection (no later handshake subscribes it again) and, connected, sends UNSUBSCRIBE, after which the broker
+     * delivers nothing more to it, holds none of its credit and takes back every message it did not ack. A later
+     * {@link #close()} waits for that UNSUBSCRIBE rather than send another.
+     */
+    private void leaveOnLoop() {
+        if (closeMarkerTaken || unsubscribeSent) {
+            return; // close() unsubscribes it
+        }
+        connection.removeConsumer(this);
+        if (connection.activeChannel() != null) {
+            left = new CompletableFuture<>();
+            sendUnsubscribeOnLoop(left);
+            left.whenComplete((answer, unanswered) -> {
+                if (unanswered != null) {
+                    LOG.debug("Unsubscribing the ended consumer of {} did not get an answer: {}", queue, unanswered.getMessage());
+                }
+            });
+        }
     }
 
     public String queue() {
@@ -334,14 +359,16 @@ public final class Consumer implements AutoCloseable {
     }
 
     /**
-     * On loop: whether {@code message}'s settlement came behind close()'s marker: made while close() ran, it passed
-     * {@link #checkSettleable} before close() began and was queued after it. The broker takes the message back.
+     * On loop: whether {@code message}'s settlement came behind close()'s marker or the UNSUBSCRIBE of a consumer that
+     * ended on its own: made meanwhile, it passed {@link #checkSettleable} before and was queued after. The broker takes
+     * the message back.
      */
     private boolean droppedAfterClose(Message message) {
-        if (closeMarkerTaken) {
-            LOG.debug("Dropped the settlement of message {} of queue {}, made while its consumer closed.", message.id(), queue);
+        if (closeMarkerTaken || unsubscribeSent) {
+            LOG.debug("Dropped the settlement of message {} of queue {}, made while its consumer closed or ended.",
+                    message.id(), queue);
         }
-        return closeMarkerTaken;
+        return closeMarkerTaken || unsubscribeSent;
     }
 
     /** On loop: the UNSUBSCRIBE was written, so the broker took back every message it delivered to this consumer. */
@@ -460,6 +487,18 @@ public final class Consumer implements AutoCloseable {
         connection.requestNowOnLoop(id -> new UnsubscribeFrame(id, consumerTag), "UNSUBSCRIBE " + queue, unsubscribed);
     }
 
+    /**
+     * On loop: close() of a consumer that ended on its own, which is subscribed no more (it left, or its connection did,
+     * or the broker refused it): no UNSUBSCRIBE, and the close completes once the one it left with, if any, is answered.
+     */
+    private void endedCloseOnLoop(CompletableFuture<Frame> unsubscribed) {
+        if (left == null) {
+            unsubscribed.complete(null);
+        } else {
+            left.whenComplete((answer, unanswered) -> unsubscribed.complete(answer));
+        }
+    }
+
     /** On loop: writes the pending acks, and any credit due, and flushes the channel. */
     private void flushAcksOnLoop() {
         if (writeAcksOnLoop()) {
@@ -486,7 +525,7 @@ public final class Consumer implements AutoCloseable {
     /** On loop: writes a CREDIT, without flushing, once an eighth of the credit has been settled. */
     private void topUpOnLoop() {
         Channel channel = connection.activeChannel();
-        if (closed || channel == null || settledSinceTopUp < Math.max(1, options.credit() / 8)) {
+        if (closed || unsubscribeSent || channel == null || settledSinceTopUp < Math.max(1, options.credit() / 8)) {
             return;
         }
         flushPendingAcksBeforeCredit(channel);
@@ -514,6 +553,11 @@ public final class Consumer implements AutoCloseable {
                 flushAcksOnLoop();
                 marker.written().complete(null);
             } else if (settlement instanceof CloseMarker marker) {
+                if (failure != null) {
+                    closeMarkerTaken = true;
+                    endedCloseOnLoop(marker.unsubscribed());
+                    return;
+                }
                 flushAcksOnLoop();
                 closeMarkerTaken = true;
                 // In a task of its own, behind the transactions' work queued before it: an ack in a transaction made

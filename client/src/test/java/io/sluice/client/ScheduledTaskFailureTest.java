@@ -119,6 +119,42 @@ class ScheduledTaskFailureTest {
     }
 
     /**
+     * A consumer's ack flush timer throws: the consumer ends, saying why, and leaves the broker with an UNSUBSCRIBE (which
+     * gives its unacked messages back), so that the broker stops delivering to it and holding its credit; a close()
+     * after that sends no second one. Before, it stayed subscribed until its connection closed.
+     */
+    @Test
+    void anAckFlushTimerThatThrowsEndsTheConsumerAndUnsubscribesIt() throws Exception {
+        connection = broker.connectReconnecting(LONG);
+        Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
+        setField(io.sluice.client.internal.OwingTask.class, "work", field(Consumer.class, "flushAcksTask", consumer),
+                (Runnable) () -> {
+                    throw defect;
+                });
+        broker.deliver(consumer.consumerTag(), 1, 2);
+        Message first = consumer.receive(LONG);
+        assertNotNull(consumer.receive(LONG));
+        first.ack(); // batched: the flush timer writes it, and throws
+
+        TestWait.until(() -> consumer.failure() != null);
+        assertSame(defect, consumer.failure().getCause(), consumer.failure().toString());
+        TestWait.until(() -> broker.count(io.sluice.protocol.UnsubscribeFrame.class) == 1);
+        assertEquals(consumer.consumerTag(), broker.frames(io.sluice.protocol.UnsubscribeFrame.class).get(0).consumerTag());
+        java.util.Map<Integer, Consumer> consumers = field(Connection.class, "consumers", connection);
+        TestWait.until(() -> consumerCount(consumers) == 0);
+        consumer.close();
+        assertEquals(1, broker.count(io.sluice.protocol.UnsubscribeFrame.class), "close() after the end unsubscribes no more");
+        assertEquals(0, connection.declareQueue("orders", QueueSettings.EMPTY), "the connection carries on");
+    }
+
+    /** How many consumers the connection holds, read on its network thread, which owns the map. */
+    private int consumerCount(java.util.Map<Integer, Consumer> consumers) {
+        CompletableFuture<Integer> count = new CompletableFuture<>();
+        connection.executeOnLoop(() -> count.complete(consumers.size()));
+        return count.join();
+    }
+
+    /**
      * While its queue is BLOCKED, a producer's timer fails the messages that waited longer than the blocked timeout; a
      * tick that throws ends the producer, failing its waiting message at once. Before, the timer died with the exception
      * and the message waited, unsent, until the queue was FREE again.
