@@ -6,7 +6,8 @@ import java.util.concurrent.Executor;
 
 /**
  * Runs tasks one at a time, in submission order, on a shared executor, so each consumer's handler sees its
- * messages in order without owning a thread. A task that throws is logged; the ones behind it still run.
+ * messages in order without owning a thread. A task that throws is logged; the ones behind it still run. A delegate
+ * that refuses the drain throws out of {@link #execute}; the task stays queued and the next call tries again.
  * Thread-safe.
  */
 public final class SerialExecutor implements Executor {
@@ -30,7 +31,15 @@ public final class SerialExecutor implements Executor {
             }
             running = true;
         }
-        delegate.execute(this::drain);
+        try {
+            delegate.execute(this::drain);
+        } catch (RuntimeException | Error refused) {
+            // Nothing drains: the next execute must start a drain again, or every later task would wait for good.
+            synchronized (tasks) {
+                running = false;
+            }
+            throw refused;
+        }
     }
 
     /** Whether the calling thread is running this executor's tasks: a wait there for a later task never ends. */
