@@ -1,6 +1,7 @@
 package io.sluice.client;
 
 import io.netty.channel.Channel;
+import io.sluice.client.internal.CompletionBacklog;
 import io.sluice.client.internal.LoopBatcher;
 import io.sluice.client.internal.OutgoingHeaders;
 import io.sluice.client.internal.OwingTask;
@@ -47,7 +48,11 @@ import java.util.function.LongFunction;
  * <p>Back-pressure: at most {@link ProducerOptions#maxInFlight()} messages are unsettled; {@link #sendAsync}
  * blocks its caller until one settles. A message holds its slot until the network thread settles it (a confirm,
  * an error, or giving up on it), not until its future completes: a cancelled future frees nothing while the
- * message may still reach the broker, and a CONFIRM frees all its slots at once.
+ * message may still reach the broker, and a CONFIRM frees all its slots at once. Rule "settlements wait in a bounded
+ * queue": while maxInFlight settled messages wait for their futures to be completed (behind a callback that takes its
+ * time), senders wait too, holding no slot meanwhile, so the queue of settlements stays under twice maxInFlight. A
+ * callback of this producer's own futures never waits for that queue, which moves only once it returns: its
+ * sendAsync fails at once if twice maxInFlight settlements are queued behind it.
  *
  * <p>A CONFIRM completes futures; a PUBLISH_ERROR fails exactly the messages it names with a
  * {@link SluiceException} carrying the broker's code. Futures complete on a dispatch thread, or on the network
@@ -83,6 +88,8 @@ public final class Producer implements AutoCloseable {
      * task.
      */
     private final SerialExecutor settlements;
+    /** The settled messages whose futures {@link #settlements} has yet to complete; senders wait while it is full. */
+    private final CompletionBacklog completionBacklog;
     /** Keeps FLOW notifications in the order the broker sent them. */
     private final SerialExecutor flowCallbacks;
     /** Messages (and {@link #CLOSE}) on their way to the network thread, in call order. */
@@ -127,6 +134,7 @@ public final class Producer implements AutoCloseable {
                 ? MAX_BLOCKED_TIMEOUT_NANOS : options.blockedTimeout().toNanos();
         this.unsettled = new SequenceWindow<>(Math.min(options.maxInFlight(), 1 << 16));
         this.settlements = connection.serialCompletions();
+        this.completionBacklog = new CompletionBacklog(options.maxInFlight());
         this.flowCallbacks = new SerialExecutor(connection::dispatch);
         this.submitted = new LoopBatcher<>(connection.loopExecutor(), new Submissions());
         this.frameOverheadBytes = 6 + 2 + queue.getBytes(StandardCharsets.UTF_8).length + 4;
@@ -185,7 +193,8 @@ public final class Producer implements AutoCloseable {
 
     /**
      * Sends a message; the future completes when the broker confirmed it durable, or fails with a
-     * {@link SluiceException}. Blocks the caller while {@code maxInFlight} messages are unsettled. The payload
+     * {@link SluiceException}. Blocks the caller while {@code maxInFlight} messages are unsettled, or as many
+     * settled ones wait for this producer's callbacks (from such a callback it does not wait for those). The payload
      * array must not be changed until the future completes (it is kept for resending). On the network thread
      * (a callback, with {@link ConnectionOptions#callbacksOnNetworkThread()}), which settles messages and so
      * must not wait for that, a full window fails the future at once.
@@ -194,21 +203,66 @@ public final class Producer implements AutoCloseable {
         Objects.requireNonNull(payload, "payload");
         Objects.requireNonNull(headers, "headers");
         if (connection.onNetworkThread()) {
-            if (!inFlight.tryAcquire()) {
+            if (completionBacklog.full() || !inFlight.tryAcquire()) {
                 return CompletableFuture.failedFuture(new SluiceException("sendAsync to queue " + queue
-                        + " from the network thread found all " + options.maxInFlight() + " in-flight slots taken;"
-                        + " it cannot wait there for a confirm, which that thread delivers", null));
+                        + " from the network thread found all " + options.maxInFlight() + " in-flight slots taken, or as"
+                        + " many settlements queued for this producer's callbacks; it cannot wait there for a confirm,"
+                        + " which that thread delivers", null));
             }
             return enqueue(payload, OutgoingHeaders.copyOf(headers));
         }
         try {
-            inFlight.acquire();
+            if (settlements.drainingOnCurrentThread()) {
+                return sendFromOwnCallback(payload, headers);
+            }
+            acquireSlot(Long.MAX_VALUE);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return CompletableFuture.failedFuture(
                     new SluiceException("interrupted while waiting for room in the in-flight window", e));
         }
         return enqueue(payload, OutgoingHeaders.copyOf(headers));
+    }
+
+    /**
+     * {@link #sendAsync} from a callback of this producer's own futures: it waits for a slot, which the network thread
+     * frees, but not for the settlements queued behind the callback, which complete only once it returns; past twice
+     * maxInFlight of them it fails at once.
+     */
+    private CompletableFuture<Void> sendFromOwnCallback(byte[] payload, List<MessageHeader> headers) throws InterruptedException {
+        inFlight.acquire();
+        long bound = 2L * options.maxInFlight();
+        if (completionBacklog.queued() >= bound) {
+            inFlight.release();
+            return CompletableFuture.failedFuture(new SluiceException("sendAsync to queue " + queue + " from a callback of"
+                    + " this producer's own futures found twice maxInFlight " + options.maxInFlight() + " settlements"
+                    + " queued behind that callback: it cannot wait there for them to complete, as they do only after"
+                    + " that callback returns", null));
+        }
+        return enqueue(payload, OutgoingHeaders.copyOf(headers));
+    }
+
+    /**
+     * Takes an in-flight slot once fewer than maxInFlight settlements wait for their futures, within {@code timeoutNanos}
+     * (Long.MAX_VALUE: for good); false if the time ran out. No slot is held while it waits for the settlements, so a
+     * callback that sends, and so waits for a slot, is not held up by a sender that waits for it to return.
+     */
+    private boolean acquireSlot(long timeoutNanos) throws InterruptedException {
+        long start = System.nanoTime();
+        while (true) {
+            if (!completionBacklog.awaitRoom(remainingNanos(start, timeoutNanos))
+                    || !inFlight.tryAcquire(remainingNanos(start, timeoutNanos), TimeUnit.NANOSECONDS)) {
+                return false;
+            }
+            if (!completionBacklog.full()) {
+                return true;
+            }
+            inFlight.release(); // settled meanwhile while a callback runs: wait for the settlements again, slot-free
+        }
+    }
+
+    private static long remainingNanos(long start, long timeoutNanos) {
+        return timeoutNanos == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, timeoutNanos - (System.nanoTime() - start));
     }
 
     /** Sends and waits for the confirm, at most the connection's request timeout. */
@@ -243,9 +297,10 @@ public final class Producer implements AutoCloseable {
         long timeoutNanos = TimeUnit.NANOSECONDS.convert(timeout); // saturated at Long.MAX_VALUE
         long start = System.nanoTime();
         try {
-            if (!inFlight.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS)) {
+            if (!acquireSlot(timeoutNanos)) {
                 throw new SluiceTimeoutException("send to queue " + queue + ": " + options.maxInFlight()
-                        + " messages were still unconfirmed after " + timeout.toMillis() + " ms");
+                        + " messages were still unconfirmed, or as many settlements waited for this producer's callbacks,"
+                        + " after " + timeout.toMillis() + " ms");
             }
             CompletableFuture<Void> future = enqueue(payload, OutgoingHeaders.copyOf(headers));
             future.get(Math.max(0, timeoutNanos - (System.nanoTime() - start)), TimeUnit.NANOSECONDS);
@@ -448,8 +503,7 @@ public final class Producer implements AutoCloseable {
             unsettled.removeRange(range.from(), range.to(), pending -> confirmed.add(pending.future));
         }
         if (!confirmed.isEmpty()) {
-            inFlight.release(confirmed.size());
-            settlements.execute(() -> confirmed.forEach(future -> future.complete(null)));
+            settleInOrder(confirmed, null);
         }
         removeIfDone();
     }
@@ -697,8 +751,7 @@ public final class Producer implements AutoCloseable {
         List<CompletableFuture<Void>> failed = new ArrayList<>();
         unsettled.forEach(pending -> failed.add(pending.future));
         if (!failed.isEmpty()) {
-            inFlight.release(failed.size());
-            settlements.execute(() -> failed.forEach(future -> future.completeExceptionally(failure)));
+            settleInOrder(failed, failure);
         }
         unsettled.clear();
         unsent.clear();
@@ -707,8 +760,27 @@ public final class Producer implements AutoCloseable {
 
     /** Settles a message that will not be confirmed: frees its slot and fails its future where callbacks run. */
     private void fail(Pending pending, Throwable failure) {
-        inFlight.release();
-        settlements.execute(() -> pending.future.completeExceptionally(failure));
+        settleInOrder(List.of(pending.future), failure);
+    }
+
+    /**
+     * Frees the slots of settled messages and completes their {@code futures} (with {@code failure}, if not null) where
+     * callbacks run, after those settled before. They count in {@link #completionBacklog} from before their slots are
+     * freed until each is completed, so a sender that takes a freed slot sees them queued.
+     */
+    private void settleInOrder(List<CompletableFuture<Void>> futures, Throwable failure) {
+        completionBacklog.added(futures.size());
+        inFlight.release(futures.size());
+        settlements.execute(() -> {
+            for (CompletableFuture<Void> future : futures) {
+                completionBacklog.completing();
+                if (failure == null) {
+                    future.complete(null);
+                } else {
+                    future.completeExceptionally(failure);
+                }
+            }
+        });
     }
 
     /**

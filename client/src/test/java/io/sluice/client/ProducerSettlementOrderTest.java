@@ -134,6 +134,103 @@ class ProducerSettlementOrderTest {
         }
     }
 
+    /**
+     * A callback that takes its time holds the settlements behind it, and the sender feels it: with maxInFlight 4, a
+     * thread that keeps sending stops once 4 settlements wait behind the callback (at most 8 messages published, the
+     * first included), and goes on once it returns; every future then completes, in order. Before, a confirm freed its
+     * slot at once, and the queue of completed-but-not-yet-told futures grew with every message sent (100 here).
+     */
+    @Test
+    void settlementsQueuedBehindASlowCallbackStopTheSender() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
+            Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT.withMaxInFlight(4));
+            CountDownLatch callbackMayReturn = new CountDownLatch(1);
+            CountDownLatch callbackRunning = new CountDownLatch(1);
+            HeldNetworkThread held = HeldNetworkThread.hold(connection); // so that the callback runs where it settles
+            producer.sendAsync(new byte[] {0}).whenComplete((ignored, failure) -> {
+                callbackRunning.countDown();
+                HeldNetworkThread.awaitQuietly(callbackMayReturn);
+            });
+            held.release();
+            assertTrue(callbackRunning.await(10, TimeUnit.SECONDS));
+
+            int messages = 100;
+            List<CompletableFuture<Void>> futures = new CopyOnWriteArrayList<>();
+            List<Integer> settledInOrder = new CopyOnWriteArrayList<>();
+            Thread sender = new Thread(() -> {
+                for (int i = 1; i <= messages; i++) {
+                    int index = i;
+                    CompletableFuture<Void> future = producer.sendAsync(new byte[] {(byte) i});
+                    future.whenComplete((ignored, failure) -> settledInOrder.add(index));
+                    futures.add(future);
+                }
+            }, "test-sender");
+            sender.start();
+            TestWait.until(() -> sender.getState() == Thread.State.TERMINATED
+                    || sender.getState() == Thread.State.WAITING && broker.publishedSequences.size() >= 5);
+            connection.declareQueue("orders", io.sluice.protocol.QueueSettings.EMPTY); // the confirms sent are handled
+            assertEquals(Thread.State.WAITING, sender.getState(), () -> "the sender went on: "
+                    + broker.publishedSequences.size() + " messages published while the first one's callback ran");
+            int published = broker.publishedSequences.size();
+            assertTrue(published >= 5 && published <= 8, published + " published: 4 settlements queued stop the sender,"
+                    + " with up to 4 more in flight meanwhile");
+
+            callbackMayReturn.countDown();
+            sender.join(10_000);
+            TestWait.until(() -> settledInOrder.size() == messages);
+            for (int i = 0; i < messages; i++) {
+                assertEquals(i + 1, settledInOrder.get(i));
+                futures.get(i).get(5, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    /**
+     * Sends from a producer's own callbacks never wait for the settlements queued behind them: a chain of sends, each
+     * from the callback of the one before, with maxInFlight 1, completes; a callback that keeps sending meets the bound
+     * of twice maxInFlight settlements queued behind it, and its sendAsync then fails at once, saying why.
+     */
+    @Test
+    void sendsFromTheProducersOwnCallbacksDoNotWaitForThemselves() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
+            Producer chained = connection.createProducer("orders", ProducerOptions.DEFAULT.withMaxInFlight(1));
+            CompletableFuture<Integer> chainEnd = new CompletableFuture<>();
+            sendChained(chained, 1, 20, chainEnd);
+            assertEquals(20, chainEnd.get(10, TimeUnit.SECONDS));
+
+            Producer fanning = connection.createProducer("audit", ProducerOptions.DEFAULT.withMaxInFlight(2));
+            CompletableFuture<String> refusal = new CompletableFuture<>();
+            HeldNetworkThread held = HeldNetworkThread.hold(connection); // so that the callback below runs where it settles
+            fanning.sendAsync(new byte[] {0}).whenComplete((ignored, failure) -> {
+                for (int i = 1; i <= 50 && !refusal.isDone(); i++) {
+                    fanning.sendAsync(new byte[] {(byte) i}).whenComplete((none, refused) -> {
+                        if (refused != null) {
+                            refusal.complete(refused.getMessage());
+                        }
+                    });
+                }
+                refusal.complete("every send went");
+            });
+            held.release();
+            assertEquals("sendAsync to queue audit from a callback of this producer's own futures found twice maxInFlight"
+                    + " 2 settlements queued behind that callback: it cannot wait there for them to complete, as they do"
+                    + " only after that callback returns", refusal.get(10, TimeUnit.SECONDS));
+        }
+    }
+
+    /** Sends message {@code index} of {@code last}, and the next from its future's callback. */
+    private static void sendChained(Producer producer, int index, int last, CompletableFuture<Integer> end) {
+        producer.sendAsync(new byte[] {(byte) index}).whenComplete((ignored, failure) -> {
+            if (failure != null) {
+                end.completeExceptionally(failure);
+            } else if (index == last) {
+                end.complete(index);
+            } else {
+                sendChained(producer, index + 1, last, end);
+            }
+        });
+    }
+
     private static boolean completesWithin(CompletableFuture<Void> future, long millis) {
         try {
             future.get(millis, TimeUnit.MILLISECONDS);
