@@ -250,8 +250,12 @@ public final class Producer implements AutoCloseable {
     private boolean acquireSlot(long timeoutNanos) throws InterruptedException {
         long start = System.nanoTime();
         while (true) {
-            if (!completionBacklog.awaitRoom(remainingNanos(start, timeoutNanos))
-                    || !inFlight.tryAcquire(remainingNanos(start, timeoutNanos), TimeUnit.NANOSECONDS)) {
+            if (!completionBacklog.awaitRoom(remainingNanos(start, timeoutNanos))) {
+                return false;
+            }
+            if (timeoutNanos == Long.MAX_VALUE) {
+                inFlight.acquire();
+            } else if (!inFlight.tryAcquire(remainingNanos(start, timeoutNanos), TimeUnit.NANOSECONDS)) {
                 return false;
             }
             if (!completionBacklog.full()) {
