@@ -116,6 +116,8 @@ class ProducerSettlementOrderTest {
             Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT);
             Producer other = connection.createProducer("audit", ProducerOptions.DEFAULT);
             CompletableFuture<String> outcome = new CompletableFuture<>();
+            // Held, so that the callback is registered before the confirm comes and runs where the futures complete.
+            HeldNetworkThread held = HeldNetworkThread.hold(connection);
             producer.sendAsync(new byte[] {1}).whenComplete((ignored, failure) -> {
                 try {
                     producer.send(new byte[] {2});
@@ -127,6 +129,7 @@ class ProducerSettlementOrderTest {
                     outcome.completeExceptionally(e);
                 }
             });
+            held.release();
             assertEquals("Producer.send to queue orders was called from a callback of this producer's own futures, which"
                     + " complete one after the other: the confirm it would wait for comes only after that callback returns."
                     + " Use sendAsync there, or another producer", outcome.get(10, TimeUnit.SECONDS));
