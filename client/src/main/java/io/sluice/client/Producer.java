@@ -1,7 +1,6 @@
 package io.sluice.client;
 
 import io.netty.channel.Channel;
-import io.sluice.client.internal.CompletionBacklog;
 import io.sluice.client.internal.LoopBatcher;
 import io.sluice.client.internal.OutgoingHeaders;
 import io.sluice.client.internal.OwingTask;
@@ -32,7 +31,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.LongFunction;
@@ -48,11 +46,10 @@ import java.util.function.LongFunction;
  * <p>Back-pressure: at most {@link ProducerOptions#maxInFlight()} messages are unsettled; {@link #sendAsync}
  * blocks its caller until one settles. A message holds its slot until the network thread settles it (a confirm,
  * an error, or giving up on it), not until its future completes: a cancelled future frees nothing while the
- * message may still reach the broker, and a CONFIRM frees all its slots at once. Rule "settlements wait in a bounded
- * queue": while maxInFlight settled messages wait for their futures to be completed (behind a callback that takes its
- * time), senders wait too, holding no slot meanwhile, so the queue of settlements stays under twice maxInFlight. A
- * callback of this producer's own futures never waits for that queue, which moves only once it returns: its
- * sendAsync fails at once if twice maxInFlight settlements are queued behind it.
+ * message may still reach the broker, and a CONFIRM frees all its slots at once. While maxInFlight settled messages
+ * wait for their futures to be completed (behind a callback that takes its time), senders wait too (rule "settlements
+ * wait in a bounded queue", {@link ProducerInFlight}); a callback of this producer's own futures never waits for them,
+ * and its sendAsync fails at once if twice maxInFlight are queued behind it.
  *
  * <p>A CONFIRM completes futures; a PUBLISH_ERROR fails exactly the messages it names with a
  * {@link SluiceException} carrying the broker's code. Futures complete on a dispatch thread, or on the network
@@ -77,19 +74,12 @@ public final class Producer implements AutoCloseable {
     private final String queue;
     private final long producerId;
     private final ProducerOptions options;
-    private final Semaphore inFlight;
+    /** The in-flight window and the ordered completion of the messages' futures. */
+    private final ProducerInFlight inFlight;
     /** {@link ProducerOptions#blockedTimeout()} in nanoseconds, at most {@link #MAX_BLOCKED_TIMEOUT_NANOS}. */
     private final long blockedTimeoutNanos;
     /** Frame header, queue name and messageCount: the bytes of a PUBLISH frame besides its messages. */
     private final int frameOverheadBytes;
-    /**
-     * Settles the messages' futures where callbacks run, one task after the other in the order the network thread
-     * settled them: confirms and failures in the broker's order, each CONFIRM frame's (or a lost connection's) in one
-     * task.
-     */
-    private final SerialExecutor settlements;
-    /** The settled messages whose futures {@link #settlements} has yet to complete; senders wait while it is full. */
-    private final CompletionBacklog completionBacklog;
     /** Keeps FLOW notifications in the order the broker sent them. */
     private final SerialExecutor flowCallbacks;
     /** Messages (and {@link #CLOSE}) on their way to the network thread, in call order. */
@@ -129,12 +119,10 @@ public final class Producer implements AutoCloseable {
         this.options = Objects.requireNonNull(options, "options");
         this.producerId = options.name() == null ? ProducerIds.random() : ProducerIds.forName(options.name());
         this.awaitingInit = options.name() != null;
-        this.inFlight = new Semaphore(options.maxInFlight());
         this.blockedTimeoutNanos = options.blockedTimeout().compareTo(Duration.ofNanos(MAX_BLOCKED_TIMEOUT_NANOS)) > 0
                 ? MAX_BLOCKED_TIMEOUT_NANOS : options.blockedTimeout().toNanos();
         this.unsettled = new SequenceWindow<>(Math.min(options.maxInFlight(), 1 << 16));
-        this.settlements = connection.serialCompletions();
-        this.completionBacklog = new CompletionBacklog(options.maxInFlight());
+        this.inFlight = new ProducerInFlight(queue, options.maxInFlight(), connection.serialCompletions());
         this.flowCallbacks = new SerialExecutor(connection::dispatch);
         this.submitted = new LoopBatcher<>(connection.loopExecutor(), new Submissions());
         this.frameOverheadBytes = 6 + 2 + queue.getBytes(StandardCharsets.UTF_8).length + 4;
@@ -203,70 +191,27 @@ public final class Producer implements AutoCloseable {
         Objects.requireNonNull(payload, "payload");
         Objects.requireNonNull(headers, "headers");
         if (connection.onNetworkThread()) {
-            if (completionBacklog.full() || !inFlight.tryAcquire()) {
-                return CompletableFuture.failedFuture(new SluiceException("sendAsync to queue " + queue
-                        + " from the network thread found all " + options.maxInFlight() + " in-flight slots taken, or as"
-                        + " many settlements queued for this producer's callbacks; it cannot wait there for a confirm,"
-                        + " which that thread delivers", null));
+            SluiceException full = inFlight.takeOnNetworkThread();
+            if (full != null) {
+                return CompletableFuture.failedFuture(full);
             }
             return enqueue(payload, OutgoingHeaders.copyOf(headers));
         }
         try {
-            if (settlements.drainingOnCurrentThread()) {
-                return sendFromOwnCallback(payload, headers);
+            if (inFlight.onOwnCallback()) {
+                SluiceException full = inFlight.takeOnOwnCallback();
+                if (full != null) {
+                    return CompletableFuture.failedFuture(full);
+                }
+            } else {
+                inFlight.take(Long.MAX_VALUE);
             }
-            acquireSlot(Long.MAX_VALUE);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return CompletableFuture.failedFuture(
                     new SluiceException("interrupted while waiting for room in the in-flight window", e));
         }
         return enqueue(payload, OutgoingHeaders.copyOf(headers));
-    }
-
-    /**
-     * {@link #sendAsync} from a callback of this producer's own futures: it waits for a slot, which the network thread
-     * frees, but not for the settlements queued behind the callback, which complete only once it returns; past twice
-     * maxInFlight of them it fails at once.
-     */
-    private CompletableFuture<Void> sendFromOwnCallback(byte[] payload, List<MessageHeader> headers) throws InterruptedException {
-        inFlight.acquire();
-        long bound = 2L * options.maxInFlight();
-        if (completionBacklog.queued() >= bound) {
-            inFlight.release();
-            return CompletableFuture.failedFuture(new SluiceException("sendAsync to queue " + queue + " from a callback of"
-                    + " this producer's own futures found twice maxInFlight " + options.maxInFlight() + " settlements"
-                    + " queued behind that callback: it cannot wait there for them to complete, as they do only after"
-                    + " that callback returns", null));
-        }
-        return enqueue(payload, OutgoingHeaders.copyOf(headers));
-    }
-
-    /**
-     * Takes an in-flight slot once fewer than maxInFlight settlements wait for their futures, within {@code timeoutNanos}
-     * (Long.MAX_VALUE: for good); false if the time ran out. No slot is held while it waits for the settlements, so a
-     * callback that sends, and so waits for a slot, is not held up by a sender that waits for it to return.
-     */
-    private boolean acquireSlot(long timeoutNanos) throws InterruptedException {
-        long start = System.nanoTime();
-        while (true) {
-            if (!completionBacklog.awaitRoom(remainingNanos(start, timeoutNanos))) {
-                return false;
-            }
-            if (timeoutNanos == Long.MAX_VALUE) {
-                inFlight.acquire();
-            } else if (!inFlight.tryAcquire(remainingNanos(start, timeoutNanos), TimeUnit.NANOSECONDS)) {
-                return false;
-            }
-            if (!completionBacklog.full()) {
-                return true;
-            }
-            inFlight.release(); // settled meanwhile while a callback runs: wait for the settlements again, slot-free
-        }
-    }
-
-    private static long remainingNanos(long start, long timeoutNanos) {
-        return timeoutNanos == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, timeoutNanos - (System.nanoTime() - start));
     }
 
     /** Sends and waits for the confirm, at most the connection's request timeout. */
@@ -293,7 +238,7 @@ public final class Producer implements AutoCloseable {
     public void send(byte[] payload, List<MessageHeader> headers, Duration timeout) {
         Objects.requireNonNull(payload, "payload");
         connection.checkMayBlock("Producer.send");
-        if (settlements.drainingOnCurrentThread()) {
+        if (inFlight.onOwnCallback()) {
             throw new IllegalStateException("Producer.send to queue " + queue + " was called from a callback of this"
                     + " producer's own futures, which complete one after the other: the confirm it would wait for comes"
                     + " only after that callback returns. Use sendAsync there, or another producer");
@@ -301,7 +246,7 @@ public final class Producer implements AutoCloseable {
         long timeoutNanos = TimeUnit.NANOSECONDS.convert(timeout); // saturated at Long.MAX_VALUE
         long start = System.nanoTime();
         try {
-            if (!acquireSlot(timeoutNanos)) {
+            if (!inFlight.take(timeoutNanos)) {
                 throw new SluiceTimeoutException("send to queue " + queue + ": " + options.maxInFlight()
                         + " messages were still unconfirmed, or as many settlements waited for this producer's callbacks,"
                         + " after " + timeout.toMillis() + " ms");
@@ -341,7 +286,7 @@ public final class Producer implements AutoCloseable {
     private CompletableFuture<Void> enqueue(byte[] payload, List<MessageHeader> headers) {
         CompletableFuture<Void> future = new CompletableFuture<>();
         if (closed || connection.isClosed()) {
-            inFlight.release();
+            inFlight.giveBack();
             future.completeExceptionally(closedFailure(closed));
             return future;
         }
@@ -437,7 +382,7 @@ public final class Producer implements AutoCloseable {
                     unsentBytes -= next.payload.length;
                     if (!settled) {
                         unsettled.remove(next.sequence);
-                        inFlight.release();
+                        inFlight.giveBack();
                     }
                     continue;
                 }
@@ -507,7 +452,7 @@ public final class Producer implements AutoCloseable {
             unsettled.removeRange(range.from(), range.to(), pending -> confirmed.add(pending.future));
         }
         if (!confirmed.isEmpty()) {
-            settleInOrder(confirmed, null);
+            inFlight.settle(confirmed, null);
         }
         removeIfDone();
     }
@@ -755,7 +700,7 @@ public final class Producer implements AutoCloseable {
         List<CompletableFuture<Void>> failed = new ArrayList<>();
         unsettled.forEach(pending -> failed.add(pending.future));
         if (!failed.isEmpty()) {
-            settleInOrder(failed, failure);
+            inFlight.settle(failed, failure);
         }
         unsettled.clear();
         unsent.clear();
@@ -764,27 +709,7 @@ public final class Producer implements AutoCloseable {
 
     /** Settles a message that will not be confirmed: frees its slot and fails its future where callbacks run. */
     private void fail(Pending pending, Throwable failure) {
-        settleInOrder(List.of(pending.future), failure);
-    }
-
-    /**
-     * Frees the slots of settled messages and completes their {@code futures} (with {@code failure}, if not null) where
-     * callbacks run, after those settled before. They count in {@link #completionBacklog} from before their slots are
-     * freed until each is completed, so a sender that takes a freed slot sees them queued.
-     */
-    private void settleInOrder(List<CompletableFuture<Void>> futures, Throwable failure) {
-        completionBacklog.added(futures.size());
-        inFlight.release(futures.size());
-        settlements.execute(() -> {
-            for (CompletableFuture<Void> future : futures) {
-                completionBacklog.completing();
-                if (failure == null) {
-                    future.complete(null);
-                } else {
-                    future.completeExceptionally(failure);
-                }
-            }
-        });
+        inFlight.settle(List.of(pending.future), failure);
     }
 
     /**
@@ -822,7 +747,7 @@ public final class Producer implements AutoCloseable {
         @Override
         public void rejected(Pending pending) {
             if (pending != CLOSE) {
-                inFlight.release();
+                inFlight.giveBack();
                 pending.future.completeExceptionally(connection.closedException());
             }
         }
