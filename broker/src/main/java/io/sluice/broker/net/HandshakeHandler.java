@@ -248,10 +248,13 @@ final class HandshakeHandler extends ProtocolHandler {
         if (waitingForLeader != null) {
             List<Object> held = waitingForLeader;
             waitingForLeader = null;
+            // Reading resumes before the held frames are handled, not after: one of them may pause it again (a PUBLISH
+            // past the window, a DECLARE the declare thread serves), and that pause must hold. The socket is read only
+            // once this task returns, so they still come before whatever the client sent after them.
+            ctx.channel().config().setAutoRead(true);
             for (Object frame : held) {
                 ctx.fireChannelRead(frame); // this context still leads to the session adapter put in its place
             }
-            ctx.channel().config().setAutoRead(true);
         }
     }
 

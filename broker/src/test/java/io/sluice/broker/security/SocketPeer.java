@@ -49,16 +49,24 @@ final class SocketPeer implements AutoCloseable {
         return peer;
     }
 
+    /** Writes every buffer the encoder makes of {@code frame} (a PUBLISH is a header and its body). */
     void send(Frame frame) throws IOException {
         codec.writeOutbound(frame);
-        ByteBuf buf = codec.readOutbound();
-        try {
-            byte[] bytes = new byte[buf.readableBytes()];
-            buf.readBytes(bytes);
-            sendRaw(bytes);
-        } finally {
-            buf.release();
+        ByteBuf buf;
+        while ((buf = codec.readOutbound()) != null) {
+            try {
+                byte[] bytes = new byte[buf.readableBytes()];
+                buf.readBytes(bytes);
+                sendRaw(bytes);
+            } finally {
+                buf.release();
+            }
         }
+    }
+
+    /** The socket's own address: the remote address of the broker's channel of this connection. */
+    java.net.InetSocketAddress localAddress() {
+        return (java.net.InetSocketAddress) socket.getLocalSocketAddress();
     }
 
     void sendRaw(byte[] bytes) throws IOException {
