@@ -371,8 +371,13 @@ final class QueueEndpoints {
                     "purge of queue '" + name + "'"));
         }
         io.netty.util.concurrent.Future<Long> f = queue(name).purge();
-        if (!f.awaitUninterruptibly(QUEUE_WAIT_MS, TimeUnit.MILLISECONDS) || !f.isSuccess()) {
+        if (!f.awaitUninterruptibly(QUEUE_WAIT_MS, TimeUnit.MILLISECONDS)) {
             throw new ApiException(503, "queue_busy", "purge of queue '" + name + "' did not finish within " + QUEUE_WAIT_MS + " ms");
+        }
+        if (!f.isSuccess()) {
+            // A queue deleted since it was looked up is 404, as if looked up after; a failed store says why (503).
+            Throwable cause = f.cause();
+            throw cause instanceof RuntimeException e ? refusal(e) : new RuntimeException(cause);
         }
         return Map.of("queue", name, "purgedMessages", f.getNow());
     }

@@ -441,8 +441,12 @@ final class ClientSession {
         queue.purge().addListener(f -> {
             if (f.isSuccess()) {
                 proxy.answerOk(requestId, (Long) f.getNow());
+            } else if (ErrorCodes.of(f.cause()) != ErrorCode.INTERNAL_ERROR) {
+                proxy.answerError(requestId, ErrorCodes.of(f.cause()), "purge of '" + purge.queue() + "' failed: "
+                        + ErrorCodes.unwrap(f.cause()).getMessage());
             } else {
-                proxy.answerError(requestId, ErrorCode.INTERNAL_ERROR, "purge of '" + purge.queue() + "' failed");
+                LOG.error("Purge of queue '{}' for {} failed.", purge.queue(), proxy.describe(), f.cause());
+                proxy.answerError(requestId, ErrorCode.INTERNAL_ERROR, "purge of '" + purge.queue() + "' failed; see the broker log");
             }
         });
     }

@@ -4,6 +4,7 @@ import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.FlowState;
+import io.sluice.broker.error.BrokerException;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackFrame;
@@ -252,6 +253,11 @@ public final class BrokerQueue {
 
     /** Adds a consumer. Runs on the queue's executor; returns the session for later frames. */
     ConsumerSession subscribe(ConsumerLink connection, int tag, long initialCredit, ConnectionCredit account) {
+        if (closed) {
+            // Found by the connection before another deleted it: a reader opened now would never be closed (the
+            // delete closed the last), and credit granted never given back.
+            throw deleted();
+        }
         order.openReader(); // first: a store that throws here leaves no consumer behind, holding credit
         ConsumerSession session = new ConsumerSession(connection, tag, account.grant(initialCredit), account);
         consumers.add(session);
@@ -612,6 +618,9 @@ public final class BrokerQueue {
     public io.netty.util.concurrent.Future<Long> purge() {
         io.netty.util.concurrent.Promise<Long> answer = executor.newPromise();
         executor.execute(() -> QueuePurge.answerWhenDurable(store, () -> {
+            if (closed) {
+                throw deleted(); // found by the connection before another deleted it: nothing to remove
+            }
             long removed = QueuePurge.removeWaiting(store, consumers, tracked, order, transactions, backlog);
             acknowledged(removed);
             LOG.info("Queue '{}' purged: {} messages removed.", name, removed);
@@ -731,6 +740,11 @@ public final class BrokerQueue {
         } catch (java.util.concurrent.RejectedExecutionException closed) {
             return CompletableFuture.completedFuture(null); // a queue closed meanwhile has no table left to free
         }
+    }
+
+    /** What a request the connection routed here before the queue's delete closed it is told. */
+    private BrokerException deleted() {
+        return new BrokerException(ErrorCode.UNKNOWN_QUEUE, "queue '" + name + "' was deleted");
     }
 
     /** Stops serving: drops consumers (their connections are told by the caller) and closes the reader. */

@@ -39,10 +39,13 @@ public final class Subscription {
             try {
                 sub.session = queue.subscribe(connection, tag, initialCredit, account);
             } catch (RuntimeException e) {
-                LOG.warn("Queue '{}': consumer tag {} could not be opened.", queue.name(), tag, e);
                 ErrorCode code = ErrorCodes.of(e);
+                if (code == ErrorCode.INTERNAL_ERROR) {
+                    LOG.warn("Queue '{}': consumer tag {} could not be opened.", queue.name(), tag, e);
+                }
+                // The SUBSCRIBE was answered OK, so the tag stays the connection's until it is unsubscribed.
                 connection.error(code, "consumer tag " + tag + " on queue '" + queue.name() + "' could not be opened ("
-                        + e.getMessage() + "); subscribe again");
+                        + e.getMessage() + "); unsubscribe the tag, then subscribe again");
                 connection.flush();
             }
         });

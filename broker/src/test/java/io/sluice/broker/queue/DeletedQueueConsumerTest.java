@@ -48,4 +48,42 @@ class DeletedQueueConsumerTest {
             assertEquals(0L, (long) QueueCore.onLoop(q, account::outstanding), "settled twice, or granted for a queue that is gone");
         }
     }
+
+    /**
+     * A SUBSCRIBE whose queue is closed for its delete by the time the queue's executor runs it (the connection found
+     * the queue, then another deleted it) opens nothing: no reader on the files being deleted, no credit taken from the
+     * connection's bound, and the client is told UNKNOWN_QUEUE. Before, the consumer joined the closed queue, its
+     * reader was never closed, and its credit was never given back.
+     */
+    @Test
+    void aSubscribeThatRunsAfterItsQueueClosedOpensNothingAndSaysUnknownQueue() throws Exception {
+        try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never"))) {
+            BrokerQueue q = core.queues.declare("q", QueueSettings.EMPTY);
+            QueueCore.onLoop(q, () -> {
+                q.close(); // as the delete does, before it deletes the files
+                return null;
+            });
+            FakeConnection consumer = new FakeConnection("consumer");
+            ConnectionCredit account = new ConnectionCredit(100, () -> { });
+            Subscription.open(q, consumer, TAG, 5, account);
+            io.sluice.protocol.ErrorFrame refused = consumer.await(io.sluice.protocol.ErrorFrame.class, 1, Duration.ofSeconds(30)).get(0);
+            assertEquals(io.sluice.protocol.ErrorCode.UNKNOWN_QUEUE, refused.errorCode(), refused.message());
+            assertTrue(refused.message().contains("consumer tag " + TAG) && refused.message().contains("deleted"), refused.message());
+            assertEquals(0L, (long) QueueCore.onLoop(q, account::outstanding), "credit taken for a queue that is gone");
+            assertEquals(0, (int) QueueCore.onLoop(q, q::consumerCount), "a consumer on a closed queue");
+        }
+    }
+
+    /** A purge that runs after its queue closed for a delete removes nothing and fails with UNKNOWN_QUEUE, not an internal error. */
+    @Test
+    void aPurgeThatRunsAfterItsQueueWasDeletedFailsWithUnknownQueue() throws Exception {
+        try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never"))) {
+            BrokerQueue q = core.queues.declare("q", QueueSettings.EMPTY);
+            assertTrue(core.queues.delete("q"));
+            io.netty.util.concurrent.Future<Long> purge = q.purge().await();
+            assertTrue(purge.cause() != null, "purged a deleted queue: " + purge.getNow());
+            assertEquals(io.sluice.protocol.ErrorCode.UNKNOWN_QUEUE, io.sluice.broker.error.ErrorCodes.of(purge.cause()),
+                    purge.cause().toString());
+        }
+    }
 }
