@@ -30,13 +30,13 @@ import java.util.zip.CheckedOutputStream;
  * time ({@link #writeUnforced}, a force by the caller, {@link #install}), so that a group of new
  * queues forces all its files together, after writing all of them.
  *
- * <p><b>Layout</b> (big-endian):
+ * <p><b>Layout</b> (big-endian), version 2:
  *
  * <pre>
  *  0        4        8                16               24       28       32
  *  +--------+--------+----------------+----------------+--------+--------+
  *  | magic  |version |   generation   |   bodyBytes    | CRC32C |reserved|   header
- *  |"SLAC"  |   1    |     (long)     |    (long)      | of body|   0    |
+ *  |"SLAC"  |   2    |     (long)     |    (long)      |        |   0    |
  *  +--------+--------+----------------+----------------+--------+--------+
  *  body:
  *  +---------------------+--------------+
@@ -61,16 +61,28 @@ import java.util.zip.CheckedOutputStream;
  *  +-----------------+-------------------------------------------------+
  * </pre>
  *
+ * <p>The CRC32C covers every byte of the file but its own four: the body, then the header's first 24 bytes and
+ * its reserved int (in that order, so that the writer streams the body once). Version 1 has the same layout with
+ * a CRC32C of the body alone, so its header is taken as it reads; version 2 checks it, since the generation decides
+ * whether the journal is replayed: a damaged one above the journal's made recovery ignore the journal (its acks lost,
+ * their messages delivered again), one below it refused the queue as if the checkpoint had been replaced.
+ *
  * <p>Acked prefixes and untouched tails cost 5 bytes a run, so the file is about one bit per message
  * of the ragged middle and far less for the rest.
  *
- * <p><b>Reading</b> first checks magic, version, length and the body CRC32C in one streaming pass,
+ * <p><b>Reading</b> first checks magic, version, length and the CRC32C in one streaming pass,
  * and only then parses, so that no count read from a damaged file sizes an allocation.
  */
 public final class AckCheckpoint {
     public static final int MAGIC = 0x534C_4143; // "SLAC"
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
+    /** The version before the header's checksum: its CRC32C covers the body alone; still read, never written. */
+    static final int VERSION_WITH_UNCHECKED_HEADER = 1;
+    /** The first version whose CRC32C covers its header too; every later one does. */
+    static final int FIRST_VERSION_WITH_CHECKED_HEADER = 2;
     public static final int HEADER_BYTES = 32;
+    /** Where the header keeps the CRC32C. */
+    private static final int CRC_OFFSET = 24;
 
     private static final byte RUN_ZEROS = 0;
     private static final byte RUN_ONES = 1;
@@ -102,7 +114,7 @@ public final class AckCheckpoint {
         AtomicFiles.install(temporary, file);
     }
 
-    /** The body streamed after the header's room, then the header, whose length and CRC the body gave. */
+    /** The body streamed after the header's room, then the header, whose length the body gave and whose CRC covers both. */
     private static void writeContent(FileChannel channel, long generation, AckTracker tracker) throws IOException {
         CRC32C crc = new CRC32C();
         channel.position(HEADER_BYTES);
@@ -112,10 +124,18 @@ public final class AckCheckpoint {
         out.flush();
         long bodyBytes = channel.position() - HEADER_BYTES;
         ByteBuffer header = ByteBuffer.allocate(HEADER_BYTES);
-        header.putInt(MAGIC).putInt(VERSION).putLong(generation).putLong(bodyBytes).putInt((int) crc.getValue()).putInt(0).flip();
+        header.putInt(MAGIC).putInt(VERSION).putLong(generation).putLong(bodyBytes).putInt(0).putInt(0);
+        addHeader(crc, header.array());
+        header.putInt(CRC_OFFSET, (int) crc.getValue()).flip();
         while (header.hasRemaining()) {
             channel.write(header, header.position());
         }
+    }
+
+    /** Adds to {@code crc}, which has the body, the header's bytes but its CRC's: what a version from 2 on checks. */
+    private static void addHeader(CRC32C crc, byte[] header) {
+        crc.update(header, 0, CRC_OFFSET);
+        crc.update(header, CRC_OFFSET + Integer.BYTES, HEADER_BYTES - CRC_OFFSET - Integer.BYTES);
     }
 
     /**
@@ -141,8 +161,9 @@ public final class AckCheckpoint {
             throw new CorruptAckStateException(file, 0, String.format("checkpoint magic 0x%08x, expected 0x%08x", magic, MAGIC));
         }
         int version = header.getInt(4);
-        if (version != VERSION) {
-            throw new CorruptAckStateException(file, 4, "checkpoint format version " + version + ", this broker reads only " + VERSION);
+        if (version != VERSION && version != VERSION_WITH_UNCHECKED_HEADER) {
+            throw new CorruptAckStateException(file, 4, "checkpoint format version " + version + ", this broker reads "
+                    + VERSION_WITH_UNCHECKED_HEADER + " and " + VERSION);
         }
         long generation = header.getLong(8);
         long bodyBytes = header.getLong(16);
@@ -150,12 +171,19 @@ public final class AckCheckpoint {
             throw new CorruptAckStateException(file, 16, "header says bodyBytes " + bodyBytes + " but the file holds "
                     + (fileBytes - HEADER_BYTES) + " bytes after the header");
         }
-        int storedCrc = header.getInt(24);
-        int actualCrc = bodyCrc(file);
-        if (storedCrc != actualCrc) {
+        int storedCrc = header.getInt(CRC_OFFSET);
+        CRC32C crc = bodyCrc(file);
+        if (version >= FIRST_VERSION_WITH_CHECKED_HEADER) {
+            addHeader(crc, header.array());
+            if (storedCrc != (int) crc.getValue()) {
+                throw new CorruptAckStateException(file, CRC_OFFSET, String.format(
+                        "CRC32C 0x%08x of its header and body does not match the 0x%08x stored here",
+                        (int) crc.getValue(), storedCrc));
+            }
+        } else if (storedCrc != (int) crc.getValue()) {
             throw new CorruptAckStateException(file, HEADER_BYTES, String.format(
-                    "body CRC32C 0x%08x over bytes %d..%d does not match 0x%08x stored at offset 24",
-                    actualCrc, HEADER_BYTES, fileBytes - 1, storedCrc));
+                    "body CRC32C 0x%08x over bytes %d..%d does not match 0x%08x stored at offset %d",
+                    (int) crc.getValue(), HEADER_BYTES, fileBytes - 1, storedCrc, CRC_OFFSET));
         }
         try (CountingInputStream counting = new CountingInputStream(
                 new BufferedInputStream(Files.newInputStream(file), 1 << 16))) {
@@ -346,7 +374,7 @@ public final class AckCheckpoint {
         return words;
     }
 
-    private static int bodyCrc(Path file) throws IOException {
+    private static CRC32C bodyCrc(Path file) throws IOException {
         CRC32C crc = new CRC32C();
         ByteBuffer buffer = ByteBuffer.allocate(1 << 16);
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
@@ -357,7 +385,7 @@ public final class AckCheckpoint {
                 buffer.clear();
             }
         }
-        return (int) crc.getValue();
+        return crc;
     }
 
     /** Tracks the file offset of the next byte, so that errors can name it. */

@@ -152,8 +152,12 @@ public final class AckJournal implements Closeable {
         }
     }
 
-    /** What a replay found: the journal's generation, whether records were applied, how many, and where it stopped. */
-    public record Replay(long generation, boolean applied, int records, int stopOffset, String stopReason) {
+    /**
+     * What a replay found: the journal's generation, whether records were applied, how many, and where it stopped; and
+     * why its header is damaged, or null (rule "the records name their generation", {@link #replay}).
+     */
+    public record Replay(long generation, boolean applied, int records, int stopOffset, String stopReason,
+                         String headerDamage) {
     }
 
     public static final int MAGIC = 0x534C_414A; // "SLAJ"
@@ -288,6 +292,15 @@ public final class AckJournal implements Closeable {
      * Reads {@code file}; if its generation is {@code expectedGeneration}, passes its intact records
      * to {@code visitor}, otherwise applies nothing.
      *
+     * <p>Rule "the records name their generation": the header has no checksum of its own, but each record's CRC32C
+     * covers the generation it was written in (version 2). So a header whose generation differs from {@code
+     * expectedGeneration} while its first record checks out as one of {@code expectedGeneration} is a damaged header
+     * (a bit flip, a torn write of its page), not an older or newer journal: its records are replayed, and the {@link
+     * Replay} says why. Taken as it read, a damaged generation below the checkpoint's made recovery ignore the journal
+     * (its acks lost, their messages delivered again) and one above it refused the queue. A journal whose first
+     * record does not check out under {@code expectedGeneration} (none, torn, another generation's) is judged by its
+     * header as before: replaying it under {@code expectedGeneration} would apply nothing anyway.
+     *
      * @throws CorruptAckStateException if the header is short, or has a wrong magic or version
      */
     public static Replay replay(Path file, long expectedGeneration, Visitor visitor) throws IOException {
@@ -307,11 +320,22 @@ public final class AckJournal implements Closeable {
                     + VERSION_WITHOUT_GENERATION_IN_CRC + " and " + VERSION);
         }
         long generation = buffer.getLong(8);
+        String headerDamage = null;
         if (generation != expectedGeneration) {
-            LOG.info("Ignoring ack journal {} of generation {}: the checkpoint is generation {} and already holds its changes.",
-                    file, generation, expectedGeneration);
-            return new Replay(generation, false, 0, HEADER_BYTES, "generation " + generation + " is not " + expectedGeneration);
+            if (version == VERSION && firstRecordIsOf(bytes, expectedGeneration)) {
+                // Rule "the records name their generation": the header is outside every checksum, and its records are not.
+                headerDamage = "its header says generation " + generation + ", its records are of generation "
+                        + expectedGeneration + ", the checkpoint's: the header is damaged";
+                LOG.warn("Ack journal {}: {}; replaying the records of generation {}.", file, headerDamage, expectedGeneration);
+                generation = expectedGeneration;
+            } else {
+                LOG.info("Ignoring ack journal {} of generation {}: the checkpoint is generation {} and already holds its changes.",
+                        file, generation, expectedGeneration);
+                return new Replay(generation, false, 0, HEADER_BYTES, "generation " + generation + " is not " + expectedGeneration,
+                        null);
+            }
         }
+        byte[] generationBytes = ByteBuffer.allocate(Long.BYTES).putLong(generation).array();
         CRC32C crc = new CRC32C();
         int offset = HEADER_BYTES;
         int records = 0;
@@ -338,7 +362,7 @@ public final class AckJournal implements Closeable {
             int crcOffset = offset + type.recordBytes - Integer.BYTES;
             crc.reset();
             if (version == VERSION) {
-                crc.update(bytes, 8, Long.BYTES); // the header's generation
+                crc.update(generationBytes);
             }
             crc.update(bytes, offset, crcOffset - offset);
             if ((int) crc.getValue() != buffer.getInt(crcOffset)) {
@@ -360,7 +384,20 @@ public final class AckJournal implements Closeable {
         }
         LOG.info("Replayed {} ack journal records from {} (generation {}); stopped at offset {}: {}.",
                 records, file, generation, offset, stopReason);
-        return new Replay(generation, true, records, offset, stopReason);
+        return new Replay(generation, true, records, offset, stopReason, headerDamage);
+    }
+
+    /** True if the record at the start of {@code bytes}' records is whole and checks out as one of {@code generation}. */
+    private static boolean firstRecordIsOf(byte[] bytes, long generation) {
+        RecordType type = typeOf(bytes[HEADER_BYTES]);
+        if (bytes[HEADER_BYTES] == 0 || type == null || HEADER_BYTES + type.recordBytes > bytes.length) {
+            return false;
+        }
+        int crcOffset = HEADER_BYTES + type.recordBytes - Integer.BYTES;
+        CRC32C crc = new CRC32C();
+        crc.update(ByteBuffer.allocate(Long.BYTES).putLong(generation).array());
+        crc.update(bytes, HEADER_BYTES, crcOffset - HEADER_BYTES);
+        return (int) crc.getValue() == ByteBuffer.wrap(bytes).getInt(crcOffset);
     }
 
     public boolean hasRoomFor(RecordType type) {

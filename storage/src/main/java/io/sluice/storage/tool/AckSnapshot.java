@@ -26,9 +26,10 @@ import java.util.Map;
  * @param journalRecords    intact journal records of the checkpoint's generation
  * @param journalStop       where and why journal replay stopped (a torn tail after a crash is normal)
  * @param damage            why the ack state cannot be trusted, or null
+ * @param journalDamage     why the journal's header is damaged though its records are replayed, or null
  */
 record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalRecords, String journalStop,
-                   String damage) {
+                   String damage, String journalDamage) {
     private static final String CHECKPOINT = "acks.checkpoint";
     private static final String JOURNAL = "acks.journal";
 
@@ -40,6 +41,7 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
         long generation = -1;
         int records = 0;
         String stop = "no journal";
+        String journalDamage = null;
         try {
             if (Files.exists(checkpoint)) {
                 generation = AckCheckpoint.read(checkpoint).generation();
@@ -47,12 +49,13 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
             if (Files.exists(journal)) {
                 AckJournal.Replay replay = AckJournal.replay(journal, Math.max(generation, 0), new AckJournal.Visitor() { });
                 records = replay.records();
+                journalDamage = replay.headerDamage();
                 stop = replay.applied()
                         ? "offset " + replay.stopOffset() + ": " + replay.stopReason()
                         : "not replayed: " + replay.stopReason();
             }
         } catch (CorruptAckStateException e) {
-            return new AckSnapshot(null, generation, records, stop, e.getMessage());
+            return new AckSnapshot(null, generation, records, stop, e.getMessage(), journalDamage);
         }
         Path copy = Files.createTempDirectory("sluice-acks-");
         try {
@@ -69,9 +72,9 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
                     }
                 }
                 log.recover();
-                return new AckSnapshot(log.state(), generation, records, stop, null);
+                return new AckSnapshot(log.state(), generation, records, stop, null, journalDamage);
             } catch (CorruptAckStateException e) {
-                return new AckSnapshot(null, generation, records, stop, e.getMessage());
+                return new AckSnapshot(null, generation, records, stop, e.getMessage(), journalDamage);
             }
         } finally {
             io.sluice.storage.Directories.deleteRecursively(copy);

@@ -1,5 +1,6 @@
 package io.sluice.storage.tool;
 
+import io.sluice.storage.ack.AckFiles;
 import io.sluice.storage.dedup.CorruptProducerStateException;
 import io.sluice.storage.dedup.ProducerCheckpoint;
 import io.sluice.storage.durability.ForcedMark;
@@ -158,6 +159,10 @@ final class StoreVerifier {
         out.printf("  ack journal: %d intact record(s), replay stopped at %s%n", acks.journalRecords(), acks.journalStop());
         if (acks.damage() != null) {
             damage.add("ack state: " + acks.damage());
+        }
+        if (acks.journalDamage() != null) {
+            damage.add("ack journal " + queueDirectory.resolve("acks").resolve(AckFiles.JOURNAL) + ": " + acks.journalDamage()
+                    + " (a broker replays its records and writes a new journal at its next start)");
         }
         checkForcedMark(queueDirectory, damage, notes);
         checkProducerCheckpoint(queueDirectory, damage);

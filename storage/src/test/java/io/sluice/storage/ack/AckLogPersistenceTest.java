@@ -264,8 +264,8 @@ class AckLogPersistenceTest {
         Files.write(checkpoint, flipped);
         CorruptAckStateException crc = assertThrows(CorruptAckStateException.class, () -> AckLog.open(dir));
         assertEquals(checkpoint, crc.file());
-        assertEquals(AckCheckpoint.HEADER_BYTES, crc.offset());
-        assertTrue(crc.getMessage().contains(checkpoint.toString()) && crc.getMessage().contains("offset 32"), crc.getMessage());
+        assertEquals(24, crc.offset(), "where the CRC32C over header and body is kept");
+        assertTrue(crc.getMessage().contains(checkpoint.toString()) && crc.getMessage().contains("offset 24"), crc.getMessage());
 
         byte[] badMagic = good.clone();
         badMagic[0] = 'X';

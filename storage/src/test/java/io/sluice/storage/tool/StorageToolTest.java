@@ -4,6 +4,7 @@ import io.sluice.storage.DurabilityMode;
 import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
+import io.sluice.storage.ack.AckFiles;
 import io.sluice.storage.dedup.ProducerCheckpoint;
 import io.sluice.storage.dedup.ProducerTable;
 import io.sluice.storage.segment.RecordCodec;
@@ -324,6 +325,52 @@ class StorageToolTest {
         assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
         assertTrue(r.out().contains("DAMAGE producer state file " + ProducerCheckpoint.file(queue)
                 + " is corrupt: the CRC32C of its header and body does not match the one it holds"), r.out());
+    }
+
+    /**
+     * An ack checkpoint whose generation was damaged, its body intact, is damage: the broker refuses the queue, naming the
+     * file. Verify said CLEAN of it, as the broker read it (and ignored the journal, or refused the queue as if the
+     * checkpoint had been replaced).
+     */
+    @Test
+    void shouldReportAnAckCheckpointWhoseGenerationIsDamaged() throws IOException {
+        Path checkpoint = dir.resolve("queues/orders/acks").resolve(AckFiles.CHECKPOINT);
+        try (RandomAccessFile file = new RandomAccessFile(checkpoint.toFile(), "rw")) {
+            file.seek(8);
+            long generation = file.readLong();
+            file.seek(8);
+            file.writeLong(generation ^ 1L << 40);
+        }
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("DAMAGE ack state: ack state file " + checkpoint + " is corrupt at offset 24: CRC32C"), r.out());
+    }
+
+    /**
+     * An ack journal whose header's generation was damaged while its records are of the checkpoint's is damage, named
+     * with its file, though the broker replays those records (rule "the records name their generation").
+     */
+    @Test
+    void shouldReportAnAckJournalWhoseGenerationIsDamaged() throws IOException {
+        Path journal = dir.resolve("queues/orders/acks").resolve(AckFiles.JOURNAL);
+        try (MessageStore store = MessageStore.open(dir, config())) {
+            QueueStore orders = store.queue("orders");
+            try (io.sluice.storage.QueueReader reader = orders.openReader()) {
+                orders.ack(reader.next().id()); // a record in the journal, of the checkpoint's generation
+            }
+            try (RandomAccessFile file = new RandomAccessFile(journal.toFile(), "rw")) {
+                file.seek(8);
+                long generation = file.readLong();
+                file.seek(8);
+                file.writeLong(generation & (generation - 1));
+            }
+
+            Outcome r = run("verify", dir.toString());
+            assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+            assertTrue(r.out().contains("DAMAGE ack journal " + journal + ": its header says generation "), r.out());
+            assertTrue(r.out().contains("ack journal: 1 intact record(s)"), r.out());
+        }
     }
 
     /**
