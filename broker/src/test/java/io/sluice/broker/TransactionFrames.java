@@ -10,6 +10,9 @@ import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.PublishFrameBuilder;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.protocol.SubscribeFrame;
+import io.sluice.protocol.TxAckFrame;
+import io.sluice.protocol.TxBeginFrame;
+import io.sluice.protocol.TxCommitFrame;
 import io.sluice.protocol.TxPublishFrame;
 
 import java.io.ByteArrayOutputStream;
@@ -81,6 +84,22 @@ final class TransactionFrames {
         c.send(new SubscribeFrame(2, 7, "orders", 10));
         c.expect(OkFrame.class);
         return c.deliveries(2);
+    }
+
+    /**
+     * Commits transaction 1 of {@code c}: o1 and o2 of "orders" ({@link #ordersDelivered}) acknowledged, i1 published to
+     * "invoices"; returns once the broker answered the commit with OK.
+     */
+    static void commitOrdersForAnInvoice(RawClient c) throws InterruptedException {
+        List<RawClient.Delivery> orders = ordersDelivered(c);
+        c.send(new TxBeginFrame(1, 0));
+        c.send(new TxAckFrame(1, 7, List.of(range(orders))));
+        txPublish(c, 1, "invoices", "i1");
+        c.send(new TxCommitFrame(9, 1));
+        long answered = c.expect(OkFrame.class).requestId();
+        if (answered != 9) {
+            throw new AssertionError("an OK for request " + answered + ", not for the commit (9)");
+        }
     }
 
     static List<String> payloads(List<RawClient.Delivery> deliveries) {

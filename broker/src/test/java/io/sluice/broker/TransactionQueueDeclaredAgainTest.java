@@ -3,9 +3,6 @@ package io.sluice.broker;
 import io.sluice.protocol.DeleteQueueFrame;
 import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.SubscribeFrame;
-import io.sluice.protocol.TxAckFrame;
-import io.sluice.protocol.TxBeginFrame;
-import io.sluice.protocol.TxCommitFrame;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -13,13 +10,11 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 
+import static io.sluice.broker.TransactionFrames.commitOrdersForAnInvoice;
 import static io.sluice.broker.TransactionFrames.count;
 import static io.sluice.broker.TransactionFrames.declare;
-import static io.sluice.broker.TransactionFrames.ordersDelivered;
 import static io.sluice.broker.TransactionFrames.payloads;
 import static io.sluice.broker.TransactionFrames.publish;
-import static io.sluice.broker.TransactionFrames.range;
-import static io.sluice.broker.TransactionFrames.txPublish;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
@@ -39,12 +34,7 @@ class TransactionQueueDeclaredAgainTest {
     @Test
     void recoveryDoesNotAcknowledgeMessagesOfAQueueDeclaredAgainUnderTheNameOfACommitsSource() throws Exception {
         try (Broker broker = TestBrokers.start(dir, Map.of()); RawClient c = RawClient.connected(broker.port())) {
-            List<RawClient.Delivery> orders = ordersDelivered(c);
-            c.send(new TxBeginFrame(1, 0));
-            c.send(new TxAckFrame(1, 7, List.of(range(orders))));
-            txPublish(c, 1, "invoices", "i1");
-            c.send(new TxCommitFrame(9, 1));
-            assertEquals(9, c.expect(OkFrame.class).requestId());
+            commitOrdersForAnInvoice(c);
 
             c.send(new DeleteQueueFrame(5, "orders"));
             assertEquals(5, c.expect(OkFrame.class).requestId());

@@ -10,6 +10,9 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.security.SecureRandom;
+import java.util.zip.CRC32C;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Which incarnation of its name a queue directory is: a random id written once, in the file {@value #FILE} of the
@@ -24,14 +27,26 @@ import java.security.SecureRandom;
  * an incarnation that a restart could change: a queue is served only once its id is durable.
  *
  * <pre>
- * one line: decimal id, a space, "created" or "found" (found with unacknowledged messages: predates incarnations)
+ * version 2, one line: "v2", the decimal id, "created" or "found" (found with unacknowledged messages: predates
+ *            incarnations), and the CRC32C of the text before it (UTF-8, up to the space before it) as 8 hex digits,
+ *            separated by single spaces: v2 -4627392305413219614 created 1a2b3c4d
+ * version 1, one line: the decimal id, a space, "created" or "found"; still read, and rewritten as version 2 at the
+ *            queue's open
  * </pre>
+ * Rule "an incarnation is checked": version 1 had no checksum, and a file that did not read was replaced by a fresh
+ * id, as was one whose digit a bit flip changed (it read as another id). Either way the queue became another
+ * incarnation of its name, so a commit record still pending for it no longer applied to it: its staged messages were
+ * discarded, its acknowledgements not applied again (docs/transactions.md, X6). A version-2 file that does not check
+ * out refuses the queue's open, naming the file: which incarnation it is cannot be told.
  * Immutable.
  */
 public record QueueIncarnation(long id, boolean predatesIncarnations) {
     /** The file in a queue's directory. */
     public static final String FILE = "incarnation";
+    /** The format written: the line's first word, before the id. */
+    static final String VERSION = "v2";
     private static final SecureRandom RANDOM = new SecureRandom();
+    private static final Logger LOG = LoggerFactory.getLogger(QueueIncarnation.class);
 
     /** A new queue's: a random id, never 0. */
     static QueueIncarnation fresh() {
@@ -50,37 +65,108 @@ public record QueueIncarnation(long id, boolean predatesIncarnations) {
     }
 
     /**
-     * At a queue's open: its incarnation as its file says; without the file (or with a damaged one), a fresh one,
-     * written and forced before this returns, marked as predating incarnations if {@code holdsMessages}.
+     * At a queue's open: its incarnation as its file says (a version-1 file rewritten as version 2); without the file, a
+     * fresh one, written and forced before this returns, marked as predating incarnations if {@code holdsMessages}.
+     *
+     * @throws StorageException naming the file if it is there and does not read (rule "an incarnation is checked")
      */
     static QueueIncarnation open(Path queueDirectory, boolean holdsMessages) {
         Path file = queueDirectory.resolve(FILE);
+        String text;
         try {
-            return decode(Files.readString(file, StandardCharsets.UTF_8));
+            text = Files.readString(file, StandardCharsets.UTF_8);
         } catch (NoSuchFileException e) {
-            // the usual case for a queue made before incarnations
+            QueueIncarnation found = new QueueIncarnation(fresh().id(), holdsMessages); // a queue made before incarnations
+            try {
+                write(file, found);
+            } catch (IOException written) {
+                throw new UncheckedIOException("cannot write " + file, written);
+            }
+            return found;
         } catch (IOException | IllegalArgumentException e) {
-            // a damaged file: a fresh id is the safe side (what named the old one is no longer applied here)
+            throw damaged(file, e.toString());
         }
-        QueueIncarnation found = new QueueIncarnation(fresh().id(), holdsMessages);
+        QueueIncarnation read;
         try {
-            AtomicFiles.write(file, channel ->
-                    AtomicFiles.writeFully(channel, ByteBuffer.wrap(found.encode().getBytes(StandardCharsets.UTF_8))));
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot write " + file, e);
+            read = decode(text);
+        } catch (IllegalArgumentException e) {
+            throw damaged(file, e.getMessage());
         }
-        return found;
+        if (!text.startsWith(VERSION + " ")) {
+            try {
+                write(file, read);
+            } catch (IOException e) {
+                // It reads as it is; the checksum comes with a later open.
+                LOG.warn("Could not rewrite the incarnation file {} with a checksum ({}); it is read as it is.", file, e.toString());
+            }
+        }
+        return read;
+    }
+
+    /**
+     * For {@code bin/sluice verify}: why the incarnation file of the queue in {@code queueDirectory} would refuse its
+     * open, or null if it reads or is not there (a queue's open gives it one then). Reads only.
+     */
+    public static String damage(Path queueDirectory) {
+        Path file = queueDirectory.resolve(FILE);
+        try {
+            decode(Files.readString(file, StandardCharsets.UTF_8));
+            return null;
+        } catch (NoSuchFileException e) {
+            return null;
+        } catch (IOException e) {
+            return damaged(file, e.toString()).getMessage();
+        } catch (IllegalArgumentException e) {
+            return damaged(file, e.getMessage()).getMessage();
+        }
+    }
+
+    private static void write(Path file, QueueIncarnation incarnation) throws IOException {
+        AtomicFiles.write(file, channel ->
+                AtomicFiles.writeFully(channel, ByteBuffer.wrap(incarnation.encode().getBytes(StandardCharsets.UTF_8))));
+    }
+
+    private static StorageException damaged(Path file, String why) {
+        return new StorageException("incarnation file " + file + " is damaged (" + why + "): which incarnation of its name "
+                + "the queue is cannot be told, and a transaction's commit record still pending for it would not be applied "
+                + "to another. Restore the file from a backup; or, if no transaction touching the queue was pending when the "
+                + "broker stopped, delete it: the queue is given a new incarnation at its next open");
     }
 
     String encode() {
-        return id + (predatesIncarnations ? " found" : " created") + "\n";
+        String line = VERSION + " " + id + (predatesIncarnations ? " found" : " created");
+        return line + " " + checksum(line) + "\n";
     }
 
+    private static String checksum(String line) {
+        CRC32C crc = new CRC32C();
+        crc.update(line.getBytes(StandardCharsets.UTF_8));
+        return String.format("%08x", crc.getValue());
+    }
+
+    /** Reads a file's text, either version; throws {@link IllegalArgumentException} saying why if it does not read. */
     static QueueIncarnation decode(String text) {
-        String[] parts = text.strip().split(" ");
-        if (parts.length != 2 || !(parts[1].equals("found") || parts[1].equals("created"))) {
-            throw new IllegalArgumentException("not an incarnation: '" + text.strip() + "'");
+        String line = text.strip();
+        String[] parts = line.split(" ");
+        int status;
+        if (parts.length == 4 && parts[0].equals(VERSION)) {
+            String checked = line.substring(0, line.lastIndexOf(' '));
+            if (!checksum(checked).equals(parts[3])) {
+                throw new IllegalArgumentException("its CRC32C is " + checksum(checked) + ", the file holds " + parts[3]);
+            }
+            status = 2;
+        } else if (parts.length == 2) {
+            status = 1; // version 1: no checksum
+        } else {
+            throw new IllegalArgumentException("not an incarnation: '" + line + "'");
         }
-        return new QueueIncarnation(Long.parseLong(parts[0]), parts[1].equals("found"));
+        if (!(parts[status].equals("found") || parts[status].equals("created"))) {
+            throw new IllegalArgumentException("not an incarnation: '" + line + "'");
+        }
+        try {
+            return new QueueIncarnation(Long.parseLong(parts[status - 1]), parts[status].equals("found"));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("not an incarnation: '" + line + "'");
+        }
     }
 }

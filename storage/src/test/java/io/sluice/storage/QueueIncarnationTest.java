@@ -6,10 +6,13 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -59,6 +62,58 @@ class QueueIncarnationTest {
         assertTrue(Files.exists(queues.resolve("old").resolve(QueueIncarnation.FILE)));
         try (MessageStore store = open()) {
             assertEquals(old, store.queue("old").incarnation(), "given once, kept");
+        }
+    }
+
+    /**
+     * Rule "an incarnation is checked": a digit of the id flipped (it read as another id) or the file cut short (it did
+     * not read, and a fresh id replaced it) made the queue another incarnation of its name, so a commit record pending
+     * for it no longer applied. The open is refused, naming the file, which is left as it is.
+     */
+    @Test
+    void aDamagedFileRefusesTheQueueNamingTheFile() throws Exception {
+        QueueIncarnation created;
+        try (MessageStore store = open()) {
+            created = store.createQueue("orders").incarnation();
+        }
+        Path file = temp.resolve("data").resolve("queues").resolve("orders").resolve(QueueIncarnation.FILE);
+        byte[] good = Files.readAllBytes(file);
+        int digit = new String(good, StandardCharsets.UTF_8).indexOf(" created") - 1; // the id's last digit
+        assertTrue(Character.isDigit(good[digit]));
+
+        byte[] flipped = good.clone();
+        flipped[digit] ^= 0x01; // another digit
+        byte[] torn = java.util.Arrays.copyOf(good, good.length / 2);
+        for (byte[] damaged : List.of(flipped, torn)) {
+            Files.write(file, damaged);
+            RuntimeException refused = assertThrows(RuntimeException.class, this::open);
+            assertTrue(refused.getMessage().contains("incarnation file " + file.toAbsolutePath() + " is damaged"),
+                    refused.getMessage());
+            assertArrayEquals(damaged, Files.readAllBytes(file), "left as it is, for the operator");
+        }
+
+        Files.write(file, good); // restored from a backup
+        try (MessageStore store = open()) {
+            assertEquals(created, store.queue("orders").incarnation());
+        }
+    }
+
+    /** A file of version 1 (no checksum) reads as it did, and is given its checksum at the open. */
+    @Test
+    void aFileOfVersionOneStillReadsAndIsRewrittenWithAChecksum() throws Exception {
+        try (MessageStore store = open()) {
+            store.createQueue("orders");
+        }
+        Path file = temp.resolve("data").resolve("queues").resolve("orders").resolve(QueueIncarnation.FILE);
+        Files.writeString(file, "-4627392305413219614 found\n", StandardCharsets.UTF_8);
+        QueueIncarnation expected = new QueueIncarnation(-4627392305413219614L, true);
+        try (MessageStore store = open()) {
+            assertEquals(expected, store.queue("orders").incarnation());
+        }
+        assertTrue(Files.readString(file, StandardCharsets.UTF_8).startsWith("v2 -4627392305413219614 found "),
+                Files.readString(file, StandardCharsets.UTF_8));
+        try (MessageStore store = open()) {
+            assertEquals(expected, store.queue("orders").incarnation());
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.sluice.storage.tool;
 
+import io.sluice.storage.QueueIncarnation;
 import io.sluice.storage.ack.AckFiles;
 import io.sluice.storage.dedup.CorruptProducerStateException;
 import io.sluice.storage.dedup.ProducerCheckpoint;
@@ -166,6 +167,10 @@ final class StoreVerifier {
         }
         checkForcedMark(queueDirectory, damage, notes);
         checkProducerCheckpoint(queueDirectory, damage);
+        String incarnation = QueueIncarnation.damage(queueDirectory);
+        if (incarnation != null) {
+            damage.add(incarnation);
+        }
         if (acks.journalStop().contains("CRC32C") || acks.journalStop().contains("unknown record type")) {
             notes.add("the ack journal ends in a torn record; normal after a crash, the acks after it are lost");
         }

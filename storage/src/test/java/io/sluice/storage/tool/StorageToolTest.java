@@ -2,6 +2,7 @@ package io.sluice.storage.tool;
 
 import io.sluice.storage.DurabilityMode;
 import io.sluice.storage.MessageStore;
+import io.sluice.storage.QueueIncarnation;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.ack.AckFiles;
@@ -371,6 +372,19 @@ class StorageToolTest {
             assertTrue(r.out().contains("DAMAGE ack journal " + journal + ": its header says generation "), r.out());
             assertTrue(r.out().contains("ack journal: 1 intact record(s)"), r.out());
         }
+    }
+
+    /** An incarnation file that does not check out is damage, named with its file: the broker refuses the queue. */
+    @Test
+    void shouldReportADamagedIncarnationFile() throws IOException {
+        Path file = dir.resolve("queues/orders").resolve(QueueIncarnation.FILE);
+        byte[] bytes = Files.readAllBytes(file);
+        bytes[new String(bytes, StandardCharsets.UTF_8).indexOf(" created") - 1] ^= 0x01;
+        Files.write(file, bytes);
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("DAMAGE incarnation file " + file + " is damaged (its CRC32C is "), r.out());
     }
 
     /**
