@@ -5,6 +5,7 @@ import io.sluice.storage.files.AtomicFiles;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -83,8 +84,10 @@ public record QueueIncarnation(long id, boolean predatesIncarnations) {
                 throw new UncheckedIOException("cannot write " + file, written);
             }
             return found;
-        } catch (IOException | IllegalArgumentException e) {
-            throw damaged(file, e.toString());
+        } catch (CharacterCodingException e) {
+            throw damaged(file, "not UTF-8 text");
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + file, e); // not the file's damage: no descriptor, a failing disk
         }
         QueueIncarnation read;
         try {
@@ -114,8 +117,10 @@ public record QueueIncarnation(long id, boolean predatesIncarnations) {
             return null;
         } catch (NoSuchFileException e) {
             return null;
+        } catch (CharacterCodingException e) {
+            return damaged(file, "not UTF-8 text").getMessage();
         } catch (IOException e) {
-            return damaged(file, e.toString()).getMessage();
+            return "incarnation file " + file + " cannot be read: " + e;
         } catch (IllegalArgumentException e) {
             return damaged(file, e.getMessage()).getMessage();
         }

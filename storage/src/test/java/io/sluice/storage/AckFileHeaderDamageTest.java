@@ -118,8 +118,8 @@ class AckFileHeaderDamageTest {
     }
 
     /**
-     * Upwards, the journal was ignored: its acks lost, six messages delivered again, the counts back to 0. Downwards,
-     * the queue was refused too, but as if its checkpoint had been lost or replaced.
+     * Upwards, the journal was ignored: its acks lost, the acknowledged messages delivered again, the delivery counts
+     * back to 0. Downwards, the queue was refused too, but as if its checkpoint had been lost or replaced.
      */
     @ParameterizedTest(name = "upwards: {0}")
     @ValueSource(booleans = {true, false})
@@ -137,8 +137,8 @@ class AckFileHeaderDamageTest {
     }
 
     /**
-     * Downwards, the journal was ignored: its acks lost, six messages delivered again, the counts back to 0. Upwards,
-     * the queue was refused as if its checkpoint had been lost or replaced.
+     * Downwards, the journal was ignored: its acks lost, the acknowledged messages delivered again, the delivery counts
+     * back to 0. Upwards, the queue was refused as if its checkpoint had been lost or replaced.
      */
     @ParameterizedTest(name = "upwards: {0}")
     @ValueSource(booleans = {true, false})
