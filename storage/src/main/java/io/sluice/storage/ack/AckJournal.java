@@ -389,8 +389,8 @@ public final class AckJournal implements Closeable {
 
     /** True if the record at the start of {@code bytes}' records is whole and checks out as one of {@code generation}. */
     private static boolean firstRecordIsOf(byte[] bytes, long generation) {
-        RecordType type = typeOf(bytes[HEADER_BYTES]);
-        if (bytes[HEADER_BYTES] == 0 || type == null || HEADER_BYTES + type.recordBytes > bytes.length) {
+        RecordType type = bytes.length > HEADER_BYTES ? typeOf(bytes[HEADER_BYTES]) : null;
+        if (type == null || HEADER_BYTES + type.recordBytes > bytes.length) {
             return false;
         }
         int crcOffset = HEADER_BYTES + type.recordBytes - Integer.BYTES;

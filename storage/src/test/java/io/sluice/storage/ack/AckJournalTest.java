@@ -91,6 +91,34 @@ class AckJournalTest {
         assertEquals(List.of("40..44", "70..74"), ackRanges(path, 3));
     }
 
+    /**
+     * Rule "the records name their generation": a header whose generation differs from the checkpoint's is believed only
+     * when no record of the checkpoint's generation follows it; one of another generation, none, or a file cut to its
+     * header leaves the journal unreplayed, as before.
+     */
+    @Test
+    void aHeaderGenerationIsBelievedUnlessARecordOfTheExpectedOneFollows() throws IOException {
+        Path file = dir.resolve(AckFiles.JOURNAL);
+        try (AckJournal journal = AckJournal.create(file, 6, 4096)) {
+            journal.appendAckRange(10, 19);
+        }
+        byte[] written = Files.readAllBytes(file);
+        byte[] damaged = written.clone();
+        damaged[15] ^= 0x02; // generation 6 reads as 4
+        Files.write(file, damaged);
+        assertEquals(List.of("10..19"), ackRanges(file, 6), "its record is of generation 6: the header is damaged");
+        assertTrue(AckJournal.replay(file, 6, new Recorder() {
+            @Override
+            public void ackRange(long fromId, long toIdInclusive) {
+            }
+        }).headerDamage().contains("header says generation 4"));
+        assertEquals(List.of(), ackRanges(file, 7), "a journal of generation 6 behind checkpoint 7 is not replayed");
+
+        Files.write(file, java.util.Arrays.copyOf(damaged, AckJournal.HEADER_BYTES));
+        AckJournal.Replay cut = AckJournal.replay(file, 6, new Recorder());
+        assertEquals(false, cut.applied(), "nothing after the header to tell its generation by");
+    }
+
     private static List<String> ackRanges(Path file, long generation) throws IOException {
         List<String> ranges = new ArrayList<>();
         AckJournal.replay(file, generation, new Recorder() {
