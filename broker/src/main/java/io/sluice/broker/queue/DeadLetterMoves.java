@@ -14,8 +14,8 @@ import java.util.function.Supplier;
 /**
  * The source queue's side of its dead-letter moves ({@link DeadLetterer} carries the copies): a message handed over
  * stays stored and tracked, in no ready list and with no consumer, until its copy is durable in the dead-letter queue
- * (then it is acknowledged here) or the move failed (then it is delivered again after the longest redelivery delay).
- * Counts both outcomes.
+ * (then it is acknowledged here) or the move failed (then it is delivered again after the longest redelivery delay, or,
+ * never delivered, by the reader when it gets there: see {@link #failed}). Counts both outcomes.
  *
  * <p>Rule "a refused move makes no room": while a message whose move failed waits for its retry, drop-oldest with
  * dead-lettering makes no room ({@link #refusing}), and a publish at the hard level is refused. A drop whose copy the
@@ -109,24 +109,38 @@ final class DeadLetterMoves {
         log.info(LOG, "Queue '{}': message {} dead-lettered to '{}'.", queue, original.id(), options.get().deadLetterQueue());
     }
 
-    /** The move failed: the message becomes deliverable again after the longest redelivery delay. */
+    /**
+     * The move failed: the message becomes deliverable again after the longest redelivery delay, or at once, in its place,
+     * if it was never delivered (a drop-oldest drop of a message the reader has not reached): the reader returns it then,
+     * so it is untracked, as a message never handed out, and the retry makes nothing due. Making it due as well had it
+     * delivered twice at once, or to a second consumer while the first held it. Either way the retry's delay holds
+     * drop-oldest back (rule "a refused move makes no room"), and a later drop may pick the message again.
+     */
     private void failed(StoredMessage original, String why) {
-        order.deadLetteringEnded(original.id());
+        long id = original.id();
+        order.deadLetteringEnded(id);
         if (drops.size() > 0) {
-            drops.remove(original.id());
+            drops.remove(id);
         }
-        if (closed.getAsBoolean() || !tracked.contains(original.id())) {
+        if (closed.getAsBoolean() || !tracked.contains(id)) {
             return;
         }
         failures++;
         long delayMs = options.get().maxRedeliveryDelayMs();
-        log.warn(LOG, "Queue '{}': message {} could not be dead-lettered ({}); it stays in the queue and is delivered again in {} ms.",
-                queue, original.id(), why, delayMs);
-        long id = original.id();
+        boolean readerReturnsIt = order.readerWillReturn(id);
+        if (readerReturnsIt) {
+            tracked.remove(id);
+            log.warn(LOG, "Queue '{}': message {} could not be dead-lettered ({}); it stays in the queue, where no consumer has"
+                    + " read it yet.", queue, id, why);
+            dispatch.run();
+        } else {
+            log.warn(LOG, "Queue '{}': message {} could not be dead-lettered ({}); it stays in the queue and is delivered again"
+                    + " in {} ms.", queue, id, why, delayMs);
+        }
         retries.add(id);
         executor.schedule(() -> {
             retries.remove(id);
-            if (!closed.getAsBoolean() && tracked.contains(id)) {
+            if (!readerReturnsIt && !closed.getAsBoolean() && tracked.contains(id)) {
                 order.due(id);
                 dispatch.run();
             }

@@ -208,9 +208,18 @@ final class DeliveryOrder {
      * returns it. Not tracked, so that if the entry commits after all, applying it acknowledges the message.
      */
     void givenBack(long id) {
-        if (reader != null && id < reader.position()) {
+        if (!readerWillReturn(id)) {
             ready.addFirst(id);
         }
+    }
+
+    /**
+     * True if the reader has not reached message {@code id} yet (or is not open yet: it opens at the oldest unacknowledged
+     * message), so it returns the message when it gets there, tracked or not, unless the message is then on its way to
+     * the dead-letter queue, held or pending. A message it has passed comes back only through the ready list.
+     */
+    boolean readerWillReturn(long id) {
+        return reader == null || id >= reader.position();
     }
 
     /**

@@ -73,14 +73,8 @@ class DropOldestTest {
     @Test
     void aDeadLetterQueueThatRefusesDroppedMessagesLeavesTheHardQuotaInForce() throws Exception {
         try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never", "queues.max-redelivery-delay-ms", "60000"))) {
-            BrokerQueue q = core.queues.declare("q", QueueSettings.builder().quotaMessages(0, 5).overflowPolicy("drop-oldest")
-                    .set(QueueOptions.DEAD_LETTER_DROPPED, true).build());
-            core.queues.limitQueues(1); // q.dlq cannot be created: every move fails
             FakeConnection producer = new FakeConnection("producer");
-            for (int i = 1; i <= 6; i++) {
-                core.publish(q, producer, 7, i, new byte[] {(byte) i});
-            }
-            QueueCore.awaitOnLoop(q, q::deadLetterFailures, 1L); // the sixth made room by a move, which failed
+            BrokerQueue q = core.dropOldestQueueWithAFailedMove(producer); // the sixth made room by a move, which failed
             // A drop counts once its message is gone; this one stayed (found by a review: it was counted at the move's start).
             assertEquals(0L, (long) QueueCore.onLoop(q, q::dropped), "dropped() counts a message that is still in the queue");
             for (int i = 7; i <= 205; i++) {

@@ -55,6 +55,22 @@ public final class QueueCore implements AutoCloseable {
     }
 
     /**
+     * Queue "q", drop-oldest at a hard quota of 5 messages, dead-lettering what it drops, with a dead-letter queue that
+     * cannot be created (max-queues 1): {@code producer} (id 7) published sequences 1..6, and the sixth's drop of message
+     * 0 failed to move it. Message 0 is still in the queue, no consumer ever had it, and its move's retry is waiting.
+     */
+    BrokerQueue dropOldestQueueWithAFailedMove(FakeConnection producer) throws Exception {
+        BrokerQueue q = queues.declare("q", io.sluice.protocol.QueueSettings.builder().quotaMessages(0, 5)
+                .overflowPolicy("drop-oldest").set(QueueOptions.DEAD_LETTER_DROPPED, true).build());
+        queues.limitQueues(1);
+        for (int i = 1; i <= 6; i++) {
+            publish(q, producer, 7, i, new byte[] {(byte) i});
+        }
+        awaitOnLoop(q, q::deadLetterFailures, 1L);
+        return q;
+    }
+
+    /**
      * Writes {@code messages} messages of one byte into queue {@code queue} of the store in {@code dir}, through the store
      * before any broker serves it: faster than publishes would.
      */
