@@ -84,12 +84,12 @@ final class DeadLetterMoves {
     /** Hands {@code message} to the dead-letterer; it stays tracked until the outcome. */
     void start(StoredMessage message, int deliveries, String reason) {
         tracked.add(message.id());
-        order.deadLetteringStarted(message.id());
+        order.deadLetteringStarted(message.id(), message.headersLength() + message.payloadLength());
         deadLetterer.deadLetter(message, deliveries, reason);
     }
 
     private void moved(StoredMessage original) {
-        order.deadLetteringEnded(original.id());
+        order.deadLetteringEnded(original.id(), original.headersLength() + original.payloadLength());
         boolean drop = drops.size() > 0 && drops.contains(original.id());
         if (drop) {
             drops.remove(original.id());
@@ -118,7 +118,7 @@ final class DeadLetterMoves {
      */
     private void failed(StoredMessage original, String why) {
         long id = original.id();
-        order.deadLetteringEnded(id);
+        order.deadLetteringEnded(id, original.headersLength() + original.payloadLength());
         if (drops.size() > 0) {
             drops.remove(id);
         }
@@ -147,8 +147,24 @@ final class DeadLetterMoves {
         }, delayMs, TimeUnit.MILLISECONDS);
     }
 
-    /** True while a message whose move failed waits for its retry (rule "a refused move makes no room"). */
+    /**
+     * True while a message whose move failed waits for its retry (rule "a refused move makes no room"). One that left the
+     * queue meanwhile (purged, or delivered and acknowledged) waits for nothing: it is forgotten here.
+     */
     boolean refusing() {
+        if (retries.size() == 0) {
+            return false;
+        }
+        long[] gone = new long[retries.size()];
+        int[] n = {0};
+        retries.forEach(id -> {
+            if (store.isAcked(id)) {
+                gone[n[0]++] = id;
+            }
+        });
+        for (int i = 0; i < n[0]; i++) {
+            retries.remove(gone[i]);
+        }
         return retries.size() > 0;
     }
 

@@ -42,6 +42,7 @@ final class DeliveryOrder {
     private final ReadyQueue ready = new ReadyQueue();
     private final LongObjectHashMap<ConsumerSession> takenBackFrom = new LongObjectHashMap<>();
     private final IdSet deadLettering = new IdSet();
+    private long deadLetteringBytes;
     /** The pending messages, {@link QueueTransactions}'; read here only. */
     private final IdSet pending;
     /** What a cluster leader's purges and drops hold until their entries are applied (rules R7, R9); read here only. */
@@ -265,12 +266,20 @@ final class DeliveryOrder {
         }
     }
 
-    void deadLetteringStarted(long id) {
+    /** {@code bytes}: the message's headers and payload, counted in {@link #deadLetteringBytes} until its move ends. */
+    void deadLetteringStarted(long id, int bytes) {
         deadLettering.add(id);
+        deadLetteringBytes += bytes;
     }
 
-    void deadLetteringEnded(long id) {
+    void deadLetteringEnded(long id, int bytes) {
         deadLettering.remove(id);
+        deadLetteringBytes -= bytes;
+    }
+
+    /** Headers and payload of the messages on their way to the dead-letter queue: still in the backlog until moved. */
+    long deadLetteringBytes() {
+        return deadLetteringBytes;
     }
 
     /** The next message to deliver, or null. A due message whose record is damaged is skipped (the store discarded it). */

@@ -16,8 +16,10 @@ final class QueuePurge {
 
     /**
      * A single broker's purge: acknowledges every stored message that is not out with a consumer, held by a
-     * transaction, nor pending in one (T1, T2 of {@link QueueTransactions}), drops the redeliveries due, and sets the
-     * byte backlog to what is left; returns how many were removed.
+     * transaction, pending in one (T1, T2 of {@link QueueTransactions}), nor on its way to the dead-letter queue (its
+     * move settles it: acknowledged once its copy is durable, or back in the queue if the move fails; purged, its copy
+     * reached the dead-letter queue all the same), drops the redeliveries due, and sets the byte backlog to what is
+     * left; returns how many were removed.
      *
      * <p>It never visits the messages it removes: it names the few it keeps, and the store acknowledges the ranges
      * between them ({@link QueueStore#ackAllExcept}). A backlog of millions so costs the queue's event loop, which
@@ -26,13 +28,14 @@ final class QueuePurge {
      */
     static long removeWaiting(QueueStore store, List<ConsumerSession> consumers, IdSet tracked, DeliveryOrder order,
                               QueueTransactions transactions, Backlog backlog) {
-        IdSet kept = new IdSet(); // bounded by the consumers' credit and the transactions' limits
+        IdSet kept = new IdSet(); // bounded by the consumers' credit, the transactions' limits and the moves under way
         for (ConsumerSession c : consumers) {
             for (long id : c.inFlight.ids()) {
                 kept.add(id);
             }
         }
         transactions.forEachReserved(kept::add);
+        order.forEachDeadLettering(kept::add);
         // The tracked messages it removes (waiting for a redelivery, or due): known before the store forgets them.
         long[] untracked = new long[tracked.size()];
         int[] counts = {0, 0};
@@ -49,8 +52,8 @@ final class QueuePurge {
             tracked.remove(untracked[i]);
         }
         order.clearDue();
-        // What is left is out with the consumers, whose deliveries know their size, or the transactions'.
-        long left = transactions.reservedBytes();
+        // What is left is out with the consumers, whose deliveries know their size, the transactions' or being moved.
+        long left = transactions.reservedBytes() + order.deadLetteringBytes();
         for (ConsumerSession c : consumers) {
             left += c.inFlight.bytes();
         }
