@@ -73,7 +73,7 @@ final class AckBatch implements InFlightDeliveries.Removed {
             if (ids.length < MAX_BATCH) {
                 ids = Arrays.copyOf(ids, 2 * ids.length);
             } else {
-                store.ackAll(ids, size);
+                ackAll(ids, size);
                 size = 0;
             }
         }
@@ -204,8 +204,42 @@ final class AckBatch implements InFlightDeliveries.Removed {
     /** Hands what is batched to the store. */
     void flush() {
         if (size > 0) {
-            store.ackAll(ids, size);
+            ackAll(ids, size);
             size = 0;
+        }
+    }
+
+    /**
+     * Hands {@code count} ids of {@code batch} to the store. A store whose ack state cannot be written (a journal
+     * rotation's checkpoint failed: its storage is failed, docs/storage.md) still acknowledges in memory, so that the
+     * consumers can drain the queue, but it throws at the first write, after part of the batch: the rest is handed again
+     * while each try acknowledges more. Those ids are out of their consumer's deliveries and the tracked set already;
+     * left unacknowledged, nothing delivered them again until a restart. A store that acknowledges nothing more throws.
+     */
+    private void ackAll(long[] batch, int count) {
+        long[] left = batch;
+        int n = count;
+        while (true) {
+            try {
+                store.ackAll(left, n);
+                return;
+            } catch (RuntimeException failure) {
+                long[] rest = new long[n];
+                int m = 0;
+                for (int i = 0; i < n; i++) {
+                    if (!store.isAcked(left[i])) {
+                        rest[m++] = left[i];
+                    }
+                }
+                if (m == n) {
+                    throw failure;
+                }
+                if (m == 0) {
+                    return;
+                }
+                left = rest;
+                n = m;
+            }
         }
     }
 
