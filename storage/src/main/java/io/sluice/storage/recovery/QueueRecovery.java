@@ -31,10 +31,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
 import java.util.function.LongPredicate;
 import java.util.function.IntConsumer;
+import java.util.stream.IntStream;
 
 /**
  * Opens one queue's files and returns what was recovered, without reading the backlog (the steps are
@@ -45,7 +47,8 @@ import java.util.function.IntConsumer;
  *       metadata file of a queue without segments whose creation was;</li>
  *   <li>open the segments; message counts per segment come from Chronicle's index, not a scan; the last segment's
  *       last counted record must be there, else its unforced tail is cut back or the queue refused
- *       ({@link LastSegmentEnd});</li>
+ *       ({@link LastSegmentEnd}); every segment before the last that a machine crash left without its end marker gets
+ *       it (rule "a sealed segment ends in its marker");</li>
  *   <li>after an unclean stop (the store found no clean-shutdown mark), force every segment: the
  *       records a killed process appended since its last force are in the page cache, not on disk,
  *       and the reopened queue counts them as durable; otherwise, if a relocation pass was interrupted
@@ -170,6 +173,15 @@ public final class QueueRecovery {
         // Before the ack state hears the counts: what it knew of cut records is forgotten as after any lost tail.
         boolean cutBack = LastSegmentEnd.check(name, directory, log, lastSegment, forcer);
         log.countSegments(ackLog::segmentGrew, config.exactRollPoint());
+        List<Integer> endMarked = log.writeMissingEndMarkers(lastSegment);
+        if (!endMarked.isEmpty()) {
+            LOG.warn("Queue '{}': sealed segments {} lacked the end marker a roll writes (a machine crash kept their records "
+                    + "and the next segment's, not the marker), so readers stopped at their end; it is written now.", name,
+                    endMarked.stream().map(SegmentFiles::fileName).toList());
+            if (!afterUncleanStop) {
+                forceSegments(endMarked); // the unclean stop's force below covers them
+            }
+        }
         RelocationIntent intent = new RelocationIntent(directory);
         long scanFrom = scanStart(log, intent, lastSegment);
         boolean relocationInterrupted = Files.exists(directory.resolve(RelocationIntent.FILE));
@@ -249,7 +261,12 @@ public final class QueueRecovery {
      * </ul>
      */
     private void forceSegments(int fromSegment, int lastSegment) throws IOException {
-        for (int segment = fromSegment; segment <= lastSegment; segment++) {
+        forceSegments(IntStream.rangeClosed(fromSegment, lastSegment).boxed().toList());
+    }
+
+    /** Forces {@code segments} (those on disk), the metadata file and the segment directory. */
+    private void forceSegments(List<Integer> segments) throws IOException {
+        for (int segment : segments) {
             Path file = SegmentFiles.file(segmentDirectory, segment);
             if (Files.exists(file)) {
                 try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE)) {

@@ -26,6 +26,7 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
 import java.util.NavigableSet;
@@ -602,6 +603,15 @@ public final class SegmentLog implements AutoCloseable {
             }
         }
         return damaged;
+    }
+
+    /**
+     * Rule "a sealed segment ends in its marker" ({@link SegmentEndMarkers}): writes Chronicle's end marker into every
+     * segment before {@code lastSegment} that lacks it; returns those written into, to be forced. Recovery, before any
+     * reader is opened.
+     */
+    public List<Integer> writeMissingEndMarkers(int lastSegment) {
+        return SegmentEndMarkers.writeMissing(queueName, chronicle(), lastSegment);
     }
 
     /** The oldest segment Chronicle knows of (-1 if none). */

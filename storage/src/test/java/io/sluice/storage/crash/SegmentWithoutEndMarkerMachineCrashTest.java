@@ -7,28 +7,36 @@ import io.sluice.storage.QueueStore;
 import io.sluice.storage.ReaderIds;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.segment.SegmentFiles;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
 /**
- * An open defect (docs/storage.md, "Recovery", "A sealed segment without its end marker"): a sealed segment
- * that is not the last and lacks Chronicle's end-of-cycle marker, because its records reached the disk and the marker
- * the roll wrote after them did not while the next segment's records did (the OS writes pages back in no order the
- * store chooses: under {@code never} nothing is forced, and under any mode the next segment's pages may be written
- * back before the flusher's force of the sealed one). What this test expects once the defect is fixed: a reader
- * opened after the restart reads on into the next segment, every message on the disk is delivered, and so is one
- * appended after the restart, which the broker confirms. Today the reader stops at the sealed segment's end.
+ * Rule "a sealed segment ends in its marker" (docs/storage.md, "Recovery"): a sealed segment that is not the last and
+ * lacks Chronicle's end-of-cycle marker, because its records reached the disk and the marker the roll wrote after them
+ * did not while the next segment's records did (the OS writes pages back in no order the store chooses: under
+ * {@code never} nothing is forced, and under any mode the next segment's pages may be written back before the flusher's
+ * force of the sealed one). Chronicle's tailer leaves a segment only at its marker, so without it every reader stopped
+ * at that segment's end until an append made Chronicle's appender write the marker. Recovery writes it: a reader opened
+ * after the restart, before any append, reads every message on the disk, and one appended after the restart too.
+ *
+ * <p>Chronicle pads each record's header to four bytes: records here are of every length modulo four, so the marker
+ * must go after the padding (a marker written without it, at the unaligned end of the last record, overwrote the
+ * segment's real marker and stranded the segments after it).
  */
 class SegmentWithoutEndMarkerMachineCrashTest {
     @TempDir
@@ -39,54 +47,92 @@ class SegmentWithoutEndMarkerMachineCrashTest {
                 .segmentBytes(StoreConfig.MIN_SEGMENT_BYTES).maxMessageBytes(64 << 10).reservedDiskBytes(64L << 20).build();
     }
 
-    private static byte[] payload(long n) {
-        return String.format("%04000d", n).getBytes(StandardCharsets.US_ASCII);
+    /** A payload of {@code 4000 + extra} bytes: {@code extra} sets the record's length modulo four. */
+    private static byte[] payload(long n, int extra) {
+        return String.format("%0" + (4000 + extra) + "d", n).getBytes(StandardCharsets.US_ASCII);
     }
 
-    /** How many of these appends the first segment holds: the appends after them roll. */
-    private static int firstSegmentRecords(Path data) {
-        try (MessageStore store = MessageStore.open(data, config())) {
+    /** How many records of this size a segment holds: the append after them rolls. */
+    private int recordsPerSegment(int extra) {
+        try (MessageStore store = MessageStore.open(temp.resolve("count"), config())) {
             QueueStore q = store.createQueue("q");
             int n = 0;
             while (q.segmentNumbers().size() < 2) {
-                q.append(null, payload(n++));
+                q.append(null, payload(n++, extra));
             }
             return n - 1;
         }
     }
 
-    @Test
-    @Disabled("stranded on today's code: the reader opened before any append reads the first segment only. The fix tried, "
-            + "writing the missing markers at open, wrote markers after kill -9 too and stranded a message in "
-            + "CrashRecoveryTest (seed 80332604300565); see docs/storage.md")
-    void messagesAfterASegmentWithoutItsEndMarkerAreDeliveredAfterAMachineCrash() throws Exception {
-        int firstSegment = firstSegmentRecords(temp.resolve("count"));
-        Path data = temp.resolve("data");
-        Path image = temp.resolve("image");
-        Path imagedFirst = image.resolve("queues/q/segments").resolve(SegmentFiles.fileName(0));
+    /**
+     * Appends {@code segments} segments' worth of records and twenty more, copies the store as it is (what a process
+     * crash leaves), and puts back, in the copy, each segment of {@code withoutMarker} as it was written before the
+     * roll out of it (no end marker). Returns the ids appended, in order.
+     */
+    private List<Long> crashImage(Path data, Path image, int extra, int segments, List<Integer> withoutMarker) throws Exception {
+        int perSegment = recordsPerSegment(extra);
         List<Long> stored = new ArrayList<>();
+        Map<Integer, byte[]> beforeTheirRolls = new HashMap<>();
         try (MessageStore store = MessageStore.open(data, config())) {
             QueueStore q = store.createQueue("q");
-            for (int n = 0; n < firstSegment; n++) {
-                stored.add(q.append(null, payload(n)));
+            for (int n = 0; n < segments * perSegment + 20; n++) {
+                if (n > 0 && n % perSegment == 0 && withoutMarker.contains(n / perSegment - 1)) {
+                    int sealed = n / perSegment - 1;
+                    beforeTheirRolls.put(sealed, Files.readAllBytes(q.segmentDirectory().resolve(SegmentFiles.fileName(sealed))));
+                }
+                stored.add(q.append(null, payload(n, extra)));
             }
-            Path first = q.segmentDirectory().resolve(SegmentFiles.fileName(0));
-            byte[] beforeTheRoll = Files.readAllBytes(first); // every record, and no end marker yet
-            for (int n = firstSegment; n < firstSegment + 20; n++) {
-                stored.add(q.append(null, payload(n)));
-            }
-            assertEquals(List.of(0, 1), q.segmentNumbers());
-            assertFalse(Arrays.equals(beforeTheRoll, Files.readAllBytes(first)), "the roll wrote the end marker");
-
-            // The power fails: the first segment as written back before the roll, the rest as it is.
+            assertEquals(segments + 1, q.segmentNumbers().size());
             FileTrees.copy(data, image);
-            Files.write(imagedFirst, beforeTheRoll);
+            for (Map.Entry<Integer, byte[]> before : beforeTheirRolls.entrySet()) {
+                Path copied = image.resolve("queues/q/segments").resolve(SegmentFiles.fileName(before.getKey()));
+                assertFalse(Arrays.equals(before.getValue(), Files.readAllBytes(copied)), "the roll wrote the end marker");
+                Files.write(copied, before.getValue());
+            }
         }
+        return stored;
+    }
+
+    @ParameterizedTest(name = "records of length 4 k + {0}")
+    @ValueSource(ints = {0, 1, 2, 3})
+    void messagesAfterASegmentWithoutItsEndMarkerAreDeliveredAfterAMachineCrash(int extra) throws Exception {
+        Path image = temp.resolve("image");
+        List<Long> stored = crashImage(temp.resolve("data"), image, extra, 1, List.of(0));
         try (MessageStore store = MessageStore.open(image, config())) {
             QueueStore q = store.queue("q");
             assertEquals(stored, ReaderIds.readAll(q), "a reader opened before any append reads past the first segment");
-            stored.add(q.append(null, payload(firstSegment + 20)));
+            stored.add(q.append(null, payload(stored.size(), extra)));
             assertEquals(stored, ReaderIds.readAll(q), "and so does one opened after an append");
+        }
+    }
+
+    /** Chronicle's appender writes only one missing marker, into the segment it finds itself in at its first append. */
+    @Test
+    void messagesAfterTwoSegmentsWithoutTheirEndMarkersAreDeliveredAfterAMachineCrash() throws Exception {
+        Path image = temp.resolve("image");
+        List<Long> stored = crashImage(temp.resolve("data"), image, 1, 3, List.of(0, 1));
+        try (MessageStore store = MessageStore.open(image, config())) {
+            QueueStore q = store.queue("q");
+            assertEquals(stored, ReaderIds.readAll(q), "a reader opened before any append reads every segment");
+            stored.add(q.append(null, payload(stored.size(), 1)));
+            assertEquals(stored, ReaderIds.readAll(q), "and so does one opened after an append");
+        }
+    }
+
+    /** After a process crash every marker a roll wrote is on disk, and recovery changes no sealed segment. */
+    @ParameterizedTest(name = "records of length 4 k + {0}")
+    @ValueSource(ints = {0, 1, 2, 3})
+    void sealedSegmentsThatKeptTheirMarkersAreLeftAsTheyAre(int extra) throws Exception {
+        Path image = temp.resolve("image");
+        List<Long> stored = crashImage(temp.resolve("data"), image, extra, 2, List.of());
+        Path segments = image.resolve("queues/q/segments");
+        byte[] first = Files.readAllBytes(segments.resolve(SegmentFiles.fileName(0)));
+        byte[] second = Files.readAllBytes(segments.resolve(SegmentFiles.fileName(1)));
+        try (MessageStore store = MessageStore.open(image, config())) {
+            QueueStore q = store.queue("q");
+            assertArrayEquals(first, Files.readAllBytes(segments.resolve(SegmentFiles.fileName(0))), "segment 0 is unchanged");
+            assertArrayEquals(second, Files.readAllBytes(segments.resolve(SegmentFiles.fileName(1))), "segment 1 is unchanged");
+            assertEquals(stored, ReaderIds.readAll(q));
         }
     }
 }
