@@ -18,7 +18,10 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableSet;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.function.Consumer;
 
 /**
@@ -35,6 +38,7 @@ final class SegmentScan implements AutoCloseable {
     private final Path segmentDirectory;
     private final SingleChronicleQueue chronicle;
     private final RecordCodec codec = new RecordCodec();
+    private final Set<Integer> withoutEndMarker = new TreeSet<>();
 
     private SegmentScan(Path segmentDirectory, SingleChronicleQueue chronicle) {
         this.segmentDirectory = segmentDirectory;
@@ -165,7 +169,7 @@ final class SegmentScan implements AutoCloseable {
         moveTo(tailer, fromIndex);
         while (true) {
             long index = readNext(tailer, length);
-            if (index < 0) {
+            if (index < 0 && (index = pastMissingEndMarker(tailer, length)) < 0) {
                 return;
             }
             if (index < fromIndex) {
@@ -178,6 +182,43 @@ final class SegmentScan implements AutoCloseable {
                 return;
             }
         }
+    }
+
+    /**
+     * Rule "a sealed segment ends in its marker" (docs/storage.md, "Recovery"): Chronicle's tailer leaves a segment only at
+     * its end marker, and a machine crash can keep a sealed segment's records and the next segment's but not the marker.
+     * The broker writes it at its next start; this scan, read-only, goes past it. Called when the tailer found nothing
+     * more: if a later segment file is there, it reads once more (a roll writes the marker before it creates the next
+     * file, so a broker beside the tool has written it by then), and if it still finds nothing, the segment is noted as
+     * without its marker and the scan goes on at the first record of the next segment that has one. Returns the index of
+     * the record read, -1 at the end.
+     */
+    private long pastMissingEndMarker(ExcerptTailer tailer, int[] length) {
+        int stoppedIn = tailer.cycle();
+        NavigableSet<Integer> later = segmentFiles(segmentDirectory).navigableKeySet().tailSet(stoppedIn, false);
+        if (later.isEmpty()) {
+            return -1;
+        }
+        long index = readNext(tailer, length);
+        if (index >= 0) {
+            return index;
+        }
+        withoutEndMarker.add(stoppedIn);
+        for (int next : later) {
+            try {
+                if (tailer.moveToIndex(SegmentRollCycle.INSTANCE.toIndex(next, 0))) {
+                    return readNext(tailer, length);
+                }
+            } catch (RuntimeException | InternalError e) {
+                throw unreadable(tailer, e);
+            }
+        }
+        return -1;
+    }
+
+    /** The segments a scan found without the end marker after their last record, though a later segment follows. */
+    Set<Integer> segmentsWithoutEndMarker() {
+        return withoutEndMarker;
     }
 
     /** Positions the tailer at {@code index}, or at the first record if it is negative or absent. */

@@ -105,6 +105,12 @@ final class StoreVerifier {
                 }
                 return true;
             });
+            for (int segment : scan.segmentsWithoutEndMarker()) {
+                notes.add(String.format("segment %d: %s has no end marker after its last record (a machine crash kept its"
+                        + " records and the next segment's, not the marker its roll wrote): Chronicle's readers stop at its end"
+                        + " until the broker's next start writes it; this scan went on past it", segment,
+                        segments.resolve(SegmentFiles.fileName(segment))));
+            }
             lastIndexedMissing = lastIndexedRecordsMissing(scan, indexed, figures);
             acks = AckSnapshot.load(queueDirectory, indexed);
         } catch (IOException | RuntimeException | InternalError e) {

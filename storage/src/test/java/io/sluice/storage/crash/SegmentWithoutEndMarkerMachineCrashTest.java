@@ -7,11 +7,14 @@ import io.sluice.storage.QueueStore;
 import io.sluice.storage.ReaderIds;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.segment.SegmentFiles;
+import io.sluice.storage.tool.StorageTool;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,6 +27,7 @@ import java.util.Map;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Rule "a sealed segment ends in its marker" (docs/storage.md, "Recovery"): a sealed segment that is not the last and
@@ -117,6 +121,32 @@ class SegmentWithoutEndMarkerMachineCrashTest {
             stored.add(q.append(null, payload(stored.size(), 1)));
             assertEquals(stored, ReaderIds.readAll(q), "and so does one opened after an append");
         }
+    }
+
+    /**
+     * The offline tool reads the disk the crash left, before any restart, and cannot write the marker: its scan goes on
+     * past the segment, so that dump lists every record and verify checks every one, and says the marker is missing.
+     */
+    @Test
+    void theToolReadsPastASegmentWithoutItsEndMarkerBeforeTheRestart() throws Exception {
+        Path image = temp.resolve("image");
+        List<Long> stored = crashImage(temp.resolve("data"), image, 1, 2, List.of(0));
+
+        ByteArrayOutputStream dump = new ByteArrayOutputStream();
+        assertEquals(StorageTool.EXIT_CLEAN, StorageTool.run(new String[] {"dump", image.toString(), "q"},
+                new PrintStream(dump, true, StandardCharsets.UTF_8), System.err));
+        List<Long> dumped = dump.toString(StandardCharsets.UTF_8).lines().filter(l -> l.matches("0x[0-9a-f]{16} .*"))
+                .map(l -> Long.parseUnsignedLong(l.substring(2, 18), 16)).toList();
+        assertEquals(stored, dumped, "dump lists every record on the disk");
+
+        ByteArrayOutputStream verify = new ByteArrayOutputStream();
+        assertEquals(StorageTool.EXIT_CLEAN, StorageTool.run(new String[] {"verify", image.toString()},
+                new PrintStream(verify, true, StandardCharsets.UTF_8), System.err));
+        List<String> notes = verify.toString(StandardCharsets.UTF_8).lines().filter(l -> l.contains("NOTE")).toList();
+        assertEquals(1, notes.size(), "verify notes the missing marker and nothing else: " + notes);
+        assertTrue(notes.get(0).contains("NOTE segment 0: ") && notes.get(0).contains("has no end marker"), notes.get(0));
+        assertTrue(verify.toString(StandardCharsets.UTF_8).contains("total: 3 segment(s), " + stored.size() + " message(s)"),
+                "verify read every record:\n" + verify);
     }
 
     /** After a process crash every marker a roll wrote is on disk, and recovery changes no sealed segment. */
