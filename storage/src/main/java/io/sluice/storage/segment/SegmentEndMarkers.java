@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 /**
  * Rule "a sealed segment ends in its marker" (docs/storage.md, "Recovery"). Chronicle's tailer leaves a segment for the
  * next one only at its end-of-cycle marker; a roll writes it, and a machine crash can keep a sealed segment's records
- * and the next segment's but not the marker, so every reader stopped at that segment's last record. Chronicle repairs
+ * and the next segment's but not the marker: every reader then stops at that segment's last record. Chronicle repairs
  * this only in its appender, and only in part: at its creation it marks the segments below the one before the newest
  * segment that has a marker, and at its first append the one segment it was left in. Recovery writes each missing
  * marker itself, with Chronicle's own end-of-wire walk, before any reader is opened.
@@ -25,9 +25,9 @@ import java.util.concurrent.TimeUnit;
  * <p>The walk starts at the last record Chronicle's index counts, not at the position the segment's header names (a
  * machine crash can keep an older header page), and it is made on a wire set up as Chronicle's appender sets up its
  * own: with the header padding of the segment's data version (each header aligned to an int). Without the padding, after
- * a record whose length leaves padding before the next header the walk read the padding as an empty header and wrote a
- * marker there, across the real one, turning it into the header of a document never complete: every reader then
- * stopped at that segment's end.
+ * a record whose length leaves padding before the next header, the walk reads the padding as an empty header and writes
+ * a marker there, across the real one, which then reads as the header of a document never complete: every reader
+ * stops at that segment's end.
  *
  * <p>Recovery thread only, before the queue is served: no append can run, so Chronicle's write lock is not taken.
  */
@@ -54,8 +54,8 @@ final class SegmentEndMarkers {
         if (first == Integer.MAX_VALUE || first >= lastSegment) {
             return written;
         }
-        try (ExcerptTailer tailer = chronicle.createTailer()) {
-            tailer.singleThreadedCheckDisabled(true);
+        ExcerptTailer tailer = chronicle.createTailer();
+        try {
             for (long cycle : chronicle.listCyclesBetween(first, chronicle.lastCycle())) {
                 int segment = (int) cycle;
                 if (segment >= lastSegment) {
@@ -66,11 +66,21 @@ final class SegmentEndMarkers {
                     continue;
                 }
                 try {
-                    long walkFrom = lastRecordHeader(tailer, store, segment);
+                    long walkFrom;
+                    Throwable unreadable = null;
+                    try {
+                        walkFrom = lastRecordHeader(tailer, store, segment);
+                    } catch (RuntimeException | InternalError e) {
+                        // InternalError: a mapped read faulted, a file cut short. The tailer's state is not known after it.
+                        walkFrom = -1;
+                        unreadable = e;
+                        tailer.close();
+                        tailer = chronicle.createTailer();
+                    }
                     if (walkFrom < 0) {
-                        LOG.warn("Queue '{}': the last record Chronicle's index counts in sealed segment {} cannot be read; "
-                                + "it is left without a check of its end marker, and a reader that finds none stops there.",
-                                queueName, store.file());
+                        LOG.warn("Queue '{}': the last record Chronicle's index counts in sealed segment {} cannot be read{}; "
+                                + "its end marker is not checked, and a reader that finds none stops there.",
+                                queueName, store.file(), unreadable == null ? "" : " (" + unreadable + ")");
                     } else if (writeIfMissing(chronicle, store, walkFrom)) {
                         written.add(segment);
                     }
@@ -78,6 +88,8 @@ final class SegmentEndMarkers {
                     chronicle.closeStore(store);
                 }
             }
+        } finally {
+            tailer.close();
         }
         return written;
     }

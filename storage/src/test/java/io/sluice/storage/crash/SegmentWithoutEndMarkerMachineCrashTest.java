@@ -15,14 +15,17 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.IntStream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -34,13 +37,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * lacks Chronicle's end-of-cycle marker, because its records reached the disk and the marker the roll wrote after them
  * did not while the next segment's records did (the OS writes pages back in no order the store chooses: under
  * {@code never} nothing is forced, and under any mode the next segment's pages may be written back before the flusher's
- * force of the sealed one). Chronicle's tailer leaves a segment only at its marker, so without it every reader stopped
- * at that segment's end until an append made Chronicle's appender write the marker. Recovery writes it: a reader opened
- * after the restart, before any append, reads every message on the disk, and one appended after the restart too.
+ * force of the sealed one). Chronicle's tailer leaves a segment only at its marker, and Chronicle's appender writes a
+ * missing one only in part. Recovery writes it: a reader opened after the restart, before any append, reads every
+ * message on the disk, and one appended after the restart too.
  *
- * <p>Chronicle pads each record's header to four bytes: records here are of every length modulo four, so the marker
- * must go after the padding (a marker written without it, at the unaligned end of the last record, overwrote the
- * segment's real marker and stranded the segments after it).
+ * <p>Chronicle aligns each record's header to an int: records here are of every length modulo four, so the walk that
+ * looks for the marker must skip the padding (without it, it takes the padding after the last record for an empty
+ * header and writes a marker there, across the segment's real one, which strands the segments after it).
  */
 class SegmentWithoutEndMarkerMachineCrashTest {
     @TempDir
@@ -147,6 +150,28 @@ class SegmentWithoutEndMarkerMachineCrashTest {
         assertTrue(notes.get(0).contains("NOTE segment 0: ") && notes.get(0).contains("has no end marker"), notes.get(0));
         assertTrue(verify.toString(StandardCharsets.UTF_8).contains("total: 3 segment(s), " + stored.size() + " message(s)"),
                 "verify read every record:\n" + verify);
+    }
+
+    /**
+     * A sealed segment whose last counted record is not in the file (cut short) gets no marker: where its records end is
+     * not known. The queue still opens, and the segment is left as it is.
+     */
+    @Test
+    void aSealedSegmentCutShortBeforeItsLastRecordIsLeftAsItIs() throws Exception {
+        Path image = temp.resolve("image");
+        crashImage(temp.resolve("data"), image, 1, 2, List.of(0));
+        Path first = image.resolve("queues/q/segments").resolve(SegmentFiles.fileName(0));
+        // Within its records, before the last.
+        try (FileChannel channel = FileChannel.open(first, StandardOpenOption.WRITE)) {
+            channel.truncate(Files.size(first) / 4 * 3 / 2 / 4 * 4);
+        }
+        byte[] cut = Files.readAllBytes(first);
+        try (MessageStore store = MessageStore.open(image, config())) {
+            assertEquals(List.of(0, 1, 2), store.queue("q").segmentNumbers());
+            byte[] now = Files.readAllBytes(first); // Chronicle's mapping may lengthen the file again, with zeros
+            assertArrayEquals(cut, Arrays.copyOf(now, cut.length), "nothing is written into what is left");
+            assertTrue(IntStream.range(cut.length, now.length).allMatch(i -> now[i] == 0), "nor after it");
+        }
     }
 
     /** After a process crash every marker a roll wrote is on disk, and recovery changes no sealed segment. */
