@@ -690,13 +690,8 @@ public final class BrokerQueue {
     /** The queue's figures, consumers and producers, taken on the executor (for metrics and the admin API). */
     public io.netty.util.concurrent.Future<QueueSnapshot> snapshot() {
         return executor.submit(() -> {
-            List<QueueSnapshot.ConsumerFigures> consumerFigures = new ArrayList<>();
-            int inFlight = 0;
-            for (ConsumerSession c : consumers) {
-                consumerFigures.add(new QueueSnapshot.ConsumerFigures(c.connection.id(), c.tag, c.credit, c.inFlight.size(),
-                        c.connection.isWritable()));
-                inFlight += c.inFlight.size();
-            }
+            List<QueueSnapshot.ConsumerFigures> consumerFigures = consumers.stream().map(ConsumerSession::figures).toList();
+            int inFlight = consumerFigures.stream().mapToInt(QueueSnapshot.ConsumerFigures::unackedMessages).sum();
             List<String> producers = publishers.ids();
             // Rule R9: a drop this leader chose counts as gone while its entry is in flight, as on a single broker.
             long backlogMessages = Math.max(0, messageCount() - backlog.heldDrops());

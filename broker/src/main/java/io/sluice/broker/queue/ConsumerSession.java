@@ -21,4 +21,9 @@ final class ConsumerSession {
         this.credit = credit;
         this.account = account;
     }
+
+    /** This consumer's figures for a {@link QueueSnapshot}. */
+    QueueSnapshot.ConsumerFigures figures() {
+        return new QueueSnapshot.ConsumerFigures(connection.id(), tag, credit, inFlight.size(), connection.isWritable());
+    }
 }
