@@ -106,6 +106,41 @@ class ClusterTransactionTest {
     }
 
     /**
+     * A transaction acknowledged a delivery of "orders"; then "orders" was deleted and declared again, and a message
+     * published to the new queue took the old delivery's id and was confirmed. The commit skips what it did in the queue
+     * that is gone, as a single broker does (X6): the new queue's confirmed message stays on every node. Before, the
+     * parts named their queue by name only, and the commit acknowledged the new queue's confirmed message on every node.
+     */
+    @Test
+    void aCommitSkipsWhatItDidInAQueueDeletedAndDeclaredAgain() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        running.addAll(cluster.startInProcess());
+        int leader = running.indexOf(ClusterFixture.awaitLeader(running));
+        try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
+            c.declareQueue("orders", QueueSettings.EMPTY);
+            c.declareQueue("invoices", QueueSettings.EMPTY);
+            ClusterFixture.publish(c.createProducer("orders", ProducerOptions.DEFAULT), 0, 1);
+            Consumer consumer = c.subscribe("orders", new ConsumerOptions(1, 128, Duration.ofMillis(1)));
+            Message old = receive(consumer);
+
+            Transaction transaction = c.transaction();
+            transaction.ack(old);
+            transaction.publish("invoices", Payloads.of(100));
+            awaitUnacked(cluster, leader, "orders", 0); // the TX_ACK holds the delivery: it is the transaction's
+            c.deleteQueue("orders");
+            c.declareQueue("orders", QueueSettings.EMPTY);
+            ClusterFixture.publish(c.createProducer("orders", ProducerOptions.DEFAULT), 7, 1); // takes the old delivery's id
+            cluster.awaitDigest("orders", 1, PATIENCE);
+            transaction.commit();
+            cluster.awaitDigest("invoices", 1, PATIENCE);
+            assertEquals(1, cluster.awaitDigest("orders", 1, PATIENCE).get("messages").asLong(),
+                    "the new queue's confirmed message is on every node");
+        }
+        assertEquals(Set.of(7L), cluster.consumeAll("orders", 1));
+        assertEquals(Set.of(100L), cluster.consumeAll("invoices", 1));
+    }
+
+    /**
      * Nothing of an open transaction is stored when it ends without a commit: its connection closed, the leadership
      * moved (the leader closes its clients), or it timed out. Each time the delivery it acknowledged comes again, counted once more, and
      * every node holds nothing of what it published.
@@ -238,8 +273,13 @@ class ClusterTransactionTest {
 
     /** Waits until the leader's queue "a" has {@code unacked} messages out with a consumer: a TX_ACK took the others off. */
     private static void awaitUnacked(ClusterFixture cluster, int leader, long unacked) throws InterruptedException {
+        awaitUnacked(cluster, leader, "a", unacked);
+    }
+
+    /** Waits until the leader's {@code queue} has {@code unacked} messages out with a consumer. */
+    private static void awaitUnacked(ClusterFixture cluster, int leader, String queue, long unacked) throws InterruptedException {
         TestAwait.until("the leader holding the acknowledged delivery", PATIENCE, () -> {
-            JsonNode q = cluster.get(leader, "/api/queues/a");
+            JsonNode q = cluster.get(leader, "/api/queues/" + queue);
             return q != null && q.get("unackedMessages").asLong() == unacked;
         });
     }

@@ -724,7 +724,7 @@ public final class BrokerQueue {
     }
 
     /** True once {@link #close} has run (the queue was deleted or the broker stopped). */
-    boolean isClosed() {
+    public boolean isClosed() {
         return closed;
     }
 

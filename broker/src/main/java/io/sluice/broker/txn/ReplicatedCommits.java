@@ -101,10 +101,20 @@ final class ReplicatedCommits {
         return new Messages(queue, headers, payloads, bytes, null);
     }
 
-    /** The transaction's parts, one per queue it publishes to or acknowledges in, in the order it first touched them. */
+    /**
+     * The transaction's parts, one per queue it publishes to or acknowledges in, in the order it first touched them.
+     * Rule "a part of a deleted queue is skipped" (X6 on a single broker): a part names its queue by name, and a queue
+     * deleted since the transaction touched it may have been declared again under that name, its ids starting over,
+     * so the part's acknowledgements would remove the new queue's messages and its messages land there. What the
+     * transaction did in a queue that is gone went with it. Left open: a delete and a declare whose entries the log
+     * orders before this commit's but which this leader had not applied when it built the parts (one round trip).
+     */
     static List<Replication.TransactionPart> parts(Transaction t) {
         List<Replication.TransactionPart> parts = new ArrayList<>();
         for (Map.Entry<BrokerQueue, List<Messages>> e : t.collected.entrySet()) {
+            if (e.getKey().isClosed()) {
+                continue;
+            }
             List<byte[]> headers = new ArrayList<>();
             List<byte[]> payloads = new ArrayList<>();
             for (Messages m : e.getValue()) {
@@ -114,7 +124,7 @@ final class ReplicatedCommits {
             parts.add(new Replication.TransactionPart(e.getKey().name(), headers, payloads, ranges(t.held.get(e.getKey()))));
         }
         t.held.forEach((q, held) -> {
-            if (!t.collected.containsKey(q)) {
+            if (!t.collected.containsKey(q) && !q.isClosed()) {
                 parts.add(new Replication.TransactionPart(q.name(), List.of(), List.of(), ranges(held)));
             }
         });

@@ -274,7 +274,13 @@ public final class TransactionCoordinator implements AutoCloseable {
             finishCommitted(t); // nothing to replicate
             return;
         }
-        queues.replication().commitTransaction(t.number, ReplicatedCommits.parts(t)).whenCompleteAsync((x, failed) -> {
+        List<Replication.TransactionPart> parts = ReplicatedCommits.parts(t);
+        if (parts.isEmpty()) { // every queue it touched was deleted since: what it did there went with them
+            collectedEnded(t);
+            finishCommitted(t);
+            return;
+        }
+        queues.replication().commitTransaction(t.number, parts).whenCompleteAsync((x, failed) -> {
             if (failed == null) {
                 collectedEnded(t); // stored now: the store counts them
                 finishCommitted(t);
