@@ -64,6 +64,8 @@ import java.util.function.Supplier;
 public final class QueueStore {
     /** What headers the broker adds to a message it forwards may take beyond {@code maxMessageBytes}. */
     public static final int HEADER_HEADROOM_BYTES = 1024;
+    /** An append's size check for a committed entry's message: only {@link StoreConfig#storableMessageBytes}. */
+    private static final int COMMITTED = -1;
 
     private static final ByteBuffer NO_BYTES = ByteBuffer.allocate(0);
     private static final Logger LOG = LoggerFactory.getLogger(QueueStore.class);
@@ -243,6 +245,11 @@ public final class QueueStore {
         return incarnation;
     }
 
+    /** This store's settings (its {@link MessageStore}'s). */
+    public StoreConfig config() {
+        return config;
+    }
+
     public DurabilityMode durability() {
         return config.durability();
     }
@@ -282,7 +289,9 @@ public final class QueueStore {
     /**
      * A cluster node stores a message of the replicated PUBLISH entry at {@code logPosition} (rule R4a of
      * docs/replication.md): the record says so ({@link RecordCodec#FLAG_LOG_POSITION}), in the same bytes as the
-     * message, so that what a restart finds stored and what it finds applied are one. Otherwise as
+     * message, so that what a restart finds stored and what it finds applied are one. The entry is committed: the
+     * leader admitted the message under its own limits, so this store's {@code maxMessageBytes} does not refuse it, only
+     * what no record can hold ({@link StoreConfig#storableMessageBytes}; rule R2). Otherwise as
      * {@link #append(long, long, ByteBuffer, int, int, int, int)}.
      */
     public long appendReplicated(long logPosition, long producerId, long producerSequence, ByteBuffer source, int headersOffset,
@@ -291,7 +300,7 @@ public final class QueueStore {
             throw new IllegalArgumentException("log position " + logPosition + " is negative");
         }
         return append(RecordCodec.FLAG_LOG_POSITION, logPosition, producerId, producerSequence, source, headersOffset, headersLength,
-                source, payloadOffset, payloadLength, 0);
+                source, payloadOffset, payloadLength, COMMITTED);
     }
 
     /** A message transaction {@code transaction} staged, {@link StoredMessage#transactional()}, its number as producer id; as above. */
@@ -324,9 +333,23 @@ public final class QueueStore {
                 payload, payload.position(), payload.remaining(), HEADER_HEADROOM_BYTES);
     }
 
+    /**
+     * A cluster node stores a copy a committed entry holds (a dead-letter copy, rule R8, or a transaction's message, R13):
+     * as {@link #appendForwarded}, refused only above what a record can hold, as {@link #appendReplicated} is.
+     */
+    public long appendCommittedCopy(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
+        return append(RecordCodec.FLAG_FORWARDED, -1, producerId, producerSequence, headers, headers.position(), headers.remaining(),
+                payload, payload.position(), payload.remaining(), COMMITTED);
+    }
+
+    /** {@code headroom}: bytes allowed above {@code maxMessageBytes}, or {@link #COMMITTED}: only what a record can hold. */
     private long append(int flags, long originalId, long producerId, long producerSequence, ByteBuffer headers, int headersOffset,
                         int headersLength, ByteBuffer payload, int payloadOffset, int payloadLength, int headroom) {
-        appender.checkSize(headersLength + payloadLength, headroom);
+        if (headroom == COMMITTED) {
+            appender.checkStorable(headersLength + payloadLength);
+        } else {
+            appender.checkSize(headersLength + payloadLength, headroom);
+        }
         long index;
         lock.lock();
         try {

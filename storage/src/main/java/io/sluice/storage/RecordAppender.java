@@ -53,6 +53,15 @@ final class RecordAppender {
         }
     }
 
+    /** Refuses a message ({@code size}: headers plus payload) that no record of this store can hold ({@link StoreConfig#storableMessageBytes}). */
+    void checkStorable(int size) {
+        if (size > config.storableMessageBytes()) {
+            throw new MessageTooLargeException("message of " + size + " bytes (headers plus payload) for queue '" + name
+                    + "' exceeds the " + config.storableMessageBytes() + " bytes a record of this store can hold (a quarter of "
+                    + "Chronicle's block of min(16 MiB, segment-bytes " + config.segmentBytes() + "), less the record's header)");
+        }
+    }
+
     /**
      * Appends one message (the store is open) and returns its id; see {@link QueueStore#append(long, long, ByteBuffer, ByteBuffer)}.
      * {@code originalId}: -1, or with {@link RecordCodec#FLAG_LOG_POSITION} the replicated log's position it came from.

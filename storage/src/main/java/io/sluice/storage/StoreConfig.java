@@ -47,6 +47,17 @@ public record StoreConfig(
     public static final long MAX_SEGMENT_BYTES = 1L << 30;
     /** Chronicle maps and grows a segment file in blocks of this size, or of the segment size if smaller. */
     public static final long CHRONICLE_BLOCK_BYTES = 16L << 20;
+    /**
+     * The largest headers plus payload this store can hold at all, whatever {@code maxMessageBytes} says: Chronicle writes
+     * a document within one overlap of its mapped block (a quarter of the block, {@link #CHRONICLE_BLOCK_BYTES} or the
+     * segment size if smaller) and refuses a longer one, and the record adds its header to the message. A cluster node
+     * stores a committed message up to this (rule R2 of docs/replication.md); {@code maxMessageBytes} is what a broker
+     * admits.
+     */
+    public int storableMessageBytes() {
+        return (int) (Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes) / 4) - io.sluice.storage.segment.RecordCodec.HEADER_BYTES;
+    }
+
     /** Room for ack checkpoints (a bit per live message, compressed) written while appends are refused. */
     private static final long CHECKPOINT_ALLOWANCE_BYTES = 1L << 20;
 

@@ -165,7 +165,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             this.snapshotServer = null;
         }
         ClusterMembers[] membersOnceBuilt = new ClusterMembers[1]; // the state machine is built before the server it reads
-        this.stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId, maxFrameBytes, entryLevel),
+        this.stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId, entryLevel),
                 ApplyBudget.forHeap(Runtime.getRuntime().maxMemory(), maxFrameBytes + RaftSettings.ENTRY_HEADROOM_BYTES), queues,
                 snapshots, installer, peer -> membersOnceBuilt[0].snapshotAddress(peer), counters);
         stateMachine.events(new ShardStateMachine.Events() {

@@ -55,16 +55,14 @@ final class ShardApplier {
     private final QueueManager queues;
     private final Submissions submissions;
     private final int nodeId;
-    private final int maxFrameBytes;
     /** The cluster's entry level, which level entries raise; an entry above what this node supports stops the applier. */
     private final FinalizedEntryLevel level;
 
-    ShardApplier(QueueManager queues, Submissions submissions, int nodeId, int maxFrameBytes, FinalizedEntryLevel level) {
+    ShardApplier(QueueManager queues, Submissions submissions, int nodeId, FinalizedEntryLevel level) {
         this.level = level;
         this.queues = queues;
         this.submissions = submissions;
         this.nodeId = nodeId;
-        this.maxFrameBytes = maxFrameBytes;
     }
 
     /**
@@ -89,27 +87,92 @@ final class ShardApplier {
      * node meets the same bytes, so every node skips it alike. An entry of a level this node does not support is not
      * skipped, since the nodes that support it apply it (rule R12): nothing of the log entry is applied and
      * {@link EntryLevels.EntryTooNew} is thrown, which stops the state machine.
+     *
+     * <p>Rule R2: nothing here depends on this node's own limits. The leader admitted the entry under its limits, so a
+     * frame is read up to the entry's own length (not this node's {@code broker.max-frame-bytes}) and a message is stored
+     * whatever this node's {@code storage.max-message-bytes}; a message above what this node's store can hold at all
+     * stops it as R12 does ({@link EntryNotStorable}), before anything of the log entry is applied.
      */
     CompletableFuture<Void> applyLogEntry(byte[] data, long index) {
         EntryLevels.check(data, index, level.supported());
         if (EntryLevels.isLevelEntry(data)) {
             return applyLevel(data, index);
         }
-        if (!EntryBatch.isBatch(data)) {
-            return applyEncoded(data, index, 0);
+        if (TransactionEntry.is(data)) {
+            return applyTransaction(data, index);
         }
-        List<byte[]> entries;
+        if (!EntryBatch.isBatch(data)) {
+            ShardEntry entry = decode(data, index);
+            if (entry == null) {
+                return CompletableFuture.completedFuture(null);
+            }
+            checkStorable(List.of(entry), index);
+            return applyDecoded(entry, index, 0);
+        }
+        List<byte[]> encoded;
         try {
-            entries = EntryBatch.decode(data);
+            encoded = EntryBatch.decode(data);
         } catch (RuntimeException e) {
             LOG.error("Skipping log entry {}, a batch this broker cannot read: {}", index, e.getMessage());
             return CompletableFuture.completedFuture(null);
         }
+        List<ShardEntry> entries = new java.util.ArrayList<>(encoded.size());
+        for (byte[] one : encoded) {
+            entries.add(decode(one, index)); // null: skipped alike on every node, the others applied
+        }
+        checkStorable(entries, index);
         CompletableFuture<?>[] applied = new CompletableFuture<?>[entries.size()];
         for (int i = 0; i < applied.length; i++) {
-            applied[i] = applyEncoded(entries.get(i), index, i);
+            ShardEntry entry = entries.get(i);
+            applied[i] = entry == null ? CompletableFuture.completedFuture(null) : applyDecoded(entry, index, i);
         }
         return CompletableFuture.allOf(applied);
+    }
+
+    /**
+     * A committed shard entry, its frame bounded only by the entry itself; null (logged) if it is damaged, which every
+     * node finds alike since every node reads the same bytes with the same bound.
+     */
+    private static ShardEntry decode(byte[] data, long index) {
+        try {
+            return ShardEntry.decode(data, data.length);
+        } catch (RuntimeException e) {
+            LOG.error("Skipping a shard entry of log entry {} that this broker cannot read: {}", index, e.getMessage());
+            return null;
+        }
+    }
+
+    /**
+     * Throws {@link EntryNotStorable} (and releases the entries' frames) if a message of {@code entries} is above what this
+     * node's store can hold: a PUBLISH's or a dead-letter copy's.
+     */
+    private void checkStorable(List<ShardEntry> entries, long index) {
+        int storable = queues.store().config().storableMessageBytes();
+        for (ShardEntry entry : entries) {
+            int largest = entry == null ? 0 : largestMessageBytes(entry);
+            if (largest > storable) {
+                for (ShardEntry any : entries) {
+                    if (any != null) {
+                        ReferenceCountUtil.release(any.frame());
+                    }
+                }
+                throw new EntryNotStorable(index, entry.queue(), largest, storable);
+            }
+        }
+    }
+
+    private static int largestMessageBytes(ShardEntry entry) {
+        if (entry.deadLetter() != null) {
+            return entry.deadLetter().headers().length + entry.deadLetter().payload().length;
+        }
+        int largest = 0;
+        if (entry.frame() instanceof PublishFrame publish) {
+            io.sluice.protocol.PublishCursor cursor = publish.cursor();
+            while (cursor.next()) {
+                largest = Math.max(largest, cursor.headersLength() + cursor.payloadLength());
+            }
+        }
+        return largest;
     }
 
     /**
@@ -134,12 +197,9 @@ final class ShardApplier {
         return CompletableFuture.completedFuture(null);
     }
 
-    private CompletableFuture<Void> applyEncoded(byte[] data, long index, int place) {
-        if (TransactionEntry.is(data)) {
-            return applyTransaction(data, index);
-        }
+    private CompletableFuture<Void> applyDecoded(ShardEntry entry, long index, int place) {
         try {
-            return apply(ShardEntry.decode(data, maxFrameBytes), index, place);
+            return apply(entry, index, place);
         } catch (RuntimeException e) {
             LOG.error("Skipping a shard entry of log entry {} that this broker cannot apply: {}", index, e.getMessage());
             return CompletableFuture.completedFuture(null);
@@ -160,6 +220,15 @@ final class ShardApplier {
         } catch (IllegalArgumentException e) {
             LOG.error("Skipping log entry {}, a transaction this broker cannot read: {}", index, e.getMessage());
             return CompletableFuture.completedFuture(null);
+        }
+        int storable = queues.store().config().storableMessageBytes();
+        for (io.sluice.broker.queue.Replication.TransactionPart part : entry.parts()) {
+            for (int i = 0; i < part.headers().size(); i++) {
+                int bytes = part.headers().get(i).length + part.payloads().get(i).length;
+                if (bytes > storable) {
+                    throw new EntryNotStorable(index, part.queue(), bytes, storable);
+                }
+            }
         }
         CompletableFuture<Void> answer = entry.originNode() == nodeId ? submissions.takeApplied(entry.originCall()) : null;
         java.util.Map<String, Integer> placed = new java.util.HashMap<>();

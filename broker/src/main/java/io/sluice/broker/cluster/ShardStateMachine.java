@@ -181,9 +181,10 @@ final class ShardStateMachine extends BaseStateMachine {
             // A copy: the entry's buffer is Ratis's, and the queues read it later, on their own threads.
             byte[] data = entry.getStateMachineLogEntry().getLogData().toByteArray();
             applied = applier.applyLogEntry(data, termIndex.getIndex());
-        } catch (EntryLevels.EntryTooNew | java.io.UncheckedIOException e) { // the latter: the level's file could not be written
-            // Rule R12: thrown out of applyTransaction, Ratis's updater stops (its EXCEPTION state) and closes this node's
-            // division before it counts the entry applied, so nothing after it is applied and no snapshot covers it.
+        } catch (EntryLevels.EntryTooNew | EntryNotStorable | java.io.UncheckedIOException e) { // the last: the level's file
+            // could not be written. Rules R12 and R2 (an entry this node cannot apply, or a message its store cannot hold):
+            // thrown out of applyTransaction, Ratis's updater stops (its EXCEPTION state) and closes this node's division
+            // before it counts the entry applied, so nothing after it is applied and no snapshot covers it.
             applyBudget.release(size);
             halted = e.getMessage();
             LOG.error("Shard {}: {}.", getGroupId(), e.getMessage());
@@ -273,7 +274,7 @@ final class ShardStateMachine extends BaseStateMachine {
         return installer.fetch(address, firstTermIndexInLog.getIndex() - 1);
     }
 
-    /** Why this node stopped applying the log (an entry of a level it does not support, rule R12), or null. */
+    /** Why this node stopped applying the log (an entry of a level it does not support, R12, or one it cannot store, R2), or null. */
     String halted() {
         return halted;
     }

@@ -67,7 +67,9 @@ final class ForwardedCopies {
                     refused++;
                     throw new IllegalStateException(refusal);
                 }
-                long id = store.appendForwarded(producerId, producerSequence, headers, payload);
+                // A replicated copy is committed: stored whatever this node's max-message-bytes (rule R2).
+                long id = replicated ? store.appendCommittedCopy(producerId, producerSequence, headers, payload)
+                        : store.appendForwarded(producerId, producerSequence, headers, payload);
                 order.appendedVisible(id);
                 if (replicated) {
                     producers.deadLetterCopyStored(producerSequence, id, store.nowMillis());
@@ -89,7 +91,7 @@ final class ForwardedCopies {
 
     /**
      * Rule R13 of docs/replication.md: a committed transaction's messages for this queue ({@code headers[i]},
-     * {@code payloads[i]}), stored with no quota check under {@link ProducerTable#CLUSTER_TRANSACTIONS_PRODUCER_ID} with
+     * {@code payloads[i]}), stored with no quota check nor this node's max-message-bytes (R2) under {@link ProducerTable#CLUSTER_TRANSACTIONS_PRODUCER_ID} with
      * sequences {@code firstSequence + i}, each only if this queue does not hold it already (a node replaying its log).
      * Completes once the last one stored is durable (at once if none was), or exceptionally if the store refused one.
      */
@@ -106,7 +108,7 @@ final class ForwardedCopies {
                     if (producers.holdsTransactionMessage(sequence)) {
                         continue;
                     }
-                    long id = store.appendForwarded(ProducerTable.CLUSTER_TRANSACTIONS_PRODUCER_ID, sequence,
+                    long id = store.appendCommittedCopy(ProducerTable.CLUSTER_TRANSACTIONS_PRODUCER_ID, sequence,
                             ByteBuffer.wrap(headers.get(i)), ByteBuffer.wrap(payloads.get(i)));
                     order.appendedVisible(id);
                     producers.transactionMessageStored(sequence, id, store.nowMillis());

@@ -53,14 +53,15 @@ final class LeaderAdmission {
     void admit(ProducerLink link, PublishFrame frame, long maxUncommittedBytes, BiConsumer<PublishFrame, ProducerEpochs> submit) {
         publishers.add(link, backlog.state(), backlog.reason()); // told BLOCKED now if it is, even if refused below
         boolean deleted = queue.isClosed();
+        String tooLarge = deleted ? null : tooLarge(frame);
         String refusal = deleted ? "queue '" + queue.name() + "' was deleted before the message was stored"
-                : backlog.admit(queue.store().unackedMessages(), frame, maxUncommittedBytes, queue::dropOldest);
+                : tooLarge != null ? tooLarge : backlog.admit(queue.store().unackedMessages(), frame, maxUncommittedBytes, queue::dropOldest);
         if (refusal != null) {
             try {
                 if (deleted) {
                     link.refuseAll(frame, ErrorCode.UNKNOWN_QUEUE, refusal);
                 } else {
-                    refuseNewConfirmResent(link, frame, refusal);
+                    refuseNewConfirmResent(link, frame, tooLarge != null ? ErrorCode.MESSAGE_TOO_LARGE : ErrorCode.QUEUE_BLOCKED, refusal);
                 }
             } finally {
                 frame.release();
@@ -72,13 +73,44 @@ final class LeaderAdmission {
         submit.accept(frame, producers.resolveEpochs(link, frame));
     }
 
+    /**
+     * Rule R2: the size of a message is the leader's check, before it submits, against its {@code storage.max-message-bytes}
+     * and what its store can hold at all; every node stores what was committed whatever its own limit. Null if every
+     * message of the frame fits, else the refusal (the frame is admitted whole or refused whole).
+     */
+    private String tooLarge(PublishFrame frame) {
+        PublishCursor cursor = frame.cursor();
+        while (cursor.next()) {
+            String refusal = tooLarge(cursor.headersLength() + cursor.payloadLength(), frame.messageCount(), "a PUBLISH frame");
+            if (refusal != null) {
+                return refusal;
+            }
+        }
+        return null;
+    }
+
+    /** As above, for one message of {@code bytes} among {@code count} that {@code what} holds. */
+    private String tooLarge(int bytes, int count, String what) {
+        io.sluice.storage.StoreConfig config = queue.store().config();
+        int limit = Math.min(config.maxMessageBytes(), config.storableMessageBytes());
+        if (bytes <= limit) {
+            return null;
+        }
+        return "message of " + bytes + " bytes (headers plus payload) for queue '" + queue.name() + "' exceeds "
+                + (limit == config.maxMessageBytes() ? "maxMessageBytes " + limit : "the " + limit + " bytes a record of the store can hold")
+                + (count > 1 ? "; a cluster stores " + what + " whole or not at all, so its " + count + " messages are refused" : "");
+    }
+
     /** A PUBLISH entry was applied here, after its messages were stored: resends waiting for them are answered. */
     void applied(PublishFrame frame) {
         inFlight.applied(frame, this::answerWaiting);
     }
 
-    /** The quota refused the frame: resends of stored messages are confirmed again, every other message refused. */
-    private void refuseNewConfirmResent(ProducerLink link, PublishFrame frame, String refusal) {
+    /**
+     * The quota (or a message's size) refused the frame: resends of stored messages are confirmed again, every other
+     * message refused, a new one with {@code code}.
+     */
+    private void refuseNewConfirmResent(ProducerLink link, PublishFrame frame, ErrorCode code, String refusal) {
         long receivedAtNanos = System.nanoTime();
         long nowMillis = producers.deduplicates() ? queue.store().nowMillis() : 0;
         PendingConfirms.StoredRanges resent = new PendingConfirms.StoredRanges();
@@ -105,7 +137,7 @@ final class LeaderAdmission {
                     && inFlight.await(new InFlightPublishes.Waiting(link, producerId, sequence, windowBytes, heldBytes, refusal))) {
                 continue; // answered once its original's entry is applied or refused
             } else {
-                refuse(refusals, producerId, sequence, verdict, refusal);
+                refuse(refusals, producerId, sequence, verdict, code, refusal);
                 refusedMessages++;
                 refusedBytes += windowBytes;
                 refusedHeld += heldBytes;
@@ -128,10 +160,11 @@ final class LeaderAdmission {
      * before the refusal goes out, as a single broker counts it: whoever reads the counter after the client heard of
      * the refusal sees it.
      */
-    private void refuse(RefusalRun refusals, long producerId, long sequence, ProducerTable.Verdict verdict, String refusal) {
+    private void refuse(RefusalRun refusals, long producerId, long sequence, ProducerTable.Verdict verdict, ErrorCode code,
+                        String refusal) {
         refused++;
         if (verdict == ProducerTable.Verdict.NEW) {
-            refusals.refuse(producerId, sequence, ErrorCode.QUEUE_BLOCKED, refusal);
+            refusals.refuse(producerId, sequence, code, refusal);
         } else {
             refusals.refuse(producerId, sequence,
                     verdict == ProducerTable.Verdict.FENCED ? ErrorCode.PRODUCER_FENCED : ErrorCode.SEQUENCE_OUT_OF_WINDOW,
@@ -152,7 +185,7 @@ final class LeaderAdmission {
             releaseConfirms.run();
         } else {
             RefusalRun refusal = new RefusalRun(link);
-            refuse(refusal, resend.producerId(), resend.sequence(), verdict, resend.refusal());
+            refuse(refusal, resend.producerId(), resend.sequence(), verdict, ErrorCode.QUEUE_BLOCKED, resend.refusal());
             refusal.flush();
             link.publishCredit(1, resend.windowBytes(), resend.heldBytes());
         }
@@ -168,6 +201,11 @@ final class LeaderAdmission {
     String admitCopy(int messageBytes, long maxUncommittedBytes) {
         if (queue.isClosed()) {
             return "queue '" + queue.name() + "' was deleted";
+        }
+        int storable = queue.store().config().storableMessageBytes();
+        if (messageBytes > storable) { // committed, it would stop every node that cannot store it (rule R2)
+            return "the dead-letter copy of " + messageBytes + " bytes (headers plus payload) exceeds the " + storable
+                    + " bytes a record of queue '" + queue.name() + "' can hold";
         }
         String refusal = backlog.refusal(queue.store().unackedMessages(), messageBytes, queue::dropOldest);
         if (refusal != null) {
@@ -189,6 +227,13 @@ final class LeaderAdmission {
     String admitTransactional(int[] sizes, long maxUncommittedBytes) {
         if (queue.isClosed()) {
             return "queue '" + queue.name() + "' was deleted";
+        }
+        for (int size : sizes) {
+            String tooLarge = tooLarge(size, sizes.length, "a TX_PUBLISH");
+            if (tooLarge != null) {
+                refused += sizes.length;
+                return tooLarge;
+            }
         }
         String refusal = backlog.admit(queue.store().unackedMessages(), sizes, maxUncommittedBytes, queue::dropOldest);
         if (refusal != null) {

@@ -66,7 +66,7 @@ abstract class ShardApplierFixture {
 
     /** An applier of node 1 supporting entry levels up to {@code supportedLevel}. */
     ShardApplier applier(int supportedLevel) {
-        return new ShardApplier(queues, new Submissions(), 1, MAX_FRAME, new FinalizedEntryLevel(supportedLevel, null));
+        return new ShardApplier(queues, new Submissions(), 1, new FinalizedEntryLevel(supportedLevel, null));
     }
 
     static byte[] declare(long call) {
