@@ -1,10 +1,10 @@
 package io.sluice.broker.cluster;
 
 import io.sluice.broker.queue.BrokerQueue;
-import io.sluice.storage.QueueStore;
+import io.sluice.protocol.DeclareQueueFrame;
+import io.sluice.protocol.QueueSettings;
 import org.junit.jupiter.api.Test;
 
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
@@ -22,13 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * review).
  */
 class ShardApplierDeadLetterFailureTest extends ShardApplierFixture {
-    private static final int MAX_MESSAGE_BYTES = 4096;
     private static final int THIS_NODE = 1;
-
-    @Override
-    Map<String, String> settings() {
-        return Map.of("storage.max-message-bytes", Integer.toString(MAX_MESSAGE_BYTES));
-    }
 
     @Test
     void aCopyThisNodeCannotStoreFailsTheLeadersMoveNotTheEntrysApply() {
@@ -40,17 +34,20 @@ class ShardApplierDeadLetterFailureTest extends ShardApplierFixture {
         long[] original = {-1};
         source.store().forEachRecordAfter(-1, (id, codec) -> original[0] = id);
 
-        // Headers past what any store takes (the broker's own dead-letter headers are cut to fit): the append fails.
-        byte[] headers = new byte[MAX_MESSAGE_BYTES + QueueStore.HEADER_HEADROOM_BYTES + 1];
-        ShardEntry.DeadLetterCopy copy = new ShardEntry.DeadLetterCopy("orders", original[0], 7, 1, headers, new byte[] {1});
+        // The dead-letter queue's store fails on this node alone (its files gone from under the queue), as an I/O error
+        // would: the copy's append is refused. A size this node's limits refuse no longer does (rule R2).
+        applier.applyLogEntry(ShardEntry.encode(OTHER_NODE, 3, "orders.dlq", new DeclareQueueFrame(0, "orders.dlq",
+                QueueSettings.EMPTY), MAX_FRAME), 12).join();
+        queues.store().deleteQueue("orders.dlq");
+        ShardEntry.DeadLetterCopy copy = new ShardEntry.DeadLetterCopy("orders", original[0], 7, 1, new byte[0], new byte[] {1});
         CompletableFuture<Void> move = new CompletableFuture<>();
         long call = submissions.nextCall();
         submissions.applied(call, move);
-        CompletableFuture<Void> applied = applier.applyLogEntry(ShardEntry.encodeDeadLetter(THIS_NODE, call, "orders.dlq", copy), 12);
+        CompletableFuture<Void> applied = applier.applyLogEntry(ShardEntry.encodeDeadLetter(THIS_NODE, call, "orders.dlq", copy), 13);
 
         assertDoesNotThrow(() -> applied.join(), "the entry is applied: what Ratis gets must not be a failure");
         CompletionException failed = assertThrows(CompletionException.class, move::join, "the leader's move failed");
-        assertTrue(failed.getCause().getMessage().contains("exceeds maxMessageBytes"), failed.getCause().getMessage());
+        assertTrue(failed.getCause().getMessage().contains("queue 'orders.dlq' is closed"), failed.getCause().getMessage());
         assertFalse(source.store().isAcked(original[0]), "the original stays in its source");
     }
 }
