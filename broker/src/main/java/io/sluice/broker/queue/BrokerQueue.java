@@ -388,6 +388,7 @@ public final class BrokerQueue {
      * is batched for the store with the others of its frame.
      */
     private void lateAck(long id) {
+        order.delayEnded(id); // a replicated ack may find it waiting out a requeue delay (D7)
         StoredMessage m = readUnlessDamaged(id);
         if (m != null) {
             // Rule R13: a committed transaction's entry acknowledges what that transaction held here (T1), as on every node.
@@ -423,10 +424,10 @@ public final class BrokerQueue {
                             tracked.remove(id);
                         }
                     }
-                    case REQUEUE -> requeueLater(id, options.redeliveryDelayMs(store.deliveryCount(id)));
+                    case REQUEUE -> order.dueAfter(id, options.redeliveryDelayMs(store.deliveryCount(id)));
                     // Capped as the queue's own redelivery delays are: each waiting message holds a timer on the
-                    // queue's event loop, and a client's 30 days would hold it (and, past a delete, the queue) for good.
-                    case REQUEUE_AFTER_DELAY -> requeueLater(id, Math.min(Math.max(0, frame.delayMs()), options.maxRedeliveryDelayMs()));
+                    // queue's event loop, and a client's 30 days would hold it for good.
+                    case REQUEUE_AFTER_DELAY -> order.dueAfter(id, Math.min(Math.max(0, frame.delayMs()), options.maxRedeliveryDelayMs()));
                     default -> throw new IllegalStateException("unknown nack action " + frame.action());
                 }
             }
@@ -435,19 +436,6 @@ public final class BrokerQueue {
         if (nackedBefore != nackedMessages) { // a NACK of nothing outstanding makes nothing due: no pass for it
             scheduleDispatch();
         }
-    }
-
-    private void requeueLater(long id, long delayMs) {
-        if (delayMs <= 0) {
-            order.due(id);
-            return;
-        }
-        executor.schedule(() -> {
-            if (!closed && tracked.contains(id)) {
-                order.due(id);
-                scheduleDispatch();
-            }
-        }, delayMs, TimeUnit.MILLISECONDS);
     }
 
     /** Removes a consumer; its outstanding messages go back to the front of the queue (D4). */
@@ -756,7 +744,7 @@ public final class BrokerQueue {
             c.inFlight.removeAll();
         }
         consumers.clear();
-        order.closeReader();
+        order.close();
         if (backlog.state() != FlowState.FREE) {
             // A producer told SLOW or BLOCKED would otherwise hold its messages for this name until it reconnects: it
             // publishes nothing, so it never joins the publishers of a queue declared again under the name.

@@ -138,13 +138,10 @@ final class DeadLetterMoves {
                     + " in {} ms.", queue, id, why, delayMs);
         }
         retries.add(id);
-        executor.schedule(() -> {
-            retries.remove(id);
-            if (!readerReturnsIt && !closed.getAsBoolean() && tracked.contains(id)) {
-                order.due(id);
-                dispatch.run();
-            }
-        }, delayMs, TimeUnit.MILLISECONDS);
+        executor.schedule(() -> retries.remove(id), delayMs, TimeUnit.MILLISECONDS);
+        if (!readerReturnsIt) {
+            order.dueAfter(id, delayMs); // a wait as a NACK's delay (rule D7): a purge, a hold or a drop ends it
+        }
     }
 
     /**

@@ -2,6 +2,7 @@ package io.sluice.broker.queue;
 
 import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.protocol.IdRange;
 import io.sluice.storage.CorruptRecordException;
 import io.sluice.storage.QueueReader;
@@ -31,6 +32,12 @@ import java.util.function.LongConsumer;
  * later: at each dispatch, and every {@value #READER_RETRY_MS} ms while it cannot be, so the consumer
  * is served once a descriptor is free (the queue's appends are refused meanwhile, with the same cause).
  * So is a read that needs a segment file opened while none can be.
+ *
+ * <p>Rule D7 of docs/broker-core.md, "a delay ends with its wait": a message waiting out a delay before it is due again
+ * (a NACK's requeue, a failed dead-letter move's retry) is made due by its timer only if it is still in that very wait.
+ * Whatever else takes it out (a purge, a cluster leader's purge or drop, a drop-oldest drop, an acknowledgement, the
+ * queue's close) cancels the timer; given back and delivered again since, the message is not made due a second time
+ * while a consumer holds it.
  */
 final class DeliveryOrder {
     private static final Logger LOG = LoggerFactory.getLogger(DeliveryOrder.class);
@@ -41,6 +48,8 @@ final class DeliveryOrder {
     private final IdSet tracked;
     private final ReadyQueue ready = new ReadyQueue();
     private final LongObjectHashMap<ConsumerSession> takenBackFrom = new LongObjectHashMap<>();
+    /** The messages waiting out a delay (rule D7), by spread id ({@link SpreadIds}), each with its timer: only those. */
+    private final LongObjectHashMap<Delay> delayed = new LongObjectHashMap<>();
     private final IdSet deadLettering = new IdSet();
     private long deadLetteringBytes;
     /** The pending messages, {@link QueueTransactions}'; read here only. */
@@ -128,8 +137,10 @@ final class DeliveryOrder {
         }
     }
 
-    void closeReader() {
+    /** The queue closed: the reader is closed and no delay makes anything due (their timers leave the event loop now). */
+    void close() {
         closed = true;
+        cancelDelays();
         if (reader != null) {
             reader.close();
             reader = null;
@@ -139,6 +150,40 @@ final class DeliveryOrder {
     /** Due now, after the others (a NACK-requeue whose delay is over). */
     void due(long id) {
         ready.addLast(id);
+    }
+
+    /**
+     * Due after {@code delayMs} (at once if it is not positive), after the others, if it is still tracked and still in
+     * this wait then (rule D7): a NACK-requeue, a failed dead-letter move's retry.
+     */
+    void dueAfter(long id, long delayMs) {
+        if (delayMs <= 0) {
+            due(id);
+            return;
+        }
+        Delay delay = new Delay(id);
+        delay.timer = executor.schedule(delay, delayMs, TimeUnit.MILLISECONDS);
+        Delay before = delayed.put(SpreadIds.spread(id), delay);
+        if (before != null) {
+            before.timer.cancel(false); // one wait at a time: the newer one is the message's
+        }
+    }
+
+    /** The message left its wait otherwise than by its timer (an acknowledgement, a hold, a drop): the timer is cancelled. */
+    void delayEnded(long id) {
+        if (!delayed.isEmpty()) {
+            Delay delay = delayed.remove(SpreadIds.spread(id));
+            if (delay != null) {
+                delay.timer.cancel(false);
+            }
+        }
+    }
+
+    private void cancelDelays() {
+        for (Delay delay : delayed.values()) {
+            delay.timer.cancel(false);
+        }
+        delayed.clear();
     }
 
     /** Due before everything else (a consumer that left: its messages go back to the front). */
@@ -190,15 +235,20 @@ final class DeliveryOrder {
         }
     }
 
-    /** A purge: nothing is due any more. */
+    /** A purge: nothing is due any more, nor waits out a delay. */
     void clearDue() {
+        cancelDelays();
         ready.clear();
         givenBack.clear();
         takenBackFrom.clear();
     }
 
-    /** A cluster leader's purge or drop holds this message (rules R7, R9): not due any more, whatever made it due. */
+    /**
+     * A cluster leader's purge or drop holds this message (rules R7, R9), or a drop takes it: not due any more, whatever
+     * made it due, and out of its delay if it waited one (D7).
+     */
     void notDue(long id) {
+        delayEnded(id);
         ready.remove(id);
         takenBackFrom.remove(SpreadIds.spread(id));
     }
@@ -354,5 +404,28 @@ final class DeliveryOrder {
             }
         }
         return null;
+    }
+
+    /** One message's wait for a delay (rule D7): makes it due when it ends, unless the message left the wait meanwhile. */
+    private final class Delay implements Runnable {
+        private final long id;
+        private ScheduledFuture<?> timer;
+
+        Delay(long id) {
+            this.id = id;
+        }
+
+        @Override
+        public void run() {
+            long key = SpreadIds.spread(id);
+            if (delayed.get(key) != this) {
+                return; // the message left this wait (a cancel normally removes the timer before it runs)
+            }
+            delayed.remove(key);
+            if (!closed && tracked.contains(id)) {
+                ready.addLast(id);
+                dispatch.run();
+            }
+        }
     }
 }

@@ -134,7 +134,8 @@ final class QueuePurge {
                 count += store.unackedCount(start, gap.to());
             }
         }
-        // The tracked messages it picks (due again, or waiting out a requeue delay): so that no timer makes them due while held.
+        // The tracked messages it picks (due again, or waiting out a delay): out of the ready list and their delays (D7), so
+        // that no timer makes them due, held or given back.
         long[] untracked = new long[tracked.size()];
         n[0] = 0;
         tracked.forEach(id -> {

@@ -54,7 +54,7 @@ class DispatcherTest {
     @AfterEach
     void close() throws Exception {
         QueueCore.onLoop(q, () -> {
-            order.closeReader();
+            order.close();
             return null;
         });
         core.close();
