@@ -103,7 +103,8 @@ public final class Broker implements AutoCloseable {
         MessageStore opened;
         try {
             opened = MessageStore.open(config.dataDirectory(), config.storeConfig(), forcer);
-        } catch (RuntimeException e) {
+        } catch (Exception e) {
+            // Exception: Chronicle throws checked exceptions it does not declare; the store's failure is the start's.
             closeStarted(parts, ListenerParts::close, e);
             closeStarted(transactionLog, TransactionLog::close, e);
             throw new StartupException(describeStoreFailure(e), e);
@@ -286,7 +287,7 @@ public final class Broker implements AutoCloseable {
     }
 
     /** The store's own message, with the operating system's reason it carries as its cause. */
-    private static String describeStoreFailure(RuntimeException e) {
+    private static String describeStoreFailure(Exception e) {
         String message = String.valueOf(e.getMessage());
         Throwable cause = e.getCause();
         if (cause != null && cause.getMessage() != null && !message.contains(cause.getMessage())) {

@@ -224,10 +224,15 @@ public final class Main {
             started.complete(null);
             removeHook(hook);
             return 1;
-        } catch (RuntimeException | Error e) {
-            started.completeExceptionally(e);
+        } catch (Throwable e) {
+            // Any other failure of the start, a checked exception a library throws undeclared included, is a start
+            // failure too, ended at once: left uncaught it completed nothing, and the hook, run when the JVM ended,
+            // waited START_WAIT_AT_SHUTDOWN_SECONDS for a start already over. Not one the start knows, so its trace is kept.
+            started.complete(null);
             removeHook(hook);
-            throw e;
+            err.println("sluice: cannot start: " + e);
+            e.printStackTrace(err);
+            return 1;
         }
         ChronicleSignals.exitOnTerminationSignals();
         DeferredPosix.loadInBackground(POSIX_LOAD_DELAY_MILLIS);

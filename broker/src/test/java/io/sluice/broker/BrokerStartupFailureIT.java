@@ -1,13 +1,19 @@
 package io.sluice.broker;
 
+import io.sluice.storage.MessageStore;
+import io.sluice.storage.QueueStore;
+import io.sluice.storage.StoreConfig;
+import io.sluice.storage.segment.SegmentFiles;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
+import java.io.RandomAccessFile;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.file.Files;
@@ -74,6 +80,31 @@ class BrokerStartupFailureIT {
                 "--data-dir", file.toString()));
         assertEquals(1, f.exitCode, f.output());
         assertEquals("sluice: cannot start: data directory " + file + " is a file, not a directory", f.errorLine(), f.output());
+    }
+
+    /**
+     * A segment whose first header is not Chronicle's: Chronicle's undeclared StreamCorruptedException passed every catch
+     * of the start; the broker printed it with its trace and then "stopping (signal received)", and exited only after
+     * its shutdown hook had waited 120 s for the start.
+     */
+    @Test
+    void shouldExitAtOnceNamingASegmentDamagedInItsHeader() throws Exception {
+        Path segment;
+        try (MessageStore store = MessageStore.open(dir.resolve("data"),
+                StoreConfig.builder().reservedDiskBytes(64L << 20).build())) {
+            QueueStore queue = store.createQueue("vq");
+            for (int i = 0; i < 50; i++) {
+                queue.append(null, ("m" + i).getBytes(StandardCharsets.UTF_8));
+            }
+            segment = queue.segmentDirectory().resolve(SegmentFiles.fileName(0));
+        }
+        try (RandomAccessFile file = new RandomAccessFile(segment.toFile(), "rw")) {
+            file.write("JUNK".getBytes(StandardCharsets.US_ASCII));
+        }
+        Failure f = startExpectingFailure(List.of("--port", Integer.toString(TestPorts.free())));
+        assertEquals(1, f.exitCode, f.output());
+        assertTrue(f.errorLine().startsWith("sluice: cannot start: queue 'vq': segment file " + segment
+                + " is damaged in its header (unexpected magic 0x4b4e554a "), f.output());
     }
 
     @Test

@@ -181,7 +181,8 @@ public final class MessageStore implements AutoCloseable {
         MessageStore store = new MessageStore(dataDirectory, config, epochMillisClock, releaser, forcer);
         try {
             store.recoverAll();
-        } catch (RuntimeException e) {
+        } catch (Throwable e) {
+            // Throwable: a checked exception Chronicle throws undeclared must not leave store.lock held either.
             store.close();
             throw e;
         }

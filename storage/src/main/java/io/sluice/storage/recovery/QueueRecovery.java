@@ -148,6 +148,13 @@ public final class QueueRecovery {
         } catch (RuntimeException | Error e) {
             closeAfterFailure(log, ackLog);
             throw e;
+        } catch (Exception e) {
+            // A checked exception Chronicle throws without declaring it (StreamCorruptedException for a segment whose first
+            // header is not its own), which would pass every catch of the open up to the broker's start.
+            closeAfterFailure(log, ackLog);
+            String damaged = SegmentFiles.damagedHeader(segmentDirectory);
+            throw new StorageException("queue '" + name + "': " + (damaged != null ? damaged
+                    : "its segments in " + segmentDirectory + " cannot be read (" + e + ")"), e);
         }
     }
 

@@ -1,11 +1,18 @@
 package io.sluice.storage.segment;
 
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
 import java.time.LocalDateTime;
+import java.util.stream.Stream;
 
 /**
  * Names of segment files: segment {@code n} lives in {@code <formatted n seconds after the epoch>.cq4}
@@ -41,6 +48,53 @@ public final class SegmentFiles {
         }
         String why = root instanceof InternalError ? "a mapped read faulted past the file's end" : cause.toString();
         return "segment file " + file + " cannot be read: it is cut short or damaged in Chronicle's header or index (" + why + ")";
+    }
+
+    /**
+     * A sentence naming the segment file in {@code segmentDirectory} whose first header is not one Chronicle accepts, for
+     * a failure of Chronicle opening the directory (its {@code StreamCorruptedException} "Unexpected magic number", which
+     * names no file); null if every segment's first header is one Chronicle accepts (the failure is
+     * another). Reads the first 4 bytes of each segment file, only after such a failure.
+     */
+    public static String damagedHeader(Path segmentDirectory) {
+        try (Stream<Path> listed = Files.list(segmentDirectory)) {
+            for (Path file : listed.filter(f -> segmentOf(f.getFileName().toString()) >= 0).sorted().toList()) {
+                Integer header = firstHeader(file);
+                if (header != null && !acceptedFirstHeader(header)) {
+                    return "segment file " + file + " is damaged in its header (unexpected magic 0x" + Integer.toHexString(header)
+                            + " where Chronicle's first header belongs)";
+                }
+            }
+        } catch (IOException e) {
+            return null;
+        }
+        return null;
+    }
+
+    /** The file's first 4 bytes as Chronicle reads them (little-endian), null if it holds fewer or cannot be read. */
+    private static Integer firstHeader(Path file) {
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            ByteBuffer word = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
+            while (word.hasRemaining() && channel.read(word) >= 0) {
+                // read on until 4 bytes or the end of the file
+            }
+            return word.hasRemaining() ? null : word.getInt(0);
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    /**
+     * Chronicle's check of a file's first header ({@code AbstractWire.readFirstHeader}): complete metadata of at most
+     * 64 KiB. A zero or incomplete header is not damage here: it is a creation a kill cut short, which recovery deletes.
+     */
+    private static boolean acceptedFirstHeader(int header) {
+        int notComplete = 0x8000_0000;
+        int metaData = 0x4000_0000;
+        if (header == 0 || (header & notComplete) != 0) {
+            return true;
+        }
+        return (header & metaData) != 0 && (header & 0x3FFF_FFFF) <= 65_536;
     }
 
     /** The segment number of a file name, or -1 if the name is not a segment file's. */

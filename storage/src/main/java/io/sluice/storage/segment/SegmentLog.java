@@ -179,8 +179,27 @@ public final class SegmentLog implements AutoCloseable {
                 throw FileDescriptors.exhaustedError("queue '" + queueName + "' cannot open its segments in " + segmentDirectory, e);
             }
             throw e;
+        } catch (VirtualMachineError e) {
+            if (opened != null) {
+                opened.close();
+            }
+            throw e;
+        } catch (Throwable e) {
+            // Chronicle throws checked exceptions it does not declare (StreamCorruptedException for a segment whose first
+            // header is not its own); let through, they passed every catch of the open up to the broker's start.
+            if (opened != null) {
+                opened.close();
+            }
+            throw openFailure(e);
         }
         this.chronicle = opened;
+    }
+
+    /** A failure of Chronicle's open that is neither a {@link RuntimeException} nor the JVM's, named by queue and file. */
+    private StorageException openFailure(Throwable e) {
+        String damaged = SegmentFiles.damagedHeader(segmentDirectory);
+        return new StorageException("queue '" + queueName + "': " + (damaged != null ? damaged
+                : "Chronicle cannot open the segments in " + segmentDirectory + " (" + e + ")"), e);
     }
 
     private long blockBytes() {
