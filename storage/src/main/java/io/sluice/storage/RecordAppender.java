@@ -58,7 +58,7 @@ final class RecordAppender {
         if (size > config.storableMessageBytes()) {
             throw new MessageTooLargeException("message of " + size + " bytes (headers plus payload) for queue '" + name
                     + "' exceeds the " + config.storableMessageBytes() + " bytes a record of this store can hold (a quarter of "
-                    + "Chronicle's block of min(16 MiB, segment-bytes " + config.segmentBytes() + "), less the record's header)");
+                    + "Chronicle's block of " + config.chronicleBlockBytes() + " bytes, less the record's header)");
         }
     }
 

@@ -45,17 +45,44 @@ public record StoreConfig(
 
     public static final long MIN_SEGMENT_BYTES = 1L << 20;
     public static final long MAX_SEGMENT_BYTES = 1L << 30;
-    /** Chronicle maps and grows a segment file in blocks of this size, or of the segment size if smaller. */
+    /** Chronicle's block (its mapping chunk) at least, when the segment is as large. */
     public static final long CHRONICLE_BLOCK_BYTES = 16L << 20;
+    /** The default {@code maxMessageBytes}; the block holds a message of it whatever a node's own setting (below). */
+    public static final int DEFAULT_MAX_MESSAGE_BYTES = 4 << 20;
+    /** Chronicle's own header before each document. */
+    static final int CHRONICLE_DOCUMENT_HEADER_BYTES = 4;
+
     /**
-     * The largest headers plus payload this store can hold at all, whatever {@code maxMessageBytes} says: Chronicle writes
-     * a document within one overlap of its mapped block (a quarter of the block, {@link #CHRONICLE_BLOCK_BYTES} or the
-     * segment size if smaller) and refuses a longer one, and the record adds its header to the message. A cluster node
+     * Chronicle's block: the chunk it maps and grows a segment file by. Chronicle writes a document within one overlap of
+     * the block (a quarter of it) and refuses a longer one, so the block holds four of the largest record this store may
+     * write: {@code maxMessageBytes} plus the headers the broker adds to a copy it forwards
+     * ({@link QueueStore#HEADER_HEADROOM_BYTES}), the record's header and Chronicle's, rounded up to a whole MiB, and
+     * never less than {@link #CHRONICLE_BLOCK_BYTES} when the segment is as large. The message it is sized for is never
+     * below the default {@code maxMessageBytes} (or a quarter of a smaller segment), so that a cluster node configured
+     * lower still holds what a leader with the defaults and its segment size admits (rule R2 of docs/replication.md).
+     * Chronicle keeps the block size nowhere on disk: segments written under another one open with this one.
+     */
+    public long chronicleBlockBytes() {
+        return chronicleBlockBytes(segmentBytes, maxMessageBytes);
+    }
+
+    static long chronicleBlockBytes(long segmentBytes, int maxMessageBytes) {
+        long message = Math.max(maxMessageBytes, Math.min(DEFAULT_MAX_MESSAGE_BYTES, segmentBytes / 4));
+        long record = message + QueueStore.HEADER_HEADROOM_BYTES + io.sluice.storage.segment.RecordCodec.HEADER_BYTES
+                + CHRONICLE_DOCUMENT_HEADER_BYTES;
+        long mib = 1L << 20;
+        long sized = (4 * record + mib - 1) / mib * mib;
+        return Math.max(Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes), sized);
+    }
+
+    /**
+     * The largest headers plus payload this store can hold at all: a quarter of {@link #chronicleBlockBytes()} less the
+     * record's header, at least {@code maxMessageBytes} plus {@link QueueStore#HEADER_HEADROOM_BYTES}. A cluster node
      * stores a committed message up to this (rule R2 of docs/replication.md); {@code maxMessageBytes} is what a broker
      * admits.
      */
     public int storableMessageBytes() {
-        return (int) (Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes) / 4) - io.sluice.storage.segment.RecordCodec.HEADER_BYTES;
+        return (int) (chronicleBlockBytes() / 4) - io.sluice.storage.segment.RecordCodec.HEADER_BYTES;
     }
 
     /** Room for ack checkpoints (a bit per live message, compressed) written while appends are refused. */
@@ -64,13 +91,13 @@ public record StoreConfig(
     /**
      * The smallest {@code reservedDiskBytes} the engine can work with (docs/storage.md, "Disk full"):
      * what must still be writable once appends are refused, so that no store into a memory-mapped page
-     * meets a full disk (a SIGBUS): one Chronicle block (a segment's index and its growth by one
-     * block), the copies of one relocation ({@code relocateMaxLiveRatio} of a segment), an ack
+     * meets a full disk (a SIGBUS): one Chronicle block ({@link #chronicleBlockBytes()}: a segment's index and its
+     * growth by one block), the copies of one relocation ({@code relocateMaxLiveRatio} of a segment), an ack
      * journal rotation and recovery (which writes a new journal beside the old one: twice
      * {@code ackJournalBytes}), and the checkpoints.
      */
     public long minimumReservedDiskBytes() {
-        return minimumReservedDiskBytes(segmentBytes, relocateMaxLiveRatio, ackJournalBytes);
+        return minimumReservedDiskBytes(segmentBytes, maxMessageBytes, relocateMaxLiveRatio, ackJournalBytes);
     }
 
     /**
@@ -81,8 +108,8 @@ public record StoreConfig(
         return minimumReservedDiskBytes() - (long) Math.ceil(segmentBytes * relocateMaxLiveRatio);
     }
 
-    static long minimumReservedDiskBytes(long segmentBytes, double relocateMaxLiveRatio, int ackJournalBytes) {
-        return Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes) + (long) Math.ceil(segmentBytes * relocateMaxLiveRatio)
+    static long minimumReservedDiskBytes(long segmentBytes, int maxMessageBytes, double relocateMaxLiveRatio, int ackJournalBytes) {
+        return chronicleBlockBytes(segmentBytes, maxMessageBytes) + (long) Math.ceil(segmentBytes * relocateMaxLiveRatio)
                 + 2L * ackJournalBytes + CHECKPOINT_ALLOWANCE_BYTES;
     }
 
@@ -110,7 +137,7 @@ public record StoreConfig(
         private DurabilityMode durability = DurabilityMode.ALWAYS;
         private long syncIntervalMs = 1000;
         private long segmentBytes = 64L << 20;
-        private int maxMessageBytes = 4 << 20;
+        private int maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES;
         private long reservedDiskBytes = 256L << 20;
         private int ackJournalBytes = 8 << 20;
         private double relocateMaxLiveRatio = 0.05;
@@ -187,13 +214,14 @@ public record StoreConfig(
                 problems.add("segmentBytes " + segmentBytes + " is outside " + MIN_SEGMENT_BYTES + ".." + MAX_SEGMENT_BYTES);
             }
             if (maxMessageBytes < 1 || maxMessageBytes > segmentBytes / 4) {
-                problems.add("maxMessageBytes " + maxMessageBytes + " is outside 1..segmentBytes/4 (" + segmentBytes / 4 + ")");
+                problems.add("maxMessageBytes " + maxMessageBytes + " is outside 1..segmentBytes/4 (" + segmentBytes / 4 + "): a message "
+                        + "takes at most a quarter of a segment");
             }
-            long minimumReserve = minimumReservedDiskBytes(segmentBytes, relocateMaxLiveRatio, ackJournalBytes);
+            long minimumReserve = minimumReservedDiskBytes(segmentBytes, maxMessageBytes, relocateMaxLiveRatio, ackJournalBytes);
             if (reservedDiskBytes < minimumReserve) {
                 problems.add("reservedDiskBytes " + reservedDiskBytes + " is below the " + minimumReserve + " bytes ("
                         + (minimumReserve >> 20) + " MiB) the engine needs for these settings: one Chronicle block of "
-                        + Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes) + ", a relocation of up to "
+                        + chronicleBlockBytes(segmentBytes, maxMessageBytes) + ", a relocation of up to "
                         + (long) Math.ceil(segmentBytes * relocateMaxLiveRatio) + ", an ack-journal rotation and recovery of "
                         + 2L * ackJournalBytes + ", and " + CHECKPOINT_ALLOWANCE_BYTES + " for checkpoints must stay writable "
                         + "once appends are refused, or a full disk turns into a SIGBUS");

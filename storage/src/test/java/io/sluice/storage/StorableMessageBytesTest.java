@@ -7,8 +7,6 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -23,10 +21,14 @@ class StorableMessageBytesTest {
 
     @Test
     void theLimitIsAQuarterOfChroniclesBlockLessTheRecordHeader() {
-        assertEquals((4 << 20) - 48, StoreConfig.builder().segmentBytes(64L << 20).build().storableMessageBytes());
-        assertEquals((4 << 20) - 48, StoreConfig.builder().segmentBytes(1L << 30).maxMessageBytes(200 << 20).build()
-                .storableMessageBytes());
-        assertEquals((256 << 10) - 48, StoreConfig.builder().segmentBytes(1L << 20).maxMessageBytes(1024).build()
+        // 4 x (4 MiB + 1024 + 48 + 4), rounded up to 17 MiB
+        assertEquals((17 << 20) / 4 - 48, StoreConfig.builder().segmentBytes(64L << 20).build().storableMessageBytes());
+        assertEquals((17 << 20) / 4 - 48, StoreConfig.builder().segmentBytes(64L << 20).maxMessageBytes(1024).build()
+                .storableMessageBytes(), "a node's lower maxMessageBytes never takes the block below the default's");
+        assertEquals((801 << 20) / 4 - 48, StoreConfig.builder().segmentBytes(1L << 30).maxMessageBytes(200 << 20)
+                .reservedDiskBytes(2L << 30).build().storableMessageBytes());
+        // A quarter of the 1 MiB segment, 256 KiB, plus the headroom and headers: a 2 MiB block.
+        assertEquals((512 << 10) - 48, StoreConfig.builder().segmentBytes(1L << 20).maxMessageBytes(1024).build()
                 .storableMessageBytes());
     }
 
@@ -56,20 +58,24 @@ class StorableMessageBytesTest {
         }
     }
 
-    /** Without the check, Chronicle itself refuses one byte more: the limit is exactly the engine's. */
+    /** The limit is exactly the engine's: at the store's block, Chronicle takes a record of it and refuses one byte more. */
     @Test
     void oneByteOverTheLimitIsWhatChronicleRefuses() {
         StoreConfig config = StoreConfig.builder().segmentBytes(1L << 20).maxMessageBytes(256 << 10).build();
-        int limit = config.storableMessageBytes();
-        try (MessageStore store = MessageStore.open(dir, config)) {
-            QueueStore queue = store.createQueue("orders");
-            // A forwarded copy may pass maxMessageBytes by HEADER_HEADROOM_BYTES, so this one reaches Chronicle.
-            StorageException refused = assertThrows(StorageException.class,
-                    () -> queue.appendForwarded(7, 1, ByteBuffer.allocate(0), ByteBuffer.allocate(limit + 1)));
-            assertFalse(refused instanceof MessageTooLargeException, refused.toString());
-            assertInstanceOf(RuntimeException.class, refused.getCause());
-            long id = queue.appendForwarded(7, 2, ByteBuffer.allocate(0), ByteBuffer.allocate(limit));
-            assertEquals(limit, queue.read(id).payloadBytes().length);
+        int record = config.storableMessageBytes() + io.sluice.storage.segment.RecordCodec.HEADER_BYTES;
+        try (net.openhft.chronicle.queue.impl.single.SingleChronicleQueue chronicle =
+                     net.openhft.chronicle.queue.impl.single.SingleChronicleQueueBuilder.single(dir.toFile())
+                             .blockSize(config.chronicleBlockBytes()).build();
+             net.openhft.chronicle.queue.ExcerptAppender appender = chronicle.createAppender()) {
+            try (net.openhft.chronicle.wire.DocumentContext dc = appender.writingDocument()) {
+                dc.wire().bytes().write(new byte[record]);
+            }
+            RuntimeException refused = assertThrows(RuntimeException.class, () -> {
+                try (net.openhft.chronicle.wire.DocumentContext dc = appender.writingDocument()) {
+                    dc.wire().bytes().write(new byte[record + 1]);
+                }
+            });
+            assertTrue(refused.getMessage().contains("write failed"), refused.toString());
         }
     }
 }

@@ -10,7 +10,7 @@ final class EntryNotStorable extends RuntimeException {
     EntryNotStorable(long index, String queue, int messageBytes, int storableBytes) {
         super("log entry " + index + " holds a message of " + messageBytes + " bytes (headers plus payload) for queue '" + queue
                 + "', above the " + storableBytes + " bytes a record of this node's store can hold (a quarter of Chronicle's "
-                + "block, min(16 MiB, storage.segment-bytes), less the record's header); this node stops applying the log "
-                + "instead of skipping it: give it the storage.segment-bytes of the other nodes and start it again");
+                + "block, sized from storage.segment-bytes and storage.max-message-bytes, less the record's header); this node stops applying the log "
+                + "instead of skipping it: give it the storage.segment-bytes and storage.max-message-bytes of the other nodes and start it again");
     }
 }

@@ -126,12 +126,12 @@ class ShardApplierNodeLimitsTest {
         }
     }
 
-    /** segment-bytes 1 MiB: Chronicle's block is 1 MiB, so a record holds at most 256 KiB less its header. */
+    /** segment-bytes 1 MiB: Chronicle's block is 2 MiB (sized for a quarter of the segment), so a record holds 512 KiB less its header. */
     @Test
     void aNodeWhoseStoreCannotHoldACommittedMessageStopsAtItAndAppliesNothingOfIt() {
         try (Node small = new Node(dir.resolve("small"), Map.of("storage.segment-bytes", "1048576",
                 "storage.max-message-bytes", "65536"))) {
-            int storable = (256 << 10) - 48;
+            int storable = (512 << 10) - 48;
             small.apply(declare("orders"), 1);
             small.apply(publish(1, payload('a', storable)), 2); // the largest it can hold, above its max-message-bytes
             byte[] batch = EntryBatch.encode(List.of(publish(2, payload('b', 5)), publish(3, payload('c', storable + 1))));
@@ -139,8 +139,8 @@ class ShardApplierNodeLimitsTest {
             EntryNotStorable stopped = assertThrows(EntryNotStorable.class, () -> small.apply(batch, 3));
             assertEquals("log entry 3 holds a message of " + (storable + 1) + " bytes (headers plus payload) for queue 'orders', "
                     + "above the " + storable + " bytes a record of this node's store can hold (a quarter of Chronicle's block, "
-                    + "min(16 MiB, storage.segment-bytes), less the record's header); this node stops applying the log instead "
-                    + "of skipping it: give it the storage.segment-bytes of the other nodes and start it again", stopped.getMessage());
+                    + "sized from storage.segment-bytes and storage.max-message-bytes, less the record's header); this node stops applying the log instead "
+                    + "of skipping it: give it the storage.segment-bytes and storage.max-message-bytes of the other nodes and start it again", stopped.getMessage());
             List<String> stored = small.stored("orders");
             assertEquals(1, stored.size(), "nothing of the log entry it stopped at, its first PUBLISH included: " + stored);
             assertTrue(stored.get(0).endsWith("=" + storable + ":a"), stored.get(0));

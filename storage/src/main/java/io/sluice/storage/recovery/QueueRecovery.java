@@ -129,7 +129,7 @@ public final class QueueRecovery {
             throw new UncheckedIOException("cannot prepare the segment directory " + segmentDirectory, e);
         }
         int lastSegment = lastSegmentOnDisk();
-        SegmentLog log = new SegmentLog(name, segmentDirectory, config.segmentBytes(), lastSegment, onSeal, onEntering);
+        SegmentLog log = new SegmentLog(name, segmentDirectory, config.segmentBytes(), config.chronicleBlockBytes(), lastSegment, onSeal, onEntering);
         AckLog ackLog;
         try {
             ackLog = createdAcks != null ? createdAcks : AckLog.open(directory.resolve("acks"), config.ackJournalBytes());

@@ -49,13 +49,14 @@ public final class SegmentLog implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SegmentLog.class);
 
     /** Mapping chunk of a segment file: Chronicle maps this much (plus a quarter) at a time. */
-    private static final long CHRONICLE_BLOCK_BYTES = 16L << 20;
     /** How long a queue refused for want of descriptors refuses appends before it tries again. */
     private static final long REFUSAL_BACKOFF_NANOS = 1_000_000_000L;
 
     private final String queueName;
     private final Path segmentDirectory;
     private final long segmentBytes;
+    /** Chronicle's block, {@link io.sluice.storage.StoreConfig#chronicleBlockBytes()}. */
+    private final long blockBytes;
     private final SegmentClock segmentClock;
     /**
      * Chronicle, once opened: at once for a queue with segments on disk, else at its first use (rule
@@ -105,11 +106,12 @@ public final class SegmentLog implements AutoCloseable {
      * are taken by the append", docs/storage.md). Call only with the store's {@code store.lock} held: a
      * Chronicle lock left held by a killed writer is released when Chronicle opens ({@link StaleWriteLocks}).
      */
-    public SegmentLog(String queueName, Path segmentDirectory, long segmentBytes, int writeSegment, IntConsumer onSeal,
-                      IntConsumer onEntering) {
+    public SegmentLog(String queueName, Path segmentDirectory, long segmentBytes, long blockBytes, int writeSegment,
+                      IntConsumer onSeal, IntConsumer onEntering) {
         this.queueName = queueName;
         this.segmentDirectory = segmentDirectory;
         this.segmentBytes = segmentBytes;
+        this.blockBytes = blockBytes;
         this.onSeal = onSeal;
         this.onEntering = onEntering;
         this.segmentClock = new SegmentClock(Math.max(writeSegment, 0));
@@ -203,7 +205,7 @@ public final class SegmentLog implements AutoCloseable {
     }
 
     private long blockBytes() {
-        return Math.min(CHRONICLE_BLOCK_BYTES, segmentBytes);
+        return blockBytes;
     }
 
     /**
