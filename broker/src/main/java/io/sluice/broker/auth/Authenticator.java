@@ -1,6 +1,7 @@
 package io.sluice.broker.auth;
 
 import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.log.Printable;
 
 import java.util.HashMap;
 import java.util.Map;
@@ -61,6 +62,11 @@ public final class Authenticator {
                 result = anonymousAllowed ? new Result("", null) : new Result("",
                         "anonymous access is not allowed (auth.allow-anonymous, or auth.allow-anonymous-remote on a non-loopback listener)");
             }
+        } else if (Printable.firstControl(user) >= 0) {
+            // No configured user's name holds one (BrokerConfig), and the name would be quoted into the log; not hashing
+            // tells a guesser nothing, since no configured user can be named so.
+            result = new Result("", "the user name holds a control character (U+" + String.format("%04X", Printable.firstControl(user))
+                    + "), which no user's name does");
         } else {
             String hash = hashes.get(user);
             boolean ok = PasswordHasher.verify(password == null ? new char[0] : password.toCharArray(),

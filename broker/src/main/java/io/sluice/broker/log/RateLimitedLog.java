@@ -47,16 +47,29 @@ public final class RateLimitedLog {
         return new RateLimitedLog(subject, LINES_PER_INTERVAL, INTERVAL_MS, System::nanoTime);
     }
 
+    /** Logs at INFO unless suppressed; each text argument {@link Printable#escape escaped} (these lines quote clients). */
     public void info(Logger log, String format, Object... args) {
         if (admit(log)) {
-            log.info(format, args);
+            log.info(format, printable(args));
         }
     }
 
+    /** Logs at WARN unless suppressed; each text argument {@link Printable#escape escaped} (these lines quote clients). */
     public void warn(Logger log, String format, Object... args) {
         if (admit(log)) {
-            log.warn(format, args);
+            log.warn(format, printable(args));
         }
+    }
+
+    /** Every line of these kinds is about what outside input did, and most quote it: each argument but a throwable is escaped. */
+    private static Object[] printable(Object[] args) {
+        Object[] out = args.clone();
+        for (int i = 0; i < out.length; i++) {
+            if (out[i] != null && !(out[i] instanceof Throwable)) {
+                out[i] = Printable.escape(out[i].toString());
+            }
+        }
+        return out;
     }
 
     /** Logs the summary of an interval that has ended, if it suppressed anything. */

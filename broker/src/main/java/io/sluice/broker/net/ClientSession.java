@@ -1,5 +1,6 @@
 package io.sluice.broker.net;
 
+import io.sluice.broker.log.Printable;
 import io.sluice.broker.auth.Action;
 import io.sluice.broker.auth.Authorizer;
 import io.sluice.broker.error.ErrorCodes;
@@ -481,7 +482,7 @@ final class ClientSession {
             if (failure != null) {
                 ErrorCode code = ErrorCodes.of(failure);
                 if (code == ErrorCode.INTERNAL_ERROR) {
-                    LOG.error("Registering producer '{}' on queue '{}' for {} failed.", init.producerName(), init.queue(),
+                    LOG.error("Registering producer '{}' on queue '{}' for {} failed.", Printable.escape(init.producerName()), init.queue(),
                             proxy.describe(), ErrorCodes.unwrap(failure));
                     proxy.answerError(requestId, code, "the broker could not record the producer's registration; see the broker log");
                 } else {
@@ -508,7 +509,7 @@ final class ClientSession {
             return true;
         }
         String message = Authorizer.denial(user, action, queue);
-        LOG.info("Access denied to {}: {}.", proxy.describe(), message);
+        LOG.info("Access denied to {}: {}.", proxy.describe(), Printable.escape(message)); // the queue is not checked yet
         proxy.answerError(requestId, ErrorCode.ACCESS_DENIED, message);
         return false;
     }

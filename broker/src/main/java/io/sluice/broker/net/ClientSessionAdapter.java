@@ -1,5 +1,6 @@
 package io.sluice.broker.net;
 
+import io.sluice.broker.log.Printable;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.util.ReferenceCountUtil;
 import io.sluice.broker.config.BrokerConfig;
@@ -150,7 +151,7 @@ public final class ClientSessionAdapter extends ProtocolHandler {
         } else if (frame instanceof HeartbeatFrame) {
             LOG.trace("Heartbeat from client '{}'.", clientName);
         } else if (frame instanceof CloseFrame close) {
-            LOG.debug("Client '{}' closed the connection: {}", clientName, close.reason());
+            LOG.debug("Client '{}' closed the connection: {}", Printable.escape(clientName), Printable.escape(close.reason()));
             LastFrame.writeAndClose(ctx, new CloseFrame(ErrorCode.NONE, "bye"));
         } else if (frame instanceof HelloFrame) {
             fail(ctx, ErrorCode.UNEXPECTED_FRAME, "HELLO after the handshake");

@@ -1,5 +1,6 @@
 package io.sluice.broker.net;
 
+import io.sluice.broker.log.Printable;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.ReferenceCountUtil;
@@ -110,7 +111,7 @@ final class ClientSessionProxy extends FrameLink implements TransactionLink {
 
     @Override
     public String describe() {
-        return ctx.channel().remoteAddress() + " (client '" + clientName + "')";
+        return ctx.channel().remoteAddress() + " (client '" + Printable.escape(clientName) + "')"; // quoted into log lines
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.sluice.broker.net;
 
+import io.sluice.broker.log.Printable;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.ScheduledFuture;
@@ -244,7 +245,8 @@ final class HandshakeHandler extends ProtocolHandler {
         countedConnection = false; // the session adapter owns both counts from here on
         ctx.pipeline().replace(this, "connection", new ClientSessionAdapter(config, queues, transactions, security, hello.clientName(),
                 auth.user(), maxFrame, granted));
-        LOG.debug("Connection from {} opened by client '{}' (user '{}').", ctx.channel().remoteAddress(), hello.clientName(), auth.user());
+        LOG.debug("Connection from {} opened by client '{}' (user '{}').", ctx.channel().remoteAddress(),
+                Printable.escape(hello.clientName()), Printable.escape(auth.user()));
         if (waitingForLeader != null) {
             List<Object> held = waitingForLeader;
             waitingForLeader = null;
