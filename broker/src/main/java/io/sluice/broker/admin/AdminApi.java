@@ -86,6 +86,7 @@ final class AdminApi {
             // Headers first: nobody refused makes the broker read, or hold, a body (AdminServer's rule on slow requests).
             AdminRequestGate.refuseCrossOrigin(exchange);
             String user = gate.authenticate(exchange);
+            refuseQuery(exchange.getRequestURI().getRawQuery());
             byte[] body = AdminRequestGate.readBody(exchange);
             Object result = route(user, exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(), body);
             answers.ok(exchange, result);
@@ -101,12 +102,34 @@ final class AdminApi {
         return gate.admitScrape(exchange);
     }
 
+    /**
+     * No request takes a query parameter; one ignored would have a request do more than it asked ({@code DELETE
+     * ...?if-empty=true} deleting a queue that holds messages), so any is refused, as an unknown JSON key is.
+     */
+    private static void refuseQuery(String rawQuery) {
+        if (rawQuery == null || rawQuery.isEmpty()) {
+            return;
+        }
+        String first = rawQuery.split("&", 2)[0].split("=", 2)[0];
+        String name;
+        try {
+            name = URLDecoder.decode(first, StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException e) {
+            name = first;
+        }
+        throw new ApiException(400, "bad_request", "the admin API takes no query parameters, and '" + name + "' is one;"
+                + " a queue's settings go in the JSON body of its PUT");
+    }
+
     private Object route(String user, String method, String rawPath, byte[] body) {
         List<String> parts = new ArrayList<>();
-        for (String p : rawPath.split("/")) {
-            if (!p.isEmpty()) {
-                parts.add(decodeSegment(p));
+        String[] segments = rawPath.split("/", -1);
+        // segments[0] is the empty text before the first '/'; an empty one after it (a trailing or doubled '/') names nothing
+        for (int i = 1; i < segments.length; i++) {
+            if (segments[i].isEmpty()) {
+                throw notFound(method, rawPath);
             }
+            parts.add(decodeSegment(segments[i]));
         }
         // parts[0] is "api"
         String resource = parts.size() > 1 ? parts.get(1) : "";
@@ -165,21 +188,31 @@ final class AdminApi {
                     requireMethod(method, "DELETE");
                     return connections.close(user, parts.get(2));
                 }
-                requireMethod(method, "GET");
-                return connections.list(user);
+                if (parts.size() == 2) {
+                    requireMethod(method, "GET");
+                    return connections.list(user);
+                }
             }
             case "consumers" -> {
-                requireMethod(method, "GET");
-                return queues.consumers(user);
+                if (parts.size() == 2) {
+                    requireMethod(method, "GET");
+                    return queues.consumers(user);
+                }
             }
             case "producers" -> {
-                requireMethod(method, "GET");
-                return queues.producers(user);
+                if (parts.size() == 2) {
+                    requireMethod(method, "GET");
+                    return queues.producers(user);
+                }
             }
             default -> {
             }
         }
-        throw new ApiException(404, "not_found", "no API at " + method + " " + rawPath
+        throw notFound(method, rawPath);
+    }
+
+    private static ApiException notFound(String method, String rawPath) {
+        return new ApiException(404, "not_found", "no API at " + method + " " + rawPath
                 + "; see /api/queues, /api/connections, /api/consumers, /api/producers, /api/cluster, /api/cluster/leader, "
                 + "/api/cluster/feature-level, /api/cluster/nodes");
     }

@@ -1,6 +1,7 @@
 package io.sluice.broker.admin;
 
 import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpServer;
 import com.sun.net.httpserver.HttpsServer;
 import io.sluice.broker.security.ListenerExposure;
@@ -133,10 +134,12 @@ public final class AdminServer implements AutoCloseable {
         executor.allowCoreThreadTimeOut(true);
         AdminServer admin = new AdminServer(server, executor, new BrokerMetrics(System::currentTimeMillis));
         server.setExecutor(executor);
-        server.createContext("/metrics", admin::metrics);
-        server.createContext("/health/live", admin::live);
-        server.createContext("/health/ready", admin::ready);
-        server.createContext("/api/", admin::api);
+        // The JDK's server picks the context whose path is the longest prefix of the request's: each handler checks that
+        // the path is its own (exactly(...)), so that /metricsfoo or /health/readyzzz is not answered as /metrics or ready.
+        server.createContext("/metrics", exactly("/metrics", admin::metrics));
+        server.createContext("/health/live", exactly("/health/live", admin::live));
+        server.createContext("/health/ready", exactly("/health/ready", admin::ready));
+        server.createContext("/api", admin::api);
         server.createContext("/", ConsoleFiles::handle);
         server.start();
         LOG.info("Metrics, health, admin API and web console on {}://{}:{}/.", config.metrics.tls ? "https" : "http",
@@ -216,7 +219,23 @@ public final class AdminServer implements AutoCloseable {
         }
     }
 
+    /** {@code handler} for {@code path} itself; any longer path is the console's to answer (its 404). */
+    private static HttpHandler exactly(String path, HttpHandler handler) {
+        return exchange -> {
+            if (exchange.getRequestURI().getRawPath().equals(path)) {
+                handler.handle(exchange);
+            } else {
+                ConsoleFiles.handle(exchange);
+            }
+        };
+    }
+
     private void api(HttpExchange exchange) throws IOException {
+        String path = exchange.getRequestURI().getRawPath();
+        if (!path.equals("/api") && !path.startsWith("/api/")) { // /apifoo: the context matched by prefix
+            ConsoleFiles.handle(exchange);
+            return;
+        }
         AdminApi current = api;
         if (current == null) {
             // The body is not read: during recovery no request is served, and reading it (uncapped, before any
