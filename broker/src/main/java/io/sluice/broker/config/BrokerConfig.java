@@ -1,10 +1,12 @@
 package io.sluice.broker.config;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
+import io.sluice.broker.log.Printable;
 import io.sluice.storage.DurabilityMode;
 import io.sluice.storage.QueueNames;
 import io.sluice.storage.StoreConfig;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -17,6 +19,9 @@ import java.util.Map;
  * every field and reports all problems at once.
  */
 public final class BrokerConfig {
+    /** The most a wire string holds (docs/protocol.md), and so the longest broker.name a HELLO_OK can carry. */
+    public static final int MAX_BROKER_NAME_BYTES = 0xFFFF;
+
     public Broker broker = new Broker();
     public Auth auth = new Auth();
     public Storage storage = new Storage();
@@ -383,6 +388,8 @@ public final class BrokerConfig {
         List<String> problems = new ArrayList<>();
         if (broker.name == null || broker.name.isBlank()) {
             problems.add("broker.name is empty");
+        } else {
+            checkBrokerName(problems, broker.name);
         }
         if (broker.listenAddress == null || broker.listenAddress.isBlank()) {
             problems.add("broker.listen-address is empty");
@@ -462,6 +469,20 @@ public final class BrokerConfig {
             throw new ConfigException(problems);
         }
         return this;
+    }
+
+    /** Every HELLO_OK carries the name, as a wire string (at most 65,535 bytes of UTF-8), and clients print it. */
+    private static void checkBrokerName(List<String> problems, String name) {
+        int bytes = name.getBytes(StandardCharsets.UTF_8).length;
+        if (bytes > MAX_BROKER_NAME_BYTES) {
+            problems.add("broker.name is " + bytes + " bytes of UTF-8, more than the " + MAX_BROKER_NAME_BYTES
+                    + " a HELLO_OK carries; choose a shorter name");
+        }
+        int control = Printable.firstControl(name);
+        if (control >= 0) {
+            problems.add("broker.name holds a control character (U+" + String.format("%04X", control) + "); a broker's name is"
+                    + " printable text");
+        }
     }
 
     /**
