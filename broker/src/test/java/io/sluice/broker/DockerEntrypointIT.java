@@ -86,6 +86,15 @@ class DockerEntrypointIT {
         assertEquals(0, run.exitCode, run.output);
     }
 
+    /** The generated configuration's load checks the hash whole: one no password could match is refused, not started with. */
+    @Test
+    void shouldRefuseAPasswordHashNoPasswordCouldMatch() throws Exception {
+        Run run = entrypoint(Map.of("SLUICE_USER", "app", "SLUICE_PASSWORD_HASH", "pbkdf2-sha256:0:AAAA:AAAA"), List.of("--check-config"));
+        assertEquals(2, run.exitCode, run.output);
+        assertTrue(run.output.contains("auth.users[0].password-hash of user 'app' has 0 iterations, outside 1000..10000000"),
+                run.output);
+    }
+
     @Test
     void shouldRefuseAUserNameThatCouldBreakTheGeneratedYaml() throws Exception {
         Run run = entrypoint(Map.of("SLUICE_USER", "a\"b", "SLUICE_PASSWORD_HASH", "pbkdf2-sha256:1:a:b"), List.of());

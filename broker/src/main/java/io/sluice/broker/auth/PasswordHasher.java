@@ -40,20 +40,68 @@ public final class PasswordHasher {
                 + b64.encodeToString(new byte[HASH_BITS / 8]);
     }
 
-    /** True if {@code password} matches {@code encoded}; false for a malformed hash too. */
-    public static boolean verify(char[] password, String encoded) {
-        String[] parts = encoded.split(":");
-        if (parts.length != 4 || !parts[0].equals(PREFIX)) {
-            return false;
+    /** The iterations a hash may name: fewer is next to no brake on guessing, more makes each login take minutes. */
+    public static final int MIN_ITERATIONS = 1_000;
+    public static final int MAX_ITERATIONS = 10_000_000;
+    private static final int MIN_SALT_BYTES = 16;
+    private static final int MAX_SALT_BYTES = 64;
+
+    /**
+     * What is wrong with {@code encoded} as a hash, as the end of a sentence about it ("has ..."), or null when it is one
+     * {@link #verify} can match: a hash no password matches would leave its user unable to log in, each attempt refused
+     * as a wrong password. The hash's own text is never quoted.
+     */
+    public static String problem(String encoded) {
+        String[] parts = encoded.split(":", -1);
+        if (parts.length != 4) {
+            return "has " + parts.length + " of the 4 parts separated by ':'";
         }
+        if (!parts[0].equals(PREFIX)) {
+            return "does not start with " + PREFIX + ":";
+        }
+        if (!parts[1].matches("[0-9]{1,10}")) {
+            return "has iterations '" + (parts[1].length() > 20 ? parts[1].substring(0, 20) + "..." : parts[1]) + "', not a whole number"
+                    + (parts[1].matches("[0-9]+") ? " up to " + MAX_ITERATIONS : "");
+        }
+        long iterations = Long.parseLong(parts[1]);
+        if (iterations < MIN_ITERATIONS || iterations > MAX_ITERATIONS) {
+            return "has " + iterations + " iterations, outside " + MIN_ITERATIONS + ".." + MAX_ITERATIONS;
+        }
+        byte[] salt = base64(parts[2]);
+        if (salt == null) {
+            return "has a salt that is not base64";
+        }
+        if (salt.length < MIN_SALT_BYTES || salt.length > MAX_SALT_BYTES) {
+            return "has a salt of " + salt.length + " bytes, outside " + MIN_SALT_BYTES + ".." + MAX_SALT_BYTES;
+        }
+        byte[] hash = base64(parts[3]);
+        if (hash == null) {
+            return "has a hash that is not base64";
+        }
+        if (hash.length != HASH_BITS / 8) {
+            return "has a hash of " + hash.length + " bytes, where PBKDF2-HMAC-SHA256 makes " + HASH_BITS / 8;
+        }
+        return null;
+    }
+
+    private static byte[] base64(String text) {
         try {
-            int iterations = Integer.parseInt(parts[1]);
-            byte[] salt = Base64.getDecoder().decode(parts[2]);
-            byte[] expected = Base64.getDecoder().decode(parts[3]);
-            return MessageDigest.isEqual(expected, pbkdf2(password, salt, iterations));
+            return Base64.getDecoder().decode(text);
         } catch (IllegalArgumentException e) {
+            return null;
+        }
+    }
+
+    /** True if {@code password} matches {@code encoded}; false for a malformed hash too (the configuration refuses those). */
+    public static boolean verify(char[] password, String encoded) {
+        if (problem(encoded) != null) {
             return false;
         }
+        String[] parts = encoded.split(":");
+        int iterations = Integer.parseInt(parts[1]);
+        byte[] salt = Base64.getDecoder().decode(parts[2]);
+        byte[] expected = Base64.getDecoder().decode(parts[3]);
+        return MessageDigest.isEqual(expected, pbkdf2(password, salt, iterations));
     }
 
     private static byte[] pbkdf2(char[] password, byte[] salt, int iterations) {

@@ -1,6 +1,7 @@
 package io.sluice.broker.config;
 
 import com.fasterxml.jackson.annotation.JsonProperty;
+import io.sluice.broker.auth.PasswordHasher;
 import io.sluice.broker.log.Printable;
 import io.sluice.storage.DurabilityMode;
 import io.sluice.storage.QueueNames;
@@ -413,9 +414,11 @@ public final class BrokerConfig {
             } else {
                 checkUserName(problems, i, u.name, userIndexes.putIfAbsent(u.name, i));
             }
-            if (u.passwordHash != null && !u.passwordHash.startsWith("pbkdf2-sha256:")) {
-                problems.add("auth.users[" + i + "].password-hash '" + u.passwordHash
-                        + "' is not of the form pbkdf2-sha256:<iterations>:<salt>:<hash> (print one with `sluice hash-password`)");
+            String hashProblem = u.passwordHash == null ? null : PasswordHasher.problem(u.passwordHash);
+            if (hashProblem != null) {
+                // The hash is not quoted: it is a secret's digest, and the problem says which part is wrong.
+                problems.add("auth.users[" + i + "].password-hash of user '" + u.name + "' " + hashProblem
+                        + " (the form is pbkdf2-sha256:<iterations>:<salt base64>:<hash base64>; print one with `sluice hash-password`)");
             }
         }
         io.sluice.broker.security.SecurityConfigCheck.validate(this, problems);

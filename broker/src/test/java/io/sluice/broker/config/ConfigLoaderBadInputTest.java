@@ -265,7 +265,7 @@ class ConfigLoaderBadInputTest {
                 + "        - queues: q\n          actions: [publish, no]\n");
         assertTrue(action.contains("action 'no' is not one of"), action);
         assertTrue(refused("auth:\n  users:\n    - name: app\n      password-hash: yes\n")
-                .contains("password-hash 'yes' is not of the form"));
+                .contains("password-hash of user 'app' has 1 of the 4 parts separated by ':'")); // the text yes, checked as a hash
         assertEquals("invalid configuration: " + file + ": storage.relocate-max-live-ratio '.inf' is not a number in plain decimal"
                 + " digits; YAML reads it as infinity", refused("storage:\n  relocate-max-live-ratio: .inf\n"));
         assertEquals("invalid configuration: " + file + ": broker.port '.nan' is not a whole number in plain decimal digits; YAML"
