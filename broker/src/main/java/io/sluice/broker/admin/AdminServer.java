@@ -249,6 +249,12 @@ public final class AdminServer implements AutoCloseable {
     static void respond(HttpExchange exchange, int status, String contentType, String body) throws IOException {
         byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
         exchange.getResponseHeaders().set("Content-Type", contentType);
+        if ("HEAD".equals(exchange.getRequestMethod())) {
+            // No body: given a length, the JDK's server logs two WARNING lines per HEAD request (anyone's to send).
+            exchange.sendResponseHeaders(status, -1);
+            exchange.close();
+            return;
+        }
         exchange.sendResponseHeaders(status, bytes.length == 0 ? -1 : bytes.length);
         try (OutputStream out = exchange.getResponseBody()) {
             out.write(bytes);
