@@ -330,11 +330,19 @@ final class QueueEndpoints {
                             + "; settings are whole numbers, booleans or strings");
                 }
             } catch (IllegalArgumentException tooLarge) {
-                // The wire's limits (a string setting's UTF-8 bytes, the number of settings), as a DECLARE frame has them.
-                throw new ApiException(400, "invalid_setting", tooLarge.getMessage());
+                throw tooLarge(tooLarge);
             }
         }
-        return b.build();
+        try {
+            return b.build();
+        } catch (IllegalArgumentException tooMany) {
+            throw tooLarge(tooMany);
+        }
+    }
+
+    /** The wire's limits (a string setting's UTF-8 bytes, the number of settings), as a DECLARE frame has them. */
+    private static ApiException tooLarge(IllegalArgumentException e) {
+        return new ApiException(400, "invalid_setting", e.getMessage());
     }
 
     /**

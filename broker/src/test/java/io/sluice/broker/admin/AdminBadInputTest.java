@@ -61,6 +61,23 @@ class AdminBadInputTest {
         assertTrue(r.body().contains("invalid_setting") && r.body().contains("deadLetterQueue"), r.body());
     }
 
+    /** A DECLARE carries at most 65,535 settings; past that the settings' build failed outside the check and answered 500. */
+    @Test
+    void moreSettingsThanADeclareCarriesAreRefusedAsAnInvalidSetting() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        StringBuilder body = new StringBuilder("{");
+        for (int i = 0; i < 65_536; i++) {
+            body.append(i == 0 ? "" : ",").append("\"k").append(i).append("\":1");
+        }
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(fixture.baseUrl() + "/api/queues/jobs"))
+                .PUT(HttpRequest.BodyPublishers.ofString(body.append('}').toString())).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(400, r.statusCode(), r.body());
+        assertTrue(r.body().contains("\"invalid_setting\"") && r.body().contains("queue settings count 65536 is above the limit"
+                + " of 65535"), r.body());
+        assertEquals(404, http.send(HttpRequest.newBuilder(URI.create(fixture.baseUrl() + "/api/queues/jobs")).build(),
+                HttpResponse.BodyHandlers.ofString()).statusCode(), "nothing was declared");
+    }
+
     /** The last of the two would have won without a word, as in the configuration files (found by a review). */
     @Test
     void aSettingGivenTwiceIsRefusedNamingIt() throws Exception {
