@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.sluice.broker.FlagValues;
 import io.sluice.broker.UnreadableFile;
+import io.sluice.protocol.QueueSettings;
 
 import java.io.Console;
 import java.io.IOException;
@@ -26,6 +27,7 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 import java.util.function.Function;
 
 /**
@@ -156,6 +158,9 @@ public final class AdminCli {
                     return usage("close-connection takes one connection id (the CONNECTION column), got " + (words.size() - 1)
                             + " arguments");
                 }
+                if (words.get(1).isEmpty()) { // DELETE /api/connections/ names no connection
+                    return usage("the connection id is empty; give one of the CONNECTION column");
+                }
                 request = new Request("DELETE", "/api/connections/" + encode(words.get(1)), null);
             }
             case "transfer-leader" -> {
@@ -194,6 +199,9 @@ public final class AdminCli {
                 if (words.size() != 2) {
                     return usage(command + " takes one queue name, got " + (words.size() - 1) + " arguments");
                 }
+                if (words.get(1).isEmpty()) { // /api/queues/ names the list, no queue
+                    return usage("the queue name is empty");
+                }
                 String path = "/api/queues/" + encode(words.get(1));
                 request = switch (command) {
                     case "queue" -> new Request("GET", path, null);
@@ -205,6 +213,9 @@ public final class AdminCli {
                 if (words.size() < 2) {
                     return usage("declare takes a queue name and optional key=value settings");
                 }
+                if (words.get(1).isEmpty()) {
+                    return usage("the queue name is empty");
+                }
                 ObjectNode settings = json.createObjectNode();
                 for (String kv : words.subList(2, words.size())) {
                     int eq = kv.indexOf('=');
@@ -213,7 +224,12 @@ public final class AdminCli {
                     }
                     String k = kv.substring(0, eq);
                     String v = kv.substring(eq + 1);
-                    if (v.matches("-?[0-9]+")) {
+                    if (settings.has(k)) { // as the API refuses a body giving a key twice: the last would win without a word
+                        return usage("declare setting '" + k + "' is given twice; give each key once");
+                    }
+                    if (STRING_SETTINGS.contains(k)) {
+                        settings.put(k, v); // a queue named 123 is a name, not a number
+                    } else if (v.matches("-?[0-9]+")) {
                         try {
                             settings.put(k, Long.parseLong(v));
                         } catch (NumberFormatException tooLarge) {
@@ -234,6 +250,10 @@ public final class AdminCli {
         }
         return send(url, user, password, request, command, raw);
     }
+
+    /** The settings whose value is text (QueueSettings): taken as written, whatever it looks like. */
+    private static final Set<String> STRING_SETTINGS = Set.of(QueueSettings.DEAD_LETTER_QUEUE,
+            QueueSettings.OVERFLOW_POLICY);
 
     private record Request(String method, String path, String body) {
     }

@@ -240,4 +240,31 @@ class AdminCliTest {
         assertEquals(1, run("--url", "http://127.0.0.1:" + closedPort, "queues"));
         assertTrue(err().contains("unreachable"), err());
     }
+
+    /**
+     * Refused before any request (the URL names a port nothing listens on): an empty name went to the API as a path that
+     * names a list ({@code delete ''} was {@code DELETE /api/queues/}), and of a key given twice the last won.
+     */
+    @Test
+    void anEmptyNameOrAKeyGivenTwiceIsRefusedAsUsage() {
+        String url = "http://127.0.0.1:1";
+        for (String command : new String[] {"queue", "delete", "purge", "declare"}) {
+            assertEquals(2, run("--url", url, command, ""), command + ": " + err());
+            assertTrue(err().contains("the queue name is empty"), command + ": " + err());
+        }
+        assertEquals(2, run("--url", url, "close-connection", ""), err());
+        assertTrue(err().contains("the connection id is empty"), err());
+        assertEquals(2, run("--url", url, "declare", "q", "maxDeliveries=5", "maxDeliveries=6"), err());
+        assertTrue(err().contains("declare setting 'maxDeliveries' is given twice; give each key once"), err());
+    }
+
+    /** A string setting that looks like a number was sent as one, and the broker refused it. */
+    @Test
+    void aStringSettingTakesItsTextAsWritten() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        assertEquals(0, run("--url", fixture.baseUrl(), "declare", "dl1", "deadLetterQueue=123", "maxDeliveries=3"), err());
+        assertEquals(0, run("--url", fixture.baseUrl(), "--json", "queue", "dl1"), err());
+        assertTrue(out().contains("\"deadLetterQueue\" : \"123\""), out());
+        assertTrue(out().contains("\"maxDeliveries\" : 3"), out());
+    }
 }
