@@ -5,6 +5,8 @@ import io.sluice.storage.Directories;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * What a recovery of a queue's ack state would say of one segment, before the queue's own recovery may change that
@@ -24,6 +26,19 @@ public final class AckStateProbe {
      * its journal replayed; 0 if it does not know the segment.
      */
     public static long unacknowledgedIn(Path acksDirectory, int segment) throws IOException {
+        return unacknowledgedIn(acksDirectory, new int[] {segment}, Map.of())[0];
+    }
+
+    /**
+     * As {@link #unacknowledgedIn(Path, int)} for each of {@code segments}, from one copy and one replay.
+     * {@code laterSegments}: the segments on disk the checkpoint does not know, each with at least as many messages as
+     * it holds. Segment counts are not journaled, and a relocation replayed to a segment the replay does not know is
+     * never applied, which would leave a relocated source's slot unacknowledged; the counts given here only have to
+     * cover the copies' slots, since only {@code segments}' figures are read.
+     */
+    public static long[] unacknowledgedIn(Path acksDirectory, int[] segments, Map<Integer, Long> laterSegments)
+            throws IOException {
+        long[] unacknowledged = new long[segments.length];
         Path copy = acksDirectory.resolveSibling(DIRECTORY);
         Directories.deleteRecursively(copy);
         Files.createDirectories(copy);
@@ -34,15 +49,28 @@ public final class AckStateProbe {
                 }
             }
             try (AckLog log = AckLog.open(copy, AckJournal.MIN_CAPACITY_BYTES)) {
-                if (log.state().messageCount(segment) == 0) {
-                    return 0;
+                boolean anyKnown = false;
+                for (int segment : segments) {
+                    anyKnown |= log.state().messageCount(segment) > 0;
+                }
+                if (!anyKnown) {
+                    return unacknowledged;
                 }
                 // Every segment as the checkpoint counted it, so that the journal's records apply and none is dropped.
                 for (int known : log.state().liveSegments()) {
                     log.segmentGrew(known, log.state().messageCount(known));
                 }
+                int highestKnown = log.state().highestKnownSegment();
+                new TreeMap<>(laterSegments).forEach((later, count) -> {
+                    if (later > highestKnown) {
+                        log.segmentGrew(later, count);
+                    }
+                });
                 log.recover();
-                return log.state().unackedCount(segment);
+                for (int i = 0; i < segments.length; i++) {
+                    unacknowledged[i] = log.state().unackedCount(segments[i]);
+                }
+                return unacknowledged;
             }
         } finally {
             Directories.deleteRecursively(copy);

@@ -6,6 +6,7 @@ import io.sluice.storage.StoreConfig;
 import io.sluice.storage.ack.AckLog;
 import io.sluice.storage.ack.AckStateProbe;
 import io.sluice.storage.ack.AckStateReader;
+import io.sluice.storage.ack.SegmentAckBitmap;
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.durability.ForcedMark;
 import io.sluice.storage.files.ChecksummedFields;
@@ -30,6 +31,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -119,23 +121,37 @@ public final class QueueRecovery {
     }
 
     private Recovered run(IntConsumer onSeal, IntConsumer onEntering, AckLog createdAcks) {
+        // First, before any segment file is touched: the checkpoint, for the segments it knows.
+        AckLog ackLog;
         try {
+            ackLog = createdAcks != null ? createdAcks : AckLog.open(directory.resolve("acks"), config.ackJournalBytes());
+        } catch (IOException e) {
+            throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
+        }
+        try {
+            if (createdAcks == null) {
+                refuseMissingSegmentsHoldingUnacknowledged(ackLog.state());
+            }
             Files.createDirectories(segmentDirectory);
             finishInterruptedDeletes();
             SegmentCutBack.discardLeftover(segmentDirectory);
             discardUninitialisedLastSegment();
             discardUninitialisedMetadata();
         } catch (IOException e) {
+            closeAfterFailure(null, ackLog);
             throw new UncheckedIOException("cannot prepare the segment directory " + segmentDirectory, e);
+        } catch (RuntimeException | Error e) {
+            closeAfterFailure(null, ackLog);
+            throw e;
         }
         int lastSegment = lastSegmentOnDisk();
-        SegmentLog log = new SegmentLog(name, segmentDirectory, config.segmentBytes(), config.chronicleBlockBytes(), lastSegment, onSeal, onEntering);
-        AckLog ackLog;
+        SegmentLog log;
         try {
-            ackLog = createdAcks != null ? createdAcks : AckLog.open(directory.resolve("acks"), config.ackJournalBytes());
-        } catch (IOException e) {
-            log.close();
-            throw new UncheckedIOException("ack state of queue '" + name + "' failed: " + e.getMessage(), e);
+            log = new SegmentLog(name, segmentDirectory, config.segmentBytes(), config.chronicleBlockBytes(), lastSegment, onSeal,
+                    onEntering);
+        } catch (RuntimeException | Error e) {
+            closeAfterFailure(null, ackLog);
+            throw e;
         }
         try {
             if (createdAcks != null && lastSegment >= 0) {
@@ -160,7 +176,9 @@ public final class QueueRecovery {
 
     /** A recovery that failed leaves no file open: a queue refused for want of descriptors must not hold any. */
     private void closeAfterFailure(SegmentLog log, AckLog ackLog) {
-        log.close();
+        if (log != null) {
+            log.close();
+        }
         try {
             ackLog.close();
         } catch (IOException | RuntimeException e) {
@@ -509,6 +527,53 @@ public final class QueueRecovery {
             LOG.warn("Queue '{}': segment {} was being created when the process stopped (its header is incomplete, so it holds "
                     + "no message); deleting it.", name, file.getFileName());
             Files.delete(file);
+        }
+    }
+
+    /**
+     * A segment the ack checkpoint knows whose file is not there was reclaimed (every message of it acknowledged or
+     * relocated, and the journal says so on disk before the rename: R2, R4), or was deleted by someone else; recovery
+     * would forget it with a warning, and its unacknowledged messages, confirmed, with it. The queue is refused when the
+     * ack state, its journal replayed on a private copy, counts unacknowledged messages in such a segment; its files
+     * stay as they are. Reads the ack files only when a segment the checkpoint counts messages in has no file.
+     */
+    private void refuseMissingSegmentsHoldingUnacknowledged(AckStateReader acks) throws IOException {
+        int[] missing = Arrays.stream(acks.liveSegments())
+                .filter(segment -> acks.messageCount(segment) > 0)
+                .filter(segment -> !Files.exists(SegmentFiles.file(segmentDirectory, segment)))
+                .toArray();
+        if (missing.length == 0) {
+            return;
+        }
+        // Segments appended since the checkpoint, with a bound on their records (each at least a header and Chronicle's
+        // four bytes), so that relocations into them apply in the probe's replay as they do in recovery's.
+        Map<Integer, Long> later = new HashMap<>();
+        if (Files.isDirectory(segmentDirectory)) {
+            try (var files = Files.list(segmentDirectory)) {
+                for (Path p : (Iterable<Path>) files::iterator) {
+                    int segment = SegmentFiles.segmentOf(p.getFileName().toString());
+                    if (segment > acks.highestKnownSegment()) {
+                        later.put(segment, Math.min(SegmentAckBitmap.MAX_MESSAGE_COUNT,
+                                Files.size(p) / (RecordCodec.HEADER_BYTES + 4) + 1));
+                    }
+                }
+            }
+        }
+        long[] unacknowledged = AckStateProbe.unacknowledgedIn(directory.resolve("acks"), missing, later);
+        StringBuilder gone = new StringBuilder();
+        long total = 0;
+        for (int i = 0; i < missing.length; i++) {
+            if (unacknowledged[i] > 0) {
+                gone.append(gone.isEmpty() ? "" : ", ").append(SegmentFiles.file(segmentDirectory, missing[i]))
+                        .append(" (").append(unacknowledged[i]).append(" unacknowledged messages)");
+                total += unacknowledged[i];
+            }
+        }
+        if (total > 0) {
+            throw new StorageException("queue '" + name + "': segment file " + gone + " is gone, and the ack state counts "
+                    + "those messages as stored and not acknowledged: " + total + " messages are lost unless the file comes "
+                    + "back. The queue is not opened and its files stay as they are; put the segment file back (from a "
+                    + "backup), or move the queue's directory out of the data directory to give the whole queue up");
         }
     }
 

@@ -3,13 +3,18 @@ package io.sluice.storage.tool;
 import io.sluice.storage.ack.AckCheckpoint;
 import io.sluice.storage.ack.AckJournal;
 import io.sluice.storage.ack.AckLog;
+import io.sluice.storage.ack.AckStateProbe;
 import io.sluice.storage.ack.AckStateReader;
 import io.sluice.storage.ack.CorruptAckStateException;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 
 /**
  * A queue's ack state as a restart would recover it, loaded without changing the queue's files.
@@ -27,14 +32,22 @@ import java.util.Map;
  * @param journalStop       where and why journal replay stopped (a torn tail after a crash is normal)
  * @param damage            why the ack state cannot be trusted, or null
  * @param journalDamage     why the journal's header is damaged though its records are replayed, or null
+ * @param missingUnacked    for each segment the checkpoint knows whose file is not there, the unacknowledged messages
+ *                          the ack state counts in it, if any ({@link AckStateProbe}): a broker refuses the queue
  */
 record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalRecords, String journalStop,
-                   String damage, String journalDamage) {
+                   String damage, String journalDamage, Map<Integer, Long> missingUnacked) {
     private static final String CHECKPOINT = "acks.checkpoint";
     private static final String JOURNAL = "acks.journal";
 
     /** Loads the ack state of the queue in {@code queueDirectory} whose segments hold {@code segmentCounts}. */
     static AckSnapshot load(Path queueDirectory, Map<Integer, Long> segmentCounts) throws IOException {
+        return load(queueDirectory, segmentCounts, segmentCounts.keySet());
+    }
+
+    /** As {@link #load(Path, Map)}, {@code segmentFiles} the segments whose files are there. */
+    static AckSnapshot load(Path queueDirectory, Map<Integer, Long> segmentCounts, Set<Integer> segmentFiles)
+            throws IOException {
         Path acks = queueDirectory.resolve("acks");
         Path checkpoint = acks.resolve(CHECKPOINT);
         Path journal = acks.resolve(JOURNAL);
@@ -42,9 +55,12 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
         int records = 0;
         String stop = "no journal";
         String journalDamage = null;
+        AckStateReader checkpointed = null;
         try {
             if (Files.exists(checkpoint)) {
-                generation = AckCheckpoint.read(checkpoint).generation();
+                AckCheckpoint.Loaded loaded = AckCheckpoint.read(checkpoint);
+                generation = loaded.generation();
+                checkpointed = loaded.tracker();
             }
             if (Files.exists(journal)) {
                 AckJournal.Replay replay = AckJournal.replay(journal, Math.max(generation, 0), new AckJournal.Visitor() { });
@@ -55,15 +71,23 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
                         : "not replayed: " + replay.stopReason();
             }
         } catch (CorruptAckStateException e) {
-            return new AckSnapshot(null, generation, records, stop, e.getMessage(), journalDamage);
+            return new AckSnapshot(null, generation, records, stop, e.getMessage(), journalDamage, Map.of());
         }
-        Path copy = Files.createTempDirectory("sluice-acks-");
+        // The probe's own copy goes beside this one, inside the temporary directory.
+        Path root = Files.createTempDirectory("sluice-acks-");
+        Path copy = Files.createDirectory(root.resolve("acks"));
         try {
             if (Files.exists(checkpoint)) {
                 Files.copy(checkpoint, copy.resolve(CHECKPOINT));
             }
             if (Files.exists(journal)) {
                 Files.copy(journal, copy.resolve(JOURNAL));
+            }
+            Map<Integer, Long> missingUnacked;
+            try {
+                missingUnacked = missingUnacked(copy, checkpointed, segmentCounts, segmentFiles);
+            } catch (CorruptAckStateException e) {
+                return new AckSnapshot(null, generation, records, stop, e.getMessage(), journalDamage, Map.of());
             }
             try (AckLog log = AckLog.open(copy, AckJournal.MIN_CAPACITY_BYTES)) {
                 for (Map.Entry<Integer, Long> entry : segmentCounts.entrySet()) {
@@ -72,13 +96,42 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
                     }
                 }
                 log.recover();
-                return new AckSnapshot(log.state(), generation, records, stop, null, journalDamage);
+                return new AckSnapshot(log.state(), generation, records, stop, null, journalDamage, missingUnacked);
             } catch (CorruptAckStateException e) {
-                return new AckSnapshot(null, generation, records, stop, e.getMessage(), journalDamage);
+                return new AckSnapshot(null, generation, records, stop, e.getMessage(), journalDamage, missingUnacked);
             }
         } finally {
-            io.sluice.storage.Directories.deleteRecursively(copy);
+            io.sluice.storage.Directories.deleteRecursively(root);
         }
+    }
+
+    /** The question a broker's open asks (rule "a missing segment is not forgotten", docs/storage.md). */
+    private static Map<Integer, Long> missingUnacked(Path acksCopy, AckStateReader checkpointed,
+                                                     Map<Integer, Long> segmentCounts, Set<Integer> segmentFiles)
+            throws IOException {
+        if (checkpointed == null) {
+            return Map.of();
+        }
+        int[] missing = Arrays.stream(checkpointed.liveSegments())
+                .filter(segment -> checkpointed.messageCount(segment) > 0 && !segmentFiles.contains(segment))
+                .toArray();
+        if (missing.length == 0) {
+            return Map.of();
+        }
+        Map<Integer, Long> later = new HashMap<>();
+        segmentCounts.forEach((segment, count) -> {
+            if (segment > checkpointed.highestKnownSegment() && count > 0) {
+                later.put(segment, count);
+            }
+        });
+        long[] unacked = AckStateProbe.unacknowledgedIn(acksCopy, missing, later);
+        Map<Integer, Long> counted = new TreeMap<>();
+        for (int i = 0; i < missing.length; i++) {
+            if (unacked[i] > 0) {
+                counted.put(missing[i], unacked[i]);
+            }
+        }
+        return counted;
     }
 
 }

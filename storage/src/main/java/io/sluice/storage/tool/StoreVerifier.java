@@ -112,7 +112,7 @@ final class StoreVerifier {
                         segments.resolve(SegmentFiles.fileName(segment))));
             }
             lastIndexedMissing = lastIndexedRecordsMissing(scan, indexed, figures);
-            acks = AckSnapshot.load(queueDirectory, indexed);
+            acks = AckSnapshot.load(queueDirectory, indexed, files.keySet());
         } catch (IOException | RuntimeException | InternalError e) {
             // InternalError: a SIGBUS on a mapped page (a file cut short, or a page the disk has no block for).
             damagedQueues++;
@@ -154,6 +154,9 @@ final class StoreVerifier {
                         + f.records + " (a broker appending during the run explains this)");
             }
         }
+        acks.missingUnacked().forEach((segment, count) -> damage.add(String.format("segment %d: %s is gone, and the ack state"
+                + " counts %d unacknowledged messages in it; a broker refuses to open the queue", segment,
+                segments.resolve(SegmentFiles.fileName(segment)), count)));
         String unackedTotal = acks.state() == null ? "?" : Long.toString(acks.state().unackedCount());
         out.printf("  total: %d segment(s), %d message(s), %s unacked, %d corrupt%n", files.size(), totalMessages,
                 unackedTotal, totalCorrupt);

@@ -11,6 +11,7 @@ import io.sluice.storage.ack.AckResult;
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.files.FileDescriptors;
 import io.sluice.storage.reclaim.RelocationIntent;
+import io.sluice.storage.segment.SegmentFiles;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -202,6 +203,59 @@ class RelocationMachineCrashTest {
         assertEquals(AckResult.NEWLY_ACKED, q.ack(s.straggler()), "the copy can be acknowledged");
         long next = q.append(null, payload(-1));
         assertTrue(next > lastBefore, "the first append after the crash got 0x" + Long.toHexString(next));
+    }
+
+    /**
+     * As above, with a source the ack checkpoint knows (a rotation counted it) and a copy in a segment it does not (begun
+     * after the rotation): the open asks the ack state whether the missing source held unacknowledged messages, and its
+     * replay must apply the relocation into that later segment to find none; otherwise the queue would be refused.
+     */
+    @Test
+    void aSourceTheCheckpointKnowsRenamedBeforeItsReclaimRecordWasForcedOpens() throws Exception {
+        Path data = temp.resolve("data");
+        ForcedDiskImage disk = new ForcedDiskImage(data);
+        MessageStore store = MessageStore.open(data, config(DurabilityMode.ALWAYS, 4096), disk);
+        open.add(store);
+        QueueStore q = store.createQueue("q");
+        List<Long> ids = new ArrayList<>();
+        long seq = 0;
+        while (ids.size() < 100) {
+            ids.add(q.append(null, payload(seq++)));
+        }
+        int first = (int) (ids.get(0) >>> 32);
+        Path checkpoint = data.resolve("queues/q/acks").resolve(AckFiles.CHECKPOINT);
+        long generation = AckCheckpoint.read(checkpoint).generation();
+        for (int count = 1; AckCheckpoint.read(checkpoint).generation() == generation; count++) {
+            q.recordDelivery(ids.get(0), count); // fills the journal until it rotates: the checkpoint counts segment 0
+        }
+        assertEquals(List.of(first), q.segmentNumbers(), "the rotation came before the second segment");
+        while (q.segmentNumbers().size() < 2) {
+            ids.add(q.append(null, payload(seq++)));
+        }
+        q.whenDurable(ids.get(ids.size() - 1)).get(10, TimeUnit.SECONDS);
+        long straggler = ids.get(7);
+        long[] others = ids.stream().mapToLong(Long::longValue).filter(id -> (int) (id >>> 32) == first && id != straggler).toArray();
+        q.ackAll(others, others.length);
+        until("the straggler's segment is reclaimed and its pass over", () -> !q.segmentNumbers().contains(first) && passOver(data));
+        assertEquals(1, q.stats().relocatedMessages());
+        q.whenDurable(q.writtenIndex()).get(10, TimeUnit.SECONDS);
+
+        Path image = temp.resolve("image");
+        disk.build(image);
+        Path queue = image.resolve("queues/q");
+        assertFalse(Files.exists(queue.resolve("segments").resolve(SegmentFiles.fileName(first))), "the source's rename is on the disk");
+        AckCheckpoint.Loaded loaded = AckCheckpoint.read(queue.resolve("acks").resolve(AckFiles.CHECKPOINT));
+        assertEquals(first, loaded.tracker().highestKnownSegment(), "the checkpoint knows the source, not the copy's segment");
+        List<Integer> reclaimed = new ArrayList<>();
+        AckJournal.replay(queue.resolve("acks").resolve(AckFiles.JOURNAL), loaded.generation(),
+                AckJournal.Visitor.segmentsReclaimed(reclaimed::add));
+        assertEquals(List.of(), reclaimed, "the source's SEGMENT_RECLAIMED record is not on the disk");
+
+        MessageStore recovered = MessageStore.open(image, config());
+        open.add(recovered);
+        List<Long> live = new ArrayList<>(ids);
+        live.removeIf(id -> (int) (id >>> 32) == first && id != straggler);
+        assertEachExactlyOnce(live, readAll(recovered.queue("q")));
     }
 
     @Test

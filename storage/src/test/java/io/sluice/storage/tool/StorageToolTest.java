@@ -5,6 +5,7 @@ import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueIncarnation;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
+import io.sluice.storage.ack.AckCheckpoint;
 import io.sluice.storage.ack.AckFiles;
 import io.sluice.storage.dedup.ProducerCheckpoint;
 import io.sluice.storage.dedup.ProducerTable;
@@ -134,6 +135,44 @@ class StorageToolTest {
         assertTrue(r.out().contains("corrupt record in " + file + " index " + id), r.out());
         assertTrue(r.out().contains("checksum"), r.out());
         assertTrue(r.out().contains("Result: DAMAGED (1 of 2 queue(s))"), r.out());
+    }
+
+    /**
+     * A segment file deleted by someone else while the ack state counts unacknowledged messages in it: a broker refuses
+     * to open the queue (rule "a missing segment is not forgotten", docs/storage.md), so verify reports it as damage,
+     * with the count, where it said CLEAN (the ack state's recovery forgets a segment without a file).
+     */
+    @Test
+    void shouldReportAMissingSegmentHoldingUnacknowledgedMessagesAndExitOne() throws IOException {
+        int first = (int) (ids.get(0) >>> 32);
+        assertTrue(ids.get(MESSAGES - 1) >>> 32 > first, "the messages span segments");
+        long inFirst = ids.stream().filter(id -> id >>> 32 == first).count();
+        long unacked = inFirst - ACKED_PREFIX - 1; // the prefix and one more are acknowledged, all in the first segment
+        Path file = dir.resolve("queues/orders/segments").resolve(SegmentFiles.fileName(first));
+        Files.delete(file);
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains(String.format("DAMAGE segment %d: %s is gone, and the ack state counts %d unacknowledged "
+                + "messages in it", first, file, unacked)), r.out());
+        assertTrue(r.out().contains("Result: DAMAGED (1 of 2 queue(s))"), r.out());
+    }
+
+    @Test
+    void shouldNotReportAMissingSegmentWhoseMessagesWereAllAcknowledged() throws IOException {
+        int first = (int) (ids.get(0) >>> 32);
+        try (MessageStore store = MessageStore.open(dir, config())) {
+            QueueStore q = store.queue("orders");
+            long[] inFirst = ids.stream().filter(id -> id >>> 32 == first).mapToLong(Long::longValue).toArray();
+            q.ackAll(inFirst, inFirst.length);
+        }
+        Path checkpoint = dir.resolve("queues/orders/acks").resolve(AckFiles.CHECKPOINT);
+        assertEquals(0, AckCheckpoint.read(checkpoint).tracker().unackedCount(first), "the checkpoint knows it acknowledged");
+        assertTrue(AckCheckpoint.read(checkpoint).tracker().messageCount(first) > 0, "and not reclaimed");
+        Files.deleteIfExists(dir.resolve("queues/orders/segments").resolve(SegmentFiles.fileName(first)));
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_CLEAN, r.exitCode(), r.out() + r.err());
     }
 
     /**
