@@ -103,20 +103,23 @@ final class ProducerInFlight {
 
     /**
      * Frees the slots of settled messages and completes their {@code futures} (with {@code failure}, if not null) where
-     * callbacks run, after those settled before. They count in the backlog from before their slots are freed until each
-     * is completed, so a sender that takes a freed slot sees them queued.
+     * callbacks run, after those settled before. They count in the backlog from before their slots are freed until the
+     * last of them is completed, so a sender that takes a freed slot sees them queued.
      */
     void settle(List<CompletableFuture<Void>> futures, Throwable failure) {
         backlog.added(futures.size());
         slots.release(futures.size());
         settlements.execute(() -> {
-            for (CompletableFuture<Void> future : futures) {
-                backlog.completing();
-                if (failure == null) {
-                    future.complete(null);
-                } else {
-                    future.completeExceptionally(failure);
+            try {
+                for (CompletableFuture<Void> future : futures) {
+                    if (failure == null) {
+                        future.complete(null);
+                    } else {
+                        future.completeExceptionally(failure);
+                    }
                 }
+            } finally {
+                backlog.completed(futures.size()); // the batch counts until its last future is completed
             }
         });
     }
