@@ -5,6 +5,7 @@ import io.sluice.storage.segment.MappedFileFaultException;
 import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentLog;
+import io.sluice.storage.segment.SegmentRecords;
 import io.sluice.storage.segment.SegmentRollCycle;
 import net.openhft.chronicle.queue.ExcerptTailer;
 
@@ -67,7 +68,7 @@ public final class QueueReader implements AutoCloseable {
         while (true) {
             long index;
             try {
-                index = SegmentLog.readNext(tailer, codec, length);
+                index = SegmentRecords.readNext(tailer, codec, length);
             } catch (InternalError e) {
                 // A SIGBUS on the mapping: the caller (a broker event loop) lives on; the queue fails safe.
                 MappedFileFaultException fault = new MappedFileFaultException("a read of queue '" + queue.name() + "'",

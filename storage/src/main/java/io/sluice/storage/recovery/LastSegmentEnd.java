@@ -7,6 +7,7 @@ import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentCutBack;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentLog;
+import io.sluice.storage.segment.SegmentRecords;
 import io.sluice.storage.segment.SegmentRollCycle;
 import net.openhft.chronicle.queue.ExcerptTailer;
 import org.slf4j.Logger;
@@ -106,7 +107,7 @@ final class LastSegmentEnd {
         long present = 0;
         try (ExcerptTailer tailer = log.newTailer()) {
             log.position(tailer, SegmentRollCycle.INSTANCE.toIndex(segment, 0));
-            while (SegmentLog.readNext(tailer, codec, length) == SegmentRollCycle.INSTANCE.toIndex(segment, present)
+            while (SegmentRecords.readNext(tailer, codec, length) == SegmentRollCycle.INSTANCE.toIndex(segment, present)
                     && (present >= forced || codec.loaded(length[0]) == null)) {
                 present++;
             }

@@ -17,6 +17,7 @@ import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentCutBack;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentLog;
+import io.sluice.storage.segment.SegmentRecords;
 import io.sluice.storage.segment.SegmentRollCycle;
 import io.sluice.storage.segment.SegmentTally;
 import net.openhft.chronicle.queue.ExcerptTailer;
@@ -254,7 +255,7 @@ public final class QueueRecovery {
         RecordCodec codec = new RecordCodec();
         int[] length = new int[1];
         try (ExcerptTailer tailer = log.newTailer()) {
-            for (long index = SegmentLog.readNext(tailer, codec, length); index >= 0; index = SegmentLog.readNext(tailer, codec, length)) {
+            for (long index = SegmentRecords.readNext(tailer, codec, length); index >= 0; index = SegmentRecords.readNext(tailer, codec, length)) {
                 if (codec.loaded(length[0]) != null || !codec.relocated() || !holds.test(index)) {
                     continue;
                 }
@@ -447,8 +448,8 @@ public final class QueueRecovery {
             if (!nothingToCheck) {
                 log.position(tailer, fromId);
             }
-            for (long index = nothingToCheck ? -1 : SegmentLog.readNext(tailer, codec, length); index >= 0;
-                 index = SegmentLog.readNext(tailer, codec, length)) {
+            for (long index = nothingToCheck ? -1 : SegmentRecords.readNext(tailer, codec, length); index >= 0;
+                 index = SegmentRecords.readNext(tailer, codec, length)) {
                 if (index < fromId) {
                     continue;
                 }

@@ -67,7 +67,7 @@ public final class SegmentCutBack {
             from.position(tailer, SegmentRollCycle.INSTANCE.toIndex(segment, 0));
             for (long sequence = 0; sequence < keep; sequence++) {
                 long expected = SegmentRollCycle.INSTANCE.toIndex(segment, sequence);
-                if (SegmentLog.readNext(tailer, codec, length) != expected) {
+                if (SegmentRecords.readNext(tailer, codec, length) != expected) {
                     throw new StorageException("segment " + SegmentFiles.file(from.segmentDirectory(), segment) + ": record 0x"
                             + Long.toHexString(expected) + ", to be kept by the cut-back, cannot be read");
                 }

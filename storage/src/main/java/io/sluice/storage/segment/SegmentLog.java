@@ -493,24 +493,6 @@ public final class SegmentLog implements AutoCloseable {
     // ---------------------------------------------------------------- reads
 
     /**
-     * The one record-read idiom: reads the next document of {@code tailer} into {@code codec} (not yet
-     * checked: call {@link RecordCodec#loaded(int)} with the returned length) and returns its id, or
-     * -1 at the end. {@code lengthOut[0]} receives the record's length.
-     */
-    public static long readNext(ExcerptTailer tailer, RecordCodec codec, int[] lengthOut) {
-        try (DocumentContext dc = tailer.readingDocument()) {
-            if (!dc.isPresent()) {
-                return -1;
-            }
-            Bytes<?> bytes = dc.wire().bytes();
-            int length = (int) bytes.readRemaining();
-            bytes.read(codec.arrayFor(length), 0, length);
-            lengthOut[0] = length;
-            return dc.index();
-        }
-    }
-
-    /**
      * Reads the record with id {@code id} into this log's random-read codec; returns the record's
      * length, or -1 if no record has that id (never written, or its segment was reclaimed). Check the
      * record with {@code randomReadCodec().loaded(length)}.
@@ -524,7 +506,7 @@ public final class SegmentLog implements AutoCloseable {
             return -1;
         }
         int[] length = new int[1];
-        return readNext(randomTailer, randomReadCodec, length) == id ? length[0] : -1;
+        return SegmentRecords.readNext(randomTailer, randomReadCodec, length) == id ? length[0] : -1;
     }
 
     /** The codec {@link #read(long)} fills; valid until the next read. */
@@ -587,11 +569,11 @@ public final class SegmentLog implements AutoCloseable {
         int[] length = new int[1];
         try (ExcerptTailer tailer = newTailer()) {
             if (afterId >= 0 && position(tailer, afterId)) {
-                if (readNext(tailer, codec, length) < 0) {
+                if (SegmentRecords.readNext(tailer, codec, length) < 0) {
                     return 0;
                 }
             }
-            return visitFrom(tailer, afterId + 1, codec, length, visitor);
+            return SegmentRecords.visitFrom(tailer, afterId + 1, codec, length, visitor);
         }
     }
 
@@ -607,23 +589,8 @@ public final class SegmentLog implements AutoCloseable {
         int[] length = new int[1];
         try (ExcerptTailer tailer = newTailer()) {
             position(tailer, fromId);
-            return visitFrom(tailer, fromId, codec, length, visitor);
+            return SegmentRecords.visitFrom(tailer, fromId, codec, length, visitor);
         }
-    }
-
-    private static long visitFrom(ExcerptTailer tailer, long fromId, RecordCodec codec, int[] length, RecordVisitor visitor) {
-        long damaged = 0;
-        for (long id = readNext(tailer, codec, length); id >= 0; id = readNext(tailer, codec, length)) {
-            if (id < fromId) {
-                continue;
-            }
-            if (codec.loaded(length[0]) != null) {
-                damaged++;
-            } else {
-                visitor.record(id, codec);
-            }
-        }
-        return damaged;
     }
 
     /**
