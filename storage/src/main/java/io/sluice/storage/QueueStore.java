@@ -29,7 +29,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
@@ -64,8 +63,6 @@ import java.util.function.Supplier;
 public final class QueueStore {
     /** What headers the broker adds to a message it forwards may take beyond {@code maxMessageBytes}. */
     public static final int HEADER_HEADROOM_BYTES = 1024;
-    /** An append's size check for a committed entry's message: only {@link StoreConfig#storableMessageBytes}. */
-    private static final int COMMITTED = -1;
 
     private static final ByteBuffer NO_BYTES = ByteBuffer.allocate(0);
     private static final Logger LOG = LoggerFactory.getLogger(QueueStore.class);
@@ -135,12 +132,12 @@ public final class QueueStore {
         this.recordsVerifiedAtOpen = recovered.verifiedRecords();
         this.writtenPages = new WrittenPageDrops(lock, log, ackLog, this::isClosed);
         this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
-                writtenPages::beforeForce, lastRecovered(log, recovered.lastIndex()), new ForcedMark(directory, segmentDirectory));
+                writtenPages::beforeForce, recovered.lastWritten(), new ForcedMark(directory, segmentDirectory));
         this.corruptRecords = new CorruptRecords(name, segmentDirectory, ackLog, durability, recovered.corruptRecords(),
                 this::reclaimWanted);
         this.ackForces = new AckJournalForces(name, ackJournalFile, forcer, ackLog::force, durability, config.syncIntervalMs(),
                 wakeFlusher);
-        this.appender = new RecordAppender(name, config, diskGuard, clock, log, ackLog, durability);
+        this.appender = new RecordAppender(name, config, diskGuard, clock, log, ackLog, durability, lock, this::ensureOpen);
         ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
                 config.relocateAfterMs() * 1_000_000L);
         this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, readers, appender::writeLocked,
@@ -272,7 +269,7 @@ public final class QueueStore {
     public long append(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
         ByteBuffer h = headers == null ? NO_BYTES : headers;
         ByteBuffer p = payload == null ? NO_BYTES : payload;
-        return append(0, -1, producerId, producerSequence, h, h.position(), h.remaining(), p, p.position(), p.remaining(), 0);
+        return appender.append(0, -1, producerId, producerSequence, h, h.position(), h.remaining(), p, p.position(), p.remaining(), 0);
     }
 
     /**
@@ -283,7 +280,8 @@ public final class QueueStore {
      */
     public long append(long producerId, long producerSequence, ByteBuffer source, int headersOffset, int headersLength,
                        int payloadOffset, int payloadLength) {
-        return append(0, -1, producerId, producerSequence, source, headersOffset, headersLength, source, payloadOffset, payloadLength, 0);
+        return appender.append(0, -1, producerId, producerSequence, source, headersOffset, headersLength, source, payloadOffset,
+                payloadLength, 0);
     }
 
     /**
@@ -299,15 +297,15 @@ public final class QueueStore {
         if (logPosition < 0) {
             throw new IllegalArgumentException("log position " + logPosition + " is negative");
         }
-        return append(RecordCodec.FLAG_LOG_POSITION, logPosition, producerId, producerSequence, source, headersOffset, headersLength,
-                source, payloadOffset, payloadLength, COMMITTED);
+        return appender.append(RecordCodec.FLAG_LOG_POSITION, logPosition, producerId, producerSequence, source, headersOffset,
+                headersLength, source, payloadOffset, payloadLength, RecordAppender.COMMITTED);
     }
 
     /** A message transaction {@code transaction} staged, {@link StoredMessage#transactional()}, its number as producer id; as above. */
     public long appendStaged(long transaction, ByteBuffer source, int headersOffset, int headersLength, int payloadOffset,
                              int payloadLength) {
-        return append(RecordCodec.FLAG_TRANSACTIONAL, -1, transaction, RecordCodec.STAGED_MESSAGE, source, headersOffset, headersLength,
-                source, payloadOffset, payloadLength, 0);
+        return appender.append(RecordCodec.FLAG_TRANSACTIONAL, -1, transaction, RecordCodec.STAGED_MESSAGE, source, headersOffset,
+                headersLength, source, payloadOffset, payloadLength, 0);
     }
 
     /**
@@ -317,7 +315,7 @@ public final class QueueStore {
      * the same log, it is durable only once every message staged before it is. As above otherwise.
      */
     public long appendStagedCommitRecord(long transaction, ByteBuffer record) {
-        return append(RecordCodec.FLAG_TRANSACTIONAL, -1, transaction, RecordCodec.STAGED_COMMIT_RECORD, NO_BYTES, 0, 0, record,
+        return appender.append(RecordCodec.FLAG_TRANSACTIONAL, -1, transaction, RecordCodec.STAGED_COMMIT_RECORD, NO_BYTES, 0, 0, record,
                 record.position(), record.remaining(), 0);
     }
 
@@ -329,7 +327,7 @@ public final class QueueStore {
      * Otherwise as {@link #append(long, long, ByteBuffer, ByteBuffer)}.
      */
     public long appendForwarded(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
-        return append(RecordCodec.FLAG_FORWARDED, -1, producerId, producerSequence, headers, headers.position(), headers.remaining(),
+        return appender.append(RecordCodec.FLAG_FORWARDED, -1, producerId, producerSequence, headers, headers.position(), headers.remaining(),
                 payload, payload.position(), payload.remaining(), HEADER_HEADROOM_BYTES);
     }
 
@@ -338,28 +336,8 @@ public final class QueueStore {
      * as {@link #appendForwarded}, refused only above what a record can hold, as {@link #appendReplicated} is.
      */
     public long appendCommittedCopy(long producerId, long producerSequence, ByteBuffer headers, ByteBuffer payload) {
-        return append(RecordCodec.FLAG_FORWARDED, -1, producerId, producerSequence, headers, headers.position(), headers.remaining(),
-                payload, payload.position(), payload.remaining(), COMMITTED);
-    }
-
-    /** {@code headroom}: bytes allowed above {@code maxMessageBytes}, or {@link #COMMITTED}: only what a record can hold. */
-    private long append(int flags, long originalId, long producerId, long producerSequence, ByteBuffer headers, int headersOffset,
-                        int headersLength, ByteBuffer payload, int payloadOffset, int payloadLength, int headroom) {
-        if (headroom == COMMITTED) {
-            appender.checkStorable(headersLength + payloadLength);
-        } else {
-            appender.checkSize(headersLength + payloadLength, headroom);
-        }
-        long index;
-        lock.lock();
-        try {
-            ensureOpen();
-            index = appender.appendLocked(flags, originalId, producerId, producerSequence, headers, headersOffset, headersLength,
-                    payload, payloadOffset, payloadLength);
-        } finally {
-            lock.unlock();
-        }
-        return index;
+        return appender.append(RecordCodec.FLAG_FORWARDED, -1, producerId, producerSequence, headers, headers.position(), headers.remaining(),
+                payload, payload.position(), payload.remaining(), RecordAppender.COMMITTED);
     }
 
     /** The store's clock (epoch ms): the time base of {@link StoredMessage#timestampMillis()}. */
@@ -535,22 +513,15 @@ public final class QueueStore {
 
     /** Calls {@code visitor} with the id of every unacknowledged message, in store order (relocated ones by their original id). */
     public void forEachUnacked(LongConsumer visitor) {
-        // Ids as primitives, not a boxed Long and its reference (no purge walks them any more: ackAllExcept, ackRangeExcept).
-        long[] ids = new long[1024];
-        int count = 0;
+        long[] ids;
         lock.lock();
         try {
-            for (long p = acks.firstUnackedId(); p >= 0; p = acks.nextUnackedId(p + 1)) {
-                if (count == ids.length) {
-                    ids = Arrays.copyOf(ids, ids.length * 2);
-                }
-                ids[count++] = acks.originalId(p);
-            }
+            ids = acks.unackedOriginalIds();
         } finally {
             lock.unlock();
         }
-        for (int i = 0; i < count; i++) {
-            visitor.accept(ids[i]);
+        for (long id : ids) {
+            visitor.accept(id);
         }
     }
 
@@ -655,15 +626,6 @@ public final class QueueStore {
      */
     public long unackedMessageBytes(StagedRecordVisitor staged) {
         return lockedOpen(() -> log.backlogBytes().messageBytesFrom(acks.firstUnackedId(), acks::isSlotAcked, acks::unackedCount, staged));
-    }
-
-    /** The last record recovery read back, with its segment's figures (rule "the forced mark"). */
-    private static ForcedMark.Written lastRecovered(SegmentLog log, long lastIndex) {
-        if (lastIndex < 0) {
-            return new ForcedMark.Written(lastIndex, -1, 0);
-        }
-        int segment = SegmentRollCycle.INSTANCE.toCycle(lastIndex);
-        return new ForcedMark.Written(lastIndex, log.messageBytes(segment), log.stagedRecords(segment));
     }
 
     /** Records recovery read and checked when this store opened the queue (rule "the forced mark"); for tests. */

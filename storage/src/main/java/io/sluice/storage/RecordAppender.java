@@ -8,6 +8,7 @@ import io.sluice.storage.segment.SegmentLog;
 import io.sluice.storage.segment.SegmentRollCycle;
 
 import java.nio.ByteBuffer;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
 
 /**
@@ -18,7 +19,8 @@ import java.util.function.LongSupplier;
  * messages appended since the store opened.
  *
  * <p>Threads: the appending caller. {@link #appendLocked}, {@link #writeLocked} and {@link #appendedMessagesLocked}
- * run under the {@link QueueStore}'s lock, which guards the codec and the count; {@link #checkSize} runs outside it.
+ * run under the {@link QueueStore}'s lock, which guards the codec and the count; {@link #append} checks a message's size
+ * outside it, then takes it.
  * An append does not wake the flusher: whoever waits for the message's durability demands it (rule "force what is
  * awaited" of {@link Durability}).
  */
@@ -30,11 +32,16 @@ final class RecordAppender {
     private final SegmentLog log;
     private final AckLog ackLog;
     private final Durability durability;
+    private final ReentrantLock lock;
+    private final Runnable ensureOpen;
     private final RecordCodec appendCodec = new RecordCodec();
     private long appendedMessages;
 
+    /** {@code lock}: the store's; {@code ensureOpen}: throws once the store is closed. */
     RecordAppender(String name, StoreConfig config, DiskSpaceGuard diskGuard, LongSupplier clock, SegmentLog log, AckLog ackLog,
-                   Durability durability) {
+                   Durability durability, ReentrantLock lock, Runnable ensureOpen) {
+        this.lock = lock;
+        this.ensureOpen = ensureOpen;
         this.name = name;
         this.config = config;
         this.diskGuard = diskGuard;
@@ -44,8 +51,33 @@ final class RecordAppender {
         this.durability = durability;
     }
 
+    /** An append's {@code headroom} for a committed entry's message: only {@link StoreConfig#storableMessageBytes} refuses it. */
+    static final int COMMITTED = -1;
+
+    /**
+     * Checks one message's size, then appends it under the store's lock once the store's open check passes, and returns its id.
+     * {@code headroom}: bytes allowed above {@code maxMessageBytes}, or {@link #COMMITTED}: only what a record can hold.
+     */
+    long append(int flags, long originalId, long producerId, long producerSequence,
+                ByteBuffer headers, int headersOffset, int headersLength, ByteBuffer payload, int payloadOffset, int payloadLength,
+                int headroom) {
+        if (headroom == COMMITTED) {
+            checkStorable(headersLength + payloadLength);
+        } else {
+            checkSize(headersLength + payloadLength, headroom);
+        }
+        lock.lock();
+        try {
+            ensureOpen.run();
+            return appendLocked(flags, originalId, producerId, producerSequence, headers, headersOffset, headersLength, payload,
+                    payloadOffset, payloadLength);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** Refuses a message whose headers plus payload ({@code size}) exceed the maximum plus {@code headroom}. */
-    void checkSize(int size, int headroom) {
+    private void checkSize(int size, int headroom) {
         if (size > config.maxMessageBytes() + headroom) {
             throw new MessageTooLargeException("message of " + size + " bytes (headers plus payload) for queue '" + name
                     + "' exceeds maxMessageBytes " + config.maxMessageBytes()
@@ -54,7 +86,7 @@ final class RecordAppender {
     }
 
     /** Refuses a message ({@code size}: headers plus payload) that no record of this store can hold ({@link StoreConfig#storableMessageBytes}). */
-    void checkStorable(int size) {
+    private void checkStorable(int size) {
         if (size > config.storableMessageBytes()) {
             throw new MessageTooLargeException("message of " + size + " bytes (headers plus payload) for queue '" + name
                     + "' exceeds the " + config.storableMessageBytes() + " bytes a record of this store can hold (a quarter of "
@@ -66,7 +98,7 @@ final class RecordAppender {
      * Appends one message (the store is open) and returns its id; see {@link QueueStore#append(long, long, ByteBuffer, ByteBuffer)}.
      * {@code originalId}: -1, or with {@link RecordCodec#FLAG_LOG_POSITION} the replicated log's position it came from.
      */
-    long appendLocked(int flags, long originalId, long producerId, long producerSequence, ByteBuffer headers, int headersOffset,
+    private long appendLocked(int flags, long originalId, long producerId, long producerSequence, ByteBuffer headers, int headersOffset,
                       int headersLength, ByteBuffer payload, int payloadOffset, int payloadLength) {
         StorageFailedException failed = durability.failure();
         if (failed != null) {

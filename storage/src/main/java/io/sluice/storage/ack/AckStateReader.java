@@ -1,5 +1,7 @@
 package io.sluice.storage.ack;
 
+import java.util.Arrays;
+
 /**
  * Read-only view of a queue's ack state, so that the dispatcher can iterate unacknowledged messages
  * without a way to change the state behind the journal's back. Same threading rule as {@link
@@ -73,4 +75,20 @@ public interface AckStateReader {
      * weighed by their original id from the relocation map, which relocations keep small.
      */
     long oldestUnacked(java.util.function.LongPredicate skip, int maxSkips);
+
+    /**
+     * The id of every unacknowledged message, in slot order, each by the id it was first stored under: primitives in one
+     * array, not a boxed id per message.
+     */
+    default long[] unackedOriginalIds() {
+        long[] ids = new long[1024];
+        int count = 0;
+        for (long p = firstUnackedId(); p >= 0; p = nextUnackedId(p + 1)) {
+            if (count == ids.length) {
+                ids = Arrays.copyOf(ids, ids.length * 2);
+            }
+            ids[count++] = originalId(p);
+        }
+        return Arrays.copyOf(ids, count);
+    }
 }

@@ -80,6 +80,15 @@ public final class QueueRecovery {
      */
     /** {@code verifiedRecords}: how many records step 5 read and checked (for tests and the log line). */
     public record Recovered(SegmentLog log, AckLog ackLog, long lastIndex, long corruptRecords, long verifiedRecords) {
+        /** The last record recovery read back, with its segment's figures (rule "the forced mark"). */
+        public ForcedMark.Written lastWritten() {
+            if (lastIndex < 0) {
+                return new ForcedMark.Written(lastIndex, -1, 0);
+            }
+            int segment = SegmentRollCycle.INSTANCE.toCycle(lastIndex);
+            return new ForcedMark.Written(lastIndex, log.messageBytes(segment), log.stagedRecords(segment));
+        }
+
         /** The open that followed the recovery failed: closes what recovery opened, so the refused queue holds no file. */
         public void closeAfterFailure(String queue) {
             log.close();
