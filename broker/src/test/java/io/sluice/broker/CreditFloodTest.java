@@ -84,18 +84,19 @@ class CreditFloodTest {
             });
 
             // Other connections publish and consume on another queue while the flood goes on, and are served.
+            // A bound on eventually: the flood shares the loops fairly, but on a loaded machine it may take them a while.
+            java.time.Duration served = java.time.Duration.ofSeconds(90);
             other.send(new DeclareQueueFrame(1, "other", QueueSettings.EMPTY));
-            other.expect(OkFrame.class);
+            other.expect(OkFrame.class, served);
             otherConsumer.send(new SubscribeFrame(2, 1, "other", 1000));
-            otherConsumer.expect(OkFrame.class);
+            otherConsumer.expect(OkFrame.class, served);
             for (int i = 1; i <= 100; i++) {
                 PublishFrameBuilder b = new PublishFrameBuilder(other.alloc(), "other");
                 b.add(9, i, List.of(), ("m" + i).getBytes(StandardCharsets.UTF_8));
                 other.send(b.build());
-                assertEquals(List.of(IdRange.single(i)), other.expect(ConfirmFrame.class).sequences());
+                assertEquals(List.of(IdRange.single(i)), other.expect(ConfirmFrame.class, served).sequences());
             }
-            // A bound on eventually: the flood shares the loops fairly, but on a loaded machine it may take them a while.
-            assertEquals(100, otherConsumer.deliveries(100, java.time.Duration.ofSeconds(90)).size());
+            assertEquals(100, otherConsumer.deliveries(100, served).size());
 
             flood.get(120, TimeUnit.SECONDS);
             awaitOk(in, 1); // the broker read and handled every CREDIT before it

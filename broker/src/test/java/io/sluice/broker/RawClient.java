@@ -109,7 +109,12 @@ final class RawClient implements AutoCloseable {
     }
 
     <T> T expect(Class<T> type) throws InterruptedException {
-        Object o = received.poll(10, TimeUnit.SECONDS);
+        return expect(type, java.time.Duration.ofSeconds(10));
+    }
+
+    /** The next frame received, which must be a {@code type}, waiting up to {@code timeout} for it. */
+    <T> T expect(Class<T> type, java.time.Duration timeout) throws InterruptedException {
+        Object o = received.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
         if (!type.isInstance(o)) {
             throw new AssertionError("expected a " + type.getSimpleName() + ", got " + o);
         }
