@@ -198,8 +198,8 @@ public final class Producer implements AutoCloseable {
             return enqueue(payload, OutgoingHeaders.copyOf(headers));
         }
         try {
-            if (inFlight.onOwnCallback()) {
-                SluiceException full = inFlight.takeOnOwnCallback();
+            if (inFlight.mayNotWaitForSettlements()) {
+                SluiceException full = inFlight.takeOnCallback();
                 if (full != null) {
                     return CompletableFuture.failedFuture(full);
                 }

@@ -17,9 +17,14 @@ import java.util.concurrent.TimeUnit;
  * {@link CompletionBacklog} from before their slots are freed until their futures complete, and a sender waits while
  * maxInFlight of them are queued (behind a callback that takes its time), holding no slot meanwhile, so the queue stays
  * under twice maxInFlight. A callback of the producer's own futures never waits for the queue behind it, which moves
- * only once it returns; past twice maxInFlight queued, its send is refused.
+ * only once it returns; past twice maxInFlight queued, its send is refused. The same holds for a callback of any
+ * producer's futures, and on the network thread: a callback of producer A sending through B must not wait for B's
+ * queue, which may wait behind B's callback sending through A.
  */
 final class ProducerInFlight {
+    /** How many producers' settlements the current thread is completing (nested when callbacks run inline). */
+    private static final ThreadLocal<int[]> SETTLING = ThreadLocal.withInitial(() -> new int[1]);
+
     /** For messages. */
     private final String queue;
     private final int maxInFlight;
@@ -43,28 +48,38 @@ final class ProducerInFlight {
         return settlements.drainingOnCurrentThread();
     }
 
+    /**
+     * Whether a send from the calling thread must not wait for this producer's queued settlements: it runs this
+     * producer's callbacks, or another producer's while this one has settlements queued (which may be behind a callback
+     * that waits for the caller's). The thread-local is read only when something is queued, off a sender's fast path.
+     */
+    boolean mayNotWaitForSettlements() {
+        return settlements.drainingOnCurrentThread() || backlog.queued() > 0 && SETTLING.get()[0] > 0;
+    }
+
     /** On the network thread, which must not wait: takes a slot now, or returns why not. */
     SluiceException takeOnNetworkThread() {
-        if (backlog.full() || !slots.tryAcquire()) {
+        if (backlog.queued() >= 2L * maxInFlight || !slots.tryAcquire()) {
             return new SluiceException("sendAsync to queue " + queue + " from the network thread found all " + maxInFlight
-                    + " in-flight slots taken, or as many settlements queued for this producer's callbacks; it cannot"
-                    + " wait there for a confirm, which that thread delivers", null);
+                    + " in-flight slots taken, or twice as many settlements queued for this producer's callbacks; it"
+                    + " cannot wait there for a confirm, which that thread delivers", null);
         }
         return null;
     }
 
     /**
-     * From a callback of this producer's own futures: waits for a slot, which the network thread frees, but not for the
-     * settlements queued behind the callback, which complete only once it returns; returns why not past twice
-     * maxInFlight of them, else null.
+     * From a callback ({@link #mayNotWaitForSettlements}): waits for a slot, which the network thread frees, but not for
+     * the settlements queued, which may complete only once the callback returns; returns why not past twice maxInFlight
+     * of them, else null.
      */
-    SluiceException takeOnOwnCallback() throws InterruptedException {
+    SluiceException takeOnCallback() throws InterruptedException {
         slots.acquire();
         if (backlog.queued() >= 2L * maxInFlight) {
             slots.release();
-            return new SluiceException("sendAsync to queue " + queue + " from a callback of this producer's own futures"
-                    + " found twice maxInFlight " + maxInFlight + " settlements queued behind that callback: it cannot wait"
-                    + " there for them to complete, as they do only after that callback returns", null);
+            String whose = onOwnCallback() ? "this producer's own futures" : "another producer's futures";
+            return new SluiceException("sendAsync to queue " + queue + " from a callback of " + whose + " found twice"
+                    + " maxInFlight " + maxInFlight + " settlements queued for this producer: it cannot wait there for them"
+                    + " to complete, as they may do only after that callback returns", null);
         }
         return null;
     }
@@ -110,6 +125,8 @@ final class ProducerInFlight {
         backlog.added(futures.size());
         slots.release(futures.size());
         settlements.execute(() -> {
+            int[] settling = SETTLING.get();
+            settling[0]++;
             try {
                 for (CompletableFuture<Void> future : futures) {
                     if (failure == null) {
@@ -119,6 +136,7 @@ final class ProducerInFlight {
                     }
                 }
             } finally {
+                settling[0]--;
                 backlog.completed(futures.size()); // the batch counts until its last future is completed
             }
         });

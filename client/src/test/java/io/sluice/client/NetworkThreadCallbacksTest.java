@@ -92,6 +92,32 @@ class NetworkThreadCallbacksTest {
         return threads;
     }
 
+    /**
+     * On the network thread, a confirm callback that sends the next message, with maxInFlight 1, is not refused for the
+     * settlement it runs in: a chain of 20 sends, each from the callback of the one before, completes.
+     */
+    @Test
+    void shouldLetAConfirmCallbackOnTheNetworkThreadSendTheNextMessage() throws Exception {
+        connection = Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(broker.port())
+                .requestTimeout(Duration.ofSeconds(5)).callbacksOnNetworkThread(true).build());
+        Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT.withMaxInFlight(1));
+        CompletableFuture<Integer> chainEnd = new CompletableFuture<>();
+        sendChained(producer, 1, 20, chainEnd);
+        assertEquals(20, chainEnd.get(10, TimeUnit.SECONDS));
+    }
+
+    private static void sendChained(Producer producer, int index, int last, CompletableFuture<Integer> end) {
+        producer.sendAsync(new byte[] {(byte) index}).whenComplete((ignored, failure) -> {
+            if (failure != null) {
+                end.completeExceptionally(failure);
+            } else if (index == last) {
+                end.complete(index);
+            } else {
+                sendChained(producer, index + 1, last, end);
+            }
+        });
+    }
+
     @Test
     void shouldRefuseBlockingCallsFromACallbackOnTheNetworkThreadInsteadOfWaitingForIt() throws Exception {
         Connection connection = connect(true);

@@ -216,8 +216,38 @@ class ProducerSettlementOrderTest {
             });
             held.release();
             assertEquals("sendAsync to queue audit from a callback of this producer's own futures found twice maxInFlight"
-                    + " 2 settlements queued behind that callback: it cannot wait there for them to complete, as they do"
+                    + " 2 settlements queued for this producer: it cannot wait there for them to complete, as they may do"
                     + " only after that callback returns", refusal.get(10, TimeUnit.SECONDS));
+        }
+    }
+
+    /**
+     * Two producers whose callbacks each send through the other, at the same time, with maxInFlight 1: neither waits
+     * for the other's settlements, queued behind the other callback, which waits in turn; both sends complete.
+     */
+    @Test
+    void callbacksOfTwoProducersSendingThroughEachOtherDoNotWaitForEachOther() throws Exception {
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
+            Producer a = connection.createProducer("a", ProducerOptions.DEFAULT.withMaxInFlight(1));
+            Producer b = connection.createProducer("b", ProducerOptions.DEFAULT.withMaxInFlight(1));
+            CountDownLatch inA = new CountDownLatch(1);
+            CountDownLatch inB = new CountDownLatch(1);
+            CompletableFuture<CompletableFuture<Void>> fromA = new CompletableFuture<>();
+            CompletableFuture<CompletableFuture<Void>> fromB = new CompletableFuture<>();
+            HeldNetworkThread held = HeldNetworkThread.hold(connection); // both callbacks registered before the confirms
+            a.sendAsync(new byte[] {1}).whenComplete((ignored, failure) -> {
+                inA.countDown();
+                HeldNetworkThread.awaitQuietly(inB); // each callback sends once the other one runs too
+                fromA.complete(b.sendAsync(new byte[] {2}));
+            });
+            b.sendAsync(new byte[] {3}).whenComplete((ignored, failure) -> {
+                inB.countDown();
+                HeldNetworkThread.awaitQuietly(inA);
+                fromB.complete(a.sendAsync(new byte[] {4}));
+            });
+            held.release();
+            fromA.get(10, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS);
+            fromB.get(10, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS);
         }
     }
 
