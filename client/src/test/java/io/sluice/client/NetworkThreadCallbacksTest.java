@@ -102,20 +102,8 @@ class NetworkThreadCallbacksTest {
                 .requestTimeout(Duration.ofSeconds(5)).callbacksOnNetworkThread(true).build());
         Producer producer = connection.createProducer("orders", ProducerOptions.DEFAULT.withMaxInFlight(1));
         CompletableFuture<Integer> chainEnd = new CompletableFuture<>();
-        sendChained(producer, 1, 20, chainEnd);
+        ProducerSettlementOrderTest.sendChained(producer, 1, 20, chainEnd);
         assertEquals(20, chainEnd.get(10, TimeUnit.SECONDS));
-    }
-
-    private static void sendChained(Producer producer, int index, int last, CompletableFuture<Integer> end) {
-        producer.sendAsync(new byte[] {(byte) index}).whenComplete((ignored, failure) -> {
-            if (failure != null) {
-                end.completeExceptionally(failure);
-            } else if (index == last) {
-                end.complete(index);
-            } else {
-                sendChained(producer, index + 1, last, end);
-            }
-        });
     }
 
     @Test

@@ -252,7 +252,7 @@ class ProducerSettlementOrderTest {
     }
 
     /** Sends message {@code index} of {@code last}, and the next from its future's callback. */
-    private static void sendChained(Producer producer, int index, int last, CompletableFuture<Integer> end) {
+    static void sendChained(Producer producer, int index, int last, CompletableFuture<Integer> end) {
         producer.sendAsync(new byte[] {(byte) index}).whenComplete((ignored, failure) -> {
             if (failure != null) {
                 end.completeExceptionally(failure);
