@@ -170,14 +170,29 @@ class CrashRecoveryTest {
                 }
                 Set<Long> back = mustBeAbsent.stream().filter(present::containsKey).collect(Collectors.toSet());
                 assertTrue(back.isEmpty(), where + ": acked messages came back: " + first(back));
-                for (Map.Entry<Long, Long> kept : keptIds.entrySet()) {
+                List<String> unreadByTheReader = new ArrayList<>();
+                for (Map.Entry<Long, Long> kept : new java.util.TreeMap<>(keptIds).entrySet()) {
                     long seq = kept.getKey();
                     long id = kept.getValue();
                     StoredMessage m = queue.read(id);
                     assertNotNull(m, where + ": confirmed unacked message " + seq + " (id " + id + ") is not readable by its id");
                     assertEquals(id, m.id(), where + ": message " + seq + " must keep its original id");
                     assertArrayEquals(CrashingWriter.payload("reclaim", seq), m.payloadBytes(), where + ": payload of " + seq);
-                    assertTrue(present.containsKey(seq), where + ": message " + seq + " is readable by id but not by a reader");
+                    if (!present.containsKey(seq)) {
+                        unreadByTheReader.add("seq " + seq + " id " + id + " physical " + m.physicalId() + " relocated " + m.relocated());
+                    }
+                }
+                if (!unreadByTheReader.isEmpty()) {
+                    // What tells a reader that stopped early (a second reader finds them) from records no reader
+                    // returns (it does not), with the files and the reclaim activity around it.
+                    Map<Long, Integer> again = scan(queue, "reclaim", where + " (a second reader)");
+                    long foundAgain = keptIds.keySet().stream().filter(seq -> !present.containsKey(seq) && again.containsKey(seq)).count();
+                    fail(where + ": " + unreadByTheReader.size() + " confirmed unacked messages are readable by id but not by a reader"
+                            + " (a second reader returns " + foundAgain + " of them; relocated since open "
+                            + queue.stats().relocatedMessages() + "; files at open " + filesAtOpen + ", now "
+                            + files(queue.segmentDirectory(), ".cq4") + "), first ones: "
+                            + unreadByTheReader.subList(0, Math.min(10, unreadByTheReader.size())) + ", last: "
+                            + unreadByTheReader.get(unreadByTheReader.size() - 1));
                 }
 
                 // Finish the dead child's work: ack what it confirmed but had not acked yet, so that
