@@ -67,6 +67,10 @@ public final class Authenticator {
             // tells a guesser nothing, since no configured user can be named so.
             result = new Result("", "the user name holds a control character (U+" + String.format("%04X", Printable.firstControl(user))
                     + "), which no user's name does");
+        } else if (hashes.isEmpty()) {
+            // Nothing to keep from a guesser (no user exists, which anonymous access shows anyway), so no key derivation:
+            // a client sending credentials in a loop must not cost the broker one per attempt.
+            result = new Result(user, "user '" + user + "' cannot log in: no users are configured (auth.users)");
         } else {
             String hash = hashes.get(user);
             boolean ok = PasswordHasher.verify(password == null ? new char[0] : password.toCharArray(),
