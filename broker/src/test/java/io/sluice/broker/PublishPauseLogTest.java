@@ -36,7 +36,7 @@ class PublishPauseLogTest {
                      "storage.durability", "never"));
              RawClient raw = new RawClient(broker.port())) {
             broker.queues().declare("q", QueueSettings.EMPTY);
-            raw.send(new HelloFrame(1, 1, "overrunning", 0, 0, "", "", HelloFrame.KNOWN_CAPABILITIES));
+            raw.send(new HelloFrame(1, 1, "over\\running", 0, 0, "", "", HelloFrame.KNOWN_CAPABILITIES));
             raw.expect(HelloOkFrame.class);
             long sequence = 0;
             for (int round = 0; round < ROUNDS; round++) {
@@ -53,6 +53,8 @@ class PublishPauseLogTest {
             long lines = log.count(Level.WARN, "beyond its publish window");
             assertTrue(lines >= 1, "the first pauses are still logged: " + log.events());
             assertTrue(lines <= RateLimitedLog.LINES_PER_INTERVAL, lines + " lines for " + ROUNDS + " pauses");
+            // The client's name escaped once (its backslash doubled), as in every other line: not once more by the limiter.
+            assertEquals(lines, log.count(Level.WARN, "beyond its publish window", "(client 'over\\\\running')"), log.events().toString());
         }
     }
 }

@@ -35,6 +35,22 @@ public final class Printable {
         return out.toString();
     }
 
+    /**
+     * Text already escaped ({@link #escape}), such as a connection's description: a {@link RateLimitedLog}, which escapes
+     * its arguments, writes it as it is rather than doubling its backslashes.
+     */
+    public record Escaped(String text) {
+        @Override
+        public String toString() {
+            return text;
+        }
+    }
+
+    /** {@code escapedText}, marked as escaped already (see {@link Escaped}). */
+    public static Escaped escaped(String escapedText) {
+        return new Escaped(escapedText);
+    }
+
     /** The first control character of {@code text}, or -1 if it has none. */
     public static int firstControl(String text) {
         return text == null ? -1 : text.chars().filter(Character::isISOControl).findFirst().orElse(-1);

@@ -61,11 +61,14 @@ public final class RateLimitedLog {
         }
     }
 
-    /** Every line of these kinds is about what outside input did, and most quote it: each argument but a throwable is escaped. */
+    /**
+     * Every line of these kinds is about what outside input did, and most quote it: each argument but a throwable and
+     * text {@link Printable.Escaped escaped} already is escaped.
+     */
     private static Object[] printable(Object[] args) {
         Object[] out = args.clone();
         for (int i = 0; i < out.length; i++) {
-            if (out[i] != null && !(out[i] instanceof Throwable)) {
+            if (out[i] != null && !(out[i] instanceof Throwable) && !(out[i] instanceof Printable.Escaped)) {
                 out[i] = Printable.escape(out[i].toString());
             }
         }

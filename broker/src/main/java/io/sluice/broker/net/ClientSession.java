@@ -139,7 +139,7 @@ final class ClientSession {
         if (!window.within()) {
             if (gate.pauseForWindow()) {
                 queues.publishPauseLog().warn(LOG, "Client {} sent {} messages / {} bytes beyond its publish window; reading "
-                        + "paused until it is back within.", proxy.describe(), window.messagesOut(), window.bytesOut());
+                        + "paused until it is back within.", Printable.escaped(proxy.describe()), window.messagesOut(), window.bytesOut());
             }
         } else if (!held.within() && gate.pauseForWindow()) {
             // Not the client's fault: one that counts its window in payload bytes cannot know what its headers hold here.
@@ -151,7 +151,7 @@ final class ClientSession {
             } else {
                 pausedForHeldBefore = true;
                 queues.publishPauseLog().info(LOG, sentence + " Later pauses of this connection are logged at DEBUG.",
-                        proxy.describe(), held.bytes(), held.maxBytes());
+                        Printable.escaped(proxy.describe()), held.bytes(), held.maxBytes());
             }
         }
     }

@@ -5,6 +5,7 @@ import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.FlowState;
 import io.sluice.broker.error.BrokerException;
+import io.sluice.broker.log.Printable;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackFrame;
@@ -473,7 +474,7 @@ public final class BrokerQueue {
                 // One line per consumer and pass, not per message (thousands can time out at once), rate-limited too.
                 manager.messageLog().info(LOG, "Queue '{}': {} messages (ids {} to {}) not acknowledged by {} within {} ms;"
                         + " redelivering them.", name, expired.length, expired[0], expired[expired.length - 1],
-                        c.connection.describe(), options.ackTimeoutMs());
+                        Printable.escaped(c.connection.describe()), options.ackTimeoutMs());
             }
         }
         if (order.hasDue()) {
