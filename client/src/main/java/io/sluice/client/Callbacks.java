@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
  * <p>Rule "refused, not lost, not on the network thread": work the pool refuses (it cannot start a thread; it was shut
  * down by close()) still runs, with the outcome it carries: handed over by a network thread, on a thread started for
  * it ({@code sluice-client-dispatch-fallback}), so that application code never runs on the network thread unasked;
- * handed over by any other thread, on that thread, as before. Neither Netty's way (log the refused listener task and
+ * handed over by any other thread, on that thread. Neither Netty's way (log the refused listener task and
  * drop it: the future's waiters wait for good) nor the JDK's (fail the dependent future with the refusal: a confirmed
  * message or a commit would read as failed) keeps the outcome.
  */

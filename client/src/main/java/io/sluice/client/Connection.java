@@ -83,7 +83,7 @@ public final class Connection implements AutoCloseable {
     private final ConnectionAttempts attempts;
 
     // Owned by the network thread.
-    /** Written on the network thread only; volatile for {@link #isConnected()}, which any thread may call (found by a review). */
+    /** Written on the network thread only; volatile for {@link #isConnected()}, which any thread may call. */
     private volatile Channel channel;
     private int session;
     private int maxFrameBytes = HANDSHAKE_MAX_FRAME_BYTES;
@@ -139,7 +139,7 @@ public final class Connection implements AutoCloseable {
      * @throws IllegalStateException    called on a network thread of the client (see {@link #checkMayBlock})
      */
     public static Connection connect(ConnectionOptions options) {
-        refuseOnNetworkThread("Connection.connect"); // it waits for the handshake, like the other blocking calls (found by a review)
+        refuseOnNetworkThread("Connection.connect"); // it waits for the handshake, like the other blocking calls
         Connection connection = new Connection(options);
         try {
             connection.attempts.connectFirst();
@@ -215,8 +215,8 @@ public final class Connection implements AutoCloseable {
     /**
      * A queue request answered with a message count. A queue name the wire cannot carry fails the future at once with
      * {@link IllegalArgumentException} (a null one with {@link NullPointerException}): checked here, not by the frame
-     * built on the network thread, where the exception reached nobody and the caller waited out the request timeout
-     * (found by a review).
+     * built on the network thread, where the exception would reach nobody and the caller would wait out the request
+     * timeout.
      */
     private CompletableFuture<Long> queueRequest(String queue, LongFunction<Frame> frameFactory, String type) {
         try {
@@ -238,7 +238,7 @@ public final class Connection implements AutoCloseable {
      * @throws IllegalArgumentException the queue name is longer than the wire carries (65,535 UTF-8 bytes)
      */
     public Producer createProducer(String queue, ProducerOptions producerOptions) {
-        // Every PUBLISH of the producer would throw on the network thread, building its frame (found by a review).
+        // Every PUBLISH of the producer would throw on the network thread, building its frame.
         QueueName.of(queue);
         checkOpen();
         checkMayBlock("createProducer");
@@ -343,8 +343,7 @@ public final class Connection implements AutoCloseable {
         }
         checkMayBlock("Connection.close");
         if (!closeTaken.compareAndSet(false, true)) {
-            // Before, a second close() returned at once, while the first was still closing and callbacks still ran
-            // (found by a review).
+            // Returning before the closing call finishes would leave its callbacks running after this close().
             awaitUninterruptibly(callbacks.onCallbackThread() ? networkStopped : closeCompleted);
             return;
         }
@@ -506,7 +505,7 @@ public final class Connection implements AutoCloseable {
 
     /**
      * Runs {@code task} on the network thread after {@code delayNanos}. An {@link OwingTask} only: a scheduled task's
-     * exception went to Netty's log, and what it owed waited for good (found by a review).
+     * exception would go to Netty's log, and what it owed would wait for good.
      */
     ScheduledFuture<?> scheduleOnLoop(OwingTask task, long delayNanos) {
         return loop.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
@@ -662,7 +661,7 @@ public final class Connection implements AutoCloseable {
             return;
         }
         // Built before the request is registered: a frame that cannot be built fails its request at once, rather
-        // than throwing here, unseen, and leaving the caller to wait out the request timeout (found by a review).
+        // than throwing here, unseen, and leaving the caller to wait out the request timeout.
         long requestId = requests.nextId();
         Frame frame;
         try {
@@ -673,8 +672,8 @@ public final class Connection implements AutoCloseable {
         }
         requests.add(requestId, frame.type(), description, result,
                 TimeUnit.MILLISECONDS.convert(options.requestTimeout()), address(), completer); // the timeout saturated
-        // A frame the encoder refuses (longer than the broker's maxFrameBytes) fails its request at once; before, the
-        // failed write went unseen and the request waited out its timeout (found by a review). A write that fails
+        // A frame the encoder refuses (longer than the broker's maxFrameBytes) fails its request at once, rather than
+        // leave it to wait out its timeout for a write that failed unseen. A write that fails
         // because the connection closed is left to the loss, which fails the request with ConnectionLostException.
         current.writeAndFlush(frame).addListener(written -> {
             if (written.cause() instanceof io.netty.handler.codec.EncoderException refused) {

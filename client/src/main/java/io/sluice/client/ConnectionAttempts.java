@@ -109,8 +109,8 @@ final class ConnectionAttempts {
 
     /**
      * On loop: one attempt ({@link #connectOnce}); what it throws fails {@code handshake} with the exception, so that
-     * {@link Connection#connect} throws it at once and a reconnect is followed by the next. Before, Netty logged it, connect
-     * waited out its timeout, and the client stopped reconnecting without a word (found by a review).
+     * {@link Connection#connect} throws it at once and a reconnect is followed by the next. Left to Netty, it would be
+     * logged, connect would wait out its timeout, and the client would stop reconnecting without a word.
      */
     private void attemptOnLoop(CompletableFuture<Void> handshake) {
         OwingTask.run(LOG, "connecting to " + address, "the attempt fails with the exception",

@@ -253,7 +253,7 @@ public final class Consumer implements AutoCloseable {
 
     /**
      * Waits, unless on the network thread, for the call of {@link #close()} that unsubscribes, itself bounded by the
-     * request timeout. Before, a second call returned at once, before the broker stopped delivering (found by a review).
+     * request timeout, so that no call returns before the broker stopped delivering.
      */
     private void awaitCloseByAnotherCall() {
         if (connection.onNetworkThread()) {
@@ -297,9 +297,9 @@ public final class Consumer implements AutoCloseable {
      * after the UNSUBSCRIBE, which took the message back and no longer knows the consumer (ERROR UNKNOWN_CONSUMER).
      * Likewise once it closed the connection, which took back every message it delivered, or once the consumer ended on
      * its own ({@link #failure()}: its connection lost for good, or its subscription refused after a reconnect, its
-     * messages taken back either way). Called before the message counts as settled. Before, such acks and nacks were
-     * written after the UNSUBSCRIBE, and after the connection's end dropped unseen, the caller taking the message for
-     * settled (found by a review).
+     * messages taken back either way). Called before the message counts as settled: such acks and nacks would be
+     * written after the UNSUBSCRIBE, or after the connection's end dropped unseen, the caller taking the message for
+     * settled.
      */
     void checkSettleable(String operation, long messageId) {
         if (closed) {
@@ -447,11 +447,11 @@ public final class Consumer implements AutoCloseable {
 
     /**
      * On a dispatch thread: hands {@code message} to the handler unless the consumer ended. Ended on its own (its
-     * connection closed or lost for good), it is not called either: before, the messages of a DELIVER still queued
-     * went to the handler after {@link Connection#close()} had ended the consumer, their acks reaching no broker
-     * (found by a review). Nor is a message of a connection lost before the reconnect that subscribed the consumer
+     * connection closed or lost for good), it is not called either: the messages of a DELIVER still queued would go
+     * to the handler after {@link Connection#close()} had ended the consumer, their acks reaching no broker. Nor is a
+     * message of a connection lost before the reconnect that subscribed the consumer
      * again: the broker took it back and delivers it anew, and its ack would be dropped. A pull consumer drops those
-     * at the reconnect ({@link #onReconnectedOnLoop}); a handler behind its dispatch tasks processed each twice.
+     * at the reconnect ({@link #onReconnectedOnLoop}); a handler behind its dispatch tasks would process each twice.
      */
     private void handle(Message message) {
         if (closed || failure != null || message.session() != liveSession) {
@@ -562,8 +562,8 @@ public final class Consumer implements AutoCloseable {
                 closeMarkerTaken = true;
                 // In a task of its own, behind the transactions' work queued before it: an ack in a transaction made
                 // before close() may reach this thread after the marker when the consumer's settlements were queued
-                // first; it is batched, and written with the others just ahead of the UNSUBSCRIBE. Before, such a
-                // TX_ACK could follow the UNSUBSCRIBE (found by a review).
+                // first; it is batched, and written with the others just ahead of the UNSUBSCRIBE, which it must not
+                // follow.
                 connection.runOnLoop(() -> sendUnsubscribeOnLoop(marker.unsubscribed()), marker.unsubscribed());
             }
         }
@@ -597,9 +597,9 @@ public final class Consumer implements AutoCloseable {
 
     /**
      * Queued by {@link #close()}, ahead of its UNSUBSCRIBE, whose answer completes {@code unsubscribed}: any frame the
-     * broker answered with. Typed OK, the close's continuation on the network thread cast it as it was entered, and what
-     * that threw (another frame than OK) stayed where nobody looks: the consumer stayed on the connection, and every
-     * other close() waited out its timeout (found by a review).
+     * broker answered with. Typed OK, the close's continuation on the network thread would cast it as it was entered,
+     * and what that threw (another frame than OK) would stay where nobody looks: the consumer would stay on the
+     * connection, and every other close() would wait out its timeout.
      */
     private record CloseMarker(CompletableFuture<Frame> unsubscribed) {
     }

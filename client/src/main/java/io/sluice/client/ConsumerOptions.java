@@ -24,8 +24,8 @@ public record ConsumerOptions(int credit, int ackBatchSize, Duration ackFlushDel
         if (ackFlushDelay == null || ackFlushDelay.isNegative()) {
             throw new IllegalArgumentException("ackFlushDelay " + ackFlushDelay + " must be zero or positive");
         }
-        // The network thread schedules each flush in nanoseconds: a delay beyond that threw there at every ack short
-        // of a full batch, and a consumer whose credit is below ackBatchSize never acked nor topped up (found by a review).
+        // The network thread schedules each flush in nanoseconds: a delay beyond that would throw there at every ack
+        // short of a full batch, and a consumer whose credit is below ackBatchSize would never ack nor top up.
         if (ackFlushDelay.compareTo(Duration.ofNanos(Long.MAX_VALUE)) > 0) {
             throw new IllegalArgumentException("ackFlushDelay " + ackFlushDelay
                     + " is too long to count in nanoseconds (at most about 292 years)");

@@ -18,9 +18,9 @@ import java.util.concurrent.TimeUnit;
  * each reconnect. A consumer is registered and its SUBSCRIBE sent in one task of the network thread, and each handshake
  * sends one SUBSCRIBE per consumer, so a SUBSCRIBE is sent once per network connection whatever the order of a
  * subscribe() and a HELLO_OK: subscribe() during a reconnect registers the consumer, and the handshake that completes
- * the reconnect sends its first SUBSCRIBE. Before, the consumer was registered by one task and its SUBSCRIBE sent by a
- * second: a HELLO_OK handled between the two subscribed it as a consumer to resubscribe, then the second task sent
- * SUBSCRIBE again; handled after both, subscribe() had failed with "not connected; reconnecting" (found by a review).
+ * the reconnect sends its first SUBSCRIBE. Registered by one task and its SUBSCRIBE sent by a second, the consumer
+ * would meet a HELLO_OK handled between the two as a consumer to resubscribe, then the second task would send SUBSCRIBE
+ * again; handled after both, subscribe() would fail with "not connected; reconnecting".
  *
  * <p>Threads: the network thread owns everything here, and each SUBSCRIBE's answer is taken there (the request's
  * future completes on it); {@link #subscribe} runs on the application's thread and hands its work over.
@@ -158,8 +158,8 @@ final class ConsumerSubscriptions {
      * pass (a timeout, a retriable code such as RESOURCE_LIMIT) is tried again after {@code delayNanos}, doubling up to
      * {@link Connection#RETRY_MAX_DELAY_NANOS}; a timed-out SUBSCRIBE is ended by an UNSUBSCRIBE first (the broker may
      * apply it yet, as in {@link #subscribe}). Any other refusal (the queue is gone, the user may no longer consume)
-     * ends the consumer: {@link Consumer#failure()} says why and {@code receive} throws it. Before, a refusal was only
-     * logged, and the consumer waited for messages that could never come (found by a review).
+     * ends the consumer: {@link Consumer#failure()} says why and {@code receive} throws it, rather than wait for
+     * messages that can never come.
      */
     private void resubscribeOnLoop(Consumer consumer, int forSession, long delayNanos) {
         subscribeOnLoop(consumer).whenComplete((ok, failure) -> {
@@ -201,8 +201,8 @@ final class ConsumerSubscriptions {
 
     /**
      * On loop: writes a SUBSCRIBE for {@code consumer} now; the future completes on the loop with the answer, any frame
-     * the broker answered the request with: typed OK, a continuation cast it as it was entered, and what that threw
-     * (another frame than OK) stayed where nobody looks, subscribe() waiting out its timeout (found by a review).
+     * the broker answered the request with: typed OK, a continuation would cast it as it was entered, and what that
+     * threw (another frame than OK) would stay where nobody looks, subscribe() waiting out its timeout.
      */
     private CompletableFuture<Frame> subscribeOnLoop(Consumer consumer) {
         if (connection.activeChannel() != null) {

@@ -36,8 +36,8 @@ final class FirstAnswerWaits<K, R> {
 
     /**
      * Whether the call for {@code key} gave up (its future completed by the caller) and its work to forget what it
-     * registered, queued behind, has not run yet: a handshake meanwhile must send nothing for it. Before, a handshake
-     * handled ahead of that work sent its SUBSCRIBE or PRODUCER_INIT (found by a review).
+     * registered, queued behind, has not run yet: a handshake meanwhile must send nothing for it, or its SUBSCRIBE or
+     * PRODUCER_INIT would register a consumer or producer nobody holds.
      */
     boolean givenUp(K key) {
         CompletableFuture<R> call = waiting.get(key);

@@ -186,7 +186,7 @@ final class FrameDispatch {
         } else if (!(frame instanceof HeartbeatFrame)) {
             // Every frame a broker sends is handled above: this one only a client sends (FrameType.direction()), which
             // breaks the protocol as a frame of an unknown type does (the decoder refuses that, and the connection
-            // closes). Before, it was logged and ignored (found by a review).
+            // closes).
             brokeTheProtocol(ch, "it sent a " + frame.type() + " frame, which only a client sends");
         }
     }

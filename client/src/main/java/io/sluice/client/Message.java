@@ -106,7 +106,7 @@ public final class Message {
     /**
      * A nack's delay in milliseconds, checked here: a delay the NACK frame refuses would otherwise throw on the
      * network thread after the message was marked settled, unseen by the caller, with the message settled for the
-     * application and never for the broker (found by a review).
+     * application and never for the broker.
      */
     private static long delayMillis(Duration delay) {
         Objects.requireNonNull(delay, "delay");

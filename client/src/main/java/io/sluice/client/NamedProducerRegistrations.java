@@ -12,10 +12,10 @@ import java.util.concurrent.CompletableFuture;
  * once when connected, else by the handshake that completes the reconnect under way, and again by the next handshake if
  * the connection is lost before its answer, as a consumer's first SUBSCRIBE is ({@link ConsumerSubscriptions}). Its
  * answer is taken on the network thread, in the task that reads it, so that a handshake handled after it finds the
- * producer registered and resumes its epoch on the new connection before it publishes there. Before, createProducer
- * during a reconnect failed at once with "not connected; reconnecting", and the answer reached the producer through a
- * dispatch thread: a handshake handled in that gap skipped the producer as never registered, and it then published on
- * the new connection without registering there, which the broker refuses with PRODUCER_FENCED (found by a review). The
+ * producer registered and resumes its epoch on the new connection before it publishes there. Were the answer to reach
+ * the producer through a dispatch thread, a handshake handled in that gap would skip the producer as never registered,
+ * and it would then publish on the new connection without registering there, which the broker refuses with
+ * PRODUCER_FENCED. The
  * resumes after later reconnects are the producer's own ({@link Producer#onReconnectedOnLoop()}).
  *
  * <p>Threads: the network thread owns everything here; {@link #register} runs on the application's thread and hands
@@ -38,8 +38,7 @@ final class NamedProducerRegistrations {
      * On the application's thread: adds {@code producer} to the connection (with the FLOW its queue last heard) and,
      * for a named one, returns once the broker answered its first PRODUCER_INIT, waiting up to the request timeout,
      * through a reconnect under way. Given up (a timeout), the producer is closed and leaves the connection. Refused on
-     * a connection lost for good, as subscribe() is: before, an unnamed producer was created there, and each of its
-     * sends failed.
+     * a connection lost for good, as subscribe() is, rather than return a producer each of whose sends would fail.
      *
      * @throws IllegalStateException a producer of that name is already open on the connection
      */
@@ -104,7 +103,7 @@ final class NamedProducerRegistrations {
      */
     private void firstInitOnLoop(Producer producer) {
         // The answer is cast where take() fails the call with what taking it throws (another frame than PRODUCER_OK):
-        // cast as the continuation is entered, it threw where nobody looks (found by a review).
+        // cast as the continuation is entered, it would throw where nobody looks.
         connection.<Frame>requestOnLoop(producer.initFrame(ProducerInitFrame.NEW_INSTANCE), producer.initDescription())
                 // Given up by createProducer, which closed it, the answer is not taken.
                 .whenComplete((answer, failure) -> awaitingFirstOk.take(producer, failure, () -> {

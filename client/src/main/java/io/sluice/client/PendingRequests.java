@@ -58,8 +58,8 @@ final class PendingRequests {
 
     /**
      * Rule "one answer type": the frame that answers a request of type {@code request}, ERROR aside (a refusal answers
-     * any request; docs/protocol.md, "Queue management"). Before, whatever frame came under a request's id completed it: the
-     * caller's code cast it and failed with a ClassCastException, or took it for success (found by a review).
+     * any request; docs/protocol.md, "Queue management"). Were any frame under a request's id to complete it, the
+     * caller's code would cast it and fail with a ClassCastException, or take it for success.
      */
     static FrameType answerTypeOf(FrameType request) {
         return switch (request) {
@@ -112,8 +112,8 @@ final class PendingRequests {
 
     /**
      * Hands {@code request}'s outcome to its completer; if that throws, the request fails with what it threw, logged.
-     * The request is removed by then: before, a timeout's exception went to Netty's log, an answer's or a loss's into
-     * the pipeline, and the request's future never completed (found by a review).
+     * The request is removed by then. Thrown on, a timeout's exception would go to Netty's log, an answer's or a loss's
+     * into the pipeline, and the request's future would never complete.
      */
     private static void settle(Pending request, Frame answer, Throwable failure) {
         OwingTask.run(LOG, "completing " + request.description(), "the request fails with the exception",

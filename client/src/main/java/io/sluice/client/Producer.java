@@ -64,9 +64,9 @@ public final class Producer implements AutoCloseable {
     private static final Pending CLOSE = new Pending(List.of(), new byte[0], null);
     /**
      * The longest blocked timeout counted (about 73 years: never, in practice); a longer one is taken as this. Kept
-     * well below Long.MAX_VALUE so that comparing it with differences of System.nanoTime() cannot overflow. Before, a
-     * timeout beyond Duration.toNanos() threw on the network thread at the first FLOW BLOCKED, which closed the
-     * producer and failed its messages, or never created a producer that started blocked (found by a review).
+     * well below Long.MAX_VALUE so that comparing it with differences of System.nanoTime() cannot overflow. Taken as
+     * given, a timeout beyond Duration.toNanos() would throw on the network thread at the first FLOW BLOCKED, which
+     * closes the producer and fails its messages, or would never create a producer that started blocked.
      */
     static final long MAX_BLOCKED_TIMEOUT_NANOS = Long.MAX_VALUE / 4;
 
@@ -89,7 +89,7 @@ public final class Producer implements AutoCloseable {
     // Owned by the network thread.
     /**
      * Below 1 once the sequences are used up: Long.MAX_VALUE was given (or stored under this name before this instance
-     * registered). Before, the next was Long.MIN_VALUE, which carries no identity: stored untracked, stored again if resent.
+     * registered). Not Long.MIN_VALUE, which carries no identity: stored untracked, stored again if resent.
      */
     private long nextSequence = 1;
     private final SequenceWindow<Pending> unsettled;
@@ -226,8 +226,8 @@ public final class Producer implements AutoCloseable {
 
     /**
      * Sends and waits for the confirm. On timeout the message stays in flight and may still be stored. A timeout
-     * too long to count in nanoseconds (such as ChronoUnit.FOREVER's) waits for good; before, it threw
-     * ArithmeticException at once (found by a review).
+     * too long to count in nanoseconds (such as ChronoUnit.FOREVER's) waits for good, rather than throw
+     * ArithmeticException at once.
      *
      * @throws SluiceTimeoutException no confirm (or no room in the in-flight window) within {@code timeout}
      * @throws SluiceException        the broker refused the message
@@ -362,7 +362,7 @@ public final class Producer implements AutoCloseable {
         }
         // BLOCKED holds back what was never sent. A message sent before (a resend after a reconnect) goes: the broker
         // confirms it if it stored it, even while blocked (P1, docs/broker-core.md), and refuses it with QUEUE_BLOCKED
-        // if not. Held, it was failed after the blocked timeout as "not sent" though it may be stored (found by a review).
+        // if not. Held, it would fail after the blocked timeout as "not sent" though it may be stored.
         boolean blocked = flowState == io.sluice.protocol.FlowState.BLOCKED;
         if (blocked && (unsent.isEmpty() || !unsent.peek().sent)) {
             return false;
@@ -404,9 +404,9 @@ public final class Producer implements AutoCloseable {
                     break;
                 }
                 // The broker tells a resend from a new message only within a publish window of the highest sequence
-                // it stored (SEQUENCE_OUT_OF_WINDOW below it). Messages failed here before they were sent still used
-                // up sequences, so the window of unsettled messages alone did not bound that span: a stored message
-                // resent after a reconnect was refused as out of the window (found by a review). So nothing is sent a
+                // it stored (SEQUENCE_OUT_OF_WINDOW below it). Messages failed here before they were sent still use
+                // up sequences, so the window of unsettled messages alone does not bound that span: a stored message
+                // resent after a reconnect would be refused as out of the window. So nothing is sent a
                 // window or more above the oldest message still unsettled; it goes once that one is settled.
                 if (next.sequence - unsettled.oldestSequence() >= connection.publishWindowMessages()) {
                     break;
@@ -529,8 +529,8 @@ public final class Producer implements AutoCloseable {
     }
 
     /**
-     * The blocked timer's tick ({@link #failLongBlockedOnLoop}); one that throws ends the producer, failing its messages:
-     * before, the timer died with the exception and its messages waited, unsent, until the queue was FREE again.
+     * The blocked timer's tick ({@link #failLongBlockedOnLoop}); one that throws ends the producer, failing its messages,
+     * rather than die with the exception and leave its messages waiting, unsent, until the queue is FREE again.
      */
     private OwingTask blockedTimerTask() {
         if (blockedTimerTask == null) {
@@ -575,12 +575,11 @@ public final class Producer implements AutoCloseable {
      * that may pass (no answer in time, or a retriable code such as RESOURCE_LIMIT: the broker's named producers at
      * their bound) is asked again after {@code delayNanos}, doubling up to {@link Connection#RETRY_MAX_DELAY_NANOS},
      * while the messages wait, as a consumer's SUBSCRIBE is; a later reconnect starts its own attempt and ends this one.
-     * The first such refusal used to fail every unsettled message and close the producer.
      */
     private void resumeOnLoop(long attempt, long delayNanos) {
         // The answer is taken as a frame and cast on the network thread, so that what taking it throws (a broker that
-        // answers with another frame than PRODUCER_OK too) ends the producer, failing what waits for it. Before, it went
-        // to Netty's log, or stayed in a future nobody reads, and the messages waited for good (found by a review).
+        // answers with another frame than PRODUCER_OK too) ends the producer, failing what waits for it, rather than go
+        // to Netty's log, or stay in a future nobody reads, while the messages wait for good.
         connection.<Frame>requestFor(initFrame(epoch), initDescription()).whenComplete((answer, failure) -> connection.executeOnLoop(() -> {
             try {
                 resumeAnsweredOnLoop(attempt, delayNanos, answer, failure);
@@ -622,8 +621,8 @@ public final class Producer implements AutoCloseable {
     /**
      * On loop: whether the {@code attempt}-th resume still matters: no later reconnect started its own, and messages
      * wait for it. A producer the application closed keeps its unsettled messages (see {@link #close()}), which go
-     * once it has resumed; before, a producer closed while its resume was under way dropped the answer and held its
-     * messages back for good, their futures never completed (found by a review).
+     * once it has resumed: dropping the answer for a producer closed while its resume was under way would hold its
+     * messages back for good, their futures never completed.
      */
     private boolean resumeWantedOnLoop(long attempt) {
         return attempt == resumes && !(closedOnLoop && unsettled.isEmpty());
@@ -661,9 +660,8 @@ public final class Producer implements AutoCloseable {
 
     /**
      * On loop: runs {@code step} for each of a connection's producers; one that throws ends on its own
-     * ({@link #brokeOnLoop}) while the others, and the caller (a handshake, a PUBLISH_CREDIT), go on. Before, one
-     * producer's exception stopped the loop, closed the connection and, in a handshake, every reconnect after it
-     * (found by a review).
+     * ({@link #brokeOnLoop}) while the others, and the caller (a handshake, a PUBLISH_CREDIT), go on. Thrown on, one
+     * producer's exception would stop the loop, close the connection and, in a handshake, every reconnect after it.
      */
     static void eachOnLoop(Collection<Producer> producers, String what, java.util.function.Consumer<Producer> step) {
         for (Producer producer : List.copyOf(producers)) {

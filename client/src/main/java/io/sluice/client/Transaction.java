@@ -545,7 +545,7 @@ public final class Transaction implements AutoCloseable {
     /**
      * On loop: {@code step} towards {@code finish}'s verdict; what it throws fails the call at once with the exception.
      * Thrown out of a task, Netty would log and drop it (a scheduled task's, without a word), and the call would wait
-     * for good: its request answered, or its deadline's timer run (found by a review).
+     * for good: its request answered, or its deadline's timer run.
      */
     private void settlingOnThrow(Finish finish, Runnable step) {
         try {
@@ -701,8 +701,8 @@ public final class Transaction implements AutoCloseable {
                 try {
                     takeOnLoop(operation);
                 } catch (RuntimeException | Error e) {
-                    // Dropped where it threw, the publish or ack would be missing from a commit answered OK (found
-                    // by a review): the transaction fails instead, and its commit with it.
+                    // Dropped where it threw, the publish or ack would be missing from a commit answered OK: the
+                    // transaction fails instead, and its commit with it.
                     failOnLoop(new SluiceException("transaction " + txnId + " failed taking a " + (operation instanceof
                             Publish ? "publish" : "transactional ack") + " on the client's network thread: " + e, e), true);
                 }
