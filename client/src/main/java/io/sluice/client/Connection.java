@@ -24,7 +24,6 @@ import io.sluice.protocol.Frame;
 import io.sluice.protocol.FrameDecoder;
 import io.sluice.protocol.FrameEncoder;
 import io.sluice.protocol.HelloOkFrame;
-import io.sluice.protocol.OkFrame;
 import io.sluice.protocol.PurgeQueueFrame;
 import io.sluice.protocol.QueueSettings;
 import org.slf4j.Logger;
@@ -90,6 +89,8 @@ public final class Connection implements AutoCloseable {
     private final ClientPublishWindow publishWindow = new ClientPublishWindow();
     /** Requests waiting for their answer; on the network thread. */
     private final PendingRequests requests;
+    /** Builds, registers and writes each request; its answer completes it through {@link #requests}. */
+    private final RequestSender requestSender;
     private final Map<Long, Producer> producers = new HashMap<>();
     private final Map<Integer, Consumer> consumers = new HashMap<>();
     /** Each consumer's SUBSCRIBE: the first, and again after each reconnect. */
@@ -125,6 +126,7 @@ public final class Connection implements AutoCloseable {
         this.loop = group.next();
         this.callbacks = new Callbacks(options.callbacksOnNetworkThread(), loop, addresses.current().toString());
         this.requests = new PendingRequests(loop, callbacks::complete);
+        this.requestSender = new RequestSender(this, requests, callbacks);
         this.attempts = new ConnectionAttempts(this, options, loop, addresses, tls, epoll);
         this.frames = new FrameDispatch(requests, producers, consumers, transactions, publishWindow, attempts);
     }
@@ -224,7 +226,7 @@ public final class Connection implements AutoCloseable {
         } catch (RuntimeException refused) {
             return CompletableFuture.failedFuture(refused);
         }
-        return request(frameFactory, type + " " + queue).thenApply(ok -> ok.messageCount().orElse(0L));
+        return requestSender.request(frameFactory, type + " " + queue).thenApply(ok -> ok.messageCount().orElse(0L));
     }
 
     /**
@@ -564,14 +566,9 @@ public final class Connection implements AutoCloseable {
         return transactions;
     }
 
-    /**
-     * On loop: registers a request of type {@code request} whose frame the caller writes; see {@link PendingRequests#add}.
-     * {@code future} completes on the network thread as the answer is read, so that the caller takes an answer of the
-     * wrong type before the loss of the connection it closes (a TX_COMMIT's: the commit fails with it, not with the loss).
-     */
-    long addRequestOnLoop(io.sluice.protocol.FrameType request, String description, CompletableFuture<Frame> future,
-                          long timeoutMs) {
-        return requests.add(request, description, future, timeoutMs, address(), PendingRequests.ON_LOOP);
+    /** How the client's own classes send requests to the broker. */
+    RequestSender requestSender() {
+        return requestSender;
     }
 
     /** On loop: the handshaken channel, or {@code null} while disconnected. */
@@ -612,73 +609,6 @@ public final class Connection implements AutoCloseable {
         executeOnLoop(() -> {
             consumers.remove(consumer.consumerTag(), consumer);
             subscriptions.removedOnLoop(consumer);
-        });
-    }
-
-    /** Sends a request frame built with a fresh request id; completes on OK, fails on ERROR or timeout. */
-    CompletableFuture<OkFrame> request(LongFunction<Frame> frameFactory, String description) {
-        return requestFor(frameFactory, description);
-    }
-
-    /** As {@link #request}, for a request whose answer is a frame of type {@code F} (or ERROR). */
-    @SuppressWarnings("unchecked")
-    <F extends Frame> CompletableFuture<F> requestFor(LongFunction<Frame> frameFactory, String description) {
-        CompletableFuture<F> result = new CompletableFuture<>();
-        if (closed) {
-            result.completeExceptionally(closedException());
-            return result;
-        }
-        runOnLoop(() -> sendRequestOnLoop(frameFactory, description, (CompletableFuture<Frame>) result, callbacks::complete),
-                result);
-        return result;
-    }
-
-    /**
-     * On loop: as {@link #requestFor}, written now, its future completed on the network thread, where the caller's
-     * continuation takes the answer in the same task (a SUBSCRIBE's, before any later frame or handshake is handled).
-     * For the client's own bookkeeping: the application's futures complete where callbacks run.
-     */
-    @SuppressWarnings("unchecked")
-    <F extends Frame> CompletableFuture<F> requestOnLoop(LongFunction<Frame> frameFactory, String description) {
-        CompletableFuture<F> result = new CompletableFuture<>();
-        sendRequestOnLoop(frameFactory, description, (CompletableFuture<Frame>) result, PendingRequests.ON_LOOP);
-        return result;
-    }
-
-    /** On loop: as {@link #requestFor}, written now rather than by a task of its own; {@code result} completes where callbacks run. */
-    @SuppressWarnings("unchecked")
-    void requestNowOnLoop(LongFunction<Frame> frameFactory, String description, CompletableFuture<? extends Frame> result) {
-        sendRequestOnLoop(frameFactory, description, (CompletableFuture<Frame>) result, callbacks::complete);
-    }
-
-    /** On loop: builds, registers and writes a request; {@code completer} completes {@code result} with its outcome. */
-    private void sendRequestOnLoop(LongFunction<Frame> frameFactory, String description, CompletableFuture<Frame> result,
-                                   PendingRequests.Completer completer) {
-        Channel current = channel;
-        if (current == null) {
-            completer.complete(result, null, new ConnectionLostException(description + " failed: not connected to "
-                    + address() + (closed ? "" : "; reconnecting")));
-            return;
-        }
-        // Built before the request is registered: a frame that cannot be built fails its request at once, rather
-        // than throwing here, unseen, and leaving the caller to wait out the request timeout.
-        long requestId = requests.nextId();
-        Frame frame;
-        try {
-            frame = frameFactory.apply(requestId);
-        } catch (RuntimeException unbuildable) {
-            completer.complete(result, null, unbuildable);
-            return;
-        }
-        requests.add(requestId, frame.type(), description, result,
-                TimeUnit.MILLISECONDS.convert(options.requestTimeout()), address(), completer); // the timeout saturated
-        // A frame the encoder refuses (longer than the broker's maxFrameBytes) fails its request at once, rather than
-        // leave it to wait out its timeout for a write that failed unseen. A write that fails
-        // because the connection closed is left to the loss, which fails the request with ConnectionLostException.
-        current.writeAndFlush(frame).addListener(written -> {
-            if (written.cause() instanceof io.netty.handler.codec.EncoderException refused) {
-                requests.unwritten(requestId, refused);
-            }
         });
     }
 

@@ -484,7 +484,8 @@ public final class Consumer implements AutoCloseable {
     private void sendUnsubscribeOnLoop(CompletableFuture<Frame> unsubscribed) {
         connection.transactions().consumerUnsubscribingOnLoop(this);
         unsubscribeSent = true;
-        connection.requestNowOnLoop(id -> new UnsubscribeFrame(id, consumerTag), "UNSUBSCRIBE " + queue, unsubscribed);
+        connection.requestSender()
+                .requestNowOnLoop(id -> new UnsubscribeFrame(id, consumerTag), "UNSUBSCRIBE " + queue, unsubscribed);
     }
 
     /**

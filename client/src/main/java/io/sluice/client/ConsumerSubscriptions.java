@@ -148,7 +148,8 @@ final class ConsumerSubscriptions {
     }
 
     private void unsubscribeOnLoop(Consumer consumer) {
-        connection.request(id -> new UnsubscribeFrame(id, consumer.consumerTag()), "UNSUBSCRIBE " + consumer.queue())
+        connection.requestSender()
+                .request(id -> new UnsubscribeFrame(id, consumer.consumerTag()), "UNSUBSCRIBE " + consumer.queue())
                 .whenComplete((ok, failure) -> LOG.debug("UNSUBSCRIBE of the given-up subscription {} to {}: {}",
                         consumer.consumerTag(), consumer.queue(), failure == null ? "done" : failure.getMessage()));
     }
@@ -208,8 +209,8 @@ final class ConsumerSubscriptions {
         if (connection.activeChannel() != null) {
             subscribedOnSession.put(consumer, connection.session());
         }
-        return connection.requestOnLoop(id -> new SubscribeFrame(id, consumer.consumerTag(), consumer.queue(),
-                consumer.options().credit()), "SUBSCRIBE " + consumer.queue());
+        return connection.requestSender().requestOnLoop(id -> new SubscribeFrame(id, consumer.consumerTag(),
+                consumer.queue(), consumer.options().credit()), "SUBSCRIBE " + consumer.queue());
     }
 
     private static Throwable unwrap(Throwable failure) {

@@ -104,7 +104,8 @@ final class NamedProducerRegistrations {
     private void firstInitOnLoop(Producer producer) {
         // The answer is cast where take() fails the call with what taking it throws (another frame than PRODUCER_OK):
         // cast as the continuation is entered, it would throw where nobody looks.
-        connection.<Frame>requestOnLoop(producer.initFrame(ProducerInitFrame.NEW_INSTANCE), producer.initDescription())
+        connection.requestSender()
+                .<Frame>requestOnLoop(producer.initFrame(ProducerInitFrame.NEW_INSTANCE), producer.initDescription())
                 // Given up by createProducer, which closed it, the answer is not taken.
                 .whenComplete((answer, failure) -> awaitingFirstOk.take(producer, failure, () -> {
                     producer.initializedOnLoop((ProducerOkFrame) answer);

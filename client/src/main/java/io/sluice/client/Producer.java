@@ -580,13 +580,14 @@ public final class Producer implements AutoCloseable {
         // The answer is taken as a frame and cast on the network thread, so that what taking it throws (a broker that
         // answers with another frame than PRODUCER_OK too) ends the producer, failing what waits for it, rather than go
         // to Netty's log, or stay in a future nobody reads, while the messages wait for good.
-        connection.<Frame>requestFor(initFrame(epoch), initDescription()).whenComplete((answer, failure) -> connection.executeOnLoop(() -> {
-            try {
-                resumeAnsweredOnLoop(attempt, delayNanos, answer, failure);
-            } catch (RuntimeException e) {
-                brokeOnLoop("taking the answer to its resume after a reconnect", e);
-            }
-        }));
+        connection.requestSender().<Frame>requestFor(initFrame(epoch), initDescription())
+                .whenComplete((answer, failure) -> connection.executeOnLoop(() -> {
+                    try {
+                        resumeAnsweredOnLoop(attempt, delayNanos, answer, failure);
+                    } catch (RuntimeException e) {
+                        brokeOnLoop("taking the answer to its resume after a reconnect", e);
+                    }
+                }));
     }
 
     /** On loop: the answer to the {@code attempt}-th resume, or its failure. */

@@ -533,8 +533,8 @@ public final class Transaction implements AutoCloseable {
         String what = (finish.commit() ? "TX_COMMIT" : "TX_ROLLBACK") + " of transaction " + txnId;
         long remainingMs = Math.max(1, TimeUnit.NANOSECONDS.toMillis(finish.deadlineNanos() - System.nanoTime()));
         CompletableFuture<Frame> answer = new CompletableFuture<>();
-        long requestId = connection.addRequestOnLoop(finish.commit() ? FrameType.TX_COMMIT : FrameType.TX_ROLLBACK, what,
-                answer, remainingMs);
+        long requestId = connection.requestSender().addRequestOnLoop(
+                finish.commit() ? FrameType.TX_COMMIT : FrameType.TX_ROLLBACK, what, answer, remainingMs);
         channel.write(finish.commit() ? new TxCommitFrame(requestId, txnId) : new TxRollbackFrame(requestId, txnId))
                 .addListener(writeFailed);
         wroteUnflushed = true;
@@ -634,8 +634,9 @@ public final class Transaction implements AutoCloseable {
         publishes.clear();
         Channel channel = connection.activeChannel();
         if (rollBack && begun && channel != null) {
-            long requestId = connection.addRequestOnLoop(FrameType.TX_ROLLBACK, "TX_ROLLBACK of failed transaction " + txnId,
-                    new CompletableFuture<>(), TimeUnit.MILLISECONDS.convert(connection.options().requestTimeout())); // saturated
+            long requestId = connection.requestSender().addRequestOnLoop(FrameType.TX_ROLLBACK,
+                    "TX_ROLLBACK of failed transaction " + txnId, new CompletableFuture<>(),
+                    TimeUnit.MILLISECONDS.convert(connection.options().requestTimeout())); // saturated
             channel.write(new TxRollbackFrame(requestId, txnId));
             wroteUnflushed = true;
             flushChannelOnLoop();
