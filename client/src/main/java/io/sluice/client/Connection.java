@@ -30,7 +30,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -75,7 +74,6 @@ public final class Connection implements AutoCloseable {
     static final int HANDSHAKE_MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
     private final ConnectionOptions options;
-    private final EventLoopGroup group;
     private final EventLoop loop;
     private final Callbacks callbacks;
     /** Where each attempt goes, the network connections they open, the reconnect after a loss. */
@@ -101,13 +99,8 @@ public final class Connection implements AutoCloseable {
     /** Hands each frame after the handshake to what waits for it. */
     private final FrameDispatch frames;
 
-    private volatile boolean closed;
-    /** Taken by the one close() that closes; any other close() waits for it (see {@link #close()}). */
-    private final java.util.concurrent.atomic.AtomicBoolean closeTaken = new java.util.concurrent.atomic.AtomicBoolean();
-    /** Completed once the network thread stopped, by the close() that closes. */
-    private final CompletableFuture<Void> networkStopped = new CompletableFuture<>();
-    /** Completed once the close is complete (the callbacks stopped too), by the close() that closes. */
-    private final CompletableFuture<Void> closeCompleted = new CompletableFuture<>();
+    /** The one close, and whether it has begun. */
+    private final ConnectionClose closing;
     private volatile String brokerName = "";
     /** Whether the broker's last HELLO_OK granted transactions (docs/protocol.md, "Capabilities"). */
     private volatile boolean transactionsGranted;
@@ -121,10 +114,11 @@ public final class Connection implements AutoCloseable {
         ClientTls tls = options.tls() ? ClientTls.create(options.trustCertificates(), options.trustStore(),
                 options.trustStorePassword(), options.clientCertificate(), options.clientKey(), options.hostnameVerification()) : null;
         boolean epoll = Epoll.isAvailable();
-        this.group = new MultiThreadIoEventLoopGroup(1, new NetworkThreads(),
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, new NetworkThreads(),
                 epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
         this.loop = group.next();
         this.callbacks = new Callbacks(options.callbacksOnNetworkThread(), loop, addresses.current().toString());
+        this.closing = new ConnectionClose(this, loop, group, callbacks, consumers);
         this.requests = new PendingRequests(loop, callbacks::complete);
         this.requestSender = new RequestSender(this, requests, callbacks);
         this.attempts = new ConnectionAttempts(this, options, loop, addresses, tls, epoll);
@@ -163,7 +157,7 @@ public final class Connection implements AutoCloseable {
 
     /** Whether unconfirmed publishes are kept and sent again when the network connection is lost (reconnecting, not closed). */
     boolean resendsAfterLoss() {
-        return options.reconnectPolicy().enabled() && !closed;
+        return options.reconnectPolicy().enabled() && !isClosed();
     }
 
     /** Whether a handshaken network connection is up right now. */
@@ -340,102 +334,37 @@ public final class Connection implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (onNetworkThread() && closeTaken.get()) {
-            return; // the close under way stops this very thread: waiting here would hold it up
-        }
-        checkMayBlock("Connection.close");
-        if (!closeTaken.compareAndSet(false, true)) {
-            // Returning before the closing call finishes would leave its callbacks running after this close().
-            awaitUninterruptibly(callbacks.onCallbackThread() ? networkStopped : closeCompleted);
-            return;
-        }
-        try {
-            closeOnce();
-        } finally {
-            networkStopped.complete(null);
-            closeCompleted.complete(null);
-        }
-    }
-
-    /** The work of {@link #close()}, done by the one call that took {@link #closeTaken}. */
-    private void closeOnce() {
-        writeSettlementsBeforeClosing();
-        closed = true;
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        try {
-            loop.execute(() -> {
-                ConnectionLostException lost = new ConnectionLostException(
-                        "connection to " + address() + " was closed by the application");
-                transactions.connectionLostOnLoop(lost);
-                requests.failAll(lost);
-                for (Producer producer : List.copyOf(producers.values())) {
-                    producer.failAll(lost);
-                }
-                producerRegistrations.connectionClosedOnLoop(lost);
-                producers.clear();
-                for (Consumer consumer : consumers.values()) {
-                    consumer.failedOnLoop(lost); // receive() throws it, rather than return null as if the queue were empty
-                }
-                subscriptions.connectionClosedOnLoop(lost);
-                consumers.clear();
-                Channel current = channel;
-                channel = null;
-                if (current != null && current.isActive()) {
-                    current.writeAndFlush(new CloseFrame(ErrorCode.NONE, "client closed the connection"))
-                            .addListener(ignored -> current.close());
-                    current.closeFuture().addListener(ignored -> done.complete(null));
-                    loop.schedule(() -> done.complete(null), 1, TimeUnit.SECONDS);
-                } else {
-                    done.complete(null);
-                }
-            });
-            done.get(2, TimeUnit.SECONDS);
-        } catch (RejectedExecutionException | ExecutionException | TimeoutException e) {
-            LOG.debug("Closing the connection to {} did not finish cleanly: {}", address(), e.toString());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
-        networkStopped.complete(null);
-        callbacks.shutdown();
-    }
-
-    /** Waits for a close made by another call, which is bounded; an interrupt meanwhile is kept for the caller. */
-    private static void awaitUninterruptibly(CompletableFuture<Void> closing) {
-        boolean interrupted = false;
-        while (true) {
-            try {
-                closing.get();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true;
-            } catch (ExecutionException e) {
-                break; // not thrown: the closing call completes it only normally
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
+        closing.close();
     }
 
     /**
-     * The acks the application made before close() may still be batched in their consumers (up to the ack flush
-     * delay): each consumer writes them first, waited for up to a second, so that the broker does not deliver those
-     * messages again.
+     * On loop, the close's step on the network thread ({@link ConnectionClose}): everything in flight fails with the
+     * close, and CLOSE is written; {@code done} completes once the network connection closed, or after a second.
      */
-    private void writeSettlementsBeforeClosing() {
-        CompletableFuture<List<Consumer>> open = new CompletableFuture<>();
-        try {
-            loop.execute(() -> open.complete(List.copyOf(consumers.values())));
-            List<CompletableFuture<Void>> written = new ArrayList<>();
-            for (Consumer consumer : open.get(1, TimeUnit.SECONDS)) {
-                written.add(consumer.writeSettlements());
-            }
-            CompletableFuture.allOf(written.toArray(CompletableFuture[]::new)).get(1, TimeUnit.SECONDS);
-        } catch (RejectedExecutionException | ExecutionException | TimeoutException e) {
-            LOG.debug("Writing the acks batched before closing the connection to {} did not finish: {}", address(), e.toString());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+    void closeOnLoop(CompletableFuture<Void> done) {
+        ConnectionLostException lost = new ConnectionLostException(
+                "connection to " + address() + " was closed by the application");
+        transactions.connectionLostOnLoop(lost);
+        requests.failAll(lost);
+        for (Producer producer : List.copyOf(producers.values())) {
+            producer.failAll(lost);
+        }
+        producerRegistrations.connectionClosedOnLoop(lost);
+        producers.clear();
+        for (Consumer consumer : consumers.values()) {
+            consumer.failedOnLoop(lost); // receive() throws it, rather than return null as if the queue were empty
+        }
+        subscriptions.connectionClosedOnLoop(lost);
+        consumers.clear();
+        Channel current = channel;
+        channel = null;
+        if (current != null && current.isActive()) {
+            current.writeAndFlush(new CloseFrame(ErrorCode.NONE, "client closed the connection"))
+                    .addListener(ignored -> current.close());
+            current.closeFuture().addListener(ignored -> done.complete(null));
+            loop.schedule(() -> done.complete(null), 1, TimeUnit.SECONDS);
+        } else {
+            done.complete(null);
         }
     }
 
@@ -446,7 +375,7 @@ public final class Connection implements AutoCloseable {
     }
 
     boolean isClosed() {
-        return closed;
+        return closing.isClosed();
     }
 
     /**
@@ -458,7 +387,7 @@ public final class Connection implements AutoCloseable {
         if (waiting.isDone()) {
             return true;
         }
-        if (closed) {
+        if (isClosed()) {
             waiting.completeExceptionally(closedException());
             return true;
         }
@@ -641,7 +570,7 @@ public final class Connection implements AutoCloseable {
     }
 
     private void checkOpen() {
-        if (closed) {
+        if (isClosed()) {
             throw closedException();
         }
     }
@@ -650,7 +579,7 @@ public final class Connection implements AutoCloseable {
 
     void onHelloOk(Channel ch, HelloOkFrame hello, FrameDecoder decoder, FrameEncoder encoder,
                            CompletableFuture<Void> handshake) {
-        if (closed || handshake.isDone()) {
+        if (isClosed() || handshake.isDone()) {
             ch.close();
             return;
         }
