@@ -1,9 +1,7 @@
 package io.sluice.client;
 
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.util.concurrent.ScheduledFuture;
-import io.sluice.client.internal.IdRanges;
 import io.sluice.client.internal.LoopBatcher;
 import io.sluice.client.internal.OutgoingHeaders;
 import io.sluice.protocol.ErrorCode;
@@ -11,20 +9,13 @@ import io.sluice.protocol.Frame;
 import io.sluice.protocol.FrameType;
 import io.sluice.protocol.MessageHeader;
 import io.sluice.protocol.NackAction;
-import io.sluice.protocol.PublishFrameBuilder;
 import io.sluice.protocol.TxAbortedFrame;
-import io.sluice.protocol.TxAckFrame;
-import io.sluice.protocol.TxBeginFrame;
 import io.sluice.protocol.TxCommitFrame;
-import io.sluice.protocol.TxPublishFrame;
 import io.sluice.protocol.TxRollbackFrame;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.time.Duration;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -78,8 +69,6 @@ public final class Transaction implements AutoCloseable {
     static final int MAX_BATCH_MESSAGES = 256;
     static final int MAX_BATCH_BYTES = 256 * 1024;
     private static final Logger LOG = LoggerFactory.getLogger(Transaction.class);
-    /** Frame header, txnId, queue length and messageCount: a TX_PUBLISH's bytes besides queue and messages. */
-    private static final int FRAME_OVERHEAD_BYTES = 6 + 8 + 2 + 4;
     /**
      * A blocking commit or rollback waits this much past its deadline for the network thread's verdict. That
      * thread always decides by the deadline (the request's timeout, the publish window's timer, a lost
@@ -105,7 +94,6 @@ public final class Transaction implements AutoCloseable {
 
     private final Connection connection;
     private final long txnId;
-    private final int timeoutMs;
     private final LoopBatcher<Object> operations;
     /** Guards {@link #endedBy} together with submitting, so no operation follows the commit or rollback. */
     private final Object submitLock = new Object();
@@ -122,25 +110,16 @@ public final class Transaction implements AutoCloseable {
     // Owned by the network thread.
     private Phase phase = Phase.UNBOUND;
     private int session;
-    private boolean begun;
-    private final Map<String, QueueBatch> publishes = new LinkedHashMap<>();
-    private final Map<Consumer, List<Message>> acks = new LinkedHashMap<>();
-    private ScheduledFuture<?> ackFlush;
+    /** What the transaction staged and not yet wrote, and the frames it writes. */
+    private final TransactionBatches batches;
     /** The commit or rollback being carried out. */
     private Finish finishing;
     private ScheduledFuture<?> flushDeadline;
-    private boolean wroteUnflushed;
-    private final ChannelFutureListener writeFailed = future -> {
-        if (!future.isSuccess() && future.channel().isActive()) {
-            failOnLoop(new SluiceException("writing a frame of transaction " + id() + " failed: "
-                    + future.cause().getMessage(), future.cause()), true);
-        }
-    };
 
     Transaction(Connection connection, long txnId, int timeoutMs) {
         this.connection = connection;
         this.txnId = txnId;
-        this.timeoutMs = timeoutMs;
+        this.batches = new TransactionBatches(this, connection, txnId, timeoutMs);
         this.operations = new LoopBatcher<>(connection.loopExecutor(), new Operations());
     }
 
@@ -175,7 +154,8 @@ public final class Transaction implements AutoCloseable {
             name = QueueName.of(queue);
             lastQueue = name;
         }
-        Publish publish = new Publish(queue, name.utf8Bytes(), copy, payload, OutgoingHeaders.encodedMessageBytes(copy, payload));
+        TransactionBatches.Publish publish = new TransactionBatches.Publish(queue, name.utf8Bytes(), copy, payload,
+                OutgoingHeaders.encodedMessageBytes(copy, payload));
         synchronized (submitLock) {
             checkUsable("publish");
             operations.submit(publish);
@@ -351,60 +331,15 @@ public final class Transaction implements AutoCloseable {
         return true;
     }
 
-    private void publishOnLoop(Publish publish) {
-        int frameLimit = connection.maxFrameBytes() - FRAME_OVERHEAD_BYTES - publish.queueBytes();
+    private void publishOnLoop(TransactionBatches.Publish publish) {
+        int frameLimit = batches.publishFrameLimitOnLoop(publish.queueBytes());
         if (publish.encodedBytes() > frameLimit) {
             failOnLoop(new SluiceException(ErrorCode.MESSAGE_TOO_LARGE, "", "transaction " + txnId
                     + ": a message of " + publish.encodedBytes() + " encoded bytes to queue " + publish.queue()
                     + " exceeds the frame limit of " + frameLimit + "; the transaction was rolled back"), true);
             return;
         }
-        QueueBatch batch = publishes.computeIfAbsent(publish.queue(), queue -> new QueueBatch(publish.queueBytes()));
-        batch.unsent.add(publish);
-        batch.unsentPayloadBytes += publish.payload().length;
-        if (batch.full()) {
-            writePublishesOnLoop(publish.queue(), batch, false);
-        }
-    }
-
-    /**
-     * On loop: writes a queue's waiting messages in TX_PUBLISH frames while the batch is full (or, with
-     * {@code all}, until none waits) and the publish window allows; true if no message it should write waits.
-     */
-    private boolean writePublishesOnLoop(String queue, QueueBatch batch, boolean all) {
-        Channel channel = connection.activeChannel();
-        int frameLimit = connection.maxFrameBytes() - FRAME_OVERHEAD_BYTES - batch.queueBytes;
-        while (!batch.unsent.isEmpty() && (all || batch.full())) {
-            PublishFrameBuilder builder = new PublishFrameBuilder(channel.alloc(), queue);
-            int frameBytes = 0;
-            while (!batch.unsent.isEmpty() && builder.messageCount() < MAX_BATCH_MESSAGES) {
-                Publish next = batch.unsent.peek();
-                boolean frameFull = frameBytes + next.encodedBytes() > frameLimit || frameBytes >= MAX_BATCH_BYTES;
-                if ((builder.messageCount() > 0 && frameFull) || !connection.tryTakePublishWindow(next.encodedBytes(), next.payload().length)) {
-                    break;
-                }
-                batch.unsent.poll();
-                batch.unsentPayloadBytes -= next.payload().length;
-                builder.add(0, 0, next.headers(), next.payload());
-                frameBytes += next.encodedBytes();
-            }
-            if (builder.messageCount() == 0) {
-                builder.discard();
-                return false; // the window is spent; PUBLISH_CREDIT brings us back
-            }
-            beginOnLoop(channel);
-            channel.write(new TxPublishFrame(txnId, builder.build())).addListener(writeFailed);
-            wroteUnflushed = true;
-        }
-        return batch.unsent.isEmpty() || !all;
-    }
-
-    private boolean writeAllPublishesOnLoop() {
-        boolean all = true;
-        for (Map.Entry<String, QueueBatch> entry : publishes.entrySet()) {
-            all &= writePublishesOnLoop(entry.getKey(), entry.getValue(), true);
-        }
-        return all;
+        batches.stagePublishOnLoop(publish);
     }
 
     private void ackOnLoop(Message message) {
@@ -422,67 +357,19 @@ public final class Transaction implements AutoCloseable {
                     + " could be written (the broker takes the message back); the transaction was rolled back", null), true);
             return;
         }
-        List<Message> pending = acks.computeIfAbsent(consumer, ignored -> new ArrayList<>());
-        pending.add(message);
-        // A consumer closing meanwhile has this batch written just ahead of its UNSUBSCRIBE (writeAcksOfOnLoop).
-        if (pending.size() >= consumer.options().ackBatchSize()) {
-            writeAcksOnLoop();
-        } else if (ackFlush == null) {
-            // A flush that throws fails the transaction, as an ack that throws as it is taken does: dropped, its
-            // acks would be missing from a commit answered OK.
-            ackFlush = connection.scheduleOnLoop(connection.owing("the ack flush timer of transaction " + txnId,
-                    "the transaction fails and is rolled back", thrown -> failOnLoop(new SluiceException("transaction "
-                            + txnId + " failed writing its acks on the client's network thread: " + thrown, thrown), true),
-                    this::flushAcksOnLoop), consumer.options().ackFlushDelay().toNanos());
-        }
-    }
-
-    /** On loop: writes every pending ack as TX_ACK ranges, one frame per consumer, then the credit they free. */
-    private void writeAcksOnLoop() {
-        cancelAckFlush();
-        Channel channel = connection.activeChannel();
-        for (Map.Entry<Consumer, List<Message>> entry : acks.entrySet()) {
-            writeAcksOnLoop(channel, entry.getKey(), entry.getValue());
-        }
+        batches.stageAckOnLoop(consumer, message);
     }
 
     /** On loop, before {@code consumer}'s UNSUBSCRIBE: its pending acks are written now (the others keep their batch). */
     void writeAcksOfOnLoop(Consumer consumer) {
-        List<Message> pending = acks.get(consumer);
-        Channel channel = connection.activeChannel();
-        if (pending != null && channel != null && (phase == Phase.OPEN || phase == Phase.FLUSHING)) {
-            writeAcksOnLoop(channel, consumer, pending);
+        if (writesBatchesOnLoop()) {
+            batches.writeAcksOfOnLoop(consumer);
         }
     }
 
-    private void writeAcksOnLoop(Channel channel, Consumer consumer, List<Message> pending) {
-        if (pending.isEmpty()) {
-            return;
-        }
-        long[] ids = new long[pending.size()];
-        for (int i = 0; i < ids.length; i++) {
-            ids[i] = pending.get(i).id();
-        }
-        beginOnLoop(channel);
-        channel.write(new TxAckFrame(txnId, consumer.consumerTag(), IdRanges.of(ids, ids.length))).addListener(writeFailed);
-        pending.clear();
-        consumer.onTransactionalAckOnLoop(ids.length);
-        wroteUnflushed = true;
-    }
-
-    private void flushAcksOnLoop() {
-        ackFlush = null;
-        if (phase == Phase.OPEN || phase == Phase.FLUSHING) {
-            writeAcksOnLoop();
-            flushChannelOnLoop();
-        }
-    }
-
-    private void beginOnLoop(Channel channel) {
-        if (!begun) {
-            channel.write(new TxBeginFrame(txnId, timeoutMs)).addListener(writeFailed);
-            begun = true;
-        }
+    /** On loop: whether the transaction is bound and its TX_COMMIT or TX_ROLLBACK not written: its batches may go. */
+    boolean writesBatchesOnLoop() {
+        return phase == Phase.OPEN || phase == Phase.FLUSHING;
     }
 
     private void finishOnLoop(Finish finish) {
@@ -497,9 +384,8 @@ public final class Transaction implements AutoCloseable {
             return;
         }
         if (!finish.commit()) {
-            handBackAcksOnLoop();
-            publishes.clear();
-            if (begun) {
+            batches.discardOnLoop();
+            if (batches.begun()) {
                 endOnLoop(finish);
             } else {
                 doneOnLoop();
@@ -507,8 +393,8 @@ public final class Transaction implements AutoCloseable {
             }
             return;
         }
-        writeAcksOnLoop(); // rule: every TX_ACK goes before the TX_COMMIT
-        if (writeAllPublishesOnLoop()) {
+        batches.writeAcksOnLoop(); // rule: every TX_ACK goes before the TX_COMMIT
+        if (batches.writeAllPublishesOnLoop()) {
             endOnLoop(finish);
             return;
         }
@@ -528,16 +414,15 @@ public final class Transaction implements AutoCloseable {
     /** On loop: writes TX_COMMIT or TX_ROLLBACK as a request with what is left of the deadline. */
     private void endOnLoop(Finish finish) {
         Channel channel = connection.activeChannel();
-        beginOnLoop(channel); // written already, unless a commit's messages all waited for the window
+        batches.beginOnLoop(channel); // written already, unless a commit's messages all waited for the window
         phase = Phase.ANSWER_AWAITED;
         String what = (finish.commit() ? "TX_COMMIT" : "TX_ROLLBACK") + " of transaction " + txnId;
         long remainingMs = Math.max(1, TimeUnit.NANOSECONDS.toMillis(finish.deadlineNanos() - System.nanoTime()));
         CompletableFuture<Frame> answer = new CompletableFuture<>();
         long requestId = connection.requestSender().addRequestOnLoop(
                 finish.commit() ? FrameType.TX_COMMIT : FrameType.TX_ROLLBACK, what, answer, remainingMs);
-        channel.write(finish.commit() ? new TxCommitFrame(requestId, txnId) : new TxRollbackFrame(requestId, txnId))
-                .addListener(writeFailed);
-        wroteUnflushed = true;
+        batches.writeOnLoop(channel,
+                finish.commit() ? new TxCommitFrame(requestId, txnId) : new TxRollbackFrame(requestId, txnId));
         // Dropped with the task once the connection is closed: its close settles the call.
         answer.whenComplete((ok, refused) -> connection.executeOnLoop(() -> settlingOnThrow(finish, () -> answeredOnLoop(finish, refused))));
     }
@@ -595,20 +480,20 @@ public final class Transaction implements AutoCloseable {
     /** On loop, from {@link OpenTransactions}: more publish window. */
     void windowWidenedOnLoop() {
         if (phase == Phase.OPEN) {
-            publishes.forEach((queue, batch) -> writePublishesOnLoop(queue, batch, false));
-        } else if (phase == Phase.FLUSHING && writeAllPublishesOnLoop()) {
+            batches.writeFullPublishesOnLoop();
+        } else if (phase == Phase.FLUSHING && batches.writeAllPublishesOnLoop()) {
             if (flushDeadline != null) {
                 flushDeadline.cancel(false);
                 flushDeadline = null;
             }
             endOnLoop(finishing);
         }
-        flushChannelOnLoop();
+        batches.flushChannelOnLoop();
     }
 
     /** On loop, from {@link OpenTransactions}: the network connection closed; the broker rolls back what is open. */
     void connectionLostOnLoop(ConnectionLostException lost) {
-        acks.clear(); // the broker took back every delivery of the closed connection
+        batches.forgetAcksOnLoop(); // the broker took back every delivery of the closed connection
         if (phase == Phase.ANSWER_AWAITED && finishing.commit()) {
             doneOnLoop();
             failure = new ConnectionLostException(lost.getMessage() + " before the broker answered TX_COMMIT of"
@@ -625,21 +510,19 @@ public final class Transaction implements AutoCloseable {
      * it keeps until told) it writes TX_ROLLBACK, whose answer nobody waits for. A commit being carried out
      * fails; a rollback succeeds.
      */
-    private void failOnLoop(SluiceException reason, boolean rollBack) {
+    void failOnLoop(SluiceException reason, boolean rollBack) {
         if (phase == Phase.DONE) {
             return;
         }
         failure = reason;
-        handBackAcksOnLoop();
-        publishes.clear();
+        batches.discardOnLoop();
         Channel channel = connection.activeChannel();
-        if (rollBack && begun && channel != null) {
+        if (rollBack && batches.begun() && channel != null) {
             long requestId = connection.requestSender().addRequestOnLoop(FrameType.TX_ROLLBACK,
                     "TX_ROLLBACK of failed transaction " + txnId, new CompletableFuture<>(),
                     TimeUnit.MILLISECONDS.convert(connection.options().requestTimeout())); // saturated
-            channel.write(new TxRollbackFrame(requestId, txnId));
-            wroteUnflushed = true;
-            flushChannelOnLoop();
+            batches.writeRollbackOfFailedOnLoop(channel, new TxRollbackFrame(requestId, txnId));
+            batches.flushChannelOnLoop();
         }
         doneOnLoop();
         if (finishing != null) {
@@ -647,40 +530,14 @@ public final class Transaction implements AutoCloseable {
         }
     }
 
-    /** On loop: acks that will not be written go back to their queue, through their consumer, as NACK REQUEUE. */
-    private void handBackAcksOnLoop() {
-        cancelAckFlush();
-        for (Map.Entry<Consumer, List<Message>> entry : acks.entrySet()) {
-            for (Message message : entry.getValue()) {
-                entry.getKey().nack(message, NackAction.REQUEUE, 0);
-            }
-        }
-        acks.clear();
-    }
-
     private void doneOnLoop() {
         phase = Phase.DONE;
-        cancelAckFlush();
+        batches.cancelAckFlushOnLoop();
         if (flushDeadline != null) {
             flushDeadline.cancel(false);
             flushDeadline = null;
         }
         connection.transactions().remove(this);
-    }
-
-    private void cancelAckFlush() {
-        if (ackFlush != null) {
-            ackFlush.cancel(false);
-            ackFlush = null;
-        }
-    }
-
-    private void flushChannelOnLoop() {
-        Channel channel = connection.activeChannel();
-        if (wroteUnflushed && channel != null) {
-            channel.flush();
-        }
-        wroteUnflushed = false;
     }
 
     private void complete(Finish finish, Throwable failed) {
@@ -704,15 +561,16 @@ public final class Transaction implements AutoCloseable {
                 } catch (RuntimeException | Error e) {
                     // Dropped where it threw, the publish or ack would be missing from a commit answered OK: the
                     // transaction fails instead, and its commit with it.
-                    failOnLoop(new SluiceException("transaction " + txnId + " failed taking a " + (operation instanceof
-                            Publish ? "publish" : "transactional ack") + " on the client's network thread: " + e, e), true);
+                    String what = operation instanceof TransactionBatches.Publish ? "publish" : "transactional ack";
+                    failOnLoop(new SluiceException("transaction " + txnId + " failed taking a " + what
+                            + " on the client's network thread: " + e, e), true);
                 }
             }
         }
 
         private void takeOnLoop(Object operation) {
             if (bindOnLoop()) {
-                if (operation instanceof Publish publish) {
+                if (operation instanceof TransactionBatches.Publish publish) {
                     publishOnLoop(publish);
                 } else {
                     ackOnLoop((Message) operation);
@@ -722,7 +580,7 @@ public final class Transaction implements AutoCloseable {
 
         @Override
         public void endOfBatch() {
-            flushChannelOnLoop();
+            batches.flushChannelOnLoop();
         }
 
         @Override
@@ -736,24 +594,6 @@ public final class Transaction implements AutoCloseable {
         }
     }
 
-    private record Publish(String queue, int queueBytes, List<MessageHeader> headers, byte[] payload, int encodedBytes) {
-    }
-
     private record Finish(boolean commit, CompletableFuture<Void> result, long deadlineNanos, long deadlineMs) {
-    }
-
-    /** One queue's staged messages not yet written. */
-    private static final class QueueBatch {
-        private final int queueBytes;
-        private final ArrayDeque<Publish> unsent = new ArrayDeque<>();
-        private long unsentPayloadBytes;
-
-        QueueBatch(int queueBytes) {
-            this.queueBytes = queueBytes;
-        }
-
-        boolean full() {
-            return unsent.size() >= MAX_BATCH_MESSAGES || unsentPayloadBytes >= MAX_BATCH_BYTES;
-        }
     }
 }
