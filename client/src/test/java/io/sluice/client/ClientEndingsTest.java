@@ -15,14 +15,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * How what the application ends (a producer, a consumer, the connection) meets a reconnect or the messages still on
- * their way, against the fake broker; defects found by a review of the client.
+ * their way, against the fake broker.
  */
 class ClientEndingsTest {
     /**
      * A named producer closed while its resume after a reconnect waits for the broker's answer keeps its unconfirmed
      * messages (close() lets them complete as the broker answers): once resumed they are sent again and confirmed.
-     * Before, the answer to a closed producer's resume was dropped, the producer held its messages back for good, and
-     * their futures never completed.
+     * It fails if the answer to a closed producer's resume is dropped: the producer would hold its messages back for
+     * good, their futures never completed.
      */
     @Test
     void aNamedProducerClosedWhileItsResumeWaitsStillResendsItsMessages() throws Exception {
@@ -45,8 +45,8 @@ class ClientEndingsTest {
 
     /**
      * A handler busy with the first message of a DELIVER when the connection is closed is not called for the others:
-     * the consumer ended with the connection, and their acks could reach no broker (it takes them back). Before, the
-     * dispatch task went on handing the frame's other messages to the handler after the consumer had ended.
+     * the consumer ended with the connection, and their acks could reach no broker (it takes them back). It fails if
+     * the dispatch task goes on handing the frame's other messages to the handler after the consumer ended.
      */
     @Test
     void aHandlerIsNotCalledAfterItsConnectionClosed() throws Exception {
@@ -65,9 +65,10 @@ class ClientEndingsTest {
     }
 
     /**
-     * A blocked timeout too long to count in nanoseconds ("never", in practice) is taken as that long. Before, the
-     * FLOW BLOCKED threw on the network thread computing it (Duration.toNanos overflowed): the producer was closed and
-     * its messages failed; and a producer created once the connection had heard BLOCKED was never created.
+     * A blocked timeout too long to count in nanoseconds ("never", in practice) is taken as that long. Counted as
+     * given, the FLOW BLOCKED would throw on the network thread computing it (Duration.toNanos overflows): the producer
+     * would be closed and its messages failed, and a producer created once the connection had heard BLOCKED never
+     * created.
      */
     @Test
     void aBlockedTimeoutTooLongForNanosecondsMeansNeverAndKeepsTheProducer() throws Exception {
@@ -89,8 +90,8 @@ class ClientEndingsTest {
     /**
      * A handler busy when the connection is lost is not handed the rest of that connection's deliveries once it
      * reconnected: the broker took them back and delivers them again on the new subscription, and their acks would be
-     * dropped. A pull consumer already dropped them (its received messages are cleared at the reconnect); before, a
-     * handler processed each of them twice.
+     * dropped. A pull consumer drops them too (its received messages are cleared at the reconnect); a handler must not
+     * process each of them twice.
      */
     @Test
     void aHandlerIsNotHandedTheDeliveriesOfALostConnectionAfterReconnecting() throws Exception {
@@ -143,10 +144,10 @@ class ClientEndingsTest {
     }
 
     /**
-     * Review: between the loss of a connection and the next HELLO_OK (the reconnect backoff, up to its max delay, or
-     * for as long as the broker stays down) the handler is still handed the lost connection's deliveries queued behind
-     * the one it is busy with: the session only changes at the HELLO_OK. Their acks are dropped and the broker delivers
-     * them again, so each is processed twice, what 0af6f98 says no longer happens.
+     * Between the loss of a connection and the next HELLO_OK (the reconnect backoff, up to its max delay, or for as
+     * long as the broker stays down) the handler is not handed the lost connection's deliveries queued behind the one
+     * it is busy with, though the session changes only at the HELLO_OK: their acks would be dropped and the broker
+     * would deliver them again, so each would be processed twice.
      */
     @Test
     void aHandlerIsNotHandedTheDeliveriesOfALostConnectionWhileReconnecting() throws Exception {
@@ -168,7 +169,7 @@ class ClientEndingsTest {
         }
     }
 
-    /** Review: the same for a pull consumer, whose received messages are only cleared at the HELLO_OK. */
+    /** The same for a pull consumer, whose received messages are only cleared at the HELLO_OK. */
     @Test
     void receiveDoesNotReturnTheDeliveriesOfALostConnectionWhileReconnecting() throws Exception {
         try (FakeBroker broker = new FakeBroker(); Connection connection = connectReconnectingLate(broker)) {
@@ -183,14 +184,15 @@ class ClientEndingsTest {
     }
 
     /**
-     * Review: a request timeout of "forever" (the blocking calls' wait now saturates, a24dffd) still fails every request:
-     * the network thread counts it in milliseconds (Duration.toMillis throws) registering the request.
+     * A request timeout of "forever" (the blocking calls' wait saturates) lets requests be answered: the network thread
+     * counts it in milliseconds registering the request, where Duration.toMillis would throw and fail every request.
      */
     @Test
     void aRequestTimeoutOfForeverLetsRequestsBeAnswered() throws Exception {
         try (FakeBroker broker = new FakeBroker(); Connection connection = Connection.connect(ConnectionOptions.builder()
                 .host("127.0.0.1").port(broker.port()).requestTimeout(java.time.temporal.ChronoUnit.FOREVER.getDuration()).build())) {
-            // Bounded here: with the defect the DECLARE's future never completes and the saturated wait never ends.
+            // Bounded here: should registering the request throw, the DECLARE's future would never complete and the
+            // saturated wait would never end.
             CompletableFuture.runAsync(() -> connection.declareQueue("orders", QueueSettings.EMPTY)).get(10, TimeUnit.SECONDS);
             Consumer consumer = CompletableFuture.supplyAsync(() -> connection.subscribe("orders", ConsumerOptions.DEFAULT))
                     .get(10, TimeUnit.SECONDS);

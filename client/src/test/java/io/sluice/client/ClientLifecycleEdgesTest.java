@@ -23,7 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Edges of a producer's and a subscription's life found by a review, against the fake broker: a message larger than
+ * Edges of a producer's and a subscription's life, against the fake broker: a message larger than
  * the whole byte window, a producer closed while its queue is blocked, a SUBSCRIBE answered after its timeout.
  */
 class ClientLifecycleEdgesTest {
@@ -143,8 +143,8 @@ class ClientLifecycleEdgesTest {
     }
 
     /**
-     * With reconnecting off, a lost connection ends its consumers with ConnectionLostException, a waiting receive too:
-     * failure() stayed null and receive() returned null for ever, as for an empty queue (found by a review).
+     * With reconnecting off, a lost connection ends its consumers with ConnectionLostException, a waiting receive too,
+     * rather than leave failure() null and receive() returning null for ever, as for an empty queue.
      */
     @Test
     void aConsumerOfAConnectionLostForGoodSaysSo() {
@@ -160,8 +160,8 @@ class ClientLifecycleEdgesTest {
     }
 
     /**
-     * createProducer on a connection lost with reconnecting off throws ConnectionLostException, as subscribe() does.
-     * Before, it returned an unnamed producer whose every send failed.
+     * createProducer on a connection lost with reconnecting off throws ConnectionLostException, as subscribe() does,
+     * rather than return a producer whose every send fails.
      */
     @Test
     void aProducerOfAConnectionLostForGoodIsRefusedAtCreation() {

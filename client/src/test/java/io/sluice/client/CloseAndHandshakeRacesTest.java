@@ -24,15 +24,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * What the application does while a close or a handshake is under way, against the fake broker: settling after
- * Consumer.close(), closing from two threads at once, subscribing while a reconnect's HELLO_OK is on its way. Defects
- * found by a review of the client.
+ * Consumer.close(), closing from two threads at once, subscribing while a reconnect's HELLO_OK is on its way.
  */
 class CloseAndHandshakeRacesTest {
     /**
      * An ack or a nack after Consumer.close() fails at the call and never reaches the broker, which would answer the ack
      * of a consumer it no longer knows with ERROR UNKNOWN_CONSUMER (and log it); an ack made before close() is written
-     * before the UNSUBSCRIBE although its batch was not full; an ack in a transaction fails at the call too. Before, the
-     * settlements made after close() were written after the UNSUBSCRIBE.
+     * before the UNSUBSCRIBE although its batch was not full; an ack in a transaction fails at the call too. It fails
+     * if the settlements made after close() are written after the UNSUBSCRIBE.
      */
     @Test
     void aSettlementAfterTheConsumerClosedFailsAtTheCallAndNeverReachesTheBroker() throws Exception {
@@ -66,8 +65,8 @@ class CloseAndHandshakeRacesTest {
 
     /**
      * Two threads closing the connection at once: the second returns only once the close is complete, its network
-     * thread stopped and its callbacks (a handler busy with a message) returned, as after the first. Before, the second
-     * close() returned at once, while the first was still closing and the handler still ran.
+     * thread stopped and its callbacks (a handler busy with a message) returned, as after the first. It fails if the
+     * second close() returns at once, while the first is still closing and the handler still runs.
      */
     @Test
     void aSecondCloseReturnsOnlyOnceTheConnectionIsClosed() throws Exception {
@@ -97,7 +96,7 @@ class CloseAndHandshakeRacesTest {
 
     /**
      * Consumer.close() from two threads at once: the second returns only once the broker answered the UNSUBSCRIBE (it
-     * delivers nothing more), as the first does. Before, the second returned at once.
+     * delivers nothing more), as the first does, not at once.
      */
     @Test
     void aSecondConsumerCloseReturnsOnlyOnceUnsubscribed() throws Exception {
@@ -127,10 +126,10 @@ class CloseAndHandshakeRacesTest {
     /**
      * subscribe() called while a reconnect's HELLO_OK is on its way (the network thread held by the test while the
      * subscribe's work and the HELLO_OK both wait for it) sends its SUBSCRIBE once: the new connection subscribes it,
-     * and subscribe() returns a consumer that receives. Before, the consumer was registered first and its SUBSCRIBE
-     * sent by a second task: a HELLO_OK handled between the two subscribed it as a consumer to resubscribe and the
-     * second task sent SUBSCRIBE again (the broker refuses a tag in use); handled after both, subscribe() failed with
-     * "not connected; reconnecting".
+     * and subscribe() returns a consumer that receives. It fails if the consumer is registered by one task and its
+     * SUBSCRIBE sent by a second: a HELLO_OK handled between the two would subscribe it as a consumer to resubscribe and
+     * the second task would send SUBSCRIBE again (the broker refuses a tag in use); handled after both, subscribe()
+     * would fail with "not connected; reconnecting".
      */
     @Test
     void aSubscribeRacingAReconnectsHelloOkIsSentOnce() throws Exception {
@@ -176,8 +175,9 @@ class CloseAndHandshakeRacesTest {
 
     /**
      * subscribe() that gave up while the reconnect's HELLO_OK was on its way, the network thread handling that HELLO_OK
-     * before the work subscribe() queued as it gave up: the handshake subscribes nothing for it. Before, the handshake
-     * sent its SUBSCRIBE (the broker delivering with full credit to nobody until the UNSUBSCRIBE that followed).
+     * before the work subscribe() queued as it gave up: the handshake subscribes nothing for it. It fails if the
+     * handshake sends its SUBSCRIBE (the broker would deliver with full credit to nobody until the UNSUBSCRIBE that
+     * follows).
      */
     @Test
     void aSubscribeGivenUpJustBeforeTheHandshakeIsNeverSent() throws Exception {
@@ -197,8 +197,9 @@ class CloseAndHandshakeRacesTest {
 
     /**
      * subscribe() that gave up (the request timeout) before the busy network thread took its work leaves no consumer
-     * behind: none is subscribed then, nor by the next reconnect. Before, the consumer was registered once the network
-     * thread got to it, after subscribe() had thrown, and subscribed by every later handshake, its deliveries unsettled.
+     * behind: none is subscribed then, nor by the next reconnect. It fails if the consumer is registered once the
+     * network thread gets to it, after subscribe() threw: every later handshake would subscribe it, its deliveries
+     * unsettled.
      */
     @Test
     void aSubscribeGivenUpBeforeTheNetworkThreadTookItLeavesNoConsumer() throws Exception {

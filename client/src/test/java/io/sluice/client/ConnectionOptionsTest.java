@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * ConnectionOptions.build() refuses what HELLO cannot carry, every problem in one exception. Before (found looking at
- * what HELLO's constructor throws on the network thread), a user name, password or client name longer than the 65,535
- * UTF-8 bytes of a wire string was accepted, and every connect attempt threw building HELLO.
+ * ConnectionOptions.build() refuses what HELLO cannot carry, every problem in one exception: a user name, password or
+ * client name longer than the 65,535 UTF-8 bytes of a wire string would have every connect attempt throw building HELLO
+ * on the network thread.
  */
 class ConnectionOptionsTest {
     @Test

@@ -68,8 +68,8 @@ class ConnectionTest {
 
     /**
      * A queue name the wire cannot carry (above 65,535 UTF-8 bytes) is refused where it is passed: the frame's
-     * constructor threw on the network thread after the request was registered, and the caller waited out the whole
-     * request timeout to hear "no answer" (found by a review).
+     * constructor would throw on the network thread after the request was registered, and the caller would wait out the
+     * whole request timeout to hear "no answer".
      */
     @Test
     void shouldRefuseAQueueNameTheWireCannotCarryAtTheCall() {
@@ -107,8 +107,8 @@ class ConnectionTest {
     /**
      * A producer whose PUBLISH frames cannot be built (its queue name is too long for the wire; createProducer refuses
      * that now, so it is opened past it here) ends on its own: its sends fail with the reason, and the connection and
-     * its other producers go on. Its send stayed pending for ever, and the exception, thrown out of the PUBLISH_CREDIT
-     * that flushes every producer, closed the connection, and again each handshake after (found by a review).
+     * its other producers go on. It fails if its send stays pending for ever, or if the exception, thrown out of the
+     * PUBLISH_CREDIT that flushes every producer, closes the connection, and again each handshake after.
      */
     @Test
     void shouldEndOnlyTheProducerWhosePublishFramesCannotBeBuilt() throws Exception {
@@ -425,9 +425,9 @@ class ConnectionTest {
     }
 
     /**
-     * A nack's arguments are checked where they are passed, before the message counts as settled: a bad one threw on
-     * the network thread after that, unseen, and the message could be settled neither by the broker nor again by the
-     * application (found by a review).
+     * A nack's arguments are checked where they are passed, before the message counts as settled: a bad one would throw
+     * on the network thread after that, unseen, and the message could be settled neither by the broker nor again by the
+     * application.
      */
     @Test
     void shouldRefuseANackWithBadArgumentsAtTheCallAndLeaveTheMessageToSettle() throws Exception {
@@ -491,7 +491,7 @@ class ConnectionTest {
         TestWait.until(() -> ackedIds().contains(42L));
     }
 
-    /** A consumer the broker will not take back after a reconnect ends and says why (it only logged it, found by a review). */
+    /** A consumer the broker will not take back after a reconnect ends and says why, rather than only log it. */
     @Test
     void aConsumerRefusedForGoodAfterAReconnectEndsAndSaysWhy() throws Exception {
         Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
@@ -505,7 +505,7 @@ class ConnectionTest {
         assertEquals(2, broker.count(SubscribeFrame.class), "not tried again: the queue is gone");
     }
 
-    /** A receive waiting when the consumer ends is woken and throws the failure; it waited out its timeout (found by a review). */
+    /** A receive waiting when the consumer ends is woken and throws the failure, rather than wait out its timeout. */
     @Test
     void aReceiveWaitingWhenTheConsumerEndsThrowsTheFailure() {
         Consumer consumer = connection.subscribe("orders", ConsumerOptions.DEFAULT);
@@ -522,8 +522,8 @@ class ConnectionTest {
     }
 
     /**
-     * After Connection.close(), its consumers end with ConnectionLostException, a waiting receive too: receive returned
-     * null as if the queue were empty (found by a review).
+     * After Connection.close(), its consumers end with ConnectionLostException, a waiting receive too, rather than
+     * return null as if the queue were empty.
      */
     @Test
     void receiveOnAConsumerOfAClosedConnectionThrows() {
@@ -536,8 +536,8 @@ class ConnectionTest {
     }
 
     /**
-     * After Consumer.close(), receive throws IllegalStateException, a waiting receive too: it returned null as if the
-     * queue were empty (found by a review). Closed from two threads at once, the consumer sends one UNSUBSCRIBE.
+     * After Consumer.close(), receive throws IllegalStateException, a waiting receive too, rather than return null as
+     * if the queue were empty. Closed from two threads at once, the consumer sends one UNSUBSCRIBE.
      */
     @Test
     void receiveOnAClosedConsumerThrows() throws Exception {

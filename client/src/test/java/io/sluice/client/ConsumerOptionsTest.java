@@ -10,9 +10,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 class ConsumerOptionsTest {
     /**
      * An ack flush delay the network thread cannot schedule (beyond Duration.toNanos(), about 292 years) is refused
-     * here. Before, it was taken, and each ack short of a full batch threw on the network thread scheduling its flush:
-     * with a credit below ackBatchSize (credit 1, batch 128) no ACK and no CREDIT was ever written, and the consumer
-     * stopped receiving for good.
+     * here. Taken, it would have each ack short of a full batch throw on the network thread scheduling its flush: with
+     * a credit below ackBatchSize (credit 1, batch 128) no ACK and no CREDIT would ever be written, and the consumer
+     * would stop receiving for good.
      */
     @Test
     void anAckFlushDelayTheNetworkThreadCannotScheduleIsRefused() {

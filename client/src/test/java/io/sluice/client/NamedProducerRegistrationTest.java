@@ -17,13 +17,13 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
  * A named producer's first registration (PRODUCER_INIT of a new instance) while the connection is lost and made again,
- * against the fake broker. Defects found by a review of the client.
+ * against the fake broker.
  */
 class NamedProducerRegistrationTest {
     /**
      * createProducer for a named producer called while the connection reconnects waits for the handshake, which sends
-     * its PRODUCER_INIT, as subscribe() does, and returns the producer registered on the new connection. Before, it
-     * failed at once with "not connected; reconnecting".
+     * its PRODUCER_INIT, as subscribe() does, and returns the producer registered on the new connection, rather than
+     * fail at once with "not connected; reconnecting".
      */
     @Test
     void aNamedProducerCreatedDuringAReconnectRegistersOnceTheHandshakeCompletes() throws Exception {
@@ -51,7 +51,7 @@ class NamedProducerRegistrationTest {
     /**
      * createProducer for a named producer called while a reconnect waits for a HELLO_OK that comes only after the request
      * timeout throws SluiceTimeoutException, as subscribe() does, and the handshake that completes later registers
-     * nothing (the name would be taken for a producer nobody holds). Before, it threw ConnectionLostException at once.
+     * nothing (the name would be taken for a producer nobody holds); it does not throw ConnectionLostException at once.
      */
     @Test
     void aNamedProducerWaitingForAReconnectLongerThanTheRequestTimeoutIsNeverRegistered() throws Exception {
@@ -70,9 +70,9 @@ class NamedProducerRegistrationTest {
 
     /**
      * createProducer that gave up while the reconnect's HELLO_OK was on its way, the network thread handling that HELLO_OK
-     * before the work createProducer queued as it gave up: the handshake registers nothing for it. Before, the handshake
-     * sent its PRODUCER_INIT (a new epoch under the name, fencing whichever instance held it) and only then was the
-     * producer forgotten.
+     * before the work createProducer queued as it gave up: the handshake registers nothing for it. It fails if the
+     * handshake sends its PRODUCER_INIT (a new epoch under the name, fencing whichever instance held it) before the
+     * producer is forgotten.
      */
     @Test
     void aNamedProducerGivenUpJustBeforeTheHandshakeIsNeverRegistered() throws Exception {
@@ -91,8 +91,8 @@ class NamedProducerRegistrationTest {
     /**
      * The PRODUCER_OK of a named producer's first registration arrives, then the connection is lost and made again
      * before a dispatch thread (held by the test) hands that answer on: the producer still resumes its epoch on the new
-     * connection before it publishes there. Before, the answer reached the producer only through the dispatch thread,
-     * after the handshake had skipped it as never registered: it then published on the new connection without a
+     * connection before it publishes there. It fails if the answer reaches the producer only through the dispatch
+     * thread, after the handshake skipped it as never registered: it would then publish on the new connection without a
      * PRODUCER_INIT there, which a broker refuses with PRODUCER_FENCED ("this connection never registered it").
      */
     @Test

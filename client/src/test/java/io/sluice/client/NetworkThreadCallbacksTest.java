@@ -119,7 +119,7 @@ class NetworkThreadCallbacksTest {
             outcomes.add(outcome(() -> producer.send(new byte[] {1})));
             outcomes.add(outcome(() -> connection.declareQueue("other", QueueSettings.EMPTY)));
             outcomes.add(outcome(() -> opened.add(Connection.connect(ConnectionOptions.builder().host("127.0.0.1")
-                    .port(broker.port()).build())))); // refused too (it was not, found by a review)
+                    .port(broker.port()).build())))); // refused too: it waits for a handshake
             outcomes.add(producer.sendAsync(new byte[] {2})); // takes the one in-flight slot
             outcomes.add(producer.sendAsync(new byte[] {3})); // finds none, and must not wait for it
             self[0].close(); // unsubscribes without waiting for the broker's answer

@@ -24,9 +24,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Work the network thread does for a call that waits (subscribe(), createProducer, a request) and that throws fails
- * that call at once with the exception. Before (found by a review), Netty logged and dropped what a task threw, and a
- * CompletableFuture kept what a continuation threw to itself, so the call waited out its timeout (30 s by default) and
- * then reported a timeout instead of the cause.
+ * that call at once with the exception. Netty logs and drops what a task throws, and a CompletableFuture keeps what a
+ * continuation throws to itself: left to them, the call would wait out its timeout (30 s by default) and then report a
+ * timeout instead of the cause.
  */
 class NetworkThreadTaskFailureTest {
     private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
@@ -72,8 +72,8 @@ class NetworkThreadTaskFailureTest {
     }
 
     /**
-     * The answer to a TX_COMMIT is taken on the network thread; what taking it throws fails the commit. Before, the
-     * commit's request was answered and gone, and its future never completed: commit() waited for good.
+     * The answer to a TX_COMMIT is taken on the network thread; what taking it throws fails the commit, rather than
+     * leave its future, its request answered and gone, never completed: commit() would wait for good.
      */
     @Test
     void takingTheAnswerToACommitThatThrowsFailsTheCommit() throws Exception {
@@ -86,8 +86,8 @@ class NetworkThreadTaskFailureTest {
 
     /**
      * A named producer's resume after a reconnect answered with a plain OK, which is not its answer: the producer ends,
-     * and the message waiting for the resume fails at once. Before, the message waited for good: what taking the answer
-     * threw stayed in a future nobody reads.
+     * and the message waiting for the resume fails at once, rather than wait for good with what taking the answer
+     * threw in a future nobody reads.
      */
     @Test
     void aResumeAnsweredWithAnotherFrameFailsTheMessagesWaitingForIt() throws Exception {
@@ -112,8 +112,8 @@ class NetworkThreadTaskFailureTest {
     /**
      * A consumer closed on the network thread whose UNSUBSCRIBE is answered with PRODUCER_OK rather than OK: the
      * UNSUBSCRIBE fails (UnexpectedAnswersTest), and the close completes, so a close() from another thread returns at
-     * once. Before, the answer was cast to OK as the continuation was entered, what that threw stayed in a future nobody
-     * reads, the consumer stayed on the connection, and every other close() waited out its request timeout.
+     * once. It fails if the answer is cast to OK as the continuation is entered: what that throws would stay in a future
+     * nobody reads, the consumer on the connection, and every other close() would wait out its request timeout.
      */
     @Test
     void aCloseOnTheNetworkThreadWhoseUnsubscribeIsAnsweredWithAnotherFrameThanOkCompletes() throws Exception {
@@ -133,8 +133,8 @@ class NetworkThreadTaskFailureTest {
 
     /**
      * A commit whose messages wait for the publish window past its deadline is failed by a timer on the network
-     * thread; what failing it throws fails the commit. Before, a scheduled task's exception went nowhere, not even
-     * to the log, and the commit's future never completed.
+     * thread; what failing it throws fails the commit. A scheduled task's exception goes nowhere, not even to the
+     * log: left there, the commit's future would never complete.
      */
     @Test
     void aCommitWhoseDeadlineTimerThrowsFailsWithTheException() throws Exception {
@@ -151,8 +151,8 @@ class NetworkThreadTaskFailureTest {
     }
 
     /**
-     * A rollback is carried out on the network thread; what that throws fails the rollback. Before, Netty logged and
-     * dropped it, and the rollback's future never completed.
+     * A rollback is carried out on the network thread; what that throws fails the rollback. Logged and dropped by
+     * Netty, it would leave the rollback's future never completed.
      */
     @Test
     void aRollbackThatThrowsOnTheNetworkThreadFailsWithTheException() throws Exception {
@@ -165,7 +165,7 @@ class NetworkThreadTaskFailureTest {
 
     /**
      * A publish the network thread cannot take into its transaction fails the transaction, so its commit fails with
-     * the exception. Before, the publish was dropped where it threw, and the commit was answered OK without it.
+     * the exception: dropped where it threw, the publish would be missing from a commit answered OK.
      */
     @Test
     void aPublishThatThrowsOnTheNetworkThreadFailsTheCommit() throws Exception {

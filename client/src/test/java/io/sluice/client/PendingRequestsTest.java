@@ -17,9 +17,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
  * A request's outcome is handed over by a completer, on the network thread: one that throws (a defect, or a dispatch
- * pool that cannot start a thread) fails the request with what it threw. Before, a timeout's exception went to Netty's
- * log, an answer's or a loss's to the pipeline, and the request, removed already, never completed: its caller waited
- * for good, or until a timeout of its own.
+ * pool that cannot start a thread) fails the request with what it threw. Thrown on, a timeout's exception would go to
+ * Netty's log, an answer's or a loss's to the pipeline, and the request, removed already, would never complete: its
+ * caller would wait for good, or until a timeout of its own.
  */
 class PendingRequestsTest {
     private static final long BOUND_MS = 5_000;

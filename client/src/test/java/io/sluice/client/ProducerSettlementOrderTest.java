@@ -24,9 +24,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Where and in which order a producer's futures settle with the client's default callbacks (the dispatch pool): one
  * after the other, in the order the broker settled them, as Kafka's producer callbacks of one partition and RabbitMQ's
- * confirm listeners of one channel run. Before, each CONFIRM frame and each failure was a task of its own on the
- * cached dispatch pool: a confirm overtook an earlier one whose callback was still running, and a connection lost
- * with 1,000 messages unsettled started a dispatch thread for nearly every one of them.
+ * confirm listeners of one channel run. Were each CONFIRM frame and each failure a task of its own on the cached
+ * dispatch pool, a confirm would overtake an earlier one whose callback was still running, and a connection lost with
+ * 1,000 messages unsettled would start a dispatch thread for nearly every one of them.
  */
 class ProducerSettlementOrderTest {
     /** A later confirm waits for the callbacks of an earlier one to return, even when they take their time. */
@@ -140,8 +140,8 @@ class ProducerSettlementOrderTest {
     /**
      * A callback that takes its time holds the settlements behind it, and the sender feels it: with maxInFlight 4, a
      * thread that keeps sending stops once 4 settlements wait behind the callback (at most 8 messages published, the
-     * first included), and goes on once it returns; every future then completes, in order. Before, a confirm freed its
-     * slot at once, and the queue of completed-but-not-yet-told futures grew with every message sent (100 here).
+     * first included), and goes on once it returns; every future then completes, in order. It fails if a confirm frees
+     * its slot at once: the queue of completed-but-not-yet-told futures would grow with every message sent (100 here).
      */
     @Test
     void settlementsQueuedBehindASlowCallbackStopTheSender() throws Exception {

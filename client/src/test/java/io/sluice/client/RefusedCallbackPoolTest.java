@@ -18,8 +18,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The dispatch pool refuses work while the connection is open (it cannot start a thread): the outcomes it was handed
  * still reach the application, unchanged, and the application's code still runs off the network thread, on a thread of
- * the client's own ({@code sluice-client-dispatch-fallback}). Before, a refused completion ran on the network thread,
- * and a refused handler task was thrown there, its consumer never called again.
+ * the client's own ({@code sluice-client-dispatch-fallback}). It fails if a refused completion runs on the network
+ * thread, or a refused handler task is thrown there, its consumer never called again.
  */
 class RefusedCallbackPoolTest {
     private final FakeBroker broker = new FakeBroker();

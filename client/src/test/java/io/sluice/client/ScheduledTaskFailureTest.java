@@ -29,8 +29,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Work the network thread runs later or on an event (a timer, a reconnect, a retry, a connect's listener) and that throws
  * fails what it owes at once: the waiting call, the handshake, the consumer or producer it serves; a reconnect that threw
- * is followed by the next. Before (found by a review), Netty logged such an exception ("A task raised an exception") and
- * dropped it: the call waited until its own timeout or for good, and the client stopped reconnecting without a word.
+ * is followed by the next. Left to Netty, such an exception is logged ("A task raised an exception") and dropped: the
+ * call would wait until its own timeout or for good, and the client would stop reconnecting without a word.
  */
 class ScheduledTaskFailureTest {
     private static final Duration LONG = Duration.ofSeconds(30);
@@ -93,7 +93,7 @@ class ScheduledTaskFailureTest {
 
     /**
      * A consumer's SUBSCRIBE after a reconnect is refused for now (RESOURCE_LIMIT); its retry, a timer's task, throws:
-     * the consumer ends, saying why. Before, the retry's exception went to Netty's log and the consumer waited, never
+     * the consumer ends, saying why, rather than leave the retry's exception to Netty's log and wait, never
      * subscribed, for good.
      */
     @Test
@@ -121,7 +121,7 @@ class ScheduledTaskFailureTest {
     /**
      * A consumer's ack flush timer throws: the consumer ends, saying why, and leaves the broker with an UNSUBSCRIBE (which
      * gives its unacked messages back), so that the broker stops delivering to it and holding its credit; a close()
-     * after that sends no second one. Before, it stayed subscribed until its connection closed.
+     * after that sends no second one. It fails if the consumer stays subscribed until its connection closes.
      */
     @Test
     void anAckFlushTimerThatThrowsEndsTheConsumerAndUnsubscribesIt() throws Exception {
@@ -156,8 +156,8 @@ class ScheduledTaskFailureTest {
 
     /**
      * While its queue is BLOCKED, a producer's timer fails the messages that waited longer than the blocked timeout; a
-     * tick that throws ends the producer, failing its waiting message at once. Before, the timer died with the exception
-     * and the message waited, unsent, until the queue was FREE again.
+     * tick that throws ends the producer, failing its waiting message at once, rather than die with the exception and
+     * leave the message waiting, unsent, until the queue is FREE again.
      */
     @Test
     void aBlockedTimerThatThrowsFailsTheWaitingMessages() throws Exception {
@@ -181,8 +181,8 @@ class ScheduledTaskFailureTest {
 
     /**
      * A request frame longer than the broker's maxFrameBytes cannot be written: the encoder refuses it, and the request
-     * fails at once saying so. Before, the failed write went unseen, and the request waited out its timeout, then
-     * reported that the broker did not answer.
+     * fails at once saying so, rather than wait out its timeout for a write that failed unseen, then report that the
+     * broker did not answer.
      */
     @Test
     void aRequestWhoseFrameCannotBeWrittenFailsAtOnceSayingWhy() {

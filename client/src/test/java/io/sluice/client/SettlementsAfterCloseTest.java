@@ -12,13 +12,13 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
  * Settling a message once its consumer or its connection closed, or while it closes, against the fake broker: what the
- * call does and what reaches the broker in which order. Defects found by a review of the client.
+ * call does and what reaches the broker in which order.
  */
 class SettlementsAfterCloseTest {
     /**
      * An ack, a nack or an ack in a transaction after Connection.close() fails at the call, as after Consumer.close(),
-     * and leaves the message unsettled (the broker took it back with the connection). Before, the call returned and the
-     * settlement was dropped unseen: the application took the message for settled.
+     * and leaves the message unsettled (the broker took it back with the connection), rather than return and drop the
+     * settlement unseen: the application would take the message for settled.
      */
     @Test
     void aSettlementAfterTheConnectionClosedFailsAtTheCall() throws Exception {
@@ -47,7 +47,7 @@ class SettlementsAfterCloseTest {
 
     /**
      * A settlement after the consumer ended on its own, its connection lost with reconnecting off, fails at the call as
-     * after Connection.close(), saying why it ended. Before, it was dropped unseen.
+     * after Connection.close(), saying why it ended, rather than be dropped unseen.
      */
     @Test
     void aSettlementAfterTheConsumerEndedOnItsOwnFailsAtTheCall() throws Exception {
@@ -68,8 +68,8 @@ class SettlementsAfterCloseTest {
     /**
      * An ack in a transaction made before Consumer.close() goes before its UNSUBSCRIBE, though the network thread takes
      * the transaction's work after the consumer's (here held until both were queued, the consumer's first), and the
-     * transaction commits it. Before, the TX_ACK waited in the transaction's batch and went after the UNSUBSCRIBE: the
-     * broker, which took the message back, would refuse it and abort the transaction.
+     * transaction commits it. It fails if the TX_ACK waits in the transaction's batch and goes after the UNSUBSCRIBE:
+     * the broker, which took the message back, would refuse it and abort the transaction.
      */
     @Test
     void anAckInATransactionBeforeItsConsumerClosedIsWrittenBeforeTheUnsubscribe() throws Exception {

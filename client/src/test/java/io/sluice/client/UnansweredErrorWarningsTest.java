@@ -19,8 +19,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * An ERROR to no request (request id 0) is logged at WARN once, then at most once a minute with a count of those not
- * logged (LogThrottleTest holds the count). The broker sends one per refused TX_PUBLISH; before (found by a review),
- * each was a WARN line of its own.
+ * logged (LogThrottleTest holds the count). The broker sends one per refused TX_PUBLISH, which must not make a WARN
+ * line each.
  */
 class UnansweredErrorWarningsTest {
     private final FakeBroker broker = new FakeBroker();

@@ -32,9 +32,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Each request accepts one type of answer, ERROR aside: OK, or PRODUCER_OK for a PRODUCER_INIT. Any other frame under
  * its request id fails the request at once with a protocol error naming the request, the type expected and the type
  * received (SluiceException UNEXPECTED_FRAME), and the client closes the connection, as for any frame that breaks the
- * protocol. Before (found by a review), the request completed with whatever frame came: the caller's code cast it and
- * failed with a ClassCastException (a declare, a named producer's registration), or took it for success (a SUBSCRIBE,
- * an UNSUBSCRIBE, a TX_COMMIT or TX_ROLLBACK answered with PRODUCER_OK).
+ * protocol. Were the request completed with whatever frame came, the caller's code would cast it and fail with a
+ * ClassCastException (a declare, a named producer's registration), or take it for success (a SUBSCRIBE, an
+ * UNSUBSCRIBE, a TX_COMMIT or TX_ROLLBACK answered with PRODUCER_OK).
  */
 class UnexpectedAnswersTest {
     private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
@@ -121,7 +121,7 @@ class UnexpectedAnswersTest {
 
     /**
      * A frame only a client sends (CREDIT) coming from the broker breaks the protocol as a frame of an unknown type does:
-     * the client closes the connection. Before, it logged the frame and ignored it.
+     * the client closes the connection, rather than log the frame and ignore it.
      */
     @Test
     void aFrameOnlyAClientSendsClosesTheConnection() {

@@ -232,7 +232,7 @@ class FrameDecoderTest {
                         body.writeLong(1).writeShort(1).writeByte('q').writeShort(1).writeShort(1).writeByte('k').writeByte(9).writeByte(0)));
     }
 
-    /** docs/protocol.md: PRODUCER_OK's {@code int32 epoch (>= 1)}; the decoder took 0 and negative epochs (found by a review). */
+    /** docs/protocol.md: PRODUCER_OK's {@code int32 epoch (>= 1)}; 0 and negative epochs are refused. */
     @Test
     void shouldRejectAProducerOkEpochBelowOne() {
         for (int epoch : new int[] {0, -1, Integer.MIN_VALUE}) {

@@ -9,9 +9,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 class ProducerIdsTest {
     /**
-     * Every id the broker keeps for its own records (Long.MIN_VALUE and the five above it) is drawn again, as 0 is.
-     * Before (found by a review), only Long.MIN_VALUE was: an unnamed producer that drew one of the other five had
-     * every publish refused with PRODUCER_FENCED ("reserved for the broker's own records").
+     * Every id the broker keeps for its own records (Long.MIN_VALUE and the five above it) is drawn again, as 0 is:
+     * an unnamed producer that drew one of them would have every publish refused with PRODUCER_FENCED ("reserved for
+     * the broker's own records").
      */
     @Test
     void aRandomIdIsNeverZeroNorReserved() {

@@ -87,8 +87,8 @@ class SequenceWindowTest {
 
     /**
      * A confirm of the range ending at Long.MAX_VALUE (a named producer continuing after a last stored sequence near
-     * it) spun the client's network thread forever: the loop over the range stepped past Long.MAX_VALUE to
-     * Long.MIN_VALUE, still not above its end. Hung before the fix.
+     * it) removes the range: a loop over the range stepping past Long.MAX_VALUE to Long.MIN_VALUE, still not above its
+     * end, would spin the client's network thread forever.
      */
     @Test
     @Timeout(value = 30, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // the spin ignores an interrupt
@@ -102,7 +102,7 @@ class SequenceWindowTest {
         assertEquals(0, window.size());
     }
 
-    /** Review: a range wholly below the oldest, near Long.MIN_VALUE, overflowed {@code to - oldest} and removed every value. */
+    /** A range wholly below the oldest, near Long.MIN_VALUE, removes nothing: {@code to - oldest} must not overflow. */
     @Test
     void aRangeFarBelowTheOldestRemovesNothing() {
         SequenceWindow<String> window = new SequenceWindow<>(4);

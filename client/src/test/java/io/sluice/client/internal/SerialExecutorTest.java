@@ -13,7 +13,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 class SerialExecutorTest {
     /**
      * A delegate that refuses a drain once: the refusal reaches the caller, and the next task handed over drains both, in
-     * order. Before, the executor stayed marked as draining, and no task of it ever ran again.
+     * order. It fails if the executor stays marked as draining: no task of it would ever run again.
      */
     @Test
     void aRefusedDrainLeavesTheExecutorUsable() {
