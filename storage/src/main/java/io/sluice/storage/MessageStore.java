@@ -66,8 +66,8 @@ public final class MessageStore implements AutoCloseable {
      * then skips a force that has nothing left to make durable. It holds the identity (device and inode)
      * of the directory of queues it vouches for, and is believed only by an open of that directory: a copy
      * of a cleanly closed data directory (a backup restored, cp or rsync to another disk) has files written
-     * into the page cache only, which the mark said nothing about (found by a review; an empty mark, made by
-     * an earlier broker, is not believed either).
+     * into the page cache only, which the mark says nothing about (an empty mark, made by an earlier broker,
+     * is not believed either).
      */
     static final String CLEAN_SHUTDOWN_FILE = "clean-shutdown";
 
@@ -132,7 +132,7 @@ public final class MessageStore implements AutoCloseable {
             Path cleanMark = dataDirectory.resolve(CLEAN_SHUTDOWN_FILE);
             String identity = identityOf(queuesDirectory);
             // Compared as bytes: the mark is never forced, so after a machine crash it may hold anything, which only
-            // makes it unbelieved (a strict UTF-8 read refused to open the store; found by a review).
+            // makes it unbelieved (a strict UTF-8 read would refuse to open the store).
             boolean cleanStop = identity != null && Files.exists(cleanMark)
                     && java.util.Arrays.equals(Files.readAllBytes(cleanMark), identity.getBytes(StandardCharsets.UTF_8));
             Files.deleteIfExists(cleanMark);
@@ -399,7 +399,7 @@ public final class MessageStore implements AutoCloseable {
         }
         // Rule "a queue is gone once its delete is durable", the mirror of creation's: without this force a machine
         // crash could bring the queue back with its messages after the delete was answered, and on a cluster node
-        // after the node recorded the delete as applied (found by a review; DeletedQueueMachineCrashTest).
+        // after the node recorded the delete as applied.
         try (FileChannel channel = FileChannel.open(queuesDirectory, StandardOpenOption.READ)) {
             forcer.forceDirectory(channel, queuesDirectory);
         } catch (IOException e) {

@@ -34,11 +34,11 @@ import org.slf4j.LoggerFactory;
  * version 1, one line: the decimal id, a space, "created" or "found"; still read, and rewritten as version 2 at the
  *            queue's open
  * </pre>
- * Rule "an incarnation is checked": version 1 had no checksum, and a file that did not read was replaced by a fresh
- * id, as was one whose digit a bit flip changed (it read as another id). Either way the queue became another
- * incarnation of its name, so a commit record still pending for it no longer applied to it: its staged messages were
- * discarded, its acknowledgements not applied again (docs/transactions.md, X6). A version-2 file that does not check
- * out refuses the queue's open, naming the file: which incarnation it is cannot be told.
+ * Rule "an incarnation is checked": a file that does not read, or whose digit a bit flip changed (version 1 has no
+ * checksum, so it reads as another id), must not make the queue another incarnation of its name, or a commit record
+ * still pending for it would no longer apply to it: its staged messages discarded, its acknowledgements not applied
+ * again (docs/transactions.md, X6). A version-2 file that does not check out refuses the queue's open, naming the
+ * file: which incarnation it is cannot be told.
  * Immutable.
  */
 public record QueueIncarnation(long id, boolean predatesIncarnations) {

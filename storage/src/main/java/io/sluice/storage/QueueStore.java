@@ -122,7 +122,7 @@ public final class QueueStore {
             this.incarnation = QueueIncarnation.open(directory, acks.unackedCount() > 0);
         } catch (RuntimeException | Error e) {
             // Its write needs a descriptor after recovery took its own: a queue refused for want of them (or of disk)
-            // must not keep what recovery opened (found by a review; FailedIncarnationOpenLeakTest).
+            // must not keep what recovery opened.
             recovered.closeAfterFailure(name);
             throw e;
         }

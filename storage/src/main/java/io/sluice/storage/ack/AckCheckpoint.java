@@ -64,8 +64,8 @@ import java.util.zip.CheckedOutputStream;
  * <p>The CRC32C covers every byte of the file but its own four: the body, then the header's first 24 bytes and
  * its reserved int (in that order, so that the writer streams the body once). Version 1 has the same layout with
  * a CRC32C of the body alone, so its header is taken as it reads; version 2 checks it, since the generation decides
- * whether the journal is replayed: a damaged one above the journal's made recovery ignore the journal (its acks lost,
- * their messages delivered again), one below it refused the queue as if the checkpoint had been replaced.
+ * whether the journal is replayed: a damaged one above the journal's would make recovery ignore the journal (its acks
+ * lost, their messages delivered again), one below it would refuse the queue as if the checkpoint had been replaced.
  *
  * <p>Acked prefixes and untouched tails cost 5 bytes a run, so the file is about one bit per message
  * of the ragged middle and far less for the rest.

@@ -296,8 +296,8 @@ public final class AckJournal implements Closeable {
      * covers the generation it was written in (version 2). So a header whose generation differs from {@code
      * expectedGeneration} while its first record checks out as one of {@code expectedGeneration} is a damaged header
      * (a bit flip, a torn write of its page), not an older or newer journal: its records are replayed, and the {@link
-     * Replay} says why. Taken as it read, a damaged generation below the checkpoint's made recovery ignore the journal
-     * (its acks lost, their messages delivered again) and one above it refused the queue. A journal whose first
+     * Replay} says why. Taken as it read, a damaged generation below the checkpoint's would make recovery ignore the
+     * journal (its acks lost, their messages delivered again) and one above it would refuse the queue. A journal whose first
      * record does not check out under {@code expectedGeneration} (none, torn, another generation's) is judged by its
      * header as before: replaying it under {@code expectedGeneration} would apply nothing anyway.
      *
@@ -521,8 +521,8 @@ public final class AckJournal implements Closeable {
      * cannot lose them. Returns how many records ({@link #recordsAppended()}) the force covers. Any
      * thread, without the queue's lock. Once the journal is closed it forces nothing and returns the records
      * already durable: all of them if the close's checkpoint completed (its {@link #reuse} says so), else only
-     * those an earlier force covered. (It used to return every record, so a force that met a close whose
-     * checkpoint had failed reported acks durable that no msync and no checkpoint had written.)
+     * those an earlier force covered: a force that meets a close whose checkpoint failed must not report acks
+     * durable that no msync and no checkpoint wrote.
      */
     public long force() {
         mappingLock.lock();

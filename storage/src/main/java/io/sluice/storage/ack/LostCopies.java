@@ -20,8 +20,8 @@ import java.util.function.Supplier;
  * journal rotation between the copy and its force (an ack, a delivery, the relocation's own record filling the
  * journal) folds the relocation into a checkpoint, which is fsynced at once: the source slot acknowledged, the message
  * named by the copy. A machine crash then leaves the copy lost and the source, which R4 keeps until the copy's force,
- * on disk. Recovery used to drop the mapping to the lost slot and keep the source slot acknowledged, so the message was
- * never delivered again (a confirmed message lost; {@code RelocationCheckpointMachineCrashTest}). The slot it was
+ * on disk. Dropping the mapping to the lost slot and keeping the source slot acknowledged would never deliver the
+ * message again (a confirmed message lost), so recovery gives the message back its source slot. The slot it was
  * relocated from is its original's if that is still on disk, else the newest earlier copy of it on disk, found by
  * {@link EarlierCopies} (a message relocated twice, its original segment reclaimed after the first move was forced).
  * Done before replay, the journal's later records apply to the message where it is: an ack of it by its id

@@ -91,9 +91,8 @@ public final class ProducerCheckpoint {
      * The id the checkpoint of the queue in {@code queueDirectory} covers records through (the store needs it at
      * open, before the owner reads the file); {@link #ABSENT} if there is no checkpoint; -1 (covers nothing) if the
      * file does not read as {@link #read} reads it. Rule R6 (docs/storage.md, "Reclaim") deletes segments on this
-     * answer, so it trusts no more than the owner's read does: it used to take the header's id on its magic alone,
-     * and a damaged id let the store's first pass delete acknowledged segments whose producer records no checkpoint
-     * held ({@code ProducerStateAtOpenTest.aResendOfAnAcknowledgedMessageIsADuplicateAfterARestartWithACheckpointWhoseCoveredIdIsDamaged}).
+     * answer, so it trusts no more than the owner's read does: a damaged id taken on the header's magic alone would let
+     * the store's first pass delete acknowledged segments whose producer records no checkpoint holds.
      */
     public static long coveredThrough(Path queueDirectory) {
         try {

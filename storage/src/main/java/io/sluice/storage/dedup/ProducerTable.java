@@ -167,8 +167,8 @@ public final class ProducerTable {
      * Per producer, the publishes of it its queue stored (or recognised as resends) and has not yet confirmed nor
      * refused, counted by their owner ({@link #awaitingConfirm}, {@link #confirmSettled}): such a producer is not
      * idle, it waits for the broker (a slowed queue holds confirms until consumers acknowledge, C2), and its client
-     * resends them after a reconnect, so {@link #expire} keeps it however long ago it was last seen. Before, it was
-     * forgotten after the idle expiry like any other, and those resends were stored twice (found by a review).
+     * resends them after a reconnect, so {@link #expire} keeps it however long ago it was last seen: forgotten, those
+     * resends would be stored twice.
      */
     private final HashMap<Long, int[]> unconfirmed = new HashMap<>();
 
@@ -179,7 +179,7 @@ public final class ProducerTable {
     /**
      * Held tables: the clients' producers not seen since the last marker, which alone may be forgotten. At 0 (after a
      * start, until the first marker; or every producer seen since the last one) expiry and eviction need not walk the
-     * table to find none, which each new producer would otherwise pay (found by a review).
+     * table to find none, which each new producer would otherwise pay.
      */
     private int forgettableCount;
     /** Producers evicted at twice the cap though no marker covered them yet. */

@@ -11,8 +11,8 @@ import java.util.concurrent.TimeUnit;
  * never forgotten"), never in a loop; a failure that stays (a queue whose ack state cannot be written fails every pass
  * that would delete a segment) so costs one attempt per period. Each failure is counted ({@link #count}, a metric); the
  * first of a run is logged with its stack trace, later ones at most once per {@link #LOG_INTERVAL_NANOS} with how many
- * failed meanwhile, and the first pass that succeeds after a run says so. Before, every failed pass logged an error
- * with its stack trace, ten a second for a failure that stays, and nothing counted them.
+ * failed meanwhile, and the first pass that succeeds after a run says so: a failure that stays must not log a stack
+ * trace ten times a second.
  *
  * <p>Threads: the flusher, which runs the passes; {@link #count} from any thread.
  */

@@ -407,8 +407,8 @@ public final class Reclaimer {
 
     /**
      * Rule "what held a segment back asks for a pass when it lets go": the sources awaiting their copies' forces are
-     * held by the want of a descriptor, so the store freeing one asks for a pass and wakes the flusher. Before, they
-     * waited for the periodic pass. One request at a time; a descriptor freed before it is made is left to that pass.
+     * held by the want of a descriptor, so the store freeing one asks for a pass and wakes the flusher rather than
+     * leave them to the periodic pass. One request at a time; a descriptor freed before it is made is left to that pass.
      */
     private void askWhenADescriptorIsFreed() {
         if (toldWhenADescriptorIsFreed.compareAndSet(false, true)) {

@@ -349,7 +349,7 @@ public final class QueueRecovery {
      * <p>Rule "a reclaimed last segment is not appended to" (docs/storage.md, "Recovery"): the last segment on disk may be
      * one of them, every message of it acknowledged, when the journal's record of its reclaim reached the disk and the
      * segments' newer state did not (under {@code never}: the next segment's entry, this one's rename, its end-of-file
-     * marker). Appends used to go on in it, and the ack state refused every one, for good; they go on in the next
+     * marker). Appends going on in it would each be refused by the ack state, for good; they go on in the next
      * segment instead.
      */
     private void finishReclaimedDeletes(SegmentLog log, int[] segments, int lastSegment) throws IOException {

@@ -188,7 +188,7 @@ public final class SegmentLog implements AutoCloseable {
             throw e;
         } catch (Throwable e) {
             // Chronicle throws checked exceptions it does not declare (StreamCorruptedException for a segment whose first
-            // header is not its own); let through, they passed every catch of the open up to the broker's start.
+            // header is not its own); let through, they would pass every catch of the open up to the broker's start.
             if (opened != null) {
                 opened.close();
             }
