@@ -165,7 +165,10 @@ public final class ProducerRegistry {
      * Rebuilds the table of the queue in {@code store}: its checkpoint, then every record after the
      * id the checkpoint covers; then takes a checkpoint, so that reclaim may go on. A damaged
      * checkpoint is reported and set aside: the table is then rebuilt from the records still stored
-     * (resends of messages already reclaimed are stored again).
+     * (resends of messages already reclaimed are stored again), which carry no epochs, so its epoch
+     * marks are lost ({@link ProducerTable#loseEpochMarks}). So they are for a queue holding records and
+     * no checkpoint: its first record takes one, as every registration does, so that only a file removed
+     * from outside, or a kill before the first was written (nothing registered then), leaves none.
      *
      * @param retryTimer schedules a retry of a failed checkpoint on {@code queueThread}
      * @param failureLog where failed checkpoints are logged (the broker's, rate-limited across its queues)
@@ -179,11 +182,14 @@ public final class ProducerRegistry {
         store.producerStateCoveredThrough(-1);
         long covered = -1;
         boolean readable = true;
+        boolean absent = false;
         try {
             ProducerCheckpoint.Loaded loaded = ProducerCheckpoint.read(store.directory());
             if (loaded != null) {
                 covered = loaded.coveredThroughId();
                 loaded.restoreInto(table);
+            } else {
+                absent = true;
             }
         } catch (CorruptProducerStateException e) {
             readable = false;
@@ -214,6 +220,9 @@ public final class ProducerRegistry {
                 table.stored(record.producerId(), 0, record.producerSequence(), record.timestampMillis()); // R8's copies, R13's messages
             }
         });
+        if (!readable || absent && (seen[0] > 0 || damaged > 0)) {
+            table.loseEpochMarks(); // checkGranted: a resume above the marks may be an instance's this queue granted
+        }
         table.expire(store.nowMillis());
         if (replayed[0] > 0 || damaged > 0) { // after a clean shutdown there is nothing to replay, and nothing to say
             LOG.info("Queue '{}': producer state of {} producers rebuilt in {} ms, {} records replayed after the checkpoint ({} damaged).",
@@ -582,13 +591,22 @@ public final class ProducerRegistry {
      * as far as it liked: at 2,147,483,647 no new instance of any name could register again. Checked where a
      * registration is admitted (here, and by a cluster's leader before it submits one), never when a cluster node
      * applies one, which every node must do alike, entries written before this rule included.
+     *
+     * <p>Rule "lost marks refuse no resume": only a table whose marks are known can tell an epoch it never granted
+     * from one it did. One whose marks were lost ({@link ProducerTable#epochMarksLost}: its checkpoint set aside as
+     * damaged, and the records it was rebuilt from carry no epochs) cannot, and refusing would end for good every
+     * instance that held an epoch above the marks left (the client takes PRODUCER_FENCED as final). So it accepts
+     * such a resume as it did before this rule: the producer's epoch and the queue's mark rise to it, older epochs of
+     * the producer are fenced from then on, and a new instance gets one above it. A forged epoch is then let in as
+     * it was before this rule; a legitimate producer keeping its name is worth more than that, on a queue that lost
+     * what told them apart.
      */
     void checkGranted(int requestedEpoch) {
         int granted = table.highestEpochGranted();
-        if (requestedEpoch > granted) {
+        if (requestedEpoch > granted && !table.epochMarksLost()) {
             throw new BrokerException(ErrorCode.PRODUCER_FENCED, "queue '" + queue + "' never granted epoch " + requestedEpoch
-                    + " (the highest it granted is " + granted + "): a resume names the epoch its PRODUCER_OK gave, and a new "
-                    + "instance registers with epoch -1");
+                    + " (the highest it granted is " + granted + "): a resume names the epoch its PRODUCER_OK gave on this "
+                    + "queue (not on one of the same name deleted before), and a new instance registers with epoch -1");
         }
     }
 

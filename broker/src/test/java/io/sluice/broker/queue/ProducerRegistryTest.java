@@ -1,7 +1,9 @@
 package io.sluice.broker.queue;
 
 import io.sluice.broker.TestAwait;
+import io.sluice.broker.error.BrokerException;
 import io.sluice.broker.log.RateLimitedLog;
+import io.sluice.protocol.ErrorCode;
 import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
@@ -95,6 +97,58 @@ class ProducerRegistryTest {
                 return false;
             }
         });
+    }
+
+    /**
+     * Rule "lost marks refuse no resume": a damaged checkpoint is set aside and the table rebuilt from the stored records,
+     * which carry no epochs, so the queue no longer knows which epochs it granted. A resume of an epoch above what it
+     * has left is accepted, raising the marks, and fences older epochs from then on; the table keeps that its marks were
+     * lost across a restart, when its checkpoint reads again. Refused as never granted, the producer's instance was
+     * ended for good (the client takes PRODUCER_FENCED as final), as was every named producer of the queue, after the
+     * restart as well.
+     */
+    @Test
+    void aNamedProducerResumesItsEpochAfterItsQueuesCheckpointWasSetAsideAsDamaged() throws Exception {
+        ProducerRegistry first = registry();
+        FakeConnection before = new FakeConnection("before");
+        for (int epoch = 1; epoch <= 3; epoch++) {
+            assertEquals(epoch, first.register(before, 7, -1).get(10, TimeUnit.SECONDS).epoch());
+        }
+        assertEquals(4, first.register(new FakeConnection("other"), 8, -1).get(10, TimeUnit.SECONDS).epoch());
+        long id = queue.append(7, 1, ByteBuffer.allocate(0), ByteBuffer.allocate(8));
+        first.stored(before, 7, 1, id, 0);
+        first.checkpoint().get(10, TimeUnit.SECONDS); // written before the damage, not over it
+        Files.writeString(ProducerCheckpoint.file(queue.directory()), "damaged");
+
+        ProducerRegistry reopened = registry();
+        assertEquals(new ProducerRegistry.Registered(3, 1, 3),
+                reopened.register(new FakeConnection("after"), 7, 3).get(10, TimeUnit.SECONDS),
+                "the instance holding epoch 3 resumes, its last stored sequence read back from the records");
+        assertEquals(-1, reopened.register(new FakeConnection("older"), 7, 2).get(10, TimeUnit.SECONDS).epoch(),
+                "an older epoch of the producer is fenced from then on");
+
+        ProducerRegistry restarted = registry(); // the checkpoint reads now: it says the marks were lost
+        assertEquals(4, restarted.register(new FakeConnection("other again"), 8, 4).get(10, TimeUnit.SECONDS).epoch(),
+                "the other producer resumes its epoch after the restart too");
+        assertEquals(5, restarted.register(new FakeConnection("new"), 9, -1).get(10, TimeUnit.SECONDS).epoch(),
+                "a new instance is above every epoch resumed");
+    }
+
+    /**
+     * A queue's first record takes a checkpoint, as every registration does: one holding records and no checkpoint lost
+     * it (removed from outside), its epoch marks with it, and accepts a resume above them. A new queue, with neither,
+     * granted nothing yet, and refuses one.
+     */
+    @Test
+    void aQueueWithRecordsAndNoCheckpointLostItsEpochMarksAndANewOneDidNot() throws Exception {
+        queue.append(7, 1, ByteBuffer.allocate(0), ByteBuffer.allocate(8));
+        assertEquals(3, registry().register(new FakeConnection("c"), 7, 3).get(10, TimeUnit.SECONDS).epoch());
+
+        QueueStore empty = store.createQueue("new");
+        ProducerRegistry fresh = ProducerRegistry.open("new", empty, new ProducerTable(10, 60_000, 100), Runnable::run,
+                Runnable::run, NO_RETRY, true, RateLimitedLog.standard("producer checkpoints"));
+        BrokerException refused = assertThrows(BrokerException.class, () -> fresh.register(new FakeConnection("c"), 7, 3));
+        assertEquals(ErrorCode.PRODUCER_FENCED, refused.code());
     }
 
     @Test

@@ -24,20 +24,22 @@ import java.util.zip.CRC32C;
  * <p><b>Layout</b> (big-endian), version 3:
  * <pre>
  *  header (32 bytes): magic "SLPR" int | version int (3) | coveredThroughId long
- *                     | bodyBytes long | CRC32C int | reserved int (0)
+ *                     | bodyBytes long | CRC32C int | flags int
  *  body: highestEpochGranted int | highestEpochForgotten int
  *        | producerCount int | producerCount x producer, least recently seen first
  *     producer: id long | epoch int | highest long | lastSeenMillis long
  *               | gapCount int | gapCount x (from long, to long)
  * </pre>
- * The CRC32C covers every byte of the file but its own four: the header's first 24 bytes, the reserved
- * int and the body. Versions 1 and 2 have the same header, with a CRC32C of the body alone, so their
+ * The CRC32C covers every byte of the file but its own four: the header's first 24 bytes, the flags and
+ * the body. Flags: bit 0 ({@link #EPOCH_MARKS_LOST}), the table's epoch marks were lost
+ * ({@link ProducerTable#epochMarksLost}); the other bits are 0. A broker from before the flags wrote the int as 0
+ * and does not read it, so a file with the bit set still reads there, as a table whose marks are known. Versions 1 and 2 have the same header, with a CRC32C of the body alone, so their
  * header (its {@code coveredThroughId} among it) is taken as it reads; version 3 checks it, since reclaim
  * (rule R6) and the owner's replay both start from that id, and a damaged one that named a later record
  * let reclaim delete segments whose producer records the file does not hold. Version 1 has no epoch
  * marks either: its body starts at {@code producerCount}. Read, both marks are taken as the highest
  * epoch its producers hold, so no instance older than those is let in; what it forgot before is not
- * known.
+ * known, so it reads as a table whose marks were lost.
  *
  * <p>Reading checks magic, version, length and CRC before parsing, and every count against the bytes
  * left, so a damaged file never sizes an allocation.
@@ -54,21 +56,29 @@ public final class ProducerCheckpoint {
     static final int VERSION_WITHOUT_EPOCH_MARKS = 1;
     /** Where the header keeps the CRC32C. */
     private static final int CRC_OFFSET = 24;
+    /** Where the header keeps the flags (version 3; 0 in earlier files). */
+    private static final int FLAGS_OFFSET = 28;
+    /** Flag: the table's epoch marks were lost ({@link ProducerTable#epochMarksLost}). */
+    static final int EPOCH_MARKS_LOST = 1;
     static final int HEADER_BYTES = 32;
     private static final int PRODUCER_FIXED_BYTES = 8 + 4 + 8 + 8 + 4;
 
     /**
      * A checkpoint as read: the id of the last record it covers (-1: none), the table's epoch marks
-     * ({@link ProducerTable#highestEpochGranted}, {@link ProducerTable#highestEpochForgotten}) and its
-     * producers.
+     * ({@link ProducerTable#highestEpochGranted}, {@link ProducerTable#highestEpochForgotten}), whether they
+     * were lost ({@link ProducerTable#epochMarksLost}), and its producers.
      */
-    public record Loaded(long coveredThroughId, int highestEpochGranted, int highestEpochForgotten, List<Entry> producers) {
+    public record Loaded(long coveredThroughId, int highestEpochGranted, int highestEpochForgotten, boolean epochMarksLost,
+                         List<Entry> producers) {
         /** Puts the producers and the epoch marks back into {@code table}, an empty one. */
         public void restoreInto(ProducerTable table) {
             for (Entry e : producers) {
                 table.restore(e.id(), e.epoch(), e.highest(), e.lastSeenMillis(), e.gapRanges());
             }
             table.restoreEpochs(highestEpochGranted, highestEpochForgotten);
+            if (epochMarksLost) {
+                table.loseEpochMarks();
+            }
         }
     }
 
@@ -138,7 +148,8 @@ public final class ProducerCheckpoint {
                 image.putLong(bound);
             }
         }
-        image.putInt(0, MAGIC).putInt(4, VERSION).putLong(8, coveredThroughId).putLong(16, bodyBytes).putInt(28, 0);
+        image.putInt(0, MAGIC).putInt(4, VERSION).putLong(8, coveredThroughId).putLong(16, bodyBytes)
+                .putInt(FLAGS_OFFSET, table.epochMarksLost() ? EPOCH_MARKS_LOST : 0);
         image.putInt(CRC_OFFSET, checksum(image.array(), VERSION));
         return image.flip();
     }
@@ -235,14 +246,17 @@ public final class ProducerCheckpoint {
             if (in.hasRemaining()) {
                 throw new CorruptProducerStateException(file, in.remaining() + " bytes follow the last producer");
             }
+            boolean marksLost = version >= FIRST_VERSION_WITH_CHECKED_HEADER
+                    && (in.getInt(FLAGS_OFFSET) & EPOCH_MARKS_LOST) != 0;
             if (version == VERSION_WITHOUT_EPOCH_MARKS) {
                 for (Entry e : producers) {
                     granted = Math.max(granted, e.epoch());
                 }
                 granted = Math.max(granted, 0);
                 forgotten = granted;
+                marksLost = true;
             }
-            return new Loaded(covered, granted, forgotten, producers);
+            return new Loaded(covered, granted, forgotten, marksLost, producers);
         } catch (BufferUnderflowException e) {
             throw new CorruptProducerStateException(file, "it ends inside a producer entry");
         }

@@ -158,6 +158,11 @@ public final class ProducerTable {
     private int highestEpochGranted;
     /** The highest epoch of a producer forgotten, evicted or expired (E2). */
     private int highestEpochForgotten;
+    /**
+     * The epoch marks may be below epochs granted before: the table was rebuilt without them (its checkpoint did not
+     * read, or held none). Kept in every checkpoint from then on, since nothing tells later which epochs were granted.
+     */
+    private boolean epochMarksLost;
 
     private long evictions;
     /** The broker's own producers tracked ({@link #isBrokers}): the cap counts the clients' alone. */
@@ -381,6 +386,20 @@ public final class ProducerTable {
     /** The highest epoch of the producers this table forgot (E2). */
     public int highestEpochForgotten() {
         return highestEpochForgotten;
+    }
+
+    /**
+     * The table was rebuilt without its epoch marks (a checkpoint set aside as damaged, one that held none, or none
+     * where stored records say there was one): an instance may hold an epoch above {@link #highestEpochGranted} that
+     * this queue granted before. For good: the checkpoints say so from then on.
+     */
+    public void loseEpochMarks() {
+        epochMarksLost = true;
+    }
+
+    /** True if the epoch marks may be below epochs granted before ({@link #loseEpochMarks}). */
+    public boolean epochMarksLost() {
+        return epochMarksLost;
     }
 
     /** The highest sequence of {@code producerId} stored, 0 if none or if the producer is not tracked. */

@@ -10,7 +10,9 @@ import java.nio.file.Path;
 import static io.sluice.storage.dedup.ProducerTable.Verdict.DUPLICATE;
 import static io.sluice.storage.dedup.ProducerTable.Verdict.NEW;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The producer checkpoint's epoch floors, and the files of earlier format versions. */
 class ProducerCheckpointTest {
@@ -53,6 +55,7 @@ class ProducerCheckpointTest {
         assertEquals(3, copy.epoch(NAMED));
         assertEquals(-1, copy.register(NAMED, 2, 2_000));
         assertEquals(4, copy.register(NAMED, -1, 2_000), "version 1 kept no floor: the highest epoch it holds is one");
+        assertTrue(copy.epochMarksLost(), "version 1 kept no marks: those read are the highest epoch it holds, no more");
     }
 
     @Test
@@ -70,6 +73,29 @@ class ProducerCheckpointTest {
         assertEquals(3, copy.epoch(NAMED));
         assertEquals(-1, copy.register(NAMED, 2, 3_000), "the older instance stays fenced");
         assertEquals(5, copy.register(NAMED, -1, 3_000), "a new instance is above the highest epoch granted, 4");
+        assertFalse(copy.epochMarksLost());
+    }
+
+    /**
+     * A table whose epoch marks were lost (its checkpoint set aside as damaged) says so in every checkpoint from then on:
+     * nothing later tells which epochs were granted before. A table whose marks are known says nothing.
+     */
+    @Test
+    void lostEpochMarksStayLostAcrossCheckpoints() throws Exception {
+        ProducerTable table = new ProducerTable(2, 3_600_000, 100);
+        table.register(NAMED, -1, 0);
+        ProducerCheckpoint.write(dir, ProducerCheckpoint.encode(table, 42));
+        assertFalse(ProducerCheckpoint.read(dir).epochMarksLost());
+        assertFalse(reopened(dir).epochMarksLost());
+
+        table.loseEpochMarks();
+        ProducerCheckpoint.write(dir, ProducerCheckpoint.encode(table, 43));
+        assertTrue(ProducerCheckpoint.read(dir).epochMarksLost());
+        ProducerTable copy = reopened(dir);
+        assertTrue(copy.epochMarksLost());
+        ProducerCheckpoint.write(dir, ProducerCheckpoint.encode(copy, 44));
+        assertTrue(reopened(dir).epochMarksLost(), "and in the next checkpoint of the table read back");
+        assertEquals(1, reopened(dir).epoch(NAMED), "the rest reads as before");
     }
 
     /**
