@@ -598,7 +598,10 @@ public final class QueueStore {
         }
     }
 
-    /** Acknowledges {@code count} ids from {@code ids} under one lock; returns how many were newly acknowledged. */
+    /**
+     * Acknowledges {@code count} ids from {@code ids} under one lock; returns how many were newly acknowledged. If the
+     * ack state cannot be written, every one is acknowledged in memory all the same before the failure is thrown.
+     */
     public int ackAll(long[] ids, int count) {
         lock.lock();
         try {

@@ -210,35 +210,22 @@ final class AckBatch implements InFlightDeliveries.Removed {
     }
 
     /**
-     * Hands {@code count} ids of {@code batch} to the store. A store whose ack state cannot be written (a journal
-     * rotation's checkpoint failed: its storage is failed, docs/storage.md) still acknowledges in memory, so that the
-     * consumers can drain the queue, but it throws at the first write, after part of the batch: the rest is handed again
-     * while each try acknowledges more. Those ids are out of their consumer's deliveries and the tracked set already;
-     * left unacknowledged, nothing delivered them again until a restart. A store that acknowledges nothing more throws.
+     * Hands {@code count} ids of {@code batch} to the store. They are out of their consumer's deliveries and the tracked
+     * set already: left unacknowledged, nothing would deliver them again until a restart. A store whose ack state cannot
+     * be written (a journal rotation's checkpoint failed: its storage is failed, docs/storage.md) still acknowledges the
+     * whole batch in memory, so that the consumers can drain the queue, and throws after trying one checkpoint
+     * ({@code AckLog.ackAll}); it has recorded its failure, so the ack goes on. Only a store that left an id
+     * unacknowledged (closed: it took none) fails the ack. No second try, and one look per id at most: a try costs a
+     * whole checkpoint, with an fsync on a failing disk, on the event loop the queue shares with others.
      */
     private void ackAll(long[] batch, int count) {
-        long[] left = batch;
-        int n = count;
-        while (true) {
-            try {
-                store.ackAll(left, n);
-                return;
-            } catch (RuntimeException failure) {
-                long[] rest = new long[n];
-                int m = 0;
-                for (int i = 0; i < n; i++) {
-                    if (!store.isAcked(left[i])) {
-                        rest[m++] = left[i];
-                    }
-                }
-                if (m == n) {
+        try {
+            store.ackAll(batch, count);
+        } catch (RuntimeException failure) {
+            for (int i = 0; i < count; i++) {
+                if (!store.isAcked(batch[i])) {
                     throw failure;
                 }
-                if (m == 0) {
-                    return;
-                }
-                left = rest;
-                n = m;
             }
         }
     }

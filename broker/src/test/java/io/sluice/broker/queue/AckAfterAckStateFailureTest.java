@@ -26,43 +26,101 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
  */
 class AckAfterAckStateFailureTest {
     private static final int TAG = 1;
-    private static final int MESSAGES = 500;
+    private static final Map<String, String> CONFIG = Map.of("storage.durability", "never", "storage.ack-journal-bytes", "4096");
     @TempDir
     Path dir;
 
     @Test
     void anAckFrameWhoseJournalRotationFailsIsAcknowledgedWhole() throws Exception {
-        try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never", "storage.ack-journal-bytes", "4096"))) {
+        int messages = 500;
+        try (QueueCore core = new QueueCore(dir, CONFIG)) {
             BrokerQueue q = core.queues.declare("q", QueueSettings.EMPTY);
-            FakeConnection producer = new FakeConnection("producer");
-            for (int i = 0; i < MESSAGES; i++) {
-                core.publish(q, producer, 7, i, new byte[] {1});
-            }
-            QueueCore.awaitOnLoop(q, q.store()::unackedMessages, (long) MESSAGES);
-            FakeConnection consumer = new FakeConnection("consumer");
-            Subscription sub = Subscription.open(q, consumer, TAG, MESSAGES, QueueCore.unbounded());
-            List<FakeConnection.Delivery> delivered = consumer.await(FakeConnection.Delivery.class, MESSAGES, Duration.ofSeconds(30));
-
-            // A non-empty directory where the rotation's checkpoint goes: the rotation fails.
-            Path blocker = q.store().directory().resolve("acks").resolve(AckFiles.CHECKPOINT + ".tmp");
-            Files.createDirectories(blocker.resolve("blocker"));
+            Delivered out = publishAndDeliver(core, q, messages);
+            Path blocker = blockAckCheckpoints(q);
             try {
                 // Every other delivery, one range each: each is a journal record, and 250 of 21 bytes overflow 4,096.
-                List<IdRange> even = new ArrayList<>();
-                for (int i = 0; i < MESSAGES; i += 2) {
-                    even.add(IdRange.single(delivered.get(i).id()));
-                }
-                sub.ack(new AckFrame(TAG, even));
+                out.sub.ack(everyOther(out.deliveries, 0, messages));
                 QueueCore.onLoop(q, () -> null);
                 assertNotNull(q.store().failure(), "the rotation failed the queue's storage");
-                assertEquals(MESSAGES / 2L, (long) QueueCore.onLoop(q, q.store()::unackedMessages),
-                        "every acknowledged delivery is acknowledged in the store");
-                assertEquals(MESSAGES / 2, q.snapshot().get().consumers().get(0).unackedMessages());
-                assertEquals(MESSAGES / 2L, (long) QueueCore.onLoop(q, q::backlogBytes));
-                assertEquals(MESSAGES / 2L, q.counters().get().acked());
+                assertAcknowledged(q, messages, messages / 2);
             } finally {
                 Directories.deleteRecursively(blocker); // so that the close's checkpoint is written
             }
         }
+    }
+
+    /**
+     * Once the ack state failed, every change tries a whole checkpoint (AckLog's rule "no record behind a newer
+     * checkpoint"): a rewrite of the whole ack state and an fsync, on a failing disk, on the event loop the queue shares
+     * with others. One ACK frame of scattered ids tries one. It used to try one per two ids (the store acknowledged a
+     * batch up to its second run before it tried, and the queue handed it the rest again, checking each id left after
+     * every try): 250 for this frame of 500, and a quarter of a million looks at the store under its lock for one of 1,024.
+     */
+    @Test
+    void anAckFrameOfScatteredIdsAfterTheAckStateFailedTriesOneCheckpoint() throws Exception {
+        int failing = 400;
+        int scattered = 1_000;
+        try (QueueCore core = new QueueCore(dir, CONFIG)) {
+            BrokerQueue q = core.queues.declare("q", QueueSettings.EMPTY);
+            Delivered out = publishAndDeliver(core, q, failing + scattered);
+            Path blocker = blockAckCheckpoints(q);
+            try {
+                out.sub.ack(everyOther(out.deliveries, 0, failing)); // 200 records overflow the journal: its rotation fails
+                QueueCore.onLoop(q, () -> null);
+                assertNotNull(q.store().failure(), "the rotation failed the queue's storage");
+
+                AckCheckpointAttempts attempts = QueueCore.onLoop(q, () -> AckCheckpointAttempts.count(q.store()));
+                out.sub.ack(everyOther(out.deliveries, failing, failing + scattered)); // 500 ids, none next to another
+                QueueCore.onLoop(q, () -> null);
+                assertEquals(1, attempts.begun(), "checkpoints tried for one ACK frame");
+                assertAcknowledged(q, failing + scattered, (failing + scattered) / 2);
+            } finally {
+                Directories.deleteRecursively(blocker);
+            }
+        }
+    }
+
+    private record Delivered(Subscription sub, List<FakeConnection.Delivery> deliveries) {
+    }
+
+    /** Publishes {@code messages} one-byte messages into {@code q} and delivers them all to one consumer. */
+    private static Delivered publishAndDeliver(QueueCore core, BrokerQueue q, int messages) throws Exception {
+        FakeConnection producer = new FakeConnection("producer");
+        for (int i = 0; i < messages; i++) {
+            core.publish(q, producer, 7, i, new byte[] {1});
+        }
+        QueueCore.awaitOnLoop(q, q.store()::unackedMessages, (long) messages);
+        FakeConnection consumer = new FakeConnection("consumer");
+        Subscription sub = Subscription.open(q, consumer, TAG, messages, QueueCore.unbounded());
+        return new Delivered(sub, consumer.await(FakeConnection.Delivery.class, messages, Duration.ofSeconds(30)));
+    }
+
+    /** A non-empty directory where the ack state's checkpoint is written first: a journal rotation fails. */
+    private static Path blockAckCheckpoints(BrokerQueue q) throws Exception {
+        Path blocker = q.store().directory().resolve("acks").resolve(AckFiles.CHECKPOINT + ".tmp");
+        Files.createDirectories(blocker.resolve("blocker"));
+        return blocker;
+    }
+
+    /** Every other delivery of {@code delivered} from {@code from} (inclusive) to {@code to}, one range each. */
+    private static AckFrame everyOther(List<FakeConnection.Delivery> delivered, int from, int to) {
+        List<IdRange> ranges = new ArrayList<>();
+        for (int i = from; i < to; i += 2) {
+            ranges.add(IdRange.single(delivered.get(i).id()));
+        }
+        return new AckFrame(TAG, ranges);
+    }
+
+    /**
+     * Of {@code messages} one-byte messages delivered, {@code acknowledged} were acknowledged: in the store, and off the
+     * consumer's deliveries, the backlog and into the counters.
+     */
+    private static void assertAcknowledged(BrokerQueue q, int messages, int acknowledged) throws Exception {
+        long left = messages - acknowledged;
+        assertEquals(left, (long) QueueCore.onLoop(q, q.store()::unackedMessages),
+                "every acknowledged delivery is acknowledged in the store");
+        assertEquals(left, q.snapshot().get().consumers().get(0).unackedMessages());
+        assertEquals(left, (long) QueueCore.onLoop(q, q::backlogBytes));
+        assertEquals(acknowledged, q.counters().get().acked());
     }
 }

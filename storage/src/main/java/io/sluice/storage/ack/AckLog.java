@@ -371,12 +371,18 @@ public final class AckLog implements Closeable {
      * each one newly acknowledged, and journals each run of consecutive newly acknowledged ids as one range
      * record instead of a record per id (consumers acknowledge in ranges; replaying the range acknowledges
      * exactly those ids, see {@link AckTracker#ackRange}). Returns how many were newly acknowledged.
+     *
+     * <p>If journaling a run needs a checkpoint that fails, the rest of the batch is still acknowledged in
+     * memory, with nothing more written, and the failure is thrown after it: the whole change is applied, as for
+     * any call here that throws (class javadoc), for one checkpoint tried, so that no caller hands the rest again
+     * (each try a whole checkpoint, up to one per two ids of a batch of scattered ones).
      */
     public int ackAll(long[] ids, int count, java.util.function.LongConsumer newlyAckedPhysical) throws IOException {
         checkRecovered();
         int newly = 0;
         long runFrom = -1;
         long runTo = -1;
+        IOException failed = null;
         for (int i = 0; i < count; i++) {
             long id = ids[i];
             long physical = tracker.physicalId(id);
@@ -385,13 +391,23 @@ public final class AckLog implements Closeable {
             }
             newly++;
             newlyAckedPhysical.accept(physical);
+            if (failed != null) {
+                continue;
+            }
             if (runFrom >= 0 && id == runTo + 1) {
                 runTo = id;
                 continue;
             }
-            journalAckRun(runFrom, runTo);
+            try {
+                journalAckRun(runFrom, runTo);
+            } catch (IOException e) {
+                failed = e;
+            }
             runFrom = id;
             runTo = id;
+        }
+        if (failed != null) {
+            throw failed;
         }
         journalAckRun(runFrom, runTo);
         return newly;

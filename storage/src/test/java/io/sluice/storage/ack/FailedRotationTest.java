@@ -81,6 +81,35 @@ class FailedRotationTest {
         assertTrue(reopened.state().isAcked(60));
     }
 
+    /**
+     * A batch of acks whose journaling needs a checkpoint that fails is applied whole in memory, as any change whose
+     * call throws (AckLog's class javadoc), with one checkpoint tried. It used to stop at the run after the one that
+     * needed it: the rest of the batch stayed unacknowledged, and the broker, handing it again, tried a checkpoint (a
+     * rewrite of the whole state, and an fsync) for every two ids of a batch of scattered ones.
+     */
+    @Test
+    void aBatchOfScatteredAcksWhoseCheckpointFailsIsAppliedWholeWithOneTry() throws IOException {
+        log = open();
+        int[] tried = new int[1];
+        log.checkpointWrite((file, generation, tracker) -> {
+            tried[0]++;
+            throw new IOException("no space left on device (injected)");
+        });
+        long[] scattered = new long[MESSAGES / 2];
+        for (int i = 0; i < scattered.length; i++) {
+            scattered[i] = 2L * i; // none next to another: a journal record each, far more than the journal holds
+        }
+        try {
+            assertThrows(IOException.class, () -> log.ackAll(scattered, scattered.length, physical -> { }));
+            assertEquals(1, tried[0], "checkpoints tried");
+            for (long id : scattered) {
+                assertTrue(log.state().isAcked(id), "ack of " + id + " applied in memory");
+            }
+        } finally {
+            log.checkpointWrite(AckCheckpoint::write); // the disk has room again: the close's checkpoint is written
+        }
+    }
+
     /** A log whose next {@link #failuresToInject} checkpoints fail after their rename, as a failed directory force does. */
     private AckLog openFailingAfterRename() throws IOException {
         AckLog opened = open();
