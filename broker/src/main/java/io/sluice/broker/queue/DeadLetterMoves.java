@@ -1,6 +1,8 @@
 package io.sluice.broker.queue;
 
+import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.ScheduledFuture;
 import io.sluice.broker.log.RateLimitedLog;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoredMessage;
@@ -20,7 +22,8 @@ import java.util.function.Supplier;
  * <p>Rule "a refused move makes no room": while a message whose move failed waits for its retry, drop-oldest with
  * dead-lettering makes no room ({@link #refusing}), and a publish at the hard level is refused. A drop whose copy the
  * dead-letter queue refuses leaves its message here; dropping the next one for every publish grew the backlog past the
- * hard quota by one message a publish, without bound.
+ * hard quota by one message a publish, without bound. The wait is the longest redelivery delay from the message's last
+ * failure, each failure's window its own.
  *
  * <p>Threads: the queue's executor.
  */
@@ -40,8 +43,13 @@ final class DeadLetterMoves {
     /** Lets dispatch go on: a move's end may free credit or make a message due. */
     private final Runnable dispatch;
     private final DeadLetterer deadLetterer;
-    /** Messages whose move failed, waiting for their retry. */
-    private final IdSet retries = new IdSet();
+    /**
+     * Messages whose move failed, waiting for their retry, by spread id ({@link SpreadIds}), each with the window of its
+     * last failure. A message can fail again within the window of its first failure (a consumer received it and rejected
+     * it to the dead-letter queue), and its window is then the second failure's: the first one's timer, cancelled, must not
+     * end it.
+     */
+    private final LongObjectHashMap<Window> retries = new LongObjectHashMap<>();
     /** Messages being moved that drop-oldest dropped: counted as dropped only once moved. */
     private final IdSet drops = new IdSet();
     private final RateLimitedLog log;
@@ -137,8 +145,7 @@ final class DeadLetterMoves {
             log.warn(LOG, "Queue '{}': message {} could not be dead-lettered ({}); it stays in the queue and is delivered again"
                     + " in {} ms.", queue, id, why, delayMs);
         }
-        retries.add(id);
-        executor.schedule(() -> retries.remove(id), delayMs, TimeUnit.MILLISECONDS);
+        refuseFor(id, delayMs);
         if (!readerReturnsIt) {
             order.dueAfter(id, delayMs); // a wait as a NACK's delay (rule D7): a purge, a hold or a drop ends it
         }
@@ -149,20 +156,48 @@ final class DeadLetterMoves {
      * queue meanwhile (purged, or delivered and acknowledged) waits for nothing: it is forgotten here.
      */
     boolean refusing() {
-        if (retries.size() == 0) {
+        if (retries.isEmpty()) {
             return false;
         }
         long[] gone = new long[retries.size()];
-        int[] n = {0};
-        retries.forEach(id -> {
-            if (store.isAcked(id)) {
-                gone[n[0]++] = id;
+        int n = 0;
+        for (Window window : retries.values()) {
+            if (store.isAcked(window.id)) {
+                gone[n++] = window.id;
             }
-        });
-        for (int i = 0; i < n[0]; i++) {
-            retries.remove(gone[i]);
         }
-        return retries.size() > 0;
+        for (int i = 0; i < n; i++) {
+            retries.remove(SpreadIds.spread(gone[i])).timer.cancel(false);
+        }
+        return !retries.isEmpty();
+    }
+
+    /** Opens message {@code id}'s window for {@code delayMs}; one it had still open is replaced, its timer cancelled. */
+    private void refuseFor(long id, long delayMs) {
+        Window window = new Window(id);
+        window.timer = executor.schedule(window, delayMs, TimeUnit.MILLISECONDS);
+        Window before = retries.put(SpreadIds.spread(id), window);
+        if (before != null) {
+            before.timer.cancel(false);
+        }
+    }
+
+    /** One failure's window: while it is open drop-oldest makes no room; its end closes it, unless a newer one replaced it. */
+    private final class Window implements Runnable {
+        private final long id;
+        private ScheduledFuture<?> timer;
+
+        Window(long id) {
+            this.id = id;
+        }
+
+        @Override
+        public void run() {
+            long key = SpreadIds.spread(id);
+            if (retries.get(key) == this) {
+                retries.remove(key);
+            }
+        }
     }
 
     long moved() {
