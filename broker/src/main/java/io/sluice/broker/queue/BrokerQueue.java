@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
+import java.util.function.LongFunction;
 import java.util.function.LongPredicate;
 
 /**
@@ -99,11 +100,14 @@ public final class BrokerQueue {
     private volatile boolean closed;
     /** The transactions' held deliveries and pending messages here. */
     private final QueueTransactions transactions;
+    /** Reads a message by id: the store's read, unless a test put a fault in its place ({@link #readsThrough}). */
+    private LongFunction<StoredMessage> readById;
 
     BrokerQueue(String name, QueueStore store, EventExecutor executor, QueueManager manager, QueueOptions options,
                 int publishAllowance) {
         this.name = name;
         this.store = store;
+        this.readById = store::read;
         this.pendingConfirms = new PendingConfirms(store::demandDurable);
         this.executor = executor;
         this.manager = manager;
@@ -515,10 +519,18 @@ public final class BrokerQueue {
      */
     StoredMessage readUnlessDamaged(long id) {
         try {
-            return store.read(id);
+            return readById.apply(id);
         } catch (CorruptRecordException e) {
             return null;
         }
+    }
+
+    /**
+     * Tests: {@link #readUnlessDamaged} reads through {@code reads}, which may throw as a failing store does (no real
+     * store fails a read on demand) or read the store. On the executor.
+     */
+    void readsThrough(LongFunction<StoredMessage> reads) {
+        this.readById = reads;
     }
 
     /** Hands a message to the dead-letter moves ({@link DeadLetterMoves}). */
