@@ -81,6 +81,8 @@ public final class BrokerQueue {
     private final TransactionEffects transactionEffects = new TransactionEffects();
     private ScheduledFuture<?> ackTimeoutTask;
     private final DeadLetterMoves deadLetters;
+    /** Applies the consumers' ACK and NACK frames. */
+    private final Settlements settlements;
     /** What a cluster leader gives back when its entries may never commit (R5, R7, R9). */
     private final LeaderGiveBacks giveBacks;
     /** What of each producer is stored, to store a resend once (with deduplication off, only the transactions'). */
@@ -91,11 +93,8 @@ public final class BrokerQueue {
     private long publishedMessages;
     private long deliveredMessages;
     private long ackedMessages;
-    private long nackedMessages;
     /** Dispatch passes run: what a frame that changes nothing must not cost (written on the executor; read by tests). */
     private long dispatchPasses;
-    /** Set by the metrics (a no-op without them); called on the executor, once per ACK frame. */
-    private volatile LongConsumer ackLatencyMillis = value -> { };
     /** Written on the executor; read elsewhere too (QueueTransactions' thread-safe methods). */
     private volatile boolean closed;
     /** The transactions' held deliveries and pending messages here. */
@@ -136,6 +135,8 @@ public final class BrokerQueue {
                 this::deadLetterDropped, order, leaderHold, this::outWithAConsumerNow);
         this.deadLetters = new DeadLetterMoves(this, manager, store, tracked, order, backlog, executor, () -> closed,
                 () -> acknowledged(1), this::scheduleDispatch);
+        this.settlements = new Settlements(this, store, manager, tracked, order, acks, transactions, deadLetters,
+                this::readUnlessDamaged, transactionEffects::acked, this::scheduleDispatch);
         this.giveBacks = new LeaderGiveBacks(name, tracked, order, backlog, acks, leaderHold, publishPath,
                 id -> store.isAcked(id) ? null : readUnlessDamaged(id), count -> redelivered += count, this::scheduleDispatch);
         store.durabilityListener(durable -> {
@@ -285,41 +286,12 @@ public final class BrokerQueue {
         }
     }
 
-    /** Acknowledges the ids of the ranges that are outstanding on this session. */
+    /** Acknowledges the ids of the ranges that are outstanding on this session, or were taken back from it (D5). */
     void ack(ConsumerSession session, AckFrame frame) {
         if (closed) {
             return; // deleted: the close settled the deliveries, and the store is gone
         }
-        Replication replication = manager.replication();
-        acks.begin(replication != null);
-        long acked = 0;
-        long settled = 0;
-        UnknownRanges unknown = null; // made only for a frame naming something not outstanding
-        for (IdRange range : frame.messageIds()) {
-            int fromConsumer = session.inFlight.removeRange(range.from(), range.to(), acks);
-            settled += fromConsumer;
-            // A late ack finds the message already taken back, its credit unit returned to the consumer.
-            int hit = fromConsumer + order.lateAcks(range.from(), range.to(), session, this::lateAck);
-            acked += hit;
-            if (hit == 0) {
-                unknown = UnknownRanges.add(unknown, "ack", name, range);
-            }
-        }
-        UnknownRanges.report(unknown, session);
-        session.account.settle(settled);
-        acks.flush();
-        if (acks.oldestAppendedMillis() != Long.MAX_VALUE) { // one sample per ACK frame: its oldest message
-            ackLatencyMillis.accept(Math.max(0, store.nowMillis() - acks.oldestAppendedMillis()));
-        }
-        List<IdRange> replicated = acks.replicatedRanges();
-        if (replicated != null) {
-            replication.acked(this, replicated);
-        }
-        if (acked > 0) {
-            ackedMessages += acked;
-            acknowledged(acked);
-            scheduleDispatch();
-        }
+        settlements.ack(session, frame);
     }
 
     /**
@@ -337,7 +309,7 @@ public final class BrokerQueue {
                 dropOldest.dropsApplied(drops.length);
             }
             // A purge's ids this node held are untracked, so they are acknowledged here as on every node (R7).
-            transactionEffects.acked(acks.applyReplicated(ranges, this::lateAck, this::settledHere));
+            transactionEffects.acked(acks.applyReplicated(ranges, settlements::ackedByLog, this::settledHere));
         });
     }
 
@@ -388,59 +360,11 @@ public final class BrokerQueue {
         return order.deadLettering(id) || inAConsumersHands(id);
     }
 
-    /**
-     * An ack of a message taken back after its ack timeout and not yet redelivered still counts: it
-     * is batched for the store with the others of its frame.
-     */
-    private void lateAck(long id) {
-        order.delayEnded(id); // a replicated ack may find it waiting out a requeue delay (D7)
-        StoredMessage m = readUnlessDamaged(id);
-        if (m != null) {
-            // Rule R13: a committed transaction's entry acknowledges what that transaction held here (T1), as on every node.
-            transactions.ackedByLog(id, m.headersLength() + m.payloadLength());
-            acks.accept(id, m.headersLength() + m.payloadLength(), m.timestampMillis());
-        } else {
-            tracked.remove(id);
-        }
-    }
-
     void nack(ConsumerSession session, NackFrame frame) {
         if (closed) {
             return; // deleted, as for an ack
         }
-        UnknownRanges unknown = null;
-        long nackedBefore = nackedMessages;
-        for (IdRange range : frame.messageIds()) {
-            List<Long> ids = new ArrayList<>();
-            session.inFlight.removeRange(range.from(), range.to(), (id, bytes, appendedAtMillis) -> ids.add(id));
-            if (ids.isEmpty()) {
-                unknown = UnknownRanges.add(unknown, "nack", name, range);
-                continue;
-            }
-            nackedMessages += ids.size();
-            session.account.settle(ids.size());
-            for (long id : ids) {
-                switch (frame.action()) {
-                    case REJECT_TO_DEAD_LETTER -> {
-                        StoredMessage m = readUnlessDamaged(id);
-                        if (m != null) {
-                            deadLetter(m, m.deliveryCount(), "rejected by the consumer");
-                        } else {
-                            tracked.remove(id);
-                        }
-                    }
-                    case REQUEUE -> order.dueAfter(id, options.redeliveryDelayMs(store.deliveryCount(id)));
-                    // Capped as the queue's own redelivery delays are: each waiting message holds a timer on the
-                    // queue's event loop, and a client's 30 days would hold it for good.
-                    case REQUEUE_AFTER_DELAY -> order.dueAfter(id, Math.min(Math.max(0, frame.delayMs()), options.maxRedeliveryDelayMs()));
-                    default -> throw new IllegalStateException("unknown nack action " + frame.action());
-                }
-            }
-        }
-        UnknownRanges.report(unknown, session);
-        if (nackedBefore != nackedMessages) { // a NACK of nothing outstanding makes nothing due: no pass for it
-            scheduleDispatch();
-        }
+        settlements.nack(session, frame);
     }
 
     /** Removes a consumer; its outstanding messages go back to the front of the queue (D4). */
@@ -709,7 +633,7 @@ public final class BrokerQueue {
 
     private QueueSnapshot.Counters countersNow() {
         return new QueueSnapshot.Counters(publishedMessages, pendingConfirms.confirmedStored(), deliveredMessages, redelivered,
-                ackedMessages, nackedMessages, deadLetters.moved(), deadLetters.failures(), dropped(), publishRefused(),
+                ackedMessages, settlements.nacked(), deadLetters.moved(), deadLetters.failures(), dropped(), publishRefused(),
                 pendingConfirms.confirmedResends(), producers.table().evictions(),
                 producers.table().expiries());
     }
@@ -721,7 +645,7 @@ public final class BrokerQueue {
      */
     public void recordLatencies(LongConsumer confirmNanos, LongConsumer ackMillis) {
         publishPath.recordConfirmLatency(confirmNanos);
-        this.ackLatencyMillis = ackMillis;
+        settlements.recordAckLatency(ackMillis);
     }
 
     /** True once {@link #close} has run (the queue was deleted or the broker stopped). */

@@ -1,0 +1,169 @@
+package io.sluice.broker.queue;
+
+import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.NackFrame;
+import io.sluice.storage.QueueStore;
+import io.sluice.storage.StoredMessage;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.LongConsumer;
+import java.util.function.LongFunction;
+import java.util.function.Supplier;
+
+/**
+ * What a queue's consumers settle: their ACK frames, late acks among them (D5), and their NACK frames, each applied in
+ * one task on the queue's executor.
+ *
+ * <p>Threads: the queue's executor.
+ */
+final class Settlements {
+    private final BrokerQueue queue;
+    private final QueueStore store;
+    private final QueueManager manager;
+    private final IdSet tracked;
+    private final DeliveryOrder order;
+    private final AckBatch acks;
+    private final QueueTransactions transactions;
+    private final DeadLetterMoves deadLetters;
+    /** Reads a message by id, null if it is acknowledged or damaged; throws if the store failed. */
+    private final LongFunction<StoredMessage> read;
+    /** Counts acknowledged messages: the queue counts them, feeds the slowed producers, re-evaluates its quota, dispatches. */
+    private final LongConsumer acknowledged;
+    private final Runnable dispatch;
+    private final Supplier<QueueOptions> options;
+    /** Set by the metrics (a no-op without them); called on the executor, once per ACK frame. */
+    private volatile LongConsumer ackLatencyMillis = value -> { };
+    private long nacked;
+
+    Settlements(BrokerQueue queue, QueueStore store, QueueManager manager, IdSet tracked, DeliveryOrder order, AckBatch acks,
+                QueueTransactions transactions, DeadLetterMoves deadLetters, LongFunction<StoredMessage> read,
+                LongConsumer acknowledged, Runnable dispatch) {
+        this.queue = queue;
+        this.store = store;
+        this.manager = manager;
+        this.tracked = tracked;
+        this.order = order;
+        this.acks = acks;
+        this.transactions = transactions;
+        this.deadLetters = deadLetters;
+        this.read = read;
+        this.acknowledged = acknowledged;
+        this.dispatch = dispatch;
+        this.options = queue::options;
+    }
+
+    /** Acknowledges the ids of the frame's ranges that are outstanding on this session, or were taken back from it (D5). */
+    void ack(ConsumerSession session, AckFrame frame) {
+        Replication replication = manager.replication();
+        acks.begin(replication != null);
+        long acked = 0;
+        long settled = 0;
+        UnknownRanges unknown = null; // made only for a frame naming something not outstanding
+        for (IdRange range : frame.messageIds()) {
+            int fromConsumer = session.inFlight.removeRange(range.from(), range.to(), acks);
+            settled += fromConsumer;
+            // A late ack finds the message already taken back, its credit unit returned to the consumer.
+            int late = order.lateAcks(range.from(), range.to(), session, this::lateAck);
+            acked += fromConsumer + late;
+            if (fromConsumer + late == 0) {
+                unknown = UnknownRanges.add(unknown, "ack", queue.name(), range);
+            }
+        }
+        UnknownRanges.report(unknown, session);
+        session.account.settle(settled);
+        acks.flush();
+        if (acks.oldestAppendedMillis() != Long.MAX_VALUE) { // one sample per ACK frame: its oldest message
+            ackLatencyMillis.accept(Math.max(0, store.nowMillis() - acks.oldestAppendedMillis()));
+        }
+        List<IdRange> replicated = acks.replicatedRanges();
+        if (replicated != null) {
+            replication.acked(queue, replicated);
+        }
+        if (acked > 0) {
+            acknowledged.accept(acked);
+        }
+    }
+
+    /**
+     * A consumer's late ack of a message taken back after its ack timeout and not yet redelivered: it counts, batched
+     * for the store with the others of its frame.
+     */
+    private void lateAck(long id) {
+        accepted(id, read.apply(id));
+    }
+
+    /**
+     * A cluster node applies a replicated ack of a message it does not hold out with a consumer (docs/replication.md):
+     * counted as a late ack is.
+     */
+    void ackedByLog(long id) {
+        lateAck(id);
+    }
+
+    /** {@code m}: message {@code id}, read; null if it is gone (acknowledged, or its record damaged). */
+    private void accepted(long id, StoredMessage m) {
+        order.delayEnded(id); // a replicated ack may find it waiting out a requeue delay (D7)
+        if (m != null) {
+            // Rule R13: a committed transaction's entry acknowledges what that transaction held here (T1), as on every node.
+            transactions.ackedByLog(id, m.headersLength() + m.payloadLength());
+            acks.accept(id, m.headersLength() + m.payloadLength(), m.timestampMillis());
+        } else {
+            tracked.remove(id);
+        }
+    }
+
+    /** Takes the frame's ids outstanding on this session off it, and requeues or dead-letters each as the frame says. */
+    void nack(ConsumerSession session, NackFrame frame) {
+        LongConsumer outcome = switch (frame.action()) {
+            case REJECT_TO_DEAD_LETTER -> this::reject;
+            case REQUEUE -> id -> order.dueAfter(id, options.get().redeliveryDelayMs(store.deliveryCount(id)));
+            // Capped as the queue's own redelivery delays are: each waiting message holds a timer on the
+            // queue's event loop, and a client's 30 days would hold it for good.
+            case REQUEUE_AFTER_DELAY -> {
+                long delayMs = Math.min(Math.max(0, frame.delayMs()), options.get().maxRedeliveryDelayMs());
+                yield id -> order.dueAfter(id, delayMs);
+            }
+        };
+        UnknownRanges unknown = null;
+        long nackedBefore = nacked;
+        for (IdRange range : frame.messageIds()) {
+            List<Long> ids = new ArrayList<>();
+            session.inFlight.removeRange(range.from(), range.to(), (id, bytes, appendedAtMillis) -> ids.add(id));
+            if (ids.isEmpty()) {
+                unknown = UnknownRanges.add(unknown, "nack", queue.name(), range);
+                continue;
+            }
+            nacked += ids.size();
+            session.account.settle(ids.size());
+            for (long id : ids) {
+                outcome.accept(id);
+            }
+        }
+        UnknownRanges.report(unknown, session);
+        if (nackedBefore != nacked) { // a NACK of nothing outstanding makes nothing due: no pass for it
+            dispatch.run();
+        }
+    }
+
+    /** REJECT_TO_DEAD_LETTER of one delivery: moved to the dead-letter queue. */
+    private void reject(long id) {
+        StoredMessage m = read.apply(id);
+        if (m != null) {
+            deadLetters.start(m, m.deliveryCount(), "rejected by the consumer");
+        } else {
+            tracked.remove(id);
+        }
+    }
+
+    /** Messages NACKed since the queue opened. */
+    long nacked() {
+        return nacked;
+    }
+
+    /** Where the publish-to-ack latency goes (store-clock milliseconds, one sample per ACK frame, for its oldest message). */
+    void recordAckLatency(LongConsumer ackMillis) {
+        this.ackLatencyMillis = ackMillis;
+    }
+}
