@@ -133,6 +133,22 @@ final class DeadLetterMoves {
         if (closed.getAsBoolean() || !tracked.contains(id)) {
             return;
         }
+        retryLater(id, why);
+    }
+
+    /**
+     * The move of message {@code id}, tracked, could not start: reading it failed otherwise than on a damaged record (the
+     * store failed). A failed move (see {@link #failed}): counted, and delivered again after the longest redelivery
+     * delay, when the store may read it again.
+     */
+    void unreadable(long id, RuntimeException failure) {
+        if (closed.getAsBoolean() || !tracked.contains(id)) {
+            return;
+        }
+        retryLater(id, "reading it failed: " + failure);
+    }
+
+    private void retryLater(long id, String why) {
         failures++;
         long delayMs = options.get().maxRedeliveryDelayMs();
         boolean readerReturnsIt = order.readerWillReturn(id);

@@ -16,6 +16,13 @@ import java.util.function.Supplier;
  * What a queue's consumers settle: their ACK frames, late acks among them (D5), and their NACK frames, each applied in
  * one task on the queue's executor.
  *
+ * <p>Rule "a frame is applied whole": every id a frame names ends somewhere defined, whatever the store does with one of
+ * them. A rejection to the dead-letter queue reads its message by id to move its copy; a read that fails otherwise than on
+ * a damaged record (the store failed) is that message's outcome alone, a failed move: it is delivered again after the
+ * longest redelivery delay ({@link DeadLetterMoves#unreadable}), and the frame's other messages are moved. Before (found
+ * by a review), the failure left the frame's loop, and the messages after it were out of the consumer's hands and in no
+ * ready list, until a restart.
+ *
  * <p>Threads: the queue's executor.
  */
 final class Settlements {
@@ -147,9 +154,18 @@ final class Settlements {
         }
     }
 
-    /** REJECT_TO_DEAD_LETTER of one delivery: moved to the dead-letter queue. */
+    /**
+     * REJECT_TO_DEAD_LETTER of one delivery: moved to the dead-letter queue. One that cannot be read (the store failed) is
+     * a failed move, its own alone: the frame's others are moved (rule "a frame is applied whole").
+     */
     private void reject(long id) {
-        StoredMessage m = read.apply(id);
+        StoredMessage m;
+        try {
+            m = read.apply(id);
+        } catch (RuntimeException e) {
+            deadLetters.unreadable(id, e);
+            return;
+        }
         if (m != null) {
             deadLetters.start(m, m.deliveryCount(), "rejected by the consumer");
         } else {
