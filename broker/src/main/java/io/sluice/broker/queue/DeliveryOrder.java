@@ -197,6 +197,15 @@ final class DeliveryOrder {
         takenBackFrom.put(SpreadIds.spread(id), from);
     }
 
+    /**
+     * A late ack of a message {@link #lateAcks} handed over could not be applied: due again, first, and still {@code from}'s
+     * to ack late.
+     */
+    void stillTakenBack(long id, ConsumerSession from) {
+        ready.addFirst(id);
+        takenBackFrom.put(SpreadIds.spread(id), from);
+    }
+
     /** Hands {@code acked} each message of {@code from..to} that was taken back from {@code by}; returns how many. */
     int lateAcks(long from, long to, ConsumerSession by, LongConsumer acked) {
         return ready.removeRange(from, to, id -> takenBackFrom.get(SpreadIds.spread(id)) == by, id -> {

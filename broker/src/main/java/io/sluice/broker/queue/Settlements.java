@@ -1,10 +1,13 @@
 package io.sluice.broker.queue;
 
+import io.sluice.broker.log.RateLimitedLog;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackFrame;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoredMessage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -17,15 +20,20 @@ import java.util.function.Supplier;
  * one task on the queue's executor.
  *
  * <p>Rule "a frame is applied whole": every id a frame names ends somewhere defined, whatever the store does with one of
- * them. A rejection to the dead-letter queue reads its message by id to move its copy; a read that fails otherwise than on
- * a damaged record (the store failed) is that message's outcome alone, a failed move: it is delivered again after the
- * longest redelivery delay ({@link DeadLetterMoves#unreadable}), and the frame's other messages are moved. Before (found
- * by a review), the failure left the frame's loop, and the messages after it were out of the consumer's hands and in no
- * ready list, until a restart.
+ * them. A late ack and a rejection to the dead-letter queue read their message by id (its bytes leave the backlog; its
+ * copy is moved); a read that fails otherwise than on a damaged record (the store failed) is that message's outcome
+ * alone. A late ack of it is not applied: it stays due, still its consumer's to ack late, and goes out again (at least
+ * once, as after a lost ack). A rejection of it is a failed move: it is delivered again after the longest redelivery
+ * delay ({@link DeadLetterMoves#unreadable}). The frame's other ids are applied, stored and counted, and the consumer's
+ * settled deliveries go back to its connection's credit. Before (found by a review), the failure left the frame's loop:
+ * the ids after it were out of the consumer's hands and in no ready list, until a restart, and an ACK frame's acks
+ * before it were neither stored nor counted, nor its deliveries settled.
  *
  * <p>Threads: the queue's executor.
  */
 final class Settlements {
+    private static final Logger LOG = LoggerFactory.getLogger(Settlements.class);
+
     private final BrokerQueue queue;
     private final QueueStore store;
     private final QueueManager manager;
@@ -40,9 +48,13 @@ final class Settlements {
     private final LongConsumer acknowledged;
     private final Runnable dispatch;
     private final Supplier<QueueOptions> options;
+    private final RateLimitedLog log;
     /** Set by the metrics (a no-op without them); called on the executor, once per ACK frame. */
     private volatile LongConsumer ackLatencyMillis = value -> { };
     private long nacked;
+    /** The late acks of the frame being applied whose message could not be read, and the first failure; null if none. */
+    private List<Long> notApplied;
+    private RuntimeException notAppliedBecause;
 
     Settlements(BrokerQueue queue, QueueStore store, QueueManager manager, IdSet tracked, DeliveryOrder order, AckBatch acks,
                 QueueTransactions transactions, DeadLetterMoves deadLetters, LongFunction<StoredMessage> read,
@@ -59,6 +71,7 @@ final class Settlements {
         this.acknowledged = acknowledged;
         this.dispatch = dispatch;
         this.options = queue::options;
+        this.log = manager.messageLog();
     }
 
     /** Acknowledges the ids of the frame's ranges that are outstanding on this session, or were taken back from it (D5). */
@@ -78,6 +91,7 @@ final class Settlements {
                 unknown = UnknownRanges.add(unknown, "ack", queue.name(), range);
             }
         }
+        acked -= lateAcksNotApplied(session);
         UnknownRanges.report(unknown, session);
         session.account.settle(settled);
         acks.flush();
@@ -95,18 +109,52 @@ final class Settlements {
 
     /**
      * A consumer's late ack of a message taken back after its ack timeout and not yet redelivered: it counts, batched
-     * for the store with the others of its frame.
+     * for the store with the others of its frame. One whose message cannot be read is kept for
+     * {@link #lateAcksNotApplied}, which makes it due again once the frame's walk of the ready list is over.
      */
     private void lateAck(long id) {
-        accepted(id, read.apply(id));
+        StoredMessage m;
+        try {
+            m = read.apply(id);
+        } catch (RuntimeException e) {
+            if (notApplied == null) {
+                notApplied = new ArrayList<>();
+                notAppliedBecause = e;
+            }
+            notApplied.add(id);
+            return;
+        }
+        accepted(id, m);
+    }
+
+    /**
+     * The late acks of this frame that could not be applied: each due again, still {@code session}'s to ack late. Returns
+     * how many.
+     */
+    private int lateAcksNotApplied(ConsumerSession session) {
+        if (notApplied == null) {
+            return 0;
+        }
+        List<Long> ids = notApplied;
+        RuntimeException cause = notAppliedBecause;
+        notApplied = null;
+        notAppliedBecause = null;
+        for (int i = ids.size() - 1; i >= 0; i--) {
+            order.stillTakenBack(ids.get(i), session);
+        }
+        log.warn(LOG, "Queue '{}': {} late acks of {} (the first of message {}) could not be applied: reading the message"
+                + " failed ({}); they are delivered again.", queue.name(), ids.size(), session.connection.describe(), ids.get(0),
+                cause.toString());
+        dispatch.run();
+        return ids.size();
     }
 
     /**
      * A cluster node applies a replicated ack of a message it does not hold out with a consumer (docs/replication.md):
-     * counted as a late ack is.
+     * counted as a late ack is. A read that fails is thrown, not made due again: the log has acknowledged the message.
      */
     void ackedByLog(long id) {
-        lateAck(id);
+        accepted(id, read.apply(id));
     }
 
     /** {@code m}: message {@code id}, read; null if it is gone (acknowledged, or its record damaged). */

@@ -1,0 +1,129 @@
+package io.sluice.broker.queue;
+
+import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.IdRange;
+import io.sluice.protocol.QueueSettings;
+import io.sluice.storage.StorageFailedException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * A late ack (D5: of a delivery the ack timeout took back and did not send again) reads its message for the bytes it
+ * takes off the backlog. A read that fails otherwise than on a damaged record (the store failed) leaves that message
+ * unacknowledged and due again, still its consumer's to ack late; the frame's other acks are applied, stored and
+ * counted, and its consumer's deliveries settled. Found by a review: the failure left the frame half applied. The acks
+ * before it were neither stored nor counted, the consumer's settled deliveries still held the connection's credit, and
+ * the message that failed was out of the ready list, out of every consumer's hands, until a restart.
+ */
+class LateAckReadFailureTest {
+    private static final int TAG = 5;
+    private static final int BIG = 300 << 10; // past a DELIVER frame's 256 KiB: written at once, alone
+    @TempDir
+    Path dir;
+
+    @Test
+    void theOtherAcksOfTheFrameAreAppliedAndTheUnreadableOneStaysDue() throws Exception {
+        try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never"))) {
+            OneOutTwoTakenBack s = oneOutTwoTakenBack(core, (sub, ids) -> sub.ack(new AckFrame(TAG, ranges(ids))));
+            s.acted.get(30, TimeUnit.SECONDS);
+
+            assertEquals(1L, (long) QueueCore.onLoop(s.q, s.q.store()::unackedMessages), "the two others are acknowledged");
+            assertEquals(2L, s.q.counters().get().acked());
+            assertEquals(1L, (long) QueueCore.onLoop(s.q, s.q::backlogBytes), "the unreadable one's byte is still counted");
+            assertEquals(2L, s.account.outstanding(), "the delivery acked out of the consumer's hands is settled; the credit stays");
+            assertEquals(0, s.q.snapshot().get().consumers().get(0).unackedMessages());
+
+            s.readsAgain();
+            s.consumer.writable(true);
+            s.sub.writable();
+            FakeConnection.Delivery again = s.consumer.await(FakeConnection.Delivery.class, 5, Duration.ofSeconds(30)).get(4);
+            assertEquals(s.ids[1], again.id(), "the unreadable one is delivered again");
+            QueueCore.onLoop(s.q, () -> null);
+            assertEquals(5, s.consumer.deliveries().size(), "and nothing else");
+            s.sub.ack(QueueCore.ack(TAG, s.ids[1]));
+            QueueCore.awaitOnLoop(s.q, s.q.store()::unackedMessages, 0L);
+            assertEquals(0L, (long) QueueCore.onLoop(s.q, s.q::backlogBytes));
+        }
+    }
+
+    @Test
+    void aLateAckOfTheUnreadableOneCountsOnceItCanBeRead() throws Exception {
+        try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never"))) {
+            OneOutTwoTakenBack s = oneOutTwoTakenBack(core, (sub, ids) -> sub.ack(new AckFrame(TAG, ranges(ids))));
+            s.acted.get(30, TimeUnit.SECONDS);
+            s.readsAgain();
+
+            s.sub.ack(QueueCore.ack(TAG, s.ids[1])); // still taken back from this consumer: a late ack
+            QueueCore.awaitOnLoop(s.q, s.q.store()::unackedMessages, 0L);
+            assertEquals(3L, s.q.counters().get().acked());
+            assertEquals(List.of(), s.consumer.all(io.sluice.protocol.ErrorFrame.class));
+        }
+    }
+
+    private static List<IdRange> ranges(long[] ids) {
+        return Arrays.stream(ids).mapToObj(IdRange::single).toList();
+    }
+
+    /** What the consumer sends once the first message is out with it again and the other two wait, taken back from it. */
+    private interface Settlement {
+        void send(Subscription sub, long[] ids);
+    }
+
+    /**
+     * Queue "late": its consumer received its three messages, the ack timeout took them back, and the first (large enough
+     * to fill a DELIVER frame alone) went out to it again alone. {@code acted} completes once {@code settlement}, sent for all
+     * three then, has been applied; reads of the second fail until {@link #readsAgain}.
+     */
+    private record OneOutTwoTakenBack(BrokerQueue q, FakeConnection consumer, Subscription sub, ConnectionCredit account,
+                                      long[] ids, CompletableFuture<Void> acted) {
+        void readsAgain() throws Exception {
+            QueueCore.onLoop(q, () -> {
+                q.readsThrough(q.store()::read);
+                return null;
+            });
+        }
+    }
+
+    private static OneOutTwoTakenBack oneOutTwoTakenBack(QueueCore core, Settlement settlement) throws Exception {
+        BrokerQueue q = core.queues.declare("late", QueueSettings.builder().ackTimeoutMs(300).build());
+        core.publish(q, new FakeConnection("producer"), 1, 0, new byte[BIG], new byte[] {2}, new byte[] {3});
+        FakeConnection consumer = new FakeConnection("consumer");
+        ConnectionCredit account = new ConnectionCredit(100, () -> { });
+        // Slow from the third delivery on (set in the dispatch itself): nothing goes out again for now.
+        consumer.onDeliveries(3, () -> consumer.writable(false));
+        Subscription sub = Subscription.open(q, consumer, TAG, 3, account);
+        long[] ids = consumer.await(FakeConnection.Delivery.class, 3, Duration.ofSeconds(30)).stream()
+                .mapToLong(FakeConnection.Delivery::id).toArray();
+        QueueCore.awaitOnLoop(q, q::redelivered, 3L); // all three taken back; their credit is the consumer's again
+        QueueCore.onLoop(q, () -> {
+            q.readsThrough(id -> {
+                if (id == ids[1]) {
+                    throw new StorageFailedException("a read of queue 'late' faulted (injected)", null);
+                }
+                return q.store().read(id);
+            });
+            return null;
+        });
+        CompletableFuture<Void> acted = new CompletableFuture<>();
+        // The first goes out again alone, in a frame of its own, written mid-dispatch: the consumer is slow from then on,
+        // so the dispatch stops there; the settlement is queued then, behind that dispatch, long before any ack timeout.
+        consumer.onDeliveries(4, () -> {
+            consumer.writable(false);
+            settlement.send(sub, ids);
+            q.executor().execute(() -> acted.complete(null));
+        });
+        consumer.writable(true);
+        sub.writable();
+        return new OneOutTwoTakenBack(q, consumer, sub, account, ids, acted);
+    }
+}
