@@ -1,5 +1,7 @@
 package io.sluice.broker.queue;
 
+import io.sluice.protocol.ErrorCode;
+
 import java.util.Arrays;
 
 /**
@@ -16,8 +18,12 @@ public final class HeldAcks {
     private long[] ids = new long[8];
     private int[] bytes = new int[8];
     private int count;
-    /** Why part of the TX_ACK could not be held (a range with nothing outstanding on the consumer), or null. */
+    /**
+     * Why part of the TX_ACK could not be held (a range with nothing outstanding on the consumer, a message the store could
+     * not read), or null; and its code.
+     */
     private String problem;
+    private ErrorCode problemCode;
 
     HeldAcks(BrokerQueue queue) {
         this.queue = queue;
@@ -33,9 +39,15 @@ public final class HeldAcks {
         count++;
     }
 
+    /** A range with nothing outstanding on the consumer: UNKNOWN_MESSAGE_ID. */
     void problem(String problem) {
+        problem(ErrorCode.UNKNOWN_MESSAGE_ID, problem);
+    }
+
+    void problem(ErrorCode code, String problem) {
         if (this.problem == null) {
             this.problem = problem;
+            this.problemCode = code;
         }
     }
 
@@ -62,5 +74,10 @@ public final class HeldAcks {
 
     public String problem() {
         return problem;
+    }
+
+    /** The code of {@link #problem()}, or null if there is none. */
+    public ErrorCode problemCode() {
+        return problemCode;
     }
 }

@@ -200,6 +200,11 @@ public final class QueueTransactions {
      * went back at the timeout, so it settles nothing. Holding only the deliveries out with the consumer would roll such a
      * TX_ACK's whole transaction back where a plain ACK of the same ids counts.
      * One already sent again to another consumer is that consumer's: still a problem, which the sentence names.
+     *
+     * <p>Rule "a frame is applied whole" (of {@link Settlements}): such a delivery whose message the store cannot read is
+     * not held but stays due, still the consumer's to ack late, and the held set's problem says so, which rolls the
+     * transaction back; the others are held, and settled. Before, the failure failed the whole TX_ACK: what it had held
+     * stayed held, with no transaction to release it, until a restart, and its deliveries were never settled.
      */
     CompletableFuture<HeldAcks> hold(Supplier<ConsumerSession> consumer, List<IdRange> ranges) {
         return on(() -> {
@@ -210,16 +215,20 @@ public final class QueueTransactions {
                 return taken;
             }
             int settled = 0;
+            List<Long> unreadable = new ArrayList<>(0);
             for (IdRange range : ranges) {
                 int fromConsumer = session.inFlight.removeRange(range.from(), range.to(),
                         (id, bytes, appendedAtMillis) -> hold(taken, id, bytes));
                 settled += fromConsumer;
-                int takenBack = order.lateAcks(range.from(), range.to(), session, id -> holdTakenBack(taken, id));
+                int takenBack = order.lateAcks(range.from(), range.to(), session, id -> holdTakenBack(taken, id, unreadable));
                 if (fromConsumer + takenBack == 0) {
                     taken.problem("message ids " + range.from() + ".." + range.to() + " are not outstanding on consumer "
                             + session.tag + " of queue '" + queue.name() + "' (never delivered to it, already settled, or "
                             + "taken back after the ack timeout and delivered again since)");
                 }
+            }
+            for (int i = unreadable.size() - 1; i >= 0; i--) {
+                order.stillTakenBack(unreadable.get(i), session);
             }
             session.account.settle(settled);
             return taken;
@@ -232,9 +241,25 @@ public final class QueueTransactions {
         heldBytes += bytes;
     }
 
-    /** A delivery taken back by the ack timeout, held by a late TX_ACK; one whose record is damaged is no longer tracked, as a late ACK's. */
-    private void holdTakenBack(HeldAcks taken, long id) {
-        StoredMessage m = queue.readUnlessDamaged(id);
+    /**
+     * A delivery taken back by the ack timeout, held by a late TX_ACK; one whose record is damaged is no longer tracked, as a
+     * late ACK's. One the store cannot read goes to {@code unreadable}, not held, and the held set's problem says why.
+     */
+    private void holdTakenBack(HeldAcks taken, long id, List<Long> unreadable) {
+        StoredMessage m;
+        try {
+            m = queue.readUnlessDamaged(id);
+        } catch (RuntimeException e) {
+            if (unreadable.isEmpty()) { // one line per TX_ACK, however many it names
+                LOG.warn("Queue '{}': message {}, acknowledged late in a transaction, could not be read; the transaction is"
+                        + " rolled back.", queue.name(), id, e);
+                ErrorCode code = ErrorCodes.of(e);
+                taken.problem(code, "message " + id + " of queue '" + queue.name() + "' could not be read ("
+                        + (code == ErrorCode.INTERNAL_ERROR ? "see the broker log" : e.getMessage()) + "); it stays in the queue");
+            }
+            unreadable.add(id);
+            return;
+        }
         if (m != null) {
             hold(taken, id, m.headersLength() + m.payloadLength());
         } else {

@@ -312,7 +312,7 @@ public final class TransactionCoordinator implements AutoCloseable {
         t.messages += acks.count();
         String over = overMaxMessages(t);
         if (acks.problem() != null) {
-            abort(t, ErrorCode.TRANSACTION_ABORTED, refused("TX_ACK", ErrorCode.UNKNOWN_MESSAGE_ID, acks.problem()));
+            abort(t, ErrorCode.TRANSACTION_ABORTED, refused("TX_ACK", acks.problemCode(), acks.problem()));
         } else if (over != null) {
             abort(t, ErrorCode.TRANSACTION_LIMIT, over);
         }

@@ -16,6 +16,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A late ack (D5: of a delivery the ack timeout took back and did not send again) reads its message for the bytes it
@@ -23,7 +25,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * unacknowledged and due again, still its consumer's to ack late; the frame's other acks are applied, stored and
  * counted, and its consumer's deliveries settled. Found by a review: the failure left the frame half applied. The acks
  * before it were neither stored nor counted, the consumer's settled deliveries still held the connection's credit, and
- * the message that failed was out of the ready list, out of every consumer's hands, until a restart.
+ * the message that failed was out of the ready list, out of every consumer's hands, until a restart. Likewise a late
+ * TX_ACK, which holds such a delivery for its transaction.
  */
 class LateAckReadFailureTest {
     private static final int TAG = 5;
@@ -40,7 +43,7 @@ class LateAckReadFailureTest {
             assertEquals(1L, (long) QueueCore.onLoop(s.q, s.q.store()::unackedMessages), "the two others are acknowledged");
             assertEquals(2L, s.q.counters().get().acked());
             assertEquals(1L, (long) QueueCore.onLoop(s.q, s.q::backlogBytes), "the unreadable one's byte is still counted");
-            assertEquals(2L, s.account.outstanding(), "the delivery acked out of the consumer's hands is settled; the credit stays");
+            assertEquals(2L, s.account.outstanding(), "the delivery acked out of the consumer's hands is settled");
             assertEquals(0, s.q.snapshot().get().consumers().get(0).unackedMessages());
 
             s.readsAgain();
@@ -67,6 +70,39 @@ class LateAckReadFailureTest {
             QueueCore.awaitOnLoop(s.q, s.q.store()::unackedMessages, 0L);
             assertEquals(3L, s.q.counters().get().acked());
             assertEquals(List.of(), s.consumer.all(io.sluice.protocol.ErrorFrame.class));
+        }
+    }
+
+    @Test
+    void aLateTxAckThatCannotReadOneMessageHoldsTheOthersAndSaysWhy() throws Exception {
+        try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never"))) {
+            CompletableFuture<HeldAcks> hold = new CompletableFuture<>();
+            OneOutTwoTakenBack s = oneOutTwoTakenBack(core, (sub, ids) -> sub.hold(ranges(ids)).whenComplete((h, failed) -> {
+                if (failed != null) {
+                    hold.completeExceptionally(failed);
+                } else {
+                    hold.complete(h);
+                }
+            }));
+            s.acted.get(30, TimeUnit.SECONDS);
+            HeldAcks held = hold.get(30, TimeUnit.SECONDS);
+
+            assertEquals(List.of(s.ids[0], s.ids[2]), Arrays.stream(held.ids()).boxed().toList());
+            assertNotNull(held.problem(), "the transaction is told it could not hold them all");
+            assertTrue(held.problem().contains("message " + s.ids[1] + " of queue 'late' could not be read"), held.problem());
+            assertEquals(io.sluice.protocol.ErrorCode.STORAGE_FAILED, held.problemCode());
+            assertEquals(2L, s.account.outstanding(), "the delivery held out of the consumer's hands is settled");
+
+            s.q.transactions().release(held).get(30, TimeUnit.SECONDS); // the coordinator rolls the transaction back
+            s.readsAgain();
+            s.sub.credit(1); // as the client tops up for the one it settled
+            s.consumer.writable(true);
+            s.sub.writable();
+            List<FakeConnection.Delivery> again = s.consumer.await(FakeConnection.Delivery.class, 7, Duration.ofSeconds(30));
+            assertEquals(List.of(s.ids[0], s.ids[1], s.ids[2]),
+                    again.subList(4, 7).stream().map(FakeConnection.Delivery::id).sorted().toList(), "all three are delivered again");
+            QueueCore.onLoop(s.q, () -> null);
+            assertEquals(7, s.consumer.deliveries().size());
         }
     }
 
