@@ -73,7 +73,7 @@ final class AckBatch implements InFlightDeliveries.Removed {
             if (ids.length < MAX_BATCH) {
                 ids = Arrays.copyOf(ids, 2 * ids.length);
             } else {
-                ackAll(ids, size);
+                ackAll(store, ids, size);
                 size = 0;
             }
         }
@@ -204,21 +204,21 @@ final class AckBatch implements InFlightDeliveries.Removed {
     /** Hands what is batched to the store. */
     void flush() {
         if (size > 0) {
-            ackAll(ids, size);
+            ackAll(store, ids, size);
             size = 0;
         }
     }
 
     /**
-     * Hands {@code count} ids of {@code batch} to the store. They are out of their consumer's deliveries and the tracked
-     * set already: left unacknowledged, nothing would deliver them again until a restart. A store whose ack state cannot
-     * be written (a journal rotation's checkpoint failed: its storage is failed, docs/storage.md) still acknowledges the
-     * whole batch in memory, so that the consumers can drain the queue, and throws after trying one checkpoint
-     * ({@code AckLog.ackAll}); it has recorded its failure, so the ack goes on. Only a store that left an id
-     * unacknowledged (closed: it took none) fails the ack. No second try, and one look per id at most: a try costs a
-     * whole checkpoint, with an fsync on a failing disk, on the event loop the queue shares with others.
+     * Hands {@code count} ids of {@code batch} to {@code store}. They are out of their consumer's deliveries (or their
+     * transaction's hold) and the tracked set already: left unacknowledged, nothing would deliver them again until a
+     * restart. A store whose ack state cannot be written (a journal rotation's checkpoint failed: its storage is failed,
+     * docs/storage.md) still acknowledges the whole batch in memory, so that the consumers can drain the queue, and
+     * throws after trying one checkpoint ({@code AckLog.ackAll}); it has recorded its failure, so the ack goes on. Only a
+     * store that left an id unacknowledged (closed: it took none) fails the ack. No second try, and one look per id at
+     * most: a try costs a whole checkpoint, with an fsync on a failing disk, on the event loop the queue shares with others.
      */
-    private void ackAll(long[] batch, int count) {
+    static void ackAll(QueueStore store, long[] batch, int count) {
         try {
             store.ackAll(batch, count);
         } catch (RuntimeException failure) {

@@ -584,7 +584,7 @@ public final class QueueTransactions {
             }
         }
         if (count > 0) {
-            store.ackAll(ids, count); // one store lock per queue and commit
+            AckBatch.ackAll(store, ids, count); // one store lock per queue and commit, more only if its ack state failed
             if (serving) {
                 effects.acked(count);
             }
