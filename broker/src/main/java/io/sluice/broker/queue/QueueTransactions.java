@@ -241,10 +241,7 @@ public final class QueueTransactions {
         heldBytes += bytes;
     }
 
-    /**
-     * A delivery taken back by the ack timeout, held by a late TX_ACK; one whose record is damaged is no longer tracked, as a
-     * late ACK's. One the store cannot read goes to {@code unreadable}, not held, and the held set's problem says why.
-     */
+    /** A delivery taken back by the ack timeout, held by a late TX_ACK; one whose record is damaged is no longer tracked, as a late ACK's. */
     private void holdTakenBack(HeldAcks taken, long id, List<Long> unreadable) {
         StoredMessage m;
         try {
@@ -310,15 +307,27 @@ public final class QueueTransactions {
     /**
      * Recovery of a committed transaction whose acknowledgements may not all have been applied: acknowledges each still
      * stored. A damaged record among them is discarded as every reader discards one, and the rest are applied all the
-     * same: stopping there would leave the later ones to be delivered again, and the record kept till the next start.
+     * same: stopping there would leave the later ones to be delivered again, and the record kept till the next start. So
+     * they are past one the store fails to read or acknowledge, which fails the future: the next start tries again.
      */
     public CompletableFuture<Long> ackRecovered(long[] ids) {
         return on(() -> {
             long newly = 0;
+            RuntimeException failure = null;
             for (long id : ids) {
-                StoredMessage m = queue.readUnlessDamaged(id);
+                StoredMessage m = null;
+                try {
+                    m = queue.readUnlessDamaged(id);
+                    if (m != null) {
+                        store.ack(id);
+                    }
+                } catch (RuntimeException e) {
+                    failure = failure == null ? e : failure;
+                    if (m == null || !store.isAcked(id)) { // an ack state that cannot be written acknowledges in memory
+                        continue;
+                    }
+                }
                 if (m != null) {
-                    store.ack(id);
                     backlog.removed(m.headersLength() + m.payloadLength());
                     newly++;
                 }
@@ -327,6 +336,9 @@ public final class QueueTransactions {
                 effects.acked(newly);
             } else if (backlog.discardsUnseen(store.discardedMessageBytes())) { // a damaged record's bytes leave with it
                 effects.backlogChanged();
+            }
+            if (failure != null) {
+                throw failure;
             }
             return newly;
         });
