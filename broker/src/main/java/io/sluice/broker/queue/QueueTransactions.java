@@ -618,17 +618,18 @@ public final class QueueTransactions {
         long[] ids = new long[count];
         int discarded = 0;
         for (int i = 0; i < count; i++) {
-            long id = staged[i];
-            if (pending.contains(id)) {
-                pending.remove(id);
-                order.discarded(id);
-                ids[discarded++] = id;
+            if (pending.contains(staged[i])) {
+                ids[discarded++] = staged[i];
             }
         }
         if (discarded == 0) {
             return;
         }
-        store.ackAll(ids, discarded);
+        AckBatch.ackAll(store, ids, discarded); // first: a store that takes none leaves them pending, never delivered
+        for (int i = 0; i < discarded; i++) {
+            pending.remove(ids[i]);
+            order.discarded(ids[i]);
+        }
         stagedMessages -= discarded;
         stagedBytes = Math.max(0, stagedBytes - bytes);
         backlog.removed(bytes);
