@@ -596,7 +596,7 @@ public final class QueueTransactions {
             }
         }
         if (count > 0) {
-            AckBatch.ackAll(store, ids, count); // one store lock per queue and commit, more only if its ack state failed
+            AckBatch.ackAll(store, ids, count); // one store lock per queue and commit
             if (serving) {
                 effects.acked(count);
             }
