@@ -115,7 +115,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final EntryLevelControl entryLevels;
     /** Rule R13: a transaction's commit as one entry. */
     private final ClusterTransactions transactions;
-    /** Applies the committed entries; it knows whether this node stopped applying them (rule R12). */
+    /** Applies the committed entries; it knows whether this node stopped applying them (rules R2, R12). */
     private final ShardStateMachine stateMachine;
     /** What this node's Raft server knows of the shard: its indexes, term, role, its followers. */
     private final ShardDivision division;
@@ -194,6 +194,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 .setOption(RaftStorage.StartupOption.RECOVER)
                 .build();
         this.division = new ShardDivision(server, SHARD_GROUP);
+        queues.applyHalt().listener(new HaltedShard(nodeId, division, queues, this::notLeader, closeClients)); // rules R2, R12
         this.members = new ClusterMembers(server, SHARD_GROUP, config.cluster.nodes);
         membersOnceBuilt[0] = members;
         this.membershipChanges = new MembershipChanges(server, SHARD_GROUP, self, clientId, submissions::nextCall, members);
@@ -566,7 +567,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         status.put("member", halted != null || !serving.notAMember(info));
         membershipChanges.describe(status, members.view());
         if (info == null || halted != null) {
-            status.put("role", halted != null ? "HALTED" : started ? "REMOVED" : "STARTING"); // HALTED: rule R12, the reason follows
+            status.put("role", halted != null ? "HALTED" : started ? "REMOVED" : "STARTING"); // HALTED: rules R2, R12, the reason follows
             if (halted != null) {
                 status.put("halted", halted);
             }

@@ -81,7 +81,7 @@ final class LeaderServing {
     String notLeader() {
         DivisionInfo info = division.info();
         if (halted.get() != null) {
-            return LeaderHint.format(null, "node " + nodeId + " stopped applying the log (rule R12)");
+            return LeaderHint.format(null, "node " + nodeId + " stopped applying the log (GET /api/cluster on it says why)");
         }
         if (notAMember(info)) {
             // Removed (Ratis shut its shard down), or joining and not added yet: never a leader, so no HELLO waits here.

@@ -2,6 +2,7 @@ package io.sluice.broker.cluster;
 
 import io.netty.util.ReferenceCountUtil;
 import io.sluice.broker.error.ErrorCodes;
+import io.sluice.broker.queue.ApplyHalt;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.ProducerLink;
 import io.sluice.broker.queue.ProducerRegistry;
@@ -16,6 +17,7 @@ import io.sluice.protocol.ProducerIds;
 import io.sluice.protocol.ProducerInitFrame;
 import io.sluice.protocol.PublishFrame;
 import io.sluice.protocol.QueueSettings;
+import io.sluice.storage.dedup.ProducerEpochsExhaustedException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -45,9 +47,14 @@ import java.util.concurrent.RejectedExecutionException;
  * </ul>
  *
  * Each returned future completes once the queue's executor has done the work (so a snapshot taken after it
- * covers it), and normally even where this node's store refused part of it (logged, and told to this node's submitter
- * alone): Ratis answers the submitter of an entry whose future failed with a StateMachineException, which
- * {@link ClusterNode} cannot tell from Raft refusing the entry. Threads: the shard's state machine thread.
+ * covers it), and normally even where this node's store refused part of it: Ratis answers the submitter of an entry
+ * whose future failed with a StateMachineException, which {@link ClusterNode} cannot tell from Raft refusing the entry.
+ *
+ * <p>Rule R2, "A node that cannot apply a committed entry stops": a failure whose outcome every node meets alike (a
+ * queue deleted by an earlier entry, a declare's settings) is the entry's outcome here as everywhere; one of this node's
+ * own (its store refusing an append, a force, a checkpoint, a queue's files) stops this node from applying the log
+ * ({@link ApplyHalt}), never skips the entry: on the state machine thread by throwing {@link EntryNotApplied}, on a
+ * queue's executor through {@link ApplyHalt#failed}. Threads: the shard's state machine thread.
  */
 final class ShardApplier {
     private static final Logger LOG = LoggerFactory.getLogger(ShardApplier.class);
@@ -57,12 +64,15 @@ final class ShardApplier {
     private final int nodeId;
     /** The cluster's entry level, which level entries raise; an entry above what this node supports stops the applier. */
     private final FinalizedEntryLevel level;
+    /** Whether this node still applies the log: an entry it cannot apply here stops it (rule R2). */
+    private final ApplyHalt halt;
 
     ShardApplier(QueueManager queues, Submissions submissions, int nodeId, FinalizedEntryLevel level) {
         this.level = level;
         this.queues = queues;
         this.submissions = submissions;
         this.nodeId = nodeId;
+        this.halt = queues.applyHalt();
     }
 
     /**
@@ -200,6 +210,8 @@ final class ShardApplier {
     private CompletableFuture<Void> applyDecoded(ShardEntry entry, long index, int place) {
         try {
             return apply(entry, index, place);
+        } catch (EntryNotApplied e) {
+            throw e; // this node's own failure: it stops (R2), the batch's later entries unapplied
         } catch (RuntimeException e) {
             LOG.error("Skipping a shard entry of log entry {} that this broker cannot apply: {}", index, e.getMessage());
             return CompletableFuture.completedFuture(null);
@@ -243,8 +255,9 @@ final class ShardApplier {
             }
             if (!part.headers().isEmpty()) {
                 int before = placed.merge(part.queue(), part.headers().size(), Integer::sum) - part.headers().size();
-                durable.add(queue.applyTransactionMessages(TransactionEntry.firstSequence(index, before), part.headers(),
-                        part.payloads()));
+                durable.add(stopIfNotStored(queue.applyTransactionMessages(TransactionEntry.firstSequence(index, before),
+                        part.headers(), part.payloads()), queue, "storing the messages of the committed transaction at log entry "
+                        + index + " in queue '" + part.queue() + "'"));
             }
             if (!part.acks().isEmpty()) {
                 queue.applyReplicatedAcks(part.acks());
@@ -276,7 +289,7 @@ final class ShardApplier {
             ProducerLink link = mine ? submissions.takePublish(entry.originCall()) : ReplicaLink.INSTANCE;
             return publish(entry, publish, link, position(index, place));
         } else if (entry.frame() instanceof DeclareQueueFrame declare) {
-            declare(entry, declare, mine ? submissions.takeDeclare(entry.originCall()) : null);
+            declare(entry, declare, index, mine ? submissions.takeDeclare(entry.originCall()) : null);
         } else if (entry.deadLetter() != null) {
             return deadLetter(entry, index, entry.deadLetter(), mine ? submissions.takeApplied(entry.originCall()) : null);
         } else if (entry.deliveries() != null) {
@@ -304,7 +317,7 @@ final class ShardApplier {
         } else if (entry.frame() instanceof ProducerInitFrame init) {
             return register(entry, init, position(index, place), mine ? submissions.takeRegistration(entry.originCall()) : null);
         } else if (entry.frame() instanceof DeleteQueueFrame) {
-            delete(entry, mine ? submissions.takeDelete(entry.originCall()) : null);
+            delete(entry, index, mine ? submissions.takeDelete(entry.originCall()) : null);
         } else {
             ReferenceCountUtil.release(entry.frame());
             throw new IllegalArgumentException("a shard entry holds a " + entry.frame().type() + " frame, which is no state change");
@@ -339,8 +352,9 @@ final class ShardApplier {
      * log index ({@link BrokerQueue#applyForwarded}), so a node replaying the log after a crash between the copy and
      * the original's ack finds it in the dead-letter queue's producer table and only acknowledges the original; one
      * that finds the original acknowledged knows the copy is stored. A source deleted since has nothing left to move.
-     * A copy this node cannot store leaves the original in its source and fails {@code answer} (the leader gives the
-     * message back, as for any failed move); the entry's apply still completes normally.
+     * A copy this node cannot store stops this node (rule R2: it is applied again after its restart) and fails
+     * {@code answer} (the leader gives the message back, as for any failed move); the entry's apply still completes
+     * normally.
      */
     private CompletableFuture<Void> deadLetter(ShardEntry entry, long index, ShardEntry.DeadLetterCopy copy,
                                                CompletableFuture<Void> answer) {
@@ -372,18 +386,21 @@ final class ShardApplier {
                 deadLetters = queues.declareCommitted(entry.queue(), QueueSettings.EMPTY);
             }
         } catch (RuntimeException e) {
-            LOG.error("Shard entry {} of node {}: declaring dead-letter queue '{}' failed on this node; message {} stays in '{}'.",
-                    entry.originCall(), entry.originNode(), entry.queue(), copy.sourceId(), copy.source(), e);
             done.completeExceptionally(e);
+            if (!sameOnEveryNode(e)) {
+                throw new EntryNotApplied(index, "declaring dead-letter queue '" + entry.queue() + "'", e);
+            }
+            LOG.error("Shard entry {} of node {}: declaring dead-letter queue '{}' failed; message {} stays in '{}'.",
+                    entry.originCall(), entry.originNode(), entry.queue(), copy.sourceId(), copy.source(), e);
             return over;
         }
-        String target = deadLetters.name();
+        BrokerQueue target = deadLetters;
         deadLetters.applyForwarded(index, ByteBuffer.wrap(copy.headers()), ByteBuffer.wrap(copy.payload()), answer != null)
                 .whenComplete((id, failure) -> {
                     if (failure != null) {
-                        LOG.error("Shard entry {} of node {}: storing the dead-letter copy of message {} of '{}' in '{}' failed on "
-                                + "this node; the message stays in '{}'.", entry.originCall(), entry.originNode(), copy.sourceId(),
-                                copy.source(), target, copy.source(), failure);
+                        // Rule R2: the copy is committed; a node whose store refused it (or did not make it durable) stops.
+                        stopUnlessDeleted(target, "storing the dead-letter copy of message " + copy.sourceId() + " of '"
+                                + copy.source() + "' (log entry " + index + ") in '" + target.name() + "'", failure);
                         done.completeExceptionally(failure);
                         return;
                     }
@@ -398,9 +415,10 @@ final class ShardApplier {
      * Rule R11: every node registers the named producer in log order, so grants the same epoch; on the submitter the
      * client's connection becomes the producer's owner, on every other node none does (the epoch in the producer table
      * fences every connection there until the producer's instance registers on it, which the client does on
-     * reconnecting to a new leader). Neither a cap on owners nor a failed checkpoint of this node's refuses or undoes it
-     * (the leader checked the cap before it submitted), and a replayed one changes nothing (rule R4): the queue's
-     * producer table holds the position of the last registration it applied ({@link ProducerRegistry#registerReplicated}).
+     * reconnecting to a new leader). No cap on owners of this node's refuses it (the leader checked the cap before it
+     * submitted), and a replayed one changes nothing (rule R4): the queue's producer table holds the position of the last
+     * registration it applied ({@link ProducerRegistry#registerReplicated}). It is applied once its checkpoint is written,
+     * which a snapshot marker then follows; a checkpoint this node cannot write stops it (rule R2).
      */
     private CompletableFuture<Void> register(ShardEntry entry, ProducerInitFrame init, long position,
                                              Submissions.Registration waiting) {
@@ -414,6 +432,14 @@ final class ShardApplier {
         }
         CompletableFuture<ProducerRegistry.Registered> registered = queue.producerState().registerReplicated(
                 waiting == null ? null : waiting.connection(), ProducerIds.forName(init.producerName()), init.epoch(), position);
+        // Applied once its checkpoint is written: a marker taken before would let a restart lose the registration here.
+        CompletableFuture<Void> checkpointed = registered.handle((answer, failure) -> {
+            if (failure != null && !sameOnEveryNode(failure)) {
+                stopUnlessDeleted(queue, "registering producer '" + init.producerName() + "' (log entry " + (position >>> 16)
+                        + ") in queue '" + queue.name() + "'", failure);
+            }
+            return null;
+        });
         if (waiting != null) {
             registered.whenComplete((answer, failure) -> {
                 if (failure != null) {
@@ -423,7 +449,7 @@ final class ShardApplier {
                 }
             });
         }
-        return afterQueueWork(queue);
+        return CompletableFuture.allOf(afterQueueWork(queue), checkpointed);
     }
 
     /** The position of a batch's {@code place}-th shard entry in the log entry {@code index}: ordered as they are applied. */
@@ -431,7 +457,8 @@ final class ShardApplier {
         return index << 16 | place;
     }
 
-    private void declare(ShardEntry entry, DeclareQueueFrame declare, CompletableFuture<BrokerQueue> answer) {
+    /** A declare's refusal (its name, its settings) is the same on every node; any other failure is this node's (R2). */
+    private void declare(ShardEntry entry, DeclareQueueFrame declare, long index, CompletableFuture<BrokerQueue> answer) {
         try {
             BrokerQueue queue = queues.declareCommitted(declare.queue(), declare.settings());
             if (answer != null) {
@@ -441,9 +468,9 @@ final class ShardApplier {
             if (answer != null) {
                 answer.completeExceptionally(e);
             }
-            if (ErrorCodes.of(e) == ErrorCode.INTERNAL_ERROR) {
-                LOG.error("Shard entry {} of node {}: declaring queue '{}' failed on this node.", entry.originCall(),
-                        entry.originNode(), declare.queue(), e);
+            if (!sameOnEveryNode(e)) {
+                throw new EntryNotApplied(index, "declaring queue '" + declare.queue() + "' (shard entry " + entry.originCall()
+                        + " of node " + entry.originNode() + ")", e);
             }
         }
     }
@@ -452,7 +479,7 @@ final class ShardApplier {
      * Rule R7: every node deletes the queue when it applies the entry, on the declare thread as a single
      * broker does (the state machine thread waits, so the next entry sees the queue gone).
      */
-    private void delete(ShardEntry entry, CompletableFuture<Boolean> answer) {
+    private void delete(ShardEntry entry, long index, CompletableFuture<Boolean> answer) {
         try {
             boolean existed = queues.onDeclareThread(() -> queues.delete(entry.queue())).join();
             if (answer != null) {
@@ -462,8 +489,38 @@ final class ShardApplier {
             if (answer != null) {
                 answer.completeExceptionally(e);
             }
-            LOG.error("Shard entry {} of node {}: deleting queue '{}' failed on this node.", entry.originCall(),
-                    entry.originNode(), entry.queue(), e);
+            throw new EntryNotApplied(index, "deleting queue '" + entry.queue() + "' (shard entry " + entry.originCall()
+                    + " of node " + entry.originNode() + ")", ErrorCodes.unwrap(e));
+        }
+    }
+
+    /**
+     * A failure every node meets alike at the same entry, since it follows from the log alone: a queue's name or settings,
+     * a queue deleted by an earlier entry, a table out of epochs. Anything else (the store, the disk, a checkpoint) is this
+     * node's own, and stops it (rule R2).
+     */
+    static boolean sameOnEveryNode(Throwable failure) {
+        if (ErrorCodes.unwrap(failure) instanceof ProducerEpochsExhaustedException) {
+            return true;
+        }
+        return switch (ErrorCodes.of(failure)) {
+            case INVALID_QUEUE_NAME, INVALID_QUEUE_SETTING, QUEUE_EXISTS_WITH_DIFFERENT_SETTINGS, UNKNOWN_QUEUE, INVALID_PRODUCER -> true;
+            default -> false;
+        };
+    }
+
+    /** {@code stored}, which stops this node if it fails, unless {@code queue} was deleted meanwhile or the node stopped already. */
+    private CompletableFuture<Void> stopIfNotStored(CompletableFuture<Void> stored, BrokerQueue queue, String what) {
+        return stored.whenComplete((done, failure) -> {
+            if (failure != null) {
+                stopUnlessDeleted(queue, what, failure);
+            }
+        });
+    }
+
+    private void stopUnlessDeleted(BrokerQueue queue, String what, Throwable failure) {
+        if (!queue.isClosed() && !halt.halted()) {
+            halt.failed(what, failure);
         }
     }
 

@@ -67,6 +67,19 @@ final class ShardDivision {
         }
     }
 
+    /**
+     * Closes the shard on this node (Ratis's server goes on serving no group): it no longer votes, leads or applies, as when
+     * Ratis's updater stops on an entry this node cannot apply (rule R12); a restart opens it again. Blocks until Ratis's
+     * updater has stopped, so never on a thread that work the updater waits for runs on.
+     */
+    void close() {
+        try {
+            server.getDivision(group).close();
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("Closing the shard's division failed (it may be closed already): {}", e.toString());
+        }
+    }
+
     /** The division's state, or null before it exists or after it closed. */
     DivisionInfo info() {
         try {

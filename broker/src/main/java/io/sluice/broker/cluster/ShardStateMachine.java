@@ -1,5 +1,6 @@
 package io.sluice.broker.cluster;
 
+import io.sluice.broker.queue.ApplyHalt;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueManager;
 import io.sluice.storage.files.AtomicFiles;
@@ -90,8 +91,8 @@ final class ShardStateMachine extends BaseStateMachine {
                 + EntryLevelControl.QUERY));
     }
 
-    /** Why this node stopped applying the log (rule R12), or null while it applies it. Written once by the updater thread. */
-    private volatile String halted;
+    /** Whether this node still applies the log (rules R2, R12): once stopped, nothing more is applied nor marked. */
+    private final ApplyHalt halt;
 
     ShardStateMachine(ShardApplier applier, ApplyBudget applyBudget, QueueManager queues, ShardSnapshots snapshots,
                       SnapshotInstaller installer, Function<RaftPeerId, String> snapshotAddresses, ShardCounters counters) {
@@ -102,6 +103,7 @@ final class ShardStateMachine extends BaseStateMachine {
         this.snapshots = snapshots;
         this.installer = installer;
         this.snapshotAddresses = snapshotAddresses;
+        this.halt = queues.applyHalt();
     }
 
     void events(Events events) {
@@ -164,8 +166,16 @@ final class ShardStateMachine extends BaseStateMachine {
         return storage;
     }
 
+    /**
+     * Applies one committed entry, unless this node stopped applying the log (rule R2: a queue's store refused an entry
+     * here): then nothing more is applied nor counted applied, while the shard is closed on this node; its restart
+     * applies the log again from the last marker.
+     */
     @Override
     public CompletableFuture<Message> applyTransaction(TransactionContext transaction) {
+        if (halt.halted()) {
+            return CompletableFuture.completedFuture(Message.EMPTY);
+        }
         LogEntryProto entry = transaction.getLogEntry();
         TermIndex termIndex = TermIndex.valueOf(entry);
         int size = entry.getStateMachineLogEntry().getLogData().size();
@@ -181,14 +191,17 @@ final class ShardStateMachine extends BaseStateMachine {
             // A copy: the entry's buffer is Ratis's, and the queues read it later, on their own threads.
             byte[] data = entry.getStateMachineLogEntry().getLogData().toByteArray();
             applied = applier.applyLogEntry(data, termIndex.getIndex());
-        } catch (EntryLevels.EntryTooNew | EntryNotStorable | java.io.UncheckedIOException e) { // the last: the level's file
-            // could not be written. Rules R12 and R2 (an entry this node cannot apply, or a message its store cannot hold):
-            // thrown out of applyTransaction, Ratis's updater stops (its EXCEPTION state) and closes this node's division
-            // before it counts the entry applied, so nothing after it is applied and no snapshot covers it.
+        } catch (EntryLevels.EntryTooNew | EntryNotStorable | EntryNotApplied | java.io.UncheckedIOException e) { // the last:
+            // the level's file could not be written. Rules R12 and R2 (an entry this node cannot read, a message its store
+            // cannot hold, an entry its store refused): thrown out of applyTransaction, Ratis's updater stops (its EXCEPTION
+            // state) and closes this node's division before it counts the entry applied, so nothing after it is applied and
+            // no snapshot covers it. Unless the node stopped already: the division is being closed, which waits for the
+            // updater to reach the commit index, and an updater stopped by a throw would never get there.
             applyBudget.release(size);
-            halted = e.getMessage();
-            LOG.error("Shard {}: {}.", getGroupId(), e.getMessage());
-            throw e;
+            if (halt.stopInApply(e.getMessage())) {
+                throw e;
+            }
+            return CompletableFuture.completedFuture(Message.EMPTY);
         } catch (RuntimeException | Error e) {
             applyBudget.release(size);
             throw e;
@@ -204,13 +217,19 @@ final class ShardStateMachine extends BaseStateMachine {
         return applyBudget.inFlightBytes();
     }
 
-    /** Rule R4: the marker is written once every store is durable through what was applied. */
+    /**
+     * Rule R4: the marker is written once every store is durable through what was applied. Ratis calls this once the work
+     * of every entry applied is done, so a node that stopped applying (rule R2) knows it by then: it writes no marker
+     * past what it applied, nor does a node one of whose stores failed (what it applied there may not be on disk): that
+     * stops it too.
+     */
     @Override
     public long takeSnapshot() throws IOException {
         TermIndex last = getLastAppliedTermIndex();
         if (last == null || last.getIndex() < 0) {
             return -1;
         }
+        refuseIfHalted(last);
         try {
             for (BrokerQueue queue : queues.all()) {
                 queue.store().whenDurable(queue.store().writtenIndex()).get(SNAPSHOT_DURABILITY_TIMEOUT_SECONDS, TimeUnit.SECONDS);
@@ -220,8 +239,11 @@ final class ShardStateMachine extends BaseStateMachine {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted while waiting for the queues' stores to be durable through index " + last.getIndex(), e);
         } catch (ExecutionException | TimeoutException e) {
+            stopIfAStoreFailed(last);
             throw new IOException("the queues' stores are not durable through index " + last.getIndex() + ": " + e, e);
         }
+        stopIfAStoreFailed(last);
+        refuseIfHalted(last);
         if (snapshots != null) {
             try {
                 snapshots.take(last);
@@ -274,9 +296,25 @@ final class ShardStateMachine extends BaseStateMachine {
         return installer.fetch(address, firstTermIndexInLog.getIndex() - 1);
     }
 
-    /** Why this node stopped applying the log (an entry of a level it does not support, R12, or one it cannot store, R2), or null. */
+    /** A store that failed (a force, a mapped write) holds what was applied to it in memory only: the node stops (R2). */
+    private void stopIfAStoreFailed(TermIndex last) {
+        for (BrokerQueue queue : queues.all()) {
+            if (queue.store().failure() != null && !queue.isClosed()) {
+                halt.failed("keeping queue '" + queue.name() + "' durable through log entry " + last.getIndex(), queue.store().failure());
+            }
+        }
+    }
+
+    private void refuseIfHalted(TermIndex last) throws IOException {
+        if (halt.halted()) {
+            throw new IOException("no snapshot through index " + last.getIndex() + ": this node stopped applying the log ("
+                    + halt.reason() + ")");
+        }
+    }
+
+    /** Why this node stopped applying the log (an entry it cannot read, R12, or cannot apply here, R2), or null. */
     String halted() {
-        return halted;
+        return halt.reason();
     }
 
     @Override

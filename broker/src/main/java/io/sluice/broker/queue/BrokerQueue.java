@@ -189,7 +189,12 @@ public final class BrokerQueue {
 
     /** Rule R10 of docs/replication.md: the leader delivered {@code ids[i]} for the {@code counts[i]}-th time. */
     public void applyReplicatedDeliveries(long[] ids, int[] counts) {
-        executor.execute(() -> acks.recordReplicatedDeliveries(ids, counts));
+        executor.execute(applyHalt().guard(this, "recording replicated deliveries", () -> acks.recordReplicatedDeliveries(ids, counts)));
+    }
+
+    /** Whether this cluster node still applies the log: a committed entry this queue cannot apply stops it (rule R2). */
+    ApplyHalt applyHalt() {
+        return manager.applyHalt();
     }
 
     /** Rule R9 of docs/replication.md: the leader's quota check before it submits a PUBLISH ({@link LeaderAdmission}). */
@@ -300,7 +305,7 @@ public final class BrokerQueue {
      * at worst).
      */
     public void applyReplicatedAcks(List<IdRange> ranges) {
-        executor.execute(() -> {
+        executor.execute(applyHalt().guard(this, "acknowledging replicated acks", () -> {
             // A drop this node holds (R9) is off the backlog since it was chosen: only the store's ack waited for this entry.
             long[] drops = leaderHold.applied(ranges);
             if (drops.length > 0) {
@@ -310,7 +315,7 @@ public final class BrokerQueue {
             }
             // A purge's ids this node held are untracked, so they are acknowledged here as on every node (R7).
             transactionEffects.acked(acks.applyReplicated(ranges, settlements::ackedByLog, this::settledHere));
-        });
+        }));
     }
 
     /**

@@ -50,6 +50,10 @@ final class ForwardedCopies {
         boolean replicated = producerId == ProducerTable.DEAD_LETTER_COPIES_PRODUCER_ID;
         CompletableFuture<Long> stored = new CompletableFuture<>();
         queue.executor().execute(() -> {
+            if (replicated && queue.applyHalt().halted()) {
+                stored.completeExceptionally(new IllegalStateException(queue.applyHalt().reason()));
+                return; // this node stopped applying the log: the entry is applied again after its restart (R2)
+            }
             try {
                 int bytes = headers.remaining() + payload.remaining();
                 if (submittedHere) {
@@ -93,11 +97,16 @@ final class ForwardedCopies {
      * Rule R13 of docs/replication.md: a committed transaction's messages for this queue ({@code headers[i]},
      * {@code payloads[i]}), stored with no quota check nor this node's max-message-bytes (R2) under {@link ProducerTable#CLUSTER_TRANSACTIONS_PRODUCER_ID} with
      * sequences {@code firstSequence + i}, each only if this queue does not hold it already (a node replaying its log).
-     * Completes once the last one stored is durable (at once if none was), or exceptionally if the store refused one.
+     * Completes once the last one stored is durable (at once if none was), or exceptionally if the store refused one
+     * (the applier then stops this node, rule R2) or this node stopped applying the log.
      */
     CompletableFuture<Void> forwardTransaction(long firstSequence, List<byte[]> headers, List<byte[]> payloads) {
         CompletableFuture<Void> stored = new CompletableFuture<>();
         queue.executor().execute(() -> {
+            if (queue.applyHalt().halted()) {
+                stored.completeExceptionally(new IllegalStateException(queue.applyHalt().reason()));
+                return; // as above
+            }
             try {
                 if (queue.isClosed()) {
                     throw new IllegalStateException("queue '" + queue.name() + "' was deleted");

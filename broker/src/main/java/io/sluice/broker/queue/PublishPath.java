@@ -91,13 +91,23 @@ final class PublishPath {
      * ({@link AppliedPublishes}, rule R4a).
      */
     void applyReplicated(ProducerLink connection, PublishFrame frame, boolean submittedHere, ProducerEpochs epochs, long position) {
+        ApplyHalt halt = queue.applyHalt();
         queue.executor().execute(() -> {
             try {
+                if (halt.halted()) {
+                    return; // this node stopped applying the log: the entry is applied again after its restart (R2)
+                }
                 if (submittedHere) {
                     backlog.uncommittedDone(frame.messageCount(), frame.messageBytes());
                 }
                 // Rule R11: the leader's epochs decide fencing, on every node alike.
-                producers.withEntryEpochs(epochs, () -> publishNow(connection, frame, true, position));
+                RuntimeException[] notStored = new RuntimeException[1];
+                producers.withEntryEpochs(epochs, () -> notStored[0] = publishNow(connection, frame, true, position));
+                if (notStored[0] != null) {
+                    halt.failed("storing a message of the committed PUBLISH at log entry " + (position >>> 16) + " in queue '"
+                            + queue.name() + "'", notStored[0]);
+                    return;
+                }
                 if (submittedHere) {
                     // What it stored was evaluated with it; what it did not (resends, refusals) left only the uncommitted
                     // figures, which may have held the queue BLOCKED: without this it stayed so until a later publish or ack.
@@ -159,13 +169,17 @@ final class PublishPath {
         admission.nothingInFlight();
     }
 
-    /** {@code position}: a replicated entry's in the log, -1 for a single broker's publish. */
-    private void publishNow(ProducerLink connection, PublishFrame frame, boolean replicated, long position) {
+    /**
+     * {@code position}: a replicated entry's in the log, -1 for a single broker's publish. Returns null, or the store's
+     * failure that stopped a replicated publish: a committed message is never refused here (rule R2), so the messages
+     * after it are not stored either and the node stops applying the log ({@link ApplyHalt}).
+     */
+    private RuntimeException publishNow(ProducerLink connection, PublishFrame frame, boolean replicated, long position) {
         long receivedAtNanos = System.nanoTime();
         long nowMillis = producers.deduplicates() ? store.nowMillis() : 0; // the producer table's clock, read once per frame
         if (queue.isClosed()) {
             connection.refuseAll(frame, ErrorCode.UNKNOWN_QUEUE, "queue '" + queue.name() + "' was deleted before the message was stored");
-            return;
+            return null;
         }
         PublishCursor cursor = frame.cursor();
         publishers.add(connection, backlog.state(), backlog.reason());
@@ -183,6 +197,7 @@ final class PublishPath {
         long duplicateBytes = 0;
         long duplicateHeld = 0;
         RefusalRun refusals = null;
+        RuntimeException notStored = null;
         AppliedPublishes.Replay replay = position < 0 ? null : producers.appliedPublishes().replayOf(position);
         while (cursor.next()) {
             long producerId = cursor.producerId();
@@ -244,6 +259,10 @@ final class PublishPath {
                 messages++;
                 continue;
             } catch (RuntimeException e) {
+                if (replicated) {
+                    notStored = e;
+                    break;
+                }
                 ErrorCode code = ErrorCodes.of(e);
                 String message = e.getMessage();
                 if (code == ErrorCode.INTERNAL_ERROR) {
@@ -276,6 +295,7 @@ final class PublishPath {
             releaseConfirms();
         }
         connection.flush();
+        return notStored;
     }
 
     /**

@@ -74,6 +74,8 @@ public final class QueueManager {
     private volatile String diskBlockedReason;
     /** Null on a single broker; set once, before any connection, on a cluster node (docs/replication.md). */
     private volatile Replication replication;
+    /** On a cluster node, whether it still applies the replicated log (rule R2: it stops rather than skip an entry). */
+    private final ApplyHalt applyHalt = new ApplyHalt();
     /**
      * Where connections create and delete queues: a new queue's directories, files, fsyncs and
      * mappings take 10–20 ms, which on an event loop would hold up every connection and queue on that
@@ -289,6 +291,11 @@ public final class QueueManager {
     /** The cluster's replication, or null on a single broker. */
     public Replication replication() {
         return replication;
+    }
+
+    /** On a cluster node, whether it still applies the replicated log ({@link ApplyHalt}). */
+    public ApplyHalt applyHalt() {
+        return applyHalt;
     }
 
     /** The queue, or null. */

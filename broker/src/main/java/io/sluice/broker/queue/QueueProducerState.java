@@ -39,7 +39,10 @@ public final class QueueProducerState {
      */
     public CompletableFuture<ProducerRegistry.Registered> registerReplicated(ClientConnection submitter, long producerId,
                                                                              int requestedEpoch, long position) {
-        return registering(() -> producers.registerReplicated(submitter, producerId, requestedEpoch, position));
+        return registering(() -> queue.applyHalt().halted()
+                // This node stopped applying the log (rule R2): the registration is applied again after its restart.
+                ? CompletableFuture.failedFuture(new IllegalStateException(queue.applyHalt().reason()))
+                : producers.registerReplicated(submitter, producerId, requestedEpoch, position));
     }
 
     /**

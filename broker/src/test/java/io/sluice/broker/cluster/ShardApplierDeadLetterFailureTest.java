@@ -14,12 +14,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Rule R8 on the leader: a committed dead-letter whose copy this node's store refuses is applied as far as it goes (the
- * original stays in its source) and its failure goes to the leader's dead-letter move alone. The applier used to hand
- * the failure to Ratis as the entry's outcome, and Ratis answers the entry's submitter with a StateMachineException for
- * that, which {@link ClusterNode}'s send takes for Raft refusing the entry: the leader closed every client connection
- * with NOT_LEADER and gave back what its queues held for entries in flight, for an entry that was committed (found by a
- * review).
+ * Rule R8 on the leader: a committed dead-letter whose copy this node's store refuses fails the leader's dead-letter move,
+ * not the entry's apply. The applier used to hand the failure to Ratis as the entry's outcome, and Ratis answers the
+ * entry's submitter with a StateMachineException for that, which {@link ClusterNode}'s send takes for Raft refusing the
+ * entry: the leader closed every client connection with NOT_LEADER and gave back what its queues held for entries in
+ * flight, for an entry that was committed (found by a review). Rule R2: the node then stops applying the log (every other
+ * node stored the copy and acknowledged the original), rather than go on with the original in its source.
  */
 class ShardApplierDeadLetterFailureTest extends ShardApplierFixture {
     private static final int THIS_NODE = 1;
@@ -49,5 +49,8 @@ class ShardApplierDeadLetterFailureTest extends ShardApplierFixture {
         CompletionException failed = assertThrows(CompletionException.class, move::join, "the leader's move failed");
         assertTrue(failed.getCause().getMessage().contains("queue 'orders.dlq' is closed"), failed.getCause().getMessage());
         assertFalse(source.store().isAcked(original[0]), "the original stays in its source");
+        String stopped = queues.applyHalt().reason();
+        assertTrue(stopped != null && stopped.contains("dead-letter copy") && stopped.contains("log entry 13"),
+                "the node stops applying the log: " + stopped);
     }
 }
