@@ -40,6 +40,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ClusterEntryLevelTest {
     private static final String QUEUE = "levels";
     private static final List<String> OLD_BROKER = List.of("-Dsluice.cluster.max-entry-level=4");
+    /** The newest entry level, which a broker of this build supports. */
+    private static final int NEWEST = 7;
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Duration PATIENCE = Duration.ofSeconds(90);
 
@@ -73,7 +75,7 @@ class ClusterEntryLevelTest {
             assertEquals(4, cluster.get(leader, "/api/cluster").get("entryLevel").asInt());
 
             assertRefused(raise(cluster, leader, "{\"level\": 5}"), 409, "nodes_behind", "node 3 supports entry levels up to 4");
-            assertRefused(raise(cluster, leader, "{\"level\": 7}"), 400, "unsupported_level", "above");
+            assertRefused(raise(cluster, leader, "{\"level\": 8}"), 400, "unsupported_level", "above");
             assertRefused(raise(cluster, leader, "{\"level\": 3}"), 400, "downgrade", "below");
             assertRefused(raise(cluster, leader, "{\"lvl\": 5}"), 400, "bad_request", "{\"level\": N}");
             assertRefused(raise(cluster, leader, "not json"), 400, "bad_json", "JSON");
@@ -135,6 +137,17 @@ class ClusterEntryLevelTest {
             restart(cluster, old, List.of());
             cluster.awaitDigest(QUEUE, 1000, PATIENCE);
             cluster.awaitDigest("tx", 1, PATIENCE); // it replayed the transaction's entry too
+
+            // Raised to 7, the leader records the settings every node must share (rule R2), and every node keeps them.
+            HttpResponse<String> seven = raise(cluster, awaitLeader(cluster), "{\"level\": 7}");
+            assertEquals(200, seven.statusCode(), seven.body());
+            awaitEntryLevel(cluster, NEWEST, 0, 1, 2);
+            for (int i = 0; i < 3; i++) {
+                java.nio.file.Path settings = dir.resolve("node-" + (i + 1)).resolve("cluster-settings");
+                TestAwait.until("node " + (i + 1) + " recording the cluster's settings", PATIENCE, () -> java.nio.file.Files.exists(settings));
+                assertTrue(java.nio.file.Files.readString(settings).contains("storage.segment-bytes=" + (64L << 20)),
+                        java.nio.file.Files.readString(settings));
+            }
         }
     }
 
@@ -167,9 +180,9 @@ class ClusterEntryLevelTest {
     /** Node {@code node} restarted as a broker of the newest level, once the leader has moved off it (as an operator would). */
     private void upgrade(ClusterFixture cluster, int node) throws Exception {
         restart(cluster, node, List.of());
-        TestAwait.until("node " + (node + 1) + " supporting entry level 6", PATIENCE, () -> {
+        TestAwait.until("node " + (node + 1) + " supporting entry level " + NEWEST, PATIENCE, () -> {
             JsonNode status = cluster.get(node, "/api/cluster");
-            return status != null && status.get("supportedEntryLevels").path("node " + (node + 1)).asInt() == 6;
+            return status != null && status.get("supportedEntryLevels").path("node " + (node + 1)).asInt() == NEWEST;
         });
     }
 

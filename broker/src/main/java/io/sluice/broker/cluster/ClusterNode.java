@@ -113,6 +113,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final FinalizedEntryLevel entryLevel;
     /** Rule R12: finalizes a new cluster's level, and raises it once every node supports the new one. */
     private final EntryLevelControl entryLevels;
+    /** Rule R2: the settings every node must share, as the cluster recorded them, and this node's own. */
+    private final ClusterSettings settings;
     /** Rule R13: a transaction's commit as one entry. */
     private final ClusterTransactions transactions;
     /** Applies the committed entries; it knows whether this node stopped applying them (rules R2, R12). */
@@ -129,6 +131,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.nodeId = config.cluster.nodeId;
         this.maxFrameBytes = config.broker.maxFrameBytes;
         this.entryLevel = new FinalizedEntryLevel(EntryLevels.SUPPORTED, config.dataDirectory().resolve(FinalizedEntryLevel.FILE));
+        this.settings = new ClusterSettings(ClusterSettings.Values.of(config), config.dataDirectory().resolve(ClusterSettings.FILE));
         int batchCap = Math.min(BATCH_CAP_BYTES, maxFrameBytes);
         this.coalescer = new EntryCoalescer(this::send, batchCap, Math.min(BATCH_SEND_BYTES, batchCap),
                 () -> entryLevel.allows(EntryBatch.VERSION));
@@ -154,7 +157,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         ShardSnapshots snapshots = null;
         SnapshotInstaller installer = null;
         if (RaftSettings.servesSnapshots(config)) {
-            snapshots = new ShardSnapshots(config.dataDirectory().resolve("snapshots"), queues, entryLevel::finalized);
+            snapshots = new ShardSnapshots(config.dataDirectory().resolve("snapshots"), queues, entryLevel::finalized, settings::recorded);
             SnapshotAuth auth = SnapshotAuth.forConfig(config);
             installer = new SnapshotInstaller(config.dataDirectory(), queues, new SnapshotInstaller.Timeouts(
                     (int) config.cluster.snapshotConnectTimeoutMs, (int) config.cluster.snapshotReadTimeoutMs), auth,
@@ -165,7 +168,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             this.snapshotServer = null;
         }
         ClusterMembers[] membersOnceBuilt = new ClusterMembers[1]; // the state machine is built before the server it reads
-        this.stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId, entryLevel),
+        this.stateMachine = new ShardStateMachine(new ShardApplier(queues, submissions, nodeId, entryLevel, settings),
                 ApplyBudget.forHeap(Runtime.getRuntime().maxMemory(), maxFrameBytes + RaftSettings.ENTRY_HEADROOM_BYTES), queues,
                 snapshots, installer, peer -> membersOnceBuilt[0].snapshotAddress(peer), counters);
         stateMachine.events(new ShardStateMachine.Events() {
@@ -199,11 +202,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
         membersOnceBuilt[0] = members;
         this.membershipChanges = new MembershipChanges(server, SHARD_GROUP, self, clientId, submissions::nextCall, members);
         this.leadershipTransfer = new LeadershipTransfer(server, SHARD_GROUP, self, nodeId, clientId, submissions::nextCall, this::notLeader);
-        this.entryLevels = new EntryLevelControl(entryLevel, server, SHARD_GROUP, self, this::submitLevel,
+        this.entryLevels = new EntryLevelControl(entryLevel, server, SHARD_GROUP, self,
+                level -> submitApplied(call -> EntryLevels.encodeLevelEntry(nodeId, call, level), "entry level " + level),
                 peer -> "node " + ClusterMember.nodeIdOf(peer.toString()), tls == null ? null : tls.raftParameters());
         this.transactions = new ClusterTransactions(nodeId, maxFrameBytes, entryLevel, submissions, this::submit, this::notLeader);
         this.serving = new LeaderServing(nodeId, self, division, members, stateMachine::halted, () -> started && !closed,
-                entryLevels::finalizeIfNew, config.cluster.electionTimeoutMinMs, config.cluster.electionTimeoutMaxMs);
+                () -> entryLevels.finalizeIfNew().handle((done, failure) -> null).thenCompose(done -> recordSettings()),
+                config.cluster.electionTimeoutMinMs, config.cluster.electionTimeoutMaxMs);
     }
 
     /**
@@ -468,12 +473,32 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }));
     }
 
-    /** Rule R12: a level entry; completes once it is applied here, exceptionally if Raft refused it. */
-    private CompletableFuture<Void> submitLevel(int level) {
+    /**
+     * Rule R2: the leader records the cluster's settings ({@link ClusterSettings}) once the level allows it and none were;
+     * a new cluster's leader serves only once they are applied. Completes at once if there is nothing to record.
+     */
+    private CompletableFuture<Void> recordSettings() {
+        if (settings.recorded() != null || !entryLevel.allows(ClusterSettings.VERSION)) {
+            return CompletableFuture.completedFuture(null);
+        }
+        return submitApplied(call -> ClusterSettings.encode(nodeId, call, settings.own()), "the cluster's settings")
+                .whenComplete((applied, failure) -> {
+                    if (failure != null) {
+                        LOG.warn("Cluster node {}: recording the cluster's settings was not committed ({}); the next leader tries "
+                                + "again.", nodeId, failure.toString());
+                    }
+                });
+    }
+
+    /**
+     * An entry of the leader's own (a level entry, the settings), encoded for its call; completes once it is applied here,
+     * exceptionally if Raft refused it.
+     */
+    private CompletableFuture<Void> submitApplied(java.util.function.LongFunction<byte[]> encode, String what) {
         CompletableFuture<Void> applied = new CompletableFuture<>();
         long call = submissions.nextCall();
         submissions.applied(call, applied);
-        submit(call, EntryLevels.encodeLevelEntry(nodeId, call, level), "entry level " + level).thenAccept(refused -> {
+        submit(call, encode.apply(call), what).thenAccept(refused -> {
             if (refused) {
                 applied.completeExceptionally(new BrokerException(ErrorCode.NOT_LEADER, notLeader()));
             }
@@ -708,7 +733,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
         if (!leads()) {
             return notLeaderFailure();
         }
-        return entryLevels.raise(level);
+        // Raised to where the settings are recorded (R2), the leader records them at once.
+        return entryLevels.raise(level).thenCompose(raised -> recordSettings().handle((recorded, failure) -> raised));
     }
 
     private boolean leads() {

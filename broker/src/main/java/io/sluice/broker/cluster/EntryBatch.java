@@ -63,7 +63,8 @@ final class EntryBatch {
         }
         int version = entry[0] & 0xff;
         return version != ShardEntry.DEAD_LETTER_VERSION && version != VERSION && version != EntryLevels.LEVEL_ENTRY_VERSION
-                && version != TransactionEntry.VERSION; // R13: its messages' identity is its own log index
+                && version != TransactionEntry.VERSION // R13: its messages' identity is its own log index
+                && version != ClusterSettings.VERSION; // R2: the cluster's settings, recorded at an entry of their own
     }
 
     /** The entries of a batch, or none if it is damaged (every node skips a damaged batch alike). */

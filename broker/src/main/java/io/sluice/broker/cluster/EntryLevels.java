@@ -13,6 +13,7 @@ import java.nio.ByteBuffer;
  * level 4  publishes with the producers' epochs (version 4, rule R11)
  * level 5  batches of entries (EntryBatch, version 5)
  * level 6  transactions (TransactionEntry, version 7, rule R13)
+ * level 7  the cluster's settings that every node must share (ClusterSettings, version 8, rule R2)
  * </pre>
  *
  * The cluster's level is itself replicated: a level entry (version {@value #LEVEL_ENTRY_VERSION}, which any level may
@@ -31,7 +32,7 @@ import java.nio.ByteBuffer;
  */
 final class EntryLevels {
     /** The newest level a broker of this version reads and writes. */
-    static final int NEWEST = 6;
+    static final int NEWEST = 7;
     /**
      * The level of a cluster whose log holds no level entry but does hold others: its brokers predate levels, and they
      * wrote every format through batches, so the leader goes on writing them.
@@ -72,6 +73,9 @@ final class EntryLevels {
         }
         if (version == TransactionEntry.VERSION) {
             return TransactionEntry.LEVEL;
+        }
+        if (version == ClusterSettings.VERSION) {
+            return ClusterSettings.LEVEL;
         }
         return version >= ShardEntry.VERSION && version <= EntryBatch.VERSION ? version : Integer.MAX_VALUE;
     }

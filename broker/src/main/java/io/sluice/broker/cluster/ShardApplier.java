@@ -66,9 +66,12 @@ final class ShardApplier {
     private final FinalizedEntryLevel level;
     /** Whether this node still applies the log: an entry it cannot apply here stops it (rule R2). */
     private final ApplyHalt halt;
+    /** The settings every node must share, as the cluster recorded them; a node whose own differ stops (rule R2). */
+    private final ClusterSettings settings;
 
-    ShardApplier(QueueManager queues, Submissions submissions, int nodeId, FinalizedEntryLevel level) {
+    ShardApplier(QueueManager queues, Submissions submissions, int nodeId, FinalizedEntryLevel level, ClusterSettings settings) {
         this.level = level;
+        this.settings = settings;
         this.queues = queues;
         this.submissions = submissions;
         this.nodeId = nodeId;
@@ -84,6 +87,16 @@ final class ShardApplier {
         if (installed > 0) {
             level.apply(installed, index);
         }
+    }
+
+    /**
+     * Rule R2: the cluster's settings a snapshot through {@code index} carried (null: none recorded then), as if their
+     * entry were applied.
+     *
+     * @throws ClusterSettings.Mismatch if this node's own differ
+     */
+    void installedSettings(ClusterSettings.Values installed, long index) {
+        settings.installed(installed, index);
     }
 
     /** The entry level this node's broker supports. */
@@ -107,6 +120,9 @@ final class ShardApplier {
         EntryLevels.check(data, index, level.supported());
         if (EntryLevels.isLevelEntry(data)) {
             return applyLevel(data, index);
+        }
+        if (ClusterSettings.is(data)) {
+            return applySettings(data, index);
         }
         if (TransactionEntry.is(data)) {
             return applyTransaction(data, index);
@@ -204,6 +220,30 @@ final class ShardApplier {
         if (answer != null) {
             answer.complete(null);
         }
+        return CompletableFuture.completedFuture(null);
+    }
+
+    /**
+     * Rule R2: the first settings entry records the cluster's settings; a node whose own differ stops there
+     * ({@link ClusterSettings.Mismatch}), before any later entry gives its messages other ids than the other nodes'.
+     */
+    private CompletableFuture<Void> applySettings(byte[] data, long index) {
+        ClusterSettings.Entry entry;
+        try {
+            entry = ClusterSettings.decode(data);
+        } catch (IllegalArgumentException e) {
+            LOG.error("Skipping log entry {}, a settings entry this broker cannot read: {}", index, e.getMessage());
+            return CompletableFuture.completedFuture(null);
+        }
+        CompletableFuture<Void> answer = entry.originNode() == nodeId ? submissions.takeApplied(entry.originCall()) : null;
+        try {
+            settings.apply(entry.values(), index);
+        } finally {
+            if (answer != null) {
+                answer.complete(null);
+            }
+        }
+        LOG.info("Log entry {} records the cluster's settings: {}.", index, settings.recorded().text().trim().replace('\n', ','));
         return CompletableFuture.completedFuture(null);
     }
 

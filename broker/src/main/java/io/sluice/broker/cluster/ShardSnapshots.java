@@ -28,6 +28,7 @@ import java.util.stream.Stream;
  * snapshots/&lt;term&gt;_&lt;index&gt;/queue-settings/      the queues' settings files
  * snapshots/&lt;term&gt;_&lt;index&gt;/term-index           "term index": the last entry the snapshot holds
  * snapshots/&lt;term&gt;_&lt;index&gt;/entry-level          the cluster's entry level as of that entry, if one was finalized (R12)
+ * snapshots/&lt;term&gt;_&lt;index&gt;/cluster-settings     the settings every node must share, if the cluster recorded them (R2)
  * </pre>
  *
  * A snapshot is written under {@code .tmp}, forced, and renamed into place: a directory without the suffix is
@@ -50,15 +51,19 @@ final class ShardSnapshots {
     private final QueueManager queues;
     /** The finalized entry level as applied (0: none), read on the state machine thread with the snapshot's index. */
     private final IntSupplier entryLevel;
+    /** The cluster's settings as applied (null: none), read as the level is (rule R2, {@link ClusterSettings}). */
+    private final java.util.function.Supplier<ClusterSettings.Values> clusterSettings;
 
     ShardSnapshots(Path directory, QueueManager queues) throws IOException {
-        this(directory, queues, () -> 0);
+        this(directory, queues, () -> 0, () -> null);
     }
 
-    ShardSnapshots(Path directory, QueueManager queues, IntSupplier entryLevel) throws IOException {
+    ShardSnapshots(Path directory, QueueManager queues, IntSupplier entryLevel, java.util.function.Supplier<ClusterSettings.Values> settings)
+            throws IOException {
         this.directory = directory;
         this.queues = queues;
         this.entryLevel = entryLevel;
+        this.clusterSettings = settings;
         Files.createDirectories(directory);
         for (Path unfinished : list(p -> p.getFileName().toString().endsWith(TEMPORARY))) {
             Directories.deleteRecursively(unfinished); // a snapshot a crash interrupted
@@ -95,6 +100,11 @@ final class ShardSnapshots {
         if (level > 0) { // a follower that installs this learns the level with it (R12), the level entry may be purged
             Files.writeString(temporary.resolve(FinalizedEntryLevel.FILE), level + "\n", StandardCharsets.UTF_8);
             SnapshotFiles.force(temporary.resolve(FinalizedEntryLevel.FILE));
+        }
+        ClusterSettings.Values recorded = clusterSettings.get();
+        if (recorded != null) { // as the level: a node added after the settings entry was purged checks its own with it (R2)
+            Files.writeString(temporary.resolve(ClusterSettings.FILE), recorded.text(), StandardCharsets.UTF_8);
+            SnapshotFiles.force(temporary.resolve(ClusterSettings.FILE));
         }
         AtomicFiles.fsyncDirectory(temporary);
         Files.move(temporary, done, StandardCopyOption.ATOMIC_MOVE);

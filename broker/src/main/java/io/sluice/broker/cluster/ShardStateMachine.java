@@ -144,8 +144,15 @@ final class ShardStateMachine extends BaseStateMachine {
      */
     private void load() throws IOException {
         if (installer != null) {
-            installer.installPending((installed, installedLevel) -> {
-                applier.installedLevel(installedLevel, installed.getIndex());
+            installer.installPending((installed, installedLevel, installedSettings) -> {
+                try {
+                    applier.installedLevel(installedLevel, installed.getIndex());
+                    applier.installedSettings(installedSettings, installed.getIndex());
+                } catch (EntryLevels.EntryTooNew | ClusterSettings.Mismatch e) {
+                    // Rules R12, R2: thrown out of the reload (or the start), which stops Ratis's updater, as at an entry.
+                    halt.stopInApply(e.getMessage());
+                    throw e;
+                }
                 // A snapshot of its own at once (links, and copies of what is not sealed): a follower that falls behind
                 // this node, should it lead next, is not left waiting for the next snapshot to catch up from.
                 snapshots.take(installed);
@@ -191,9 +198,10 @@ final class ShardStateMachine extends BaseStateMachine {
             // A copy: the entry's buffer is Ratis's, and the queues read it later, on their own threads.
             byte[] data = entry.getStateMachineLogEntry().getLogData().toByteArray();
             applied = applier.applyLogEntry(data, termIndex.getIndex());
-        } catch (EntryLevels.EntryTooNew | EntryNotStorable | EntryNotApplied | java.io.UncheckedIOException e) { // the last:
-            // the level's file could not be written. Rules R12 and R2 (an entry this node cannot read, a message its store
-            // cannot hold, an entry its store refused): thrown out of applyTransaction, Ratis's updater stops (its EXCEPTION
+        } catch (EntryLevels.EntryTooNew | EntryNotStorable | EntryNotApplied | ClusterSettings.Mismatch
+                 | java.io.UncheckedIOException e) { // the last: the level's or the settings' file could not be written. Rules
+            // R12 and R2 (an entry this node cannot read, a message its store cannot hold, an entry its store refused, the
+            // cluster's settings this node does not share): thrown out of applyTransaction, Ratis's updater stops (its EXCEPTION
             // state) and closes this node's division before it counts the entry applied, so nothing after it is applied and
             // no snapshot covers it. Unless the node stopped already: the division is being closed, which waits for the
             // updater to reach the commit index, and an updater stopped by a throw would never get there.

@@ -288,9 +288,12 @@ final class SnapshotInstaller {
         return termIndex;
     }
 
-    /** The steps of an install once its snapshot is swapped in: the node's own snapshot of it and its marker. */
+    /**
+     * The steps of an install once its snapshot is swapped in: the node's own snapshot of it and its marker. The snapshot's
+     * entry level (0: none) and the cluster's settings it records (null: none) come with it (rules R12, R2).
+     */
     interface AfterSwap {
-        void installed(TermIndex installed, int entryLevel) throws IOException;
+        void installed(TermIndex installed, int entryLevel, ClusterSettings.Values settings) throws IOException;
     }
 
     /**
@@ -303,8 +306,9 @@ final class SnapshotInstaller {
                 return null;
             }
             int level = pendingEntryLevel();
+            ClusterSettings.Values settings = ClusterSettings.read(install.resolve(ClusterSettings.FILE));
             TermIndex installed = swapIn();
-            after.installed(installed, level);
+            after.installed(installed, level, settings);
             finish();
             return installed;
         }

@@ -25,7 +25,8 @@ class EntryLevelsTest {
         assertEquals(1, EntryLevels.required(EntryLevels.LEVEL_ENTRY_VERSION), "a level entry may be written at any level");
         // Version 6 is the level entry's, so transactions (version 7) are level 6, the next level (rule R13).
         assertEquals(6, EntryLevels.required(TransactionEntry.VERSION));
-        assertEquals(Integer.MAX_VALUE, EntryLevels.required(8));
+        assertEquals(7, EntryLevels.required(ClusterSettings.VERSION), "the cluster's settings (rule R2)");
+        assertEquals(Integer.MAX_VALUE, EntryLevels.required(9));
         assertEquals(Integer.MAX_VALUE, EntryLevels.required(0));
     }
 

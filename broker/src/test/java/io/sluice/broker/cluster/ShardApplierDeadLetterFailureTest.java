@@ -27,7 +27,7 @@ class ShardApplierDeadLetterFailureTest extends ShardApplierFixture {
     @Test
     void aCopyThisNodeCannotStoreFailsTheLeadersMoveNotTheEntrysApply() {
         Submissions submissions = new Submissions();
-        ShardApplier applier = new ShardApplier(queues, submissions, THIS_NODE, new FinalizedEntryLevel(EntryLevels.SUPPORTED, null));
+        ShardApplier applier = new ShardApplier(queues, submissions, THIS_NODE, new FinalizedEntryLevel(EntryLevels.SUPPORTED, null), ownSettings());
         applier.applyLogEntry(declare(1), 10).join();
         applier.applyLogEntry(publish(2, 7, 1, 1), 11).join();
         BrokerQueue source = queues.get("orders");

@@ -66,7 +66,12 @@ abstract class ShardApplierFixture {
 
     /** An applier of node 1 supporting entry levels up to {@code supportedLevel}. */
     ShardApplier applier(int supportedLevel) {
-        return new ShardApplier(queues, new Submissions(), 1, new FinalizedEntryLevel(supportedLevel, null));
+        return new ShardApplier(queues, new Submissions(), 1, new FinalizedEntryLevel(supportedLevel, null), ownSettings());
+    }
+
+    /** This node's settings that every node must share, none recorded for the cluster yet, kept in memory. */
+    ClusterSettings ownSettings() {
+        return new ClusterSettings(ClusterSettings.Values.of(config), null);
     }
 
     static byte[] declare(long call) {

@@ -55,7 +55,7 @@ class ShardApplierNamedProducerOwnersTest extends ShardApplierFixture {
     @Test
     void aFollowerRegistersEveryProducerTheLeaderGrantedAndServesItAsTheNextLeader() throws Exception {
         Submissions submissions = new Submissions();
-        ShardApplier applier = new ShardApplier(queues, submissions, SELF, new FinalizedEntryLevel(EntryLevels.SUPPORTED, null));
+        ShardApplier applier = new ShardApplier(queues, submissions, SELF, new FinalizedEntryLevel(EntryLevels.SUPPORTED, null), ownSettings());
         applier.applyLogEntry(declare(1), 10).join();
         // The leader (node 2) registers three named producers one after another, each client gone before the next came:
         // the leader's owners go with their connections, so it grants epochs 1, 2 and 3.

@@ -52,7 +52,8 @@ class ShardApplierNodeLimitsTest {
             BrokerConfig config = new ConfigLoader().load(null, settings);
             store = MessageStore.open(dir, config.storeConfig(), System::currentTimeMillis);
             queues = new QueueManager(store, loop, config.queues, 1000, config.broker.publishWindowBytes, QueueManager.Role.CLUSTER_NODE);
-            applier = new ShardApplier(queues, new Submissions(), 1, new FinalizedEntryLevel(EntryLevels.SUPPORTED, null));
+            applier = new ShardApplier(queues, new Submissions(), 1, new FinalizedEntryLevel(EntryLevels.SUPPORTED, null),
+                    new ClusterSettings(ClusterSettings.Values.of(config), null));
         }
 
         void apply(byte[] entry, long index) {

@@ -37,6 +37,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * when it starts again, ending with the snapshot's queues and none of its old ones.
  */
 class SnapshotInstallTest {
+    /** The settings every node must share, as the leader's cluster recorded them (rule R2). */
+    private static final ClusterSettings.Values CLUSTER = new ClusterSettings.Values(16L << 20, 1000, 3_600_000);
     private static final TermIndex AT = TermIndex.valueOf(3, 42);
     private static final SnapshotInstaller.Timeouts TIMEOUTS = new SnapshotInstaller.Timeouts(10_000, 30_000);
     private static final SnapshotAuth AUTH = SnapshotAuth.withSecret("a cluster secret of this test, 32 bytes or more".getBytes());
@@ -98,7 +100,7 @@ class SnapshotInstallTest {
             leader.fill("orders", SETTINGS, 300, 3);
             leader.fill("audit", QueueSettings.EMPTY, 50, 0);
             leaderDigests = leader.digests();
-            ShardSnapshots snapshots = new ShardSnapshots(leader.data.resolve("snapshots"), leader.queues, () -> 4);
+            ShardSnapshots snapshots = new ShardSnapshots(leader.data.resolve("snapshots"), leader.queues, () -> 4, () -> CLUSTER);
             taken = snapshots.take(AT);
             assertEquals(AT, snapshots.latest().termIndex());
             server = new SnapshotServer("127.0.0.1", port, snapshots, AUTH);
@@ -119,6 +121,8 @@ class SnapshotInstallTest {
             assertEquals(AT, installer.fetch("127.0.0.1:" + port, AT.getIndex()).get(60, TimeUnit.SECONDS));
             assertEquals(AT, installer.pending());
             assertEquals(4, installer.pendingEntryLevel(), "the leader's entry level travels with its snapshot (R12)");
+            assertEquals(CLUSTER, ClusterSettings.read(follower.data.resolve(SnapshotInstaller.INSTALL).resolve(ClusterSettings.FILE)),
+                    "so do the cluster's settings (R2)");
             installer.close();
             // A crash after the fetch: the old queues are still what the node opens.
             follower.close();
@@ -172,7 +176,7 @@ class SnapshotInstallTest {
         ShardSnapshots snapshots;
         try {
             leader.fill("orders", QueueSettings.EMPTY, 100, 0);
-            snapshots = new ShardSnapshots(leader.data.resolve("snapshots"), leader.queues, () -> 4);
+            snapshots = new ShardSnapshots(leader.data.resolve("snapshots"), leader.queues, () -> 4, () -> null);
             snapshots.take(first);
             server = new SnapshotServer("127.0.0.1", port, snapshots, AUTH);
         } catch (RuntimeException e) {
@@ -187,7 +191,7 @@ class SnapshotInstallTest {
             snapshots.take(second);
             java.util.concurrent.atomic.AtomicReference<java.util.concurrent.CompletableFuture<TermIndex>> secondFetch =
                     new java.util.concurrent.atomic.AtomicReference<>();
-            TermIndex installed = installer.installPending((at, level) -> {
+            TermIndex installed = installer.installPending((at, level, settings) -> {
                 // In the middle of the swap: the next notification's fetch runs to its end, as far as it may.
                 java.util.concurrent.CompletableFuture<TermIndex> fetch = installer.fetch("127.0.0.1:" + port, second.getIndex());
                 secondFetch.set(fetch);
@@ -202,7 +206,7 @@ class SnapshotInstallTest {
             assertEquals(first, installed);
             assertEquals(second, secondFetch.get().get(60, TimeUnit.SECONDS));
             assertEquals(second, installer.pending(), "the second snapshot is the next install, not deleted by the first's end");
-            assertEquals(second, installer.installPending((at, level) -> { }));
+            assertEquals(second, installer.installPending((at, level, settings) -> { }));
             assertEquals(150, QueueDigest.of(follower.queues.get("orders").store()).messages());
         } finally {
             installer.close();
