@@ -25,7 +25,26 @@ case "${1:-}" in
   hash-password|verify|dump|admin|certs|--help|-h|--version)
     exec java $jvm_options $share ${SLUICE_JAVA_OPTS:-} -jar "$jar" "$@" ;;
 esac
-if [ -f "$config" ]; then
+# A setting given is a setting meant: one set to nothing, or a SLUICE_CONFIG naming no file, is refused rather than read as
+# unset (the broker would start on SLUICE_USER's user and the defaults, ignoring the file it was pointed at).
+if [ "${SLUICE_CONFIG+set}" = set ] && [ -z "$SLUICE_CONFIG" ]; then
+  echo "sluice image: SLUICE_CONFIG is set but empty: name the configuration file, or unset it for /etc/sluice/sluice.yaml" >&2
+  exit 2
+fi
+if [ "${SLUICE_DATA_DIR+set}" = set ] && [ -z "$SLUICE_DATA_DIR" ]; then
+  echo "sluice image: SLUICE_DATA_DIR is set but empty: name the data directory, or unset it for /var/lib/sluice" >&2
+  exit 2
+fi
+if [ -n "${SLUICE_CONFIG:-}" ] && [ -d "$config" ]; then
+  echo "sluice image: SLUICE_CONFIG names $config, which is a directory, not a configuration file" >&2
+  exit 2
+elif [ -n "${SLUICE_CONFIG:-}" ] && [ ! -e "$config" ]; then
+  echo "sluice image: SLUICE_CONFIG names $config, which does not exist: mount the configuration there, or unset SLUICE_CONFIG" >&2
+  exit 2
+fi
+if [ -e "$config" ]; then
+  # Whatever is there goes to the broker, which names what is wrong with it (a directory, as docker makes where -v mounts
+  # a host path that does not exist; unreadable; not YAML).
   set -- --config "$config" "$@"
 elif [ -n "${SLUICE_USER:-}" ] && [ -n "${SLUICE_PASSWORD_HASH:-}" ]; then
   # Both values go into YAML, so they may hold only the characters a user name and a hash are made of.

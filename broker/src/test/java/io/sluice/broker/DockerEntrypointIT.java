@@ -48,9 +48,41 @@ class DockerEntrypointIT {
     void shouldRefuseToStartWithoutUsersNamingBothWaysToGiveThem() throws Exception {
         Run run = entrypoint(Map.of(), List.of());
         assertEquals(2, run.exitCode, run.output);
-        assertEquals("sluice image: no users configured: mount a configuration with auth.users at " + dir.resolve("absent.yaml")
+        assertEquals("sluice image: no users configured: mount a configuration with auth.users at " + DEFAULT_CONFIG
                 + ", or set SLUICE_USER and SLUICE_PASSWORD_HASH (print a hash with: docker run --rm -i IMAGE hash-password)\n",
                 run.output);
+    }
+
+    /**
+     * SLUICE_CONFIG naming no file (a typo, a volume mounted elsewhere) was taken for "no configuration": the broker started
+     * on the users of SLUICE_USER and the defaults, without a word about the file it was told to read.
+     */
+    @Test
+    void shouldRefuseASluiceConfigThatNamesNoFile() throws Exception {
+        Path missing = dir.resolve("missing.yaml");
+        Run run = entrypoint(with(users(), "SLUICE_CONFIG", missing.toString()), List.of("--check-config"));
+        assertEquals(2, run.exitCode, run.output);
+        assertEquals("sluice image: SLUICE_CONFIG names " + missing + ", which does not exist: mount the configuration there,"
+                + " or unset SLUICE_CONFIG\n", run.output);
+
+        Run directory = entrypoint(with(users(), "SLUICE_CONFIG", dir.toString()), List.of("--check-config"));
+        assertEquals(2, directory.exitCode, directory.output);
+        assertEquals("sluice image: SLUICE_CONFIG names " + dir + ", which is a directory, not a configuration file\n",
+                directory.output);
+    }
+
+    /** Set to nothing (docker run -e SLUICE_CONFIG= ...), each was read as unset and its default used without a word. */
+    @Test
+    void shouldRefuseAnEmptySluiceConfigOrDataDirectory() throws Exception {
+        Run config = entrypoint(with(users(), "SLUICE_CONFIG", ""), List.of("--check-config"));
+        assertEquals(2, config.exitCode, config.output);
+        assertEquals("sluice image: SLUICE_CONFIG is set but empty: name the configuration file, or unset it for "
+                + DEFAULT_CONFIG + "\n", config.output);
+
+        Run data = entrypoint(with(users(), "SLUICE_DATA_DIR", ""), List.of("--check-config"));
+        assertEquals(2, data.exitCode, data.output);
+        assertEquals("sluice image: SLUICE_DATA_DIR is set but empty: name the data directory, or unset it for /var/lib/sluice\n",
+                data.output);
     }
 
     /** docs/security.md's `sluice certs` makes a cluster's certificates; in the image it was taken for a broker start (found by a review). */
@@ -114,6 +146,7 @@ class DockerEntrypointIT {
                 "--metrics-port", Integer.toString(metricsPort), "--set", "storage.reserved-disk-bytes=67108864"));
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(dir.resolve("broker.log").toFile());
+        builder.environment().remove("SLUICE_CONFIG");
         builder.environment().putAll(environment(users()));
         Process broker = builder.start();
         try {
@@ -161,6 +194,7 @@ class DockerEntrypointIT {
                 "--set", "metrics.listen-address=127.0.0.1", "--port", Integer.toString(port), "--metrics-port",
                 Integer.toString(TestPorts.free()), "--set", "storage.reserved-disk-bytes=67108864")
                 .redirectErrorStream(true).redirectOutput(log.toFile());
+        builder.environment().remove("SLUICE_CONFIG");
         builder.environment().putAll(environment(env));
         Process broker = builder.start();
         try {
@@ -175,13 +209,28 @@ class DockerEntrypointIT {
                 "the entry point starts the broker from the image's class archive");
     }
 
+    /** The image's default configuration path; the tests without SLUICE_CONFIG need this machine not to have one there. */
+    private static final String DEFAULT_CONFIG = "/etc/sluice/sluice.yaml";
+
+    private static void assumeNoDefaultConfiguration() {
+        org.junit.jupiter.api.Assumptions.assumeFalse(Files.exists(Path.of(DEFAULT_CONFIG)), DEFAULT_CONFIG + " exists on this machine");
+    }
+
+    private static Map<String, String> with(Map<String, String> env, String name, String value) {
+        Map<String, String> more = new java.util.HashMap<>(env);
+        more.put(name, value);
+        return more;
+    }
+
     private Map<String, String> users() {
         return Map.of("SLUICE_USER", "app", "SLUICE_PASSWORD_HASH", PasswordHasher.hash("secret".toCharArray()));
     }
 
     private Map<String, String> environment(Map<String, String> extra) {
+        if (!extra.containsKey("SLUICE_CONFIG")) {
+            assumeNoDefaultConfiguration();
+        }
         Map<String, String> env = new java.util.HashMap<>(Map.of(
-                "SLUICE_CONFIG", dir.resolve("absent.yaml").toString(),
                 "SLUICE_DATA_DIR", dir.resolve("data").toString(),
                 "TMPDIR", dir.toString(),
                 "PATH", Path.of(java()).getParent() + ":" + System.getenv("PATH")));
@@ -212,6 +261,7 @@ class DockerEntrypointIT {
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile());
         builder.environment().remove("SLUICE_USER");
         builder.environment().remove("SLUICE_PASSWORD_HASH");
+        builder.environment().remove("SLUICE_CONFIG");
         builder.environment().putAll(env);
         Process process = builder.start();
         if (!process.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
