@@ -42,11 +42,26 @@ elif [ -n "${SLUICE_CONFIG:-}" ] && [ ! -e "$config" ]; then
   echo "sluice image: SLUICE_CONFIG names $config, which does not exist: mount the configuration there, or unset SLUICE_CONFIG" >&2
   exit 2
 fi
+# Half a user, or users given both ways, would be ignored: said instead.
+if [ -n "${SLUICE_USER:-}" ] && [ -z "${SLUICE_PASSWORD_HASH:-}" ]; then
+  echo "sluice image: SLUICE_USER is set but SLUICE_PASSWORD_HASH is not; the user needs both (print a hash with:" \
+       "docker run --rm -i IMAGE hash-password)" >&2
+  exit 2
+fi
+if [ -z "${SLUICE_USER:-}" ] && [ -n "${SLUICE_PASSWORD_HASH:-}" ]; then
+  echo "sluice image: SLUICE_PASSWORD_HASH is set but SLUICE_USER is not; the user needs both" >&2
+  exit 2
+fi
 if [ -e "$config" ]; then
+  if [ -n "${SLUICE_USER:-}" ]; then
+    echo "sluice image: SLUICE_USER is set and a configuration is mounted at $config; the image takes users one way:" \
+         "put them in the configuration's auth.users and unset SLUICE_USER and SLUICE_PASSWORD_HASH" >&2
+    exit 2
+  fi
   # Whatever is there goes to the broker, which names what is wrong with it (a directory, as docker makes where -v mounts
   # a host path that does not exist; unreadable; not YAML).
   set -- --config "$config" "$@"
-elif [ -n "${SLUICE_USER:-}" ] && [ -n "${SLUICE_PASSWORD_HASH:-}" ]; then
+elif [ -n "${SLUICE_USER:-}" ]; then
   # Both values go into YAML, so they may hold only the characters a user name and a hash are made of.
   case "$SLUICE_USER" in
     *[!A-Za-z0-9._-]*) echo "sluice image: SLUICE_USER '$SLUICE_USER' may hold only A-Z a-z 0-9 . _ -" >&2; exit 2 ;;

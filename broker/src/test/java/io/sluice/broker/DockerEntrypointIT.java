@@ -71,6 +71,33 @@ class DockerEntrypointIT {
                 directory.output);
     }
 
+    /** One of the two was taken for neither: the refusal said "no users configured", not which one was missing. */
+    @Test
+    void shouldNameTheHalfOfTheUserThatIsMissing() throws Exception {
+        Run user = entrypoint(Map.of("SLUICE_USER", "app"), List.of("--check-config"));
+        assertEquals(2, user.exitCode, user.output);
+        assertEquals("sluice image: SLUICE_USER is set but SLUICE_PASSWORD_HASH is not; the user needs both (print a hash with:"
+                + " docker run --rm -i IMAGE hash-password)\n", user.output);
+        Run hash = entrypoint(Map.of("SLUICE_PASSWORD_HASH", users().get("SLUICE_PASSWORD_HASH")), List.of("--check-config"));
+        assertEquals(2, hash.exitCode, hash.output);
+        assertEquals("sluice image: SLUICE_PASSWORD_HASH is set but SLUICE_USER is not; the user needs both\n", hash.output);
+    }
+
+    /**
+     * A mounted configuration and SLUICE_USER together: the configuration was used and the variables ignored without a word,
+     * so the user they name could not log in.
+     */
+    @Test
+    void shouldRefuseUsersFromTheEnvironmentBesideAMountedConfiguration() throws Exception {
+        Path config = dir.resolve("mounted.yaml");
+        Files.writeString(config, "auth:\n  allow-anonymous: false\n  users:\n    - name: ops\n      password-hash: \""
+                + PasswordHasher.hash("secret".toCharArray()) + "\"\n");
+        Run run = entrypoint(with(users(), "SLUICE_CONFIG", config.toString()), List.of("--check-config"));
+        assertEquals(2, run.exitCode, run.output);
+        assertEquals("sluice image: SLUICE_USER is set and a configuration is mounted at " + config + "; the image takes users"
+                + " one way: put them in the configuration's auth.users and unset SLUICE_USER and SLUICE_PASSWORD_HASH\n", run.output);
+    }
+
     /** Set to nothing (docker run -e SLUICE_CONFIG= ...), each was read as unset and its default used without a word. */
     @Test
     void shouldRefuseAnEmptySluiceConfigOrDataDirectory() throws Exception {
