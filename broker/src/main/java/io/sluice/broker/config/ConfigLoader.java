@@ -14,6 +14,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.exc.UnrecognizedPropertyException;
 import com.fasterxml.jackson.databind.node.MissingNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import com.fasterxml.jackson.dataformat.yaml.snakeyaml.error.Mark;
+import com.fasterxml.jackson.dataformat.yaml.snakeyaml.error.MarkedYAMLException;
 import io.sluice.broker.UnreadableFile;
 
 import java.io.IOException;
@@ -160,10 +162,31 @@ public final class ConfigLoader {
         if (e instanceof JsonMappingException m) {
             return source + ": bad value for '" + path(m) + "': " + m.getOriginalMessage();
         }
+        if (e instanceof MarkedYAMLException y && y.getProblemMark() != null && y.getProblem() != null) {
+            // The parser's problem and the construct it was in, each at its own place; not its message, which repeats the
+            // line of the file (which may be one named by mistake: /etc/shadow) under a caret.
+            String context = y.getContext() == null ? "" : " (" + oneLine(y.getContext())
+                    + (y.getContextMark() == null ? "" : " that begins at " + place(y.getContextMark())) + ")";
+            return source + ": not valid YAML at " + place(y.getProblemMark()) + ": " + oneLine(y.getProblem()) + context;
+        }
         if (e instanceof JsonProcessingException p && p.getLocation() != null) {
-            return source + ": not valid YAML at line " + p.getLocation().getLineNr() + ", column " + p.getLocation().getColumnNr();
+            return source + ": not valid YAML at line " + p.getLocation().getLineNr() + ", column " + p.getLocation().getColumnNr()
+                    + ": " + oneLine(p.getOriginalMessage());
         }
         return source + ": " + e.getMessage();
+    }
+
+    /** A mark of the YAML parser (lines and columns from 0) as the refusals name places (from 1). */
+    private static String place(Mark mark) {
+        return "line " + (mark.getLine() + 1) + ", column " + (mark.getColumn() + 1);
+    }
+
+    /** The first line of a parser's wording, its control characters (a character of the file it names) escaped. */
+    private static String oneLine(String text) {
+        String first = String.valueOf(text).lines().findFirst().orElse("");
+        StringBuilder out = new StringBuilder(first.length());
+        first.chars().forEach(c -> out.append(Character.isISOControl(c) ? String.format("\\u%04X", c) : String.valueOf((char) c)));
+        return out.toString();
     }
 
     private static boolean isWholeNumber(Class<?> type) {

@@ -159,6 +159,25 @@ class ConfigLoaderBadInputTest {
         assertTrue(binary.startsWith("invalid configuration: " + file + ": ") && !binary.contains("s3cr3t"), binary);
     }
 
+    /**
+     * A file that is not valid YAML was refused with the place alone ("not valid YAML at line 3, column 8"): the parser's
+     * reason is given now, and where a construct began that the error ends, but never the parser's copy of the line
+     * (the file may be one named by mistake; see below), and in one line.
+     */
+    @Test
+    void aYamlSyntaxErrorSaysWhatTheParserFoundWhere() throws Exception {
+        assertEquals("invalid configuration: " + file + ": not valid YAML at line 3, column 8: mapping values are not allowed"
+                + " here", refused("broker:\n  port: 7000\n   name: x\n"));
+        assertEquals("invalid configuration: " + file + ": not valid YAML at line 3, column 1: found unexpected end of stream"
+                + " (while scanning a quoted scalar that begins at line 2, column 9)", refused("broker:\n  name: \"s3cr3t\n"));
+        assertEquals("invalid configuration: " + file + ": not valid YAML at line 3, column 1: expected ',' or ']', but got"
+                + " <stream end> (while parsing a flow sequence that begins at line 2, column 10)",
+                refused("auth:\n  users: [\"s3cr3t\"\n"));
+        assertEquals("invalid configuration: " + file + ": not valid YAML at line 2, column 1: found character '\\t(TAB)' that"
+                + " cannot start any token. (Do not use \\t(TAB) for indentation) (while scanning for the next token)",
+                refused("broker:\n\tport: 7000\n"));
+    }
+
     /** A second YAML document was ignored without a word: the configuration is one document. */
     @Test
     void aSecondDocumentInTheFileIsRefused() throws Exception {
