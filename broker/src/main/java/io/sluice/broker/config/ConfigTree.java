@@ -13,6 +13,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.MissingNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.TextNode;
+import com.fasterxml.jackson.dataformat.yaml.YAMLParser;
 
 import java.io.IOException;
 import java.math.BigInteger;
@@ -26,9 +27,12 @@ import java.util.regex.Pattern;
  * list where a section belongs (a merging bind leaves the section as it was), a number in any form but plain decimal
  * digits (YAML 1.1 reads 0x1f as 31, 7_672 and +7672 as 7672, 1e-1 as 0.1), a boolean in any form but true or false
  * (YAML 1.1 reads yes, no, on and off as booleans, YAML 1.2 as words; Jackson takes 1 and 0 for one), and a second
- * document (which the bind never reads). Each is a {@link ConfigException} naming the key. A number or a YAML 1.1 boolean
- * in another form is kept as written, and refused only where a number or a boolean belongs: a string key takes
- * {@code no} as "no", where the bind made it "false".
+ * document (which the bind never reads), and a YAML alias or merge key ({@code *name}, {@code <<}): Jackson's parser
+ * gives an alias as its anchor's name, a string, and the parser of Jackson's that resolves them made an alias of an
+ * anchor holding an alias an empty list, so they are refused rather than read as something else. Each is a
+ * {@link ConfigException} naming the key or the place. A number or a YAML 1.1 boolean in another form is kept as
+ * written, and refused only where a number or a boolean belongs: a string key takes {@code no} as "no", where the bind
+ * made it "false".
  *
  * <p>A file given by mistake ({@code --config /etc/shadow}) is refused without repeating what it holds: a key that is
  * no key name, or a file that is a single value, is named by its place alone.
@@ -79,10 +83,18 @@ final class ConfigTree {
 
     private JsonNode value(JsonParser p, String path) throws IOException {
         JsonToken token = p.currentToken();
+        if (p instanceof YAMLParser yaml && yaml.isCurrentAlias()) {
+            throw refused(place(p) + " holds a YAML alias (*name), which the configuration does not resolve: write the value out"
+                    + " where it is used");
+        }
         if (token == JsonToken.START_OBJECT) {
             ObjectNode section = JsonNodeFactory.instance.objectNode();
             while (p.nextToken() == JsonToken.FIELD_NAME) {
                 String key = p.currentName();
+                if (key.equals("<<")) {
+                    throw refused(place(p) + " holds a YAML merge key (<<), which the configuration does not take: write the"
+                            + " keys out in the section");
+                }
                 if (!KEY_NAME.matcher(key).matches()) {
                     throw refused(place(p) + " holds a key that is no configuration key (keys are letters, digits, '-', '_'"
                             + " and '.'); is this a Sluice configuration file?");

@@ -178,6 +178,27 @@ class ConfigLoaderBadInputTest {
                 refused("broker:\n\tport: 7000\n"));
     }
 
+    /**
+     * Jackson's YAML parser does not resolve an alias: it gives the anchor's name as a string, so {@code data-dir: *d} put the
+     * data in a directory named "d" without a word, and a section's alias was refused as the string it is not. Its
+     * replaying parser, which does resolve them, gave an alias of an anchor that holds an alias as an empty list (found
+     * while deciding this). An alias, and YAML 1.1's merge key {@code <<} that takes one, are refused at their place; the
+     * anchor's name is not shown (it is text of the file).
+     */
+    @Test
+    void aYamlAliasOrMergeKeyIsRefusedNotReadAsTheAnchorsName() throws Exception {
+        assertEquals("invalid configuration: " + file + ": line 3, column 13 holds a YAML alias (*name), which the configuration"
+                + " does not resolve: write the value out where it is used", refused("broker:\n  name: &d edge\n  data-dir: *d\n"));
+        assertEquals("invalid configuration: " + file + ": line 3, column 9 holds a YAML alias (*name), which the configuration"
+                + " does not resolve: write the value out where it is used",
+                refused("queues: &q\n  max-deliveries: 5\nlimits: *q\n"));
+        assertEquals("invalid configuration: " + file + ": line 4, column 3 holds a YAML merge key (<<), which the configuration"
+                + " does not take: write the keys out in the section", refused("x: &b\n  port: 7000\nbroker:\n  <<: *b\n"));
+        // An anchor that nothing refers to changes nothing, and is read as YAML reads it.
+        Files.writeString(file, "broker: &b\n  name: &n edge\n");
+        assertEquals("edge", new ConfigLoader().load(file, Map.of()).broker.name);
+    }
+
     /** A second YAML document was ignored without a word: the configuration is one document. */
     @Test
     void aSecondDocumentInTheFileIsRefused() throws Exception {
