@@ -2,8 +2,8 @@ package io.sluice.broker;
 
 /**
  * The value of a command-line flag that takes one, written {@code --port N} or {@code --port=N}. Written apart, the value
- * is the argument after the flag, unless there is none or it is another flag: taken as the value, the next flag was
- * lost and its own value read as an argument of its own ({@code --port --config x} set the port to "--config").
+ * is the argument after the flag, unless there is none, it is empty or it is another flag: taken as the value, the next
+ * flag was lost and its own value read as an argument of its own ({@code --port --config x} set the port to "--config").
  * Written with '=', the value is whatever follows the '=', so a value that starts with {@code --} (a password may) is
  * given as {@code --password=--x}; a file of such a name can also be given as {@code ./--name}. Shared by
  * {@code sluice} and {@code sluice admin}.
@@ -29,6 +29,11 @@ public final class FlagValues {
     public static String missing(String flag, String next, boolean secret) {
         if (next == null) {
             return flag + " needs a value";
+        }
+        if (next.isEmpty()) {
+            // As --flag= is: an empty argument is most often a variable that was not set (--config "$CONF"), and --config ''
+            // was the working directory.
+            return flag + " needs a value; the argument after it is empty";
         }
         if (!next.startsWith("--")) {
             return null;

@@ -49,6 +49,21 @@ class MainTest {
         }
     }
 
+    /**
+     * An empty argument as a flag's value (a variable that was not set: --config "$CONF") was taken as given: --config ''
+     * said "configuration file  is a directory" (the empty path is the working directory), --data-dir '' put the data
+     * there. It is refused as --config= is, naming the flag.
+     */
+    @Test
+    void shouldRefuseAnEmptyArgumentAsAFlagsValue() {
+        for (String flag : List.of("--config", "--set", "--data-dir", "--listen", "--port", "--metrics-port")) {
+            out.reset();
+            err.reset();
+            assertEquals(2, run(flag, "", "--check-config"), flag);
+            assertEquals("sluice: " + flag + " needs a value; the argument after it is empty (try --help)\n", err(), flag);
+        }
+    }
+
     /** --name=value, the GNU form, took no flag: "unknown argument '--port=7000'". It does now, for every valued flag. */
     @Test
     void aValuedFlagTakesItsValueAfterAnEqualsSign(@TempDir Path dir) throws Exception {

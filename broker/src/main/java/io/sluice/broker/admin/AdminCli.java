@@ -78,7 +78,7 @@ public final class AdminCli {
                     String missing = inline != null ? FlagValues.missing(inline)
                             : FlagValues.missing(a, i + 1 < args.length ? args[i + 1] : null, secret);
                     if (missing != null) {
-                        return usage(secret && inline == null && i + 1 < args.length
+                        return usage(secret && inline == null && i + 1 < args.length && args[i + 1].startsWith("--")
                                 ? missing + " (for a password that starts with --, write --password=VALUE or use --password-file)"
                                 : missing);
                     }

@@ -313,7 +313,6 @@ class AdminBadInputTest {
     void theCliRefusesAUrlItCannotUseAsUsage() {
         Map<String, String> refused = Map.of(
                 "localhost:7673", "does not start with http:// or https://",
-                "", "does not start with http:// or https://",
                 "ftp://127.0.0.1:7673", "has the scheme 'ftp'",
                 "http:///x", "names no host",
                 "http://my_broker:7673", "has 'my_broker:7673' where the host goes",
@@ -329,5 +328,11 @@ class AdminBadInputTest {
             assertTrue(said.startsWith("sluice admin: --url '" + url + "' " + why), url + ": " + said);
             assertTrue(said.contains("\n" + AdminCli.USAGE + "\n"), said);
         });
+        // An empty one is no URL at all: refused as any valued option's empty argument is (AdminCliTest).
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        assertEquals(2, AdminCli.run(new String[] {"--url", "", "queues"}, new PrintStream(new ByteArrayOutputStream(), true,
+                StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8)));
+        assertTrue(err.toString(StandardCharsets.UTF_8).startsWith("sluice admin: --url needs a value; the argument after it is empty\n"),
+                err.toString(StandardCharsets.UTF_8));
     }
 }

@@ -167,6 +167,15 @@ class AdminCliTest {
         assertFalse(err().lines().findFirst().orElse("").contains("--json"), "a password is not repeated: " + err());
     }
 
+    /** An empty argument was taken as the value: --password '' sent an empty password, --user '' an empty user. */
+    @Test
+    void shouldRefuseAnEmptyArgumentAsAnOptionsValue() {
+        for (String option : List.of("--url", "--user", "--password", "--password-file")) {
+            assertEquals(2, run(option, "", "queues"), option);
+            assertTrue(err().startsWith("sluice admin: " + option + " needs a value; the argument after it is empty\n"), err());
+        }
+    }
+
     /**
      * A password may start with --: nothing in a password's rules forbids it, and the refusal above left --password-file
      * the only way to give one. --name=value gives any valued option a value that starts with -- (the usual GNU form).
