@@ -455,10 +455,12 @@ public final class BrokerConfig {
             checkDeadLetterSuffix(problems, queues.deadLetterSuffix);
         }
         try {
+            io.sluice.broker.flow.QuotaSettings.OverflowPolicy overflow = io.sluice.broker.flow.QuotaSettings.OverflowPolicy
+                    .parse(String.valueOf(queues.overflowPolicy), "queues.overflow-policy");
             new io.sluice.broker.flow.QuotaSettings(queues.quotaSoftMessages, queues.quotaHardMessages, queues.quotaSoftBytes,
-                    queues.quotaHardBytes, io.sluice.broker.flow.QuotaSettings.OverflowPolicy.parse(String.valueOf(queues.overflowPolicy)));
+                    queues.quotaHardBytes, overflow);
         } catch (IllegalArgumentException e) {
-            problems.add("queues quota: " + e.getMessage());
+            problems.add(e.getMessage()); // names the queues.quota-* keys
         }
         if (metrics.listenAddress == null || metrics.listenAddress.isBlank()) {
             problems.add("metrics.listen-address is empty");

@@ -45,7 +45,8 @@ public final class FlowGate {
     public boolean update(long backlogMessages, long backlogBytes) {
         FlowState next = state;
         String why = reason;
-        String hard = reached(backlogMessages, quota.hardMessages(), "messages", backlogBytes, quota.hardBytes(), "hard");
+        String hard = reached(backlogMessages, backlogBytes, "hard", QuotaSettings.Setting.HARD_MESSAGES,
+                QuotaSettings.Setting.HARD_BYTES);
         if (hard != null && quota.overflow() == QuotaSettings.OverflowPolicy.BLOCK) { // Q2
             next = FlowState.BLOCKED;
             why = hard;
@@ -57,7 +58,8 @@ public final class FlowGate {
             }
         }
         if (next == FlowState.SLOWED || next == FlowState.FREE) {
-            String soft = reached(backlogMessages, quota.softMessages(), "messages", backlogBytes, quota.softBytes(), "soft");
+            String soft = reached(backlogMessages, backlogBytes, "soft", QuotaSettings.Setting.SOFT_MESSAGES,
+                    QuotaSettings.Setting.SOFT_BYTES);
             if (soft != null) { // Q1
                 next = FlowState.SLOWED;
                 why = soft;
@@ -78,12 +80,18 @@ public final class FlowGate {
         this.quota = newQuota;
     }
 
-    private static String reached(long messages, long messageLimit, String unit, long bytes, long byteLimit, String level) {
+    /** The sentence of the {@code level} quota the backlog reached, naming the key that holds it; null if it reached none. */
+    private String reached(long messages, long bytes, String level, QuotaSettings.Setting inMessages,
+                           QuotaSettings.Setting inBytes) {
+        long messageLimit = quota.level(inMessages);
+        long byteLimit = quota.level(inBytes);
         if (messageLimit > 0 && messages >= messageLimit) {
-            return "backlog of " + messages + " " + unit + " reached the " + level + " quota of " + messageLimit + " messages";
+            return "backlog of " + messages + " messages reached the " + level + " quota of " + messageLimit + " messages ("
+                    + quota.key(inMessages) + ")";
         }
         if (byteLimit > 0 && bytes >= byteLimit) {
-            return "backlog of " + bytes + " bytes reached the " + level + " quota of " + byteLimit + " bytes";
+            return "backlog of " + bytes + " bytes reached the " + level + " quota of " + byteLimit + " bytes ("
+                    + quota.key(inBytes) + ")";
         }
         return null;
     }

@@ -163,17 +163,22 @@ final class Backlog {
         }
         // Named here: under reject and drop-oldest the gate never reaches the hard level, so its reason names the soft
         // level or none ("queue 'q' is full: backlog below the soft quota" is what they would say).
+        // Each names the key that holds the quota (the queue's DECLARE or the configuration's default): the one to change.
         hardQuotaMet = overMessages
-                ? "backlog of " + messages + " messages reached the hard quota of " + quota.hardMessages() + " messages"
+                ? "backlog of " + messages + " messages reached the hard quota of " + quota.hardMessages() + " messages ("
+                        + quota.key(QuotaSettings.Setting.HARD_MESSAGES) + ")"
                 : "backlog of " + (bytes + uncommittedBytes) + " bytes and a message of " + messageBytes
-                        + " bytes would pass the hard quota of " + quota.hardBytes() + " bytes";
+                        + " bytes would pass the hard quota of " + quota.hardBytes() + " bytes ("
+                        + quota.key(QuotaSettings.Setting.HARD_BYTES) + ")";
         switch (quota.overflow()) {
             case REJECT -> {
-                return "queue '" + queue + "' is full: " + hardQuotaMet + "; the overflow policy is reject";
+                return "queue '" + queue + "' is full: " + hardQuotaMet + "; the overflow policy is reject ("
+                        + quota.key(QuotaSettings.Setting.OVERFLOW) + ")";
             }
             case DROP_OLDEST -> {
-                return dropOldest.getAsBoolean() ? null : "queue '" + queue + "' is full and no message can be dropped now: every "
-                        + "message is out with a consumer, or the dead-letter queue refused the last one dropped";
+                return dropOldest.getAsBoolean() ? null : "queue '" + queue + "' is full: " + hardQuotaMet + ", and no message"
+                        + " can be dropped now: every message is out with a consumer, or the dead-letter queue refused the last one"
+                        + " dropped";
             }
             default -> { // A2
                 boolean pastMessages = quota.hardMessages() > 0 && messages >= quota.hardMessages() + publishAllowance;

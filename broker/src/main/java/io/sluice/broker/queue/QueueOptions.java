@@ -90,7 +90,8 @@ public record QueueOptions(int maxDeliveries, String deadLetterQueue, long ackTi
         return new QueueOptions(defaults.maxDeliveries, defaultDeadLetterQueue(queue, defaults.deadLetterSuffix), defaults.ackTimeoutMs,
                 defaults.redeliveryDelayMs, defaults.maxRedeliveryDelayMs,
                 new QuotaSettings(defaults.quotaSoftMessages, defaults.quotaHardMessages, defaults.quotaSoftBytes,
-                        defaults.quotaHardBytes, QuotaSettings.OverflowPolicy.parse(defaults.overflowPolicy)),
+                        defaults.quotaHardBytes, QuotaSettings.OverflowPolicy.parse(defaults.overflowPolicy,
+                        "queues.overflow-policy")),
                 defaults.deadLetterDropped);
     }
 
@@ -157,13 +158,20 @@ public record QueueOptions(int maxDeliveries, String deadLetterQueue, long ackTi
         QuotaSettings quota = d.quota;
         try {
             QuotaSettings.OverflowPolicy overflow = QuotaSettings.OverflowPolicy.parse(
-                    settings.stringValue(QueueSettings.OVERFLOW_POLICY).orElse(overflowName(d.quota.overflow())));
+                    settings.stringValue(QueueSettings.OVERFLOW_POLICY).orElse(overflowName(d.quota.overflow())),
+                    QueueSettings.OVERFLOW_POLICY);
+            java.util.Set<QuotaSettings.Setting> declared = java.util.EnumSet.noneOf(QuotaSettings.Setting.class);
+            for (QuotaSettings.Setting s : QuotaSettings.Setting.values()) {
+                if (settings.asMap().containsKey(s.declareKey())) {
+                    declared.add(s);
+                }
+            }
             quota = new QuotaSettings(
                     settings.longValue(QueueSettings.QUOTA_SOFT_MESSAGES).orElse(d.quota.softMessages()),
                     settings.longValue(QueueSettings.QUOTA_HARD_MESSAGES).orElse(d.quota.hardMessages()),
                     settings.longValue(QueueSettings.QUOTA_SOFT_BYTES).orElse(d.quota.softBytes()),
                     settings.longValue(QueueSettings.QUOTA_HARD_BYTES).orElse(d.quota.hardBytes()),
-                    overflow);
+                    overflow, declared);
         } catch (IllegalArgumentException e) {
             problems.add(e.getMessage());
         }

@@ -56,6 +56,21 @@ class ConfigLoaderTest {
         assertTrue(m.contains("queues.max-deliveries 0 is outside"), m);
     }
 
+    /** "queues quota: soft quota of 10 messages is above the hard quota of 5" named no key, nor did a bad overflow policy. */
+    @Test
+    void shouldNameBothKeysOfASoftQuotaAboveTheHardOne() {
+        ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(null,
+                Map.of("queues.quota-soft-messages", "10", "queues.quota-hard-messages", "5", "queues.quota-hard-bytes", "-1")));
+        assertEquals("invalid configuration:\n  - queues.quota-hard-bytes -1 is negative; a quota is 0 (none) or more", e.getMessage());
+        e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(null,
+                Map.of("queues.quota-soft-messages", "10", "queues.quota-hard-messages", "5")));
+        assertEquals("invalid configuration:\n  - queues.quota-soft-messages 10 is above queues.quota-hard-messages 5; a soft quota"
+                + " is at most the hard one", e.getMessage());
+        e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(null, Map.of("queues.overflow-policy", "sometimes")));
+        assertEquals("invalid configuration:\n  - queues.overflow-policy 'sometimes' is not one of block, reject, drop-oldest",
+                e.getMessage());
+    }
+
     @Test
     void shouldRejectAWronglyTypedValueInWordsOfTheYamlKey() {
         ConfigException e = assertThrows(ConfigException.class, () -> new ConfigLoader().load(null, Map.of("broker.port", "many")));

@@ -1,6 +1,7 @@
 package io.sluice.broker.flow;
 
 import io.sluice.protocol.FlowState;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -65,13 +66,25 @@ class FlowGateTest {
 
     @ParameterizedTest(name = "reason at {0} msgs / {1} bytes")
     @CsvSource({
-            "200, 0, backlog of 200 messages reached the hard quota of 200 messages",
-            "0, 2000, backlog of 2000 bytes reached the hard quota of 2000 bytes",
-            "100, 0, backlog of 100 messages reached the soft quota of 100 messages",
+            "200, 0, backlog of 200 messages reached the hard quota of 200 messages (queues.quota-hard-messages)",
+            "0, 2000, backlog of 2000 bytes reached the hard quota of 2000 bytes (queues.quota-hard-bytes)",
+            "100, 0, backlog of 100 messages reached the soft quota of 100 messages (queues.quota-soft-messages)",
+            "0, 1000, backlog of 1000 bytes reached the soft quota of 1000 bytes (queues.quota-soft-bytes)",
     })
-    void theReasonNamesTheQuotaAndItsNumbers(long messages, long bytes, String reason) {
+    void theReasonNamesTheQuotaItsNumbersAndTheConfigurationKeyItComesFrom(long messages, long bytes, String reason) {
         FlowGate gate = gateIn(FlowState.FREE, QuotaSettings.OverflowPolicy.BLOCK);
         gate.update(messages, bytes);
         assertEquals(reason, gate.reason());
+    }
+
+    /** A level the queue's DECLARE set is named by the DECLARE's key, the others by the configuration's. */
+    @Test
+    void theReasonNamesTheQueuesOwnSettingWhereItsDeclareSetTheLevel() {
+        FlowGate gate = new FlowGate(new QuotaSettings(100, 200, 1_000, 2_000, QuotaSettings.OverflowPolicy.BLOCK,
+                java.util.Set.of(QuotaSettings.Setting.HARD_MESSAGES)));
+        gate.update(200, 0);
+        assertEquals("backlog of 200 messages reached the hard quota of 200 messages (quotaHardMessages)", gate.reason());
+        gate.update(0, 2_000);
+        assertEquals("backlog of 2000 bytes reached the hard quota of 2000 bytes (queues.quota-hard-bytes)", gate.reason());
     }
 }

@@ -85,6 +85,6 @@ class ProtocolDocTest {
         List<String> wireNames = Arrays.stream(QuotaSettings.OverflowPolicy.values())
                 .map(p -> p.name().toLowerCase(Locale.ROOT).replace('_', '-')).toList();
         assertEquals(wireNames, Arrays.stream(policies.split(",")).map(String::trim).toList());
-        wireNames.forEach(QuotaSettings.OverflowPolicy::parse); // each documented name is accepted
+        wireNames.forEach(name -> QuotaSettings.OverflowPolicy.parse(name, "overflowPolicy")); // each documented name is accepted
     }
 }

@@ -32,6 +32,19 @@ class QueueOptionsTest {
                 .build(), defaults).ackTimeoutMs());
     }
 
+    /** "soft quota of 10 messages is above the hard quota of 5" named neither setting, nor which one the DECLARE gave. */
+    @Test
+    void aSoftQuotaAboveTheHardOneNamesBothSettings() {
+        assertEquals("quotaSoftMessages 10 is above quotaHardMessages 5; a soft quota is at most the hard one",
+                refusal(QueueSettings.builder().quotaMessages(10, 5).build()));
+        assertEquals("quotaSoftBytes 6000000000 is above queues.quota-hard-bytes 5368709120; a soft quota is at most the hard one",
+                refusal(QueueSettings.builder().set(QueueSettings.QUOTA_SOFT_BYTES, 6_000_000_000L).build()));
+        assertEquals("quotaHardMessages -1 is negative; a quota is 0 (none) or more",
+                refusal(QueueSettings.builder().set(QueueSettings.QUOTA_HARD_MESSAGES, -1L).build()));
+        assertEquals("overflowPolicy 'sometimes' is not one of block, reject, drop-oldest",
+                refusal(QueueSettings.builder().overflowPolicy("sometimes").build()));
+    }
+
     @Test
     void shouldRefuseAStringWhereAWholeNumberIsExpected() {
         assertEquals("queue setting maxDeliveries=\"abc\" is a string; expected a whole number",
