@@ -74,7 +74,8 @@ final class BrokerFlags {
         line(text, "class-archive-training", "run a throwaway broker to record the classes a start loads (bin/sluice runs it)");
         text.append("environment:\n");
         ENVIRONMENT.forEach((name, meaning) -> line(text, name, meaning));
-        text.append("exit status: 0 stopped cleanly, 1 could not start, 2 bad arguments or configuration\n");
+        text.append("exit status: 0 stopped cleanly (on SIGTERM too; 130 after Ctrl-C), 1 could not start or stop cleanly,"
+                + " 2 bad arguments or configuration\n");
         return text.toString();
     }
 

@@ -18,10 +18,6 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * The broker's command line.
@@ -192,30 +188,15 @@ public final class Main {
             return 1;
         }
         phases.end("waiting for Chronicle's set-up");
-        // The hook is in place before the start, so that a SIGTERM while the broker starts (its store may be open, its
+        // The stop is in place before the start, so that a SIGTERM while the broker starts (its store may be open, its
         // listener already accepting) waits for the start to end and closes the broker, rather than ending the process
         // with the store open; registered after it, the hook could also meet a shutdown already begun and fail the start.
+        // SIGTERM stops the broker and exits with the stop's status (0 when clean); the hook does the same stop for any
+        // other end of the JVM (SIGINT's 130, SIGHUP), whose status the signal has already set.
         CompletableFuture<Broker> started = new CompletableFuture<>();
-        CountDownLatch stopped = new CountDownLatch(1);
-        Thread hook = new Thread(() -> {
-            err.println("sluice: stopping (signal received)");
-            try {
-                Broker running = started.get(START_WAIT_AT_SHUTDOWN_SECONDS, TimeUnit.SECONDS);
-                if (running != null) {
-                    running.close();
-                }
-            } catch (TimeoutException e) {
-                err.println("sluice: the start did not end within " + START_WAIT_AT_SHUTDOWN_SECONDS
-                        + " s of the signal; stopping without closing the store (the next start recovers it)");
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } catch (ExecutionException e) {
-                // the start failed and said so; nothing to close
-            } finally {
-                err.println("sluice: stopped");
-                stopped.countDown();
-            }
-        }, "sluice-shutdown");
+        SignalStop stop = new SignalStop(started, START_WAIT_AT_SHUTDOWN_SECONDS, err);
+        ChronicleSignals.stopOnSigterm(stop::stopThenExit);
+        Thread hook = new Thread(stop::stop, "sluice-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
         try {
             started.complete(Broker.start(config, phases));
@@ -239,13 +220,13 @@ public final class Main {
         try {
             // Chronicle can install its own SIGTERM/SIGINT handlers again after start-up (observed:
             // a broker that ignored kill -TERM), so the main thread puts ours back every second.
-            while (!stopped.await(1, TimeUnit.SECONDS)) {
+            while (!stop.awaitStopped(1_000)) {
                 ChronicleSignals.exitOnTerminationSignals();
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        return 0;
+        return stop.status();
     }
 
     /** A start that failed needs no hook; if a shutdown has begun meanwhile, the hook finds nothing to close. */

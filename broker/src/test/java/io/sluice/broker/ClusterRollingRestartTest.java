@@ -136,7 +136,7 @@ class ClusterRollingRestartTest {
             TestAwait.value("the queue on the leader empty (everything acked)", Duration.ofSeconds(120),
                     () -> consuming.declareQueue(QUEUE, QueueSettings.EMPTY), left -> left == 0);
         }
-        assertEquals(List.of(143, 143, 143), stopExitCodes, "each node stopped cleanly on SIGTERM");
+        assertEquals(List.of(0, 0, 0), stopExitCodes, "each node stopped cleanly on SIGTERM");
         Set<Long> missing = new HashSet<>(confirmed);
         missing.removeAll(idsByPayload.keySet());
         long storedTwice = idsByPayload.values().stream().mapToLong(ids -> ids.size() - 1).sum();

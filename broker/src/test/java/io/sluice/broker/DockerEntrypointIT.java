@@ -194,7 +194,7 @@ class DockerEntrypointIT {
                 ChildJvm.kill(broker);
             }
         }
-        assertEquals(143, broker.exitValue(), "the broker, exec'd by the entry point, stops on SIGTERM:\n"
+        assertEquals(0, broker.exitValue(), "the broker, exec'd by the entry point, stops cleanly on SIGTERM:\n"
                 + ChildJvm.tail(dir.resolve("broker.log")));
     }
 

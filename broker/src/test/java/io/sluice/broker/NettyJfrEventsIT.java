@@ -74,7 +74,7 @@ class NettyJfrEventsIT {
                 ChildJvm.kill(broker);
             }
         }
-        assertEquals(143, broker.exitValue(), ChildJvm.tail(log));
+        assertEquals(0, broker.exitValue(), "a clean stop on SIGTERM:\n" + ChildJvm.tail(log));
         return Files.readAllLines(classLoads);
     }
 }

@@ -5,10 +5,10 @@ import sun.misc.Signal;
 
 /**
  * Makes SIGTERM and SIGINT end the JVM normally again — running its shutdown hooks, with the status a
- * shell expects (128 + the signal number) — once Chronicle Queue and the native libraries under it
- * are loaded. Chronicle replaces the JVM's handlers for these signals with a chain of its own, and
- * loading the native code beneath it left the process dying on SIGTERM without running any hook
- * (seen on this project's machines: a broker killed with {@code kill} never shut down gracefully).
+ * shell expects (128 + the signal number), or for SIGTERM the program's own clean stop ({@link #stopOnSigterm}) —
+ * once Chronicle Queue and the native libraries under it are loaded. Chronicle replaces the JVM's handlers for these
+ * signals with a chain of its own, and loading the native code beneath it left the process dying on SIGTERM without
+ * running any hook (seen on this project's machines: a broker killed with {@code kill} never shut down gracefully).
  *
  * <p>Call {@link #exitOnTerminationSignals()} before the store opens (so Chronicle's chain, set up
  * then, includes the handler) and again once it is open (so the JVM-level handler is the last one
@@ -17,6 +17,8 @@ import sun.misc.Signal;
  */
 public final class ChronicleSignals {
     private static boolean chained;
+    /** What SIGTERM does instead of exiting with 143, once set ({@link #stopOnSigterm}). */
+    private static volatile Runnable sigtermStop;
 
     private ChronicleSignals() {
     }
@@ -37,7 +39,23 @@ public final class ChronicleSignals {
         }
     }
 
+    /**
+     * Makes SIGTERM run {@code stop} on a thread of its own, at each SIGTERM, instead of {@code System.exit(143)}: a program
+     * that stops cleanly on it and exits with the status it chooses (a broker: 0 after a clean stop, which systemd and
+     * container runtimes count as success where they count 143 as a failure). {@code stop} must be safe to run more than
+     * once. SIGINT still exits with 130 through the shutdown hooks.
+     */
+    public static void stopOnSigterm(Runnable stop) {
+        sigtermStop = stop;
+    }
+
     private static void exitFor(String signal) {
+        Runnable stop = sigtermStop;
+        if ("TERM".equals(signal) && stop != null) {
+            Thread stopping = new Thread(stop, "sluice-signal-stop");
+            stopping.start();
+            return;
+        }
         int status = "TERM".equals(signal) ? 143 : "INT".equals(signal) ? 130 : -1;
         if (status < 0) {
             return;
