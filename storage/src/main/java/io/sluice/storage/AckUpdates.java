@@ -84,16 +84,9 @@ final class AckUpdates {
      */
     AckedRange ackRangeExceptLocked(long fromId, long toIdInclusive, long[] keep) {
         long bytes = RangeBytes.unackedBytes(log, acks, fromId, toIdInclusive, keep);
-        long newly = 0;
-        long from = fromId;
-        for (int i = 0; i < keep.length && keep[i] <= toIdInclusive; i++) {
-            if (keep[i] > from) {
-                newly += ackRangeLocked(from, keep[i] - 1);
-            }
-            from = Math.max(from, keep[i] + 1);
-        }
-        if (from <= toIdInclusive) {
-            newly += ackRangeLocked(from, toIdInclusive);
+        long newly = io(() -> ackLog.ackRangeExcept(fromId, toIdInclusive, keep));
+        if (newly > 0) {
+            reclaimer.wanted();
         }
         return new AckedRange(newly, bytes);
     }

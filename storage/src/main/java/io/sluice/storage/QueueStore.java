@@ -437,7 +437,9 @@ public final class QueueStore {
     /**
      * Acknowledges every stored message except those of {@code keep} (ascending ids), under one lock, in ranges
      * ({@link AckLog#ackAllExcept}): the lock is held for work that follows the kept ids and the segments, never a step
-     * a message acknowledged. Returns how many were newly acknowledged.
+     * a message acknowledged. Returns how many were newly acknowledged. If the ack state cannot be written, all of it
+     * is acknowledged in memory all the same before the failure (an {@link java.io.UncheckedIOException}; the queue's
+     * storage is failed) is thrown.
      */
     public long ackAllExcept(long[] keep) {
         return lockedOpen(() -> ackUpdates.ackAllExceptLocked(keep));
@@ -447,6 +449,7 @@ public final class QueueStore {
      * Acknowledges every message with an id in {@code [fromId, toIdInclusive]} but {@code keep}'s (ascending) under one
      * lock, a range ack per gap, and returns what that newly acknowledged ({@link AckUpdates#ackRangeExceptLocked}). For
      * a store that relocates nothing (a cluster node's), as {@link #unackedCount} and {@link #nextUnacked}: ids are slots.
+     * If the ack state cannot be written, all of it is acknowledged in memory all the same before the failure is thrown.
      */
     public AckedRange ackRangeExcept(long fromId, long toIdInclusive, long[] keep) {
         return lockedOpen(() -> ackUpdates.ackRangeExceptLocked(fromId, toIdInclusive, keep));
@@ -480,7 +483,8 @@ public final class QueueStore {
 
     /**
      * Records {@code count} deliveries at once, under one lock: {@code ids[i]} delivered for the
-     * {@code counts[i]}-th time (see {@link #recordDelivery}).
+     * {@code counts[i]}-th time (see {@link #recordDelivery}). If the ack state cannot be written, every one is
+     * recorded in memory all the same before the failure is thrown.
      */
     public void recordDeliveries(long[] ids, int[] counts, int count) {
         lock.lock();

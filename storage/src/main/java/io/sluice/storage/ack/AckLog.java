@@ -423,12 +423,18 @@ public final class AckLog implements Closeable {
     public long ackRange(long fromId, long toIdInclusive) throws IOException {
         checkRecovered();
         long newly = tracker.ackRange(fromId, toIdInclusive);
-        // Replay runs against the final segment counts: clamp so it cannot ack messages appended later.
-        long clampedTo = Math.min(toIdInclusive, tracker.highestAssignedId());
-        if (newly > 0 && roomFor(AckJournal.RecordType.ACK_RANGE)) {
-            journal.appendAckRange(fromId, clampedTo);
+        if (newly > 0) {
+            journalAckedRange(fromId, toIdInclusive);
         }
         return newly;
+    }
+
+    private void journalAckedRange(long fromId, long toIdInclusive) throws IOException {
+        // Replay runs against the final segment counts: clamp so it cannot ack messages appended later.
+        long clampedTo = Math.min(toIdInclusive, tracker.highestAssignedId());
+        if (roomFor(AckJournal.RecordType.ACK_RANGE)) {
+            journal.appendAckRange(fromId, clampedTo);
+        }
     }
 
     /**
@@ -454,19 +460,62 @@ public final class AckLog implements Closeable {
             }
         }
         Arrays.sort(slots, 0, count);
-        long from = first;
+        return ackGaps(first, tracker.highestAssignedId(), slots, count);
+    }
+
+    /**
+     * Acknowledges every message with an id in {@code [fromId, toIdInclusive]} but those of {@code keep} (ascending
+     * slots): one range ack, and one journal record, for each gap between them. Returns how many were newly acknowledged.
+     */
+    public long ackRangeExcept(long fromId, long toIdInclusive, long[] keep) throws IOException {
+        checkRecovered();
+        return ackGaps(fromId, toIdInclusive, keep, keep.length);
+    }
+
+    /**
+     * Acknowledges the gaps of {@code [fromId, toIdInclusive]} between the first {@code count} ids of {@code keep}
+     * (ascending), a range ack and a journal record each. If journaling a gap needs a checkpoint that fails, the later
+     * gaps are still acknowledged in memory, with nothing more written, and the failure is thrown after them, as
+     * {@link #ackAll} does: a purge is applied whole or not at all, so that the broker's backlog, which it sets from what
+     * the purge keeps, matches what is left unacknowledged, with one checkpoint tried.
+     */
+    private long ackGaps(long fromId, long toIdInclusive, long[] keep, int count) throws IOException {
         long newly = 0;
-        for (int i = 0; i < count; i++) {
-            if (slots[i] > from) {
-                newly += ackRange(from, slots[i] - 1);
+        long from = fromId;
+        IOException failed = null;
+        for (int i = 0; i < count && keep[i] <= toIdInclusive; i++) {
+            if (keep[i] > from) {
+                long acked = tracker.ackRange(from, keep[i] - 1);
+                newly += acked;
+                failed = journalGap(from, keep[i] - 1, acked, failed);
             }
-            from = Math.max(from, slots[i] + 1);
+            from = Math.max(from, keep[i] + 1);
         }
-        long last = tracker.highestAssignedId();
-        if (from <= last) {
-            newly += ackRange(from, last);
+        if (from <= toIdInclusive) {
+            long acked = tracker.ackRange(from, toIdInclusive);
+            newly += acked;
+            failed = journalGap(from, toIdInclusive, acked, failed);
+        }
+        if (failed != null) {
+            throw failed;
         }
         return newly;
+    }
+
+    /**
+     * Journals a gap {@link #ackGaps} just acknowledged ({@code acked} of its messages newly), unless the call failed
+     * already ({@code failed}); returns the call's failure, if any.
+     */
+    private IOException journalGap(long fromId, long toIdInclusive, long acked, IOException failed) {
+        if (acked == 0 || failed != null) {
+            return failed;
+        }
+        try {
+            journalAckedRange(fromId, toIdInclusive);
+            return null;
+        } catch (IOException e) {
+            return e;
+        }
     }
 
     public boolean recordDelivery(long id, int deliveryCount) throws IOException {
@@ -482,33 +531,50 @@ public final class AckLog implements Closeable {
      * Records {@code count} deliveries: {@code ids[i]} delivered for the {@code counts[i]}-th time. A
      * run of consecutive ids delivered for the same count (a dispatch of new messages in store order)
      * is journaled as one range record, so the journal grows per dispatch, not per message.
+     *
+     * <p>If journaling a run needs a checkpoint that fails, the rest of the batch is still recorded in memory, with
+     * nothing more written, and the failure is thrown after it, as {@link #ackAll} does: every delivery the broker made
+     * counts toward its message's redelivery and dead-letter limits, with one checkpoint tried.
      */
     public void recordDeliveries(long[] ids, int[] counts, int count) throws IOException {
         checkRecovered();
         long runFrom = -1;
         long runTo = -1;
         int runCount = 0;
+        IOException failed = null;
         for (int i = 0; i < count; i++) {
             long id = ids[i];
             boolean recorded;
             try {
                 recorded = tracker.recordDelivery(id, counts[i]);
             } catch (IllegalArgumentException e) {
+                if (failed != null) {
+                    // The ack state failed before it: that failure is the one the store must act on.
+                    failed.addSuppressed(e);
+                    throw failed;
+                }
                 // A bad id or count: what was applied before it must still reach the journal.
                 journalDeliveryRun(runFrom, runTo, runCount);
                 throw e;
             }
-            if (!recorded) {
+            if (!recorded || failed != null) {
                 continue;
             }
             if (runFrom >= 0 && id == runTo + 1 && counts[i] == runCount) {
                 runTo = id;
                 continue;
             }
-            journalDeliveryRun(runFrom, runTo, runCount);
+            try {
+                journalDeliveryRun(runFrom, runTo, runCount);
+            } catch (IOException e) {
+                failed = e;
+            }
             runFrom = id;
             runTo = id;
             runCount = counts[i];
+        }
+        if (failed != null) {
+            throw failed;
         }
         journalDeliveryRun(runFrom, runTo, runCount);
     }

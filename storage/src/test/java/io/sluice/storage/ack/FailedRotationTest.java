@@ -1,6 +1,7 @@
 package io.sluice.storage.ack;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -90,11 +91,7 @@ class FailedRotationTest {
     @Test
     void aBatchOfScatteredAcksWhoseCheckpointFailsIsAppliedWholeWithOneTry() throws IOException {
         log = open();
-        int[] tried = new int[1];
-        log.checkpointWrite((file, generation, tracker) -> {
-            tried[0]++;
-            throw new IOException("no space left on device (injected)");
-        });
+        int[] tried = failEveryCheckpoint(log);
         long[] scattered = new long[MESSAGES / 2];
         for (int i = 0; i < scattered.length; i++) {
             scattered[i] = 2L * i; // none next to another: a journal record each, far more than the journal holds
@@ -107,6 +104,88 @@ class FailedRotationTest {
             }
         } finally {
             log.checkpointWrite(AckCheckpoint::write); // the disk has room again: the close's checkpoint is written
+        }
+    }
+
+    /**
+     * A purge ({@link AckLog#ackAllExcept}) whose journaling needs a checkpoint that fails is applied whole in memory, with
+     * one checkpoint tried, as a batch of acks is. A purge stopped at the gap that needed it would leave part of it
+     * acknowledged in the store, which the broker, told the purge failed, would still count in its backlog.
+     */
+    @Test
+    void aPurgeWhoseCheckpointFailsIsAppliedWholeWithOneTry() throws IOException {
+        log = open();
+        int[] tried = failEveryCheckpoint(log);
+        long[] keep = new long[MESSAGES / 2];
+        for (int i = 0; i < keep.length; i++) {
+            keep[i] = 2L * i + 1; // a gap of one between each two kept: a journal record each
+        }
+        try {
+            assertThrows(IOException.class, () -> log.ackAllExcept(keep));
+            assertEquals(1, tried[0], "checkpoints tried");
+            assertOnlyOddIdsUnacknowledged(0, MESSAGES);
+        } finally {
+            log.checkpointWrite(AckCheckpoint::write);
+        }
+    }
+
+    /** As a purge, the range of a cluster node's purge entry ({@link AckLog#ackRangeExcept}). */
+    @Test
+    void aRangeExceptTheKeptWhoseCheckpointFailsIsAppliedWholeWithOneTry() throws IOException {
+        log = open();
+        int[] tried = failEveryCheckpoint(log);
+        long[] keep = new long[MESSAGES / 4];
+        for (int i = 0; i < keep.length; i++) {
+            keep[i] = 2L * i + 1;
+        }
+        try {
+            assertThrows(IOException.class, () -> log.ackRangeExcept(0, MESSAGES / 2 - 1, keep));
+            assertEquals(1, tried[0], "checkpoints tried");
+            assertOnlyOddIdsUnacknowledged(0, MESSAGES / 2);
+            for (long id = MESSAGES / 2; id < MESSAGES; id++) {
+                assertFalse(log.state().isAcked(id), "ack of " + id + ", past the range");
+            }
+        } finally {
+            log.checkpointWrite(AckCheckpoint::write);
+        }
+    }
+
+    /** Deliveries recorded in a batch whose journaling needs a checkpoint that fails: every count is recorded in memory. */
+    @Test
+    void aBatchOfScatteredDeliveriesWhoseCheckpointFailsIsRecordedWholeWithOneTry() throws IOException {
+        log = open();
+        int[] tried = failEveryCheckpoint(log);
+        long[] scattered = new long[MESSAGES / 2];
+        int[] counts = new int[scattered.length];
+        for (int i = 0; i < scattered.length; i++) {
+            scattered[i] = 2L * i;
+            counts[i] = 1 + i % 3;
+        }
+        try {
+            assertThrows(IOException.class, () -> log.recordDeliveries(scattered, counts, scattered.length));
+            assertEquals(1, tried[0], "checkpoints tried");
+            for (int i = 0; i < scattered.length; i++) {
+                assertEquals(counts[i], log.state().deliveryCount(scattered[i]), "delivery count of " + scattered[i]);
+            }
+        } finally {
+            log.checkpointWrite(AckCheckpoint::write);
+        }
+    }
+
+    /** Makes every checkpoint of {@code target} fail before it writes anything, as a full disk does; counts the tries. */
+    private static int[] failEveryCheckpoint(AckLog target) {
+        int[] tried = new int[1];
+        target.checkpointWrite((file, generation, tracker) -> {
+            tried[0]++;
+            throw new IOException("no space left on device (injected)");
+        });
+        return tried;
+    }
+
+    /** In {@code [from, to)}, the odd ids and only those are unacknowledged. */
+    private void assertOnlyOddIdsUnacknowledged(long from, long to) {
+        for (long id = from; id < to; id++) {
+            assertEquals(id % 2 == 0, log.state().isAcked(id), "ack of " + id);
         }
     }
 
