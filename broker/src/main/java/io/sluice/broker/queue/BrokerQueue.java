@@ -543,7 +543,9 @@ public final class BrokerQueue {
     /**
      * Removes every message that is not out with a consumer: acknowledges it in the store. Messages
      * delivered and not yet acknowledged stay, and are acknowledged or redelivered as usual.
-     * Completes with the number removed once those acks are durable ({@link QueuePurge#answerWhenDurable}).
+     * Completes with the number removed once those acks are durable ({@link QueuePurge#answerWhenDurable}), or fails
+     * with a {@link io.sluice.storage.StorageFailedException} if they could not be written: the messages are removed all
+     * the same (in memory only), and the queue's figures say so.
      */
     public io.netty.util.concurrent.Future<Long> purge() {
         io.netty.util.concurrent.Promise<Long> answer = executor.newPromise();
@@ -551,10 +553,14 @@ public final class BrokerQueue {
             if (closed) {
                 throw deleted(); // found by the connection before another deleted it: nothing to remove
             }
-            long removed = QueuePurge.removeWaiting(store, consumers, tracked, order, transactions, backlog);
-            acknowledged(removed);
-            LOG.info("Queue '{}' purged: {} messages removed.", name, removed);
-            return removed;
+            QueuePurge.Purged purged = QueuePurge.removeWaiting(store, consumers, tracked, order, transactions, backlog);
+            acknowledged(purged.removed());
+            if (purged.failure() != null) {
+                LOG.warn("Queue '{}' purge failed: {}", name, purged.failure().getMessage());
+                throw purged.failure();
+            }
+            LOG.info("Queue '{}' purged: {} messages removed.", name, purged.removed());
+            return purged.removed();
         }, answer));
         return answer;
     }

@@ -3,7 +3,9 @@ package io.sluice.broker.queue;
 import io.netty.util.concurrent.Promise;
 import io.sluice.protocol.IdRange;
 import io.sluice.storage.QueueStore;
+import io.sluice.storage.StorageFailedException;
 
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -25,9 +27,13 @@ final class QueuePurge {
      * between them ({@link QueueStore#ackAllExcept}). A backlog of millions so costs the queue's event loop, which
      * other queues and connections share, and the store's lock, which the flusher needs for every queue's group
      * commit, about what an empty queue costs, and no heap that grows with it.
+     *
+     * <p>A store whose ack state cannot be written acknowledges all of it in memory all the same and throws after
+     * ({@link QueueStore#ackAllExcept}): the queue's figures are then set as after a purge that succeeded, so that they
+     * match what the store keeps, and the failure is returned with the count for the caller to answer.
      */
-    static long removeWaiting(QueueStore store, List<ConsumerSession> consumers, IdSet tracked, DeliveryOrder order,
-                              QueueTransactions transactions, Backlog backlog) {
+    static Purged removeWaiting(QueueStore store, List<ConsumerSession> consumers, IdSet tracked, DeliveryOrder order,
+                                QueueTransactions transactions, Backlog backlog) {
         IdSet kept = new IdSet(); // bounded by the consumers' credit, the transactions' limits and the moves under way
         for (ConsumerSession c : consumers) {
             for (long id : c.inFlight.ids()) {
@@ -47,7 +53,16 @@ final class QueuePurge {
         long[] keep = new long[kept.size()];
         kept.forEach(id -> keep[counts[1]++] = id);
         Arrays.sort(keep);
-        long removed = store.ackAllExcept(keep);
+        long unackedBefore = store.unackedMessages();
+        long removed;
+        StorageFailedException failure = null;
+        try {
+            removed = store.ackAllExcept(keep);
+        } catch (UncheckedIOException e) {
+            removed = unackedBefore - store.unackedMessages();
+            failure = new StorageFailedException("the purge of queue '" + store.name() + "' removed " + removed
+                    + " messages in memory only, and a restart may bring them back: " + e.getMessage(), e);
+        }
         for (int i = 0; i < counts[0]; i++) {
             tracked.remove(untracked[i]);
         }
@@ -58,7 +73,11 @@ final class QueuePurge {
             left += c.inFlight.bytes();
         }
         backlog.resetBytes(left);
-        return removed;
+        return new Purged(removed, failure);
+    }
+
+    /** What {@link #removeWaiting} removed, and why its acks are in memory only, or null if they were written. */
+    record Purged(long removed, StorageFailedException failure) {
     }
 
     /**

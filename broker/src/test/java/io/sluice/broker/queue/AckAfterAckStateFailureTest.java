@@ -1,7 +1,11 @@
 package io.sluice.broker.queue;
 
+import io.sluice.protocol.ErrorCode;
+import io.sluice.broker.error.ErrorCodes;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.IdRange;
+import io.sluice.protocol.NackAction;
+import io.sluice.protocol.NackFrame;
 import io.sluice.protocol.QueueSettings;
 import io.sluice.storage.Directories;
 import io.sluice.storage.ack.AckFiles;
@@ -14,9 +18,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A queue whose ack state cannot be written (its journal's rotation fails: the queue's storage is failed, docs/storage.md,
@@ -74,6 +82,48 @@ class AckAfterAckStateFailureTest {
                 QueueCore.onLoop(q, () -> null);
                 assertEquals(1, attempts.begun(), "checkpoints tried for one ACK frame");
                 assertAcknowledged(q, failing + scattered, (failing + scattered) / 2);
+            } finally {
+                Directories.deleteRecursively(blocker);
+            }
+        }
+    }
+
+    /**
+     * A purge after the ack state failed: the store acknowledges all of it in memory, so the broker's figures follow
+     * what the store keeps, and the purge is answered STORAGE_FAILED, naming the queue. Applied in part (the store
+     * stopping at the first gap whose journaling tried a checkpoint), the store held messages acknowledged that the
+     * broker's backlog still counted, and the caller was told of an internal error.
+     */
+    @Test
+    void aPurgeAfterTheAckStateFailedIsAppliedWholeAndAnsweredStorageFailed() throws Exception {
+        int failing = 400;
+        int messages = 1_000;
+        try (QueueCore core = new QueueCore(dir, CONFIG)) {
+            BrokerQueue q = core.queues.declare("q", QueueSettings.EMPTY);
+            Delivered out = publishAndDeliver(core, q, messages);
+            Path blocker = blockAckCheckpoints(q);
+            try {
+                out.sub.ack(everyOther(out.deliveries, 0, failing)); // 200 records overflow the journal: its rotation fails
+                QueueCore.onLoop(q, () -> null);
+                assertNotNull(q.store().failure(), "the rotation failed the queue's storage");
+                // Every other of the rest waits out a long redelivery delay: a purge removes those, a gap of one each.
+                List<IdRange> waiting = new ArrayList<>();
+                for (int i = failing; i < messages; i += 2) {
+                    waiting.add(IdRange.single(out.deliveries.get(i).id()));
+                }
+                out.sub.nack(new NackFrame(TAG, NackAction.REQUEUE_AFTER_DELAY, Duration.ofHours(1).toMillis(), waiting));
+                QueueCore.onLoop(q, () -> null);
+
+                ExecutionException failed = assertThrows(ExecutionException.class, () -> q.purge().get(30, TimeUnit.SECONDS));
+
+                long inFlight = (failing / 2) + (messages - failing) / 2;
+                assertEquals(inFlight, (long) QueueCore.onLoop(q, q.store()::unackedMessages),
+                        "every message waiting is acknowledged in the store, those out with the consumer are not");
+                assertEquals(inFlight, q.messageCount());
+                assertEquals(inFlight, (long) QueueCore.onLoop(q, q::backlogBytes), "the byte backlog is what the store keeps");
+                assertEquals(inFlight, q.snapshot().get().consumers().get(0).unackedMessages());
+                assertEquals(ErrorCode.STORAGE_FAILED, ErrorCodes.of(failed.getCause()), String.valueOf(failed.getCause()));
+                assertTrue(failed.getCause().getMessage().contains("'q'"), failed.getCause().getMessage());
             } finally {
                 Directories.deleteRecursively(blocker);
             }
