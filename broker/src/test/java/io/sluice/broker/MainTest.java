@@ -37,6 +37,19 @@ class MainTest {
         assertEquals("sluice: --port needs a value (try --help)\n", err());
     }
 
+    /** bin/sluice passes its arguments to Main as they are: {@code verify --help} is the storage tool's usage, status 0. */
+    @Test
+    void verifyAndDumpWithHelpPrintTheStorageToolsUsage() {
+        for (String command : List.of("verify", "dump")) {
+            out.reset();
+            err.reset();
+            assertEquals(0, run(command, "--help"), command + ": " + err());
+            assertTrue(out.toString(StandardCharsets.UTF_8).startsWith("usage: sluice-storage-tool verify <dataDir>"),
+                    out.toString(StandardCharsets.UTF_8));
+            assertEquals("", err(), command);
+        }
+    }
+
     /** A valued flag followed by another flag took that flag as its value: --port --config x set the port to "--config". */
     @Test
     void shouldRefuseAValuedFlagWhoseNextArgumentIsAnotherFlag() {

@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -17,6 +18,7 @@ import java.util.List;
  * verify &lt;dataDir&gt;                               exit 0 clean, 1 damage found
  * dump &lt;dataDir&gt; &lt;queue&gt; [--limit N] [--from ID]   exit 0 clean, 1 damaged record or ack state
  * </pre>
+ * {@code -h} or {@code --help} anywhere prints this usage to standard output and exits 0.
  * Exit 2 on a usage error, with a message naming the wrong argument; 141, quietly, when the reader of
  * standard output closed it (EPIPE on file descriptor 1; rule T1 at {@link #run}). Progress goes to standard error when it is a
  * terminal (rule T2), never into the report.
@@ -85,10 +87,15 @@ public final class StorageTool {
             if (args.length == 0) {
                 throw new UsageException("missing command");
             }
+            // bin/sluice hands "verify --help" on as it is: help anywhere after a command asks for the usage, not a run
+            if (Arrays.stream(args).anyMatch(arg -> arg.equals("-h") || arg.equals("--help"))) {
+                out.println(USAGE);
+                return EXIT_CLEAN;
+            }
             return switch (args[0]) {
                 case "verify" -> verify(args, out, progress);
                 case "dump" -> dump(args, out, progress);
-                case "-h", "--help", "help" -> {
+                case "help" -> {
                     out.println(USAGE);
                     yield EXIT_CLEAN;
                 }

@@ -247,6 +247,23 @@ class StorageToolTest {
         assertUsage(run("dump", dir.toString(), "orders", "--limit"), "--limit needs a value");
     }
 
+    /**
+     * {@code bin/sluice verify --help} hands the tool {@code verify --help}: help after a command is a request for the usage,
+     * on standard output with status 0, wherever it stands; it was taken for a data directory that does not exist (exit 2).
+     */
+    @Test
+    void shouldPrintTheUsageAndExitZeroForHelpAfterACommand() {
+        String[][] asked = {
+                {"verify", "--help"}, {"verify", "-h"}, {"dump", "--help"}, {"dump", dir.toString(), "--help"},
+                {"dump", dir.toString(), "orders", "--help"}, {"dump", dir.toString(), "orders", "--limit", "3", "-h"}};
+        for (String[] args : asked) {
+            Outcome r = run(args);
+            assertEquals(StorageTool.EXIT_CLEAN, r.exitCode(), String.join(" ", args) + ": " + r.out() + r.err());
+            assertEquals(StorageTool.USAGE + System.lineSeparator(), r.out(), String.join(" ", args));
+            assertEquals("", r.err(), String.join(" ", args));
+        }
+    }
+
     /** Long.parseLong took "+3"; --limit took "--from" as its value. Decimal is digits alone, a value is no flag. */
     @Test
     void shouldRefuseASignedNumberAndAFlagWhereAValueBelongs() {
