@@ -51,6 +51,10 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
         Path acks = queueDirectory.resolve("acks");
         Path checkpoint = acks.resolve(CHECKPOINT);
         Path journal = acks.resolve(JOURNAL);
+        String notReadable = notReadable(acks, checkpoint, journal);
+        if (notReadable != null) {
+            return new AckSnapshot(null, -1, 0, "not replayed", notReadable, null, Map.of());
+        }
         long generation = -1;
         int records = 0;
         String stop = "no journal";
@@ -103,6 +107,23 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
         } finally {
             io.sluice.storage.Directories.deleteRecursively(root);
         }
+    }
+
+    /**
+     * Why the ack files cannot be read at all, or null: {@code acks} there but not a directory, or an ack file there but not
+     * a regular file. A broker's open fails on either; read as absent, they made an empty ack state and a CLEAN report.
+     */
+    private static String notReadable(Path acks, Path checkpoint, Path journal) {
+        String consequence = ": the queue's ack state cannot be read, and a broker refuses to open the queue";
+        if (Files.exists(acks) && !Files.isDirectory(acks)) {
+            return acks + " is not a directory" + consequence;
+        }
+        for (Path file : new Path[] {checkpoint, journal}) {
+            if (Files.exists(file) && !Files.isRegularFile(file)) {
+                return "ack state file " + file + " is not a regular file" + consequence;
+            }
+        }
+        return null;
     }
 
     /** The question a broker's open asks (rule "a missing segment is not forgotten", docs/storage.md). */

@@ -51,6 +51,10 @@ final class QueueDumper {
                         state.unackedCount(), state.liveSegments().length, idOrNone(state.firstUnackedId()),
                         acks.checkpointGeneration(), acks.journalRecords());
             }
+            for (String damage : scan.damage()) {
+                clean[0] = false;
+                out.println("DAMAGE " + damage);
+            }
             StorageTool.checkOutput(out);
             long[] printed = {0};
             String phase = "dump of queue '" + name + "'";

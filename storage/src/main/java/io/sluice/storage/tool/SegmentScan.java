@@ -39,24 +39,39 @@ final class SegmentScan implements AutoCloseable {
     private final SingleChronicleQueue chronicle;
     private final RecordCodec codec = new RecordCodec();
     private final Set<Integer> withoutEndMarker = new TreeSet<>();
+    private final List<String> damage;
 
-    private SegmentScan(Path segmentDirectory, SingleChronicleQueue chronicle) {
+    private SegmentScan(Path segmentDirectory, SingleChronicleQueue chronicle, List<String> damage) {
         this.segmentDirectory = segmentDirectory;
         this.chronicle = chronicle;
+        this.damage = damage;
     }
 
-    /** Opens the segments of the queue in {@code queueDirectory}; a queue with no segment files yet scans as empty. */
+    /**
+     * Opens the segments of the queue in {@code queueDirectory}; a queue with no segment files yet scans as empty, and so
+     * does one whose {@code segments} is not a directory, with that in {@link #damage()}.
+     */
     static SegmentScan open(Path queueDirectory) {
         Path segments = queueDirectory.resolve("segments");
+        if (Files.exists(segments) && !Files.isDirectory(segments)) {
+            // Listed as no segment at all, it made a CLEAN report; a broker's open fails on it
+            return new SegmentScan(segments, null, List.of(segments + " is not a directory: the queue's segments cannot be"
+                    + " read, and a broker refuses to open the queue"));
+        }
         if (segmentFiles(segments).isEmpty()) {
-            return new SegmentScan(segments, null);
+            return new SegmentScan(segments, null, List.of());
         }
         SingleChronicleQueue queue = SingleChronicleQueueBuilder.single(segments.toFile())
                 .rollCycle(SegmentRollCycle.INSTANCE)
                 .readOnly(true)
                 .checkInterrupts(false)
                 .build();
-        return new SegmentScan(segments, queue);
+        return new SegmentScan(segments, queue, List.of());
+    }
+
+    /** What is wrong with the segment directory or its files, one sentence each naming the path; empty if nothing. */
+    List<String> damage() {
+        return damage;
     }
 
     /** Segment number to file size of every {@code *.cq4} in the directory, in segment order. */

@@ -26,7 +26,8 @@ import java.util.TreeMap;
  *
  * <p>Damage: a record failing {@code RecordCodec.loaded}, an ack checkpoint or journal header that
  * does not check out, a producer checkpoint that does not read, a forced mark that does not check out (but an empty or
- * zero-filled one, only noted), a segment whose index counts a last record that is not in the file, or a queue that cannot be read at all (its segments not listed, a file's size not read:
+ * zero-filled one, only noted), a segment whose index counts a last record that is not in the file, a {@code segments} or
+ * {@code acks} that is not a directory or an ack file that is not a regular file, or a queue that cannot be read at all (its segments not listed, a file's size not read:
  * that queue's damage, the run goes on). Not damage, only noted: a journal whose replay stops at a torn record
  * (normal after a crash), a segment whose record count differs from Chronicle's index while the last record it counts
  * reads (a broker appending while the tool runs), an empty (0-byte) segment file, a segment file removed between the listing and the reading of
@@ -113,6 +114,7 @@ final class StoreVerifier {
             }
             lastIndexedMissing = lastIndexedRecordsMissing(scan, indexed, figures);
             acks = AckSnapshot.load(queueDirectory, indexed, files.keySet());
+            damage.addAll(scan.damage());
         } catch (IOException | RuntimeException | InternalError e) {
             // InternalError: a SIGBUS on a mapped page (a file cut short, or a page the disk has no block for).
             damagedQueues++;
