@@ -59,10 +59,10 @@ public final class SegmentFiles {
     public static String damagedHeader(Path segmentDirectory) {
         try (Stream<Path> listed = Files.list(segmentDirectory)) {
             for (Path file : listed.filter(f -> segmentOf(f.getFileName().toString()) >= 0).sorted().toList()) {
-                Integer header = firstHeader(file);
-                if (header != null && !acceptedFirstHeader(header)) {
-                    return "segment file " + file + " is damaged in its header (unexpected magic 0x" + Integer.toHexString(header)
-                            + " where Chronicle's first header belongs)";
+                FirstHeader header = FirstHeader.read(file);
+                // Zeros or a header not complete are not damage here: a creation a kill cut short, which recovery deletes.
+                if (!header.neverCompleted() && !header.accepted()) {
+                    return "segment file " + file + " " + header.describe();
                 }
             }
         } catch (IOException e) {
@@ -71,30 +71,65 @@ public final class SegmentFiles {
         return null;
     }
 
-    /** The file's first 4 bytes as Chronicle reads them (little-endian), null if it holds fewer or cannot be read. */
-    private static Integer firstHeader(Path file) {
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
-            ByteBuffer word = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
-            while (word.hasRemaining() && channel.read(word) >= 0) {
-                // read on until 4 bytes or the end of the file
-            }
-            return word.hasRemaining() ? null : word.getInt(0);
-        } catch (IOException e) {
-            return null;
-        }
-    }
-
     /**
-     * Chronicle's check of a file's first header ({@code AbstractWire.readFirstHeader}): complete metadata of at most
-     * 64 KiB. A zero or incomplete header is not damage here: it is a creation a kill cut short, which recovery deletes.
+     * The first header of a Chronicle file (a segment, or {@code metadata.cq4t}) as Chronicle reads it: its first 4 bytes,
+     * little-endian, with the file's length. Chronicle accepts complete metadata of at most 64 KiB
+     * ({@code AbstractWire.readFirstHeader}); a header of zeros or still marked not complete it waits for, its full
+     * timeout (10 s) at every look, and one of anything else stops it with {@code StreamCorruptedException}.
+     *
+     * @param fileBytes the file's length when its header was read
+     * @param word      its first 4 bytes, 0 if it holds fewer
      */
-    private static boolean acceptedFirstHeader(int header) {
-        int notComplete = 0x8000_0000;
-        int metaData = 0x4000_0000;
-        if (header == 0 || (header & notComplete) != 0) {
-            return true;
+    public record FirstHeader(long fileBytes, int word) {
+        private static final int NOT_COMPLETE = 0x8000_0000;
+        private static final int META_DATA = 0x4000_0000;
+        private static final int LENGTH_MASK = 0x3FFF_FFFF;
+        private static final int MAX_FIRST_HEADER_BYTES = 65_536;
+
+        /** Reads the first header of {@code file}. */
+        public static FirstHeader read(Path file) throws IOException {
+            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+                ByteBuffer word = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
+                while (word.hasRemaining() && channel.read(word) >= 0) {
+                    // read on until 4 bytes or the end of the file
+                }
+                return new FirstHeader(channel.size(), word.hasRemaining() ? 0 : word.getInt(0));
+            }
         }
-        return (header & metaData) != 0 && (header & 0x3FFF_FFFF) <= 65_536;
+
+        /** No header yet: what a creation cut short leaves (no bytes, zeros, or a header still marked not complete). */
+        public boolean neverCompleted() {
+            return fileBytes < 4 || word == 0 || (word & NOT_COMPLETE) != 0;
+        }
+
+        /** A header Chronicle reads: complete metadata of at most 64 KiB, all of it in the file. */
+        public boolean accepted() {
+            return !neverCompleted() && (word & META_DATA) != 0 && (word & LENGTH_MASK) <= MAX_FIRST_HEADER_BYTES
+                    && fileBytes >= 4L + (word & LENGTH_MASK);
+        }
+
+        /** What is wrong with it, as the rest of a sentence whose subject is the file; "is sound" if nothing. */
+        public String describe() {
+            if (fileBytes == 0) {
+                return "is empty (0 bytes)";
+            }
+            if (fileBytes < 4) {
+                return "holds " + fileBytes + " bytes, less than Chronicle's first header";
+            }
+            if (neverCompleted()) {
+                return String.format("has no complete first header (its first 4 bytes are 0x%08x, where Chronicle's first header"
+                        + " belongs)", word);
+            }
+            if ((word & META_DATA) == 0 || (word & LENGTH_MASK) > MAX_FIRST_HEADER_BYTES) {
+                return "is damaged in its header (unexpected magic 0x" + Integer.toHexString(word)
+                        + " where Chronicle's first header belongs)";
+            }
+            if (!accepted()) {
+                return "is cut short in its header (Chronicle's first header says " + (word & LENGTH_MASK) + " bytes, the file"
+                        + " holds " + (fileBytes - 4) + " after it)";
+            }
+            return "is sound";
+        }
     }
 
     /** The segment number of a file name, or -1 if the name is not a segment file's. */

@@ -40,14 +40,14 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
     private static final String CHECKPOINT = "acks.checkpoint";
     private static final String JOURNAL = "acks.journal";
 
-    /** Loads the ack state of the queue in {@code queueDirectory} whose segments hold {@code segmentCounts}. */
-    static AckSnapshot load(Path queueDirectory, Map<Integer, Long> segmentCounts) throws IOException {
-        return load(queueDirectory, segmentCounts, segmentCounts.keySet());
-    }
-
-    /** As {@link #load(Path, Map)}, {@code segmentFiles} the segments whose files are there. */
-    static AckSnapshot load(Path queueDirectory, Map<Integer, Long> segmentCounts, Set<Integer> segmentFiles)
-            throws IOException {
+    /**
+     * Loads the ack state of the queue in {@code queueDirectory} whose segments hold {@code segmentCounts};
+     * {@code segmentFiles}: the segments whose files are there; {@code unreadable}: those of them Chronicle cannot read,
+     * which the state keeps as the checkpoint counts them (a recovery forgets a segment it is given no count for, and
+     * with it how many of its messages were not acknowledged).
+     */
+    static AckSnapshot load(Path queueDirectory, Map<Integer, Long> segmentCounts, Set<Integer> segmentFiles,
+                            Set<Integer> unreadable) throws IOException {
         Path acks = queueDirectory.resolve("acks");
         Path checkpoint = acks.resolve(CHECKPOINT);
         Path journal = acks.resolve(JOURNAL);
@@ -93,8 +93,14 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
             } catch (CorruptAckStateException e) {
                 return new AckSnapshot(null, generation, records, stop, e.getMessage(), journalDamage, Map.of());
             }
+            Map<Integer, Long> counts = new TreeMap<>(segmentCounts);
+            for (int segment : unreadable) {
+                if (checkpointed != null && checkpointed.messageCount(segment) > 0) {
+                    counts.putIfAbsent(segment, checkpointed.messageCount(segment));
+                }
+            }
             try (AckLog log = AckLog.open(copy, AckJournal.MIN_CAPACITY_BYTES)) {
-                for (Map.Entry<Integer, Long> entry : segmentCounts.entrySet()) {
+                for (Map.Entry<Integer, Long> entry : counts.entrySet()) {
                     if (entry.getValue() > 0) {
                         log.segmentGrew(entry.getKey(), entry.getValue());
                     }

@@ -1,6 +1,8 @@
 package io.sluice.storage.tool;
 
+import io.sluice.storage.Directories;
 import io.sluice.storage.StorageException;
+import io.sluice.storage.ack.AckStateReader;
 import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentRollCycle;
@@ -39,39 +41,105 @@ final class SegmentScan implements AutoCloseable {
     private final SingleChronicleQueue chronicle;
     private final RecordCodec codec = new RecordCodec();
     private final Set<Integer> withoutEndMarker = new TreeSet<>();
-    private final List<String> damage;
+    /** Why the segment directory cannot be read at all, or null. */
+    private final String directoryDamage;
+    private final SegmentDirectoryCheck files;
+    /** The private directory Chronicle reads instead of the queue's own, or null ({@link #view}). */
+    private final Path view;
 
-    private SegmentScan(Path segmentDirectory, SingleChronicleQueue chronicle, List<String> damage) {
+    private SegmentScan(Path segmentDirectory, SingleChronicleQueue chronicle, String directoryDamage,
+                        SegmentDirectoryCheck files, Path view) {
         this.segmentDirectory = segmentDirectory;
         this.chronicle = chronicle;
-        this.damage = damage;
+        this.directoryDamage = directoryDamage;
+        this.files = files;
+        this.view = view;
+    }
+
+    /** As {@link #open(Path, Consumer)}, a segment file gone during the open passed over in silence. */
+    static SegmentScan open(Path queueDirectory) throws IOException {
+        return open(queueDirectory, file -> { });
     }
 
     /**
      * Opens the segments of the queue in {@code queueDirectory}; a queue with no segment files yet scans as empty, and so
-     * does one whose {@code segments} is not a directory, with that in {@link #damage()}.
+     * does one whose {@code segments} is not a directory, reported as damage by {@link #report}. A segment file listed and
+     * gone when it is read goes to {@code vanished} (a broker beside the tool reclaimed it).
+     *
+     * <p>When a segment file is one Chronicle cannot read ({@link SegmentDirectoryCheck}), Chronicle reads a private
+     * directory instead of the queue's own, holding links to the segment files it can read and a metadata file of its own
+     * ({@link #view}): it sees the rest of the queue as if that file were not there, and the file is reported, not waited
+     * for or stopped at.
      */
-    static SegmentScan open(Path queueDirectory) {
+    static SegmentScan open(Path queueDirectory, Consumer<Path> vanished) throws IOException {
         Path segments = queueDirectory.resolve("segments");
         if (Files.exists(segments) && !Files.isDirectory(segments)) {
             // Listed as no segment at all, it made a CLEAN report; a broker's open fails on it
-            return new SegmentScan(segments, null, List.of(segments + " is not a directory: the queue's segments cannot be"
-                    + " read, and a broker refuses to open the queue"));
+            return new SegmentScan(segments, null, segments + " is not a directory: the queue's segments cannot be read, and a"
+                    + " broker refuses to open the queue", SegmentDirectoryCheck.of(segments, vanished), null);
         }
-        if (segmentFiles(segments).isEmpty()) {
-            return new SegmentScan(segments, null, List.of());
+        SegmentDirectoryCheck files = SegmentDirectoryCheck.of(segments, vanished);
+        if (files.readable().isEmpty()) {
+            return new SegmentScan(segments, null, null, files, null);
         }
-        SingleChronicleQueue queue = SingleChronicleQueueBuilder.single(segments.toFile())
-                .rollCycle(SegmentRollCycle.INSTANCE)
-                .readOnly(true)
-                .checkInterrupts(false)
-                .build();
-        return new SegmentScan(segments, queue, List.of());
+        Path view = files.allReadable() ? null : view(segments, files.readable());
+        try {
+            SingleChronicleQueue queue = SingleChronicleQueueBuilder.single((view == null ? segments : view).toFile())
+                    .rollCycle(SegmentRollCycle.INSTANCE)
+                    .readOnly(true)
+                    .checkInterrupts(false)
+                    .build();
+            return new SegmentScan(segments, queue, null, files, view);
+        } catch (RuntimeException | Error e) {
+            Directories.deleteRecursively(view);
+            throw e;
+        }
     }
 
-    /** What is wrong with the segment directory or its files, one sentence each naming the path; empty if nothing. */
-    List<String> damage() {
-        return damage;
+    /**
+     * A temporary directory holding a link to each of {@code segments}' files and a metadata file of its own. Chronicle,
+     * opened writable on the directory while it is empty, writes that file; told to list the directory once the links are
+     * there, it records their cycles in it (a read-only open takes the range of cycles from there), reading names only:
+     * it opens no segment file, so none is written through its link.
+     */
+    private static Path view(Path segmentDirectory, NavigableSet<Integer> segments) throws IOException {
+        Path view = Files.createTempDirectory("sluice-segments-");
+        try {
+            try (SingleChronicleQueue metadata = SingleChronicleQueueBuilder.single(view.toFile())
+                    .rollCycle(SegmentRollCycle.INSTANCE).checkInterrupts(false).build()) {
+                for (int segment : segments) {
+                    Files.createSymbolicLink(SegmentFiles.file(view, segment),
+                            SegmentFiles.file(segmentDirectory, segment).toAbsolutePath());
+                }
+                metadata.refreshDirectoryListing();
+            }
+            return view;
+        } catch (IOException | RuntimeException | Error e) {
+            Directories.deleteRecursively(view);
+            throw e;
+        }
+    }
+
+    /** The segment files found when the scan was opened, and which of them Chronicle can read. */
+    SegmentDirectoryCheck files() {
+        return files;
+    }
+
+    /**
+     * What is wrong with the segment directory or a segment file, one sentence each naming the path, into {@code damage}
+     * or {@code notes}; {@code acks}, the queue's ack state (null if it could not be read), tells whether a file with no
+     * header yet held unacknowledged messages.
+     */
+    void report(AckStateReader acks, List<String> damage, List<String> notes) {
+        if (directoryDamage != null) {
+            damage.add(directoryDamage);
+        }
+        files.report(acks, damage, notes);
+    }
+
+    /** The segments Chronicle reads: those of the view, else whatever the directory lists now (a broker may add one). */
+    private NavigableSet<Integer> segments() {
+        return view != null ? files.readable() : segmentFiles(segmentDirectory).navigableKeySet();
     }
 
     /** Segment number to file size of every {@code *.cq4} in the directory, in segment order. */
@@ -125,7 +193,7 @@ final class SegmentScan implements AutoCloseable {
         if (chronicle == null) {
             return counts;
         }
-        for (int segment : segmentFiles(segmentDirectory).keySet()) {
+        for (int segment : segments()) {
             // A tailer per segment: a fault of a mapping may be raised at the JVM's next safepoint, after the read that
             // faulted, so everything Chronicle does for one segment is inside its try.
             try (ExcerptTailer tailer = chronicle.createTailer()) {
@@ -174,7 +242,7 @@ final class SegmentScan implements AutoCloseable {
         try {
             return chronicle.createTailer();
         } catch (RuntimeException | InternalError e) {
-            int first = segmentFiles(segmentDirectory).firstKey();
+            int first = segments().first();
             throw new StorageException(SegmentFiles.unreadable(segmentDirectory.resolve(SegmentFiles.fileName(first)), e), e);
         }
     }
@@ -210,7 +278,7 @@ final class SegmentScan implements AutoCloseable {
      */
     private long pastMissingEndMarker(ExcerptTailer tailer, int[] length) {
         int stoppedIn = tailer.cycle();
-        NavigableSet<Integer> later = segmentFiles(segmentDirectory).navigableKeySet().tailSet(stoppedIn, false);
+        NavigableSet<Integer> later = segments().tailSet(stoppedIn, false);
         if (later.isEmpty()) {
             return -1;
         }
@@ -269,8 +337,12 @@ final class SegmentScan implements AutoCloseable {
 
     @Override
     public void close() {
-        if (chronicle != null) {
-            chronicle.close();
+        try {
+            if (chronicle != null) {
+                chronicle.close();
+            }
+        } finally {
+            Directories.deleteRecursively(view); // the links, not the files they name
         }
     }
 }

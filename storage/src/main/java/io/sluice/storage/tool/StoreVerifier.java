@@ -26,11 +26,12 @@ import java.util.TreeMap;
  *
  * <p>Damage: a record failing {@code RecordCodec.loaded}, an ack checkpoint or journal header that
  * does not check out, a producer checkpoint that does not read, a forced mark that does not check out (but an empty or
- * zero-filled one, only noted), a segment whose index counts a last record that is not in the file, a {@code segments} or
+ * zero-filled one, only noted), a segment whose index counts a last record that is not in the file, a segment file
+ * Chronicle cannot read ({@link SegmentDirectoryCheck}; the last one with no header yet only noted), a {@code segments} or
  * {@code acks} that is not a directory or an ack file that is not a regular file, or a queue that cannot be read at all (its segments not listed, a file's size not read:
  * that queue's damage, the run goes on). Not damage, only noted: a journal whose replay stops at a torn record
  * (normal after a crash), a segment whose record count differs from Chronicle's index while the last record it counts
- * reads (a broker appending while the tool runs), an empty (0-byte) segment file, a segment file removed between the listing and the reading of
+ * reads (a broker appending while the tool runs), a segment file removed between the listing and the reading of
  * its size (a broker reclaiming it), and a last segment whose records missing all lie after the forced mark, which the
  * broker cuts back at its next start (rule "an unforced tail is cut back").
  */
@@ -88,10 +89,10 @@ final class StoreVerifier {
         Map<Integer, Long> lastIndexedMissing;
         long[] records = {0};
         Path segments = queueDirectory.resolve("segments");
-        try (SegmentScan scan = SegmentScan.open(queueDirectory)) {
-            // In the queue's try: a listing or a size that fails is this queue's damage, not the end of the run.
-            files = SegmentScan.segmentFiles(segments, gone -> notes.add(
-                    gone + " was removed while verify ran (a broker reclaiming it, or deleting the queue)"));
+        // In the queue's try: a listing, a size or a header that fails to read is this queue's damage, not the end of the run.
+        try (SegmentScan scan = SegmentScan.open(queueDirectory, gone -> notes.add(
+                gone + " was removed while verify ran (a broker reclaiming it, or deleting the queue)"))) {
+            files = scan.files().listed();
             indexed = scan.indexedCounts();
             scan.scan(-1, (index, segment, sequence, codec, problem) -> {
                 SegmentFigures f = figures.computeIfAbsent(segment, s -> new SegmentFigures());
@@ -113,8 +114,8 @@ final class StoreVerifier {
                         segments.resolve(SegmentFiles.fileName(segment))));
             }
             lastIndexedMissing = lastIndexedRecordsMissing(scan, indexed, figures);
-            acks = AckSnapshot.load(queueDirectory, indexed, files.keySet());
-            damage.addAll(scan.damage());
+            acks = AckSnapshot.load(queueDirectory, indexed, files.keySet(), scan.files().unreadable());
+            scan.report(acks.state(), damage, notes);
         } catch (IOException | RuntimeException | InternalError e) {
             // InternalError: a SIGBUS on a mapped page (a file cut short, or a page the disk has no block for).
             damagedQueues++;
@@ -135,12 +136,7 @@ final class StoreVerifier {
             totalMessages += f.records;
             totalCorrupt += f.corrupt;
             long index = indexed.getOrDefault(segment, 0L);
-            if (file.getValue() == 0) {
-                // Not a count from Chronicle's index (it has none: -1), and no broker appends to a file of no bytes.
-                notes.add("segment " + segment + ": " + segments.resolve(SegmentFiles.fileName(segment))
-                        + " is empty (0 bytes): it holds no records (a file a broker was creating during the run,"
-                        + " or one a crash left just after its creation)");
-            } else if (lastIndexedMissing.containsKey(segment) && segment == files.lastKey()
+            if (lastIndexedMissing.containsKey(segment) && segment == files.lastKey()
                     && unforcedTailOnly(queueDirectory, segment, f)) {
                 notes.add(String.format("segment %d: %s: unforced tail lost in a crash: Chronicle's index counts %d records, the"
                         + " file holds the first %d, every record through the forced mark among them; %d records will be cut back"

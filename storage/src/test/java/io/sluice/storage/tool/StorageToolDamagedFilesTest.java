@@ -5,6 +5,7 @@ import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.ack.AckFiles;
+import io.sluice.storage.segment.SegmentFiles;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -18,8 +19,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Random;
+import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -66,6 +70,109 @@ class StorageToolDamagedFilesTest {
 
     private Path queue(String name) {
         return dir.resolve("queues").resolve(name);
+    }
+
+    private Path segmentFile(int segment) {
+        return queue("orders").resolve("segments").resolve(SegmentFiles.fileName(segment));
+    }
+
+    /** The messages of {@code segment}: all unacknowledged but in segment 0, whose first ACKED_PREFIX are. */
+    private long unacknowledgedIn(int segment) {
+        return ids.stream().filter(id -> id >>> 32 == segment).count() - (segment == 0 ? ACKED_PREFIX : 0);
+    }
+
+    private static void overwriteFirstHeader(Path file, int word) throws IOException {
+        byte[] bytes = Files.readAllBytes(file);
+        ByteBuffer.wrap(bytes).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(0, word);
+        Files.write(file, bytes);
+    }
+
+    /**
+     * A later segment replaced by random bytes: verify noted "Chronicle's index counts -1 records ... a broker appending
+     * during the run", and a segment 0 "without its end marker", said CLEAN, and took over a minute (Chronicle waits out
+     * its timeout at every look at a header never completed). Its messages are lost: damage, naming the file, and the
+     * segments around it are still read.
+     */
+    @Test
+    void aLaterSegmentOfRandomBytesIsDamageNamingTheFile() throws IOException {
+        Path file = segmentFile(1);
+        byte[] garbage = new byte[(int) Files.size(file)];
+        new Random(42).nextBytes(garbage);
+        Files.write(file, garbage);
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(Pattern.compile("\n  DAMAGE segment 1: " + Pattern.quote(file.toString()) + " (is damaged in its header \\([^)]*\\)|has no"
+                + " complete first header \\([^)]*\\), though later segments follow): none of its records can be read, and the ack"
+                + " state counts "
+                + unacknowledgedIn(1) + " unacknowledged messages in it; a broker refuses to open the queue\n").matcher(r.out()).find(),
+                r.out());
+        assertTrue(r.out().contains("\n  0        19700101-000000.cq4         2621440       3404       2404        0\n"), r.out());
+        assertTrue(r.out().contains("\n  2        19700101-000002.cq4         2621440        692        692        0\n"), r.out());
+        assertFalse(r.out().contains("NOTE"), r.out());
+        assertTrue(r.out().contains("Result: DAMAGED (1 of 2 queue(s))"), r.out());
+    }
+
+    /** A sealed segment whose first header is zeros, its records intact after it: Chronicle cannot find them. */
+    @Test
+    void aLaterSegmentWithoutItsFirstHeaderIsDamageAndDumpSkipsItSayingSo() throws IOException {
+        Path file = segmentFile(1);
+        overwriteFirstHeader(file, 0);
+        String damage = "DAMAGE segment 1: " + file + " has no complete first header (its first 4 bytes are 0x00000000, where"
+                + " Chronicle's first header belongs), though later segments follow: none of its records can be read, and the"
+                + " ack state counts " + unacknowledgedIn(1) + " unacknowledged messages in it; a broker refuses to open the"
+                + " queue\n";
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("\n  " + damage), r.out());
+
+        r = run("dump", dir.toString(), "orders", "--from", "0/3403", "--limit", "2");
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        String[] lines = r.out().split("\n");
+        assertEquals(damage.strip(), lines[2], r.out());
+        assertTrue(lines[3].startsWith("0x0000000000000d4b 0/3403 "), r.out());
+        assertTrue(lines[4].startsWith("0x0000000200000000 2/0 "), r.out());
+    }
+
+    /**
+     * The last segment as a machine crash leaves one Chronicle was creating: its blocks there, its first header not (zeros).
+     * It holds no message, and the broker deletes it at its next start: noted, and the queue CLEAN.
+     */
+    @Test
+    void aLastSegmentOfZerosIsNotedAsNeverCompleted() throws IOException {
+        Path file = segmentFile(3);
+        Files.write(file, new byte[(int) Files.size(segmentFile(2))]);
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_CLEAN, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("\n  NOTE segment 3: " + file + " has no complete first header (its first 4 bytes are"
+                + " 0x00000000, where Chronicle's first header belongs): it holds no records (a file a broker was creating"
+                + " during the run, or one a crash left during its creation, which the broker deletes at its next start)\n"),
+                r.out());
+        assertTrue(r.out().contains(MESSAGES + " message(s), " + (MESSAGES - ACKED_PREFIX) + " unacked, 0 corrupt"), r.out());
+
+        r = run("dump", dir.toString(), "orders", "--from", "2/691");
+        assertEquals(StorageTool.EXIT_CLEAN, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().endsWith("1 record(s) printed\n"), r.out());
+    }
+
+    /**
+     * The last segment with zeros where its first header was, while the ack state counts its messages unacknowledged:
+     * the broker refuses the queue (rule "an emptied segment is not deleted"), so this is damage, not the note above.
+     */
+    @Test
+    void aLastSegmentWithoutItsFirstHeaderHoldingUnacknowledgedMessagesIsDamage() throws IOException {
+        Path file = segmentFile(2);
+        overwriteFirstHeader(file, 0);
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("\n  DAMAGE segment 2: " + file + " has no complete first header (its first 4 bytes are"
+                + " 0x00000000, where Chronicle's first header belongs): none of its records can be read, and the ack state"
+                + " counts " + unacknowledgedIn(2) + " unacknowledged messages in it; a broker refuses to open the queue\n"),
+                r.out());
+        assertFalse(r.out().contains("NOTE"), r.out());
     }
 
     /** A queue whose segments/ is a regular file: none of its segments can be read, and a broker refuses the queue. */
