@@ -66,7 +66,8 @@ final class SegmentScan implements AutoCloseable {
      * does one whose {@code segments} is not a directory, reported as damage by {@link #report}. A segment file listed and
      * gone when it is read goes to {@code vanished} (a broker beside the tool reclaimed it).
      *
-     * <p>When a segment file is one Chronicle cannot read ({@link SegmentDirectoryCheck}), Chronicle reads a private
+     * <p>When a segment file, or Chronicle's metadata file, is one Chronicle cannot read ({@link SegmentDirectoryCheck}),
+     * or the metadata file is missing, Chronicle reads a private
      * directory instead of the queue's own, holding links to the segment files it can read and a metadata file of its own
      * ({@link #view}): it sees the rest of the queue as if that file were not there, and the file is reported, not waited
      * for or stopped at.
@@ -82,7 +83,7 @@ final class SegmentScan implements AutoCloseable {
         if (files.readable().isEmpty()) {
             return new SegmentScan(segments, null, null, files, null);
         }
-        Path view = files.allReadable() ? null : view(segments, files.readable());
+        Path view = files.allReadable() && files.metadataReadable() ? null : view(segments, files.readable());
         try {
             SingleChronicleQueue queue = SingleChronicleQueueBuilder.single((view == null ? segments : view).toFile())
                     .rollCycle(SegmentRollCycle.INSTANCE)

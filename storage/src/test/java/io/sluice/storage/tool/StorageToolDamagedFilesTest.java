@@ -6,9 +6,14 @@ import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.ack.AckFiles;
 import io.sluice.storage.segment.SegmentFiles;
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.LoggerFactory;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -40,6 +45,22 @@ class StorageToolDamagedFilesTest {
     private final List<Long> ids = new ArrayList<>();
 
     private record Outcome(int exitCode, String out, String err) {
+    }
+
+    /** What a run logs at WARN or above (the tool's log goes to its stderr): each as its level, logger and message. */
+    private static List<String> warnings(Runnable run) {
+        Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
+        ListAppender<ILoggingEvent> logged = new ListAppender<>();
+        logged.start();
+        root.addAppender(logged);
+        try {
+            run.run();
+        } finally {
+            root.detachAppender(logged);
+        }
+        return logged.list.stream().filter(e -> e.getLevel().isGreaterOrEqual(Level.WARN))
+                .map(e -> e.getLevel() + " " + e.getLoggerName() + " " + e.getFormattedMessage()
+                        + (e.getThrowableProxy() == null ? "" : " " + e.getThrowableProxy().getClassName())).toList();
     }
 
     private static Outcome run(String... args) {
@@ -173,6 +194,82 @@ class StorageToolDamagedFilesTest {
                 + " counts " + unacknowledgedIn(2) + " unacknowledged messages in it; a broker refuses to open the queue\n"),
                 r.out());
         assertFalse(r.out().contains("NOTE"), r.out());
+    }
+
+    private Path metadataFile() {
+        return queue("orders").resolve("segments").resolve("metadata.cq4t");
+    }
+
+    /**
+     * Chronicle's metadata file replaced by text: verify said CLEAN, and Chronicle logged its fallback to a metadata of
+     * its own with a stack trace; a broker's open waits 20 s and fails with "Unable to claim exclusive lock". Damage now,
+     * naming the file, nothing logged, and the segments are still read.
+     */
+    @Test
+    void aMetadataFileOfTextIsDamageNamingItAndTheSegmentsAreStillRead() throws IOException {
+        Path metadata = metadataFile();
+        Files.writeString(metadata, "garbage\n");
+        String damage = "DAMAGE Chronicle's metadata file " + metadata + " is damaged in its header (unexpected magic 0x62726167"
+                + " where Chronicle's first header belongs): a broker refuses to open the queue; the file holds no message"
+                + " (Chronicle's locks and its list of the segment files), and moved out of the segment directory it is made"
+                + " again at the next start\n";
+
+        Outcome[] r = new Outcome[1];
+        assertEquals(List.of(), warnings(() -> r[0] = run("verify", dir.toString())));
+        assertEquals(StorageTool.EXIT_DAMAGED, r[0].exitCode(), r[0].out() + r[0].err());
+        assertTrue(r[0].out().contains("\n  " + damage), r[0].out());
+        assertTrue(r[0].out().contains(MESSAGES + " message(s), " + (MESSAGES - ACKED_PREFIX) + " unacked, 0 corrupt"), r[0].out());
+
+        assertEquals(List.of(), warnings(() -> r[0] = run("dump", dir.toString(), "orders", "--limit", "1")));
+        assertEquals(StorageTool.EXIT_DAMAGED, r[0].exitCode(), r[0].out() + r[0].err());
+        String[] lines = r[0].out().split("\n");
+        assertEquals(damage.strip(), lines[2], r[0].out());
+        assertTrue(lines[3].startsWith("0x0000000000000000 0/0 acked "), r[0].out());
+    }
+
+    /** Random bytes: verify said "queue cannot be read: ... Unable to claim exclusive shared lock", after 10 s, naming no damage. */
+    @Test
+    void aMetadataFileOfRandomBytesIsDamageNamingIt() throws IOException {
+        Path metadata = metadataFile();
+        byte[] garbage = new byte[(int) Files.size(metadata)];
+        new Random(7).nextBytes(garbage);
+        Files.write(metadata, garbage);
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(Pattern.compile("\n  DAMAGE Chronicle's metadata file " + Pattern.quote(metadata.toString())
+                + " (is damaged in its header|has no complete first header) \\([^)]*\\): a broker refuses to open the queue;")
+                .matcher(r.out()).find(), r.out());
+        assertTrue(r.out().contains(MESSAGES + " message(s), " + (MESSAGES - ACKED_PREFIX) + " unacked, 0 corrupt"), r.out());
+    }
+
+    /** A directory in its place was "IllegalArgumentException: Tables should be configured with the table file" of segments/. */
+    @Test
+    void aMetadataFileThatIsADirectoryIsDamageNamingIt() throws IOException {
+        Path metadata = metadataFile();
+        Files.delete(metadata);
+        Files.createDirectory(metadata);
+
+        Outcome r = run("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("\n  DAMAGE Chronicle's metadata file " + metadata + " is not a regular file: a broker"
+                + " refuses to open the queue\n"), r.out());
+        assertTrue(r.out().contains(MESSAGES + " message(s), " + (MESSAGES - ACKED_PREFIX) + " unacked, 0 corrupt"), r.out());
+    }
+
+    /** Gone: the broker makes a new one, so it is only noted; Chronicle logged its fallback as a warning on stderr. */
+    @Test
+    void aMissingMetadataFileIsNotedWithNothingLogged() throws IOException {
+        Path metadata = metadataFile();
+        Files.delete(metadata);
+
+        Outcome[] r = new Outcome[1];
+        assertEquals(List.of(), warnings(() -> r[0] = run("verify", dir.toString())));
+        assertEquals(StorageTool.EXIT_CLEAN, r[0].exitCode(), r[0].out() + r[0].err());
+        assertTrue(r[0].out().contains("\n  NOTE Chronicle's metadata file " + metadata + " is missing: the broker makes a new"
+                + " one at its next start\n"), r[0].out());
+        assertTrue(r[0].out().contains(MESSAGES + " message(s), " + (MESSAGES - ACKED_PREFIX) + " unacked, 0 corrupt"), r[0].out());
+        assertFalse(Files.exists(metadata), "the tool writes nothing into the data directory");
     }
 
     /** A queue whose segments/ is a regular file: none of its segments can be read, and a broker refuses the queue. */
