@@ -1,5 +1,7 @@
 package io.sluice.storage.segment;
 
+import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
+
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -69,6 +71,36 @@ public final class SegmentFiles {
             return null;
         }
         return null;
+    }
+
+    /**
+     * A sentence naming Chronicle's metadata file in {@code segmentDirectory} if it is there and not one Chronicle reads,
+     * for the refusal of the queue's open; null if it is missing (Chronicle makes it) or one Chronicle reads. Given any
+     * other, Chronicle waited out its timeout twice (20 s) and failed with "Unable to claim exclusive lock", as if another
+     * process held the file, and wrote a header of the wrong kind over one of zeros. The file holds no message, only
+     * Chronicle's locks and its list of the segment files, which Chronicle makes again.
+     */
+    public static String damagedMetadata(Path segmentDirectory) {
+        Path file = segmentDirectory.resolve(SingleChronicleQueue.QUEUE_METADATA_FILE);
+        String what;
+        if (!Files.exists(file)) {
+            return null;
+        } else if (!Files.isRegularFile(file)) {
+            what = "is not a regular file";
+        } else {
+            try {
+                FirstHeader header = FirstHeader.read(file);
+                if (header.accepted()) {
+                    return null;
+                }
+                what = header.describe();
+            } catch (IOException e) {
+                return null; // Chronicle's own open of it says what is wrong
+            }
+        }
+        return "Chronicle's metadata file " + file + " " + what + ". The queue is not opened and its files stay as they are;"
+                + " the file holds no message (Chronicle's locks and its list of the segment files): moved out of the segment"
+                + " directory, it is made again at the next start";
     }
 
     /**

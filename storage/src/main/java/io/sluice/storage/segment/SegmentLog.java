@@ -147,6 +147,10 @@ public final class SegmentLog implements AutoCloseable {
     private synchronized void open() {
         SingleChronicleQueue opened = null;
         try {
+            String damaged = SegmentFiles.damagedMetadata(segmentDirectory); // before Chronicle, or a lock, reads it
+            if (damaged != null) {
+                throw new StorageException("queue '" + queueName + "': " + damaged);
+            }
             StaleWriteLocks.release(queueName, segmentDirectory);
             opened = SingleChronicleQueueBuilder.single(segmentDirectory.toFile())
                     .rollCycle(SegmentRollCycle.INSTANCE)
