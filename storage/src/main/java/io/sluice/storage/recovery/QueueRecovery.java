@@ -146,6 +146,7 @@ public final class QueueRecovery {
             finishInterruptedDeletes();
             SegmentCutBack.discardLeftover(segmentDirectory);
             discardUninitialisedLastSegment();
+            refuseUnreadableSealedSegments();
             discardUninitialisedMetadata();
         } catch (IOException e) {
             closeAfterFailure(null, ackLog);
@@ -537,6 +538,33 @@ public final class QueueRecovery {
             LOG.warn("Queue '{}': segment {} was being created when the process stopped (its header is incomplete, so it holds "
                     + "no message); deleting it.", name, file.getFileName());
             Files.delete(file);
+        }
+    }
+
+    /**
+     * A segment before the last whose first header Chronicle does not accept cannot be read, and its records cannot be
+     * told apart without that header and its index: the queue is refused, naming the file, which is left as it is. Given
+     * one whose header was never completed (zeros, or its top bit set), Chronicle waited out its timeout at every look at
+     * it, the open took more than a minute, and Chronicle then took it for a segment that is not there: the ack state
+     * forgot its unacknowledged messages with a warning. Only the newest segment can be caught in its creation
+     * ({@link #discardUninitialisedLastSegment}). One open and a 4-byte read per sealed segment.
+     */
+    private void refuseUnreadableSealedSegments() throws IOException {
+        int last = lastSegmentOnDisk();
+        try (var files = Files.list(segmentDirectory)) {
+            for (Path p : (Iterable<Path>) files::iterator) {
+                int segment = SegmentFiles.segmentOf(p.getFileName().toString());
+                if (segment < 0 || segment >= last) {
+                    continue;
+                }
+                SegmentFiles.FirstHeader header = SegmentFiles.FirstHeader.read(p);
+                if (!header.accepted()) {
+                    throw new StorageException("queue '" + name + "': segment file " + p + " " + header.describe()
+                            + (header.neverCompleted() ? ", though later segments follow" : "") + ": its records cannot be"
+                            + " read. The queue is not opened and its files stay as they are; restore the queue's directory"
+                            + " from a backup, or move it out of the data directory to give the whole queue up");
+                }
+            }
         }
     }
 
