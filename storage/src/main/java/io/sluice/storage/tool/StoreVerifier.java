@@ -28,8 +28,8 @@ import java.util.TreeMap;
  * does not check out, a producer checkpoint that does not read, a forced mark that does not check out (but an empty or
  * zero-filled one, only noted), a segment whose index counts a last record that is not in the file, a segment file
  * Chronicle cannot read ({@link SegmentDirectoryCheck}; the last one with no header yet only noted), a {@code segments} or
- * {@code acks} that is not a directory or an ack file that is not a regular file, or a queue that cannot be read at all (its segments not listed, a file's size not read:
- * that queue's damage, the run goes on). Not damage, only noted: a journal whose replay stops at a torn record
+ * {@code acks} that is not a directory or an ack file that is not a regular file, or a queue that cannot be read at all
+ * (its segments not listed, a file's size not read: that queue's damage, the run goes on). Not damage, only noted: a journal whose replay stops at a torn record
  * (normal after a crash), a segment whose record count differs from Chronicle's index while the last record it counts
  * reads (a broker appending while the tool runs), a segment file removed between the listing and the reading of
  * its size (a broker reclaiming it), and a last segment whose records missing all lie after the forced mark, which the
