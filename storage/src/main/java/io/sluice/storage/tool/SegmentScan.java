@@ -249,6 +249,16 @@ final class SegmentScan implements AutoCloseable {
     }
 
     private void scan(ExcerptTailer tailer, long fromIndex, RecordVisitor visitor) {
+        try {
+            scanFrom(tailer, fromIndex, visitor);
+        } catch (InternalError e) {
+            // The fault of a read in compiled code is raised at the next safepoint, which may be this loop's, after the
+            // read's own try: it is the tailer's segment that faulted all the same.
+            throw unreadable(tailer, e);
+        }
+    }
+
+    private void scanFrom(ExcerptTailer tailer, long fromIndex, RecordVisitor visitor) {
         int[] length = new int[1];
         moveTo(tailer, fromIndex);
         while (true) {
