@@ -105,10 +105,22 @@ final class DeadLetterMoves {
         if (closed.getAsBoolean() || !tracked.contains(original.id())) {
             return; // deleted or purged meanwhile
         }
+        try {
+            store.ack(original.id());
+        } catch (RuntimeException failure) {
+            // The copy is durable. A store whose ack state cannot be written (its storage failed) acknowledged the
+            // original in memory before it threw: the move ends as moved, as the store's figures say. One that took no
+            // ack (closed) keeps it: given back as a failed move, a later move makes a second copy at worst, never none.
+            if (!store.isAcked(original.id())) {
+                retryLater(original.id(), "its copy is in the dead-letter queue, but acknowledging it here failed: " + failure);
+                return;
+            }
+            log.warn(LOG, "Queue '{}': message {} was dead-lettered, but its ack could not be written ({}); it is acknowledged"
+                    + " in memory only, and a restart may bring it back.", queue, original.id(), failure.toString());
+        }
         if (drop) {
             dropsMoved++;
         }
-        store.ack(original.id());
         tracked.remove(original.id());
         backlog.removed(original.headersLength() + original.payloadLength());
         moved++;

@@ -130,11 +130,11 @@ class AckAfterAckStateFailureTest {
         }
     }
 
-    private record Delivered(Subscription sub, List<FakeConnection.Delivery> deliveries) {
+    record Delivered(Subscription sub, List<FakeConnection.Delivery> deliveries) {
     }
 
-    /** Publishes {@code messages} one-byte messages into {@code q} and delivers them all to one consumer. */
-    private static Delivered publishAndDeliver(QueueCore core, BrokerQueue q, int messages) throws Exception {
+    /** Publishes {@code messages} one-byte messages into {@code q} and delivers them all to one consumer (tag 1). */
+    static Delivered publishAndDeliver(QueueCore core, BrokerQueue q, int messages) throws Exception {
         FakeConnection producer = new FakeConnection("producer");
         for (int i = 0; i < messages; i++) {
             core.publish(q, producer, 7, i, new byte[] {1});
@@ -146,14 +146,14 @@ class AckAfterAckStateFailureTest {
     }
 
     /** A non-empty directory where the ack state's checkpoint is written first: a journal rotation fails. */
-    private static Path blockAckCheckpoints(BrokerQueue q) throws Exception {
+    static Path blockAckCheckpoints(BrokerQueue q) throws Exception {
         Path blocker = q.store().directory().resolve("acks").resolve(AckFiles.CHECKPOINT + ".tmp");
         Files.createDirectories(blocker.resolve("blocker"));
         return blocker;
     }
 
     /** Every other delivery of {@code delivered} from {@code from} (inclusive) to {@code to}, one range each. */
-    private static AckFrame everyOther(List<FakeConnection.Delivery> delivered, int from, int to) {
+    static AckFrame everyOther(List<FakeConnection.Delivery> delivered, int from, int to) {
         List<IdRange> ranges = new ArrayList<>();
         for (int i = from; i < to; i += 2) {
             ranges.add(IdRange.single(delivered.get(i).id()));
