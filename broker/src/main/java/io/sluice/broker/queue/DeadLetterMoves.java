@@ -89,11 +89,19 @@ final class DeadLetterMoves {
         start(message, message.deliveryCount(), reason);
     }
 
-    /** Hands {@code message} to the dead-letterer; it stays tracked until the outcome. */
+    /**
+     * Hands {@code message} to the dead-letterer; it stays tracked until the outcome. A move that throws at once (the
+     * declare thread refuses the task at shutdown, a replication submit throws) reports no outcome: it is a failed move
+     * now, or the message would stay on its way to the dead-letter queue for good, skipped by the reader, never retried.
+     */
     void start(StoredMessage message, int deliveries, String reason) {
         tracked.add(message.id());
         order.deadLetteringStarted(message.id(), message.headersLength() + message.payloadLength());
-        deadLetterer.deadLetter(message, deliveries, reason);
+        try {
+            deadLetterer.deadLetter(message, deliveries, reason);
+        } catch (RuntimeException e) {
+            failed(message, "the move could not start: " + e);
+        }
     }
 
     private void moved(StoredMessage original) {
