@@ -80,7 +80,7 @@ final class RecordAppender {
     private void checkSize(int size, int headroom) {
         if (size > config.maxMessageBytes() + headroom) {
             throw new MessageTooLargeException("message of " + size + " bytes (headers plus payload) for queue '" + name
-                    + "' exceeds maxMessageBytes " + config.maxMessageBytes()
+                    + "' exceeds the limit of " + config.maxMessageBytes() + " bytes (storage.max-message-bytes)"
                     + (headroom > 0 ? " plus the " + headroom + " bytes allowed for headers the broker adds" : ""));
         }
     }

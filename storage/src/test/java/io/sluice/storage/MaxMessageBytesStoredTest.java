@@ -43,8 +43,8 @@ class MaxMessageBytesStoredTest {
             long copy = queue.appendForwarded(7, 1, ByteBuffer.wrap(forwardedHeaders), ByteBuffer.wrap(payload));
             MessageTooLargeException over = assertThrows(MessageTooLargeException.class,
                     () -> queue.append(7, 2, ByteBuffer.wrap(headers), ByteBuffer.wrap(bytes(max - HEADERS + 1, 7))));
-            assertEquals("message of " + (max + 1) + " bytes (headers plus payload) for queue 'orders' exceeds maxMessageBytes "
-                    + max, over.getMessage());
+            assertEquals("message of " + (max + 1) + " bytes (headers plus payload) for queue 'orders' exceeds the limit of "
+                    + max + " bytes (storage.max-message-bytes)", over.getMessage());
             assertThrows(MessageTooLargeException.class, () -> queue.appendForwarded(7, 3,
                     ByteBuffer.wrap(bytes(HEADERS + QueueStore.HEADER_HEADROOM_BYTES + 1, 3)), ByteBuffer.wrap(payload)));
             assertEquals(copy, queue.writtenIndex(), "nothing written by the refusals");

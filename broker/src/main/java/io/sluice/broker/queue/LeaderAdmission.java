@@ -97,7 +97,7 @@ final class LeaderAdmission {
             return null;
         }
         return "message of " + bytes + " bytes (headers plus payload) for queue '" + queue.name() + "' exceeds "
-                + (limit == config.maxMessageBytes() ? "maxMessageBytes " + limit : "the " + limit + " bytes a record of the store can hold")
+                + (limit == config.maxMessageBytes() ? "the limit of " + limit + " bytes (storage.max-message-bytes)" : "the " + limit + " bytes a record of the store can hold")
                 + (count > 1 ? "; a cluster stores " + what + " whole or not at all, so its " + count + " messages are refused" : "");
     }
 

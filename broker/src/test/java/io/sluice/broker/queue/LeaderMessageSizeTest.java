@@ -42,7 +42,7 @@ class LeaderMessageSizeTest {
             List<PublishErrorFrame> refused = producer.await(PublishErrorFrame.class, 1, Duration.ofSeconds(30));
             assertEquals(new IdRange(1, 2), refused.get(0).sequences());
             assertEquals(ErrorCode.MESSAGE_TOO_LARGE.code(), refused.get(0).code());
-            assertEquals("message of 1025 bytes (headers plus payload) for queue 'q' exceeds maxMessageBytes 1024; a cluster stores "
+            assertEquals("message of 1025 bytes (headers plus payload) for queue 'q' exceeds the limit of 1024 bytes (storage.max-message-bytes); a cluster stores "
                     + "a PUBLISH frame whole or not at all, so its 2 messages are refused", refused.get(0).message());
 
             admit(queue, producer, new byte[1024]); // at the limit: admitted
