@@ -2,6 +2,7 @@ package io.sluice.storage;
 
 import io.sluice.storage.ack.AckFiles;
 import io.sluice.storage.ack.AckLog;
+import io.sluice.storage.ack.NewAckFiles;
 import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.files.AtomicFiles;
 import io.sluice.storage.files.FileDescriptors;
@@ -28,7 +29,7 @@ import java.util.function.Function;
  * everything, then force everything":
  * <ol>
  *   <li>write: each queue's directories, its ack checkpoint and journal and its {@link QueueIncarnation} under
- *       temporary names ({@link AckLog#prepareNew}), nothing forced;</li>
+ *       temporary names ({@link NewAckFiles#prepare}), nothing forced;</li>
  *   <li>force every temporary file;</li>
  *   <li>install: rename them into place and open the queue (its Chronicle Queue opens, and writes its
  *       metadata file, only at its first append: rule "Chronicle opens at first use");</li>
@@ -58,7 +59,7 @@ record NewQueues(Path queuesDirectory, StoreConfig config, FileForcer forcer, Ex
     private static final class Pending {
         final String name;
         final Path directory;
-        AckLog.Prepared prepared;
+        NewAckFiles prepared;
         /** Its incarnation file, under its temporary name until installed. */
         Path incarnation;
         QueueStore queue;
@@ -138,7 +139,7 @@ record NewQueues(Path queuesDirectory, StoreConfig config, FileForcer forcer, Ex
     private void prepare(Pending q) throws IOException {
         Path acks = q.directory.resolve("acks");
         if (!Files.exists(acks.resolve(AckFiles.CHECKPOINT))) {
-            q.prepared = AckLog.prepareNew(acks, config.ackJournalBytes());
+            q.prepared = NewAckFiles.prepare(acks, config.ackJournalBytes());
         }
         Files.createDirectories(q.directory);
         q.incarnation = QueueIncarnation.writeTemporary(q.directory); // a new id even over what a failed creation left

@@ -101,7 +101,7 @@ public final class AckCheckpoint {
     }
 
     /**
-     * The first step of a write in steps (a new queue's, {@link AckLog#prepareNew}): writes the file
+     * The first step of a write in steps (a new queue's, {@link NewAckFiles#prepare}): writes the file
      * under its temporary name, which it returns, without forcing it. The caller forces it, then calls
      * {@link #install}, then forces the directory.
      */

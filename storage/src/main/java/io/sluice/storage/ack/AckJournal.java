@@ -231,7 +231,7 @@ public final class AckJournal implements Closeable {
     }
 
     /**
-     * The first step of a creation in steps (a new queue's, {@link AckLog#prepareNew}): writes the
+     * The first step of a creation in steps (a new queue's, {@link NewAckFiles#prepare}): writes the
      * empty journal of {@code min(INITIAL_BYTES, maxBytes)} bytes under its temporary name, which it
      * returns, without forcing it. The caller forces it, then calls {@link #install}, then forces the
      * directory.

@@ -185,79 +185,11 @@ public final class AckLog implements Closeable {
         return open(directory, AckJournal.DEFAULT_CAPACITY_BYTES);
     }
 
-    /**
-     * The first step of creating a new queue's ack files in steps (class javadoc, "A new queue"): writes
-     * the empty checkpoint and journal of generation {@value #FIRST_GENERATION} under their temporary
-     * names in {@code directory} (created if needed), without forcing anything.
-     *
-     * @throws IllegalStateException if {@code directory} already holds a checkpoint: it is not a new queue's
-     */
-    public static Prepared prepareNew(Path directory, int journalCapacityBytes) throws IOException {
-        AckJournal.checkCapacity(journalCapacityBytes);
-        Path absolute = directory.toAbsolutePath();
-        Files.createDirectories(absolute);
-        Path checkpoint = absolute.resolve(AckFiles.CHECKPOINT);
-        if (Files.exists(checkpoint)) {
-            throw new IllegalStateException("ack directory " + absolute + " already holds " + AckFiles.CHECKPOINT
-                    + "; only a new queue's ack files are created in steps");
-        }
-        Path journal = absolute.resolve(AckFiles.JOURNAL);
-        Path checkpointTemporary = AckCheckpoint.writeUnforced(checkpoint, FIRST_GENERATION, new AckTracker());
-        try {
-            return new Prepared(absolute, journalCapacityBytes, checkpointTemporary,
-                    AckJournal.writeUnforced(journal, FIRST_GENERATION, journalCapacityBytes));
-        } catch (IOException | RuntimeException e) {
-            Files.deleteIfExists(checkpointTemporary);
-            throw e;
-        }
-    }
-
-    /**
-     * A new queue's ack files as {@link #prepareNew} wrote them: not forced, not in place. The caller
-     * forces {@link #temporaryFiles()}, then calls {@link #install()}, then forces {@link #directory()};
-     * the queue's state is durable after the last of these. Not thread-safe: one thread at a time.
-     */
-    public static final class Prepared {
-        private final Path directory;
-        private final int journalCapacityBytes;
-        private final Path checkpointTemporary;
-        private final Path journalTemporary;
-
-        private Prepared(Path directory, int journalCapacityBytes, Path checkpointTemporary, Path journalTemporary) {
-            this.directory = directory;
-            this.journalCapacityBytes = journalCapacityBytes;
-            this.checkpointTemporary = checkpointTemporary;
-            this.journalTemporary = journalTemporary;
-        }
-
-        /** The files to force before {@link #install()}. */
-        public List<Path> temporaryFiles() {
-            return List.of(checkpointTemporary, journalTemporary);
-        }
-
-        /** The directory to force after {@link #install()}: it holds the files' entries. */
-        public Path directory() {
-            return directory;
-        }
-
-        /**
-         * Renames the forced files into place and returns the recovered ack log of the empty queue
-         * (no {@link #recover()}: there is nothing to recover, and the files are written).
-         */
-        public AckLog install() throws IOException {
-            AckCheckpoint.install(checkpointTemporary, directory.resolve(AckFiles.CHECKPOINT));
-            AckJournal journal = AckJournal.install(journalTemporary, directory.resolve(AckFiles.JOURNAL), FIRST_GENERATION,
-                    journalCapacityBytes);
-            AckLog log = new AckLog(directory, journalCapacityBytes, new AckTracker(), FIRST_GENERATION);
-            log.journal = journal;
-            return log;
-        }
-
-        /** Deletes the files, after a failure before {@link #install()}. */
-        public void discard() throws IOException {
-            Files.deleteIfExists(checkpointTemporary);
-            Files.deleteIfExists(journalTemporary);
-        }
+    /** The ack log of a new queue whose empty files {@link NewAckFiles#install} just put in place. */
+    static AckLog installed(Path directory, int journalCapacityBytes, AckJournal journal) {
+        AckLog log = new AckLog(directory, journalCapacityBytes, new AckTracker(), FIRST_GENERATION);
+        log.journal = journal;
+        return log;
     }
 
     /**

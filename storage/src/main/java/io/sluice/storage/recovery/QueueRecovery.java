@@ -4,6 +4,7 @@ import io.sluice.storage.CorruptRecordException;
 import io.sluice.storage.StorageException;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.ack.AckLog;
+import io.sluice.storage.ack.NewAckFiles;
 import io.sluice.storage.ack.AckStateProbe;
 import io.sluice.storage.ack.AckStateReader;
 import io.sluice.storage.ack.SegmentAckBitmap;
@@ -121,7 +122,7 @@ public final class QueueRecovery {
      * Opens and recovers queue {@code name} in {@code directory}; {@code onSeal} and {@code onEntering} go to
      * the {@link SegmentLog}.
      * {@code createdAcks}, if not null, is the ack log of a new queue whose files were just created in
-     * steps ({@link AckLog#prepareNew}); the queue must have no segment then. {@code afterUncleanStop}:
+     * steps ({@link NewAckFiles#prepare}); the queue must have no segment then. {@code afterUncleanStop}:
      * the store was not closed cleanly the last time (a process crash), so the segments may hold records
      * that were never forced, and are forced before the queue is served.
      */
