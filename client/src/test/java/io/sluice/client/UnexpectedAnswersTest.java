@@ -24,6 +24,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -127,6 +128,7 @@ class UnexpectedAnswersTest {
     void aFrameOnlyAClientSendsClosesTheConnection() {
         broker.send(new io.sluice.protocol.CreditFrame(1, 10));
         TestWait.until(() -> !connection.isConnected());
+        assertFalse(connection.isConnected(), "a CREDIT from the broker ends the connection");
     }
 
     /** The fake broker answers each request of type {@code type} with what {@code answer} makes of its request id. */
