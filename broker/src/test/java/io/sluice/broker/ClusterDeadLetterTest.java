@@ -124,6 +124,10 @@ class ClusterDeadLetterTest {
                 assertEquals(16, seen, "the dead-letter queue's 10 direct messages and 6 copies delivered");
             }
             assertEquals(deadLettered, copiesAcked, "the copies are those dead-lettered");
+            // Acks are replicated in ACK entries submitted after the ACK frame (rule R5): the leader's store lets the
+            // copies go when their entry is applied there, so only then does its commit index cover them.
+            TestAwait.until("the leader applying the acks of the six copies", Duration.ofSeconds(30),
+                    () -> leader.queues().get(DLQ).messageCount() == 10);
             ClusterFixture.awaitApplied(brokers, leader);
         }
 
