@@ -23,6 +23,11 @@ import java.util.concurrent.TimeUnit;
  * would: once killed it stays a zombie, and {@code /proc/<pid>} exists until {@link #close()}.
  */
 final class ChildWriter implements AutoCloseable {
+    /**
+     * How long a report may take: a bound for a hung child, not a wait for a state. A child JVM on a machine loaded
+     * twenty-fold spent 30 s loading its first classes.
+     */
+    private static final long REPORT_TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(60);
     final Set<Long> acking = ConcurrentHashMap.newKeySet();
     final Set<Long> acked = ConcurrentHashMap.newKeySet();
     /** Sequence to id of messages reported "kept" (reclaim mode). */
@@ -142,13 +147,13 @@ final class ChildWriter implements AutoCloseable {
 
     /**
      * Polls the child's stdout until it holds a line containing {@code word}; fails if the child dies first or
-     * does not report within 30 s, with what it left behind ({@link #notReported}).
+     * does not report within 60 s, with what it left behind ({@link #notReported}).
      */
     void awaitReport(String word) throws Exception {
         long started = System.nanoTime();
         while (!reported(word)) {
             boolean alive = writer.isAlive();
-            if (!alive || System.nanoTime() - started > TimeUnit.SECONDS.toNanos(30)) {
+            if (!alive || System.nanoTime() - started > REPORT_TIMEOUT_NANOS) {
                 throw new AssertionError(notReported(word, alive, started));
             }
             Thread.sleep(5);
@@ -248,6 +253,30 @@ final class ChildWriter implements AutoCloseable {
     /** As {@link #killAfterFirstConfirm}, after the first line containing {@code word}. */
     void killAfterReport(String word, long runMillis) throws Exception {
         awaitReport(word);
+        killIn(runMillis);
+    }
+
+    /**
+     * Kills the writer {@code runMillis} after it reported every message up to sequence {@code seq} confirmed: a random
+     * moment of its work that still comes after the volume a test needs, however slow the machine (on a loaded one a
+     * fixed time after the first confirm held a few hundred messages).
+     */
+    void killAfterConfirmedThrough(long seq, long runMillis) throws Exception {
+        long started = System.nanoTime();
+        parseStdout();
+        while (confirmed < seq) {
+            boolean alive = writer.isAlive();
+            if (!alive || System.nanoTime() - started > REPORT_TIMEOUT_NANOS) {
+                throw new AssertionError(notReported("confirmed " + seq + " (the last: " + confirmed + ")", alive, started));
+            }
+            Thread.sleep(5);
+            parseStdout();
+        }
+        killIn(runMillis);
+    }
+
+    /** Kills the writer from another thread {@code runMillis} from now, while it works, and waits for its death. */
+    private void killIn(long runMillis) throws Exception {
         Thread killer = new Thread(() -> {
             try {
                 Thread.sleep(runMillis); // the kill point: a random moment of the child's work, not a wait for a state

@@ -41,6 +41,8 @@ class CrashRecoveryTest {
     private static final long SEQS_PER_ROUND = 1_000_000_000L;
     /** Rounds of the repeated-kill test: six in the suite's budget; a soak run asks for more with -Dsluice.crash.rounds=N. */
     private static final int ROUNDS = Integer.getInteger("sluice.crash.rounds", 6);
+    /** The reclaim test's children confirm at least this many a round before the kill: more than a segment. */
+    private static final long MIN_CONFIRMED_PER_ROUND = StoreConfigFacts.MESSAGES_PER_SEGMENT + 200;
 
     @TempDir
     Path dir;
@@ -142,10 +144,13 @@ class CrashRecoveryTest {
         long confirmedTotal = 0;
         for (int round = 1; round <= 3; round++) {
             long firstSeq = round * SEQS_PER_ROUND;
-            long runMillis = 200 + random.nextInt(1301);
+            long runMillis = random.nextInt(1301);
             ChildWriter child = new ChildWriter(data, "reclaim", firstSeq, dir.resolve("child-" + round + ".err"));
-            child.killAfterFirstConfirm(runMillis);
-            String where = "round " + round + " (seed " + seed + ", killed " + runMillis + " ms after the first confirm)";
+            // Past a segment's worth of confirms before the random wait, so that the rounds fill several segments on a
+            // slow machine too (a loaded one confirmed under 3,000 in three rounds of a fixed time).
+            long through = firstSeq + MIN_CONFIRMED_PER_ROUND - 1;
+            child.killAfterConfirmedThrough(through, runMillis);
+            String where = "round " + round + " (seed " + seed + ", killed " + runMillis + " ms after " + through + " was confirmed)";
             assertEquals(137, child.exitValue(), where + ": the child must die of SIGKILL");
             confirmedTotal += child.confirmed - firstSeq + 1;
             keptIds.putAll(child.kept);
