@@ -89,10 +89,14 @@ final class AckBatch implements InFlightDeliveries.Removed {
      * on every other node, and passed over when its turn comes. One out with a consumer is settled by that consumer
      * (an at-least-once redelivery at worst). Returns how many were acknowledged; the batch is flushed.
      *
+     * <p>{@code lateAck} answers false for a message it could not read (the store failed): that one is left as it was,
+     * unacknowledged here, and the others are applied all the same, so that what this node did apply is counted and off
+     * its backlog; the caller reports the failure ({@link Settlements#logAcksApplied}).
+     *
      * <p>A range longer than what this node tracks (a purge's, rule R7) is applied without a step per message
      * ({@link #applyRange}); a short one (a consumer's acks) one id after the other, as that costs less.
      */
-    long applyReplicated(List<IdRange> ranges, LongConsumer lateAck, LongPredicate settledHere) {
+    long applyReplicated(List<IdRange> ranges, LongPredicate lateAck, LongPredicate settledHere) {
         long acked = 0;
         for (IdRange range : ranges) {
             if (range.to() - range.from() >= STEPPED_RANGE + tracked.size() + awaitingApply.size()) {
@@ -104,8 +108,7 @@ final class AckBatch implements InFlightDeliveries.Removed {
                     awaitingApply.remove(id); // settled here already (R5): only the store's ack was waiting for this entry
                     tracked.remove(id);
                     batch(id);
-                } else if (!store.isAcked(id) && (!tracked.contains(id) || !settledHere.test(id))) {
-                    lateAck.accept(id);
+                } else if (!store.isAcked(id) && (!tracked.contains(id) || !settledHere.test(id)) && lateAck.test(id)) {
                     acked++;
                 }
             }
@@ -118,9 +121,10 @@ final class AckBatch implements InFlightDeliveries.Removed {
      * One long range of {@link #applyReplicated}, with its outcome: what this node tracks in it (bounded by credit and
      * the log's bound on what is uncommitted) one by one as above, then the rest, which no one here tracks, in one call
      * to the store ({@link QueueStore#ackRangeExcept}), which says how many it acknowledged and their bytes, so the
-     * backlog loses them without a read of each.
+     * backlog loses them without a read of each. A tracked one {@code lateAck} could not read is kept out of that call,
+     * left as it was, as in a short range.
      */
-    private long applyRange(IdRange range, LongConsumer lateAck, LongPredicate settledHere) {
+    private long applyRange(IdRange range, LongPredicate lateAck, LongPredicate settledHere) {
         for (long id : idsIn(awaitingApply, range)) {
             awaitingApply.remove(id);
             tracked.remove(id);
@@ -134,10 +138,9 @@ final class AckBatch implements InFlightDeliveries.Removed {
             if (store.isAcked(id)) {
                 continue;
             }
-            if (settledHere.test(id)) {
+            if (settledHere.test(id) || !lateAck.test(id)) {
                 keep[kept++] = id;
             } else {
-                lateAck.accept(id);
                 acked++;
             }
         }

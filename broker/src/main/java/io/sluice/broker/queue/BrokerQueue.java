@@ -302,7 +302,8 @@ public final class BrokerQueue {
     /**
      * A cluster node applies replicated acks (docs/replication.md): drops each message not yet acked here,
      * except one out with a consumer of this node, which that consumer settles (an at-least-once redelivery
-     * at worst).
+     * at worst). A message whose read fails (the store failed) is left as it was, the entry's others applied and
+     * counted, and then this node stops applying the log (rule R2, {@link Settlements#logAcksApplied}).
      */
     public void applyReplicatedAcks(List<IdRange> ranges) {
         executor.execute(applyHalt().guard(this, "acknowledging replicated acks", () -> {
@@ -315,6 +316,7 @@ public final class BrokerQueue {
             }
             // A purge's ids this node held are untracked, so they are acknowledged here as on every node (R7).
             transactionEffects.acked(acks.applyReplicated(ranges, settlements::ackedByLog, this::settledHere));
+            settlements.logAcksApplied();
         }));
     }
 

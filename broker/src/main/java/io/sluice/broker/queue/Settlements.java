@@ -5,6 +5,7 @@ import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackFrame;
 import io.sluice.storage.QueueStore;
+import io.sluice.storage.StorageFailedException;
 import io.sluice.storage.StoredMessage;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,9 +53,10 @@ final class Settlements {
     /** Set by the metrics (a no-op without them); called on the executor, once per ACK frame. */
     private volatile LongConsumer ackLatencyMillis = value -> { };
     private long nacked;
-    /** The late acks of the frame being applied whose message could not be read, and the first failure; null if none. */
-    private List<Long> notApplied;
-    private RuntimeException notAppliedBecause;
+    /** The late acks of the frame being applied whose message could not be read. */
+    private final Unread lateAcksUnread = new Unread();
+    /** The replicated acks of the entry being applied whose message could not be read. */
+    private final Unread logAcksUnread = new Unread();
 
     Settlements(BrokerQueue queue, QueueStore store, QueueManager manager, IdSet tracked, DeliveryOrder order, AckBatch acks,
                 QueueTransactions transactions, DeadLetterMoves deadLetters, LongFunction<StoredMessage> read,
@@ -113,18 +115,23 @@ final class Settlements {
      * {@link #lateAcksNotApplied}, which makes it due again once the frame's walk of the ready list is over.
      */
     private void lateAck(long id) {
+        readAndAccept(id, lateAcksUnread);
+    }
+
+    /**
+     * Reads message {@code id} and applies its ack ({@link #accepted}); true if so. False if the read failed (the store
+     * failed): nothing of it is applied, and it is kept in {@code unread} for the end of the frame or entry.
+     */
+    private boolean readAndAccept(long id, Unread unread) {
         StoredMessage m;
         try {
             m = read.apply(id);
         } catch (RuntimeException e) {
-            if (notApplied == null) {
-                notApplied = new ArrayList<>();
-                notAppliedBecause = e;
-            }
-            notApplied.add(id);
-            return;
+            unread.add(id, e);
+            return false;
         }
         accepted(id, m);
+        return true;
     }
 
     /**
@@ -132,13 +139,12 @@ final class Settlements {
      * how many.
      */
     private int lateAcksNotApplied(ConsumerSession session) {
-        if (notApplied == null) {
+        if (lateAcksUnread.isEmpty()) {
             return 0;
         }
-        List<Long> ids = notApplied;
-        RuntimeException cause = notAppliedBecause;
-        notApplied = null;
-        notAppliedBecause = null;
+        List<Long> ids = lateAcksUnread.ids();
+        RuntimeException cause = lateAcksUnread.cause();
+        lateAcksUnread.clear();
         for (int i = ids.size() - 1; i >= 0; i--) {
             order.stillTakenBack(ids.get(i), session);
         }
@@ -151,10 +157,30 @@ final class Settlements {
 
     /**
      * A cluster node applies a replicated ack of a message it does not hold out with a consumer (docs/replication.md):
-     * counted as a late ack is. A read that fails is thrown, not made due again: the log has acknowledged the message.
+     * counted as a late ack is. True if applied; false if the message could not be read (the store failed): it is left
+     * as it was, not made due again (the log has acknowledged it), and {@link #logAcksApplied} reports it once the
+     * entry's other acks are applied.
      */
-    void ackedByLog(long id) {
-        accepted(id, read.apply(id));
+    boolean ackedByLog(long id) {
+        return readAndAccept(id, logAcksUnread);
+    }
+
+    /**
+     * After a replicated entry's acks were applied ({@link AckBatch#applyReplicated}): throws if some could not be, their
+     * message unreadable, naming the first and why. On a cluster node this stops it applying the log (rule R2 of
+     * docs/replication.md, {@link ApplyHalt}): every other node acknowledged those messages, and one that skipped them
+     * would keep what the others do not; started again, it applies the entry again from its last snapshot marker.
+     */
+    void logAcksApplied() {
+        if (logAcksUnread.isEmpty()) {
+            return;
+        }
+        List<Long> ids = logAcksUnread.ids();
+        RuntimeException cause = logAcksUnread.cause();
+        logAcksUnread.clear();
+        throw new StorageFailedException("the replicated acks of " + ids.size() + " messages of queue '" + queue.name()
+                + "' could not be applied (the first: message " + ids.get(0) + "), reading the message failed (" + cause
+                + "); the entry's other acks were applied", cause);
     }
 
     /** {@code m}: message {@code id}, read; null if it is gone (acknowledged, or its record damaged). */
@@ -218,6 +244,37 @@ final class Settlements {
             deadLetters.start(m, m.deliveryCount(), "rejected by the consumer");
         } else {
             tracked.remove(id);
+        }
+    }
+
+    /** The acks of one frame or entry whose message could not be read, in the order met, and the first failure. */
+    private static final class Unread {
+        private final List<Long> ids = new ArrayList<>();
+        private RuntimeException cause;
+
+        void add(long id, RuntimeException failure) {
+            if (ids.isEmpty()) {
+                cause = failure;
+            }
+            ids.add(id);
+        }
+
+        boolean isEmpty() {
+            return ids.isEmpty();
+        }
+
+        /** A copy: {@link #clear} empties this one. */
+        List<Long> ids() {
+            return List.copyOf(ids);
+        }
+
+        RuntimeException cause() {
+            return cause;
+        }
+
+        void clear() {
+            ids.clear();
+            cause = null;
         }
     }
 
