@@ -80,11 +80,23 @@ final class AckUpdates {
     /**
      * See {@link QueueStore#ackRangeExcept}: the bytes are counted before the acks ({@link RangeBytes}: per segment, the
      * smaller of the records it takes and the others is read), so a range that takes nearly all of its segments reads
-     * few records and holds the lock briefly.
+     * few records and holds the lock briefly. An ack state that cannot be written acknowledges the whole range in memory
+     * before it throws ({@link AckLog#ackRangeExcept}): the failure then carries what that took
+     * ({@link AckNotWrittenException}), counted as the difference in unacknowledged messages, since the throw loses the count.
      */
     AckedRange ackRangeExceptLocked(long fromId, long toIdInclusive, long[] keep) {
         long bytes = RangeBytes.unackedBytes(log, acks, fromId, toIdInclusive, keep);
-        long newly = io(() -> ackLog.ackRangeExcept(fromId, toIdInclusive, keep));
+        long unackedBefore = acks.unackedCount();
+        long newly;
+        try {
+            newly = io(() -> ackLog.ackRangeExcept(fromId, toIdInclusive, keep));
+        } catch (UncheckedIOException failure) {
+            AckedRange acked = new AckedRange(unackedBefore - acks.unackedCount(), bytes);
+            if (acked.messages() > 0) {
+                reclaimer.wanted(); // a failed storage still gives the disk of acknowledged segments back (docs/storage.md)
+            }
+            throw new AckNotWrittenException(failure, acked);
+        }
         if (newly > 0) {
             reclaimer.wanted();
         }

@@ -449,7 +449,8 @@ public final class QueueStore {
      * Acknowledges every message with an id in {@code [fromId, toIdInclusive]} but {@code keep}'s (ascending) under one
      * lock, a range ack per gap, and returns what that newly acknowledged ({@link AckUpdates#ackRangeExceptLocked}). For
      * a store that relocates nothing (a cluster node's), as {@link #unackedCount} and {@link #nextUnacked}: ids are slots.
-     * If the ack state cannot be written, all of it is acknowledged in memory all the same before the failure is thrown.
+     * If the ack state cannot be written, all of it is acknowledged in memory all the same before the failure, an
+     * {@link AckNotWrittenException} saying what that acknowledged, is thrown.
      */
     public AckedRange ackRangeExcept(long fromId, long toIdInclusive, long[] keep) {
         return lockedOpen(() -> ackUpdates.ackRangeExceptLocked(fromId, toIdInclusive, keep));

@@ -1,6 +1,8 @@
 package io.sluice.broker.queue;
 
 import io.sluice.protocol.IdRange;
+import io.sluice.storage.AckNotWrittenException;
+import io.sluice.storage.AckedRange;
 import io.sluice.storage.QueueStore;
 
 import java.util.Arrays;
@@ -122,7 +124,9 @@ final class AckBatch implements InFlightDeliveries.Removed {
      * the log's bound on what is uncommitted) one by one as above, then the rest, which no one here tracks, in one call
      * to the store ({@link QueueStore#ackRangeExcept}), which says how many it acknowledged and their bytes, so the
      * backlog loses them without a read of each. A tracked one {@code lateAck} could not read is kept out of that call,
-     * left as it was, as in a short range.
+     * left as it was, as in a short range. A store whose ack state cannot be written acknowledges the range in memory and
+     * throws what that took ({@link AckNotWrittenException}): an ack, as {@link #ackAll} takes a batch's, so the backlog
+     * and the count follow what the store holds.
      */
     private long applyRange(IdRange range, LongPredicate lateAck, LongPredicate settledHere) {
         for (long id : idsIn(awaitingApply, range)) {
@@ -147,7 +151,12 @@ final class AckBatch implements InFlightDeliveries.Removed {
         flush(); // those before the range's acks, which then count only the others
         long[] sorted = Arrays.copyOf(keep, kept);
         Arrays.sort(sorted);
-        io.sluice.storage.AckedRange rest = store.ackRangeExcept(range.from(), range.to(), sorted);
+        AckedRange rest;
+        try {
+            rest = store.ackRangeExcept(range.from(), range.to(), sorted);
+        } catch (AckNotWrittenException notWritten) {
+            rest = notWritten.acked(); // the queue's storage failed (the store says so); acknowledged in memory
+        }
         backlog.removed(rest.bytes());
         return acked + rest.messages();
     }

@@ -130,19 +130,61 @@ class AckAfterAckStateFailureTest {
         }
     }
 
+    /**
+     * A cluster node applies a purge's long range (rule R7 of docs/replication.md) with one store call,
+     * {@code QueueStore.ackRangeExcept}, which answers the bytes its backlog loses. After the ack state failed, the store
+     * acknowledges the range in memory all the same and throws: the node's backlog and count follow what it acknowledged,
+     * as for a single broker's purge. Found by a review: the throw skipped them, and the byte backlog kept the bytes of
+     * the 600 messages gone.
+     */
+    @Test
+    void aReplicatedPurgeAfterTheAckStateFailedLeavesTheBacklogAsTheStoreDoes() throws Exception {
+        int failing = 400;
+        int messages = 1_000;
+        try (QueueCore core = new QueueCore(dir, CONFIG)) {
+            BrokerQueue q = core.queues.declare("q", QueueSettings.EMPTY);
+            Delivered out = publishAndDeliver(core, q, messages, failing);
+            Path blocker = blockAckCheckpoints(q);
+            try {
+                out.sub.ack(everyOther(out.deliveries, 0, failing)); // 200 records overflow the journal: its rotation fails
+                QueueCore.onLoop(q, () -> null);
+                assertNotNull(q.store().failure(), "the rotation failed the queue's storage");
+
+                // The purge's entry: everything from the first message to the last; the consumer keeps what it holds.
+                q.applyReplicatedAcks(List.of(new IdRange(out.deliveries.get(0).id(), q.store().writtenIndex())));
+                QueueCore.onLoop(q, () -> null);
+
+                long left = failing / 2;
+                assertEquals(left, (long) QueueCore.onLoop(q, q.store()::unackedMessages),
+                        "every message not out with the consumer is acknowledged in the store (in memory)");
+                assertEquals(left, (long) QueueCore.onLoop(q, q::backlogBytes), "the byte backlog is what the store keeps");
+                assertEquals(left, q.snapshot().get().backlogMessages());
+                assertEquals(messages - left, q.counters().get().acked(), "the consumer's acks and the purge's are counted");
+                assertEquals(left, q.snapshot().get().consumers().get(0).unackedMessages());
+            } finally {
+                Directories.deleteRecursively(blocker);
+            }
+        }
+    }
+
     record Delivered(Subscription sub, List<FakeConnection.Delivery> deliveries) {
     }
 
     /** Publishes {@code messages} one-byte messages into {@code q} and delivers them all to one consumer (tag 1). */
     static Delivered publishAndDeliver(QueueCore core, BrokerQueue q, int messages) throws Exception {
+        return publishAndDeliver(core, q, messages, messages);
+    }
+
+    /** As above, delivering only the first {@code delivered}: the consumer's credit. */
+    static Delivered publishAndDeliver(QueueCore core, BrokerQueue q, int messages, int delivered) throws Exception {
         FakeConnection producer = new FakeConnection("producer");
         for (int i = 0; i < messages; i++) {
             core.publish(q, producer, 7, i, new byte[] {1});
         }
         QueueCore.awaitOnLoop(q, q.store()::unackedMessages, (long) messages);
         FakeConnection consumer = new FakeConnection("consumer");
-        Subscription sub = Subscription.open(q, consumer, TAG, messages, QueueCore.unbounded());
-        return new Delivered(sub, consumer.await(FakeConnection.Delivery.class, messages, Duration.ofSeconds(30)));
+        Subscription sub = Subscription.open(q, consumer, TAG, delivered, QueueCore.unbounded());
+        return new Delivered(sub, consumer.await(FakeConnection.Delivery.class, delivered, Duration.ofSeconds(30)));
     }
 
     /** A non-empty directory where the ack state's checkpoint is written first: a journal rotation fails. */
