@@ -242,6 +242,24 @@ final class AckBatch implements InFlightDeliveries.Removed {
         }
     }
 
+    /**
+     * Acknowledges {@code id} in {@code store}, as {@link #ackAll} does a batch: a store whose ack state cannot be written
+     * (its storage failed) acknowledges it in memory and throws, and that is an ack all the same: the caller counts it and
+     * takes it off the backlog, as the store's figures say. Returns that failure, for the caller to say the ack is in
+     * memory only, or null if the ack was written. Throws if the store left {@code id} unacknowledged (closed: it took none).
+     */
+    static RuntimeException ack(QueueStore store, long id) {
+        try {
+            store.ack(id);
+            return null;
+        } catch (RuntimeException failure) {
+            if (!store.isAcked(id)) {
+                throw failure;
+            }
+            return failure;
+        }
+    }
+
     /** The oldest store timestamp acknowledged since {@link #begin}, or {@link Long#MAX_VALUE} if none. */
     long oldestAppendedMillis() {
         return oldestAppendedMillis;

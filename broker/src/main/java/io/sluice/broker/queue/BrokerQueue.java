@@ -303,14 +303,15 @@ public final class BrokerQueue {
      * A cluster node applies replicated acks (docs/replication.md): drops each message not yet acked here,
      * except one out with a consumer of this node, which that consumer settles (an at-least-once redelivery
      * at worst). A message whose read fails (the store failed) is left as it was, the entry's others applied and
-     * counted, and then this node stops applying the log (rule R2, {@link Settlements#logAcksApplied}).
+     * counted, and then this node stops applying the log (rule R2, {@link Settlements#logAcksApplied}). Acks the
+     * store takes in memory only (its ack state failed) are applied and counted as the store's figures say.
      */
     public void applyReplicatedAcks(List<IdRange> ranges) {
         executor.execute(applyHalt().guard(this, "acknowledging replicated acks", () -> {
             // A drop this node holds (R9) is off the backlog since it was chosen: only the store's ack waited for this entry.
             long[] drops = leaderHold.applied(ranges);
             if (drops.length > 0) {
-                store.ackAll(drops, drops.length);
+                AckBatch.ackAll(store, drops, drops.length); // a failed ack state takes them in memory: dropped all the same
                 backlog.dropsApplied(drops.length);
                 dropOldest.dropsApplied(drops.length);
             }

@@ -113,18 +113,19 @@ final class DeadLetterMoves {
         if (closed.getAsBoolean() || !tracked.contains(original.id())) {
             return; // deleted or purged meanwhile
         }
+        // The copy is durable. A store whose ack state cannot be written (its storage failed) acknowledges the original
+        // in memory before it throws: the move ends as moved, as the store's figures say (AckBatch.ack). One that took no
+        // ack (closed) keeps it: given back as a failed move, a later move makes a second copy at worst, never none.
+        RuntimeException notWritten;
         try {
-            store.ack(original.id());
+            notWritten = AckBatch.ack(store, original.id());
         } catch (RuntimeException failure) {
-            // The copy is durable. A store whose ack state cannot be written (its storage failed) acknowledged the
-            // original in memory before it threw: the move ends as moved, as the store's figures say. One that took no
-            // ack (closed) keeps it: given back as a failed move, a later move makes a second copy at worst, never none.
-            if (!store.isAcked(original.id())) {
-                retryLater(original.id(), "its copy is in the dead-letter queue, but acknowledging it here failed: " + failure);
-                return;
-            }
+            retryLater(original.id(), "its copy is in the dead-letter queue, but acknowledging it here failed: " + failure);
+            return;
+        }
+        if (notWritten != null) {
             log.warn(LOG, "Queue '{}': message {} was dead-lettered, but its ack could not be written ({}); it is acknowledged"
-                    + " in memory only, and a restart may bring it back.", queue, original.id(), failure.toString());
+                    + " in memory only, and a restart may bring it back.", queue, original.id(), notWritten.toString());
         }
         if (drop) {
             dropsMoved++;

@@ -3,6 +3,8 @@ package io.sluice.broker.queue;
 import io.sluice.storage.CorruptRecordException;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoredMessage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.function.LongPredicate;
@@ -21,6 +23,8 @@ import java.util.function.LongPredicate;
  * <p>Threads: the queue's executor.
  */
 final class DropOldest {
+    private static final Logger LOG = LoggerFactory.getLogger(DropOldest.class);
+
     /** Where a dropped message goes when the queue dead-letters what it drops; counted as dropped once its copy is durable. */
     interface DeadLetter {
         void deadLetterDropped(StoredMessage message, String reason);
@@ -63,6 +67,9 @@ final class DropOldest {
      * tracked message would make a full queue whose messages had all been delivered once refuse every publish
      * with no consumer left. Every message skipped is tracked, pending or held, each at most once,
      * so the walk is bounded by those, not by the backlog.
+     *
+     * <p>A drop whose ack the store's ack state cannot write (its storage failed) is acknowledged in memory: it is a drop
+     * all the same, counted and off the backlog, as the store's figures say ({@link AckBatch#ack}).
      */
     boolean dropOne() {
         if (queue.options().deadLetterDropped() && queue.deadLetterRefusing()) {
@@ -95,9 +102,14 @@ final class DropOldest {
             // Room is made for this publish at once; the message leaves, and counts as dropped, once its copy is durable.
             deadLetter.deadLetterDropped(m, "dropped to make room: " + backlog.quotaReason());
         } else if (replication == null) {
+            RuntimeException notWritten = AckBatch.ack(store, id);
             dropped++;
-            store.ack(id);
             backlog.removed(m.headersLength() + m.payloadLength());
+            if (notWritten != null) {
+                manager.messageLog().warn(LOG, "Queue '{}': message {} was dropped to make room, but its ack could not be"
+                        + " written ({}); it is acknowledged in memory only, and a restart may bring it back.", queue.name(), id,
+                        notWritten.toString());
+            }
         } else {
             // Rule R9: the store drops it when the entry is applied here (counted then, so a drop given back never is);
             // until then it is held, off the backlog.

@@ -468,7 +468,8 @@ public final class QueueTransactions {
 
     /**
      * T5: the commit record {@code id} is no longer needed (X3 of the coordinator): acknowledged. A queue
-     * deleted meanwhile took it along.
+     * deleted meanwhile took it along. An ack a failed ack state takes in memory only ({@link AckBatch#ack}) ends its
+     * pending all the same, and fails the future: the next start finishes it again.
      */
     public CompletableFuture<Void> finishCommitRecord(long id) {
         return on(() -> {
@@ -477,9 +478,12 @@ public final class QueueTransactions {
             }
             pending.remove(id);
             order.discarded(id);
-            store.ack(id);
+            RuntimeException notWritten = AckBatch.ack(store, id);
             stagedMessages--;
             effects.backlogChanged();
+            if (notWritten != null) {
+                throw notWritten;
+            }
             return null;
         });
     }

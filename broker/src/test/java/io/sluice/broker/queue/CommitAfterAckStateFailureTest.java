@@ -7,17 +7,21 @@ import io.sluice.storage.ack.AckFiles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * As {@link AckAfterAckStateFailureTest}, for a commit: a queue whose ack state cannot be written (its journal's rotation
@@ -64,6 +68,38 @@ class CommitAfterAckStateFailureTest {
                 assertEquals(MESSAGES / 2L, q.counters().get().acked());
             } finally {
                 Directories.deleteRecursively(blocker); // so that the close's checkpoint is written
+            }
+        }
+    }
+
+    /**
+     * A commit record kept in the queue (T5 of docs/transactions.md) is acknowledged when its transaction is finished. In a
+     * failed ack state the store acknowledges it in memory and throws: it is no longer pending all the same, or the queue,
+     * which counts its messages as the store's unacknowledged less its pending ones, would count one message too few until
+     * a restart. Found by a review, as a sibling of the drop-oldest and dead-letter acks that throw after acknowledging.
+     */
+    @Test
+    void aCommitRecordFinishedAfterTheAckStateFailedIsNoLongerPending() throws Exception {
+        try (QueueCore core = new QueueCore(dir, Map.of("storage.durability", "never", "storage.ack-journal-bytes", "4096"))) {
+            BrokerQueue q = core.queues.declare("q", QueueSettings.EMPTY);
+            AckAfterAckStateFailureTest.Delivered out = AckAfterAckStateFailureTest.publishAndDeliver(core, q, MESSAGES);
+            long record = q.transactions().writeCommitRecord(1, ByteBuffer.wrap(new byte[] {9})).get(30, TimeUnit.SECONDS);
+            assertEquals(MESSAGES, q.messageCount(), "the commit record is pending, not a message");
+
+            Path blocker = AckAfterAckStateFailureTest.blockAckCheckpoints(q);
+            try {
+                out.sub().ack(AckAfterAckStateFailureTest.everyOther(out.deliveries(), 0, MESSAGES)); // the rotation fails
+                QueueCore.onLoop(q, () -> null);
+                assertNotNull(q.store().failure(), "the rotation failed the queue's storage");
+
+                ExecutionException notWritten = assertThrows(ExecutionException.class,
+                        () -> q.transactions().finishCommitRecord(record).get(30, TimeUnit.SECONDS),
+                        "the coordinator is told the ack is not written (the next start finishes the record again)");
+                assertTrue(QueueCore.onLoop(q, () -> q.store().isAcked(record)), "acknowledged in memory");
+                assertEquals(MESSAGES / 2L, q.messageCount(), "the record is no longer pending: " + notWritten.getCause());
+                assertEquals(MESSAGES / 2L, q.snapshot().get(30, TimeUnit.SECONDS).backlogMessages());
+            } finally {
+                Directories.deleteRecursively(blocker);
             }
         }
     }
