@@ -14,7 +14,6 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Files;
@@ -41,7 +40,7 @@ import java.util.function.Supplier;
  *
  * <pre>
  * &lt;data&gt;/store.lock                  held while a process has the store open
- * &lt;data&gt;/clean-shutdown              there only between a clean close and the next open
+ * &lt;data&gt;/clean-shutdown              there only between a clean close and the next open ({@link CleanShutdownMark})
  * &lt;data&gt;/queues/&lt;name&gt;/segments/     Chronicle cycle files (one per segment) and metadata.cq4t
  * &lt;data&gt;/queues/&lt;name&gt;/acks/         ack checkpoint and ack journal
  * </pre>
@@ -57,31 +56,10 @@ public final class MessageStore implements AutoCloseable {
      * docs/performance.md, "Declares".)
      */
     static final int CREATOR_THREADS = 32;
-    /**
-     * Made by a close that forced every queue, removed by the next open. An open that does not find it
-     * follows a process crash, whose unforced records are in the page cache, and forces every segment
-     * before serving them (docs/storage.md, "Recovery"), as Kafka's log manager recovers the logs of a
-     * broker without its clean-shutdown file. Neither making nor removing it is forced: after a machine
-     * crash the page cache is gone, everything recovery reads is on disk, and a mark that comes back
-     * then skips a force that has nothing left to make durable. It holds the identity (device and inode)
-     * of the directory of queues it vouches for, and is believed only by an open of that directory: a copy
-     * of a cleanly closed data directory (a backup restored, cp or rsync to another disk) has files written
-     * into the page cache only, which the mark says nothing about (an empty mark, made by an earlier broker,
-     * is not believed either).
-     */
-    static final String CLEAN_SHUTDOWN_FILE = "clean-shutdown";
 
     private final Path dataDirectory;
     private final Path queuesDirectory;
 
-    /**
-     * The file system's identity of {@code directory} (on Linux its device and inode), which a copy does not keep and
-     * a rename does; null where the file system gives none, so that no mark is made or believed there.
-     */
-    private static String identityOf(Path directory) throws IOException {
-        Object key = Files.readAttributes(directory, java.nio.file.attribute.BasicFileAttributes.class).fileKey();
-        return key == null ? null : "queues " + key + "\n";
-    }
     private final StoreConfig config;
     private final LongSupplier clock;
     private final DiskSpaceGuard diskGuard;
@@ -95,7 +73,7 @@ public final class MessageStore implements AutoCloseable {
     private final FileReleaser releaser;
     private final FileForcer forcer;
     private volatile boolean closed;
-    /** The last close was not clean, and the mode forces: recovery forces the segments first ({@link #CLEAN_SHUTDOWN_FILE}). */
+    /** The last close was not clean, and the mode forces: recovery forces the segments first ({@link CleanShutdownMark}). */
     private final boolean afterUncleanStop;
     /** Every queue on disk was opened (recovered); until then a close must not mark the store closed cleanly. */
     private boolean recoveredAll;
@@ -129,14 +107,7 @@ public final class MessageStore implements AutoCloseable {
                 throw new StorageException("data directory " + dataDirectory + " is in use by another store (store.lock is held)");
             }
             lock = acquired;
-            Path cleanMark = dataDirectory.resolve(CLEAN_SHUTDOWN_FILE);
-            String identity = identityOf(queuesDirectory);
-            // Compared as bytes: the mark is never forced, so after a machine crash it may hold anything, which only
-            // makes it unbelieved (a strict UTF-8 read would refuse to open the store).
-            boolean cleanStop = identity != null && Files.exists(cleanMark)
-                    && java.util.Arrays.equals(Files.readAllBytes(cleanMark), identity.getBytes(StandardCharsets.UTF_8));
-            Files.deleteIfExists(cleanMark);
-            afterUncleanStop = !cleanStop && config.durability() != DurabilityMode.NEVER;
+            afterUncleanStop = !CleanShutdownMark.takeAtOpen(dataDirectory) && config.durability() != DurabilityMode.NEVER;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot open data directory " + dataDirectory, e);
         }
@@ -517,9 +488,8 @@ public final class MessageStore implements AutoCloseable {
         queues.clear();
         releaser.close();
         try {
-            String identity = allForced ? identityOf(queuesDirectory) : null;
-            if (identity != null) {
-                Files.writeString(dataDirectory.resolve(CLEAN_SHUTDOWN_FILE), identity);
+            if (allForced) {
+                CleanShutdownMark.write(dataDirectory);
             }
         } catch (IOException e) {
             LOG.warn("Could not mark {} closed cleanly; the next open forces every segment.", dataDirectory, e);

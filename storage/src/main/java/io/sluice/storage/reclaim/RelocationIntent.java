@@ -1,6 +1,7 @@
 package io.sluice.storage.reclaim;
 
 import io.sluice.storage.StorageException;
+import io.sluice.storage.files.ChecksummedFields;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -66,7 +67,7 @@ public final class RelocationIntent {
     /**
      * The id copies may follow, if a pass was interrupted.
      *
-     * @throws StorageException if the file does not check out (then the caller must scan everything)
+     * @throws StorageException if the file does not check out ({@link #problem()}; then the caller must scan everything)
      */
     public OptionalLong read() throws IOException {
         byte[] bytes;
@@ -75,13 +76,42 @@ public final class RelocationIntent {
         } catch (NoSuchFileException none) {
             return OptionalLong.empty();
         }
-        ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
-        CRC32C crc = new CRC32C();
-        crc.update(bytes, 0, Math.min(8, bytes.length));
-        if (bytes.length != BYTES || buffer.getInt(8) != (int) crc.getValue()) {
-            throw new StorageException("relocation intent " + file + " of " + bytes.length + " bytes does not check out");
+        ChecksummedFields.Problem problem = problemOf(bytes);
+        if (problem != null) {
+            throw new StorageException("relocation intent " + file + " does not check out: " + problem.description());
         }
-        return OptionalLong.of(buffer.getLong(0));
+        return OptionalLong.of(ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).getLong(0));
+    }
+
+    /**
+     * Why the file does not check out by the rules of {@link #read} (for the offline verify), or null if it is missing or
+     * does. {@code blank}: empty or only zeros, what a crash between its creation and its force may leave.
+     *
+     * @throws IOException if the file cannot be read (not a regular file, say)
+     */
+    public ChecksummedFields.Problem problem() throws IOException {
+        try {
+            return problemOf(Files.readAllBytes(file));
+        } catch (NoSuchFileException none) {
+            return null;
+        }
+    }
+
+    private static ChecksummedFields.Problem problemOf(byte[] bytes) {
+        boolean blank = true;
+        for (byte b : bytes) {
+            blank &= b == 0;
+        }
+        if (bytes.length != BYTES) {
+            return new ChecksummedFields.Problem(bytes.length == 0 ? "it is empty" : "it holds " + bytes.length + " bytes, not "
+                    + BYTES, blank, false);
+        }
+        CRC32C crc = new CRC32C();
+        crc.update(bytes, 0, 8);
+        if (ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).getInt(8) != (int) crc.getValue()) {
+            return new ChecksummedFields.Problem(blank ? "it holds only zeros" : "its CRC32C does not hold", blank, !blank);
+        }
+        return null;
     }
 
     private void forceDirectory() throws IOException {

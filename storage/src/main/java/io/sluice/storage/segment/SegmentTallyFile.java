@@ -45,16 +45,37 @@ public final class SegmentTallyFile {
     public static Tally read(Path segmentDirectory, int segment) {
         ByteBuffer buffer = ChecksummedFields.read(file(segmentDirectory, segment), BYTES, MAGIC, VERSION,
                 "the segment is read instead");
-        if (buffer == null) {
-            return null;
+        return buffer == null || figuresProblem(buffer) != null ? null : tallyOf(buffer);
+    }
+
+    /**
+     * Why the tally file of {@code segment} does not check out by the rules of {@link #read} (for the offline verify), or
+     * null if it is missing or does.
+     *
+     * @throws IOException if the file cannot be read (not a regular file, say)
+     */
+    public static ChecksummedFields.Problem problem(Path segmentDirectory, int segment) throws IOException {
+        Path file = file(segmentDirectory, segment);
+        ChecksummedFields.Problem problem = ChecksummedFields.problem(file, BYTES, MAGIC, VERSION);
+        if (problem != null || !Files.exists(file)) {
+            return problem;
         }
-        long records = buffer.getLong(8);
-        long messageBytes = buffer.getLong(16);
-        long staged = buffer.getLong(24);
-        if (records < 0 || messageBytes < 0 || staged < 0 || staged > records) {
-            return null;
+        String figures = figuresProblem(ByteBuffer.wrap(Files.readAllBytes(file)).order(ByteOrder.LITTLE_ENDIAN));
+        return figures == null ? null : new ChecksummedFields.Problem(figures, false, false);
+    }
+
+    /** Null if the checked buffer's counts are a segment's: none negative, no more staged records than records. */
+    private static String figuresProblem(ByteBuffer buffer) {
+        Tally t = tallyOf(buffer);
+        if (t.records() < 0 || t.messageBytes() < 0 || t.stagedRecords() < 0 || t.stagedRecords() > t.records()) {
+            return "its figures are not a segment's (records " + t.records() + ", message bytes " + t.messageBytes()
+                    + ", staged " + t.stagedRecords() + ")";
         }
-        return new Tally(records, messageBytes, staged);
+        return null;
+    }
+
+    private static Tally tallyOf(ByteBuffer buffer) {
+        return new Tally(buffer.getLong(8), buffer.getLong(16), buffer.getLong(24));
     }
 
     /**

@@ -6,6 +6,7 @@ import io.sluice.storage.dedup.CorruptProducerStateException;
 import io.sluice.storage.dedup.ProducerCheckpoint;
 import io.sluice.storage.durability.ForcedMark;
 import io.sluice.storage.files.ChecksummedFields;
+import io.sluice.storage.segment.RecordCodec;
 import io.sluice.storage.segment.SegmentFiles;
 import io.sluice.storage.segment.SegmentRollCycle;
 
@@ -28,7 +29,9 @@ import java.util.TreeMap;
  * does not check out, a producer checkpoint that does not read, a forced mark that does not check out (but an empty or
  * zero-filled one, only noted), a segment whose index counts a last record that is not in the file, a segment file
  * Chronicle cannot read ({@link SegmentDirectoryCheck}; the last one with no header yet only noted), a {@code segments} or
- * {@code acks} that is not a directory or an ack file that is not a regular file, or a queue that cannot be read at all
+ * {@code acks} that is not a directory or an ack file that is not a regular file, a sealed segment's tally, a relocation
+ * intent or the data directory's clean-shutdown mark that the broker would not have written or would believe wrongly
+ * ({@link HintFiles}: those a crash or a running broker leaves are only noted), or a queue that cannot be read at all
  * (its segments not listed, a file's size not read: that queue's damage, the run goes on). Not damage, only noted: a journal whose replay stops at a torn record
  * (normal after a crash), a segment whose record count differs from Chronicle's index while the last record it counts
  * reads (a broker appending while the tool runs), a segment file removed between the listing and the reading of
@@ -45,22 +48,36 @@ final class StoreVerifier {
         this.progress = progress;
     }
 
-    /** Returns true if every queue is clean. */
+    /** Returns true if every queue, and the data directory's own files, are clean. */
     boolean verify(Path dataDirectory, List<String> queueNames) {
         progress.done();
         out.printf("Verifying %s: %d queue(s)%n", dataDirectory, queueNames.size());
+        List<String> damage = new ArrayList<>();
+        List<String> notes = new ArrayList<>();
+        HintFiles.checkCleanShutdown(dataDirectory, damage, notes);
+        print(notes, damage);
         for (int i = 0; i < queueNames.size(); i++) {
             String name = queueNames.get(i);
             verifyQueue(name, dataDirectory.resolve("queues").resolve(name),
                     "verify of queue '" + name + "' (" + (i + 1) + " of " + queueNames.size() + ")");
             StorageTool.checkOutput(out);
         }
-        if (damagedQueues == 0) {
+        if (damagedQueues == 0 && damage.isEmpty()) {
             out.println("Result: CLEAN");
         } else {
-            out.printf("Result: DAMAGED (%d of %d queue(s))%n", damagedQueues, queueNames.size());
+            out.printf("Result: DAMAGED (%s%d of %d queue(s))%n", damage.isEmpty() ? "" : "the data directory, and ",
+                    damagedQueues, queueNames.size());
         }
-        return damagedQueues == 0;
+        return damagedQueues == 0 && damage.isEmpty();
+    }
+
+    private void print(List<String> notes, List<String> damage) {
+        for (String note : notes) {
+            out.println("  NOTE " + note);
+        }
+        for (String d : damage) {
+            out.println("  DAMAGE " + d);
+        }
     }
 
     private static String describe(Throwable e) {
@@ -70,9 +87,14 @@ final class StoreVerifier {
         return kind + message;
     }
 
-    private static final class SegmentFigures {
+    /** What the scan read of one segment. */
+    static final class SegmentFigures {
         long records;
         long corrupt;
+        /** Each record's length less its header, as the broker's tally counts them. */
+        long messageBytes;
+        /** Records a transaction staged, among those that check out. */
+        long staged;
         /** The sequence of the segment's first corrupt record, -1 if none. */
         long firstCorrupt = -1;
     }
@@ -97,6 +119,8 @@ final class StoreVerifier {
             scan.scan(-1, (index, segment, sequence, codec, problem) -> {
                 SegmentFigures f = figures.computeIfAbsent(segment, s -> new SegmentFigures());
                 f.records++;
+                f.messageBytes += Math.max(0, codec.length() - RecordCodec.HEADER_BYTES);
+                f.staged += problem == null && codec.transactional() ? 1 : 0;
                 progress.show(phase, records[0]++);
                 if (problem != null) {
                     f.corrupt++;
@@ -173,6 +197,8 @@ final class StoreVerifier {
                     + " (a broker replays its records and writes a new journal at its next start)");
         }
         checkForcedMark(queueDirectory, damage, notes);
+        HintFiles.checkTallies(segments, files, indexed, figures, damage, notes);
+        HintFiles.checkRelocationIntent(queueDirectory, damage, notes);
         checkProducerCheckpoint(queueDirectory, damage);
         String incarnation = QueueIncarnation.damage(queueDirectory);
         if (incarnation != null) {
@@ -181,12 +207,7 @@ final class StoreVerifier {
         if (acks.journalStop().contains("CRC32C") || acks.journalStop().contains("unknown record type")) {
             notes.add("the ack journal ends in a torn record; normal after a crash, the acks after it are lost");
         }
-        for (String note : notes) {
-            out.println("  NOTE " + note);
-        }
-        for (String d : damage) {
-            out.println("  DAMAGE " + d);
-        }
+        print(notes, damage);
         if (!damage.isEmpty()) {
             damagedQueues++;
         }

@@ -15,11 +15,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.slf4j.LoggerFactory;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -44,9 +41,6 @@ class StorageToolDamagedFilesTest {
     Path dir;
     private final List<Long> ids = new ArrayList<>();
 
-    private record Outcome(int exitCode, String out, String err) {
-    }
-
     /** What a run logs at WARN or above (the tool's log goes to its stderr): each as its level, logger and message. */
     private static List<String> warnings(Runnable run) {
         Logger root = (Logger) LoggerFactory.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
@@ -64,11 +58,7 @@ class StorageToolDamagedFilesTest {
     }
 
     private static Outcome run(String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int code = StorageTool.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8));
-        return new Outcome(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        return Outcome.of(args);
     }
 
     private static StoreConfig config() {

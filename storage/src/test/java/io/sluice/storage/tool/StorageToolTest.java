@@ -43,15 +43,8 @@ class StorageToolTest {
     Path dir;
     private final List<Long> ids = new ArrayList<>();
 
-    private record Outcome(int exitCode, String out, String err) {
-    }
-
     private static Outcome run(String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int code = StorageTool.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8));
-        return new Outcome(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        return Outcome.of(args);
     }
 
     private static StoreConfig config() {
