@@ -18,6 +18,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
@@ -179,6 +180,13 @@ public final class Reclaimer {
      * ({@code ReclaimedSegmentIdsMachineCrashTest}). Flusher thread only.
      */
     private final TreeSet<Integer> journaledAwaitingForce = new TreeSet<>();
+    /**
+     * Rule R1 at the rename: segments journaled as reclaimed, the journal forced past their record, whose rename waits for
+     * the readers. A reader opened between the pick and the rename starts at the oldest unacknowledged message, which may
+     * be in an earlier segment, and walks into a picked one; renamed under it, its file would stay mapped once deleted.
+     * Each pass renames those now before every reader and the keep-from mark. Flusher thread only.
+     */
+    private final TreeSet<Integer> journaledAwaitingReaders = new TreeSet<>();
     /** The first and last copy not yet covered by a successful force, or -1. */
     private long firstUnforcedCopy = -1;
     private long lastUnforcedCopy = -1;
@@ -285,7 +293,8 @@ public final class Reclaimer {
                         toRelocate.add(d.segment());
                     }
                 } else if (acks.unackedCount(d.segment()) == 0 && !awaitingForces.contains(d.segment())
-                        && !journaledAwaitingForce.contains(d.segment()) && log.tallies().get(d.segment()) != null) {
+                        && !journaledAwaitingForce.contains(d.segment()) && !journaledAwaitingReaders.contains(d.segment())
+                        && log.tallies().get(d.segment()) != null) {
                     // A source awaiting its copies' forces reads as fully acknowledged: it goes only after them (R4).
                     io(() -> ackLog.segmentReclaimed(d.segment()));
                     journaledAwaitingForce.add(d.segment());
@@ -303,7 +312,7 @@ public final class Reclaimer {
             if (!awaitingForces.isEmpty() && !failed) {
                 forceCopiesThenDelete(toDelete);
             }
-            if (!journaledAwaitingForce.isEmpty()) {
+            if (!journaledAwaitingForce.isEmpty() || !journaledAwaitingReaders.isEmpty()) {
                 forceJournalThenRename(toDelete, failed);
             }
         } finally {
@@ -426,29 +435,35 @@ public final class Reclaimer {
      * descriptors leaves them for a later pass; with the journal's record on disk and the file still there, a crash
      * leaves what recovery finishes (finishReclaimedDeletes). Once the queue's storage {@code failed}, no force can be
      * relied on (rule "a failed force is final") and they are renamed at once, as before the rule: acknowledged segments
-     * still give their disk back.
+     * still give their disk back. Rule R1 is checked again at the rename, under the lock, as at the pick: a segment at or
+     * after the oldest reader's, or the keep-from mark, waits in {@link #journaledAwaitingReaders} for a later pass.
      */
     private void forceJournalThenRename(List<Path> toDelete, boolean failed) {
-        try {
-            if (!failed) {
-                forcing.ackJournal();
+        if (!journaledAwaitingForce.isEmpty()) {
+            try {
+                if (!failed) {
+                    forcing.ackJournal();
+                }
+            } catch (StorageFilesExhaustedException e) {
+                askWhenADescriptorIsFreed();
+                return;
             }
-        } catch (StorageFilesExhaustedException e) {
-            askWhenADescriptorIsFreed();
-            return;
+            journaledAwaitingReaders.addAll(journaledAwaitingForce);
+            journaledAwaitingForce.clear();
         }
         lock.lock();
         try {
             if (closed) {
                 return;
             }
-            for (int segment : journaledAwaitingForce) {
-                Path deleting = renameReclaimed(segment);
+            int keep = Math.min(readers.oldestSegment(), keepFrom);
+            for (Iterator<Integer> it = journaledAwaitingReaders.headSet(keep, false).iterator(); it.hasNext(); ) {
+                Path deleting = renameReclaimed(it.next());
                 if (deleting != null) {
                     toDelete.add(deleting);
                 }
+                it.remove();
             }
-            journaledAwaitingForce.clear();
         } finally {
             lock.unlock();
         }
