@@ -228,7 +228,7 @@ final class SegmentScan implements AutoCloseable {
         }
     }
 
-    /** Visits records from {@code fromIndex} (or the first record, if negative or absent) in order. */
+    /** Visits records from {@code fromIndex} (or the first record after it, if absent; all of them, if negative) in order. */
     void scan(long fromIndex, RecordVisitor visitor) {
         if (chronicle == null) {
             return;
@@ -260,14 +260,13 @@ final class SegmentScan implements AutoCloseable {
 
     private void scanFrom(ExcerptTailer tailer, long fromIndex, RecordVisitor visitor) {
         int[] length = new int[1];
-        moveTo(tailer, fromIndex);
+        if (!moveTo(tailer, fromIndex)) {
+            return;
+        }
         while (true) {
             long index = readNext(tailer, length);
             if (index < 0 && (index = pastMissingEndMarker(tailer, length)) < 0) {
                 return;
-            }
-            if (index < fromIndex) {
-                continue;
             }
             String problem = codec.loaded(length[0]);
             int segment = SegmentRollCycle.INSTANCE.toCycle(index);
@@ -315,12 +314,27 @@ final class SegmentScan implements AutoCloseable {
         return withoutEndMarker;
     }
 
-    /** Positions the tailer at {@code index}, or at the first record if it is negative or absent. */
-    private void moveTo(ExcerptTailer tailer, long index) {
+    /**
+     * Positions the tailer at {@code index} or, if there is no such record (its segment one Chronicle cannot read, or not
+     * that long), at the first record of the next segment that has one; at the first record if {@code index} is negative.
+     * Returns false if no record is at or after {@code index}. Nothing before it is read: a segment there that cannot be
+     * read to its end (it used to be, from the start, its lines skipped) does not stop a dump that asked for later records.
+     */
+    private boolean moveTo(ExcerptTailer tailer, long index) {
         try {
-            if (index < 0 || !tailer.moveToIndex(index)) {
+            if (index < 0) {
                 tailer.toStart();
+                return true;
             }
+            if (tailer.moveToIndex(index)) {
+                return true;
+            }
+            for (int next : segments().tailSet(SegmentRollCycle.INSTANCE.toCycle(index), false)) {
+                if (tailer.moveToIndex(SegmentRollCycle.INSTANCE.toIndex(next, 0))) {
+                    return true;
+                }
+            }
+            return false;
         } catch (RuntimeException | InternalError e) {
             throw unreadable(tailer, e);
         }

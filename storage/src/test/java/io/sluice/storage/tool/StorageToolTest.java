@@ -480,7 +480,8 @@ class StorageToolTest {
         assertFalse(r.err().isEmpty());
     }
 
-    private static int indexOf(byte[] haystack, byte[] needle) {
+    /** Where {@code needle} first occurs in {@code haystack}, -1 if nowhere; for the tool tests that find a record's bytes. */
+    static int indexOf(byte[] haystack, byte[] needle) {
         outer:
         for (int i = 0; i <= haystack.length - needle.length; i++) {
             for (int j = 0; j < needle.length; j++) {
