@@ -35,7 +35,7 @@ import java.util.stream.Collectors;
 public final class ConfigLoader {
     public static final String EMBEDDED_DEFAULTS = "/sluice.yaml";
 
-    private final ObjectMapper mapper = new ObjectMapper(yamlWithoutSourceInLocations())
+    private final ObjectMapper mapper = new ObjectMapper(configurationYaml())
             // Each layer updates the nested sections in place instead of replacing them.
             .setDefaultMergeable(true)
             .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
@@ -45,13 +45,14 @@ public final class ConfigLoader {
             .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT);
 
     /**
-     * Without the source in the parser's locations: a file named by mistake (--config /etc/shadow) must not have its
-     * lines repeated in an error message (Jackson's default since 2.16, said here so that no upgrade brings it back).
+     * Refusing YAML tags ({@link TagRefusingYamlFactory}), and without the source in the parser's locations: a file named
+     * by mistake (--config /etc/shadow) must not have its lines repeated in an error message (Jackson's default since
+     * 2.16, said here so that no upgrade brings it back).
      * Not made with YAMLFactory.builder(), which leaves out the parser's default features: an empty value would then be
      * "" instead of null, and an emptied section no longer refused as such.
      */
-    private static YAMLFactory yamlWithoutSourceInLocations() {
-        YAMLFactory yaml = new YAMLFactory();
+    private static YAMLFactory configurationYaml() {
+        YAMLFactory yaml = new TagRefusingYamlFactory();
         yaml.configure(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION.mappedFeature(), false);
         return yaml;
     }

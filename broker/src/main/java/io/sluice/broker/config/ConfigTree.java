@@ -29,7 +29,8 @@ import java.util.regex.Pattern;
  * (YAML 1.1 reads yes, no, on and off as booleans, YAML 1.2 as words; Jackson takes 1 and 0 for one), and a second
  * document (which the bind never reads), and a YAML alias or merge key ({@code *name}, {@code <<}): Jackson's parser
  * gives an alias as its anchor's name, a string, and the parser of Jackson's that resolves them made an alias of an
- * anchor holding an alias an empty list, so they are refused rather than read as something else. Each is a
+ * anchor holding an alias an empty list, so they are refused rather than read as something else, and a YAML tag
+ * ({@code !!binary}, {@code !custom}; see {@link TagRefusingYamlFactory}), which Jackson reads its own way or drops. Each is a
  * {@link ConfigException} naming the key or the place. A number or a YAML 1.1 boolean in another form is kept as
  * written, and refused only where a number or a boolean belongs: a string key takes {@code no} as "no", where the bind
  * made it "false".
@@ -55,12 +56,12 @@ final class ConfigTree {
 
     /** The layer {@code parser} reads; {@link MissingNode} if it holds nothing (every line a comment). */
     static JsonNode read(JsonParser parser, String source) throws IOException {
-        if (parser.nextToken() == null) {
+        ConfigTree layer = new ConfigTree(source);
+        if (layer.next(parser, "the document") == null) {
             return MissingNode.getInstance();
         }
-        ConfigTree layer = new ConfigTree(source);
         JsonNode tree = layer.value(parser, "");
-        if (parser.nextToken() != null) {
+        if (layer.next(parser, "a second document") != null) {
             throw layer.refused("holds a second YAML document at " + place(parser) + "; the configuration is one document");
         }
         return tree;
@@ -89,7 +90,7 @@ final class ConfigTree {
         }
         if (token == JsonToken.START_OBJECT) {
             ObjectNode section = JsonNodeFactory.instance.objectNode();
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
+            while (next(p, path.isEmpty() ? "a top-level key" : "a key of '" + path + "'") == JsonToken.FIELD_NAME) {
                 String key = p.currentName();
                 if (key.equals("<<")) {
                     throw refused(place(p) + " holds a YAML merge key (<<), which the configuration does not take: write the"
@@ -104,14 +105,14 @@ final class ConfigTree {
                     throw refused("key '" + keyPath + "' appears twice (again at line " + p.currentLocation().getLineNr()
                             + "); give it once");
                 }
-                p.nextToken();
+                next(p, "'" + keyPath + "'");
                 section.set(key, value(p, keyPath));
             }
             return section;
         }
         if (token == JsonToken.START_ARRAY) {
             ArrayNode list = JsonNodeFactory.instance.arrayNode();
-            while (p.nextToken() != JsonToken.END_ARRAY) {
+            while (next(p, "'" + path + "[" + list.size() + "]'") != JsonToken.END_ARRAY) {
                 list.add(value(p, path + "[" + list.size() + "]"));
             }
             return list;
@@ -124,6 +125,16 @@ final class ConfigTree {
             return new Written(p.getText(), yamlReads(p), true);
         }
         return p.readValueAsTree();
+    }
+
+    /** The parser's next token; a YAML tag on it, or on what it begins, is refused as on {@code what}. */
+    private JsonToken next(JsonParser p, String what) throws IOException {
+        try {
+            return p.nextToken();
+        } catch (TagRefusingYamlFactory.TagFound tag) {
+            throw refused(tag.place() + " holds a YAML tag" + (tag.tag().isEmpty() ? "" : " (" + tag.tag() + ")") + " on " + what
+                    + ", which the configuration does not take: write it without the tag");
+        }
     }
 
     private void check(JsonNode node, JavaType type, String path, DeserializationConfig config) {

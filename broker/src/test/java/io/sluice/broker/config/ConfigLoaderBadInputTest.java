@@ -199,6 +199,36 @@ class ConfigLoaderBadInputTest {
         assertEquals("edge", new ConfigLoader().load(file, Map.of()).broker.name);
     }
 
+    /**
+     * Jackson's YAML parser reads a tag as it likes or not at all: {@code !!binary} made broker.name the base64 text back
+     * again, {@code !custom} and {@code !!python/object} were dropped without a word, on a value, a section, a list entry,
+     * a key and the whole document. A tag is refused at its place, naming it and what it is on; an override's value is
+     * quoted, so a tag written there is the text it is.
+     */
+    @Test
+    void aYamlTagIsRefusedNamingItsPlaceWhatItIsOnAndTheTag() throws Exception {
+        String refusal = ", which the configuration does not take: write it without the tag";
+        assertEquals("invalid configuration: " + file + ": line 2, column 9 holds a YAML tag (!!binary) on 'broker.name'" + refusal,
+                refused("broker:\n  name: !!binary ZWRnZQ==\n"));
+        assertEquals("invalid configuration: " + file + ": line 2, column 15 holds a YAML tag (!custom) on 'storage.durability'"
+                + refusal, refused("storage:\n  durability: !custom always\n"));
+        assertEquals("invalid configuration: " + file + ": line 1, column 9 holds a YAML tag (!!python/object:os.system) on"
+                + " 'broker'" + refusal, refused("broker: !!python/object:os.system\n  port: 7000\n"));
+        assertEquals("invalid configuration: " + file + ": line 3, column 7 holds a YAML tag (!user) on 'auth.users[0]'" + refusal,
+                refused("auth:\n  users:\n    - !user\n      name: app\n"));
+        assertEquals("invalid configuration: " + file + ": line 2, column 3 holds a YAML tag (!!str) on a key of 'broker'" + refusal,
+                refused("broker:\n  !!str port: 7000\n"));
+        assertEquals("invalid configuration: " + file + ": line 3, column 3 holds a YAML tag (!!str) on a key of 'broker'" + refusal,
+                refused("broker:\n  port: 7000\n  !!str name: edge\n"));
+        assertEquals("invalid configuration: " + file + ": line 1, column 1 holds a YAML tag (!!str) on a top-level key" + refusal,
+                refused("!!str broker:\n  port: 7000\n"));
+        assertEquals("invalid configuration: " + file + ": line 1, column 5 holds a YAML tag (!config) on the document" + refusal,
+                refused("--- !config\nbroker:\n  port: 7000\n"));
+        assertEquals("invalid configuration: " + file + ": line 2, column 9 holds a YAML tag (!<tag:example.com,2026:x>) on"
+                + " 'broker.name'" + refusal, refused("broker:\n  name: !<tag:example.com,2026:x> edge\n"));
+        assertEquals("!!binary ZWRnZQ==", new ConfigLoader().load(null, Map.of("broker.name", "!!binary ZWRnZQ==")).broker.name);
+    }
+
     /** A second YAML document was ignored without a word: the configuration is one document. */
     @Test
     void aSecondDocumentInTheFileIsRefused() throws Exception {
