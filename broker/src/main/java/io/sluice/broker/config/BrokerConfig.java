@@ -483,11 +483,7 @@ public final class BrokerConfig {
             problems.add("broker.name is " + bytes + " bytes of UTF-8, more than the " + MAX_BROKER_NAME_BYTES
                     + " a HELLO_OK carries; choose a shorter name");
         }
-        int control = Printable.firstControl(name);
-        if (control >= 0) {
-            problems.add("broker.name holds a control character (U+" + String.format("%04X", control) + "); a broker's name is"
-                    + " printable text");
-        }
+        checkPrintable(problems, "broker.name", name, "a broker's name");
     }
 
     /**
@@ -500,14 +496,20 @@ public final class BrokerConfig {
             problems.add(key + " '" + name + "' is given twice (also auth.users[" + earlier + "]); give each user once, with all"
                     + " its permissions");
         }
-        int control = name.chars().filter(Character::isISOControl).findFirst().orElse(-1);
-        if (control >= 0) {
-            problems.add(key + " holds a control character (U+" + String.format("%04X", control) + "); a user name is"
-                    + " printable text");
-        } else if (name.indexOf(':') >= 0) {
+        if (checkPrintable(problems, key, name, "a user name") && name.indexOf(':') >= 0) {
             problems.add(key + " '" + name + "' holds a ':', which HTTP Basic credentials cannot carry (the admin API reads"
                     + " user:password); choose a name without one");
         }
+    }
+
+    /** Adds a problem if {@code value} of {@code key} holds a control character; returns whether it holds none. */
+    private static boolean checkPrintable(List<String> problems, String key, String value, String what) {
+        int control = Printable.firstControl(value);
+        if (control >= 0) {
+            problems.add(key + " holds a control character (U+" + String.format("%04X", control) + "); " + what + " is printable"
+                    + " text");
+        }
+        return control < 0;
     }
 
     /**
