@@ -14,6 +14,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.function.UnaryOperator;
 
 /**
  * Where the callbacks of one {@link Connection} run (handlers, flow listeners, completions of the futures
@@ -35,26 +36,31 @@ final class Callbacks {
 
     /** Null when callbacks run on the network thread. */
     private final ExecutorService pool;
-    /** The pool, or the network thread; replaced by tests through reflection. */
-    private Executor executor;
+    /** The pool, or the network thread, as {@code executorSeam} gave it back. */
+    private final Executor executor;
     private final String address;
     /** Logs the pool's refusals: the first, then at most one a minute. */
     private final LogThrottle refusals = new LogThrottle(Duration.ofMinutes(1), System::nanoTime);
 
-    Callbacks(boolean onNetworkThread, EventLoop loop, String address) {
+    /**
+     * @param executorSeam given the executor callbacks run on (the pool, or the network thread), returns the one they are
+     *                     handed to: the same but in tests, which hold them back or refuse them
+     *                     ({@link Connection#connect(ConnectionOptions, UnaryOperator)})
+     */
+    Callbacks(boolean onNetworkThread, EventLoop loop, String address, UnaryOperator<Executor> executorSeam) {
         this.address = address;
         if (onNetworkThread) {
             this.pool = null;
-            this.executor = task -> {
+            this.executor = executorSeam.apply(task -> {
                 if (loop.inEventLoop()) {
                     runCallback(task);
                 } else {
                     loop.execute(() -> runCallback(task));
                 }
-            };
+            });
         } else {
             this.pool = Executors.newCachedThreadPool(new NamedThreadFactory(POOL_THREAD_PREFIX));
-            this.executor = pool;
+            this.executor = executorSeam.apply(pool);
         }
     }
 

@@ -35,10 +35,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.LongFunction;
+import java.util.function.UnaryOperator;
 
 /**
  * One logical connection to a Sluice broker, kept alive across network failures by reconnecting. Thread-safe.
@@ -105,7 +107,7 @@ public final class Connection implements AutoCloseable {
     /** Whether the broker's last HELLO_OK granted transactions (docs/protocol.md, "Capabilities"). */
     private volatile boolean transactionsGranted;
 
-    private Connection(ConnectionOptions options) {
+    private Connection(ConnectionOptions options, UnaryOperator<Executor> callbackExecutorSeam) {
         this.options = options;
         BrokerAddresses addresses = new BrokerAddresses(options.bootstrap().isEmpty()
                 ? List.of(new BrokerAddresses.Address(options.host(), options.port()))
@@ -117,7 +119,8 @@ public final class Connection implements AutoCloseable {
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, new NetworkThreads(),
                 epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
         this.loop = group.next();
-        this.callbacks = new Callbacks(options.callbacksOnNetworkThread(), loop, addresses.current().toString());
+        this.callbacks = new Callbacks(options.callbacksOnNetworkThread(), loop, addresses.current().toString(),
+                callbackExecutorSeam);
         this.closing = new ConnectionClose(this, loop, group, callbacks, consumers);
         this.requests = new PendingRequests(loop, callbacks::complete);
         this.requestSender = new RequestSender(this, requests, callbacks);
@@ -135,8 +138,17 @@ public final class Connection implements AutoCloseable {
      * @throws IllegalStateException    called on a network thread of the client (see {@link #checkMayBlock})
      */
     public static Connection connect(ConnectionOptions options) {
+        return connect(options, UnaryOperator.identity());
+    }
+
+    /**
+     * As {@link #connect(ConnectionOptions)}, the executor the connection's callbacks are handed to being what
+     * {@code callbackExecutorSeam} makes of the one they would be (the dispatch pool, or the network thread): for tests
+     * that hold callbacks back or have the pool refuse them.
+     */
+    static Connection connect(ConnectionOptions options, UnaryOperator<Executor> callbackExecutorSeam) {
         refuseOnNetworkThread("Connection.connect"); // it waits for the handshake, like the other blocking calls
-        Connection connection = new Connection(options);
+        Connection connection = new Connection(options, callbackExecutorSeam);
         try {
             connection.attempts.connectFirst();
             return connection;

@@ -41,6 +41,8 @@ import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArraySet;
+import java.util.concurrent.Executor;
+import java.util.function.UnaryOperator;
 
 /**
  * A broker stand-in for client tests: answers HELLO, queue requests and SUBSCRIBE with success, confirms
@@ -128,10 +130,19 @@ final class FakeBroker implements AutoCloseable {
 
     /** As {@link #connectReconnecting()}, with {@code requestTimeout}. */
     Connection connectReconnecting(java.time.Duration requestTimeout) {
+        return connectReconnecting(requestTimeout, UnaryOperator.identity());
+    }
+
+    /** As {@link #connectReconnecting()}, its callbacks handed to what {@code callbackExecutorSeam} makes of their executor. */
+    Connection connectReconnecting(UnaryOperator<Executor> callbackExecutorSeam) {
+        return connectReconnecting(java.time.Duration.ofSeconds(5), callbackExecutorSeam);
+    }
+
+    private Connection connectReconnecting(java.time.Duration requestTimeout, UnaryOperator<Executor> callbackExecutorSeam) {
         return Connection.connect(ConnectionOptions.builder().host("127.0.0.1").port(port())
                 .requestTimeout(requestTimeout)
                 .reconnectPolicy(new ReconnectPolicy(true, java.time.Duration.ofMillis(20), java.time.Duration.ofMillis(200), 2.0, 0.2))
-                .build());
+                .build(), callbackExecutorSeam);
     }
 
     int port() {

@@ -1,35 +1,29 @@
 package io.sluice.client;
 
-import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executor;
 
 /**
- * Holds every callback of a connection (handlers, future completions) from {@link #install} until {@link #release()},
+ * Holds every callback of a connection (handlers, future completions) from {@link #hold()} until {@link #release()},
  * then hands them to the dispatch pool in order: a test plays a dispatch thread that runs late, behind work the network
- * thread does meanwhile. Installed through reflection, as the client has no such seam and should not grow one for
- * tests. Thread-safe.
+ * thread does meanwhile. Given to the connection as its callback executor's seam ({@link #around}); until
+ * {@link #hold()} it hands each callback on at once, so that the handshake completes. Thread-safe.
  */
 final class HeldCallbacks implements Executor {
-    private final Executor pool;
+    private volatile Executor pool;
     private final List<Runnable> held = new ArrayList<>();
-    private boolean holding = true;
+    private boolean holding;
 
-    private HeldCallbacks(Executor pool) {
-        this.pool = pool;
+    /** The seam's function ({@link FakeBroker#connectReconnecting(java.util.function.UnaryOperator)}): wraps the pool. */
+    Executor around(Executor dispatchPool) {
+        this.pool = dispatchPool;
+        return this;
     }
 
-    /** From now on, the callbacks of {@code connection} wait for {@link #release()}. */
-    static HeldCallbacks install(Connection connection) throws ReflectiveOperationException {
-        Field callbacksField = Connection.class.getDeclaredField("callbacks");
-        callbacksField.setAccessible(true);
-        Callbacks callbacks = (Callbacks) callbacksField.get(connection);
-        Field executorField = Callbacks.class.getDeclaredField("executor");
-        executorField.setAccessible(true);
-        HeldCallbacks gate = new HeldCallbacks((Executor) executorField.get(callbacks));
-        executorField.set(callbacks, gate);
-        return gate;
+    /** From now on, the callbacks wait for {@link #release()}. */
+    synchronized void hold() {
+        holding = true;
     }
 
     @Override

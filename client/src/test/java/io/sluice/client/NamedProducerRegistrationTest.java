@@ -97,8 +97,9 @@ class NamedProducerRegistrationTest {
      */
     @Test
     void aFirstRegistrationAnsweredJustBeforeAReconnectIsResumedOnTheNewConnection() throws Exception {
-        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting()) {
-            HeldCallbacks callbacks = HeldCallbacks.install(connection);
+        HeldCallbacks callbacks = new HeldCallbacks();
+        try (FakeBroker broker = new FakeBroker(); Connection connection = broker.connectReconnecting(callbacks::around)) {
+            callbacks.hold();
             Creation creation = createInThread(connection, "billing");
             TestWait.until(() -> callbacks.heldCount() == 1); // the PRODUCER_OK was read; what it completes waits
             broker.dropConnections();
