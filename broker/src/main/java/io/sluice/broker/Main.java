@@ -18,6 +18,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
 
 /**
  * The broker's command line.
@@ -73,8 +74,21 @@ public final class Main {
             System.setProperty("sluice.log.target", "System.err");
             return StorageTool.run(args, out, err);
         }
+        return runBroker(args, out, err, point -> { });
+    }
+
+    /** Where a start may be held by a test, to signal it there ({@code PausedStartMain}); held nowhere in production. */
+    enum StartupPoint {
+        /** The stop is in place and Chronicle's set-up under way; the configuration is read next. */
+        BEFORE_CONFIGURATION,
+        /** The configuration is read and Chronicle's set-up done; the broker starts next. */
+        BEFORE_BROKER_START
+    }
+
+    /** As {@link #run} for the broker itself, {@code pause} called at each {@link StartupPoint} as the start passes it. */
+    static int runBroker(String[] args, PrintStream out, PrintStream err, Consumer<StartupPoint> pause) {
         try {
-            return runBroker(args, out, err);
+            return startBroker(args, out, err, pause);
         } catch (MissingValueException e) {
             err.println("sluice: " + e.getMessage() + " (try --help)");
             return 2;
@@ -93,7 +107,7 @@ public final class Main {
         }
     }
 
-    private static int runBroker(String[] args, PrintStream out, PrintStream err) {
+    private static int startBroker(String[] args, PrintStream out, PrintStream err, Consumer<StartupPoint> pause) {
         StartupPhases phases = new StartupPhases(System.nanoTime());
         Path configFile = null;
         boolean checkOnly = false;
@@ -149,36 +163,68 @@ public final class Main {
                 }
             }
         }
-        // Before the store opens Chronicle, so that a signal at any moment exits through the hooks; on a thread
-        // of its own, because loading Chronicle and the native libraries under it takes as long as reading the
-        // configuration does. Then, still while the configuration is read, the classes the store's recovery
-        // initialises first (RecoveryClasses): the store opens only once this thread has ended.
-        Thread signals = null;
-        if (!checkOnly) {
-            signals = new Thread(() -> {
-                ChronicleSignals.exitOnTerminationSignals();
-                RecoveryClasses.initialise();
-            }, "sluice-start-signals");
-            signals.setDaemon(true);
-            signals.start();
+        if (checkOnly) {
+            BrokerConfig config = loadConfiguration(configFile, overrides, err);
+            if (config == null) {
+                return 2;
+            }
+            out.println("sluice: configuration is valid (clients on " + config.broker.listenAddress + ":" + config.broker.port
+                    + ", data in " + config.broker.dataDir + ")");
+            return 0;
         }
-        BrokerConfig config;
+        // The stop is in place before anything of the start, so that a SIGTERM at any moment from here on (while the
+        // configuration is read, Chronicle is set up, the broker starts or runs) ends the same way: the stop waits for
+        // what was started, closes it, and the process exits with the stop's status, 0 when clean. Set any later, it
+        // would leave a SIGTERM before then to the JVM's own handler or Chronicle's chain, which exit with 143.
+        // stopOnSigterm takes the signal at once, without loading Chronicle.
+        CompletableFuture<Broker> started = new CompletableFuture<>();
+        SignalStop stop = new SignalStop(started, START_WAIT_AT_SHUTDOWN_SECONDS, err);
+        ChronicleSignals.stopOnSigterm(stop::stopThenExit);
         try {
-            config = new ConfigLoader().load(configFile, overrides);
+            return startThenRun(configFile, overrides, phases, started, stop, err, pause);
+        } finally {
+            // A return before the start (a configuration refused): a stop waiting for the start finds nothing to close.
+            started.complete(null);
+        }
+    }
+
+    /** Reads the configuration; null, once the refusal is printed, if it is no valid configuration. */
+    private static BrokerConfig loadConfiguration(Path configFile, Map<String, String> overrides, PrintStream err) {
+        try {
+            return new ConfigLoader().load(configFile, overrides);
         } catch (ConfigException e) {
             err.println("sluice: " + e.getMessage());
-            return 2;
+            return null;
         } catch (RuntimeException e) {
             // Last resort: a case the loader does not foresee is still a configuration error, in one line and with
             // status 2 (--check-config's promise), not a stack trace and status 1.
             String message = String.valueOf(e.getMessage()).lines().findFirst().orElse("");
             err.println("sluice: invalid configuration: reading it failed with " + e.getClass().getName() + ": " + message);
-            return 2;
+            return null;
         }
-        if (checkOnly) {
-            out.println("sluice: configuration is valid (clients on " + config.broker.listenAddress + ":" + config.broker.port
-                    + ", data in " + config.broker.dataDir + ")");
-            return 0;
+    }
+
+    /**
+     * The broker's start and its life until {@code stop} has stopped it; the exit status. {@code started} is completed
+     * with the broker, exceptionally if its start failed, or with null if the stop came before the start began.
+     */
+    private static int startThenRun(Path configFile, Map<String, String> overrides, StartupPhases phases,
+                                    CompletableFuture<Broker> started, SignalStop stop, PrintStream err,
+                                    Consumer<StartupPoint> pause) {
+        // Before the store opens Chronicle, so that a signal at any moment exits through the hooks; on a thread
+        // of its own, because loading Chronicle and the native libraries under it takes as long as reading the
+        // configuration does. Then, still while the configuration is read, the classes the store's recovery
+        // initialises first (RecoveryClasses): the store opens only once this thread has ended.
+        Thread signals = new Thread(() -> {
+            ChronicleSignals.exitOnTerminationSignals();
+            RecoveryClasses.initialise();
+        }, "sluice-start-signals");
+        signals.setDaemon(true);
+        signals.start();
+        pause.accept(StartupPoint.BEFORE_CONFIGURATION);
+        BrokerConfig config = loadConfiguration(configFile, overrides, err);
+        if (config == null) {
+            return 2;
         }
         phases.end("configuration");
         try {
@@ -188,28 +234,30 @@ public final class Main {
             return 1;
         }
         phases.end("waiting for Chronicle's set-up");
-        // The stop is in place before the start, so that a SIGTERM while the broker starts (its store may be open, its
+        pause.accept(StartupPoint.BEFORE_BROKER_START);
+        // The hook does the same stop for any other end of the JVM (SIGINT's 130, SIGHUP), whose status the signal has
+        // already set. Registered before the start, so that a SIGTERM while the broker starts (its store may be open, its
         // listener already accepting) waits for the start to end and closes the broker, rather than ending the process
         // with the store open; registered after it, the hook could also meet a shutdown already begun and fail the start.
-        // SIGTERM stops the broker and exits with the stop's status (0 when clean); the hook does the same stop for any
-        // other end of the JVM (SIGINT's 130, SIGHUP), whose status the signal has already set.
-        CompletableFuture<Broker> started = new CompletableFuture<>();
-        SignalStop stop = new SignalStop(started, START_WAIT_AT_SHUTDOWN_SECONDS, err);
-        ChronicleSignals.stopOnSigterm(stop::stopThenExit);
         Thread hook = new Thread(stop::stop, "sluice-shutdown");
         Runtime.getRuntime().addShutdownHook(hook);
+        if (stop.stopping()) {
+            // Stopped before the start: nothing is started, nothing is to close, the store is never opened.
+            started.complete(null);
+            return stop.stop();
+        }
         try {
             started.complete(Broker.start(config, phases));
         } catch (StartupException e) {
             err.println("sluice: cannot start: " + e.getMessage());
-            started.complete(null);
+            started.completeExceptionally(e);
             removeHook(hook);
             return 1;
         } catch (Throwable e) {
             // Any other failure of the start, a checked exception a library throws undeclared included, is a start
             // failure too, ended at once: left uncaught it completed nothing, and the hook, run when the JVM ended,
             // waited START_WAIT_AT_SHUTDOWN_SECONDS for a start already over. Not one the start knows, so its trace is kept.
-            started.complete(null);
+            started.completeExceptionally(e);
             removeHook(hook);
             err.println("sluice: cannot start: " + e);
             e.printStackTrace(err);

@@ -12,7 +12,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * The broker's stop when it is asked to end: done once, by whichever asks first, SIGTERM's handler
  * ({@link #stopThenExit}) or the JVM's shutdown hook (SIGINT, SIGHUP, an exit of any other cause). It waits for a
  * start in progress to end, closes the broker, and gives the exit status that says how that went: 0 once it closed
- * cleanly, 1 when it could not (the start did not end in time, the close failed, or the start itself failed).
+ * cleanly or none was started (the stop came before the start), 1 when it could not (the start did not end in time, the
+ * close failed, or the start itself failed).
  *
  * <p>SIGTERM is handled rather than left to the JVM, whose handler exits with 143 whatever the hooks did: a service
  * manager reads 143 as a failure (systemd marks the unit failed and, with {@code Restart=on-failure}, starts it
@@ -29,7 +30,8 @@ final class SignalStop {
     private volatile int status = 1;
 
     /**
-     * @param started          completed with the broker once it started, with null if its start failed
+     * @param started          completed with the broker once it started, exceptionally if its start failed, with null
+     *                         if no broker was started (the stop came before the start, or the configuration was refused)
      * @param startWaitSeconds how long a stop waits for a start in progress before it gives up closing
      */
     SignalStop(CompletableFuture<Broker> started, long startWaitSeconds, PrintStream err) {
@@ -55,8 +57,8 @@ final class SignalStop {
             Broker running = started.get(startWaitSeconds, TimeUnit.SECONDS);
             if (running != null) {
                 running.close();
-                result = 0;
             }
+            result = 0;
         } catch (TimeoutException e) {
             err.println("sluice: the start did not end within " + startWaitSeconds
                     + " s of the signal; stopping without closing the store (the next start recovers it)");
@@ -73,6 +75,11 @@ final class SignalStop {
             stopped.countDown();
         }
         return result;
+    }
+
+    /** Whether a stop has begun: a start not yet begun is then not to begin. */
+    boolean stopping() {
+        return begun.get();
     }
 
     /** Waits until a stop has ended, for at most {@code millis}; true if one has. */

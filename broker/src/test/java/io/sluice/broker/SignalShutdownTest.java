@@ -9,12 +9,17 @@ import io.sluice.protocol.QueueSettings;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -73,6 +78,41 @@ class SignalShutdownTest {
             String output = String.join("\n", ChildJvm.lines(log));
             assertTrue(output.contains("Shut down cleanly"), "the broker closed:\n" + ChildJvm.tail(log));
             assertEquals(130, broker.exitValue(), "Ctrl-C's status, 128 + 2:\n" + ChildJvm.tail(log));
+        } finally {
+            if (broker.isAlive()) {
+                ChildJvm.kill(broker);
+            }
+        }
+    }
+
+    /**
+     * A SIGTERM that comes before the broker starts, while the configuration is read or Chronicle's signal set-up is
+     * awaited, ends the process as one after the start does, with "sluice: stopped" and status 0, having started nothing
+     * and written nothing (the data directory is never made). It met the JVM's own handler there, or Chronicle's chain
+     * before the stop was set, and the process exited with 143. The start is held at the point by {@link PausedStartMain}
+     * until the stop has said it began, then let go: the start must then give way to the stop.
+     */
+    @ParameterizedTest
+    @EnumSource(Main.StartupPoint.class)
+    void shouldExitWithZeroOnASigtermBeforeTheBrokerStarts(Main.StartupPoint point) throws Exception {
+        int port = TestPorts.free();
+        Path log = dir.resolve("broker.log");
+        Path data = dir.resolve("data");
+        Process broker = ChildJvm.start(log, PausedStartMain.class, point.name(), "--data-dir", data.toString(),
+                "--port", Integer.toString(port), "--set", "storage.reserved-disk-bytes=67108864", "--set", "metrics.port=0");
+        try {
+            ChildJvm.awaitOutput(broker, log, "the start held at " + point, l -> l.equals(PausedStartMain.PAUSED + point));
+            // SIGTERM on Linux; not Process.destroy(), which also closes the child's standard input, and so lets the start go on.
+            broker.toHandle().destroy();
+            ChildJvm.awaitOutput(broker, log, "the stop's first line", l -> l.equals("sluice: stopping (signal received)"));
+            broker.getOutputStream().write('\n');
+            broker.getOutputStream().flush(); // lets the start go on
+            assertTrue(broker.waitFor(60, TimeUnit.SECONDS), "the broker stops on SIGTERM; its log:\n" + ChildJvm.tail(log));
+            List<String> output = ChildJvm.lines(log);
+            assertEquals(0, broker.exitValue(), "a clean stop on SIGTERM exits with 0:\n" + ChildJvm.tail(log));
+            assertTrue(output.contains("sluice: stopped"), ChildJvm.tail(log));
+            assertFalse(Files.exists(data), "nothing started, nothing written:\n" + ChildJvm.tail(log));
+            assertFalse(output.stream().anyMatch(l -> l.contains("MessageStore")), "the store never opened:\n" + ChildJvm.tail(log));
         } finally {
             if (broker.isAlive()) {
                 ChildJvm.kill(broker);

@@ -31,11 +31,7 @@ public final class ChronicleSignals {
             Jvm.addSignalHandler(signal -> exitFor(signal));
         }
         for (String name : new String[] {"TERM", "INT"}) {
-            try {
-                Signal.handle(new Signal(name), signal -> exitFor(signal.getName()));
-            } catch (IllegalArgumentException unsupported) {
-                // This platform does not deliver that signal to Java code: nothing to restore.
-            }
+            handleInJava(name);
         }
     }
 
@@ -43,10 +39,21 @@ public final class ChronicleSignals {
      * Makes SIGTERM run {@code stop} on a thread of its own, at each SIGTERM, instead of {@code System.exit(143)}: a program
      * that stops cleanly on it and exits with the status it chooses (a broker: 0 after a clean stop, which systemd and
      * container runtimes count as success where they count 143 as a failure). {@code stop} must be safe to run more than
-     * once. SIGINT still exits with 130 through the shutdown hooks.
+     * once. SIGINT still exits with 130 through the shutdown hooks. Takes SIGTERM at once, without loading Chronicle
+     * ({@link #exitOnTerminationSignals} does, which a program may call on a thread of its own while it gets ready): until
+     * then a SIGTERM met the JVM's own handler, which exits with 143.
      */
     public static void stopOnSigterm(Runnable stop) {
         sigtermStop = stop;
+        handleInJava("TERM");
+    }
+
+    private static void handleInJava(String signalName) {
+        try {
+            Signal.handle(new Signal(signalName), signal -> exitFor(signal.getName()));
+        } catch (IllegalArgumentException unsupported) {
+            // This platform does not deliver that signal to Java code: nothing to restore.
+        }
     }
 
     private static void exitFor(String signal) {
