@@ -594,6 +594,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         if (info == null || halted != null) {
             status.put("role", halted != null ? "HALTED" : started ? "REMOVED" : "STARTING"); // HALTED: rules R2, R12, the reason follows
             if (halted != null) {
+                status.put("haltedCode", stateMachine.haltedCode());
                 status.put("halted", halted);
             }
             status.put("serving", false);

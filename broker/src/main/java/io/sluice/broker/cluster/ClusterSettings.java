@@ -160,14 +160,28 @@ final class ClusterSettings {
         }
     }
 
-    /** A snapshot through {@code index} carried the cluster's settings (null: none recorded then): as {@link #apply}. */
+    /**
+     * Before a snapshot through {@code index} that carries the cluster's settings {@code cluster} (null: none recorded then)
+     * is swapped in: whether this node's own settings are the cluster's as they would stand once it is (the first recorded
+     * are the cluster's). Changes nothing.
+     *
+     * @throws Mismatch if they differ: the node must refuse the snapshot with its own store untouched
+     */
+    void checkSnapshot(Values cluster, long index) {
+        Values standing = recorded != null ? recorded : cluster;
+        if (standing != null && !own.differences(standing).isEmpty()) {
+            throw Mismatch.at("the snapshot through log entry " + index + " records", own.differences(standing));
+        }
+    }
+
+    /**
+     * A snapshot through {@code index} carrying the cluster's settings (null: none recorded then) is swapped in, after
+     * {@link #checkSnapshot}: as {@link #apply}.
+     */
     void installed(Values cluster, long index) {
         if (cluster != null) {
-            try {
-                apply(cluster, index);
-            } catch (Mismatch e) {
-                throw Mismatch.at("the snapshot through log entry " + index + " records", own.differences(recorded));
-            }
+            checkSnapshot(cluster, index);
+            apply(cluster, index);
         }
     }
 

@@ -145,6 +145,12 @@ final class EntryLevels {
             return new EntryTooNew("log entry " + index + " finalizes entry level " + level, LEVEL_ENTRY_VERSION, supported);
         }
 
+        /** A snapshot through {@code index}, not swapped in yet, holds {@code level}. */
+        static EntryTooNew inSnapshot(long index, int level, int supported) {
+            return new EntryTooNew("the snapshot through log entry " + index + " holds entry level " + level, LEVEL_ENTRY_VERSION,
+                    supported);
+        }
+
         /** At start: this node's data says the cluster finalized {@code level}, kept in {@code file}. */
         static EntryTooNew atStart(java.nio.file.Path file, int level, int supported) {
             return new EntryTooNew("this node's data (" + file + ") says the cluster finalized entry level " + level,

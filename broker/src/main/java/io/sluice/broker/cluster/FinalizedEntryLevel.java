@@ -83,6 +83,18 @@ final class FinalizedEntryLevel {
     }
 
     /**
+     * Rule R12 before a snapshot is swapped in: the level {@code level} (0: none) a snapshot through {@code index} holds must
+     * be one this broker supports. Changes nothing; {@link #apply} records it once the snapshot is in place.
+     *
+     * @throws EntryLevels.EntryTooNew if it is not
+     */
+    void checkSnapshot(int level, long index) {
+        if (level > supported) {
+            throw EntryLevels.EntryTooNew.inSnapshot(index, level, supported);
+        }
+    }
+
+    /**
      * Applies a committed level entry: the level rises to {@code level} if it is higher, durably before this returns.
      *
      * @throws EntryLevels.EntryTooNew if this broker does not support {@code level}: it must stop, not skip it

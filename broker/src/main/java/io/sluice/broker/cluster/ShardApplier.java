@@ -99,6 +99,19 @@ final class ShardApplier {
         settings.installed(installed, index);
     }
 
+    /**
+     * Rules R12 and R2 before a snapshot through {@code index} is swapped in: its entry level ({@code installedLevel}, 0:
+     * none) and the cluster's settings it records ({@code installedSettings}, null: none) must be ones this node can apply
+     * the log with. Changes nothing, so a node that refuses keeps its store as it was.
+     *
+     * @throws EntryLevels.EntryTooNew      if this node's broker does not support the level
+     * @throws ClusterSettings.Mismatch if this node's own settings differ from the cluster's
+     */
+    void checkSnapshot(int installedLevel, ClusterSettings.Values installedSettings, long index) {
+        level.checkSnapshot(installedLevel, index);
+        settings.checkSnapshot(installedSettings, index);
+    }
+
     /** The entry level this node's broker supports. */
     int supportedLevel() {
         return level.supported();

@@ -144,15 +144,18 @@ final class ShardStateMachine extends BaseStateMachine {
      */
     private void load() throws IOException {
         if (installer != null) {
-            installer.installPending((installed, installedLevel, installedSettings) -> {
+            installer.installPending((pending, installedLevel, installedSettings) -> {
                 try {
-                    applier.installedLevel(installedLevel, installed.getIndex());
-                    applier.installedSettings(installedSettings, installed.getIndex());
+                    applier.checkSnapshot(installedLevel, installedSettings, pending.getIndex());
                 } catch (EntryLevels.EntryTooNew | ClusterSettings.Mismatch e) {
-                    // Rules R12, R2: thrown out of the reload (or the start), which stops Ratis's updater, as at an entry.
-                    halt.stopInApply(e.getMessage());
+                    // Rules R12, R2: refused before the swap, so this node's store is as it was; thrown out of the reload
+                    // (or the start), which stops Ratis's updater, as at an entry.
+                    halt.stopInApply(haltCode(e), e.getMessage());
                     throw e;
                 }
+            }, (installed, installedLevel, installedSettings) -> {
+                applier.installedLevel(installedLevel, installed.getIndex());
+                applier.installedSettings(installedSettings, installed.getIndex());
                 // A snapshot of its own at once (links, and copies of what is not sealed): a follower that falls behind
                 // this node, should it lead next, is not left waiting for the next snapshot to catch up from.
                 snapshots.take(installed);
@@ -206,7 +209,7 @@ final class ShardStateMachine extends BaseStateMachine {
             // no snapshot covers it. Unless the node stopped already: the division is being closed, which waits for the
             // updater to reach the commit index, and an updater stopped by a throw would never get there.
             applyBudget.release(size);
-            if (halt.stopInApply(e.getMessage())) {
+            if (halt.stopInApply(haltCode(e), e.getMessage())) {
                 throw e;
             }
             return CompletableFuture.completedFuture(Message.EMPTY);
@@ -323,6 +326,22 @@ final class ShardStateMachine extends BaseStateMachine {
     /** Why this node stopped applying the log (an entry it cannot read, R12, or cannot apply here, R2), or null. */
     String halted() {
         return halt.reason();
+    }
+
+    /** The code {@link #halted} is reported under, or null. */
+    String haltedCode() {
+        return halt.code();
+    }
+
+    /** The code a stop for {@code cause}, thrown out of an apply or a snapshot's install, is reported under. */
+    private static String haltCode(RuntimeException cause) {
+        if (cause instanceof EntryLevels.EntryTooNew) {
+            return ApplyHalt.ENTRY_TOO_NEW;
+        }
+        if (cause instanceof ClusterSettings.Mismatch) {
+            return ApplyHalt.SETTINGS_MISMATCH;
+        }
+        return cause instanceof EntryNotStorable ? ApplyHalt.ENTRY_NOT_STORABLE : ApplyHalt.STORE_FAILED;
     }
 
     @Override

@@ -38,8 +38,10 @@ import java.util.stream.Stream;
  *       forced, and the directory renamed to {@code <data>/snapshot-install} (the data directory forced). That
  *       rename decides the install: before it the node's old state stands (the temporary directory is deleted
  *       by the fetch that fails, or when the node starts), after it the new one will.</li>
- *   <li>{@link #swapIn}, on the state machine thread, which applies nothing meanwhile (Ratis reloads the
- *       paused state machine): every queue of the node is deleted, the directory of queues forced, and the
+ *   <li>{@link #installPending}, on the state machine thread, which applies nothing meanwhile (Ratis reloads the
+ *       paused state machine): first the snapshot's entry level and the cluster's settings it records are checked
+ *       against this node's ({@link BeforeSwap}), so that a node that must refuse it refuses with its old state
+ *       untouched; then {@link #swapIn}: every queue of the node is deleted, the directory of queues forced, and the
  *       mark {@code old-queues-deleted} made in the install directory; then each of the snapshot's queues is
  *       moved into the store by one rename and opened through normal recovery. The caller then writes the
  *       snapshot marker and calls {@link #finish}. Each step is done again or skipped by the next
@@ -252,12 +254,12 @@ final class SnapshotInstaller {
         return Files.isDirectory(install) ? ShardSnapshots.readTermIndex(install) : null;
     }
 
-    /** Replaces every queue of this node with the pending snapshot's; returns the last entry it holds. See the class. */
     /** The entry level the pending install's snapshot holds (rule R12), 0 if none. */
     int pendingEntryLevel() {
         return FinalizedEntryLevel.read(install.resolve(FinalizedEntryLevel.FILE));
     }
 
+    /** Replaces every queue of this node with the pending snapshot's; returns the last entry it holds. See the class. */
     TermIndex swapIn() throws IOException {
         TermIndex termIndex = pending();
         long started = System.nanoTime();
@@ -289,6 +291,15 @@ final class SnapshotInstaller {
     }
 
     /**
+     * Whether this node may take the pending snapshot at all, asked before anything of the node is changed: the snapshot's
+     * entry level (0: none) and the cluster's settings it records (null: none) must be ones this node can apply (rules
+     * R12, R2). Throws to refuse it; the node's queues are then as they were and the install stays pending.
+     */
+    interface BeforeSwap {
+        void check(TermIndex pending, int entryLevel, ClusterSettings.Values settings);
+    }
+
+    /**
      * The steps of an install once its snapshot is swapped in: the node's own snapshot of it and its marker. The snapshot's
      * entry level (0: none) and the cluster's settings it records (null: none) come with it (rules R12, R2).
      */
@@ -297,16 +308,20 @@ final class SnapshotInstaller {
     }
 
     /**
-     * Swaps the pending install in (if there is one), runs {@code after}, then removes the install directory, all
-     * under {@link #installLock}, so that no fetch replaces the install meanwhile. Returns what was installed, or null.
+     * Runs {@code check} on the pending install (if there is one), then swaps it in, runs {@code after}, and removes the
+     * install directory, all under {@link #installLock}, so that no fetch replaces the install meanwhile. Returns what was
+     * installed, or null. A snapshot {@code check} refuses changes nothing: this node's queues stay as they were (a node
+     * configured otherwise than the cluster must not have replaced its store before it refuses).
      */
-    TermIndex installPending(AfterSwap after) throws IOException {
+    TermIndex installPending(BeforeSwap check, AfterSwap after) throws IOException {
         synchronized (installLock) {
-            if (pending() == null) {
+            TermIndex pending = pending();
+            if (pending == null) {
                 return null;
             }
             int level = pendingEntryLevel();
             ClusterSettings.Values settings = ClusterSettings.read(install.resolve(ClusterSettings.FILE));
+            check.check(pending, level, settings);
             TermIndex installed = swapIn();
             after.installed(installed, level, settings);
             finish();

@@ -35,7 +35,23 @@ public final class ApplyHalt {
         void stopped(String reason, boolean raftStopsItself);
     }
 
-    private final AtomicReference<String> reason = new AtomicReference<>();
+    /**
+     * The codes a stop is reported under ({@code haltedCode} of {@code GET /api/cluster}), one per kind of cause, so that an
+     * operator's tooling need not parse the sentence.
+     */
+    public static final String STORE_FAILED = "store_failed";
+    /** The log holds an entry of a level this node's broker does not support (rule R12). */
+    public static final String ENTRY_TOO_NEW = "entry_too_new";
+    /** A message of a committed entry is larger than this node's store can hold at all (rule R2). */
+    public static final String ENTRY_NOT_STORABLE = "entry_not_storable";
+    /** The cluster's settings that every node must share differ from this node's (rule R2). */
+    public static final String SETTINGS_MISMATCH = "settings_mismatch";
+
+    /** Why, and under which code, this node stopped; null while it applies the log. */
+    private record Stop(String code, String reason) {
+    }
+
+    private final AtomicReference<Stop> stop = new AtomicReference<>();
     private volatile Listener listener = (why, raftStopsItself) -> { };
 
     /** Set once, by the cluster node, before the shard starts. */
@@ -45,19 +61,26 @@ public final class ApplyHalt {
 
     /** Why this node stopped applying the log, or null while it applies it. */
     public String reason() {
-        return reason.get();
+        Stop stopped = stop.get();
+        return stopped == null ? null : stopped.reason();
+    }
+
+    /** The code of the stop ({@link #STORE_FAILED} and the others), or null while this node applies the log. */
+    public String code() {
+        Stop stopped = stop.get();
+        return stopped == null ? null : stopped.code();
     }
 
     public boolean halted() {
-        return reason.get() != null;
+        return stop.get() != null;
     }
 
     /**
      * {@code what} (a sentence naming the entry or the queue and the step) failed on this node with {@code cause}: the
-     * node stops applying the log.
+     * node stops applying the log ({@link #STORE_FAILED}).
      */
     public void failed(String what, Throwable cause) {
-        stop(reason(what, cause), false);
+        stop(STORE_FAILED, reason(what, cause), false);
     }
 
     /** The sentence a node that stopped says: {@code what} failed here, why, and what to do. */
@@ -66,21 +89,21 @@ public final class ApplyHalt {
     }
 
     /**
-     * The state machine, on Ratis's updater thread, is about to throw {@code why} out of its apply: true if this stops
-     * the node (the throw then stops Ratis's updater, which closes the shard), false if it had stopped already (the
-     * shard is being closed by the listener: the updater must not throw, or it would never reach the index the close
-     * waits for).
+     * The state machine, on Ratis's updater thread, is about to throw {@code why} (reported under {@code code}) out of its
+     * apply: true if this stops the node (the throw then stops Ratis's updater, which closes the shard), false if it had
+     * stopped already (the shard is being closed by the listener: the updater must not throw, or it would never reach the
+     * index the close waits for).
      */
-    public boolean stopInApply(String why) {
-        return stop(why, true);
+    public boolean stopInApply(String code, String why) {
+        return stop(code, why, true);
     }
 
-    private boolean stop(String why, boolean raftStopsItself) {
-        if (!reason.compareAndSet(null, why)) {
+    private boolean stop(String code, String why, boolean raftStopsItself) {
+        if (!stop.compareAndSet(null, new Stop(code, why))) {
             LOG.error("Also, after this node stopped applying the log: {}.", why);
             return false;
         }
-        LOG.error("This node stops applying the replicated log: {}.", why);
+        LOG.error("This node stops applying the replicated log ({}): {}.", code, why);
         listener.stopped(why, raftStopsItself);
         return true;
     }

@@ -160,6 +160,55 @@ class SnapshotInstallTest {
     }
 
     /**
+     * Rule R2, "Settings that must match": a node whose own {@code storage.segment-bytes} differs from the cluster's, which a
+     * snapshot it fetched records, must refuse the snapshot before it replaces anything, keeping its own queues as they were
+     * (and the install pending, for a start with the cluster's settings), and say why under a code: the setting, its value
+     * here and the cluster's. Before, the state machine checked the settings only once the snapshot's queues were swapped
+     * in: the node refused with the leader's queues already in place of its own.
+     */
+    @Test
+    void aNodeConfiguredOtherwiseRefusesTheSnapshotBeforeItReplacesItsQueues() throws Exception {
+        int port = TestPorts.free();
+        Node leader = new Node("leader");
+        SnapshotServer server;
+        try {
+            leader.fill("orders", SETTINGS, 300, 3);
+            ShardSnapshots snapshots = new ShardSnapshots(leader.data.resolve("snapshots"), leader.queues, () -> 7, () -> CLUSTER);
+            snapshots.take(AT);
+            server = new SnapshotServer("127.0.0.1", port, snapshots, AUTH);
+        } finally {
+            leader.close();
+        }
+        Node follower = new Node("follower");
+        SnapshotInstaller installer = new SnapshotInstaller(follower.data, follower.queues, TIMEOUTS, AUTH);
+        try {
+            follower.fill("orders", QueueSettings.EMPTY, 5, 0);
+            follower.fill("stale", QueueSettings.EMPTY, 5, 0);
+            Map<String, QueueDigest> before = follower.digests();
+            assertEquals(AT, installer.fetch("127.0.0.1:" + port, AT.getIndex()).get(60, TimeUnit.SECONDS));
+            ClusterSettings.Values own = new ClusterSettings.Values(2L << 20, CLUSTER.dedupMaxProducers(), CLUSTER.dedupIdleExpiryMs());
+            ShardApplier applier = new ShardApplier(follower.queues, new Submissions(), 1,
+                    new FinalizedEntryLevel(EntryLevels.SUPPORTED, null), new ClusterSettings(own, null));
+            ShardStateMachine stateMachine = new ShardStateMachine(applier, new ApplyBudget(1 << 20), follower.queues, null,
+                    installer, peer -> null, new ShardCounters());
+
+            ClusterSettings.Mismatch refused = assertThrows(ClusterSettings.Mismatch.class, stateMachine::reinitialize);
+
+            assertEquals(before, follower.digests(), "the node's own queues, untouched");
+            assertEquals(AT, installer.pending(), "the install stays pending, for a start with the cluster's settings");
+            String expected = "storage.segment-bytes is 2097152 on this node and 16777216 in the cluster";
+            assertTrue(refused.getMessage().contains("the snapshot through log entry 42") && refused.getMessage().contains(expected),
+                    refused.getMessage());
+            assertEquals("settings_mismatch", follower.queues.applyHalt().code());
+            assertEquals(refused.getMessage(), stateMachine.halted());
+        } finally {
+            installer.close();
+            follower.close();
+            server.close();
+        }
+    }
+
+    /**
      * Rule R4, two notifications in a row: the leader purged further while this node swapped in the snapshot it
      * fetched first, so a second fetch completes during that swap. Its snapshot must stay the pending install, to be
      * swapped in next; before, the first swap's end deleted it, and Ratis took the newer snapshot as installed over the
@@ -191,7 +240,7 @@ class SnapshotInstallTest {
             snapshots.take(second);
             java.util.concurrent.atomic.AtomicReference<java.util.concurrent.CompletableFuture<TermIndex>> secondFetch =
                     new java.util.concurrent.atomic.AtomicReference<>();
-            TermIndex installed = installer.installPending((at, level, settings) -> {
+            TermIndex installed = installer.installPending((at, level, settings) -> { }, (at, level, settings) -> {
                 // In the middle of the swap: the next notification's fetch runs to its end, as far as it may.
                 java.util.concurrent.CompletableFuture<TermIndex> fetch = installer.fetch("127.0.0.1:" + port, second.getIndex());
                 secondFetch.set(fetch);
@@ -206,7 +255,7 @@ class SnapshotInstallTest {
             assertEquals(first, installed);
             assertEquals(second, secondFetch.get().get(60, TimeUnit.SECONDS));
             assertEquals(second, installer.pending(), "the second snapshot is the next install, not deleted by the first's end");
-            assertEquals(second, installer.installPending((at, level, settings) -> { }));
+            assertEquals(second, installer.installPending((at, level, settings) -> { }, (at, level, settings) -> { }));
             assertEquals(150, QueueDigest.of(follower.queues.get("orders").store()).messages());
         } finally {
             installer.close();
