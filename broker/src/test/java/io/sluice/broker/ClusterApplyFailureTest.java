@@ -17,7 +17,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -27,7 +30,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the others store a committed PUBLISH must not skip it. It stops applying the log, says so (role HALTED, the reason
  * naming the queue and the key), and once its disk has room again and it is started again it holds what the others hold.
  * A node that skipped the entries instead went on applying the log, took a snapshot marker past them, and never applied
- * them again: after the restart it held 50 messages against the others' 100.
+ * them again: after the restart it held 50 messages against the others' 100. A leader stops the same way, and the two
+ * others go on without it.
  */
 @Tag("cluster")
 @Timeout(180)
@@ -85,5 +89,53 @@ class ClusterApplyFailureTest {
             ClusterFixture.publish(producer, 100, 10); // the cluster serves on with its three nodes
             cluster.awaitDigest("q", 110, Duration.ofSeconds(30));
         }
+    }
+
+    /**
+     * The same rule on the leader: its store of the queue fails under it (here the queue's store closed, as an I/O error
+     * leaves it; ShardApplierStoreFailureTest's way) while producers publish. The leader commits the entry, cannot store it
+     * when it applies it, and must stop as a follower does: serve nobody (its clients resend to the new leader, which
+     * deduplicates), take no further part in the shard, and say why. The two others elect a leader, and every confirmed
+     * message is consumed from it, each once.
+     */
+    @Test
+    void aLeaderThatCannotStoreACommittedPublishStopsAndTheNewLeaderHoldsEveryConfirmedMessage() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        List<Broker> brokers = cluster.startInProcess();
+        running.addAll(brokers);
+        Broker leader = ClusterFixture.awaitLeader(brokers);
+        int failing = brokers.indexOf(leader);
+        int[] others = {(failing + 1) % 3, (failing + 2) % 3};
+        Set<Long> confirmed = ConcurrentHashMap.newKeySet();
+        long[] next = {0};
+        try (Connection c = Connection.connect(cluster.reconnectingOptions())) {
+            c.declareQueue("q", QueueSettings.EMPTY);
+            Producer producer = c.createProducer("q", ProducerOptions.DEFAULT);
+            ClusterFixture.publishNumbered(producer, 50, 64, next, confirmed);
+            cluster.awaitDigest("q", 50, Duration.ofSeconds(30));
+
+            leader.queues().store().deleteQueue("q"); // every append to it fails from now on, on the leader alone
+            ClusterFixture.publishNumbered(producer, 50, 64, next, confirmed);
+
+            TestAwait.until("node " + (failing + 1) + " stopping for the append it cannot store", Duration.ofSeconds(60),
+                    () -> leader.cluster().status().get("halted") != null);
+            Map<String, Object> status = leader.cluster().status();
+            assertEquals("HALTED", status.get("role"), "the old leader: " + status);
+            assertEquals("store_failed", status.get("haltedCode"), "the old leader: " + status);
+            String reason = String.valueOf(status.get("halted"));
+            assertTrue(reason.contains("'q'") && reason.contains("committed PUBLISH") && reason.contains("start it again"), reason);
+            assertTrue(leader.cluster().notLeader() != null, "the old leader serves no client");
+            int nextLeader = cluster.awaitServing(others);
+            assertTrue(nextLeader != failing, "a leader of the two others");
+
+            assertEquals(100, confirmed.size(), "every message confirmed, the ones the old leader could not store resent");
+            assertEquals(100, cluster.awaitSameDigest("q", Duration.ofSeconds(60), 100, others).get("messages").asLong());
+            ClusterFixture.consumeEachOnce(c, "q", confirmed);
+            cluster.awaitSameDigest("q", Duration.ofSeconds(60), 0, others);
+        }
+        // Stopped as an operator stops it (SIGTERM's path): a halted node is no leader to hand its leadership over from.
+        // Before, its closed division still called itself the leader, and the stop failed on its followers' progress.
+        running.remove(leader);
+        assertDoesNotThrow(leader::close, "stopping the halted old leader");
     }
 }

@@ -738,9 +738,14 @@ public final class ClusterNode implements Replication, AutoCloseable {
         return entryLevels.raise(level).thenCompose(raised -> recordSettings().handle((recorded, failure) -> raised));
     }
 
+    /**
+     * True while this node is the shard's leader. Never once it stopped applying the log (rules R2, R12): its division is
+     * closed then, yet Ratis's closed division may still call itself the leader, with none of a leader's state left (a
+     * halted leader stopped with SIGTERM failed on its followers' progress, which no longer exists, and never closed).
+     */
     private boolean leads() {
         DivisionInfo info = division.info();
-        return info != null && info.isLeader();
+        return stateMachine.halted() == null && info != null && info.isLeader();
     }
 
     /** The failure of an operator's request off the leader: NOT_LEADER, naming the leader. */

@@ -139,8 +139,8 @@ final class ShardDivision {
         List<ServerRpcProto> peers = info.getRoleInfoProto().getLeaderInfo().getFollowerInfoList();
         long[] match = info.getFollowerMatchIndices();
         long[] next = info.getFollowerNextIndices();
-        if (peers.size() != match.length || peers.size() != next.length) {
-            return List.of(); // the leadership changed between the reads
+        if (match == null || next == null || peers.size() != match.length || peers.size() != next.length) {
+            return List.of(); // the leadership changed between the reads, or the division closed (its leader state is gone)
         }
         long last = lastLogIndex();
         List<FollowerProgress> followers = new ArrayList<>(peers.size());
