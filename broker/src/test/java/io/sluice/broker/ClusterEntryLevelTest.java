@@ -41,7 +41,7 @@ class ClusterEntryLevelTest {
     private static final String QUEUE = "levels";
     private static final List<String> OLD_BROKER = List.of("-Dsluice.cluster.max-entry-level=4");
     /** The newest entry level, which a broker of this build supports. */
-    private static final int NEWEST = 7;
+    private static final int NEWEST = 8;
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Duration PATIENCE = Duration.ofSeconds(90);
 
@@ -75,7 +75,7 @@ class ClusterEntryLevelTest {
             assertEquals(4, cluster.get(leader, "/api/cluster").get("entryLevel").asInt());
 
             assertRefused(raise(cluster, leader, "{\"level\": 5}"), 409, "nodes_behind", "node 3 supports entry levels up to 4");
-            assertRefused(raise(cluster, leader, "{\"level\": 8}"), 400, "unsupported_level", "above");
+            assertRefused(raise(cluster, leader, "{\"level\": 9}"), 400, "unsupported_level", "above");
             assertRefused(raise(cluster, leader, "{\"level\": 3}"), 400, "downgrade", "below");
             assertRefused(raise(cluster, leader, "{\"lvl\": 5}"), 400, "bad_request", "{\"level\": N}");
             assertRefused(raise(cluster, leader, "not json"), 400, "bad_json", "JSON");
@@ -141,13 +141,17 @@ class ClusterEntryLevelTest {
             // Raised to 7, the leader records the settings every node must share (rule R2), and every node keeps them.
             HttpResponse<String> seven = raise(cluster, awaitLeader(cluster), "{\"level\": 7}");
             assertEquals(200, seven.statusCode(), seven.body());
-            awaitEntryLevel(cluster, NEWEST, 0, 1, 2);
+            awaitEntryLevel(cluster, 7, 0, 1, 2);
             for (int i = 0; i < 3; i++) {
                 java.nio.file.Path settings = dir.resolve("node-" + (i + 1)).resolve("cluster-settings");
                 TestAwait.until("node " + (i + 1) + " recording the cluster's settings", PATIENCE, () -> java.nio.file.Files.exists(settings));
                 assertTrue(java.nio.file.Files.readString(settings).contains("storage.segment-bytes=" + (64L << 20)),
                         java.nio.file.Files.readString(settings));
             }
+            // Raised to 8, the newest: a leader that lost its producers' epoch marks may say so in a PUBLISH (rule R11).
+            HttpResponse<String> eight = raise(cluster, awaitLeader(cluster), "{\"level\": 8}");
+            assertEquals(200, eight.statusCode(), eight.body());
+            awaitEntryLevel(cluster, NEWEST, 0, 1, 2);
         }
     }
 

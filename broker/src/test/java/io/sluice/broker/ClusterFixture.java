@@ -452,10 +452,11 @@ final class ClusterFixture {
         try {
             TestAwait.until("nodes " + java.util.Arrays.toString(nodes) + " (0-based) reporting the same digest of queue '" + queue + "'",
                     timeout, () -> {
-                for (int i = 0; i < nodes.length; i++) {
+                for (int i = 0; i < nodes.length; i++) { // every node's, so that a failure names each
                     digests[i] = get(nodes[i], "/api/queues/" + queue + "/digest");
-                    if (digests[i] == null || !digests[i].equals(digests[0])
-                            || messages >= 0 && digests[i].get("messages").asLong() != messages) {
+                }
+                for (com.fasterxml.jackson.databind.JsonNode digest : digests) {
+                    if (digest == null || !digest.equals(digests[0]) || messages >= 0 && digest.get("messages").asLong() != messages) {
                         return false;
                     }
                 }

@@ -107,4 +107,76 @@ class ClusterNamedProducerTest {
             }
         }
     }
+
+    /** The answer of {@code leader} to a PUBLISH of {@code sequence} under {@code producerId} from a connection that never registered it. */
+    private static Object publishUnregistered(Broker leader, long producerId, long sequence) throws InterruptedException {
+        try (RawClient unregistered = RawClient.connected(leader.port())) {
+            PublishFrameBuilder publish = new PublishFrameBuilder(unregistered.alloc(), "orders");
+            publish.add(producerId, sequence, List.of(), Payloads.of(sequence));
+            unregistered.send(publish.build());
+            Object answer = unregistered.received.poll(30, TimeUnit.SECONDS);
+            while (answer instanceof io.sluice.protocol.FlowFrame) {
+                answer = unregistered.received.poll(30, TimeUnit.SECONDS);
+            }
+            return answer;
+        }
+    }
+
+    /**
+     * Rule R11 with a node whose producer table lost its epoch marks (its producer checkpoint set aside as damaged: the
+     * table is rebuilt from the records, which carry no epochs). Such a node cannot tell a named producer from an unnamed
+     * one, so as the leader it admits a publish under a named producer's id from a connection that never registered it;
+     * the nodes that kept their marks know the producer's epoch. Every node must still decide that entry alike: the leader's
+     * decision travels in the entry. Before, the leader (no owners, no epoch granted in its table) wrote no epochs at all,
+     * stored the message, and the two others fenced it: their digests held three messages against its four. The other way
+     * round, a leader that kept its marks fences such a publish and the node that lost them must fence it too.
+     */
+    @Test
+    void aPublishUnderANamedProducerIsDecidedAlikeOnEveryNodeWhenOneLostItsProducerMarks() throws Exception {
+        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        brokers.addAll(cluster.startInProcess());
+        Broker leader = ClusterFixture.awaitLeader(brokers);
+        int kept = brokers.indexOf(leader);
+        int lost = (kept + 1) % 3;
+        long producerId = ProducerIds.forName("order-service");
+        try (Connection first = Connection.connect(ConnectionOptions.builder().bootstrap(cluster.bootstrap()).build())) {
+            first.declareQueue("orders", QueueSettings.EMPTY);
+            Producer producer = first.createProducer("orders", ProducerOptions.DEFAULT.withName("order-service"));
+            assertEquals(1, producer.epoch());
+            ClusterFixture.publish(producer, 0, 3);
+        }
+        cluster.awaitDigest("orders", 3, Duration.ofSeconds(30));
+
+        // Node `lost` stops cleanly (its marker covers the registration, so no replay grants the epoch again) and its
+        // producer checkpoint is damaged: started again, its table of "orders" has lost its epoch marks.
+        Broker stopped = brokers.get(lost);
+        stopped.close();
+        brokers.remove(stopped);
+        java.nio.file.Path checkpoint = dir.resolve("node-" + (lost + 1)).resolve("queues/orders")
+                .resolve(io.sluice.storage.dedup.ProducerCheckpoint.FILE);
+        assertTrue(java.nio.file.Files.exists(checkpoint), checkpoint.toString());
+        java.nio.file.Files.write(checkpoint, "not a producer checkpoint".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        Broker restarted = Broker.start(cluster.config(lost));
+        brokers.add(restarted);
+        ClusterFixture.awaitApplied(brokers, leader);
+        // Caught up as the leader sees it (its channel to the restarted node open again), or the transfer finds it unreachable.
+        TestAwait.until("node " + (lost + 1) + " answering the leader again", Duration.ofSeconds(30), () -> leader.cluster()
+                .follower(lost + 1).filter(f -> f.lastResponseMs() < 500 && f.matchIndex() >= leader.cluster().commitIndex())
+                .isPresent());
+
+        cluster.moveLeader(kept, lost);
+        assertEquals(lost, cluster.awaitServing(lost));
+        // This leader cannot tell the name from an unnamed producer: it stores the message.
+        assertTrue(publishUnregistered(restarted, producerId, 50) instanceof io.sluice.protocol.ConfirmFrame);
+        assertEquals(4, cluster.awaitDigest("orders", 4, Duration.ofSeconds(30)).get("messages").asLong(),
+                "every node decided the publish as the leader did");
+
+        cluster.moveLeader(lost, kept);
+        assertEquals(kept, cluster.awaitServing(kept));
+        Object answer = publishUnregistered(leader, producerId, 51);
+        assertTrue(answer instanceof PublishErrorFrame fenced && fenced.code() == ErrorCode.PRODUCER_FENCED.code(), String.valueOf(answer));
+        ClusterFixture.awaitApplied(brokers, leader);
+        assertEquals(4, cluster.awaitDigest("orders", 4, Duration.ofSeconds(30)).get("messages").asLong(),
+                "the node that lost its marks fenced the publish as the leader did");
+    }
 }

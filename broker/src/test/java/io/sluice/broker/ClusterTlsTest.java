@@ -70,7 +70,7 @@ class ClusterTlsTest {
         }
         assertEquals(300, cluster.awaitDigest("kept", 300, Duration.ofSeconds(30)).get("messages").asLong());
         // Rule R12: the leader asks every node its entry level over Raft's channel, so over mutual TLS here.
-        assertEquals(7, ClusterFixture.awaitLeader(brokers).cluster().raiseEntryLevel(7).get(30, java.util.concurrent.TimeUnit.SECONDS),
+        assertEquals(8, ClusterFixture.awaitLeader(brokers).cluster().raiseEntryLevel(8).get(30, java.util.concurrent.TimeUnit.SECONDS),
                 "every node told the leader its entry level");
 
         List<String> raft = new ArrayList<>();

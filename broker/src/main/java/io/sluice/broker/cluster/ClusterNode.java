@@ -287,9 +287,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             long bytes = messages == 0 ? 0 : admitted.messageBytes();
             byte[] entry;
             try {
-                // Below entry level 4 (R12) the epochs stay out, as before R11: followers then fence by their own view.
-                entry = ShardEntry.encode(nodeId, call, queue.name(), admitted,
-                        entryLevel.allows(ShardEntry.NAMED_PUBLISH_VERSION) ? epochs : io.sluice.broker.queue.ProducerEpochs.NONE, maxFrameBytes);
+                entry = ShardEntry.encode(nodeId, call, queue.name(), admitted, writableEpochs(epochs), maxFrameBytes);
             } finally {
                 admitted.release(); // the entry holds a copy; the leader applies that, as every node does
             }
@@ -300,6 +298,17 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 }
             });
         });
+    }
+
+    /**
+     * Rule R12: below entry level 4 the epochs stay out, as before R11 (followers then fence by their own view); below
+     * level 8 so do the producers a leader that lost its epoch marks admitted unchecked, which an older broker would fence.
+     */
+    private io.sluice.broker.queue.ProducerEpochs writableEpochs(io.sluice.broker.queue.ProducerEpochs epochs) {
+        if (!entryLevel.allows(ShardEntry.NAMED_PUBLISH_VERSION)) {
+            return io.sluice.broker.queue.ProducerEpochs.NONE;
+        }
+        return entryLevel.reached(ShardEntry.ADMITTED_WITHOUT_EPOCH_LEVEL) ? epochs : epochs.withoutAdmittedWithoutEpoch();
     }
 
     @Override

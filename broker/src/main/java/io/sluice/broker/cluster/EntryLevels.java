@@ -14,6 +14,8 @@ import java.nio.ByteBuffer;
  * level 5  batches of entries (EntryBatch, version 5)
  * level 6  transactions (TransactionEntry, version 7, rule R13)
  * level 7  the cluster's settings that every node must share (ClusterSettings, version 8, rule R2)
+ * level 8  a PUBLISH's epochs may say a leader that lost its epoch marks admitted a producer unchecked
+ *          (ProducerEpochs.ADMITTED_WITHOUT_EPOCH in version 4, rule R11): no new version, a new meaning
  * </pre>
  *
  * The cluster's level is itself replicated: a level entry (version {@value #LEVEL_ENTRY_VERSION}, which any level may
@@ -32,7 +34,7 @@ import java.nio.ByteBuffer;
  */
 final class EntryLevels {
     /** The newest level a broker of this version reads and writes. */
-    static final int NEWEST = 7;
+    static final int NEWEST = 8;
     /**
      * The level of a cluster whose log holds no level entry but does hold others: its brokers predate levels, and they
      * wrote every format through batches, so the leader goes on writing them.

@@ -79,7 +79,12 @@ final class FinalizedEntryLevel {
 
     /** Whether the leader may write entries of {@code version} ({@link EntryLevels#required}). */
     boolean allows(int version) {
-        return EntryLevels.required(version) <= writable();
+        return reached(EntryLevels.required(version));
+    }
+
+    /** Whether the leader may write what entry level {@code level} allows (a format, or a meaning within one). */
+    boolean reached(int level) {
+        return level <= writable();
     }
 
     /**

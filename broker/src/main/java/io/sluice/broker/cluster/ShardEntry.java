@@ -60,7 +60,10 @@ import java.nio.charset.StandardCharsets;
  * | count x (int64 producerId, int32 epoch) | frame (a PUBLISH) |
  * </pre>
  *
- * A frame of unnamed producers only is written as version 1, as before. A broker reads all four versions. Version 5 is
+ * A frame of unnamed producers only is written as version 1, as before. From entry level
+ * {@value #ADMITTED_WITHOUT_EPOCH_LEVEL} an epoch may be {@link ProducerEpochs#ADMITTED_WITHOUT_EPOCH}: a leader whose
+ * producer table lost its epoch marks admitted that producer unchecked, and every node checks it at its own table's epoch
+ * (a broker below that level would read it as an epoch that fences). A broker reads all four versions. Version 5 is
  * no shard entry but a Raft entry holding several ({@link EntryBatch}). Each version needs the entry level of its number
  * ({@link EntryLevels}): a broker that meets a version above the level it supports stops applying the log rather than
  * skip it (brokers before levels skipped it, and diverged).
@@ -71,6 +74,8 @@ record ShardEntry(int originNode, long originCall, String queue, Frame frame, De
     static final int DEAD_LETTER_VERSION = 2;
     static final int DELIVERED_VERSION = 3;
     static final int NAMED_PUBLISH_VERSION = 4;
+    /** The entry level from which a version-4 entry's epochs may hold {@link ProducerEpochs#ADMITTED_WITHOUT_EPOCH} (rule R12). */
+    static final int ADMITTED_WITHOUT_EPOCH_LEVEL = 8;
     /** Deliveries per entry at most: 12 bytes each. */
     static final int MAX_DELIVERIES = 4096;
 

@@ -259,7 +259,8 @@ public final class ProducerRegistry {
      */
     private int epochOf(ClientConnection connection, long producerId) {
         if (entryEpochs != null) {
-            return entryEpochs.epochOf(producerId);
+            int carried = entryEpochs.epochOf(producerId);
+            return carried == ProducerEpochs.ADMITTED_WITHOUT_EPOCH ? table.epoch(producerId) : carried;
         }
         if (owners.isEmpty()) {
             return isSuperseded(connection, producerId) ? -1 : 0;
@@ -278,10 +279,16 @@ public final class ProducerRegistry {
      * On a cluster's leader, at admission: the epoch {@code connection} holds for each named producer of the frame
      * (one the table knows with an epoch, or one registered here), so that every node applying the frame's entry
      * fences its messages alike ({@link #withEntryEpochs}); {@link ProducerEpochs#NONE} for a frame of unnamed producers.
+     *
+     * <p>What would depend on a node's own table is decided here: a producer this table knows as named and no connection
+     * here holds is fenced (-1), not left to each node's table, which one whose marks were lost no longer knows it by; and
+     * a table whose marks were lost, which cannot tell a producer no connection here holds from an unnamed one, admits it
+     * ({@link ProducerEpochs#ADMITTED_WITHOUT_EPOCH}), where the nodes that kept their marks would have fenced it.
      */
     ProducerEpochs resolveEpochs(ClientConnection connection, io.sluice.protocol.PublishFrame frame) {
-        if (!deduplicates || owners.isEmpty() && table.highestEpochGranted() == 0) {
-            return ProducerEpochs.NONE; // no producer of this queue ever registered: none is named
+        boolean marksLost = table.epochMarksLost();
+        if (!deduplicates || !marksLost && owners.isEmpty() && table.highestEpochGranted() == 0) {
+            return ProducerEpochs.NONE; // no producer of this queue ever registered: none is named, on any node
         }
         long[] ids = new long[4];
         int[] epochs = new int[4];
@@ -295,15 +302,22 @@ public final class ProducerRegistry {
                     continue next;
                 }
             }
-            if (!owners.containsKey(producerId) && table.epoch(producerId) == 0 && !isSuperseded(connection, producerId)) {
-                continue; // unnamed: epoch 0 on every node
+            int epoch = epochOf(connection, producerId);
+            if (epoch == 0) { // no connection here holds it
+                if (table.epoch(producerId) > 0) {
+                    epoch = -1; // named: fenced
+                } else if (marksLost) {
+                    epoch = ProducerEpochs.ADMITTED_WITHOUT_EPOCH;
+                } else {
+                    continue; // unnamed: epoch 0 on every node
+                }
             }
             if (named == ids.length) {
                 ids = java.util.Arrays.copyOf(ids, named * 2);
                 epochs = java.util.Arrays.copyOf(epochs, named * 2);
             }
             ids[named] = producerId;
-            epochs[named++] = epochOf(connection, producerId);
+            epochs[named++] = epoch;
         }
         return named == 0 ? ProducerEpochs.NONE
                 : new ProducerEpochs(java.util.Arrays.copyOf(ids, named), java.util.Arrays.copyOf(epochs, named));
