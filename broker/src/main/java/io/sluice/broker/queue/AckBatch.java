@@ -7,6 +7,7 @@ import io.sluice.storage.QueueStore;
 
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 import java.util.function.LongPredicate;
 
@@ -40,9 +41,10 @@ final class AckBatch implements InFlightDeliveries.Removed {
      * Rule R5 of docs/replication.md, on a cluster leader: ids a consumer acknowledged here whose ACK entry this
      * node has not applied yet. They are off the backlog and their consumer's books at once, but stay tracked
      * (nothing delivers or purges them again) and unacknowledged in the store until the entry is applied, as on
-     * every other node; if this node stops leading first, {@link #unapplied} gives them back.
+     * every other node; if this node stops leading first, {@link #unapplied} gives them back, with the bytes each took
+     * off the backlog.
      */
-    private final IdSet awaitingApply = new IdSet();
+    private final IdBytes awaitingApply = new IdBytes();
 
     AckBatch(QueueStore store, Backlog backlog, IdSet tracked) {
         this.store = store;
@@ -63,7 +65,7 @@ final class AckBatch implements InFlightDeliveries.Removed {
         oldestAppendedMillis = Math.min(oldestAppendedMillis, appendedAtMillis);
         if (replicated != null) {
             replicated.stored(RANGES_KEY, id);
-            awaitingApply.add(id); // stored when its entry is applied here (R5)
+            awaitingApply.add(id, bytes); // stored when its entry is applied here (R5)
             return;
         }
         batch(id);
@@ -129,12 +131,12 @@ final class AckBatch implements InFlightDeliveries.Removed {
      * and the count follow what the store holds.
      */
     private long applyRange(IdRange range, LongPredicate lateAck, LongPredicate settledHere) {
-        for (long id : idsIn(awaitingApply, range)) {
+        for (long id : idsIn(awaitingApply.size(), awaitingApply::forEach, range)) {
             awaitingApply.remove(id);
             tracked.remove(id);
             batch(id);
         }
-        long[] trackedIn = idsIn(tracked, range);
+        long[] trackedIn = idsIn(tracked.size(), tracked::forEach, range);
         long[] keep = new long[trackedIn.length];
         int kept = 0;
         long acked = 0;
@@ -161,14 +163,14 @@ final class AckBatch implements InFlightDeliveries.Removed {
         return acked + rest.messages();
     }
 
-    /** The ids of {@code set} in {@code range}. */
-    private static long[] idsIn(IdSet set, IdRange range) {
-        if (set.size() == 0) {
+    /** The ids in {@code range} of a set of {@code size} ids, which {@code forEach} walks. */
+    private static long[] idsIn(int size, Consumer<LongConsumer> forEach, IdRange range) {
+        if (size == 0) {
             return new long[0];
         }
-        long[] in = new long[set.size()];
+        long[] in = new long[size];
         int[] n = {0};
-        set.forEach(id -> {
+        forEach.accept(id -> {
             if (range.contains(id)) {
                 in[n[0]++] = id;
             }
@@ -196,11 +198,11 @@ final class AckBatch implements InFlightDeliveries.Removed {
 
     /**
      * Rule R5: this node stopped leading, so the acks it settled and has not applied may never commit. Returns their
-     * ids (still tracked, unacknowledged in the store): the queue makes them due again, and if their entry does
-     * commit after all, applying it acknowledges them then.
+     * ids (still tracked, unacknowledged in the store) with the bytes each took off the backlog: the queue counts them
+     * again and makes them due again, and if their entry does commit after all, applying it acknowledges them then.
      */
-    long[] unapplied() {
-        return awaitingApply.size() == 0 ? new long[0] : awaitingApply.drain();
+    IdBytes.Drained unapplied() {
+        return awaitingApply.size() == 0 ? IdBytes.Drained.NONE : awaitingApply.drain();
     }
 
     /** True if a consumer acknowledged {@code id} here and its ACK entry is not applied yet (R5): it is on its way out. */

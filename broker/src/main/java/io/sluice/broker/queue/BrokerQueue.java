@@ -138,7 +138,7 @@ public final class BrokerQueue {
         this.settlements = new Settlements(this, store, manager, tracked, order, acks, transactions, deadLetters,
                 this::readUnlessDamaged, transactionEffects::acked, this::scheduleDispatch);
         this.giveBacks = new LeaderGiveBacks(name, tracked, order, backlog, acks, leaderHold, publishPath,
-                id -> store.isAcked(id) ? null : readUnlessDamaged(id), count -> redelivered += count, this::scheduleDispatch);
+                store::isAcked, count -> redelivered += count, this::scheduleDispatch);
         store.durabilityListener(durable -> {
             if (!executor.isShuttingDown()) {
                 executor.execute(publishPath::releaseConfirms);

@@ -113,7 +113,7 @@ final class DropOldest {
         } else {
             // Rule R9: the store drops it when the entry is applied here (counted then, so a drop given back never is);
             // until then it is held, off the backlog.
-            hold.holdDrop(id);
+            hold.holdDrop(id, m.headersLength() + m.payloadLength());
             order.notDue(id);
             backlog.dropHeld(m.headersLength() + m.payloadLength());
             CompletableFuture<Void> applied;

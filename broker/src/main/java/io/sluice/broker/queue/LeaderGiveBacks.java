@@ -1,19 +1,24 @@
 package io.sluice.broker.queue;
 
 import io.sluice.protocol.IdRange;
-import io.sluice.storage.StoredMessage;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.List;
 import java.util.function.IntConsumer;
-import java.util.function.LongFunction;
+import java.util.function.LongPredicate;
 
 /**
  * What a cluster leader gives back to its queue when entries it submitted may never commit (rules R5, R7 and R9 of
  * docs/replication.md): the acks of its consumers not applied yet, and what its purges and drop-oldest drops hold.
  * Each message is deliverable here again, as the new leader delivers it; if its entry commits after all, applying it
  * acknowledges (or drops) the message, as on every node.
+ *
+ * <p>A give-back reads no message: each id comes with the bytes its ack or drop took off the backlog, kept since then
+ * ({@link IdBytes}). The sets it walks are emptied before the walk, so a read that threw (the queue's storage failed)
+ * used to leave the ids after it in none of them: tracked or held, never delivered again here and never given back,
+ * until a restart. A message whose record turns out to be damaged or unreadable when it is delivered again is handled
+ * there, as any due message's.
  *
  * <p>Threads: the queue's executor.
  */
@@ -27,14 +32,14 @@ final class LeaderGiveBacks {
     private final AckBatch acks;
     private final LeaderHold hold;
     private final PublishPath publishPath;
-    /** The message if it is still stored and unacknowledged, else null. */
-    private final LongFunction<StoredMessage> unacked;
+    /** True if the message is acknowledged in the store (gone: nothing to give back). */
+    private final LongPredicate acked;
     /** Counts messages made due again. */
     private final IntConsumer redelivered;
     private final Runnable dispatch;
 
     LeaderGiveBacks(String queue, IdSet tracked, DeliveryOrder order, Backlog backlog, AckBatch acks, LeaderHold hold,
-                    PublishPath publishPath, LongFunction<StoredMessage> unacked, IntConsumer redelivered, Runnable dispatch) {
+                    PublishPath publishPath, LongPredicate acked, IntConsumer redelivered, Runnable dispatch) {
         this.queue = queue;
         this.tracked = tracked;
         this.order = order;
@@ -42,7 +47,7 @@ final class LeaderGiveBacks {
         this.acks = acks;
         this.hold = hold;
         this.publishPath = publishPath;
-        this.unacked = unacked;
+        this.acked = acked;
         this.redelivered = redelivered;
         this.dispatch = dispatch;
     }
@@ -50,14 +55,14 @@ final class LeaderGiveBacks {
     /** This node lost its leadership: everything it submitted and has not applied may never commit. */
     void leadershipLost() {
         publishPath.leadershipLost();
-        long[] ids = acks.unapplied();
-        for (int i = ids.length - 1; i >= 0; i--) {
-            StoredMessage m = unacked.apply(ids[i]);
-            if (m == null) {
+        IdBytes.Drained unapplied = acks.unapplied();
+        long[] ids = unapplied.ids();
+        for (int i = ids.length - 1; i >= 0; i--) { // due first, in id order
+            if (acked.test(ids[i])) {
                 tracked.remove(ids[i]);
                 continue;
             }
-            backlog.added(m.headersLength() + m.payloadLength());
+            backlog.added(unapplied.bytes()[i]);
             order.dueFirst(ids[i]);
         }
         if (ids.length > 0) {
@@ -77,8 +82,9 @@ final class LeaderGiveBacks {
 
     /** Rule R9: the ACK entry of a drop of {@code id} was not committed. */
     void dropNotCommitted(long id) {
-        if (hold.giveBackDrop(id)) {
-            dropsGivenBack(new long[] {id});
+        int bytes = hold.giveBackDrop(id);
+        if (bytes >= 0) {
+            dropsGivenBack(IdBytes.Drained.of(id, bytes));
         }
     }
 
@@ -93,18 +99,18 @@ final class LeaderGiveBacks {
     }
 
     /**
-     * {@code ids} (ascending) are no longer held as drops: back in the backlog and where the order finds them, untracked
+     * {@code dropped} (ascending) are no longer held as drops: back in the backlog and where the order finds them, untracked
      * as a purge's, so that an entry that commits after all drops them when applied, as on every node.
      */
-    private void dropsGivenBack(long[] ids) {
+    private void dropsGivenBack(IdBytes.Drained dropped) {
+        long[] ids = dropped.ids();
         int back = 0;
         for (int i = ids.length - 1; i >= 0; i--) {
-            StoredMessage m = unacked.apply(ids[i]);
-            if (m == null) {
+            if (acked.test(ids[i])) {
                 backlog.dropsApplied(1); // gone from the store meanwhile: nothing to count again
                 continue;
             }
-            backlog.dropGivenBack(m.headersLength() + m.payloadLength());
+            backlog.dropGivenBack(dropped.bytes()[i]);
             order.givenBack(ids[i]);
             back++;
         }

@@ -27,7 +27,8 @@ import java.util.function.LongConsumer;
  */
 final class LeaderHold {
     private final RangeSet purged = new RangeSet();
-    private final IdSet drops = new IdSet();
+    /** The drops held, each with the bytes it took off the backlog, which it counts again if given back. */
+    private final IdBytes drops = new IdBytes();
 
     boolean isEmpty() {
         return drops.size() == 0 && purged.isEmpty();
@@ -54,9 +55,9 @@ final class LeaderHold {
         purged.addOutside(from, to, out);
     }
 
-    /** A {@code drop-oldest} drop chose {@code id}. */
-    void holdDrop(long id) {
-        drops.add(id);
+    /** A {@code drop-oldest} drop chose {@code id}, a message of {@code messageBytes} (headers plus payload). */
+    void holdDrop(long id, int messageBytes) {
+        drops.add(id, messageBytes);
     }
 
     /** Hands {@code action} every drop held, in no particular order. */
@@ -103,14 +104,15 @@ final class LeaderHold {
     }
 
     private long[] appliedByDrops(List<IdRange> ranges) {
-        long[] dropped = drops.drain();
-        long[] out = new long[dropped.length];
+        IdBytes.Drained dropped = drops.drain();
+        long[] out = new long[dropped.ids().length];
         int n = 0;
-        for (long id : dropped) {
+        for (int i = 0; i < dropped.ids().length; i++) {
+            long id = dropped.ids()[i];
             if (inAny(ranges, id)) {
                 out[n++] = id;
             } else {
-                drops.add(id);
+                drops.add(id, dropped.bytes()[i]);
             }
         }
         return Arrays.copyOf(out, n);
@@ -128,27 +130,25 @@ final class LeaderHold {
         return out;
     }
 
-    /** True if {@code id} was held as a drop, which it no longer is: its entry was not committed. */
-    boolean giveBackDrop(long id) {
-        if (drops.size() == 0 || !drops.contains(id)) {
-            return false;
-        }
-        drops.remove(id);
-        return true;
+    /**
+     * {@code id} is no longer held as a drop: its entry was not committed. Returns the bytes it took off the backlog, or -1
+     * if it was not held (its entry was applied, or the node's leadership ended first and gave it back).
+     */
+    int giveBackDrop(long id) {
+        return drops.size() == 0 ? -1 : drops.remove(id);
     }
 
     /**
      * This node stopped leading, so none of the entries may commit: every id held, none held any more. Returns the purges'
-     * ranges and the drops apart, each in ascending order.
+     * ranges and the drops (with the bytes each took off the backlog) apart, each in ascending order.
      */
     GivenBack giveBackAll() {
-        long[] dropped = drops.size() == 0 ? new long[0] : drops.drain();
-        Arrays.sort(dropped);
+        IdBytes.Drained dropped = drops.size() == 0 ? IdBytes.Drained.NONE : drops.drain();
         return new GivenBack(purged.isEmpty() ? List.of() : purged.drain(), dropped);
     }
 
     /** What {@link #giveBackAll} gave back: the purges' ranges, and the drops. */
-    record GivenBack(List<IdRange> purged, long[] dropped) {
+    record GivenBack(List<IdRange> purged, IdBytes.Drained dropped) {
     }
 
     private static boolean inAny(List<IdRange> ranges, long id) {
