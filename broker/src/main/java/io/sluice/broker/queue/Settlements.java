@@ -28,7 +28,9 @@ import java.util.function.Supplier;
  * delay ({@link DeadLetterMoves#unreadable}). The frame's other ids are applied, stored and counted, and the consumer's
  * settled deliveries go back to its connection's credit. Before (found by a review), the failure left the frame's loop:
  * the ids after it were out of the consumer's hands and in no ready list, until a restart, and an ACK frame's acks
- * before it were neither stored nor counted, nor its deliveries settled.
+ * before it were neither stored nor counted, nor its deliveries settled. The consumer's connection is told, with one
+ * ERROR STORAGE_FAILED for the frame ({@link UnreadSettlements}), so that its application does not take for settled
+ * what will come again.
  *
  * <p>Threads: the queue's executor.
  */
@@ -53,10 +55,12 @@ final class Settlements {
     /** Set by the metrics (a no-op without them); called on the executor, once per ACK frame. */
     private volatile LongConsumer ackLatencyMillis = value -> { };
     private long nacked;
-    /** The late acks of the frame being applied whose message could not be read. */
-    private final Unread lateAcksUnread = new Unread();
-    /** The replicated acks of the entry being applied whose message could not be read. */
-    private final Unread logAcksUnread = new Unread();
+    /** The late acks of the frame being applied whose message could not be read; null if none. */
+    private UnreadSettlements lateAcksUnread;
+    /** The replicated acks of the entry being applied whose message could not be read; null if none. */
+    private UnreadSettlements logAcksUnread;
+    /** The rejections to the dead-letter queue of the frame being applied whose message could not be read; null if none. */
+    private UnreadSettlements notRejected;
 
     Settlements(BrokerQueue queue, QueueStore store, QueueManager manager, IdSet tracked, DeliveryOrder order, AckBatch acks,
                 QueueTransactions transactions, DeadLetterMoves deadLetters, LongFunction<StoredMessage> read,
@@ -115,19 +119,24 @@ final class Settlements {
      * {@link #lateAcksNotApplied}, which makes it due again once the frame's walk of the ready list is over.
      */
     private void lateAck(long id) {
-        readAndAccept(id, lateAcksUnread);
+        readAndAccept(id, false);
     }
 
     /**
      * Reads message {@code id} and applies its ack ({@link #accepted}); true if so. False if the read failed (the store
-     * failed): nothing of it is applied, and it is kept in {@code unread} for the end of the frame or entry.
+     * failed): nothing of it is applied, and it is kept for the end of the frame ({@link #lateAcksNotApplied}) or, if
+     * {@code replicated}, of the entry ({@link #logAcksApplied}).
      */
-    private boolean readAndAccept(long id, Unread unread) {
+    private boolean readAndAccept(long id, boolean replicated) {
         StoredMessage m;
         try {
             m = read.apply(id);
         } catch (RuntimeException e) {
-            unread.add(id, e);
+            if (replicated) {
+                logAcksUnread = UnreadSettlements.add(logAcksUnread, "replicated ack", id, e);
+            } else {
+                lateAcksUnread = UnreadSettlements.add(lateAcksUnread, "ack", id, e);
+            }
             return false;
         }
         accepted(id, m);
@@ -135,22 +144,24 @@ final class Settlements {
     }
 
     /**
-     * The late acks of this frame that could not be applied: each due again, still {@code session}'s to ack late. Returns
-     * how many.
+     * The late acks of this frame that could not be applied: each due again, still {@code session}'s to ack late, and the
+     * consumer told. Returns how many.
      */
     private int lateAcksNotApplied(ConsumerSession session) {
-        if (lateAcksUnread.isEmpty()) {
+        if (lateAcksUnread == null) {
             return 0;
         }
-        List<Long> ids = lateAcksUnread.ids();
-        RuntimeException cause = lateAcksUnread.cause();
-        lateAcksUnread.clear();
+        UnreadSettlements unread = lateAcksUnread;
+        lateAcksUnread = null;
+        List<Long> ids = unread.ids();
         for (int i = ids.size() - 1; i >= 0; i--) {
             order.stillTakenBack(ids.get(i), session);
         }
         log.warn(LOG, "Queue '{}': {} late acks of {} (the first of message {}) could not be applied: reading the message"
                 + " failed ({}); they are delivered again.", queue.name(), ids.size(), session.connection.describe(), ids.get(0),
-                cause.toString());
+                unread.cause().toString());
+        unread.report(session, queue.name(), ids.size() == 1 ? "it stays in the queue and is delivered again"
+                : "they stay in the queue and are delivered again");
         dispatch.run();
         return ids.size();
     }
@@ -162,7 +173,7 @@ final class Settlements {
      * entry's other acks are applied.
      */
     boolean ackedByLog(long id) {
-        return readAndAccept(id, logAcksUnread);
+        return readAndAccept(id, true);
     }
 
     /**
@@ -172,12 +183,12 @@ final class Settlements {
      * would keep what the others do not; started again, it applies the entry again from its last snapshot marker.
      */
     void logAcksApplied() {
-        if (logAcksUnread.isEmpty()) {
+        if (logAcksUnread == null) {
             return;
         }
         List<Long> ids = logAcksUnread.ids();
         RuntimeException cause = logAcksUnread.cause();
-        logAcksUnread.clear();
+        logAcksUnread = null;
         throw new StorageFailedException("the replicated acks of " + ids.size() + " messages of queue '" + queue.name()
                 + "' could not be applied (the first: message " + ids.get(0) + "), reading the message failed (" + cause
                 + "); the entry's other acks were applied", cause);
@@ -223,6 +234,13 @@ final class Settlements {
             }
         }
         UnknownRanges.report(unknown, session);
+        if (notRejected != null) {
+            UnreadSettlements unread = notRejected;
+            notRejected = null;
+            unread.report(session, queue.name(), (unread.ids().size() == 1 ? "it stays" : "they stay")
+                    + " in the queue and " + (unread.ids().size() == 1 ? "is" : "are") + " delivered again in "
+                    + options.get().maxRedeliveryDelayMs() + " ms");
+        }
         if (nackedBefore != nacked) { // a NACK of nothing outstanding makes nothing due: no pass for it
             dispatch.run();
         }
@@ -238,6 +256,7 @@ final class Settlements {
             m = read.apply(id);
         } catch (RuntimeException e) {
             deadLetters.unreadable(id, e);
+            notRejected = UnreadSettlements.add(notRejected, "nack to the dead-letter queue", id, e);
             return;
         }
         if (m != null) {
@@ -247,36 +266,6 @@ final class Settlements {
         }
     }
 
-    /** The acks of one frame or entry whose message could not be read, in the order met, and the first failure. */
-    private static final class Unread {
-        private final List<Long> ids = new ArrayList<>();
-        private RuntimeException cause;
-
-        void add(long id, RuntimeException failure) {
-            if (ids.isEmpty()) {
-                cause = failure;
-            }
-            ids.add(id);
-        }
-
-        boolean isEmpty() {
-            return ids.isEmpty();
-        }
-
-        /** A copy: {@link #clear} empties this one. */
-        List<Long> ids() {
-            return List.copyOf(ids);
-        }
-
-        RuntimeException cause() {
-            return cause;
-        }
-
-        void clear() {
-            ids.clear();
-            cause = null;
-        }
-    }
 
     /** Messages NACKed since the queue opened. */
     long nacked() {

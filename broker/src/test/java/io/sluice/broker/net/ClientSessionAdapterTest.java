@@ -2,13 +2,8 @@ package io.sluice.broker.net;
 
 import io.netty.buffer.ByteBufAllocator;
 import io.sluice.broker.TestAwait;
-import io.sluice.broker.auth.Authorizer;
-import io.sluice.broker.config.BrokerConfig;
 import io.sluice.broker.queue.BrokerQueue;
 import io.sluice.broker.queue.QueueCore;
-import io.sluice.broker.security.ConnectionLimits;
-import io.sluice.broker.security.LoginBackoff;
-import io.sluice.broker.log.RateLimitedLog;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.DeclareQueueFrame;
@@ -66,13 +61,7 @@ class ClientSessionAdapterTest {
                 "broker.publish-window-messages", Integer.toString(WINDOW_MESSAGES)));
         all.putAll(overrides);
         core = new QueueCore(dir, all);
-        BrokerConfig config = core.config;
-        ConnectionSecurity security = new ConnectionSecurity(new Authorizer(config.auth), new ConnectionLimits(config.limits), true,
-                new LoginBackoff(config.auth, System::nanoTime), RateLimitedLog.standard("rejected connections"));
-        security.limits().openConnection();
-        security.limits().openUserConnection("");
-        connection = new LocalConnection(new ClientSessionAdapter(config, core.queues, null, security, "test-client", "", 1 << 20,
-                capabilities));
+        connection = LocalConnection.inFrontOf(core, capabilities);
     }
 
     @AfterEach

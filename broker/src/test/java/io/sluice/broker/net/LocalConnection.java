@@ -14,6 +14,12 @@ import io.netty.channel.local.LocalChannel;
 import io.netty.channel.local.LocalServerChannel;
 import io.netty.util.ReferenceCounted;
 import io.sluice.broker.TestAwait;
+import io.sluice.broker.auth.Authorizer;
+import io.sluice.broker.config.BrokerConfig;
+import io.sluice.broker.log.RateLimitedLog;
+import io.sluice.broker.queue.QueueCore;
+import io.sluice.broker.security.ConnectionLimits;
+import io.sluice.broker.security.LoginBackoff;
 import io.sluice.protocol.Frame;
 
 import java.util.ArrayList;
@@ -61,6 +67,20 @@ final class LocalConnection implements AutoCloseable {
             }
         }).connect(address).sync().channel();
         broker = accepted.get(10, TimeUnit.SECONDS);
+    }
+
+    /**
+     * A connection past its handshake: a real {@link ClientSessionAdapter} (anonymous, the connection counted in the
+     * limits) at the broker's end, in front of {@code core}'s queues; {@code capabilities}: what HELLO_OK granted.
+     */
+    static LocalConnection inFrontOf(QueueCore core, int capabilities) throws Exception {
+        BrokerConfig config = core.config;
+        ConnectionSecurity security = new ConnectionSecurity(new Authorizer(config.auth), new ConnectionLimits(config.limits), true,
+                new LoginBackoff(config.auth, System::nanoTime), RateLimitedLog.standard("rejected connections"));
+        security.limits().openConnection();
+        security.limits().openUserConnection("");
+        return new LocalConnection(new ClientSessionAdapter(config, core.queues, null, security, "test-client", "", 1 << 20,
+                capabilities));
     }
 
     /** Sends a frame as the client; it reaches the broker's end in order with the others. */

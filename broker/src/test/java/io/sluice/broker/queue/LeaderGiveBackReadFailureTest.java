@@ -5,7 +5,6 @@ import io.sluice.broker.error.BrokerException;
 import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.PublishFrameBuilder;
 import io.sluice.protocol.QueueSettings;
-import io.sluice.storage.StorageFailedException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -51,7 +50,7 @@ class LeaderGiveBackReadFailureTest {
             sub.ack(QueueCore.ackRange(TAG, ids.get(0), ids.get(2))); // settled here, stored when its entry is applied (R5)
             assertNotNull(log.acks.poll(30, TimeUnit.SECONDS), "the acks are submitted");
             assertEquals(0L, (long) QueueCore.onLoop(q, q::backlogBytes), "settled: off the backlog");
-            failReadsOf(q, ids.get(1));
+            QueueCore.failReadsOf(q, ids.get(1));
 
             q.leadershipLost(); // the ACK entry may never commit
             assertEquals(backlog, (long) QueueCore.onLoop(q, q::backlogBytes), "all three count again, each with its bytes");
@@ -94,7 +93,7 @@ class LeaderGiveBackReadFailureTest {
             long first = drops.get(0).ids().get(0).from();
             long second = drops.get(1).ids().get(0).from();
             assertEquals(backlog - 2 - 3, (long) QueueCore.onLoop(q, q::backlogBytes), "the drops are off the backlog");
-            failReadsOf(q, second);
+            QueueCore.failReadsOf(q, second);
 
             q.leadershipLost(); // the drops' entries may never commit
             for (LogStub.Submitted drop : drops) {
@@ -117,20 +116,6 @@ class LeaderGiveBackReadFailureTest {
             assertEquals(0L, (long) QueueCore.onLoop(q, q::dropped), "nothing was dropped");
         }
     }
-
-    /** Reads of message {@code failing} throw, as a failing store's do; the others read the store. */
-    private static void failReadsOf(BrokerQueue q, long failing) throws Exception {
-        QueueCore.onLoop(q, () -> {
-            q.readsThrough(id -> {
-                if (id == failing) {
-                    throw new StorageFailedException("a read of queue '" + q.name() + "' faulted (injected)", null);
-                }
-                return q.store().read(id);
-            });
-            return null;
-        });
-    }
-
 
     private static List<Long> ids(List<FakeConnection.Delivery> deliveries) {
         return deliveries.stream().map(FakeConnection.Delivery::id).toList();

@@ -99,8 +99,33 @@ public final class QueueCore implements AutoCloseable {
     }
 
     /** Runs {@code task} on the queue's executor and waits for it: everything handed over before has run. */
-    static <T> T onLoop(BrokerQueue queue, java.util.concurrent.Callable<T> task) throws Exception {
+    public static <T> T onLoop(BrokerQueue queue, java.util.concurrent.Callable<T> task) throws Exception {
         return queue.executor().submit(task).get(30, TimeUnit.SECONDS);
+    }
+
+    /**
+     * Reads of message {@code failing} by id ({@link BrokerQueue#readsThrough}) throw as a failing store's do, until
+     * {@link #readsAgain}; the others read the store. For tests outside this package too.
+     */
+    public static void failReadsOf(BrokerQueue queue, long failing) throws Exception {
+        onLoop(queue, () -> {
+            queue.readsThrough(id -> {
+                if (id == failing) {
+                    throw new io.sluice.storage.StorageFailedException("a read of queue '" + queue.name()
+                            + "' faulted (injected)", null);
+                }
+                return queue.store().read(id);
+            });
+            return null;
+        });
+    }
+
+    /** Ends {@link #failReadsOf}: the queue reads the store again. */
+    public static void readsAgain(BrokerQueue queue) throws Exception {
+        onLoop(queue, () -> {
+            queue.readsThrough(queue.store()::read);
+            return null;
+        });
     }
 
     /** Waits until {@code figure}, read on the queue's executor, is {@code expected}. */
