@@ -14,6 +14,7 @@ import io.sluice.client.internal.ClientTls;
 import io.sluice.client.internal.NetworkThreads;
 import io.sluice.client.internal.OutgoingHeaders;
 import io.sluice.client.internal.OwingTask;
+import io.sluice.client.internal.SerialExecutor;
 import io.sluice.client.internal.WriterIdleTimer;
 import io.sluice.protocol.CloseFrame;
 import io.sluice.protocol.DeclareQueueFrame;
@@ -125,7 +126,8 @@ public final class Connection implements AutoCloseable {
         this.requests = new PendingRequests(loop, callbacks::complete);
         this.requestSender = new RequestSender(this, requests, callbacks);
         this.attempts = new ConnectionAttempts(this, options, loop, addresses, tls, epoll);
-        this.frames = new FrameDispatch(requests, producers, consumers, transactions, publishWindow, attempts);
+        this.frames = new FrameDispatch(requests, producers, consumers, transactions, publishWindow, attempts,
+                options.errorListener(), new SerialExecutor(callbacks::dispatch));
     }
 
     /**

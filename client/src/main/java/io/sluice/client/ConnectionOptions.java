@@ -17,7 +17,7 @@ import java.util.Objects;
  * and verifying that the broker's certificate names {@code host} (on by default). A client certificate and
  * key ({@code clientCertificate}) answer a broker that asks for one (mutual TLS).
  *
- * <p>Callbacks ({@link MessageHandler}s, {@link FlowListener}s, and whatever is chained on a future the
+ * <p>Callbacks ({@link MessageHandler}s, {@link FlowListener}s, the {@link ErrorListener}, and whatever is chained on a future the
  * client completes) run on a dispatch pool by default, so they may block. {@code callbacksOnNetworkThread(true)}
  * runs them on the connection's network thread instead: no thread hand-off per DELIVER or CONFIRM frame (W1's
  * p99 falls by about a fifth on two cores; docs/performance.md), for callbacks that never block. There, a
@@ -49,9 +49,11 @@ public final class ConnectionOptions {
     private final Path clientCertificate;
     private final Path clientKey;
     private final boolean callbacksOnNetworkThread;
+    private final ErrorListener errorListener;
 
     private ConnectionOptions(Builder builder) {
         this.callbacksOnNetworkThread = builder.callbacksOnNetworkThread;
+        this.errorListener = builder.errorListener;
         this.tls = builder.tls;
         this.trustCertificates = builder.trustCertificates;
         this.trustStore = builder.trustStore;
@@ -167,6 +169,11 @@ public final class ConnectionOptions {
         return callbacksOnNetworkThread;
     }
 
+    /** Told of each ERROR the broker sends to no request, or null (the default: they are only logged). */
+    public ErrorListener errorListener() {
+        return errorListener;
+    }
+
     /** Collects options; {@link #build()} validates them all at once. Not thread-safe. */
     public static final class Builder {
         private String host = "localhost";
@@ -188,6 +195,7 @@ public final class ConnectionOptions {
         private Path clientCertificate;
         private Path clientKey;
         private boolean callbacksOnNetworkThread;
+        private ErrorListener errorListener;
 
         private Builder() {
         }
@@ -281,6 +289,15 @@ public final class ConnectionOptions {
          */
         public Builder callbacksOnNetworkThread(boolean callbacksOnNetworkThread) {
             this.callbacksOnNetworkThread = callbacksOnNetworkThread;
+            return this;
+        }
+
+        /**
+         * Tells {@code listener} of each ERROR the broker sends to no request, such as STORAGE_FAILED for an ack the
+         * queue's storage failed to apply; null (the default) only logs them. See {@link ErrorListener}.
+         */
+        public Builder errorListener(ErrorListener listener) {
+            this.errorListener = listener;
             return this;
         }
 

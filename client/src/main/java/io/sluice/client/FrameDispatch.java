@@ -23,10 +23,12 @@ import java.time.Duration;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.Executor;
 
 /**
  * Hands each frame a {@link Connection}'s broker sends after the handshake to what waits for it: OK, PRODUCER_OK and
- * ERROR to their {@link PendingRequests} (an answer of the wrong type closes the connection), CONFIRM and
+ * ERROR to their {@link PendingRequests} (an answer of the wrong type closes the connection), an ERROR to no request to
+ * the log and the application's {@link ErrorListener}, CONFIRM and
  * PUBLISH_ERROR to their {@link Producer}, DELIVER to its
  * {@link Consumer}, FLOW to the queue's producers, PUBLISH_CREDIT to the {@link ClientPublishWindow} (then every
  * producer and transaction may send), TX_ABORTED to the {@link OpenTransactions}. A CLOSE closes the channel, after
@@ -61,9 +63,16 @@ final class FrameDispatch {
      * kind does not hide another.
      */
     private final Map<ErrorCode, LogThrottle> unansweredErrors = new EnumMap<>(ErrorCode.class);
+    /** Told of each ERROR to no request, through {@link #errorCallbacks}; null if the application set none. */
+    private final ErrorListener errorListener;
+    /** Where {@link #errorListener} runs: where callbacks run, one call at a time, in the order the errors came. */
+    private final Executor errorCallbacks;
 
     FrameDispatch(PendingRequests requests, Map<Long, Producer> producers, Map<Integer, Consumer> consumers,
-                  OpenTransactions transactions, ClientPublishWindow publishWindow, ConnectionAttempts attempts) {
+                  OpenTransactions transactions, ClientPublishWindow publishWindow, ConnectionAttempts attempts,
+                  ErrorListener errorListener, Executor errorCallbacks) {
+        this.errorListener = errorListener;
+        this.errorCallbacks = errorCallbacks;
         this.requests = requests;
         this.producers = producers;
         this.consumers = consumers;
@@ -141,6 +150,9 @@ final class FrameDispatch {
         } else if (frame instanceof ErrorFrame error) {
             if (!requests.refused(error)) {
                 warnUnanswered(error);
+                if (errorListener != null) {
+                    errorCallbacks.execute(() -> errorListener.onError(error.errorCode(), error.message()));
+                }
             }
         } else if (frame instanceof ConfirmFrame confirm) {
             Producer producer = producers.get(confirm.producerId());
