@@ -38,6 +38,11 @@ final class AckBatch implements InFlightDeliveries.Removed {
     private long oldestAppendedMillis = Long.MAX_VALUE;
     private PendingConfirms.StoredRanges replicated;
     /**
+     * Why the store could not write the acks handed to it since {@link #begin} (its ack state failed: they are
+     * acknowledged in memory only, and a restart may bring them back), or null: the consumer is told.
+     */
+    private RuntimeException unwritten;
+    /**
      * Rule R5 of docs/replication.md, on a cluster leader: ids a consumer acknowledged here whose ACK entry this
      * node has not applied yet. They are off the backlog and their consumer's books at once, but stay tracked
      * (nothing delivers or purges them again) and unacknowledged in the store until the entry is applied, as on
@@ -55,6 +60,7 @@ final class AckBatch implements InFlightDeliveries.Removed {
     /** A new frame's acks; {@code replicate}: collect their ids for {@link #replicatedRanges}. */
     void begin(boolean replicate) {
         oldestAppendedMillis = Long.MAX_VALUE;
+        unwritten = null;
         replicated = replicate ? new PendingConfirms.StoredRanges() : null;
     }
 
@@ -77,8 +83,7 @@ final class AckBatch implements InFlightDeliveries.Removed {
             if (ids.length < MAX_BATCH) {
                 ids = Arrays.copyOf(ids, 2 * ids.length);
             } else {
-                ackAll(store, ids, size);
-                size = 0;
+                storeBatch();
             }
         }
         ids[size++] = id;
@@ -218,9 +223,21 @@ final class AckBatch implements InFlightDeliveries.Removed {
     /** Hands what is batched to the store. */
     void flush() {
         if (size > 0) {
-            ackAll(store, ids, size);
-            size = 0;
+            storeBatch();
         }
+    }
+
+    private void storeBatch() {
+        RuntimeException failure = ackAll(store, ids, size);
+        size = 0;
+        if (failure != null && unwritten == null) {
+            unwritten = failure;
+        }
+    }
+
+    /** Why the acks handed to the store since {@link #begin} are acknowledged in memory only, or null if they are written. */
+    RuntimeException unwritten() {
+        return unwritten;
     }
 
     /**
@@ -231,16 +248,19 @@ final class AckBatch implements InFlightDeliveries.Removed {
      * throws after trying one checkpoint ({@code AckLog.ackAll}); it has recorded its failure, so the ack goes on. Only a
      * store that left an id unacknowledged (closed: it took none) fails the ack. No second try, and one look per id at
      * most: a try costs a whole checkpoint, with an fsync on a failing disk, on the event loop the queue shares with others.
+     * Returns the store's failure if the batch is acknowledged in memory only, else null.
      */
-    static void ackAll(QueueStore store, long[] batch, int count) {
+    static RuntimeException ackAll(QueueStore store, long[] batch, int count) {
         try {
             store.ackAll(batch, count);
+            return null;
         } catch (RuntimeException failure) {
             for (int i = 0; i < count; i++) {
                 if (!store.isAcked(batch[i])) {
                     throw failure;
                 }
             }
+            return failure;
         }
     }
 

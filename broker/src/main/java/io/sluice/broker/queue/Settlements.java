@@ -2,6 +2,7 @@ package io.sluice.broker.queue;
 
 import io.sluice.broker.log.RateLimitedLog;
 import io.sluice.protocol.AckFrame;
+import io.sluice.protocol.ErrorCode;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.NackFrame;
 import io.sluice.storage.QueueStore;
@@ -101,6 +102,9 @@ final class Settlements {
         UnknownRanges.report(unknown, session);
         session.account.settle(settled);
         acks.flush();
+        if (acks.unwritten() != null) {
+            inMemoryOnly(session, acked, acks.unwritten());
+        }
         if (acks.oldestAppendedMillis() != Long.MAX_VALUE) { // one sample per ACK frame: its oldest message
             ackLatencyMillis.accept(Math.max(0, store.nowMillis() - acks.oldestAppendedMillis()));
         }
@@ -111,6 +115,20 @@ final class Settlements {
         if (acked > 0) {
             acknowledged.accept(acked);
         }
+    }
+
+    /**
+     * The store acknowledged the frame's {@code acked} messages in memory only: its ack state cannot be written (its
+     * storage failed, docs/storage.md). They are settled here, but a restart may deliver them again, which the consumer is
+     * told, as a purge is answered: one ERROR STORAGE_FAILED for the frame.
+     */
+    private void inMemoryOnly(ConsumerSession session, long acked, RuntimeException failure) {
+        String why = failure.getMessage() != null ? failure.getMessage() : failure.getClass().getSimpleName();
+        session.connection.error(ErrorCode.STORAGE_FAILED, "ack of " + (acked == 1 ? "1 message" : acked + " messages")
+                + " on consumer " + session.tag + " of queue '" + queue.name() + "' is applied in memory only: the queue's"
+                + " storage failed to write its ack state (" + why + "); a restart may deliver "
+                + (acked == 1 ? "it" : "them") + " again");
+        session.connection.flush();
     }
 
     /**

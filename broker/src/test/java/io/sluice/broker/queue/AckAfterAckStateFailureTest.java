@@ -1,6 +1,7 @@
 package io.sluice.broker.queue;
 
 import io.sluice.protocol.ErrorCode;
+import io.sluice.protocol.ErrorFrame;
 import io.sluice.broker.error.ErrorCodes;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.IdRange;
@@ -30,7 +31,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * A queue whose ack state cannot be written (its journal's rotation fails: the queue's storage is failed, docs/storage.md,
  * rule "a failed force is final") keeps acknowledging in memory, so that its consumers can drain it. The store's
  * {@code ackAll} acknowledges part of a batch and throws; the rest of the batch was out of the consumer's in-flight
- * deliveries and the tracked set already, and nothing delivered it again until a restart.
+ * deliveries and the tracked set already, and nothing delivered it again until a restart. The consumer is told, with one
+ * ERROR STORAGE_FAILED for the frame, that its acks are in memory only (a restart may deliver them again), as a purge is
+ * answered; before, it was told nothing.
  */
 class AckAfterAckStateFailureTest {
     private static final int TAG = 1;
@@ -51,6 +54,13 @@ class AckAfterAckStateFailureTest {
                 QueueCore.onLoop(q, () -> null);
                 assertNotNull(q.store().failure(), "the rotation failed the queue's storage");
                 assertAcknowledged(q, messages, messages / 2);
+                List<ErrorFrame> errors = out.consumer.all(ErrorFrame.class);
+                assertEquals(1, errors.size(), "the consumer is told its acks are in memory only, once for the frame: " + errors);
+                assertEquals(ErrorCode.STORAGE_FAILED, errors.get(0).errorCode());
+                String told = errors.get(0).message();
+                assertTrue(told.startsWith("ack of " + messages / 2 + " messages on consumer " + TAG + " of queue 'q' is applied"
+                        + " in memory only: the queue's storage failed to write its ack state ("), told);
+                assertTrue(told.endsWith("); a restart may deliver them again"), told);
             } finally {
                 Directories.deleteRecursively(blocker); // so that the close's checkpoint is written
             }
@@ -167,7 +177,7 @@ class AckAfterAckStateFailureTest {
         }
     }
 
-    record Delivered(Subscription sub, List<FakeConnection.Delivery> deliveries) {
+    record Delivered(Subscription sub, List<FakeConnection.Delivery> deliveries, FakeConnection consumer) {
     }
 
     /** Publishes {@code messages} one-byte messages into {@code q} and delivers them all to one consumer (tag 1). */
@@ -184,7 +194,7 @@ class AckAfterAckStateFailureTest {
         QueueCore.awaitOnLoop(q, q.store()::unackedMessages, (long) messages);
         FakeConnection consumer = new FakeConnection("consumer");
         Subscription sub = Subscription.open(q, consumer, TAG, delivered, QueueCore.unbounded());
-        return new Delivered(sub, consumer.await(FakeConnection.Delivery.class, delivered, Duration.ofSeconds(30)));
+        return new Delivered(sub, consumer.await(FakeConnection.Delivery.class, delivered, Duration.ofSeconds(30)), consumer);
     }
 
     /** A non-empty directory where the ack state's checkpoint is written first: a journal rotation fails. */
