@@ -147,9 +147,8 @@ public final class QueueTransactions {
     private volatile long stagedMessages;
     /** Bytes of the pending messages. */
     private long stagedBytes;
-    /** Ids held by transactions (T1); their bytes are in the {@link HeldAcks} that holds them. */
-    private final IdSet held = new IdSet();
-    private long heldBytes;
+    /** The deliveries transactions hold (T1). */
+    private final HeldDeliveries holds;
     /** Staged records found at open, until recovery resolved them (T4); null after. */
     private StagedAtOpen found;
     /**
@@ -175,6 +174,7 @@ public final class QueueTransactions {
         this.effects = effects;
         this.confirms = confirms;
         this.publishers = publishers;
+        this.holds = new HeldDeliveries(queue, store, backlog, tracked, order);
         found.forEach((transaction, ids, sizes, count, bytes) -> {
             for (int i = 0; i < count; i++) {
                 pending.add(ids[i]);
@@ -193,75 +193,11 @@ public final class QueueTransactions {
 
     /**
      * TX_ACK: takes the deliveries of {@code ranges} that are out with the consumer off it and holds
-     * them. A range with none outstanding is the held set's {@link HeldAcks#problem()}.
-     *
-     * <p>Rule "a late TX_ACK is a late ACK" (D5 of the queue): a delivery the ack timeout took back from this consumer
-     * and not yet sent again is still the consumer's to acknowledge, and is held as one out with it is; its credit unit
-     * went back at the timeout, so it settles nothing. Holding only the deliveries out with the consumer would roll such a
-     * TX_ACK's whole transaction back where a plain ACK of the same ids counts.
-     * One already sent again to another consumer is that consumer's: still a problem, which the sentence names.
-     *
-     * <p>Rule "a frame is applied whole" (of {@link Settlements}): such a delivery whose message the store cannot read is
-     * not held but stays due, still the consumer's to ack late, and the held set's problem says so, which rolls the
-     * transaction back; the others are held, and settled. Before, the failure failed the whole TX_ACK: what it had held
-     * stayed held, with no transaction to release it, until a restart, and its deliveries were never settled.
+     * them ({@link HeldDeliveries#hold}, which has the rules). A range with none outstanding is the held set's
+     * {@link HeldAcks#problem()}.
      */
     CompletableFuture<HeldAcks> hold(Supplier<ConsumerSession> consumer, List<IdRange> ranges) {
-        return on(() -> {
-            ConsumerSession session = consumer.get();
-            HeldAcks taken = new HeldAcks(queue);
-            if (session == null || session.closed) {
-                taken.problem("the consumer left queue '" + queue.name() + "' before the acknowledgement reached it");
-                return taken;
-            }
-            int settled = 0;
-            List<Long> unreadable = new ArrayList<>(0);
-            for (IdRange range : ranges) {
-                int fromConsumer = session.inFlight.removeRange(range.from(), range.to(),
-                        (id, bytes, appendedAtMillis) -> hold(taken, id, bytes));
-                settled += fromConsumer;
-                int takenBack = order.lateAcks(range.from(), range.to(), session, id -> holdTakenBack(taken, id, unreadable));
-                if (fromConsumer + takenBack == 0) {
-                    taken.problem("message ids " + range.from() + ".." + range.to() + " are not outstanding on consumer "
-                            + session.tag + " of queue '" + queue.name() + "' (never delivered to it, already settled, or "
-                            + "taken back after the ack timeout and delivered again since)");
-                }
-            }
-            for (int i = unreadable.size() - 1; i >= 0; i--) {
-                order.stillTakenBack(unreadable.get(i), session);
-            }
-            session.account.settle(settled);
-            return taken;
-        });
-    }
-
-    private void hold(HeldAcks taken, long id, int bytes) {
-        taken.add(id, bytes);
-        held.add(id);
-        heldBytes += bytes;
-    }
-
-    /** A delivery taken back by the ack timeout, held by a late TX_ACK; one whose record is damaged is no longer tracked, as a late ACK's. */
-    private void holdTakenBack(HeldAcks taken, long id, List<Long> unreadable) {
-        StoredMessage m;
-        try {
-            m = queue.readUnlessDamaged(id);
-        } catch (RuntimeException e) {
-            if (unreadable.isEmpty()) { // one line per TX_ACK, however many it names
-                LOG.warn("Queue '{}': message {}, acknowledged late in a transaction, could not be read; the transaction is"
-                        + " rolled back.", queue.name(), id, e);
-                ErrorCode code = ErrorCodes.of(e);
-                taken.problem(code, "message " + id + " of queue '" + queue.name() + "' could not be read ("
-                        + (code == ErrorCode.INTERNAL_ERROR ? "see the broker log" : e.getMessage()) + "); it stays in the queue");
-            }
-            unreadable.add(id);
-            return;
-        }
-        if (m != null) {
-            hold(taken, id, m.headersLength() + m.payloadLength());
-        } else {
-            tracked.remove(id);
-        }
+        return on(() -> holds.hold(consumer.get(), ranges));
     }
 
     /**
@@ -270,10 +206,7 @@ public final class QueueTransactions {
      * executor.
      */
     void ackedByLog(long id, int bytes) {
-        if (held.size() > 0 && held.contains(id)) {
-            held.remove(id);
-            heldBytes -= bytes;
-        }
+        holds.ackedByLog(id, bytes);
     }
 
     /** Rollback: what {@code acks} holds goes back to the front of the queue, in id order; its next delivery counts one more. */
@@ -282,21 +215,7 @@ public final class QueueTransactions {
             if (queue.isClosed()) {
                 return null;
             }
-            for (int i = 0; i < acks.count(); i++) {
-                if (held.contains(acks.id(i))) {
-                    heldBytes -= acks.bytes(i);
-                }
-            }
-            long[] ids = acks.ids();
-            Arrays.sort(ids);
-            int count = 0;
-            for (int i = ids.length - 1; i >= 0; i--) {
-                if (held.contains(ids[i])) {
-                    held.remove(ids[i]);
-                    order.dueFirst(ids[i]);
-                    count++;
-                }
-            }
+            int count = holds.release(acks);
             if (count > 0) {
                 effects.requeued(count);
             }
@@ -578,32 +497,9 @@ public final class QueueTransactions {
 
     /** The held deliveries of {@code list} acknowledged in the store; {@code serving}: the queue is open, told of it. */
     private void commitHeld(List<HeldAcks> list, boolean serving) {
-        int total = 0;
-        for (HeldAcks acks : list) {
-            total += acks.count();
-        }
-        if (total == 0) {
-            return;
-        }
-        long[] ids = new long[total];
-        int count = 0;
-        for (HeldAcks acks : list) {
-            for (int i = 0; i < acks.count(); i++) {
-                long id = acks.id(i);
-                if (held.contains(id)) {
-                    held.remove(id);
-                    ids[count++] = id;
-                    heldBytes -= acks.bytes(i);
-                    backlog.removed(acks.bytes(i));
-                    tracked.remove(id);
-                }
-            }
-        }
-        if (count > 0) {
-            AckBatch.ackAll(store, ids, count); // one store lock per queue and commit
-            if (serving) {
-                effects.acked(count);
-            }
+        int count = holds.acknowledge(list);
+        if (count > 0 && serving) {
+            effects.acked(count);
         }
     }
 
@@ -769,7 +665,7 @@ public final class QueueTransactions {
     }
 
     boolean isHeld(long id) {
-        return held.contains(id);
+        return holds.contains(id);
     }
 
     boolean isPending(long id) {
@@ -782,12 +678,12 @@ public final class QueueTransactions {
 
     /** Bytes of the deliveries held and of the messages pending: what a purge leaves in the backlog besides the consumers'. */
     long reservedBytes() {
-        return heldBytes + stagedBytes;
+        return holds.bytes() + stagedBytes;
     }
 
     /** Hands {@code action} the id of every delivery held (T1) and every message pending (T2): what a purge leaves. */
     void forEachReserved(LongConsumer action) {
-        held.forEach(action);
+        holds.forEach(action);
         pending.forEach(action);
     }
 
