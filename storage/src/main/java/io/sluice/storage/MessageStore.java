@@ -14,8 +14,6 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
-import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -63,8 +61,7 @@ public final class MessageStore implements AutoCloseable {
     private final StoreConfig config;
     private final LongSupplier clock;
     private final DiskSpaceGuard diskGuard;
-    private final FileChannel lockChannel;
-    private final FileLock lock;
+    private final StoreLock lock;
     private final Map<String, QueueStore> queues = new ConcurrentHashMap<>();
     /** Queues being created by {@link #createQueues}, by name; published in {@link #queues} once durable. */
     private final Map<String, CompletableFuture<QueueStore>> inCreation = new ConcurrentHashMap<>();
@@ -95,31 +92,32 @@ public final class MessageStore implements AutoCloseable {
         this.clock = clock;
         try {
             Files.createDirectories(queuesDirectory);
-            lockChannel = FileChannel.open(dataDirectory.resolve("store.lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
-            FileLock acquired;
-            try {
-                acquired = lockChannel.tryLock();
-            } catch (OverlappingFileLockException e) {
-                acquired = null;
-            }
-            if (acquired == null) {
-                lockChannel.close();
-                throw new StorageException("data directory " + dataDirectory + " is in use by another store (store.lock is held)");
-            }
-            lock = acquired;
-            afterUncleanStop = !CleanShutdownMark.takeAtOpen(dataDirectory) && config.durability() != DurabilityMode.NEVER;
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot open data directory " + dataDirectory, e);
+            throw new UncheckedIOException("cannot open data directory " + dataDirectory + ": " + queuesDirectory
+                    + " cannot be created", e);
         }
-        this.diskGuard = new DiskSpaceGuard(dataDirectory, config.reservedDiskBytes());
-        this.flusher = new StorageFlusher(this::flushAll, this::reclaimAll);
-        this.creators = new ThreadPoolExecutor(CREATOR_THREADS, CREATOR_THREADS, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
-                r -> {
-                    Thread t = new Thread(r, "sluice-storage-creator");
-                    t.setDaemon(true);
-                    return t;
-                });
-        creators.allowCoreThreadTimeOut(true);
+        this.lock = StoreLock.take(dataDirectory);
+        // Every step after the lock lets it go when it fails: a retry of the open in this process must find it free.
+        try {
+            afterUncleanStop = !CleanShutdownMark.takeAtOpen(dataDirectory) && config.durability() != DurabilityMode.NEVER;
+            this.diskGuard = new DiskSpaceGuard(dataDirectory, config.reservedDiskBytes());
+            this.flusher = new StorageFlusher(this::flushAll, this::reclaimAll);
+            this.creators = new ThreadPoolExecutor(CREATOR_THREADS, CREATOR_THREADS, 1, TimeUnit.SECONDS,
+                    new LinkedBlockingQueue<>(), r -> {
+                        Thread t = new Thread(r, "sluice-storage-creator");
+                        t.setDaemon(true);
+                        return t;
+                    });
+            creators.allowCoreThreadTimeOut(true);
+        } catch (IOException e) {
+            UncheckedIOException refused = new UncheckedIOException("cannot open data directory " + dataDirectory + ": "
+                    + CleanShutdownMark.file(dataDirectory) + " cannot be read or removed (" + e + ")", e);
+            lock.releaseAfterFailedOpen(refused);
+            throw refused;
+        } catch (RuntimeException | Error e) {
+            lock.releaseAfterFailedOpen(e);
+            throw e;
+        }
     }
 
     /** Opens (creating if needed) the store in {@code dataDirectory} and recovers every queue in it. */
@@ -149,17 +147,23 @@ public final class MessageStore implements AutoCloseable {
     /** As above, with what forces segment files to disk; tests make it fail. */
     static MessageStore open(Path dataDirectory, StoreConfig config, LongSupplier epochMillisClock, FileReleaser releaser,
                              FileForcer forcer) {
-        MessageStore store = new MessageStore(dataDirectory, config, epochMillisClock, releaser, forcer);
+        MessageStore store;
+        try {
+            store = new MessageStore(dataDirectory, config, epochMillisClock, releaser, forcer);
+        } catch (RuntimeException | Error e) {
+            releaser.close(); // the store owns the releaser it is given, and a store's close would have closed it
+            throw e;
+        }
         try {
             store.recoverAll();
+            store.checkFileLimit();
+            store.flusher.start();
+            store.readAhead.start();
         } catch (Throwable e) {
             // Throwable: a checked exception Chronicle throws undeclared must not leave store.lock held either.
             store.close();
             throw e;
         }
-        store.checkFileLimit();
-        store.flusher.start();
-        store.readAhead.start();
         return store;
     }
 
@@ -496,9 +500,8 @@ public final class MessageStore implements AutoCloseable {
         }
         try {
             lock.release();
-            lockChannel.close();
         } catch (IOException e) {
-            LOG.warn("Could not release {}.", dataDirectory.resolve("store.lock"), e);
+            LOG.warn("Could not release {}.", lock.file(), e);
         }
     }
 

@@ -118,36 +118,36 @@ public final class QueueStore {
         this.log = recovered.log();
         this.ackLog = recovered.ackLog();
         this.acks = ackLog.state();
+        // Every step after recovery closes what recovery opened when it fails: a refused queue keeps no file (the
+        // incarnation's write, for one, needs a descriptor after recovery took its own, and disk space).
         try {
             this.incarnation = QueueIncarnation.open(directory, acks.unackedCount() > 0);
+            // The journal grows only within the disk guard's budget, so it never eats into the reserve that
+            // checkpoints and relocation need; refused, it rotates instead (AckLog, "Growth, then rotation").
+            ackLog.growthBudget(diskGuard::tryReserve, clock);
+            this.recordsVerifiedAtOpen = recovered.verifiedRecords();
+            this.writtenPages = new WrittenPageDrops(lock, log, ackLog, this::isClosed);
+            this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
+                    writtenPages::beforeForce, recovered.lastWritten(), new ForcedMark(directory, segmentDirectory));
+            this.corruptRecords = new CorruptRecords(name, segmentDirectory, ackLog, durability, recovered.corruptRecords(),
+                    this::reclaimWanted);
+            this.ackForces = new AckJournalForces(name, ackJournalFile, forcer, ackLog::force, durability, config.syncIntervalMs(),
+                    wakeFlusher);
+            this.appender = new RecordAppender(name, config, diskGuard, clock, log, ackLog, durability, lock, this::ensureOpen);
+            ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
+                    config.relocateAfterMs() * 1_000_000L);
+            this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, readers, appender::writeLocked,
+                    corruptRecords::discardLocked, Reclaimer.Forcing.of(durability::forceRange, ackForces::force,
+                            () -> durability.failure() != null), e -> AckUpdates.failure(name, durability, e),
+                    new RelocationIntent(directory), diskGuard, config.relocationFloorBytes(), wakeFlusher);
+            this.ackUpdates = new AckUpdates(name, log, ackLog, reclaimer, durability);
+            this.reads = new RecordReads(name, segmentDirectory, log, ackLog, durability, corruptRecords);
+            // Before the queue is in the flusher's sight, whose first pass may come before the owner replays (R6).
+            producerStateCoveredThrough(ProducerCheckpoint.coveredAtOpen(directory, !log.tallies().isEmpty()));
         } catch (RuntimeException | Error e) {
-            // Its write needs a descriptor after recovery took its own: a queue refused for want of them (or of disk)
-            // must not keep what recovery opened.
             recovered.closeAfterFailure(name);
             throw e;
         }
-        // The journal grows only within the disk guard's budget, so it never eats into the reserve that
-        // checkpoints and relocation need; refused, it rotates instead (AckLog, "Growth, then rotation").
-        ackLog.growthBudget(diskGuard::tryReserve, clock);
-        this.recordsVerifiedAtOpen = recovered.verifiedRecords();
-        this.writtenPages = new WrittenPageDrops(lock, log, ackLog, this::isClosed);
-        this.durability = new Durability(name, config.durability(), config.syncIntervalMs(), syncer, wakeFlusher,
-                writtenPages::beforeForce, recovered.lastWritten(), new ForcedMark(directory, segmentDirectory));
-        this.corruptRecords = new CorruptRecords(name, segmentDirectory, ackLog, durability, recovered.corruptRecords(),
-                this::reclaimWanted);
-        this.ackForces = new AckJournalForces(name, ackJournalFile, forcer, ackLog::force, durability, config.syncIntervalMs(),
-                wakeFlusher);
-        this.appender = new RecordAppender(name, config, diskGuard, clock, log, ackLog, durability, lock, this::ensureOpen);
-        ReclaimPolicy policy = new ReclaimPolicy(config.relocateMaxLiveRatio(), config.relocateMaxLiveMessages(),
-                config.relocateAfterMs() * 1_000_000L);
-        this.reclaimer = new Reclaimer(name, lock, log, ackLog, policy, releaser, readers, appender::writeLocked,
-                corruptRecords::discardLocked, Reclaimer.Forcing.of(durability::forceRange, ackForces::force,
-                        () -> durability.failure() != null), e -> AckUpdates.failure(name, durability, e),
-                new RelocationIntent(directory), diskGuard, config.relocationFloorBytes(), wakeFlusher);
-        this.ackUpdates = new AckUpdates(name, log, ackLog, reclaimer, durability);
-        this.reads = new RecordReads(name, segmentDirectory, log, ackLog, durability, corruptRecords);
-        // Before the queue is in the flusher's sight, whose first pass may come before the owner replays (R6).
-        producerStateCoveredThrough(ProducerCheckpoint.coveredAtOpen(directory, !log.tallies().isEmpty()));
         LOG.info("Queue '{}' opened in {} ms: {} segments, {} unacknowledged messages, next append to segment {}.",
                 name, (System.nanoTime() - started) / 1_000_000, log.tallies().size(), acks.unackedCount(), log.writeSegment());
     }

@@ -3,13 +3,10 @@ package io.sluice.storage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -46,44 +43,8 @@ class FailedIncarnationOpenLeakTest {
         assertTrue(String.valueOf(refused.getMessage()).contains(QueueIncarnation.FILE), "refused for its incarnation: " + refused);
 
         // Chronicle may close what the first store's close released on a thread of its own: a bounded wait, then the check.
-        Await.within(() -> {
-            try {
-                return openDescriptorsUnder(queue).isEmpty();
-            } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        }, 10, java.util.concurrent.TimeUnit.SECONDS);
-        assertEquals(List.of(), openDescriptorsUnder(queue), "descriptors of the queue's files left open by the failed open");
-        assertEquals(List.of(), mappingsUnder(queue), "mappings of the queue's files left by the failed open");
-    }
-
-    private static List<String> openDescriptorsUnder(Path directory) throws IOException {
-        String prefix = directory.toRealPath().toString();
-        List<String> found = new ArrayList<>();
-        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
-            for (Path fd : (Iterable<Path>) fds::iterator) {
-                try {
-                    String target = Files.readSymbolicLink(fd).toString();
-                    if (target.startsWith(prefix)) {
-                        found.add(target);
-                    }
-                } catch (IOException gone) {
-                    // closed meanwhile
-                }
-            }
-        }
-        return found;
-    }
-
-    private static List<String> mappingsUnder(Path directory) throws IOException {
-        String prefix = directory.toRealPath().toString();
-        List<String> found = new ArrayList<>();
-        for (String line : Files.readAllLines(Path.of("/proc/self/maps"))) {
-            int slash = line.indexOf('/');
-            if (slash >= 0 && line.substring(slash).startsWith(prefix)) {
-                found.add(line.substring(slash));
-            }
-        }
-        return found.stream().distinct().toList();
+        Await.within(() -> OpenFiles.descriptorsUnder(queue).isEmpty(), 10, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(List.of(), OpenFiles.descriptorsUnder(queue), "descriptors of the queue's files left open by the failed open");
+        assertEquals(List.of(), OpenFiles.mappingsUnder(queue), "mappings of the queue's files left by the failed open");
     }
 }

@@ -156,9 +156,10 @@ public final class QueueRecovery {
             closeAfterFailure(null, ackLog);
             throw e;
         }
-        int lastSegment = lastSegmentOnDisk();
+        int lastSegment;
         SegmentLog log;
         try {
+            lastSegment = lastSegmentOnDisk();
             log = new SegmentLog(name, segmentDirectory, config.segmentBytes(), config.chronicleBlockBytes(), lastSegment, onSeal,
                     onEntering);
         } catch (RuntimeException | Error e) {
