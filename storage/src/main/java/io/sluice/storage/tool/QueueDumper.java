@@ -78,6 +78,9 @@ final class QueueDumper {
                 }
                 out.println(line(index, segment, sequence, codec, state));
                 return true;
+            }, sentence -> {
+                clean[0] = false;
+                out.println("DAMAGE " + sentence);
             });
             out.printf("%d record(s) printed%n", printed[0]);
         }

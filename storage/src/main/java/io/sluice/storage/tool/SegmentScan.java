@@ -228,13 +228,22 @@ final class SegmentScan implements AutoCloseable {
         }
     }
 
-    /** Visits records from {@code fromIndex} (or the first record after it, if absent; all of them, if negative) in order. */
-    void scan(long fromIndex, RecordVisitor visitor) {
+    /**
+     * Visits records from {@code fromIndex} (or the first record after it, if absent; all of them, if negative) in order.
+     * A segment whose records cannot be read as far as {@code fromIndex} (the jump there faults: cut short, or a record
+     * claiming bytes past the file's end) goes to {@code damage}, one sentence naming the file, and the visit starts at
+     * the next segment, as it does for a segment Chronicle cannot read at all.
+     */
+    void scan(long fromIndex, RecordVisitor visitor, Consumer<String> damage) {
         if (chronicle == null) {
             return;
         }
-        try (ExcerptTailer tailer = newTailer()) {
-            scan(tailer, fromIndex, visitor);
+        ExcerptTailer positioned = startAt(fromIndex, damage);
+        if (positioned == null) {
+            return;
+        }
+        try (ExcerptTailer tailer = positioned) {
+            scan(tailer, visitor);
         }
     }
 
@@ -248,9 +257,9 @@ final class SegmentScan implements AutoCloseable {
         }
     }
 
-    private void scan(ExcerptTailer tailer, long fromIndex, RecordVisitor visitor) {
+    private void scan(ExcerptTailer tailer, RecordVisitor visitor) {
         try {
-            scanFrom(tailer, fromIndex, visitor);
+            scanFrom(tailer, visitor);
         } catch (InternalError e) {
             // The fault of a read in compiled code is raised at the next safepoint, which may be this loop's, after the
             // read's own try: it is the tailer's segment that faulted all the same.
@@ -258,11 +267,8 @@ final class SegmentScan implements AutoCloseable {
         }
     }
 
-    private void scanFrom(ExcerptTailer tailer, long fromIndex, RecordVisitor visitor) {
+    private void scanFrom(ExcerptTailer tailer, RecordVisitor visitor) {
         int[] length = new int[1];
-        if (!moveTo(tailer, fromIndex)) {
-            return;
-        }
         while (true) {
             long index = readNext(tailer, length);
             if (index < 0 && (index = pastMissingEndMarker(tailer, length)) < 0) {
@@ -315,28 +321,40 @@ final class SegmentScan implements AutoCloseable {
     }
 
     /**
-     * Positions the tailer at {@code index} or, if there is no such record (its segment one Chronicle cannot read, or not
-     * that long), at the first record of the next segment that has one; at the first record if {@code index} is negative.
-     * Returns false if no record is at or after {@code index}. Nothing before it is read: a segment there that cannot be
-     * read to its end (it used to be, from the start, its lines skipped) does not stop a dump that asked for later records.
+     * A new tailer at {@code index} or, if there is no such record (its segment one Chronicle cannot read, or not that
+     * long), at the first record of the next segment that has one; at the first record if {@code index} is negative. Null
+     * if no record is at or after {@code index}. Nothing before it is read: a segment there that cannot be read to its end
+     * (it used to be, from the start, its lines skipped) does not stop a dump that asked for later records. A jump that
+     * faults goes to {@code damage} and on to the next segment with a tailer of its own (the faulted one's state is not
+     * known).
      */
-    private boolean moveTo(ExcerptTailer tailer, long index) {
-        try {
-            if (index < 0) {
-                tailer.toStart();
-                return true;
-            }
-            if (tailer.moveToIndex(index)) {
-                return true;
-            }
-            for (int next : segments().tailSet(SegmentRollCycle.INSTANCE.toCycle(index), false)) {
-                if (tailer.moveToIndex(SegmentRollCycle.INSTANCE.toIndex(next, 0))) {
-                    return true;
+    private ExcerptTailer startAt(long index, Consumer<String> damage) {
+        ExcerptTailer tailer = newTailer();
+        if (index < 0) {
+            tailer.toStart();
+            return tailer;
+        }
+        int segment = SegmentRollCycle.INSTANCE.toCycle(index);
+        long target = index;
+        while (true) {
+            try {
+                if (tailer.moveToIndex(target)) {
+                    return tailer;
                 }
+            } catch (RuntimeException | InternalError e) {
+                damage.accept(String.format("segment %d: %s; the records from 0x%x on in it are not read, the dump goes on at"
+                        + " the next segment", segment, SegmentFiles.unreadable(SegmentFiles.file(segmentDirectory, segment), e),
+                        target));
+                tailer.close();
+                tailer = newTailer();
             }
-            return false;
-        } catch (RuntimeException | InternalError e) {
-            throw unreadable(tailer, e);
+            Integer next = segments().higher(segment);
+            if (next == null) {
+                tailer.close();
+                return null;
+            }
+            segment = next;
+            target = SegmentRollCycle.INSTANCE.toIndex(next, 0);
         }
     }
 

@@ -130,7 +130,7 @@ final class StoreVerifier {
                             sequence, problem));
                 }
                 return true;
-            });
+            }, damage::add);
             for (int segment : scan.segmentsWithoutEndMarker()) {
                 notes.add(String.format("segment %d: %s has no end marker after its last record (a machine crash kept its"
                         + " records and the next segment's, not the marker its roll wrote): Chronicle's readers stop at its end"
