@@ -5,8 +5,12 @@ import io.sluice.storage.Directories;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.Map;
+import java.util.SortedMap;
 import java.util.TreeMap;
+import java.util.function.IntPredicate;
 
 /**
  * What a recovery of a queue's ack state would say of one segment, before the queue's own recovery may change that
@@ -19,6 +23,46 @@ public final class AckStateProbe {
     private static final String DIRECTORY = "acks.probe";
 
     private AckStateProbe() {
+    }
+
+    /** The segments on disk, each with at least as many messages as it holds; read only when a segment is missing. */
+    @FunctionalInterface
+    public interface SegmentsOnDisk {
+        Map<Integer, Long> counts() throws IOException;
+    }
+
+    /**
+     * Rule "a missing segment is not forgotten" (docs/storage.md, "Recovery"), the question a broker's open and the offline
+     * verify both ask: of the segments {@code checkpointed} counts messages in, those {@code hasFile} says have no file,
+     * each with how many of its messages the ack state of {@code acksDirectory}, its journal replayed on a private copy,
+     * counts unacknowledged; segments with none are left out. {@code onDisk} is asked only when a segment is missing: its
+     * segments above those {@code checkpointed} knows (counting any message) are the probe's later segments (see
+     * {@link #unacknowledgedIn(Path, int[], Map)}).
+     */
+    public static SortedMap<Integer, Long> unacknowledgedInMissing(Path acksDirectory, AckStateReader checkpointed,
+                                                                  IntPredicate hasFile, SegmentsOnDisk onDisk) throws IOException {
+        int[] missing = Arrays.stream(checkpointed.liveSegments())
+                .filter(segment -> checkpointed.messageCount(segment) > 0 && !hasFile.test(segment))
+                .toArray();
+        SortedMap<Integer, Long> counted = new TreeMap<>();
+        if (missing.length == 0) {
+            return counted;
+        }
+        // Segments appended since the checkpoint, so that relocations into them apply in the probe's replay as they do in
+        // recovery's.
+        Map<Integer, Long> later = new HashMap<>();
+        onDisk.counts().forEach((segment, count) -> {
+            if (segment > checkpointed.highestKnownSegment() && count > 0) {
+                later.put(segment, count);
+            }
+        });
+        long[] unacknowledged = unacknowledgedIn(acksDirectory, missing, later);
+        for (int i = 0; i < missing.length; i++) {
+            if (unacknowledged[i] > 0) {
+                counted.put(missing[i], unacknowledged[i]);
+            }
+        }
+        return counted;
     }
 
     /**

@@ -33,7 +33,6 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -578,36 +577,14 @@ public final class QueueRecovery {
      * stay as they are. Reads the ack files only when a segment the checkpoint counts messages in has no file.
      */
     private void refuseMissingSegmentsHoldingUnacknowledged(AckStateReader acks) throws IOException {
-        int[] missing = Arrays.stream(acks.liveSegments())
-                .filter(segment -> acks.messageCount(segment) > 0)
-                .filter(segment -> !Files.exists(SegmentFiles.file(segmentDirectory, segment)))
-                .toArray();
-        if (missing.length == 0) {
-            return;
-        }
-        // Segments appended since the checkpoint, with a bound on their records (each at least a header and Chronicle's
-        // four bytes), so that relocations into them apply in the probe's replay as they do in recovery's.
-        Map<Integer, Long> later = new HashMap<>();
-        if (Files.isDirectory(segmentDirectory)) {
-            try (var files = Files.list(segmentDirectory)) {
-                for (Path p : (Iterable<Path>) files::iterator) {
-                    int segment = SegmentFiles.segmentOf(p.getFileName().toString());
-                    if (segment > acks.highestKnownSegment()) {
-                        later.put(segment, Math.min(SegmentAckBitmap.MAX_MESSAGE_COUNT,
-                                Files.size(p) / (RecordCodec.HEADER_BYTES + 4) + 1));
-                    }
-                }
-            }
-        }
-        long[] unacknowledged = AckStateProbe.unacknowledgedIn(directory.resolve("acks"), missing, later);
+        Map<Integer, Long> unacknowledged = AckStateProbe.unacknowledgedInMissing(directory.resolve("acks"), acks,
+                segment -> Files.exists(SegmentFiles.file(segmentDirectory, segment)), this::segmentRecordBounds);
         StringBuilder gone = new StringBuilder();
         long total = 0;
-        for (int i = 0; i < missing.length; i++) {
-            if (unacknowledged[i] > 0) {
-                gone.append(gone.isEmpty() ? "" : ", ").append(SegmentFiles.file(segmentDirectory, missing[i]))
-                        .append(" (").append(unacknowledged[i]).append(" unacknowledged messages)");
-                total += unacknowledged[i];
-            }
+        for (Map.Entry<Integer, Long> segment : unacknowledged.entrySet()) {
+            gone.append(gone.isEmpty() ? "" : ", ").append(SegmentFiles.file(segmentDirectory, segment.getKey()))
+                    .append(" (").append(segment.getValue()).append(" unacknowledged messages)");
+            total += segment.getValue();
         }
         if (total > 0) {
             throw new StorageException("queue '" + name + "': segment file " + gone + " is gone, and the ack state counts "
@@ -615,6 +592,26 @@ public final class QueueRecovery {
                     + "back. The queue is not opened and its files stay as they are; put the segment file back (from a "
                     + "backup), or move the queue's directory out of the data directory to give the whole queue up");
         }
+    }
+
+    /**
+     * Each segment file with a bound on its records (each at least a header and Chronicle's four bytes), since Chronicle
+     * is not open yet to count them.
+     */
+    private Map<Integer, Long> segmentRecordBounds() throws IOException {
+        Map<Integer, Long> bounds = new HashMap<>();
+        if (Files.isDirectory(segmentDirectory)) {
+            try (var files = Files.list(segmentDirectory)) {
+                for (Path p : (Iterable<Path>) files::iterator) {
+                    int segment = SegmentFiles.segmentOf(p.getFileName().toString());
+                    if (segment >= 0) {
+                        bounds.put(segment, Math.min(SegmentAckBitmap.MAX_MESSAGE_COUNT,
+                                Files.size(p) / (RecordCodec.HEADER_BYTES + 4) + 1));
+                    }
+                }
+            }
+        }
+        return bounds;
     }
 
     /**

@@ -10,8 +10,6 @@ import io.sluice.storage.ack.CorruptAckStateException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -139,26 +137,6 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
         if (checkpointed == null) {
             return Map.of();
         }
-        int[] missing = Arrays.stream(checkpointed.liveSegments())
-                .filter(segment -> checkpointed.messageCount(segment) > 0 && !segmentFiles.contains(segment))
-                .toArray();
-        if (missing.length == 0) {
-            return Map.of();
-        }
-        Map<Integer, Long> later = new HashMap<>();
-        segmentCounts.forEach((segment, count) -> {
-            if (segment > checkpointed.highestKnownSegment() && count > 0) {
-                later.put(segment, count);
-            }
-        });
-        long[] unacked = AckStateProbe.unacknowledgedIn(acksCopy, missing, later);
-        Map<Integer, Long> counted = new TreeMap<>();
-        for (int i = 0; i < missing.length; i++) {
-            if (unacked[i] > 0) {
-                counted.put(missing[i], unacked[i]);
-            }
-        }
-        return counted;
+        return AckStateProbe.unacknowledgedInMissing(acksCopy, checkpointed, segmentFiles::contains, () -> segmentCounts);
     }
-
 }
