@@ -296,7 +296,7 @@ class ForcedMarkTest {
         try (var files = Files.list(queueDirectory().resolve("segments"))) {
             for (Path file : files.filter(p -> p.toString().endsWith(".cq4")).toList()) {
                 byte[] content = Files.readAllBytes(file);
-                int at = indexOf(content, marker);
+                int at = ByteArrays.indexOf(content, marker);
                 if (at >= 0) {
                     try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE)) {
                         channel.write(ByteBuffer.wrap(new byte[] {(byte) (content[at] ^ 0x20)}), at);
@@ -306,19 +306,6 @@ class ForcedMarkTest {
             }
         }
         throw new AssertionError("record " + i + " not found on disk");
-    }
-
-    private static int indexOf(byte[] content, byte[] marker) {
-        outer:
-        for (int i = 0; i + marker.length <= content.length; i++) {
-            for (int j = 0; j < marker.length; j++) {
-                if (content[i + j] != marker[j]) {
-                    continue outer;
-                }
-            }
-            return i;
-        }
-        return -1;
     }
 
     private static List<Integer> read(QueueStore queue) {

@@ -1,5 +1,6 @@
 package io.sluice.storage.tool;
 
+import io.sluice.storage.ByteArrays;
 import io.sluice.storage.DurabilityMode;
 import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueStore;
@@ -68,7 +69,7 @@ class DumpFromUnreadableSegmentTest {
     private void claimPastTheEnd(long id) throws IOException {
         Path file = segmentFile((int) (id >>> 32));
         byte[] bytes = Files.readAllBytes(file);
-        int payloadAt = StorageToolTest.indexOf(bytes, marker(ids.indexOf(id)));
+        int payloadAt = ByteArrays.indexOf(bytes, marker(ids.indexOf(id)));
         assertTrue(payloadAt > 0, "the damaged record's payload is in " + file);
         // Chronicle's 4-byte header precedes the record's 48-byte header.
         ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).putInt(payloadAt - 48 - 4, 4 << 20);

@@ -7,8 +7,6 @@ import io.sluice.storage.StoreConfig;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -29,16 +27,6 @@ class StorageToolLargeRecordTest {
     @TempDir
     Path dir;
 
-    private static String[] run(int expectedExit, String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int code = StorageTool.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8));
-        String said = out.toString(StandardCharsets.UTF_8);
-        assertEquals(expectedExit, code, said + err.toString(StandardCharsets.UTF_8));
-        return said.split("\n");
-    }
-
     @Test
     void recordsAboveAQuarterOfChroniclesDefaultBlockAreVerifiedAndDumped() {
         StoreConfig config = StoreConfig.builder().durability(DurabilityMode.NEVER).segmentBytes(96L << 20)
@@ -54,11 +42,14 @@ class StorageToolLargeRecordTest {
             assertEquals(4, q.append(7, 4, null, ByteBuffer.wrap("end".getBytes(StandardCharsets.US_ASCII))));
         }
 
-        String[] verified = run(StorageTool.EXIT_CLEAN, "verify", dir.toString());
-        assertTrue(Arrays.asList(verified).contains("  total: 1 segment(s), 5 message(s), 5 unacked, 0 corrupt"),
-                String.join("\n", verified));
+        Outcome verified = Outcome.of("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_CLEAN, verified.exitCode(), verified.out() + verified.err());
+        assertTrue(Arrays.asList(verified.out().split("\n")).contains("  total: 1 segment(s), 5 message(s), 5 unacked, 0 corrupt"),
+                verified.out());
 
-        String[] dumped = run(StorageTool.EXIT_CLEAN, "dump", dir.toString(), "big");
+        Outcome dump = Outcome.of("dump", dir.toString(), "big");
+        assertEquals(StorageTool.EXIT_CLEAN, dump.exitCode(), dump.out() + dump.err());
+        String[] dumped = dump.out().split("\n");
         for (int i = 0; i < 4; i++) {
             assertEquals(String.format("0x%016x 0/%d unacked delivered 0 producer 7/%d headers 0 B payload %d B \"%s\" ...", i, i, i,
                     LARGE, String.valueOf((char) ('a' + i)).repeat(QueueDumper.PREVIEW_BYTES)), dumped[2 + i]);

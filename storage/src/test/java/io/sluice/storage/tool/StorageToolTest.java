@@ -1,5 +1,6 @@
 package io.sluice.storage.tool;
 
+import io.sluice.storage.ByteArrays;
 import io.sluice.storage.DurabilityMode;
 import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueIncarnation;
@@ -22,7 +23,6 @@ import java.io.PrintStream;
 import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -118,7 +118,7 @@ class StorageToolTest {
         long id = ids.get(victim);
         Path file = dir.resolve("queues/orders/segments").resolve(SegmentFiles.fileName((int) (id >>> 32)));
         byte[] bytes = Files.readAllBytes(file);
-        int at = indexOf(bytes, marker(victim));
+        int at = ByteArrays.indexOf(bytes, marker(victim));
         assertTrue(at > 0, "marker of message " + victim + " not found in " + file);
         bytes[at + 5] ^= 0x01;
         Files.write(file, bytes);
@@ -182,7 +182,7 @@ class StorageToolTest {
         Path file = dir.resolve("queues/orders/segments").resolve(SegmentFiles.fileName((int) (lastId >>> 32)));
         assertEquals(id >>> 32, lastId >>> 32, "the cut is in the last segment");
         byte[] bytes = Files.readAllBytes(file);
-        int at = indexOf(bytes, marker(cutAt)) - RecordCodec.HEADER_BYTES - 4; // the record's codec and Chronicle headers
+        int at = ByteArrays.indexOf(bytes, marker(cutAt)) - RecordCodec.HEADER_BYTES - 4; // the record's codec and Chronicle headers
         Arrays.fill(bytes, at, bytes.length, (byte) 0);
         Files.write(file, bytes);
 
@@ -478,19 +478,5 @@ class StorageToolTest {
         assertTrue(r.err().contains(expected), r.err());
         assertTrue(r.err().contains("usage:"), r.err());
         assertFalse(r.err().isEmpty());
-    }
-
-    /** Where {@code needle} first occurs in {@code haystack}, -1 if nowhere; for the tool tests that find a record's bytes. */
-    static int indexOf(byte[] haystack, byte[] needle) {
-        outer:
-        for (int i = 0; i <= haystack.length - needle.length; i++) {
-            for (int j = 0; j < needle.length; j++) {
-                if (haystack[i + j] != needle[j]) {
-                    continue outer;
-                }
-            }
-            return i;
-        }
-        return -1;
     }
 }
