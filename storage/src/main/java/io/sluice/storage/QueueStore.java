@@ -663,6 +663,23 @@ public final class QueueStore {
         return durability.failure();
     }
 
+    /**
+     * The {@link StorageFailedException} an append would throw now, naming the queue and the cause, or null: once this
+     * queue's storage failed every append is refused. So that a caller refuses a message before it makes room for it
+     * (a {@code drop-oldest} drop would otherwise discard a message for one that is never stored).
+     */
+    public StorageFailedException appendRefusal() {
+        return appender.refusal();
+    }
+
+    /** Throws what {@link #appendRefusal} answers, if anything: this queue's storage failed, and an append is refused. */
+    public void checkAppendable() {
+        StorageFailedException refused = appender.refusal();
+        if (refused != null) {
+            throw refused;
+        }
+    }
+
     /** Forces (fsyncs) of this queue's segments since the store was opened. */
     public long syncCount() {
         return durability.syncCount();

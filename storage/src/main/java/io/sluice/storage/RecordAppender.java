@@ -100,9 +100,9 @@ final class RecordAppender {
      */
     private long appendLocked(int flags, long originalId, long producerId, long producerSequence, ByteBuffer headers, int headersOffset,
                       int headersLength, ByteBuffer payload, int payloadOffset, int payloadLength) {
-        StorageFailedException failed = durability.failure();
-        if (failed != null) {
-            throw new StorageFailedException("queue '" + name + "' refuses the append: " + failed.getMessage(), failed);
+        StorageFailedException refused = refusal();
+        if (refused != null) {
+            throw refused;
         }
         diskGuard.reserve(headersLength + payloadLength + RecordCodec.HEADER_BYTES + 8L);
         appendCodec.encodeParts(flags, originalId, 0, producerId, producerSequence, clock.getAsLong(),
@@ -110,6 +110,13 @@ final class RecordAppender {
         long index = writeLocked(appendCodec);
         appendedMessages++;
         return index;
+    }
+
+    /** What an append throws now, or null: once the queue's storage failed, every append is refused (rule "a failed force is final"). */
+    StorageFailedException refusal() {
+        StorageFailedException failed = durability.failure();
+        return failed == null ? null
+                : new StorageFailedException("queue '" + name + "' refuses the append: " + failed.getMessage(), failed);
     }
 
     /** Writes an encoded record: an append's, or a relocated copy's. A fault of the mapping fails the queue. */

@@ -66,6 +66,9 @@ final class ForwardedCopies {
                     stored.complete(-1L);
                     return;
                 }
+                if (!replicated) {
+                    store.checkAppendable(); // before the quota's drop, which would make room for a copy the store refuses
+                }
                 String refusal = replicated ? null : backlog.refusal(store.unackedMessages(), bytes, queue::dropOldest);
                 if (refusal != null) {
                     refused++;

@@ -228,7 +228,10 @@ final class PublishPath {
                         producers.refusal(verdict, producerId));
                 continue;
             }
-            String refusal = replicated ? null : backlog.refusal(messages, bytes, queue::dropOldest);
+            // A store that refuses every append (its storage failed) refuses this message before the quota's drop, which
+            // would discard a message to make room for none. A replicated one has no quota: stored, or it stops the node (R2).
+            StorageFailedException notStorable = replicated ? null : store.appendRefusal();
+            String refusal = replicated || notStorable != null ? null : backlog.refusal(messages, bytes, queue::dropOldest);
             if (refusal != null) {
                 refusedMessages++;
                 refusedBytes += windowBytes;
@@ -239,6 +242,9 @@ final class PublishPath {
                 continue;
             }
             try {
+                if (notStorable != null) {
+                    throw notStorable; // refused as the append would refuse it
+                }
                 if (frameBytes == null) {
                     frameBytes = cursor.nioBuffer();
                 }

@@ -313,6 +313,7 @@ public final class QueueTransactions {
         try {
             while (cursor.next()) {
                 int bytes = cursor.headersLength() + cursor.payloadLength();
+                store.checkAppendable(); // before the quota's drop, which would make room for a message the store refuses
                 String refusal = backlog.refusal(store.unackedMessages(), bytes, queue::dropOldest);
                 if (refusal != null) {
                     staging.refuse(ErrorCode.QUEUE_BLOCKED, refusal);
