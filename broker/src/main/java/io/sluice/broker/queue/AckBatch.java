@@ -187,6 +187,12 @@ final class AckBatch implements InFlightDeliveries.Removed {
      * Rule R10 of docs/replication.md: a cluster node records the leader's deliveries, so that it delivers with their
      * counts if it leads next. A count only ever grows: one at or below what this node recorded (it led before and
      * delivered more) changes nothing; acknowledged ids are skipped by the store.
+     *
+     * <p>A store whose ack state cannot be written (its storage failed) records every count in memory and throws: that
+     * is applied, as a replicated ack in that state is ({@link #ackAll}), so the node goes on until its next append to
+     * this queue or its next snapshot stops it (rule R2); no snapshot marker is written past a failed store, so a restart
+     * applies the entry again from the log and the counts survive it. Only a store that left a count unrecorded (closed)
+     * fails the apply.
      */
     void recordReplicatedDeliveries(long[] deliveredIds, int[] counts) {
         long[] higher = new long[deliveredIds.length];
@@ -198,7 +204,15 @@ final class AckBatch implements InFlightDeliveries.Removed {
                 higherCounts[n++] = counts[i];
             }
         }
-        store.recordDeliveries(higher, higherCounts, n);
+        try {
+            store.recordDeliveries(higher, higherCounts, n);
+        } catch (RuntimeException failure) {
+            for (int i = 0; i < n; i++) {
+                if (store.deliveryCount(higher[i]) < higherCounts[i]) {
+                    throw failure;
+                }
+            }
+        }
     }
 
     /**
