@@ -17,7 +17,7 @@ import java.util.function.LongPredicate;
  * with one lock per batch rather than one per message. On a cluster node it also collects the ids
  * as ranges for the shard's log (docs/replication.md). Confined to the queue's executor.
  */
-final class AckBatch implements InFlightDeliveries.Removed {
+public final class AckBatch implements InFlightDeliveries.Removed {
     /** The one key under which {@link #replicated} collects ids (it groups ranges by producer id). */
     private static final long RANGES_KEY = 0;
 
@@ -262,9 +262,10 @@ final class AckBatch implements InFlightDeliveries.Removed {
      * throws after trying one checkpoint ({@code AckLog.ackAll}); it has recorded its failure, so the ack goes on. Only a
      * store that left an id unacknowledged (closed: it took none) fails the ack. No second try, and one look per id at
      * most: a try costs a whole checkpoint, with an fsync on a failing disk, on the event loop the queue shares with others.
-     * Returns the store's failure if the batch is acknowledged in memory only, else null.
+     * Returns the store's failure, for a caller to say the acks are in memory only, or null if they were written. Also
+     * the transaction log's, a store of its own (docs/transactions.md), on the coordinator's thread.
      */
-    static RuntimeException ackAll(QueueStore store, long[] batch, int count) {
+    public static RuntimeException ackAll(QueueStore store, long[] batch, int count) {
         try {
             store.ackAll(batch, count);
             return null;

@@ -1,5 +1,6 @@
 package io.sluice.broker.txn;
 
+import io.sluice.broker.queue.AckBatch;
 import io.sluice.storage.MessageStore;
 import io.sluice.storage.QueueStore;
 import io.sluice.storage.StoreConfig;
@@ -37,6 +38,8 @@ public final class TransactionLog implements AutoCloseable {
 
     private final MessageStore store;
     private final QueueStore log;
+    /** A finish was acknowledged in memory only (the log's ack state failed), and the log said so. Coordinator's thread. */
+    private boolean finishedInMemory;
 
     private TransactionLog(MessageStore store, QueueStore log) {
         this.store = store;
@@ -79,9 +82,21 @@ public final class TransactionLog implements AutoCloseable {
         return log.whenDurable(id);
     }
 
-    /** The transaction no longer needs these records. */
+    /**
+     * The transaction no longer needs these records: acknowledged. A log whose ack state cannot be written (its storage
+     * failed, docs/storage.md) acknowledges them in memory and throws; that is a finish all the same, as a queue's acks in
+     * that state are ({@link AckBatch#ackAll}): the next start finds the records again and finishes them again, which
+     * changes nothing. Not thrown, since a throw left its caller half done (a recovery stopped at the first transaction
+     * it rolled back, and the broker did not start); said once, as the log's failure is final until a restart.
+     * Throws only if the log took none (closed).
+     */
     void finished(long[] ids) {
-        log.ackAll(ids, ids.length);
+        RuntimeException notWritten = AckBatch.ackAll(log, ids, ids.length);
+        if (notWritten != null && !finishedInMemory) {
+            finishedInMemory = true;
+            LOG.warn("The transaction log cannot write its acknowledgements ({}): finished commit records are acknowledged in "
+                    + "memory only from now on, and the next start finishes them again.", notWritten.toString());
+        }
     }
 
     /** Records not yet finished. */
