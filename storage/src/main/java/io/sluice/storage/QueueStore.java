@@ -672,14 +672,6 @@ public final class QueueStore {
         return appender.refusal();
     }
 
-    /** Throws what {@link #appendRefusal} answers, if anything: this queue's storage failed, and an append is refused. */
-    public void checkAppendable() {
-        StorageFailedException refused = appender.refusal();
-        if (refused != null) {
-            throw refused;
-        }
-    }
-
     /** Forces (fsyncs) of this queue's segments since the store was opened. */
     public long syncCount() {
         return durability.syncCount();

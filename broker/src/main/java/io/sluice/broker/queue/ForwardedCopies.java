@@ -1,6 +1,7 @@
 package io.sluice.broker.queue;
 
 import io.sluice.storage.QueueStore;
+import io.sluice.storage.StorageFailedException;
 import io.sluice.storage.dedup.ProducerTable;
 
 import java.nio.ByteBuffer;
@@ -66,8 +67,10 @@ final class ForwardedCopies {
                     stored.complete(-1L);
                     return;
                 }
-                if (!replicated) {
-                    store.checkAppendable(); // before the quota's drop, which would make room for a copy the store refuses
+                // Before the quota's drop, which would make room for a copy the store refuses.
+                StorageFailedException notStorable = replicated ? null : store.appendRefusal();
+                if (notStorable != null) {
+                    throw notStorable;
                 }
                 String refusal = replicated ? null : backlog.refusal(store.unackedMessages(), bytes, queue::dropOldest);
                 if (refusal != null) {

@@ -313,7 +313,11 @@ public final class QueueTransactions {
         try {
             while (cursor.next()) {
                 int bytes = cursor.headersLength() + cursor.payloadLength();
-                store.checkAppendable(); // before the quota's drop, which would make room for a message the store refuses
+                // Before the quota's drop, which would make room for a message the store refuses.
+                StorageFailedException notStorable = store.appendRefusal();
+                if (notStorable != null) {
+                    throw notStorable;
+                }
                 String refusal = backlog.refusal(store.unackedMessages(), bytes, queue::dropOldest);
                 if (refusal != null) {
                     staging.refuse(ErrorCode.QUEUE_BLOCKED, refusal);
