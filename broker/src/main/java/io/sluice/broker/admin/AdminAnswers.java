@@ -52,6 +52,9 @@ final class AdminAnswers {
             boolean console = exchange.getRequestHeaders().containsKey(CONSOLE_HEADER);
             exchange.getResponseHeaders().set("WWW-Authenticate", (console ? "SluiceConsole" : "Basic") + " realm=\"sluice\"");
         }
+        if (e.allow != null) {
+            exchange.getResponseHeaders().set("Allow", e.allow);
+        }
         if (e.retryAfterMs > 0) {
             exchange.getResponseHeaders().set("Retry-After", String.valueOf((e.retryAfterMs + 999) / 1000));
         }

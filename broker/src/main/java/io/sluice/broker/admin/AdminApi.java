@@ -30,8 +30,9 @@ import java.util.concurrent.ScheduledExecutorService;
  * POST   /api/cluster/nodes        add a node to the cluster; body {"id", "host", "raftPort", "clientPort", "snapshotPort"}
  * DELETE /api/cluster/nodes/{id}   remove a node from the cluster
  * </pre>
- * Errors are {@code {"error": code, "message": sentence}}: 400 bad JSON, setting or Authorization header, 401 credentials,
- * 403 permission, 404 unknown queue or path, 405 method, 409 queue exists with other settings.
+ * Each path that takes GET takes HEAD, answered as GET without the body. Errors are {@code {"error": code, "message":
+ * sentence}}: 400 bad JSON, setting or Authorization header, 401 credentials, 403 permission, 404 unknown queue or path,
+ * 405 method (with an {@code Allow} header listing the path's methods), 409 queue exists with other settings.
  *
  * <p>Access (A1): with users configured ({@code auth.users}), every request needs HTTP Basic
  * credentials that {@link Authenticator#check} accepts; with none, the API is open while
@@ -122,6 +123,7 @@ final class AdminApi {
     }
 
     private Object route(String user, String method, String rawPath, byte[] body) {
+        Route at = new Route(method, rawPath);
         List<String> parts = new ArrayList<>();
         String[] segments = rawPath.split("/", -1);
         // segments[0] is the empty text before the first '/'; an empty one after it (a trailing or doubled '/') names nothing
@@ -136,26 +138,22 @@ final class AdminApi {
         switch (resource) {
             case "queues" -> {
                 if (parts.size() == 2) {
-                    requireMethod(method, "GET");
+                    at.take("GET");
                     return queues.list(user);
                 }
                 String name = parts.get(2);
                 if (parts.size() == 4 && parts.get(3).equals("purge")) {
-                    requireMethod(method, "POST");
+                    at.take("POST");
                     return queues.purge(user, name);
                 }
                 if (parts.size() == 4 && parts.get(3).equals("digest")) {
-                    requireMethod(method, "GET");
+                    at.take("GET");
                     return queues.digest(user, name);
                 }
                 if (parts.size() != 3) {
                     break;
                 }
-                if (!List.of("GET", "PUT", "DELETE").contains(method)) {
-                    throw new ApiException(405, "method_not_allowed", method + " " + rawPath
-                            + " is not supported; use GET, PUT or DELETE");
-                }
-                return switch (method) {
+                return switch (at.take("GET", "PUT", "DELETE")) {
                     case "GET" -> queues.describe(user, name);
                     case "PUT" -> queues.declare(user, name, body);
                     default -> queues.delete(user, name);
@@ -163,45 +161,45 @@ final class AdminApi {
             }
             case "cluster" -> {
                 if (parts.size() == 2) {
-                    requireMethod(method, "GET");
+                    at.take("GET");
                     return clusterAdmin.status();
                 }
                 if (parts.size() == 3 && parts.get(2).equals("leader")) {
-                    requireMethod(method, "POST");
+                    at.take("POST");
                     return clusterAdmin.transferLeader(user, body);
                 }
                 if (parts.size() == 3 && parts.get(2).equals("feature-level")) {
-                    requireMethod(method, "POST");
+                    at.take("POST");
                     return clusterAdmin.raiseEntryLevel(user, body);
                 }
                 if (parts.size() == 3 && parts.get(2).equals("nodes")) {
-                    requireMethod(method, "POST");
+                    at.take("POST");
                     return clusterAdmin.addNode(user, body);
                 }
                 if (parts.size() == 4 && parts.get(2).equals("nodes")) {
-                    requireMethod(method, "DELETE");
+                    at.take("DELETE");
                     return clusterAdmin.removeNode(user, parts.get(3));
                 }
             }
             case "connections" -> {
                 if (parts.size() == 3) {
-                    requireMethod(method, "DELETE");
+                    at.take("DELETE");
                     return connections.close(user, parts.get(2));
                 }
                 if (parts.size() == 2) {
-                    requireMethod(method, "GET");
+                    at.take("GET");
                     return connections.list(user);
                 }
             }
             case "consumers" -> {
                 if (parts.size() == 2) {
-                    requireMethod(method, "GET");
+                    at.take("GET");
                     return queues.consumers(user);
                 }
             }
             case "producers" -> {
                 if (parts.size() == 2) {
-                    requireMethod(method, "GET");
+                    at.take("GET");
                     return queues.producers(user);
                 }
             }
@@ -231,9 +229,25 @@ final class AdminApi {
         }
     }
 
-    private static void requireMethod(String method, String wanted) {
-        if (!method.equals(wanted)) {
-            throw new ApiException(405, "method_not_allowed", "method " + method + " is not supported here; use " + wanted);
+    /**
+     * A request's method at the path it names. HEAD is GET without the body ({@link AdminServer#send} leaves the body
+     * out), so a path that takes GET takes HEAD, routed as GET; a 405 lists what the path takes in its {@code Allow}.
+     */
+    private record Route(String method, String rawPath) {
+        /** The method to serve the request as, one of {@code methods}; else 405 naming them all. */
+        String take(String... methods) {
+            String served = method.equals("HEAD") ? "GET" : method;
+            if (List.of(methods).contains(served)) {
+                return served;
+            }
+            List<String> allow = new ArrayList<>();
+            for (String m : methods) {
+                allow.add(m);
+                if (m.equals("GET")) {
+                    allow.add("HEAD");
+                }
+            }
+            throw ApiException.methodNotAllowed(method, rawPath, String.join(", ", allow));
         }
     }
 }

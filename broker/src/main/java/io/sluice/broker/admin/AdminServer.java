@@ -171,8 +171,8 @@ public final class AdminServer implements AutoCloseable {
     }
 
     private void metrics(HttpExchange exchange) throws IOException {
-        if (!"GET".equals(exchange.getRequestMethod())) {
-            respond(exchange, 405, "text/plain; charset=utf-8", "use GET\n");
+        if (!reads(exchange)) {
+            refuseMethod(exchange, GET_OR_HEAD);
             return;
         }
         // metrics.scrape-access (docs/operations.md). Before recovery ends there is no AdminApi yet and
@@ -247,18 +247,42 @@ public final class AdminServer implements AutoCloseable {
     }
 
     static void respond(HttpExchange exchange, int status, String contentType, String body) throws IOException {
-        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
         exchange.getResponseHeaders().set("Content-Type", contentType);
+        send(exchange, status, body.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * Sends {@code status}, the headers set so far and {@code body}; to a HEAD request the same status and headers, with
+     * the Content-Length a GET gets, and no body (HTTP's HEAD: GET without the body). The JDK's server sends a
+     * Content-Length header set by hand on a HEAD answer as it is; given the length through sendResponseHeaders instead,
+     * it logs a WARNING line per HEAD request (anyone's to send) and sends no length.
+     */
+    static void send(HttpExchange exchange, int status, byte[] body) throws IOException {
         if ("HEAD".equals(exchange.getRequestMethod())) {
-            // No body: given a length, the JDK's server logs two WARNING lines per HEAD request (anyone's to send).
+            exchange.getResponseHeaders().set("Content-Length", String.valueOf(body.length));
             exchange.sendResponseHeaders(status, -1);
             exchange.close();
             return;
         }
-        exchange.sendResponseHeaders(status, bytes.length == 0 ? -1 : bytes.length);
+        exchange.sendResponseHeaders(status, body.length == 0 ? -1 : body.length);
         try (OutputStream out = exchange.getResponseBody()) {
-            out.write(bytes);
+            out.write(body);
         }
+    }
+
+    /** The methods of a path that only reads: HEAD is GET without the body, so every such path takes both. */
+    static final String GET_OR_HEAD = "GET, HEAD";
+
+    /** Whether the request is one a path that only reads takes: GET or HEAD. */
+    static boolean reads(HttpExchange exchange) {
+        String method = exchange.getRequestMethod();
+        return method.equals("GET") || method.equals("HEAD");
+    }
+
+    /** 405 in plain text, with the {@code Allow} header HTTP requires of a 405: the methods {@code allow} lists. */
+    static void refuseMethod(HttpExchange exchange, String allow) throws IOException {
+        exchange.getResponseHeaders().set("Allow", allow);
+        respond(exchange, 405, "text/plain; charset=utf-8", "use " + allow.replace(", ", " or ") + "\n");
     }
 
     @Override

@@ -4,7 +4,6 @@ import com.sun.net.httpserver.HttpExchange;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.util.Map;
 
 /**
@@ -35,15 +34,13 @@ final class ConsoleFiles {
         // credentials, make the broker hold a body of any size. Unread, the JDK's server throws away at most
         // AdminServer.DRAIN_BYTES of it after the answer and closes the connection if more was announced.
         String path = exchange.getRequestURI().getRawPath();
-        String method = exchange.getRequestMethod();
-        if (!method.equals("GET") && !method.equals("HEAD")) {
-            AdminServer.respond(exchange, 405, "text/plain; charset=utf-8", "use GET\n");
+        if (!AdminServer.reads(exchange)) {
+            AdminServer.refuseMethod(exchange, AdminServer.GET_OR_HEAD);
             return;
         }
         if (path.equals("/") || path.equals("/console")) {
             exchange.getResponseHeaders().set("Location", PATH);
-            exchange.sendResponseHeaders(302, -1);
-            exchange.close();
+            AdminServer.send(exchange, 302, new byte[0]);
             return;
         }
         String name = path.startsWith(PATH) ? path.substring(PATH.length()) : null;
@@ -72,14 +69,6 @@ final class ConsoleFiles {
         exchange.getResponseHeaders().set("Content-Security-Policy",
                 "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'");
         exchange.getResponseHeaders().set("Referrer-Policy", "no-referrer");
-        if (method.equals("HEAD")) {
-            exchange.sendResponseHeaders(200, -1);
-            exchange.close();
-            return;
-        }
-        exchange.sendResponseHeaders(200, bytes.length);
-        try (OutputStream out = exchange.getResponseBody()) {
-            out.write(bytes);
-        }
+        AdminServer.send(exchange, 200, bytes);
     }
 }

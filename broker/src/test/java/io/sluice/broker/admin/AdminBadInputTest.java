@@ -222,12 +222,12 @@ class AdminBadInputTest {
     void noHandlerButTheApiReadsABodyAndTheApiCapsIt() throws Exception {
         fixture = new MetricsFixture(dir.resolve("data"), Map.of());
         int port = fixture.broker.metricsPort();
-        assertEquals(new Answer(405, "use GET\n"), answerWithoutSendingTheBody(port, "POST", "/console/"));
+        assertEquals(new Answer(405, "use GET or HEAD\n"), answerWithoutSendingTheBody(port, "POST", "/console/"));
         Answer page = answerWithoutSendingTheBody(port, "GET", "/console/");
         assertEquals(200, page.status(), page.body());
         assertTrue(page.body().contains("<script src=\"console.js\""), page.body());
         assertEquals(405, answerWithoutSendingTheBody(port, "POST", "/nowhere").status());
-        assertEquals(new Answer(405, "use GET\n"), answerWithoutSendingTheBody(port, "POST", "/metrics"));
+        assertEquals(new Answer(405, "use GET or HEAD\n"), answerWithoutSendingTheBody(port, "POST", "/metrics"));
         assertEquals(new Answer(200, "live\n"), answerWithoutSendingTheBody(port, "POST", "/health/live"));
         assertEquals(new Answer(200, "ready\n"), answerWithoutSendingTheBody(port, "POST", "/health/ready"));
         Answer api = answerWithoutSendingTheBody(port, "PUT", "/api/queues/jobs");
@@ -285,7 +285,7 @@ class AdminBadInputTest {
             assertTrue(api.body().contains("not_ready"), api.body());
             assertEquals(new Answer(503, "not ready: the store is being recovered\n"),
                     answerWithoutSendingTheBody(recovering.port(), "GET", "/health/ready"));
-            assertEquals(new Answer(405, "use GET\n"), answerWithoutSendingTheBody(recovering.port(), "POST", "/console/"));
+            assertEquals(new Answer(405, "use GET or HEAD\n"), answerWithoutSendingTheBody(recovering.port(), "POST", "/console/"));
         }
     }
 
