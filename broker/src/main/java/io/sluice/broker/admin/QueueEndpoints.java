@@ -208,11 +208,8 @@ final class QueueEndpoints {
         m.put("diskBytes", stats.diskBytes());
         m.put("pinnedBytes", stats.pinnedBytes());
         m.put("counters", s.counters());
-        m.put("settings", Map.of(
-                QueueSettings.MAX_DELIVERIES, q.options().maxDeliveries(),
-                QueueSettings.DEAD_LETTER_QUEUE, q.options().deadLetterQueue(),
-                QueueSettings.ACK_TIMEOUT_MS, q.options().ackTimeoutMs(),
-                "quota", q.options().quota()));
+        // PUT's names and formats, every setting: a PUT of them declares a queue that runs as this one (QueueOptions.asSettings)
+        m.put("settings", q.options().asSettings().asMap());
         return m;
     }
 

@@ -183,6 +183,24 @@ public record QueueOptions(int maxDeliveries, String deadLetterQueue, long ackTi
                 quota, deadLetterDropped);
     }
 
+    /**
+     * Every setting a DECLARE may give ({@link #KNOWN_KEYS}), with the value these options hold, under the DECLARE's
+     * names and in its formats: the admin API reports these as a queue's settings, so that an operator who copies them
+     * into a PUT (on another broker, or for another name) declares a queue that runs the same. The defaults are written
+     * out too: a copy declared on a broker configured otherwise does not take that broker's defaults.
+     */
+    public QueueSettings asSettings() {
+        return QueueSettings.builder()
+                .maxDeliveries(maxDeliveries)
+                .deadLetterQueue(deadLetterQueue)
+                .ackTimeoutMs(ackTimeoutMs)
+                .quotaMessages(quota.softMessages(), quota.hardMessages())
+                .quotaBytes(quota.softBytes(), quota.hardBytes())
+                .overflowPolicy(overflowName(quota.overflow()))
+                .set(DEAD_LETTER_DROPPED, deadLetterDropped)
+                .build();
+    }
+
     private static String overflowName(QuotaSettings.OverflowPolicy policy) {
         return switch (policy) {
             case BLOCK -> "block";

@@ -299,16 +299,15 @@ function overviewPage(main) {
 
 function settingsRows(queue) {
   const s = queue.settings || {};
-  const quota = s.quota || {};
   const limit = (n, unit) => (n > 0 ? (unit === 'bytes' ? bytes(n) : count(n) + ' ' + unit) : 'none');
   return [
     ['Durability', queue.durability],
     ['Max deliveries', s.maxDeliveries > 0 ? count(s.maxDeliveries) : 'unlimited'],
     ['Dead-letter queue', s.deadLetterQueue || 'none'],
     ['Ack timeout', s.ackTimeoutMs > 0 ? count(s.ackTimeoutMs) + ' ms' : 'none'],
-    ['Soft quota', limit(quota.softMessages, 'messages') + ' / ' + limit(quota.softBytes, 'bytes')],
-    ['Hard quota', limit(quota.hardMessages, 'messages') + ' / ' + limit(quota.hardBytes, 'bytes')],
-    ['Overflow policy', (quota.overflow || '').toLowerCase()],
+    ['Soft quota', limit(s.quotaSoftMessages, 'messages') + ' / ' + limit(s.quotaSoftBytes, 'bytes')],
+    ['Hard quota', limit(s.quotaHardMessages, 'messages') + ' / ' + limit(s.quotaHardBytes, 'bytes')],
+    ['Overflow policy', s.overflowPolicy || ''],
   ];
 }
 

@@ -74,11 +74,14 @@ class AdminApiTest {
                 + " \"quotaHardMessages\": 100}", null));
         assertTrue(declared.path("created").asBoolean());
         assertEquals(3, declared.path("settings").path("maxDeliveries").asInt());
-        // Which settings the declare gave is for the sentences that name them, not a figure of the queue.
-        assertEquals(java.util.List.of("softMessages", "hardMessages", "softBytes", "hardBytes", "overflow"),
+        // Every setting under PUT's name (AdminQueueSettingsRoundTripTest); which ones the declare gave is for the
+        // sentences that name them, not a figure of the queue.
+        assertEquals(java.util.List.of("maxDeliveries", "deadLetterQueue", "ackTimeoutMs", "quotaSoftMessages",
+                        "quotaHardMessages", "quotaSoftBytes", "quotaHardBytes", "overflowPolicy", "deadLetterDropped"),
                 java.util.stream.StreamSupport.stream(java.util.Spliterators.spliteratorUnknownSize(
-                        declared.path("settings").path("quota").fieldNames(), 0), false).toList());
-        assertEquals(100, declared.path("settings").path("quota").path("hardMessages").asInt());
+                        declared.path("settings").fieldNames(), 0), false).toList());
+        assertEquals(100, declared.path("settings").path("quotaHardMessages").asInt());
+        assertEquals("reject", declared.path("settings").path("overflowPolicy").asText());
         fixture.publishAndAck("jobs", 5, 0);
         JsonNode list = ok(call("GET", "/api/queues", null, null));
         assertEquals(1, list.size());

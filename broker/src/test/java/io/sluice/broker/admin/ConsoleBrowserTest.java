@@ -175,7 +175,9 @@ class ConsoleBrowserTest {
         browser.findElement(By.cssSelector("tr[data-queue='jobs'] td.name a")).click();
         await("the queue page of jobs", d -> text(d, "#queue-name", "jobs"));
         await("the settings", d -> displayed(d, By.cssSelector("#settings")));
-        assertTrue(browser.findElement(By.id("settings")).getText().contains("Hard quota"));
+        String settings = browser.findElement(By.id("settings")).getText();
+        // The quota and policy as the API reports them (quotaHardBytes, overflowPolicy), not blank.
+        assertTrue(settings.contains("Hard quota") && settings.contains("block") && !settings.contains("none / none"), settings);
         String line = await("a chart line of the backlog", d -> d.findElements(By.cssSelector("svg.chart polyline.series-backlog"))
                 .stream().map(e -> e.getAttribute("points")).filter(points -> points != null && points.contains(" ")).findFirst()
                 .orElse(null));

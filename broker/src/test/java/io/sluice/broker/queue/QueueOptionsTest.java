@@ -102,6 +102,19 @@ class QueueOptionsTest {
                 refused.getMessage());
     }
 
+    /** What the admin API reports as a queue's settings declares the same options, on a broker with other defaults too. */
+    @Test
+    void asSettingsGivesEveryKnownSettingAndDeclaresTheSameOptions() {
+        QueueOptions options = QueueOptions.from("orders", QueueSettings.builder().maxDeliveries(3).quotaMessages(10, 20)
+                .overflowPolicy(QueueSettings.OVERFLOW_REJECT).build(), defaults);
+        QueueSettings reported = options.asSettings();
+        assertEquals(QueueOptions.KNOWN_KEYS.keySet(), new java.util.TreeSet<>(reported.asMap().keySet()));
+        BrokerConfig.Queues otherDefaults = new ConfigLoader().load(null, Map.of("queues.max-deliveries", "9",
+                "queues.overflow-policy", "drop-oldest", "queues.dead-letter-dropped", "true")).queues;
+        assertEquals(reported, QueueOptions.from("copy", reported, otherDefaults).asSettings());
+        assertEquals("reject", reported.stringValue(QueueSettings.OVERFLOW_POLICY).orElseThrow());
+    }
+
     @Test
     void shouldAcceptWellTypedSettings() {
         QueueOptions options = QueueOptions.from("orders", QueueSettings.builder().maxDeliveries(3).deadLetterQueue("orders.dead")
