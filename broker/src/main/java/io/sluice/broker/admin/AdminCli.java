@@ -229,6 +229,8 @@ public final class AdminCli {
                     }
                     if (STRING_SETTINGS.contains(k)) {
                         settings.put(k, v); // a queue named 123 is a name, not a number
+                    } else if (v.matches("-?0[0-9]+")) { // as the API refuses it in a body, and the configuration file
+                        return usage("declare setting " + AdminJson.leadingZero(k, v));
                     } else if (v.matches("-?[0-9]+")) {
                         try {
                             settings.put(k, Long.parseLong(v));

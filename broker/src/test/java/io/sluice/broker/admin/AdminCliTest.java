@@ -267,6 +267,36 @@ class AdminCliTest {
         assertTrue(err().contains("declare setting 'maxDeliveries' is given twice; give each key once"), err());
     }
 
+    /**
+     * A number with a leading zero is refused by the CLI and the API alike, naming the key, as the configuration file
+     * refuses {@code queues.max-deliveries: 05} (YAML reads it as octal): the CLI sent {@code maxDeliveries=05} as 5, and
+     * the API answered Jackson's "Invalid numeric value: Leading zeroes not allowed", naming no key.
+     */
+    @Test
+    void aNumberWithALeadingZeroIsRefusedNamingTheKeyByTheCliAndTheApiAlike() throws Exception {
+        fixture = new MetricsFixture(dir.resolve("data"), Map.of());
+        String url = fixture.baseUrl();
+        String refusal = "maxDeliveries '05' has a leading zero, which JSON does not allow and YAML reads as an octal number"
+                + " (the configuration file refuses it too); write 5";
+        assertEquals(2, run("--url", url, "declare", "q", "maxDeliveries=05"), err());
+        assertTrue(err().startsWith("sluice admin: declare setting " + refusal + "\n"), err());
+        assertEquals(2, run("--url", url, "declare", "q", "quotaHardMessages=-007"), err());
+        assertTrue(err().contains("declare setting quotaHardMessages '-007' has a leading zero") && err().contains("write -7"), err());
+        assertEquals(1, run("--url", url, "queue", "q"), "nothing was declared");
+
+        com.fasterxml.jackson.databind.JsonNode answer = new com.fasterxml.jackson.databind.ObjectMapper().readTree(
+                fixture.request("PUT", "/api/queues/q", "{\"ackTimeoutMs\": 30000, \"maxDeliveries\": 05}", null).body());
+        assertEquals("bad_json", answer.path("error").asText(), answer.toString());
+        assertEquals(refusal, answer.path("message").asText());
+        answer = new com.fasterxml.jackson.databind.ObjectMapper().readTree(
+                fixture.request("PUT", "/api/queues/q", "{\"quotaHardMessages\": -007}", null).body());
+        assertTrue(answer.path("message").asText().startsWith("quotaHardMessages '-007' has a leading zero"), answer.toString());
+        assertEquals(1, run("--url", url, "queue", "q"), "nothing was declared");
+
+        // A name is text: a dead-letter queue named 007 is that name.
+        assertEquals(0, run("--url", url, "declare", "q", "deadLetterQueue=007", "maxDeliveries=5"), err());
+    }
+
     /** A string setting that looks like a number was sent as one, and the broker refused it. */
     @Test
     void aStringSettingTakesItsTextAsWritten() throws Exception {
