@@ -52,7 +52,7 @@ final class AppRun {
     /** The handler's lock: the application's little piece of locked work. Guards the next four fields. */
     private final Object latencyLock = new Object();
     private final Histogram everyLatency = new Histogram(1, LatencyStats.HIGHEST_MICROS, 3);
-    /** BENCH.md: the percentiles are over the last 80 % of the messages, as in {@link PerfRun}. */
+    /** The percentiles are over the last 80 % of the messages (docs/performance.md, "The workloads"), as in {@link PerfRun}. */
     private final Histogram summaryLatency = new Histogram(1, LatencyStats.HIGHEST_MICROS, 3);
     private long recorded;
     private SecondWindows receiveWindows;

@@ -1,7 +1,8 @@
 package io.sluice.bench.perf;
 
 /**
- * The layout of a perf message's payload, written by the producer and read by the consumer (BENCH.md).
+ * The layout of a perf message's payload, written by the producer and read by the consumer
+ * (docs/performance.md, "The workloads").
  *
  * <pre>
  *  0               8              10                16                size
@@ -13,7 +14,8 @@ package io.sluice.bench.perf;
  *  sequence:  the producer's own count, 0-based, contiguous
  * </pre>
  *
- * Bytes 8..15 read as one big-endian int64 are the "sequence number" of BENCH.md, unique across producers.
+ * Bytes 8..15 read as one big-endian int64 are the "sequence number" of docs/performance.md's workloads, unique
+ * across producers.
  */
 final class Payload {
     static final int MIN_BYTES = 16;

@@ -6,8 +6,8 @@ import io.sluice.client.ConsumerOptions;
 import java.util.Locale;
 
 /**
- * The settings of one perf run, from the command line. A {@code --workload} sets the BENCH.md defaults
- * first; explicit options given anywhere on the line override them. Mutable until {@link #validate()}.
+ * The settings of one perf run, from the command line. A {@code --workload} sets the defaults of
+ * docs/performance.md, "The workloads", first; explicit options given anywhere on the line override them. Mutable until {@link #validate()}.
  */
 final class PerfOptions {
     static final String USAGE = String.join("\n",
@@ -16,12 +16,13 @@ final class PerfOptions {
             "  --port N                 broker port (7672)",
             "  --bootstrap H:P,H:P,...  a cluster's nodes (docs/replication.md): every connection asks them for the",
             "                           leader and follows it after a failover; --host and --port are then unused",
-            "  --workload W1|W2|W3|MQ|DECLARE  BENCH.md defaults, or MQ: many queues, each with one producer and",
-            "                           one consumer at --rate msg/s for --duration (1000 queues, 10 msg/s, 600 s;",
-            "                           reports broker RSS over time and disk per queue), or DECLARE: declare",
-            "                           --queues new queues (1000) over --connections (1), --declare-window in",
-            "                           flight on each (1: the blocking declareQueue, one after the other), and",
-            "                           report the total time and the latency per declare; explicit options override",
+            "  --workload W1|W2|W3|MQ|DECLARE  the defaults of docs/performance.md, \"The workloads\"; MQ: many",
+            "                           queues, each with one producer and one consumer at --rate msg/s for",
+            "                           --duration (1000 queues, 10 msg/s, 600 s; reports broker RSS over time and",
+            "                           disk per queue); DECLARE: declare --queues new queues (1000) over",
+            "                           --connections (1), --declare-window in flight on each (1: the blocking",
+            "                           declareQueue, one after the other), and report the total time and the",
+            "                           latency per declare; explicit options override",
             "  --client perf|app        perf (the default): the CLI's tuned client, callbacks on the network",
             "                           thread, its own confirm window, lock-free recording; app: the client as an",
             "                           application uses it (issue 18): the client's defaults (callbacks on the",
@@ -186,7 +187,10 @@ final class PerfOptions {
         }
     }
 
-    /** Sets the BENCH.md defaults of a workload (issue 18's sizes for {@code --client app}). */
+    /**
+     * Sets a workload's defaults, those of docs/performance.md, "The workloads" (for {@code --client app} the sizes of its
+     * "Application-shaped runs").
+     */
     void applyWorkload(String name) {
         workload = name.toUpperCase(Locale.ROOT);
         switch (workload) {

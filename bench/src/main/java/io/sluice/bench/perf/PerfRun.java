@@ -64,7 +64,9 @@ final class PerfRun {
     /** For a transactional run, what its consumers committed; otherwise null. */
     private final TransactionalConsumer.Totals transactions;
     private final List<TransactionalConsumer> forwarders = new ArrayList<>();
-    /** BENCH.md: latency is summarised over the last 80 % of messages; the first 20 % are left out. */
+    /**
+     * Latency is summarised over the last 80 % of messages, the first 20 % left out (docs/performance.md, "The workloads").
+     */
     private final long unsummarisedMessages;
     private volatile boolean stopProducers;
     private long startNanos;
@@ -223,7 +225,7 @@ final class PerfRun {
 
     /**
      * On the producer's own thread. The send time written into the payload is taken once the confirm window
-     * has room, i.e. when the message is handed to the client: BENCH.md's latency is from send to receive,
+     * has room, i.e. when the message is handed to the client: the workloads' latency is from send to receive,
      * and time spent waiting for a window slot is the producer's own queue, not the message's trip. (Before
      * 2026-11-29 the time was taken before waiting, which added up to a full window's turn-around.)
      */

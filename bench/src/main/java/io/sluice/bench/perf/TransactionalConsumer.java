@@ -137,7 +137,7 @@ final class TransactionalConsumer {
         final AtomicReference<Throwable> firstFailure = new AtomicReference<>();
         /** Commit latency from {@code commitAsync} to its answer, per transaction. */
         final LatencyStats commitLatency = new LatencyStats();
-        /** BENCH.md's last 80 %: commits that start before this many messages were committed are left out. */
+        /** The workloads' last 80 %: commits that start before this many messages were committed are left out. */
         final long unsummarisedMessages;
 
         Totals(long unsummarisedMessages) {

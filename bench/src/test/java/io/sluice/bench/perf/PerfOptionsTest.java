@@ -9,8 +9,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class PerfOptionsTest {
 
+    /** --help points into this repository for the workloads' defaults: docs/performance.md, never a file outside it. */
     @Test
-    void shouldKeepThePerfClientWithBenchMdSizesByDefault() {
+    void theHelpPointsToTheWorkloadsInDocsPerformanceMd() {
+        assertTrue(PerfOptions.USAGE.contains("defaults of docs/performance.md, \"The workloads\""), PerfOptions.USAGE);
+        assertFalse(PerfOptions.USAGE.contains("BENCH"), PerfOptions.USAGE);
+    }
+
+    @Test
+    void shouldKeepThePerfClientWithTheWorkloadsSizesByDefault() {
         PerfOptions options = PerfOptions.parse(new String[] {"--workload", "W1"});
 
         assertFalse(options.appClient);
