@@ -12,6 +12,7 @@ import net.openhft.chronicle.queue.impl.single.SingleChronicleQueue;
 import net.openhft.chronicle.queue.impl.single.SingleChronicleQueueBuilder;
 import net.openhft.chronicle.wire.DocumentContext;
 
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -41,6 +42,8 @@ final class SegmentScan implements AutoCloseable {
     private final SingleChronicleQueue chronicle;
     private final RecordCodec codec = new RecordCodec();
     private final Set<Integer> withoutEndMarker = new TreeSet<>();
+    /** Per segment whose records Chronicle's index could not count ({@link #indexedCounts}), why, naming the file. */
+    private final TreeMap<Integer, String> uncounted = new TreeMap<>();
     /** Why the segment directory cannot be read at all, or null. */
     private final String directoryDamage;
     private final SegmentDirectoryCheck files;
@@ -136,6 +139,19 @@ final class SegmentScan implements AutoCloseable {
             damage.add(directoryDamage);
         }
         files.report(acks, damage, notes);
+        uncounted.forEach((segment, why) -> damage.add("segment " + segment + ": " + why + ": Chronicle cannot count its records"
+                + (acks == null ? "" : ", and the ack state counts " + acks.unackedCount(segment) + " unacknowledged messages in it")
+                + "; a broker refuses to open the queue"));
+    }
+
+    /**
+     * The segments whose records Chronicle cannot count: those it cannot read at all ({@link SegmentDirectoryCheck}) and
+     * those whose index faulted ({@link #indexedCounts}). The ack state keeps them as its checkpoint counts them.
+     */
+    NavigableSet<Integer> notCounted() {
+        NavigableSet<Integer> segments = new TreeSet<>(files.unreadable());
+        segments.addAll(uncounted.keySet());
+        return segments;
     }
 
     /** The segments Chronicle reads: those of the view, else whatever the directory lists now (a broker may add one). */
@@ -188,7 +204,11 @@ final class SegmentScan implements AutoCloseable {
         return segmentDirectory;
     }
 
-    /** Message count per segment from Chronicle's index, as the store's recovery reads it. */
+    /**
+     * Message count per segment from Chronicle's index, as the store's recovery reads it. A segment whose count faults (its
+     * file cut short: Chronicle walks from the index's last entry to the records' end) is left out, kept for {@link #report}
+     * and {@link #notCounted}, and the others are counted.
+     */
     Map<Integer, Long> indexedCounts() {
         TreeMap<Integer, Long> counts = new TreeMap<>();
         if (chronicle == null) {
@@ -200,8 +220,7 @@ final class SegmentScan implements AutoCloseable {
             try (ExcerptTailer tailer = chronicle.createTailer()) {
                 counts.put(segment, tailer.excerptsInCycle(segment));
             } catch (RuntimeException | InternalError e) {
-                throw new StorageException(SegmentFiles.unreadable(segmentDirectory.resolve(SegmentFiles.fileName(segment)), e),
-                        e);
+                uncounted.put(segment, SegmentFiles.unreadable(SegmentFiles.file(segmentDirectory, segment), e));
             }
         }
         return counts;
@@ -223,28 +242,55 @@ final class SegmentScan implements AutoCloseable {
             try (DocumentContext dc = tailer.readingDocument()) {
                 return dc.isPresent() && dc.index() == index;
             }
-        } catch (InternalError | AssertionError | IllegalStateException e) {
+        } catch (RuntimeException | InternalError | AssertionError e) {
             return false; // IllegalStateException: "Meta data not ready", an index cut short
         }
     }
 
     /**
      * Visits records from {@code fromIndex} (or the first record after it, if absent; all of them, if negative) in order.
-     * A segment whose records cannot be read as far as {@code fromIndex} (the jump there faults: cut short, or a record
-     * claiming bytes past the file's end) goes to {@code damage}, one sentence naming the file, and the visit starts at
-     * the next segment, as it does for a segment Chronicle cannot read at all.
+     * A segment whose records cannot be read to their end, or as far as {@code fromIndex} (a read faults: the file cut short,
+     * or a record claiming bytes past its end), goes to {@code damage}, one sentence naming the file and the first record
+     * not read, and the visit goes on at the first record of the next segment with a tailer of its own (the faulted one's
+     * state is not known), as it does past a segment Chronicle cannot read at all: one damaged segment hides no other.
      */
     void scan(long fromIndex, RecordVisitor visitor, Consumer<String> damage) {
         if (chronicle == null) {
             return;
         }
-        ExcerptTailer positioned = startAt(fromIndex, damage);
-        if (positioned == null) {
-            return;
+        long[] lastRead = {-1};
+        RecordVisitor reading = (index, segment, sequence, codec, problem) -> {
+            lastRead[0] = index;
+            return visitor.record(index, segment, sequence, codec, problem);
+        };
+        long from = fromIndex;
+        while (true) {
+            ExcerptTailer positioned = startAt(from, damage);
+            if (positioned == null) {
+                return;
+            }
+            try (ExcerptTailer tailer = positioned) {
+                scan(tailer, reading);
+                return;
+            } catch (SegmentFault fault) {
+                long firstNotRead = lastRead[0] >= 0 && SegmentRollCycle.INSTANCE.toCycle(lastRead[0]) == fault.segment
+                        ? lastRead[0] + 1 : Math.max(from, SegmentRollCycle.INSTANCE.toIndex(fault.segment, 0));
+                damage.accept(notRead(fault.segment, firstNotRead, fault.getCause()));
+                // Past the segment the visit started in too, whatever segment the tailer names: each round moves on.
+                int started = from < 0 ? -1 : SegmentRollCycle.INSTANCE.toCycle(from);
+                Integer next = segments().higher(Math.max(fault.segment, started));
+                if (next == null) {
+                    return;
+                }
+                from = SegmentRollCycle.INSTANCE.toIndex(next, 0);
+            }
         }
-        try (ExcerptTailer tailer = positioned) {
-            scan(tailer, visitor);
-        }
+    }
+
+    /** The sentence for a segment whose records from {@code firstNotRead} on cannot be read. */
+    private String notRead(int segment, long firstNotRead, Throwable cause) {
+        return String.format("segment %d: %s; the records from 0x%x on in it are not read, and reading goes on at the next"
+                + " segment", segment, SegmentFiles.unreadable(SegmentFiles.file(segmentDirectory, segment), cause), firstNotRead);
     }
 
     /** A tailer at the start: Chronicle reads the first segment's header to put it there. */
@@ -263,7 +309,7 @@ final class SegmentScan implements AutoCloseable {
         } catch (InternalError e) {
             // The fault of a read in compiled code is raised at the next safepoint, which may be this loop's, after the
             // read's own try: it is the tailer's segment that faulted all the same.
-            throw unreadable(tailer, e);
+            throw new SegmentFault(tailer.cycle(), e);
         }
     }
 
@@ -309,7 +355,7 @@ final class SegmentScan implements AutoCloseable {
                     return readNext(tailer, length);
                 }
             } catch (RuntimeException | InternalError e) {
-                throw unreadable(tailer, e);
+                throw new SegmentFault(next, e);
             }
         }
         return -1;
@@ -342,9 +388,7 @@ final class SegmentScan implements AutoCloseable {
                     return tailer;
                 }
             } catch (RuntimeException | InternalError e) {
-                damage.accept(String.format("segment %d: %s; the records from 0x%x on in it are not read, the dump goes on at"
-                        + " the next segment", segment, SegmentFiles.unreadable(SegmentFiles.file(segmentDirectory, segment), e),
-                        target));
+                damage.accept(notRead(segment, target, e));
                 tailer.close();
                 tailer = newTailer();
             }
@@ -366,16 +410,51 @@ final class SegmentScan implements AutoCloseable {
             }
             Bytes<?> bytes = dc.wire().bytes();
             length[0] = (int) bytes.readRemaining();
+            requireInFile(SegmentRollCycle.INSTANCE.toCycle(dc.index()), bytes.readLimit());
             bytes.read(codec.arrayFor(length[0]), 0, length[0]);
             return dc.index();
+        } catch (SegmentFault e) {
+            throw e;
         } catch (RuntimeException | InternalError e) {
-            throw unreadable(tailer, e);
+            throw new SegmentFault(tailer.cycle(), e);
         }
     }
 
-    /** Chronicle failed reading the tailer's segment: a {@link StorageException} naming the file and what is wrong. */
-    private StorageException unreadable(ExcerptTailer tailer, Throwable e) {
-        return new StorageException(SegmentFiles.unreadable(segmentDirectory.resolve(SegmentFiles.fileName(tailer.cycle())), e), e);
+    /**
+     * Throws {@link SegmentFault} if a record of {@code segment} ending at byte {@code end} of its file runs past the
+     * file's end (cut short, or a damaged header claiming more bytes than there are). Its read would fault, and the JVM may
+     * raise that fault only after the copy returned, with the bytes of the record read before in place of the missing
+     * ones: a record that is not there would be visited, its checksum even holding where the two records' tails are alike.
+     * The size listed at the open is checked first, the file's own size only beyond it (a broker beside the tool may have
+     * lengthened the file since).
+     */
+    private void requireInFile(int segment, long end) {
+        Long listed = files.listed().get(segment);
+        if (listed != null && end <= listed) {
+            return;
+        }
+        Path file = SegmentFiles.file(segmentDirectory, segment);
+        long size;
+        try {
+            size = Files.size(file);
+        } catch (IOException e) {
+            throw new SegmentFault(segment, e);
+        }
+        if (end > size) {
+            throw new SegmentFault(segment, new EOFException("a record ends at byte " + end + ", past the file's end at byte "
+                    + size));
+        }
+    }
+
+    /** Chronicle failed reading {@code segment}'s file: {@link #scan} reports it and goes on at the next segment. */
+    private static final class SegmentFault extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        final int segment;
+
+        SegmentFault(int segment, Throwable cause) {
+            super("segment " + segment + " cannot be read", cause, false, false);
+            this.segment = segment;
+        }
     }
 
     @Override
