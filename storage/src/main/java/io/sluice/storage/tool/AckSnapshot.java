@@ -40,9 +40,10 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
 
     /**
      * Loads the ack state of the queue in {@code queueDirectory} whose segments hold {@code segmentCounts};
-     * {@code segmentFiles}: the segments whose files are there; {@code unreadable}: those of them Chronicle cannot read,
-     * which the state keeps as the checkpoint counts them (a recovery forgets a segment it is given no count for, and
-     * with it how many of its messages were not acknowledged).
+     * {@code segmentFiles}: the segments whose files are there; {@code unreadable}: those of them whose records cannot all
+     * be read, which the state keeps as the checkpoint counts them, or as {@code segmentCounts} does where it counts more
+     * (a recovery forgets a segment it is given no count for, and with it how many of its messages were not acknowledged;
+     * given the count of an index cut short, fewer than the checkpoint's, it forgets the messages past it).
      */
     static AckSnapshot load(Path queueDirectory, Map<Integer, Long> segmentCounts, Set<Integer> segmentFiles,
                             Set<Integer> unreadable) throws IOException {
@@ -94,7 +95,7 @@ record AckSnapshot(AckStateReader state, long checkpointGeneration, int journalR
             Map<Integer, Long> counts = new TreeMap<>(segmentCounts);
             for (int segment : unreadable) {
                 if (checkpointed != null && checkpointed.messageCount(segment) > 0) {
-                    counts.putIfAbsent(segment, checkpointed.messageCount(segment));
+                    counts.merge(segment, checkpointed.messageCount(segment), Math::max);
                 }
             }
             try (AckLog log = AckLog.open(copy, AckJournal.MIN_CAPACITY_BYTES)) {

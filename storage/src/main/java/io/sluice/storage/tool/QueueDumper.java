@@ -41,7 +41,7 @@ final class QueueDumper {
         boolean[] clean = {true};
         try (SegmentScan scan = SegmentScan.open(queueDirectory)) {
             Map<Integer, Long> counts = scan.indexedCounts();
-            AckSnapshot acks = AckSnapshot.load(queueDirectory, counts, scan.files().listed().keySet(), scan.notCounted());
+            AckSnapshot acks = AckSnapshot.load(queueDirectory, counts, scan.files().listed().keySet(), scan.damagedSegments());
             AckStateReader state = acks.state();
             out.printf("Queue '%s' (%s)%n", name, queueDirectory);
             if (state == null) {

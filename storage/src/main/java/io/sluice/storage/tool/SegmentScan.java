@@ -44,6 +44,8 @@ final class SegmentScan implements AutoCloseable {
     private final Set<Integer> withoutEndMarker = new TreeSet<>();
     /** Per segment whose records Chronicle's index could not count ({@link #indexedCounts}), why, naming the file. */
     private final TreeMap<Integer, String> uncounted = new TreeMap<>();
+    /** The segments a scan could not read to their end ({@link #scan}). */
+    private final Set<Integer> faulted = new TreeSet<>();
     /** Why the segment directory cannot be read at all, or null. */
     private final String directoryDamage;
     private final SegmentDirectoryCheck files;
@@ -145,12 +147,15 @@ final class SegmentScan implements AutoCloseable {
     }
 
     /**
-     * The segments whose records Chronicle cannot count: those it cannot read at all ({@link SegmentDirectoryCheck}) and
-     * those whose index faulted ({@link #indexedCounts}). The ack state keeps them as its checkpoint counts them.
+     * The segments whose records cannot all be read: those Chronicle cannot read at all ({@link SegmentDirectoryCheck}),
+     * those whose index faulted ({@link #indexedCounts}) and those a scan so far could not read to their end ({@link #scan}:
+     * the index of a file cut short counts records whose bytes are gone, or fewer than there were). The ack state keeps
+     * them as its checkpoint counts them, or as Chronicle's index does where it counts more.
      */
-    NavigableSet<Integer> notCounted() {
+    NavigableSet<Integer> damagedSegments() {
         NavigableSet<Integer> segments = new TreeSet<>(files.unreadable());
         segments.addAll(uncounted.keySet());
+        segments.addAll(faulted);
         return segments;
     }
 
@@ -287,8 +292,14 @@ final class SegmentScan implements AutoCloseable {
         }
     }
 
-    /** The sentence for a segment whose records from {@code firstNotRead} on cannot be read. */
+    /** The segments a scan could not read to their end: reported to its {@code damage}, and read on after. */
+    Set<Integer> faultedSegments() {
+        return faulted;
+    }
+
+    /** The sentence for a segment whose records from {@code firstNotRead} on cannot be read; notes it as faulted. */
     private String notRead(int segment, long firstNotRead, Throwable cause) {
+        faulted.add(segment);
         return String.format("segment %d: %s; the records from 0x%x on in it are not read, and reading goes on at the next"
                 + " segment", segment, SegmentFiles.unreadable(SegmentFiles.file(segmentDirectory, segment), cause), firstNotRead);
     }

@@ -18,6 +18,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 /**
@@ -27,7 +28,8 @@ import java.util.TreeMap;
  *
  * <p>Damage: a record failing {@code RecordCodec.loaded}, an ack checkpoint or journal header that
  * does not check out, a producer checkpoint that does not read, a forced mark that does not check out (but an empty or
- * zero-filled one, only noted), a segment whose index counts a last record that is not in the file, a segment file
+ * zero-filled one, only noted), a segment whose index counts a last record that is not in the file, a segment whose
+ * records cannot be read to their end (the scan reports it where it stops and goes on with the next), a segment file
  * Chronicle cannot read ({@link SegmentDirectoryCheck}; the last one with no header yet only noted), a {@code segments} or
  * {@code acks} that is not a directory or an ack file that is not a regular file, a sealed segment's tally, a relocation
  * intent or the data directory's clean-shutdown mark that the broker would not have written or would believe wrongly
@@ -109,6 +111,7 @@ final class StoreVerifier {
         Map<Integer, Long> indexed;
         AckSnapshot acks;
         Map<Integer, Long> lastIndexedMissing;
+        Set<Integer> faulted;
         long[] records = {0};
         Path segments = queueDirectory.resolve("segments");
         // In the queue's try: a listing, a size or a header that fails to read is this queue's damage, not the end of the run.
@@ -137,8 +140,9 @@ final class StoreVerifier {
                         + " until the broker's next start writes it; this scan went on past it", segment,
                         segments.resolve(SegmentFiles.fileName(segment))));
             }
+            faulted = Set.copyOf(scan.faultedSegments());
             lastIndexedMissing = lastIndexedRecordsMissing(scan, indexed, figures);
-            acks = AckSnapshot.load(queueDirectory, indexed, files.keySet(), scan.files().unreadable());
+            acks = AckSnapshot.load(queueDirectory, indexed, files.keySet(), scan.damagedSegments());
             scan.report(acks.state(), damage, notes);
         } catch (IOException | RuntimeException | InternalError e) {
             // InternalError: a SIGBUS on a mapped page (a file cut short, or a page the disk has no block for).
@@ -160,7 +164,10 @@ final class StoreVerifier {
             totalMessages += f.records;
             totalCorrupt += f.corrupt;
             long index = indexed.getOrDefault(segment, 0L);
-            if (lastIndexedMissing.containsKey(segment) && segment == files.lastKey()
+            if (faulted.contains(segment)) {
+                // Nothing more: the scan's DAMAGE line says from which record on it could not read, and what the index
+                // counts past there is not the file's (a broker appending does not explain it)
+            } else if (lastIndexedMissing.containsKey(segment) && segment == files.lastKey()
                     && unforcedTailOnly(queueDirectory, segment, f)) {
                 notes.add(String.format("segment %d: %s: unforced tail lost in a crash: Chronicle's index counts %d records, the"
                         + " file holds the first %d, every record through the forced mark among them; %d records will be cut back"

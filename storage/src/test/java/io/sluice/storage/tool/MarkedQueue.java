@@ -64,6 +64,11 @@ final class MarkedQueue {
         return dir.resolve("queues/orders/segments").resolve(SegmentFiles.fileName(segment));
     }
 
+    /** The messages stored in {@code segment}. */
+    long messagesIn(int segment) {
+        return ids.stream().filter(id -> id >>> 32 == segment).count();
+    }
+
     /** Makes the Chronicle header of the record with id {@code id} claim 4 MiB, past its file's end. */
     void claimPastTheEnd(long id) throws IOException {
         Path file = segmentFile((int) (id >>> 32));

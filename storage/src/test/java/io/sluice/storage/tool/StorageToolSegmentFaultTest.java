@@ -1,6 +1,7 @@
 package io.sluice.storage.tool;
 
 import io.sluice.storage.ByteArrays;
+import io.sluice.storage.segment.SegmentFiles;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -11,8 +12,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -63,6 +66,12 @@ class StorageToolSegmentFaultTest {
         return first;
     }
 
+    /** Verify's table row of {@code segment}: its file, its bytes, and the records, unacknowledged and corrupt counts given. */
+    private static Pattern row(int segment, long records, long unacknowledged) {
+        return Pattern.compile("\\n  " + segment + " +" + Pattern.quote(SegmentFiles.fileName(segment)) + " +\\d+ +" + records + " +"
+                + unacknowledged + " +0\\n");
+    }
+
     /** The ids of the record lines of a dump, in order. */
     private static List<Long> printedIds(String out) {
         return out.lines().filter(line -> line.startsWith("0x")).map(line -> Long.parseUnsignedLong(line.substring(2, 18), 16))
@@ -98,5 +107,47 @@ class StorageToolSegmentFaultTest {
         List<Long> expected = new ArrayList<>(ids.subList(cut - 10, cut));
         expected.addAll(ids.stream().filter(id -> id >>> 32 == 2).toList());
         assertEquals(expected, printedIds(r.out()));
+    }
+
+    /**
+     * A record in the middle of segment 1 whose Chronicle header claims bytes past the file's end: verify's scan faults
+     * there. It used to end the queue's check with {@code DAMAGE queue cannot be read}, saying nothing of segment 2 or of
+     * the ack state; the segment is reported, and the check goes on with the next one.
+     */
+    @Test
+    void verifyReportsASegmentWhoseScanFaultsAndChecksTheNextSegmentsAndTheAckState() throws IOException {
+        fill();
+        orders.claimPastTheEnd(ids.get(CUT_AT));
+        int inSegment1 = CUT_AT - (int) orders.messagesIn(0);
+
+        Outcome r = Outcome.of("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(Pattern.compile("\n  DAMAGE segment 1: segment file " + Pattern.quote(orders.segmentFile(1).toString())
+                + " cannot be read: it is cut short or damaged in Chronicle's header or index \\(java.io.EOFException: a record"
+                + " ends at byte \\d+, past the file's end at byte " + Files.size(orders.segmentFile(1)) + "\\); the records from 0x"
+                + Long.toHexString(ids.get(CUT_AT)) + " on in it are not read, and reading goes on at the next segment\n")
+                .matcher(r.out()).find(), r.out() + r.err());
+        assertTrue(row(0, orders.messagesIn(0), orders.messagesIn(0) - ACKED_PREFIX).matcher(r.out()).find(), r.out());
+        assertTrue(row(1, inSegment1, orders.messagesIn(1)).matcher(r.out()).find(), r.out());
+        assertTrue(row(2, orders.messagesIn(2), orders.messagesIn(2)).matcher(r.out()).find(), r.out());
+        assertTrue(r.out().contains("ack checkpoint: generation"), r.out());
+        assertTrue(r.out().contains("ack journal: "), r.out());
+        assertFalse(r.out().contains("broker appending"), r.out()); // the records the scan did not read are not being written
+        assertTrue(r.out().contains("Result: DAMAGED (1 of 1 queue(s))"), r.out());
+    }
+
+    /** A segment cut short in its records: verify used to end the queue's check as the dump did. */
+    @Test
+    void verifyReportsACutSegmentAndChecksTheNextSegmentsAndTheAckState() throws IOException {
+        fill();
+        int inSegment1 = cutSegment1() - (int) orders.messagesIn(0);
+
+        Outcome r = Outcome.of("verify", dir.toString());
+        assertEquals(StorageTool.EXIT_DAMAGED, r.exitCode(), r.out() + r.err());
+        assertTrue(r.out().contains("\n  DAMAGE segment 1: segment file " + orders.segmentFile(1) + " cannot be read"), r.out() + r.err());
+        assertTrue(row(1, inSegment1, orders.messagesIn(1)).matcher(r.out()).find(), r.out());
+        assertTrue(row(2, orders.messagesIn(2), orders.messagesIn(2)).matcher(r.out()).find(), r.out());
+        assertTrue(r.out().contains("ack checkpoint: generation"), r.out());
+        assertTrue(r.out().contains("Result: DAMAGED (1 of 1 queue(s))"), r.out());
     }
 }
