@@ -9,12 +9,12 @@ import java.util.List;
 import java.util.stream.Stream;
 
 /** What this process holds open (descriptors, from /proc/self/fd) and mapped (from /proc/self/maps) under a directory. */
-final class OpenFiles {
+public final class OpenFiles {
     private OpenFiles() {
     }
 
     /** The files under {@code directory} (or it) that a descriptor of this process points at. */
-    static List<String> descriptorsUnder(Path directory) {
+    public static List<String> descriptorsUnder(Path directory) {
         try {
             String prefix = directory.toRealPath().toString();
             List<String> found = new ArrayList<>();
@@ -37,7 +37,7 @@ final class OpenFiles {
     }
 
     /** The files under {@code directory} that this process has mapped, each once. */
-    static List<String> mappingsUnder(Path directory) throws IOException {
+    public static List<String> mappingsUnder(Path directory) throws IOException {
         String prefix = directory.toRealPath().toString();
         List<String> found = new ArrayList<>();
         for (String line : Files.readAllLines(Path.of("/proc/self/maps"))) {

@@ -1,5 +1,6 @@
 package io.sluice.storage.ack;
 
+import io.sluice.storage.durability.FileForcer;
 import io.sluice.storage.files.MappedBufferUnmapper;
 import io.sluice.storage.memory.ResidentPages;
 
@@ -216,7 +217,8 @@ public final class AckJournal implements Closeable {
      * Creates an empty journal at {@code file} of {@code min(INITIAL_BYTES, maxBytes)} bytes that may
      * {@link #grow} to {@code maxBytes}, replacing any journal there. The file is written under a
      * temporary name, fsynced, renamed over {@code file} and the directory fsynced, so {@code file} is
-     * at every instant either the old journal or the complete new one.
+     * at every instant either the old journal or the complete new one. If the directory's fsync fails,
+     * the new journal's mapping is released before the failure is thrown.
      */
     public static AckJournal create(Path file, long generation, int maxBytes) throws IOException {
         return create(file, generation, Math.min(INITIAL_BYTES, maxBytes), maxBytes);
@@ -224,9 +226,21 @@ public final class AckJournal implements Closeable {
 
     /** As {@link #create(Path, long, int)}, starting at {@code sizeBytes} (at most {@code maxBytes}). */
     public static AckJournal create(Path file, long generation, int sizeBytes, int maxBytes) throws IOException {
+        return create(file, generation, sizeBytes, maxBytes, FileForcer.FSYNC);
+    }
+
+    /** As {@link #create(Path, long, int, int)}, the directory forced through {@code directoryForcer} (a test's may fail). */
+    static AckJournal create(Path file, long generation, int sizeBytes, int maxBytes, FileForcer directoryForcer)
+            throws IOException {
         Path temporary = writeTemporary(file, generation, sizeBytes, maxBytes, true);
         AckJournal journal = install(temporary, file, generation, maxBytes);
-        AckFiles.fsyncDirectory(file.getParent());
+        Path directory = file.toAbsolutePath().getParent();
+        try (FileChannel channel = FileChannel.open(directory, StandardOpenOption.READ)) {
+            directoryForcer.forceDirectory(channel, directory);
+        } catch (IOException | RuntimeException | Error e) {
+            journal.close(); // the caller never gets it: its mapping would be held until the JVM collects it
+            throw e;
+        }
         return journal;
     }
 

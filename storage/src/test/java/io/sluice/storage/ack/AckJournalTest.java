@@ -1,10 +1,14 @@
 package io.sluice.storage.ack;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.sluice.storage.OpenFiles;
+import io.sluice.storage.durability.FileForcer;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -13,7 +17,7 @@ import java.util.zip.CRC32C;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The journal file on its own: reuse across generations, and the first format version. */
+/** The journal file on its own: reuse across generations, the first format version, and a creation that fails. */
 class AckJournalTest {
     private static final int ACK_RANGE_BYTES = AckJournal.RecordType.ACK_RANGE.recordBytes;
 
@@ -49,6 +53,32 @@ class AckJournalTest {
         assertEquals(thirdRecord, replay.stopOffset());
         assertTrue(replay.stopReason().contains("CRC32C"), replay.stopReason());
         assertEquals(List.of("5000..5009", "6000..6009"), ackRanges(file, 2));
+    }
+
+    /**
+     * A creation whose force of the directory fails (after the new journal was renamed into place and mapped) throws, and
+     * leaves no mapping of the journal behind: the caller never gets the journal to close, so its mapping, and with it the
+     * file's blocks after a later delete, was held until the JVM collected it.
+     */
+    @Test
+    void aCreationWhoseDirectoryForceFailsReleasesTheJournalsMapping() throws IOException {
+        Path file = dir.resolve(AckFiles.JOURNAL);
+        FileForcer failingDirectory = new FileForcer() {
+            @Override
+            public void force(FileChannel channel, Path forced) throws IOException {
+                channel.force(false);
+            }
+
+            @Override
+            public void forceDirectory(FileChannel channel, Path directory) throws IOException {
+                throw new IOException("Input/output error forcing " + directory);
+            }
+        };
+
+        IOException failed = assertThrows(IOException.class, () -> AckJournal.create(file, 1, 4096, 4096, failingDirectory));
+        assertEquals("Input/output error forcing " + dir.toAbsolutePath(), failed.getMessage());
+        assertEquals(List.of(), OpenFiles.mappingsUnder(dir), "the journal is not left mapped");
+        assertEquals(List.of(), OpenFiles.descriptorsUnder(dir), "nor open");
     }
 
     @Test
