@@ -84,17 +84,10 @@ public record QueueIncarnation(long id, boolean predatesIncarnations) {
                 throw new UncheckedIOException("cannot write " + file, written);
             }
             return found;
-        } catch (CharacterCodingException e) {
-            throw damaged(file, "not UTF-8 text");
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read " + file, e); // not the file's damage: no descriptor, a failing disk
+            throw unreadable(file, e);
         }
-        QueueIncarnation read;
-        try {
-            read = decode(text);
-        } catch (IllegalArgumentException e) {
-            throw damaged(file, e.getMessage());
-        }
+        QueueIncarnation read = decodeChecked(file, text);
         if (!text.startsWith(VERSION + " ")) {
             try {
                 write(file, read);
@@ -113,7 +106,7 @@ public record QueueIncarnation(long id, boolean predatesIncarnations) {
     public static String damage(Path queueDirectory) {
         Path file = queueDirectory.resolve(FILE);
         try {
-            decode(Files.readString(file, StandardCharsets.UTF_8));
+            decodeChecked(file, Files.readString(file, StandardCharsets.UTF_8));
             return null;
         } catch (NoSuchFileException e) {
             return null;
@@ -121,9 +114,43 @@ public record QueueIncarnation(long id, boolean predatesIncarnations) {
             return damaged(file, "not UTF-8 text").getMessage();
         } catch (IOException e) {
             return "incarnation file " + file + " cannot be read: " + e;
-        } catch (IllegalArgumentException e) {
-            return damaged(file, e.getMessage()).getMessage();
+        } catch (StorageException e) {
+            return e.getMessage();
         }
+    }
+
+    /**
+     * Refuses the open of the queue in {@code queueDirectory} if its incarnation file is there and does not read, as
+     * {@link #open} would; reads only. A queue's recovery asks first, before any of the queue's files is touched, so that
+     * the refused queue's files stay as they are (checked after the recovery, its ack files were rewritten by then).
+     *
+     * @throws StorageException naming the file if it does not read (rule "an incarnation is checked")
+     */
+    public static void refuseIfDamaged(Path queueDirectory) {
+        Path file = queueDirectory.resolve(FILE);
+        try {
+            decodeChecked(file, Files.readString(file, StandardCharsets.UTF_8));
+        } catch (NoSuchFileException e) {
+            // the open gives the queue one
+        } catch (IOException e) {
+            throw unreadable(file, e);
+        }
+    }
+
+    private static QueueIncarnation decodeChecked(Path file, String text) {
+        try {
+            return decode(text);
+        } catch (IllegalArgumentException e) {
+            throw damaged(file, e.getMessage());
+        }
+    }
+
+    /** A read of the file that failed: its damage if its bytes are not text, else a failure that is not the file's. */
+    private static RuntimeException unreadable(Path file, IOException e) {
+        if (e instanceof CharacterCodingException) {
+            return damaged(file, "not UTF-8 text");
+        }
+        return new UncheckedIOException("cannot read " + file, e); // not the file's damage: no descriptor, a failing disk
     }
 
     private static void write(Path file, QueueIncarnation incarnation) throws IOException {

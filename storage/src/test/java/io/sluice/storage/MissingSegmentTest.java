@@ -7,16 +7,13 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -88,16 +85,6 @@ class MissingSegmentTest {
         return dir.resolve("segments").resolve(SegmentFiles.fileName(segment));
     }
 
-    private Map<Path, Long> fileSizes() throws IOException {
-        Map<Path, Long> sizes = new TreeMap<>();
-        try (Stream<Path> files = Files.walk(dir)) {
-            for (Path file : (Iterable<Path>) files::iterator) {
-                sizes.put(dir.relativize(file), Files.isDirectory(file) ? -1 : Files.size(file));
-            }
-        }
-        return sizes;
-    }
-
     private static List<Long> unacked(QueueStore queue) {
         List<Long> ids = new ArrayList<>();
         queue.forEachUnacked(ids::add);
@@ -113,13 +100,13 @@ class MissingSegmentTest {
         Path file = segmentFile(second);
         byte[] content = Files.readAllBytes(file);
         Files.delete(file);
-        Map<Path, Long> before = fileSizes();
+        Map<Path, String> before = FileTrees.contents(dir);
 
         StorageException refused = assertThrows(StorageException.class, this::open);
         String message = refused.getMessage();
         assertTrue(message.contains("queue 'q'") && message.contains(file.toString())
                 && message.contains("(" + inSecond + " unacknowledged messages)"), message);
-        assertEquals(before, fileSizes(), "the refusal changes no file");
+        assertEquals(before, FileTrees.contents(dir), "the refusal changes no file, byte for byte");
 
         Files.write(file, content);
         QueueStore queue = open();

@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -96,6 +97,35 @@ class QueueIncarnationTest {
         try (MessageStore store = open()) {
             assertEquals(created, store.queue("orders").incarnation());
         }
+    }
+
+    /**
+     * The refusal says the queue's files stay as they are, and so they do, byte for byte: the ack state's recovery (a
+     * checkpoint and a new journal) and its close after the refusal (another checkpoint) used to rewrite the ack files of
+     * the refused queue, whose incarnation is checked after the recovery.
+     */
+    @Test
+    void aRefusedOpenLeavesEveryFileOfTheQueueAsItWas() throws Exception {
+        try (MessageStore store = open()) {
+            QueueStore orders = store.createQueue("orders");
+            for (int i = 0; i < 100; i++) {
+                orders.append(null, ("message-" + i).getBytes(StandardCharsets.UTF_8));
+            }
+        }
+        try (MessageStore store = open()) {
+            QueueStore orders = store.queue("orders");
+            try (QueueReader reader = orders.openReader()) {
+                orders.ack(reader.next().id()); // a record in the journal, which a recovery would fold into a checkpoint
+            }
+        }
+        Path queue = temp.resolve("data").resolve("queues").resolve("orders");
+        Path file = queue.resolve(QueueIncarnation.FILE);
+        Files.write(file, "not an incarnation\n".getBytes(StandardCharsets.UTF_8));
+        Map<Path, String> before = FileTrees.contents(queue);
+
+        RuntimeException refused = assertThrows(RuntimeException.class, this::open);
+        assertTrue(refused.getMessage().contains("incarnation file " + file.toAbsolutePath() + " is damaged"), refused.getMessage());
+        assertEquals(before, FileTrees.contents(queue), "the refused queue's files, byte for byte");
     }
 
     /** A file of version 1 (no checksum) reads as it did, and is given its checksum at the open. */

@@ -630,11 +630,20 @@ public final class AckLog implements Closeable {
                 checkpoint();
             }
         } finally {
-            closed = true;
-            if (journal != null) {
-                journal.close();
-                journal = null;
-            }
+            closeWithoutCheckpoint();
+        }
+    }
+
+    /**
+     * Releases the journal mapping and writes nothing: for a queue whose open failed, refused or not, whose files stay
+     * as they are. What the journal holds since the last checkpoint is replayed at the next open, as after a crash (a
+     * close's checkpoint only spares that replay).
+     */
+    public void closeWithoutCheckpoint() {
+        closed = true;
+        if (journal != null) {
+            journal.close();
+            journal = null;
         }
     }
 

@@ -1,6 +1,7 @@
 package io.sluice.storage.recovery;
 
 import io.sluice.storage.CorruptRecordException;
+import io.sluice.storage.QueueIncarnation;
 import io.sluice.storage.StorageException;
 import io.sluice.storage.StoreConfig;
 import io.sluice.storage.ack.AckLog;
@@ -93,8 +94,8 @@ public final class QueueRecovery {
         public void closeAfterFailure(String queue) {
             log.close();
             try {
-                ackLog.close();
-            } catch (IOException | RuntimeException e) {
+                ackLog.closeWithoutCheckpoint();
+            } catch (RuntimeException e) {
                 LOG.warn("Queue '{}': error while closing its ack state after a failed open.", queue, e);
             }
         }
@@ -131,7 +132,9 @@ public final class QueueRecovery {
     }
 
     private Recovered run(IntConsumer onSeal, IntConsumer onEntering, AckLog createdAcks) {
-        // First, before any segment file is touched: the checkpoint, for the segments it knows.
+        // Before any file of the queue is touched: a refusal leaves them as they are (the recovery of the ack state writes).
+        QueueIncarnation.refuseIfDamaged(directory);
+        // Then, before any segment file is touched: the checkpoint, for the segments it knows.
         AckLog ackLog;
         try {
             ackLog = createdAcks != null ? createdAcks : AckLog.open(directory.resolve("acks"), config.ackJournalBytes());
@@ -192,8 +195,8 @@ public final class QueueRecovery {
             log.close();
         }
         try {
-            ackLog.close();
-        } catch (IOException | RuntimeException e) {
+            ackLog.closeWithoutCheckpoint();
+        } catch (RuntimeException e) {
             LOG.warn("Queue '{}': error while closing its ack state after a failed open.", name, e);
         }
     }
