@@ -41,6 +41,8 @@ import java.util.TreeMap;
  * broker cuts back at its next start (rule "an unforced tail is cut back").
  */
 final class StoreVerifier {
+    /** The page size of the systems the broker runs on; Chronicle's files are whole chunks of mapping, themselves whole pages. */
+    private static final long PAGE_BYTES = 4096;
     private final PrintStream out;
     private final Progress progress;
     private int damagedQueues;
@@ -80,6 +82,27 @@ final class StoreVerifier {
         for (String d : damage) {
             out.println("  DAMAGE " + d);
         }
+    }
+
+    /**
+     * The segment files of {@code segments} whose size is not a whole number of pages, each as a sentence. Chronicle
+     * lengthens a file to whole chunks of its mapping as it writes, so such a file was cut short (a mapped read past
+     * its end faults); none if the listing fails.
+     */
+    static List<String> filesCutOffThePage(Path segments) {
+        List<String> cut = new ArrayList<>();
+        try (var listing = Files.list(segments)) {
+            for (Path file : (Iterable<Path>) listing.sorted()::iterator) {
+                if (SegmentFiles.segmentOf(file.getFileName().toString()) >= 0 && Files.isRegularFile(file)
+                        && Files.size(file) % PAGE_BYTES != 0) {
+                    cut.add(String.format("segment file %s is cut short: it holds %d bytes, not a whole number of %d-byte"
+                            + " pages as Chronicle leaves its files", file, Files.size(file), PAGE_BYTES));
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            return cut;
+        }
+        return cut;
     }
 
     private static String describe(Throwable e) {
@@ -149,6 +172,13 @@ final class StoreVerifier {
             damagedQueues++;
             progress.done();
             out.printf("  DAMAGE queue cannot be read: %s%n", describe(e));
+            if (e instanceof InternalError) {
+                // The JVM may raise a fault of a read in compiled code at a later safepoint, out of the try that knows
+                // the file: the files a fault can come from are named by their size.
+                for (String cut : filesCutOffThePage(segments)) {
+                    out.printf("  DAMAGE %s%n", cut);
+                }
+            }
             return;
         }
         progress.done();
