@@ -151,8 +151,8 @@ class GracefulShutdownTest {
                 "storage.reserved-disk-bytes", "67108864", "storage.durability", "always", "broker.shutdown-timeout-ms", "100");
     }
 
-    /** A publish to "slow-sync" stored and not yet forced, and the thread closing the broker meanwhile. */
-    private record HeldPublish(Producer producer, CompletableFuture<Void> unconfirmed, Thread closer) {
+    /** A publish to "slow-sync" stored and not yet forced, and the broker stopping meanwhile on the thread {@code closer}. */
+    private record HeldPublish(Producer producer, CompletableFuture<Void> unconfirmed, Broker stopping, Thread closer) {
     }
 
     /** Publishes one message to "slow-sync" (whose forces {@link #slowDisk} holds), waits until it is stored, then closes the broker. */
@@ -163,10 +163,16 @@ class GracefulShutdownTest {
         QueueStore store = broker.queues().get("slow-sync").store();
         TestAwait.until("the message stored", () -> store.unackedMessages() == 1);
         Broker closing = broker;
+        return new HeldPublish(producer, unconfirmed, closing, stopInBackground());
+    }
+
+    /** Starts the broker's stop on a thread of its own, which it returns; the test's clean-up no longer closes it. */
+    private Thread stopInBackground() {
+        Broker closing = broker;
         broker = null;
         Thread closer = new Thread(closing::close, "shutdown-test-closer");
         closer.start();
-        return new HeldPublish(producer, unconfirmed, closer);
+        return closer;
     }
 
     /** Issue 15: NOT_CONFIRMED_SHUTDOWN is sent where it belongs, to publishes still unconfirmed when shutdown gives up. */
@@ -207,6 +213,11 @@ class GracefulShutdownTest {
         HeldPublish held = publishOneThenClose();
         try {
             TestAwait.until("the stopping broker refusing connections", () -> !accepts(port));
+            // The listener closes once every connection stopped reading or at the stop's timeout, whichever comes first:
+            // on a starved machine the connection's loop may run the stop after that (a publish it read before then is
+            // read as any other, this test's premise aside).
+            TestAwait.until("the stopping broker reading none of its connections (rule H3)",
+                    () -> held.stopping().connections().stream().noneMatch(ch -> ch.config().isAutoRead()));
             CompletableFuture<Void> late = held.producer().sendAsync(Payloads.of(2));
             // The stop's own timeout ends with message 1 refused: by then a broker that still read had stored message 2.
             ExecutionException refused = assertThrows(ExecutionException.class,
@@ -223,6 +234,39 @@ class GracefulShutdownTest {
         connection = connect();
         assertEquals(1L, (long) connection.declareQueue("slow-sync", QueueSettings.EMPTY),
                 "only the message read before the stop began is stored");
+    }
+
+    /**
+     * Rule H3's bound: the listener closes once every connection's loop has stopped reading it, each waited for up to
+     * broker.shutdown-timeout-ms. Here a task holds the connection's loop, as a starved machine does, for longer than the
+     * 1 s the stop used to wait before it closed the listener anyway, letting a client that saw it gone send into a
+     * connection still read (aPublishSentAfterTheStopBeganIsNotRead stored that publish at load 25).
+     */
+    @Test
+    void theListenerStaysUpUntilAConnectionsLoopRunsTheStopOfReadingWithinTheShutdownTimeout() throws Exception {
+        Map<String, String> settings = new HashMap<>(shutdownSettings(0));
+        settings.put("broker.shutdown-timeout-ms", "30000");
+        broker = Broker.start(new ConfigLoader().load(null, settings));
+        connection = connect();
+        connection.declareQueue("q", QueueSettings.EMPTY);
+        TestAwait.until("the client's connection is open", () -> broker.connections().size() == 1);
+        io.netty.channel.Channel served = broker.connections().iterator().next();
+        CountDownLatch release = new CountDownLatch(1);
+        TestAwait.hold(served.eventLoop(), release);
+        Broker stopping = broker;
+        long started = System.nanoTime();
+        Thread closer = stopInBackground();
+        try {
+            // A window longer than the old bound, well within the timeout: the listener must stay up through it.
+            TestAwait.until("the listener closing, or 1.5 s of the stop with the connection's loop held",
+                    () -> !stopping.listenerChannel().isActive() || System.nanoTime() - started > TimeUnit.MILLISECONDS.toNanos(1_500));
+            assertTrue(stopping.listenerChannel().isActive(),
+                    "the listener closed while a connection's loop had not yet stopped reading it");
+        } finally {
+            release.countDown();
+        }
+        closer.join(20_000);
+        assertFalse(closer.isAlive(), "the stop goes on once the loop stopped reading");
     }
 
     private static boolean accepts(int port) {
@@ -286,11 +330,8 @@ class GracefulShutdownTest {
             }
         });
         assertTrue(stuck.await(10, TimeUnit.SECONDS));
-        Broker closing = broker;
-        broker = null;
-        Thread closer = new Thread(closing::close, "shutdown-test-closer");
         long started = System.nanoTime();
-        closer.start();
+        Thread closer = stopInBackground();
         try {
             closer.join(60_000);
             long tookMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
