@@ -13,6 +13,7 @@ import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.ChannelGroupFuture;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
@@ -511,8 +512,14 @@ public final class Broker implements AutoCloseable {
             f.awaitUninterruptibly(Math.max(0, TimeUnit.NANOSECONDS.toMillis(refusalsDeadline - System.nanoTime())), TimeUnit.MILLISECONDS);
         }
         checkpointProducers(deadline);
-        channels.writeAndFlush(new CloseFrame(ErrorCode.NONE, "the broker is shutting down"));
-        channels.close().awaitUninterruptibly(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())), TimeUnit.MILLISECONDS);
+        // Rule L2 of LastFrame: each connection is half-closed after its CLOSE and closes once its client closes, or a grace
+        // after. Waited for that long, so that the event loops' stop below closes none whose CLOSE may still be on its way:
+        // a close with input unread (a client's publish this stop did not read) resets the connection, and the reset drops
+        // what still waits in the send queue, the CLOSE and the NOT_CONFIRMED_SHUTDOWN refusals before it.
+        ChannelGroupFuture connectionsClosed = channels.newCloseFuture();
+        CloseFrame shuttingDown = new CloseFrame(ErrorCode.NONE, "the broker is shutting down");
+        channels.forEach(ch -> LastFrame.writeAndClose(ch, shuttingDown));
+        connectionsClosed.awaitUninterruptibly(LastFrame.GRACE_MS + 1_000, TimeUnit.MILLISECONDS);
         transactions.drain(1000);
         if (cluster != null) {
             cluster.close(); // before the event loops stop: the shard applies through the queues' executors

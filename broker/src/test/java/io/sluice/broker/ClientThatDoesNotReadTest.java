@@ -144,10 +144,10 @@ class ClientThatDoesNotReadTest {
             Channel channel = broker.connections().iterator().next();
             TestAwait.until("the broker stops reading the client that does not read (or answers everything it sent)",
                     Duration.ofSeconds(30), () -> {
-                        mostPending.accumulateAndGet(pending(channel), Math::max);
+                        mostPending.accumulateAndGet(TestBrokers.outboundPending(channel), Math::max);
                         return !channel.config().isAutoRead() || mostPending.get() > (8L << 20);
                     });
-            mostPending.accumulateAndGet(pending(channel), Math::max);
+            mostPending.accumulateAndGet(TestBrokers.outboundPending(channel), Math::max);
             assertTrue(mostPending.get() < (4L << 20), "at most the 1 MiB high water mark and one read's answers wait in the "
                     + "broker for a client that does not read; it held " + mostPending.get() + " bytes");
 
@@ -165,10 +165,5 @@ class ClientThatDoesNotReadTest {
             assertEquals(frames, errors);
             assertTrue(channel.config().isAutoRead(), "reading resumed once the client read");
         }
-    }
-
-    private static long pending(Channel channel) {
-        var buffer = channel.unsafe().outboundBuffer();
-        return buffer == null ? 0 : buffer.totalPendingWriteBytes();
     }
 }

@@ -23,6 +23,12 @@ final class TestBrokers {
         return Broker.start(new ConfigLoader().load(null, overrides));
     }
 
+    /** The bytes written to {@code channel} that Netty holds, not yet handed to the socket; read from any thread. */
+    static long outboundPending(Channel channel) {
+        var buffer = channel.unsafe().outboundBuffer();
+        return buffer == null ? 0 : buffer.totalPendingWriteBytes();
+    }
+
     /** The broker's channel of {@code client}'s connection. */
     static Channel servedChannel(Broker broker, RawClient client) throws InterruptedException {
         Channel[] found = new Channel[1];

@@ -51,6 +51,9 @@ abstract class ProtocolHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
         if (evt instanceof IdleStateEvent idle) {
+            if (LastFrame.sent(ctx.channel())) {
+                return; // the connection is closing (LastFrame): the client owes no frame, nor the broker a heartbeat
+            }
             if (idle.state() == IdleState.READER_IDLE) {
                 if (silenceIsTheBrokers()) {
                     return;
