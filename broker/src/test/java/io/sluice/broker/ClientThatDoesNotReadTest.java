@@ -4,6 +4,7 @@ import io.netty.channel.Channel;
 import io.sluice.protocol.AckFrame;
 import io.sluice.protocol.DeclareQueueFrame;
 import io.sluice.protocol.FrameType;
+import io.sluice.protocol.HeartbeatFrame;
 import io.sluice.protocol.HelloFrame;
 import io.sluice.protocol.IdRange;
 import io.sluice.protocol.QueueSettings;
@@ -116,6 +117,96 @@ class ClientThatDoesNotReadTest {
         }
     }
 
+    /** Sends {@code frame} {@code frames} times on a thread of its own, in writes of about 64 KiB. */
+    private static CompletableFuture<Void> sendInBatches(Socket s, byte[] frame, int frames) {
+        return CompletableFuture.runAsync(() -> {
+            ByteArrayOutputStream batch = new ByteArrayOutputStream();
+            try {
+                OutputStream out = s.getOutputStream();
+                for (int i = 0; i < frames; i++) {
+                    batch.write(frame);
+                    if (batch.size() >= 64 << 10 || i == frames - 1) {
+                        out.write(batch.toByteArray());
+                        batch.reset();
+                    }
+                }
+                out.flush();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+    }
+
+    /**
+     * Rule H4 with a client that reads, slowly: the broker reads it again only once it has drained the kernel's send queue
+     * and the outbound buffer below its low mark, which takes it many heartbeat intervals, while its frames wait unread in
+     * its socket. That silence is the broker's (ClientSessionAdapter.silenceIsTheBrokers): the connection stays open and
+     * every frame is answered. On the old main the broker closed it with HEARTBEAT_TIMEOUT two intervals after its last
+     * read (theBrokerStopsReadingAClientThatDoesNotReadItsAnswersAndGoesOnOnceItDoes failed so at load 35).
+     */
+    @Test
+    void aClientThatReadsItsAnswersSlowlyIsNotClosedForTheSilenceTheBrokersPauseMakes() throws Exception {
+        int frames = 100_000;
+        byte[] ack = FrameBytes.of(new AckFrame(TAG, List.of(new IdRange(5_000_000, 5_000_000)))); // one ERROR each
+        try (Broker broker = TestBrokers.start(dir, Map.of("broker.heartbeat-interval-ms", "300"));
+             Socket s = consumer(broker, 4096)) {
+            DataInputStream in = new DataInputStream(s.getInputStream());
+            errorsUntilOks(in, 2);
+            CompletableFuture<Void> sent = sendInBatches(s, ack, frames);
+            Thread heartbeats = heartbeatsUntilInterrupted(s);
+            TestAwait.until("the client's connection is open", () -> broker.connections().size() == 1);
+            Channel channel = broker.connections().iterator().next();
+            TestAwait.until("the broker stops reading the client that does not read (rule H4)", Duration.ofSeconds(30),
+                    () -> !channel.config().isAutoRead());
+            // The client reads 16 KiB every 20 ms (a slow reader, not a wait for the broker) until the broker reads it again.
+            int errors = 0;
+            int unpaced = 0;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (!channel.config().isAutoRead()) {
+                assertTrue(System.nanoTime() < deadline, "the broker did not read the client again within 60 s; " + errors
+                        + " answers read");
+                Read frame = next(in);
+                assertTrue(frame.type() != FrameType.CLOSE.code(), "closed while the client read: " + frame.body());
+                errors += frame.type() == FrameType.ERROR.code() ? 1 : 0;
+                unpaced += Integer.BYTES + 2 + frame.body().length();
+                if (unpaced >= 16 << 10) {
+                    unpaced = 0;
+                    java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+                }
+            }
+            while (errors < frames) {
+                Read frame = next(in);
+                assertTrue(frame.type() != FrameType.CLOSE.code(), "closed after " + errors + " answers: " + frame.body());
+                errors += frame.type() == FrameType.ERROR.code() ? 1 : 0;
+            }
+            sent.get(30, TimeUnit.SECONDS);
+            heartbeats.interrupt();
+            assertTrue(channel.isActive(), "the connection is open once every frame is answered");
+        }
+    }
+
+    /**
+     * Sends a HEARTBEAT every 100 ms, as a client does (this one's interval is 300 ms), until interrupted or the socket
+     * closes: once the client has sent its ACKs, the broker must not take its silence for a client gone.
+     */
+    private static Thread heartbeatsUntilInterrupted(Socket s) {
+        byte[] heartbeat = FrameBytes.of(HeartbeatFrame.INSTANCE);
+        Thread thread = new Thread(() -> {
+            try {
+                OutputStream out = s.getOutputStream();
+                while (!Thread.currentThread().isInterrupted()) {
+                    out.write(heartbeat); // one write per frame: the socket keeps it whole beside the ACKs' writes
+                    java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(100));
+                }
+            } catch (IOException closed) {
+                // the test is over
+            }
+        }, "client-heartbeats");
+        thread.setDaemon(true);
+        thread.start();
+        return thread;
+    }
+
     @Test
     void theBrokerStopsReadingAClientThatDoesNotReadItsAnswersAndGoesOnOnceItDoes() throws Exception {
         int frames = 100_000;
@@ -123,22 +214,7 @@ class ClientThatDoesNotReadTest {
         try (Broker broker = TestBrokers.start(dir, Map.of()); Socket s = consumer(broker, 4096)) {
             DataInputStream in = new DataInputStream(s.getInputStream());
             errorsUntilOks(in, 2); // subscribed, and the declare's own pause of reading (rule H1) is over
-            CompletableFuture<Void> sent = CompletableFuture.runAsync(() -> {
-                ByteArrayOutputStream batch = new ByteArrayOutputStream();
-                try {
-                    OutputStream out = s.getOutputStream();
-                    for (int i = 0; i < frames; i++) {
-                        batch.write(ack);
-                        if (batch.size() >= 64 << 10 || i == frames - 1) {
-                            out.write(batch.toByteArray());
-                            batch.reset();
-                        }
-                    }
-                    out.flush();
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            });
+            CompletableFuture<Void> sent = sendInBatches(s, ack, frames);
             AtomicLong mostPending = new AtomicLong();
             TestAwait.until("the client's connection is open", () -> broker.connections().size() == 1);
             Channel channel = broker.connections().iterator().next();

@@ -92,13 +92,23 @@ public final class ClientSessionAdapter extends ProtocolHandler {
     }
 
     /**
-     * Paused for the client's window or the bytes its publishes hold (H2) while it reads what the broker writes: a
-     * client within its window whose confirms wait on a slowed queue is not closed for the silence the pause makes. A
-     * client that does not read our writes (H4) is still closed for silence, as before.
+     * The broker does not read the client, and the client is not at fault: paused for its window or the bytes its
+     * publishes hold (H2) while it reads what the broker writes, so that a client whose confirms wait on a slowed queue
+     * is not closed for the silence the pause makes; or paused because it has not read enough of what the broker wrote
+     * (H4) while it does read it, which the kernel says ({@link ClientReading}): its frames, heartbeats included, wait
+     * unread in its socket, and a client reading a large backlog slowly (a slow link, a loaded machine) was closed with
+     * HEARTBEAT_TIMEOUT, "no frame for two heartbeat intervals", though it sent them. A client that reads nothing for the
+     * two intervals (ClientThatNeverReadsIsClosedTest), or is gone, is closed for silence as before.
      */
     @Override
     boolean silenceIsTheBrokers() {
-        return gate != null && gate.pausedForPublishesAlone();
+        if (gate == null) {
+            return false;
+        }
+        if (gate.pausedForOutbound()) {
+            return ClientReading.within(ctx.channel(), 2L * config.broker.heartbeatIntervalMs);
+        }
+        return gate.pausedForWindow();
     }
 
     /** One frame, read now or let go by the gate; released unless its buffer went to a queue. */

@@ -30,7 +30,10 @@ import java.util.function.Consumer;
  *   <li>H4 the client does not read what the broker writes: while the connection's outbound buffer is above its high
  *       water mark (the channel is not writable) nothing more is read, so the answers a client's frames make (ERRORs,
  *       confirms, PUBLISH_CREDIT) are bounded by that mark and one read's frames, however fast it sends and however
- *       slowly it reads. Deliveries stop at the same mark (the dispatcher's own check).</li>
+ *       slowly it reads. Deliveries stop at the same mark (the dispatcher's own check). While the client does read
+ *       (the broker reads it again only once it drained the kernel's send queue and the buffer below its low mark, which
+ *       a slow reader takes long to do), its frames wait unread in its socket: two heartbeat intervals without a frame
+ *       are then the broker's silence, not the client's ({@link ClientSessionAdapter#silenceIsTheBrokers}).</li>
  * </ul>
  * Confined to the connection's event loop.
  */
@@ -134,9 +137,14 @@ final class InboundGate {
         return true;
     }
 
-    /** Whether reading is paused for H2 and not for H4 (the client reads what the broker writes). */
-    boolean pausedForPublishesAlone() {
-        return pausedForWindow && !pausedForOutbound;
+    /** Whether reading is paused for H2: the client is past its window or its held bytes' bound. */
+    boolean pausedForWindow() {
+        return pausedForWindow;
+    }
+
+    /** Whether reading is paused for H4: the connection's outbound buffer is above its high water mark. */
+    boolean pausedForOutbound() {
+        return pausedForOutbound;
     }
 
     /** The client is back within its window and that bound (H2): reading resumes unless another rule holds it (H1, H3, H4). */

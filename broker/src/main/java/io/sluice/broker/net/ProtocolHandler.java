@@ -69,7 +69,8 @@ abstract class ProtocolHandler extends ChannelInboundHandlerAdapter {
 
     /**
      * Whether the broker itself keeps this connection silent, by not reading it while the client waits for its
-     * publishes to settle: two heartbeat intervals without a frame then say nothing of the client. On the event loop.
+     * publishes to settle or reads what the broker wrote: two heartbeat intervals without a frame then say nothing of
+     * the client. On the event loop.
      */
     boolean silenceIsTheBrokers() {
         return false;
