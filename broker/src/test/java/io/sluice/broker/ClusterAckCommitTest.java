@@ -72,7 +72,7 @@ class ClusterAckCommitTest {
                 held.add(m);
             }
             ClusterFixture.awaitDeliveriesReplicated(brokers, leader, "q", held.stream().map(Message::id).toList()); // R10's entries
-            ClusterFixture.closeAllBut(brokers, leaderIndex, running);
+            cluster.closeAllBut(brokers, leaderIndex, running);
             held.forEach(Message::ack);
             TestAwait.until("the cut-off leader settling the acks", Duration.ofSeconds(30), () -> {
                 com.fasterxml.jackson.databind.JsonNode q = cluster.get(leaderIndex, "/api/queues/q");

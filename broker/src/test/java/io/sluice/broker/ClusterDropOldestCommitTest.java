@@ -80,7 +80,7 @@ class ClusterDropOldestCommitTest {
     }
 
     private void aDropTheLeaderCouldNotCommitLeavesEveryStoreWhole(boolean deadLetter) throws Exception {
-        JsonNode before = dropOnCutOffLeader(deadLetter);
+        JsonNode before = dropOnCutOffLeader(new ClusterFixture(dir, 3), deadLetter);
         Broker leader = brokers.get(leaderIndex);
         leader.close();
         running.remove(leader);
@@ -103,7 +103,7 @@ class ClusterDropOldestCommitTest {
      */
     @Test
     void aDropCommittedAfterItsLeaderGaveItBackDropsTheSameMessageOnEveryNode() throws Exception {
-        dropOnCutOffLeader(false);
+        dropOnCutOffLeader(ClusterFixture.slowToStepDown(dir), false);
         cluster.rejoinBehindOldLeader(brokers.get(leaderIndex), leaderIndex, running);
         cluster.awaitServing(leaderIndex);
         try (RawClient raw = RawClient.connected(cluster.clientPorts[leaderIndex])) {
@@ -118,14 +118,14 @@ class ClusterDropOldestCommitTest {
     }
 
     /**
-     * Starts three nodes, publishes {@link #TOTAL} messages to a queue of that hard quota with the policy drop-oldest
+     * Starts {@code fixture}'s three nodes, publishes {@link #TOTAL} messages to a queue of that hard quota with the policy drop-oldest
      * (dead-lettering what it drops to {@link #DLQ} if {@code deadLetter}), has a consumer on the leader hold the first {@link #HELD}, closes both followers and publishes one more message on
      * the leader over the wire: the leader drops the oldest message not out with the consumer, and neither entry commits
      * (the connection is closed, rule S1). The leader's store must still hold every id it held (on main it had
      * acknowledged the dropped one). Returns the digest every node had before.
      */
-    private JsonNode dropOnCutOffLeader(boolean deadLetter) throws Exception {
-        cluster = new ClusterFixture(dir, 3);
+    private JsonNode dropOnCutOffLeader(ClusterFixture fixture, boolean deadLetter) throws Exception {
+        cluster = fixture;
         brokers = cluster.startInProcess();
         running.addAll(brokers);
         leaderIndex = brokers.indexOf(ClusterFixture.awaitLeader(brokers));
@@ -146,7 +146,7 @@ class ClusterDropOldestCommitTest {
             }
             ClusterFixture.awaitDeliveriesReplicated(brokers, leader, "d", delivered); // R10's entries on every node
             try (RawClient raw = RawClient.connected(cluster.clientPorts[leaderIndex])) {
-                ClusterFixture.closeAllBut(brokers, leaderIndex, running);
+                cluster.closeAllBut(brokers, leaderIndex, running);
                 publishOneMore(raw);
                 awaitClosed(raw);
             }

@@ -136,6 +136,15 @@ final class ClusterFixture {
     }
 
     /**
+     * Three nodes whose leader, cut off from both followers ({@link #closeAllBut}), keeps leading at least 8 s (its maximum
+     * election timeout) after it last heard from them instead of 1.5 s, so that a request the test sends it then reaches
+     * its log before it steps down even on a loaded machine ({@link #rejoinBehindOldLeader}). Elections take up to 8 s.
+     */
+    static ClusterFixture slowToStepDown(Path dir) throws IOException {
+        return new ClusterFixture(dir, 3, "  election-timeout-max-ms: 8000\n");
+    }
+
+    /**
      * Three nodes that snapshot every 100 entries, with 1 MiB Raft log segments (so that the leader purges its log
      * past a follower that is down soon) and room for 64 KiB messages: the snapshot tests' cluster (rule R4).
      */
@@ -244,15 +253,23 @@ final class ClusterFixture {
         }
     }
 
-    /** Closes every node of {@code brokers} but {@code keep} (0-based) and takes it off {@code running}: a leader cut off from its followers. */
-    static void closeAllBut(List<Broker> brokers, int keep, List<Broker> running) {
+    /**
+     * Closes every node of {@code brokers} but {@code keep} (0-based, the leader) and takes it off {@code running}: a leader
+     * cut off from its followers. Notes the leader's last log index then ({@link #rejoinBehindOldLeader} needs its log to
+     * grow past it): a follower's log ends at or before its leader's, so no entry after that index reached a follower.
+     */
+    void closeAllBut(List<Broker> brokers, int keep, List<Broker> running) {
         for (int i = 0; i < brokers.size(); i++) {
             if (i != keep) {
                 brokers.get(i).close();
                 running.remove(brokers.get(i));
             }
         }
+        cutOffAt = brokers.get(keep).cluster().lastLogIndex();
     }
+
+    /** The kept node's last log index when {@link #closeAllBut} closed the others; -1 before. */
+    private long cutOffAt = -1;
 
     /**
      * With every node closed: starts every node but {@code oldLeader} (0-based), waits for them to elect a leader of
@@ -279,9 +296,15 @@ final class ClusterFixture {
     /**
      * With only {@code oldLeader} (node {@code oldLeaderIndex}, 0-based) up, its log longer than the others' (entries it
      * could not commit while cut off): starts the next node, checks that only the old leader can win the election, then
-     * starts the last node. Adds both to {@code running}.
+     * starts the last node. Adds both to {@code running}. Waits first for what it assumes: the old leader's log grew past
+     * where it was when {@link #closeAllBut} cut it off. A request sent to it once cut off is appended only if it arrives
+     * before the leader steps down, for want of a majority, its maximum election timeout after the followers went silent;
+     * on a loaded machine it did not always, and either node could then win ({@link #slowToStepDown} gives it time).
      */
     void rejoinBehindOldLeader(Broker oldLeader, int oldLeaderIndex, List<Broker> running) throws InterruptedException {
+        long cut = cutOffAt;
+        TestAwait.until("the cut-off leader's log growing past index " + cut + ", the last its followers can hold (the "
+                + "request's entry appended before it stepped down)", Duration.ofSeconds(30), () -> oldLeader.cluster().lastLogIndex() > cut);
         Broker follower = Broker.start(config((oldLeaderIndex + 1) % size));
         running.add(follower);
         org.junit.jupiter.api.Assertions.assertSame(oldLeader, awaitLeader(List.of(oldLeader, follower)),

@@ -81,7 +81,7 @@ class ClusterPurgeCommitTest {
      */
     @Test
     void aPurgeCommittedAfterItsLeaderGaveItBackRemovesTheSameIdsOnEveryNode() throws Exception {
-        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        ClusterFixture cluster = ClusterFixture.slowToStepDown(dir);
         List<Broker> brokers = cluster.startInProcess();
         running.addAll(brokers);
         Broker leader = ClusterFixture.awaitLeader(brokers);
@@ -114,7 +114,7 @@ class ClusterPurgeCommitTest {
             }
             ClusterFixture.awaitDeliveriesReplicated(brokers, brokers.get(leaderIndex), "q", delivered); // R10's entries on every node
             try (RawClient raw = RawClient.connected(cluster.clientPorts[leaderIndex])) {
-                ClusterFixture.closeAllBut(brokers, leaderIndex, running);
+                cluster.closeAllBut(brokers, leaderIndex, running);
                 raw.send(new PurgeQueueFrame(2, "q"));
                 assertEquals(List.of(ErrorCode.NOT_LEADER), refusals(raw), "what the purge's client is told");
             }

@@ -27,7 +27,6 @@ import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -320,16 +319,13 @@ class ClusterTransactionTest {
      */
     @Test
     void aCommitWhoseEntryCommitsAfterAllIsWholeOnEveryNode() throws Exception {
-        ClusterFixture cluster = new ClusterFixture(dir, 3);
+        ClusterFixture cluster = ClusterFixture.slowToStepDown(dir);
         List<Broker> brokers = start(cluster);
         Broker leader = ClusterFixture.awaitLeader(brokers);
         int leaderIndex = brokers.indexOf(leader);
         commitOnCutOffLeader(cluster, brokers, leaderIndex);
 
-        Broker follower = Broker.start(cluster.config((leaderIndex + 1) % 3));
-        running.add(follower);
-        assertSame(leader, ClusterFixture.awaitLeader(List.of(leader, follower)), "only the node with the longer log can lead");
-        running.add(Broker.start(cluster.config((leaderIndex + 2) % 3)));
+        cluster.rejoinBehindOldLeader(leader, leaderIndex, running);
         cluster.awaitDigest("a", 0, PATIENCE);
         cluster.awaitDigest("b", 1, PATIENCE);
         assertEquals(Set.of(100L), cluster.consumeAll("b", 1));
@@ -360,7 +356,7 @@ class ClusterTransactionTest {
             Transaction tx = c.transaction();
             tx.ack(m);
             tx.publish("b", Payloads.of(100));
-            ClusterFixture.closeAllBut(brokers, leaderIndex, running);
+            cluster.closeAllBut(brokers, leaderIndex, running);
             assertThrows(ConnectionLostException.class, () -> tx.commit(Duration.ofSeconds(60)),
                     "a commit whose entry may still commit is neither OK nor rolled back: its outcome is unknown");
         }
