@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
@@ -150,11 +151,20 @@ final class ChildWriter implements AutoCloseable {
      * does not report within 60 s, with what it left behind ({@link #notReported}).
      */
     void awaitReport(String word) throws Exception {
+        awaitStdout(word, () -> reported(word));
+    }
+
+    /**
+     * Polls until {@code reported} holds, failing as {@link #awaitReport} does, {@code what} naming the report. The child
+     * reports through its stdout file only (a pipe loses lines at a SIGKILL), so there is no event to wait on: the poll
+     * every 5 ms is the wait, bounded by {@link #REPORT_TIMEOUT_NANOS}.
+     */
+    private void awaitStdout(String what, Callable<Boolean> reported) throws Exception {
         long started = System.nanoTime();
-        while (!reported(word)) {
+        while (!reported.call()) {
             boolean alive = writer.isAlive();
             if (!alive || System.nanoTime() - started > REPORT_TIMEOUT_NANOS) {
-                throw new AssertionError(notReported(word, alive, started));
+                throw new AssertionError(notReported(what, alive, started));
             }
             Thread.sleep(5);
         }
@@ -262,16 +272,10 @@ final class ChildWriter implements AutoCloseable {
      * fixed time after the first confirm held a few hundred messages).
      */
     void killAfterConfirmedThrough(long seq, long runMillis) throws Exception {
-        long started = System.nanoTime();
-        parseStdout();
-        while (confirmed < seq) {
-            boolean alive = writer.isAlive();
-            if (!alive || System.nanoTime() - started > REPORT_TIMEOUT_NANOS) {
-                throw new AssertionError(notReported("confirmed " + seq + " (the last: " + confirmed + ")", alive, started));
-            }
-            Thread.sleep(5);
+        awaitStdout("confirmed " + seq, () -> {
             parseStdout();
-        }
+            return confirmed >= seq;
+        });
         killIn(runMillis);
     }
 
